@@ -1,0 +1,107 @@
+//! Dispatch: turns parsed arguments into validated configs, runs the command, writes outputs.
+
+use crate::cli::{Cli, Command, CyclicArgs, SamplesArgs};
+use crate::config::cyclic::CyclicConfig;
+use crate::config::CpuSet;
+use crate::error::{Error, Result};
+use crate::export::json::JsonSink;
+use crate::export::table;
+use crate::measure::cyclic;
+use crate::samples::SampleLog;
+use crate::stats::Recorder;
+use std::io::Write;
+
+/// Runs one parsed command line.
+pub fn run(cli: Cli, argv: Vec<String>) -> Result<()> {
+    match cli.command {
+        Command::Cyclic(a) => cyclic_cmd(&a, argv),
+        Command::Samples(a) => samples_cmd(&a),
+    }
+}
+
+fn cyclic_cmd(a: &CyclicArgs, argv: Vec<String>) -> Result<()> {
+    let cfg = CyclicConfig::from_args(a, &CpuSet::online_here())?;
+    let sink = cfg.json.as_deref().map(JsonSink::open).transpose()?;
+    let unit = cfg.unit;
+    let hist = cfg.histogram_us.is_some();
+    let to_stderr = cyclic::report::json_to_stdout(&cfg);
+    let outcome = cyclic::run(cfg, argv)?;
+    let mut text = String::new();
+    if hist {
+        text.push_str(&cyclic::report::render_histogram(&outcome));
+    }
+    text.push_str(&cyclic::report::render(&outcome, unit));
+    if to_stderr {
+        eprint!("{text}");
+    } else {
+        print!("{text}");
+        let _ = std::io::stdout().flush();
+    }
+    if let Some(s) = sink {
+        s.write(&outcome.run)?;
+    }
+    match outcome.run.check_failure {
+        Some(c) => Err(Error::CheckFailed(c)),
+        None => Ok(()),
+    }
+}
+
+fn samples_cmd(a: &SamplesArgs) -> Result<()> {
+    let log = SampleLog::read(&a.file)?;
+    let out = std::io::stdout();
+    let mut o = std::io::BufWriter::new(out.lock());
+    let io = |e| Error::io("stdout", e);
+    if a.csv {
+        writeln!(o, "series,cpu,loop,latency_ns").map_err(io)?;
+        for (s, v) in log.series.iter().zip(&log.samples) {
+            let cpu = s.cpu.map_or(String::new(), |c| c.to_string());
+            for (i, x) in v.iter().enumerate() {
+                writeln!(o, "{},{cpu},{},{x}", s.name, i + 1).map_err(io)?;
+            }
+        }
+    } else {
+        let f = |v: f64| a.unit.fmt_ns(v);
+        let rows: Vec<Vec<String>> = log
+            .series
+            .iter()
+            .zip(&log.samples)
+            .enumerate()
+            .map(|(i, (s, v))| {
+                let mut r = Recorder::new();
+                v.iter().for_each(|&x| r.record(x));
+                let m = r.summary();
+                let lost = log.lost.as_ref().map_or("?".into(), |l| l[i].to_string());
+                vec![
+                    s.name.clone(),
+                    s.cpu.map_or("-".into(), |c| c.to_string()),
+                    m.count.to_string(),
+                    f(m.min_ns as f64),
+                    f(m.max_ns as f64),
+                    f(m.mean_ns),
+                    f(m.stddev_ns),
+                    f(m.percentiles.p99 as f64),
+                    lost,
+                ]
+            })
+            .collect();
+        writeln!(o, "latencies in {}", a.unit).map_err(io)?;
+        write!(
+            o,
+            "{}",
+            table::render(
+                &["series", "cpu", "count", "min", "max", "average", "sigma", "p99", "lost"],
+                &rows
+            )
+        )
+        .map_err(io)?;
+        if log.lost.is_none() {
+            writeln!(
+                o,
+                "warning: {}: no trailer; the log was cut short (all complete blocks were read)",
+                a.file.display()
+            )
+            .map_err(io)?;
+        }
+    }
+    o.flush().map_err(io)
+}

@@ -1,0 +1,180 @@
+//! Raw command-line arguments (clap derive). No validation here beyond types: see `config`.
+
+use crate::config::DisplayUnit;
+use crate::sys::clock::Clock;
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+/// latlab — a latency lab for Linux.
+#[derive(Debug, Parser)]
+#[command(name = "latlab", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    /// The measurement or tool to run.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// latlab's subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Timer wake-up latency of periodic threads (cyclictest's measurement).
+    #[command(disable_help_flag = true)]
+    Cyclic(Box<CyclicArgs>),
+    /// Read a raw sample log written by `--samples`: summary per series, or CSV.
+    Samples(SamplesArgs),
+}
+
+/// Arguments of `latlab cyclic`. Times take units (ns, us, ms, s, m, h); a bare number is µs for
+/// intervals and thresholds and seconds for durations, as in cyclictest.
+#[derive(Debug, Args)]
+#[command(after_help = CYCLIC_AFTER_HELP)]
+pub struct CyclicArgs {
+    /// Number of measuring threads; without N, one per CPU (of --affinity, or all online CPUs),
+    /// each pinned to its CPU.
+    #[arg(short = 't', long = "threads", value_name = "N", num_args = 0..=1)]
+    pub threads: Option<Option<String>>,
+
+    /// Priority of the first thread (1-99 for fifo/rr; 0 means SCHED_OTHER as in cyclictest).
+    /// Default 80 for real-time policies.
+    #[arg(
+        short = 'p',
+        long = "priority",
+        value_name = "PRIO",
+        allow_negative_numbers = true
+    )]
+    pub priority: Option<i32>,
+
+    /// Scheduling policy: fifo, rr, other, batch, idle. Default fifo (other when -p 0).
+    #[arg(long, value_name = "POLICY")]
+    pub policy: Option<String>,
+
+    /// Give each further thread one priority less than the one before (80, 79, 78 ...).
+    #[arg(long)]
+    pub priospread: bool,
+
+    /// Period of the first thread: 1000 (µs), 500us, 1ms. Default 1000 µs.
+    #[arg(
+        short = 'i',
+        long = "interval",
+        value_name = "TIME",
+        allow_negative_numbers = true
+    )]
+    pub interval: Option<String>,
+
+    /// Added to the period of each further thread (cyclictest's distance). Default 500 µs.
+    #[arg(
+        short = 'd',
+        long = "distance",
+        value_name = "TIME",
+        allow_negative_numbers = true
+    )]
+    pub distance: Option<String>,
+
+    /// Stop each thread after this many wake-ups. Default: run until --duration or Ctrl-C.
+    #[arg(
+        short = 'l',
+        long = "loops",
+        value_name = "N",
+        allow_negative_numbers = true
+    )]
+    pub loops: Option<String>,
+
+    /// Stop after this long: 10 (s), 10s, 5m, 1h. Default: until --loops or Ctrl-C.
+    #[arg(
+        short = 'D',
+        long = "duration",
+        value_name = "TIME",
+        allow_negative_numbers = true
+    )]
+    pub duration: Option<String>,
+
+    /// Pin threads round-robin to these CPUs (0-3,6); without a list, to all online CPUs.
+    #[arg(short = 'a', long = "affinity", value_name = "CPUSET", num_args = 0..=1)]
+    pub affinity: Option<Option<String>>,
+
+    /// Lock memory with mlockall (the default; kept for cyclictest users).
+    #[arg(short = 'm', long = "mlock")]
+    pub mlock: bool,
+
+    /// Do not lock memory.
+    #[arg(long = "no-mlock", conflicts_with = "mlock")]
+    pub no_mlock: bool,
+
+    /// No live view; print only the final result.
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
+
+    /// Print a cyclictest-style histogram with 1 µs buckets up to this many µs.
+    #[arg(short = 'h', long = "histogram", value_name = "US")]
+    pub histogram: Option<String>,
+
+    /// Stop the run when a latency exceeds this (µs or with unit); reports thread, CPU, value and
+    /// loop, and exits 1.
+    #[arg(short = 'b', long = "break-on", value_name = "TIME")]
+    pub break_on: Option<String>,
+
+    /// Clock to sleep on and read.
+    #[arg(long, value_enum, default_value_t = Clock::Monotonic)]
+    pub clock: Clock,
+
+    /// Relative sleeps (expected wake-up = time before the sleep + period) instead of absolute.
+    #[arg(long)]
+    pub relative: bool,
+
+    /// A group of threads: policy=fifo,threads=16,prio=80,priospread,interval=1000us,offset=50us,
+    /// affinity=0-1. Repeatable; keys left out take the values of the plain flags.
+    #[arg(long = "group", value_name = "SPEC")]
+    pub group: Vec<String>,
+
+    /// Unit for latencies on screen.
+    #[arg(long, value_enum, default_value_t = DisplayUnit::Us)]
+    pub unit: DisplayUnit,
+
+    /// Write the whole result as JSON (schema latlab.run/1) to FILE, or `-` for stdout.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+
+    /// Write every latency of every thread to FILE (binary, docs/samples-format.md).
+    #[arg(long, value_name = "FILE")]
+    pub samples: Option<PathBuf>,
+
+    /// Hold /dev/cpu_dma_latency at this many µs during the run. Default 0.
+    #[arg(long = "dma-latency", value_name = "US", default_value_t = 0)]
+    pub dma_latency: i32,
+
+    /// Do not touch /dev/cpu_dma_latency.
+    #[arg(long = "no-dma-latency")]
+    pub no_dma_latency: bool,
+
+    /// Fail (exit 3) instead of falling back when RT scheduling, mlock or the DMA latency
+    /// request is not granted.
+    #[arg(long)]
+    pub strict: bool,
+
+    /// Print help (-h is the histogram, as in cyclictest).
+    #[arg(long, action = clap::ArgAction::Help)]
+    pub help: Option<bool>,
+}
+
+const CYCLIC_AFTER_HELP: &str = "\
+Method: each thread sleeps with clock_nanosleep(TIMER_ABSTIME) until its next period and records
+latency = wake-up time - expected time, in ns. A wake-up so late that whole periods passed counts
+those periods as overruns; the true maximum is always kept.
+
+Seed 004 (16 FIFO + 16 OTHER tasks) as one command:
+  latlab cyclic -D 60s \\
+    --group policy=fifo,threads=16,prio=80,priospread,interval=1000us,offset=50us \\
+    --group policy=other,threads=16,interval=1000us,offset=500us";
+
+/// Arguments of `latlab samples`.
+#[derive(Debug, Args)]
+pub struct SamplesArgs {
+    /// The sample log written by `--samples`.
+    pub file: PathBuf,
+    /// Print every sample as CSV (series,cpu,loop,latency_ns) instead of a summary.
+    #[arg(long)]
+    pub csv: bool,
+    /// Unit for the summary.
+    #[arg(long, value_enum, default_value_t = DisplayUnit::Us)]
+    pub unit: DisplayUnit,
+}

@@ -1,0 +1,4 @@
+//! Writers of results: JSON (schema v1) and plain-text tables.
+
+pub mod json;
+pub mod table;

@@ -1,0 +1,48 @@
+//! A minimal aligned text table: right-aligned numeric columns, no cursor codes, stable for
+//! parsers (one header line, one line per row, columns separated by at least two spaces).
+
+/// Renders `rows` under `header`, each column as wide as its widest cell; the first column is
+/// left-aligned, the others right-aligned.
+pub fn render(header: &[&str], rows: &[Vec<String>]) -> String {
+    let cols = header.len();
+    let mut width: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (i, c) in r.iter().enumerate().take(cols) {
+            width[i] = width[i].max(c.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let line = |cells: &mut dyn Iterator<Item = &str>, out: &mut String| {
+        let mut parts = Vec::with_capacity(cols);
+        for (i, c) in cells.enumerate() {
+            let pad = width[i].saturating_sub(c.chars().count());
+            if i == 0 {
+                parts.push(format!("{c}{}", " ".repeat(pad)));
+            } else {
+                parts.push(format!("{}{c}", " ".repeat(pad)));
+            }
+        }
+        out.push_str(parts.join("  ").trim_end());
+        out.push('\n');
+    };
+    line(&mut header.iter().copied(), &mut out);
+    for r in rows {
+        line(&mut r.iter().map(String::as_str), &mut out);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn aligns() {
+        let t = super::render(
+            &["task", "max"],
+            &[
+                vec!["T0".into(), "5".into()],
+                vec!["T10".into(), "1234".into()],
+            ],
+        );
+        assert_eq!(t, "task   max\nT0       5\nT10   1234\n");
+    }
+}

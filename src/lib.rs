@@ -1,0 +1,16 @@
+//! latlab: a latency lab for Linux. Measures OS latency with real-time threads, keeps every
+//! result in one model (`result::Run`), and exports it. The binary is a thin shell over this.
+
+pub mod app;
+pub mod cli;
+pub mod config;
+pub mod error;
+pub mod export;
+pub mod measure;
+pub mod result;
+pub mod rt;
+pub mod samples;
+pub mod stats;
+pub mod sys;
+
+pub use error::{Error, Result};

@@ -1,0 +1,262 @@
+//! `latlab cyclic`: timer wake-up latency of periodic threads (seed 004, cyclictest's method).
+//! This file sets the run up, starts the workers behind a barrier, watches the clock and the
+//! signals, and builds the result; the loop itself is in `worker.rs`.
+
+pub mod report;
+pub mod worker;
+
+use crate::config::cyclic::CyclicConfig;
+use crate::config::Policy;
+use crate::error::{Error, Result};
+use crate::result::{self, Environment, Run, Series};
+use crate::rt::{self, Control, Live, Placement};
+use crate::samples::{self, SampleWriter, SeriesHeader};
+use crate::stats::Recorder;
+use crate::sys;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant, SystemTime};
+use worker::{Worker, WorkerOut};
+
+/// A finished `cyclic` run: the result plus what only the text report needs.
+pub struct CyclicOutcome {
+    /// The result model.
+    pub run: Run,
+    /// Per-thread linear µs histograms (`-h`), with their overflow counts.
+    pub linear: Vec<(Vec<u64>, u64)>,
+}
+
+/// Privilege, memory locking and PM QoS, arranged before the threads start. Falls back with
+/// warnings, or fails with exit 3 under `--strict`.
+fn prepare(
+    cfg: &mut CyclicConfig,
+    env: &Environment,
+    warnings: &mut Vec<String>,
+) -> Result<Option<sys::dma::DmaLatency>> {
+    let rt_max = cfg
+        .threads
+        .iter()
+        .filter(|t| t.policy.is_rt())
+        .map(|t| (t.policy, t.prio))
+        .max_by_key(|x| x.1);
+    if let Some((policy, prio)) = rt_max {
+        if let Err(why) = sys::privilege::probe_policy(policy, prio) {
+            if cfg.strict {
+                return Err(Error::Env(format!("--strict: {why}")));
+            }
+            warnings.push(format!("{why}; all threads fell back to SCHED_OTHER"));
+            for t in cfg.threads.iter_mut().filter(|t| t.policy.is_rt()) {
+                t.policy = Policy::Other;
+                t.prio = 0;
+            }
+        }
+    }
+    let _ = env;
+    if cfg.mlock {
+        if let Err(e) = sys::mem::mlockall() {
+            let why = format!("mlockall failed ({e}); page faults may show up as latency. Raise RLIMIT_MEMLOCK or run as root");
+            if cfg.strict {
+                return Err(Error::Env(format!("--strict: {why}")));
+            }
+            warnings.push(why);
+        }
+    }
+    match cfg.dma_latency_us {
+        None => Ok(None),
+        Some(v) => match sys::dma::DmaLatency::hold(v) {
+            Ok(h) => Ok(Some(h)),
+            Err(e) => {
+                let why = format!("/dev/cpu_dma_latency: {e}; CPU idle states were not limited (use --no-dma-latency to skip)");
+                if cfg.strict {
+                    return Err(Error::Env(format!("--strict: {why}")));
+                }
+                warnings.push(why);
+                Ok(None)
+            }
+        },
+    }
+}
+
+/// Ring capacity: two seconds of samples at the thread's rate, at least 64 Ki entries.
+fn ring_capacity(interval_ns: u64) -> usize {
+    let per_2s = 2_000_000_000 / interval_ns.max(1);
+    (per_2s as usize).clamp(1 << 16, 1 << 22)
+}
+
+/// Runs the measurement described by `cfg`.
+pub fn run(mut cfg: CyclicConfig, command_line: Vec<String>) -> Result<CyclicOutcome> {
+    let environment = Environment::capture();
+    let mut warnings = Vec::new();
+    let dma = prepare(&mut cfg, &environment, &mut warnings)?;
+    let n = cfg.threads.len();
+
+    let (producers, writer) = match &cfg.samples {
+        None => (None, None),
+        Some(path) => {
+            let hdr: Vec<SeriesHeader> = cfg
+                .threads
+                .iter()
+                .map(|t| SeriesHeader {
+                    name: t.name.clone(),
+                    cpu: t.cpu,
+                })
+                .collect();
+            let cap = cfg
+                .threads
+                .iter()
+                .map(|t| ring_capacity(t.interval_ns))
+                .max()
+                .unwrap_or(1 << 16);
+            let (prods, cons) = samples::rings(n, cap);
+            (Some(prods), Some(SampleWriter::start(path, &hdr, cons)?))
+        }
+    };
+    let mut producers = producers.map(|p| p.into_iter().map(Some).collect::<Vec<_>>());
+
+    let control = Control::with_signals();
+    rt::install_wake_handler();
+    let tripped = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(AtomicUsize::new(0));
+    let live: Vec<Arc<Live>> = (0..n).map(|_| Arc::new(Live::new())).collect();
+    let placements: Vec<Placement> = cfg
+        .threads
+        .iter()
+        .map(|t| Placement {
+            name: t.name.clone(),
+            cpu: t.cpu,
+            policy: t.policy,
+            prio: t.prio,
+        })
+        .collect();
+    let barrier = Arc::new(Barrier::new(n + 1));
+    let hist_len = cfg.histogram_us.unwrap_or(0) as usize;
+    let handles = rt::spawn_workers(&placements, barrier.clone(), |i| {
+        let t = &cfg.threads[i];
+        let ring = producers.as_mut().and_then(|p| p[i].take());
+        let (clock, interval_ns, relative) = (cfg.clock.id(), t.interval_ns, cfg.relative);
+        let (loops, break_on_ns) = (
+            cfg.loops.unwrap_or(u64::MAX),
+            cfg.break_on_ns.unwrap_or(u64::MAX),
+        );
+        let (live, stop, tripped, done) = (
+            live[i].clone(),
+            control.stop.clone(),
+            tripped.clone(),
+            done.clone(),
+        );
+        move || {
+            let w = Worker {
+                clock,
+                interval_ns,
+                relative,
+                loops,
+                break_on_ns,
+                rec: Recorder::new(),
+                linear: vec![0; hist_len],
+                ring,
+                live,
+                stop,
+                tripped,
+                done,
+            };
+            move || w.run()
+        }
+    })
+    .map_err(|e| Error::Env(format!("cannot start measuring threads: {e}")))?;
+
+    barrier.wait();
+    let started = SystemTime::now();
+    let t0 = Instant::now();
+    let display = (!cfg.quiet && report::stdout_is_terminal() && !report::json_to_stdout(&cfg))
+        .then(|| report::LiveView::start(&cfg, live.clone(), control.stop.clone()));
+
+    let deadline = cfg.duration_ns.map(|d| t0 + Duration::from_nanos(d));
+    loop {
+        if control.was_interrupted() || deadline.is_some_and(|d| Instant::now() >= d) {
+            control.stop.store(true, Ordering::Release);
+        }
+        if control.stop.load(Ordering::Acquire) || done.load(Ordering::Acquire) == n {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    control.stop.store(true, Ordering::Release);
+    for h in &handles {
+        rt::wake(h);
+    }
+    let elapsed = t0.elapsed();
+    let ended = SystemTime::now();
+    let mut outs: Vec<(rt::Applied, WorkerOut)> = Vec::with_capacity(n);
+    for h in handles {
+        outs.push(
+            h.join()
+                .map_err(|_| Error::Env("a measuring thread panicked".into()))?,
+        );
+    }
+    if let Some(d) = display {
+        d.finish();
+    }
+    drop(dma);
+
+    let lost: Vec<u64> = outs.iter().map(|(_, o)| o.lost).collect();
+    let samples_path = match (writer, &cfg.samples) {
+        (Some(w), Some(p)) => {
+            w.finish(&lost)?;
+            Some(p.display().to_string())
+        }
+        _ => None,
+    };
+    let total_lost: u64 = lost.iter().sum();
+    if total_lost > 0 {
+        warnings.push(format!("the sample log lost {total_lost} samples: its writer fell behind (per thread in lost_samples)"));
+    }
+
+    let mut series = Vec::with_capacity(n);
+    let mut linear = Vec::with_capacity(n);
+    let mut check_failure = None;
+    for ((applied, out), plan) in outs.into_iter().zip(&cfg.threads) {
+        warnings.extend(applied.warnings);
+        let mut s = Series::from_recorder(plan.name.clone(), &out.rec);
+        s.cpu = plan.cpu;
+        s.policy = applied.policy.to_string();
+        s.prio = applied.prio;
+        s.interval_ns = Some(plan.interval_ns);
+        s.overruns = out.overruns;
+        s.lost_samples = out.lost;
+        if let Some((lat, loop_no)) = out.tripped_at {
+            let cpu = plan
+                .cpu
+                .or(out.cpu)
+                .map_or("?".to_string(), |c| c.to_string());
+            check_failure = Some(format!(
+                "--break-on: {} on CPU {cpu} woke {} {} late at loop {loop_no} (threshold {} {})",
+                plan.name,
+                cfg.unit.fmt_ns(lat as f64),
+                cfg.unit,
+                cfg.unit.fmt_ns(cfg.break_on_ns.unwrap_or(0) as f64),
+                cfg.unit
+            ));
+        }
+        series.push(s);
+        linear.push((out.linear, out.linear_overflow));
+    }
+    let interrupted = control.was_interrupted();
+    let parameters = serde_json::to_value(&cfg).unwrap_or(serde_json::Value::Null);
+    let run = Run {
+        schema: result::SCHEMA.into(),
+        id: result::new_run_id(started),
+        kind: "cyclic".into(),
+        started: result::rfc3339(started),
+        ended: result::rfc3339(ended),
+        duration_s: elapsed.as_secs_f64(),
+        interrupted,
+        command_line,
+        parameters,
+        warnings,
+        check_failure,
+        environment,
+        series,
+        samples_path,
+    };
+    Ok(CyclicOutcome { run, linear })
+}

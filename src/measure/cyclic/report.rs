@@ -1,0 +1,212 @@
+//! What `cyclic` shows a person: the live view on a terminal, the final table in the seed's
+//! shape, and the cyclictest-style `-h` histogram.
+
+use super::CyclicOutcome;
+use crate::config::cyclic::CyclicConfig;
+use crate::config::DisplayUnit;
+use crate::export::table;
+use crate::rt::Live;
+use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// True when stdout is a terminal (the live view and cursor codes are only used then).
+pub fn stdout_is_terminal() -> bool {
+    std::io::stdout().is_terminal()
+}
+
+/// True when the JSON result goes to stdout (then the table goes to stderr).
+pub fn json_to_stdout(cfg: &CyclicConfig) -> bool {
+    cfg.json.as_deref().is_some_and(|p| p.as_os_str() == "-")
+}
+
+/// The live view: a non-RT thread redrawing per-thread figures at most 10 times a second.
+pub struct LiveView {
+    quit: Arc<AtomicBool>,
+    handle: std::thread::JoinHandle<()>,
+}
+
+impl LiveView {
+    /// Starts redrawing until the run stops or `finish` is called.
+    pub fn start(cfg: &CyclicConfig, live: Vec<Arc<Live>>, stop: Arc<AtomicBool>) -> LiveView {
+        let quit = Arc::new(AtomicBool::new(false));
+        let q = quit.clone();
+        let unit = cfg.unit;
+        let labels: Vec<String> = cfg
+            .threads
+            .iter()
+            .map(|t| {
+                let cpu = t.cpu.map_or("-".into(), |c| c.to_string());
+                format!(
+                    "{:<4} {}/{:<2} cpu {:<3} I:{}",
+                    t.name,
+                    t.policy,
+                    t.prio,
+                    cpu,
+                    unit.fmt_ns(t.interval_ns as f64)
+                )
+            })
+            .collect();
+        let handle = std::thread::spawn(move || {
+            let mut drawn = 0usize;
+            while !q.load(Ordering::Acquire) && !stop.load(Ordering::Acquire) {
+                let mut out = String::new();
+                if drawn > 0 {
+                    out.push_str(&format!("\x1b[{drawn}A"));
+                }
+                for (l, s) in labels.iter().zip(&live) {
+                    let n = s.count.load(Ordering::Relaxed);
+                    let min = s.min.load(Ordering::Relaxed);
+                    let f = |v: u64| unit.fmt_ns(v as f64);
+                    let avg = if n > 0 {
+                        s.sum.load(Ordering::Relaxed) as f64 / n as f64
+                    } else {
+                        0.0
+                    };
+                    out.push_str(&format!(
+                        "\x1b[2K{l}  C:{n:>9}  Min:{:>8}  Act:{:>8}  Avg:{:>8}  Max:{:>8} {unit}\n",
+                        if n > 0 { f(min) } else { "-".into() },
+                        f(s.cur.load(Ordering::Relaxed)),
+                        unit.fmt_ns(avg),
+                        f(s.max.load(Ordering::Relaxed)),
+                    ));
+                }
+                drawn = labels.len();
+                let mut o = std::io::stdout().lock();
+                let _ = o.write_all(out.as_bytes());
+                let _ = o.flush();
+                drop(o);
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            if drawn > 0 {
+                let mut o = std::io::stdout().lock();
+                let _ = write!(o, "\x1b[{drawn}A\x1b[J");
+                let _ = o.flush();
+            }
+        });
+        LiveView { quit, handle }
+    }
+
+    /// Stops redrawing and clears the live lines.
+    pub fn finish(self) {
+        self.quit.store(true, Ordering::Release);
+        let _ = self.handle.join();
+    }
+}
+
+/// The final report: a header, the per-thread table (task, loops, min, max, average, sigma,
+/// prio as in seed 004, then policy, cpu, percentiles and overruns), warnings.
+pub fn render(o: &CyclicOutcome, unit: DisplayUnit) -> String {
+    let run = &o.run;
+    let e = &run.environment;
+    let mut s = String::new();
+    let state = if run.interrupted {
+        "  (interrupted)"
+    } else {
+        ""
+    };
+    s.push_str(&format!(
+        "latlab cyclic  {} threads  clock {}  {} sleeps  {:.2} s  run {}{state}\n",
+        run.series.len(),
+        run.parameters["clock"].as_str().unwrap_or("?"),
+        if run.parameters["relative"].as_bool() == Some(true) {
+            "relative"
+        } else {
+            "absolute"
+        },
+        run.duration_s,
+        run.id,
+    ));
+    let throttle = match (e.sched_rt_runtime_us, e.sched_rt_period_us) {
+        (Some(-1), _) => "RT throttling off".to_string(),
+        (Some(r), Some(p)) => format!("RT throttling {r}/{p} us"),
+        _ => "RT throttling unknown".to_string(),
+    };
+    s.push_str(&format!(
+        "kernel {} ({})  clocksource {}  {} CPUs  {throttle}\n",
+        e.kernel_release, e.preemption, e.clocksource, e.cpus_online
+    ));
+    s.push_str(&format!("latencies in {unit}\n"));
+    let f = |v: f64| unit.fmt_ns(v);
+    let rows: Vec<Vec<String>> = run
+        .series
+        .iter()
+        .map(|x| {
+            let p = &x.summary.percentiles;
+            vec![
+                x.name.trim_start_matches('T').to_string(),
+                x.summary.count.to_string(),
+                f(x.summary.min_ns as f64),
+                f(x.summary.max_ns as f64),
+                f(x.summary.mean_ns),
+                f(x.summary.stddev_ns),
+                x.prio.to_string(),
+                x.policy.clone(),
+                x.cpu.map_or("-".into(), |c| c.to_string()),
+                f(x.interval_ns.unwrap_or(0) as f64),
+                f(p.p50 as f64),
+                f(p.p90 as f64),
+                f(p.p99 as f64),
+                f(p.p99_9 as f64),
+                f(p.p99_99 as f64),
+                x.overruns.to_string(),
+            ]
+        })
+        .collect();
+    s.push_str(&table::render(
+        &[
+            "task", "loops", "min", "max", "average", "sigma", "prio", "policy", "cpu", "interval",
+            "p50", "p90", "p99", "p99.9", "p99.99", "overruns",
+        ],
+        &rows,
+    ));
+    for w in &run.warnings {
+        s.push_str(&format!("warning: {w}\n"));
+    }
+    if let Some(c) = &run.check_failure {
+        s.push_str(&format!("FAILED {c}\n"));
+    }
+    s
+}
+
+/// The cyclictest-style histogram: one line per µs bucket with a column per thread, then
+/// totals, min/avg/max and overflow counts.
+pub fn render_histogram(o: &CyclicOutcome) -> String {
+    let len = o.linear.first().map_or(0, |(h, _)| h.len());
+    let mut s = String::new();
+    s.push_str("# Histogram\n");
+    for us in 0..len {
+        if o.linear.iter().all(|(h, _)| h[us] == 0) {
+            continue;
+        }
+        s.push_str(&format!("{us:06}"));
+        for (h, _) in &o.linear {
+            s.push_str(&format!(" {:06}", h[us]));
+        }
+        s.push('\n');
+    }
+    let row = |label: &str, f: &dyn Fn(usize) -> String| {
+        let mut l = format!("# {label}:");
+        for i in 0..o.linear.len() {
+            l.push_str(&format!(" {}", f(i)));
+        }
+        l.push('\n');
+        l
+    };
+    let ser = &o.run.series;
+    s.push_str(&row("Total", &|i| format!("{:09}", ser[i].summary.count)));
+    s.push_str(&row("Min Latencies", &|i| {
+        format!("{:05}", ser[i].summary.min_ns / 1000)
+    }));
+    s.push_str(&row("Avg Latencies", &|i| {
+        format!("{:05}", (ser[i].summary.mean_ns / 1000.0).round() as u64)
+    }));
+    s.push_str(&row("Max Latencies", &|i| {
+        format!("{:05}", ser[i].summary.max_ns / 1000)
+    }));
+    s.push_str(&row("Histogram Overflows", &|i| {
+        format!("{:05}", o.linear[i].1)
+    }));
+    s
+}

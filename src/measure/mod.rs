@@ -1,0 +1,3 @@
+//! One module per experiment. Each turns a validated config into a `result::Run`.
+
+pub mod cyclic;

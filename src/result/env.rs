@@ -1,0 +1,233 @@
+//! The environment snapshot recorded with every result: what kernel, clock, CPUs and RT
+//! settings the numbers were measured under. Reads procfs/sysfs through an injectable root.
+
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// Where procfs and sysfs are mounted (tests point these at a fake tree).
+#[derive(Debug, Clone)]
+pub struct Roots {
+    /// procfs mount point, normally `/proc`.
+    pub proc_root: PathBuf,
+    /// sysfs mount point, normally `/sys`.
+    pub sys_root: PathBuf,
+}
+
+impl Default for Roots {
+    fn default() -> Self {
+        Roots {
+            proc_root: PathBuf::from("/proc"),
+            sys_root: PathBuf::from("/sys"),
+        }
+    }
+}
+
+impl Roots {
+    fn read(&self, base: &Path, rel: &str) -> Option<String> {
+        std::fs::read_to_string(base.join(rel))
+            .ok()
+            .map(|s| s.trim().to_string())
+    }
+    fn proc(&self, rel: &str) -> Option<String> {
+        self.read(&self.proc_root, rel)
+    }
+    fn sys(&self, rel: &str) -> Option<String> {
+        self.read(&self.sys_root, rel)
+    }
+}
+
+/// The machine and kernel a result was measured on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Environment {
+    /// Host name.
+    pub hostname: String,
+    /// `uname -r`.
+    pub kernel_release: String,
+    /// `/proc/version`.
+    pub kernel_version: String,
+    /// `/proc/cmdline`.
+    pub kernel_cmdline: String,
+    /// none / voluntary / full / rt / dynamic(...) as far as it can be told.
+    pub preemption: String,
+    /// Current clocksource.
+    pub clocksource: String,
+    /// Available clocksources.
+    pub available_clocksources: Vec<String>,
+    /// CPU model name.
+    pub cpu_model: String,
+    /// Number of CPUs online.
+    pub cpus_online: usize,
+    /// Online CPU list.
+    pub online_cpus: String,
+    /// `isolated` CPUs (isolcpus=), empty if none.
+    pub isolated_cpus: String,
+    /// `nohz_full` CPUs, empty if none.
+    pub nohz_full_cpus: String,
+    /// `sched_rt_runtime_us` (-1: RT throttling off).
+    pub sched_rt_runtime_us: Option<i64>,
+    /// `sched_rt_period_us`.
+    pub sched_rt_period_us: Option<i64>,
+    /// cpufreq governor of CPU 0, if cpufreq exists.
+    pub governor: Option<String>,
+    /// latlab's version.
+    pub tool_version: String,
+}
+
+impl Environment {
+    /// Snapshot of the running machine.
+    pub fn capture() -> Environment {
+        Environment::capture_from(&Roots::default())
+    }
+
+    /// Snapshot read from the given procfs/sysfs roots.
+    pub fn capture_from(r: &Roots) -> Environment {
+        let version = r.proc("version").unwrap_or_default();
+        let preempt_debug = r.sys("kernel/debug/sched/preempt");
+        let online = r.sys("devices/system/cpu/online").unwrap_or_default();
+        let cpus_online = crate::config::CpuSet::parse(&online)
+            .map(|s| s.len())
+            .unwrap_or(0);
+        Environment {
+            hostname: r
+                .proc("sys/kernel/hostname")
+                .unwrap_or_else(|| "unknown".into()),
+            kernel_release: r.proc("sys/kernel/osrelease").unwrap_or_default(),
+            preemption: preemption_model(&version, preempt_debug.as_deref()),
+            kernel_version: version,
+            kernel_cmdline: r.proc("cmdline").unwrap_or_default(),
+            clocksource: r
+                .sys("devices/system/clocksource/clocksource0/current_clocksource")
+                .unwrap_or_default(),
+            available_clocksources: r
+                .sys("devices/system/clocksource/clocksource0/available_clocksource")
+                .unwrap_or_default()
+                .split_whitespace()
+                .map(String::from)
+                .collect(),
+            cpu_model: r
+                .proc("cpuinfo")
+                .and_then(|c| cpu_model(&c))
+                .unwrap_or_else(|| "unknown".into()),
+            cpus_online,
+            online_cpus: online,
+            isolated_cpus: r.sys("devices/system/cpu/isolated").unwrap_or_default(),
+            nohz_full_cpus: r
+                .sys("devices/system/cpu/nohz_full")
+                .map(|s| if s == "(null)" { String::new() } else { s })
+                .unwrap_or_default(),
+            sched_rt_runtime_us: r
+                .proc("sys/kernel/sched_rt_runtime_us")
+                .and_then(|s| s.parse().ok()),
+            sched_rt_period_us: r
+                .proc("sys/kernel/sched_rt_period_us")
+                .and_then(|s| s.parse().ok()),
+            governor: r.sys("devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+            tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        }
+    }
+
+    /// A warning when RT work can be throttled, i.e. an RT task may be stopped for
+    /// (period − runtime) out of every period. None when throttling is off.
+    pub fn rt_throttle_warning(&self) -> Option<String> {
+        match (self.sched_rt_runtime_us, self.sched_rt_period_us) {
+            (Some(rt), Some(p)) if rt >= 0 && rt < p => Some(format!(
+                "RT throttling is on: real-time tasks may run {rt} us of every {p} us \
+                 (sched_rt_runtime_us); a busy RT task is then paused for {} us",
+                p - rt
+            )),
+            _ => None,
+        }
+    }
+}
+
+fn cpu_model(cpuinfo: &str) -> Option<String> {
+    cpuinfo
+        .lines()
+        .find(|l| l.starts_with("model name") || l.starts_with("Model") || l.starts_with("cpu\t"))
+        .and_then(|l| l.split_once(':'))
+        .map(|(_, v)| v.trim().to_string())
+}
+
+/// Works out the preemption model from debugfs (exact, shows the dynamic choice) or else from
+/// the version string's flags.
+fn preemption_model(version: &str, debugfs: Option<&str>) -> String {
+    let dynamic = version.contains("PREEMPT_DYNAMIC");
+    if let Some(d) = debugfs {
+        // e.g. "none voluntary (full) lazy": the parenthesised word is in force.
+        if let Some(cur) = d
+            .split_whitespace()
+            .find(|w| w.starts_with('(') && w.ends_with(')'))
+        {
+            let cur = cur.trim_matches(|c| c == '(' || c == ')');
+            return if dynamic {
+                format!("dynamic({cur})")
+            } else {
+                cur.to_string()
+            };
+        }
+    }
+    if version.contains("PREEMPT_RT") {
+        "rt".into()
+    } else if dynamic {
+        "dynamic".into()
+    } else if version.contains("PREEMPT ") || version.contains(" PREEMPT") {
+        "full".into()
+    } else {
+        "none or voluntary".into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_a_fake_tree() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("proc");
+        let s = dir.path().join("sys");
+        let w = |rel: &Path, body: &str| {
+            std::fs::create_dir_all(rel.parent().unwrap()).unwrap();
+            std::fs::write(rel, body).unwrap();
+        };
+        w(
+            &p.join("version"),
+            "Linux version 6.1.0 #1 SMP PREEMPT_DYNAMIC\n",
+        );
+        w(&p.join("sys/kernel/osrelease"), "6.1.0\n");
+        w(&p.join("sys/kernel/sched_rt_runtime_us"), "950000\n");
+        w(&p.join("sys/kernel/sched_rt_period_us"), "1000000\n");
+        w(
+            &p.join("cpuinfo"),
+            "processor\t: 0\nmodel name\t: Fake CPU @ 1GHz\n",
+        );
+        w(&s.join("devices/system/cpu/online"), "0-3\n");
+        w(&s.join("devices/system/cpu/nohz_full"), "(null)\n");
+        w(
+            &s.join("kernel/debug/sched/preempt"),
+            "none voluntary (full) lazy\n",
+        );
+        w(
+            &s.join("devices/system/clocksource/clocksource0/current_clocksource"),
+            "tsc\n",
+        );
+        let env = Environment::capture_from(&Roots {
+            proc_root: p,
+            sys_root: s,
+        });
+        assert_eq!(env.kernel_release, "6.1.0");
+        assert_eq!(env.cpus_online, 4);
+        assert_eq!(env.cpu_model, "Fake CPU @ 1GHz");
+        assert_eq!(env.preemption, "dynamic(full)");
+        assert_eq!(env.clocksource, "tsc");
+        assert_eq!(env.nohz_full_cpus, "");
+        assert!(env.rt_throttle_warning().unwrap().contains("50000 us"));
+    }
+
+    #[test]
+    fn preemption_from_version_string() {
+        assert_eq!(preemption_model("#1 SMP PREEMPT_RT", None), "rt");
+        assert_eq!(preemption_model("#1 SMP PREEMPT_DYNAMIC", None), "dynamic");
+        assert_eq!(preemption_model("#1 SMP", None), "none or voluntary");
+    }
+}

@@ -1,0 +1,106 @@
+//! The one result model every measurement produces (`Run` with its `Series`), serialised as
+//! JSON schema v1 (docs/json-schema.md).
+
+pub mod env;
+
+pub use env::Environment;
+
+use crate::stats::{HistogramData, Recorder, Summary};
+use serde::{Deserialize, Serialize};
+
+/// The schema identifier written into every result.
+pub const SCHEMA: &str = "latlab.run/1";
+
+/// One measurement run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Run {
+    /// Always [`SCHEMA`].
+    pub schema: String,
+    /// Unique id: `YYYYMMDDTHHMMSSZ-<8 hex>`.
+    pub id: String,
+    /// The measurement: `cyclic`, `noise`, ...
+    pub kind: String,
+    /// Start time, RFC 3339 UTC.
+    pub started: String,
+    /// End time, RFC 3339 UTC.
+    pub ended: String,
+    /// Measured wall time in seconds.
+    pub duration_s: f64,
+    /// True when the run was stopped by SIGINT/SIGTERM before its planned end.
+    pub interrupted: bool,
+    /// The full command line.
+    pub command_line: Vec<String>,
+    /// The validated parameters of the measurement.
+    pub parameters: serde_json::Value,
+    /// Everything that did not go as asked (fallbacks, throttling, lost samples).
+    pub warnings: Vec<String>,
+    /// A requested check that tripped (e.g. `--break-on`), if any.
+    pub check_failure: Option<String>,
+    /// The machine it ran on.
+    pub environment: Environment,
+    /// Per-thread or per-CPU series.
+    pub series: Vec<Series>,
+    /// Path of the raw sample log, when one was written.
+    pub samples_path: Option<String>,
+}
+
+/// One thread's or CPU's measurements.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Series {
+    /// Name, e.g. `T0`.
+    pub name: String,
+    /// CPU the thread was pinned to (None: not pinned).
+    pub cpu: Option<usize>,
+    /// Scheduling policy in force.
+    pub policy: String,
+    /// Priority in force.
+    pub prio: i32,
+    /// Period for periodic measurements, ns.
+    pub interval_ns: Option<u64>,
+    /// Summary statistics (ns).
+    #[serde(flatten)]
+    pub summary: Summary,
+    /// Missed periods: wake-ups so late that whole periods passed.
+    pub overruns: u64,
+    /// Samples the raw log lost because its writer fell behind (always reported).
+    pub lost_samples: u64,
+    /// Full-range HDR histogram.
+    pub histogram: HistogramData,
+}
+
+impl Series {
+    /// Builds a series from a recorder.
+    pub fn from_recorder(name: String, rec: &Recorder) -> Series {
+        Series {
+            name,
+            cpu: None,
+            policy: String::new(),
+            prio: 0,
+            interval_ns: None,
+            summary: rec.summary(),
+            overruns: 0,
+            lost_samples: 0,
+            histogram: rec.hist.to_data(),
+        }
+    }
+}
+
+/// A new run id from the current time and a random suffix.
+pub fn new_run_id(now: std::time::SystemTime) -> String {
+    let ts = humantime::format_rfc3339_seconds(now).to_string();
+    let compact: String = ts.chars().filter(|c| c.is_ascii_alphanumeric()).collect();
+    let nanos = now
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let mut x = (nanos as u64) ^ ((std::process::id() as u64) << 32) ^ 0x9E37_79B9_7F4A_7C15;
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    x ^= x >> 33;
+    format!("{compact}-{:08x}", x as u32)
+}
+
+/// RFC 3339 text of a time, to the microsecond.
+pub fn rfc3339(t: std::time::SystemTime) -> String {
+    humantime::format_rfc3339_micros(t).to_string()
+}

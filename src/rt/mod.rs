@@ -1,0 +1,176 @@
+//! The real-time substrate every measurement shares: worker threads started pinned at a
+//! policy/priority behind one barrier, a stop flag, a way to wake sleeping workers, and live
+//! figures published through atomics for the display thread.
+
+use crate::config::Policy;
+use crate::sys;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Barrier};
+
+/// Live figures of one worker, written only by that worker (plain stores, no RMW), read by the
+/// display thread. Cache-line aligned so workers never share a line.
+#[repr(align(64))]
+#[derive(Debug, Default)]
+pub struct Live {
+    /// Samples so far.
+    pub count: AtomicU64,
+    /// Last sample (ns).
+    pub cur: AtomicU64,
+    /// Smallest sample (ns; u64::MAX before the first).
+    pub min: AtomicU64,
+    /// Largest sample (ns).
+    pub max: AtomicU64,
+    /// Sum of samples (ns), wrapping.
+    pub sum: AtomicU64,
+}
+
+impl Live {
+    /// A fresh slot.
+    pub fn new() -> Live {
+        Live {
+            min: AtomicU64::new(u64::MAX),
+            ..Default::default()
+        }
+    }
+
+    /// Publishes the worker's running figures.
+    #[inline(always)]
+    pub fn publish(&self, count: u64, cur: u64, min: u64, max: u64, sum: u64) {
+        self.count.store(count, Ordering::Relaxed);
+        self.cur.store(cur, Ordering::Relaxed);
+        self.min.store(min, Ordering::Relaxed);
+        self.max.store(max, Ordering::Relaxed);
+        self.sum.store(sum, Ordering::Relaxed);
+    }
+}
+
+/// How a worker thread is to be placed and scheduled.
+#[derive(Debug, Clone)]
+pub struct Placement {
+    /// Thread name (shows in `ps -L`).
+    pub name: String,
+    /// CPU to pin to.
+    pub cpu: Option<usize>,
+    /// Policy to run at.
+    pub policy: Policy,
+    /// Priority to run at.
+    pub prio: i32,
+}
+
+/// What a worker actually got, which may differ from what was asked.
+#[derive(Debug, Clone)]
+pub struct Applied {
+    /// Policy in force.
+    pub policy: Policy,
+    /// Priority in force.
+    pub prio: i32,
+    /// Problems met while placing the thread.
+    pub warnings: Vec<String>,
+}
+
+/// Places the calling thread: pin, set policy (falling back to SCHED_OTHER on refusal), and
+/// prefault `stack_bytes` of stack.
+pub fn place_current(p: &Placement, stack_bytes: usize) -> Applied {
+    let mut warnings = Vec::new();
+    if let Some(cpu) = p.cpu {
+        if let Err(e) = sys::sched::pin_to_cpu(cpu) {
+            warnings.push(format!("{}: could not pin to CPU {cpu}: {e}", p.name));
+        }
+    }
+    let (mut policy, mut prio) = (p.policy, p.prio);
+    if let Err(e) = sys::sched::set_policy(p.policy, p.prio) {
+        warnings.push(format!(
+            "{}: {} priority {} refused ({e}); fell back to SCHED_OTHER",
+            p.name, p.policy, p.prio
+        ));
+        policy = Policy::Other;
+        prio = 0;
+        let _ = sys::sched::set_policy(policy, prio);
+    }
+    sys::mem::prefault_stack(stack_bytes);
+    Applied {
+        policy,
+        prio,
+        warnings,
+    }
+}
+
+/// Stack size given to measuring threads, prefaulted before the barrier.
+pub const WORKER_STACK: usize = 256 * 1024;
+/// How much of it is prefaulted.
+pub const PREFAULT: usize = 128 * 1024;
+
+/// Spawns one worker per placement. Each places itself, runs `setup` (allocate, prefault), waits
+/// at a common barrier (the control thread is the last party), then runs `body`.
+pub fn spawn_workers<S, T, R>(
+    placements: &[Placement],
+    barrier: Arc<Barrier>,
+    mut make: impl FnMut(usize) -> S,
+) -> std::io::Result<Vec<std::thread::JoinHandle<(Applied, R)>>>
+where
+    S: FnOnce() -> T + Send + 'static,
+    T: FnOnce() -> R,
+    R: Send + 'static,
+{
+    let mut handles = Vec::with_capacity(placements.len());
+    for (i, p) in placements.iter().enumerate() {
+        let setup = make(i);
+        let b = barrier.clone();
+        let p = p.clone();
+        let h = std::thread::Builder::new()
+            .name(format!("latlab-{}", p.name))
+            .stack_size(WORKER_STACK)
+            .spawn(move || {
+                let applied = place_current(&p, PREFAULT);
+                let body = setup();
+                b.wait();
+                (applied, body())
+            })?;
+        handles.push(h);
+    }
+    Ok(handles)
+}
+
+/// Installs a no-op SIGUSR2 handler so `wake` can interrupt a worker's sleep (clock_nanosleep
+/// then returns EINTR and the worker sees the stop flag).
+pub fn install_wake_handler() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let flag = Arc::new(AtomicBool::new(false));
+        let _ = signal_hook::flag::register(libc::SIGUSR2, flag);
+    });
+}
+
+/// Interrupts the sleep of the thread behind `handle`.
+pub fn wake<T>(handle: &std::thread::JoinHandle<T>) {
+    use std::os::unix::thread::JoinHandleExt;
+    // SAFETY: the thread is joinable (not yet joined), so its pthread_t is valid.
+    unsafe {
+        libc::pthread_kill(handle.as_pthread_t(), libc::SIGUSR2);
+    }
+}
+
+/// Stop and interrupt flags shared between the control thread, workers and signal handlers.
+#[derive(Debug, Clone, Default)]
+pub struct Control {
+    /// Set to end the run; workers check it every loop.
+    pub stop: Arc<AtomicBool>,
+    /// Set by SIGINT/SIGTERM.
+    pub interrupted: Arc<AtomicBool>,
+}
+
+impl Control {
+    /// New flags with SIGINT and SIGTERM routed to `interrupted`.
+    pub fn with_signals() -> Control {
+        let c = Control::default();
+        for sig in [libc::SIGINT, libc::SIGTERM] {
+            let _ = signal_hook::flag::register(sig, c.interrupted.clone());
+        }
+        c
+    }
+
+    /// True once a signal asked the run to end.
+    pub fn was_interrupted(&self) -> bool {
+        self.interrupted.load(Ordering::Relaxed)
+    }
+}

@@ -1,0 +1,356 @@
+//! The raw sample log (`--samples`): a compact binary format (docs/samples-format.md), the
+//! writer thread that drains the measuring threads' lock-free rings into it, and its reader.
+//!
+//! Layout, all little-endian:
+//! header  `b"LATLABSM"`, u32 version (1), u32 series count, then per series
+//!         u16 name length, name bytes (UTF-8), i32 cpu (-1: not pinned);
+//! blocks  u32 series index, u32 n, n × u64 latency ns (in loop order within a series);
+//! trailer u32 0xFFFF_FFFF, u32 series count, per series u64 lost samples.
+//! A file without a trailer was cut short (crash); every complete block is still readable.
+
+use crate::error::{Error, Result};
+use rtrb::{Consumer, Producer, RingBuffer};
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Read, Write};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// File magic.
+pub const MAGIC: &[u8; 8] = b"LATLABSM";
+/// Format version.
+pub const VERSION: u32 = 1;
+const TRAILER: u32 = 0xFFFF_FFFF;
+/// Most samples in one block.
+const MAX_BLOCK: usize = 4096;
+
+/// A series as named in the log header.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SeriesHeader {
+    /// Series name (`T0`).
+    pub name: String,
+    /// Pinned CPU, if any.
+    pub cpu: Option<usize>,
+}
+
+/// Creates one ring per series: producers go to the measuring threads, consumers to the writer.
+pub fn rings(n: usize, capacity: usize) -> (Vec<Producer<u64>>, Vec<Consumer<u64>>) {
+    (0..n).map(|_| RingBuffer::new(capacity)).unzip()
+}
+
+/// The writer thread's handle: stop it with the lost-sample counts to finish the file.
+pub struct SampleWriter {
+    done: Arc<AtomicBool>,
+    lost: Arc<std::sync::Mutex<Vec<u64>>>,
+    handle: std::thread::JoinHandle<std::io::Result<u64>>,
+    path: String,
+}
+
+impl SampleWriter {
+    /// Creates the file, writes the header and starts draining `consumers` on a normal-priority
+    /// thread. Fails (naming the path) if the file cannot be created.
+    pub fn start(
+        path: &Path,
+        series: &[SeriesHeader],
+        consumers: Vec<Consumer<u64>>,
+    ) -> Result<SampleWriter> {
+        let pstr = path.display().to_string();
+        let file =
+            File::create(path).map_err(|e| Error::Usage(format!("--samples {pstr}: {e}")))?;
+        let mut out = BufWriter::with_capacity(1 << 20, file);
+        write_header(&mut out, series).map_err(|e| Error::io(&pstr, e))?;
+        let done = Arc::new(AtomicBool::new(false));
+        let lost = Arc::new(std::sync::Mutex::new(vec![0u64; series.len()]));
+        let (d, l) = (done.clone(), lost.clone());
+        let handle = std::thread::Builder::new()
+            .name("latlab-samples".into())
+            .spawn(move || drain(out, consumers, d, l))
+            .map_err(|e| Error::Env(format!("cannot start the sample writer thread: {e}")))?;
+        Ok(SampleWriter {
+            done,
+            lost,
+            handle,
+            path: pstr,
+        })
+    }
+
+    /// Drains what is left, writes the trailer with `lost` per series and closes the file.
+    /// Returns the number of samples written.
+    pub fn finish(self, lost: &[u64]) -> Result<u64> {
+        if let Ok(mut l) = self.lost.lock() {
+            l.copy_from_slice(lost);
+        }
+        self.done.store(true, Ordering::Release);
+        match self.handle.join() {
+            Ok(r) => r.map_err(|e| Error::io(self.path, e)),
+            Err(_) => Err(Error::Env(format!(
+                "{}: sample writer thread panicked",
+                self.path
+            ))),
+        }
+    }
+}
+
+fn write_header(out: &mut impl Write, series: &[SeriesHeader]) -> std::io::Result<()> {
+    out.write_all(MAGIC)?;
+    out.write_all(&VERSION.to_le_bytes())?;
+    out.write_all(&(series.len() as u32).to_le_bytes())?;
+    for s in series {
+        let name = s.name.as_bytes();
+        out.write_all(&(name.len() as u16).to_le_bytes())?;
+        out.write_all(name)?;
+        let cpu = s.cpu.map_or(-1i32, |c| c as i32);
+        out.write_all(&cpu.to_le_bytes())?;
+    }
+    Ok(())
+}
+
+fn drain(
+    mut out: BufWriter<File>,
+    mut consumers: Vec<Consumer<u64>>,
+    done: Arc<AtomicBool>,
+    lost: Arc<std::sync::Mutex<Vec<u64>>>,
+) -> std::io::Result<u64> {
+    let mut written = 0u64;
+    let mut buf: Vec<u8> = Vec::with_capacity(8 + 8 * MAX_BLOCK);
+    loop {
+        // Read `done` before draining, so nothing pushed before it was set is left behind.
+        let finishing = done.load(Ordering::Acquire);
+        let mut moved = 0usize;
+        for (idx, c) in consumers.iter_mut().enumerate() {
+            loop {
+                let n = c.slots().min(MAX_BLOCK);
+                if n == 0 {
+                    break;
+                }
+                let chunk = c.read_chunk(n).expect("slots() said n are readable");
+                buf.clear();
+                buf.extend_from_slice(&(idx as u32).to_le_bytes());
+                buf.extend_from_slice(&(n as u32).to_le_bytes());
+                let (a, b) = chunk.as_slices();
+                for v in a.iter().chain(b.iter()) {
+                    buf.extend_from_slice(&v.to_le_bytes());
+                }
+                chunk.commit_all();
+                out.write_all(&buf)?;
+                written += n as u64;
+                moved += n;
+            }
+        }
+        if finishing {
+            break;
+        }
+        if moved == 0 {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+    let lost = lost.lock().map(|l| l.clone()).unwrap_or_default();
+    out.write_all(&TRAILER.to_le_bytes())?;
+    out.write_all(&(lost.len() as u32).to_le_bytes())?;
+    for l in &lost {
+        out.write_all(&l.to_le_bytes())?;
+    }
+    out.flush()?;
+    out.get_ref().sync_data()?;
+    Ok(written)
+}
+
+/// A whole sample log read back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SampleLog {
+    /// The series, in header order.
+    pub series: Vec<SeriesHeader>,
+    /// Samples per series, in loop order.
+    pub samples: Vec<Vec<u64>>,
+    /// Lost samples per series (None: no trailer, the file was cut short).
+    pub lost: Option<Vec<u64>>,
+}
+
+impl SampleLog {
+    /// Reads a sample log; errors name the path and what is wrong at which byte offset.
+    pub fn read(path: &Path) -> Result<SampleLog> {
+        let p = path.display().to_string();
+        let f = File::open(path).map_err(|e| Error::Usage(format!("{p}: {e}")))?;
+        let mut r = Counting {
+            inner: BufReader::new(f),
+            pos: 0,
+        };
+        Self::parse(&mut r).map_err(|e| Error::Usage(format!("{p}: {e}")))
+    }
+
+    fn parse(r: &mut Counting) -> std::result::Result<SampleLog, String> {
+        let mut magic = [0u8; 8];
+        r.exact(&mut magic)
+            .map_err(|_| "not a latlab sample log (too short)".to_string())?;
+        if &magic != MAGIC {
+            return Err("not a latlab sample log (bad magic)".into());
+        }
+        let version = r.u32()?;
+        if version != VERSION {
+            return Err(format!(
+                "sample log version {version} is not supported (this latlab reads {VERSION})"
+            ));
+        }
+        let n = r.u32()? as usize;
+        if n > 1 << 20 {
+            return Err(format!("implausible series count {n}"));
+        }
+        let mut series = Vec::with_capacity(n);
+        for _ in 0..n {
+            let len = r.u16()? as usize;
+            let mut name = vec![0u8; len];
+            r.exact(&mut name)?;
+            let name = String::from_utf8(name)
+                .map_err(|_| format!("series name at byte {} is not UTF-8", r.pos))?;
+            let cpu = r.i32()?;
+            series.push(SeriesHeader {
+                name,
+                cpu: (cpu >= 0).then_some(cpu as usize),
+            });
+        }
+        let mut samples = vec![Vec::new(); n];
+        loop {
+            let at = r.pos;
+            let idx = match r.u32_or_eof()? {
+                None => {
+                    return Ok(SampleLog {
+                        series,
+                        samples,
+                        lost: None,
+                    })
+                }
+                Some(i) => i,
+            };
+            let count = r.u32()? as usize;
+            if idx == TRAILER {
+                if count != n {
+                    return Err(format!(
+                        "trailer at byte {at} names {count} series, header {n}"
+                    ));
+                }
+                let lost = (0..n)
+                    .map(|_| r.u64())
+                    .collect::<std::result::Result<Vec<_>, _>>()?;
+                return Ok(SampleLog {
+                    series,
+                    samples,
+                    lost: Some(lost),
+                });
+            }
+            let s = samples
+                .get_mut(idx as usize)
+                .ok_or_else(|| format!("block at byte {at} names series {idx} of {n}"))?;
+            if count > MAX_BLOCK * 16 {
+                return Err(format!("block at byte {at} claims {count} samples"));
+            }
+            for _ in 0..count {
+                s.push(r.u64()?);
+            }
+        }
+    }
+}
+
+struct Counting {
+    inner: BufReader<File>,
+    pos: u64,
+}
+
+impl Counting {
+    fn exact(&mut self, buf: &mut [u8]) -> std::result::Result<(), String> {
+        self.inner
+            .read_exact(buf)
+            .map_err(|_| format!("truncated at byte {}", self.pos))?;
+        self.pos += buf.len() as u64;
+        Ok(())
+    }
+    fn u16(&mut self) -> std::result::Result<u16, String> {
+        let mut b = [0u8; 2];
+        self.exact(&mut b)?;
+        Ok(u16::from_le_bytes(b))
+    }
+    fn u32(&mut self) -> std::result::Result<u32, String> {
+        let mut b = [0u8; 4];
+        self.exact(&mut b)?;
+        Ok(u32::from_le_bytes(b))
+    }
+    fn i32(&mut self) -> std::result::Result<i32, String> {
+        Ok(self.u32()? as i32)
+    }
+    fn u64(&mut self) -> std::result::Result<u64, String> {
+        let mut b = [0u8; 8];
+        self.exact(&mut b)?;
+        Ok(u64::from_le_bytes(b))
+    }
+    fn u32_or_eof(&mut self) -> std::result::Result<Option<u32>, String> {
+        let mut b = [0u8; 4];
+        let mut got = 0;
+        while got < 4 {
+            match self.inner.read(&mut b[got..]) {
+                Ok(0) if got == 0 => return Ok(None),
+                Ok(0) => return Err(format!("truncated at byte {}", self.pos + got as u64)),
+                Ok(k) => got += k,
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+        self.pos += 4;
+        Ok(Some(u32::from_le_bytes(b)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_and_reads_back_everything() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.bin");
+        let hdr = vec![
+            SeriesHeader {
+                name: "T0".into(),
+                cpu: Some(1),
+            },
+            SeriesHeader {
+                name: "T1".into(),
+                cpu: None,
+            },
+        ];
+        let (mut prods, cons) = rings(2, 64);
+        let w = SampleWriter::start(&path, &hdr, cons).unwrap();
+        let p1 = prods.pop().unwrap();
+        let mut p0 = prods.pop().unwrap();
+        let t = std::thread::spawn(move || {
+            let mut p1 = p1;
+            for i in 0..10_000u64 {
+                while p1.push(i * 3).is_err() {
+                    std::thread::yield_now();
+                }
+            }
+        });
+        for i in 0..5000u64 {
+            while p0.push(i).is_err() {
+                std::thread::yield_now();
+            }
+        }
+        t.join().unwrap();
+        assert_eq!(w.finish(&[0, 7]).unwrap(), 15_000);
+        let log = SampleLog::read(&path).unwrap();
+        assert_eq!(log.series, hdr);
+        assert_eq!(log.samples[0], (0..5000).collect::<Vec<_>>());
+        assert_eq!(
+            log.samples[1],
+            (0..10_000).map(|i| i * 3).collect::<Vec<_>>()
+        );
+        assert_eq!(log.lost, Some(vec![0, 7]));
+    }
+
+    #[test]
+    fn rejects_garbage_with_the_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("junk");
+        std::fs::write(&path, b"hello world, not samples").unwrap();
+        let e = SampleLog::read(&path).unwrap_err();
+        assert!(e.to_string().contains("junk") && e.to_string().contains("magic"));
+    }
+}

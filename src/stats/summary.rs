@@ -1,0 +1,204 @@
+//! The hot-path recorder (exact count/min/max/sum plus an HDR histogram) and the summary
+//! statistics it yields.
+
+use super::histogram::LatHistogram;
+use serde::{Deserialize, Serialize};
+
+/// Records latencies with no allocation: exact integer moments plus a histogram.
+#[derive(Debug, Clone)]
+pub struct Recorder {
+    /// Number of samples.
+    pub count: u64,
+    /// Smallest sample (u64::MAX when empty).
+    pub min: u64,
+    /// Largest sample, exact (not bucketed).
+    pub max: u64,
+    /// Sum of samples.
+    pub sum: u128,
+    /// Sum of squared samples.
+    pub sum_sq: u128,
+    /// Full-range histogram.
+    pub hist: LatHistogram,
+}
+
+impl Default for Recorder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Recorder {
+    /// An empty recorder; the histogram is allocated here, not on first use.
+    pub fn new() -> Self {
+        Recorder {
+            count: 0,
+            min: u64::MAX,
+            max: 0,
+            sum: 0,
+            sum_sq: 0,
+            hist: LatHistogram::new(),
+        }
+    }
+
+    /// Records one sample.
+    #[inline(always)]
+    pub fn record(&mut self, ns: u64) {
+        self.count += 1;
+        if ns < self.min {
+            self.min = ns;
+        }
+        if ns > self.max {
+            self.max = ns;
+        }
+        self.sum += ns as u128;
+        self.sum_sq += (ns as u128) * (ns as u128);
+        self.hist.record(ns);
+    }
+
+    /// Mean in ns (0 when empty).
+    pub fn mean(&self) -> f64 {
+        if self.count == 0 {
+            0.0
+        } else {
+            self.sum as f64 / self.count as f64
+        }
+    }
+
+    /// Sample standard deviation in ns (n−1 denominator; 0 below two samples).
+    pub fn stddev(&self) -> f64 {
+        if self.count < 2 {
+            return 0.0;
+        }
+        let n = self.count as f64;
+        // Exact integer arithmetic for n·Σx² − (Σx)², then one division.
+        let num = (self.count as u128)
+            .checked_mul(self.sum_sq)
+            .and_then(|a| a.checked_sub(self.sum * self.sum));
+        match num {
+            Some(v) => (v as f64 / (n * (n - 1.0))).sqrt(),
+            None => {
+                let mean = self.sum as f64 / n;
+                let var = (self.sum_sq as f64 - n * mean * mean) / (n - 1.0);
+                var.max(0.0).sqrt()
+            }
+        }
+    }
+
+    /// The summary of everything recorded.
+    pub fn summary(&self) -> Summary {
+        let empty = self.count == 0;
+        Summary {
+            count: self.count,
+            min_ns: if empty { 0 } else { self.min },
+            max_ns: self.max,
+            mean_ns: self.mean(),
+            stddev_ns: self.stddev(),
+            percentiles: Percentiles::from_hist(&self.hist),
+        }
+    }
+}
+
+/// Summary statistics of one series, in nanoseconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Number of samples.
+    pub count: u64,
+    /// Exact minimum.
+    pub min_ns: u64,
+    /// Exact maximum.
+    pub max_ns: u64,
+    /// Exact mean.
+    pub mean_ns: f64,
+    /// Sample standard deviation (n−1).
+    pub stddev_ns: f64,
+    /// Percentiles from the HDR histogram (within 0.1%).
+    pub percentiles: Percentiles,
+}
+
+/// The percentiles latlab reports, in ns.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Percentiles {
+    /// 50th percentile (median).
+    pub p50: u64,
+    /// 90th percentile.
+    pub p90: u64,
+    /// 99th percentile.
+    pub p99: u64,
+    /// 99.9th percentile.
+    pub p99_9: u64,
+    /// 99.99th percentile.
+    pub p99_99: u64,
+}
+
+impl Percentiles {
+    /// Reads the percentiles off a histogram (all zero when empty).
+    pub fn from_hist(h: &LatHistogram) -> Self {
+        if h.is_empty() {
+            return Percentiles {
+                p50: 0,
+                p90: 0,
+                p99: 0,
+                p99_9: 0,
+                p99_99: 0,
+            };
+        }
+        Percentiles {
+            p50: h.quantile(0.5),
+            p90: h.quantile(0.9),
+            p99: h.quantile(0.99),
+            p99_9: h.quantile(0.999),
+            p99_99: h.quantile(0.9999),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn naive(v: &[u64]) -> (u64, u64, f64, f64) {
+        let n = v.len() as f64;
+        let mean = v.iter().map(|&x| x as f64).sum::<f64>() / n;
+        let var = v.iter().map(|&x| (x as f64 - mean).powi(2)).sum::<f64>() / (n - 1.0);
+        (
+            *v.iter().min().unwrap(),
+            *v.iter().max().unwrap(),
+            mean,
+            var.sqrt(),
+        )
+    }
+
+    #[test]
+    fn matches_naive_reference() {
+        let mut seed = 0x2545F4914F6CDD1Du64;
+        let v: Vec<u64> = (0..5000)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                seed % 2_000_000
+            })
+            .collect();
+        let mut r = Recorder::new();
+        v.iter().for_each(|&x| r.record(x));
+        let s = r.summary();
+        let (min, max, mean, sd) = naive(&v);
+        assert_eq!((s.count, s.min_ns, s.max_ns), (5000, min, max));
+        assert!((s.mean_ns - mean).abs() < 1e-6 * mean);
+        assert!((s.stddev_ns - sd).abs() < 1e-6 * sd);
+        let mut sorted = v.clone();
+        sorted.sort_unstable();
+        let p99 = sorted[(0.99f64 * 5000.0).ceil() as usize - 1] as f64;
+        assert!((s.percentiles.p99 as f64 - p99).abs() <= p99 * 1e-3 + 1.0);
+    }
+
+    #[test]
+    fn empty_and_single() {
+        let mut r = Recorder::new();
+        assert_eq!(r.summary().count, 0);
+        assert_eq!(r.summary().min_ns, 0);
+        r.record(42);
+        let s = r.summary();
+        assert_eq!((s.min_ns, s.max_ns, s.stddev_ns), (42, 42, 0.0));
+    }
+}

@@ -1,0 +1,74 @@
+//! Scheduling policy, priority and CPU affinity of the calling thread.
+
+use crate::config::Policy;
+
+/// Pins the calling thread to one CPU.
+pub fn pin_to_cpu(cpu: usize) -> Result<(), std::io::Error> {
+    // SAFETY: cpu_set_t is plain data; CPU_SET bounds are checked below.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if cpu >= 8 * std::mem::size_of::<libc::cpu_set_t>() {
+            return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
+        }
+        libc::CPU_SET(cpu, &mut set);
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Pins the calling thread to a set of CPUs.
+pub fn pin_to_cpus(cpus: impl IntoIterator<Item = usize>) -> Result<(), std::io::Error> {
+    // SAFETY: as in pin_to_cpu.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for cpu in cpus {
+            if cpu < 8 * std::mem::size_of::<libc::cpu_set_t>() {
+                libc::CPU_SET(cpu, &mut set);
+            }
+        }
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Sets the calling thread's scheduling policy and priority.
+pub fn set_policy(policy: Policy, prio: i32) -> Result<(), std::io::Error> {
+    let param = libc::sched_param {
+        sched_priority: prio,
+    };
+    // SAFETY: pid 0 is the calling thread; param is a valid sched_param.
+    let r = unsafe { libc::sched_setscheduler(0, policy.as_libc(), &param) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// The CPU the calling thread is running on now.
+pub fn current_cpu() -> Option<usize> {
+    // SAFETY: no arguments.
+    let c = unsafe { libc::sched_getcpu() };
+    (c >= 0).then_some(c as usize)
+}
+
+/// The soft RLIMIT_RTPRIO of the process.
+pub fn rlimit_rtprio() -> u64 {
+    let mut rl = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: rl is a valid rlimit.
+    unsafe { libc::getrlimit(libc::RLIMIT_RTPRIO, &mut rl) };
+    rl.rlim_cur
+}
+
+/// The effective user id.
+pub fn euid() -> u32 {
+    // SAFETY: no arguments.
+    unsafe { libc::geteuid() }
+}

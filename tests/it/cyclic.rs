@@ -1,0 +1,233 @@
+//! `latlab cyclic` end to end: counts, the sample log against the JSON, signals, bad input,
+//! injected stalls and --break-on.
+
+use crate::util::{exclusive, latlab, read_json, rt_unavailable, skip, stall_later};
+use latlab::samples::SampleLog;
+use latlab::stats::Recorder;
+use std::process::Stdio;
+use std::time::Duration;
+
+#[test]
+fn loops_give_exactly_n_samples_and_json_matches_the_sample_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let (json, samples) = (dir.path().join("r.json"), dir.path().join("s.bin"));
+    let out = latlab()
+        .args(["cyclic", "-t", "2", "-l", "300", "-i", "200us", "-d", "100us", "-q", "--json"])
+        .arg(&json)
+        .arg("--samples")
+        .arg(&samples)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("task") && stdout.contains("p99.9"), "{stdout}");
+    assert!(!stdout.contains('\x1b'), "cursor codes in a pipe: {stdout:?}");
+
+    let run = read_json(&json);
+    assert_eq!(run["schema"], "latlab.run/1");
+    assert_eq!(run["kind"], "cyclic");
+    assert_eq!(run["interrupted"], false);
+    let series = run["series"].as_array().unwrap();
+    assert_eq!(series.len(), 2);
+    let log = SampleLog::read(&samples).unwrap();
+    assert_eq!(log.lost, Some(vec![0, 0]));
+    for (i, s) in series.iter().enumerate() {
+        assert_eq!(s["count"], 300, "series {i}");
+        assert_eq!(s["lost_samples"], 0);
+        let v = &log.samples[i];
+        assert_eq!(v.len(), 300, "series {i} in the sample log");
+        let mut r = Recorder::new();
+        v.iter().for_each(|&x| r.record(x));
+        let m = r.summary();
+        assert_eq!(s["min_ns"].as_u64().unwrap(), m.min_ns);
+        assert_eq!(s["max_ns"].as_u64().unwrap(), m.max_ns);
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1.0);
+        assert!(close(s["mean_ns"].as_f64().unwrap(), m.mean_ns));
+        assert!(close(s["stddev_ns"].as_f64().unwrap(), m.stddev_ns));
+        // Percentiles: within the histogram's 0.1% of the exact order statistic.
+        let mut sorted = v.clone();
+        sorted.sort_unstable();
+        for (key, q) in [("p50", 0.5), ("p90", 0.9), ("p99", 0.99)] {
+            let exact = sorted[((q * 300.0f64).ceil() as usize).max(1) - 1] as f64;
+            let got = s["percentiles"][key].as_f64().unwrap();
+            assert!((got - exact).abs() <= exact * 1e-3 + 1.0, "{key}: {got} vs {exact}");
+        }
+        let hist_total: u64 = s["histogram"]["buckets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b[1].as_u64().unwrap())
+            .sum();
+        assert_eq!(hist_total, 300);
+    }
+    // CSV export of the same log: header + one line per sample.
+    let csv = latlab().arg("samples").arg(&samples).arg("--csv").output().unwrap();
+    assert!(csv.status.success());
+    assert_eq!(String::from_utf8_lossy(&csv.stdout).lines().count(), 1 + 600);
+}
+
+#[test]
+fn group_specs_build_the_seed_004_thread_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let out = latlab()
+        .args([
+            "cyclic", "-l", "20", "-q",
+            "--group", "policy=fifo,threads=4,prio=80,priospread,interval=1000us,offset=50us",
+            "--group", "policy=other,threads=4,interval=1000us,offset=500us",
+            "--json",
+        ])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let run = read_json(&json);
+    let s = run["series"].as_array().unwrap();
+    assert_eq!(s.len(), 8);
+    if rt_unavailable().is_none() {
+        assert_eq!(s[3]["policy"], "fifo");
+        assert_eq!(s[3]["prio"], 77);
+    }
+    assert_eq!(s[3]["interval_ns"], 1_150_000);
+    assert_eq!(s[5]["policy"], "other");
+    assert_eq!(s[5]["interval_ns"], 1_500_000);
+    assert!(s.iter().all(|x| x["count"] == 20));
+}
+
+fn interrupted_run_is_saved(signal: libc::c_int) {
+    let dir = tempfile::tempdir().unwrap();
+    let (json, samples) = (dir.path().join("r.json"), dir.path().join("s.bin"));
+    let child = latlab()
+        .args(["cyclic", "-t", "2", "-i", "500us", "-D", "1h", "--json"])
+        .arg(&json)
+        .arg("--samples")
+        .arg(&samples)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: sending a signal to our own child.
+    unsafe { libc::kill(child.id() as i32, signal) };
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("(interrupted)"));
+    let run = read_json(&json);
+    assert_eq!(run["interrupted"], true);
+    let log = SampleLog::read(&samples).unwrap();
+    assert!(log.lost.is_some(), "sample log not finished cleanly");
+    for (i, s) in run["series"].as_array().unwrap().iter().enumerate() {
+        let n = s["count"].as_u64().unwrap();
+        assert!(n > 0, "series {i} collected nothing");
+        assert_eq!(log.samples[i].len() as u64, n, "series {i}: log and JSON disagree");
+    }
+}
+
+#[test]
+fn sigint_mid_run_saves_an_interrupted_result() {
+    interrupted_run_is_saved(libc::SIGINT);
+}
+
+#[test]
+fn sigterm_mid_run_saves_an_interrupted_result() {
+    interrupted_run_is_saved(libc::SIGTERM);
+}
+
+#[test]
+fn bad_input_exits_2_naming_the_flag() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["-i", "0"], "--interval"),
+        (&["-i", "-100"], "--interval"),
+        (&["-i", "10parsecs"], "--interval"),
+        (&["-p", "100"], "priority"),
+        (&["--policy", "fifo", "-p", "0"], "priority"),
+        (&["-a", "4096"], "--affinity"),
+        (&["-a", "3-1"], "--affinity"),
+        (&["-t", "100000"], "at most 1024"),
+        (&["--policy", "deadline"], "--policy"),
+        (&["--group", "policy=fifo,,threads=2"], "--group"),
+        (&["--group", "threads=2,colour=red"], "colour"),
+        (&["-D", "0"], "--duration"),
+        (&["-l", "many"], "--loops"),
+        (&["-h", "0"], "--histogram"),
+        (&["--json", "/nonexistent-dir/r.json"], "--json /nonexistent-dir/r.json"),
+        (&["--samples", "/nonexistent-dir/s.bin"], "--samples /nonexistent-dir/s.bin"),
+        (&["--unit", "furlongs"], "--unit"),
+    ];
+    for (args, want) in cases {
+        let out = latlab().arg("cyclic").args(["-l", "1"]).args(*args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: stderr does not name {want}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+    let out = latlab().args(["samples", "/nonexistent-file"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent-file"));
+}
+
+#[test]
+fn help_explains_options_with_units() {
+    let out = latlab().args(["help", "cyclic"]).output().unwrap();
+    assert!(out.status.success());
+    let h = String::from_utf8_lossy(&out.stdout);
+    for want in ["--interval", "µs", "--break-on", "--group", "--samples", "clock_nanosleep"] {
+        assert!(h.contains(want), "help lacks {want}");
+    }
+    let out = latlab().args(["cyclic", "--help"]).output().unwrap();
+    assert!(out.status.success());
+}
+
+#[test]
+fn injected_stall_is_reported_on_the_thread_pinned_there() {
+    if let Some(why) = rt_unavailable() {
+        return skip("injected_stall_is_reported_on_the_thread_pinned_there", &why);
+    }
+    let _x = exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let stall = Duration::from_millis(60);
+    let interval = Duration::from_millis(1);
+    let child = latlab()
+        .args(["cyclic", "-t", "-p", "50", "-i", "1ms", "-d", "0", "-D", "3s", "-q", "--json"])
+        .arg(&json)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    stall_later(1, 90, Duration::from_millis(1200), stall).join().unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let run = read_json(&json);
+    let s = run["series"].as_array().unwrap();
+    let t1 = s.iter().find(|x| x["cpu"] == 1).expect("a thread on CPU 1");
+    assert_eq!(t1["policy"], "fifo");
+    let max = t1["max_ns"].as_u64().unwrap() as u128;
+    assert!(max >= (stall - interval).as_nanos(), "CPU 1 max {max} ns < injected stall {stall:?}");
+    assert!(t1["overruns"].as_u64().unwrap() >= 1, "a 60 ms stall at 1 ms periods must overrun");
+}
+
+#[test]
+fn break_on_stops_the_run_and_names_thread_and_cpu() {
+    if let Some(why) = rt_unavailable() {
+        return skip("break_on_stops_the_run_and_names_thread_and_cpu", &why);
+    }
+    let _x = exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let child = latlab()
+        .args(["cyclic", "-t", "-p", "50", "-i", "1ms", "-d", "0", "-D", "20s", "-q", "-b", "30ms", "--json"])
+        .arg(&json)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    stall_later(1, 90, Duration::from_millis(1200), Duration::from_millis(80)).join().unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("on CPU 1"), "{err}");
+    assert!(err.contains("--break-on"), "{err}");
+    let run = read_json(&json);
+    assert!(run["check_failure"].as_str().unwrap().contains("CPU 1"));
+    assert!(run["duration_s"].as_f64().unwrap() < 20.0, "the run did not stop at the break");
+}

@@ -1,0 +1,4 @@
+//! latlab's one integration-test binary: drives the real `latlab` binary end to end.
+
+mod cyclic;
+mod util;

@@ -1,0 +1,65 @@
+//! Helpers shared by the integration tests: the binary, capability checks, stall injection.
+
+use std::process::Command;
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// A `Command` for the latlab binary under test.
+pub fn latlab() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_latlab"))
+}
+
+/// Serialises tests that inject stalls, so one test's stall is not another's surprise.
+pub fn exclusive() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Why a real-time test cannot run here, if it cannot (not root, or fewer than 2 CPUs).
+pub fn rt_unavailable() -> Option<String> {
+    // SAFETY: no arguments.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("not root: SCHED_FIFO stall injection needs root".into());
+    }
+    let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if n < 2 {
+        return Some(format!("{n} CPU available; the test needs 2"));
+    }
+    None
+}
+
+/// Prints why a test is skipped (never a silent pass).
+pub fn skip(test: &str, why: &str) {
+    eprintln!("SKIPPED {test}: {why}");
+}
+
+/// Starts a thread that, after `after`, busy-waits for `busy` on `cpu` at SCHED_FIFO `prio`,
+/// starving anything of lower priority there. Returns when the stall is over.
+pub fn stall_later(cpu: usize, prio: i32, after: Duration, busy: Duration) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        // SAFETY: plain libc calls on the calling thread with valid arguments.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu, &mut set);
+            assert_eq!(libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set), 0);
+        }
+        std::thread::sleep(after);
+        let p = libc::sched_param { sched_priority: prio };
+        // SAFETY: as above.
+        let r = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) };
+        assert_eq!(r, 0, "could not become SCHED_FIFO {prio}");
+        let t0 = Instant::now();
+        while t0.elapsed() < busy {
+            std::hint::spin_loop();
+        }
+        let p = libc::sched_param { sched_priority: 0 };
+        // SAFETY: as above.
+        unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &p) };
+    })
+}
+
+/// Parses a JSON file.
+pub fn read_json(path: &std::path::Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
