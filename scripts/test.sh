@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 # Debian packages the tests compare against or drive (none yet for cyclic; later issues add
 # ministat, postgresql ...). Installed only when missing, so reruns are fast.
-PKGS=()
+PKGS=(ministat)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

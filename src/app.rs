@@ -16,6 +16,7 @@ pub fn run(cli: Cli, argv: Vec<String>) -> Result<()> {
     match cli.command {
         Command::Cyclic(a) => cyclic_cmd(&a, argv),
         Command::Samples(a) => samples_cmd(&a),
+        Command::Ministat(a) => std::process::exit(crate::compare::ministat_cmd::main(&a.args)),
     }
 }
 

@@ -20,6 +20,10 @@ pub enum Command {
     /// Timer wake-up latency of periodic threads (cyclictest's measurement).
     #[command(disable_help_flag = true)]
     Cyclic(Box<CyclicArgs>),
+    /// FreeBSD's ministat, byte for byte: `latlab ministat [-C column] [-c confidence]
+    /// [-d delimiter(s)] [-Ans] [-w width] [file ...]`. Also `latlab compare --ministat ...`.
+    #[command(disable_help_flag = true)]
+    Ministat(MinistatArgs),
     /// Read a raw sample log written by `--samples`: summary per series, or CSV.
     Samples(SamplesArgs),
 }
@@ -177,4 +181,12 @@ pub struct SamplesArgs {
     /// Unit for the summary.
     #[arg(long, value_enum, default_value_t = DisplayUnit::Us)]
     pub unit: DisplayUnit,
+}
+
+/// Arguments of `latlab ministat`: passed through unparsed to ministat's own option rules.
+#[derive(Debug, Args)]
+pub struct MinistatArgs {
+    /// ministat's flags and files.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+    pub args: Vec<String>,
 }

@@ -7,6 +7,24 @@ fn main() {
     let argv: Vec<String> = std::env::args_os()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
+    // Run under the name `ministat` (a symlink), latlab is ministat.
+    let invoked_as = std::path::Path::new(argv.first().map(String::as_str).unwrap_or(""))
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned());
+    if invoked_as.as_deref() == Some("ministat") {
+        std::process::exit(latlab::compare::ministat_cmd::main(&argv[1..]));
+    }
+    // `latlab compare --ministat ARGS` is `latlab ministat ARGS`.
+    if argv.get(1).map(String::as_str) == Some("compare")
+        && argv[2..].iter().any(|a| a == "--ministat")
+    {
+        let rest: Vec<String> = argv[2..]
+            .iter()
+            .filter(|a| *a != "--ministat")
+            .cloned()
+            .collect();
+        std::process::exit(latlab::compare::ministat_cmd::main(&rest));
+    }
     let cli = match latlab::cli::Cli::try_parse_from(&argv) {
         Ok(c) => c,
         Err(e) => {

@@ -115,7 +115,8 @@ impl CyclicConfig {
             None => 1_000_000,
         };
         let distance_ns = match &a.distance {
-            Some(v) => parse_offset_ns(v, BareUnit::Micros).map_err(|e| Error::flag("-d/--distance", v, e))?,
+            Some(v) => parse_offset_ns(v, BareUnit::Micros)
+                .map_err(|e| Error::flag("-d/--distance", v, e))?,
             None => 500_000,
         };
         let affinity = match &a.affinity {

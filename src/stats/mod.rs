@@ -1,6 +1,10 @@
-//! Statistics: the per-thread recorder used on the hot path, HDR histograms and summaries.
+//! Statistics: the per-thread recorder used on the hot path, HDR histograms and summaries,
+//! ministat's comparison, and the tests latency comparisons need.
 
+pub mod cfmt;
 pub mod histogram;
+pub mod ministat;
+pub mod student;
 pub mod summary;
 
 pub use histogram::{HistogramData, LatHistogram};

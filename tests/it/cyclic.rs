@@ -12,16 +12,28 @@ fn loops_give_exactly_n_samples_and_json_matches_the_sample_log() {
     let dir = tempfile::tempdir().unwrap();
     let (json, samples) = (dir.path().join("r.json"), dir.path().join("s.bin"));
     let out = latlab()
-        .args(["cyclic", "-t", "2", "-l", "300", "-i", "200us", "-d", "100us", "-q", "--json"])
+        .args([
+            "cyclic", "-t", "2", "-l", "300", "-i", "200us", "-d", "100us", "-q", "--json",
+        ])
         .arg(&json)
         .arg("--samples")
         .arg(&samples)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("task") && stdout.contains("p99.9"), "{stdout}");
-    assert!(!stdout.contains('\x1b'), "cursor codes in a pipe: {stdout:?}");
+    assert!(
+        stdout.contains("task") && stdout.contains("p99.9"),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains('\x1b'),
+        "cursor codes in a pipe: {stdout:?}"
+    );
 
     let run = read_json(&json);
     assert_eq!(run["schema"], "latlab.run/1");
@@ -50,7 +62,10 @@ fn loops_give_exactly_n_samples_and_json_matches_the_sample_log() {
         for (key, q) in [("p50", 0.5), ("p90", 0.9), ("p99", 0.99)] {
             let exact = sorted[((q * 300.0f64).ceil() as usize).max(1) - 1] as f64;
             let got = s["percentiles"][key].as_f64().unwrap();
-            assert!((got - exact).abs() <= exact * 1e-3 + 1.0, "{key}: {got} vs {exact}");
+            assert!(
+                (got - exact).abs() <= exact * 1e-3 + 1.0,
+                "{key}: {got} vs {exact}"
+            );
         }
         let hist_total: u64 = s["histogram"]["buckets"]
             .as_array()
@@ -61,9 +76,17 @@ fn loops_give_exactly_n_samples_and_json_matches_the_sample_log() {
         assert_eq!(hist_total, 300);
     }
     // CSV export of the same log: header + one line per sample.
-    let csv = latlab().arg("samples").arg(&samples).arg("--csv").output().unwrap();
+    let csv = latlab()
+        .arg("samples")
+        .arg(&samples)
+        .arg("--csv")
+        .output()
+        .unwrap();
     assert!(csv.status.success());
-    assert_eq!(String::from_utf8_lossy(&csv.stdout).lines().count(), 1 + 600);
+    assert_eq!(
+        String::from_utf8_lossy(&csv.stdout).lines().count(),
+        1 + 600
+    );
 }
 
 #[test]
@@ -72,15 +95,24 @@ fn group_specs_build_the_seed_004_thread_set() {
     let json = dir.path().join("r.json");
     let out = latlab()
         .args([
-            "cyclic", "-l", "20", "-q",
-            "--group", "policy=fifo,threads=4,prio=80,priospread,interval=1000us,offset=50us",
-            "--group", "policy=other,threads=4,interval=1000us,offset=500us",
+            "cyclic",
+            "-l",
+            "20",
+            "-q",
+            "--group",
+            "policy=fifo,threads=4,prio=80,priospread,interval=1000us,offset=50us",
+            "--group",
+            "policy=other,threads=4,interval=1000us,offset=500us",
             "--json",
         ])
         .arg(&json)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let run = read_json(&json);
     let s = run["series"].as_array().unwrap();
     assert_eq!(s.len(), 8);
@@ -110,7 +142,11 @@ fn interrupted_run_is_saved(signal: libc::c_int) {
     // SAFETY: sending a signal to our own child.
     unsafe { libc::kill(child.id() as i32, signal) };
     let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(String::from_utf8_lossy(&out.stdout).contains("(interrupted)"));
     let run = read_json(&json);
     assert_eq!(run["interrupted"], true);
@@ -119,7 +155,11 @@ fn interrupted_run_is_saved(signal: libc::c_int) {
     for (i, s) in run["series"].as_array().unwrap().iter().enumerate() {
         let n = s["count"].as_u64().unwrap();
         assert!(n > 0, "series {i} collected nothing");
-        assert_eq!(log.samples[i].len() as u64, n, "series {i}: log and JSON disagree");
+        assert_eq!(
+            log.samples[i].len() as u64,
+            n,
+            "series {i}: log and JSON disagree"
+        );
     }
 }
 
@@ -150,18 +190,35 @@ fn bad_input_exits_2_naming_the_flag() {
         (&["-D", "0"], "--duration"),
         (&["-l", "many"], "--loops"),
         (&["-h", "0"], "--histogram"),
-        (&["--json", "/nonexistent-dir/r.json"], "--json /nonexistent-dir/r.json"),
-        (&["--samples", "/nonexistent-dir/s.bin"], "--samples /nonexistent-dir/s.bin"),
+        (
+            &["--json", "/nonexistent-dir/r.json"],
+            "--json /nonexistent-dir/r.json",
+        ),
+        (
+            &["--samples", "/nonexistent-dir/s.bin"],
+            "--samples /nonexistent-dir/s.bin",
+        ),
         (&["--unit", "furlongs"], "--unit"),
     ];
     for (args, want) in cases {
-        let out = latlab().arg("cyclic").args(["-l", "1"]).args(*args).output().unwrap();
+        let out = latlab()
+            .arg("cyclic")
+            .args(["-l", "1"])
+            .args(*args)
+            .output()
+            .unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains(want), "{args:?}: stderr does not name {want}: {err}");
+        assert!(
+            err.contains(want),
+            "{args:?}: stderr does not name {want}: {err}"
+        );
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
-    let out = latlab().args(["samples", "/nonexistent-file"]).output().unwrap();
+    let out = latlab()
+        .args(["samples", "/nonexistent-file"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent-file"));
 }
@@ -171,7 +228,14 @@ fn help_explains_options_with_units() {
     let out = latlab().args(["help", "cyclic"]).output().unwrap();
     assert!(out.status.success());
     let h = String::from_utf8_lossy(&out.stdout);
-    for want in ["--interval", "µs", "--break-on", "--group", "--samples", "clock_nanosleep"] {
+    for want in [
+        "--interval",
+        "µs",
+        "--break-on",
+        "--group",
+        "--samples",
+        "clock_nanosleep",
+    ] {
         assert!(h.contains(want), "help lacks {want}");
     }
     let out = latlab().args(["cyclic", "--help"]).output().unwrap();
@@ -181,7 +245,10 @@ fn help_explains_options_with_units() {
 #[test]
 fn injected_stall_is_reported_on_the_thread_pinned_there() {
     if let Some(why) = rt_unavailable() {
-        return skip("injected_stall_is_reported_on_the_thread_pinned_there", &why);
+        return skip(
+            "injected_stall_is_reported_on_the_thread_pinned_there",
+            &why,
+        );
     }
     let _x = exclusive();
     let dir = tempfile::tempdir().unwrap();
@@ -189,12 +256,16 @@ fn injected_stall_is_reported_on_the_thread_pinned_there() {
     let stall = Duration::from_millis(60);
     let interval = Duration::from_millis(1);
     let child = latlab()
-        .args(["cyclic", "-t", "-p", "50", "-i", "1ms", "-d", "0", "-D", "3s", "-q", "--json"])
+        .args([
+            "cyclic", "-t", "-p", "50", "-i", "1ms", "-d", "0", "-D", "3s", "-q", "--json",
+        ])
         .arg(&json)
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    stall_later(1, 90, Duration::from_millis(1200), stall).join().unwrap();
+    stall_later(1, 90, Duration::from_millis(1200), stall)
+        .join()
+        .unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success());
     let run = read_json(&json);
@@ -202,8 +273,14 @@ fn injected_stall_is_reported_on_the_thread_pinned_there() {
     let t1 = s.iter().find(|x| x["cpu"] == 1).expect("a thread on CPU 1");
     assert_eq!(t1["policy"], "fifo");
     let max = t1["max_ns"].as_u64().unwrap() as u128;
-    assert!(max >= (stall - interval).as_nanos(), "CPU 1 max {max} ns < injected stall {stall:?}");
-    assert!(t1["overruns"].as_u64().unwrap() >= 1, "a 60 ms stall at 1 ms periods must overrun");
+    assert!(
+        max >= (stall - interval).as_nanos(),
+        "CPU 1 max {max} ns < injected stall {stall:?}"
+    );
+    assert!(
+        t1["overruns"].as_u64().unwrap() >= 1,
+        "a 60 ms stall at 1 ms periods must overrun"
+    );
 }
 
 #[test]
@@ -215,13 +292,23 @@ fn break_on_stops_the_run_and_names_thread_and_cpu() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
     let child = latlab()
-        .args(["cyclic", "-t", "-p", "50", "-i", "1ms", "-d", "0", "-D", "20s", "-q", "-b", "30ms", "--json"])
+        .args([
+            "cyclic", "-t", "-p", "50", "-i", "1ms", "-d", "0", "-D", "20s", "-q", "-b", "30ms",
+            "--json",
+        ])
         .arg(&json)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    stall_later(1, 90, Duration::from_millis(1200), Duration::from_millis(80)).join().unwrap();
+    stall_later(
+        1,
+        90,
+        Duration::from_millis(1200),
+        Duration::from_millis(80),
+    )
+    .join()
+    .unwrap();
     let out = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
@@ -229,5 +316,8 @@ fn break_on_stops_the_run_and_names_thread_and_cpu() {
     assert!(err.contains("--break-on"), "{err}");
     let run = read_json(&json);
     assert!(run["check_failure"].as_str().unwrap().contains("CPU 1"));
-    assert!(run["duration_s"].as_f64().unwrap() < 20.0, "the run did not stop at the break");
+    assert!(
+        run["duration_s"].as_f64().unwrap() < 20.0,
+        "the run did not stop at the break"
+    );
 }

@@ -1,4 +1,5 @@
 //! latlab's one integration-test binary: drives the real `latlab` binary end to end.
 
 mod cyclic;
+mod ministat;
 mod util;

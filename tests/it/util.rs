@@ -35,16 +35,26 @@ pub fn skip(test: &str, why: &str) {
 
 /// Starts a thread that, after `after`, busy-waits for `busy` on `cpu` at SCHED_FIFO `prio`,
 /// starving anything of lower priority there. Returns when the stall is over.
-pub fn stall_later(cpu: usize, prio: i32, after: Duration, busy: Duration) -> std::thread::JoinHandle<()> {
+pub fn stall_later(
+    cpu: usize,
+    prio: i32,
+    after: Duration,
+    busy: Duration,
+) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         // SAFETY: plain libc calls on the calling thread with valid arguments.
         unsafe {
             let mut set: libc::cpu_set_t = std::mem::zeroed();
             libc::CPU_SET(cpu, &mut set);
-            assert_eq!(libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set), 0);
+            assert_eq!(
+                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set),
+                0
+            );
         }
         std::thread::sleep(after);
-        let p = libc::sched_param { sched_priority: prio };
+        let p = libc::sched_param {
+            sched_priority: prio,
+        };
         // SAFETY: as above.
         let r = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) };
         assert_eq!(r, 0, "could not become SCHED_FIFO {prio}");

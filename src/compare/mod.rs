@@ -1,0 +1,4 @@
+//! Comparing data sets: ministat's exact output, and latlab's tail-aware comparison of latency
+//! distributions.
+
+pub mod ministat_cmd;

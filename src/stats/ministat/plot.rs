@@ -1,0 +1,168 @@
+//! ministat's ASCII plot: data points stacked per column (set symbols combined by bitwise OR,
+//! as ministat does), then the `|_A_M_|` bars, one shared line or one per set (`-s`).
+
+use super::read::DataSet;
+use super::{avg, median, stddev};
+
+/// Symbols by set number; index = bitwise OR of the set numbers (1-based) in a cell.
+pub const SYMBOL: [u8; 8] = [b' ', b'x', b'+', b'*', b'%', b'#', b'@', b'O'];
+
+/// The plot, built up set by set exactly as ministat's `SetupPlot/DimPlot/PlotSet`.
+pub struct Plot {
+    width: usize,
+    min: f64,
+    max: f64,
+    span: f64,
+    dx: f64,
+    x0: f64,
+    height: usize,
+    data: Vec<u8>,
+    bars: Vec<Option<Vec<u8>>>,
+    separate: bool,
+}
+
+impl Plot {
+    /// Sizes the plot to cover every set's min, max and mean ± stddev.
+    pub fn new(width: usize, separate: bool, sets: &[DataSet]) -> Plot {
+        let mut p = Plot {
+            width,
+            min: 999e99,
+            max: -999e99,
+            span: 0.0,
+            dx: 0.0,
+            x0: 0.0,
+            height: 0,
+            data: Vec::new(),
+            bars: vec![None; sets.len()],
+            separate,
+        };
+        for s in sets {
+            let (a, sd) = (avg(s), stddev(s));
+            for v in [s.min, s.max, a - sd, a + sd] {
+                p.adjust(v);
+            }
+        }
+        if p.span == 0.0 {
+            return p;
+        }
+        // Points per column, for all sets in parallel (large sets dominate). ministat walks its
+        // sorted array counting runs of equal columns; the column is monotonic in the value, so
+        // a run is exactly the column's count.
+        let cols: Vec<Vec<usize>> = std::thread::scope(|sc| {
+            let pr = &p;
+            let hs: Vec<_> = sets
+                .iter()
+                .map(|s| {
+                    sc.spawn(move || {
+                        let mut c = vec![0usize; pr.width];
+                        for &v in &s.points {
+                            if let Some(slot) =
+                                usize::try_from(pr.col(v)).ok().and_then(|x| c.get_mut(x))
+                            {
+                                *slot += 1;
+                            }
+                        }
+                        c
+                    })
+                })
+                .collect();
+            hs.into_iter()
+                .map(|h| h.join().expect("column thread"))
+                .collect()
+        });
+        for (i, (s, c)) in sets.iter().zip(&cols).enumerate() {
+            p.add_set(s, c, i + 1);
+        }
+        p
+    }
+
+    fn adjust(&mut self, a: f64) {
+        if a < self.min {
+            self.min = a;
+        }
+        if a > self.max {
+            self.max = a;
+        }
+        self.span = self.max - self.min;
+        self.dx = self.span / (self.width as f64 - 1.0);
+        self.x0 = self.min - 0.5 * self.dx;
+    }
+
+    fn col(&self, v: f64) -> i32 {
+        ((v - self.x0) / self.dx) as i32
+    }
+
+    fn add_set(&mut self, ds: &DataSet, counts: &[usize], val: usize) {
+        let w = self.width;
+        let bar = if self.separate { val - 1 } else { 0 };
+        let barline = self.bars[bar].get_or_insert_with(|| vec![0u8; w]).clone();
+        // Tallest stack of points in one column, plus one.
+        let m = counts.iter().copied().max().unwrap_or(0).max(1) + 1;
+        if m > self.height {
+            // realloc to m rows, then clear from the *current* height up: rows a taller earlier
+            // set left above a shorter one's height are wiped, exactly as in ministat.
+            self.data.resize(w * m, 0);
+            self.data[self.height * w..].fill(0);
+        }
+        // ministat sets the height even when it shrinks (later rows are then not printed).
+        self.height = m;
+        for (x, &c) in counts.iter().enumerate() {
+            for j in 1..=c {
+                self.data[j * w + x] |= val as u8;
+            }
+        }
+        let mut b = barline;
+        let mut put = |x: i32, c: u8, only_empty: bool| {
+            if let Some(cell) = usize::try_from(x).ok().and_then(|x| b.get_mut(x)) {
+                if !only_empty || *cell == 0 {
+                    *cell = c;
+                }
+            }
+        };
+        let (a, sd) = (avg(ds), stddev(ds));
+        if !sd.is_nan() {
+            let lo = self.col(a - sd);
+            let hi = self.col(a + sd);
+            put(hi, b'|', false);
+            put(lo, b'|', false);
+            for k in lo + 1..hi {
+                put(k, b'_', true);
+            }
+        }
+        put(self.col(median(ds)), b'M', false);
+        put(self.col(a), b'A', false);
+        self.bars[bar] = Some(b);
+    }
+
+    /// Writes the plot as ministat prints it.
+    pub fn render(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        if self.span == 0.0 {
+            return out.write_all(b"[no plot, span is zero width]\n");
+        }
+        let w = self.width;
+        let border = format!("+{}+\n", "-".repeat(w));
+        let mut s: Vec<u8> = Vec::with_capacity(1 << 16);
+        s.extend_from_slice(border.as_bytes());
+        for i in 1..self.height {
+            s.push(b'|');
+            let row = (self.height - i) * w;
+            s.extend(
+                self.data[row..row + w]
+                    .iter()
+                    .map(|&k| SYMBOL[(k & 7) as usize]),
+            );
+            s.extend_from_slice(b"|\n");
+            if s.len() > 60_000 {
+                out.write_all(&s)?;
+                s.clear();
+            }
+        }
+        for b in self.bars.iter().flatten() {
+            s.push(b'|');
+            s.extend(b.iter().map(|&k| if k == 0 { b' ' } else { k }));
+            s.extend_from_slice(b"|\n");
+        }
+        s.extend_from_slice(border.as_bytes());
+        out.write_all(&s)
+    }
+}

@@ -1,0 +1,258 @@
+//! `latlab ministat` against Debian's real `ministat`, byte for byte, on generated data and
+//! flag combinations; and the seed 001 figures.
+
+use crate::util::{latlab, skip};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn have_ministat() -> bool {
+    Command::new("ministat")
+        .arg("-n")
+        .arg("/dev/null")
+        .output()
+        .is_ok()
+}
+
+/// xorshift64*: deterministic data without a dependency.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+fn gen_set(r: &mut Rng, dir: &Path, name: &str, csv: bool) -> PathBuf {
+    let big = r.below(4) == 0;
+    let n = 3 + r.below(if big { 400 } else { 40 }) as usize;
+    let kind = r.below(5);
+    let scale = [1e-4, 1.0, 37.5, 2.5e3, 1e8][r.below(5) as usize];
+    let shift = (r.unit() - 0.3) * scale * 10.0;
+    let mut text = String::new();
+    if r.below(3) == 0 {
+        text.push_str("# a comment line\n\n");
+    }
+    for i in 0..n {
+        let v = match kind {
+            0 => shift + scale * r.unit(),
+            1 => (r.below(12) as f64) * scale.max(1.0).round(), // ties
+            2 => shift + scale * (r.unit() + r.unit() + r.unit()),
+            3 => shift + scale * (-r.unit().ln()), // heavy tail
+            _ => ((shift + scale * r.unit()) * 1000.0).round() / 1000.0,
+        };
+        if csv {
+            let _ = writeln!(text, "{i},{v}");
+        } else if r.below(10) == 0 {
+            let _ = writeln!(text, "{v:e} # sci");
+        } else {
+            let _ = writeln!(text, "{v}");
+        }
+    }
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn both(args: &[String], dir: &Path) -> (std::process::Output, std::process::Output) {
+    let real = Command::new("ministat")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    let ours = latlab()
+        .arg("ministat")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    (real, ours)
+}
+
+#[test]
+fn byte_identical_to_ministat_on_generated_data() {
+    if !have_ministat() {
+        return skip(
+            "byte_identical_to_ministat_on_generated_data",
+            "Debian's ministat is not installed (scripts/test.sh installs it)",
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut r = Rng(0x5EED_0001);
+    for case in 0..600 {
+        let csv = r.below(5) == 0;
+        let nsets = 1 + r.below(7) as usize;
+        let mut args: Vec<String> = Vec::new();
+        for (flag, p) in [("-A", 6), ("-n", 8), ("-s", 4)] {
+            if r.below(p) == 0 {
+                args.push(flag.into());
+            }
+        }
+        if r.below(2) == 0 {
+            args.push("-w".into());
+            args.push(["2", "3", "10", "40", "74", "100", "131"][r.below(7) as usize].into());
+        }
+        if r.below(2) == 0 {
+            args.push(format!(
+                "-c{}",
+                ["80", "90", "95", "98", "99", "99.5"][r.below(6) as usize]
+            ));
+        }
+        if csv {
+            args.extend(["-C".into(), "2".into(), "-d".into(), ",".into()]);
+        }
+        for k in 0..nsets {
+            let p = gen_set(&mut r, dir.path(), &format!("c{case}_{k}.txt"), csv);
+            args.push(p.file_name().unwrap().to_string_lossy().into_owned());
+        }
+        let (real, ours) = both(&args, dir.path());
+        assert_eq!(
+            String::from_utf8_lossy(&ours.stdout),
+            String::from_utf8_lossy(&real.stdout),
+            "case {case}: ministat {}",
+            args.join(" ")
+        );
+        assert_eq!(
+            ours.stderr,
+            real.stderr,
+            "case {case}: stderr of ministat {}",
+            args.join(" ")
+        );
+        assert_eq!(ours.status.code(), real.status.code(), "case {case}");
+    }
+}
+
+#[test]
+fn errors_match_ministat() {
+    if !have_ministat() {
+        return skip(
+            "errors_match_ministat",
+            "Debian's ministat is not installed",
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let w = |name: &str, body: &[u8]| std::fs::write(dir.path().join(name), body).unwrap();
+    w("ok", b"1\n2\n3\n");
+    w("bad", b"1\n2\nthree\n4\n");
+    w("two", b"1\n2\n");
+    w("empty", b"");
+    w(
+        "garbage",
+        b"\x7fELF\x02\x01\x01\x00\x00\x00\xff\xfe\n\x01\x02\n",
+    );
+    w("crlf", b"1\r\n2\r\n3\r\n");
+    let cases: &[&[&str]] = &[
+        &["bad"],
+        &["two"],
+        &["empty"],
+        &["missing-file"],
+        &["garbage"],
+        &["crlf"],
+        &["-c", "97", "ok"],
+        &["-c", "x", "ok"],
+        &["-C", "0", "ok"],
+        &["-C", "x", "ok"],
+        &["-w", "-1", "ok"],
+        &["-w", "x", "ok"],
+        &["-d", "", "ok"],
+        &["-q", "ok"],
+        &["ok", "-C"],
+        &["ok", "ok", "ok", "ok", "ok", "ok", "ok", "ok"],
+    ];
+    for args in cases {
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        let (real, ours) = both(&args, dir.path());
+        assert_eq!(
+            String::from_utf8_lossy(&ours.stderr),
+            String::from_utf8_lossy(&real.stderr),
+            "ministat {args:?}"
+        );
+        assert_eq!(ours.stdout, real.stdout, "ministat {args:?}");
+        assert_eq!(ours.status.code(), real.status.code(), "ministat {args:?}");
+    }
+}
+
+#[test]
+fn refuses_clearly_where_ministat_crashes() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a"), "1\n2\n3\n4\n").unwrap();
+    std::fs::write(dir.path().join("inf"), "1\n2\n1e999\n").unwrap();
+    std::fs::write(dir.path().join("nan"), "1\nnan\n2\n3\n").unwrap();
+    std::fs::write(
+        dir.path().join("long"),
+        format!("{}\n1\n2\n", "1".repeat(9000)),
+    )
+    .unwrap();
+    for (args, want) in [
+        (vec!["-w", "1", "a", "a"], "-w 1"),
+        (vec!["inf"], "line 3 in inf"),
+        (vec!["nan"], "line 2 in nan"),
+        (vec!["long"], "line 1 in long"),
+    ] {
+        let out = latlab()
+            .arg("ministat")
+            .args(&args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+}
+
+/// Twelve values with exactly the given mean and sample standard deviation.
+fn with_stats(mean: f64, sd: f64) -> String {
+    let z: Vec<f64> = [
+        0.3, -1.2, 0.8, 0.1, -0.4, 1.5, -0.9, 0.05, -0.2, 0.6, -1.0, 0.35,
+    ]
+    .to_vec();
+    let m = z.iter().sum::<f64>() / 12.0;
+    let s = (z.iter().map(|x| (x - m).powi(2)).sum::<f64>() / 11.0).sqrt();
+    z.iter()
+        .map(|x| format!("{:.12}\n", mean + sd * (x - m) / s))
+        .collect()
+}
+
+#[test]
+fn seed_001_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("preempt"), with_stats(2181.4983, 19.144156)).unwrap();
+    std::fs::write(
+        dir.path().join("preempt.tsc"),
+        with_stats(2460.1725, 6.5242305),
+    )
+    .unwrap();
+    let out = latlab()
+        .args(["compare", "--ministat", "preempt", "preempt.tsc"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    for want in [
+        "x preempt\n+ preempt.tsc\n",
+        "x  12",
+        "2181.4983     19.144156\n",
+        "2460.1725     6.5242305\n",
+        "Difference at 95.0% confidence\n\t278.674 +/- 12.1092\n\t12.7744% +/- 0.555084%\n\t(Student's t, pooled s = 14.3015)\n",
+    ] {
+        assert!(text.contains(want), "missing {want:?} in\n{text}");
+    }
+    if have_ministat() {
+        let real = Command::new("ministat")
+            .args(["preempt", "preempt.tsc"])
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert_eq!(text, String::from_utf8_lossy(&real.stdout));
+    }
+}
