@@ -174,3 +174,34 @@ impl Control {
         self.interrupted.load(Ordering::Relaxed)
     }
 }
+
+/// Lets workers wake the control thread when they end, so it need not poll often.
+#[derive(Debug, Default)]
+pub struct Doorbell {
+    lock: std::sync::Mutex<bool>,
+    cv: std::sync::Condvar,
+}
+
+impl Doorbell {
+    /// Rings (called by a worker after its loop, never inside it).
+    pub fn ring(&self) {
+        if let Ok(mut rung) = self.lock.lock() {
+            *rung = true;
+            self.cv.notify_all();
+        }
+    }
+
+    /// Waits until rung or `timeout` passes; clears the bell.
+    pub fn wait(&self, timeout: std::time::Duration) {
+        if let Ok(mut rung) = self.lock.lock() {
+            if !*rung {
+                if let Ok((g, _)) = self.cv.wait_timeout(rung, timeout) {
+                    rung = g;
+                } else {
+                    return;
+                }
+            }
+            *rung = false;
+        }
+    }
+}

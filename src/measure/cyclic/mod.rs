@@ -117,6 +117,7 @@ pub fn run(mut cfg: CyclicConfig, command_line: Vec<String>) -> Result<CyclicOut
     rt::install_wake_handler();
     let tripped = Arc::new(AtomicBool::new(false));
     let done = Arc::new(AtomicUsize::new(0));
+    let bell = Arc::new(rt::Doorbell::default());
     let live: Vec<Arc<Live>> = (0..n).map(|_| Arc::new(Live::new())).collect();
     let placements: Vec<Placement> = cfg
         .threads
@@ -144,6 +145,7 @@ pub fn run(mut cfg: CyclicConfig, command_line: Vec<String>) -> Result<CyclicOut
             tripped.clone(),
             done.clone(),
         );
+        let bell = bell.clone();
         move || {
             let w = Worker {
                 clock,
@@ -158,6 +160,7 @@ pub fn run(mut cfg: CyclicConfig, command_line: Vec<String>) -> Result<CyclicOut
                 stop,
                 tripped,
                 done,
+                bell,
             };
             move || w.run()
         }
@@ -178,7 +181,11 @@ pub fn run(mut cfg: CyclicConfig, command_line: Vec<String>) -> Result<CyclicOut
         if control.stop.load(Ordering::Acquire) || done.load(Ordering::Acquire) == n {
             break;
         }
-        std::thread::sleep(Duration::from_millis(10));
+        // Workers ring when they end; signals and the deadline are noticed within 100 ms.
+        let left = deadline.map_or(Duration::from_millis(100), |d| {
+            d.saturating_duration_since(Instant::now())
+        });
+        bell.wait(left.min(Duration::from_millis(100)));
     }
     control.stop.store(true, Ordering::Release);
     for h in &handles {

@@ -34,6 +34,8 @@ pub struct Worker {
     pub tripped: Arc<AtomicBool>,
     /// Incremented when this worker ends.
     pub done: Arc<AtomicUsize>,
+    /// Rung when this worker ends.
+    pub bell: Arc<crate::rt::Doorbell>,
 }
 
 /// What a worker hands back when it ends.
@@ -123,6 +125,7 @@ impl Worker {
             }
         }
         self.done.fetch_add(1, Ordering::Release);
+        self.bell.ring();
         WorkerOut {
             rec: self.rec,
             overruns,

@@ -122,21 +122,28 @@ fn fast_decimal(tok: &[u8]) -> Option<f64> {
         b'-' => (true, &tok[1..]),
         _ => (false, tok),
     };
-    let (mut m, mut frac, mut seen_dot, mut nd) = (0u64, 0usize, false, 0usize);
-    for &b in digits {
-        match b {
-            b'0'..=b'9' => {
-                m = m.checked_mul(10)?.checked_add((b - b'0') as u64)?;
-                nd += 1;
-                if seen_dot {
-                    frac += 1;
-                }
-            }
-            b'.' if !seen_dot => seen_dot = true,
-            _ => return None,
+    // At most 19 characters, so at most 19 digits: m cannot overflow a u64.
+    if digits.len() > 19 {
+        return None;
+    }
+    let (mut m, mut dot) = (0u64, usize::MAX);
+    for (i, &b) in digits.iter().enumerate() {
+        let d = b.wrapping_sub(b'0');
+        if d < 10 {
+            m = m * 10 + d as u64;
+        } else if b == b'.' && dot == usize::MAX {
+            dot = i;
+        } else {
+            return None;
         }
     }
-    if nd == 0 || m >= 1 << 53 || frac > 22 {
+    let nd = digits.len() - usize::from(dot != usize::MAX);
+    let frac = if dot == usize::MAX {
+        0
+    } else {
+        digits.len() - dot - 1
+    };
+    if nd == 0 || nd > 19 || m >= 1 << 53 || frac > 22 {
         return None;
     }
     let v = m as f64 / POW10[frac];
@@ -189,6 +196,7 @@ pub fn read_set(
         name,
         column,
         is_delim,
+        nul_possible: true,
     };
     let mut carry: Vec<u8> = Vec::new();
     loop {
@@ -197,21 +205,25 @@ pub fn read_set(
             .map_err(|e| ReadError::Refused(format!("latlab: {name}: {e}")))?;
         if chunk.is_empty() {
             if !carry.is_empty() {
+                st.nul_possible = true;
                 st.line(&carry)?;
             }
             break;
         }
+        // C strings end at the first NUL: only chunks holding one need the per-line check.
+        st.nul_possible = memchr::memchr(0, chunk).is_some();
         let mut start = 0;
-        while let Some(pos) = memchr::memchr(b'\n', &chunk[start..]) {
-            let line = &chunk[start..start + pos];
+        for pos in memchr::memchr_iter(b'\n', chunk) {
+            let line = &chunk[start..pos];
             if carry.is_empty() {
                 st.line(line)?;
             } else {
                 carry.extend_from_slice(line);
+                st.nul_possible = true;
                 st.line(&carry)?;
                 carry.clear();
             }
-            start += pos + 1;
+            start = pos + 1;
         }
         carry.extend_from_slice(&chunk[start..]);
         if carry.len() > LINE_MAX - 1 {
@@ -256,6 +268,8 @@ struct State<'a> {
     name: &'a str,
     column: usize,
     is_delim: [bool; 256],
+    /// False when the current chunk has no NUL byte (saves a scan per line).
+    nul_possible: bool,
 }
 
 impl State<'_> {
@@ -276,7 +290,7 @@ impl State<'_> {
             return Err(self.too_long());
         }
         // C strings end at the first NUL byte.
-        let text = match memchr::memchr(0, raw) {
+        let text = match self.nul_possible.then(|| memchr::memchr(0, raw)).flatten() {
             Some(i) => &raw[..i],
             None => raw,
         };
@@ -416,6 +430,11 @@ mod tests {
     #[test]
     fn strtod_forms() {
         assert_eq!(strtod_whole(b"0x10"), Some(16.0));
+        assert_eq!(strtod_whole(b"99999999999999999999"), Some(1e20));
+        assert_eq!(
+            strtod_whole(b"-1234567890.123456789"),
+            Some(-1234567890.123456789)
+        );
         assert_eq!(strtod_whole(b" 5"), Some(5.0));
         assert_eq!(strtod_whole(b"-1.5e3"), Some(-1500.0));
         assert_eq!(strtod_whole(b".5"), Some(0.5));

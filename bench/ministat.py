@@ -1,0 +1,47 @@
+#!/usr/bin/env python3
+"""latlab ministat vs Debian's ministat on two files of 1,000,000 values each.
+
+Interleaved A B A B; checks the outputs are byte-identical every round; prints the median wall
+time and peak memory of each and the ratios (ministat / latlab for speed, latlab / ministat for
+memory).
+
+usage: bench/ministat.py [--rounds 7] [--n 1000000] [--latlab target/release/latlab]
+"""
+import argparse, filecmp, os, random, statistics, sys, tempfile
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import measure, machine
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--n", type=int, default=1_000_000)
+    ap.add_argument("--latlab", default="target/release/latlab")
+    a = ap.parse_args()
+    d = tempfile.mkdtemp()
+    rnd = random.Random(1)
+    files = []
+    for name, mu in (("before", 3.0), ("after", 3.05)):
+        path = os.path.join(d, name)
+        with open(path, "w") as f:
+            f.writelines("%.6f\n" % rnd.lognormvariate(mu, 0.5) for _ in range(a.n))
+        files.append(path)
+    M, L = [], []
+    for i in range(a.rounds):
+        with open(os.path.join(d, "m.out"), "w") as o:
+            M.append(measure(["ministat", *files], stdout=o))
+        with open(os.path.join(d, "l.out"), "w") as o:
+            L.append(measure([a.latlab, "ministat", *files], stdout=o))
+        same = filecmp.cmp(os.path.join(d, "m.out"), os.path.join(d, "l.out"), shallow=False)
+        print(f"round {i+1}: ministat {M[-1][0]*1000:.0f} ms {M[-1][2]} KiB | "
+              f"latlab {L[-1][0]*1000:.0f} ms {L[-1][2]} KiB | identical: {same}", flush=True)
+        if not same:
+            print("OUTPUTS DIFFER", file=sys.stderr)
+            return 1
+    mw, lw = statistics.median(x[0] for x in M), statistics.median(x[0] for x in L)
+    mm, lm = statistics.median(x[2] for x in M), statistics.median(x[2] for x in L)
+    print(f"median wall: ministat {mw*1000:.0f} ms, latlab {lw*1000:.0f} ms, speed-up {mw/lw:.1f}x")
+    print(f"median peak RSS: ministat {mm} KiB, latlab {lm} KiB, ratio {lm/mm:.2f}")
+    print(f"machine: {machine()}; {a.rounds} rounds, 2 files x {a.n} values")
+
+if __name__ == "__main__":
+    sys.exit(main())
