@@ -16,6 +16,11 @@ pub fn run(cli: Cli, argv: Vec<String>) -> Result<()> {
     match cli.command {
         Command::Cyclic(a) => cyclic_cmd(&a, argv),
         Command::Samples(a) => samples_cmd(&a),
+        Command::Compare(a) => {
+            let text = crate::compare::run(&a)?;
+            print!("{text}");
+            Ok(())
+        }
         Command::Ministat(a) => std::process::exit(crate::compare::ministat_cmd::main(&a.args)),
     }
 }

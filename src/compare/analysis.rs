@@ -1,0 +1,400 @@
+//! The tail-aware comparison: per-set quantiles, quantile differences with bootstrap intervals,
+//! Welch's t for the mean, Mann-Whitney U for the whole distribution, Holm–Bonferroni across
+//! the comparisons with the baseline, and a verdict per metric.
+
+use super::inputs::Source;
+use crate::stats::bootstrap::{percentile_interval, replicates};
+use crate::stats::dist::{min_n_for, Dist};
+use crate::stats::hypothesis::{holm, mann_whitney, welch};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+
+/// Settings of one comparison.
+#[derive(Debug, Clone, Serialize)]
+pub struct Settings {
+    /// Confidence level, e.g. 0.95.
+    pub confidence: f64,
+    /// Bootstrap replicates.
+    pub replicates: usize,
+    /// Seed of the bootstrap generator.
+    pub seed: u64,
+    /// When true, larger values are better (throughput); otherwise smaller (latency).
+    pub higher_is_better: bool,
+    /// Unit label of the values ("" when unknown).
+    pub unit: String,
+}
+
+/// Summary of one set.
+#[derive(Debug, Clone, Serialize)]
+pub struct SetSummary {
+    /// Label.
+    pub label: String,
+    /// Samples.
+    pub n: u64,
+    /// Minimum.
+    pub min: f64,
+    /// Median.
+    pub p50: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// 99.9th percentile.
+    pub p99_9: f64,
+    /// Maximum.
+    pub max: f64,
+    /// Mean.
+    pub mean: f64,
+    /// Sample standard deviation.
+    pub stddev: f64,
+}
+
+/// better / worse / no difference proven / not estimable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Significantly better.
+    Better,
+    /// Significantly worse.
+    Worse,
+    /// The interval contains no difference, or the test is not significant.
+    NoDifferenceProven,
+    /// Too few samples to estimate this metric.
+    NotEstimable,
+}
+
+impl Verdict {
+    /// Human text.
+    pub fn text(self) -> &'static str {
+        match self {
+            Verdict::Better => "better",
+            Verdict::Worse => "worse",
+            Verdict::NoDifferenceProven => "no difference proven",
+            Verdict::NotEstimable => "N too small",
+        }
+    }
+}
+
+/// One metric of one set against the baseline.
+#[derive(Debug, Clone, Serialize)]
+pub struct MetricCmp {
+    /// `p50`, `p99`, `p99.9`, `mean` or `distribution`.
+    pub metric: String,
+    /// Baseline value.
+    pub base: f64,
+    /// This set's value.
+    pub value: f64,
+    /// value − base.
+    pub diff: f64,
+    /// Interval of the difference (None for the distribution test).
+    pub ci: Option<(f64, f64)>,
+    /// Relative change, per cent of the baseline.
+    pub change_pct: f64,
+    /// Holm-adjusted p-value, for tests.
+    pub p_adjusted: Option<f64>,
+    /// How the figure was obtained.
+    pub method: String,
+    /// The verdict.
+    pub verdict: Verdict,
+}
+
+/// One set against the baseline.
+#[derive(Debug, Clone, Serialize)]
+pub struct Comparison {
+    /// This set.
+    pub label: String,
+    /// The baseline.
+    pub baseline: String,
+    /// Per metric.
+    pub metrics: Vec<MetricCmp>,
+}
+
+/// The whole analysis.
+#[derive(Debug, Clone, Serialize)]
+pub struct Analysis {
+    /// Settings used.
+    pub settings: Settings,
+    /// Confidence of each interval after the Bonferroni split over comparisons.
+    pub interval_confidence: f64,
+    /// Per set.
+    pub sets: Vec<SetSummary>,
+    /// Each non-baseline set against the baseline.
+    pub comparisons: Vec<Comparison>,
+    /// Warnings (small N and the like).
+    pub warnings: Vec<String>,
+}
+
+fn summary(s: &Source) -> SetSummary {
+    let d = &s.dist;
+    SetSummary {
+        label: s.label.clone(),
+        n: d.n(),
+        min: d.min(),
+        p50: d.quantile(0.5),
+        p90: d.quantile(0.9),
+        p99: d.quantile(0.99),
+        p99_9: d.quantile(0.999),
+        max: d.max(),
+        mean: d.mean(),
+        stddev: d.stddev(),
+    }
+}
+
+/// A generator for one set and quantile that does not depend on the set's position, so
+/// swapping two sets mirrors every interval exactly.
+fn stream(seed: u64, label: &str, q: f64) -> ChaCha8Rng {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in label.bytes().chain(q.to_bits().to_le_bytes()) {
+        h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+    }
+    ChaCha8Rng::seed_from_u64(seed ^ h)
+}
+
+fn verdict(lo: f64, hi: f64, higher_is_better: bool) -> Verdict {
+    let up = lo > 0.0;
+    let down = hi < 0.0;
+    match (up, down, higher_is_better) {
+        (true, _, false) | (_, true, true) => Verdict::Worse,
+        (true, _, true) | (_, true, false) => Verdict::Better,
+        _ => Verdict::NoDifferenceProven,
+    }
+}
+
+/// Compares every set with the first.
+pub fn analyse(sources: &[Source], st: &Settings) -> Analysis {
+    let k = sources.len().saturating_sub(1).max(1);
+    let alpha = 1.0 - st.confidence;
+    let ci_conf = 1.0 - alpha / k as f64;
+    let mut warnings = Vec::new();
+    let base = &sources[0];
+    let quantiles = [("p50", 0.5), ("p99", 0.99), ("p99.9", 0.999)];
+    for s in sources {
+        for (name, q) in quantiles {
+            if s.dist.n() < min_n_for(q) {
+                warnings.push(format!(
+                    "{}: {name} from {} samples is not estimable (needs at least {}); it is shown but not compared",
+                    s.label,
+                    s.dist.n(),
+                    min_n_for(q)
+                ));
+            }
+        }
+    }
+    // Tests first, so their p-values can be Holm-adjusted across comparisons.
+    let mws: Vec<_> = sources[1..]
+        .iter()
+        .map(|s| mann_whitney(&base.dist, &s.dist))
+        .collect();
+    let ws: Vec<_> = sources[1..]
+        .iter()
+        .map(|s| welch(&base.dist, &s.dist, ci_conf))
+        .collect();
+    let mw_adj = holm(&mws.iter().map(|m| m.p).collect::<Vec<_>>());
+    let w_adj = holm(&ws.iter().map(|w| w.p).collect::<Vec<_>>());
+    let mut comparisons = Vec::new();
+    for (i, s) in sources.iter().enumerate().skip(1) {
+        let mut metrics = Vec::new();
+        for (name, q) in quantiles {
+            let (bv, sv) = (base.dist.quantile(q), s.dist.quantile(q));
+            let estimable = base.dist.n() >= min_n_for(q) && s.dist.n() >= min_n_for(q);
+            let (ci, v) = if estimable {
+                let r = quantile_diff_streams(
+                    &base.dist,
+                    &s.dist,
+                    q,
+                    ci_conf,
+                    st,
+                    &base.label,
+                    &s.label,
+                );
+                (Some(r), verdict(r.0, r.1, st.higher_is_better))
+            } else {
+                (None, Verdict::NotEstimable)
+            };
+            metrics.push(MetricCmp {
+                metric: name.into(),
+                base: bv,
+                value: sv,
+                diff: sv - bv,
+                ci,
+                change_pct: pct(sv - bv, bv),
+                p_adjusted: None,
+                method: format!("bootstrap, {} replicates", st.replicates),
+                verdict: v,
+            });
+        }
+        let w = &ws[i - 1];
+        let wv = if w_adj[i - 1] < alpha {
+            Verdict::NoDifferenceProven.pick_sign(w.diff, st.higher_is_better)
+        } else {
+            Verdict::NoDifferenceProven
+        };
+        metrics.push(MetricCmp {
+            metric: "mean".into(),
+            base: base.dist.mean(),
+            value: s.dist.mean(),
+            diff: w.diff,
+            ci: Some(w.ci),
+            change_pct: pct(w.diff, base.dist.mean()),
+            p_adjusted: Some(w_adj[i - 1]),
+            method: format!("Welch's t, df {:.1}", w.df),
+            verdict: wv,
+        });
+        let m = &mws[i - 1];
+        let mv = if mw_adj[i - 1] < alpha {
+            Verdict::NoDifferenceProven.pick_sign(m.prob_b_greater - 0.5, st.higher_is_better)
+        } else {
+            Verdict::NoDifferenceProven
+        };
+        metrics.push(MetricCmp {
+            metric: "distribution".into(),
+            base: 0.5,
+            value: m.prob_b_greater,
+            diff: m.prob_b_greater - 0.5,
+            ci: None,
+            change_pct: 0.0,
+            p_adjusted: Some(mw_adj[i - 1]),
+            method: format!(
+                "Mann-Whitney U {} ({}), P({} > {}) = {:.3}",
+                m.u_b,
+                if m.exact {
+                    "exact"
+                } else {
+                    "normal approx., tie-corrected"
+                },
+                s.label,
+                base.label,
+                m.prob_b_greater
+            ),
+            verdict: mv,
+        });
+        comparisons.push(Comparison {
+            label: s.label.clone(),
+            baseline: base.label.clone(),
+            metrics,
+        });
+    }
+    Analysis {
+        settings: st.clone(),
+        interval_confidence: ci_conf,
+        sets: sources.iter().map(summary).collect(),
+        comparisons,
+        warnings,
+    }
+}
+
+impl Verdict {
+    /// A significant result's direction: positive `delta` is worse unless higher is better.
+    fn pick_sign(self, delta: f64, higher_is_better: bool) -> Verdict {
+        if delta == 0.0 {
+            return Verdict::NoDifferenceProven;
+        }
+        if (delta > 0.0) != higher_is_better {
+            Verdict::Worse
+        } else {
+            Verdict::Better
+        }
+    }
+}
+
+fn quantile_diff_streams(
+    a: &Dist,
+    b: &Dist,
+    q: f64,
+    conf: f64,
+    st: &Settings,
+    la: &str,
+    lb: &str,
+) -> (f64, f64) {
+    // Independent, position-free streams for each set: draw each set's replicates separately.
+    let (mut ra, mut rb) = (stream(st.seed, la, q), stream(st.seed, lb, q));
+    let qa = replicates(a, q, st.replicates, &mut ra);
+    let qb = replicates(b, q, st.replicates, &mut rb);
+    percentile_interval(qa.iter().zip(&qb).map(|(x, y)| y - x).collect(), conf)
+}
+
+fn pct(diff: f64, base: f64) -> f64 {
+    if base == 0.0 {
+        f64::NAN
+    } else {
+        diff / base * 100.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn src(label: &str, v: Vec<f64>) -> Source {
+        Source {
+            label: label.into(),
+            dist: Dist::from_values(v),
+            from_json: false,
+        }
+    }
+
+    fn settings() -> Settings {
+        Settings {
+            confidence: 0.95,
+            replicates: 2000,
+            seed: 42,
+            higher_is_better: false,
+            unit: String::new(),
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+        #[test]
+        fn swapping_the_sets_flips_every_difference(
+            a in proptest::collection::vec(0u32..500, 20..80),
+            b in proptest::collection::vec(0u32..500, 20..80),
+        ) {
+            let a: Vec<f64> = a.into_iter().map(f64::from).collect();
+            let b: Vec<f64> = b.into_iter().map(f64::from).collect();
+            let ab = analyse(&[src("A", a.clone()), src("B", b.clone())], &settings());
+            let ba = analyse(&[src("B", b), src("A", a)], &settings());
+            for (x, y) in ab.comparisons[0].metrics.iter().zip(&ba.comparisons[0].metrics) {
+                prop_assert_eq!(&x.metric, &y.metric);
+                if x.metric == "distribution" {
+                    prop_assert!((x.value - (1.0 - y.value)).abs() < 1e-12);
+                } else {
+                    prop_assert_eq!(x.diff, -y.diff);
+                    if let (Some(c1), Some(c2)) = (x.ci, y.ci) {
+                        prop_assert_eq!(c1, (-c2.1, -c2.0));
+                    }
+                }
+                prop_assert_eq!(x.p_adjusted, y.p_adjusted);
+                let flipped = match y.verdict {
+                    Verdict::Better => Verdict::Worse,
+                    Verdict::Worse => Verdict::Better,
+                    v => v,
+                };
+                prop_assert_eq!(x.verdict, flipped);
+            }
+        }
+    }
+
+    #[test]
+    fn holm_is_applied_across_several_sets() {
+        let base = src("base", (0..200).map(|i| (i % 50) as f64).collect());
+        let same = src("same", (0..200).map(|i| ((i * 7) % 50) as f64).collect());
+        let worse = src("worse", (0..200).map(|i| (i % 50) as f64 + 30.0).collect());
+        let a = analyse(&[base, same, worse], &settings());
+        assert!(a.interval_confidence > 0.97);
+        let v = |c: usize, m: &str| {
+            a.comparisons[c]
+                .metrics
+                .iter()
+                .find(|x| x.metric == m)
+                .unwrap()
+                .verdict
+        };
+        assert_eq!(v(0, "p50"), Verdict::NoDifferenceProven);
+        assert_eq!(v(1, "p50"), Verdict::Worse);
+        assert_eq!(v(1, "distribution"), Verdict::Worse);
+        assert_eq!(v(1, "mean"), Verdict::Worse);
+    }
+}

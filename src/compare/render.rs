@@ -1,0 +1,173 @@
+//! Showing an `Analysis`: a terminal table, Markdown for commit messages and mailing lists,
+//! or JSON.
+
+use super::analysis::Analysis;
+use crate::export::table;
+use crate::stats::cfmt::g;
+
+/// Output formats of `latlab compare`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Aligned plain text.
+    Table,
+    /// GitHub-flavoured Markdown tables.
+    Markdown,
+    /// The analysis as JSON.
+    Json,
+}
+
+fn num(x: f64) -> String {
+    if x.is_nan() {
+        "-".into()
+    } else {
+        g(x, 6)
+    }
+}
+
+/// Header and rows of the two tables (sets; comparisons).
+struct Tables {
+    set_head: Vec<&'static str>,
+    set_rows: Vec<Vec<String>>,
+    cmp_head: Vec<&'static str>,
+    cmp_rows: Vec<Vec<String>>,
+}
+
+fn rows(a: &Analysis) -> Tables {
+    let set_head = vec![
+        "set", "N", "min", "p50", "p90", "p99", "p99.9", "max", "mean", "stddev",
+    ];
+    let set_rows = a
+        .sets
+        .iter()
+        .map(|s| {
+            vec![
+                s.label.clone(),
+                s.n.to_string(),
+                num(s.min),
+                num(s.p50),
+                num(s.p90),
+                num(s.p99),
+                num(s.p99_9),
+                num(s.max),
+                num(s.mean),
+                num(s.stddev),
+            ]
+        })
+        .collect();
+    let cmp_head = vec![
+        "set", "metric", "baseline", "value", "diff", "interval", "change", "p (Holm)", "verdict",
+    ];
+    let mut cmp_rows = Vec::new();
+    for c in &a.comparisons {
+        for m in &c.metrics {
+            let dist = m.metric == "distribution";
+            cmp_rows.push(vec![
+                c.label.clone(),
+                if dist {
+                    "distribution (P(set > base))".into()
+                } else {
+                    m.metric.clone()
+                },
+                num(m.base),
+                num(m.value),
+                if dist { "-".into() } else { num(m.diff) },
+                m.ci.map_or("-".into(), |(lo, hi)| format!("[{}, {}]", num(lo), num(hi))),
+                if dist || m.change_pct.is_nan() {
+                    "-".into()
+                } else {
+                    format!("{:+.2}%", m.change_pct)
+                },
+                m.p_adjusted.map_or("-".into(), |p| g(p, 3)),
+                m.verdict.text().into(),
+            ]);
+        }
+    }
+    Tables {
+        set_head,
+        set_rows,
+        cmp_head,
+        cmp_rows,
+    }
+}
+
+fn header(a: &Analysis) -> String {
+    let s = &a.settings;
+    format!(
+        "baseline: {}; {}; {}% confidence{}; bootstrap {} replicates, seed {}; {} is better\n",
+        a.sets[0].label,
+        if s.unit.is_empty() {
+            "values as given".to_string()
+        } else {
+            format!("values in {}", s.unit)
+        },
+        g(s.confidence * 100.0, 6),
+        if a.comparisons.len() > 1 {
+            format!(
+                " overall (each interval at {}%, Bonferroni over {} comparisons; p-values Holm-adjusted)",
+                g(a.interval_confidence * 100.0, 6),
+                a.comparisons.len()
+            )
+        } else {
+            String::new()
+        },
+        s.replicates,
+        s.seed,
+        if s.higher_is_better {
+            "higher"
+        } else {
+            "lower"
+        },
+    )
+}
+
+/// Renders the analysis in `format`.
+pub fn render(a: &Analysis, format: Format) -> String {
+    match format {
+        Format::Json => serde_json::to_string_pretty(a).unwrap_or_default() + "\n",
+        Format::Table => {
+            let t = rows(a);
+            let mut out = header(a);
+            out.push('\n');
+            out.push_str(&table::render(&t.set_head, &t.set_rows));
+            out.push('\n');
+            out.push_str(&table::render(&t.cmp_head, &t.cmp_rows));
+            for w in &a.warnings {
+                out.push_str(&format!("warning: {w}\n"));
+            }
+            out
+        }
+        Format::Markdown => {
+            let t = rows(a);
+            let mut out = header(a);
+            out.push('\n');
+            out.push_str(&markdown(&t.set_head, &t.set_rows));
+            out.push('\n');
+            out.push_str(&markdown(&t.cmp_head, &t.cmp_rows));
+            for w in &a.warnings {
+                out.push_str(&format!("\n> warning: {w}\n"));
+            }
+            out
+        }
+    }
+}
+
+fn markdown(head: &[&str], rows: &[Vec<String>]) -> String {
+    let mut s = format!("| {} |\n", head.join(" | "));
+    s.push_str(&format!(
+        "|{}\n",
+        head.iter()
+            .enumerate()
+            .map(|(i, _)| if i == 0 { "---|" } else { "---:|" })
+            .collect::<String>()
+    ));
+    for r in rows {
+        s.push_str(&format!(
+            "| {} |\n",
+            r.iter()
+                .map(|c| c.replace('|', "\\|"))
+                .collect::<Vec<_>>()
+                .join(" | ")
+        ));
+    }
+    s
+}

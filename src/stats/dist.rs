@@ -1,0 +1,169 @@
+//! A data set as a sorted list of distinct values with counts, so a latency histogram of
+//! millions of samples and a file of twelve throughput figures are compared the same way.
+
+use super::histogram::HistogramData;
+
+/// Sorted distinct values with their cumulative counts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dist {
+    /// Distinct values, ascending.
+    pub values: Vec<f64>,
+    /// `cum[i]` = number of samples ≤ `values[i]`.
+    pub cum: Vec<u64>,
+}
+
+impl Dist {
+    /// From raw values (any order; must be finite).
+    pub fn from_values(mut v: Vec<f64>) -> Dist {
+        v.sort_unstable_by(f64::total_cmp);
+        let mut values = Vec::new();
+        let mut cum = Vec::new();
+        for (i, x) in v.iter().enumerate() {
+            if values.last() == Some(x) {
+                *cum.last_mut().expect("pushed with the value") = i as u64 + 1;
+            } else {
+                values.push(*x);
+                cum.push(i as u64 + 1);
+            }
+        }
+        Dist { values, cum }
+    }
+
+    /// From (value, count) pairs, e.g. HDR histogram buckets; values are scaled by `scale`.
+    pub fn from_counts(pairs: impl IntoIterator<Item = (f64, u64)>, scale: f64) -> Dist {
+        let mut p: Vec<(f64, u64)> = pairs
+            .into_iter()
+            .filter(|&(_, c)| c > 0)
+            .map(|(v, c)| (v * scale, c))
+            .collect();
+        p.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+        let mut values: Vec<f64> = Vec::with_capacity(p.len());
+        let mut cum: Vec<u64> = Vec::with_capacity(p.len());
+        let mut total = 0u64;
+        for (v, c) in p {
+            total += c;
+            if values.last() == Some(&v) {
+                *cum.last_mut().expect("pushed with the value") = total;
+            } else {
+                values.push(v);
+                cum.push(total);
+            }
+        }
+        Dist { values, cum }
+    }
+
+    /// From a stored HDR histogram (bucket values in ns), scaled by `scale`.
+    pub fn from_histogram(h: &HistogramData, scale: f64) -> Dist {
+        Dist::from_counts(h.buckets.iter().map(|&[v, c]| (v as f64, c)), scale)
+    }
+
+    /// Merges several distributions.
+    pub fn merge(parts: &[Dist]) -> Dist {
+        let pairs: Vec<(f64, u64)> = parts.iter().flat_map(|d| d.pairs()).collect();
+        Dist::from_counts(pairs, 1.0)
+    }
+
+    /// (value, count) pairs.
+    pub fn pairs(&self) -> impl Iterator<Item = (f64, u64)> + '_ {
+        self.values
+            .iter()
+            .zip(&self.cum)
+            .scan(0u64, |prev, (&v, &c)| {
+                let n = c - *prev;
+                *prev = c;
+                Some((v, n))
+            })
+    }
+
+    /// Number of samples.
+    pub fn n(&self) -> u64 {
+        self.cum.last().copied().unwrap_or(0)
+    }
+
+    /// The sample of rank `k` (1-based) in sorted order.
+    pub fn at_rank(&self, k: u64) -> f64 {
+        let k = k.clamp(1, self.n().max(1));
+        let i = self.cum.partition_point(|&c| c < k);
+        self.values[i.min(self.values.len() - 1)]
+    }
+
+    /// The q-quantile as the order statistic of rank ⌈q·n⌉ (at least 1).
+    pub fn quantile(&self, q: f64) -> f64 {
+        self.at_rank(quantile_rank(q, self.n()))
+    }
+
+    /// Smallest value.
+    pub fn min(&self) -> f64 {
+        self.values[0]
+    }
+
+    /// Largest value.
+    pub fn max(&self) -> f64 {
+        self.values[self.values.len() - 1]
+    }
+
+    /// Arithmetic mean.
+    pub fn mean(&self) -> f64 {
+        let s: f64 = self.pairs().map(|(v, c)| v * c as f64).sum();
+        s / self.n() as f64
+    }
+
+    /// Sample variance (n − 1), two-pass.
+    pub fn var(&self) -> f64 {
+        let n = self.n() as f64;
+        if n < 2.0 {
+            return 0.0;
+        }
+        let m = self.mean();
+        let ss: f64 = self
+            .pairs()
+            .map(|(v, c)| (v - m) * (v - m) * c as f64)
+            .sum();
+        ss / (n - 1.0)
+    }
+
+    /// Sample standard deviation.
+    pub fn stddev(&self) -> f64 {
+        self.var().sqrt()
+    }
+}
+
+/// Rank ⌈q·n⌉ clamped to 1..=n.
+pub fn quantile_rank(q: f64, n: u64) -> u64 {
+    ((q * n as f64).ceil() as u64).clamp(1, n.max(1))
+}
+
+/// The smallest N for which the q-quantile is estimable: at least 10 samples beyond it.
+pub fn min_n_for(q: f64) -> u64 {
+    (10.0 / (1.0 - q)).ceil() as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_and_ranks() {
+        let d = Dist::from_values(vec![3.0, 1.0, 2.0, 2.0, 5.0]);
+        assert_eq!(d.values, vec![1.0, 2.0, 3.0, 5.0]);
+        assert_eq!(d.cum, vec![1, 3, 4, 5]);
+        assert_eq!(d.n(), 5);
+        assert_eq!(
+            (d.at_rank(1), d.at_rank(2), d.at_rank(3), d.at_rank(5)),
+            (1.0, 2.0, 2.0, 5.0)
+        );
+        assert_eq!(d.quantile(0.5), 2.0);
+        assert_eq!(d.quantile(0.99), 5.0);
+        assert!((d.mean() - 2.6).abs() < 1e-12);
+        assert!((d.var() - 2.3).abs() < 1e-12);
+        let m = Dist::merge(&[d.clone(), d.clone()]);
+        assert_eq!(m.n(), 10);
+        assert_eq!(m.cum, vec![2, 6, 8, 10]);
+    }
+
+    #[test]
+    fn estimable_sizes() {
+        assert_eq!(min_n_for(0.999), 10_000);
+        assert_eq!(min_n_for(0.99), 1000);
+    }
+}

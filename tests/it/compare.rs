@@ -1,0 +1,162 @@
+//! `latlab compare` (tail-aware mode): reproducibility, formats, JSON results as input, bad
+//! input.
+
+use crate::util::latlab;
+use std::path::Path;
+
+fn write_values(dir: &Path, name: &str, v: impl Iterator<Item = f64>) {
+    let text: String = v.map(|x| format!("{x}\n")).collect();
+    std::fs::write(dir.join(name), text).unwrap();
+}
+
+fn compare(dir: &Path, args: &[&str]) -> std::process::Output {
+    latlab()
+        .arg("compare")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn same_seed_same_output_and_a_shift_is_found() {
+    let dir = tempfile::tempdir().unwrap();
+    write_values(
+        dir.path(),
+        "base",
+        (0..3000).map(|i| ((i * 7919) % 1000) as f64),
+    );
+    write_values(
+        dir.path(),
+        "slow",
+        (0..3000).map(|i| ((i * 104_729) % 1000) as f64 + 60.0),
+    );
+    let a = compare(dir.path(), &["base", "slow", "--seed", "9"]);
+    let b = compare(dir.path(), &["base", "slow", "--seed", "9"]);
+    assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
+    assert_eq!(a.stdout, b.stdout, "same seed, different output");
+    let text = String::from_utf8_lossy(&a.stdout);
+    assert!(text.contains("seed 9"));
+    let p50 = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("slow") && l.contains("p50"))
+        .unwrap();
+    assert!(p50.ends_with("worse"), "{p50}");
+    // p99.9 from 3000 samples is flagged, not compared.
+    assert!(text.contains("p99.9 from 3000 samples is not estimable"));
+    let c = compare(dir.path(), &["base", "slow", "--seed", "10"]);
+    assert!(String::from_utf8_lossy(&c.stdout).contains("seed 10"));
+}
+
+#[test]
+fn markdown_and_json_formats() {
+    let dir = tempfile::tempdir().unwrap();
+    write_values(dir.path(), "a", (0..50).map(|i| i as f64));
+    write_values(dir.path(), "b", (0..50).map(|i| i as f64 + 0.5));
+    let md = compare(dir.path(), &["a", "b", "--format", "markdown"]);
+    let md = String::from_utf8_lossy(&md.stdout);
+    assert!(
+        md.contains("| set | N |") && md.contains("|---|---:|"),
+        "{md}"
+    );
+    let js = compare(dir.path(), &["a", "b", "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&js.stdout).unwrap();
+    assert_eq!(v["sets"][1]["n"], 50);
+    assert_eq!(v["comparisons"][0]["baseline"], "a");
+    let metrics = v["comparisons"][0]["metrics"].as_array().unwrap();
+    assert!(metrics.iter().any(|m| m["metric"] == "distribution"));
+}
+
+#[test]
+fn latlab_json_results_are_sets() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in [
+        "r1.json", "r2.json", "r3.json", "r4.json", "r5.json", "r6.json",
+    ] {
+        let out = latlab()
+            .args([
+                "cyclic", "-t", "2", "-l", "50", "-i", "100us", "-q", "--json", name,
+            ])
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+    }
+    let out = compare(
+        dir.path(),
+        &["base=r1.json", "new=r2.json", "--series", "T1"],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("values in us"));
+    let n_line = text.lines().find(|l| l.starts_with("base ")).unwrap();
+    assert!(n_line.split_whitespace().nth(1) == Some("50"), "{n_line}");
+    // One figure per run.
+    let out = compare(
+        dir.path(),
+        &[
+            "base=r1.json,r2.json,r3.json",
+            "new=r4.json,r5.json,r6.json",
+            "--metric",
+            "max",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("base ") && l.split_whitespace().nth(1) == Some("3")),
+        "{text}"
+    );
+    let out = compare(dir.path(), &["r1.json", "r2.json", "--series", "T9"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no series T9"));
+}
+
+#[test]
+fn bad_input_exits_2_naming_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("ok"), "1\n2\n3\n4\n").unwrap();
+    std::fs::write(d.join("word"), "1\n2\nthree\n4\n").unwrap();
+    std::fs::write(d.join("empty"), "").unwrap();
+    std::fs::write(d.join("single"), "42\n").unwrap();
+    std::fs::write(d.join("nan"), "1\n2\nNaN\n4\n").unwrap();
+    std::fs::write(d.join("inf"), "1\n2\ninf\n4\n").unwrap();
+    std::fs::write(d.join("long"), format!("1\n{}\n3\n", "9".repeat(10_000))).unwrap();
+    std::fs::write(
+        d.join("bin"),
+        b"\x00\x01\x02\n\xff\xfe\x80garbage\n\x7fELF\n",
+    )
+    .unwrap();
+    let cases: &[(&[&str], &str)] = &[
+        (&["ok", "word"], "line 3 in word"),
+        (&["ok", "empty"], "empty"),
+        (&["ok", "single"], "single"),
+        (&["ok", "nan"], "line 3 in nan"),
+        (&["ok", "inf"], "line 3 in inf"),
+        (&["ok", "long"], "line 2 in long"),
+        (&["ok", "bin"], "bin"),
+        (&["ok", "missing"], "missing"),
+        (&["ok", "ok", "-c", "100"], "--confidence"),
+        (&["ok", "ok", "-c", "7"], "--confidence"),
+        (&["ok"], "at least two data sets"),
+        (&["ok", "ok"], "two sets are labelled 'ok'"),
+        (&["ok", "ok", "-C", "0"], "--column"),
+    ];
+    for (args, want) in cases {
+        let out = compare(d, args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: stderr lacks {want}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
