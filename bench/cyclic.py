@@ -9,10 +9,13 @@ usage: bench/cyclic.py [--rounds 5] [--duration 10] [--interval 1000] [--latlab 
 """
 import argparse, json, os, resource, statistics, subprocess, sys, tempfile, time
 
+USER_SYS = {}
+
 def run_child(cmd):
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    USER_SYS[cmd[0]] = (after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime)
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 def latlab_round(exe, a, out):
@@ -21,6 +24,8 @@ def latlab_round(exe, a, out):
     cpu = run_child(cmd)
     r = json.load(open(out))
     wakeups = sum(s["count"] for s in r["series"])
+    u, s_ = USER_SYS[cmd[0]]
+    print(f"  latlab user {u/wakeups*1e9:.0f} ns + sys {s_/wakeups*1e9:.0f} ns per wake-up")
     avg_us = statistics.mean(s["mean_ns"] for s in r["series"]) / 1000
     return cpu / wakeups * 1e9, avg_us
 
@@ -29,8 +34,10 @@ def cyclictest_round(a, out):
            "-d", "0", "-D", str(a.duration), "-q", "-m", f"--json={out}"]
     cpu = run_child(cmd)
     r = json.load(open(out))
-    th = r["thread"].values()
+    th = list(r["thread"].values())
     wakeups = sum(t["cycles"] for t in th)
+    u, s_ = USER_SYS[cmd[0]]
+    print(f"  cyclictest user {u/wakeups*1e9:.0f} ns + sys {s_/wakeups*1e9:.0f} ns per wake-up")
     avg_us = statistics.mean(t["avg"] for t in th)
     return cpu / wakeups * 1e9, avg_us
 
