@@ -16,6 +16,7 @@ pub fn run(cli: Cli, argv: Vec<String>) -> Result<()> {
     match cli.command {
         Command::Cyclic(a) => cyclic_cmd(&a, argv),
         Command::Samples(a) => samples_cmd(&a),
+        Command::Noise(a) => noise_cmd(&a, argv),
         Command::Compare(a) => {
             let text = crate::compare::run(&a)?;
             print!("{text}");
@@ -50,6 +51,25 @@ fn cyclic_cmd(a: &CyclicArgs, argv: Vec<String>) -> Result<()> {
         Some(c) => Err(Error::CheckFailed(c)),
         None => Ok(()),
     }
+}
+
+fn noise_cmd(a: &crate::cli::NoiseArgs, argv: Vec<String>) -> Result<()> {
+    use crate::config::noise::NoiseConfig;
+    let cfg = NoiseConfig::from_args(a, &CpuSet::online_here(), crate::sys::tsc::available())?;
+    let sink = cfg.json.as_deref().map(JsonSink::open).transpose()?;
+    let to_stderr = cfg.json.as_deref().is_some_and(|p| p.as_os_str() == "-");
+    let outcome = crate::measure::noise::run(cfg.clone(), argv)?;
+    let text = crate::measure::noise::report::render(&outcome, &cfg);
+    if to_stderr {
+        eprint!("{text}");
+    } else {
+        print!("{text}");
+        let _ = std::io::stdout().flush();
+    }
+    if let Some(s) = sink {
+        s.write(&outcome.run)?;
+    }
+    Ok(())
 }
 
 fn samples_cmd(a: &SamplesArgs) -> Result<()> {

@@ -2,6 +2,7 @@
 
 pub mod cpuset;
 pub mod cyclic;
+pub mod noise;
 pub mod policy;
 pub mod units;
 

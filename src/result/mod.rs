@@ -66,6 +66,9 @@ pub struct Series {
     pub lost_samples: u64,
     /// Full-range HDR histogram.
     pub histogram: HistogramData,
+    /// Figures particular to the measurement (e.g. `noise`: loop rate, interruptions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extra: Option<serde_json::Value>,
 }
 
 impl Series {
@@ -81,6 +84,7 @@ impl Series {
             overruns: 0,
             lost_samples: 0,
             histogram: rec.hist.to_data(),
+            extra: None,
         }
     }
 }

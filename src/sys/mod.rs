@@ -2,7 +2,11 @@
 //! `/dev/cpu_dma_latency` and privilege probing. Each submodule wraps one kernel interface.
 
 pub mod clock;
+pub mod clocksource;
 pub mod dma;
+pub mod ioperm;
 pub mod mem;
 pub mod privilege;
+pub mod process;
 pub mod sched;
+pub mod tsc;

@@ -1,7 +1,7 @@
 //! `latlab cyclic` end to end: counts, the sample log against the JSON, signals, bad input,
 //! injected stalls and --break-on.
 
-use crate::util::{exclusive, latlab, read_json, rt_unavailable, skip, stall_later};
+use crate::util::{exclusive, latlab, read_json, rt_unavailable, skip, stall_when_running};
 use latlab::samples::SampleLog;
 use latlab::stats::Recorder;
 use std::process::Stdio;
@@ -263,9 +263,16 @@ fn injected_stall_is_reported_on_the_thread_pinned_there() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    stall_later(1, 90, Duration::from_millis(1200), stall)
-        .join()
-        .unwrap();
+    stall_when_running(
+        child.id(),
+        "latlab-T1",
+        1,
+        90,
+        Duration::from_millis(500),
+        stall,
+    )
+    .join()
+    .unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success());
     let run = read_json(&json);
@@ -301,10 +308,12 @@ fn break_on_stops_the_run_and_names_thread_and_cpu() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    stall_later(
+    stall_when_running(
+        child.id(),
+        "latlab-T1",
         1,
         90,
-        Duration::from_millis(1200),
+        Duration::from_millis(500),
         Duration::from_millis(80),
     )
     .join()

@@ -3,4 +3,5 @@
 mod compare;
 mod cyclic;
 mod ministat;
+mod noise;
 mod util;

@@ -33,9 +33,21 @@ pub fn skip(test: &str, why: &str) {
     eprintln!("SKIPPED {test}: {why}");
 }
 
-/// Starts a thread that, after `after`, busy-waits for `busy` on `cpu` at SCHED_FIFO `prio`,
-/// starving anything of lower priority there. Returns when the stall is over.
-pub fn stall_later(
+/// True once process `pid` has a thread named `name` (threads are named `latlab-<series>`).
+pub fn has_thread(pid: u32, name: &str) -> bool {
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    dir.flatten()
+        .any(|t| std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.trim() == name))
+}
+
+/// Starts a thread that pins itself to `cpu` and becomes SCHED_FIFO `prio` at once (before any
+/// spinner can hold the CPUs), waits until latlab process `pid` has its thread `thread`, then
+/// after `after` busy-waits for `busy`, starving anything of lower priority on `cpu`.
+pub fn stall_when_running(
+    pid: u32,
+    thread: &'static str,
     cpu: usize,
     prio: i32,
     after: Duration,
@@ -51,13 +63,21 @@ pub fn stall_later(
                 0
             );
         }
-        std::thread::sleep(after);
         let p = libc::sched_param {
             sched_priority: prio,
         };
         // SAFETY: as above.
         let r = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) };
         assert_eq!(r, 0, "could not become SCHED_FIFO {prio}");
+        let t0 = Instant::now();
+        while !has_thread(pid, thread) {
+            assert!(
+                t0.elapsed() < Duration::from_secs(30),
+                "latlab never started {thread}"
+            );
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        std::thread::sleep(after);
         let t0 = Instant::now();
         while t0.elapsed() < busy {
             std::hint::spin_loop();

@@ -12,7 +12,6 @@ use crate::result::{self, Environment, Run, Series};
 use crate::rt::{self, Control, Live, Placement};
 use crate::samples::{self, SampleWriter, SeriesHeader};
 use crate::stats::Recorder;
-use crate::sys;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant, SystemTime};
@@ -26,55 +25,27 @@ pub struct CyclicOutcome {
     pub linear: Vec<(Vec<u64>, u64)>,
 }
 
-/// Privilege, memory locking and PM QoS, arranged before the threads start. Falls back with
-/// warnings, or fails with exit 3 under `--strict`.
-fn prepare(
-    cfg: &mut CyclicConfig,
-    env: &Environment,
-    warnings: &mut Vec<String>,
-) -> Result<Option<sys::dma::DmaLatency>> {
-    let rt_max = cfg
-        .threads
-        .iter()
-        .filter(|t| t.policy.is_rt())
-        .map(|t| (t.policy, t.prio))
-        .max_by_key(|x| x.1);
-    if let Some((policy, prio)) = rt_max {
-        if let Err(why) = sys::privilege::probe_policy(policy, prio) {
-            if cfg.strict {
-                return Err(Error::Env(format!("--strict: {why}")));
-            }
-            warnings.push(format!("{why}; all threads fell back to SCHED_OTHER"));
-            for t in cfg.threads.iter_mut().filter(|t| t.policy.is_rt()) {
-                t.policy = Policy::Other;
-                t.prio = 0;
-            }
+/// Privilege, memory locking and PM QoS, arranged before the threads start (see `rt::prepare`).
+fn prepare(cfg: &mut CyclicConfig, warnings: &mut Vec<String>) -> Result<rt::Prepared> {
+    let needs = rt::Needs {
+        rt: cfg
+            .threads
+            .iter()
+            .filter(|t| t.policy.is_rt())
+            .map(|t| (t.policy, t.prio))
+            .max_by_key(|x| x.1),
+        mlock: cfg.mlock,
+        dma_latency_us: cfg.dma_latency_us,
+        strict: cfg.strict,
+    };
+    let p = rt::prepare(&needs, warnings)?;
+    if !p.rt_granted {
+        for t in cfg.threads.iter_mut().filter(|t| t.policy.is_rt()) {
+            t.policy = Policy::Other;
+            t.prio = 0;
         }
     }
-    let _ = env;
-    if cfg.mlock {
-        if let Err(e) = sys::mem::mlockall() {
-            let why = format!("mlockall failed ({e}); page faults may show up as latency. Raise RLIMIT_MEMLOCK or run as root");
-            if cfg.strict {
-                return Err(Error::Env(format!("--strict: {why}")));
-            }
-            warnings.push(why);
-        }
-    }
-    match cfg.dma_latency_us {
-        None => Ok(None),
-        Some(v) => match sys::dma::DmaLatency::hold(v) {
-            Ok(h) => Ok(Some(h)),
-            Err(e) => {
-                let why = format!("/dev/cpu_dma_latency: {e}; CPU idle states were not limited (use --no-dma-latency to skip)");
-                if cfg.strict {
-                    return Err(Error::Env(format!("--strict: {why}")));
-                }
-                warnings.push(why);
-                Ok(None)
-            }
-        },
-    }
+    Ok(p)
 }
 
 /// Ring capacity: two seconds of samples at the thread's rate, at least 64 Ki entries.
@@ -87,7 +58,7 @@ fn ring_capacity(interval_ns: u64) -> usize {
 pub fn run(mut cfg: CyclicConfig, command_line: Vec<String>) -> Result<CyclicOutcome> {
     let environment = Environment::capture();
     let mut warnings = Vec::new();
-    let dma = prepare(&mut cfg, &environment, &mut warnings)?;
+    let prepared = prepare(&mut cfg, &mut warnings)?;
     let n = cfg.threads.len();
 
     let (producers, writer) = match &cfg.samples {
@@ -203,7 +174,7 @@ pub fn run(mut cfg: CyclicConfig, command_line: Vec<String>) -> Result<CyclicOut
     if let Some(d) = display {
         d.finish();
     }
-    drop(dma);
+    drop(prepared);
 
     let lost: Vec<u64> = outs.iter().map(|(_, o)| o.lost).collect();
     let samples_path = match (writer, &cfg.samples) {

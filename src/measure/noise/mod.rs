@@ -1,0 +1,382 @@
+//! `latlab noise`: what steals each CPU (seed 003; oslat's and sysjitter's measurement). This
+//! file runs the repeats, the control thread and the disturbing command; the loop is in
+//! `worker.rs`, the tables in `report.rs`.
+
+pub mod report;
+pub mod worker;
+
+use crate::config::noise::{NoiseClock, NoiseConfig};
+use crate::config::Policy;
+use crate::error::{Error, Result};
+use crate::result::{self, Environment, Run, Series};
+use crate::rt::{self, Control, Live, Placement};
+use crate::stats::dist::Dist;
+use crate::stats::{LatHistogram, Percentiles, Recorder, Summary};
+use crate::sys;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant, SystemTime};
+use worker::{Source, SpinOut, Spinner};
+
+/// A repeat's disturbing command: when it ran (CLOCK_MONOTONIC ns) and how it ended.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Disturbance {
+    /// Start.
+    pub start_ns: u64,
+    /// End (0 if it was still running when the run was interrupted and killed).
+    pub end_ns: u64,
+    /// Exit status, if it exited.
+    pub exit_code: Option<i32>,
+}
+
+/// A finished `noise` run.
+pub struct NoiseOutcome {
+    /// The result model (series aggregated over repeats).
+    pub run: Run,
+    /// Per repeat, per measured CPU.
+    pub repeats: Vec<Vec<SpinOut>>,
+    /// Per repeat, the disturbance if one ran.
+    pub disturbances: Vec<Option<Disturbance>>,
+    /// TSC ticks per ns (1.0 with the monotonic clock).
+    pub ticks_per_ns: f64,
+}
+
+/// Refuses or warns about RT spinning that could starve the machine.
+fn safety(cfg: &NoiseConfig, env: &Environment, warnings: &mut Vec<String>) -> Result<()> {
+    if !cfg.policy.is_rt() {
+        return Ok(());
+    }
+    let all = cfg.cpus.len() >= env.cpus_online && env.cpus_online > 0;
+    let throttle_off = env.sched_rt_runtime_us == Some(-1);
+    if all && throttle_off && !cfg.force {
+        return Err(Error::Env(format!(
+            "refusing to spin at {} priority {} on every CPU with RT throttling off \
+             (sched_rt_runtime_us = -1): nothing else could run. Leave a CPU out with --cpus, \
+             use --policy other, enable throttling, or pass --force",
+            cfg.policy, cfg.prio
+        )));
+    }
+    if all {
+        let w = format!(
+            "spinning at {} priority {} on every CPU: other tasks run only when RT throttling \
+             allows{}",
+            cfg.policy,
+            cfg.prio,
+            env.rt_throttle_warning()
+                .map(|t| format!(" ({t})"))
+                .unwrap_or_default()
+        );
+        eprintln!("latlab: warning: {w}");
+        warnings.push(w);
+    }
+    if let (Some(rt), Some(p)) = (env.sched_rt_runtime_us, env.sched_rt_period_us) {
+        if rt >= 0 && rt < p && cfg.duration_ns > rt as u64 * 1000 {
+            warnings.push(format!(
+                "measurements longer than sched_rt_runtime_us ({rt} us) are throttled: expect gaps of {} us \
+                 caused by latlab's own RT priority",
+                p - rt
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Runs the measurement described by `cfg`.
+pub fn run(mut cfg: NoiseConfig, command_line: Vec<String>) -> Result<NoiseOutcome> {
+    let environment = Environment::capture();
+    let mut warnings = Vec::new();
+    safety(&cfg, &environment, &mut warnings)?;
+    let needs = rt::Needs {
+        rt: cfg.policy.is_rt().then_some((cfg.policy, cfg.prio.max(1))),
+        mlock: true,
+        dma_latency_us: None,
+        strict: cfg.strict,
+    };
+    let prepared = rt::prepare(&needs, &mut warnings)?;
+    if !prepared.rt_granted {
+        cfg.policy = Policy::Other;
+        cfg.prio = 0;
+    }
+    let (source, ticks_per_ns) = match cfg.clock {
+        NoiseClock::Tsc => (Source::Tsc, sys::tsc::calibrate(100)),
+        NoiseClock::Monotonic => (Source::Monotonic, 1.0),
+    };
+    let control = Control::with_signals();
+    // The control thread sits on the main CPU above the spinners, so it can always stop them.
+    let _ = sys::sched::pin_to_cpu(cfg.main_cpu);
+    if prepared.rt_granted && cfg.policy.is_rt() {
+        let _ = sys::sched::set_policy(Policy::Fifo, 99);
+    }
+    let started = SystemTime::now();
+    let t_start = Instant::now();
+    let mut repeats = Vec::new();
+    let mut disturbances = Vec::new();
+    for r in 0..cfg.repeat {
+        if control.was_interrupted() {
+            break;
+        }
+        let (outs, dist) = one_measurement(&cfg, source, ticks_per_ns, &control)?;
+        if !cfg.quiet && cfg.repeat > 1 {
+            eprintln!(
+                "{}",
+                report::repeat_line(r + 1, cfg.repeat, &cfg, &outs, cfg.unit)
+            );
+        }
+        repeats.push(outs);
+        disturbances.push(dist);
+    }
+    let _ = sys::sched::set_policy(Policy::Other, 0);
+    let _ = sys::sched::pin_to_cpus(environment_cpus(&environment));
+    let ended = SystemTime::now();
+    drop(prepared);
+    if repeats.is_empty() {
+        return Err(Error::Env(
+            "interrupted before the first measurement finished".into(),
+        ));
+    }
+    let interrupted = control.was_interrupted();
+    let mut params = serde_json::to_value(&cfg).unwrap_or(serde_json::Value::Null);
+    params["ticks_per_ns"] = serde_json::json!(ticks_per_ns);
+    params["repeats_done"] = serde_json::json!(repeats.len());
+    let series = build_series(&cfg, &environment, &repeats, &disturbances, &mut warnings);
+    let run = Run {
+        schema: result::SCHEMA.into(),
+        id: result::new_run_id(started),
+        kind: "noise".into(),
+        started: result::rfc3339(started),
+        ended: result::rfc3339(ended),
+        duration_s: t_start.elapsed().as_secs_f64(),
+        interrupted,
+        command_line,
+        parameters: params,
+        warnings,
+        check_failure: None,
+        environment,
+        series,
+        samples_path: None,
+    };
+    Ok(NoiseOutcome {
+        run,
+        repeats,
+        disturbances,
+        ticks_per_ns,
+    })
+}
+
+fn environment_cpus(env: &Environment) -> Vec<usize> {
+    crate::config::CpuSet::parse(&env.online_cpus)
+        .map(|s| s.iter().collect())
+        .unwrap_or_else(|_| vec![0])
+}
+
+/// One measurement: spinners on every measured CPU for the configured duration.
+fn one_measurement(
+    cfg: &NoiseConfig,
+    source: Source,
+    tpn: f64,
+    control: &Control,
+) -> Result<(Vec<SpinOut>, Option<Disturbance>)> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let placements: Vec<Placement> = cfg
+        .cpus
+        .iter()
+        .map(|&c| Placement {
+            name: format!("cpu{c}"),
+            cpu: Some(c),
+            policy: cfg.policy,
+            prio: cfg.prio,
+        })
+        .collect();
+    let barrier = Arc::new(Barrier::new(placements.len() + 1));
+    let threshold_ticks = ((cfg.threshold_ns as f64) * tpn).ceil().max(1.0) as u64;
+    let handles = rt::spawn_workers(&placements, barrier.clone(), |_| {
+        let (stop, live) = (stop.clone(), Arc::new(Live::new()));
+        move || {
+            let s = Spinner {
+                source,
+                ticks_per_ns: tpn,
+                threshold_ticks,
+                stop,
+                live,
+            };
+            move || s.run()
+        }
+    })
+    .map_err(|e| Error::Env(format!("cannot start spinning threads: {e}")))?;
+    barrier.wait();
+    let t0 = Instant::now();
+    let deadline = t0 + Duration::from_nanos(cfg.duration_ns);
+    let disturb_at = t0 + Duration::from_nanos(cfg.duration_ns / 3);
+    let mut child: Option<(std::process::Child, u64)> = None;
+    let end_ns = Arc::new(AtomicU64::new(0));
+    let mut waiter: Option<std::thread::JoinHandle<Option<i32>>> = None;
+    while Instant::now() < deadline && !control.was_interrupted() {
+        if let (Some(cmd), None, None) = (&cfg.disturb, &child, &waiter) {
+            if Instant::now() >= disturb_at {
+                let start = sys::clock::now_ns(libc::CLOCK_MONOTONIC);
+                match sys::process::spawn_shell(cmd, Some(cfg.disturb_cpu)) {
+                    Ok(c) => child = Some((c, start)),
+                    Err(e) => {
+                        stop.store(true, Ordering::Release);
+                        for h in handles {
+                            let _ = h.join();
+                        }
+                        return Err(Error::Usage(format!(
+                            "--disturb '{cmd}': cannot start: {e}"
+                        )));
+                    }
+                }
+            }
+        }
+        if let Some((c, _)) = child.as_mut() {
+            if waiter.is_none() {
+                // A plain thread waits for the command so its end time is exact.
+                let pid = c.id();
+                let end = end_ns.clone();
+                waiter = Some(std::thread::spawn(move || {
+                    let mut status = 0;
+                    // SAFETY: waiting for our own child.
+                    let r = unsafe { libc::waitpid(pid as libc::pid_t, &mut status, 0) };
+                    end.store(sys::clock::now_ns(libc::CLOCK_MONOTONIC), Ordering::Release);
+                    (r > 0 && libc::WIFEXITED(status)).then(|| libc::WEXITSTATUS(status))
+                }));
+            }
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        std::thread::sleep(left.min(Duration::from_millis(20)));
+    }
+    stop.store(true, Ordering::Release);
+    let mut outs = Vec::with_capacity(cfg.cpus.len());
+    for h in handles {
+        let (_, o) = h
+            .join()
+            .map_err(|_| Error::Env("a spinning thread panicked".into()))?;
+        outs.push(o);
+    }
+    let dist = match (child, waiter) {
+        (Some((mut c, start)), Some(w)) => {
+            if control.was_interrupted() && end_ns.load(Ordering::Acquire) == 0 {
+                sys::process::kill_group(&mut c);
+            }
+            let code = w.join().ok().flatten();
+            Some(Disturbance {
+                start_ns: start,
+                end_ns: end_ns.load(Ordering::Acquire),
+                exit_code: code,
+            })
+        }
+        _ => None,
+    };
+    Ok((outs, dist))
+}
+
+/// Per-CPU series aggregated over repeats, with the noise figures in `extra`.
+fn build_series(
+    cfg: &NoiseConfig,
+    env: &Environment,
+    repeats: &[Vec<SpinOut>],
+    dists: &[Option<Disturbance>],
+    warnings: &mut Vec<String>,
+) -> Vec<Series> {
+    let throttle_ns = match (env.sched_rt_runtime_us, env.sched_rt_period_us) {
+        (Some(rt), Some(p)) if rt >= 0 && rt < p && cfg.policy.is_rt() => {
+            Some(((p - rt) * 1000) as u64)
+        }
+        _ => None,
+    };
+    let mut out = Vec::new();
+    for (i, &cpu) in cfg.cpus.iter().enumerate() {
+        let per: Vec<&SpinOut> = repeats.iter().map(|r| &r[i]).collect();
+        let mut gaps = LatHistogram::new();
+        let mut intr = Recorder::new();
+        let (mut iters, mut runtime, mut dropped, mut max) = (0u64, 0u64, 0u64, 0u64);
+        for o in &per {
+            gaps.add(&o.gaps);
+            intr.hist.add(&o.interruptions.hist);
+            intr.count += o.interruptions.count;
+            intr.sum += o.interruptions.sum;
+            intr.sum_sq += o.interruptions.sum_sq;
+            intr.min = intr.min.min(o.interruptions.min);
+            intr.max = intr.max.max(o.interruptions.max);
+            iters += o.iterations;
+            runtime += o.runtime_ns;
+            dropped += o.events_dropped;
+            max = max.max(o.max_gap_ns);
+        }
+        let maxes: Vec<u64> = per.iter().map(|o| o.max_gap_ns).collect();
+        let outliers = report::outliers(&maxes);
+        let d = Dist::from_histogram(&gaps.to_data(), 1.0);
+        let summary = Summary {
+            count: iters,
+            min_ns: if iters > 0 { d.min() as u64 } else { 0 },
+            max_ns: max,
+            mean_ns: if iters > 0 {
+                runtime as f64 / iters as f64
+            } else {
+                0.0
+            },
+            stddev_ns: d.stddev(),
+            percentiles: Percentiles::from_hist(&gaps),
+        };
+        let secs = runtime as f64 / 1e9;
+        let is = intr.summary();
+        let throttled: Vec<u64> = throttle_ns
+            .map(|w| {
+                per.iter()
+                    .flat_map(|o| o.events.iter())
+                    .filter(|e| e.dur_ns.abs_diff(w) * 10 <= w)
+                    .map(|e| e.dur_ns)
+                    .collect()
+            })
+            .unwrap_or_default();
+        if let Some(&g) = throttled.first() {
+            warnings.push(format!(
+                "CPU {cpu}: {} gap(s) of about {} us (e.g. {} us) equal the RT-throttling window \
+                 (sched_rt_period_us - sched_rt_runtime_us): caused by latlab's own RT priority, not by the system",
+                throttled.len(),
+                throttle_ns.unwrap_or(0) / 1000,
+                g / 1000
+            ));
+        }
+        let disturb = report::disturbance_split(&per, dists);
+        let extra = serde_json::json!({
+            "loops_per_sec": if secs > 0.0 { iters as f64 / secs } else { 0.0 },
+            "runtime_ns": runtime,
+            "threshold_ns": cfg.threshold_ns,
+            "interruptions": {
+                "count": is.count,
+                "per_sec": if secs > 0.0 { is.count as f64 / secs } else { 0.0 },
+                "min_ns": is.min_ns,
+                "median_ns": is.percentiles.p50,
+                "mean_ns": is.mean_ns,
+                "p90_ns": is.percentiles.p90,
+                "p99_ns": is.percentiles.p99,
+                "p99_9_ns": is.percentiles.p99_9,
+                "max_ns": is.max_ns,
+                "total_ns": intr.sum as u64,
+                "available_pct": if runtime > 0 { 100.0 * (1.0 - intr.sum as f64 / runtime as f64) } else { 0.0 },
+            },
+            "per_repeat_max_ns": maxes,
+            "outlier_repeats": outliers,
+            "events_dropped": dropped,
+            "rt_throttle_gaps": throttled.len(),
+            "disturbance": disturb,
+        });
+        if dropped > 0 {
+            warnings.push(format!("CPU {cpu}: {dropped} interruptions beyond the first {} per repeat have no time stamp (their durations are all counted)", worker::EVENTS));
+        }
+        out.push(Series {
+            name: format!("cpu{cpu}"),
+            cpu: Some(cpu),
+            policy: cfg.policy.to_string(),
+            prio: cfg.prio,
+            interval_ns: None,
+            summary,
+            overruns: 0,
+            lost_samples: 0,
+            histogram: gaps.to_data(),
+            extra: Some(extra),
+        });
+    }
+    out
+}

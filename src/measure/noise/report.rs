@@ -1,0 +1,299 @@
+//! What `noise` shows: a line per repeat, the seed's per-CPU max table (with repeats: median,
+//! mean and max of the per-CPU max, with and without outliers), the sysjitter-style table, and
+//! how gaps relate to the disturbing command.
+
+use super::worker::SpinOut;
+use super::{Disturbance, NoiseOutcome};
+use crate::config::noise::NoiseConfig;
+use crate::config::DisplayUnit;
+use crate::export::table;
+
+/// A repeat whose max exceeds this many times the median of all repeats is an outlier.
+pub const OUTLIER_FACTOR: u64 = 10;
+
+/// Indices of outlier repeats: max gap above 10× the median max (needs 3 or more repeats).
+pub fn outliers(maxes: &[u64]) -> Vec<usize> {
+    if maxes.len() < 3 {
+        return Vec::new();
+    }
+    let mut s = maxes.to_vec();
+    s.sort_unstable();
+    let median = s[s.len() / 2];
+    maxes
+        .iter()
+        .enumerate()
+        .filter(|(_, &m)| m > median.saturating_mul(OUTLIER_FACTOR))
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// Interruptions during the disturbing command and outside it, over all repeats.
+pub fn disturbance_split(per: &[&SpinOut], dists: &[Option<Disturbance>]) -> serde_json::Value {
+    if dists.iter().all(Option::is_none) {
+        return serde_json::Value::Null;
+    }
+    let (mut n_in, mut max_in, mut n_out, mut max_out) = (0u64, 0u64, 0u64, 0u64);
+    for (o, d) in per.iter().zip(dists) {
+        for e in &o.events {
+            let inside = d.as_ref().is_some_and(|d| {
+                let end = if d.end_ns == 0 { u64::MAX } else { d.end_ns };
+                e.start_ns + e.dur_ns >= d.start_ns && e.start_ns <= end
+            });
+            if inside {
+                n_in += 1;
+                max_in = max_in.max(e.dur_ns);
+            } else {
+                n_out += 1;
+                max_out = max_out.max(e.dur_ns);
+            }
+        }
+    }
+    serde_json::json!({
+        "during": {"interruptions": n_in, "max_ns": max_in},
+        "outside": {"interruptions": n_out, "max_ns": max_out},
+    })
+}
+
+/// One line per finished repeat: the max gap on each CPU.
+pub fn repeat_line(
+    r: u32,
+    of: u32,
+    cfg: &NoiseConfig,
+    outs: &[SpinOut],
+    unit: DisplayUnit,
+) -> String {
+    let parts: Vec<String> = cfg
+        .cpus
+        .iter()
+        .zip(outs)
+        .map(|(c, o)| format!("cpu{c} {}", unit.fmt_ns(o.max_gap_ns as f64)))
+        .collect();
+    format!("repeat {r}/{of}: max gap ({unit}) {}", parts.join("  "))
+}
+
+fn stats(v: &[u64]) -> (f64, f64, u64) {
+    let mut s = v.to_vec();
+    s.sort_unstable();
+    let median = if s.is_empty() {
+        0.0
+    } else {
+        s[s.len() / 2] as f64
+    };
+    let mean = s.iter().sum::<u64>() as f64 / s.len().max(1) as f64;
+    (median, mean, s.last().copied().unwrap_or(0))
+}
+
+/// The full report.
+pub fn render(o: &NoiseOutcome, cfg: &NoiseConfig) -> String {
+    let run = &o.run;
+    let u = cfg.unit;
+    let f = |v: f64| u.fmt_ns(v);
+    let mut s = format!(
+        "latlab noise  {} CPU(s)  {} {}  clock {}{}  {} x {:.2} s  threshold {} {u}  run {}{}\n",
+        cfg.cpus.len(),
+        cfg.policy,
+        cfg.prio,
+        match cfg.clock {
+            crate::config::noise::NoiseClock::Tsc => "tsc",
+            crate::config::noise::NoiseClock::Monotonic => "monotonic",
+        },
+        if o.ticks_per_ns != 1.0 {
+            format!(" ({:.0} MHz)", o.ticks_per_ns * 1000.0)
+        } else {
+            String::new()
+        },
+        o.repeats.len(),
+        cfg.duration_ns as f64 / 1e9,
+        f(cfg.threshold_ns as f64),
+        run.id,
+        if run.interrupted {
+            "  (interrupted)"
+        } else {
+            ""
+        }
+    );
+    s.push_str(&format!(
+        "kernel {} ({})  main CPU {}  latencies in {u}\n\n",
+        run.environment.kernel_release, run.environment.preemption, cfg.main_cpu
+    ));
+    // Seed-style: max gap per CPU.
+    let multi = o.repeats.len() > 1;
+    let mut rows = Vec::new();
+    for ser in &run.series {
+        let x = ser.extra.as_ref().cloned().unwrap_or_default();
+        let maxes: Vec<u64> = x["per_repeat_max_ns"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|v| v.as_u64()).collect())
+            .unwrap_or_default();
+        let outl: Vec<usize> = x["outlier_repeats"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_u64().map(|v| v as usize))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let cpu = ser.cpu.map_or("-".into(), |c| c.to_string());
+        if multi {
+            let (md, mn, mx) = stats(&maxes);
+            let kept: Vec<u64> = maxes
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| !outl.contains(i))
+                .map(|(_, &v)| v)
+                .collect();
+            let (kmd, kmn, kmx) = stats(&kept);
+            let outl_txt = if outl.is_empty() {
+                "-".to_string()
+            } else {
+                outl.iter()
+                    .map(|i| format!("#{} ({})", i + 1, f(maxes[*i] as f64)))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            };
+            rows.push(vec![
+                cpu,
+                f(md),
+                f(mn),
+                f(mx as f64),
+                outl_txt,
+                f(kmd),
+                f(kmn),
+                f(kmx as f64),
+            ]);
+        } else {
+            rows.push(vec![cpu, f(ser.summary.max_ns as f64)]);
+        }
+    }
+    if multi {
+        s.push_str("max gap per CPU over repeats (outliers: max above 10x the median; shown, never dropped)\n");
+        s.push_str(&table::render(
+            &[
+                "cpu",
+                "median max",
+                "mean max",
+                "max",
+                "outlier repeats",
+                "median w/o",
+                "mean w/o",
+                "max w/o",
+            ],
+            &rows,
+        ));
+    } else {
+        s.push_str(&table::render(&["cpu", "max gap"], &rows));
+    }
+    s.push('\n');
+    // sysjitter-style: one column per CPU.
+    let labels = [
+        ("loops/s", "loops_per_sec"),
+        ("int_n", "count"),
+        ("int_n_per_sec", "per_sec"),
+        ("int_min", "min_ns"),
+        ("int_median", "median_ns"),
+        ("int_mean", "mean_ns"),
+        ("int_90", "p90_ns"),
+        ("int_99", "p99_ns"),
+        ("int_999", "p99_9_ns"),
+        ("int_max", "max_ns"),
+        ("int_total", "total_ns"),
+        ("int_total(%)", "lost_pct"),
+    ];
+    let mut head = vec!["core_i:".to_string()];
+    head.extend(
+        run.series
+            .iter()
+            .map(|x| x.cpu.map_or("-".into(), |c| c.to_string())),
+    );
+    let mut sj = Vec::new();
+    sj.push(
+        std::iter::once(format!("threshold({u}):"))
+            .chain(run.series.iter().map(|_| f(cfg.threshold_ns as f64)))
+            .collect(),
+    );
+    sj.push(
+        std::iter::once("runtime(s):".to_string())
+            .chain(run.series.iter().map(|x| {
+                format!(
+                    "{:.3}",
+                    x.extra
+                        .as_ref()
+                        .map_or(0.0, |e| e["runtime_ns"].as_f64().unwrap_or(0.0))
+                        / 1e9
+                )
+            }))
+            .collect(),
+    );
+    for (label, key) in labels {
+        let mut row = vec![format!("{label}:")];
+        for x in &run.series {
+            let e = x.extra.as_ref().cloned().unwrap_or_default();
+            let i = &e["interruptions"];
+            let cell = match key {
+                "loops_per_sec" => format!("{:.0}", e["loops_per_sec"].as_f64().unwrap_or(0.0)),
+                "count" => i["count"].to_string(),
+                "per_sec" => format!("{:.1}", i["per_sec"].as_f64().unwrap_or(0.0)),
+                "lost_pct" => format!(
+                    "{:.3}",
+                    100.0 - i["available_pct"].as_f64().unwrap_or(100.0)
+                ),
+                k => f(i[k].as_f64().unwrap_or(0.0)),
+            };
+            row.push(cell);
+        }
+        sj.push(row);
+    }
+    let head_refs: Vec<&str> = head.iter().map(String::as_str).collect();
+    s.push_str(&table::render(&head_refs, &sj));
+    // Disturbance.
+    if let Some(cmd) = &cfg.disturb {
+        s.push_str(&format!(
+            "\ndisturbance: '{cmd}' on CPU {}\n",
+            cfg.disturb_cpu
+        ));
+        for x in &run.series {
+            let d = &x.extra.as_ref().cloned().unwrap_or_default()["disturbance"];
+            if d.is_null() {
+                continue;
+            }
+            s.push_str(&format!(
+                "  cpu{}: during it {} interruption(s), max {}; outside {} interruption(s), max {} ({u})\n",
+                x.cpu.unwrap_or(0),
+                d["during"]["interruptions"],
+                f(d["during"]["max_ns"].as_f64().unwrap_or(0.0)),
+                d["outside"]["interruptions"],
+                f(d["outside"]["max_ns"].as_f64().unwrap_or(0.0)),
+            ));
+        }
+        for (r, d) in o.disturbances.iter().enumerate() {
+            if let Some(d) = d {
+                if d.exit_code.is_some_and(|c| c != 0) {
+                    s.push_str(&format!(
+                        "  repeat {}: the command exited with status {}\n",
+                        r + 1,
+                        d.exit_code.unwrap_or(0)
+                    ));
+                }
+            }
+        }
+    }
+    for w in &run.warnings {
+        s.push_str(&format!("warning: {w}\n"));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outliers_are_far_above_the_median() {
+        assert_eq!(outliers(&[35, 40, 150_000, 38, 36]), vec![2]);
+        assert!(outliers(&[35, 40, 38]).is_empty());
+        assert!(
+            outliers(&[35, 150_000]).is_empty(),
+            "too few repeats to judge"
+        );
+    }
+}

@@ -1,0 +1,148 @@
+//! The spin loop of one `noise` thread: read a cheap timestamp back to back and account every
+//! gap. Small gaps go to a preallocated counter array (one increment); only gaps of 1024 ticks
+//! or more take the cold path (histogram, interruption statistics, event log). No allocation,
+//! lock, system call or I/O inside the loop.
+
+use crate::rt::Live;
+use crate::stats::{LatHistogram, Recorder};
+use crate::sys::{clock, tsc};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// Gaps below this many ticks are counted exactly in an array.
+pub const SMALL: usize = 1024;
+/// Interruptions kept with their time stamps (for relating them to a disturbance).
+pub const EVENTS: usize = 1 << 16;
+
+/// What the loop reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// rdtsc; ticks are TSC cycles.
+    Tsc,
+    /// clock_gettime(CLOCK_MONOTONIC); ticks are ns.
+    Monotonic,
+}
+
+/// One spinner, set up before the start barrier.
+pub struct Spinner {
+    /// Timestamp source.
+    pub source: Source,
+    /// Ticks per ns (TSC frequency in GHz; 1.0 for the clock).
+    pub ticks_per_ns: f64,
+    /// Interruption threshold in ticks.
+    pub threshold_ticks: u64,
+    /// Run-wide stop flag.
+    pub stop: Arc<AtomicBool>,
+    /// Live figures for the display.
+    pub live: Arc<Live>,
+}
+
+/// An interruption: when it started (CLOCK_MONOTONIC ns) and how long it was (ns).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Event {
+    /// Start, CLOCK_MONOTONIC ns.
+    pub start_ns: u64,
+    /// Duration, ns.
+    pub dur_ns: u64,
+}
+
+/// What one spinner measured.
+#[derive(Debug, Clone)]
+pub struct SpinOut {
+    /// Loop iterations (= gaps).
+    pub iterations: u64,
+    /// Time spun, ns.
+    pub runtime_ns: u64,
+    /// Every gap, ns (HDR).
+    pub gaps: LatHistogram,
+    /// Largest gap, ns (exact).
+    pub max_gap_ns: u64,
+    /// Gaps at or above the threshold.
+    pub interruptions: Recorder,
+    /// Interruptions with time stamps (first EVENTS of them).
+    pub events: Vec<Event>,
+    /// Interruptions not kept in `events`.
+    pub events_dropped: u64,
+    /// CLOCK_MONOTONIC ns at the start and end of spinning.
+    pub span_ns: (u64, u64),
+}
+
+#[inline(always)]
+fn read(source: Source) -> u64 {
+    match source {
+        Source::Tsc => tsc::rdtsc(),
+        Source::Monotonic => clock::now_ns(libc::CLOCK_MONOTONIC),
+    }
+}
+
+impl Spinner {
+    /// Spins until the stop flag is set.
+    pub fn run(self) -> SpinOut {
+        let mut small = vec![0u64; SMALL];
+        let mut big = Recorder::new(); // gaps ≥ SMALL ticks, in ns
+        let mut intr = Recorder::new();
+        let mut events: Vec<Event> = Vec::with_capacity(EVENTS);
+        let mut dropped = 0u64;
+        let tpn = self.ticks_per_ns;
+        let to_ns = |t: u64| (t as f64 / tpn) as u64;
+        let thr = self.threshold_ticks;
+        let cold_from = thr.min(SMALL as u64);
+        let (mono0, tick0) = (clock::now_ns(libc::CLOCK_MONOTONIC), read(self.source));
+        let mut prev = tick0;
+        let mut n = 0u64;
+        let mut max_ticks = 0u64;
+        while !self.stop.load(Ordering::Relaxed) {
+            let now = read(self.source);
+            let d = now.wrapping_sub(prev);
+            prev = now;
+            n += 1;
+            if d < cold_from {
+                small[d as usize] += 1;
+                continue;
+            }
+            // Cold path: a long gap.
+            if d > max_ticks {
+                max_ticks = d;
+            }
+            if (d as usize) < SMALL {
+                small[d as usize] += 1;
+            } else {
+                big.record(to_ns(d));
+            }
+            if d >= thr {
+                let dur = to_ns(d);
+                intr.record(dur);
+                if events.len() < EVENTS {
+                    events.push(Event {
+                        start_ns: mono0 + to_ns(now.wrapping_sub(d).wrapping_sub(tick0)),
+                        dur_ns: dur,
+                    });
+                } else {
+                    dropped += 1;
+                }
+                self.live.publish(n, dur, 0, to_ns(max_ticks), intr.count);
+            }
+        }
+        let end_ticks = prev;
+        let mono1 = clock::now_ns(libc::CLOCK_MONOTONIC);
+        if let Some(t) = small.iter().rposition(|&c| c > 0) {
+            max_ticks = max_ticks.max(t as u64);
+        }
+        let mut gaps = big.hist.clone();
+        for (t, &c) in small.iter().enumerate() {
+            if c > 0 {
+                gaps.record_n(to_ns(t as u64), c);
+            }
+        }
+        SpinOut {
+            iterations: n,
+            runtime_ns: to_ns(end_ticks.wrapping_sub(tick0)),
+            gaps,
+            max_gap_ns: to_ns(max_ticks),
+            interruptions: intr,
+            events,
+            events_dropped: dropped,
+            span_ns: (mono0, mono1),
+        }
+    }
+}

@@ -1,0 +1,68 @@
+//! The CPU's time-stamp counter: rdtsc/rdtscp reads and a calibration against
+//! CLOCK_MONOTONIC_RAW. x86_64 only; elsewhere `available()` is false and callers fall back to
+//! clock_gettime.
+
+use super::clock::now_ns;
+
+/// Reads the TSC (not serialising). 0 on other architectures.
+#[inline(always)]
+pub fn rdtsc() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: rdtsc has no preconditions on x86_64.
+        unsafe { core::arch::x86_64::_rdtsc() }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        0
+    }
+}
+
+/// Reads the TSC with rdtscp (waits for earlier instructions). 0 on other architectures.
+#[inline(always)]
+pub fn rdtscp() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let mut aux = 0u32;
+        // SAFETY: rdtscp is available wherever `has_rdtscp` said so; it only writes aux.
+        unsafe { core::arch::x86_64::__rdtscp(&mut aux) }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        0
+    }
+}
+
+/// True when the TSC is usable as a clock: x86_64 with constant and nonstop TSC.
+pub fn available() -> bool {
+    cfg!(target_arch = "x86_64")
+        && cpu_flags().is_some_and(|f| {
+            f.contains(&"constant_tsc".to_string()) && f.contains(&"nonstop_tsc".to_string())
+        })
+}
+
+/// True when the CPU has rdtscp.
+pub fn has_rdtscp() -> bool {
+    cfg!(target_arch = "x86_64") && cpu_flags().is_some_and(|f| f.contains(&"rdtscp".to_string()))
+}
+
+fn cpu_flags() -> Option<Vec<String>> {
+    let text = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("flags"))?;
+    Some(
+        line.split(':')
+            .nth(1)?
+            .split_whitespace()
+            .map(String::from)
+            .collect(),
+    )
+}
+
+/// TSC ticks per nanosecond, measured against CLOCK_MONOTONIC_RAW over `window_ms`.
+pub fn calibrate(window_ms: u64) -> f64 {
+    let clk = libc::CLOCK_MONOTONIC_RAW;
+    let (t0, c0) = (now_ns(clk), rdtsc());
+    std::thread::sleep(std::time::Duration::from_millis(window_ms));
+    let (t1, c1) = (now_ns(clk), rdtsc());
+    (c1.wrapping_sub(c0)) as f64 / (t1 - t0).max(1) as f64
+}
