@@ -17,6 +17,7 @@ pub fn run(cli: Cli, argv: Vec<String>) -> Result<()> {
         Command::Cyclic(a) => cyclic_cmd(&a, argv),
         Command::Samples(a) => samples_cmd(&a),
         Command::Noise(a) => noise_cmd(&a, argv),
+        Command::Ctxsw(a) => ctxsw_cmd(&a, argv),
         Command::Compare(a) => {
             let text = crate::compare::run(&a)?;
             print!("{text}");
@@ -57,19 +58,41 @@ fn noise_cmd(a: &crate::cli::NoiseArgs, argv: Vec<String>) -> Result<()> {
     use crate::config::noise::NoiseConfig;
     let cfg = NoiseConfig::from_args(a, &CpuSet::online_here(), crate::sys::tsc::available())?;
     let sink = cfg.json.as_deref().map(JsonSink::open).transpose()?;
-    let to_stderr = cfg.json.as_deref().is_some_and(|p| p.as_os_str() == "-");
     let outcome = crate::measure::noise::run(cfg.clone(), argv)?;
     let text = crate::measure::noise::report::render(&outcome, &cfg);
-    if to_stderr {
+    emit(&text, cfg.json.as_deref(), sink, &outcome.run)
+}
+
+fn ctxsw_cmd(a: &crate::cli::CtxswArgs, argv: Vec<String>) -> Result<()> {
+    use crate::measure::ctxsw;
+    let cfg = ctxsw::CtxswConfig::from_args(a, &CpuSet::online_here())?;
+    let sink = a.json.as_deref().map(JsonSink::open).transpose()?;
+    let outcome = ctxsw::run(cfg.clone(), argv)?;
+    emit(
+        &ctxsw::render(&outcome, &cfg),
+        a.json.as_deref(),
+        sink,
+        &outcome.run,
+    )
+}
+
+/// Prints a report (to stderr when the JSON goes to stdout) and writes the JSON.
+fn emit(
+    text: &str,
+    json: Option<&std::path::Path>,
+    sink: Option<JsonSink>,
+    run: &crate::result::Run,
+) -> Result<()> {
+    if json.is_some_and(|p| p.as_os_str() == "-") {
         eprint!("{text}");
     } else {
         print!("{text}");
         let _ = std::io::stdout().flush();
     }
-    if let Some(s) = sink {
-        s.write(&outcome.run)?;
+    match sink {
+        Some(s) => s.write(run),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 fn samples_cmd(a: &SamplesArgs) -> Result<()> {

@@ -1,4 +1,5 @@
 //! One module per experiment. Each turns a validated config into a `result::Run`.
 
+pub mod ctxsw;
 pub mod cyclic;
 pub mod noise;

@@ -5,6 +5,7 @@ pub mod clock;
 pub mod clocksource;
 pub mod dma;
 pub mod ioperm;
+pub mod ipc;
 pub mod mem;
 pub mod privilege;
 pub mod process;

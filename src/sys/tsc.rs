@@ -4,6 +4,43 @@
 
 use super::clock::now_ns;
 
+/// A cheap monotonic tick counter for measurement loops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ticks {
+    /// rdtsc; ticks are TSC cycles.
+    Tsc,
+    /// clock_gettime(CLOCK_MONOTONIC); ticks are ns.
+    Monotonic,
+}
+
+impl Ticks {
+    /// The TSC where it is a usable clock, else CLOCK_MONOTONIC.
+    pub fn best() -> Ticks {
+        if available() {
+            Ticks::Tsc
+        } else {
+            Ticks::Monotonic
+        }
+    }
+
+    /// Reads the counter.
+    #[inline(always)]
+    pub fn read(self) -> u64 {
+        match self {
+            Ticks::Tsc => rdtsc(),
+            Ticks::Monotonic => now_ns(libc::CLOCK_MONOTONIC),
+        }
+    }
+
+    /// Ticks per nanosecond (calibrates the TSC over `window_ms`; 1.0 for the clock).
+    pub fn per_ns(self, window_ms: u64) -> f64 {
+        match self {
+            Ticks::Tsc => calibrate(window_ms),
+            Ticks::Monotonic => 1.0,
+        }
+    }
+}
+
 /// Reads the TSC (not serialising). 0 on other architectures.
 #[inline(always)]
 pub fn rdtsc() -> u64 {

@@ -1,6 +1,7 @@
 //! latlab's one integration-test binary: drives the real `latlab` binary end to end.
 
 mod compare;
+mod ctxsw;
 mod cyclic;
 mod ministat;
 mod noise;

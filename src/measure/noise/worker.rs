@@ -5,7 +5,7 @@
 
 use crate::rt::Live;
 use crate::stats::{LatHistogram, Recorder};
-use crate::sys::{clock, tsc};
+use crate::sys::clock;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -15,13 +15,7 @@ pub const SMALL: usize = 1024;
 pub const EVENTS: usize = 1 << 16;
 
 /// What the loop reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Source {
-    /// rdtsc; ticks are TSC cycles.
-    Tsc,
-    /// clock_gettime(CLOCK_MONOTONIC); ticks are ns.
-    Monotonic,
-}
+pub use crate::sys::tsc::Ticks as Source;
 
 /// One spinner, set up before the start barrier.
 pub struct Spinner {
@@ -69,10 +63,7 @@ pub struct SpinOut {
 
 #[inline(always)]
 fn read(source: Source) -> u64 {
-    match source {
-        Source::Tsc => tsc::rdtsc(),
-        Source::Monotonic => clock::now_ns(libc::CLOCK_MONOTONIC),
-    }
+    source.read()
 }
 
 impl Spinner {

@@ -1,0 +1,333 @@
+//! The three ways of forcing context switches (seed 000; lmbench lat_ctx; perf bench sched):
+//! `yield` between two SCHED_FIFO tasks on one CPU, a token passed round a `pipe` ring, and a
+//! `futex` ping-pong. Each runs its partner tasks as threads or forked processes and times the
+//! measuring task's round trips in ticks; sample vectors are allocated before the loop.
+
+use crate::sys::ipc::{self, Pipe, SharedPage};
+use crate::sys::tsc::Ticks;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// Threads or processes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TaskKind {
+    /// Threads of latlab (shared address space: no TLB flush on a switch).
+    Threads,
+    /// Forked processes (separate address spaces).
+    Processes,
+}
+
+/// Where and how the tasks run.
+#[derive(Debug, Clone)]
+pub struct Setup {
+    /// Threads or processes.
+    pub kind: TaskKind,
+    /// CPU of each task, by task index (cycled).
+    pub cpus: Vec<usize>,
+    /// Policy (`SCHED_*`) and priority of every task.
+    pub policy: libc::c_int,
+    /// Priority.
+    pub prio: i32,
+    /// Timed iterations.
+    pub iterations: usize,
+    /// Untimed iterations first.
+    pub warmup: usize,
+    /// Tick source.
+    pub ticks: Ticks,
+}
+
+impl Setup {
+    fn cpu(&self, task: usize) -> usize {
+        self.cpus[task % self.cpus.len()]
+    }
+}
+
+/// What one method measured (all figures in ticks).
+#[derive(Debug, Clone)]
+pub struct Raw {
+    /// One sample per timed iteration: a round trip.
+    pub samples: Vec<u64>,
+    /// Context switches in one sample.
+    pub switches_per_sample: f64,
+    /// Ticks of non-switch work in one sample, subtracted before dividing (pipe method).
+    pub overhead_per_sample: u64,
+}
+
+/// A partner task: a thread or a forked process.
+enum Partner {
+    Thread(std::thread::JoinHandle<()>),
+    Process(libc::pid_t),
+}
+
+fn start_partner(
+    s: &Setup,
+    task: usize,
+    body: impl FnOnce() + Send + 'static,
+) -> std::io::Result<Partner> {
+    let cpu = s.cpu(task);
+    match s.kind {
+        TaskKind::Threads => {
+            let (policy, prio) = (s.policy, s.prio);
+            std::thread::Builder::new()
+                .name(format!("latlab-task{task}"))
+                .spawn(move || {
+                    let _ = crate::sys::sched::pin_to_cpu(cpu);
+                    let p = libc::sched_param {
+                        sched_priority: prio,
+                    };
+                    // SAFETY: setting the calling thread's own policy.
+                    unsafe { libc::sched_setscheduler(0, policy, &p) };
+                    body();
+                })
+                .map(Partner::Thread)
+        }
+        TaskKind::Processes => {
+            ipc::fork_task(Some(cpu), s.policy, s.prio, body).map(Partner::Process)
+        }
+    }
+}
+
+fn finish(p: Partner, kill: bool) {
+    match p {
+        Partner::Thread(h) => {
+            let _ = h.join();
+        }
+        Partner::Process(pid) if kill => ipc::kill_task(pid),
+        Partner::Process(pid) => ipc::wait_task(pid),
+    }
+}
+
+/// Runs `body` on a measuring thread placed on task 0's CPU at the setup's policy.
+fn on_measuring_thread<T: Send + 'static>(
+    s: &Setup,
+    body: impl FnOnce() -> T + Send + 'static,
+) -> T {
+    let cpu = s.cpu(0);
+    let (policy, prio) = (s.policy, s.prio);
+    std::thread::Builder::new()
+        .name("latlab-task0".into())
+        .spawn(move || {
+            let _ = crate::sys::sched::pin_to_cpu(cpu);
+            let p = libc::sched_param {
+                sched_priority: prio,
+            };
+            // SAFETY: setting the calling thread's own policy.
+            unsafe { libc::sched_setscheduler(0, policy, &p) };
+            crate::sys::mem::prefault_stack(64 * 1024);
+            body()
+        })
+        .expect("spawning the measuring thread")
+        .join()
+        .expect("the measuring thread panicked")
+}
+
+/// `ioperm` hook: called on the measuring task (and partners when asked) before timing.
+pub type Prep = Arc<dyn Fn() + Send + Sync>;
+
+/// Two tasks on one CPU yielding to each other; a sample is t(after yield) − t(before).
+pub fn yield_pair(s: &Setup, measuring_prep: Prep, partner_prep: Prep) -> std::io::Result<Raw> {
+    let page = Arc::new(SharedPage::new()?);
+    let stop = page.clone();
+    let partner = start_partner(s, 1, move || {
+        partner_prep();
+        while stop.word(0).load(Ordering::Relaxed) == 0 {
+            ipc::yield_now();
+        }
+    })?;
+    let (iters, warm, ticks) = (s.iterations, s.warmup, s.ticks);
+    let samples = on_measuring_thread(s, move || {
+        measuring_prep();
+        let mut v = Vec::with_capacity(iters);
+        for i in 0..iters + warm {
+            let t1 = ticks.read();
+            ipc::yield_now();
+            let t2 = ticks.read();
+            if i >= warm {
+                v.push(t2.wrapping_sub(t1));
+            }
+        }
+        v
+    });
+    page.word(0).store(1, Ordering::Relaxed);
+    finish(partner, false);
+    Ok(Raw {
+        samples,
+        switches_per_sample: 2.0,
+        overhead_per_sample: 0,
+    })
+}
+
+fn touch(buf: &mut [u8]) {
+    let mut i = 0;
+    while i < buf.len() {
+        buf[i] = buf[i].wrapping_add(1);
+        i += 64;
+    }
+    std::hint::black_box(&buf);
+}
+
+/// A ring of `n` tasks passing a one-byte token through pipes, each touching `touch_kb` of its
+/// own memory per hop. A sample is one trip round the ring (n switches); the cost of n hops
+/// without switching (write + read of one's own pipe + the touch) is measured separately and
+/// subtracted, as lmbench does.
+pub fn pipe_ring(s: &Setup, n: usize, touch_kb: usize) -> std::io::Result<Raw> {
+    let pipes: Vec<Pipe> = (0..n).map(|_| Pipe::new()).collect::<Result<_, _>>()?;
+    let mut partners = Vec::new();
+    for i in 1..n {
+        let (rd, wr) = (pipes[i].r, pipes[(i + 1) % n].w);
+        let mut buf = vec![0u8; touch_kb * 1024];
+        let keep: Vec<i32> = vec![rd, wr];
+        let all: Vec<i32> = pipes.iter().flat_map(|p| [p.r, p.w]).collect();
+        let kind = s.kind;
+        partners.push(start_partner(s, i, move || {
+            if kind == TaskKind::Processes {
+                for &fd in &all {
+                    if !keep.contains(&fd) {
+                        ipc::close(fd);
+                    }
+                }
+            }
+            while ipc::get(rd) {
+                touch(&mut buf);
+                if !ipc::put(wr) {
+                    break;
+                }
+            }
+            // Pass the end on round the ring.
+            ipc::close(wr);
+        })?);
+    }
+    let (iters, warm, ticks) = (s.iterations, s.warmup, s.ticks);
+    let (rd, wr) = (pipes[0].r, pipes[1 % n].w);
+    let (samples, overhead) = on_measuring_thread(s, move || {
+        let mut buf = vec![0u8; touch_kb * 1024];
+        let hop = hop_overhead(ticks, touch_kb, iters.clamp(100, 20_000));
+        let mut v = Vec::with_capacity(iters);
+        for i in 0..iters + warm {
+            let t1 = ticks.read();
+            ipc::put(wr);
+            ipc::get(rd);
+            touch(&mut buf);
+            let t2 = ticks.read();
+            if i >= warm {
+                v.push(t2.wrapping_sub(t1));
+            }
+        }
+        (v, hop * n as u64)
+    });
+    // Threads share descriptors: closing the first write end sends EOF round the ring, each
+    // partner closing the next write end. Processes are killed; their copies die with them.
+    ipc::close(pipes[1 % n].w);
+    let processes = s.kind == TaskKind::Processes;
+    for p in partners {
+        finish(p, processes);
+    }
+    for (i, p) in pipes.iter().enumerate() {
+        ipc::close(p.r);
+        if processes && i != 1 % n {
+            ipc::close(p.w);
+        }
+    }
+    Ok(Raw {
+        samples,
+        switches_per_sample: n as f64,
+        overhead_per_sample: overhead,
+    })
+}
+
+/// Median ticks of one hop without a context switch: write and read one's own pipe, touch.
+pub fn hop_overhead(ticks: Ticks, touch_kb: usize, reps: usize) -> u64 {
+    let Ok(p) = Pipe::new() else { return 0 };
+    let mut buf = vec![0u8; touch_kb * 1024];
+    let mut v = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        let t1 = ticks.read();
+        ipc::put(p.w);
+        ipc::get(p.r);
+        touch(&mut buf);
+        v.push(ticks.read().wrapping_sub(t1));
+    }
+    ipc::close(p.r);
+    ipc::close(p.w);
+    v.sort_unstable();
+    v[v.len() / 2]
+}
+
+/// Two tasks waking each other through a futex word; a sample is one round trip.
+pub fn futex_pair(s: &Setup) -> std::io::Result<Raw> {
+    let page = Arc::new(SharedPage::new()?);
+    let pp = page.clone();
+    // word 0: 0 = partner's turn to wait, 1 = partner must answer, 2 = stop.
+    let partner = start_partner(s, 1, move || {
+        let w = pp.word(0);
+        loop {
+            let v = w.load(Ordering::Acquire);
+            if v == 2 {
+                break;
+            }
+            if v == 0 {
+                ipc::futex_wait(w, 0);
+                continue;
+            }
+            w.store(0, Ordering::Release);
+            ipc::futex_wake(w, 1);
+        }
+    })?;
+    let (iters, warm, ticks) = (s.iterations, s.warmup, s.ticks);
+    let mp = page.clone();
+    let samples = on_measuring_thread(s, move || {
+        let w = mp.word(0);
+        let mut v = Vec::with_capacity(iters);
+        for i in 0..iters + warm {
+            let t1 = ticks.read();
+            w.store(1, Ordering::Release);
+            ipc::futex_wake(w, 1);
+            while w.load(Ordering::Acquire) == 1 {
+                ipc::futex_wait(w, 1);
+            }
+            let t2 = ticks.read();
+            if i >= warm {
+                v.push(t2.wrapping_sub(t1));
+            }
+        }
+        v
+    });
+    page.word(0).store(2, Ordering::Release);
+    ipc::futex_wake(page.word(0), 1);
+    finish(partner, false);
+    Ok(Raw {
+        samples,
+        switches_per_sample: 2.0,
+        overhead_per_sample: 0,
+    })
+}
+
+/// Per-switch cost of one sample: (sample − overhead) / switches, never below zero.
+pub fn per_switch(sample: u64, overhead: u64, switches: f64) -> f64 {
+    sample.saturating_sub(overhead) as f64 / switches
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overhead_is_subtracted_before_dividing() {
+        assert_eq!(per_switch(10_000, 4_000, 2.0), 3_000.0);
+        assert_eq!(per_switch(3_000, 4_000, 2.0), 0.0);
+        assert_eq!(per_switch(900, 0, 2.0), 450.0);
+    }
+
+    #[test]
+    fn hop_overhead_is_positive_and_grows_with_touching() {
+        let t = Ticks::best();
+        let plain = hop_overhead(t, 0, 2000);
+        let heavy = hop_overhead(t, 1024, 2000);
+        assert!(plain > 0);
+        assert!(
+            heavy > plain,
+            "touching 1 MiB per hop costs nothing? {plain} vs {heavy}"
+        );
+    }
+}

@@ -1,0 +1,456 @@
+//! `latlab ctxsw`: the cost of a context switch (seed 000), by `yield`, `pipe` and `futex`,
+//! between threads or processes, on one CPU or several; with the seed's `ioperm` phases.
+
+pub mod methods;
+
+use crate::config::{CpuSet, DisplayUnit, Policy};
+use crate::error::{Error, Result};
+use crate::export::table;
+use crate::result::{self, Environment, Run, Series};
+use crate::rt;
+use crate::stats::Recorder;
+use crate::sys::{self, tsc::Ticks};
+use methods::{Prep, Raw, Setup, TaskKind};
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
+
+/// A way of forcing switches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Method {
+    /// Two SCHED_FIFO tasks on one CPU yielding to each other (the seed's method).
+    Yield,
+    /// A token passed round a ring of tasks through pipes (lmbench lat_ctx).
+    Pipe,
+    /// A futex wake/wait ping-pong.
+    Futex,
+}
+
+/// Validated `ctxsw` settings.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct CtxswConfig {
+    /// Methods to run, in order.
+    pub methods: Vec<Method>,
+    /// Threads or processes.
+    pub tasks: TaskKind,
+    /// CPUs the tasks are spread over.
+    pub cpus: Vec<usize>,
+    /// Timed iterations per method.
+    pub iterations: usize,
+    /// Untimed iterations first.
+    pub warmup: usize,
+    /// Tasks in the pipe ring.
+    pub ring: usize,
+    /// KiB each pipe task touches per hop.
+    pub touch_kb: usize,
+    /// Policy.
+    pub policy: Policy,
+    /// Priority.
+    pub prio: i32,
+    /// ioperm phases (None = no port access; Some(p) = port p enabled).
+    pub ioperm: Vec<Option<u32>>,
+    /// Enable ports in the partner task too.
+    pub ioperm_both: bool,
+    /// Print the seed's lines.
+    pub seed_output: bool,
+    /// Unit on screen.
+    pub unit: DisplayUnit,
+    /// Fail instead of falling back.
+    pub strict: bool,
+}
+
+/// One measured method (or ioperm phase).
+pub struct MethodResult {
+    /// Series name: `yield`, `pipe`, `futex`, `yield+ioperm0x80` ...
+    pub name: String,
+    /// The raw ticks.
+    pub raw: Raw,
+}
+
+/// A finished `ctxsw` run.
+pub struct CtxswOutcome {
+    /// The result model.
+    pub run: Run,
+    /// Raw results per method.
+    pub results: Vec<MethodResult>,
+    /// Ticks per ns.
+    pub ticks_per_ns: f64,
+}
+
+impl CtxswConfig {
+    /// Validates raw arguments against the online CPUs.
+    pub fn from_args(a: &crate::cli::CtxswArgs, online: &CpuSet) -> Result<CtxswConfig> {
+        let cpus: Vec<usize> = match &a.cpus {
+            None => vec![online.iter().next().unwrap_or(0)],
+            Some(v) => {
+                let set = CpuSet::parse(v).map_err(|e| Error::flag("--cpus", v, e))?;
+                let off = set.difference(online);
+                if !off.is_empty() {
+                    return Err(Error::flag(
+                        "--cpus",
+                        v,
+                        format!("CPU(s) {off} are not online (online: {online})"),
+                    ));
+                }
+                set.iter().collect()
+            }
+        };
+        let policy: Policy = match &a.policy {
+            Some(p) => p.parse().map_err(|e| Error::flag("--policy", p, e))?,
+            None => Policy::Fifo,
+        };
+        let prio = a.priority.unwrap_or(if policy.is_rt() { 50 } else { 0 });
+        policy
+            .check_prio(prio)
+            .map_err(|e| Error::Usage(format!("-p/--priority: {e}")))?;
+        if a.iterations == 0 || a.iterations > 100_000_000 {
+            return Err(Error::flag(
+                "-n/--iterations",
+                a.iterations,
+                "use 1 to 100000000",
+            ));
+        }
+        if a.ring < 2 || a.ring > 1024 {
+            return Err(Error::flag(
+                "--ring",
+                a.ring,
+                "a ring needs 2 to 1024 tasks",
+            ));
+        }
+        if a.touch > 1 << 20 {
+            return Err(Error::flag(
+                "--touch",
+                a.touch,
+                "at most 1048576 KiB per task",
+            ));
+        }
+        let ioperm = match &a.ioperm {
+            None => Vec::new(),
+            Some(v) => parse_ioperm(v)?,
+        };
+        let mut methods = if a.method.is_empty() {
+            vec![Method::Yield, Method::Pipe, Method::Futex]
+        } else {
+            a.method.clone()
+        };
+        if !ioperm.is_empty() {
+            methods = vec![Method::Yield];
+        }
+        if methods.contains(&Method::Yield) && cpus.len() > 1 {
+            return Err(Error::flag(
+                "--cpus",
+                CpuSet::from_cpus(cpus.iter().copied()),
+                "the yield method needs both tasks on one CPU (use --method pipe or futex across CPUs)",
+            ));
+        }
+        Ok(CtxswConfig {
+            methods,
+            tasks: a.tasks,
+            cpus,
+            iterations: a.iterations,
+            warmup: a.warmup,
+            ring: a.ring,
+            touch_kb: a.touch,
+            policy,
+            prio,
+            ioperm,
+            ioperm_both: a.ioperm_in_both,
+            seed_output: a.seed_output,
+            unit: a.unit,
+            strict: a.strict,
+        })
+    }
+}
+
+/// Parses `--ioperm`: `none`, `all` (none, 0x80, 0xffff as in the seed) or a list of ports.
+pub fn parse_ioperm(v: &str) -> Result<Vec<Option<u32>>> {
+    let mut out = Vec::new();
+    for part in v.split(',').map(str::trim) {
+        match part {
+            "none" => out.push(None),
+            "all" => out.extend([None, Some(0x80), Some(0xffff)]),
+            p => {
+                let n = if let Some(h) = p.strip_prefix("0x").or_else(|| p.strip_prefix("0X")) {
+                    u32::from_str_radix(h, 16)
+                } else {
+                    p.parse()
+                };
+                let n = n.map_err(|_| {
+                    Error::flag("--ioperm", p, "expected none, all, or a port like 0x80")
+                })?;
+                if n > 0xffff {
+                    return Err(Error::flag("--ioperm", p, "ports go up to 0xffff"));
+                }
+                out.push(Some(n));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Fails early (exit 3) when the kernel cannot grant port access, from a throwaway thread.
+fn probe_ioperm(ports: &[Option<u32>]) -> Result<()> {
+    for p in ports.iter().flatten() {
+        let p = *p;
+        std::thread::spawn(move || sys::ioperm::enable(p))
+            .join()
+            .map_err(|_| Error::Env("ioperm probe panicked".into()))??;
+    }
+    Ok(())
+}
+
+fn prep_for(port: Option<u32>) -> Prep {
+    Arc::new(move || {
+        if let Some(p) = port {
+            let _ = sys::ioperm::enable(p);
+        }
+    })
+}
+
+/// Runs the methods.
+pub fn run(mut cfg: CtxswConfig, command_line: Vec<String>) -> Result<CtxswOutcome> {
+    let environment = Environment::capture();
+    let mut warnings = Vec::new();
+    if cfg.ioperm.iter().any(Option::is_some) {
+        probe_ioperm(&cfg.ioperm)?;
+    }
+    let needs = rt::Needs {
+        rt: cfg.policy.is_rt().then_some((cfg.policy, cfg.prio)),
+        mlock: true,
+        dma_latency_us: None,
+        strict: cfg.strict,
+    };
+    let prepared = rt::prepare(&needs, &mut warnings)?;
+    if !prepared.rt_granted {
+        cfg.policy = Policy::Other;
+        cfg.prio = 0;
+        warnings.push("without SCHED_FIFO, sched_yield need not switch tasks: yield figures are not context switches".into());
+    }
+    // The control thread keeps off the measured CPUs where it can.
+    let online = CpuSet::online_here();
+    let spare: Vec<usize> = online.iter().filter(|c| !cfg.cpus.contains(c)).collect();
+    if !spare.is_empty() {
+        let _ = sys::sched::pin_to_cpus(spare);
+    }
+    let ticks = Ticks::best();
+    let tpn = ticks.per_ns(100);
+    let setup = Setup {
+        kind: cfg.tasks,
+        cpus: cfg.cpus.clone(),
+        policy: cfg.policy.as_libc(),
+        prio: cfg.prio,
+        iterations: cfg.iterations,
+        warmup: cfg.warmup,
+        ticks,
+    };
+    let started = SystemTime::now();
+    let t0 = Instant::now();
+    let io = |e: std::io::Error| Error::Env(format!("cannot set up the tasks: {e}"));
+    let mut results = Vec::new();
+    for &m in &cfg.methods {
+        match m {
+            Method::Yield => {
+                let phases: Vec<Option<u32>> = if cfg.ioperm.is_empty() {
+                    vec![None]
+                } else {
+                    cfg.ioperm.clone()
+                };
+                for port in phases {
+                    let partner = if cfg.ioperm_both {
+                        prep_for(port)
+                    } else {
+                        prep_for(None)
+                    };
+                    let raw = methods::yield_pair(&setup, prep_for(port), partner).map_err(io)?;
+                    let name = match port {
+                        None if cfg.ioperm.is_empty() => "yield".to_string(),
+                        None => "yield+no-ioperm".to_string(),
+                        Some(p) => format!("yield+ioperm{p:#x}"),
+                    };
+                    results.push(MethodResult { name, raw });
+                }
+            }
+            Method::Pipe => {
+                let raw = methods::pipe_ring(&setup, cfg.ring, cfg.touch_kb).map_err(io)?;
+                results.push(MethodResult {
+                    name: "pipe".into(),
+                    raw,
+                });
+            }
+            Method::Futex => {
+                let raw = methods::futex_pair(&setup).map_err(io)?;
+                results.push(MethodResult {
+                    name: "futex".into(),
+                    raw,
+                });
+            }
+        }
+    }
+    drop(prepared);
+    let ended = SystemTime::now();
+    let series = results.iter().map(|r| series_of(r, &cfg, tpn)).collect();
+    let mut params = serde_json::to_value(&cfg).unwrap_or_default();
+    params["ticks_per_ns"] = serde_json::json!(tpn);
+    params["tick_source"] = serde_json::json!(if ticks == Ticks::Tsc {
+        "tsc"
+    } else {
+        "monotonic"
+    });
+    let run = Run {
+        schema: result::SCHEMA.into(),
+        id: result::new_run_id(started),
+        kind: "ctxsw".into(),
+        started: result::rfc3339(started),
+        ended: result::rfc3339(ended),
+        duration_s: t0.elapsed().as_secs_f64(),
+        interrupted: false,
+        command_line,
+        parameters: params,
+        warnings,
+        check_failure: None,
+        environment,
+        series,
+        samples_path: None,
+    };
+    Ok(CtxswOutcome {
+        run,
+        results,
+        ticks_per_ns: tpn,
+    })
+}
+
+fn tick_stats(v: &[u64]) -> serde_json::Value {
+    let mut s = v.to_vec();
+    s.sort_unstable();
+    let n = s.len().max(1);
+    let at = |q: f64| {
+        s.get((((q * n as f64).ceil() as usize).max(1) - 1).min(n - 1))
+            .copied()
+            .unwrap_or(0)
+    };
+    serde_json::json!({
+        "min": s.first().copied().unwrap_or(0),
+        "median": at(0.5),
+        "mean": s.iter().sum::<u64>() as f64 / n as f64,
+        "p99": at(0.99),
+        "max": s.last().copied().unwrap_or(0),
+    })
+}
+
+/// A series of per-switch costs in ns; raw round trips in ticks go to `extra`.
+fn series_of(r: &MethodResult, cfg: &CtxswConfig, tpn: f64) -> Series {
+    let mut rec = Recorder::new();
+    for &x in &r.raw.samples {
+        let ns = methods::per_switch(x, r.raw.overhead_per_sample, r.raw.switches_per_sample) / tpn;
+        rec.record(ns.round() as u64);
+    }
+    let mut s = Series::from_recorder(r.name.clone(), &rec);
+    s.cpu = cfg.cpus.first().copied();
+    s.policy = cfg.policy.to_string();
+    s.prio = cfg.prio;
+    s.extra = Some(serde_json::json!({
+        "tasks": cfg.tasks,
+        "cpus": cfg.cpus,
+        "switches_per_sample": r.raw.switches_per_sample,
+        "overhead_ticks_per_sample": r.raw.overhead_per_sample,
+        "overhead_ns_per_sample": r.raw.overhead_per_sample as f64 / tpn,
+        "sample_ticks": tick_stats(&r.raw.samples),
+        "ticks_per_ns": tpn,
+    }));
+    s
+}
+
+/// The report: per method, per-switch cost in ns and cycles; the seed's lines on request.
+pub fn render(o: &CtxswOutcome, cfg: &CtxswConfig) -> String {
+    let u = cfg.unit;
+    let mut s = format!(
+        "latlab ctxsw  {} on CPU(s) {}  {} {}  {} iterations (+{} warm-up)  run {}\n",
+        match cfg.tasks {
+            TaskKind::Threads => "threads",
+            TaskKind::Processes => "processes",
+        },
+        CpuSet::from_cpus(cfg.cpus.iter().copied()),
+        cfg.policy,
+        cfg.prio,
+        cfg.iterations,
+        cfg.warmup,
+        o.run.id
+    );
+    s.push_str(&format!(
+        "per context switch, {u} and TSC cycles ({:.0} MHz); raw = one round trip\n",
+        o.ticks_per_ns * 1000.0
+    ));
+    let mut rows = Vec::new();
+    for (r, ser) in o.results.iter().zip(&o.run.series) {
+        let m = &ser.summary;
+        let cyc = |ns: f64| format!("{:.0}", ns * o.ticks_per_ns);
+        let raw_min = r.raw.samples.iter().min().copied().unwrap_or(0);
+        rows.push(vec![
+            r.name.clone(),
+            m.count.to_string(),
+            format!("{}", r.raw.switches_per_sample),
+            u.fmt_ns(m.min_ns as f64),
+            u.fmt_ns(m.percentiles.p50 as f64),
+            u.fmt_ns(m.mean_ns),
+            u.fmt_ns(m.percentiles.p99 as f64),
+            u.fmt_ns(m.max_ns as f64),
+            cyc(m.min_ns as f64),
+            cyc(m.percentiles.p50 as f64),
+            raw_min.to_string(),
+            u.fmt_ns(r.raw.overhead_per_sample as f64 / o.ticks_per_ns),
+        ]);
+    }
+    s.push_str(&table::render(
+        &[
+            "method",
+            "samples",
+            "switches",
+            "min",
+            "median",
+            "mean",
+            "p99",
+            "max",
+            "min cyc",
+            "median cyc",
+            "raw min cyc",
+            "overhead",
+        ],
+        &rows,
+    ));
+    if cfg.seed_output {
+        s.push('\n');
+        for r in &o.results {
+            if let Some(phase) = r.name.strip_prefix("yield") {
+                let label = match phase {
+                    "" | "+no-ioperm" => "default no ioperm".to_string(),
+                    p => format!("turning on port {} ioperm", p.trim_start_matches("+ioperm")),
+                };
+                let min = r.raw.samples.iter().min().copied().unwrap_or(0);
+                s.push_str(&format!("{label}: scheduling latency: {min} cycles\n"));
+            }
+        }
+    }
+    for w in &o.run.warnings {
+        s.push_str(&format!("warning: {w}\n"));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ioperm_phases() {
+        assert_eq!(
+            parse_ioperm("all").unwrap(),
+            vec![None, Some(0x80), Some(0xffff)]
+        );
+        assert_eq!(parse_ioperm("none,0x80").unwrap(), vec![None, Some(0x80)]);
+        assert!(parse_ioperm("0x10000")
+            .unwrap_err()
+            .to_string()
+            .contains("0xffff"));
+        assert!(parse_ioperm("port80").is_err());
+    }
+}

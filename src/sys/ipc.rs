@@ -1,0 +1,185 @@
+//! Inter-task plumbing for the context-switch methods: pipes, a futex word in shared memory,
+//! and forked children. Everything here works for threads and for processes alike.
+
+use std::sync::atomic::AtomicU32;
+
+/// A pipe as two raw descriptors (closed explicitly: ownership moves between tasks).
+#[derive(Debug, Clone, Copy)]
+pub struct Pipe {
+    /// Read end.
+    pub r: i32,
+    /// Write end.
+    pub w: i32,
+}
+
+impl Pipe {
+    /// A new pipe (close-on-exec).
+    pub fn new() -> std::io::Result<Pipe> {
+        let mut fds = [0i32; 2];
+        // SAFETY: fds is a valid two-int array.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(Pipe {
+            r: fds[0],
+            w: fds[1],
+        })
+    }
+}
+
+/// Writes one byte; false on error.
+#[inline(always)]
+pub fn put(fd: i32) -> bool {
+    let b = 1u8;
+    // SAFETY: writing one byte from a valid buffer.
+    unsafe { libc::write(fd, (&b as *const u8).cast(), 1) == 1 }
+}
+
+/// Reads one byte; false on EOF or error.
+#[inline(always)]
+pub fn get(fd: i32) -> bool {
+    let mut b = 0u8;
+    // SAFETY: reading one byte into a valid buffer.
+    unsafe { libc::read(fd, (&mut b as *mut u8).cast(), 1) == 1 }
+}
+
+/// Closes a descriptor.
+pub fn close(fd: i32) {
+    // SAFETY: closing a descriptor this code owns; errors are irrelevant here.
+    unsafe {
+        libc::close(fd);
+    }
+}
+
+/// One page of anonymous memory shared across fork, holding futex words.
+pub struct SharedPage {
+    ptr: *mut libc::c_void,
+}
+
+// SAFETY: the page is only accessed through atomics.
+unsafe impl Send for SharedPage {}
+// SAFETY: as above.
+unsafe impl Sync for SharedPage {}
+
+impl SharedPage {
+    /// Maps a zeroed shared page.
+    pub fn new() -> std::io::Result<SharedPage> {
+        // SAFETY: anonymous shared mapping, no file.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                4096,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(SharedPage { ptr })
+    }
+
+    /// The `i`-th 32-bit word (i < 1024) as an atomic.
+    pub fn word(&self, i: usize) -> &AtomicU32 {
+        assert!(i < 1024);
+        // SAFETY: in bounds of the page, aligned to 4, and only used atomically.
+        unsafe { &*(self.ptr as *const AtomicU32).add(i) }
+    }
+}
+
+impl Drop for SharedPage {
+    fn drop(&mut self) {
+        // SAFETY: unmapping the page mapped in new().
+        unsafe {
+            libc::munmap(self.ptr, 4096);
+        }
+    }
+}
+
+/// Sleeps while `*word == expected` (shared futex, works across processes).
+#[inline(always)]
+pub fn futex_wait(word: &AtomicU32, expected: u32) {
+    // SAFETY: the address is a valid, live u32.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT,
+            expected,
+            std::ptr::null::<libc::timespec>(),
+        );
+    }
+}
+
+/// Wakes up to `n` waiters on `word`.
+#[inline(always)]
+pub fn futex_wake(word: &AtomicU32, n: i32) {
+    // SAFETY: as above.
+    unsafe {
+        libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE, n);
+    }
+}
+
+/// Forks a child that pins itself, takes `policy`/`prio`, dies with its parent, runs `body`
+/// and exits. `body` runs in a copy of a multi-threaded process: it must only make plain
+/// system calls (no allocation, no locks).
+pub fn fork_task(
+    cpu: Option<usize>,
+    policy: libc::c_int,
+    prio: i32,
+    body: impl FnOnce(),
+) -> std::io::Result<libc::pid_t> {
+    // SAFETY: the child only calls async-signal-safe functions and the caller's body, which the
+    // contract above restricts to plain system calls, then _exit.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if pid == 0 {
+        // SAFETY: child side; see above.
+        unsafe {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            if let Some(c) = cpu {
+                let mut set: libc::cpu_set_t = std::mem::zeroed();
+                libc::CPU_SET(c, &mut set);
+                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+            }
+            let p = libc::sched_param {
+                sched_priority: prio,
+            };
+            libc::sched_setscheduler(0, policy, &p);
+        }
+        body();
+        // SAFETY: leaving the child without running the parent's destructors.
+        unsafe { libc::_exit(0) };
+    }
+    Ok(pid)
+}
+
+/// Kills and reaps a forked task.
+pub fn kill_task(pid: libc::pid_t) {
+    // SAFETY: signalling and reaping our own child.
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+        libc::waitpid(pid, std::ptr::null_mut(), 0);
+    }
+}
+
+/// Reaps a forked task that is ending by itself.
+pub fn wait_task(pid: libc::pid_t) {
+    // SAFETY: reaping our own child.
+    unsafe {
+        libc::waitpid(pid, std::ptr::null_mut(), 0);
+    }
+}
+
+/// sched_yield().
+#[inline(always)]
+pub fn yield_now() {
+    // SAFETY: no arguments.
+    unsafe {
+        libc::sched_yield();
+    }
+}

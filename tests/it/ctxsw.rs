@@ -1,0 +1,103 @@
+//! `latlab ctxsw`: every method gives one sample per iteration, threads and processes; the
+//! ioperm phases say plainly when the kernel lacks them.
+
+use crate::util::{latlab, read_json, rt_unavailable, skip};
+
+#[test]
+fn each_method_gives_one_sample_per_iteration() {
+    if let Some(why) = rt_unavailable() {
+        return skip("each_method_gives_one_sample_per_iteration", &why);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for (tasks, cpus, methods) in [
+        ("threads", "0", "yield,pipe,futex"),
+        ("processes", "0", "yield,pipe,futex"),
+        ("threads", "0,1", "pipe,futex"),
+    ] {
+        let json = dir.path().join(format!("{tasks}{cpus}.json"));
+        let out = latlab()
+            .args([
+                "ctxsw", "--tasks", tasks, "--cpus", cpus, "--method", methods, "-n", "777",
+                "--ring", "3", "--touch", "4", "--json",
+            ])
+            .arg(&json)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{tasks} {cpus}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let run = read_json(&json);
+        let series = run["series"].as_array().unwrap();
+        assert_eq!(series.len(), methods.split(',').count());
+        for s in series {
+            assert_eq!(s["count"], 777, "{tasks} {cpus} {}", s["name"]);
+            let x = &s["extra"];
+            if s["name"] == "pipe" {
+                assert_eq!(x["switches_per_sample"], 3.0);
+                assert!(
+                    x["overhead_ticks_per_sample"].as_u64().unwrap() > 0,
+                    "pipe overhead not measured"
+                );
+            } else {
+                assert_eq!(x["switches_per_sample"], 2.0);
+            }
+        }
+    }
+}
+
+#[test]
+fn ioperm_phases_or_a_clear_reason() {
+    if let Some(why) = rt_unavailable() {
+        return skip("ioperm_phases_or_a_clear_reason", &why);
+    }
+    // What does this kernel say? (ioperm is per thread: ask on a throwaway one.)
+    let enosys = std::thread::spawn(|| {
+        // SAFETY: plain syscall on this thread.
+        let r = unsafe { libc::ioperm(0x80, 1, 1) };
+        r != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOSYS)
+    })
+    .join()
+    .unwrap();
+    let out = latlab()
+        .args(["ctxsw", "--ioperm", "all", "--seed-output", "-n", "200"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    if enosys {
+        assert_eq!(out.status.code(), Some(3), "{stderr}");
+        assert!(stderr.contains("CONFIG_X86_IOPL_IOPERM"), "{stderr}");
+    } else {
+        assert!(out.status.success(), "{stderr}");
+        for line in [
+            "default no ioperm: scheduling latency:",
+            "turning on port 0x80 ioperm: scheduling latency:",
+            "turning on port 0xffff ioperm: scheduling latency:",
+        ] {
+            assert!(stdout.contains(line), "{stdout}");
+        }
+    }
+}
+
+#[test]
+fn ctxsw_bad_input() {
+    let cases: &[(&[&str], &str, i32)] = &[
+        (&["--ioperm", "0x10000"], "0xffff", 2),
+        (&["--ioperm", "port80"], "--ioperm", 2),
+        (&["--cpus", "0,1", "--method", "yield"], "one CPU", 2),
+        (&["--cpus", "77"], "--cpus", 2),
+        (&["-n", "0"], "--iterations", 2),
+        (&["--ring", "1"], "--ring", 2),
+        (&["--method", "smoke"], "smoke", 2),
+    ];
+    for (args, want, code) in cases {
+        let out = latlab().arg("ctxsw").args(*args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(*code), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+}
