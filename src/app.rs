@@ -18,6 +18,7 @@ pub fn run(cli: Cli, argv: Vec<String>) -> Result<()> {
         Command::Samples(a) => samples_cmd(&a),
         Command::Noise(a) => noise_cmd(&a, argv),
         Command::Ctxsw(a) => ctxsw_cmd(&a, argv),
+        Command::Clocks(a) => clocks_cmd(&a, argv),
         Command::Compare(a) => {
             let text = crate::compare::run(&a)?;
             print!("{text}");
@@ -74,6 +75,23 @@ fn ctxsw_cmd(a: &crate::cli::CtxswArgs, argv: Vec<String>) -> Result<()> {
         sink,
         &outcome.run,
     )
+}
+
+fn clocks_cmd(a: &crate::cli::ClocksArgs, argv: Vec<String>) -> Result<()> {
+    use crate::measure::clocks;
+    let cfg = clocks::ClocksConfig::from_args(a)?;
+    let sink = a.json.as_deref().map(JsonSink::open).transpose()?;
+    let outcome = clocks::run(cfg.clone(), argv)?;
+    emit(
+        &clocks::render(&outcome, &cfg),
+        a.json.as_deref(),
+        sink,
+        &outcome.run,
+    )?;
+    match outcome.run.check_failure {
+        Some(c) => Err(Error::CheckFailed(c)),
+        None => Ok(()),
+    }
 }
 
 /// Prints a report (to stderr when the JSON goes to stdout) and writes the JSON.

@@ -24,6 +24,9 @@ pub enum Command {
     Noise(NoiseArgs),
     /// Context-switch cost by yield, pipe ring or futex, threads or processes (seed 000).
     Ctxsw(CtxswArgs),
+    /// The cost of time: every clock's cost per call, resolution, granularity and path
+    /// (vDSO or kernel), under chosen clocksources; cross-CPU monotonicity.
+    Clocks(ClocksArgs),
     /// Compare data sets: quantiles with bootstrap intervals, Mann-Whitney U, Welch's t,
     /// Holm–Bonferroni; or ministat's output with --ministat.
     Compare(CompareArgs),
@@ -375,3 +378,33 @@ subtracted (lmbench). futex: a wake/wait ping-pong, two switches per round trip.
 shown per switch; the raw round trips are in the JSON.
 
 Seed 000: latlab ctxsw --ioperm all --seed-output";
+
+/// Arguments of `latlab clocks`.
+#[derive(Debug, Args)]
+pub struct ClocksArgs {
+    /// Sources to measure, comma-separated (default: all): realtime, monotonic, monotonic_raw,
+    /// boottime, tai, realtime_coarse, monotonic_coarse, process_cputime, thread_cputime,
+    /// gettimeofday, time, rdtsc, rdtscp.
+    #[arg(long, value_name = "LIST")]
+    pub clocks: Option<String>,
+    /// Measure under each of these clocksources (e.g. tsc,kvm-clock, or all); the original is
+    /// restored afterwards, also on Ctrl-C and errors.
+    #[arg(long, value_name = "LIST")]
+    pub clocksource: Option<String>,
+    /// Also check monotonicity across CPUs for this long (monotonic, monotonic_raw, rdtsc);
+    /// a backward step fails the check (exit 1).
+    #[arg(long, value_name = "SECONDS")]
+    pub check_monotonic: Option<String>,
+    /// Batches timed per source.
+    #[arg(long, default_value_t = 2000)]
+    pub batches: usize,
+    /// Calls per batch.
+    #[arg(long, default_value_t = 100)]
+    pub batch: usize,
+    /// Unit for resolution and granularity.
+    #[arg(long, value_enum, default_value_t = DisplayUnit::Ns)]
+    pub unit: DisplayUnit,
+    /// Write the result as JSON to FILE, or `-` for stdout.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}

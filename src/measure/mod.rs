@@ -1,5 +1,6 @@
 //! One module per experiment. Each turns a validated config into a `result::Run`.
 
+pub mod clocks;
 pub mod ctxsw;
 pub mod cyclic;
 pub mod noise;

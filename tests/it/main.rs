@@ -1,5 +1,6 @@
 //! latlab's one integration-test binary: drives the real `latlab` binary end to end.
 
+mod clocks;
 mod compare;
 mod ctxsw;
 mod cyclic;

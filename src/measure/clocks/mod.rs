@@ -1,0 +1,544 @@
+//! `latlab clocks`: the cost of time (seeds 001 and 004). For every clock id, gettimeofday,
+//! time and the raw TSC: cost per call, resolution and observed granularity, vDSO or kernel
+//! entry; under each chosen clocksource (always restored); and a cross-CPU monotonicity check.
+
+pub mod probes;
+
+use crate::config::{CpuSet, DisplayUnit};
+use crate::error::{Error, Result};
+use crate::export::table;
+use crate::result::{self, Environment, Run, Series};
+use crate::rt::Control;
+use crate::stats::Recorder;
+use crate::sys::clocksource::{self, ClocksourceGuard};
+use crate::sys::tsc::Ticks;
+use probes::Probe;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+/// Validated `clocks` settings.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ClocksConfig {
+    /// Sources to measure, by name.
+    pub probes: Vec<String>,
+    /// Clocksources to measure under (empty: the current one only).
+    pub clocksources: Vec<String>,
+    /// Seconds of cross-CPU monotonicity checking per checked clock (0: none).
+    pub check_monotonic_ns: u64,
+    /// Batches per source.
+    pub batches: usize,
+    /// Calls per batch.
+    pub batch: usize,
+    /// Unit on screen.
+    pub unit: DisplayUnit,
+}
+
+impl ClocksConfig {
+    /// Validates raw arguments.
+    pub fn from_args(a: &crate::cli::ClocksArgs) -> Result<ClocksConfig> {
+        let probes: Vec<String> = match &a.clocks {
+            None => probes::ALL.iter().map(|p| p.name().to_string()).collect(),
+            Some(list) => {
+                let mut v = Vec::new();
+                for n in list.split(',').map(str::trim) {
+                    if probes::by_name(n).is_none() {
+                        let known: Vec<&str> = probes::ALL.iter().map(|p| p.name()).collect();
+                        return Err(Error::flag(
+                            "--clocks",
+                            n,
+                            format!("unknown clock (known: {})", known.join(", ")),
+                        ));
+                    }
+                    v.push(n.to_string());
+                }
+                v
+            }
+        };
+        let clocksources = match &a.clocksource {
+            None => Vec::new(),
+            Some(list) => {
+                let avail = clocksource::available(Path::new("/sys"))?;
+                let mut v = Vec::new();
+                for n in list.split(',').map(str::trim) {
+                    if n == "all" {
+                        v.extend(avail.iter().cloned());
+                    } else if avail.iter().any(|x| x == n) {
+                        v.push(n.to_string());
+                    } else {
+                        return Err(Error::flag(
+                            "--clocksource",
+                            n,
+                            format!(
+                                "not offered by this kernel (available: {})",
+                                avail.join(" ")
+                            ),
+                        ));
+                    }
+                }
+                v
+            }
+        };
+        let check_monotonic_ns = match &a.check_monotonic {
+            None => 0,
+            Some(v) => crate::config::parse_time_ns(v, crate::config::BareUnit::Seconds)
+                .map_err(|e| Error::flag("--check-monotonic", v, e))?,
+        };
+        if a.batches == 0 || a.batch == 0 {
+            return Err(Error::flag(
+                "--batches/--batch",
+                format!("{}x{}", a.batches, a.batch),
+                "both must be at least 1",
+            ));
+        }
+        Ok(ClocksConfig {
+            probes,
+            clocksources,
+            check_monotonic_ns,
+            batches: a.batches,
+            batch: a.batch,
+            unit: a.unit,
+        })
+    }
+}
+
+/// What one source measured.
+#[derive(Debug, Clone)]
+pub struct ProbeResult {
+    /// Source name.
+    pub name: String,
+    /// Clocksource in force.
+    pub clocksource: String,
+    /// Why it was skipped, if it was.
+    pub unavailable: Option<String>,
+    /// Per-call cost of each batch, ns.
+    pub cost_ns: Vec<f64>,
+    /// Per-call cost of the direct system call, median ns (None: not a system call).
+    pub syscall_ns: Option<f64>,
+    /// "vdso", "syscall" or "instruction".
+    pub path: &'static str,
+    /// clock_getres, ns.
+    pub resolution_ns: Option<u64>,
+    /// Smallest non-zero step seen between two reads, ns.
+    pub granularity_ns: Option<f64>,
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_unstable_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
+}
+
+/// Per-call cost in ns of `f`, one figure per batch.
+fn cost(f: impl Fn() -> u64, ticks: Ticks, tpn: f64, batches: usize, per: usize) -> Vec<f64> {
+    let mut out = Vec::with_capacity(batches);
+    for _ in 0..batches {
+        let t1 = ticks.read();
+        for _ in 0..per {
+            std::hint::black_box(f());
+        }
+        let t2 = ticks.read();
+        out.push(t2.wrapping_sub(t1) as f64 / tpn / per as f64);
+    }
+    out
+}
+
+/// Smallest non-zero step between consecutive reads (in the source's units), within 50 ms.
+fn granularity(p: Probe) -> Option<u64> {
+    let t0 = Instant::now();
+    let mut prev = p.read();
+    let mut best: Option<u64> = None;
+    let mut changes = 0;
+    while t0.elapsed() < Duration::from_millis(50) && changes < 1000 {
+        for _ in 0..256 {
+            let v = p.read();
+            if v != prev {
+                let d = v.wrapping_sub(prev);
+                best = Some(best.map_or(d, |b| b.min(d)));
+                changes += 1;
+                prev = v;
+            }
+        }
+    }
+    best
+}
+
+fn measure(p: Probe, cs: &str, cfg: &ClocksConfig, ticks: Ticks, tpn: f64) -> ProbeResult {
+    let mut r = ProbeResult {
+        name: p.name().into(),
+        clocksource: cs.into(),
+        unavailable: p.unavailable(),
+        cost_ns: Vec::new(),
+        syscall_ns: None,
+        path: "instruction",
+        resolution_ns: p.resolution_ns(),
+        granularity_ns: None,
+    };
+    if r.unavailable.is_some() {
+        return r;
+    }
+    r.cost_ns = cost(|| p.read(), ticks, tpn, cfg.batches, cfg.batch);
+    if p.read_syscall().is_some() {
+        let mut sys = cost(
+            || p.read_syscall().unwrap_or(0),
+            ticks,
+            tpn,
+            cfg.batches.min(500),
+            cfg.batch,
+        );
+        let s = median(&mut sys);
+        let c = median(&mut r.cost_ns.clone());
+        r.syscall_ns = Some(s);
+        r.path = if c < 0.6 * s { "vdso" } else { "syscall" };
+    }
+    let unit_ns = match p {
+        Probe::Rdtsc | Probe::Rdtscp => 1.0 / tpn,
+        _ => 1.0,
+    };
+    r.granularity_ns = granularity(p).map(|g| g as f64 * unit_ns);
+    r
+}
+
+/// A backward step seen by the monotonicity check.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Backward {
+    /// How far back, in the source's units (ns; ticks for rdtsc).
+    pub size: u64,
+    /// CPU that published the later value.
+    pub from_cpu: usize,
+    /// CPU that then read an earlier one.
+    pub to_cpu: usize,
+}
+
+/// Result of the cross-CPU check of one source.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct MonoCheck {
+    /// Source name.
+    pub name: String,
+    /// Comparisons made.
+    pub comparisons: u64,
+    /// Backward steps seen.
+    pub backward_steps: u64,
+    /// The first backward steps (at most 100 per CPU).
+    pub examples: Vec<Backward>,
+}
+
+/// Threads on every CPU read `p` back to back; each first loads the latest published value,
+/// then reads its clock (after that load has completed): reading less than a value another CPU
+/// published earlier is a step back in time. Value and CPU are published together as
+/// `value << 8 | cpu` (CPU numbers above 255 are reported modulo 256).
+pub fn check_monotonic(p: Probe, cpus: &[usize], dur: Duration, stop_all: &Control) -> MonoCheck {
+    let last = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let handles: Vec<_> = cpus
+        .iter()
+        .map(|&cpu| {
+            let (last, stop) = (last.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let _ = crate::sys::sched::pin_to_cpu(cpu);
+                let mut ex = Vec::with_capacity(100);
+                let (mut n, mut back) = (0u64, 0u64);
+                while !stop.load(Ordering::Relaxed) {
+                    let packed = last.load(Ordering::Acquire);
+                    let (seen, from) = (packed >> 8, (packed & 0xff) as usize);
+                    let t = p.read_ordered() & (u64::MAX >> 8);
+                    n += 1;
+                    if t < seen {
+                        back += 1;
+                        if ex.len() < 100 {
+                            ex.push(Backward {
+                                size: seen - t,
+                                from_cpu: from,
+                                to_cpu: cpu,
+                            });
+                        }
+                    } else {
+                        last.fetch_max(t << 8 | (cpu as u64 & 0xff), Ordering::AcqRel);
+                    }
+                }
+                (n, back, ex)
+            })
+        })
+        .collect();
+    let t0 = Instant::now();
+    while t0.elapsed() < dur && !stop_all.was_interrupted() {
+        std::thread::sleep(Duration::from_millis(20).min(dur));
+    }
+    stop.store(true, Ordering::Release);
+    let mut out = MonoCheck {
+        name: p.name().into(),
+        comparisons: 0,
+        backward_steps: 0,
+        examples: Vec::new(),
+    };
+    for h in handles {
+        if let Ok((n, b, ex)) = h.join() {
+            out.comparisons += n;
+            out.backward_steps += b;
+            out.examples.extend(ex);
+        }
+    }
+    out
+}
+
+/// A finished `clocks` run.
+pub struct ClocksOutcome {
+    /// The result model.
+    pub run: Run,
+    /// Per clocksource and source.
+    pub results: Vec<ProbeResult>,
+    /// Monotonicity checks.
+    pub checks: Vec<MonoCheck>,
+}
+
+/// Runs the measurement.
+pub fn run(cfg: ClocksConfig, command_line: Vec<String>) -> Result<ClocksOutcome> {
+    let environment = Environment::capture();
+    let mut warnings = Vec::new();
+    let control = Control::with_signals();
+    let ticks = Ticks::best();
+    let tpn = ticks.per_ns(100);
+    let started = SystemTime::now();
+    let t0 = Instant::now();
+    let probes: Vec<Probe> = cfg
+        .probes
+        .iter()
+        .filter_map(|n| probes::by_name(n))
+        .collect();
+    let mut results = Vec::new();
+    {
+        let guard = if cfg.clocksources.is_empty() {
+            None
+        } else {
+            Some(ClocksourceGuard::new(Path::new("/sys"))?)
+        };
+        let sources: Vec<String> = if cfg.clocksources.is_empty() {
+            vec![environment.clocksource.clone()]
+        } else {
+            cfg.clocksources.clone()
+        };
+        'outer: for cs in &sources {
+            if let Some(g) = &guard {
+                g.switch(cs)?;
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            for &p in &probes {
+                if control.was_interrupted() {
+                    break 'outer;
+                }
+                results.push(measure(p, cs, &cfg, ticks, tpn));
+            }
+        }
+        // The guard puts the original clocksource back here, whatever happened above.
+    }
+    let mut checks = Vec::new();
+    if cfg.check_monotonic_ns > 0 && !control.was_interrupted() {
+        let cpus: Vec<usize> = CpuSet::online_here().iter().collect();
+        let dur = Duration::from_nanos(cfg.check_monotonic_ns);
+        for name in ["monotonic", "monotonic_raw", "rdtsc"] {
+            let Some(p) = probes::by_name(name).filter(|p| p.unavailable().is_none()) else {
+                continue;
+            };
+            if !cfg.probes.iter().any(|n| n == name) {
+                continue;
+            }
+            checks.push(check_monotonic(p, &cpus, dur, &control));
+        }
+    }
+    let mut check_failure = None;
+    for c in &checks {
+        if c.backward_steps > 0 {
+            let worst = c.examples.iter().max_by_key(|b| b.size);
+            let msg = format!(
+                "--check-monotonic: {} went backwards {} time(s) in {} comparisons{}",
+                c.name,
+                c.backward_steps,
+                c.comparisons,
+                worst
+                    .map(|b| format!(
+                        "; largest step {} (CPU {} then CPU {})",
+                        b.size, b.from_cpu, b.to_cpu
+                    ))
+                    .unwrap_or_default()
+            );
+            warnings.push(msg.clone());
+            check_failure.get_or_insert(msg);
+        }
+    }
+    let interrupted = control.was_interrupted();
+    let mut series: Vec<Series> = results
+        .iter()
+        .filter(|r| r.unavailable.is_none())
+        .map(|r| series_of(r, &cfg, tpn))
+        .collect();
+    for c in &checks {
+        let mut rec = Recorder::new();
+        for b in &c.examples {
+            rec.record(b.size);
+        }
+        let mut s = Series::from_recorder(format!("monotonic-check/{}", c.name), &rec);
+        s.summary.count = c.comparisons;
+        s.extra = Some(serde_json::to_value(c).unwrap_or_default());
+        series.push(s);
+    }
+    let unavailable: Vec<serde_json::Value> = results
+        .iter()
+        .filter_map(|r| {
+            r.unavailable
+                .as_ref()
+                .map(|why| serde_json::json!({"name": r.name, "why": why}))
+        })
+        .collect();
+    let mut params = serde_json::to_value(&cfg).unwrap_or_default();
+    params["unavailable"] = serde_json::json!(unavailable);
+    params["ticks_per_ns"] = serde_json::json!(tpn);
+    let run = Run {
+        schema: result::SCHEMA.into(),
+        id: result::new_run_id(started),
+        kind: "clocks".into(),
+        started: result::rfc3339(started),
+        ended: result::rfc3339(SystemTime::now()),
+        duration_s: t0.elapsed().as_secs_f64(),
+        interrupted,
+        command_line,
+        parameters: params,
+        warnings,
+        check_failure,
+        environment,
+        series,
+        samples_path: None,
+    };
+    Ok(ClocksOutcome {
+        run,
+        results,
+        checks,
+    })
+}
+
+fn series_of(r: &ProbeResult, cfg: &ClocksConfig, tpn: f64) -> Series {
+    let mut rec = Recorder::new();
+    for &c in &r.cost_ns {
+        rec.record(c.round() as u64);
+    }
+    let name = if cfg.clocksources.len() > 1 {
+        format!("{}/{}", r.clocksource, r.name)
+    } else {
+        r.name.clone()
+    };
+    let mut s = Series::from_recorder(name, &rec);
+    let mut v = r.cost_ns.clone();
+    v.sort_unstable_by(f64::total_cmp);
+    let q = |q: f64| {
+        v.get((((q * v.len() as f64).ceil() as usize).max(1) - 1).min(v.len().saturating_sub(1)))
+            .copied()
+            .unwrap_or(0.0)
+    };
+    s.extra = Some(serde_json::json!({
+        "clocksource": r.clocksource,
+        "path": r.path,
+        "resolution_ns": r.resolution_ns,
+        "granularity_ns": r.granularity_ns,
+        "cost_ns": {"min": q(0.0), "median": q(0.5), "p99": q(0.99)},
+        "cost_cycles": {"min": q(0.0) * tpn, "median": q(0.5) * tpn, "p99": q(0.99) * tpn},
+        "syscall_ns": r.syscall_ns,
+        "calls_per_batch": cfg.batch,
+    }));
+    s
+}
+
+/// A duration with a decimal below 100 ns, so sub-ns TSC steps do not show as 0.
+fn fine(unit: DisplayUnit, ns: f64) -> String {
+    if unit == DisplayUnit::Ns && ns < 100.0 {
+        format!("{ns:.1}")
+    } else {
+        unit.fmt_ns(ns)
+    }
+}
+
+/// The report: a table per clocksource, then the monotonicity checks.
+pub fn render(o: &ClocksOutcome, cfg: &ClocksConfig) -> String {
+    let mut s = format!(
+        "latlab clocks  run {}{}\n",
+        o.run.id,
+        if o.run.interrupted {
+            "  (interrupted)"
+        } else {
+            ""
+        }
+    );
+    let f2 = |v: f64| format!("{v:.1}");
+    let mut sources: Vec<&str> = o.results.iter().map(|r| r.clocksource.as_str()).collect();
+    sources.dedup();
+    let tpn = o.run.parameters["ticks_per_ns"].as_f64().unwrap_or(1.0);
+    for cs in sources {
+        s.push_str(&format!(
+            "\nclocksource {cs}: cost per call in ns (cycles at {:.0} MHz)\n",
+            tpn * 1000.0
+        ));
+        let mut rows = Vec::new();
+        for r in o.results.iter().filter(|r| r.clocksource == cs) {
+            if let Some(why) = &r.unavailable {
+                rows.push(vec![
+                    r.name.clone(),
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                    format!("unavailable: {why}"),
+                ]);
+                continue;
+            }
+            let mut v = r.cost_ns.clone();
+            let med = median(&mut v);
+            let p99 = v
+                .get(((0.99 * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1)
+                .copied()
+                .unwrap_or(0.0);
+            rows.push(vec![
+                r.name.clone(),
+                f2(v.first().copied().unwrap_or(0.0)),
+                f2(med),
+                f2(p99),
+                format!("{:.0}", med * tpn),
+                r.resolution_ns
+                    .map_or("-".into(), |x| fine(cfg.unit, x as f64)),
+                r.granularity_ns.map_or("-".into(), |x| fine(cfg.unit, x)),
+                r.path.to_string(),
+            ]);
+        }
+        s.push_str(&table::render(
+            &[
+                "clock",
+                "min",
+                "median",
+                "p99",
+                "cycles",
+                &format!("resolution ({})", cfg.unit),
+                &format!("granularity ({})", cfg.unit),
+                "path",
+            ],
+            &rows,
+        ));
+    }
+    if !cfg.clocksources.is_empty() {
+        s.push_str("(the original clocksource was restored)\n");
+    }
+    for c in &o.checks {
+        s.push_str(&format!(
+            "\nmonotonic check {}: {} comparisons across CPUs, {} backward step(s)\n",
+            c.name, c.comparisons, c.backward_steps
+        ));
+        for b in c.examples.iter().take(5) {
+            s.push_str(&format!(
+                "  back by {} (CPU {} then CPU {})\n",
+                b.size, b.from_cpu, b.to_cpu
+            ));
+        }
+    }
+    for w in &o.run.warnings {
+        s.push_str(&format!("warning: {w}\n"));
+    }
+    s
+}
