@@ -11,11 +11,66 @@ use crate::samples::SampleLog;
 use crate::stats::Recorder;
 use std::io::Write;
 
+/// Parses every `--load` before anything starts (bad specs are exit 2).
+fn load_specs(v: &[String]) -> Result<Vec<crate::load::LoadSpec>> {
+    v.iter().map(|s| crate::load::LoadSpec::parse(s)).collect()
+}
+
+/// Runs `measure` with the loads running around it; their reports and warnings go into the run.
+fn with_loads<T>(
+    specs: &[crate::load::LoadSpec],
+    measure: impl FnOnce() -> Result<T>,
+    run: impl FnOnce(&mut T) -> &mut crate::result::Run,
+) -> Result<T> {
+    let set = crate::load::LoadSet::start(specs)?;
+    let mut out = measure()?;
+    let (reports, warnings) = set.stop();
+    let r = run(&mut out);
+    r.loads = reports;
+    r.warnings.extend(warnings);
+    Ok(out)
+}
+
+/// One line per load for the text report.
+fn load_lines(run: &crate::result::Run) -> String {
+    run.loads
+        .iter()
+        .map(|l| {
+            format!(
+                "load {}: {:.4e} {}/s over {:.2} s{}\n",
+                l.spec,
+                l.rate_per_s,
+                l.unit,
+                l.seconds,
+                l.note
+                    .as_ref()
+                    .map(|n| format!(" ({n})"))
+                    .unwrap_or_default()
+            )
+        })
+        .collect()
+}
+
 /// Runs one parsed command line.
 pub fn run(cli: Cli, argv: Vec<String>) -> Result<()> {
     match cli.command {
         Command::Cyclic(a) => cyclic_cmd(&a, argv),
         Command::Samples(a) => samples_cmd(&a),
+        Command::Load(a) => {
+            let spec = crate::load::LoadSpec::parse(&a.spec)?;
+            let d = a
+                .duration
+                .as_deref()
+                .map(|v| {
+                    crate::config::parse_time_ns(v, crate::config::BareUnit::Seconds)
+                        .map_err(|e| Error::flag("-D/--duration", v, e))
+                })
+                .transpose()?
+                .map(std::time::Duration::from_nanos);
+            print!("{}", crate::load::standalone(&spec, d)?);
+            Ok(())
+        }
+        Command::LoadWorker(a) => crate::load::worker_main(&a.spec),
         Command::Noise(a) => noise_cmd(&a, argv),
         Command::Ctxsw(a) => ctxsw_cmd(&a, argv),
         Command::Clocks(a) => clocks_cmd(&a, argv),
@@ -34,12 +89,14 @@ fn cyclic_cmd(a: &CyclicArgs, argv: Vec<String>) -> Result<()> {
     let unit = cfg.unit;
     let hist = cfg.histogram_us.is_some();
     let to_stderr = cyclic::report::json_to_stdout(&cfg);
-    let outcome = cyclic::run(cfg, argv)?;
+    let loads = load_specs(&a.load)?;
+    let outcome = with_loads(&loads, || cyclic::run(cfg, argv), |o| &mut o.run)?;
     let mut text = String::new();
     if hist {
         text.push_str(&cyclic::report::render_histogram(&outcome));
     }
     text.push_str(&cyclic::report::render(&outcome, unit));
+    text.push_str(&load_lines(&outcome.run));
     if to_stderr {
         eprint!("{text}");
     } else {
@@ -59,8 +116,13 @@ fn noise_cmd(a: &crate::cli::NoiseArgs, argv: Vec<String>) -> Result<()> {
     use crate::config::noise::NoiseConfig;
     let cfg = NoiseConfig::from_args(a, &CpuSet::online_here(), crate::sys::tsc::available())?;
     let sink = cfg.json.as_deref().map(JsonSink::open).transpose()?;
-    let outcome = crate::measure::noise::run(cfg.clone(), argv)?;
-    let text = crate::measure::noise::report::render(&outcome, &cfg);
+    let loads = load_specs(&a.load)?;
+    let outcome = with_loads(
+        &loads,
+        || crate::measure::noise::run(cfg.clone(), argv),
+        |o| &mut o.run,
+    )?;
+    let text = crate::measure::noise::report::render(&outcome, &cfg) + &load_lines(&outcome.run);
     emit(&text, cfg.json.as_deref(), sink, &outcome.run)
 }
 

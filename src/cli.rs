@@ -34,6 +34,12 @@ pub enum Command {
     /// [-d delimiter(s)] [-Ans] [-w width] [file ...]`. Also `latlab compare --ministat ...`.
     #[command(disable_help_flag = true)]
     Ministat(MinistatArgs),
+    /// Run a load that provokes latency, in the foreground: `latlab load hackbench` (one run,
+    /// prints Time: like hackbench), `latlab load cpu:threads=2 -D 10s`.
+    Load(LoadArgs),
+    /// Runs one --load in a worker process (internal).
+    #[command(hide = true)]
+    LoadWorker(LoadWorkerArgs),
     /// Read a raw sample log written by `--samples`: summary per series, or CSV.
     Samples(SamplesArgs),
 }
@@ -43,6 +49,12 @@ pub enum Command {
 #[derive(Debug, Args)]
 #[command(after_help = CYCLIC_AFTER_HELP)]
 pub struct CyclicArgs {
+    /// Run a load during the measurement: hackbench, cpu, memory, io, net or exec, with
+    /// options (hackbench:groups=10,loops=100; io:path=/dev/vda,direct=1; exec:CMD).
+    /// Repeatable; loads warm up before the start and are reaped after it.
+    #[arg(long = "load", value_name = "KIND[:OPTS]")]
+    pub load: Vec<String>,
+
     /// Number of measuring threads; without N, one per CPU (of --affinity, or all online CPUs),
     /// each pinned to its CPU.
     #[arg(short = 't', long = "threads", value_name = "N", num_args = 0..=1)]
@@ -262,6 +274,12 @@ Examples:
 #[derive(Debug, Args)]
 #[command(after_help = NOISE_AFTER_HELP)]
 pub struct NoiseArgs {
+    /// Run a load during the measurement: hackbench, cpu, memory, io, net or exec, with
+    /// options (hackbench:groups=10,loops=100; io:path=/dev/vda,direct=1; exec:CMD).
+    /// Repeatable; loads warm up before the start and are reaped after it.
+    #[arg(long = "load", value_name = "KIND[:OPTS]")]
+    pub load: Vec<String>,
+
     /// CPUs to measure (default: every online CPU but the main CPU; all when there is one).
     #[arg(long, value_name = "CPUSET")]
     pub cpus: Option<String>,
@@ -321,6 +339,12 @@ Seed 003 (per-CPU max gap with a disturbing command on CPU 0, repeated):
 #[derive(Debug, Args)]
 #[command(after_help = CTXSW_AFTER_HELP)]
 pub struct CtxswArgs {
+    /// Run a load during the measurement: hackbench, cpu, memory, io, net or exec, with
+    /// options (hackbench:groups=10,loops=100; io:path=/dev/vda,direct=1; exec:CMD).
+    /// Repeatable; loads warm up before the start and are reaped after it.
+    #[arg(long = "load", value_name = "KIND[:OPTS]")]
+    pub load: Vec<String>,
+
     /// Methods, comma-separated: yield, pipe, futex (default: all three).
     #[arg(long, value_enum, value_delimiter = ',')]
     pub method: Vec<crate::measure::ctxsw::Method>,
@@ -382,6 +406,12 @@ Seed 000: latlab ctxsw --ioperm all --seed-output";
 /// Arguments of `latlab clocks`.
 #[derive(Debug, Args)]
 pub struct ClocksArgs {
+    /// Run a load during the measurement: hackbench, cpu, memory, io, net or exec, with
+    /// options (hackbench:groups=10,loops=100; io:path=/dev/vda,direct=1; exec:CMD).
+    /// Repeatable; loads warm up before the start and are reaped after it.
+    #[arg(long = "load", value_name = "KIND[:OPTS]")]
+    pub load: Vec<String>,
+
     /// Sources to measure, comma-separated (default: all): realtime, monotonic, monotonic_raw,
     /// boottime, tai, realtime_coarse, monotonic_coarse, process_cputime, thread_cputime,
     /// gettimeofday, time, rdtsc, rdtscp.
@@ -407,4 +437,23 @@ pub struct ClocksArgs {
     /// Write the result as JSON to FILE, or `-` for stdout.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+}
+
+/// Arguments of `latlab load`.
+#[derive(Debug, Args)]
+pub struct LoadArgs {
+    /// KIND[:key=value,...]: hackbench (groups, fds, loops, datasize, mode=process|thread,
+    /// ipc=socket|pipe), cpu (threads, policy, prio), memory (threads, size), io (path, direct,
+    /// block, size), net (size), exec:CMD.
+    pub spec: String,
+    /// Run this long (default: hackbench does one run; others run until Ctrl-C).
+    #[arg(short = 'D', long, value_name = "TIME")]
+    pub duration: Option<String>,
+}
+
+/// Arguments of the hidden `load-worker`.
+#[derive(Debug, Args)]
+pub struct LoadWorkerArgs {
+    /// The load spec.
+    pub spec: String,
 }

@@ -7,6 +7,7 @@ pub mod compare;
 pub mod config;
 pub mod error;
 pub mod export;
+pub mod load;
 pub mod measure;
 pub mod result;
 pub mod rt;

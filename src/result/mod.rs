@@ -42,6 +42,9 @@ pub struct Run {
     pub series: Vec<Series>,
     /// Path of the raw sample log, when one was written.
     pub samples_path: Option<String>,
+    /// Loads that ran during the measurement, with what they achieved.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub loads: Vec<crate::load::LoadReport>,
 }
 
 /// One thread's or CPU's measurements.

@@ -32,6 +32,38 @@ pub fn spawn_shell(script: &str, cpu: Option<usize>) -> std::io::Result<Child> {
     c.spawn()
 }
 
+/// Starts a command for a load: run directly (execvp, keeping the parent-death signal) when it
+/// has no shell syntax, else through `sh -c`. Same process group as the caller, SCHED_OTHER,
+/// SIGKILL on parent death.
+pub fn spawn_command(cmd: &str) -> std::io::Result<Child> {
+    let shell = cmd.contains([
+        '|', ';', '&', '$', '`', '(', ')', '<', '>', '*', '?', '"', '\'', '=',
+    ]);
+    let mut c = if shell {
+        let mut c = Command::new("/bin/sh");
+        c.arg("-c").arg(cmd);
+        c
+    } else {
+        let mut words = cmd.split_whitespace();
+        let mut c = Command::new(words.next().unwrap_or("true"));
+        c.args(words);
+        c
+    };
+    c.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        c.pre_exec(|| {
+            let p = libc::sched_param { sched_priority: 0 };
+            libc::sched_setscheduler(0, libc::SCHED_OTHER, &p);
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    c.spawn()
+}
+
 /// Kills a child's whole process group and reaps the child.
 pub fn kill_group(child: &mut Child) {
     // SAFETY: signalling a process group we created; harmless if it is already gone.

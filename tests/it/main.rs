@@ -4,6 +4,7 @@ mod clocks;
 mod compare;
 mod ctxsw;
 mod cyclic;
+mod load;
 mod ministat;
 mod noise;
 mod util;

@@ -407,6 +407,7 @@ pub fn run(cfg: ClocksConfig, command_line: Vec<String>) -> Result<ClocksOutcome
         environment,
         series,
         samples_path: None,
+        loads: Vec::new(),
     };
     Ok(ClocksOutcome {
         run,

@@ -176,14 +176,16 @@ pub fn pipe_ring(s: &Setup, n: usize, touch_kb: usize) -> std::io::Result<Raw> {
     let mut partners = Vec::new();
     for i in 1..n {
         let (rd, wr) = (pipes[i].r, pipes[(i + 1) % n].w);
-        let mut buf = vec![0u8; touch_kb * 1024];
-        let keep: Vec<i32> = vec![rd, wr];
-        let all: Vec<i32> = pipes.iter().flat_map(|p| [p.r, p.w]).collect();
+        // Never dropped: a forked child must not call the allocator (the ring ends once).
+        let mut buf = std::mem::ManuallyDrop::new(vec![0u8; touch_kb * 1024]);
+        let all = std::mem::ManuallyDrop::new(
+            pipes.iter().flat_map(|p| [p.r, p.w]).collect::<Vec<i32>>(),
+        );
         let kind = s.kind;
         partners.push(start_partner(s, i, move || {
             if kind == TaskKind::Processes {
-                for &fd in &all {
-                    if !keep.contains(&fd) {
+                for &fd in all.iter() {
+                    if fd != rd && fd != wr {
                         ipc::close(fd);
                     }
                 }

@@ -311,6 +311,7 @@ pub fn run(mut cfg: CtxswConfig, command_line: Vec<String>) -> Result<CtxswOutco
         environment,
         series,
         samples_path: None,
+        loads: Vec::new(),
     };
     Ok(CtxswOutcome {
         run,

@@ -235,6 +235,7 @@ pub fn run(mut cfg: CyclicConfig, command_line: Vec<String>) -> Result<CyclicOut
         environment,
         series,
         samples_path,
+        loads: Vec::new(),
     };
     Ok(CyclicOutcome { run, linear })
 }

@@ -154,6 +154,7 @@ pub fn run(mut cfg: NoiseConfig, command_line: Vec<String>) -> Result<NoiseOutco
         environment,
         series,
         samples_path: None,
+        loads: Vec::new(),
     };
     Ok(NoiseOutcome {
         run,

@@ -1,0 +1,217 @@
+//! hackbench (rt-tests/perf's scheduler stress): groups of `fds` senders and `fds` receivers;
+//! every sender writes `loops` messages of `datasize` bytes to every receiver of its group over
+//! a socketpair or pipe. Tasks are forked processes or threads; all wait on one start gate.
+
+use crate::sys::ipc::{self, Pipe};
+use std::time::{Duration, Instant};
+
+/// Largest message size (task buffers live on the stack).
+pub const MAX_DATASIZE: usize = 16 * 1024;
+/// Largest number of senders per group.
+pub const MAX_FDS: usize = 256;
+
+/// One hackbench configuration.
+#[derive(Debug, Clone)]
+pub struct Hackbench {
+    /// Groups.
+    pub groups: usize,
+    /// Senders (and receivers) per group.
+    pub fds: usize,
+    /// Messages each sender sends to each receiver.
+    pub loops: usize,
+    /// Bytes per message.
+    pub datasize: usize,
+    /// Threads instead of processes.
+    pub threads: bool,
+    /// Pipes instead of socketpairs.
+    pub pipes: bool,
+}
+
+fn channel(pipes: bool) -> std::io::Result<Pipe> {
+    if pipes {
+        return Pipe::new();
+    }
+    let mut fds = [0i32; 2];
+    // SAFETY: fds is a valid two-int array.
+    if unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
+            0,
+            fds.as_mut_ptr(),
+        )
+    } != 0
+    {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(Pipe {
+        r: fds[0],
+        w: fds[1],
+    })
+}
+
+fn write_all(fd: i32, buf: &[u8]) -> bool {
+    let mut off = 0;
+    while off < buf.len() {
+        // SAFETY: writing from a valid slice.
+        let n = unsafe { libc::write(fd, buf[off..].as_ptr().cast(), buf.len() - off) };
+        if n <= 0 {
+            return false;
+        }
+        off += n as usize;
+    }
+    true
+}
+
+fn read_exact(fd: i32, total: usize, buf: &mut [u8]) -> bool {
+    let mut left = total;
+    while left > 0 {
+        let want = left.min(buf.len());
+        // SAFETY: reading into a valid slice.
+        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), want) };
+        if n <= 0 {
+            return false;
+        }
+        left -= n as usize;
+    }
+    true
+}
+
+fn wait_gate(gate: i32) {
+    let mut b = 0u8;
+    // SAFETY: blocks until the parent closes the write end (EOF).
+    unsafe { libc::read(gate, (&mut b as *mut u8).cast(), 1) };
+}
+
+enum Task {
+    Thread(std::thread::JoinHandle<()>),
+    Process(libc::pid_t),
+}
+
+impl Hackbench {
+    /// Messages one run moves.
+    pub fn messages(&self) -> u64 {
+        (self.groups * self.fds * self.fds * self.loops) as u64
+    }
+
+    /// One run: creates every task, opens the gate, waits for all; returns the time from the
+    /// gate opening to the last task finishing.
+    pub fn run_once(&self) -> std::io::Result<Duration> {
+        let gate = Pipe::new()?;
+        let mut chans = Vec::new();
+        let mut tasks = Vec::new();
+        let result = (|| -> std::io::Result<()> {
+            for _ in 0..self.groups {
+                let group: Vec<Pipe> = (0..self.fds)
+                    .map(|_| channel(self.pipes))
+                    .collect::<Result<_, _>>()?;
+                // Task bodies capture only plain values and use stack buffers: a forked child of
+                // a multi-threaded process must not touch the allocator.
+                // A forked child holds its own copy of the gate's write end: it must close it, or
+                // the gate never reads EOF. Threads share the parent's, which the parent closes.
+                let own_gate_w = (!self.threads).then_some(gate.w);
+                for c in &group {
+                    let (rd, total, gate_r) = (c.r, self.fds * self.loops * self.datasize, gate.r);
+                    tasks.push(self.spawn(move || {
+                        let mut buf = [0u8; MAX_DATASIZE];
+                        if let Some(w) = own_gate_w {
+                            ipc::close(w);
+                        }
+                        wait_gate(gate_r);
+                        read_exact(rd, total, &mut buf);
+                    })?);
+                }
+                let mut writers = [0i32; MAX_FDS];
+                for (slot, c) in writers.iter_mut().zip(&group) {
+                    *slot = c.w;
+                }
+                let nw = group.len();
+                for _ in 0..self.fds {
+                    let (loops, gate_r, size) = (self.loops, gate.r, self.datasize);
+                    tasks.push(self.spawn(move || {
+                        let msg = [0x5au8; MAX_DATASIZE];
+                        if let Some(w) = own_gate_w {
+                            ipc::close(w);
+                        }
+                        wait_gate(gate_r);
+                        for _ in 0..loops {
+                            for &fd in &writers[..nw] {
+                                if !write_all(fd, &msg[..size]) {
+                                    return;
+                                }
+                            }
+                        }
+                    })?);
+                }
+                chans.extend(group);
+            }
+            Ok(())
+        })();
+        let t0 = Instant::now();
+        ipc::close(gate.w);
+        if result.is_err() {
+            for t in &tasks {
+                if let Task::Process(pid) = t {
+                    // SAFETY: killing our own child.
+                    unsafe { libc::kill(*pid, libc::SIGKILL) };
+                }
+            }
+            // Unblock threads stuck in read/write.
+            for c in &chans {
+                ipc::close(c.r);
+                ipc::close(c.w);
+            }
+        }
+        for t in tasks {
+            match t {
+                Task::Thread(h) => {
+                    let _ = h.join();
+                }
+                Task::Process(pid) => ipc::wait_task(pid),
+            }
+        }
+        let elapsed = t0.elapsed();
+        ipc::close(gate.r);
+        if result.is_ok() {
+            for c in &chans {
+                ipc::close(c.r);
+                ipc::close(c.w);
+            }
+        }
+        result.map(|_| elapsed)
+    }
+
+    fn spawn(&self, body: impl FnOnce() + Send + 'static) -> std::io::Result<Task> {
+        if self.threads {
+            std::thread::Builder::new()
+                .stack_size(64 * 1024)
+                .spawn(body)
+                .map(Task::Thread)
+        } else {
+            // Children inherit the policy of the caller; loads run at SCHED_OTHER.
+            ipc::fork_task(None, libc::SCHED_OTHER, 0, body).map(Task::Process)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_runs_complete_in_every_mode() {
+        for (threads, pipes) in [(true, true), (true, false), (false, true), (false, false)] {
+            let h = Hackbench {
+                groups: 2,
+                fds: 3,
+                loops: 20,
+                datasize: 100,
+                threads,
+                pipes,
+            };
+            let d = h.run_once().unwrap();
+            assert!(d > Duration::ZERO);
+            assert_eq!(h.messages(), 360);
+        }
+    }
+}

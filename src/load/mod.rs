@@ -1,0 +1,201 @@
+//! Loads that provoke latency (`latlab load`, `--load` on every measurement). Each `--load` runs
+//! in its own worker process (`latlab load-worker SPEC`, hidden), in its own process group,
+//! with SIGKILL as parent-death signal; its own children get the same. A `LoadSet` starts and
+//! warms them up before a measurement and stops, reaps and reports them after it — and kills
+//! them on every other way out.
+
+pub mod hackbench;
+pub mod kinds;
+pub mod spec;
+
+pub use kinds::LoadReport;
+pub use spec::{LoadKind, LoadSpec};
+
+use crate::error::{Error, Result};
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How long loads run before the measurement starts.
+pub const WARM_UP: Duration = Duration::from_millis(500);
+/// How long a load may take to stop and report before it is killed.
+pub const STOP_GRACE: Duration = Duration::from_secs(10);
+
+/// Running loads.
+pub struct LoadSet {
+    running: Vec<(LoadSpec, Child)>,
+}
+
+impl LoadSet {
+    /// Starts every load and lets them warm up; fails (exit 3) if one dies during warm-up.
+    pub fn start(specs: &[LoadSpec]) -> Result<LoadSet> {
+        let mut set = LoadSet {
+            running: Vec::new(),
+        };
+        if specs.is_empty() {
+            return Ok(set);
+        }
+        let exe = std::env::current_exe()
+            .map_err(|e| Error::Env(format!("cannot find latlab's own binary: {e}")))?;
+        for s in specs {
+            let mut c = Command::new(&exe);
+            c.arg("load-worker")
+                .arg(&s.text)
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+            c.process_group(0);
+            // SAFETY: only async-signal-safe calls between fork and exec.
+            unsafe {
+                c.pre_exec(|| {
+                    let p = libc::sched_param { sched_priority: 0 };
+                    libc::sched_setscheduler(0, libc::SCHED_OTHER, &p);
+                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                    Ok(())
+                });
+            }
+            let child = c
+                .spawn()
+                .map_err(|e| Error::Env(format!("--load {}: cannot start: {e}", s.text)))?;
+            set.running.push((s.clone(), child));
+        }
+        std::thread::sleep(WARM_UP);
+        for (s, c) in set.running.iter_mut() {
+            if let Ok(Some(status)) = c.try_wait() {
+                let mut err = String::new();
+                if let Some(e) = c.stderr.as_mut() {
+                    let _ = e.read_to_string(&mut err);
+                }
+                return Err(Error::Env(format!(
+                    "--load {} stopped during warm-up ({status}): {}",
+                    s.text,
+                    err.trim()
+                )));
+            }
+        }
+        Ok(set)
+    }
+
+    /// True when no load runs.
+    pub fn is_empty(&self) -> bool {
+        self.running.is_empty()
+    }
+
+    /// Stops every load (SIGTERM, then SIGKILL after the grace time), reaps the whole process
+    /// group and collects the reports.
+    pub fn stop(mut self) -> (Vec<LoadReport>, Vec<String>) {
+        let mut reports = Vec::new();
+        let mut warnings = Vec::new();
+        for (s, mut c) in std::mem::take(&mut self.running) {
+            let pid = c.id() as libc::pid_t;
+            // SAFETY: signalling our own child.
+            unsafe { libc::kill(pid, libc::SIGTERM) };
+            let mut out = c.stdout.take();
+            let reader = std::thread::spawn(move || {
+                let mut text = String::new();
+                if let Some(o) = out.as_mut() {
+                    let _ = o.read_to_string(&mut text);
+                }
+                text
+            });
+            let t0 = Instant::now();
+            while t0.elapsed() < STOP_GRACE {
+                if let Ok(Some(_)) = c.try_wait() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            kill_group(pid);
+            let _ = c.wait();
+            let text = reader.join().unwrap_or_default();
+            match text
+                .lines()
+                .last()
+                .and_then(|l| serde_json::from_str::<LoadReport>(l).ok())
+            {
+                Some(r) => reports.push(r),
+                None => warnings.push(format!(
+                    "--load {}: no report (it was killed after {STOP_GRACE:?})",
+                    s.text
+                )),
+            }
+        }
+        (reports, warnings)
+    }
+}
+
+fn kill_group(pid: libc::pid_t) {
+    // SAFETY: the child leads its own process group; killing it reaps stragglers.
+    unsafe {
+        libc::kill(-pid, libc::SIGKILL);
+    }
+}
+
+impl Drop for LoadSet {
+    fn drop(&mut self) {
+        for (_, c) in self.running.iter_mut() {
+            kill_group(c.id() as libc::pid_t);
+            let _ = c.wait();
+        }
+    }
+}
+
+/// The hidden `load-worker` entry: runs one load until SIGTERM/SIGINT, then prints its report
+/// as one JSON line.
+pub fn worker_main(spec_text: &str) -> Result<()> {
+    let spec = LoadSpec::parse(spec_text)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [libc::SIGTERM, libc::SIGINT] {
+        let _ = signal_hook::flag::register(sig, stop.clone());
+    }
+    let r = kinds::run(&spec, &stop).map_err(|e| Error::Env(format!("--load {spec_text}: {e}")))?;
+    println!("{}", serde_json::to_string(&r).unwrap_or_default());
+    Ok(())
+}
+
+/// `latlab load KIND[:opts]`: runs a load in the foreground for `duration` (or until Ctrl-C);
+/// hackbench without a duration does one run and prints `Time:` as hackbench does.
+pub fn standalone(spec: &LoadSpec, duration: Option<Duration>) -> Result<String> {
+    if spec.kind == LoadKind::Hackbench && duration.is_none() {
+        let h = kinds::hackbench_of(spec);
+        let mode = if h.threads { "threaded" } else { "process" };
+        let d = h
+            .run_once()
+            .map_err(|e| Error::Env(format!("hackbench: {e}")))?;
+        return Ok(format!(
+            "Running in {mode} mode with {} groups using {} file descriptors each (== {} tasks)\nEach sender will pass {} messages of {} bytes\nTime: {:.3}\n",
+            h.groups,
+            2 * h.fds,
+            2 * h.fds * h.groups,
+            h.loops,
+            h.datasize,
+            d.as_secs_f64()
+        ));
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [libc::SIGTERM, libc::SIGINT] {
+        let _ = signal_hook::flag::register(sig, stop.clone());
+    }
+    if let Some(d) = duration {
+        let s = stop.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(d);
+            s.store(true, std::sync::atomic::Ordering::Relaxed);
+        });
+    }
+    let r =
+        kinds::run(spec, &stop).map_err(|e| Error::Env(format!("--load {}: {e}", spec.text)))?;
+    Ok(format!(
+        "{}: {} {} in {:.2} s = {:.4e} {}/s{}\n",
+        r.spec,
+        r.count,
+        r.unit,
+        r.seconds,
+        r.rate_per_s,
+        r.unit,
+        r.note.map(|n| format!(" ({n})")).unwrap_or_default()
+    ))
+}

@@ -1,0 +1,249 @@
+//! Load specifications: `KIND[:key=value,...]`, validated per kind before anything starts.
+
+use crate::error::{Error, Result};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// The kinds of load latlab can drive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LoadKind {
+    /// Groups of senders and receivers over socketpairs or pipes (hackbench).
+    Hackbench,
+    /// Spinning threads.
+    Cpu,
+    /// Streaming through a buffer larger than the caches.
+    Memory,
+    /// Sequential reads of a file or block device.
+    Io,
+    /// A loopback TCP stream into a local sink.
+    Net,
+    /// A command run in a loop.
+    Exec,
+}
+
+const KEYS: &[(LoadKind, &[&str])] = &[
+    (
+        LoadKind::Hackbench,
+        &["groups", "fds", "loops", "datasize", "mode", "ipc"],
+    ),
+    (LoadKind::Cpu, &["threads", "policy", "prio"]),
+    (LoadKind::Memory, &["threads", "size"]),
+    (LoadKind::Io, &["path", "direct", "block", "size"]),
+    (LoadKind::Net, &["size"]),
+    (LoadKind::Exec, &["cmd"]),
+];
+
+impl LoadKind {
+    fn parse(s: &str) -> Option<LoadKind> {
+        Some(match s {
+            "hackbench" => LoadKind::Hackbench,
+            "cpu" => LoadKind::Cpu,
+            "memory" | "mem" => LoadKind::Memory,
+            "io" => LoadKind::Io,
+            "net" => LoadKind::Net,
+            "exec" => LoadKind::Exec,
+            _ => return None,
+        })
+    }
+
+    /// Keys this kind accepts.
+    pub fn keys(self) -> &'static [&'static str] {
+        KEYS.iter()
+            .find(|(k, _)| *k == self)
+            .map(|(_, v)| *v)
+            .unwrap_or(&[])
+    }
+}
+
+impl fmt::Display for LoadKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            LoadKind::Hackbench => "hackbench",
+            LoadKind::Cpu => "cpu",
+            LoadKind::Memory => "memory",
+            LoadKind::Io => "io",
+            LoadKind::Net => "net",
+            LoadKind::Exec => "exec",
+        })
+    }
+}
+
+/// A parsed, validated load.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct LoadSpec {
+    /// Kind.
+    pub kind: LoadKind,
+    /// Options as given.
+    pub opts: BTreeMap<String, String>,
+    /// The text it was parsed from.
+    pub text: String,
+}
+
+impl LoadSpec {
+    /// Parses `KIND[:key=value,...]`; `exec:CMD` and `exec:cmd=CMD` both work.
+    pub fn parse(text: &str) -> Result<LoadSpec> {
+        let bad = |why: String| Error::Usage(format!("--load '{text}': {why}"));
+        let (kind_s, rest) = text.split_once(':').unwrap_or((text, ""));
+        let kind = LoadKind::parse(kind_s.trim()).ok_or_else(|| {
+            bad(format!(
+                "unknown load kind '{kind_s}' (use hackbench, cpu, memory, io, net or exec)"
+            ))
+        })?;
+        let mut opts = BTreeMap::new();
+        if kind == LoadKind::Exec {
+            let cmd = rest.strip_prefix("cmd=").unwrap_or(rest).trim();
+            if cmd.is_empty() {
+                return Err(bad("exec needs a command: exec:CMD".into()));
+            }
+            let first = cmd.split_whitespace().next().unwrap_or("");
+            let plain = !cmd.contains(['|', ';', '&', '$', '`', '(', '<', '>', '=']);
+            if plain && !crate::sys::process::command_exists(first) {
+                return Err(bad(format!("command '{first}' not found on PATH")));
+            }
+            opts.insert("cmd".into(), cmd.into());
+        } else if !rest.is_empty() {
+            for item in rest.split(',') {
+                let (k, v) = item
+                    .split_once('=')
+                    .ok_or_else(|| bad(format!("'{item}' is not key=value")))?;
+                let k = k.trim();
+                if !kind.keys().contains(&k) {
+                    return Err(bad(format!(
+                        "unknown option '{k}' for {kind} (use {})",
+                        kind.keys().join(", ")
+                    )));
+                }
+                opts.insert(k.to_string(), v.trim().to_string());
+            }
+        }
+        let spec = LoadSpec {
+            kind,
+            opts,
+            text: text.to_string(),
+        };
+        spec.validate().map_err(bad)?;
+        Ok(spec)
+    }
+
+    /// A positive whole-number option with a default.
+    pub fn num(&self, key: &str, default: u64) -> std::result::Result<u64, String> {
+        match self.opts.get(key) {
+            None => Ok(default),
+            Some(v) => parse_size(v).filter(|&n| n > 0).ok_or_else(|| {
+                format!("{key}={v}: expected a whole number above zero (k, M, G allowed)")
+            }),
+        }
+    }
+
+    /// A string option with a default.
+    pub fn str(&self, key: &str, default: &str) -> String {
+        self.opts
+            .get(key)
+            .cloned()
+            .unwrap_or_else(|| default.to_string())
+    }
+
+    fn validate(&self) -> std::result::Result<(), String> {
+        match self.kind {
+            LoadKind::Hackbench => {
+                self.num("groups", 10)?;
+                if self.num("fds", 20)? > super::hackbench::MAX_FDS as u64 {
+                    return Err(format!("fds: at most {}", super::hackbench::MAX_FDS));
+                }
+                self.num("loops", 100)?;
+                if self.num("datasize", 100)? > super::hackbench::MAX_DATASIZE as u64 {
+                    return Err(format!(
+                        "datasize: at most {} bytes",
+                        super::hackbench::MAX_DATASIZE
+                    ));
+                }
+                if !["process", "thread"].contains(&self.str("mode", "process").as_str()) {
+                    return Err("mode must be process or thread".into());
+                }
+                if !["socket", "pipe"].contains(&self.str("ipc", "socket").as_str()) {
+                    return Err("ipc must be socket or pipe".into());
+                }
+                if self.num("groups", 10)? * self.num("fds", 20)? * 2 > 4000 {
+                    return Err(
+                        "more than 4000 tasks (groups x fds x 2): the machine cannot hold that"
+                            .into(),
+                    );
+                }
+            }
+            LoadKind::Cpu => {
+                self.num("threads", 1)?;
+                let policy: crate::config::Policy = self.str("policy", "other").parse()?;
+                let prio = self
+                    .opts
+                    .get("prio")
+                    .map(|p| {
+                        p.parse::<i32>()
+                            .map_err(|_| format!("prio={p}: not a number"))
+                    })
+                    .transpose()?;
+                policy.check_prio(prio.unwrap_or(if policy.is_rt() { 1 } else { 0 }))?;
+            }
+            LoadKind::Memory => {
+                self.num("threads", 1)?;
+                self.num("size", 256 << 20)?;
+            }
+            LoadKind::Io => {
+                self.num("block", 1 << 20)?;
+                self.num("size", 64 << 20)?;
+                if let Some(p) = self.opts.get("path") {
+                    std::fs::File::open(p).map_err(|e| format!("path={p}: {e}"))?;
+                }
+                if !["0", "1"].contains(&self.str("direct", "0").as_str()) {
+                    return Err("direct must be 0 or 1".into());
+                }
+            }
+            LoadKind::Net => {
+                self.num("size", 64 << 10)?;
+            }
+            LoadKind::Exec => {}
+        }
+        Ok(())
+    }
+}
+
+/// Parses `123`, `4k`, `64M`, `1G` (powers of 1024).
+pub fn parse_size(v: &str) -> Option<u64> {
+    let v = v.trim();
+    let (num, mult) = match v.chars().last()? {
+        'k' | 'K' => (&v[..v.len() - 1], 1u64 << 10),
+        'm' | 'M' => (&v[..v.len() - 1], 1 << 20),
+        'g' | 'G' => (&v[..v.len() - 1], 1 << 30),
+        _ => (v, 1),
+    };
+    num.parse::<u64>().ok()?.checked_mul(mult)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_validates() {
+        let s = LoadSpec::parse("hackbench:groups=2,loops=50,mode=thread").unwrap();
+        assert_eq!(s.kind, LoadKind::Hackbench);
+        assert_eq!(s.num("groups", 10).unwrap(), 2);
+        assert_eq!(LoadSpec::parse("exec:true").unwrap().opts["cmd"], "true");
+        assert_eq!(parse_size("64M"), Some(64 << 20));
+        for bad in [
+            "disk",
+            "cpu:threads=0",
+            "cpu:colour=red",
+            "hackbench:mode=fork",
+            "io:path=/nonexistent/x",
+            "exec:",
+            "exec:no-such-cmd-xyz",
+            "memory:size=lots",
+            "hackbench:groups=1000",
+        ] {
+            let e = LoadSpec::parse(bad).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{bad}");
+            assert!(e.to_string().contains("--load"), "{bad}: {e}");
+        }
+    }
+}

@@ -1,0 +1,175 @@
+//! Loads: every kind runs and reports a rate; no load process outlives latlab — after a normal
+//! end, SIGINT, or SIGKILL of latlab itself.
+
+use crate::util::{latlab, read_json};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+/// Processes whose environment carries `tag` (every descendant of the latlab we started).
+fn tagged(tag: &str) -> Vec<String> {
+    let needle = format!("LATLAB_TEST_TAG={tag}");
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().to_string();
+        if !name.chars().all(|c| c.is_ascii_digit()) {
+            continue;
+        }
+        if let Ok(env) = std::fs::read(e.path().join("environ")) {
+            if env.split(|&b| b == 0).any(|kv| kv == needle.as_bytes()) {
+                let cmd = std::fs::read_to_string(e.path().join("cmdline"))
+                    .unwrap_or_default()
+                    .replace('\0', " ");
+                found.push(format!("{name}: {cmd}"));
+            }
+        }
+    }
+    found
+}
+
+fn none_left(tag: &str) {
+    let t0 = Instant::now();
+    loop {
+        let left = tagged(tag);
+        if left.is_empty() {
+            return;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "orphans left behind: {left:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn tag(name: &str) -> String {
+    format!(
+        "{name}-{}-{}",
+        std::process::id(),
+        Instant::now().elapsed().as_nanos()
+    )
+}
+
+#[test]
+fn every_load_kind_runs_and_reports_its_rate() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let t = tag("kinds");
+    let loads = [
+        "hackbench:groups=2,fds=4,loops=20",
+        "hackbench:groups=1,fds=3,loops=20,mode=thread,ipc=pipe",
+        "cpu:threads=1",
+        "memory:size=8M",
+        "io:size=4M,block=64k",
+        "net",
+        "exec:sleep 0.01",
+    ];
+    let mut cmd = latlab();
+    cmd.args(["cyclic", "-l", "200", "-q", "--json"])
+        .arg(&json)
+        .env("LATLAB_TEST_TAG", &t);
+    for l in loads {
+        cmd.arg("--load").arg(l);
+    }
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = read_json(&json);
+    let reports = run["loads"].as_array().unwrap();
+    assert_eq!(reports.len(), loads.len(), "{reports:?}");
+    for (r, spec) in reports.iter().zip(loads) {
+        assert_eq!(r["spec"], spec);
+        assert!(r["count"].as_u64().unwrap() > 0, "{spec} did nothing: {r}");
+        assert!(r["rate_per_s"].as_f64().unwrap() > 0.0);
+    }
+    none_left(&t);
+}
+
+fn interrupted(signal: i32) {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let t = tag("signal");
+    let child = latlab()
+        .args([
+            "cyclic",
+            "-D",
+            "1h",
+            "-q",
+            "--load",
+            "hackbench:groups=2,fds=5,loops=50",
+            "--load",
+            "exec:sleep 5",
+            "--load",
+            "net",
+            "--json",
+        ])
+        .arg(&json)
+        .env("LATLAB_TEST_TAG", &t)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(
+        tagged(&t).len() > 3,
+        "loads did not start: {:?}",
+        tagged(&t)
+    );
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, signal) };
+    let out = child.wait_with_output().unwrap();
+    if signal == libc::SIGINT {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let run = read_json(&json);
+        assert_eq!(run["interrupted"], true);
+        assert_eq!(run["loads"].as_array().unwrap().len(), 3);
+    }
+    none_left(&t);
+}
+
+#[test]
+fn no_orphans_after_sigint() {
+    interrupted(libc::SIGINT);
+}
+
+#[test]
+fn no_orphans_after_sigkill_of_latlab() {
+    interrupted(libc::SIGKILL);
+}
+
+#[test]
+fn standalone_hackbench_prints_its_time() {
+    let out = latlab()
+        .args(["load", "hackbench:groups=2,fds=4,loops=10"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.lines().any(|l| l.starts_with("Time: ")), "{text}");
+}
+
+#[test]
+fn load_bad_input() {
+    for (spec, want) in [
+        ("disk", "unknown load kind 'disk'"),
+        ("cpu:threads=0", "threads=0"),
+        ("hackbench:groups=500", "4000 tasks"),
+        ("io:path=/nonexistent/dev", "/nonexistent/dev"),
+        ("exec:definitely-not-a-command", "definitely-not-a-command"),
+        ("net:speed=fast", "unknown option 'speed'"),
+    ] {
+        let out = latlab()
+            .args(["cyclic", "-l", "1", "--load", spec])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{spec}: {err}");
+        assert!(err.contains(want), "{spec}: {err}");
+    }
+}
