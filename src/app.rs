@@ -74,6 +74,7 @@ pub fn run(cli: Cli, argv: Vec<String>) -> Result<()> {
         Command::Noise(a) => noise_cmd(&a, argv),
         Command::Ctxsw(a) => ctxsw_cmd(&a, argv),
         Command::Clocks(a) => clocks_cmd(&a, argv),
+        Command::Tcp(a) => tcp_cmd(&a, argv),
         Command::Compare(a) => {
             let text = crate::compare::run(&a)?;
             print!("{text}");
@@ -154,6 +155,25 @@ fn clocks_cmd(a: &crate::cli::ClocksArgs, argv: Vec<String>) -> Result<()> {
         Some(c) => Err(Error::CheckFailed(c)),
         None => Ok(()),
     }
+}
+
+fn tcp_cmd(a: &crate::cli::TcpArgs, argv: Vec<String>) -> Result<()> {
+    use crate::measure::tcp;
+    let cfg = tcp::TcpConfig::from_args(a, &CpuSet::online_here())?;
+    let sink = a.json.as_deref().map(JsonSink::open).transpose()?;
+    let loads = load_specs(&a.load)?;
+    let outcome = with_loads(&loads, || tcp::run(cfg.clone(), argv), |o| &mut o.run)?;
+    let text = tcp::render(&outcome, &cfg, a.unit) + &load_lines(&outcome.run);
+    if cfg.repeat > 1 {
+        eprint!("{text}");
+        print!("{}", tcp::figures(&outcome));
+        let _ = std::io::stdout().flush();
+        return match sink {
+            Some(s) => s.write(&outcome.run),
+            None => Ok(()),
+        };
+    }
+    emit(&text, a.json.as_deref(), sink, &outcome.run)
 }
 
 /// Prints a report (to stderr when the JSON goes to stdout) and writes the JSON.

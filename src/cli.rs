@@ -27,6 +27,8 @@ pub enum Command {
     /// The cost of time: every clock's cost per call, resolution, granularity and path
     /// (vDSO or kernel), under chosen clocksources; cross-CPU monotonicity.
     Clocks(ClocksArgs),
+    /// Loopback TCP throughput (netperf TCP_STREAM) or request/response (TCP_RR) (seed 001).
+    Tcp(TcpArgs),
     /// Compare data sets: quantiles with bootstrap intervals, Mann-Whitney U, Welch's t,
     /// Holm–Bonferroni; or ministat's output with --ministat.
     Compare(CompareArgs),
@@ -456,4 +458,66 @@ pub struct LoadArgs {
 pub struct LoadWorkerArgs {
     /// The load spec.
     pub spec: String,
+}
+
+/// Arguments of `latlab tcp`.
+#[derive(Debug, Args)]
+pub struct TcpArgs {
+    /// Run a load during the measurement (see `latlab help cyclic`).
+    #[arg(long = "load", value_name = "KIND[:OPTS]")]
+    pub load: Vec<String>,
+    /// stream (throughput) or rr (request/response).
+    #[arg(long, value_enum, default_value_t = crate::measure::tcp::Mode::Stream)]
+    pub mode: crate::measure::tcp::Mode,
+    /// Length of each run: 10 (s), 500ms.
+    #[arg(
+        short = 'D',
+        long,
+        default_value = "10s",
+        allow_negative_numbers = true
+    )]
+    pub duration: String,
+    /// Bytes per send (stream; default 64k).
+    #[arg(short = 'm', long, value_name = "SIZE")]
+    pub send_size: Option<String>,
+    /// Request size (rr; default 1).
+    #[arg(short = 'r', long, value_name = "SIZE")]
+    pub request_size: Option<String>,
+    /// Response size (rr; default 1).
+    #[arg(long, value_name = "SIZE")]
+    pub response_size: Option<String>,
+    /// Sender socket buffer (SO_SNDBUF).
+    #[arg(short = 's', long, value_name = "SIZE")]
+    pub send_buffer: Option<String>,
+    /// Receiver socket buffer (SO_RCVBUF).
+    #[arg(short = 'S', long, value_name = "SIZE")]
+    pub recv_buffer: Option<String>,
+    /// Set TCP_NODELAY on the sender.
+    #[arg(long)]
+    pub nodelay: bool,
+    /// Pin the sender (client) to this CPU.
+    #[arg(long, value_name = "CPU")]
+    pub sender_cpu: Option<usize>,
+    /// Pin the receiver (server) to this CPU.
+    #[arg(long, value_name = "CPU")]
+    pub receiver_cpu: Option<usize>,
+    /// Receiver in a thread or in a forked process.
+    #[arg(long, value_enum, default_value_t = crate::measure::ctxsw::methods::TaskKind::Threads)]
+    pub tasks: crate::measure::ctxsw::methods::TaskKind,
+    /// Runs; with more than one, stdout gets one figure per line (for latlab compare or
+    /// ministat) and the table goes to stderr.
+    #[arg(long, default_value_t = 1)]
+    pub repeat: u32,
+    /// Loopback address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub address: String,
+    /// Port (0: any free one).
+    #[arg(long, default_value_t = 0)]
+    pub port: u16,
+    /// Unit for round trips.
+    #[arg(long, value_enum, default_value_t = DisplayUnit::Us)]
+    pub unit: DisplayUnit,
+    /// Write the result as JSON to FILE, or `-` for stdout.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
 }

@@ -4,3 +4,4 @@ pub mod clocks;
 pub mod ctxsw;
 pub mod cyclic;
 pub mod noise;
+pub mod tcp;

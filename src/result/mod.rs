@@ -60,6 +60,9 @@ pub struct Series {
     pub prio: i32,
     /// Period for periodic measurements, ns.
     pub interval_ns: Option<u64>,
+    /// Unit of the recorded values (`ns` unless said otherwise, e.g. `kbit/s`).
+    #[serde(default = "default_unit")]
+    pub unit: String,
     /// Summary statistics (ns).
     #[serde(flatten)]
     pub summary: Summary,
@@ -83,6 +86,7 @@ impl Series {
             policy: String::new(),
             prio: 0,
             interval_ns: None,
+            unit: default_unit(),
             summary: rec.summary(),
             overruns: 0,
             lost_samples: 0,
@@ -90,6 +94,10 @@ impl Series {
             extra: None,
         }
     }
+}
+
+fn default_unit() -> String {
+    "ns".into()
 }
 
 /// A new run id from the current time and a random suffix.

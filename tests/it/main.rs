@@ -7,4 +7,5 @@ mod cyclic;
 mod load;
 mod ministat;
 mod noise;
+mod tcp;
 mod util;

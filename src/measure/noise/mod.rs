@@ -372,6 +372,7 @@ fn build_series(
             policy: cfg.policy.to_string(),
             prio: cfg.prio,
             interval_ns: None,
+            unit: "ns".into(),
             summary,
             overruns: 0,
             lost_samples: 0,

@@ -1,0 +1,429 @@
+//! `latlab tcp`: loopback TCP throughput (netperf TCP_STREAM; seed 001) and request/response
+//! (TCP_RR) between a sender and a receiver, threads or processes, pinnable; `--repeat` prints
+//! one figure per line for `latlab compare` / ministat. Listens on loopback addresses only.
+
+use crate::config::{CpuSet, DisplayUnit};
+use crate::error::{Error, Result};
+use crate::export::table;
+use crate::result::{self, Environment, Run, Series};
+use crate::rt::Control;
+use crate::stats::Recorder;
+use crate::sys;
+use std::io::{Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant, SystemTime};
+
+/// Stream or request/response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Bulk transfer; throughput in 10^6 bit/s.
+    Stream,
+    /// Transactions of a request and a response; transactions/s and round trips.
+    Rr,
+}
+
+/// Validated `tcp` settings.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct TcpConfig {
+    /// Mode.
+    pub mode: Mode,
+    /// Loopback address.
+    pub address: IpAddr,
+    /// Port (0: ephemeral).
+    pub port: u16,
+    /// Length of each run.
+    pub duration_ns: u64,
+    /// Bytes per send (stream).
+    pub send_size: usize,
+    /// Request and response sizes (rr).
+    pub request_size: usize,
+    /// Response size.
+    pub response_size: usize,
+    /// SO_SNDBUF of the sender (None: kernel default).
+    pub send_buffer: Option<usize>,
+    /// SO_RCVBUF of the receiver.
+    pub recv_buffer: Option<usize>,
+    /// TCP_NODELAY.
+    pub nodelay: bool,
+    /// CPU of the sender (client).
+    pub sender_cpu: Option<usize>,
+    /// CPU of the receiver (server).
+    pub receiver_cpu: Option<usize>,
+    /// The receiver runs in a forked process.
+    pub processes: bool,
+    /// Runs.
+    pub repeat: u32,
+}
+
+fn size(flag: &str, v: &Option<String>) -> Result<Option<usize>> {
+    v.as_deref()
+        .map(|s| {
+            crate::load::spec::parse_size(s)
+                .filter(|&n| n > 0 && n <= 1 << 30)
+                .map(|n| n as usize)
+                .ok_or_else(|| {
+                    Error::flag(
+                        flag,
+                        s,
+                        "expected a size from 1 byte to 1G (k, M, G allowed)",
+                    )
+                })
+        })
+        .transpose()
+}
+
+impl TcpConfig {
+    /// Validates raw arguments.
+    pub fn from_args(a: &crate::cli::TcpArgs, online: &CpuSet) -> Result<TcpConfig> {
+        let address: IpAddr = a
+            .address
+            .parse()
+            .map_err(|_| Error::flag("--address", &a.address, "not an IP address"))?;
+        if !address.is_loopback() {
+            return Err(Error::flag(
+                "--address",
+                address,
+                "latlab tcp listens only on loopback addresses (127.0.0.0/8, ::1)",
+            ));
+        }
+        let duration_ns =
+            crate::config::parse_time_ns(&a.duration, crate::config::BareUnit::Seconds)
+                .map_err(|e| Error::flag("-D/--duration", &a.duration, e))?;
+        let cpu = |flag: &str, c: Option<usize>| -> Result<Option<usize>> {
+            match c {
+                Some(c) if !online.contains(c) => Err(Error::flag(
+                    flag,
+                    c,
+                    format!("CPU is not online (online: {online})"),
+                )),
+                c => Ok(c),
+            }
+        };
+        if a.repeat == 0 || a.repeat > 10_000 {
+            return Err(Error::flag("--repeat", a.repeat, "use 1 to 10000"));
+        }
+        Ok(TcpConfig {
+            mode: a.mode,
+            address,
+            port: a.port,
+            duration_ns,
+            send_size: size("-m/--send-size", &a.send_size)?.unwrap_or(64 << 10),
+            request_size: size("-r/--request-size", &a.request_size)?.unwrap_or(1),
+            response_size: size("--response-size", &a.response_size)?.unwrap_or(1),
+            send_buffer: size("-s/--send-buffer", &a.send_buffer)?,
+            recv_buffer: size("-S/--recv-buffer", &a.recv_buffer)?,
+            nodelay: a.nodelay,
+            sender_cpu: cpu("--sender-cpu", a.sender_cpu)?,
+            receiver_cpu: cpu("--receiver-cpu", a.receiver_cpu)?,
+            processes: a.tasks == crate::measure::ctxsw::methods::TaskKind::Processes,
+            repeat: a.repeat,
+        })
+    }
+}
+
+/// One run's figures.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RunFigures {
+    /// Bytes the sender wrote (stream) or transactions completed (rr).
+    pub sent: u64,
+    /// Bytes the receiver read (stream) or transactions the server answered (rr).
+    pub received: u64,
+    /// Seconds from the first send to the receiver's end of stream (stream) or of the run.
+    pub seconds: f64,
+    /// Mbit/s (stream) or transactions/s (rr).
+    pub figure: f64,
+}
+
+fn bind(cfg: &TcpConfig) -> Result<TcpListener> {
+    let l = TcpListener::bind(SocketAddr::new(cfg.address, cfg.port)).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::AddrInUse {
+            Error::flag("--port", cfg.port, "is in use")
+        } else {
+            Error::Env(format!(
+                "cannot listen on {}:{}: {e}",
+                cfg.address, cfg.port
+            ))
+        }
+    })?;
+    if let Some(b) = cfg.recv_buffer {
+        let _ = sys::net::set_int(l.as_raw_fd(), libc::SOL_SOCKET, libc::SO_RCVBUF, b as i32);
+    }
+    Ok(l)
+}
+
+/// The server side: stream sink or rr responder. Returns (units received, end time ns).
+fn serve(l: &TcpListener, cfg: &TcpConfig) -> (u64, u64) {
+    if let Some(c) = cfg.receiver_cpu {
+        let _ = sys::sched::pin_to_cpu(c);
+    }
+    let Ok((mut s, _)) = l.accept() else {
+        return (0, 0);
+    };
+    let mut n = 0u64;
+    match cfg.mode {
+        Mode::Stream => {
+            let mut buf = vec![0u8; 256 << 10];
+            while let Ok(k) = s.read(&mut buf) {
+                if k == 0 {
+                    break;
+                }
+                n += k as u64;
+            }
+        }
+        Mode::Rr => {
+            let mut req = vec![0u8; cfg.request_size];
+            let resp = vec![0x52u8; cfg.response_size];
+            while s.read_exact(&mut req).is_ok() {
+                if s.write_all(&resp).is_err() {
+                    break;
+                }
+                n += 1;
+            }
+        }
+    }
+    (n, sys::clock::now_ns(libc::CLOCK_MONOTONIC))
+}
+
+fn client(
+    addr: SocketAddr,
+    cfg: &TcpConfig,
+    rtt: &mut Recorder,
+    control: &Control,
+) -> Result<(u64, u64, u64)> {
+    if let Some(c) = cfg.sender_cpu {
+        let _ = sys::sched::pin_to_cpu(c);
+    }
+    let mut s =
+        TcpStream::connect(addr).map_err(|e| Error::Env(format!("connect to {addr}: {e}")))?;
+    let fd = s.as_raw_fd();
+    if let Some(b) = cfg.send_buffer {
+        let _ = sys::net::set_int(fd, libc::SOL_SOCKET, libc::SO_SNDBUF, b as i32);
+    }
+    if cfg.nodelay {
+        let _ = sys::net::set_int(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1);
+    }
+    let dur = Duration::from_nanos(cfg.duration_ns);
+    let start_ns = sys::clock::now_ns(libc::CLOCK_MONOTONIC);
+    let t0 = Instant::now();
+    let mut n = 0u64;
+    match cfg.mode {
+        Mode::Stream => {
+            let buf = vec![0x53u8; cfg.send_size];
+            while t0.elapsed() < dur && !control.was_interrupted() {
+                for _ in 0..16 {
+                    s.write_all(&buf)
+                        .map_err(|e| Error::Env(format!("send: {e}")))?;
+                    n += buf.len() as u64;
+                }
+            }
+        }
+        Mode::Rr => {
+            let req = vec![0x51u8; cfg.request_size];
+            let mut resp = vec![0u8; cfg.response_size];
+            while t0.elapsed() < dur && !control.was_interrupted() {
+                let a = sys::clock::now_ns(libc::CLOCK_MONOTONIC);
+                s.write_all(&req)
+                    .map_err(|e| Error::Env(format!("request: {e}")))?;
+                s.read_exact(&mut resp)
+                    .map_err(|e| Error::Env(format!("response: {e}")))?;
+                rtt.record(sys::clock::now_ns(libc::CLOCK_MONOTONIC) - a);
+                n += 1;
+            }
+        }
+    }
+    let end_ns = sys::clock::now_ns(libc::CLOCK_MONOTONIC);
+    let _ = s.shutdown(std::net::Shutdown::Write);
+    // Drain until the server closes, so its count is final.
+    let mut sink = [0u8; 4096];
+    while matches!(s.read(&mut sink), Ok(k) if k > 0) {}
+    Ok((n, start_ns, end_ns))
+}
+
+/// One run with the receiver in a thread or a forked process.
+fn one_run(cfg: &TcpConfig, rtt: &mut Recorder, control: &Control) -> Result<RunFigures> {
+    let l = bind(cfg)?;
+    let addr = l.local_addr().map_err(|e| Error::Env(e.to_string()))?;
+    let (sent, start, end_c, received, end_s) = if cfg.processes {
+        let p = sys::ipc::Pipe::new().map_err(|e| Error::Env(e.to_string()))?;
+        let c = cfg.clone();
+        let pid = sys::ipc::fork_task(cfg.receiver_cpu, libc::SCHED_OTHER, 0, move || {
+            let (n, t) = serve(&l, &c);
+            let mut msg = [0u8; 16];
+            msg[..8].copy_from_slice(&n.to_le_bytes());
+            msg[8..].copy_from_slice(&t.to_le_bytes());
+            // SAFETY: writing 16 bytes from a stack buffer.
+            unsafe { libc::write(p.w, msg.as_ptr().cast(), 16) };
+        })
+        .map_err(|e| Error::Env(format!("fork: {e}")))?;
+        let r = client(addr, cfg, rtt, control);
+        let mut msg = [0u8; 16];
+        // SAFETY: reading 16 bytes into a stack buffer.
+        let got = unsafe { libc::read(p.r, msg.as_mut_ptr().cast(), 16) };
+        sys::ipc::wait_task(pid);
+        sys::ipc::close(p.r);
+        sys::ipc::close(p.w);
+        let (sent, start, end_c) = r?;
+        if got != 16 {
+            return Err(Error::Env(
+                "the receiver process died without reporting".into(),
+            ));
+        }
+        let n = u64::from_le_bytes(msg[..8].try_into().unwrap_or_default());
+        let t = u64::from_le_bytes(msg[8..].try_into().unwrap_or_default());
+        (sent, start, end_c, n, t)
+    } else {
+        let c = cfg.clone();
+        let server = std::thread::spawn(move || serve(&l, &c));
+        let r = client(addr, cfg, rtt, control);
+        let (n, t) = server
+            .join()
+            .map_err(|_| Error::Env("receiver thread panicked".into()))?;
+        let (sent, start, end_c) = r?;
+        (sent, start, end_c, n, t)
+    };
+    let (seconds, figure) = match cfg.mode {
+        Mode::Stream => {
+            let s = (end_s.max(start) - start) as f64 / 1e9;
+            (s, received as f64 * 8.0 / s.max(1e-9) / 1e6)
+        }
+        Mode::Rr => {
+            let s = (end_c - start) as f64 / 1e9;
+            (s, sent as f64 / s.max(1e-9))
+        }
+    };
+    Ok(RunFigures {
+        sent,
+        received,
+        seconds,
+        figure,
+    })
+}
+
+/// A finished `tcp` run.
+pub struct TcpOutcome {
+    /// The result model.
+    pub run: Run,
+    /// Per run.
+    pub runs: Vec<RunFigures>,
+}
+
+/// Runs the measurement.
+pub fn run(cfg: TcpConfig, command_line: Vec<String>) -> Result<TcpOutcome> {
+    let environment = Environment::capture();
+    let control = Control::with_signals();
+    let started = SystemTime::now();
+    let t0 = Instant::now();
+    let mut rtt = Recorder::new();
+    let mut runs = Vec::new();
+    for _ in 0..cfg.repeat {
+        if control.was_interrupted() {
+            break;
+        }
+        runs.push(one_run(&cfg, &mut rtt, &control)?);
+    }
+    let mut figures = Recorder::new();
+    for r in &runs {
+        figures.record((r.figure * 1000.0).round() as u64);
+    }
+    let (name, unit) = match cfg.mode {
+        Mode::Stream => ("throughput", "kbit/s"),
+        Mode::Rr => ("transactions", "milli-transactions/s"),
+    };
+    let mut fig = Series::from_recorder(name.into(), &figures);
+    fig.unit = unit.into();
+    fig.extra = Some(serde_json::json!({ "runs": runs }));
+    let mut series = vec![fig];
+    if cfg.mode == Mode::Rr {
+        series.push(Series::from_recorder("rtt".into(), &rtt));
+    }
+    let run = Run {
+        schema: result::SCHEMA.into(),
+        id: result::new_run_id(started),
+        kind: "tcp".into(),
+        started: result::rfc3339(started),
+        ended: result::rfc3339(SystemTime::now()),
+        duration_s: t0.elapsed().as_secs_f64(),
+        interrupted: control.was_interrupted(),
+        command_line,
+        parameters: serde_json::to_value(&cfg).unwrap_or_default(),
+        warnings: Vec::new(),
+        check_failure: None,
+        environment,
+        series,
+        samples_path: None,
+        loads: Vec::new(),
+    };
+    Ok(TcpOutcome { run, runs })
+}
+
+/// One figure per line (for `latlab compare` / ministat).
+pub fn figures(o: &TcpOutcome) -> String {
+    o.runs
+        .iter()
+        .map(|r| format!("{:.2}\n", r.figure))
+        .collect()
+}
+
+/// The human report.
+pub fn render(o: &TcpOutcome, cfg: &TcpConfig, unit: DisplayUnit) -> String {
+    let what = match cfg.mode {
+        Mode::Stream => "10^6 bit/s",
+        Mode::Rr => "transactions/s",
+    };
+    let mut s = format!(
+        "latlab tcp {}  {}  {} run(s) x {:.1} s  {}  run {}{}\n",
+        match cfg.mode {
+            Mode::Stream => "stream",
+            Mode::Rr => "rr",
+        },
+        cfg.address,
+        o.runs.len(),
+        cfg.duration_ns as f64 / 1e9,
+        if cfg.processes {
+            "processes"
+        } else {
+            "threads"
+        },
+        o.run.id,
+        if o.run.interrupted {
+            "  (interrupted)"
+        } else {
+            ""
+        }
+    );
+    let rows: Vec<Vec<String>> = o
+        .runs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            vec![
+                (i + 1).to_string(),
+                format!("{:.2}", r.figure),
+                r.sent.to_string(),
+                r.received.to_string(),
+                format!("{:.3}", r.seconds),
+            ]
+        })
+        .collect();
+    let (sent, recv) = match cfg.mode {
+        Mode::Stream => ("bytes sent", "bytes received"),
+        Mode::Rr => ("transactions", "answered"),
+    };
+    s.push_str(&table::render(&["run", what, sent, recv, "seconds"], &rows));
+    if cfg.mode == Mode::Rr {
+        if let Some(r) = o.run.series.get(1) {
+            let m = &r.summary;
+            s.push_str(&format!(
+                "round trip ({unit}): min {} p50 {} p99 {} p99.9 {} max {}\n",
+                unit.fmt_ns(m.min_ns as f64),
+                unit.fmt_ns(m.percentiles.p50 as f64),
+                unit.fmt_ns(m.percentiles.p99 as f64),
+                unit.fmt_ns(m.percentiles.p99_9 as f64),
+                unit.fmt_ns(m.max_ns as f64)
+            ));
+        }
+    }
+    s
+}

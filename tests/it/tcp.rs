@@ -1,0 +1,110 @@
+//! `latlab tcp`: the bytes and transactions it reports are the ones that moved; `--repeat`
+//! feeds ministat; only loopback is ever used.
+
+use crate::util::{latlab, read_json};
+
+fn runs(json: &std::path::Path) -> Vec<serde_json::Value> {
+    read_json(json)["series"][0]["extra"]["runs"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+#[test]
+fn stream_receiver_count_equals_bytes_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    for tasks in ["threads", "processes"] {
+        let json = dir.path().join(format!("{tasks}.json"));
+        let out = latlab()
+            .args([
+                "tcp", "-D", "300ms", "-m", "10000", "--tasks", tasks, "--json",
+            ])
+            .arg(&json)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for r in runs(&json) {
+            let sent = r["sent"].as_u64().unwrap();
+            assert!(sent > 0);
+            assert_eq!(sent % 10_000, 0, "sends are whole messages");
+            assert_eq!(
+                r["received"].as_u64().unwrap(),
+                sent,
+                "{tasks}: receiver count differs from bytes sent"
+            );
+        }
+    }
+}
+
+#[test]
+fn rr_counts_equal_transactions() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("rr.json");
+    let out = latlab()
+        .args([
+            "tcp",
+            "--mode",
+            "rr",
+            "-D",
+            "300ms",
+            "-r",
+            "64",
+            "--response-size",
+            "512",
+            "--json",
+        ])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = &runs(&json)[0];
+    assert_eq!(r["sent"], r["received"]);
+    let run = read_json(&json);
+    assert_eq!(run["series"][1]["name"], "rtt");
+    assert_eq!(run["series"][1]["count"], r["sent"]);
+}
+
+#[test]
+fn repeat_prints_one_figure_per_line_for_ministat() {
+    let out = latlab()
+        .args(["tcp", "-D", "200ms", "--repeat", "3"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    assert!(
+        lines
+            .iter()
+            .all(|l| l.parse::<f64>().is_ok_and(|v| v > 0.0)),
+        "{text}"
+    );
+}
+
+#[test]
+fn tcp_bad_input() {
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = busy.local_addr().unwrap().port().to_string();
+    for (args, want) in [
+        (vec!["--address", "192.168.1.1"], "loopback"),
+        (vec!["--address", "nonsense"], "--address"),
+        (vec!["--port", port.as_str()], "is in use"),
+        (vec!["-m", "0"], "--send-size"),
+        (vec!["-D", "-1"], "--duration"),
+        (vec!["--sender-cpu", "999"], "--sender-cpu"),
+    ] {
+        let out = latlab().arg("tcp").args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+}
