@@ -75,6 +75,36 @@ pub fn run(cli: Cli, argv: Vec<String>) -> Result<()> {
         Command::Ctxsw(a) => ctxsw_cmd(&a, argv),
         Command::Clocks(a) => clocks_cmd(&a, argv),
         Command::Tcp(a) => tcp_cmd(&a, argv),
+        Command::Contend(a) => {
+            use crate::measure::contend;
+            let cfg = contend::ContendConfig::from_args(&a, &CpuSet::online_here())?;
+            let sink = a.json.as_deref().map(JsonSink::open).transpose()?;
+            let loads = load_specs(&a.load)?;
+            let outcome = with_loads(&loads, || contend::run(cfg.clone(), argv), |o| &mut o.run)?;
+            emit(
+                &(contend::render(&outcome, &cfg) + &load_lines(&outcome.run)),
+                a.json.as_deref(),
+                sink,
+                &outcome.run,
+            )
+        }
+        Command::Migrate(a) => {
+            use crate::measure::migrate;
+            let cfg = migrate::MigrateConfig::from_args(&a, &CpuSet::online_here())?;
+            let sink = a.json.as_deref().map(JsonSink::open).transpose()?;
+            let loads = load_specs(&a.load)?;
+            let outcome = with_loads(&loads, || migrate::run(cfg.clone(), argv), |o| &mut o.run)?;
+            emit(
+                &(migrate::render(&outcome, &cfg) + &load_lines(&outcome.run)),
+                a.json.as_deref(),
+                sink,
+                &outcome.run,
+            )?;
+            match outcome.run.check_failure {
+                Some(c) => Err(Error::CheckFailed(c)),
+                None => Ok(()),
+            }
+        }
         Command::Compare(a) => {
             let text = crate::compare::run(&a)?;
             print!("{text}");

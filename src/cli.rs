@@ -29,6 +29,11 @@ pub enum Command {
     Clocks(ClocksArgs),
     /// Loopback TCP throughput (netperf TCP_STREAM) or request/response (TCP_RR) (seed 001).
     Tcp(TcpArgs),
+    /// Per-CPU timing of a contended per-priority structure under mutex, spin, atomic or per-CPU
+    /// synchronisation, in the seed's table (seed 002).
+    Contend(ContendArgs),
+    /// RT push/pull stress and priority-order check (rt-migrate-test; seed 002).
+    Migrate(MigrateArgs),
     /// Compare data sets: quantiles with bootstrap intervals, Mann-Whitney U, Welch's t,
     /// Holm–Bonferroni; or ministat's output with --ministat.
     Compare(CompareArgs),
@@ -517,6 +522,67 @@ pub struct TcpArgs {
     /// Unit for round trips.
     #[arg(long, value_enum, default_value_t = DisplayUnit::Us)]
     pub unit: DisplayUnit,
+    /// Write the result as JSON to FILE, or `-` for stdout.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+/// Arguments of `latlab contend`.
+#[derive(Debug, Args)]
+pub struct ContendArgs {
+    /// Run a load during the measurement (see `latlab help cyclic`).
+    #[arg(long = "load", value_name = "KIND[:OPTS]")]
+    pub load: Vec<String>,
+    /// CPUs, one thread each (default: all online).
+    #[arg(long, value_name = "CPUSET")]
+    pub cpus: Option<String>,
+    /// Synchronisation of the shared structure.
+    #[arg(long, value_enum, default_value_t = crate::measure::contend::Sync::Mutex)]
+    pub sync: crate::measure::contend::Sync,
+    /// SCHED_FIFO priority shared by every thread.
+    #[arg(short = 'p', long, default_value_t = 50, allow_negative_numbers = true)]
+    pub priority: i32,
+    /// Iterations per thread (default: run for --duration).
+    #[arg(short = 'n', long)]
+    pub iterations: Option<u64>,
+    /// Run length when no iteration count is given.
+    #[arg(short = 'D', long, default_value = "2s", allow_negative_numbers = true)]
+    pub duration: String,
+    /// Priority level every thread enqueues at.
+    #[arg(long, default_value_t = 50)]
+    pub level: usize,
+    /// Write the result as JSON to FILE, or `-` for stdout.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+/// Arguments of `latlab migrate`.
+#[derive(Debug, Args)]
+pub struct MigrateArgs {
+    /// Run a load during the measurement (see `latlab help cyclic`).
+    #[arg(long = "load", value_name = "KIND[:OPTS]")]
+    pub load: Vec<String>,
+    /// Number of SCHED_FIFO tasks (default: online CPUs + 1).
+    #[arg(short = 't', long)]
+    pub tasks: Option<usize>,
+    /// Priority of the lowest task; task i runs at prio + i.
+    #[arg(short = 'p', long, default_value_t = 2, allow_negative_numbers = true)]
+    pub prio: i32,
+    /// Iterations.
+    #[arg(short = 'l', long, default_value_t = 20)]
+    pub loops: usize,
+    /// Busy time of each task per iteration (µs or with unit).
+    #[arg(short = 'r', long, default_value = "20ms")]
+    pub run_time: String,
+    /// Pause between iterations.
+    #[arg(short = 's', long, default_value = "50ms")]
+    pub sleep_time: String,
+    /// Tolerance of the priority-order check.
+    #[arg(long, default_value = "1000us")]
+    pub max_err: String,
+    /// Test hook: lower the highest task below the lowest half-way through.
+    #[arg(long, hide = true)]
+    pub inject_inversion: bool,
     /// Write the result as JSON to FILE, or `-` for stdout.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,

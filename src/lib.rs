@@ -9,6 +9,7 @@ pub mod error;
 pub mod export;
 pub mod load;
 pub mod measure;
+pub mod probe;
 pub mod result;
 pub mod rt;
 pub mod samples;

@@ -1,7 +1,9 @@
 //! One module per experiment. Each turns a validated config into a `result::Run`.
 
 pub mod clocks;
+pub mod contend;
 pub mod ctxsw;
 pub mod cyclic;
+pub mod migrate;
 pub mod noise;
 pub mod tcp;

@@ -55,6 +55,19 @@ impl Recorder {
         self.hist.record(ns);
     }
 
+    /// Adds everything `other` recorded.
+    pub fn merge(&mut self, other: &Recorder) {
+        if other.count == 0 {
+            return;
+        }
+        self.count += other.count;
+        self.sum += other.sum;
+        self.sum_sq += other.sum_sq;
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
+        self.hist.add(&other.hist);
+    }
+
     /// Mean in ns (0 when empty).
     pub fn mean(&self) -> f64 {
         if self.count == 0 {

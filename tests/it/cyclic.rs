@@ -1,7 +1,9 @@
 //! `latlab cyclic` end to end: counts, the sample log against the JSON, signals, bad input,
 //! injected stalls and --break-on.
 
-use crate::util::{exclusive, latlab, read_json, rt_unavailable, skip, stall_when_running};
+use crate::util::{
+    exclusive, latlab, read_json, rt_unavailable, skip, stall_repeatedly, stall_when_running,
+};
 use latlab::samples::SampleLog;
 use latlab::stats::Recorder;
 use std::process::Stdio;
@@ -308,13 +310,14 @@ fn break_on_stops_the_run_and_names_thread_and_cpu() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    stall_when_running(
+    stall_repeatedly(
         child.id(),
         "latlab-T1",
         1,
         90,
         Duration::from_millis(500),
         Duration::from_millis(80),
+        3,
     )
     .join()
     .unwrap();

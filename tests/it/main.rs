@@ -2,6 +2,7 @@
 
 mod clocks;
 mod compare;
+mod contend;
 mod ctxsw;
 mod cyclic;
 mod load;

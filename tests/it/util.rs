@@ -53,6 +53,20 @@ pub fn stall_when_running(
     after: Duration,
     busy: Duration,
 ) -> std::thread::JoinHandle<()> {
+    stall_repeatedly(pid, thread, cpu, prio, after, busy, 1)
+}
+
+/// As `stall_when_running`, stalling `times` times one second apart (for a run that must see at
+/// least one stall even if it started late on a busy machine).
+pub fn stall_repeatedly(
+    pid: u32,
+    thread: &'static str,
+    cpu: usize,
+    prio: i32,
+    after: Duration,
+    busy: Duration,
+    times: usize,
+) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         // SAFETY: plain libc calls on the calling thread with valid arguments.
         unsafe {
@@ -78,9 +92,14 @@ pub fn stall_when_running(
             std::thread::sleep(Duration::from_millis(2));
         }
         std::thread::sleep(after);
-        let t0 = Instant::now();
-        while t0.elapsed() < busy {
-            std::hint::spin_loop();
+        for k in 0..times {
+            if k > 0 {
+                std::thread::sleep(Duration::from_secs(1));
+            }
+            let t0 = Instant::now();
+            while t0.elapsed() < busy {
+                std::hint::spin_loop();
+            }
         }
         let p = libc::sched_param { sched_priority: 0 };
         // SAFETY: as above.

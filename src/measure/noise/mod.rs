@@ -293,12 +293,7 @@ fn build_series(
         let (mut iters, mut runtime, mut dropped, mut max) = (0u64, 0u64, 0u64, 0u64);
         for o in &per {
             gaps.add(&o.gaps);
-            intr.hist.add(&o.interruptions.hist);
-            intr.count += o.interruptions.count;
-            intr.sum += o.interruptions.sum;
-            intr.sum_sq += o.interruptions.sum_sq;
-            intr.min = intr.min.min(o.interruptions.min);
-            intr.max = intr.max.max(o.interruptions.max);
+            intr.merge(&o.interruptions);
             iters += o.iterations;
             runtime += o.runtime_ns;
             dropped += o.events_dropped;

@@ -1,0 +1,278 @@
+//! `latlab migrate`: RT push/pull stress and priority-order check (rt-migrate-test; seed 002's
+//! load). CPUs+1 SCHED_FIFO tasks at increasing priorities are released together each
+//! iteration and each busy for a fixed time; the highest is re-pinned round-robin to force
+//! migrations. With one task more than CPUs, the lowest must wait: any higher-priority task that
+//! started (or finished) after a lower one by more than `--max-err` fails the check.
+
+use crate::config::{CpuSet, DisplayUnit, Policy};
+use crate::error::{Error, Result};
+use crate::export::table;
+use crate::result::{self, Environment, Run, Series};
+use crate::rt::{self, Control};
+use crate::stats::Recorder;
+use crate::sys::{self, ipc};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime};
+
+/// Validated `migrate` settings.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct MigrateConfig {
+    /// Tasks (default CPUs + 1).
+    pub tasks: usize,
+    /// Priority of the lowest task; task i runs at base + i.
+    pub base_prio: i32,
+    /// Iterations.
+    pub loops: usize,
+    /// Busy time of every task per iteration, ns.
+    pub run_ns: u64,
+    /// Pause between iterations, ns.
+    pub sleep_ns: u64,
+    /// Tolerance of the order check, ns.
+    pub max_err_ns: u64,
+    /// Test hook: the highest task drops below the lowest half-way through.
+    pub inject_inversion: bool,
+}
+
+impl MigrateConfig {
+    /// Validates raw arguments.
+    pub fn from_args(a: &crate::cli::MigrateArgs, online: &CpuSet) -> Result<MigrateConfig> {
+        let tasks = a.tasks.unwrap_or(online.len() + 1);
+        if !(2..=64).contains(&tasks) {
+            return Err(Error::flag("-t/--tasks", tasks, "use 2 to 64 tasks"));
+        }
+        let top = a.prio as i64 + tasks as i64;
+        if a.prio < 2 || top > 98 {
+            return Err(Error::flag("-p/--prio", a.prio, format!("tasks use priorities prio..prio+{tasks} and the controller one above: keep them within 2..98")));
+        }
+        let t = |flag: &str, v: &str| {
+            crate::config::parse_time_ns(v, crate::config::BareUnit::Micros)
+                .map_err(|e| Error::flag(flag, v, e))
+        };
+        if a.loops == 0 || a.loops > 100_000 {
+            return Err(Error::flag("-l/--loops", a.loops, "use 1 to 100000"));
+        }
+        Ok(MigrateConfig {
+            tasks,
+            base_prio: a.prio,
+            loops: a.loops,
+            run_ns: t("-r/--run-time", &a.run_time)?,
+            sleep_ns: t("-s/--sleep-time", &a.sleep_time)?,
+            max_err_ns: t("--max-err", &a.max_err)?,
+            inject_inversion: a.inject_inversion,
+        })
+    }
+}
+
+/// A finished `migrate` run.
+pub struct MigrateOutcome {
+    /// The result model (check_failure set when Failed).
+    pub run: Run,
+    /// Order violations found.
+    pub violations: Vec<String>,
+}
+
+/// Runs the stress and the check.
+pub fn run(cfg: MigrateConfig, command_line: Vec<String>) -> Result<MigrateOutcome> {
+    let environment = Environment::capture();
+    let mut warnings = Vec::new();
+    let top = cfg.base_prio + cfg.tasks as i32;
+    let needs = rt::Needs {
+        rt: Some((Policy::Fifo, top)),
+        mlock: true,
+        dma_latency_us: None,
+        strict: true,
+    };
+    let prepared = rt::prepare(&needs, &mut warnings)?;
+    let control = Control::with_signals();
+    let ncpu = CpuSet::online_here().len().max(1);
+    let gen = AtomicU32::new(0);
+    let cell = || {
+        (0..cfg.loops)
+            .map(|_| AtomicU64::new(0))
+            .collect::<Vec<_>>()
+    };
+    let starts: Vec<Vec<AtomicU64>> = (0..cfg.tasks).map(|_| cell()).collect();
+    let ends: Vec<Vec<AtomicU64>> = (0..cfg.tasks).map(|_| cell()).collect();
+    let release: Vec<AtomicU64> = cell();
+    let started = SystemTime::now();
+    let t0 = Instant::now();
+    let mono = || sys::clock::now_ns(libc::CLOCK_MONOTONIC);
+    let mut done_loops = 0usize;
+    std::thread::scope(|s| {
+        for i in 0..cfg.tasks {
+            let (gen, starts, ends, cfg) = (&gen, &starts, &ends, &cfg);
+            s.spawn(move || {
+                let prio = cfg.base_prio + i as i32;
+                let _ = sys::sched::set_policy(Policy::Fifo, prio);
+                let highest = i + 1 == cfg.tasks;
+                for it in 0..cfg.loops {
+                    if highest {
+                        let _ = sys::sched::pin_to_cpu(it % ncpu);
+                    }
+                    if highest && cfg.inject_inversion && it == cfg.loops / 2 {
+                        let _ = sys::sched::set_policy(Policy::Fifo, 1);
+                    }
+                    loop {
+                        let g = gen.load(Ordering::Acquire);
+                        if g as usize > it {
+                            break;
+                        }
+                        ipc::futex_wait(gen, g);
+                    }
+                    if gen.load(Ordering::Acquire) == u32::MAX {
+                        return;
+                    }
+                    let a = mono();
+                    starts[i][it].store(a, Ordering::Relaxed);
+                    while mono() < a + cfg.run_ns {
+                        std::hint::spin_loop();
+                    }
+                    ends[i][it].store(mono(), Ordering::Relaxed);
+                }
+            });
+        }
+        // The controller sits above every task so each release is one instant.
+        let _ = sys::sched::set_policy(Policy::Fifo, top + 1);
+        for (it, rel) in release.iter().enumerate() {
+            std::thread::sleep(Duration::from_nanos(
+                cfg.sleep_ns
+                    + if it == 0 {
+                        0
+                    } else {
+                        cfg.run_ns * cfg.tasks as u64
+                    },
+            ));
+            if control.was_interrupted() {
+                break;
+            }
+            rel.store(mono(), Ordering::Relaxed);
+            gen.store(it as u32 + 1, Ordering::Release);
+            ipc::futex_wake(&gen, i32::MAX);
+            done_loops = it + 1;
+        }
+        std::thread::sleep(Duration::from_nanos(cfg.run_ns * (cfg.tasks as u64 + 1)));
+        gen.store(u32::MAX, Ordering::Release);
+        ipc::futex_wake(&gen, i32::MAX);
+        let _ = sys::sched::set_policy(Policy::Other, 0);
+    });
+    drop(prepared);
+    let load = |v: &Vec<AtomicU64>, it: usize| v[it].load(Ordering::Relaxed);
+    let mut violations = Vec::new();
+    for it in 0..done_loops {
+        for hi in 0..cfg.tasks {
+            for lo in 0..hi {
+                let (sh, sl) = (load(&starts[hi], it), load(&starts[lo], it));
+                let (eh, el) = (load(&ends[hi], it), load(&ends[lo], it));
+                if sl == 0 {
+                    continue;
+                }
+                if sh == 0 {
+                    violations.push(format!(
+                        "iteration {it}: task {hi} (prio {}) never started while lower-priority task {lo} (prio {}) ran",
+                        cfg.base_prio + hi as i32,
+                        cfg.base_prio + lo as i32
+                    ));
+                } else if sh > sl + cfg.max_err_ns {
+                    violations.push(format!(
+                        "iteration {it}: task {hi} (prio {}) started {:.1} us after lower-priority task {lo} (prio {})",
+                        cfg.base_prio + hi as i32,
+                        (sh - sl) as f64 / 1e3,
+                        cfg.base_prio + lo as i32
+                    ));
+                } else if eh > el + cfg.max_err_ns {
+                    violations.push(format!(
+                        "iteration {it}: task {hi} (prio {}) finished {:.1} us after lower-priority task {lo} (prio {}): it ran behind it",
+                        cfg.base_prio + hi as i32,
+                        (eh - el) as f64 / 1e3,
+                        cfg.base_prio + lo as i32
+                    ));
+                }
+            }
+        }
+    }
+    let mut series = Vec::new();
+    for (i, task_starts) in starts.iter().enumerate() {
+        let mut r = Recorder::new();
+        for (it, rel) in release.iter().enumerate().take(done_loops) {
+            let (st, rel) = (load(task_starts, it), rel.load(Ordering::Relaxed));
+            if st > 0 {
+                r.record(st.saturating_sub(rel));
+            }
+        }
+        let mut s = Series::from_recorder(format!("task{i}"), &r);
+        s.policy = "fifo".into();
+        s.prio = cfg.base_prio + i as i32;
+        series.push(s);
+    }
+    let check_failure = (!violations.is_empty()).then(|| {
+        format!(
+            "migrate: Failed: {} priority-order violation(s); first: {}",
+            violations.len(),
+            violations[0]
+        )
+    });
+    let run = Run {
+        schema: result::SCHEMA.into(),
+        id: result::new_run_id(started),
+        kind: "migrate".into(),
+        started: result::rfc3339(started),
+        ended: result::rfc3339(SystemTime::now()),
+        duration_s: t0.elapsed().as_secs_f64(),
+        interrupted: control.was_interrupted(),
+        command_line,
+        parameters: serde_json::to_value(&cfg).unwrap_or_default(),
+        warnings,
+        check_failure,
+        environment,
+        series,
+        samples_path: None,
+        loads: Vec::new(),
+    };
+    Ok(MigrateOutcome { run, violations })
+}
+
+/// The report: per-task start delays after each release, then Passed or Failed.
+pub fn render(o: &MigrateOutcome, cfg: &MigrateConfig) -> String {
+    let u = DisplayUnit::Us;
+    let mut s = format!(
+        "latlab migrate  {} tasks  {} loops  run {:.1} ms  sleep {:.1} ms  max-err {} us  run {}\n",
+        cfg.tasks,
+        cfg.loops,
+        cfg.run_ns as f64 / 1e6,
+        cfg.sleep_ns as f64 / 1e6,
+        cfg.max_err_ns / 1000,
+        o.run.id
+    );
+    s.push_str("start delay after release (us)\n");
+    let rows: Vec<Vec<String>> = o
+        .run
+        .series
+        .iter()
+        .map(|x| {
+            vec![
+                x.name.clone(),
+                x.prio.to_string(),
+                x.summary.count.to_string(),
+                u.fmt_ns(x.summary.min_ns as f64),
+                u.fmt_ns(x.summary.mean_ns),
+                u.fmt_ns(x.summary.max_ns as f64),
+            ]
+        })
+        .collect();
+    s.push_str(&table::render(
+        &["task", "prio", "loops", "min", "avg", "max"],
+        &rows,
+    ));
+    for v in o.violations.iter().take(10) {
+        s.push_str(&format!("  {v}\n"));
+    }
+    s.push_str(if o.violations.is_empty() {
+        " Passed!\n"
+    } else {
+        " Failed!\n"
+    });
+    for w in &o.run.warnings {
+        s.push_str(&format!("warning: {w}\n"));
+    }
+    s
+}
