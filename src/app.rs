@@ -31,6 +31,35 @@ fn with_loads<T>(
     Ok(out)
 }
 
+/// The store a measurement's result goes to, opened before measuring so a bad store fails
+/// before any time is spent.
+struct Keeper {
+    store: Option<Box<dyn crate::store::Store>>,
+    tags: std::collections::BTreeMap<String, String>,
+}
+
+fn keeper(s: &crate::cli::StoreArgs) -> Result<Keeper> {
+    let tags = crate::store::parse_tags(&s.tag)?;
+    if s.no_store {
+        return Ok(Keeper { store: None, tags });
+    }
+    Ok(Keeper {
+        store: Some(crate::store::open(s.store.as_deref())?),
+        tags,
+    })
+}
+
+impl Keeper {
+    /// Saves the run and says where.
+    fn keep(self, run: &crate::result::Run) -> Result<()> {
+        if let Some(mut st) = self.store {
+            st.save(run, &self.tags)?;
+            eprintln!("latlab: run {} stored in {}", run.id, st.location());
+        }
+        Ok(())
+    }
+}
+
 /// One line per load for the text report.
 fn load_lines(run: &crate::result::Run) -> String {
     run.loads
@@ -71,40 +100,13 @@ pub fn run(cli: Cli, argv: Vec<String>) -> Result<()> {
             Ok(())
         }
         Command::LoadWorker(a) => crate::load::worker_main(&a.spec),
+        Command::Runs(c) => crate::store::cmd::run(c),
         Command::Noise(a) => noise_cmd(&a, argv),
         Command::Ctxsw(a) => ctxsw_cmd(&a, argv),
         Command::Clocks(a) => clocks_cmd(&a, argv),
         Command::Tcp(a) => tcp_cmd(&a, argv),
-        Command::Contend(a) => {
-            use crate::measure::contend;
-            let cfg = contend::ContendConfig::from_args(&a, &CpuSet::online_here())?;
-            let sink = a.json.as_deref().map(JsonSink::open).transpose()?;
-            let loads = load_specs(&a.load)?;
-            let outcome = with_loads(&loads, || contend::run(cfg.clone(), argv), |o| &mut o.run)?;
-            emit(
-                &(contend::render(&outcome, &cfg) + &load_lines(&outcome.run)),
-                a.json.as_deref(),
-                sink,
-                &outcome.run,
-            )
-        }
-        Command::Migrate(a) => {
-            use crate::measure::migrate;
-            let cfg = migrate::MigrateConfig::from_args(&a, &CpuSet::online_here())?;
-            let sink = a.json.as_deref().map(JsonSink::open).transpose()?;
-            let loads = load_specs(&a.load)?;
-            let outcome = with_loads(&loads, || migrate::run(cfg.clone(), argv), |o| &mut o.run)?;
-            emit(
-                &(migrate::render(&outcome, &cfg) + &load_lines(&outcome.run)),
-                a.json.as_deref(),
-                sink,
-                &outcome.run,
-            )?;
-            match outcome.run.check_failure {
-                Some(c) => Err(Error::CheckFailed(c)),
-                None => Ok(()),
-            }
-        }
+        Command::Contend(a) => contend_cmd(&a, argv),
+        Command::Migrate(a) => migrate_cmd(&a, argv),
         Command::Compare(a) => {
             let text = crate::compare::run(&a)?;
             print!("{text}");
@@ -117,6 +119,7 @@ pub fn run(cli: Cli, argv: Vec<String>) -> Result<()> {
 fn cyclic_cmd(a: &CyclicArgs, argv: Vec<String>) -> Result<()> {
     let cfg = CyclicConfig::from_args(a, &CpuSet::online_here())?;
     let sink = cfg.json.as_deref().map(JsonSink::open).transpose()?;
+    let keep = keeper(&a.store)?;
     let unit = cfg.unit;
     let hist = cfg.histogram_us.is_some();
     let to_stderr = cyclic::report::json_to_stdout(&cfg);
@@ -137,6 +140,7 @@ fn cyclic_cmd(a: &CyclicArgs, argv: Vec<String>) -> Result<()> {
     if let Some(s) = sink {
         s.write(&outcome.run)?;
     }
+    keep.keep(&outcome.run)?;
     match outcome.run.check_failure {
         Some(c) => Err(Error::CheckFailed(c)),
         None => Ok(()),
@@ -147,6 +151,7 @@ fn noise_cmd(a: &crate::cli::NoiseArgs, argv: Vec<String>) -> Result<()> {
     use crate::config::noise::NoiseConfig;
     let cfg = NoiseConfig::from_args(a, &CpuSet::online_here(), crate::sys::tsc::available())?;
     let sink = cfg.json.as_deref().map(JsonSink::open).transpose()?;
+    let keep = keeper(&a.store)?;
     let loads = load_specs(&a.load)?;
     let outcome = with_loads(
         &loads,
@@ -154,35 +159,64 @@ fn noise_cmd(a: &crate::cli::NoiseArgs, argv: Vec<String>) -> Result<()> {
         |o| &mut o.run,
     )?;
     let text = crate::measure::noise::report::render(&outcome, &cfg) + &load_lines(&outcome.run);
-    emit(&text, cfg.json.as_deref(), sink, &outcome.run)
+    emit(&text, cfg.json.as_deref(), sink, &outcome.run)?;
+    keep.keep(&outcome.run)
 }
 
 fn ctxsw_cmd(a: &crate::cli::CtxswArgs, argv: Vec<String>) -> Result<()> {
     use crate::measure::ctxsw;
     let cfg = ctxsw::CtxswConfig::from_args(a, &CpuSet::online_here())?;
     let sink = a.json.as_deref().map(JsonSink::open).transpose()?;
-    let outcome = ctxsw::run(cfg.clone(), argv)?;
-    emit(
-        &ctxsw::render(&outcome, &cfg),
-        a.json.as_deref(),
-        sink,
-        &outcome.run,
-    )
+    let keep = keeper(&a.store)?;
+    let loads = load_specs(&a.load)?;
+    let outcome = with_loads(&loads, || ctxsw::run(cfg.clone(), argv), |o| &mut o.run)?;
+    let text = ctxsw::render(&outcome, &cfg) + &load_lines(&outcome.run);
+    emit(&text, a.json.as_deref(), sink, &outcome.run)?;
+    keep.keep(&outcome.run)
 }
 
 fn clocks_cmd(a: &crate::cli::ClocksArgs, argv: Vec<String>) -> Result<()> {
     use crate::measure::clocks;
     let cfg = clocks::ClocksConfig::from_args(a)?;
     let sink = a.json.as_deref().map(JsonSink::open).transpose()?;
-    let outcome = clocks::run(cfg.clone(), argv)?;
-    emit(
-        &clocks::render(&outcome, &cfg),
-        a.json.as_deref(),
-        sink,
-        &outcome.run,
-    )?;
-    match outcome.run.check_failure {
-        Some(c) => Err(Error::CheckFailed(c)),
+    let keep = keeper(&a.store)?;
+    let loads = load_specs(&a.load)?;
+    let outcome = with_loads(&loads, || clocks::run(cfg.clone(), argv), |o| &mut o.run)?;
+    let text = clocks::render(&outcome, &cfg) + &load_lines(&outcome.run);
+    emit(&text, a.json.as_deref(), sink, &outcome.run)?;
+    keep.keep(&outcome.run)?;
+    check(&outcome.run)
+}
+
+fn contend_cmd(a: &crate::cli::ContendArgs, argv: Vec<String>) -> Result<()> {
+    use crate::measure::contend;
+    let cfg = contend::ContendConfig::from_args(a, &CpuSet::online_here())?;
+    let sink = a.json.as_deref().map(JsonSink::open).transpose()?;
+    let keep = keeper(&a.store)?;
+    let loads = load_specs(&a.load)?;
+    let outcome = with_loads(&loads, || contend::run(cfg.clone(), argv), |o| &mut o.run)?;
+    let text = contend::render(&outcome, &cfg) + &load_lines(&outcome.run);
+    emit(&text, a.json.as_deref(), sink, &outcome.run)?;
+    keep.keep(&outcome.run)
+}
+
+fn migrate_cmd(a: &crate::cli::MigrateArgs, argv: Vec<String>) -> Result<()> {
+    use crate::measure::migrate;
+    let cfg = migrate::MigrateConfig::from_args(a, &CpuSet::online_here())?;
+    let sink = a.json.as_deref().map(JsonSink::open).transpose()?;
+    let keep = keeper(&a.store)?;
+    let loads = load_specs(&a.load)?;
+    let outcome = with_loads(&loads, || migrate::run(cfg.clone(), argv), |o| &mut o.run)?;
+    let text = migrate::render(&outcome, &cfg) + &load_lines(&outcome.run);
+    emit(&text, a.json.as_deref(), sink, &outcome.run)?;
+    keep.keep(&outcome.run)?;
+    check(&outcome.run)
+}
+
+/// Exit 1 when a requested check failed.
+fn check(run: &crate::result::Run) -> Result<()> {
+    match &run.check_failure {
+        Some(c) => Err(Error::CheckFailed(c.clone())),
         None => Ok(()),
     }
 }
@@ -191,6 +225,7 @@ fn tcp_cmd(a: &crate::cli::TcpArgs, argv: Vec<String>) -> Result<()> {
     use crate::measure::tcp;
     let cfg = tcp::TcpConfig::from_args(a, &CpuSet::online_here())?;
     let sink = a.json.as_deref().map(JsonSink::open).transpose()?;
+    let keep = keeper(&a.store)?;
     let loads = load_specs(&a.load)?;
     let outcome = with_loads(&loads, || tcp::run(cfg.clone(), argv), |o| &mut o.run)?;
     let text = tcp::render(&outcome, &cfg, a.unit) + &load_lines(&outcome.run);
@@ -198,12 +233,13 @@ fn tcp_cmd(a: &crate::cli::TcpArgs, argv: Vec<String>) -> Result<()> {
         eprint!("{text}");
         print!("{}", tcp::figures(&outcome));
         let _ = std::io::stdout().flush();
-        return match sink {
-            Some(s) => s.write(&outcome.run),
-            None => Ok(()),
-        };
+        if let Some(s) = sink {
+            s.write(&outcome.run)?;
+        }
+        return keep.keep(&outcome.run);
     }
-    emit(&text, a.json.as_deref(), sink, &outcome.run)
+    emit(&text, a.json.as_deref(), sink, &outcome.run)?;
+    keep.keep(&outcome.run)
 }
 
 /// Prints a report (to stderr when the JSON goes to stdout) and writes the JSON.

@@ -47,6 +47,9 @@ pub enum Command {
     /// Runs one --load in a worker process (internal).
     #[command(hide = true)]
     LoadWorker(LoadWorkerArgs),
+    /// The results store: list, show, export, import, delete runs.
+    #[command(subcommand)]
+    Runs(RunsCmd),
     /// Read a raw sample log written by `--samples`: summary per series, or CSV.
     Samples(SamplesArgs),
 }
@@ -56,6 +59,10 @@ pub enum Command {
 #[derive(Debug, Args)]
 #[command(after_help = CYCLIC_AFTER_HELP)]
 pub struct CyclicArgs {
+    /// Where results are kept.
+    #[command(flatten)]
+    pub store: StoreArgs,
+
     /// Run a load during the measurement: hackbench, cpu, memory, io, net or exec, with
     /// options (hackbench:groups=10,loops=100; io:path=/dev/vda,direct=1; exec:CMD).
     /// Repeatable; loads warm up before the start and are reaped after it.
@@ -226,7 +233,8 @@ pub struct MinistatArgs {
 #[command(after_help = COMPARE_AFTER_HELP)]
 pub struct CompareArgs {
     /// Data sets, the first is the baseline: [LABEL=]PATH[,PATH...]. A PATH is a value file (one
-    /// number per line, `#` comments; `-` for stdin) or a latlab JSON result.
+    /// number per line, `#` comments; `-` for stdin), a latlab JSON result, or run:ID for a
+    /// stored run.
     #[arg(value_name = "SET", required = true)]
     pub sets: Vec<String>,
     /// For JSON results: the whole latency distribution, or one figure per run.
@@ -262,6 +270,9 @@ pub struct CompareArgs {
     /// Switch to ministat's exact command line and output (`latlab compare --ministat a b`).
     #[arg(long)]
     pub ministat: bool,
+    /// Store to read `run:ID` sets from.
+    #[arg(long)]
+    pub store: Option<String>,
 }
 
 const COMPARE_AFTER_HELP: &str = "\
@@ -281,6 +292,10 @@ Examples:
 #[derive(Debug, Args)]
 #[command(after_help = NOISE_AFTER_HELP)]
 pub struct NoiseArgs {
+    /// Where results are kept.
+    #[command(flatten)]
+    pub store: StoreArgs,
+
     /// Run a load during the measurement: hackbench, cpu, memory, io, net or exec, with
     /// options (hackbench:groups=10,loops=100; io:path=/dev/vda,direct=1; exec:CMD).
     /// Repeatable; loads warm up before the start and are reaped after it.
@@ -346,6 +361,10 @@ Seed 003 (per-CPU max gap with a disturbing command on CPU 0, repeated):
 #[derive(Debug, Args)]
 #[command(after_help = CTXSW_AFTER_HELP)]
 pub struct CtxswArgs {
+    /// Where results are kept.
+    #[command(flatten)]
+    pub store: StoreArgs,
+
     /// Run a load during the measurement: hackbench, cpu, memory, io, net or exec, with
     /// options (hackbench:groups=10,loops=100; io:path=/dev/vda,direct=1; exec:CMD).
     /// Repeatable; loads warm up before the start and are reaped after it.
@@ -413,6 +432,10 @@ Seed 000: latlab ctxsw --ioperm all --seed-output";
 /// Arguments of `latlab clocks`.
 #[derive(Debug, Args)]
 pub struct ClocksArgs {
+    /// Where results are kept.
+    #[command(flatten)]
+    pub store: StoreArgs,
+
     /// Run a load during the measurement: hackbench, cpu, memory, io, net or exec, with
     /// options (hackbench:groups=10,loops=100; io:path=/dev/vda,direct=1; exec:CMD).
     /// Repeatable; loads warm up before the start and are reaped after it.
@@ -468,6 +491,10 @@ pub struct LoadWorkerArgs {
 /// Arguments of `latlab tcp`.
 #[derive(Debug, Args)]
 pub struct TcpArgs {
+    /// Where results are kept.
+    #[command(flatten)]
+    pub store: StoreArgs,
+
     /// Run a load during the measurement (see `latlab help cyclic`).
     #[arg(long = "load", value_name = "KIND[:OPTS]")]
     pub load: Vec<String>,
@@ -530,6 +557,10 @@ pub struct TcpArgs {
 /// Arguments of `latlab contend`.
 #[derive(Debug, Args)]
 pub struct ContendArgs {
+    /// Where results are kept.
+    #[command(flatten)]
+    pub store: StoreArgs,
+
     /// Run a load during the measurement (see `latlab help cyclic`).
     #[arg(long = "load", value_name = "KIND[:OPTS]")]
     pub load: Vec<String>,
@@ -559,6 +590,10 @@ pub struct ContendArgs {
 /// Arguments of `latlab migrate`.
 #[derive(Debug, Args)]
 pub struct MigrateArgs {
+    /// Where results are kept.
+    #[command(flatten)]
+    pub store: StoreArgs,
+
     /// Run a load during the measurement (see `latlab help cyclic`).
     #[arg(long = "load", value_name = "KIND[:OPTS]")]
     pub load: Vec<String>,
@@ -586,4 +621,75 @@ pub struct MigrateArgs {
     /// Write the result as JSON to FILE, or `-` for stdout.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+}
+
+/// Where a measurement's result is kept.
+#[derive(Debug, Args, Clone)]
+pub struct StoreArgs {
+    /// The results store: sqlite:PATH (default: $LATLAB_STORE, else
+    /// $XDG_DATA_HOME/latlab/results.db).
+    #[arg(long = "store", value_name = "STORE", global = false)]
+    pub store: Option<String>,
+    /// Do not store the result.
+    #[arg(long = "no-store")]
+    pub no_store: bool,
+    /// Tag the stored run (repeatable): --tag kernel=6.1 --tag patch=vec-lock.
+    #[arg(long = "tag", value_name = "KEY=VALUE")]
+    pub tag: Vec<String>,
+}
+
+/// `latlab runs` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum RunsCmd {
+    /// List stored runs, newest first.
+    List {
+        /// Only this measurement kind (cyclic, noise, ...).
+        #[arg(long)]
+        kind: Option<String>,
+        /// Only runs with this tag (repeatable).
+        #[arg(long = "tag", value_name = "KEY=VALUE")]
+        tag: Vec<String>,
+        /// Only runs measured on this host.
+        #[arg(long)]
+        host: Option<String>,
+        /// The store.
+        #[arg(long)]
+        store: Option<String>,
+    },
+    /// Print a stored run (its whole JSON result, with its tags).
+    Show {
+        /// Run id.
+        id: String,
+        /// The store.
+        #[arg(long)]
+        store: Option<String>,
+    },
+    /// Write runs as a bundle (JSON) to stdout, for `runs import` elsewhere.
+    Export {
+        /// Run ids.
+        #[arg(required_unless_present = "all")]
+        ids: Vec<String>,
+        /// Every run in the store.
+        #[arg(long)]
+        all: bool,
+        /// The store.
+        #[arg(long)]
+        store: Option<String>,
+    },
+    /// Import a bundle; runs already present are skipped (idempotent).
+    Import {
+        /// The bundle file (`-` for stdin).
+        file: PathBuf,
+        /// The store.
+        #[arg(long)]
+        store: Option<String>,
+    },
+    /// Delete a stored run.
+    Delete {
+        /// Run id.
+        id: String,
+        /// The store.
+        #[arg(long)]
+        store: Option<String>,
+    },
 }

@@ -14,6 +14,7 @@ pub mod result;
 pub mod rt;
 pub mod samples;
 pub mod stats;
+pub mod store;
 pub mod sys;
 
 pub use error::{Error, Result};

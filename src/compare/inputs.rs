@@ -42,6 +42,8 @@ pub struct ReadOpts {
     pub series: Option<String>,
     /// Scale applied to JSON nanoseconds (1e-3 for µs).
     pub scale: f64,
+    /// Store `run:ID` sets are read from.
+    pub store: Option<String>,
 }
 
 /// A labelled data set.
@@ -61,6 +63,19 @@ pub fn load(spec: &str, o: &ReadOpts) -> Result<Source> {
         Some((l, p)) if !l.is_empty() && !l.contains('/') => (l.to_string(), p),
         _ => (spec.to_string(), spec),
     };
+    // `run:A,B` names several stored runs.
+    let expanded: String;
+    let paths = match paths.strip_prefix("run:") {
+        Some(ids) if ids.contains(',') => {
+            expanded = ids
+                .split(',')
+                .map(|i| format!("run:{i}"))
+                .collect::<Vec<_>>()
+                .join(",");
+            expanded.as_str()
+        }
+        _ => paths,
+    };
     let paths: Vec<&str> = paths.split(',').filter(|p| !p.is_empty()).collect();
     if paths.is_empty() {
         return Err(Error::Usage(format!("set '{spec}': no file named")));
@@ -69,7 +84,17 @@ pub fn load(spec: &str, o: &ReadOpts) -> Result<Source> {
     let mut dists: Vec<Dist> = Vec::new();
     let mut json = 0usize;
     for p in &paths {
-        if looks_like_json(p)? {
+        if let Some(id) = p.strip_prefix("run:") {
+            json += 1;
+            let entry = crate::store::open(o.store.as_deref())?.get(id)?;
+            let run: Run = serde_json::from_value(entry.run)
+                .map_err(|e| Error::Env(format!("stored run {id}: {e}")))?;
+            let (d, series) = run_dist(&run, p, o)?;
+            match o.metric {
+                Metric::Latency => dists.push(d),
+                m => values.push(scalar(&d, &series, m, o.scale)),
+            }
+        } else if looks_like_json(p)? {
             json += 1;
             let run = read_run(p)?;
             let (d, series) = run_dist(&run, p, o)?;

@@ -50,6 +50,7 @@ pub fn run(a: &CompareArgs) -> Result<String> {
             crate::config::DisplayUnit::Ns => 1.0,
             crate::config::DisplayUnit::Us => 1e-3,
         },
+        store: a.store.clone(),
     };
     let sources = a
         .sets

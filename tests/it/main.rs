@@ -8,5 +8,6 @@ mod cyclic;
 mod load;
 mod ministat;
 mod noise;
+mod store;
 mod tcp;
 mod util;

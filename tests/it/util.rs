@@ -4,9 +4,22 @@ use std::process::Command;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-/// A `Command` for the latlab binary under test.
+/// A `Command` for the latlab binary under test, storing into a scratch store (never the
+/// user's own).
 pub fn latlab() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_latlab"))
+    let mut c = Command::new(env!("CARGO_BIN_EXE_latlab"));
+    c.env("LATLAB_STORE", test_store());
+    c
+}
+
+/// The scratch store of this test process.
+pub fn test_store() -> String {
+    format!(
+        "sqlite:{}",
+        std::env::temp_dir()
+            .join(format!("latlab-it-{}.db", std::process::id()))
+            .display()
+    )
 }
 
 /// Serialises tests that inject stalls, so one test's stall is not another's surprise.

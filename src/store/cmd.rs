@@ -1,0 +1,117 @@
+//! `latlab runs ...`: list, show, export, import and delete stored runs.
+
+use super::{export, import, open, parse_tags, Bundle, Filter, BUNDLE_FORMAT};
+use crate::cli::RunsCmd;
+use crate::error::{Error, Result};
+use crate::export::table;
+use std::io::Read;
+
+/// Runs one `latlab runs` subcommand.
+pub fn run(c: RunsCmd) -> Result<()> {
+    match c {
+        RunsCmd::List {
+            kind,
+            tag,
+            host,
+            store,
+        } => {
+            let st = open(store.as_deref())?;
+            let f = Filter {
+                kind,
+                tags: parse_tags(&tag)?.into_iter().collect(),
+                host,
+            };
+            let rows: Vec<Vec<String>> = st
+                .list(&f)?
+                .into_iter()
+                .map(|r| {
+                    let tags: Vec<String> =
+                        r.tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                    vec![
+                        r.id,
+                        r.kind,
+                        r.started,
+                        r.host,
+                        if r.interrupted {
+                            "yes".into()
+                        } else {
+                            "".into()
+                        },
+                        tags.join(","),
+                    ]
+                })
+                .collect();
+            print!(
+                "{}",
+                table::render(
+                    &["id", "kind", "started", "host", "interrupted", "tags"],
+                    &rows
+                )
+            );
+            Ok(())
+        }
+        RunsCmd::Show { id, store } => {
+            let e = open(store.as_deref())?.get(&id)?;
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&e).map_err(|e| Error::Env(e.to_string()))?
+            );
+            Ok(())
+        }
+        RunsCmd::Export { ids, all, store } => {
+            let st = open(store.as_deref())?;
+            let ids: Vec<String> = if all {
+                st.list(&Filter::default())?
+                    .into_iter()
+                    .map(|r| r.id)
+                    .collect()
+            } else {
+                ids
+            };
+            let b = export(st.as_ref(), &ids)?;
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&b).map_err(|e| Error::Env(e.to_string()))?
+            );
+            Ok(())
+        }
+        RunsCmd::Import { file, store } => {
+            let mut text = String::new();
+            let name = file.display().to_string();
+            if name == "-" {
+                std::io::stdin()
+                    .read_to_string(&mut text)
+                    .map_err(|e| Error::Usage(format!("stdin: {e}")))?;
+            } else {
+                text = std::fs::read_to_string(&file)
+                    .map_err(|e| Error::Usage(format!("{name}: {e}")))?;
+            }
+            let b: Bundle = serde_json::from_str(&text).map_err(|e| {
+                Error::Usage(format!(
+                    "{name}: not a latlab bundle: {e} (line {}, column {})",
+                    e.line(),
+                    e.column()
+                ))
+            })?;
+            if b.format != BUNDLE_FORMAT {
+                return Err(Error::Usage(format!(
+                    "{name}: format '{}' is not {BUNDLE_FORMAT}",
+                    b.format
+                )));
+            }
+            let mut st = open(store.as_deref())?;
+            let (new, old) = import(st.as_mut(), &b)?;
+            println!(
+                "imported {new} new run(s), {old} already present, into {}",
+                st.location()
+            );
+            Ok(())
+        }
+        RunsCmd::Delete { id, store } => {
+            let mut st = open(store.as_deref())?;
+            st.delete(&id)?;
+            println!("deleted run {id} from {}", st.location());
+            Ok(())
+        }
+    }
+}

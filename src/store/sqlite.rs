@@ -1,0 +1,295 @@
+//! The SQLite store: one file, WAL mode so several latlab processes can write at once, versioned
+//! migrations, and a refusal (never a re-creation) when the file is corrupt or newer.
+
+use super::{BundleEntry, Filter, RunRow, Store, SCHEMA_VERSION};
+use crate::error::{Error, Result};
+use crate::result::Run;
+use rusqlite::{params, Connection, OptionalExtension};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Migrations: index i brings the schema from version i to i + 1.
+const MIGRATIONS: &[&str] = &["
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE runs (
+        id TEXT PRIMARY KEY,
+        kind TEXT NOT NULL,
+        started TEXT NOT NULL,
+        ended TEXT NOT NULL,
+        host TEXT NOT NULL,
+        interrupted INTEGER NOT NULL,
+        samples_path TEXT,
+        body TEXT NOT NULL
+    );
+    CREATE TABLE tags (
+        run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        key TEXT NOT NULL,
+        value TEXT NOT NULL,
+        PRIMARY KEY (run_id, key)
+    );
+    CREATE INDEX runs_kind ON runs(kind);
+    CREATE INDEX runs_host ON runs(host);
+    CREATE INDEX tags_kv ON tags(key, value);
+"];
+
+/// A SQLite file of runs.
+pub struct SqliteStore {
+    conn: Connection,
+    path: PathBuf,
+}
+
+fn env_err(path: &Path, e: impl std::fmt::Display) -> Error {
+    Error::Env(format!("store {}: {e}", path.display()))
+}
+
+impl SqliteStore {
+    /// Opens (creating if absent) the store at `path` and brings its schema up to date.
+    /// A file that is not a latlab store, is corrupt, or has a newer schema is refused untouched.
+    pub fn open(path: &Path) -> Result<SqliteStore> {
+        let existed = path.exists();
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| {
+                Error::Env(format!(
+                    "store {}: cannot create {}: {e}",
+                    path.display(),
+                    dir.display()
+                ))
+            })?;
+        }
+        let conn = Connection::open(path).map_err(|e| env_err(path, e))?;
+        conn.busy_timeout(std::time::Duration::from_secs(30))
+            .map_err(|e| env_err(path, e))?;
+        let refuse = |why: String| {
+            Error::Env(format!(
+                "store {}: {why}; the file was left untouched",
+                path.display()
+            ))
+        };
+        // Any read fails on a file that is not a database.
+        let tables: Vec<String> = conn
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
+            .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
+            .map_err(|e| refuse(format!("not a readable SQLite database ({e})")))?;
+        if existed && !tables.is_empty() && !tables.iter().any(|t| t == "meta") {
+            return Err(refuse(
+                "a SQLite database, but not a latlab store (no meta table)".into(),
+            ));
+        }
+        conn.busy_timeout(std::time::Duration::from_secs(30))
+            .map_err(|e| env_err(path, e))?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(|e| refuse(format!("cannot enable WAL ({e})")))?;
+        conn.pragma_update(None, "foreign_keys", "ON")
+            .map_err(|e| env_err(path, e))?;
+        let mut store = SqliteStore {
+            conn,
+            path: path.to_path_buf(),
+        };
+        store.migrate()?;
+        Ok(store)
+    }
+
+    fn migrate(&mut self) -> Result<()> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(|e| env_err(&self.path, e))?;
+        let v: i64 = {
+            let has_meta: i64 = tx
+                .query_row(
+                    "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='meta'",
+                    [],
+                    |r| r.get(0),
+                )
+                .map_err(|e| env_err(&self.path, e))?;
+            if has_meta == 0 {
+                0
+            } else {
+                tx.query_row(
+                    "SELECT value FROM meta WHERE key = 'schema_version'",
+                    [],
+                    |r| r.get::<_, String>(0),
+                )
+                .optional()
+                .map_err(|e| env_err(&self.path, e))?
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(0)
+            }
+        };
+        if v > SCHEMA_VERSION {
+            return Err(Error::Env(format!(
+                "store {}: schema version {v} was written by a newer latlab (this one reads up to {SCHEMA_VERSION}); the file was left untouched",
+                self.path.display()
+            )));
+        }
+        for (i, sql) in MIGRATIONS.iter().enumerate().skip(v as usize) {
+            tx.execute_batch(sql)
+                .map_err(|e| env_err(&self.path, format!("migration to version {}: {e}", i + 1)))?;
+            tx.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?1)",
+                params![(i + 1).to_string()],
+            )
+            .map_err(|e| env_err(&self.path, e))?;
+        }
+        tx.commit().map_err(|e| env_err(&self.path, e))?;
+        Ok(())
+    }
+
+    fn insert(
+        &mut self,
+        body: &serde_json::Value,
+        tags: &BTreeMap<String, String>,
+    ) -> Result<bool> {
+        let s = |k: &str| {
+            body.get(k)
+                .and_then(|v| v.as_str())
+                .unwrap_or("")
+                .to_string()
+        };
+        let id = s("id");
+        if id.is_empty()
+            || body.get("schema").and_then(|v| v.as_str()) != Some(crate::result::SCHEMA)
+        {
+            return Err(Error::Usage(format!(
+                "not a {} run (id '{id}')",
+                crate::result::SCHEMA
+            )));
+        }
+        let host = body
+            .pointer("/environment/hostname")
+            .and_then(|v| v.as_str())
+            .unwrap_or("")
+            .to_string();
+        let interrupted = body
+            .get("interrupted")
+            .and_then(|v| v.as_bool())
+            .unwrap_or(false);
+        let samples = body
+            .get("samples_path")
+            .and_then(|v| v.as_str())
+            .map(String::from);
+        let text = serde_json::to_string(body).map_err(|e| env_err(&self.path, e))?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(|e| env_err(&self.path, e))?;
+        let n = tx
+            .execute(
+                "INSERT OR IGNORE INTO runs (id, kind, started, ended, host, interrupted, samples_path, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                params![id, s("kind"), s("started"), s("ended"), host, interrupted as i64, samples, text],
+            )
+            .map_err(|e| env_err(&self.path, e))?;
+        if n > 0 {
+            for (k, v) in tags {
+                tx.execute(
+                    "INSERT OR REPLACE INTO tags (run_id, key, value) VALUES (?1, ?2, ?3)",
+                    params![id, k, v],
+                )
+                .map_err(|e| env_err(&self.path, e))?;
+            }
+        }
+        tx.commit().map_err(|e| env_err(&self.path, e))?;
+        Ok(n > 0)
+    }
+
+    fn tags_of(&self, id: &str) -> Result<BTreeMap<String, String>> {
+        let mut st = self
+            .conn
+            .prepare("SELECT key, value FROM tags WHERE run_id = ?1 ORDER BY key")
+            .map_err(|e| env_err(&self.path, e))?;
+        let rows = st
+            .query_map(params![id], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+            })
+            .map_err(|e| env_err(&self.path, e))?;
+        rows.collect::<std::result::Result<BTreeMap<_, _>, _>>()
+            .map_err(|e| env_err(&self.path, e))
+    }
+
+    /// `PRAGMA integrity_check`: "ok" when the file is sound.
+    pub fn integrity(&self) -> Result<String> {
+        self.conn
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .map_err(|e| env_err(&self.path, e))
+    }
+}
+
+impl Store for SqliteStore {
+    fn save(&mut self, run: &Run, tags: &BTreeMap<String, String>) -> Result<bool> {
+        let v = serde_json::to_value(run).map_err(|e| env_err(&self.path, e))?;
+        self.insert(&v, tags)
+    }
+
+    fn save_json(
+        &mut self,
+        run: &serde_json::Value,
+        tags: &BTreeMap<String, String>,
+    ) -> Result<bool> {
+        self.insert(run, tags)
+    }
+
+    fn list(&self, f: &Filter) -> Result<Vec<RunRow>> {
+        let mut st = self
+            .conn
+            .prepare("SELECT id, kind, started, host, interrupted FROM runs WHERE (?1 IS NULL OR kind = ?1) AND (?2 IS NULL OR host = ?2) ORDER BY started DESC, id")
+            .map_err(|e| env_err(&self.path, e))?;
+        let rows = st
+            .query_map(params![f.kind, f.host], |r| {
+                Ok(RunRow {
+                    id: r.get(0)?,
+                    kind: r.get(1)?,
+                    started: r.get(2)?,
+                    host: r.get(3)?,
+                    interrupted: r.get::<_, i64>(4)? != 0,
+                    tags: BTreeMap::new(),
+                })
+            })
+            .map_err(|e| env_err(&self.path, e))?;
+        let mut out = Vec::new();
+        for r in rows {
+            let mut r = r.map_err(|e| env_err(&self.path, e))?;
+            r.tags = self.tags_of(&r.id)?;
+            if f.tags.iter().all(|(k, v)| r.tags.get(k) == Some(v)) {
+                out.push(r);
+            }
+        }
+        Ok(out)
+    }
+
+    fn get(&self, id: &str) -> Result<BundleEntry> {
+        let body: Option<String> = self
+            .conn
+            .query_row("SELECT body FROM runs WHERE id = ?1", params![id], |r| {
+                r.get(0)
+            })
+            .optional()
+            .map_err(|e| env_err(&self.path, e))?;
+        let body = body.ok_or_else(|| {
+            Error::Usage(format!("no run '{id}' in store {}", self.path.display()))
+        })?;
+        let run = serde_json::from_str(&body)
+            .map_err(|e| env_err(&self.path, format!("run {id}: {e}")))?;
+        Ok(BundleEntry {
+            run,
+            tags: self.tags_of(id)?,
+        })
+    }
+
+    fn delete(&mut self, id: &str) -> Result<()> {
+        let n = self
+            .conn
+            .execute("DELETE FROM runs WHERE id = ?1", params![id])
+            .map_err(|e| env_err(&self.path, e))?;
+        if n == 0 {
+            return Err(Error::Usage(format!(
+                "no run '{id}' in store {}",
+                self.path.display()
+            )));
+        }
+        Ok(())
+    }
+
+    fn location(&self) -> String {
+        self.path.display().to_string()
+    }
+}
