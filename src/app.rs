@@ -82,6 +82,11 @@ fn load_lines(run: &crate::result::Run) -> String {
 
 /// Runs one parsed command line.
 pub fn run(cli: Cli, argv: Vec<String>) -> Result<()> {
+    if !matches!(cli.command, Command::Restore | Command::LoadWorker(_)) {
+        if let Some(n) = crate::experiment::knobs::pending_notice() {
+            eprintln!("{n}");
+        }
+    }
     match cli.command {
         Command::Cyclic(a) => cyclic_cmd(&a, argv),
         Command::Samples(a) => samples_cmd(&a),
@@ -101,6 +106,17 @@ pub fn run(cli: Cli, argv: Vec<String>) -> Result<()> {
         }
         Command::LoadWorker(a) => crate::load::worker_main(&a.spec),
         Command::Runs(c) => crate::store::cmd::run(c),
+        Command::Run(a) => {
+            print!(
+                "{}",
+                crate::experiment::runner::run(&a.plan, a.store.as_deref())?
+            );
+            Ok(())
+        }
+        Command::Restore => {
+            print!("{}", crate::experiment::knobs::restore_from_journal()?);
+            Ok(())
+        }
         Command::Noise(a) => noise_cmd(&a, argv),
         Command::Ctxsw(a) => ctxsw_cmd(&a, argv),
         Command::Clocks(a) => clocks_cmd(&a, argv),

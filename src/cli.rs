@@ -47,6 +47,11 @@ pub enum Command {
     /// Runs one --load in a worker process (internal).
     #[command(hide = true)]
     LoadWorker(LoadWorkerArgs),
+    /// Run an experiment plan (TOML): factors x levels x repeats, knobs restored, runs stored
+    /// under one experiment id, each level compared with the baseline.
+    Run(RunArgs),
+    /// Put back system settings a plan changed and could not restore (after a crash or kill).
+    Restore,
     /// The results store: list, show, export, import, delete runs.
     #[command(subcommand)]
     Runs(RunsCmd),
@@ -692,4 +697,14 @@ pub enum RunsCmd {
         #[arg(long)]
         store: Option<String>,
     },
+}
+
+/// Arguments of `latlab run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The plan file (see examples/).
+    pub plan: PathBuf,
+    /// The results store the runs go to.
+    #[arg(long)]
+    pub store: Option<String>,
 }

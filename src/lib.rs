@@ -6,6 +6,7 @@ pub mod cli;
 pub mod compare;
 pub mod config;
 pub mod error;
+pub mod experiment;
 pub mod export;
 pub mod load;
 pub mod measure;

@@ -1,0 +1,319 @@
+//! Running a plan: every level combination × repeats in the chosen order, each run a latlab
+//! measurement stored under one experiment id; knobs journaled and always restored; at the end
+//! each combination against the baseline, ministat-style and tail-aware.
+
+use super::knobs::Knobs;
+use super::plan::{Order, Plan};
+use crate::compare::analysis::{analyse, Settings};
+use crate::compare::inputs::{load, Metric, ReadOpts};
+use crate::compare::render::{render, Format};
+use crate::error::{Error, Result};
+use crate::rt::Control;
+use crate::stats::ministat;
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// Runs the plan at `path`; returns the final report.
+pub fn run(path: &Path, store: Option<&str>) -> Result<String> {
+    let plan = Plan::load(path)?;
+    let combos = plan.combinations();
+    let started = std::time::SystemTime::now();
+    let exp = format!("exp-{}", crate::result::new_run_id(started));
+    let seed = plan.design.seed.unwrap_or_else(|| {
+        started
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64)
+    });
+    let mut order: Vec<(usize, u32)> = Vec::new();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    match plan.design.order {
+        Order::Sequential => {
+            for c in 0..combos.len() {
+                order.extend((0..plan.design.repeats).map(|r| (c, r)));
+            }
+        }
+        Order::Interleaved | Order::Random => {
+            for r in 0..plan.design.repeats {
+                let mut idx: Vec<usize> = (0..combos.len()).collect();
+                if plan.design.order == Order::Random {
+                    idx.shuffle(&mut rng);
+                }
+                order.extend(idx.into_iter().map(|c| (c, r)));
+            }
+        }
+    }
+    eprintln!(
+        "latlab run {}: experiment {exp}, {} combination(s) x {} repeat(s), order {:?} (seed {seed})",
+        path.display(),
+        combos.len(),
+        plan.design.repeats,
+        plan.design.order
+    );
+    for f in plan
+        .factors
+        .iter()
+        .filter_map(|f| f.note.as_ref().map(|n| (f, n)))
+    {
+        eprintln!("  note on factor {}: {}", f.0.name, f.1);
+    }
+    let control = Control::with_signals();
+    let tmp = tempfile::tempdir().map_err(|e| Error::Env(format!("temporary directory: {e}")))?;
+    let needs_knobs = plan.factors.iter().any(|f| !f.files().is_empty());
+    let mut knobs = if needs_knobs {
+        Some(Knobs::new()?)
+    } else {
+        None
+    };
+    let mut files: Vec<Vec<PathBuf>> = vec![Vec::new(); combos.len()];
+    let outcome = execute(
+        &plan,
+        &combos,
+        &order,
+        &exp,
+        store,
+        tmp.path(),
+        knobs.as_mut(),
+        &control,
+        &mut files,
+    );
+    // Whatever happened, put every setting back.
+    if let Some(k) = knobs {
+        let failed = k.restore();
+        if !failed.is_empty() {
+            return Err(Error::Env(format!(
+                "could not restore: {}; the journal is kept for 'latlab restore'",
+                failed.join("; ")
+            )));
+        }
+    }
+    outcome?;
+    let mut report = format!(
+        "experiment {exp}: {} run(s) stored{}\n",
+        files.iter().map(Vec::len).sum::<usize>(),
+        if control.was_interrupted() {
+            " (interrupted)"
+        } else {
+            ""
+        }
+    );
+    report.push_str(&analysis(&plan, &combos, &files)?);
+    Ok(report)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn execute(
+    plan: &Plan,
+    combos: &[Vec<usize>],
+    order: &[(usize, u32)],
+    exp: &str,
+    store: Option<&str>,
+    tmp: &Path,
+    mut knobs: Option<&mut Knobs>,
+    control: &Control,
+    files: &mut [Vec<PathBuf>],
+) -> Result<()> {
+    let exe = std::env::current_exe()
+        .map_err(|e| Error::Env(format!("cannot find latlab's own binary: {e}")))?;
+    for (i, &(ci, r)) in order.iter().enumerate() {
+        if control.was_interrupted() {
+            break;
+        }
+        let combo = &combos[ci];
+        for (f, &l) in plan.factors.iter().zip(combo) {
+            if let Some(k) = knobs.as_deref_mut() {
+                for file in f.files() {
+                    k.set(&file, &f.levels[l])?;
+                }
+            }
+            if let Some(cmd) = f.pre.get(&f.levels[l]) {
+                shell(cmd, &format!("factor {} level {} pre", f.name, f.levels[l]))?;
+            }
+        }
+        let json = tmp.join(format!("run-{i}.json"));
+        let mut c = Command::new(&exe);
+        c.arg(&plan.measure.command)
+            .args(plan.args_for(combo))
+            .arg("--json")
+            .arg(&json);
+        if let Some(s) = store {
+            c.arg("--store").arg(s);
+        }
+        c.args([
+            "--tag",
+            &format!("experiment={exp}"),
+            "--tag",
+            &format!("repeat={r}"),
+        ]);
+        for (f, &l) in plan.factors.iter().zip(combo) {
+            c.arg("--tag").arg(format!("{}={}", f.name, f.levels[l]));
+        }
+        c.stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let mut child = c
+            .spawn()
+            .map_err(|e| Error::Env(format!("cannot start the measurement: {e}")))?;
+        let mut forwarded = false;
+        let status = loop {
+            if let Ok(Some(s)) = child.try_wait() {
+                break s;
+            }
+            if control.was_interrupted() && !forwarded {
+                // SAFETY: signalling our own child so it saves its result and ends.
+                unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+                forwarded = true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let mut err = String::new();
+        if let Some(mut e) = child.stderr.take() {
+            let _ = std::io::Read::read_to_string(&mut e, &mut err);
+        }
+        let id = err
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("latlab: run ")
+                    .and_then(|r| r.split_whitespace().next())
+            })
+            .unwrap_or("-");
+        if json.exists() && status.code().is_some_and(|c| c <= 1) {
+            files[ci].push(json);
+            eprintln!(
+                "[{}/{}] {} repeat {}: run {id}",
+                i + 1,
+                order.len(),
+                plan.label(combo),
+                r + 1
+            );
+        } else {
+            return Err(Error::Env(format!(
+                "run {} ({}) failed ({status}): {}",
+                i + 1,
+                plan.label(combo),
+                err.trim()
+            )));
+        }
+        for (f, &l) in plan.factors.iter().zip(combo) {
+            if let Some(cmd) = f.post.get(&f.levels[l]) {
+                shell(
+                    cmd,
+                    &format!("factor {} level {} post", f.name, f.levels[l]),
+                )?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn shell(cmd: &str, what: &str) -> Result<()> {
+    let s = Command::new("/bin/sh")
+        .arg("-c")
+        .arg(cmd)
+        .status()
+        .map_err(|e| Error::Env(format!("{what} '{cmd}': {e}")))?;
+    if !s.success() {
+        return Err(Error::Env(format!("{what} '{cmd}' failed ({s})")));
+    }
+    Ok(())
+}
+
+fn analysis(plan: &Plan, combos: &[Vec<usize>], files: &[Vec<PathBuf>]) -> Result<String> {
+    let tcp = plan.measure.command == "tcp";
+    let metric = match plan.analysis.metric.as_deref() {
+        None if tcp => Metric::Latency,
+        None => Metric::P99,
+        Some("latency") => Metric::Latency,
+        Some("min") => Metric::Min,
+        Some("max") => Metric::Max,
+        Some("mean") => Metric::Mean,
+        Some("p50") => Metric::P50,
+        Some("p99.9") => Metric::P999,
+        Some(_) => Metric::P99,
+    };
+    let opts = ReadOpts {
+        column: 1,
+        delim: b" \t".to_vec(),
+        metric,
+        series: None,
+        scale: 1e-3,
+        store: None,
+    };
+    let mut sources = Vec::new();
+    let mut s = String::new();
+    for (ci, combo) in combos.iter().enumerate() {
+        if files[ci].is_empty() {
+            continue;
+        }
+        let spec = format!(
+            "c{ci}={}",
+            files[ci]
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+        match load(&spec, &opts) {
+            Ok(mut src) => {
+                src.label = plan.label(combo);
+                sources.push(src)
+            }
+            Err(e) => s.push_str(&format!("{}: not compared: {e}\n", plan.label(combo))),
+        }
+    }
+    if sources.len() < 2 {
+        s.push_str(
+            "fewer than two level combinations with at least 3 values each: no comparison\n",
+        );
+        return Ok(s);
+    }
+    let unit = if tcp { "10^6 bit/s" } else { "us" };
+    s.push_str(&format!(
+        "\nper combination: {} ({unit}); baseline {}\n\n",
+        metric_name(metric, tcp),
+        sources[0].label
+    ));
+    // ministat's view, where there is one figure per run.
+    let small = sources.iter().all(|x| x.dist.n() <= 10_000) && sources.len() <= 7;
+    if small {
+        let sets: Vec<ministat::DataSet> = sources
+            .iter()
+            .filter_map(|x| {
+                let text: String = x
+                    .dist
+                    .pairs()
+                    .flat_map(|(v, c)| std::iter::repeat_n(format!("{v}\n"), c as usize))
+                    .collect();
+                ministat::read_set(text.as_bytes(), &x.label, 1, b" \t").ok()
+            })
+            .collect();
+        if sets.len() == sources.len() {
+            s.push_str(&ministat::report(&sets, &ministat::Options::default()));
+            s.push('\n');
+        }
+    }
+    let settings = Settings {
+        confidence: 0.95,
+        replicates: 10_000,
+        seed: 1,
+        higher_is_better: plan.analysis.higher_is_better.unwrap_or(tcp),
+        unit: unit.into(),
+    };
+    s.push_str(&render(&analyse(&sources, &settings), Format::Table));
+    Ok(s)
+}
+
+fn metric_name(m: Metric, tcp: bool) -> &'static str {
+    match m {
+        Metric::Latency if tcp => "throughput of each run",
+        Metric::Latency => "all latency samples",
+        Metric::Min => "min of each run",
+        Metric::Max => "max of each run",
+        Metric::Mean => "mean of each run",
+        Metric::P50 => "p50 of each run",
+        Metric::P99 => "p99 of each run",
+        Metric::P999 => "p99.9 of each run",
+    }
+}
