@@ -107,10 +107,12 @@ pub fn run(cli: Cli, argv: Vec<String>) -> Result<()> {
         Command::LoadWorker(a) => crate::load::worker_main(&a.spec),
         Command::Runs(c) => crate::store::cmd::run(c),
         Command::Run(a) => {
-            print!(
-                "{}",
+            let text = if a.dry_run {
+                crate::experiment::runner::dry_run(&a.plan)?
+            } else {
                 crate::experiment::runner::run(&a.plan, a.store.as_deref())?
-            );
+            };
+            print!("{text}");
             Ok(())
         }
         Command::Restore => {

@@ -707,4 +707,7 @@ pub struct RunArgs {
     /// The results store the runs go to.
     #[arg(long)]
     pub store: Option<String>,
+    /// Check the plan and print the runs it would make, changing nothing.
+    #[arg(long)]
+    pub dry_run: bool,
 }

@@ -16,6 +16,35 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+/// Checks the plan at `path` and lists the level combinations and their command lines.
+pub fn dry_run(path: &Path) -> Result<String> {
+    let plan = Plan::load(path)?;
+    let mut s = format!(
+        "{}: valid; {} combination(s) x {} repeat(s), order {:?}\n",
+        path.display(),
+        plan.combinations().len(),
+        plan.design.repeats,
+        plan.design.order
+    );
+    for c in plan.combinations() {
+        s.push_str(&format!(
+            "  {}: latlab {} {}\n",
+            plan.label(&c),
+            plan.measure.command,
+            plan.args_for(&c).join(" ")
+        ));
+    }
+    for f in &plan.factors {
+        for file in f.files() {
+            s.push_str(&format!("  factor {} writes {}\n", f.name, file.display()));
+        }
+        if let Some(n) = &f.note {
+            s.push_str(&format!("  note on factor {}: {n}\n", f.name));
+        }
+    }
+    Ok(s)
+}
+
 /// Runs the plan at `path`; returns the final report.
 pub fn run(path: &Path, store: Option<&str>) -> Result<String> {
     let plan = Plan::load(path)?;

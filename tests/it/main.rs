@@ -8,6 +8,7 @@ mod cyclic;
 mod load;
 mod ministat;
 mod noise;
+mod plan;
 mod store;
 mod tcp;
 mod util;
