@@ -4,9 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Debian packages the tests compare against or drive (none yet for cyclic; later issues add
-# ministat, postgresql ...). Installed only when missing, so reruns are fast.
-PKGS=(ministat)
+# Debian packages the tests compare against or drive: ministat (byte-for-byte comparisons) and
+# PostgreSQL (the shared store). Installed only when missing, so reruns are fast.
+PKGS=(ministat postgresql)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -16,6 +16,10 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq
   apt-get install -y -qq "${missing[@]}"
 fi
+
+# A private PostgreSQL server for the store tests, stopped whatever happens.
+eval "$(bash scripts/pg-test-server.sh start)"
+trap 'bash scripts/pg-test-server.sh stop "$LATLAB_TEST_PG_DIR"' EXIT
 
 cargo fmt --check
 cargo clippy --all-targets --locked -- -D warnings

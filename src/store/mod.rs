@@ -1,9 +1,11 @@
 //! Keeping every result: a `Store` of runs with tags, SQLite by default
-//! (`$XDG_DATA_HOME/latlab/results.db`, or `--store sqlite:PATH`, or `$LATLAB_STORE`). The whole
+//! (`$XDG_DATA_HOME/latlab/results.db`, or `--store sqlite:PATH`, or `$LATLAB_STORE`), or a
+//! shared PostgreSQL server (`--store postgres://user@host/db`). The whole
 //! result model is stored losslessly (its JSON), with the fields runs are found by indexed
 //! beside it; bundles move runs between machines.
 
 pub mod cmd;
+pub mod postgres;
 pub mod sqlite;
 
 use crate::error::{Error, Result};
@@ -124,10 +126,10 @@ pub fn open(spec: Option<&str>) -> Result<Box<dyn Store>> {
     match spec.as_deref() {
         None => Ok(Box::new(sqlite::SqliteStore::open(&default_path())?)),
         Some(s) if s.starts_with("postgres://") || s.starts_with("postgresql://") => {
-            Err(Error::Env(format!(
-            "--store {}: PostgreSQL stores are not supported by this build yet; use sqlite:PATH",
-            redact(s)
-        )))
+            let pg = postgres::PostgresStore::connect(s, &redact(s))?;
+            Ok(Box::new(postgres::SharedPostgres(std::cell::RefCell::new(
+                pg,
+            ))))
         }
         Some(s) => {
             let path = s.strip_prefix("sqlite:").unwrap_or(s);

@@ -204,3 +204,126 @@ fn no_store_stores_nothing_and_bad_tags_are_refused() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// The PostgreSQL server the test command starts (scripts/pg-test-server.sh).
+fn pg() -> Option<String> {
+    std::env::var("LATLAB_TEST_PG")
+        .ok()
+        .filter(|v| !v.is_empty())
+}
+
+#[test]
+fn postgres_stores_lists_and_round_trips_through_sqlite() {
+    let Some(pg) = pg() else {
+        return crate::util::skip(
+            "postgres_stores_lists_and_round_trips_through_sqlite",
+            "LATLAB_TEST_PG is not set (scripts/test.sh starts a server and sets it)",
+        );
+    };
+    let tag = format!("pgtest={}", std::process::id());
+    let id1 = measure(&pg, &[&tag, "kernel=base"]);
+    let id2 = measure(&pg, &[&tag, "kernel=patched"]);
+    let list = String::from_utf8_lossy(&runs(&pg, &["list", "--tag", &tag]).stdout).to_string();
+    assert_eq!(list.lines().count(), 3, "{list}");
+    let only = String::from_utf8_lossy(
+        &runs(&pg, &["list", "--tag", &tag, "--tag", "kernel=patched"]).stdout,
+    )
+    .to_string();
+    assert!(only.contains(&id2) && !only.contains(&id1), "{only}");
+    // PostgreSQL -> bundle -> SQLite -> bundle: nothing changes.
+    let dir = tempfile::tempdir().unwrap();
+    let bundle = dir.path().join("b.json");
+    let exported = runs(&pg, &["export", &id1, &id2]);
+    assert!(
+        exported.status.success(),
+        "{}",
+        String::from_utf8_lossy(&exported.stderr)
+    );
+    std::fs::write(&bundle, &exported.stdout).unwrap();
+    let lite = store_arg(&dir.path().join("l.db"));
+    assert!(runs(&lite, &["import", bundle.to_str().unwrap()])
+        .status
+        .success());
+    let re = runs(&lite, &["export", &id1, &id2]);
+    assert_eq!(
+        serde_json::from_slice::<serde_json::Value>(&re.stdout).unwrap(),
+        serde_json::from_slice::<serde_json::Value>(&exported.stdout).unwrap()
+    );
+    // Import into PostgreSQL again: idempotent.
+    let again = runs(&pg, &["import", bundle.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&again.stdout).contains("0 new run(s), 2 already present"));
+    // Compare by id from PostgreSQL; delete.
+    let cmp = latlab()
+        .args([
+            "compare",
+            &format!("a=run:{id1}"),
+            &format!("b=run:{id2}"),
+            "--store",
+            &pg,
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        cmp.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cmp.stderr)
+    );
+    assert!(runs(&pg, &["delete", &id1]).status.success());
+    assert_eq!(runs(&pg, &["show", &id1]).status.code(), Some(2));
+}
+
+#[test]
+fn postgres_four_concurrent_writers_lose_nothing() {
+    let Some(pg) = pg() else {
+        return crate::util::skip(
+            "postgres_four_concurrent_writers_lose_nothing",
+            "LATLAB_TEST_PG is not set",
+        );
+    };
+    let tag = format!("pgconc={}", std::process::id());
+    let handles: Vec<_> = (0..4)
+        .map(|_| {
+            let (pg, tag) = (pg.clone(), tag.clone());
+            std::thread::spawn(move || {
+                latlab()
+                    .args([
+                        "cyclic", "-l", "30", "-i", "100us", "-q", "--store", &pg, "--tag", &tag,
+                    ])
+                    .output()
+                    .unwrap()
+            })
+        })
+        .collect();
+    for h in handles {
+        let o = h.join().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let list = String::from_utf8_lossy(&runs(&pg, &["list", "--tag", &tag]).stdout).to_string();
+    assert_eq!(list.lines().count(), 1 + 4, "{list}");
+}
+
+#[test]
+fn unreachable_postgres_is_a_clear_error_and_nothing_is_written() {
+    let out = latlab()
+        .args([
+            "cyclic",
+            "-l",
+            "5",
+            "-q",
+            "--store",
+            "postgres://nobody:secret@127.0.0.1:1/none",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("cannot reach PostgreSQL") && err.contains("nothing was written"),
+        "{err}"
+    );
+    assert!(!err.contains("secret"), "the password leaked: {err}");
+    assert!(
+        out.stdout.is_empty(),
+        "it measured before finding the store unreachable"
+    );
+}

@@ -1,0 +1,242 @@
+//! The PostgreSQL store, for teams and fleets: the same tables, versioned migrations and
+//! behaviour as the SQLite store, in a shared server (`--store postgres://user@host/db`).
+
+use super::{BundleEntry, Filter, RunRow, Store, SCHEMA_VERSION};
+use crate::error::{Error, Result};
+use crate::result::Run;
+use postgres::{Client, NoTls};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// Migrations: index i brings the schema from version i to i + 1.
+const MIGRATIONS: &[&str] = &["
+    CREATE TABLE IF NOT EXISTS latlab_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE latlab_runs (
+        id TEXT PRIMARY KEY,
+        kind TEXT NOT NULL,
+        started TEXT NOT NULL,
+        ended TEXT NOT NULL,
+        host TEXT NOT NULL,
+        interrupted BOOLEAN NOT NULL,
+        samples_path TEXT,
+        body TEXT NOT NULL
+    );
+    CREATE TABLE latlab_tags (
+        run_id TEXT NOT NULL REFERENCES latlab_runs(id) ON DELETE CASCADE,
+        key TEXT NOT NULL,
+        value TEXT NOT NULL,
+        PRIMARY KEY (run_id, key)
+    );
+    CREATE INDEX latlab_runs_kind ON latlab_runs(kind);
+    CREATE INDEX latlab_runs_host ON latlab_runs(host);
+    CREATE INDEX latlab_tags_kv ON latlab_tags(key, value);
+"];
+
+/// A PostgreSQL database of runs.
+pub struct PostgresStore {
+    client: Client,
+    shown: String,
+}
+
+impl PostgresStore {
+    /// Connects (5 s timeout) and brings the schema up to date; a newer schema is refused.
+    pub fn connect(url: &str, shown: &str) -> Result<PostgresStore> {
+        let mut cfg: postgres::Config = url
+            .parse()
+            .map_err(|e| Error::flag("--store", shown, format!("not a PostgreSQL URL: {e}")))?;
+        cfg.connect_timeout(Duration::from_secs(5));
+        let client = cfg.connect(NoTls).map_err(|e| {
+            Error::Env(format!(
+                "store {shown}: cannot reach PostgreSQL: {e}; nothing was written"
+            ))
+        })?;
+        let mut s = PostgresStore {
+            client,
+            shown: shown.to_string(),
+        };
+        s.migrate()?;
+        Ok(s)
+    }
+
+    fn err(&self, e: impl std::fmt::Display) -> Error {
+        Error::Env(format!("store {}: {e}", self.shown))
+    }
+
+    fn migrate(&mut self) -> Result<()> {
+        let shown = self.shown.clone();
+        let err = |e: postgres::Error| Error::Env(format!("store {shown}: {e}"));
+        let mut tx = self.client.transaction().map_err(err)?;
+        // One migrator at a time, across processes.
+        tx.batch_execute("SELECT pg_advisory_xact_lock(7231001)")
+            .map_err(err)?;
+        tx.batch_execute(
+            "CREATE TABLE IF NOT EXISTS latlab_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+        )
+        .map_err(err)?;
+        let v: i64 = tx
+            .query_opt(
+                "SELECT value FROM latlab_meta WHERE key = 'schema_version'",
+                &[],
+            )
+            .map_err(err)?
+            .and_then(|r| r.get::<_, String>(0).parse().ok())
+            .unwrap_or(0);
+        if v > SCHEMA_VERSION {
+            return Err(Error::Env(format!(
+                "store {shown}: schema version {v} was written by a newer latlab (this one reads up to {SCHEMA_VERSION}); nothing was changed"
+            )));
+        }
+        for (i, sql) in MIGRATIONS.iter().enumerate().skip(v as usize) {
+            tx.batch_execute(sql).map_err(err)?;
+            tx.execute(
+                "INSERT INTO latlab_meta (key, value) VALUES ('schema_version', $1) ON CONFLICT (key) DO UPDATE SET value = $1",
+                &[&(i + 1).to_string()],
+            )
+            .map_err(err)?;
+        }
+        tx.commit().map_err(err)
+    }
+
+    fn insert(
+        &mut self,
+        body: &serde_json::Value,
+        tags: &BTreeMap<String, String>,
+    ) -> Result<bool> {
+        let s = |k: &str| {
+            body.get(k)
+                .and_then(|v| v.as_str())
+                .unwrap_or("")
+                .to_string()
+        };
+        let id = s("id");
+        if id.is_empty()
+            || body.get("schema").and_then(|v| v.as_str()) != Some(crate::result::SCHEMA)
+        {
+            return Err(Error::Usage(format!(
+                "not a {} run (id '{id}')",
+                crate::result::SCHEMA
+            )));
+        }
+        let host = body
+            .pointer("/environment/hostname")
+            .and_then(|v| v.as_str())
+            .unwrap_or("")
+            .to_string();
+        let interrupted = body
+            .get("interrupted")
+            .and_then(|v| v.as_bool())
+            .unwrap_or(false);
+        let samples = body
+            .get("samples_path")
+            .and_then(|v| v.as_str())
+            .map(String::from);
+        let text = serde_json::to_string(body).map_err(|e| self.err(e))?;
+        let shown = self.shown.clone();
+        let err = |e: postgres::Error| Error::Env(format!("store {shown}: {e}"));
+        let mut tx = self.client.transaction().map_err(err)?;
+        let n = tx
+            .execute(
+                "INSERT INTO latlab_runs (id, kind, started, ended, host, interrupted, samples_path, body) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING",
+                &[&id, &s("kind"), &s("started"), &s("ended"), &host, &interrupted, &samples, &text],
+            )
+            .map_err(err)?;
+        if n > 0 {
+            for (k, v) in tags {
+                tx.execute(
+                    "INSERT INTO latlab_tags (run_id, key, value) VALUES ($1, $2, $3) ON CONFLICT (run_id, key) DO UPDATE SET value = $3",
+                    &[&id, k, v],
+                )
+                .map_err(err)?;
+            }
+        }
+        tx.commit().map_err(err)?;
+        Ok(n > 0)
+    }
+
+    fn tags_of(&mut self, id: &str) -> Result<BTreeMap<String, String>> {
+        let rows = self
+            .client
+            .query(
+                "SELECT key, value FROM latlab_tags WHERE run_id = $1 ORDER BY key",
+                &[&id],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+    }
+}
+
+/// `Store` takes `&self` for reads; the client needs `&mut`, so reads go through a cell.
+pub struct SharedPostgres(pub std::cell::RefCell<PostgresStore>);
+
+impl Store for SharedPostgres {
+    fn save(&mut self, run: &Run, tags: &BTreeMap<String, String>) -> Result<bool> {
+        let v = serde_json::to_value(run).map_err(|e| Error::Env(e.to_string()))?;
+        self.0.get_mut().insert(&v, tags)
+    }
+
+    fn save_json(
+        &mut self,
+        run: &serde_json::Value,
+        tags: &BTreeMap<String, String>,
+    ) -> Result<bool> {
+        self.0.get_mut().insert(run, tags)
+    }
+
+    fn list(&self, f: &Filter) -> Result<Vec<RunRow>> {
+        let mut s = self.0.borrow_mut();
+        let rows = s
+            .client
+            .query(
+                "SELECT id, kind, started, host, interrupted FROM latlab_runs WHERE ($1::TEXT IS NULL OR kind = $1) AND ($2::TEXT IS NULL OR host = $2) ORDER BY started DESC, id",
+                &[&f.kind, &f.host],
+            )
+            .map_err(|e| s.err(e))?;
+        let mut out = Vec::new();
+        for r in rows {
+            let id: String = r.get(0);
+            let tags = s.tags_of(&id)?;
+            if f.tags.iter().all(|(k, v)| tags.get(k) == Some(v)) {
+                out.push(RunRow {
+                    id,
+                    kind: r.get(1),
+                    started: r.get(2),
+                    host: r.get(3),
+                    interrupted: r.get(4),
+                    tags,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    fn get(&self, id: &str) -> Result<BundleEntry> {
+        let mut s = self.0.borrow_mut();
+        let row = s
+            .client
+            .query_opt("SELECT body FROM latlab_runs WHERE id = $1", &[&id])
+            .map_err(|e| s.err(e))?;
+        let row = row.ok_or_else(|| Error::Usage(format!("no run '{id}' in store {}", s.shown)))?;
+        let body: String = row.get(0);
+        let run = serde_json::from_str(&body).map_err(|e| s.err(format!("run {id}: {e}")))?;
+        Ok(BundleEntry {
+            run,
+            tags: s.tags_of(id)?,
+        })
+    }
+
+    fn delete(&mut self, id: &str) -> Result<()> {
+        let s = self.0.get_mut();
+        let n = s
+            .client
+            .execute("DELETE FROM latlab_runs WHERE id = $1", &[&id])
+            .map_err(|e| s.err(e))?;
+        if n == 0 {
+            return Err(Error::Usage(format!("no run '{id}' in store {}", s.shown)));
+        }
+        Ok(())
+    }
+
+    fn location(&self) -> String {
+        self.0.borrow().shown.clone()
+    }
+}
