@@ -41,8 +41,18 @@ pub fn sysctl_path(name: &str) -> PathBuf {
     Path::new("/proc/sys").join(name.replace('.', "/"))
 }
 
-/// Checks that `file` exists and can be written, without changing it.
+/// Checks that `file` exists and can be written, without changing it. A file with no write
+/// permission bit at all is refused even for root (sysfs and procfs files mark their
+/// writability that way; root could otherwise open them).
 pub fn check_writable(file: &Path) -> std::result::Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = std::fs::metadata(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    if !meta.is_file() {
+        return Err(format!("{}: not a file", file.display()));
+    }
+    if meta.permissions().mode() & 0o222 == 0 {
+        return Err(format!("{}: read-only", file.display()));
+    }
     std::fs::OpenOptions::new()
         .write(true)
         .open(file)
