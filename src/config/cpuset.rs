@@ -69,6 +69,21 @@ impl CpuSet {
         })
     }
 
+    /// Parses a CPU list given to `flag` and checks every CPU is online (exit 2 naming the
+    /// flag, the value and the offline CPUs otherwise).
+    pub fn parse_online(flag: &str, v: &str, online: &CpuSet) -> crate::Result<CpuSet> {
+        let set = CpuSet::parse(v).map_err(|e| crate::Error::flag(flag, v, e))?;
+        let off = set.difference(online);
+        if !off.is_empty() {
+            return Err(crate::Error::flag(
+                flag,
+                v,
+                format!("CPU(s) {off} are not online (online: {online})"),
+            ));
+        }
+        Ok(set)
+    }
+
     /// CPUs in ascending order.
     pub fn iter(&self) -> impl Iterator<Item = usize> + '_ {
         self.0.iter().copied()

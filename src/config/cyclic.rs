@@ -77,19 +77,6 @@ fn time_flag(flag: &str, v: &str, bare: BareUnit) -> Result<u64> {
     parse_time_ns(v, bare).map_err(|e| Error::flag(flag, v, e))
 }
 
-fn cpus_flag(flag: &str, v: &str, online: &CpuSet) -> Result<CpuSet> {
-    let set = CpuSet::parse(v).map_err(|e| Error::flag(flag, v, e))?;
-    let off = set.difference(online);
-    if !off.is_empty() {
-        return Err(Error::flag(
-            flag,
-            v,
-            format!("CPU(s) {off} are not online (online: {online})"),
-        ));
-    }
-    Ok(set)
-}
-
 fn count_flag(flag: &str, v: &str) -> Result<u64> {
     let n: u64 = v
         .trim()
@@ -122,7 +109,7 @@ impl CyclicConfig {
         let affinity = match &a.affinity {
             None => None,
             Some(None) => Some(online.clone()),
-            Some(Some(v)) => Some(cpus_flag("-a/--affinity", v, online)?),
+            Some(Some(v)) => Some(CpuSet::parse_online("-a/--affinity", v, online)?),
         };
         let (threads, per_cpu) = match &a.threads {
             None => (1, false),

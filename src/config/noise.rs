@@ -68,18 +68,7 @@ impl NoiseConfig {
             ));
         }
         let cpus: Vec<usize> = match &a.cpus {
-            Some(v) => {
-                let set = CpuSet::parse(v).map_err(|e| Error::flag("--cpus", v, e))?;
-                let off = set.difference(online);
-                if !off.is_empty() {
-                    return Err(Error::flag(
-                        "--cpus",
-                        v,
-                        format!("CPU(s) {off} are not online (online: {online})"),
-                    ));
-                }
-                set.iter().collect()
-            }
+            Some(v) => CpuSet::parse_online("--cpus", v, online)?.iter().collect(),
             None if online.len() > 1 => online.iter().filter(|&c| c != main_cpu).collect(),
             None => online.iter().collect(),
         };

@@ -54,18 +54,7 @@ impl ContendConfig {
     pub fn from_args(a: &crate::cli::ContendArgs, online: &CpuSet) -> Result<ContendConfig> {
         let cpus: Vec<usize> = match &a.cpus {
             None => online.iter().collect(),
-            Some(v) => {
-                let set = CpuSet::parse(v).map_err(|e| Error::flag("--cpus", v, e))?;
-                let off = set.difference(online);
-                if !off.is_empty() {
-                    return Err(Error::flag(
-                        "--cpus",
-                        v,
-                        format!("CPU(s) {off} are not online (online: {online})"),
-                    ));
-                }
-                set.iter().collect()
-            }
+            Some(v) => CpuSet::parse_online("--cpus", v, online)?.iter().collect(),
         };
         Policy::Fifo
             .check_prio(a.priority)

@@ -84,6 +84,68 @@ pub trait Store {
     fn location(&self) -> String;
 }
 
+/// The indexed columns of a stored run, taken from its JSON (which is kept whole beside them).
+#[derive(Debug, Clone)]
+pub struct RunKeys {
+    /// Run id.
+    pub id: String,
+    /// Measurement kind.
+    pub kind: String,
+    /// Start time.
+    pub started: String,
+    /// End time.
+    pub ended: String,
+    /// Host name.
+    pub host: String,
+    /// Interrupted flag.
+    pub interrupted: bool,
+    /// Raw sample log, if any.
+    pub samples_path: Option<String>,
+    /// The JSON text stored.
+    pub body: String,
+}
+
+impl RunKeys {
+    /// Extracts the keys; exit 2 when the JSON is not a latlab run.
+    pub fn of(body: &serde_json::Value) -> Result<RunKeys> {
+        let s = |k: &str| {
+            body.get(k)
+                .and_then(|v| v.as_str())
+                .unwrap_or("")
+                .to_string()
+        };
+        let id = s("id");
+        if id.is_empty()
+            || body.get("schema").and_then(|v| v.as_str()) != Some(crate::result::SCHEMA)
+        {
+            return Err(Error::Usage(format!(
+                "not a {} run (id '{id}')",
+                crate::result::SCHEMA
+            )));
+        }
+        Ok(RunKeys {
+            kind: s("kind"),
+            started: s("started"),
+            ended: s("ended"),
+            host: body
+                .pointer("/environment/hostname")
+                .and_then(|v| v.as_str())
+                .unwrap_or("")
+                .to_string(),
+            interrupted: body
+                .get("interrupted")
+                .and_then(|v| v.as_bool())
+                .unwrap_or(false),
+            samples_path: body
+                .get("samples_path")
+                .and_then(|v| v.as_str())
+                .map(String::from),
+            body: serde_json::to_string(body).map_err(|e| Error::Env(e.to_string()))?,
+            id,
+        })
+    }
+}
+
 /// Parses `--tag key=value`.
 pub fn parse_tags(v: &[String]) -> Result<BTreeMap<String, String>> {
     let mut m = BTreeMap::new();

@@ -102,49 +102,21 @@ impl PostgresStore {
         body: &serde_json::Value,
         tags: &BTreeMap<String, String>,
     ) -> Result<bool> {
-        let s = |k: &str| {
-            body.get(k)
-                .and_then(|v| v.as_str())
-                .unwrap_or("")
-                .to_string()
-        };
-        let id = s("id");
-        if id.is_empty()
-            || body.get("schema").and_then(|v| v.as_str()) != Some(crate::result::SCHEMA)
-        {
-            return Err(Error::Usage(format!(
-                "not a {} run (id '{id}')",
-                crate::result::SCHEMA
-            )));
-        }
-        let host = body
-            .pointer("/environment/hostname")
-            .and_then(|v| v.as_str())
-            .unwrap_or("")
-            .to_string();
-        let interrupted = body
-            .get("interrupted")
-            .and_then(|v| v.as_bool())
-            .unwrap_or(false);
-        let samples = body
-            .get("samples_path")
-            .and_then(|v| v.as_str())
-            .map(String::from);
-        let text = serde_json::to_string(body).map_err(|e| self.err(e))?;
+        let k = super::RunKeys::of(body)?;
         let shown = self.shown.clone();
         let err = |e: postgres::Error| Error::Env(format!("store {shown}: {e}"));
         let mut tx = self.client.transaction().map_err(err)?;
         let n = tx
             .execute(
                 "INSERT INTO latlab_runs (id, kind, started, ended, host, interrupted, samples_path, body) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING",
-                &[&id, &s("kind"), &s("started"), &s("ended"), &host, &interrupted, &samples, &text],
+                &[&k.id, &k.kind, &k.started, &k.ended, &k.host, &k.interrupted, &k.samples_path, &k.body],
             )
             .map_err(err)?;
         if n > 0 {
-            for (k, v) in tags {
+            for (tk, tv) in tags {
                 tx.execute(
                     "INSERT INTO latlab_tags (run_id, key, value) VALUES ($1, $2, $3) ON CONFLICT (run_id, key) DO UPDATE SET value = $3",
-                    &[&id, k, v],
+                    &[&k.id, tk, tv],
                 )
                 .map_err(err)?;
             }

@@ -140,35 +140,7 @@ impl SqliteStore {
         body: &serde_json::Value,
         tags: &BTreeMap<String, String>,
     ) -> Result<bool> {
-        let s = |k: &str| {
-            body.get(k)
-                .and_then(|v| v.as_str())
-                .unwrap_or("")
-                .to_string()
-        };
-        let id = s("id");
-        if id.is_empty()
-            || body.get("schema").and_then(|v| v.as_str()) != Some(crate::result::SCHEMA)
-        {
-            return Err(Error::Usage(format!(
-                "not a {} run (id '{id}')",
-                crate::result::SCHEMA
-            )));
-        }
-        let host = body
-            .pointer("/environment/hostname")
-            .and_then(|v| v.as_str())
-            .unwrap_or("")
-            .to_string();
-        let interrupted = body
-            .get("interrupted")
-            .and_then(|v| v.as_bool())
-            .unwrap_or(false);
-        let samples = body
-            .get("samples_path")
-            .and_then(|v| v.as_str())
-            .map(String::from);
-        let text = serde_json::to_string(body).map_err(|e| env_err(&self.path, e))?;
+        let k = super::RunKeys::of(body)?;
         let tx = self
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
@@ -176,14 +148,14 @@ impl SqliteStore {
         let n = tx
             .execute(
                 "INSERT OR IGNORE INTO runs (id, kind, started, ended, host, interrupted, samples_path, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                params![id, s("kind"), s("started"), s("ended"), host, interrupted as i64, samples, text],
+                params![k.id, k.kind, k.started, k.ended, k.host, k.interrupted as i64, k.samples_path, k.body],
             )
             .map_err(|e| env_err(&self.path, e))?;
         if n > 0 {
-            for (k, v) in tags {
+            for (tk, tv) in tags {
                 tx.execute(
                     "INSERT OR REPLACE INTO tags (run_id, key, value) VALUES (?1, ?2, ?3)",
-                    params![id, k, v],
+                    params![k.id, tk, tv],
                 )
                 .map_err(|e| env_err(&self.path, e))?;
             }

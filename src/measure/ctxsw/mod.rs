@@ -82,18 +82,7 @@ impl CtxswConfig {
     pub fn from_args(a: &crate::cli::CtxswArgs, online: &CpuSet) -> Result<CtxswConfig> {
         let cpus: Vec<usize> = match &a.cpus {
             None => vec![online.iter().next().unwrap_or(0)],
-            Some(v) => {
-                let set = CpuSet::parse(v).map_err(|e| Error::flag("--cpus", v, e))?;
-                let off = set.difference(online);
-                if !off.is_empty() {
-                    return Err(Error::flag(
-                        "--cpus",
-                        v,
-                        format!("CPU(s) {off} are not online (online: {online})"),
-                    ));
-                }
-                set.iter().collect()
-            }
+            Some(v) => CpuSet::parse_online("--cpus", v, online)?.iter().collect(),
         };
         let policy: Policy = match &a.policy {
             Some(p) => p.parse().map_err(|e| Error::flag("--policy", p, e))?,
