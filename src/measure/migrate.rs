@@ -80,7 +80,7 @@ pub fn run(cfg: MigrateConfig, command_line: Vec<String>) -> Result<MigrateOutco
         rt: Some((Policy::Fifo, top)),
         mlock: true,
         dma_latency_us: None,
-        strict: true,
+        strict: rt::RT_REQUIRED,
     };
     let prepared = rt::prepare(&needs, &mut warnings)?;
     let control = Control::with_signals();

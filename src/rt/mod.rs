@@ -219,6 +219,9 @@ pub struct Needs {
     pub strict: bool,
 }
 
+/// `Needs::strict` for a measurement that cannot work at all without real-time scheduling.
+pub const RT_REQUIRED: bool = true;
+
 /// What `prepare` arranged.
 #[derive(Debug)]
 pub struct Prepared {
@@ -242,11 +245,12 @@ pub fn prepare(n: &Needs, warnings: &mut Vec<String>) -> crate::Result<Prepared>
     let mut rt_granted = true;
     if let Some((policy, prio)) = n.rt {
         if let Err(why) = sys::privilege::probe_policy(policy, prio) {
-            degrade(
-                n.strict,
-                format!("{why}; real-time threads fell back to SCHED_OTHER"),
-                warnings,
-            )?;
+            if n.strict {
+                return Err(crate::Error::Env(format!(
+                    "real-time scheduling is required here (--strict, or a measurement that needs it): {why}"
+                )));
+            }
+            warnings.push(format!("{why}; real-time threads fell back to SCHED_OTHER"));
             rt_granted = false;
         }
     }

@@ -333,3 +333,81 @@ fn break_on_stops_the_run_and_names_thread_and_cpu() {
         "the run did not stop at the break"
     );
 }
+
+#[test]
+fn without_rt_privilege_it_falls_back_or_refuses_under_strict() {
+    // SAFETY: no arguments.
+    let root = unsafe { libc::geteuid() } == 0;
+    let runuser = std::path::Path::new("/usr/sbin/runuser").exists()
+        || std::path::Path::new("/sbin/runuser").exists();
+    if !root || !runuser {
+        return skip(
+            "without_rt_privilege_it_falls_back_or_refuses_under_strict",
+            "needs root and runuser to drop to 'nobody'",
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // SAFETY: making the scratch directory writable for 'nobody'.
+    unsafe {
+        libc::chmod(
+            std::ffi::CString::new(dir.path().to_str().unwrap())
+                .unwrap()
+                .as_ptr(),
+            0o777,
+        )
+    };
+    let json = dir.path().join("r.json");
+    let bin = env!("CARGO_BIN_EXE_latlab");
+    let out = std::process::Command::new("runuser")
+        .args([
+            "-u",
+            "nobody",
+            "--",
+            bin,
+            "cyclic",
+            "-l",
+            "20",
+            "-q",
+            "--no-store",
+            "--json",
+        ])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    if err.contains("Permission denied") && !json.exists() {
+        return skip(
+            "without_rt_privilege_it_falls_back_or_refuses_under_strict",
+            &format!("'nobody' cannot run the test binary here: {err}"),
+        );
+    }
+    assert!(out.status.success(), "{err}");
+    let run = read_json(&json);
+    let warnings = run["warnings"].to_string();
+    assert!(warnings.contains("fell back to SCHED_OTHER"), "{warnings}");
+    assert!(warnings.contains("RLIMIT_RTPRIO"), "{warnings}");
+    assert_eq!(run["series"][0]["policy"], "other");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("warning: "));
+    let strict = std::process::Command::new("runuser")
+        .args([
+            "-u",
+            "nobody",
+            "--",
+            bin,
+            "cyclic",
+            "-l",
+            "20",
+            "-q",
+            "--no-store",
+            "--strict",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        strict.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&strict.stderr)
+    );
+    assert!(String::from_utf8_lossy(&strict.stderr).contains("RLIMIT_RTPRIO"));
+}
