@@ -217,6 +217,16 @@ fn execute(
                 plan.label(combo),
                 r + 1
             );
+        } else if forwarded {
+            // Interrupted before it could save anything (e.g. still starting): nothing to keep.
+            eprintln!(
+                "[{}/{}] {} repeat {}: interrupted before it saved a result",
+                i + 1,
+                order.len(),
+                plan.label(combo),
+                r + 1
+            );
+            break;
         } else {
             return Err(Error::Env(format!(
                 "run {} ({}) failed ({status}): {}",
