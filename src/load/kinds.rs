@@ -153,8 +153,19 @@ pub fn run(spec: &LoadSpec, stop: &Arc<AtomicBool>) -> std::io::Result<LoadRepor
             let mut loops = 0u64;
             while !stop.load(Ordering::Relaxed) {
                 let mut c = crate::sys::process::spawn_command(&cmd)?;
-                let _ = c.wait();
-                loops += 1;
+                // Poll, so a stop does not wait for a long command to end by itself.
+                loop {
+                    if let Ok(Some(_)) = c.try_wait() {
+                        loops += 1;
+                        break;
+                    }
+                    if stop.load(Ordering::Relaxed) {
+                        let _ = c.kill();
+                        let _ = c.wait();
+                        break;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
             }
             Ok(report(spec, loops, "loops", t0, None))
         }

@@ -48,12 +48,14 @@ impl LoadSet {
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped());
             c.process_group(0);
+            // SAFETY: libc call with no arguments.
+            let parent = unsafe { libc::getpid() };
             // SAFETY: only async-signal-safe calls between fork and exec.
             unsafe {
-                c.pre_exec(|| {
+                c.pre_exec(move || {
                     let p = libc::sched_param { sched_priority: 0 };
                     libc::sched_setscheduler(0, libc::SCHED_OTHER, &p);
-                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                    crate::sys::process::die_with_parent(parent);
                     Ok(())
                 });
             }

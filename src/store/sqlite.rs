@@ -75,10 +75,26 @@ impl SqliteStore {
                 "a SQLite database, but not a latlab store (no meta table)".into(),
             ));
         }
-        conn.busy_timeout(std::time::Duration::from_secs(30))
-            .map_err(|e| env_err(path, e))?;
-        conn.pragma_update(None, "journal_mode", "WAL")
-            .map_err(|e| refuse(format!("cannot enable WAL ({e})")))?;
+        // Switching to WAL needs a moment alone with the file (only once: the mode is kept in the
+        // file); other latlab processes may be opening it too, so retry while it is busy.
+        let t0 = std::time::Instant::now();
+        loop {
+            let mode: std::result::Result<String, _> =
+                conn.query_row("PRAGMA journal_mode", [], |r| r.get(0));
+            if mode.as_deref().is_ok_and(|m| m.eq_ignore_ascii_case("wal")) {
+                break;
+            }
+            match conn.pragma_update(None, "journal_mode", "WAL") {
+                Ok(()) => break,
+                Err(e)
+                    if t0.elapsed() < std::time::Duration::from_secs(30)
+                        && e.to_string().contains("locked") =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                Err(e) => return Err(refuse(format!("cannot enable WAL ({e})"))),
+            }
+        }
         conn.pragma_update(None, "foreign_keys", "ON")
             .map_err(|e| env_err(path, e))?;
         let mut store = SqliteStore {

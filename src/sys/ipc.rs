@@ -131,6 +131,8 @@ pub fn fork_task(
     prio: i32,
     body: impl FnOnce(),
 ) -> std::io::Result<libc::pid_t> {
+    // SAFETY: libc call with no arguments.
+    let parent = unsafe { libc::getpid() };
     // SAFETY: the child only calls async-signal-safe functions and the caller's body, which the
     // contract above restricts to plain system calls, then _exit.
     let pid = unsafe { libc::fork() };
@@ -140,7 +142,7 @@ pub fn fork_task(
     if pid == 0 {
         // SAFETY: child side; see above.
         unsafe {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            super::process::die_with_parent(parent);
             if let Some(c) = cpu {
                 let mut set: libc::cpu_set_t = std::mem::zeroed();
                 libc::CPU_SET(c, &mut set);

@@ -4,6 +4,19 @@
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 
+/// In a freshly forked child: die with the parent. Closes the race where the parent dies
+/// between fork and prctl (the child would then never get the signal) by checking that the
+/// parent is still the one that forked it. Async-signal-safe.
+///
+/// # Safety
+/// Call only in a child between fork and exec (or in a forked child's body).
+pub unsafe fn die_with_parent(parent: libc::pid_t) {
+    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+    if libc::getppid() != parent {
+        libc::_exit(0);
+    }
+}
+
 /// Starts `sh -c script`, pinned to `cpu` if given, at SCHED_OTHER, in a new process group,
 /// with SIGKILL as its parent-death signal. Output goes to /dev/null.
 pub fn spawn_shell(script: &str, cpu: Option<usize>) -> std::io::Result<Child> {
@@ -14,6 +27,8 @@ pub fn spawn_shell(script: &str, cpu: Option<usize>) -> std::io::Result<Child> {
         .stdout(Stdio::null())
         .stderr(Stdio::null());
     c.process_group(0);
+    // SAFETY: libc call with no arguments.
+    let parent = unsafe { libc::getpid() };
     // SAFETY: only async-signal-safe calls (sched_setaffinity, sched_setscheduler, prctl)
     // between fork and exec.
     unsafe {
@@ -25,7 +40,7 @@ pub fn spawn_shell(script: &str, cpu: Option<usize>) -> std::io::Result<Child> {
             }
             let p = libc::sched_param { sched_priority: 0 };
             libc::sched_setscheduler(0, libc::SCHED_OTHER, &p);
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            die_with_parent(parent);
             Ok(())
         });
     }
@@ -52,12 +67,14 @@ pub fn spawn_command(cmd: &str) -> std::io::Result<Child> {
     c.stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
+    // SAFETY: libc call with no arguments.
+    let parent = unsafe { libc::getpid() };
     // SAFETY: only async-signal-safe calls between fork and exec.
     unsafe {
-        c.pre_exec(|| {
+        c.pre_exec(move || {
             let p = libc::sched_param { sched_priority: 0 };
             libc::sched_setscheduler(0, libc::SCHED_OTHER, &p);
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            die_with_parent(parent);
             Ok(())
         });
     }
