@@ -7,7 +7,7 @@
 use crate::config::{CpuSet, Policy};
 use crate::error::{Error, Result};
 use crate::probe::Probe;
-use crate::result::{self, Environment, Run, Series};
+use crate::result::{Environment, Run, Series};
 use crate::rt::{self, Control};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Barrier, Mutex};
@@ -268,21 +268,17 @@ pub fn run(cfg: ContendConfig, command_line: Vec<String>) -> Result<ContendOutco
         }
     }
     let run = Run {
-        schema: result::SCHEMA.into(),
-        id: result::new_run_id(started),
-        kind: "contend".into(),
-        started: result::rfc3339(started),
-        ended: result::rfc3339(SystemTime::now()),
-        duration_s: t0.elapsed().as_secs_f64(),
         interrupted: control.was_interrupted(),
-        command_line,
-        parameters: serde_json::to_value(&cfg).unwrap_or_default(),
         warnings,
-        check_failure: None,
-        environment,
         series,
-        samples_path: None,
-        loads: Vec::new(),
+        duration_s: t0.elapsed().as_secs_f64(),
+        ..Run::new(
+            "contend",
+            started,
+            command_line,
+            serde_json::to_value(&cfg).unwrap_or_default(),
+            environment,
+        )
     };
     Ok(ContendOutcome {
         run,

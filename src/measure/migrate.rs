@@ -7,7 +7,7 @@
 use crate::config::{CpuSet, DisplayUnit, Policy};
 use crate::error::{Error, Result};
 use crate::export::table;
-use crate::result::{self, Environment, Run, Series};
+use crate::result::{Environment, Run, Series};
 use crate::rt::{self, Control};
 use crate::stats::Recorder;
 use crate::sys::{self, ipc};
@@ -212,21 +212,18 @@ pub fn run(cfg: MigrateConfig, command_line: Vec<String>) -> Result<MigrateOutco
         )
     });
     let run = Run {
-        schema: result::SCHEMA.into(),
-        id: result::new_run_id(started),
-        kind: "migrate".into(),
-        started: result::rfc3339(started),
-        ended: result::rfc3339(SystemTime::now()),
-        duration_s: t0.elapsed().as_secs_f64(),
         interrupted: control.was_interrupted(),
-        command_line,
-        parameters: serde_json::to_value(&cfg).unwrap_or_default(),
         warnings,
         check_failure,
-        environment,
         series,
-        samples_path: None,
-        loads: Vec::new(),
+        duration_s: t0.elapsed().as_secs_f64(),
+        ..Run::new(
+            "migrate",
+            started,
+            command_line,
+            serde_json::to_value(&cfg).unwrap_or_default(),
+            environment,
+        )
     };
     Ok(MigrateOutcome { run, violations })
 }

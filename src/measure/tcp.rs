@@ -5,7 +5,7 @@
 use crate::config::{CpuSet, DisplayUnit};
 use crate::error::{Error, Result};
 use crate::export::table;
-use crate::result::{self, Environment, Run, Series};
+use crate::result::{Environment, Run, Series};
 use crate::rt::Control;
 use crate::stats::Recorder;
 use crate::sys;
@@ -339,21 +339,16 @@ pub fn run(cfg: TcpConfig, command_line: Vec<String>) -> Result<TcpOutcome> {
         series.push(Series::from_recorder("rtt".into(), &rtt));
     }
     let run = Run {
-        schema: result::SCHEMA.into(),
-        id: result::new_run_id(started),
-        kind: "tcp".into(),
-        started: result::rfc3339(started),
-        ended: result::rfc3339(SystemTime::now()),
-        duration_s: t0.elapsed().as_secs_f64(),
         interrupted: control.was_interrupted(),
-        command_line,
-        parameters: serde_json::to_value(&cfg).unwrap_or_default(),
-        warnings: Vec::new(),
-        check_failure: None,
-        environment,
         series,
-        samples_path: None,
-        loads: Vec::new(),
+        duration_s: t0.elapsed().as_secs_f64(),
+        ..Run::new(
+            "tcp",
+            started,
+            command_line,
+            serde_json::to_value(&cfg).unwrap_or_default(),
+            environment,
+        )
     };
     Ok(TcpOutcome { run, runs })
 }

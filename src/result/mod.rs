@@ -47,6 +47,39 @@ pub struct Run {
     pub loads: Vec<crate::load::LoadReport>,
 }
 
+impl Run {
+    /// A run of `kind` that started at `started` and ends now: id, times and duration filled
+    /// in; no series, warnings or loads yet, not interrupted, no failed check.
+    pub fn new(
+        kind: &str,
+        started: std::time::SystemTime,
+        command_line: Vec<String>,
+        parameters: serde_json::Value,
+        environment: Environment,
+    ) -> Run {
+        let ended = std::time::SystemTime::now();
+        Run {
+            schema: SCHEMA.into(),
+            id: new_run_id(started),
+            kind: kind.into(),
+            started: rfc3339(started),
+            ended: rfc3339(ended),
+            duration_s: ended
+                .duration_since(started)
+                .map_or(0.0, |d| d.as_secs_f64()),
+            interrupted: false,
+            command_line,
+            parameters,
+            warnings: Vec::new(),
+            check_failure: None,
+            environment,
+            series: Vec::new(),
+            samples_path: None,
+            loads: Vec::new(),
+        }
+    }
+}
+
 /// One thread's or CPU's measurements.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Series {

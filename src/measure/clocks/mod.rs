@@ -7,7 +7,7 @@ pub mod probes;
 use crate::config::{CpuSet, DisplayUnit};
 use crate::error::{Error, Result};
 use crate::export::table;
-use crate::result::{self, Environment, Run, Series};
+use crate::result::{Environment, Run, Series};
 use crate::rt::Control;
 use crate::stats::Recorder;
 use crate::sys::clocksource::{self, ClocksourceGuard};
@@ -393,21 +393,12 @@ pub fn run(cfg: ClocksConfig, command_line: Vec<String>) -> Result<ClocksOutcome
     params["unavailable"] = serde_json::json!(unavailable);
     params["ticks_per_ns"] = serde_json::json!(tpn);
     let run = Run {
-        schema: result::SCHEMA.into(),
-        id: result::new_run_id(started),
-        kind: "clocks".into(),
-        started: result::rfc3339(started),
-        ended: result::rfc3339(SystemTime::now()),
-        duration_s: t0.elapsed().as_secs_f64(),
         interrupted,
-        command_line,
-        parameters: params,
         warnings,
         check_failure,
-        environment,
         series,
-        samples_path: None,
-        loads: Vec::new(),
+        duration_s: t0.elapsed().as_secs_f64(),
+        ..Run::new("clocks", started, command_line, params, environment)
     };
     Ok(ClocksOutcome {
         run,

@@ -6,7 +6,7 @@ pub mod methods;
 use crate::config::{CpuSet, DisplayUnit, Policy};
 use crate::error::{Error, Result};
 use crate::export::table;
-use crate::result::{self, Environment, Run, Series};
+use crate::result::{Environment, Run, Series};
 use crate::rt;
 use crate::stats::Recorder;
 use crate::sys::{self, tsc::Ticks};
@@ -276,7 +276,6 @@ pub fn run(mut cfg: CtxswConfig, command_line: Vec<String>) -> Result<CtxswOutco
         }
     }
     drop(prepared);
-    let ended = SystemTime::now();
     let series = results.iter().map(|r| series_of(r, &cfg, tpn)).collect();
     let mut params = serde_json::to_value(&cfg).unwrap_or_default();
     params["ticks_per_ns"] = serde_json::json!(tpn);
@@ -286,21 +285,10 @@ pub fn run(mut cfg: CtxswConfig, command_line: Vec<String>) -> Result<CtxswOutco
         "monotonic"
     });
     let run = Run {
-        schema: result::SCHEMA.into(),
-        id: result::new_run_id(started),
-        kind: "ctxsw".into(),
-        started: result::rfc3339(started),
-        ended: result::rfc3339(ended),
-        duration_s: t0.elapsed().as_secs_f64(),
-        interrupted: false,
-        command_line,
-        parameters: params,
         warnings,
-        check_failure: None,
-        environment,
         series,
-        samples_path: None,
-        loads: Vec::new(),
+        duration_s: t0.elapsed().as_secs_f64(),
+        ..Run::new("ctxsw", started, command_line, params, environment)
     };
     Ok(CtxswOutcome {
         run,

@@ -8,7 +8,7 @@ pub mod worker;
 use crate::config::cyclic::CyclicConfig;
 use crate::config::Policy;
 use crate::error::{Error, Result};
-use crate::result::{self, Environment, Run, Series};
+use crate::result::{Environment, Run, Series};
 use crate::rt::{self, Control, Live, Placement};
 use crate::samples::{self, SampleWriter, SeriesHeader};
 use crate::stats::Recorder;
@@ -163,7 +163,6 @@ pub fn run(mut cfg: CyclicConfig, command_line: Vec<String>) -> Result<CyclicOut
         rt::wake(h);
     }
     let elapsed = t0.elapsed();
-    let ended = SystemTime::now();
     let mut outs: Vec<(rt::Applied, WorkerOut)> = Vec::with_capacity(n);
     for h in handles {
         outs.push(
@@ -221,21 +220,13 @@ pub fn run(mut cfg: CyclicConfig, command_line: Vec<String>) -> Result<CyclicOut
     let interrupted = control.was_interrupted();
     let parameters = serde_json::to_value(&cfg).unwrap_or(serde_json::Value::Null);
     let run = Run {
-        schema: result::SCHEMA.into(),
-        id: result::new_run_id(started),
-        kind: "cyclic".into(),
-        started: result::rfc3339(started),
-        ended: result::rfc3339(ended),
-        duration_s: elapsed.as_secs_f64(),
         interrupted,
-        command_line,
-        parameters,
         warnings,
         check_failure,
-        environment,
-        series,
         samples_path,
-        loads: Vec::new(),
+        series,
+        duration_s: elapsed.as_secs_f64(),
+        ..Run::new("cyclic", started, command_line, parameters, environment)
     };
     Ok(CyclicOutcome { run, linear })
 }

@@ -8,7 +8,7 @@ pub mod worker;
 use crate::config::noise::{NoiseClock, NoiseConfig};
 use crate::config::Policy;
 use crate::error::{Error, Result};
-use crate::result::{self, Environment, Run, Series};
+use crate::result::{Environment, Run, Series};
 use crate::rt::{self, Control, Live, Placement};
 use crate::stats::dist::Dist;
 use crate::stats::{LatHistogram, Percentiles, Recorder, Summary};
@@ -127,7 +127,6 @@ pub fn run(mut cfg: NoiseConfig, command_line: Vec<String>) -> Result<NoiseOutco
     }
     let _ = sys::sched::set_policy(Policy::Other, 0);
     let _ = sys::sched::pin_to_cpus(environment_cpus(&environment));
-    let ended = SystemTime::now();
     drop(prepared);
     if repeats.is_empty() {
         return Err(Error::Env(
@@ -140,21 +139,11 @@ pub fn run(mut cfg: NoiseConfig, command_line: Vec<String>) -> Result<NoiseOutco
     params["repeats_done"] = serde_json::json!(repeats.len());
     let series = build_series(&cfg, &environment, &repeats, &disturbances, &mut warnings);
     let run = Run {
-        schema: result::SCHEMA.into(),
-        id: result::new_run_id(started),
-        kind: "noise".into(),
-        started: result::rfc3339(started),
-        ended: result::rfc3339(ended),
-        duration_s: t_start.elapsed().as_secs_f64(),
         interrupted,
-        command_line,
-        parameters: params,
         warnings,
-        check_failure: None,
-        environment,
         series,
-        samples_path: None,
-        loads: Vec::new(),
+        duration_s: t_start.elapsed().as_secs_f64(),
+        ..Run::new("noise", started, command_line, params, environment)
     };
     Ok(NoiseOutcome {
         run,
