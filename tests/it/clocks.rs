@@ -149,9 +149,6 @@ fn clocks_bad_input() {
         (vec!["--check-monotonic", "0"], "--check-monotonic"),
         (vec!["--batches", "0"], "--batches"),
     ] {
-        let out = latlab().arg("clocks").args(&args).output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains(want), "{args:?}: {err}");
+        crate::util::expect_exit(&["clocks"], &args, 2, want);
     }
 }

@@ -98,9 +98,6 @@ fn contend_and_migrate_bad_input() {
         (vec!["migrate", "-p", "97"], "--prio"),
         (vec!["migrate", "-r", "0"], "--run-time"),
     ] {
-        let out = latlab().args(&args).output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains(want), "{args:?}: {err}");
+        crate::util::expect_exit(&[], &args, 2, want);
     }
 }

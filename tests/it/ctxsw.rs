@@ -95,9 +95,6 @@ fn ctxsw_bad_input() {
         (&["--method", "smoke"], "smoke", 2),
     ];
     for (args, want, code) in cases {
-        let out = latlab().arg("ctxsw").args(*args).output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(*code), "{args:?}: {err}");
-        assert!(err.contains(want), "{args:?}: {err}");
+        crate::util::expect_exit(&["ctxsw"], args, *code, want);
     }
 }

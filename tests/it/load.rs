@@ -164,12 +164,6 @@ fn load_bad_input() {
         ("exec:definitely-not-a-command", "definitely-not-a-command"),
         ("net:speed=fast", "unknown option 'speed'"),
     ] {
-        let out = latlab()
-            .args(["cyclic", "-l", "1", "--load", spec])
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{spec}: {err}");
-        assert!(err.contains(want), "{spec}: {err}");
+        crate::util::expect_exit(&[], &["cyclic", "-l", "1", "--load", spec], 2, want);
     }
 }

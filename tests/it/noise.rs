@@ -130,9 +130,6 @@ fn noise_bad_input_exits_2() {
         (&["--policy", "nope"], "--policy"),
     ];
     for (args, want) in cases {
-        let out = latlab().arg("noise").args(*args).output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains(want), "{args:?}: {err}");
+        crate::util::expect_exit(&["noise"], args, 2, want);
     }
 }

@@ -102,9 +102,6 @@ fn tcp_bad_input() {
         (vec!["-D", "-1"], "--duration"),
         (vec!["--sender-cpu", "999"], "--sender-cpu"),
     ] {
-        let out = latlab().arg("tcp").args(&args).output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains(want), "{args:?}: {err}");
+        crate::util::expect_exit(&["tcp"], &args, 2, want);
     }
 }

@@ -125,3 +125,16 @@ pub fn read_json(path: &std::path::Path) -> serde_json::Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
+
+/// Runs latlab with `cmd` then `args`; asserts the exit code, that stderr names `want`, and
+/// that nothing panicked.
+pub fn expect_exit(cmd: &[&str], args: &[&str], code: i32, want: &str) {
+    let out = latlab().args(cmd).args(args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(code), "{cmd:?} {args:?}: {err}");
+    assert!(
+        err.contains(want),
+        "{cmd:?} {args:?}: stderr does not name {want}: {err}"
+    );
+    assert!(!err.contains("panicked"), "{cmd:?} {args:?}: {err}");
+}
