@@ -137,11 +137,11 @@ pub fn run(cli: Cli, argv: Vec<String>) -> Result<()> {
 fn cyclic_cmd(a: &CyclicArgs, argv: Vec<String>) -> Result<()> {
     let cfg = CyclicConfig::from_args(a, &CpuSet::online_here())?;
     let sink = cfg.json.as_deref().map(JsonSink::open).transpose()?;
-    let keep = keeper(&a.store)?;
+    let keep = keeper(&a.common.store)?;
     let unit = cfg.unit;
     let hist = cfg.histogram_us.is_some();
     let to_stderr = cyclic::report::json_to_stdout(&cfg);
-    let loads = load_specs(&a.load)?;
+    let loads = load_specs(&a.common.load)?;
     let outcome = with_loads(&loads, || cyclic::run(cfg, argv), |o| &mut o.run)?;
     let mut text = String::new();
     if hist {
@@ -169,8 +169,8 @@ fn noise_cmd(a: &crate::cli::NoiseArgs, argv: Vec<String>) -> Result<()> {
     use crate::config::noise::NoiseConfig;
     let cfg = NoiseConfig::from_args(a, &CpuSet::online_here(), crate::sys::tsc::available())?;
     let sink = cfg.json.as_deref().map(JsonSink::open).transpose()?;
-    let keep = keeper(&a.store)?;
-    let loads = load_specs(&a.load)?;
+    let keep = keeper(&a.common.store)?;
+    let loads = load_specs(&a.common.load)?;
     let outcome = with_loads(
         &loads,
         || crate::measure::noise::run(cfg.clone(), argv),
@@ -185,8 +185,8 @@ fn ctxsw_cmd(a: &crate::cli::CtxswArgs, argv: Vec<String>) -> Result<()> {
     use crate::measure::ctxsw;
     let cfg = ctxsw::CtxswConfig::from_args(a, &CpuSet::online_here())?;
     let sink = a.json.as_deref().map(JsonSink::open).transpose()?;
-    let keep = keeper(&a.store)?;
-    let loads = load_specs(&a.load)?;
+    let keep = keeper(&a.common.store)?;
+    let loads = load_specs(&a.common.load)?;
     let outcome = with_loads(&loads, || ctxsw::run(cfg.clone(), argv), |o| &mut o.run)?;
     let text = ctxsw::render(&outcome, &cfg) + &load_lines(&outcome.run);
     emit(&text, a.json.as_deref(), sink, &outcome.run)?;
@@ -197,8 +197,8 @@ fn clocks_cmd(a: &crate::cli::ClocksArgs, argv: Vec<String>) -> Result<()> {
     use crate::measure::clocks;
     let cfg = clocks::ClocksConfig::from_args(a)?;
     let sink = a.json.as_deref().map(JsonSink::open).transpose()?;
-    let keep = keeper(&a.store)?;
-    let loads = load_specs(&a.load)?;
+    let keep = keeper(&a.common.store)?;
+    let loads = load_specs(&a.common.load)?;
     let outcome = with_loads(&loads, || clocks::run(cfg.clone(), argv), |o| &mut o.run)?;
     let text = clocks::render(&outcome, &cfg) + &load_lines(&outcome.run);
     emit(&text, a.json.as_deref(), sink, &outcome.run)?;
@@ -210,8 +210,8 @@ fn contend_cmd(a: &crate::cli::ContendArgs, argv: Vec<String>) -> Result<()> {
     use crate::measure::contend;
     let cfg = contend::ContendConfig::from_args(a, &CpuSet::online_here())?;
     let sink = a.json.as_deref().map(JsonSink::open).transpose()?;
-    let keep = keeper(&a.store)?;
-    let loads = load_specs(&a.load)?;
+    let keep = keeper(&a.common.store)?;
+    let loads = load_specs(&a.common.load)?;
     let outcome = with_loads(&loads, || contend::run(cfg.clone(), argv), |o| &mut o.run)?;
     let text = contend::render(&outcome, &cfg) + &load_lines(&outcome.run);
     emit(&text, a.json.as_deref(), sink, &outcome.run)?;
@@ -222,8 +222,8 @@ fn migrate_cmd(a: &crate::cli::MigrateArgs, argv: Vec<String>) -> Result<()> {
     use crate::measure::migrate;
     let cfg = migrate::MigrateConfig::from_args(a, &CpuSet::online_here())?;
     let sink = a.json.as_deref().map(JsonSink::open).transpose()?;
-    let keep = keeper(&a.store)?;
-    let loads = load_specs(&a.load)?;
+    let keep = keeper(&a.common.store)?;
+    let loads = load_specs(&a.common.load)?;
     let outcome = with_loads(&loads, || migrate::run(cfg.clone(), argv), |o| &mut o.run)?;
     let text = migrate::render(&outcome, &cfg) + &load_lines(&outcome.run);
     emit(&text, a.json.as_deref(), sink, &outcome.run)?;
@@ -243,8 +243,8 @@ fn tcp_cmd(a: &crate::cli::TcpArgs, argv: Vec<String>) -> Result<()> {
     use crate::measure::tcp;
     let cfg = tcp::TcpConfig::from_args(a, &CpuSet::online_here())?;
     let sink = a.json.as_deref().map(JsonSink::open).transpose()?;
-    let keep = keeper(&a.store)?;
-    let loads = load_specs(&a.load)?;
+    let keep = keeper(&a.common.store)?;
+    let loads = load_specs(&a.common.load)?;
     let outcome = with_loads(&loads, || tcp::run(cfg.clone(), argv), |o| &mut o.run)?;
     let text = tcp::render(&outcome, &cfg, a.unit) + &load_lines(&outcome.run);
     if cfg.repeat > 1 {

@@ -64,15 +64,9 @@ pub enum Command {
 #[derive(Debug, Args)]
 #[command(after_help = CYCLIC_AFTER_HELP)]
 pub struct CyclicArgs {
-    /// Where results are kept.
+    /// Loads and where the result is kept.
     #[command(flatten)]
-    pub store: StoreArgs,
-
-    /// Run a load during the measurement: hackbench, cpu, memory, io, net or exec, with
-    /// options (hackbench:groups=10,loops=100; io:path=/dev/vda,direct=1; exec:CMD).
-    /// Repeatable; loads warm up before the start and are reaped after it.
-    #[arg(long = "load", value_name = "KIND[:OPTS]")]
-    pub load: Vec<String>,
+    pub common: MeasureArgs,
 
     /// Number of measuring threads; without N, one per CPU (of --affinity, or all online CPUs),
     /// each pinned to its CPU.
@@ -297,15 +291,9 @@ Examples:
 #[derive(Debug, Args)]
 #[command(after_help = NOISE_AFTER_HELP)]
 pub struct NoiseArgs {
-    /// Where results are kept.
+    /// Loads and where the result is kept.
     #[command(flatten)]
-    pub store: StoreArgs,
-
-    /// Run a load during the measurement: hackbench, cpu, memory, io, net or exec, with
-    /// options (hackbench:groups=10,loops=100; io:path=/dev/vda,direct=1; exec:CMD).
-    /// Repeatable; loads warm up before the start and are reaped after it.
-    #[arg(long = "load", value_name = "KIND[:OPTS]")]
-    pub load: Vec<String>,
+    pub common: MeasureArgs,
 
     /// CPUs to measure (default: every online CPU but the main CPU; all when there is one).
     #[arg(long, value_name = "CPUSET")]
@@ -366,15 +354,9 @@ Seed 003 (per-CPU max gap with a disturbing command on CPU 0, repeated):
 #[derive(Debug, Args)]
 #[command(after_help = CTXSW_AFTER_HELP)]
 pub struct CtxswArgs {
-    /// Where results are kept.
+    /// Loads and where the result is kept.
     #[command(flatten)]
-    pub store: StoreArgs,
-
-    /// Run a load during the measurement: hackbench, cpu, memory, io, net or exec, with
-    /// options (hackbench:groups=10,loops=100; io:path=/dev/vda,direct=1; exec:CMD).
-    /// Repeatable; loads warm up before the start and are reaped after it.
-    #[arg(long = "load", value_name = "KIND[:OPTS]")]
-    pub load: Vec<String>,
+    pub common: MeasureArgs,
 
     /// Methods, comma-separated: yield, pipe, futex (default: all three).
     #[arg(long, value_enum, value_delimiter = ',')]
@@ -437,15 +419,9 @@ Seed 000: latlab ctxsw --ioperm all --seed-output";
 /// Arguments of `latlab clocks`.
 #[derive(Debug, Args)]
 pub struct ClocksArgs {
-    /// Where results are kept.
+    /// Loads and where the result is kept.
     #[command(flatten)]
-    pub store: StoreArgs,
-
-    /// Run a load during the measurement: hackbench, cpu, memory, io, net or exec, with
-    /// options (hackbench:groups=10,loops=100; io:path=/dev/vda,direct=1; exec:CMD).
-    /// Repeatable; loads warm up before the start and are reaped after it.
-    #[arg(long = "load", value_name = "KIND[:OPTS]")]
-    pub load: Vec<String>,
+    pub common: MeasureArgs,
 
     /// Sources to measure, comma-separated (default: all): realtime, monotonic, monotonic_raw,
     /// boottime, tai, realtime_coarse, monotonic_coarse, process_cputime, thread_cputime,
@@ -496,13 +472,9 @@ pub struct LoadWorkerArgs {
 /// Arguments of `latlab tcp`.
 #[derive(Debug, Args)]
 pub struct TcpArgs {
-    /// Where results are kept.
+    /// Loads and where the result is kept.
     #[command(flatten)]
-    pub store: StoreArgs,
-
-    /// Run a load during the measurement (see `latlab help cyclic`).
-    #[arg(long = "load", value_name = "KIND[:OPTS]")]
-    pub load: Vec<String>,
+    pub common: MeasureArgs,
     /// stream (throughput) or rr (request/response).
     #[arg(long, value_enum, default_value_t = crate::measure::tcp::Mode::Stream)]
     pub mode: crate::measure::tcp::Mode,
@@ -562,13 +534,9 @@ pub struct TcpArgs {
 /// Arguments of `latlab contend`.
 #[derive(Debug, Args)]
 pub struct ContendArgs {
-    /// Where results are kept.
+    /// Loads and where the result is kept.
     #[command(flatten)]
-    pub store: StoreArgs,
-
-    /// Run a load during the measurement (see `latlab help cyclic`).
-    #[arg(long = "load", value_name = "KIND[:OPTS]")]
-    pub load: Vec<String>,
+    pub common: MeasureArgs,
     /// CPUs, one thread each (default: all online).
     #[arg(long, value_name = "CPUSET")]
     pub cpus: Option<String>,
@@ -595,13 +563,9 @@ pub struct ContendArgs {
 /// Arguments of `latlab migrate`.
 #[derive(Debug, Args)]
 pub struct MigrateArgs {
-    /// Where results are kept.
+    /// Loads and where the result is kept.
     #[command(flatten)]
-    pub store: StoreArgs,
-
-    /// Run a load during the measurement (see `latlab help cyclic`).
-    #[arg(long = "load", value_name = "KIND[:OPTS]")]
-    pub load: Vec<String>,
+    pub common: MeasureArgs,
     /// Number of SCHED_FIFO tasks (default: online CPUs + 1).
     #[arg(short = 't', long)]
     pub tasks: Option<usize>,
@@ -626,6 +590,19 @@ pub struct MigrateArgs {
     /// Write the result as JSON to FILE, or `-` for stdout.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+}
+
+/// Options every measurement takes: loads to run during it and where its result is kept.
+#[derive(Debug, Args, Clone)]
+pub struct MeasureArgs {
+    /// Where results are kept.
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Run a load during the measurement: hackbench, cpu, memory, io, net or exec, with
+    /// options (hackbench:groups=10,loops=100; io:path=/dev/vda,direct=1; exec:CMD).
+    /// Repeatable; loads warm up before the start and are reaped after it.
+    #[arg(long = "load", value_name = "KIND[:OPTS]")]
+    pub load: Vec<String>,
 }
 
 /// Where a measurement's result is kept.

@@ -358,22 +358,24 @@ fn without_rt_privilege_it_falls_back_or_refuses_under_strict() {
     };
     let json = dir.path().join("r.json");
     let bin = env!("CARGO_BIN_EXE_latlab");
-    let out = std::process::Command::new("runuser")
-        .args([
-            "-u",
-            "nobody",
-            "--",
-            bin,
-            "cyclic",
-            "-l",
-            "20",
-            "-q",
-            "--no-store",
-            "--json",
-        ])
-        .arg(&json)
-        .output()
-        .unwrap();
+    let as_nobody = |extra: &[&std::ffi::OsStr]| {
+        std::process::Command::new("runuser")
+            .args([
+                "-u",
+                "nobody",
+                "--",
+                bin,
+                "cyclic",
+                "-l",
+                "20",
+                "-q",
+                "--no-store",
+            ])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = as_nobody(&["--json".as_ref(), json.as_os_str()]);
     let err = String::from_utf8_lossy(&out.stderr);
     if err.contains("Permission denied") && !json.exists() {
         return skip(
@@ -388,21 +390,7 @@ fn without_rt_privilege_it_falls_back_or_refuses_under_strict() {
     assert!(warnings.contains("RLIMIT_RTPRIO"), "{warnings}");
     assert_eq!(run["series"][0]["policy"], "other");
     assert!(String::from_utf8_lossy(&out.stdout).contains("warning: "));
-    let strict = std::process::Command::new("runuser")
-        .args([
-            "-u",
-            "nobody",
-            "--",
-            bin,
-            "cyclic",
-            "-l",
-            "20",
-            "-q",
-            "--no-store",
-            "--strict",
-        ])
-        .output()
-        .unwrap();
+    let strict = as_nobody(&["--strict".as_ref()]);
     assert_eq!(
         strict.status.code(),
         Some(3),
