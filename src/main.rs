@@ -4,6 +4,14 @@
 use clap::Parser;
 
 fn main() {
+    // Signals first: a Ctrl-C in the first millisecond must end the run cleanly, not kill it.
+    // A load worker keeps its own plain flags (see load::worker_main).
+    if std::env::args_os()
+        .nth(1)
+        .is_none_or(|a| a != "load-worker")
+    {
+        latlab::rt::Control::with_signals();
+    }
     let argv: Vec<String> = std::env::args_os()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
@@ -33,8 +41,14 @@ fn main() {
             std::process::exit(code);
         }
     };
-    if let Err(e) = latlab::app::run(cli, argv) {
-        eprintln!("latlab: {e}");
-        std::process::exit(e.exit_code());
+    match latlab::app::run(cli, argv) {
+        Ok(()) => {}
+        // A reader that went away is not a failure: everything was saved before printing.
+        Err(latlab::Error::Io { source, .. })
+            if source.kind() == std::io::ErrorKind::BrokenPipe => {}
+        Err(e) => {
+            latlab::note!("latlab: {e}");
+            std::process::exit(e.exit_code());
+        }
     }
 }

@@ -163,3 +163,34 @@ mod tests {
         }
     }
 }
+
+/// A rate or count in readable SI units: `295.4 k`, `1.25 M`, `12.0` (four significant
+/// digits at most, never scientific notation).
+pub fn si(v: f64) -> String {
+    if !v.is_finite() {
+        return format!("{v}");
+    }
+    let (scaled, prefix) = [(1e12, " T"), (1e9, " G"), (1e6, " M"), (1e3, " k")]
+        .iter()
+        .find(|(f, _)| v.abs() >= *f)
+        .map_or((v, ""), |(f, p)| (v / f, *p));
+    let digits = if scaled.abs() >= 100.0 {
+        1
+    } else if scaled.abs() >= 10.0 {
+        2
+    } else {
+        3
+    };
+    format!("{scaled:.digits$}{prefix}")
+}
+
+#[cfg(test)]
+mod si_tests {
+    #[test]
+    fn si_is_readable() {
+        assert_eq!(super::si(295_360.0), "295.4 k");
+        assert_eq!(super::si(1_250_000.0), "1.250 M");
+        assert_eq!(super::si(12.0), "12.00");
+        assert_eq!(super::si(0.5), "0.500");
+    }
+}

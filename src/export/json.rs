@@ -2,43 +2,43 @@
 
 use crate::error::{Error, Result};
 use crate::result::Run;
-use std::fs::File;
-use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-/// Where the JSON goes, opened before the run so a bad path fails before measuring.
+/// Where the JSON goes, checked before the run so a bad path fails before measuring.
+#[derive(Debug, Clone)]
 pub enum JsonSink {
     /// Standard output.
     Stdout,
-    /// A file already created (truncated).
-    File(File, String),
+    /// A file, written atomically when the run ends (a failed run leaves the old one intact).
+    File(PathBuf),
 }
 
 impl JsonSink {
-    /// Opens `path` (`-` for stdout), failing with exit 2 naming `--json` and the path.
+    /// Checks `path` (`-` for stdout), failing with exit 2 naming `--json` and the path.
     pub fn open(path: &Path) -> Result<JsonSink> {
         if path.as_os_str() == "-" {
             return Ok(JsonSink::Stdout);
         }
-        let p = path.display().to_string();
-        let f = File::create(path).map_err(|e| Error::Usage(format!("--json {p}: {e}")))?;
-        Ok(JsonSink::File(f, p))
+        crate::output::check_writable(path)
+            .map_err(|e| Error::Usage(format!("--json {}: {e}", path.display())))?;
+        Ok(JsonSink::File(path.to_path_buf()))
     }
 
-    /// Writes the run, pretty-printed, and syncs a file to disk.
-    pub fn write(self, run: &Run) -> Result<()> {
-        let text = serde_json::to_string_pretty(run)
+    /// True when the JSON goes to stdout (the text report then goes to stderr).
+    pub fn is_stdout(&self) -> bool {
+        matches!(self, JsonSink::Stdout)
+    }
+
+    /// Writes the run, pretty-printed: a file atomically (temp file + rename), stdout through
+    /// a writer for which a closed pipe is not an error.
+    pub fn write(&self, run: &Run) -> Result<()> {
+        let mut text = serde_json::to_string_pretty(run)
             .map_err(|e| Error::Env(format!("JSON encoding failed: {e}")))?;
+        text.push('\n');
         match self {
-            JsonSink::Stdout => {
-                let mut o = std::io::stdout().lock();
-                writeln!(o, "{text}").map_err(|e| Error::io("stdout", e))
-            }
-            JsonSink::File(mut f, p) => f
-                .write_all(text.as_bytes())
-                .and_then(|_| f.write_all(b"\n"))
-                .and_then(|_| f.sync_data())
-                .map_err(|e| Error::io(p, e)),
+            JsonSink::Stdout => crate::output::stdout(&text).map_err(|e| Error::io("stdout", e)),
+            JsonSink::File(p) => crate::output::write_atomic(p, text.as_bytes())
+                .map_err(|e| Error::io(p.display().to_string(), e)),
         }
     }
 }

@@ -181,6 +181,33 @@ impl Hackbench {
         result.map(|_| elapsed)
     }
 
+    /// One run on a helper thread, abandoned when `stop` is set first: `Ok(None)` then. The
+    /// abandoned run's forked tasks die with the process (parent-death signal); its threads
+    /// with the process too, so the caller must be about to exit or keep running anyway.
+    pub fn run_once_unless(
+        &self,
+        stop: &std::sync::atomic::AtomicBool,
+    ) -> std::io::Result<Option<Duration>> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let me = self.clone();
+        std::thread::Builder::new()
+            .name("latlab-hackbench".into())
+            .spawn(move || {
+                let _ = tx.send(me.run_once());
+            })?;
+        loop {
+            match rx.recv_timeout(Duration::from_millis(10)) {
+                Ok(r) => return r.map(Some),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        return Ok(None);
+                    }
+                }
+                Err(_) => return Err(std::io::Error::other("the hackbench thread died")),
+            }
+        }
+    }
+
     fn spawn(&self, body: impl FnOnce() + Send + 'static) -> std::io::Result<Task> {
         if self.threads {
             std::thread::Builder::new()

@@ -68,9 +68,12 @@ pub fn run(spec: &LoadSpec, stop: &Arc<AtomicBool>) -> std::io::Result<LoadRepor
         LoadKind::Hackbench => {
             let h = hackbench_of(spec);
             let mut runs = 0u64;
+            // A run in flight when the stop comes is abandoned (its tasks die with this
+            // process), so a long run never holds the measurement past its end.
             while !stop.load(Ordering::Relaxed) {
-                h.run_once()?;
-                runs += 1;
+                if h.run_once_unless(stop)?.is_some() {
+                    runs += 1;
+                }
             }
             let mut r = report(spec, runs * h.messages(), "messages", t0, None);
             r.note = Some(format!("{runs} hackbench runs"));
@@ -153,20 +156,25 @@ pub fn run(spec: &LoadSpec, stop: &Arc<AtomicBool>) -> std::io::Result<LoadRepor
             let mut loops = 0u64;
             while !stop.load(Ordering::Relaxed) {
                 let mut c = crate::sys::process::spawn_command(&cmd)?;
+                let group = c.id() as i32;
+                crate::sys::process::track_group(group);
                 // Poll, so a stop does not wait for a long command to end by itself.
                 loop {
                     if let Ok(Some(_)) = c.try_wait() {
                         loops += 1;
+                        // Whatever the command left running in its group goes with it.
+                        crate::sys::process::signal_group(group, libc::SIGKILL);
                         break;
                     }
                     if stop.load(Ordering::Relaxed) {
-                        let _ = c.kill();
+                        crate::sys::process::signal_group(group, libc::SIGKILL);
                         let _ = c.wait();
                         break;
                     }
                     std::thread::sleep(std::time::Duration::from_millis(5));
                 }
             }
+            crate::sys::process::track_group(0);
             Ok(report(spec, loops, "loops", t0, None))
         }
     }

@@ -24,14 +24,19 @@ pub const WARM_UP: Duration = Duration::from_millis(500);
 /// How long a load may take to stop and report before it is killed.
 pub const STOP_GRACE: Duration = Duration::from_secs(10);
 
+/// The environment variable that tells a load worker which process it must die with.
+const PARENT_ENV: &str = "LATLAB_LOAD_PARENT";
+
 /// Running loads.
 pub struct LoadSet {
     running: Vec<(LoadSpec, Child)>,
 }
 
 impl LoadSet {
-    /// Starts every load and lets them warm up; fails (exit 3) if one dies during warm-up.
-    pub fn start(specs: &[LoadSpec]) -> Result<LoadSet> {
+    /// Starts every load and lets them warm up; fails (exit 3) if one dies during warm-up. A
+    /// Ctrl-C during the warm-up cuts it short (the measurement then ends at once, saved and
+    /// marked interrupted).
+    pub fn start(specs: &[LoadSpec], control: &crate::rt::Control) -> Result<LoadSet> {
         let mut set = LoadSet {
             running: Vec::new(),
         };
@@ -47,24 +52,15 @@ impl LoadSet {
                 .stdin(Stdio::null())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped());
-            c.process_group(0);
-            // SAFETY: libc call with no arguments.
-            let parent = unsafe { libc::getpid() };
-            // SAFETY: only async-signal-safe calls between fork and exec.
-            unsafe {
-                c.pre_exec(move || {
-                    let p = libc::sched_param { sched_priority: 0 };
-                    libc::sched_setscheduler(0, libc::SCHED_OTHER, &p);
-                    crate::sys::process::die_with_parent(parent);
-                    Ok(())
-                });
-            }
+            c.process_group(0)
+                .env(PARENT_ENV, crate::sys::process::getpid().to_string());
+            crate::sys::process::die_with_us(&mut c);
             let child = c
                 .spawn()
                 .map_err(|e| Error::Env(format!("--load {}: cannot start: {e}", s.text)))?;
             set.running.push((s.clone(), child));
         }
-        std::thread::sleep(WARM_UP);
+        control.sleep(WARM_UP);
         for (s, c) in set.running.iter_mut() {
             if let Ok(Some(status)) = c.try_wait() {
                 let mut err = String::new();
@@ -81,6 +77,11 @@ impl LoadSet {
         Ok(set)
     }
 
+    /// The pids of the load workers (each leads its own process group).
+    pub fn pids(&self) -> Vec<i32> {
+        self.running.iter().map(|(_, c)| c.id() as i32).collect()
+    }
+
     /// True when no load runs.
     pub fn is_empty(&self) -> bool {
         self.running.is_empty()
@@ -92,9 +93,8 @@ impl LoadSet {
         let mut reports = Vec::new();
         let mut warnings = Vec::new();
         for (s, mut c) in std::mem::take(&mut self.running) {
-            let pid = c.id() as libc::pid_t;
-            // SAFETY: signalling our own child.
-            unsafe { libc::kill(pid, libc::SIGTERM) };
+            let pid = c.id() as i32;
+            crate::sys::process::signal(pid, libc::SIGTERM);
             let mut out = c.stdout.take();
             let reader = std::thread::spawn(move || {
                 let mut text = String::new();
@@ -129,17 +129,14 @@ impl LoadSet {
     }
 }
 
-fn kill_group(pid: libc::pid_t) {
-    // SAFETY: the child leads its own process group; killing it reaps stragglers.
-    unsafe {
-        libc::kill(-pid, libc::SIGKILL);
-    }
+fn kill_group(pid: i32) {
+    crate::sys::process::signal_group(pid, libc::SIGKILL);
 }
 
 impl Drop for LoadSet {
     fn drop(&mut self) {
         for (_, c) in self.running.iter_mut() {
-            kill_group(c.id() as libc::pid_t);
+            kill_group(c.id() as i32);
             let _ = c.wait();
         }
     }
@@ -149,6 +146,11 @@ impl Drop for LoadSet {
 /// as one JSON line.
 pub fn worker_main(spec_text: &str) -> Result<()> {
     let spec = LoadSpec::parse(spec_text)?;
+    if let Some(parent) = std::env::var(PARENT_ENV).ok().and_then(|p| p.parse().ok()) {
+        crate::sys::process::kill_group_when_parent_dies(parent);
+    }
+    // Plain flags, not the driver's: the watchdog and the stop may both send SIGTERM, and a
+    // second one must not cut the report short.
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [libc::SIGTERM, libc::SIGINT] {
         let _ = signal_hook::flag::register(sig, stop.clone());
@@ -161,26 +163,31 @@ pub fn worker_main(spec_text: &str) -> Result<()> {
 /// `latlab load KIND[:opts]`: runs a load in the foreground for `duration` (or until Ctrl-C);
 /// hackbench without a duration does one run and prints `Time:` as hackbench does.
 pub fn standalone(spec: &LoadSpec, duration: Option<Duration>) -> Result<String> {
+    let control = crate::rt::Control::with_signals();
     if spec.kind == LoadKind::Hackbench && duration.is_none() {
         let h = kinds::hackbench_of(spec);
         let mode = if h.threads { "threaded" } else { "process" };
+        let t0 = Instant::now();
         let d = h
-            .run_once()
+            .run_once_unless(&control.stop)
             .map_err(|e| Error::Env(format!("hackbench: {e}")))?;
+        let time = match d {
+            Some(d) => format!("Time: {:.3}\n", d.as_secs_f64()),
+            None => format!(
+                "Time: {:.3} (interrupted; the run did not finish)\n",
+                t0.elapsed().as_secs_f64()
+            ),
+        };
         return Ok(format!(
-            "Running in {mode} mode with {} groups using {} file descriptors each (== {} tasks)\nEach sender will pass {} messages of {} bytes\nTime: {:.3}\n",
+            "Running in {mode} mode with {} groups using {} file descriptors each (== {} tasks)\nEach sender will pass {} messages of {} bytes\n{time}",
             h.groups,
             2 * h.fds,
             2 * h.fds * h.groups,
             h.loops,
             h.datasize,
-            d.as_secs_f64()
         ));
     }
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [libc::SIGTERM, libc::SIGINT] {
-        let _ = signal_hook::flag::register(sig, stop.clone());
-    }
+    let stop = control.stop.clone();
     if let Some(d) = duration {
         let s = stop.clone();
         std::thread::spawn(move || {
@@ -191,13 +198,18 @@ pub fn standalone(spec: &LoadSpec, duration: Option<Duration>) -> Result<String>
     let r =
         kinds::run(spec, &stop).map_err(|e| Error::Env(format!("--load {}: {e}", spec.text)))?;
     Ok(format!(
-        "{}: {} {} in {:.2} s = {:.4e} {}/s{}\n",
+        "{}: {} {} in {:.2} s = {} {}/s{}{}\n",
         r.spec,
         r.count,
         r.unit,
         r.seconds,
-        r.rate_per_s,
+        crate::config::units::si(r.rate_per_s),
         r.unit,
-        r.note.map(|n| format!(" ({n})")).unwrap_or_default()
+        r.note.map(|n| format!(" ({n})")).unwrap_or_default(),
+        if control.was_interrupted() {
+            " (interrupted)"
+        } else {
+            ""
+        }
     ))
 }

@@ -81,6 +81,17 @@ pub struct LoadSpec {
 }
 
 impl LoadSpec {
+    /// The real-time priority the load's threads run at, if it asks for SCHED_FIFO/RR.
+    pub fn rt_prio(&self) -> Option<i32> {
+        let policy: crate::config::Policy = self.opts.get("policy")?.parse().ok()?;
+        policy.is_rt().then(|| {
+            self.opts
+                .get("prio")
+                .and_then(|p| p.parse().ok())
+                .unwrap_or(1)
+        })
+    }
+
     /// Parses `KIND[:key=value,...]`; `exec:CMD` and `exec:cmd=CMD` both work.
     pub fn parse(text: &str) -> Result<LoadSpec> {
         let bad = |why: String| Error::Usage(format!("--load '{text}': {why}"));

@@ -312,3 +312,31 @@ pub fn render(o: &ContendOutcome, cfg: &ContendConfig) -> String {
     }
     s
 }
+
+impl crate::driver::Measurement for ContendConfig {
+    type Outcome = ContendOutcome;
+
+    fn planned(&self) -> Option<Duration> {
+        self.iterations
+            .is_none()
+            .then(|| Duration::from_nanos(self.duration_ns))
+    }
+
+    fn footprint(&self) -> crate::driver::Footprint {
+        crate::driver::Footprint {
+            min_rt_prio: self.policy.is_rt().then_some(self.prio),
+        }
+    }
+
+    fn measure(&mut self, _: &Control, command_line: Vec<String>) -> Result<ContendOutcome> {
+        run(self.clone(), command_line)
+    }
+
+    fn result(o: &mut ContendOutcome) -> &mut Run {
+        &mut o.run
+    }
+
+    fn render(&self, o: &ContendOutcome) -> crate::driver::Text {
+        render(o, self).into()
+    }
+}

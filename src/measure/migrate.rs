@@ -273,3 +273,29 @@ pub fn render(o: &MigrateOutcome, cfg: &MigrateConfig) -> String {
     }
     s
 }
+
+impl crate::driver::Measurement for MigrateConfig {
+    type Outcome = MigrateOutcome;
+
+    fn planned(&self) -> Option<std::time::Duration> {
+        None
+    }
+
+    fn footprint(&self) -> crate::driver::Footprint {
+        crate::driver::Footprint {
+            min_rt_prio: Some(self.base_prio),
+        }
+    }
+
+    fn measure(&mut self, _: &Control, command_line: Vec<String>) -> Result<MigrateOutcome> {
+        run(self.clone(), command_line)
+    }
+
+    fn result(o: &mut MigrateOutcome) -> &mut Run {
+        &mut o.run
+    }
+
+    fn render(&self, o: &MigrateOutcome) -> crate::driver::Text {
+        render(o, self).into()
+    }
+}

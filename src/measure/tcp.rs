@@ -55,6 +55,8 @@ pub struct TcpConfig {
     pub processes: bool,
     /// Runs.
     pub repeat: u32,
+    /// Unit of round-trip times on screen.
+    pub unit: DisplayUnit,
 }
 
 fn size(flag: &str, v: &Option<String>) -> Result<Option<usize>> {
@@ -119,6 +121,7 @@ impl TcpConfig {
             receiver_cpu: cpu("--receiver-cpu", a.receiver_cpu)?,
             processes: a.tasks == crate::measure::ctxsw::methods::TaskKind::Processes,
             repeat: a.repeat,
+            unit: a.unit,
         })
     }
 }
@@ -421,4 +424,34 @@ pub fn render(o: &TcpOutcome, cfg: &TcpConfig, unit: DisplayUnit) -> String {
         }
     }
     s
+}
+
+impl crate::driver::Measurement for TcpConfig {
+    type Outcome = TcpOutcome;
+
+    fn planned(&self) -> Option<std::time::Duration> {
+        Some(std::time::Duration::from_nanos(
+            self.duration_ns.saturating_mul(self.repeat as u64),
+        ))
+    }
+
+    fn footprint(&self) -> crate::driver::Footprint {
+        crate::driver::Footprint::default()
+    }
+
+    fn measure(&mut self, _: &Control, command_line: Vec<String>) -> Result<TcpOutcome> {
+        run(self.clone(), command_line)
+    }
+
+    fn result(o: &mut TcpOutcome) -> &mut Run {
+        &mut o.run
+    }
+
+    fn render(&self, o: &TcpOutcome) -> crate::driver::Text {
+        let report = render(o, self, self.unit);
+        crate::driver::Text {
+            report,
+            figures: (self.repeat > 1).then(|| figures(o)),
+        }
+    }
 }

@@ -160,18 +160,54 @@ pub struct Control {
 }
 
 impl Control {
-    /// New flags with SIGINT and SIGTERM routed to `interrupted`.
+    /// The process's one set of flags, with SIGINT and SIGTERM routed to them. The first call
+    /// installs the handlers (main does it before anything else, so a signal in the first
+    /// millisecond is never lost); a second SIGINT/SIGTERM ends the process at once (exit 130).
     pub fn with_signals() -> Control {
-        let c = Control::default();
-        for sig in [libc::SIGINT, libc::SIGTERM] {
-            let _ = signal_hook::flag::register(sig, c.interrupted.clone());
-        }
-        c
+        static GLOBAL: std::sync::OnceLock<Control> = std::sync::OnceLock::new();
+        GLOBAL
+            .get_or_init(|| {
+                let c = Control::default();
+                for sig in [libc::SIGINT, libc::SIGTERM] {
+                    // Order matters: the shutdown check runs before the flag is set, so only
+                    // a second signal exits.
+                    let _ = signal_hook::flag::register_conditional_shutdown(
+                        sig,
+                        130,
+                        c.interrupted.clone(),
+                    );
+                    let _ = signal_hook::flag::register(sig, c.interrupted.clone());
+                    let _ = signal_hook::flag::register(sig, c.stop.clone());
+                }
+                c
+            })
+            .clone()
     }
 
     /// True once a signal asked the run to end.
     pub fn was_interrupted(&self) -> bool {
         self.interrupted.load(Ordering::Relaxed)
+    }
+
+    /// True once the run should end (a signal, or a deadline the control thread saw).
+    pub fn should_stop(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    /// Sleeps up to `d`, waking early (within 10 ms) when a signal asks the run to end.
+    /// Returns false when interrupted.
+    pub fn sleep(&self, d: std::time::Duration) -> bool {
+        let end = std::time::Instant::now() + d;
+        loop {
+            if self.was_interrupted() {
+                return false;
+            }
+            let left = end.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return true;
+            }
+            std::thread::sleep(left.min(std::time::Duration::from_millis(10)));
+        }
     }
 }
 

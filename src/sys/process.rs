@@ -17,6 +17,22 @@ pub unsafe fn die_with_parent(parent: libc::pid_t) {
     }
 }
 
+/// Makes `c` start at SCHED_OTHER (whatever the parent runs at) and die with this process
+/// (SIGKILL on parent death, race-free).
+pub fn die_with_us(c: &mut Command) {
+    let parent = getpid();
+    // SAFETY: only async-signal-safe calls (sched_setscheduler, prctl, getppid, _exit)
+    // between fork and exec; no allocation, no unwinding.
+    unsafe {
+        c.pre_exec(move || {
+            let p = libc::sched_param { sched_priority: 0 };
+            libc::sched_setscheduler(0, libc::SCHED_OTHER, &p);
+            die_with_parent(parent);
+            Ok(())
+        });
+    }
+}
+
 /// Starts `sh -c script`, pinned to `cpu` if given, at SCHED_OTHER, in a new process group,
 /// with SIGKILL as its parent-death signal. Output goes to /dev/null.
 pub fn spawn_shell(script: &str, cpu: Option<usize>) -> std::io::Result<Child> {
@@ -27,8 +43,7 @@ pub fn spawn_shell(script: &str, cpu: Option<usize>) -> std::io::Result<Child> {
         .stdout(Stdio::null())
         .stderr(Stdio::null());
     c.process_group(0);
-    // SAFETY: libc call with no arguments.
-    let parent = unsafe { libc::getpid() };
+    let parent = getpid();
     // SAFETY: only async-signal-safe calls (sched_setaffinity, sched_setscheduler, prctl)
     // between fork and exec.
     unsafe {
@@ -48,8 +63,8 @@ pub fn spawn_shell(script: &str, cpu: Option<usize>) -> std::io::Result<Child> {
 }
 
 /// Starts a command for a load: run directly (execvp, keeping the parent-death signal) when it
-/// has no shell syntax, else through `sh -c`. Same process group as the caller, SCHED_OTHER,
-/// SIGKILL on parent death.
+/// has no shell syntax, else through `sh -c`. In a process group of its own (so a stop kills
+/// the command's children too), SCHED_OTHER, SIGKILL on parent death.
 pub fn spawn_command(cmd: &str) -> std::io::Result<Child> {
     let shell = cmd.contains([
         '|', ';', '&', '$', '`', '(', ')', '<', '>', '*', '?', '"', '\'', '=',
@@ -67,8 +82,8 @@ pub fn spawn_command(cmd: &str) -> std::io::Result<Child> {
     c.stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
-    // SAFETY: libc call with no arguments.
-    let parent = unsafe { libc::getpid() };
+    c.process_group(0);
+    let parent = getpid();
     // SAFETY: only async-signal-safe calls between fork and exec.
     unsafe {
         c.pre_exec(move || {
@@ -105,4 +120,82 @@ pub fn command_exists(name: &str) -> bool {
     builtins.contains(&name)
         || std::env::var_os("PATH")
             .is_some_and(|path| std::env::split_paths(&path).any(|d| ok(&d.join(name))))
+}
+
+/// Asks each process group led by one of `pids` to stop (SIGTERM): loads print their report
+/// and exit. Groups already gone are ignored.
+pub fn terminate_groups(pids: &[i32]) {
+    for &pid in pids {
+        if pid > 0 {
+            // SAFETY: signalling process groups we created; harmless if they are gone.
+            unsafe {
+                libc::kill(-pid, libc::SIGTERM);
+            }
+        }
+    }
+}
+
+/// Sends `sig` to the process group led by `pid` (if positive).
+pub fn signal_group(pid: i32, sig: libc::c_int) {
+    if pid > 0 {
+        // SAFETY: signalling a process group we created; harmless if it is gone.
+        unsafe {
+            libc::kill(-pid, sig);
+        }
+    }
+}
+
+/// Sends `sig` to process `pid` (if positive).
+pub fn signal(pid: i32, sig: libc::c_int) {
+    if pid > 0 {
+        // SAFETY: signalling a process of ours; harmless if it is gone.
+        unsafe {
+            libc::kill(pid, sig);
+        }
+    }
+}
+
+/// This process's id.
+pub fn getpid() -> i32 {
+    std::process::id() as i32
+}
+
+/// The process group of the command a load worker runs now (0: none), for the parent-death
+/// handler to kill.
+static TRACKED_GROUP: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+/// Records the process group (its leader's pid, 0 for none) that must die with this process.
+pub fn track_group(pid: i32) {
+    TRACKED_GROUP.store(pid, std::sync::atomic::Ordering::SeqCst);
+}
+
+extern "C" fn kill_own_group(_: libc::c_int) {
+    let g = TRACKED_GROUP.load(std::sync::atomic::Ordering::SeqCst);
+    // SAFETY: kill is async-signal-safe (so is the atomic load above); -g is the tracked
+    // command's group, 0 our own group (the load worker leads it), ourselves included.
+    unsafe {
+        if g > 0 {
+            libc::kill(-g, libc::SIGKILL);
+        }
+        libc::kill(0, libc::SIGKILL);
+    }
+}
+
+/// For a process that leads its own group (a load worker): when `parent` dies, kill the whole
+/// group, grandchildren included (a parent-death signal alone reaches only direct children, so
+/// `exec:sleep 30; true` would leave `sleep` behind). If `parent` is already gone, do it now.
+pub fn kill_group_when_parent_dies(parent: i32) {
+    // SAFETY: installs an async-signal-safe handler for SIGUSR1 (kill only), then asks the
+    // kernel for SIGUSR1 on parent death; the getppid check closes the race with a parent
+    // that died before the prctl.
+    unsafe {
+        libc::signal(
+            libc::SIGUSR1,
+            kill_own_group as extern "C" fn(libc::c_int) as libc::sighandler_t,
+        );
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGUSR1);
+        if libc::getppid() != parent {
+            libc::kill(0, libc::SIGKILL);
+        }
+    }
 }

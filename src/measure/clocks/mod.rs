@@ -534,3 +534,27 @@ pub fn render(o: &ClocksOutcome, cfg: &ClocksConfig) -> String {
     }
     s
 }
+
+impl crate::driver::Measurement for ClocksConfig {
+    type Outcome = ClocksOutcome;
+
+    fn planned(&self) -> Option<Duration> {
+        None
+    }
+
+    fn footprint(&self) -> crate::driver::Footprint {
+        crate::driver::Footprint::default()
+    }
+
+    fn measure(&mut self, _: &Control, command_line: Vec<String>) -> Result<ClocksOutcome> {
+        run(self.clone(), command_line)
+    }
+
+    fn result(o: &mut ClocksOutcome) -> &mut Run {
+        &mut o.run
+    }
+
+    fn render(&self, o: &ClocksOutcome) -> crate::driver::Text {
+        render(o, self).into()
+    }
+}

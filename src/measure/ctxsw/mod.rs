@@ -414,6 +414,36 @@ pub fn render(o: &CtxswOutcome, cfg: &CtxswConfig) -> String {
     s
 }
 
+impl crate::driver::Measurement for CtxswConfig {
+    type Outcome = CtxswOutcome;
+
+    fn planned(&self) -> Option<std::time::Duration> {
+        None
+    }
+
+    fn footprint(&self) -> crate::driver::Footprint {
+        crate::driver::Footprint {
+            min_rt_prio: self.policy.is_rt().then_some(self.prio),
+        }
+    }
+
+    fn measure(
+        &mut self,
+        _: &crate::rt::Control,
+        command_line: Vec<String>,
+    ) -> Result<CtxswOutcome> {
+        run(self.clone(), command_line)
+    }
+
+    fn result(o: &mut CtxswOutcome) -> &mut Run {
+        &mut o.run
+    }
+
+    fn render(&self, o: &CtxswOutcome) -> crate::driver::Text {
+        render(o, self).into()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

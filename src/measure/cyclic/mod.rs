@@ -230,3 +230,39 @@ pub fn run(mut cfg: CyclicConfig, command_line: Vec<String>) -> Result<CyclicOut
     };
     Ok(CyclicOutcome { run, linear })
 }
+
+impl crate::driver::Measurement for CyclicConfig {
+    type Outcome = CyclicOutcome;
+
+    fn planned(&self) -> Option<Duration> {
+        self.duration_ns.map(Duration::from_nanos)
+    }
+
+    fn footprint(&self) -> crate::driver::Footprint {
+        crate::driver::Footprint {
+            min_rt_prio: self
+                .threads
+                .iter()
+                .filter(|t| t.policy.is_rt())
+                .map(|t| t.prio)
+                .min(),
+        }
+    }
+
+    fn measure(&mut self, _: &Control, command_line: Vec<String>) -> Result<CyclicOutcome> {
+        run(self.clone(), command_line)
+    }
+
+    fn result(o: &mut CyclicOutcome) -> &mut Run {
+        &mut o.run
+    }
+
+    fn render(&self, o: &CyclicOutcome) -> crate::driver::Text {
+        let mut text = String::new();
+        if self.histogram_us.is_some() {
+            text.push_str(&report::render_histogram(o));
+        }
+        text.push_str(&report::render(o, self.unit));
+        text.into()
+    }
+}

@@ -366,3 +366,31 @@ fn build_series(
     }
     out
 }
+
+impl crate::driver::Measurement for NoiseConfig {
+    type Outcome = NoiseOutcome;
+
+    fn planned(&self) -> Option<Duration> {
+        Some(Duration::from_nanos(
+            self.duration_ns.saturating_mul(self.repeat as u64),
+        ))
+    }
+
+    fn footprint(&self) -> crate::driver::Footprint {
+        crate::driver::Footprint {
+            min_rt_prio: self.policy.is_rt().then_some(self.prio),
+        }
+    }
+
+    fn measure(&mut self, _: &Control, command_line: Vec<String>) -> Result<NoiseOutcome> {
+        run(self.clone(), command_line)
+    }
+
+    fn result(o: &mut NoiseOutcome) -> &mut Run {
+        &mut o.run
+    }
+
+    fn render(&self, o: &NoiseOutcome) -> crate::driver::Text {
+        report::render(o, self).into()
+    }
+}

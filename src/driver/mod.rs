@@ -1,0 +1,212 @@
+//! The one lifecycle every measurement goes through, so none of them wires its own loads,
+//! signals, outputs or exit codes: validate outputs -> start loads (warmed) -> measure, with a
+//! watchdog that stops the loads at the deadline or on Ctrl-C -> stop and reap loads -> write
+//! JSON (atomically) and store -> print (a closed stdout is not an error) -> exit code.
+//!
+//! A measurement is one module implementing [`Measurement`] plus one line of dispatch in
+//! `app.rs`; this file never needs to change for it.
+
+mod watchdog;
+
+use crate::error::{Error, Result};
+use crate::export::json::JsonSink;
+use crate::load::{LoadSet, LoadSpec};
+use crate::result::Run;
+use crate::rt::Control;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// What a measurement printed: the report, and (rarely) figures meant for a pipe.
+#[derive(Debug, Default)]
+pub struct Text {
+    /// The human report (stdout, or stderr when `figures` or the JSON take stdout).
+    pub report: String,
+    /// Bare figures for stdout (`tcp --repeat` feeds ministat this way); the report then goes
+    /// to stderr.
+    pub figures: Option<String>,
+}
+
+impl From<String> for Text {
+    fn from(report: String) -> Text {
+        Text {
+            report,
+            figures: None,
+        }
+    }
+}
+
+/// The real-time footprint of a measurement, so the driver can warn when a load outranks it.
+#[derive(Debug, Clone, Default)]
+pub struct Footprint {
+    /// The lowest real-time priority its measuring threads ask for (None: not real-time).
+    pub min_rt_prio: Option<i32>,
+}
+
+/// One experiment: a validated config that can run and render itself. Everything else (loads,
+/// signals, deadline enforcement, outputs, store, exit code) belongs to the driver.
+pub trait Measurement {
+    /// The finished measurement: the result plus what only the text report needs.
+    type Outcome;
+
+    /// How long the measurement is planned to take, if it has a deadline; the driver stops
+    /// the loads then, whatever they do, so no load can hold the run past its end.
+    fn planned(&self) -> Option<Duration>;
+
+    /// Its real-time footprint.
+    fn footprint(&self) -> Footprint;
+
+    /// Runs it. `control` carries the stop and interrupt flags (SIGINT/SIGTERM set both):
+    /// a measurement ends within a second of either and returns what it collected, marked
+    /// interrupted.
+    fn measure(&mut self, control: &Control, command_line: Vec<String>) -> Result<Self::Outcome>;
+
+    /// The result inside the outcome.
+    fn result(o: &mut Self::Outcome) -> &mut Run;
+
+    /// The text report.
+    fn render(&self, o: &Self::Outcome) -> Text;
+}
+
+/// Options every measurement shares, validated.
+#[derive(Debug, Clone, Default)]
+pub struct Common {
+    /// `--json FILE|-`.
+    pub json: Option<PathBuf>,
+    /// `--store` (None: the default store).
+    pub store: Option<String>,
+    /// `--no-store`.
+    pub no_store: bool,
+    /// `--tag KEY=VALUE`.
+    pub tags: Vec<String>,
+    /// `--load` specs, parsed.
+    pub loads: Vec<LoadSpec>,
+    /// `--strict`: refuse instead of degrading.
+    pub strict: bool,
+}
+
+/// The store a result goes to, opened before measuring so a bad store fails before any time
+/// is spent.
+struct Keeper {
+    store: Option<Box<dyn crate::store::Store>>,
+    tags: BTreeMap<String, String>,
+}
+
+impl Keeper {
+    fn open(c: &Common) -> Result<Keeper> {
+        let tags = crate::store::parse_tags(&c.tags)?;
+        let store = if c.no_store {
+            None
+        } else {
+            Some(crate::store::open(c.store.as_deref())?)
+        };
+        Ok(Keeper { store, tags })
+    }
+
+    fn keep(&mut self, run: &Run) -> Result<()> {
+        if let Some(st) = self.store.as_mut() {
+            st.save(run, &self.tags)?;
+            crate::note!("latlab: run {} stored in {}", run.id, st.location());
+        }
+        Ok(())
+    }
+}
+
+/// Warnings (or, under `--strict`, a refusal) for loads that outrank the measurement: an
+/// unpinned real-time load at or above the measuring threads' priority can starve them.
+fn outranking(m: &Footprint, c: &Common) -> Result<Vec<String>> {
+    let mut w = Vec::new();
+    let Some(mine) = m.min_rt_prio else {
+        return Ok(w);
+    };
+    for l in &c.loads {
+        if let Some(p) = l.rt_prio() {
+            if p >= mine {
+                let why = format!(
+                    "--load {}: its real-time priority {p} is not below the measurement's ({mine}); \
+                     it can starve measuring threads (the driver stops loads at the deadline)",
+                    l.text
+                );
+                if c.strict {
+                    return Err(Error::Usage(format!("--strict: {why}")));
+                }
+                w.push(why);
+            }
+        }
+    }
+    Ok(w)
+}
+
+/// Runs `m` through the whole lifecycle and returns its exit status as a `Result`
+/// (`Err(CheckFailed)` when a requested check tripped).
+pub fn execute<M: Measurement>(mut m: M, common: &Common, command_line: Vec<String>) -> Result<()> {
+    let control = Control::with_signals();
+    let json = common.json.as_deref().map(JsonSink::open).transpose()?;
+    let mut keeper = Keeper::open(common)?;
+    let mut warnings = outranking(&m.footprint(), common)?;
+
+    let loads = LoadSet::start(&common.loads, &control)?;
+    let dog = watchdog::Watchdog::start(loads.pids(), m.planned(), control.clone());
+    let measured = m.measure(&control, command_line);
+    dog.finish();
+    let (reports, load_warnings) = loads.stop();
+    let mut outcome = measured?;
+
+    let run = M::result(&mut outcome);
+    run.loads = reports;
+    warnings.extend(load_warnings);
+    run.warnings.extend(warnings);
+    if control.was_interrupted() {
+        run.interrupted = true;
+    }
+
+    // Outputs before text: a file atomically, then the store. A failure of either is reported
+    // after the text, so what was measured is still shown and kept where it could be.
+    let written = match &json {
+        Some(j @ JsonSink::File(_)) => j.write(run),
+        _ => Ok(()),
+    };
+    let stored = keeper.keep(run);
+
+    let mut text = m.render(&outcome);
+    let run = M::result(&mut outcome);
+    text.report.push_str(&load_lines(run));
+    let stdout_taken = json.as_ref().is_some_and(JsonSink::is_stdout) || text.figures.is_some();
+    if stdout_taken {
+        crate::output::stderr(&text.report);
+    } else {
+        crate::output::stdout(&text.report).map_err(|e| Error::io("stdout", e))?;
+    }
+    if let Some(f) = &text.figures {
+        crate::output::stdout(f).map_err(|e| Error::io("stdout", e))?;
+    }
+    if let Some(j @ JsonSink::Stdout) = &json {
+        j.write(run)?;
+    }
+    written?;
+    stored?;
+    match &run.check_failure {
+        Some(c) => Err(Error::CheckFailed(c.clone())),
+        None => Ok(()),
+    }
+}
+
+/// One line per load for the text report, with rates in readable units.
+fn load_lines(run: &Run) -> String {
+    run.loads
+        .iter()
+        .map(|l| {
+            format!(
+                "load {}: {} {}/s over {:.2} s{}\n",
+                l.spec,
+                crate::config::units::si(l.rate_per_s),
+                l.unit,
+                l.seconds,
+                l.note
+                    .as_ref()
+                    .map(|n| format!(" ({n})"))
+                    .unwrap_or_default()
+            )
+        })
+        .collect()
+}
