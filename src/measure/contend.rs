@@ -219,8 +219,15 @@ pub fn run(cfg: ContendConfig, command_line: Vec<String>) -> Result<ContendOutco
                 let (sync, level, limit) =
                     (cfg.sync, cfg.level, cfg.iterations.unwrap_or(u64::MAX));
                 s.spawn(move || {
-                    let _ = crate::sys::sched::pin_to_cpu(cpu);
-                    let _ = crate::sys::sched::set_policy(policy, prio);
+                    let applied = rt::place_current(
+                        &rt::Placement {
+                            name: format!("cpu{cpu}"),
+                            cpu: Some(cpu),
+                            policy,
+                            prio,
+                        },
+                        rt::PREFAULT,
+                    );
                     let mut rec = probe.recorder(cpu);
                     barrier.wait();
                     let mut n = 0u64;
@@ -236,21 +243,31 @@ pub fn run(cfg: ContendConfig, command_line: Vec<String>) -> Result<ContendOutco
                         rec.stop(1, t);
                         n += 1;
                     }
-                    (cpu, n)
+                    (cpu, n, applied.warnings)
                 })
             })
             .collect();
         barrier.wait();
-        let deadline = t0 + Duration::from_nanos(cfg.duration_ns);
-        while cfg.iterations.is_none() && Instant::now() < deadline && !control.was_interrupted() {
+        // Until the deadline (or, with -n, until every thread is done), a signal, whichever
+        // comes first.
+        let deadline = cfg
+            .iterations
+            .is_none()
+            .then(|| t0 + Duration::from_nanos(cfg.duration_ns));
+        loop {
+            if control.was_interrupted() || deadline.is_some_and(|d| Instant::now() >= d) {
+                break;
+            }
+            if hs.iter().all(|h| h.is_finished()) {
+                break;
+            }
             std::thread::sleep(Duration::from_millis(10));
         }
-        if control.was_interrupted() || cfg.iterations.is_none() {
-            stop.store(true, Ordering::Relaxed);
-        }
+        stop.store(true, Ordering::Relaxed);
         for h in hs {
-            if let Ok(x) = h.join() {
-                iterations.push(x);
+            if let Ok((cpu, n, w)) = h.join() {
+                iterations.push((cpu, n));
+                warnings.extend(w);
             }
         }
     });

@@ -168,20 +168,24 @@ impl Control {
         GLOBAL
             .get_or_init(|| {
                 let c = Control::default();
-                for sig in [libc::SIGINT, libc::SIGTERM] {
-                    // Order matters: the shutdown check runs before the flag is set, so only
-                    // a second signal exits.
-                    let _ = signal_hook::flag::register_conditional_shutdown(
-                        sig,
-                        130,
-                        c.interrupted.clone(),
-                    );
-                    let _ = signal_hook::flag::register(sig, c.interrupted.clone());
-                    let _ = signal_hook::flag::register(sig, c.stop.clone());
-                }
+                // Blocked while the handlers go in: a signal in between waits for all of them.
+                sys::process::with_signals_blocked(&[libc::SIGINT, libc::SIGTERM], || {
+                    Self::register(&c)
+                });
                 c
             })
             .clone()
+    }
+
+    fn register(c: &Control) {
+        for sig in [libc::SIGINT, libc::SIGTERM] {
+            // Order matters: the shutdown check runs before the flag is set, so only
+            // a second signal exits.
+            let _ =
+                signal_hook::flag::register_conditional_shutdown(sig, 130, c.interrupted.clone());
+            let _ = signal_hook::flag::register(sig, c.interrupted.clone());
+            let _ = signal_hook::flag::register(sig, c.stop.clone());
+        }
     }
 
     /// True once a signal asked the run to end.

@@ -131,8 +131,16 @@ pub fn fork_task(
     prio: i32,
     body: impl FnOnce(),
 ) -> std::io::Result<libc::pid_t> {
-    // SAFETY: libc call with no arguments.
-    let parent = unsafe { libc::getpid() };
+    let parent = super::process::getpid();
+    let set = match cpu {
+        Some(c) => Some(super::sched::cpu_set([c]).ok_or_else(|| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("CPU {c} is beyond what cpu_set_t holds"),
+            )
+        })?),
+        None => None,
+    };
     // SAFETY: the child only calls async-signal-safe functions and the caller's body, which the
     // contract above restricts to plain system calls, then _exit.
     let pid = unsafe { libc::fork() };
@@ -143,21 +151,33 @@ pub fn fork_task(
         // SAFETY: child side; see above.
         unsafe {
             super::process::die_with_parent(parent);
-            if let Some(c) = cpu {
-                let mut set: libc::cpu_set_t = std::mem::zeroed();
-                libc::CPU_SET(c, &mut set);
-                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+            if let Some(set) = &set {
+                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set);
             }
             let p = libc::sched_param {
                 sched_priority: prio,
             };
             libc::sched_setscheduler(0, policy, &p);
         }
+        // A panic in the body must never unwind into the parent's frames (copied into this
+        // child): the guard's drop runs during unwinding and ends the child at once.
+        let guard = ExitOnUnwind;
         body();
+        std::mem::forget(guard);
         // SAFETY: leaving the child without running the parent's destructors.
         unsafe { libc::_exit(0) };
     }
     Ok(pid)
+}
+
+/// Ends a forked child at once if its body unwinds (dropped only during a panic).
+struct ExitOnUnwind;
+
+impl Drop for ExitOnUnwind {
+    fn drop(&mut self) {
+        // SAFETY: _exit is async-signal-safe and never returns.
+        unsafe { libc::_exit(101) };
+    }
 }
 
 /// Kills and reaps a forked task.

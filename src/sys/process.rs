@@ -44,14 +44,21 @@ pub fn spawn_shell(script: &str, cpu: Option<usize>) -> std::io::Result<Child> {
         .stderr(Stdio::null());
     c.process_group(0);
     let parent = getpid();
+    let set = match cpu {
+        Some(cpu) => Some(super::sched::cpu_set([cpu]).ok_or_else(|| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("CPU {cpu} is beyond what cpu_set_t holds"),
+            )
+        })?),
+        None => None,
+    };
     // SAFETY: only async-signal-safe calls (sched_setaffinity, sched_setscheduler, prctl)
-    // between fork and exec.
+    // between fork and exec; the CPU set was built before the fork.
     unsafe {
         c.pre_exec(move || {
-            if let Some(cpu) = cpu {
-                let mut set: libc::cpu_set_t = std::mem::zeroed();
-                libc::CPU_SET(cpu, &mut set);
-                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+            if let Some(set) = &set {
+                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set);
             }
             let p = libc::sched_param { sched_priority: 0 };
             libc::sched_setscheduler(0, libc::SCHED_OTHER, &p);
@@ -197,5 +204,24 @@ pub fn kill_group_when_parent_dies(parent: i32) {
         if libc::getppid() != parent {
             libc::kill(0, libc::SIGKILL);
         }
+    }
+}
+
+/// Runs `f` with `sigs` blocked on the calling thread, then unblocks them: a signal arriving
+/// meanwhile stays pending and is delivered after `f`, never to a half-installed handler.
+pub fn with_signals_blocked<T>(sigs: &[libc::c_int], f: impl FnOnce() -> T) -> T {
+    // SAFETY: sigset_t is plain data initialised by sigemptyset; pthread_sigmask only changes
+    // the calling thread's mask, and the old mask is put back below.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for &s in sigs {
+            libc::sigaddset(&mut set, s);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
+        let r = f();
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        r
     }
 }

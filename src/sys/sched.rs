@@ -72,3 +72,72 @@ pub fn euid() -> u32 {
     // SAFETY: no arguments.
     unsafe { libc::geteuid() }
 }
+
+/// The most CPUs a `cpu_set_t` holds; higher CPU numbers are refused, never a panic.
+pub const MAX_CPUS: usize = 8 * std::mem::size_of::<libc::cpu_set_t>();
+
+/// A `cpu_set_t` holding `cpus`, or None when one is beyond [`MAX_CPUS`]. Built before a fork
+/// so the child only passes it to the kernel.
+pub fn cpu_set(cpus: impl IntoIterator<Item = usize>) -> Option<libc::cpu_set_t> {
+    // SAFETY: cpu_set_t is plain data; all-zero is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for cpu in cpus {
+        if cpu >= MAX_CPUS {
+            return None;
+        }
+        // SAFETY: cpu is within the set's bits (checked above).
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+    }
+    Some(set)
+}
+
+/// The calling thread's affinity and policy, restored by [`ThreadState::restore`] (or on drop),
+/// so a measurement that moves its control thread gives it back as it found it.
+pub struct ThreadState {
+    affinity: libc::cpu_set_t,
+    policy: libc::c_int,
+    prio: i32,
+    restored: bool,
+}
+
+impl ThreadState {
+    /// Saves the calling thread's state.
+    pub fn save() -> ThreadState {
+        // SAFETY: plain-data out-parameters of the right sizes; pid 0 is the calling thread.
+        unsafe {
+            let mut affinity: libc::cpu_set_t = std::mem::zeroed();
+            libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut affinity);
+            let policy = libc::sched_getscheduler(0);
+            let mut p = libc::sched_param { sched_priority: 0 };
+            libc::sched_getparam(0, &mut p);
+            ThreadState {
+                affinity,
+                policy: policy.max(0),
+                prio: p.sched_priority,
+                restored: false,
+            }
+        }
+    }
+
+    /// Puts the saved state back on the calling thread (the one that saved it).
+    pub fn restore(&mut self) {
+        if self.restored {
+            return;
+        }
+        self.restored = true;
+        let p = libc::sched_param {
+            sched_priority: self.prio,
+        };
+        // SAFETY: restoring values read by `save` on this thread.
+        unsafe {
+            libc::sched_setscheduler(0, self.policy, &p);
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &self.affinity);
+        }
+    }
+}
+
+impl Drop for ThreadState {
+    fn drop(&mut self) {
+        self.restore();
+    }
+}

@@ -129,13 +129,33 @@ fn median(v: &mut [f64]) -> f64 {
     v.get(v.len() / 2).copied().unwrap_or(0.0)
 }
 
-/// Per-call cost in ns of `f`, one figure per batch.
-fn cost(f: impl Fn() -> u64, ticks: Ticks, tpn: f64, batches: usize, per: usize) -> Vec<f64> {
-    let mut out = Vec::with_capacity(batches);
+/// Calls timed between two checks of the stop flag inside a batch: the check costs one load
+/// per 4096 calls, and a large `--batch` still ends within a second of Ctrl-C.
+const CHUNK: usize = 4096;
+
+/// Per-call cost in ns of `f`, one figure per batch. A batch cut short by `stop` is dropped.
+fn cost(
+    f: impl Fn() -> u64,
+    ticks: Ticks,
+    tpn: f64,
+    batches: usize,
+    per: usize,
+    stop: &std::sync::atomic::AtomicBool,
+) -> Vec<f64> {
+    use std::sync::atomic::Ordering;
+    let mut out = Vec::with_capacity(batches.min(1 << 20));
     for _ in 0..batches {
         let t1 = ticks.read();
-        for _ in 0..per {
-            std::hint::black_box(f());
+        let mut left = per;
+        while left > 0 {
+            let n = left.min(CHUNK);
+            for _ in 0..n {
+                std::hint::black_box(f());
+            }
+            left -= n;
+            if stop.load(Ordering::Relaxed) {
+                return out;
+            }
         }
         let t2 = ticks.read();
         out.push(t2.wrapping_sub(t1) as f64 / tpn / per as f64);
@@ -177,7 +197,8 @@ fn measure(p: Probe, cs: &str, cfg: &ClocksConfig, ticks: Ticks, tpn: f64) -> Pr
     if r.unavailable.is_some() {
         return r;
     }
-    r.cost_ns = cost(|| p.read(), ticks, tpn, cfg.batches, cfg.batch);
+    let stop = Control::with_signals().stop;
+    r.cost_ns = cost(|| p.read(), ticks, tpn, cfg.batches, cfg.batch, &stop);
     if p.read_syscall().is_some() {
         let mut sys = cost(
             || p.read_syscall().unwrap_or(0),
@@ -185,6 +206,7 @@ fn measure(p: Probe, cs: &str, cfg: &ClocksConfig, ticks: Ticks, tpn: f64) -> Pr
             tpn,
             cfg.batches.min(500),
             cfg.batch,
+            &stop,
         );
         let s = median(&mut sys);
         let c = median(&mut r.cost_ns.clone());
@@ -485,7 +507,7 @@ pub fn render(o: &ClocksOutcome, cfg: &ClocksConfig) -> String {
             let mut v = r.cost_ns.clone();
             let med = median(&mut v);
             let p99 = v
-                .get(((0.99 * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1)
+                .get(((0.99 * v.len() as f64).ceil() as usize).clamp(1, v.len().max(1)) - 1)
                 .copied()
                 .unwrap_or(0.0);
             rows.push(vec![

@@ -35,6 +35,8 @@ pub struct Setup {
     pub warmup: usize,
     /// Tick source.
     pub ticks: Ticks,
+    /// Set on Ctrl-C/SIGTERM: the measuring loops end and keep what they timed.
+    pub stop: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Setup {
@@ -135,11 +137,14 @@ pub fn yield_pair(s: &Setup, measuring_prep: Prep, partner_prep: Prep) -> std::i
             ipc::yield_now();
         }
     })?;
-    let (iters, warm, ticks) = (s.iterations, s.warmup, s.ticks);
+    let (iters, warm, ticks, stop) = (s.iterations, s.warmup, s.ticks, s.stop.clone());
     let samples = on_measuring_thread(s, move || {
         measuring_prep();
         let mut v = Vec::with_capacity(iters);
         for i in 0..iters + warm {
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
             let t1 = ticks.read();
             ipc::yield_now();
             let t2 = ticks.read();
@@ -200,13 +205,16 @@ pub fn pipe_ring(s: &Setup, n: usize, touch_kb: usize) -> std::io::Result<Raw> {
             ipc::close(wr);
         })?);
     }
-    let (iters, warm, ticks) = (s.iterations, s.warmup, s.ticks);
+    let (iters, warm, ticks, stop) = (s.iterations, s.warmup, s.ticks, s.stop.clone());
     let (rd, wr) = (pipes[0].r, pipes[1 % n].w);
     let (samples, overhead) = on_measuring_thread(s, move || {
         let mut buf = vec![0u8; touch_kb * 1024];
         let hop = hop_overhead(ticks, touch_kb, iters.clamp(100, 20_000));
         let mut v = Vec::with_capacity(iters);
         for i in 0..iters + warm {
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
             let t1 = ticks.read();
             ipc::put(wr);
             ipc::get(rd);
@@ -276,12 +284,15 @@ pub fn futex_pair(s: &Setup) -> std::io::Result<Raw> {
             ipc::futex_wake(w, 1);
         }
     })?;
-    let (iters, warm, ticks) = (s.iterations, s.warmup, s.ticks);
+    let (iters, warm, ticks, stop) = (s.iterations, s.warmup, s.ticks, s.stop.clone());
     let mp = page.clone();
     let samples = on_measuring_thread(s, move || {
         let w = mp.word(0);
         let mut v = Vec::with_capacity(iters);
         for i in 0..iters + warm {
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
             let t1 = ticks.read();
             w.store(1, Ordering::Release);
             ipc::futex_wake(w, 1);

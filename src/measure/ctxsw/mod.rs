@@ -216,6 +216,7 @@ pub fn run(mut cfg: CtxswConfig, command_line: Vec<String>) -> Result<CtxswOutco
         warnings.push("without SCHED_FIFO, sched_yield need not switch tasks: yield figures are not context switches".into());
     }
     // The control thread keeps off the measured CPUs where it can.
+    let mut saved = sys::sched::ThreadState::save();
     let online = CpuSet::online_here();
     let spare: Vec<usize> = online.iter().filter(|c| !cfg.cpus.contains(c)).collect();
     if !spare.is_empty() {
@@ -231,6 +232,7 @@ pub fn run(mut cfg: CtxswConfig, command_line: Vec<String>) -> Result<CtxswOutco
         iterations: cfg.iterations,
         warmup: cfg.warmup,
         ticks,
+        stop: crate::rt::Control::with_signals().stop,
     };
     let started = SystemTime::now();
     let t0 = Instant::now();
@@ -276,6 +278,7 @@ pub fn run(mut cfg: CtxswConfig, command_line: Vec<String>) -> Result<CtxswOutco
         }
     }
     drop(prepared);
+    saved.restore();
     let series = results.iter().map(|r| series_of(r, &cfg, tpn)).collect();
     let mut params = serde_json::to_value(&cfg).unwrap_or_default();
     params["ticks_per_ns"] = serde_json::json!(tpn);

@@ -142,7 +142,7 @@ pub fn run(mut cfg: CyclicConfig, command_line: Vec<String>) -> Result<CyclicOut
     let started = SystemTime::now();
     let t0 = Instant::now();
     let display = (!cfg.quiet && report::stdout_is_terminal() && !report::json_to_stdout(&cfg))
-        .then(|| report::LiveView::start(&cfg, live.clone(), control.stop.clone()));
+        .then(|| report::live_view(&cfg, live.clone(), control.stop.clone()));
 
     let deadline = cfg.duration_ns.map(|d| t0 + Duration::from_nanos(d));
     loop {

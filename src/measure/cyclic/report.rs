@@ -6,93 +6,62 @@ use crate::config::cyclic::CyclicConfig;
 use crate::config::DisplayUnit;
 use crate::export::table;
 use crate::rt::Live;
-use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
-/// True when stdout is a terminal (the live view and cursor codes are only used then).
-pub fn stdout_is_terminal() -> bool {
-    std::io::stdout().is_terminal()
-}
+pub use crate::live::stdout_is_terminal;
 
 /// True when the JSON result goes to stdout (then the table goes to stderr).
 pub fn json_to_stdout(cfg: &CyclicConfig) -> bool {
     cfg.json.as_deref().is_some_and(|p| p.as_os_str() == "-")
 }
 
-/// The live view: a non-RT thread redrawing per-thread figures at most 10 times a second.
-pub struct LiveView {
-    quit: Arc<AtomicBool>,
-    handle: std::thread::JoinHandle<()>,
-}
-
-impl LiveView {
-    /// Starts redrawing until the run stops or `finish` is called.
-    pub fn start(cfg: &CyclicConfig, live: Vec<Arc<Live>>, stop: Arc<AtomicBool>) -> LiveView {
-        let quit = Arc::new(AtomicBool::new(false));
-        let q = quit.clone();
-        let unit = cfg.unit;
-        let labels: Vec<String> = cfg
-            .threads
+/// The live view: per-thread figures, cyclictest-style.
+pub fn live_view(
+    cfg: &CyclicConfig,
+    live: Vec<Arc<Live>>,
+    stop: Arc<AtomicBool>,
+) -> crate::live::LiveView {
+    let unit = cfg.unit;
+    let labels: Vec<String> = cfg
+        .threads
+        .iter()
+        .map(|t| {
+            let cpu = t.cpu.map_or("-".into(), |c| c.to_string());
+            format!(
+                "{:<4} {}/{:<2} cpu {:<3} I:{}",
+                t.name,
+                t.policy,
+                t.prio,
+                cpu,
+                unit.fmt_ns(t.interval_ns as f64)
+            )
+        })
+        .collect();
+    let lines = move || {
+        labels
             .iter()
-            .map(|t| {
-                let cpu = t.cpu.map_or("-".into(), |c| c.to_string());
+            .zip(&live)
+            .map(|(l, s)| {
+                let n = s.count.load(Ordering::Relaxed);
+                let min = s.min.load(Ordering::Relaxed);
+                let f = |v: u64| unit.fmt_ns(v as f64);
+                let avg = if n > 0 {
+                    s.sum.load(Ordering::Relaxed) as f64 / n as f64
+                } else {
+                    0.0
+                };
                 format!(
-                    "{:<4} {}/{:<2} cpu {:<3} I:{}",
-                    t.name,
-                    t.policy,
-                    t.prio,
-                    cpu,
-                    unit.fmt_ns(t.interval_ns as f64)
+                    "{l}  C:{n:>9}  Min:{:>8}  Act:{:>8}  Avg:{:>8}  Max:{:>8} {unit}",
+                    if n > 0 { f(min) } else { "-".into() },
+                    f(s.cur.load(Ordering::Relaxed)),
+                    unit.fmt_ns(avg),
+                    f(s.max.load(Ordering::Relaxed)),
                 )
             })
-            .collect();
-        let handle = std::thread::spawn(move || {
-            let mut drawn = 0usize;
-            while !q.load(Ordering::Acquire) && !stop.load(Ordering::Acquire) {
-                let mut out = String::new();
-                if drawn > 0 {
-                    out.push_str(&format!("\x1b[{drawn}A"));
-                }
-                for (l, s) in labels.iter().zip(&live) {
-                    let n = s.count.load(Ordering::Relaxed);
-                    let min = s.min.load(Ordering::Relaxed);
-                    let f = |v: u64| unit.fmt_ns(v as f64);
-                    let avg = if n > 0 {
-                        s.sum.load(Ordering::Relaxed) as f64 / n as f64
-                    } else {
-                        0.0
-                    };
-                    out.push_str(&format!(
-                        "\x1b[2K{l}  C:{n:>9}  Min:{:>8}  Act:{:>8}  Avg:{:>8}  Max:{:>8} {unit}\n",
-                        if n > 0 { f(min) } else { "-".into() },
-                        f(s.cur.load(Ordering::Relaxed)),
-                        unit.fmt_ns(avg),
-                        f(s.max.load(Ordering::Relaxed)),
-                    ));
-                }
-                drawn = labels.len();
-                let mut o = std::io::stdout().lock();
-                let _ = o.write_all(out.as_bytes());
-                let _ = o.flush();
-                drop(o);
-                std::thread::sleep(Duration::from_millis(100));
-            }
-            if drawn > 0 {
-                let mut o = std::io::stdout().lock();
-                let _ = write!(o, "\x1b[{drawn}A\x1b[J");
-                let _ = o.flush();
-            }
-        });
-        LiveView { quit, handle }
-    }
-
-    /// Stops redrawing and clears the live lines.
-    pub fn finish(self) {
-        self.quit.store(true, Ordering::Release);
-        let _ = self.handle.join();
-    }
+            .collect()
+    };
+    crate::live::LiveView::start(lines, stop)
 }
 
 /// The final report: a header, the per-thread table (task, loops, min, max, average, sigma,

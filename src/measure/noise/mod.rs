@@ -102,17 +102,34 @@ pub fn run(mut cfg: NoiseConfig, command_line: Vec<String>) -> Result<NoiseOutco
         NoiseClock::Monotonic => (Source::Monotonic, 1.0),
     };
     let control = Control::with_signals();
-    // The control thread sits on the main CPU above the spinners, so it can always stop them.
-    let _ = sys::sched::pin_to_cpu(cfg.main_cpu);
+    // The control thread sits on the main CPU above the spinners, so it can always stop them;
+    // its own state is put back on every way out.
+    let mut saved = sys::sched::ThreadState::save();
+    if let Err(e) = sys::sched::pin_to_cpu(cfg.main_cpu) {
+        warnings.push(format!(
+            "the control thread could not move to CPU {}: {e}",
+            cfg.main_cpu
+        ));
+    }
     if prepared.rt_granted && cfg.policy.is_rt() {
-        let _ = sys::sched::set_policy(Policy::Fifo, 99);
+        if let Err(e) = sys::sched::set_policy(Policy::Fifo, 99) {
+            warnings.push(format!("the control thread could not become SCHED_FIFO 99 ({e}); spinners end at their deadline by themselves"));
+        }
+        if cfg.prio >= 99 && cfg.cpus.contains(&cfg.main_cpu) {
+            warnings.push(format!(
+                "the spinner on CPU {} (the control thread's CPU) ran at priority 98, not 99, so the control thread can always stop the run",
+                cfg.main_cpu
+            ));
+        }
     }
     let started = SystemTime::now();
     let t_start = Instant::now();
     let mut repeats = Vec::new();
     let mut disturbances = Vec::new();
     for r in 0..cfg.repeat {
-        if control.was_interrupted() {
+        // The first repeat always runs (it ends at once when a signal came already), so an
+        // early Ctrl-C still gives a saved, interrupted result.
+        if r > 0 && control.was_interrupted() {
             break;
         }
         let (outs, dist) = one_measurement(&cfg, source, ticks_per_ns, &control)?;
@@ -125,8 +142,7 @@ pub fn run(mut cfg: NoiseConfig, command_line: Vec<String>) -> Result<NoiseOutco
         repeats.push(outs);
         disturbances.push(dist);
     }
-    let _ = sys::sched::set_policy(Policy::Other, 0);
-    let _ = sys::sched::pin_to_cpus(environment_cpus(&environment));
+    saved.restore();
     drop(prepared);
     if repeats.is_empty() {
         return Err(Error::Env(
@@ -153,12 +169,6 @@ pub fn run(mut cfg: NoiseConfig, command_line: Vec<String>) -> Result<NoiseOutco
     })
 }
 
-fn environment_cpus(env: &Environment) -> Vec<usize> {
-    crate::config::CpuSet::parse(&env.online_cpus)
-        .map(|s| s.iter().collect())
-        .unwrap_or_else(|_| vec![0])
-}
-
 /// One measurement: spinners on every measured CPU for the configured duration.
 fn one_measurement(
     cfg: &NoiseConfig,
@@ -174,19 +184,30 @@ fn one_measurement(
             name: format!("cpu{c}"),
             cpu: Some(c),
             policy: cfg.policy,
-            prio: cfg.prio,
+            // The control thread runs at FIFO 99 on the main CPU: the spinner there stays
+            // below it so Ctrl-C is always seen (warned about in `run`).
+            prio: if c == cfg.main_cpu && cfg.policy.is_rt() {
+                cfg.prio.min(98)
+            } else {
+                cfg.prio
+            },
         })
         .collect();
     let barrier = Arc::new(Barrier::new(placements.len() + 1));
+    let lives: Vec<Arc<Live>> = placements.iter().map(|_| Arc::new(Live::new())).collect();
     let threshold_ticks = ((cfg.threshold_ns as f64) * tpn).ceil().max(1.0) as u64;
-    let handles = rt::spawn_workers(&placements, barrier.clone(), |_| {
-        let (stop, live) = (stop.clone(), Arc::new(Live::new()));
+    let spin_ticks = ((cfg.duration_ns as f64) * tpn) as u64;
+    let handles = rt::spawn_workers(&placements, barrier.clone(), |i| {
+        let (stop, live) = (stop.clone(), lives[i].clone());
+        let interrupt = control.stop.clone();
         move || {
             let s = Spinner {
                 source,
                 ticks_per_ns: tpn,
                 threshold_ticks,
                 stop,
+                interrupt,
+                spin_ticks,
                 live,
             };
             move || s.run()
@@ -195,6 +216,10 @@ fn one_measurement(
     .map_err(|e| Error::Env(format!("cannot start spinning threads: {e}")))?;
     barrier.wait();
     let t0 = Instant::now();
+    let display = (!cfg.quiet
+        && crate::live::stdout_is_terminal()
+        && cfg.json.as_deref().is_none_or(|j| j.as_os_str() != "-"))
+    .then(|| report::live_view(cfg, lives.clone(), stop.clone()));
     let deadline = t0 + Duration::from_nanos(cfg.duration_ns);
     let disturb_at = t0 + Duration::from_nanos(cfg.duration_ns / 3);
     let mut child: Option<(std::process::Child, u64)> = None;
@@ -242,6 +267,9 @@ fn one_measurement(
             .join()
             .map_err(|_| Error::Env("a spinning thread panicked".into()))?;
         outs.push(o);
+    }
+    if let Some(d) = display {
+        d.finish();
     }
     let dist = match (child, waiter) {
         (Some((mut c, start)), Some(w)) => {

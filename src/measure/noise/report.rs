@@ -297,3 +297,30 @@ mod tests {
         );
     }
 }
+
+/// The live view on a terminal: per CPU, loops, interruptions so far, the last and the largest.
+pub fn live_view(
+    cfg: &NoiseConfig,
+    live: Vec<std::sync::Arc<crate::rt::Live>>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> crate::live::LiveView {
+    use std::sync::atomic::Ordering;
+    let unit = cfg.unit;
+    let cpus = cfg.cpus.clone();
+    let lines = move || {
+        cpus.iter()
+            .zip(&live)
+            .map(|(c, s)| {
+                let f = |v: u64| unit.fmt_ns(v as f64);
+                format!(
+                    "cpu{c:<3} loops {:>12}  interruptions {:>7}  last {:>9}  max {:>9} {unit}",
+                    s.count.load(Ordering::Relaxed),
+                    s.sum.load(Ordering::Relaxed),
+                    f(s.cur.load(Ordering::Relaxed)),
+                    f(s.max.load(Ordering::Relaxed)),
+                )
+            })
+            .collect()
+    };
+    crate::live::LiveView::start(lines, stop)
+}

@@ -27,6 +27,12 @@ pub struct Spinner {
     pub threshold_ticks: u64,
     /// Run-wide stop flag.
     pub stop: Arc<AtomicBool>,
+    /// The process's stop flag (set by SIGINT/SIGTERM in whichever thread takes the signal),
+    /// so the spinner ends even when the control thread cannot run on its CPU.
+    pub interrupt: Arc<AtomicBool>,
+    /// How long to spin, in ticks: the spinner ends by itself then, whatever its priority
+    /// does to the control thread.
+    pub spin_ticks: u64,
     /// Live figures for the display.
     pub live: Arc<Live>,
 }
@@ -82,11 +88,19 @@ impl Spinner {
         let mut prev = tick0;
         let mut n = 0u64;
         let mut max_ticks = 0u64;
-        while !self.stop.load(Ordering::Relaxed) {
+        let spin_ticks = self.spin_ticks;
+        let mut ending = false;
+        while !ending && !self.stop.load(Ordering::Relaxed) {
             let now = read(self.source);
             let d = now.wrapping_sub(prev);
             prev = now;
             n += 1;
+            // Every 256 loops: the spinner's own deadline and the process's stop flag. The
+            // gap just read is still accounted below; the loop ends after it.
+            if n & 255 == 0 {
+                ending =
+                    now.wrapping_sub(tick0) >= spin_ticks || self.interrupt.load(Ordering::Relaxed);
+            }
             if d < cold_from {
                 small[d as usize] += 1;
                 continue;
