@@ -283,21 +283,6 @@ pub fn render(o: &NoiseOutcome, cfg: &NoiseConfig) -> String {
     s
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn outliers_are_far_above_the_median() {
-        assert_eq!(outliers(&[35, 40, 150_000, 38, 36]), vec![2]);
-        assert!(outliers(&[35, 40, 38]).is_empty());
-        assert!(
-            outliers(&[35, 150_000]).is_empty(),
-            "too few repeats to judge"
-        );
-    }
-}
-
 /// The live view on a terminal: per CPU, loops, interruptions so far, the last and the largest.
 pub fn live_view(
     cfg: &NoiseConfig,
@@ -323,4 +308,19 @@ pub fn live_view(
             .collect()
     };
     crate::live::LiveView::start(lines, stop)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outliers_are_far_above_the_median() {
+        assert_eq!(outliers(&[35, 40, 150_000, 38, 36]), vec![2]);
+        assert!(outliers(&[35, 40, 38]).is_empty());
+        assert!(
+            outliers(&[35, 150_000]).is_empty(),
+            "too few repeats to judge"
+        );
+    }
 }
