@@ -30,7 +30,10 @@ impl LiveView {
             .name("latlab-live".into())
             .spawn(move || {
                 // Never at the real-time priority of the thread that started it.
-                let _ = crate::sys::sched::set_policy(crate::config::Policy::Other, 0);
+                crate::rt::checked(
+                    crate::sys::sched::set_policy(crate::config::Policy::Other, 0),
+                    || "live view: could not become SCHED_OTHER".into(),
+                );
                 let mut drawn = 0usize;
                 while !q.load(Ordering::Acquire) && !stop.load(Ordering::Acquire) {
                     let mut out = String::new();

@@ -155,6 +155,8 @@ pub fn execute<M: Measurement>(mut m: M, common: &Common, command_line: Vec<Stri
     let run = M::result(&mut outcome);
     run.loads = reports;
     warnings.extend(load_warnings);
+    let placement = crate::rt::take_placement_failures();
+    warnings.extend(placement.iter().cloned());
     run.warnings.extend(warnings);
     if control.was_interrupted() {
         run.interrupted = true;
@@ -185,6 +187,12 @@ pub fn execute<M: Measurement>(mut m: M, common: &Common, command_line: Vec<Stri
     }
     written?;
     stored?;
+    if common.strict && !placement.is_empty() {
+        return Err(Error::Env(format!(
+            "--strict: thread placement failed ({}); the result was kept with these warnings",
+            placement.join("; ")
+        )));
+    }
     match &run.check_failure {
         Some(c) => Err(Error::CheckFailed(c.clone())),
         None => Ok(()),

@@ -29,58 +29,23 @@ pub struct Hackbench {
 
 fn channel(pipes: bool) -> std::io::Result<Pipe> {
     if pipes {
-        return Pipe::new();
+        Pipe::new()
+    } else {
+        ipc::socketpair()
     }
-    let mut fds = [0i32; 2];
-    // SAFETY: fds is a valid two-int array.
-    if unsafe {
-        libc::socketpair(
-            libc::AF_UNIX,
-            libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
-            0,
-            fds.as_mut_ptr(),
-        )
-    } != 0
-    {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(Pipe {
-        r: fds[0],
-        w: fds[1],
-    })
 }
 
 fn write_all(fd: i32, buf: &[u8]) -> bool {
-    let mut off = 0;
-    while off < buf.len() {
-        // SAFETY: writing from a valid slice.
-        let n = unsafe { libc::write(fd, buf[off..].as_ptr().cast(), buf.len() - off) };
-        if n <= 0 {
-            return false;
-        }
-        off += n as usize;
-    }
-    true
+    ipc::write_all(fd, buf)
 }
 
 fn read_exact(fd: i32, total: usize, buf: &mut [u8]) -> bool {
-    let mut left = total;
-    while left > 0 {
-        let want = left.min(buf.len());
-        // SAFETY: reading into a valid slice.
-        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), want) };
-        if n <= 0 {
-            return false;
-        }
-        left -= n as usize;
-    }
-    true
+    ipc::read_exactly(fd, total, buf)
 }
 
+/// Blocks until the parent closes the gate's write end (EOF).
 fn wait_gate(gate: i32) {
-    let mut b = 0u8;
-    // SAFETY: blocks until the parent closes the write end (EOF).
-    unsafe { libc::read(gate, (&mut b as *mut u8).cast(), 1) };
+    ipc::get(gate);
 }
 
 enum Task {
@@ -152,8 +117,7 @@ impl Hackbench {
         if result.is_err() {
             for t in &tasks {
                 if let Task::Process(pid) = t {
-                    // SAFETY: killing our own child.
-                    unsafe { libc::kill(*pid, libc::SIGKILL) };
+                    crate::sys::process::signal(*pid, libc::SIGKILL);
                 }
             }
             // Unblock threads stuck in read/write.

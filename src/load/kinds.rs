@@ -95,7 +95,9 @@ pub fn run(spec: &LoadSpec, stop: &Arc<AtomicBool>) -> std::io::Result<LoadRepor
                 .map(|_| {
                     let (stop, total) = (stop.clone(), total.clone());
                     std::thread::spawn(move || {
-                        let _ = crate::sys::sched::set_policy(policy, prio);
+                        crate::rt::checked(crate::sys::sched::set_policy(policy, prio), || {
+                            format!("cpu load thread: {policy} {prio} refused")
+                        });
                         let mut x = 0u64;
                         while !stop.load(Ordering::Relaxed) {
                             for _ in 0..1024 {

@@ -103,14 +103,20 @@ pub fn run(cfg: MigrateConfig, command_line: Vec<String>) -> Result<MigrateOutco
             let (gen, starts, ends, cfg) = (&gen, &starts, &ends, &cfg);
             s.spawn(move || {
                 let prio = cfg.base_prio + i as i32;
-                let _ = sys::sched::set_policy(Policy::Fifo, prio);
+                rt::checked(sys::sched::set_policy(Policy::Fifo, prio), || {
+                    format!("migrate task: FIFO {prio} refused")
+                });
                 let highest = i + 1 == cfg.tasks;
                 for it in 0..cfg.loops {
                     if highest {
-                        let _ = sys::sched::pin_to_cpu(it % ncpu);
+                        rt::checked(sys::sched::pin_to_cpu(it % ncpu), || {
+                            format!("migrate task: pin to CPU {} refused", it % ncpu)
+                        });
                     }
                     if highest && cfg.inject_inversion && it == cfg.loops / 2 {
-                        let _ = sys::sched::set_policy(Policy::Fifo, 1);
+                        rt::checked(sys::sched::set_policy(Policy::Fifo, 1), || {
+                            "migrate task: FIFO 1 refused".into()
+                        });
                     }
                     loop {
                         let g = gen.load(Ordering::Acquire);
@@ -132,7 +138,9 @@ pub fn run(cfg: MigrateConfig, command_line: Vec<String>) -> Result<MigrateOutco
             });
         }
         // The controller sits above every task so each release is one instant.
-        let _ = sys::sched::set_policy(Policy::Fifo, top + 1);
+        rt::checked(sys::sched::set_policy(Policy::Fifo, top + 1), || {
+            format!("migrate control thread: FIFO {} refused", top + 1)
+        });
         for (it, rel) in release.iter().enumerate() {
             std::thread::sleep(Duration::from_nanos(
                 cfg.sleep_ns
@@ -153,7 +161,9 @@ pub fn run(cfg: MigrateConfig, command_line: Vec<String>) -> Result<MigrateOutco
         std::thread::sleep(Duration::from_nanos(cfg.run_ns * (cfg.tasks as u64 + 1)));
         gen.store(u32::MAX, Ordering::Release);
         ipc::futex_wake(&gen, i32::MAX);
-        let _ = sys::sched::set_policy(Policy::Other, 0);
+        rt::checked(sys::sched::set_policy(Policy::Other, 0), || {
+            "migrate control thread: return to SCHED_OTHER refused".into()
+        });
     });
     drop(prepared);
     let load = |v: &Vec<AtomicU64>, it: usize| v[it].load(Ordering::Relaxed);

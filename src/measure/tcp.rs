@@ -156,12 +156,40 @@ fn bind(cfg: &TcpConfig) -> Result<TcpListener> {
     Ok(l)
 }
 
-/// The server side: stream sink or rr responder. Returns (units received, end time ns).
-fn serve(l: &TcpListener, cfg: &TcpConfig) -> (u64, u64) {
-    if let Some(c) = cfg.receiver_cpu {
-        let _ = sys::sched::pin_to_cpu(c);
+/// How long the server waits for the client to connect before giving up.
+const ACCEPT_WAIT: Duration = Duration::from_secs(10);
+
+/// Accepts one connection, polling so that `give_up` (the client failed) or a long silence
+/// ends the wait instead of blocking for ever.
+fn accept_one(l: &TcpListener, give_up: &std::sync::atomic::AtomicBool) -> Option<TcpStream> {
+    l.set_nonblocking(true).ok()?;
+    let t0 = Instant::now();
+    loop {
+        match l.accept() {
+            Ok((s, _)) => {
+                s.set_nonblocking(false).ok()?;
+                return Some(s);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                if give_up.load(std::sync::atomic::Ordering::Relaxed) || t0.elapsed() > ACCEPT_WAIT
+                {
+                    return None;
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            Err(_) => return None,
+        }
     }
-    let Ok((mut s, _)) = l.accept() else {
+}
+
+/// The server side: stream sink or rr responder. Returns (units received, end time ns).
+fn serve(l: &TcpListener, cfg: &TcpConfig, give_up: &std::sync::atomic::AtomicBool) -> (u64, u64) {
+    if let Some(c) = cfg.receiver_cpu {
+        crate::rt::checked(sys::sched::pin_to_cpu(c), || {
+            format!("tcp: pin to CPU {c} refused")
+        });
+    }
+    let Some(mut s) = accept_one(l, give_up) else {
         return (0, 0);
     };
     let mut n = 0u64;
@@ -196,7 +224,9 @@ fn client(
     control: &Control,
 ) -> Result<(u64, u64, u64)> {
     if let Some(c) = cfg.sender_cpu {
-        let _ = sys::sched::pin_to_cpu(c);
+        crate::rt::checked(sys::sched::pin_to_cpu(c), || {
+            format!("tcp: pin to CPU {c} refused")
+        });
     }
     let mut s =
         TcpStream::connect(addr).map_err(|e| Error::Env(format!("connect to {addr}: {e}")))?;
@@ -208,28 +238,39 @@ fn client(
         let _ = sys::net::set_int(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1);
     }
     let dur = Duration::from_nanos(cfg.duration_ns);
+    // Blocking calls wake every 100 ms, so a receiver that stops reading (or dies) can never
+    // hold the run: past the deadline plus STALL_LIMIT the run fails, on Ctrl-C it ends.
+    let _ = s.set_write_timeout(Some(Duration::from_millis(100)));
+    let _ = s.set_read_timeout(Some(Duration::from_millis(100)));
     let start_ns = sys::clock::now_ns(libc::CLOCK_MONOTONIC);
     let t0 = Instant::now();
+    let over = || control.was_interrupted() || t0.elapsed() >= dur;
+    let stalled = || t0.elapsed() >= dur + STALL_LIMIT;
     let mut n = 0u64;
     match cfg.mode {
         Mode::Stream => {
             let buf = vec![0x53u8; cfg.send_size];
-            while t0.elapsed() < dur && !control.was_interrupted() {
+            'send: while !over() {
                 for _ in 0..16 {
-                    s.write_all(&buf)
-                        .map_err(|e| Error::Env(format!("send: {e}")))?;
-                    n += buf.len() as u64;
+                    match write_some(&mut s, &buf, &over, &stalled) {
+                        Ok(k) => n += k as u64,
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => break 'send,
+                        Err(e) => return Err(Error::Env(format!("send: {e}"))),
+                    }
                 }
             }
         }
         Mode::Rr => {
             let req = vec![0x51u8; cfg.request_size];
             let mut resp = vec![0u8; cfg.response_size];
-            while t0.elapsed() < dur && !control.was_interrupted() {
+            while !over() {
                 let a = sys::clock::now_ns(libc::CLOCK_MONOTONIC);
-                s.write_all(&req)
-                    .map_err(|e| Error::Env(format!("request: {e}")))?;
-                s.read_exact(&mut resp)
+                let mut off = 0;
+                while off < req.len() {
+                    off += write_some(&mut s, &req[off..], &|| false, &stalled)
+                        .map_err(|e| Error::Env(format!("request: {e}")))?;
+                }
+                read_all(&mut s, &mut resp, &stalled)
                     .map_err(|e| Error::Env(format!("response: {e}")))?;
                 rtt.record(sys::clock::now_ns(libc::CLOCK_MONOTONIC) - a);
                 n += 1;
@@ -238,10 +279,76 @@ fn client(
     }
     let end_ns = sys::clock::now_ns(libc::CLOCK_MONOTONIC);
     let _ = s.shutdown(std::net::Shutdown::Write);
-    // Drain until the server closes, so its count is final.
+    // Drain until the server closes, so its count is final (bounded like the rest).
     let mut sink = [0u8; 4096];
-    while matches!(s.read(&mut sink), Ok(k) if k > 0) {}
+    let drain = Instant::now();
+    loop {
+        match s.read(&mut sink) {
+            Ok(k) if k > 0 => {}
+            Err(e) if is_timeout(&e) && drain.elapsed() < STALL_LIMIT => {}
+            _ => break,
+        }
+    }
     Ok((n, start_ns, end_ns))
+}
+
+/// How long past its deadline a stalled peer may hold the run before it fails.
+const STALL_LIMIT: Duration = Duration::from_secs(5);
+
+fn is_timeout(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+    )
+}
+
+/// Writes some of `buf`, retrying on the socket timeout until something is written; gives up
+/// with `Interrupted` when `stop()` says the run is over, with `TimedOut` when `stalled()`.
+fn write_some(
+    s: &mut TcpStream,
+    buf: &[u8],
+    stop: &dyn Fn() -> bool,
+    stalled: &dyn Fn() -> bool,
+) -> std::io::Result<usize> {
+    loop {
+        match s.write(buf) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(k) => return Ok(k),
+            Err(e) if is_timeout(&e) || e.kind() == std::io::ErrorKind::Interrupted => {
+                if stop() {
+                    return Err(std::io::ErrorKind::Interrupted.into());
+                }
+                if stalled() {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        "the receiver stopped reading",
+                    ));
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Fills `buf`, retrying on the socket timeout until `stalled()`.
+fn read_all(s: &mut TcpStream, buf: &mut [u8], stalled: &dyn Fn() -> bool) -> std::io::Result<()> {
+    let mut off = 0;
+    while off < buf.len() {
+        match s.read(&mut buf[off..]) {
+            Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            Ok(k) => off += k,
+            Err(e) if is_timeout(&e) || e.kind() == std::io::ErrorKind::Interrupted => {
+                if stalled() {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        "the receiver stopped answering",
+                    ));
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// One run with the receiver in a thread or a forked process.
@@ -251,22 +358,29 @@ fn one_run(cfg: &TcpConfig, rtt: &mut Recorder, control: &Control) -> Result<Run
     let (sent, start, end_c, received, end_s) = if cfg.processes {
         let p = sys::ipc::Pipe::new().map_err(|e| Error::Env(e.to_string()))?;
         let c = cfg.clone();
+        let never = std::sync::atomic::AtomicBool::new(false);
         let pid = sys::ipc::fork_task(cfg.receiver_cpu, libc::SCHED_OTHER, 0, move || {
-            let (n, t) = serve(&l, &c);
+            let (n, t) = serve(&l, &c, &never);
             let mut msg = [0u8; 16];
             msg[..8].copy_from_slice(&n.to_le_bytes());
             msg[8..].copy_from_slice(&t.to_le_bytes());
-            // SAFETY: writing 16 bytes from a stack buffer.
-            unsafe { libc::write(p.w, msg.as_ptr().cast(), 16) };
+            sys::ipc::write_all(p.w, &msg);
         })
         .map_err(|e| Error::Env(format!("fork: {e}")))?;
-        let r = client(addr, cfg, rtt, control);
-        let mut msg = [0u8; 16];
-        // SAFETY: reading 16 bytes into a stack buffer.
-        let got = unsafe { libc::read(p.r, msg.as_mut_ptr().cast(), 16) };
-        sys::ipc::wait_task(pid);
-        sys::ipc::close(p.r);
+        // Only the receiver may hold the write end: if it dies, the read below sees EOF
+        // instead of waiting for ever.
         sys::ipc::close(p.w);
+        let r = client(addr, cfg, rtt, control);
+        if r.is_err() {
+            // A client that failed leaves the receiver waiting: end it.
+            sys::ipc::kill_task(pid);
+        }
+        let mut msg = [0u8; 16];
+        let got = sys::ipc::read_full(p.r, &mut msg);
+        if r.is_ok() {
+            sys::ipc::wait_task(pid);
+        }
+        sys::ipc::close(p.r);
         let (sent, start, end_c) = r?;
         if got != 16 {
             return Err(Error::Env(
@@ -278,8 +392,13 @@ fn one_run(cfg: &TcpConfig, rtt: &mut Recorder, control: &Control) -> Result<Run
         (sent, start, end_c, n, t)
     } else {
         let c = cfg.clone();
-        let server = std::thread::spawn(move || serve(&l, &c));
+        let give_up = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let g = give_up.clone();
+        let server = std::thread::spawn(move || serve(&l, &c, &g));
         let r = client(addr, cfg, rtt, control);
+        if r.is_err() {
+            give_up.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
         let (n, t) = server
             .join()
             .map_err(|_| Error::Env("receiver thread panicked".into()))?;

@@ -85,7 +85,9 @@ pub fn place_current(p: &Placement, stack_bytes: usize) -> Applied {
         ));
         policy = Policy::Other;
         prio = 0;
-        let _ = sys::sched::set_policy(policy, prio);
+        checked(sys::sched::set_policy(policy, prio), || {
+            format!("{}: could not return to SCHED_OTHER", p.name)
+        });
     }
     sys::mem::prefault_stack(stack_bytes);
     Applied {
@@ -93,6 +95,35 @@ pub fn place_current(p: &Placement, stack_bytes: usize) -> Applied {
         prio,
         warnings,
     }
+}
+
+/// Placement failures (a pin or a policy change refused) met on any thread during the run,
+/// collected by the driver into the result's warnings (exit 3 under `--strict`).
+static PLACEMENT_FAILURES: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// Records a failed pin or policy change (never silently dropped). Not for the hot path: only
+/// thread set-up calls it.
+pub fn placement_failed(what: String) {
+    if let Ok(mut v) = PLACEMENT_FAILURES.lock() {
+        if !v.contains(&what) {
+            v.push(what);
+        }
+    }
+}
+
+/// Checks a placement call: an error becomes a recorded failure described by `what`.
+pub fn checked(r: std::io::Result<()>, what: impl FnOnce() -> String) {
+    if let Err(e) = r {
+        placement_failed(format!("{}: {e}", what()));
+    }
+}
+
+/// Takes the placement failures recorded so far.
+pub fn take_placement_failures() -> Vec<String> {
+    PLACEMENT_FAILURES
+        .lock()
+        .map(|mut v| std::mem::take(&mut *v))
+        .unwrap_or_default()
 }
 
 /// Stack size given to measuring threads, prefaulted before the barrier.
@@ -143,11 +174,7 @@ pub fn install_wake_handler() {
 
 /// Interrupts the sleep of the thread behind `handle`.
 pub fn wake<T>(handle: &std::thread::JoinHandle<T>) {
-    use std::os::unix::thread::JoinHandleExt;
-    // SAFETY: the thread is joinable (not yet joined), so its pthread_t is valid.
-    unsafe {
-        libc::pthread_kill(handle.as_pthread_t(), libc::SIGUSR2);
-    }
+    sys::process::interrupt_thread(handle, libc::SIGUSR2);
 }
 
 /// Stop and interrupt flags shared between the control thread, workers and signal handlers.

@@ -43,6 +43,70 @@ pub fn get(fd: i32) -> bool {
     unsafe { libc::read(fd, (&mut b as *mut u8).cast(), 1) == 1 }
 }
 
+/// A connected pair of Unix stream sockets (close-on-exec), in the shape of a pipe.
+pub fn socketpair() -> std::io::Result<Pipe> {
+    let mut fds = [0i32; 2];
+    // SAFETY: fds is a valid two-int array.
+    if unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
+            0,
+            fds.as_mut_ptr(),
+        )
+    } != 0
+    {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(Pipe {
+        r: fds[0],
+        w: fds[1],
+    })
+}
+
+/// Writes all of `buf`; false on error or a closed reader. No allocation (fork-safe).
+pub fn write_all(fd: i32, buf: &[u8]) -> bool {
+    let mut off = 0;
+    while off < buf.len() {
+        // SAFETY: writing from the valid slice buf[off..].
+        let n = unsafe { libc::write(fd, buf[off..].as_ptr().cast(), buf.len() - off) };
+        if n <= 0 {
+            return false;
+        }
+        off += n as usize;
+    }
+    true
+}
+
+/// Reads and discards `total` bytes using `buf` as scratch; false on EOF or error first.
+pub fn read_exactly(fd: i32, total: usize, buf: &mut [u8]) -> bool {
+    let mut left = total;
+    while left > 0 {
+        let want = left.min(buf.len());
+        // SAFETY: reading into the valid slice buf[..want].
+        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), want) };
+        if n <= 0 {
+            return false;
+        }
+        left -= n as usize;
+    }
+    true
+}
+
+/// Reads until `buf` is full or EOF/error; returns how many bytes arrived.
+pub fn read_full(fd: i32, buf: &mut [u8]) -> usize {
+    let mut off = 0;
+    while off < buf.len() {
+        // SAFETY: reading into the valid slice buf[off..].
+        let n = unsafe { libc::read(fd, buf[off..].as_mut_ptr().cast(), buf.len() - off) };
+        if n <= 0 {
+            break;
+        }
+        off += n as usize;
+    }
+    off
+}
+
 /// Closes a descriptor.
 pub fn close(fd: i32) {
     // SAFETY: closing a descriptor this code owns; errors are irrelevant here.

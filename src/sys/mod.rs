@@ -11,4 +11,5 @@ pub mod net;
 pub mod privilege;
 pub mod process;
 pub mod sched;
+pub mod timesrc;
 pub mod tsc;

@@ -225,3 +225,21 @@ pub fn with_signals_blocked<T>(sigs: &[libc::c_int], f: impl FnOnce() -> T) -> T
         r
     }
 }
+
+/// Sends `sig` to the thread behind `handle` (to interrupt a sleep with EINTR).
+pub fn interrupt_thread<T>(handle: &std::thread::JoinHandle<T>, sig: libc::c_int) {
+    use std::os::unix::thread::JoinHandleExt;
+    // SAFETY: the handle is not yet joined, so its pthread_t names a live or zombie thread
+    // whose id is still valid.
+    unsafe {
+        libc::pthread_kill(handle.as_pthread_t(), sig);
+    }
+}
+
+/// Waits for child `pid` to end; its exit code when it exited normally.
+pub fn wait_exit_code(pid: i32) -> Option<i32> {
+    let mut status = 0;
+    // SAFETY: waiting for our own child with a valid status pointer.
+    let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+    (r > 0 && libc::WIFEXITED(status)).then(|| libc::WEXITSTATUS(status))
+}

@@ -37,11 +37,16 @@ pub fn pin_to_cpus(cpus: impl IntoIterator<Item = usize>) -> Result<(), std::io:
 
 /// Sets the calling thread's scheduling policy and priority.
 pub fn set_policy(policy: Policy, prio: i32) -> Result<(), std::io::Error> {
+    set_policy_raw(policy.as_libc(), prio)
+}
+
+/// As [`set_policy`], with the `SCHED_*` constant.
+pub fn set_policy_raw(policy: libc::c_int, prio: i32) -> Result<(), std::io::Error> {
     let param = libc::sched_param {
         sched_priority: prio,
     };
     // SAFETY: pid 0 is the calling thread; param is a valid sched_param.
-    let r = unsafe { libc::sched_setscheduler(0, policy.as_libc(), &param) };
+    let r = unsafe { libc::sched_setscheduler(0, policy, &param) };
     if r == 0 {
         Ok(())
     } else {

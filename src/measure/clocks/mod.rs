@@ -2,7 +2,7 @@
 //! time and the raw TSC: cost per call, resolution and observed granularity, vDSO or kernel
 //! entry; under each chosen clocksource (always restored); and a cross-CPU monotonicity check.
 
-pub mod probes;
+pub use crate::sys::timesrc as probes;
 
 use crate::config::{CpuSet, DisplayUnit};
 use crate::error::{Error, Result};
@@ -257,7 +257,9 @@ pub fn check_monotonic(p: Probe, cpus: &[usize], dur: Duration, stop_all: &Contr
         .map(|&cpu| {
             let (last, stop) = (last.clone(), stop.clone());
             std::thread::spawn(move || {
-                let _ = crate::sys::sched::pin_to_cpu(cpu);
+                crate::rt::checked(crate::sys::sched::pin_to_cpu(cpu), || {
+                    format!("monotonicity check: pin to CPU {cpu} refused")
+                });
                 let mut ex = Vec::with_capacity(100);
                 let (mut n, mut back) = (0u64, 0u64);
                 while !stop.load(Ordering::Relaxed) {

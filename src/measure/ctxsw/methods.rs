@@ -74,12 +74,12 @@ fn start_partner(
             std::thread::Builder::new()
                 .name(format!("latlab-task{task}"))
                 .spawn(move || {
-                    let _ = crate::sys::sched::pin_to_cpu(cpu);
-                    let p = libc::sched_param {
-                        sched_priority: prio,
-                    };
-                    // SAFETY: setting the calling thread's own policy.
-                    unsafe { libc::sched_setscheduler(0, policy, &p) };
+                    crate::rt::checked(crate::sys::sched::pin_to_cpu(cpu), || {
+                        format!("ctxsw task: pin to CPU {cpu} refused")
+                    });
+                    crate::rt::checked(crate::sys::sched::set_policy_raw(policy, prio), || {
+                        format!("ctxsw task: policy {policy} priority {prio} refused")
+                    });
                     body();
                 })
                 .map(Partner::Thread)
@@ -110,12 +110,12 @@ fn on_measuring_thread<T: Send + 'static>(
     std::thread::Builder::new()
         .name("latlab-task0".into())
         .spawn(move || {
-            let _ = crate::sys::sched::pin_to_cpu(cpu);
-            let p = libc::sched_param {
-                sched_priority: prio,
-            };
-            // SAFETY: setting the calling thread's own policy.
-            unsafe { libc::sched_setscheduler(0, policy, &p) };
+            crate::rt::checked(crate::sys::sched::pin_to_cpu(cpu), || {
+                format!("ctxsw task: pin to CPU {cpu} refused")
+            });
+            crate::rt::checked(crate::sys::sched::set_policy_raw(policy, prio), || {
+                format!("ctxsw task: policy {policy} priority {prio} refused")
+            });
             crate::sys::mem::prefault_stack(64 * 1024);
             body()
         })

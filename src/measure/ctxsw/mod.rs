@@ -220,7 +220,9 @@ pub fn run(mut cfg: CtxswConfig, command_line: Vec<String>) -> Result<CtxswOutco
     let online = CpuSet::online_here();
     let spare: Vec<usize> = online.iter().filter(|c| !cfg.cpus.contains(c)).collect();
     if !spare.is_empty() {
-        let _ = sys::sched::pin_to_cpus(spare);
+        crate::rt::checked(sys::sched::pin_to_cpus(spare), || {
+            "ctxsw control thread: could not move off the measured CPUs".into()
+        });
     }
     let ticks = Ticks::best();
     let tpn = ticks.per_ns(100);

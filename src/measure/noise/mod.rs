@@ -249,11 +249,9 @@ fn one_measurement(
                 let pid = c.id();
                 let end = end_ns.clone();
                 waiter = Some(std::thread::spawn(move || {
-                    let mut status = 0;
-                    // SAFETY: waiting for our own child.
-                    let r = unsafe { libc::waitpid(pid as libc::pid_t, &mut status, 0) };
+                    let code = sys::process::wait_exit_code(pid as i32);
                     end.store(sys::clock::now_ns(libc::CLOCK_MONOTONIC), Ordering::Release);
-                    (r > 0 && libc::WIFEXITED(status)).then(|| libc::WEXITSTATUS(status))
+                    code
                 }));
             }
         }

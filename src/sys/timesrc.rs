@@ -2,7 +2,7 @@
 //! libc, so through the vDSO where the kernel offers one), plus the direct system calls used to
 //! tell a vDSO call from a kernel entry.
 
-use crate::sys::tsc;
+use super::tsc;
 
 /// A time source.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -132,8 +132,24 @@ impl Probe {
                     );
                     Some(tv.tv_usec as u64)
                 }
+                // time(2) has no system call of its own on every architecture (aarch64 has
+                // none): there it is gettimeofday's seconds.
+                #[cfg(target_arch = "x86_64")]
                 Probe::Time => {
                     Some(libc::syscall(libc::SYS_time, std::ptr::null_mut::<libc::time_t>()) as u64)
+                }
+                #[cfg(not(target_arch = "x86_64"))]
+                Probe::Time => {
+                    let mut tv = libc::timeval {
+                        tv_sec: 0,
+                        tv_usec: 0,
+                    };
+                    libc::syscall(
+                        libc::SYS_gettimeofday,
+                        &mut tv,
+                        std::ptr::null_mut::<libc::c_void>(),
+                    );
+                    Some(tv.tv_sec as u64)
                 }
                 Probe::Rdtsc | Probe::Rdtscp => None,
             }
