@@ -3,9 +3,9 @@
 //! each combination against the baseline, ministat-style and tail-aware.
 
 use super::knobs::Knobs;
-use super::plan::{Order, Plan};
+use super::plan::{shell_join, shell_quote, Order, Plan};
 use crate::compare::analysis::{analyse, Settings};
-use crate::compare::inputs::{load, Metric, ReadOpts};
+use crate::compare::inputs::{load_paths, Metric, ReadOpts};
 use crate::compare::render::{render, Format};
 use crate::error::{Error, Result};
 use crate::rt::Control;
@@ -16,38 +16,104 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-/// Checks the plan at `path` and lists the level combinations and their command lines.
-pub fn dry_run(path: &Path) -> Result<String> {
-    let plan = Plan::load(path)?;
+/// Formats a length in nanoseconds for people (`1h 2m 3s`, `250ms`).
+fn human(ns: u64) -> String {
+    let d = Duration::from_nanos(ns);
+    if d < Duration::from_secs(1) {
+        return format!("{}ms", d.as_millis());
+    }
+    humantime::format_duration(Duration::from_secs(d.as_secs())).to_string()
+}
+
+/// The order runs are made in: (combination index, repeat number from 1), and the seed.
+fn schedule(plan: &Plan, n_combos: usize, seed: u64) -> Vec<(usize, u32)> {
+    let mut order: Vec<(usize, u32)> = Vec::new();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    match plan.design.order {
+        Order::Sequential => {
+            for c in 0..n_combos {
+                order.extend((1..=plan.design.repeats).map(|r| (c, r)));
+            }
+        }
+        Order::Interleaved | Order::Random => {
+            for r in 1..=plan.design.repeats {
+                let mut idx: Vec<usize> = (0..n_combos).collect();
+                if plan.design.order == Order::Random {
+                    idx.shuffle(&mut rng);
+                }
+                order.extend(idx.into_iter().map(|c| (c, r)));
+            }
+        }
+    }
+    order
+}
+
+/// Checks the plan at `path` (with `--set` overrides) exactly as a run would, changing
+/// nothing, and lists the level combinations, their command lines (shell-quoted, ready to
+/// paste) and the time the plan will take.
+pub fn dry_run(path: &Path, sets: &[String]) -> Result<String> {
+    let plan = Plan::load_with(path, sets)?;
+    let combos = plan.combinations();
+    let runs = combos.len() as u64 * u64::from(plan.design.repeats);
     let mut s = format!(
-        "{}: valid; {} combination(s) x {} repeat(s), order {:?}\n",
+        "{}: valid; {} combination(s) x {} repeat(s) = {runs} run(s), order {:?}\n",
         path.display(),
-        plan.combinations().len(),
+        combos.len(),
         plan.design.repeats,
         plan.design.order
     );
-    for c in plan.combinations() {
-        s.push_str(&format!(
-            "  {}: latlab {} {}\n",
-            plan.label(&c),
-            plan.measure.command,
-            plan.args_for(&c).join(" ")
-        ));
+    for c in &combos {
+        let mut words = vec!["latlab".to_string(), plan.measure.command.clone()];
+        words.extend(plan.args_for(c));
+        s.push_str(&format!("  {}: {}\n", plan.label(c), shell_join(&words)));
+        for (f, &l) in plan.factors.iter().zip(c) {
+            let level = &f.levels[l];
+            if let Some(cmd) = f.pre.get(level) {
+                s.push_str(&format!(
+                    "      before each run: sh -c {}\n",
+                    shell_quote(cmd)
+                ));
+            }
+            if let Some(cmd) = f.post.get(level) {
+                s.push_str(&format!(
+                    "      after each run: sh -c {}\n",
+                    shell_quote(cmd)
+                ));
+            }
+        }
     }
-    for f in &plan.factors {
-        for file in f.files() {
-            s.push_str(&format!("  factor {} writes {}\n", f.name, file.display()));
+    for (f, files) in plan.factors.iter().zip(&plan.knob_files) {
+        for file in files {
+            s.push_str(&format!(
+                "  factor {} writes {} (restored at the end)\n",
+                f.name,
+                file.display()
+            ));
         }
         if let Some(n) = &f.note {
             s.push_str(&format!("  note on factor {}: {n}\n", f.name));
         }
     }
+    let e = plan.estimate;
+    s.push_str(&match (e.known_ns, e.unknown_runs) {
+        (k, 0) => format!("total time: about {} of measurement\n", human(k)),
+        (0, u) => format!(
+            "total time: unknown ({u} run(s) last as long as their work: loops or iterations)\n"
+        ),
+        (k, u) => format!(
+            "total time: at least {} of measurement, plus {u} run(s) that last as long as their work\n",
+            human(k)
+        ),
+    });
     Ok(s)
 }
 
-/// Runs the plan at `path`; returns the final report.
-pub fn run(path: &Path, store: Option<&str>) -> Result<String> {
-    let plan = Plan::load(path)?;
+/// Runs the plan at `path` (with `--set` overrides); returns the final report. The store goes
+/// to each measurement through the environment (`LATLAB_STORE`), never on its command line.
+pub fn run(path: &Path, store: Option<&str>, sets: &[String]) -> Result<String> {
+    let plan = Plan::load_with(path, sets)?;
+    // One plan at a time: the lock is taken before anything else happens.
+    let mut knobs = Knobs::new()?;
     let combos = plan.combinations();
     let started = std::time::SystemTime::now();
     let exp = format!("exp-{}", crate::result::new_run_id(started));
@@ -56,24 +122,7 @@ pub fn run(path: &Path, store: Option<&str>) -> Result<String> {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(1, |d| d.as_nanos() as u64)
     });
-    let mut order: Vec<(usize, u32)> = Vec::new();
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    match plan.design.order {
-        Order::Sequential => {
-            for c in 0..combos.len() {
-                order.extend((0..plan.design.repeats).map(|r| (c, r)));
-            }
-        }
-        Order::Interleaved | Order::Random => {
-            for r in 0..plan.design.repeats {
-                let mut idx: Vec<usize> = (0..combos.len()).collect();
-                if plan.design.order == Order::Random {
-                    idx.shuffle(&mut rng);
-                }
-                order.extend(idx.into_iter().map(|c| (c, r)));
-            }
-        }
-    }
+    let order = schedule(&plan, combos.len(), seed);
     eprintln!(
         "latlab run {}: experiment {exp}, {} combination(s) x {} repeat(s), order {:?} (seed {seed})",
         path.display(),
@@ -90,12 +139,6 @@ pub fn run(path: &Path, store: Option<&str>) -> Result<String> {
     }
     let control = Control::with_signals();
     let tmp = tempfile::tempdir().map_err(|e| Error::Env(format!("temporary directory: {e}")))?;
-    let needs_knobs = plan.factors.iter().any(|f| !f.files().is_empty());
-    let mut knobs = if needs_knobs {
-        Some(Knobs::new()?)
-    } else {
-        None
-    };
     let mut files: Vec<Vec<PathBuf>> = vec![Vec::new(); combos.len()];
     let outcome = execute(
         &plan,
@@ -104,19 +147,17 @@ pub fn run(path: &Path, store: Option<&str>) -> Result<String> {
         &exp,
         store,
         tmp.path(),
-        knobs.as_mut(),
+        &mut knobs,
         &control,
         &mut files,
     );
     // Whatever happened, put every setting back.
-    if let Some(k) = knobs {
-        let failed = k.restore();
-        if !failed.is_empty() {
-            return Err(Error::Env(format!(
-                "could not restore: {}; the journal is kept for 'latlab restore'",
-                failed.join("; ")
-            )));
-        }
+    let failed = knobs.restore();
+    if !failed.is_empty() {
+        return Err(Error::Env(format!(
+            "could not restore: {}; the journal is kept for 'latlab restore'",
+            failed.join("; ")
+        )));
     }
     outcome?;
     let mut report = format!(
@@ -140,7 +181,7 @@ fn execute(
     exp: &str,
     store: Option<&str>,
     tmp: &Path,
-    mut knobs: Option<&mut Knobs>,
+    knobs: &mut Knobs,
     control: &Control,
     files: &mut [Vec<PathBuf>],
 ) -> Result<()> {
@@ -151,11 +192,9 @@ fn execute(
             break;
         }
         let combo = &combos[ci];
-        for (f, &l) in plan.factors.iter().zip(combo) {
-            if let Some(k) = knobs.as_deref_mut() {
-                for file in f.files() {
-                    k.set(&file, &f.levels[l])?;
-                }
+        for ((f, &l), files) in plan.factors.iter().zip(combo).zip(&plan.knob_files) {
+            for file in files {
+                knobs.set(file, &f.levels[l])?;
             }
             if let Some(cmd) = f.pre.get(&f.levels[l]) {
                 shell(cmd, &format!("factor {} level {} pre", f.name, f.levels[l]))?;
@@ -167,8 +206,9 @@ fn execute(
             .args(plan.args_for(combo))
             .arg("--json")
             .arg(&json);
+        // The store (it may carry a password) goes by environment: `ps` shows argv.
         if let Some(s) = store {
-            c.arg("--store").arg(s);
+            c.env("LATLAB_STORE", s);
         }
         c.args([
             "--tag",
@@ -215,7 +255,7 @@ fn execute(
                 i + 1,
                 order.len(),
                 plan.label(combo),
-                r + 1
+                r
             );
         } else if forwarded {
             // Interrupted before it could save anything (e.g. still starting): nothing to keep.
@@ -224,7 +264,7 @@ fn execute(
                 i + 1,
                 order.len(),
                 plan.label(combo),
-                r + 1
+                r
             );
             break;
         } else {
@@ -286,19 +326,8 @@ fn analysis(plan: &Plan, combos: &[Vec<usize>], files: &[Vec<PathBuf>]) -> Resul
         if files[ci].is_empty() {
             continue;
         }
-        let spec = format!(
-            "c{ci}={}",
-            files[ci]
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(",")
-        );
-        match load(&spec, &opts) {
-            Ok(mut src) => {
-                src.label = plan.label(combo);
-                sources.push(src)
-            }
+        match load_paths(&plan.label(combo), &files[ci], &opts) {
+            Ok(src) => sources.push(src),
             Err(e) => s.push_str(&format!("{}: not compared: {e}\n", plan.label(combo))),
         }
     }
