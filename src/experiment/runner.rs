@@ -249,14 +249,15 @@ fn execute(
             })
             .unwrap_or("-");
         if json.exists() && status.code().is_some_and(|c| c <= 1) {
-            files[ci].push(json);
             eprintln!(
-                "[{}/{}] {} repeat {}: run {id}",
+                "[{}/{}] {} repeat {}: run {id}{}",
                 i + 1,
                 order.len(),
                 plan.label(combo),
-                r
+                r,
+                run_warnings(&json)
             );
+            files[ci].push(json);
         } else if forwarded {
             // Interrupted before it could save anything (e.g. still starting): nothing to keep.
             eprintln!(
@@ -285,6 +286,23 @@ fn execute(
         }
     }
     Ok(())
+}
+
+/// A run's warnings (e.g. a disturbing command that failed), for its progress line.
+fn run_warnings(json: &Path) -> String {
+    let Ok(text) = crate::experiment::plan::read_text_limited(json, 1 << 28, "result") else {
+        return String::new();
+    };
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+    v["warnings"]
+        .as_array()
+        .map(|w| {
+            w.iter()
+                .filter_map(|x| x.as_str())
+                .map(|x| format!("\n    warning: {x}"))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 fn shell(cmd: &str, what: &str) -> Result<()> {

@@ -624,3 +624,28 @@ fn bad_plans_are_refused_before_anything_changes() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn a_failing_disturbance_is_reported_as_failed() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("p.toml");
+    std::fs::write(
+        &p,
+        "[measure]\ncommand = \"noise\"\nargs = [\"-D\", \"200ms\", \"-q\"]\n\
+         [[factor]]\nname = \"disturb\"\nlevels = [\"bad\"]\n\
+         options = { bad = [\"--disturb\", \"sh -c 'exit 7'\"] }\n",
+    )
+    .unwrap();
+    let out = latlab()
+        .arg("run")
+        .arg(&p)
+        .env("LATLAB_JOURNAL", dir.path().join("j.json"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("--disturb command exited with status 7"),
+        "the failure was hidden: {err}"
+    );
+}
