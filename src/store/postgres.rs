@@ -41,7 +41,7 @@ pub struct PostgresStore {
 impl PostgresStore {
     /// Connects (5 s timeout) and brings the schema up to date; a newer schema is refused.
     pub fn connect(url: &str, shown: &str) -> Result<PostgresStore> {
-        let mut cfg: postgres::Config = url
+        let mut cfg: postgres::Config = encode_userinfo_at(url)
             .parse()
             .map_err(|e| Error::flag("--store", shown, format!("not a PostgreSQL URL: {e}")))?;
         cfg.connect_timeout(Duration::from_secs(5));
@@ -139,6 +139,23 @@ impl PostgresStore {
             )
             .map_err(|e| self.err(e))?;
         Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+    }
+}
+
+/// A URL whose password holds a raw `@` (`postgres://me:p@ss@host/db`), with those `@`
+/// percent-encoded as the driver needs them; anything else is returned as it is.
+fn encode_userinfo_at(url: &str) -> std::borrow::Cow<'_, str> {
+    let Some(i) = url.find("://") else {
+        return url.into();
+    };
+    let rest = &url[i + 3..];
+    let host_start = rest.rfind('@').map(|a| a + 1);
+    match host_start {
+        Some(h) if rest[..h - 1].contains('@') && !rest[..h - 1].contains(['/', '?']) => {
+            let user = rest[..h - 1].replace('@', "%40");
+            format!("{}{user}@{}", &url[..i + 3], &rest[h..]).into()
+        }
+        _ => url.into(),
     }
 }
 
@@ -292,6 +309,19 @@ impl Store for SharedPostgres {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn raw_at_signs_in_passwords_are_encoded() {
+        assert_eq!(
+            encode_userinfo_at("postgres://me:p@ss@db:5432/x"),
+            "postgres://me:p%40ss@db:5432/x"
+        );
+        assert_eq!(
+            encode_userinfo_at("postgres://me:pw@db/x?application_name=a@b"),
+            "postgres://me:pw@db/x?application_name=a@b"
+        );
+        assert_eq!(encode_userinfo_at("postgres://db/x"), "postgres://db/x");
+    }
 
     #[test]
     fn pgpass_lines_match_like_libpq() {

@@ -488,12 +488,13 @@ fn postgres_passwords_are_never_printed_or_stored() {
         );
     };
     // The test server trusts its clients, so any password connects: the point is where the
-    // password goes. One with '@' and '/', in the userinfo and as a query parameter.
+    // password goes. One with a raw '@', one percent-encoded, one as a query parameter.
     let rest = pg.strip_prefix("postgres://postgres@").unwrap();
     let (hostport, db) = rest.split_once('/').unwrap();
     let dir = tempfile::tempdir().unwrap();
     for url in [
-        format!("postgres://postgres:hun@ter/2@{hostport}/{db}"),
+        format!("postgres://postgres:hun@ter2@{hostport}/{db}"),
+        format!("postgres://postgres:hun%40ter%2F2@{hostport}/{db}"),
         format!("postgresql://postgres@{hostport}/{db}?password=hunter2"),
     ] {
         let json = dir.path().join("r.json");
@@ -504,7 +505,8 @@ fn postgres_passwords_are_never_printed_or_stored() {
             .unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "{err}");
-        for secret in ["hun@ter/2", "hunter2"] {
+        let secrets = ["hun@ter2", "hun%40ter%2F2", "hunter2", "ter2"];
+        for secret in secrets {
             assert!(!err.contains(secret), "printed: {err}");
             let text = std::fs::read_to_string(&json).unwrap();
             assert!(!text.contains(secret), "in the JSON result: {text}");
@@ -518,7 +520,7 @@ fn postgres_passwords_are_never_printed_or_stored() {
         let shown = runs(&pg, &["show", &id]);
         let text = String::from_utf8_lossy(&shown.stdout);
         assert!(text.contains("***"), "{text}");
-        for secret in ["hun@ter/2", "hunter2"] {
+        for secret in secrets {
             assert!(!text.contains(secret), "stored: {text}");
         }
     }
