@@ -23,4 +23,6 @@ trap 'bash scripts/pg-test-server.sh stop "$LATLAB_TEST_PG_DIR"' EXIT
 
 cargo fmt --check
 cargo clippy --all-targets --locked -- -D warnings
+# The fuzz tests of every input reader, bounded to well under a minute.
+export LATLAB_FUZZ_CASES=${LATLAB_FUZZ_CASES:-3000}
 cargo test --locked -- --test-threads=2

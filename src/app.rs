@@ -65,9 +65,9 @@ pub fn run(cli: Cli, argv: Vec<String>) -> Result<()> {
         Command::Runs(c) => crate::store::cmd::run(c),
         Command::Run(a) => {
             let text = if a.dry_run {
-                crate::experiment::runner::dry_run(&a.plan)?
+                crate::experiment::runner::dry_run(&a.plan, &a.set)?
             } else {
-                crate::experiment::runner::run(&a.plan, a.store.as_deref())?
+                crate::experiment::runner::run(&a.plan, a.store.as_deref(), &a.set)?
             };
             crate::output::stdout(&text).map_err(|e| Error::io("stdout", e))
         }

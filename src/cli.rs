@@ -221,9 +221,9 @@ pub struct SamplesArgs {
 /// Arguments of `latlab ministat`: passed through unparsed to ministat's own option rules.
 #[derive(Debug, Args)]
 pub struct MinistatArgs {
-    /// ministat's flags and files.
+    /// ministat's flags and files (file names need not be UTF-8).
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
-    pub args: Vec<String>,
+    pub args: Vec<std::ffi::OsString>,
 }
 
 /// Arguments of `latlab compare` (tail-aware mode; `--ministat` switches to ministat's exact
@@ -235,7 +235,7 @@ pub struct CompareArgs {
     /// number per line, `#` comments; `-` for stdin), a latlab JSON result, or run:ID for a
     /// stored run.
     #[arg(value_name = "SET", required = true)]
-    pub sets: Vec<String>,
+    pub sets: Vec<std::ffi::OsString>,
     /// For JSON results: the whole latency distribution, or one figure per run.
     #[arg(long, value_enum, default_value_t = crate::compare::inputs::Metric::Latency)]
     pub metric: crate::compare::inputs::Metric,
@@ -684,7 +684,12 @@ pub struct RunArgs {
     /// The results store the runs go to.
     #[arg(long)]
     pub store: Option<String>,
-    /// Check the plan and print the runs it would make, changing nothing.
+    /// Check the plan as the run would and print the runs it would make (shell-quoted) and
+    /// the time it will take, changing nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// Override a plan key without editing the file (repeatable): repeats=3, duration=2s,
+    /// order=interleaved, seed=7, metric=max, or a dotted key such as design.repeats=3.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
 }

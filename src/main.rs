@@ -12,28 +12,34 @@ fn main() {
     {
         latlab::rt::Control::with_signals();
     }
-    let argv: Vec<String> = std::env::args_os()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
+    // File names need not be UTF-8: clap and ministat get the arguments as given; the text
+    // form (recorded in results) has any store password redacted.
+    let argv_os: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let argv: Vec<String> = latlab::store::redact_argv(
+        &argv_os
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect::<Vec<_>>(),
+    );
     // Run under the name `ministat` (a symlink), latlab is ministat.
     let invoked_as = std::path::Path::new(argv.first().map(String::as_str).unwrap_or(""))
         .file_name()
         .map(|n| n.to_string_lossy().into_owned());
     if invoked_as.as_deref() == Some("ministat") {
-        std::process::exit(latlab::compare::ministat_cmd::main(&argv[1..]));
+        std::process::exit(latlab::compare::ministat_cmd::main(&argv_os[1..]));
     }
     // `latlab compare --ministat ARGS` is `latlab ministat ARGS`.
     if argv.get(1).map(String::as_str) == Some("compare")
         && argv[2..].iter().any(|a| a == "--ministat")
     {
-        let rest: Vec<String> = argv[2..]
+        let rest: Vec<std::ffi::OsString> = argv_os[2..]
             .iter()
             .filter(|a| *a != "--ministat")
             .cloned()
             .collect();
         std::process::exit(latlab::compare::ministat_cmd::main(&rest));
     }
-    let cli = match latlab::cli::Cli::try_parse_from(&argv) {
+    let cli = match latlab::cli::Cli::try_parse_from(&argv_os) {
         Ok(c) => c,
         Err(e) => {
             let code = if e.use_stderr() { 2 } else { 0 };

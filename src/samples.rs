@@ -172,14 +172,16 @@ impl SampleLog {
     pub fn read(path: &Path) -> Result<SampleLog> {
         let p = path.display().to_string();
         let f = File::open(path).map_err(|e| Error::Usage(format!("{p}: {e}")))?;
-        let mut r = Counting {
-            inner: BufReader::new(f),
-            pos: 0,
-        };
-        Self::parse(&mut r).map_err(|e| Error::Usage(format!("{p}: {e}")))
+        Self::from_reader(BufReader::new(f)).map_err(|e| Error::Usage(format!("{p}: {e}")))
     }
 
-    fn parse(r: &mut Counting) -> std::result::Result<SampleLog, String> {
+    /// Reads a sample log from any reader; the error says what is wrong at which byte offset.
+    pub fn from_reader<R: Read>(inner: R) -> std::result::Result<SampleLog, String> {
+        let mut r = Counting { inner, pos: 0 };
+        Self::parse(&mut r)
+    }
+
+    fn parse<R: Read>(r: &mut Counting<R>) -> std::result::Result<SampleLog, String> {
         let mut magic = [0u8; 8];
         r.exact(&mut magic)
             .map_err(|_| "not a latlab sample log (too short)".to_string())?;
@@ -232,6 +234,13 @@ impl SampleLog {
                 let lost = (0..n)
                     .map(|_| r.u64())
                     .collect::<std::result::Result<Vec<_>, _>>()?;
+                // The trailer ends the file: anything after it is not latlab's.
+                let end = r.pos;
+                if !r.at_eof()? {
+                    return Err(format!(
+                        "unexpected data after the trailer (which ends at byte {end})"
+                    ));
+                }
                 return Ok(SampleLog {
                     series,
                     samples,
@@ -251,12 +260,12 @@ impl SampleLog {
     }
 }
 
-struct Counting {
-    inner: BufReader<File>,
+struct Counting<R> {
+    inner: R,
     pos: u64,
 }
 
-impl Counting {
+impl<R: Read> Counting<R> {
     fn exact(&mut self, buf: &mut [u8]) -> std::result::Result<(), String> {
         self.inner
             .read_exact(buf)
@@ -282,6 +291,17 @@ impl Counting {
         self.exact(&mut b)?;
         Ok(u64::from_le_bytes(b))
     }
+    fn at_eof(&mut self) -> std::result::Result<bool, String> {
+        let mut b = [0u8; 1];
+        loop {
+            match self.inner.read(&mut b) {
+                Ok(0) => return Ok(true),
+                Ok(_) => return Ok(false),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+    }
     fn u32_or_eof(&mut self) -> std::result::Result<Option<u32>, String> {
         let mut b = [0u8; 4];
         let mut got = 0;
@@ -290,6 +310,7 @@ impl Counting {
                 Ok(0) if got == 0 => return Ok(None),
                 Ok(0) => return Err(format!("truncated at byte {}", self.pos + got as u64)),
                 Ok(k) => got += k,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e.to_string()),
             }
         }
@@ -343,6 +364,35 @@ mod tests {
             (0..10_000).map(|i| i * 3).collect::<Vec<_>>()
         );
         assert_eq!(log.lost, Some(vec![0, 7]));
+    }
+
+    #[test]
+    fn garbage_after_the_trailer_is_reported() {
+        let mut log = Vec::new();
+        write_header(
+            &mut log,
+            &[SeriesHeader {
+                name: "T0".into(),
+                cpu: None,
+            }],
+        )
+        .unwrap();
+        for w in [0u32, 2] {
+            log.extend_from_slice(&w.to_le_bytes());
+        }
+        log.extend_from_slice(&5u64.to_le_bytes());
+        log.extend_from_slice(&7u64.to_le_bytes());
+        log.extend_from_slice(&TRAILER.to_le_bytes());
+        log.extend_from_slice(&1u32.to_le_bytes());
+        log.extend_from_slice(&0u64.to_le_bytes());
+        let ok = SampleLog::from_reader(&log[..]).unwrap();
+        assert_eq!(ok.samples, vec![vec![5, 7]]);
+        for tail in [&b"x"[..], b"junk", &[0u8; 64][..]] {
+            let mut bad = log.clone();
+            bad.extend_from_slice(tail);
+            let e = SampleLog::from_reader(&bad[..]).unwrap_err();
+            assert!(e.contains("after the trailer"), "{e}");
+        }
     }
 
     #[test]

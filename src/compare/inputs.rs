@@ -5,8 +5,10 @@ use crate::error::{Error, Result};
 use crate::result::Run;
 use crate::stats::dist::Dist;
 use crate::stats::ministat::read_set;
+use std::ffi::OsStr;
 use std::io::{BufReader, Read};
-use std::path::Path;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
 
 /// What to take from latlab JSON results.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
@@ -57,73 +59,128 @@ pub struct Source {
     pub from_json: bool,
 }
 
-/// Parses `[LABEL=]PATH[,PATH...]`.
-pub fn load(spec: &str, o: &ReadOpts) -> Result<Source> {
-    let (label, paths) = match spec.split_once('=') {
-        Some((l, p)) if !l.is_empty() && !l.contains('/') => (l.to_string(), p),
-        _ => (spec.to_string(), spec),
+/// Largest latlab JSON result read.
+pub const MAX_JSON_BYTES: u64 = 256 << 20;
+
+/// One item of a set: a stored run, a file, or standard input.
+#[derive(Debug, Clone)]
+enum Item {
+    Run(String),
+    File(PathBuf),
+    Stdin,
+    Loaded(Box<Run>, String),
+}
+
+/// Parses `[LABEL=]PATH[,PATH...]`; paths need not be UTF-8.
+pub fn load(spec: &OsStr, o: &ReadOpts) -> Result<Source> {
+    let b = spec.as_bytes();
+    let (label, rest) = match b.iter().position(|&c| c == b'=') {
+        Some(i) if i > 0 && !b[..i].contains(&b'/') => {
+            (String::from_utf8_lossy(&b[..i]).into_owned(), &b[i + 1..])
+        }
+        _ => (spec.to_string_lossy().into_owned(), b),
     };
     // `run:A,B` names several stored runs.
-    let expanded: String;
-    let paths = match paths.strip_prefix("run:") {
-        Some(ids) if ids.contains(',') => {
-            expanded = ids
-                .split(',')
-                .map(|i| format!("run:{i}"))
-                .collect::<Vec<_>>()
-                .join(",");
-            expanded.as_str()
-        }
-        _ => paths,
-    };
-    let paths: Vec<&str> = paths.split(',').filter(|p| !p.is_empty()).collect();
-    if paths.is_empty() {
-        return Err(Error::Usage(format!("set '{spec}': no file named")));
+    let runs = rest.strip_prefix(b"run:");
+    let mut items = Vec::new();
+    for part in rest.split(|&c| c == b',').filter(|p| !p.is_empty()) {
+        let item = if let Some(id) = part.strip_prefix(b"run:") {
+            Item::Run(String::from_utf8_lossy(id).into_owned())
+        } else if runs.is_some() {
+            Item::Run(String::from_utf8_lossy(part).into_owned())
+        } else if part == b"-" {
+            Item::Stdin
+        } else {
+            Item::File(PathBuf::from(OsStr::from_bytes(part)))
+        };
+        items.push(item);
     }
+    if items.is_empty() {
+        return Err(Error::Usage(format!("set '{label}': no file named")));
+    }
+    load_items(label, &items, o)
+}
+
+/// A set labelled `label` from whole files (latlab JSON results or value files).
+pub fn load_paths(label: &str, paths: &[PathBuf], o: &ReadOpts) -> Result<Source> {
+    let items: Vec<Item> = paths.iter().map(|p| Item::File(p.clone())).collect();
+    if items.is_empty() {
+        return Err(Error::Usage(format!("set '{label}': no file named")));
+    }
+    load_items(label.to_string(), &items, o)
+}
+
+/// A set labelled `label` from results already in memory (a plan's runs), each with the name
+/// messages use for it.
+pub fn load_runs(label: &str, runs: &[(Run, String)], o: &ReadOpts) -> Result<Source> {
+    let items: Vec<Item> = runs
+        .iter()
+        .map(|(r, n)| Item::Loaded(Box::new(r.clone()), n.clone()))
+        .collect();
+    if items.is_empty() {
+        return Err(Error::Usage(format!("set '{label}': no run")));
+    }
+    load_items(label.to_string(), &items, o)
+}
+
+fn load_items(label: String, items: &[Item], o: &ReadOpts) -> Result<Source> {
     let mut values: Vec<f64> = Vec::new();
     let mut dists: Vec<Dist> = Vec::new();
     let mut json = 0usize;
-    for p in &paths {
-        if let Some(id) = p.strip_prefix("run:") {
-            json += 1;
-            let entry = crate::store::open(o.store.as_deref())?.get(id)?;
-            let run: Run = serde_json::from_value(entry.run)
-                .map_err(|e| Error::Env(format!("stored run {id}: {e}")))?;
-            let (d, series) = run_dist(&run, p, o)?;
-            match o.metric {
-                Metric::Latency => dists.push(d),
-                m => values.push(scalar(&d, &series, m, o.scale)),
+    let mut total = 0u64;
+    for item in items {
+        let json_run = match item {
+            Item::Run(id) => {
+                let entry = crate::store::open(o.store.as_deref())?.get(id)?;
+                let run: Run = serde_json::from_value(entry.run)
+                    .map_err(|e| Error::Env(format!("stored run {id}: {e}")))?;
+                Some((run, format!("run:{id}")))
             }
-        } else if looks_like_json(p)? {
+            Item::Loaded(r, n) => Some(((**r).clone(), n.clone())),
+            Item::File(p) if looks_like_json(p)? => Some((read_run(p)?, p.display().to_string())),
+            _ => None,
+        };
+        if let Some((run, name)) = json_run {
             json += 1;
-            let run = read_run(p)?;
-            let (d, series) = run_dist(&run, p, o)?;
-            match o.metric {
-                Metric::Latency => dists.push(d),
-                m => values.push(scalar(&d, &series, m, o.scale)),
-            }
-        } else {
-            let name = if *p == "-" { "<stdin>" } else { p };
-            let r = if *p == "-" {
-                read_set(std::io::stdin().lock(), name, o.column, &o.delim)
-            } else {
-                let f = std::fs::File::open(p).map_err(|e| Error::Usage(format!("{p}: {e}")))?;
-                read_set(BufReader::new(f), name, o.column, &o.delim)
-            };
-            let set = r.map_err(|e| {
-                Error::Usage(
-                    e.message()
-                        .trim_start_matches("ministat: ")
-                        .trim_start_matches("latlab: ")
-                        .to_string(),
-                )
+            let (d, series) = run_dist(&run, &name, o)?;
+            total = total.checked_add(d.n()).ok_or_else(|| {
+                Error::Usage(format!("set '{label}': {name}: sample counts overflow"))
             })?;
-            values.extend(set.points);
+            match o.metric {
+                Metric::Latency => dists.push(d),
+                m => values.push(scalar(&d, &series, m, o.scale)),
+            }
+            continue;
         }
+        let r = match item {
+            Item::Stdin => read_set(std::io::stdin().lock(), "<stdin>", o.column, &o.delim),
+            Item::File(p) => {
+                let name = p.display().to_string();
+                let f = std::fs::File::open(p).map_err(|e| Error::Usage(format!("{name}: {e}")))?;
+                read_set(BufReader::new(f), &name, o.column, &o.delim)
+            }
+            Item::Run(_) | Item::Loaded(..) => {
+                return Err(Error::Env("internal: a result was read as values".into()))
+            }
+        };
+        let set = r.map_err(|e| {
+            Error::Usage(
+                e.message()
+                    .trim_start_matches("ministat: ")
+                    .trim_start_matches("latlab: ")
+                    .to_string(),
+            )
+        })?;
+        values.extend(set.points);
     }
-    if json > 0 && json < paths.len() {
+    if json > 0 && json < items.len() {
         return Err(Error::Usage(format!(
             "set '{label}': mixes latlab JSON results and value files"
+        )));
+    }
+    if let Some(bad) = values.iter().find(|v| !v.is_finite()) {
+        return Err(Error::Usage(format!(
+            "set '{label}': value {bad} is not a finite number"
         )));
     }
     if !values.is_empty() {
@@ -143,36 +200,61 @@ pub fn load(spec: &str, o: &ReadOpts) -> Result<Source> {
     })
 }
 
-fn looks_like_json(p: &str) -> Result<bool> {
-    if p == "-" {
-        return Ok(false);
-    }
-    let mut f = std::fs::File::open(p).map_err(|e| Error::Usage(format!("{p}: {e}")))?;
+fn looks_like_json(p: &Path) -> Result<bool> {
+    let name = p.display();
+    let mut f = std::fs::File::open(p).map_err(|e| Error::Usage(format!("{name}: {e}")))?;
     let mut head = [0u8; 64];
     let n = f
         .read(&mut head)
-        .map_err(|e| Error::Usage(format!("{p}: {e}")))?;
+        .map_err(|e| Error::Usage(format!("{name}: {e}")))?;
     Ok(head[..n].iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{'))
 }
 
-fn read_run(p: &str) -> Result<Run> {
-    let text =
-        std::fs::read_to_string(Path::new(p)).map_err(|e| Error::Usage(format!("{p}: {e}")))?;
-    let run: Run = serde_json::from_str(&text).map_err(|e| {
+fn read_run(p: &Path) -> Result<Run> {
+    let name = p.display().to_string();
+    let text = crate::experiment::plan::read_text_limited(p, MAX_JSON_BYTES, "latlab result")?;
+    parse_run(&text, &name)
+}
+
+/// Parses a latlab JSON result (`name` is used in messages); checks its schema and that its
+/// histogram counts add up without overflowing.
+pub fn parse_run(text: &str, name: &str) -> Result<Run> {
+    let run: Run = serde_json::from_str(text).map_err(|e| {
         Error::Usage(format!(
-            "{p}: not a latlab result: {e} (line {}, column {})",
+            "{name}: not a latlab result: {e} (line {}, column {})",
             e.line(),
             e.column()
         ))
     })?;
     if run.schema != crate::result::SCHEMA {
         return Err(Error::Usage(format!(
-            "{p}: schema '{}' is not {}",
+            "{name}: schema '{}' is not {}",
             run.schema,
             crate::result::SCHEMA
         )));
     }
+    check_counts(&run).map_err(|e| Error::Usage(format!("{name}: {e}")))?;
     Ok(run)
+}
+
+/// Refuses histograms whose counts do not fit in 64 bits once added up (they would wrap).
+pub fn check_counts(run: &Run) -> std::result::Result<(), String> {
+    let mut all = 0u64;
+    for s in &run.series {
+        let mut n = 0u64;
+        for [v, c] in &s.histogram.buckets {
+            n = n.checked_add(*c).ok_or_else(|| {
+                format!(
+                    "series {}: histogram counts overflow (bucket {v} ns holds {c})",
+                    s.name
+                )
+            })?;
+        }
+        all = all
+            .checked_add(n)
+            .ok_or_else(|| format!("series {}: histogram counts overflow", s.name))?;
+    }
+    Ok(())
 }
 
 fn run_dist<'r>(

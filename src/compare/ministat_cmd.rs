@@ -4,6 +4,7 @@
 
 use crate::stats::ministat::{self, read_set, Options, ReadError};
 use crate::stats::student::LEVELS;
+use std::ffi::{OsStr, OsString};
 use std::io::{BufReader, IsTerminal, Write};
 
 const USAGE: &str = "Usage: ministat [-C column] [-c confidence] [-d delimiter(s)] [-Ans] [-w width] [file [file ...]]\n\tconfidence = {80%, 90%, 95%, 98%, 99%, 99.5%}\n\t-A : print statistics only. suppress the graph.\n\t-C : column number to extract (starts and defaults to 1)\n\t-d : delimiter(s) string, default to \" \\t\"\n\t-n : print summary statistics only, no graph/test\n\t-s : print avg/median/stddev bars on separate lines\n\t-w : width of graph/test output (default 74 or terminal width)\n";
@@ -51,10 +52,10 @@ struct Parsed {
     opts: Options,
     column: usize,
     delim: Vec<u8>,
-    files: Vec<String>,
+    files: Vec<OsString>,
 }
 
-fn parse(args: &[String], tty_width: Option<usize>) -> Result<Parsed, Outcome> {
+fn parse<A: AsRef<OsStr>>(args: &[A], tty_width: Option<usize>) -> Result<Parsed, Outcome> {
     let mut o = Options {
         width: tty_width.unwrap_or(74),
         ..Options::default()
@@ -62,11 +63,13 @@ fn parse(args: &[String], tty_width: Option<usize>) -> Result<Parsed, Outcome> {
     let mut column = 1usize;
     let mut delim = b" \t".to_vec();
     let mut files = Vec::new();
-    let mut it = args.iter();
+    // Options are ASCII; operands are file names, kept as the bytes given.
+    let mut it = args.iter().map(|a| a.as_ref());
     let mut only_operands = false;
-    while let Some(a) = it.next() {
+    while let Some(os) = it.next() {
+        let a = os.to_string_lossy();
         if only_operands || a == "-" || !a.starts_with('-') {
-            files.push(a.clone());
+            files.push(os.to_os_string());
             continue;
         }
         if a == "--" {
@@ -88,7 +91,7 @@ fn parse(args: &[String], tty_width: Option<usize>) -> Result<Parsed, Outcome> {
                         k = chars.len();
                         rest
                     } else if let Some(next) = it.next() {
-                        next.clone()
+                        next.to_string_lossy().into_owned()
                     } else {
                         return Err(usage(
                             "Unknown option",
@@ -176,21 +179,18 @@ pub fn terminal_width() -> Option<usize> {
         let c = c.to_string_lossy();
         return Some(strtol_whole(c.trim()).unwrap_or(0).max(0) as usize);
     }
-    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
-    // SAFETY: TIOCGWINSZ fills a winsize; fd 1 is a terminal (checked above).
-    if unsafe { libc::ioctl(1, libc::TIOCGWINSZ, &mut ws) } != -1 && ws.ws_col > 0 {
-        return Some(ws.ws_col as usize - 2);
-    }
-    None
+    crate::sys::term::stdout_columns()
+        .filter(|&c| c > 0)
+        .map(|c| c as usize - 2)
 }
 
 /// Runs ministat over `args` (everything after the command name), writing its report to `out`.
-pub fn run(args: &[String], tty_width: Option<usize>, out: &mut dyn Write) -> Outcome {
+pub fn run<A: AsRef<OsStr>>(args: &[A], tty_width: Option<usize>, out: &mut dyn Write) -> Outcome {
     let p = match parse(args, tty_width) {
         Ok(p) => p,
         Err(o) => return o,
     };
-    let names: Vec<String> = if p.files.is_empty() {
+    let names: Vec<OsString> = if p.files.is_empty() {
         vec!["-".into()]
     } else {
         p.files.clone()
@@ -198,12 +198,13 @@ pub fn run(args: &[String], tty_width: Option<usize>, out: &mut dyn Write) -> Ou
     if names.len() > 7 {
         return usage("Too many datasets.", String::new());
     }
-    let read_one = |n: &String| {
+    let read_one = |os: &OsString| {
+        let n = os.to_string_lossy();
         if n == "-" {
             read_set(std::io::stdin().lock(), "<stdin>", p.column, &p.delim)
         } else {
-            match std::fs::File::open(n) {
-                Ok(f) => read_set(BufReader::with_capacity(1 << 16, f), n, p.column, &p.delim),
+            match std::fs::File::open(os) {
+                Ok(f) => read_set(BufReader::with_capacity(1 << 16, f), &n, p.column, &p.delim),
                 Err(e) => Err(ReadError::Open(format!(
                     "ministat: Cannot open {n}: {}",
                     c_strerror(&e)
@@ -271,8 +272,8 @@ fn c_strerror(e: &std::io::Error) -> String {
     }
 }
 
-/// Runs ministat and writes its output; returns the exit code.
-pub fn main(args: &[String]) -> i32 {
+/// Runs ministat and writes its output; returns the exit code. File names need not be UTF-8.
+pub fn main<A: AsRef<OsStr>>(args: &[A]) -> i32 {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
     let o = run(args, terminal_width(), &mut out);

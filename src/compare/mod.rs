@@ -55,7 +55,7 @@ pub fn run(a: &CompareArgs) -> Result<String> {
     let sources = a
         .sets
         .iter()
-        .map(|s| load(s, &opts))
+        .map(|s| load(s.as_os_str(), &opts))
         .collect::<Result<Vec<_>>>()?;
     let mut labels = std::collections::HashSet::new();
     for s in &sources {

@@ -122,17 +122,25 @@ pub struct Plan {
     /// Factors.
     #[serde(default, rename = "factor")]
     pub factors: Vec<Factor>,
+    /// The resolved files each factor writes (filled by validation).
+    #[serde(skip)]
+    pub knob_files: Vec<Vec<PathBuf>>,
+    /// Expected length of the whole plan (filled by validation).
+    #[serde(skip)]
+    pub estimate: Estimate,
 }
 
 impl Factor {
-    /// The files this factor writes (empty for option-only factors).
-    pub fn files(&self) -> Vec<PathBuf> {
+    /// The files this factor writes (empty for option-only factors), each resolved and checked
+    /// to be a knob latlab may write (under /sys or /proc/sys, no `..`, no symlink out).
+    pub fn files(&self) -> std::result::Result<Vec<PathBuf>, knobs::KnobError> {
         let mut v = Vec::new();
         if let Some(k) = &self.knob {
-            v.push(PathBuf::from(k));
+            v.push(knobs::resolve(Path::new(k))?);
         }
         if let Some(s) = &self.sysctl {
-            v.push(knobs::sysctl_path(s));
+            let p = knobs::sysctl_path(s).map_err(knobs::KnobError::Outside)?;
+            v.push(knobs::resolve(&p)?);
         }
         if self.governor {
             if let Ok(d) = std::fs::read_dir("/sys/devices/system/cpu") {
@@ -142,10 +150,12 @@ impl Factor {
                     .filter(|p| p.exists())
                     .collect();
                 g.sort();
-                v.extend(g);
+                for p in g {
+                    v.push(knobs::resolve(&p)?);
+                }
             }
         }
-        v
+        Ok(v)
     }
 }
 
@@ -159,21 +169,186 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, col)
 }
 
+/// Largest plan file read.
+pub const MAX_PLAN_BYTES: u64 = 1 << 20;
+/// Most runs a plan may make (level combinations x repeats).
+pub const MAX_RUNS: u64 = 10_000;
+/// Most factors in a plan.
+pub const MAX_FACTORS: usize = 64;
+
+/// Flags the runner sets itself, so a plan's `args` may not.
+const RUNNER_FLAGS: &[(&str, &str)] = &[
+    ("json", "--json"),
+    ("store", "--store"),
+    ("no_store", "--no-store"),
+];
+/// Tag keys the runner sets on every run.
+const RUNNER_TAGS: &[&str] = &["experiment", "repeat"];
+
+/// Reads a whole file as UTF-8 text, refusing one larger than `limit` bytes before reading it
+/// all (`/dev/zero` fails at once). `-` is stdin. Errors are bad input (exit 2) naming the file.
+pub fn read_text_limited(path: &Path, limit: u64, what: &str) -> Result<String> {
+    use std::io::Read;
+    let name = path.display().to_string();
+    let mut bytes = Vec::new();
+    let r = if path.as_os_str() == "-" {
+        std::io::stdin()
+            .lock()
+            .take(limit + 1)
+            .read_to_end(&mut bytes)
+    } else {
+        std::fs::File::open(path).and_then(|f| f.take(limit + 1).read_to_end(&mut bytes))
+    };
+    r.map_err(|e| Error::Usage(format!("{name}: {e}")))?;
+    if bytes.len() as u64 > limit {
+        return Err(Error::Usage(format!(
+            "{name}: larger than {limit} bytes; not a {what}"
+        )));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        Error::Usage(format!(
+            "{name}: not UTF-8 text (byte {}); not a {what}",
+            e.utf8_error().valid_up_to()
+        ))
+    })
+}
+
+/// What a plan's runs are expected to take, from the measurement options.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Estimate {
+    /// Sum of the runs whose length is known (ns).
+    pub known_ns: u64,
+    /// Runs whose length depends on their work (loops, iterations).
+    pub unknown_runs: u64,
+}
+
+/// Keys `--set` accepts besides dotted plan paths.
+pub const SET_KEYS: &str =
+    "repeats, order, seed, metric, higher_is_better, duration, description, \
+    or a dotted plan key (design.repeats, analysis.metric, measure.args, ...)";
+
+fn parse_set_value(v: &str) -> toml::Value {
+    // A TOML value when it is one (3, true, ["-D", "1s"]), else the text as a string.
+    let doc = format!("v = {v}");
+    match toml::from_str::<toml::Table>(&doc) {
+        Ok(mut t) => t
+            .remove("v")
+            .unwrap_or_else(|| toml::Value::String(v.into())),
+        Err(_) => toml::Value::String(v.to_string()),
+    }
+}
+
+/// Replaces `-D`/`--duration` in `args` by `value` (appended when absent).
+fn set_duration(args: &mut Vec<String>, value: &str) {
+    let mut out = Vec::with_capacity(args.len() + 2);
+    let mut i = 0;
+    while i < args.len() {
+        let a = &args[i];
+        if a == "-D" || a == "--duration" {
+            i += 2;
+            continue;
+        }
+        if a.starts_with("--duration=") || (a.starts_with("-D") && a.len() > 2) {
+            i += 1;
+            continue;
+        }
+        out.push(a.clone());
+        i += 1;
+    }
+    out.push("-D".into());
+    out.push(value.into());
+    *args = out;
+}
+
+fn apply_set(table: &mut toml::Table, set: &str) -> std::result::Result<(), String> {
+    let (key, value) = set
+        .split_once('=')
+        .ok_or_else(|| format!("expected KEY=VALUE ({SET_KEYS})"))?;
+    let key = key.trim();
+    let value = value.trim();
+    if key == "duration" {
+        let measure = table
+            .entry("measure")
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()))
+            .as_table_mut()
+            .ok_or("[measure] is not a table")?;
+        let mut args: Vec<String> = match measure.get("args") {
+            None => Vec::new(),
+            Some(toml::Value::Array(a)) => a
+                .iter()
+                .map(|v| {
+                    v.as_str()
+                        .map(String::from)
+                        .ok_or("measure.args holds a non-string")
+                })
+                .collect::<std::result::Result<_, _>>()?,
+            Some(_) => return Err("measure.args is not a list".into()),
+        };
+        set_duration(&mut args, value);
+        measure.insert(
+            "args".into(),
+            toml::Value::Array(args.into_iter().map(toml::Value::String).collect()),
+        );
+        return Ok(());
+    }
+    let path: Vec<&str> = match key {
+        "repeats" => vec!["design", "repeats"],
+        "order" => vec!["design", "order"],
+        "seed" => vec!["design", "seed"],
+        "metric" => vec!["analysis", "metric"],
+        "higher_is_better" => vec!["analysis", "higher_is_better"],
+        k => k.split('.').collect(),
+    };
+    if path.iter().any(|p| p.is_empty()) || path.len() > 2 || path[0] == "factor" {
+        return Err(format!("unknown key '{key}' (use {SET_KEYS})"));
+    }
+    let mut t = table;
+    for p in &path[..path.len() - 1] {
+        t = t
+            .entry(p.to_string())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()))
+            .as_table_mut()
+            .ok_or_else(|| format!("'{p}' is not a table"))?;
+    }
+    t.insert(path[path.len() - 1].to_string(), parse_set_value(value));
+    Ok(())
+}
+
 impl Plan {
     /// Reads and validates a plan file.
     pub fn load(path: &Path) -> Result<Plan> {
+        Plan::load_with(path, &[])
+    }
+
+    /// Reads a plan, applies `--set KEY=VALUE` overrides, and validates the result as the run
+    /// would: nothing is changed on the machine.
+    pub fn load_with(path: &Path, sets: &[String]) -> Result<Plan> {
         let name = path.display().to_string();
-        let text =
-            std::fs::read_to_string(path).map_err(|e| Error::Usage(format!("{name}: {e}")))?;
-        let plan: Plan = toml::from_str(&text).map_err(|e| {
+        let text = read_text_limited(path, MAX_PLAN_BYTES, "plan")?;
+        let span_err = |e: toml::de::Error| {
             let (l, c) = e.span().map_or((0, 0), |s| line_col(&text, s.start));
-            Error::Usage(format!("{name}:{l}:{c}: {}", e.message()))
-        })?;
+            Error::Usage(format!("{name}:{l}:{c}: {}", e.message().trim_end()))
+        };
+        // The file as written first, so its errors name a line and column.
+        let mut plan: Plan = toml::from_str(&text).map_err(span_err)?;
+        if !sets.is_empty() {
+            let mut table: toml::Table = toml::from_str(&text).map_err(span_err)?;
+            for s in sets {
+                apply_set(&mut table, s).map_err(|e| Error::flag("--set", s, e))?;
+            }
+            plan = Plan::deserialize(table).map_err(|e| {
+                Error::Usage(format!(
+                    "--set {}: {}",
+                    sets.join(" --set "),
+                    e.message().trim_end()
+                ))
+            })?;
+        }
         plan.validate(&name)?;
         Ok(plan)
     }
 
-    fn validate(&self, name: &str) -> Result<()> {
+    fn validate(&mut self, name: &str) -> Result<()> {
         let bad = |why: String| Error::Usage(format!("{name}: {why}"));
         if !COMMANDS.contains(&self.measure.command.as_str()) {
             return Err(bad(format!(
@@ -182,9 +357,31 @@ impl Plan {
                 COMMANDS.join(", ")
             )));
         }
-        if self.design.repeats == 0 || self.design.repeats > 10_000 {
+        if self.design.repeats == 0 || u64::from(self.design.repeats) > MAX_RUNS {
             return Err(bad(format!(
-                "design.repeats {} is not 1 to 10000",
+                "design.repeats {} is not 1 to {MAX_RUNS}",
+                self.design.repeats
+            )));
+        }
+        if self.factors.len() > MAX_FACTORS {
+            return Err(bad(format!(
+                "{} factors; a plan has at most {MAX_FACTORS}",
+                self.factors.len()
+            )));
+        }
+        // The size of the design, before anything is allocated for it.
+        let mut runs = u64::from(self.design.repeats);
+        for f in &self.factors {
+            runs = runs.saturating_mul(f.levels.len() as u64);
+        }
+        if runs > MAX_RUNS {
+            return Err(bad(format!(
+                "{} level combination(s) x {} repeat(s) is more than {MAX_RUNS} runs; split the plan",
+                self.factors
+                    .iter()
+                    .map(|f| f.levels.len().to_string())
+                    .collect::<Vec<_>>()
+                    .join(" x "),
                 self.design.repeats
             )));
         }
@@ -193,8 +390,34 @@ impl Plan {
             if !seen.insert(&f.name) {
                 return Err(bad(format!("factor '{}' appears twice", f.name)));
             }
+            if f.name.is_empty()
+                || !f
+                    .name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+            {
+                return Err(bad(format!(
+                    "factor name '{}': use letters, digits, '_', '-' and '.' (it becomes a tag)",
+                    f.name
+                )));
+            }
+            if RUNNER_TAGS.contains(&f.name.as_str()) {
+                return Err(bad(format!(
+                    "factor name '{}' is a tag latlab sets itself",
+                    f.name
+                )));
+            }
             if f.levels.is_empty() {
                 return Err(bad(format!("factor '{}' has no levels", f.name)));
+            }
+            let mut lv = std::collections::HashSet::new();
+            for l in &f.levels {
+                if !lv.insert(l) {
+                    return Err(bad(format!(
+                        "factor '{}': level '{l}' appears twice",
+                        f.name
+                    )));
+                }
             }
             let kinds = [f.knob.is_some(), f.sysctl.is_some(), f.governor]
                 .iter()
@@ -214,17 +437,6 @@ impl Plan {
                     )));
                 }
             }
-            if f.governor && f.files().is_empty() {
-                return Err(Error::Env(format!(
-                    "{name}: factor '{}': this machine has no cpufreq governors",
-                    f.name
-                )));
-            }
-            // Unknown or unwritable knobs are refused before anything changes.
-            for file in f.files() {
-                knobs::check_writable(&file)
-                    .map_err(|e| Error::Env(format!("{name}: factor '{}': knob {e}", f.name)))?;
-            }
         }
         if let Some(m) = &self.analysis.metric {
             if !["latency", "min", "max", "mean", "p50", "p99", "p99.9"].contains(&m.as_str()) {
@@ -233,23 +445,45 @@ impl Plan {
                 )));
             }
         }
-        // Every combination's command line must parse.
+        // Every combination's command line must be one the measurement accepts, as the run
+        // would check it, before any knob is looked at.
+        let mut estimate = Estimate::default();
         for combo in self.combinations() {
             let args = self.args_for(&combo);
-            let mut argv = vec!["latlab".to_string(), self.measure.command.clone()];
-            argv.extend(args);
-            if let Err(e) = <crate::cli::Cli as clap::Parser>::try_parse_from(&argv) {
-                let msg = e.to_string();
-                return Err(bad(format!(
-                    "the measurement options do not parse ({}): {}",
-                    argv[1..].join(" "),
-                    msg.lines()
-                        .next()
-                        .unwrap_or("")
-                        .trim_start_matches("error: ")
-                )));
+            let one = check_measurement(&self.measure.command, &args).map_err(|e| {
+                let mut shown = vec![self.measure.command.clone()];
+                shown.extend(args.iter().cloned());
+                Error::Usage(format!(
+                    "{name}: {}: the measurement refuses its options ({}): {e}",
+                    self.label(&combo),
+                    shell_join(&shown)
+                ))
+            })?;
+            let r = u64::from(self.design.repeats);
+            match one {
+                Some(ns) => {
+                    estimate.known_ns = estimate.known_ns.saturating_add(ns.saturating_mul(r))
+                }
+                None => estimate.unknown_runs += r,
             }
         }
+        self.estimate = estimate;
+        // Knobs: only files latlab may write, present and writable here.
+        let mut files = Vec::with_capacity(self.factors.len());
+        for f in &self.factors {
+            let ctx = format!("{name}: factor '{}': ", f.name);
+            let v = f.files().map_err(|e| e.into_error(&ctx))?;
+            if f.governor && v.is_empty() {
+                return Err(Error::Env(format!(
+                    "{ctx}this machine has no cpufreq governors"
+                )));
+            }
+            for file in &v {
+                knobs::check_writable(file).map_err(|e| Error::Env(format!("{ctx}knob {e}")))?;
+            }
+            files.push(v);
+        }
+        self.knob_files = files;
         Ok(())
     }
 
@@ -276,7 +510,7 @@ impl Plan {
         a
     }
 
-    /// `factor=level,...` label of a combination.
+    /// `factor=level,...` label of a combination, levels as written in the plan.
     pub fn label(&self, combo: &[usize]) -> String {
         if self.factors.is_empty() {
             return "all".into();
@@ -288,6 +522,130 @@ impl Plan {
             .collect::<Vec<_>>()
             .join(",")
     }
+}
+
+/// Quotes a word for a POSIX shell, only when it needs it.
+pub fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=,+@%^".contains(c))
+    {
+        return s.to_string();
+    }
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+/// Words joined into one line a shell reads back as the same words.
+pub fn shell_join(words: &[String]) -> String {
+    words
+        .iter()
+        .map(|w| shell_quote(w))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Checks a measurement's command line as the run would (parse, then build its configuration)
+/// and returns its expected length when it has one (ns).
+pub fn check_measurement(
+    command: &str,
+    args: &[String],
+) -> std::result::Result<Option<u64>, String> {
+    use crate::cli::{Cli, Command};
+    use crate::config::CpuSet;
+    use clap::{CommandFactory, FromArgMatches};
+    let mut argv = vec!["latlab".to_string(), command.to_string()];
+    argv.extend(args.iter().cloned());
+    let first_line = |e: clap::Error| {
+        e.to_string()
+            .lines()
+            .next()
+            .unwrap_or("")
+            .trim_start_matches("error: ")
+            .to_string()
+    };
+    let m = Cli::command()
+        .try_get_matches_from(&argv)
+        .map_err(first_line)?;
+    if let Some((_, sub)) = m.subcommand() {
+        for (id, flag) in RUNNER_FLAGS {
+            if sub.ids().any(|i| i.as_str() == *id)
+                && sub.value_source(id) == Some(clap::parser::ValueSource::CommandLine)
+            {
+                return Err(format!(
+                    "{flag} is set by latlab run itself; remove it from the plan"
+                ));
+            }
+        }
+        if sub.ids().any(|i| i.as_str() == "tag") {
+            let tags: Vec<String> = sub
+                .get_many::<String>("tag")
+                .map(|v| v.cloned().collect())
+                .unwrap_or_default();
+            let t = crate::store::parse_tags(&tags).map_err(|e| e.to_string())?;
+            if let Some(k) = RUNNER_TAGS.iter().find(|k| t.contains_key(**k)) {
+                return Err(format!("--tag {k}=... is set by latlab run itself"));
+            }
+        }
+    }
+    let cli = Cli::from_arg_matches(&m).map_err(first_line)?;
+    let online = CpuSet::online_here();
+    let loads = |v: &[String]| -> std::result::Result<(), String> {
+        for s in v {
+            crate::load::LoadSpec::parse(s).map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    };
+    let s = |e: Error| e.to_string();
+    let ns = match &cli.command {
+        Command::Cyclic(a) => {
+            loads(&a.common.load)?;
+            crate::config::cyclic::CyclicConfig::from_args(a, &online)
+                .map_err(s)?
+                .duration_ns
+        }
+        Command::Noise(a) => {
+            loads(&a.common.load)?;
+            Some(
+                crate::config::noise::NoiseConfig::from_args(
+                    a,
+                    &online,
+                    crate::sys::tsc::available(),
+                )
+                .map_err(s)?
+                .duration_ns,
+            )
+        }
+        Command::Ctxsw(a) => {
+            loads(&a.common.load)?;
+            crate::measure::ctxsw::CtxswConfig::from_args(a, &online).map_err(s)?;
+            None
+        }
+        Command::Clocks(a) => {
+            loads(&a.common.load)?;
+            let c = crate::measure::clocks::ClocksConfig::from_args(a).map_err(s)?;
+            if !c.clocksources.is_empty() {
+                return Err("--clocksource inside a plan: make the clocksource a knob factor (knob = \"/sys/devices/system/clocksource/clocksource0/current_clocksource\"), so the plan journals and restores it".into());
+            }
+            None
+        }
+        Command::Tcp(a) => {
+            loads(&a.common.load)?;
+            let c = crate::measure::tcp::TcpConfig::from_args(a, &online).map_err(s)?;
+            Some(c.duration_ns.saturating_mul(u64::from(c.repeat.max(1))))
+        }
+        Command::Contend(a) => {
+            loads(&a.common.load)?;
+            let c = crate::measure::contend::ContendConfig::from_args(a, &online).map_err(s)?;
+            c.iterations.is_none().then_some(c.duration_ns)
+        }
+        Command::Migrate(a) => {
+            loads(&a.common.load)?;
+            crate::measure::migrate::MigrateConfig::from_args(a, &online).map_err(s)?;
+            None
+        }
+        _ => return Err(format!("'{command}' is not a measurement")),
+    };
+    Ok(ns)
 }
 
 #[cfg(test)]
@@ -328,9 +686,137 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("--warp-speed"));
+        let (_d, p) = write("[measure]\ncommand = \"tcp\"\n[[factor]]\nname = \"k\"\nknob = \"/proc/sys/kernel/osrelease\"\nlevels = [\"a\"]\n");
+        let e = Plan::load(&p).unwrap_err();
+        assert_eq!(e.exit_code(), 3, "{e}");
+        assert!(e.to_string().contains("/proc/sys/kernel/osrelease"));
+        // Outside /sys and /proc/sys: bad input.
         let (_d, p) = write("[measure]\ncommand = \"tcp\"\n[[factor]]\nname = \"k\"\nknob = \"/proc/version\"\nlevels = [\"a\"]\n");
         let e = Plan::load(&p).unwrap_err();
-        assert_eq!(e.exit_code(), 3);
-        assert!(e.to_string().contains("/proc/version"));
+        assert_eq!(e.exit_code(), 2, "{e}");
+    }
+
+    #[test]
+    fn knobs_outside_sys_and_proc_sys_are_refused_as_bad_input() {
+        for (key, value) in [
+            ("knob", "/sys/../tmp/latlab-escape"),
+            ("knob", "/tmp/latlab-escape"),
+            ("knob", "/proc/self/root/tmp/latlab-escape"),
+            ("sysctl", "/tmp/latlab-escape"),
+            ("sysctl", "../../tmp/latlab-escape"),
+        ] {
+            let (_d, p) = write(&format!(
+                "[measure]\ncommand = \"tcp\"\n[[factor]]\nname = \"k\"\n{key} = \"{value}\"\nlevels = [\"a\"]\n"
+            ));
+            let e = Plan::load(&p).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{key} = {value}: {e}");
+            assert!(e.to_string().contains("factor 'k'"), "{e}");
+        }
+        assert!(!Path::new("/tmp/latlab-escape").exists());
+    }
+
+    #[test]
+    fn oversized_designs_are_refused_before_allocating() {
+        let mut t = String::from("[measure]\ncommand = \"tcp\"\n");
+        for i in 0..12 {
+            t.push_str(&format!(
+                "[[factor]]\nname = \"f{i}\"\nlevels = [{}]\n",
+                (0..10)
+                    .map(|l| format!("\"{l}\""))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        let (_d, p) = write(&t);
+        let t0 = std::time::Instant::now();
+        let e = Plan::load(&p).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.to_string().contains("more than 10000 runs"), "{e}");
+        assert!(t0.elapsed() < std::time::Duration::from_secs(5));
+        let (_d, p) = write("[measure]\ncommand = \"tcp\"\n[design]\nrepeats = 5001\n[[factor]]\nname = \"a\"\nlevels = [\"x\", \"y\"]\n");
+        assert!(Plan::load(&p).is_err());
+    }
+
+    #[test]
+    fn plan_files_are_read_with_a_limit() {
+        let t0 = std::time::Instant::now();
+        let e = Plan::load(Path::new("/dev/zero")).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.to_string().contains("/dev/zero"), "{e}");
+        assert!(t0.elapsed() < std::time::Duration::from_secs(5));
+    }
+
+    #[test]
+    fn the_measurement_options_are_checked_as_the_run_checks_them() {
+        for (args, want) in [
+            ("\"--json\", \"/tmp/x.json\"", "--json"),
+            ("\"--store\", \"sqlite:/tmp/x.db\"", "--store"),
+            ("\"--no-store\"", "--no-store"),
+            ("\"--tag\", \"repeat=1\"", "repeat"),
+            ("\"-D\", \"99999999999999999999h\"", "-D"),
+            ("\"--load\", \"teleport\"", "teleport"),
+            ("\"--warp\"", "--warp"),
+        ] {
+            let (_d, p) = write(&format!("[measure]\ncommand = \"tcp\"\nargs = [{args}]\n"));
+            let e = Plan::load(&p).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{args}: {e}");
+            assert!(e.to_string().contains(want), "{args}: {e}");
+        }
+        // In a level's options too.
+        let (_d, p) = write("[measure]\ncommand = \"tcp\"\n[[factor]]\nname = \"a\"\nlevels = [\"x\", \"y\"]\noptions = { y = [\"--json\", \"-\"] }\n");
+        let e = Plan::load(&p).unwrap_err();
+        assert!(
+            e.to_string().contains("a=y") && e.to_string().contains("--json"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn set_overrides_keys_and_duration() {
+        let (_d, p) = write("[measure]\ncommand = \"tcp\"\nargs = [\"-D\", \"5s\", \"--nodelay\"]\n[design]\nrepeats = 12\n");
+        let plan = Plan::load_with(
+            &p,
+            &[
+                "repeats=3".into(),
+                "duration=2s".into(),
+                "order=sequential".into(),
+            ],
+        )
+        .unwrap();
+        assert_eq!(plan.design.repeats, 3);
+        assert_eq!(plan.design.order, Order::Sequential);
+        assert_eq!(plan.measure.args, vec!["--nodelay", "-D", "2s"]);
+        assert_eq!(plan.estimate.known_ns, 3 * 2_000_000_000);
+        for (bad, want) in [
+            ("repeats=many", "--set"),
+            ("colour=blue", "colour"),
+            ("noequals", "KEY=VALUE"),
+            ("repeats=0", "repeats"),
+        ] {
+            let e = Plan::load_with(&p, &[bad.into()]).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{bad}: {e}");
+            assert!(e.to_string().contains(want), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn shell_quoting_round_trips() {
+        assert_eq!(shell_quote("-D"), "-D");
+        assert_eq!(shell_quote("a b"), "'a b'");
+        assert_eq!(shell_quote("it's"), "'it'\\''s'");
+        assert_eq!(shell_quote(""), "''");
+        let words: Vec<String> = ["latlab", "noise", "--disturb", "echo \"$HOME\" 'x'; true"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let out = std::process::Command::new("/bin/sh")
+            .arg("-c")
+            .arg(format!("printf '%s\\n' {}", shell_join(&words)))
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8(out.stdout).unwrap(),
+            words.join("\n") + "\n"
+        );
     }
 }

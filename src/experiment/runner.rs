@@ -3,51 +3,118 @@
 //! each combination against the baseline, ministat-style and tail-aware.
 
 use super::knobs::Knobs;
-use super::plan::{Order, Plan};
+use super::plan::{shell_join, shell_quote, Order, Plan};
 use crate::compare::analysis::{analyse, Settings};
-use crate::compare::inputs::{load, Metric, ReadOpts};
+use crate::compare::inputs::{load_runs, Metric, ReadOpts};
 use crate::compare::render::{render, Format};
 use crate::error::{Error, Result};
+use crate::result::Run;
 use crate::rt::Control;
 use crate::stats::ministat;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-/// Checks the plan at `path` and lists the level combinations and their command lines.
-pub fn dry_run(path: &Path) -> Result<String> {
-    let plan = Plan::load(path)?;
+/// Formats a length in nanoseconds for people (`1h 2m 3s`, `250ms`).
+fn human(ns: u64) -> String {
+    let d = Duration::from_nanos(ns);
+    if d < Duration::from_secs(1) {
+        return format!("{}ms", d.as_millis());
+    }
+    humantime::format_duration(Duration::from_secs(d.as_secs())).to_string()
+}
+
+/// The order runs are made in: (combination index, repeat number from 1), and the seed.
+fn schedule(plan: &Plan, n_combos: usize, seed: u64) -> Vec<(usize, u32)> {
+    let mut order: Vec<(usize, u32)> = Vec::new();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    match plan.design.order {
+        Order::Sequential => {
+            for c in 0..n_combos {
+                order.extend((1..=plan.design.repeats).map(|r| (c, r)));
+            }
+        }
+        Order::Interleaved | Order::Random => {
+            for r in 1..=plan.design.repeats {
+                let mut idx: Vec<usize> = (0..n_combos).collect();
+                if plan.design.order == Order::Random {
+                    idx.shuffle(&mut rng);
+                }
+                order.extend(idx.into_iter().map(|c| (c, r)));
+            }
+        }
+    }
+    order
+}
+
+/// Checks the plan at `path` (with `--set` overrides) exactly as a run would, changing
+/// nothing, and lists the level combinations, their command lines (shell-quoted, ready to
+/// paste) and the time the plan will take.
+pub fn dry_run(path: &Path, sets: &[String]) -> Result<String> {
+    let plan = Plan::load_with(path, sets)?;
+    let combos = plan.combinations();
+    let runs = combos.len() as u64 * u64::from(plan.design.repeats);
     let mut s = format!(
-        "{}: valid; {} combination(s) x {} repeat(s), order {:?}\n",
+        "{}: valid; {} combination(s) x {} repeat(s) = {runs} run(s), order {:?}\n",
         path.display(),
-        plan.combinations().len(),
+        combos.len(),
         plan.design.repeats,
         plan.design.order
     );
-    for c in plan.combinations() {
-        s.push_str(&format!(
-            "  {}: latlab {} {}\n",
-            plan.label(&c),
-            plan.measure.command,
-            plan.args_for(&c).join(" ")
-        ));
+    for c in &combos {
+        let mut words = vec!["latlab".to_string(), plan.measure.command.clone()];
+        words.extend(plan.args_for(c));
+        s.push_str(&format!("  {}: {}\n", plan.label(c), shell_join(&words)));
+        for (f, &l) in plan.factors.iter().zip(c) {
+            let level = &f.levels[l];
+            if let Some(cmd) = f.pre.get(level) {
+                s.push_str(&format!(
+                    "      before each run: sh -c {}\n",
+                    shell_quote(cmd)
+                ));
+            }
+            if let Some(cmd) = f.post.get(level) {
+                s.push_str(&format!(
+                    "      after each run: sh -c {}\n",
+                    shell_quote(cmd)
+                ));
+            }
+        }
     }
-    for f in &plan.factors {
-        for file in f.files() {
-            s.push_str(&format!("  factor {} writes {}\n", f.name, file.display()));
+    for (f, files) in plan.factors.iter().zip(&plan.knob_files) {
+        for file in files {
+            s.push_str(&format!(
+                "  factor {} writes {} (restored at the end)\n",
+                f.name,
+                file.display()
+            ));
         }
         if let Some(n) = &f.note {
             s.push_str(&format!("  note on factor {}: {n}\n", f.name));
         }
     }
+    let e = plan.estimate;
+    s.push_str(&match (e.known_ns, e.unknown_runs) {
+        (k, 0) => format!("total time: about {} of measurement\n", human(k)),
+        (0, u) => format!(
+            "total time: unknown ({u} run(s) last as long as their work: loops or iterations)\n"
+        ),
+        (k, u) => format!(
+            "total time: at least {} of measurement, plus {u} run(s) that last as long as their work\n",
+            human(k)
+        ),
+    });
     Ok(s)
 }
 
-/// Runs the plan at `path`; returns the final report.
-pub fn run(path: &Path, store: Option<&str>) -> Result<String> {
-    let plan = Plan::load(path)?;
+/// Runs the plan at `path` (with `--set` overrides); returns the final report. The store goes
+/// to each measurement through the environment (`LATLAB_STORE`), never on its command line.
+pub fn run(path: &Path, store: Option<&str>, sets: &[String]) -> Result<String> {
+    let plan = Plan::load_with(path, sets)?;
+    // One plan at a time: the lock is taken before anything else happens.
+    let mut knobs = Knobs::new()?;
     let combos = plan.combinations();
     let started = std::time::SystemTime::now();
     let exp = format!("exp-{}", crate::result::new_run_id(started));
@@ -56,24 +123,7 @@ pub fn run(path: &Path, store: Option<&str>) -> Result<String> {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(1, |d| d.as_nanos() as u64)
     });
-    let mut order: Vec<(usize, u32)> = Vec::new();
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    match plan.design.order {
-        Order::Sequential => {
-            for c in 0..combos.len() {
-                order.extend((0..plan.design.repeats).map(|r| (c, r)));
-            }
-        }
-        Order::Interleaved | Order::Random => {
-            for r in 0..plan.design.repeats {
-                let mut idx: Vec<usize> = (0..combos.len()).collect();
-                if plan.design.order == Order::Random {
-                    idx.shuffle(&mut rng);
-                }
-                order.extend(idx.into_iter().map(|c| (c, r)));
-            }
-        }
-    }
+    let order = schedule(&plan, combos.len(), seed);
     eprintln!(
         "latlab run {}: experiment {exp}, {} combination(s) x {} repeat(s), order {:?} (seed {seed})",
         path.display(),
@@ -89,34 +139,19 @@ pub fn run(path: &Path, store: Option<&str>) -> Result<String> {
         eprintln!("  note on factor {}: {}", f.0.name, f.1);
     }
     let control = Control::with_signals();
-    let tmp = tempfile::tempdir().map_err(|e| Error::Env(format!("temporary directory: {e}")))?;
-    let needs_knobs = plan.factors.iter().any(|f| !f.files().is_empty());
-    let mut knobs = if needs_knobs {
-        Some(Knobs::new()?)
-    } else {
-        None
-    };
-    let mut files: Vec<Vec<PathBuf>> = vec![Vec::new(); combos.len()];
+    // Results come back on each child's stdout (`--json -`), never through temporary files,
+    // so a SIGKILLed plan leaves nothing behind.
+    let mut files: Vec<Vec<(Run, String)>> = vec![Vec::new(); combos.len()];
     let outcome = execute(
-        &plan,
-        &combos,
-        &order,
-        &exp,
-        store,
-        tmp.path(),
-        knobs.as_mut(),
-        &control,
-        &mut files,
+        &plan, &combos, &order, &exp, store, &mut knobs, &control, &mut files,
     );
     // Whatever happened, put every setting back.
-    if let Some(k) = knobs {
-        let failed = k.restore();
-        if !failed.is_empty() {
-            return Err(Error::Env(format!(
-                "could not restore: {}; the journal is kept for 'latlab restore'",
-                failed.join("; ")
-            )));
-        }
+    let failed = knobs.restore();
+    if !failed.is_empty() {
+        return Err(Error::Env(format!(
+            "could not restore: {}; the journal is kept for 'latlab restore'",
+            failed.join("; ")
+        )));
     }
     outcome?;
     let mut report = format!(
@@ -139,10 +174,9 @@ fn execute(
     order: &[(usize, u32)],
     exp: &str,
     store: Option<&str>,
-    tmp: &Path,
-    mut knobs: Option<&mut Knobs>,
+    knobs: &mut Knobs,
     control: &Control,
-    files: &mut [Vec<PathBuf>],
+    files: &mut [Vec<(Run, String)>],
 ) -> Result<()> {
     let exe = std::env::current_exe()
         .map_err(|e| Error::Env(format!("cannot find latlab's own binary: {e}")))?;
@@ -151,24 +185,22 @@ fn execute(
             break;
         }
         let combo = &combos[ci];
-        for (f, &l) in plan.factors.iter().zip(combo) {
-            if let Some(k) = knobs.as_deref_mut() {
-                for file in f.files() {
-                    k.set(&file, &f.levels[l])?;
-                }
+        for ((f, &l), files) in plan.factors.iter().zip(combo).zip(&plan.knob_files) {
+            for file in files {
+                knobs.set(file, &f.levels[l])?;
             }
             if let Some(cmd) = f.pre.get(&f.levels[l]) {
                 shell(cmd, &format!("factor {} level {} pre", f.name, f.levels[l]))?;
             }
         }
-        let json = tmp.join(format!("run-{i}.json"));
         let mut c = Command::new(&exe);
         c.arg(&plan.measure.command)
             .args(plan.args_for(combo))
             .arg("--json")
-            .arg(&json);
+            .arg("-");
+        // The store (it may carry a password) goes by environment: `ps` shows argv.
         if let Some(s) = store {
-            c.arg("--store").arg(s);
+            c.env("LATLAB_STORE", s);
         }
         c.args([
             "--tag",
@@ -180,27 +212,43 @@ fn execute(
             c.arg("--tag").arg(format!("{}={}", f.name, f.levels[l]));
         }
         c.stdin(Stdio::null())
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(Stdio::piped());
+        // The measurement dies with the plan: a SIGKILLed runner leaves nothing running.
+        crate::sys::process::die_with_us(&mut c);
         let mut child = c
             .spawn()
             .map_err(|e| Error::Env(format!("cannot start the measurement: {e}")))?;
+        // Both pipes are drained while the child runs, so a chatty child never blocks on a
+        // full pipe (and so never deadlocks the runner).
+        let drain = |p: Option<Box<dyn std::io::Read + Send>>| {
+            std::thread::spawn(move || {
+                let mut text = String::new();
+                if let Some(mut p) = p {
+                    let _ = std::io::Read::read_to_string(&mut p, &mut text);
+                }
+                text
+            })
+        };
+        let out_reader = drain(child.stdout.take().map(|p| Box::new(p) as _));
+        let err_reader = drain(child.stderr.take().map(|p| Box::new(p) as _));
         let mut forwarded = false;
         let status = loop {
             if let Ok(Some(s)) = child.try_wait() {
                 break s;
             }
             if control.was_interrupted() && !forwarded {
-                // SAFETY: signalling our own child so it saves its result and ends.
-                unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+                // The child saves its result and ends.
+                crate::sys::process::signal(child.id() as i32, libc::SIGINT);
                 forwarded = true;
             }
             std::thread::sleep(Duration::from_millis(20));
         };
-        let mut err = String::new();
-        if let Some(mut e) = child.stderr.take() {
-            let _ = std::io::Read::read_to_string(&mut e, &mut err);
-        }
+        let out = out_reader.join().unwrap_or_default();
+        let err = err_reader.join().unwrap_or_default();
+        let result = (!out.trim().is_empty())
+            .then(|| crate::compare::inputs::parse_run(&out, &format!("run {}", i + 1)).ok())
+            .flatten();
         let id = err
             .lines()
             .find_map(|l| {
@@ -208,15 +256,16 @@ fn execute(
                     .and_then(|r| r.split_whitespace().next())
             })
             .unwrap_or("-");
-        if json.exists() && status.code().is_some_and(|c| c <= 1) {
-            files[ci].push(json);
-            eprintln!(
-                "[{}/{}] {} repeat {}: run {id}",
+        if let Some(run) = result.filter(|_| status.code().is_some_and(|c| c <= 1)) {
+            crate::note!(
+                "[{}/{}] {} repeat {}: run {id}{}",
                 i + 1,
                 order.len(),
                 plan.label(combo),
-                r + 1
+                r,
+                run_warnings(&run)
             );
+            files[ci].push((run, format!("run:{id}")));
         } else if forwarded {
             // Interrupted before it could save anything (e.g. still starting): nothing to keep.
             eprintln!(
@@ -224,7 +273,7 @@ fn execute(
                 i + 1,
                 order.len(),
                 plan.label(combo),
-                r + 1
+                r
             );
             break;
         } else {
@@ -247,6 +296,14 @@ fn execute(
     Ok(())
 }
 
+/// A run's warnings (e.g. a disturbing command that failed), for its progress line.
+fn run_warnings(run: &Run) -> String {
+    run.warnings
+        .iter()
+        .map(|x| format!("\n    warning: {x}"))
+        .collect()
+}
+
 fn shell(cmd: &str, what: &str) -> Result<()> {
     let s = Command::new("/bin/sh")
         .arg("-c")
@@ -259,7 +316,7 @@ fn shell(cmd: &str, what: &str) -> Result<()> {
     Ok(())
 }
 
-fn analysis(plan: &Plan, combos: &[Vec<usize>], files: &[Vec<PathBuf>]) -> Result<String> {
+fn analysis(plan: &Plan, combos: &[Vec<usize>], files: &[Vec<(Run, String)>]) -> Result<String> {
     let tcp = plan.measure.command == "tcp";
     let metric = match plan.analysis.metric.as_deref() {
         None if tcp => Metric::Latency,
@@ -286,19 +343,8 @@ fn analysis(plan: &Plan, combos: &[Vec<usize>], files: &[Vec<PathBuf>]) -> Resul
         if files[ci].is_empty() {
             continue;
         }
-        let spec = format!(
-            "c{ci}={}",
-            files[ci]
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(",")
-        );
-        match load(&spec, &opts) {
-            Ok(mut src) => {
-                src.label = plan.label(combo);
-                sources.push(src)
-            }
+        match load_runs(&plan.label(combo), &files[ci], &opts) {
+            Ok(src) => sources.push(src),
             Err(e) => s.push_str(&format!("{}: not compared: {e}\n", plan.label(combo))),
         }
     }

@@ -41,7 +41,7 @@ impl Dist {
         let mut cum: Vec<u64> = Vec::with_capacity(p.len());
         let mut total = 0u64;
         for (v, c) in p {
-            total += c;
+            total = total.saturating_add(c);
             if values.last() == Some(&v) {
                 *cum.last_mut().expect("pushed with the value") = total;
             } else {
@@ -55,6 +55,14 @@ impl Dist {
     /// From a stored HDR histogram (bucket values in ns), scaled by `scale`.
     pub fn from_histogram(h: &HistogramData, scale: f64) -> Dist {
         Dist::from_counts(h.buckets.iter().map(|&[v, c]| (v as f64, c)), scale)
+    }
+
+    /// The same counts with every value multiplied by `k` (> 0).
+    pub fn scaled(&self, k: f64) -> Dist {
+        Dist {
+            values: self.values.iter().map(|v| v * k).collect(),
+            cum: self.cum.clone(),
+        }
     }
 
     /// Merges several distributions.

@@ -134,8 +134,32 @@ pub struct Welch {
     pub p: f64,
 }
 
-/// Welch's t-test at `confidence` (e.g. 0.95).
+/// Welch's t-test at `confidence` (e.g. 0.95). Values anywhere in f64's range are handled:
+/// near its ends the test runs on values scaled by a power of two (exact, and the t statistic
+/// does not change), and a test that cannot be computed has NaN p-value and interval.
 pub fn welch(a: &Dist, b: &Dist, confidence: f64) -> Welch {
+    let big = [a.min(), a.max(), b.min(), b.max()]
+        .iter()
+        .fold(0f64, |m, v| m.max(v.abs()));
+    if big.is_finite() && big > 1e100 {
+        let e = (big.log2().ceil() as i32).clamp(1, 1023);
+        let w = welch_unscaled(
+            &a.scaled(2f64.powi(-e)),
+            &b.scaled(2f64.powi(-e)),
+            confidence,
+        );
+        let k = 2f64.powi(e);
+        return Welch {
+            diff: w.diff * k,
+            ci: (w.ci.0 * k, w.ci.1 * k),
+            df: w.df,
+            p: w.p,
+        };
+    }
+    welch_unscaled(a, b, confidence)
+}
+
+fn welch_unscaled(a: &Dist, b: &Dist, confidence: f64) -> Welch {
     let (na, nb) = (a.n() as f64, b.n() as f64);
     let (va, vb) = (a.var() / na, b.var() / nb);
     let diff = b.mean() - a.mean();
@@ -150,7 +174,14 @@ pub fn welch(a: &Dist, b: &Dist, confidence: f64) -> Welch {
         };
     }
     let df = se2 * se2 / (va * va / (na - 1.0) + vb * vb / (nb - 1.0));
-    let t = StudentsT::new(0.0, 1.0, df).expect("df > 0");
+    let Ok(t) = StudentsT::new(0.0, 1.0, df) else {
+        return Welch {
+            diff,
+            ci: (f64::NAN, f64::NAN),
+            df,
+            p: f64::NAN,
+        };
+    };
     let p = (2.0 * t.sf((diff / se2.sqrt()).abs())).min(1.0);
     let q = t.inverse_cdf(1.0 - (1.0 - confidence) / 2.0);
     let half = q * se2.sqrt();

@@ -4,7 +4,9 @@ use super::{export, import, open, parse_tags, Bundle, Filter, BUNDLE_FORMAT};
 use crate::cli::RunsCmd;
 use crate::error::{Error, Result};
 use crate::export::table;
-use std::io::Read;
+
+/// Largest bundle `runs import` reads.
+pub const MAX_BUNDLE_BYTES: u64 = 256 << 20;
 
 /// Runs one `latlab runs` subcommand.
 pub fn run(c: RunsCmd) -> Result<()> {
@@ -76,16 +78,12 @@ pub fn run(c: RunsCmd) -> Result<()> {
             Ok(())
         }
         RunsCmd::Import { file, store } => {
-            let mut text = String::new();
             let name = file.display().to_string();
-            if name == "-" {
-                std::io::stdin()
-                    .read_to_string(&mut text)
-                    .map_err(|e| Error::Usage(format!("stdin: {e}")))?;
-            } else {
-                text = std::fs::read_to_string(&file)
-                    .map_err(|e| Error::Usage(format!("{name}: {e}")))?;
-            }
+            let text = crate::experiment::plan::read_text_limited(
+                &file,
+                MAX_BUNDLE_BYTES,
+                "latlab bundle",
+            )?;
             let b: Bundle = serde_json::from_str(&text).map_err(|e| {
                 Error::Usage(format!(
                     "{name}: not a latlab bundle: {e} (line {}, column {})",

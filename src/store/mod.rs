@@ -140,10 +140,29 @@ impl RunKeys {
                 .get("samples_path")
                 .and_then(|v| v.as_str())
                 .map(String::from),
-            body: serde_json::to_string(body).map_err(|e| Error::Env(e.to_string()))?,
+            body: serde_json::to_string(&redacted(body)).map_err(|e| Error::Env(e.to_string()))?,
             id,
         })
     }
+}
+
+/// The run with any store password in its command line hidden (a store is shared: what is
+/// saved there is read by others).
+fn redacted(body: &serde_json::Value) -> std::borrow::Cow<'_, serde_json::Value> {
+    let Some(cl) = body.get("command_line").and_then(|v| v.as_array()) else {
+        return std::borrow::Cow::Borrowed(body);
+    };
+    let argv: Vec<String> = cl
+        .iter()
+        .map(|v| v.as_str().unwrap_or_default().to_string())
+        .collect();
+    let clean = redact_argv(&argv);
+    if clean == argv {
+        return std::borrow::Cow::Borrowed(body);
+    }
+    let mut b = body.clone();
+    b["command_line"] = serde_json::Value::from(clean);
+    std::borrow::Cow::Owned(b)
 }
 
 /// Parses `--tag key=value`.
@@ -180,43 +199,207 @@ pub fn default_path() -> PathBuf {
     base.join("latlab/results.db")
 }
 
+/// A store named on the command line or in `$LATLAB_STORE`, by form.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Spec {
+    /// A SQLite file (`sqlite:PATH` or a plain path).
+    Sqlite(PathBuf),
+    /// A PostgreSQL URL (`postgres://`, `postgresql://`) or libpq `key=value` string.
+    Postgres(String),
+}
+
+/// libpq connection keywords: a store given as `host=... dbname=...` is a PostgreSQL one.
+const LIBPQ_KEYS: &[&str] = &[
+    "host",
+    "hostaddr",
+    "port",
+    "dbname",
+    "user",
+    "password",
+    "passfile",
+    "service",
+    "sslmode",
+    "connect_timeout",
+    "application_name",
+    "options",
+    "target_session_attrs",
+];
+
+fn is_libpq(s: &str) -> bool {
+    let t = s.trim_start();
+    LIBPQ_KEYS.iter().any(|k| {
+        t.strip_prefix(k)
+            .is_some_and(|r| r.trim_start().starts_with('='))
+    })
+}
+
+/// Classifies a store spec; anything that is not one of the known forms is bad input naming
+/// the value (with any password hidden). `from` names where it came from (`--store`).
+pub fn parse_spec(spec: &str, from: &str) -> Result<Spec> {
+    let shown = redact(spec);
+    let bad = |why: &str| Error::flag(from, &shown, why);
+    if spec.starts_with("postgres://") || spec.starts_with("postgresql://") || is_libpq(spec) {
+        return Ok(Spec::Postgres(spec.to_string()));
+    }
+    let path = if let Some(p) = spec.strip_prefix("sqlite:") {
+        p
+    } else if let Some(i) = spec.find("://") {
+        let scheme = &spec[..i];
+        return Err(bad(&format!(
+            "unknown store '{scheme}://' (use sqlite:PATH, a path, or postgres://...)"
+        )));
+    } else {
+        spec
+    };
+    if path.is_empty() {
+        return Err(bad("no path (use sqlite:PATH, a path, or postgres://...)"));
+    }
+    if path.contains("://") {
+        return Err(bad("a sqlite: store names a file path, not a URL"));
+    }
+    Ok(Spec::Sqlite(PathBuf::from(path)))
+}
+
 /// Opens the store named by `spec` (`sqlite:PATH`, a plain path, or `postgres://...`), else
 /// `$LATLAB_STORE`, else the default SQLite file.
 pub fn open(spec: Option<&str>) -> Result<Box<dyn Store>> {
-    let env = std::env::var("LATLAB_STORE").ok().filter(|v| !v.is_empty());
-    let spec = spec.map(String::from).or(env);
-    match spec.as_deref() {
-        None => Ok(Box::new(sqlite::SqliteStore::open(&default_path())?)),
-        Some(s) if s.starts_with("postgres://") || s.starts_with("postgresql://") => {
-            let pg = postgres::PostgresStore::connect(s, &redact(s))?;
+    let (spec, from) = match spec {
+        Some(s) => (Some(s.to_string()), "--store"),
+        None => (
+            std::env::var("LATLAB_STORE").ok().filter(|v| !v.is_empty()),
+            "LATLAB_STORE",
+        ),
+    };
+    let Some(spec) = spec else {
+        return Ok(Box::new(sqlite::SqliteStore::open(&default_path())?));
+    };
+    match parse_spec(&spec, from)? {
+        Spec::Postgres(url) => {
+            let pg = postgres::PostgresStore::connect(&url, &redact(&url))?;
             Ok(Box::new(postgres::SharedPostgres(std::cell::RefCell::new(
                 pg,
             ))))
         }
-        Some(s) => {
-            let path = s.strip_prefix("sqlite:").unwrap_or(s);
-            if path.is_empty() {
-                return Err(Error::flag("--store", s, "no path after sqlite:"));
-            }
-            Ok(Box::new(sqlite::SqliteStore::open(std::path::Path::new(
-                path,
-            ))?))
-        }
+        Spec::Sqlite(path) => Ok(Box::new(sqlite::SqliteStore::open(&path)?)),
     }
 }
 
-/// A URL with any password hidden.
-fn redact(url: &str) -> String {
-    match (url.find("://"), url.find('@')) {
-        (Some(a), Some(b)) if b > a => {
-            let creds = &url[a + 3..b];
-            match creds.split_once(':') {
-                Some((u, _)) => format!("{}{u}:***{}", &url[..a + 3], &url[b..]),
-                None => url.to_string(),
+const HIDDEN: &str = "***";
+
+/// Hides `password=VALUE` in a libpq string (VALUE bare or single-quoted with `\` escapes).
+fn redact_libpq(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = String::with_capacity(s.len());
+    let mut i = 0;
+    while i < b.len() {
+        // At a keyword start (beginning or after white space)?
+        let at_word = i == 0 || b[i - 1].is_ascii_whitespace();
+        let rest = &s[i..];
+        let key_len = rest
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(rest.len());
+        let key = &rest[..key_len];
+        let after = rest[key_len..].trim_start();
+        if at_word && key.to_ascii_lowercase().contains("password") && after.starts_with('=') {
+            out.push_str(key);
+            out.push('=');
+            out.push_str(HIDDEN);
+            // Skip the value.
+            let mut j = i + key_len + (rest[key_len..].len() - after.len()) + 1;
+            while j < b.len() && b[j].is_ascii_whitespace() {
+                j += 1;
+            }
+            if j < b.len() && b[j] == b'\'' {
+                j += 1;
+                while j < b.len() && b[j] != b'\'' {
+                    j += if b[j] == b'\\' { 2 } else { 1 };
+                }
+                j += 1;
+            } else {
+                while j < b.len() && !b[j].is_ascii_whitespace() {
+                    j += if b[j] == b'\\' { 2 } else { 1 };
+                }
+            }
+            i = j.min(b.len());
+            continue;
+        }
+        let ch = rest.chars().next().unwrap_or(' ');
+        out.push(ch);
+        i += ch.len_utf8();
+    }
+    out
+}
+
+/// A store spec with any password hidden: URL userinfo (also one holding `@` or `/`), query
+/// parameters named like `password`, and libpq `password=` values. Never shows more than it
+/// must, but errs on hiding.
+pub fn redact(spec: &str) -> String {
+    let Some(i) = spec.find("://") else {
+        return if is_libpq(spec) || spec.contains("password") {
+            redact_libpq(spec)
+        } else {
+            spec.to_string()
+        };
+    };
+    let (scheme, rest) = (&spec[..i + 3], &spec[i + 3..]);
+    // Userinfo ends at the last '@': a password may hold '@', '/', '?' or ':' unencoded.
+    let rest = match rest.rfind('@') {
+        Some(at) => {
+            let (user, host) = (&rest[..at], &rest[at..]);
+            match user.split_once(':') {
+                Some((u, _)) => format!("{u}:{HIDDEN}{host}"),
+                None if user.contains(['/', '?', '&', '=']) => format!("{HIDDEN}{host}"),
+                None => rest.to_string(),
             }
         }
-        _ => url.to_string(),
+        None => rest.to_string(),
+    };
+    // Query parameters.
+    let rest = match rest.split_once('?') {
+        Some((base, q)) => {
+            let q: Vec<String> = q
+                .split('&')
+                .map(|kv| match kv.split_once('=') {
+                    Some((k, _)) if k.to_ascii_lowercase().contains("password") => {
+                        format!("{k}={HIDDEN}")
+                    }
+                    _ => kv.to_string(),
+                })
+                .collect();
+            format!("{base}?{}", q.join("&"))
+        }
+        None => rest,
+    };
+    format!("{scheme}{rest}")
+}
+
+/// A command line with the value of every `--store` (and `--store=`) redacted, for results
+/// and messages.
+pub fn redact_argv(argv: &[String]) -> Vec<String> {
+    let mut out = Vec::with_capacity(argv.len());
+    let mut next_is_store = false;
+    for a in argv {
+        if next_is_store {
+            out.push(redact(a));
+            next_is_store = false;
+        } else if a == "--store" {
+            out.push(a.clone());
+            next_is_store = true;
+        } else if let Some(v) = a.strip_prefix("--store=") {
+            out.push(format!("--store={}", redact(v)));
+        } else {
+            out.push(a.clone());
+        }
     }
+    out
+}
+
+/// Checks an imported run: a latlab result whose numbers are in range (histogram counts that
+/// would overflow are refused, not wrapped). `what` names it in messages.
+pub fn check_imported(run: &serde_json::Value, what: &str) -> Result<()> {
+    let r: Run = serde_json::from_value(run.clone())
+        .map_err(|e| Error::Usage(format!("{what}: not a latlab run: {e}")))?;
+    crate::compare::inputs::check_counts(&r).map_err(|e| Error::Usage(format!("{what}: {e}")))
 }
 
 /// Exports runs as a bundle.
@@ -231,8 +414,18 @@ pub fn export(store: &dyn Store, ids: &[String]) -> Result<Bundle> {
     })
 }
 
-/// Imports a bundle; returns (new, already present).
+/// Imports a bundle; returns (new, already present). Every run is checked before the first
+/// is saved, so a bad bundle changes nothing.
 pub fn import(store: &mut dyn Store, b: &Bundle) -> Result<(usize, usize)> {
+    for (i, e) in b.runs.iter().enumerate() {
+        check_imported(&e.run, &format!("run {} of the bundle", i + 1))?;
+        parse_tags(
+            &e.tags
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>(),
+        )?;
+    }
     let (mut new, mut old) = (0, 0);
     for e in &b.runs {
         if store.save_json(&e.run, &e.tags)? {
@@ -258,5 +451,68 @@ mod tests {
             redact("postgres://me:secret@db/x"),
             "postgres://me:***@db/x"
         );
+    }
+
+    #[test]
+    fn passwords_never_survive_redaction() {
+        for (spec, secret) in [
+            ("postgres://me:secret@db/x", "secret"),
+            ("postgresql://me:p@ss@w0rd@db:5432/x", "p@ss"),
+            ("postgres://me:pa/ss@db/x", "pa/ss"),
+            ("postgres://me:pa?ss@db/x", "pa?ss"),
+            (
+                "postgres://db/x?user=me&password=hunter2&sslmode=disable",
+                "hunter2",
+            ),
+            ("postgres://db/x?PassWord=hunter2", "hunter2"),
+            ("host=db user=me password=hunter2 dbname=x", "hunter2"),
+            ("host=db password = 'hun ter2' dbname=x", "hun ter2"),
+            ("host=db password='it\\'s' dbname=x", "it\\'s"),
+        ] {
+            let r = redact(spec);
+            assert!(!r.contains(secret), "{spec} -> {r}");
+            let argv: Vec<String> = ["latlab", "cyclic", "--store", spec]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+            assert!(!redact_argv(&argv).join(" ").contains(secret));
+            let eq = format!("--store={spec}");
+            assert!(!redact_argv(&[eq]).join(" ").contains(secret));
+        }
+        assert_eq!(
+            redact("host=db user=me password=x dbname=y"),
+            "host=db user=me password=*** dbname=y"
+        );
+        assert_eq!(redact("/tmp/plain.db"), "/tmp/plain.db");
+    }
+
+    #[test]
+    fn only_known_store_forms_are_accepted() {
+        for bad in [
+            "mysql://me@db/x",
+            "postgress://me@db/x",
+            "file:///tmp/x.db",
+            "http://example.com/x",
+            "sqlite:",
+            "sqlite:http://x",
+        ] {
+            let e = parse_spec(bad, "--store").unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{bad}");
+            assert!(e.to_string().contains("--store"), "{e}");
+        }
+        assert_eq!(
+            parse_spec("sqlite:/tmp/a.db", "--store").unwrap(),
+            Spec::Sqlite("/tmp/a.db".into())
+        );
+        assert_eq!(
+            parse_spec("results.db", "--store").unwrap(),
+            Spec::Sqlite("results.db".into())
+        );
+        assert!(matches!(
+            parse_spec("host=db dbname=x", "--store").unwrap(),
+            Spec::Postgres(_)
+        ));
+        let e = parse_spec("mysql://me:secret@db/x", "--store").unwrap_err();
+        assert!(!e.to_string().contains("secret"), "{e}");
     }
 }

@@ -41,10 +41,15 @@ pub struct PostgresStore {
 impl PostgresStore {
     /// Connects (5 s timeout) and brings the schema up to date; a newer schema is refused.
     pub fn connect(url: &str, shown: &str) -> Result<PostgresStore> {
-        let mut cfg: postgres::Config = url
+        let mut cfg: postgres::Config = encode_userinfo_at(url)
             .parse()
             .map_err(|e| Error::flag("--store", shown, format!("not a PostgreSQL URL: {e}")))?;
         cfg.connect_timeout(Duration::from_secs(5));
+        if cfg.get_password().is_none() {
+            if let Some(pw) = standard_password(&cfg) {
+                cfg.password(pw);
+            }
+        }
         let client = cfg.connect(NoTls).map_err(|e| {
             Error::Env(format!(
                 "store {shown}: cannot reach PostgreSQL: {e}; nothing was written"
@@ -137,6 +142,94 @@ impl PostgresStore {
     }
 }
 
+/// A URL whose password holds a raw `@` (`postgres://me:p@ss@host/db`), with those `@`
+/// percent-encoded as the driver needs them; anything else is returned as it is.
+fn encode_userinfo_at(url: &str) -> std::borrow::Cow<'_, str> {
+    let Some(i) = url.find("://") else {
+        return url.into();
+    };
+    let rest = &url[i + 3..];
+    let host_start = rest.rfind('@').map(|a| a + 1);
+    match host_start {
+        Some(h) if rest[..h - 1].contains('@') && !rest[..h - 1].contains(['/', '?']) => {
+            let user = rest[..h - 1].replace('@', "%40");
+            format!("{}{user}@{}", &url[..i + 3], &rest[h..]).into()
+        }
+        _ => url.into(),
+    }
+}
+
+/// A password from the standard places when the URL has none: `$PGPASSWORD`, else the first
+/// matching line of `$PGPASSFILE` or `~/.pgpass` (`host:port:database:user:password`, `*`
+/// matching anything; ignored, as libpq does, unless only its owner can read it).
+fn standard_password(cfg: &postgres::Config) -> Option<Vec<u8>> {
+    if let Some(pw) = std::env::var_os("PGPASSWORD").filter(|v| !v.is_empty()) {
+        use std::os::unix::ffi::OsStrExt;
+        return Some(pw.as_bytes().to_vec());
+    }
+    let file = std::env::var_os("PGPASSFILE")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::Path::new(&h).join(".pgpass")))?;
+    let host = match cfg.get_hosts().first() {
+        Some(postgres::config::Host::Tcp(h)) => h.clone(),
+        Some(postgres::config::Host::Unix(p)) => p.display().to_string(),
+        None => "localhost".into(),
+    };
+    let port = cfg.get_ports().first().copied().unwrap_or(5432).to_string();
+    let user = cfg
+        .get_user()
+        .map(String::from)
+        .or_else(|| std::env::var("USER").ok())?;
+    let db = cfg
+        .get_dbname()
+        .map(String::from)
+        .unwrap_or_else(|| user.clone());
+    pgpass_lookup(&file, &[&host, &port, &db, &user])
+}
+
+/// The password of the first line of a pgpass file matching `want` (host, port, db, user).
+pub fn pgpass_lookup(file: &std::path::Path, want: &[&str; 4]) -> Option<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::PermissionsExt;
+    let f = std::fs::File::open(file).ok()?;
+    let meta = f.metadata().ok()?;
+    if !meta.is_file() || meta.permissions().mode() & 0o077 != 0 {
+        return None;
+    }
+    let mut text = String::new();
+    f.take(1 << 20).read_to_string(&mut text).ok()?;
+    for line in text.lines() {
+        if line.starts_with('#') {
+            continue;
+        }
+        // Fields split on unescaped ':'; '\\' escapes ':' and '\\'.
+        let mut fields = vec![String::new()];
+        let mut chars = line.chars();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' => {
+                    if let Some(n) = chars.next() {
+                        fields.last_mut()?.push(n);
+                    }
+                }
+                ':' if fields.len() < 5 => fields.push(String::new()),
+                c => fields.last_mut()?.push(c),
+            }
+        }
+        if fields.len() != 5 {
+            continue;
+        }
+        if fields[..4]
+            .iter()
+            .zip(want)
+            .all(|(f, w)| f == "*" || f == w)
+        {
+            return Some(fields[4].clone().into_bytes());
+        }
+    }
+    None
+}
+
 /// `Store` takes `&self` for reads; the client needs `&mut`, so reads go through a cell.
 pub struct SharedPostgres(pub std::cell::RefCell<PostgresStore>);
 
@@ -210,5 +303,47 @@ impl Store for SharedPostgres {
 
     fn location(&self) -> String {
         self.0.borrow().shown.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn raw_at_signs_in_passwords_are_encoded() {
+        assert_eq!(
+            encode_userinfo_at("postgres://me:p@ss@db:5432/x"),
+            "postgres://me:p%40ss@db:5432/x"
+        );
+        assert_eq!(
+            encode_userinfo_at("postgres://me:pw@db/x?application_name=a@b"),
+            "postgres://me:pw@db/x?application_name=a@b"
+        );
+        assert_eq!(encode_userinfo_at("postgres://db/x"), "postgres://db/x");
+    }
+
+    #[test]
+    fn pgpass_lines_match_like_libpq() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("pgpass");
+        std::fs::write(
+            &f,
+            "# comment\nother:5432:*:me:wrong\ndb:*:x:me:p\\:w\\\\d\n*:*:*:*:fallback\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert_eq!(
+            pgpass_lookup(&f, &["db", "5432", "x", "me"]).unwrap(),
+            b"p:w\\d"
+        );
+        assert_eq!(
+            pgpass_lookup(&f, &["h", "1", "y", "you"]).unwrap(),
+            b"fallback"
+        );
+        // Readable by others: ignored, as libpq does.
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert!(pgpass_lookup(&f, &["db", "5432", "x", "me"]).is_none());
     }
 }

@@ -32,6 +32,73 @@ const MIGRATIONS: &[&str] = &["
     CREATE INDEX tags_kv ON tags(key, value);
 "];
 
+/// The tables a latlab store holds.
+const TABLES: &[&str] = &["meta", "runs", "tags"];
+
+/// An error in a few words: SQLite's message without the statement it came from (a migration's
+/// SQL is no business of the person reading the message).
+fn brief(e: &rusqlite::Error) -> String {
+    match e {
+        rusqlite::Error::SqlInputError { msg, .. } => msg.clone(),
+        rusqlite::Error::SqliteFailure(f, Some(m)) => format!("{m} ({:?})", f.code),
+        rusqlite::Error::SqliteFailure(f, None) => format!("{:?}", f.code),
+        other => other.to_string(),
+    }
+}
+
+/// A non-empty existing file must start like a SQLite database.
+fn check_header(path: &Path) -> std::result::Result<(), String> {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(16);
+    std::fs::File::open(path)
+        .and_then(|f| f.take(16).read_to_end(&mut head))
+        .map_err(|e| format!("cannot read it ({e})"))?;
+    if head.is_empty() || head == b"SQLite format 3\0" {
+        return Ok(());
+    }
+    Err("not a readable SQLite database (it does not start with the SQLite header); latlab never takes over other files".into())
+}
+
+/// Reads (only) an existing database: a latlab store of a schema this latlab knows, or empty.
+fn inspect(conn: &Connection) -> std::result::Result<(), String> {
+    let tables: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
+        .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
+        .map_err(|e| format!("not a readable SQLite database ({})", brief(&e)))?;
+    if tables.is_empty() {
+        return Ok(());
+    }
+    if !tables.iter().any(|t| t == "meta") {
+        return Err("a SQLite database, but not a latlab store (no meta table)".into());
+    }
+    let v: Option<String> = conn
+        .query_row(
+            "SELECT value FROM meta WHERE key = 'schema_version'",
+            [],
+            |r| r.get(0),
+        )
+        .optional()
+        .map_err(|e| {
+            format!(
+                "a SQLite database, but not a latlab store (its meta table: {})",
+                brief(&e)
+            )
+        })?;
+    let v: i64 = match v.as_deref().map(str::parse) {
+        Some(Ok(v)) if v >= 1 => v,
+        _ => return Err("a SQLite database, but not a latlab store (no schema version)".into()),
+    };
+    if v > SCHEMA_VERSION {
+        return Err(format!(
+            "schema version {v} was written by a newer latlab (this one reads up to {SCHEMA_VERSION})"
+        ));
+    }
+    if let Some(t) = TABLES.iter().find(|t| !tables.iter().any(|x| x == *t)) {
+        return Err(format!("a damaged latlab store (no {t} table)"));
+    }
+    Ok(())
+}
+
 /// A SQLite file of runs.
 pub struct SqliteStore {
     conn: Connection,
@@ -44,9 +111,31 @@ fn env_err(path: &Path, e: impl std::fmt::Display) -> Error {
 
 impl SqliteStore {
     /// Opens (creating if absent) the store at `path` and brings its schema up to date.
-    /// A file that is not a latlab store, is corrupt, or has a newer schema is refused untouched.
+    /// A file that is not a latlab store, is corrupt, or has a newer schema is refused and left
+    /// byte-identical: it is inspected before anything (journal mode, migration) is written.
     pub fn open(path: &Path) -> Result<SqliteStore> {
-        let existed = path.exists();
+        let refuse = |why: String| {
+            Error::Env(format!(
+                "store {}: {why}; the file was left untouched",
+                path.display()
+            ))
+        };
+        let existed = match std::fs::symlink_metadata(path) {
+            Ok(m) if m.file_type().is_symlink() => {
+                // Follow it, but only to a regular file.
+                match std::fs::metadata(path) {
+                    Ok(t) if t.is_file() => true,
+                    Ok(_) => return Err(refuse("not a regular file".into())),
+                    Err(_) => return Err(refuse("a dangling symbolic link".into())),
+                }
+            }
+            Ok(m) if m.is_file() => true,
+            Ok(_) => return Err(refuse("not a regular file".into())),
+            Err(_) => false,
+        };
+        if existed {
+            check_header(path).map_err(refuse)?;
+        }
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| {
                 Error::Env(format!(
@@ -56,24 +145,11 @@ impl SqliteStore {
                 ))
             })?;
         }
-        let conn = Connection::open(path).map_err(|e| env_err(path, e))?;
+        let conn = Connection::open(path).map_err(|e| env_err(path, brief(&e)))?;
         conn.busy_timeout(std::time::Duration::from_secs(30))
-            .map_err(|e| env_err(path, e))?;
-        let refuse = |why: String| {
-            Error::Env(format!(
-                "store {}: {why}; the file was left untouched",
-                path.display()
-            ))
-        };
-        // Any read fails on a file that is not a database.
-        let tables: Vec<String> = conn
-            .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
-            .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
-            .map_err(|e| refuse(format!("not a readable SQLite database ({e})")))?;
-        if existed && !tables.is_empty() && !tables.iter().any(|t| t == "meta") {
-            return Err(refuse(
-                "a SQLite database, but not a latlab store (no meta table)".into(),
-            ));
+            .map_err(|e| env_err(path, brief(&e)))?;
+        if existed {
+            inspect(&conn).map_err(refuse)?;
         }
         // Switching to WAL needs a moment alone with the file (only once: the mode is kept in the
         // file); other latlab processes may be opening it too, so retry while it is busy.
@@ -92,11 +168,11 @@ impl SqliteStore {
                 {
                     std::thread::sleep(std::time::Duration::from_millis(20));
                 }
-                Err(e) => return Err(refuse(format!("cannot enable WAL ({e})"))),
+                Err(e) => return Err(env_err(path, format!("cannot enable WAL ({})", brief(&e)))),
             }
         }
         conn.pragma_update(None, "foreign_keys", "ON")
-            .map_err(|e| env_err(path, e))?;
+            .map_err(|e| env_err(path, brief(&e)))?;
         let mut store = SqliteStore {
             conn,
             path: path.to_path_buf(),
@@ -139,8 +215,12 @@ impl SqliteStore {
             )));
         }
         for (i, sql) in MIGRATIONS.iter().enumerate().skip(v as usize) {
-            tx.execute_batch(sql)
-                .map_err(|e| env_err(&self.path, format!("migration to version {}: {e}", i + 1)))?;
+            tx.execute_batch(sql).map_err(|e| {
+                env_err(
+                    &self.path,
+                    format!("migration to version {} failed: {}", i + 1, brief(&e)),
+                )
+            })?;
             tx.execute(
                 "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?1)",
                 params![(i + 1).to_string()],

@@ -1,5 +1,6 @@
 //! Switching the kernel clocksource and always putting the original back: on drop, so on
-//! normal ends, errors and (through the stop flag) Ctrl-C.
+//! normal ends, errors and (through the stop flag) Ctrl-C; journaled like a plan's knobs, so
+//! after SIGKILL `latlab restore` puts it back.
 
 use crate::error::{Error, Result};
 use std::path::{Path, PathBuf};
@@ -26,25 +27,27 @@ pub fn current(sys_root: &Path) -> Result<String> {
 }
 
 /// While alive, the clocksource may be switched; on drop the original is written back.
-#[derive(Debug)]
 pub struct ClocksourceGuard {
     path: PathBuf,
     /// The clocksource found at the start.
     pub original: String,
+    knob: crate::experiment::knobs::KnobGuard,
 }
 
 impl ClocksourceGuard {
-    /// Remembers the current clocksource.
+    /// Takes the settings lock and journals the current clocksource before any change.
     pub fn new(sys_root: &Path) -> Result<ClocksourceGuard> {
+        let path = dir(sys_root).join("current_clocksource");
         Ok(ClocksourceGuard {
-            path: dir(sys_root).join("current_clocksource"),
+            knob: crate::experiment::knobs::KnobGuard::acquire(&path)?,
             original: current(sys_root)?,
+            path,
         })
     }
 
     /// Switches to `name` (exit 3 with the path when the kernel refuses).
     pub fn switch(&self, name: &str) -> Result<()> {
-        std::fs::write(&self.path, name).map_err(|e| {
+        self.knob.set(name).map_err(|e| {
             Error::Env(format!(
                 "cannot switch the clocksource to {name}: {}: {e} (needs root)",
                 self.path.display()
@@ -61,14 +64,4 @@ impl ClocksourceGuard {
     }
 }
 
-impl Drop for ClocksourceGuard {
-    fn drop(&mut self) {
-        if let Err(e) = std::fs::write(&self.path, &self.original) {
-            eprintln!(
-                "latlab: could not restore clocksource '{}' to {}: {e}",
-                self.original,
-                self.path.display()
-            );
-        }
-    }
-}
+// Dropping the guard drops its journaled knob, which writes the original back.

@@ -11,5 +11,6 @@ pub mod net;
 pub mod privilege;
 pub mod process;
 pub mod sched;
+pub mod term;
 pub mod timesrc;
 pub mod tsc;

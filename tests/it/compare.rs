@@ -160,3 +160,57 @@ fn bad_input_exits_2_naming_file_and_line() {
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn values_across_f64s_range_never_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("small"), "1\n2\n3\n4\n5\n").unwrap();
+    std::fs::write(d.join("e77"), "1e77\n2e77\n3e77\n4e77\n").unwrap();
+    std::fs::write(d.join("huge"), "1e300\n-1e308\n1.7976931348623157e308\n5\n").unwrap();
+    std::fs::write(d.join("tiny"), "4.9e-324\n1e-320\n0\n-4.9e-324\n").unwrap();
+    for pair in [
+        ["small", "e77"],
+        ["small", "huge"],
+        ["huge", "small"],
+        ["e77", "huge"],
+        ["tiny", "huge"],
+    ] {
+        for extra in [&[][..], &["--format", "json"][..], &["--ministat"][..]] {
+            let out = compare(d, &[&pair[..], extra].concat());
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                matches!(out.status.code(), Some(0 | 2)),
+                "{pair:?} {extra:?}: {err}"
+            );
+            assert!(!err.contains("panicked"), "{pair:?} {extra:?}: {err}");
+        }
+    }
+}
+
+#[test]
+fn file_names_that_are_not_utf8_open() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir
+        .path()
+        .join(std::ffi::OsStr::from_bytes(b"base-\xff.txt"));
+    let b = dir
+        .path()
+        .join(std::ffi::OsStr::from_bytes(b"new-\xfe.txt"));
+    std::fs::write(&a, "1\n2\n3\n4\n5\n").unwrap();
+    std::fs::write(&b, "2\n3\n4\n5\n6\n").unwrap();
+    for sub in [
+        &["compare"][..],
+        &["ministat"][..],
+        &["compare", "--ministat"][..],
+    ] {
+        let out = latlab().args(sub).arg(&a).arg(&b).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{sub:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!out.stdout.is_empty());
+    }
+}

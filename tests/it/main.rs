@@ -5,6 +5,7 @@ mod compare;
 mod contend;
 mod ctxsw;
 mod cyclic;
+mod fuzz;
 mod load;
 mod ministat;
 mod noise;

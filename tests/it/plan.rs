@@ -6,15 +6,48 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-fn plan_with_file_knob(dir: &Path, knob: &Path, repeats: u32) -> std::path::PathBuf {
+/// The harmless sysctl the plan tests vary (a lease-break timeout nothing here uses).
+const KNOB: &str = "/proc/sys/fs/lease-break-time";
+
+/// Serialises the tests that change `KNOB`, and puts it back whatever happens.
+struct KnobTest {
+    orig: Vec<u8>,
+    _guard: std::sync::MutexGuard<'static, ()>,
+}
+
+impl Drop for KnobTest {
+    fn drop(&mut self) {
+        let _ = std::fs::write(KNOB, &self.orig);
+    }
+}
+
+/// Takes `KNOB` for one test, or says why it cannot (not root, read-only /proc/sys).
+fn knob_test(test: &str) -> Option<KnobTest> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let guard = LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    let orig = std::fs::read(KNOB).ok()?;
+    if let Err(e) = std::fs::write(KNOB, &orig) {
+        skip(test, &format!("{KNOB} is not writable here: {e}"));
+        return None;
+    }
+    Some(KnobTest {
+        orig,
+        _guard: guard,
+    })
+}
+
+fn knob_now() -> Vec<u8> {
+    std::fs::read(KNOB).unwrap()
+}
+
+fn plan_with_knob(dir: &Path, repeats: u32) -> std::path::PathBuf {
     let p = dir.join("plan.toml");
     std::fs::write(
         &p,
         format!(
             "[measure]\ncommand = \"cyclic\"\nargs = [\"-l\", \"300\", \"-i\", \"1ms\", \"-q\"]\n\
              [design]\nrepeats = {repeats}\norder = \"interleaved\"\n\
-             [[factor]]\nname = \"knob\"\nknob = \"{}\"\nlevels = [\"first\", \"second\"]\n",
-            knob.display()
+             [[factor]]\nname = \"knob\"\nsysctl = \"fs.lease-break-time\"\nlevels = [\"101\", \"102\"]\n"
         ),
     )
     .unwrap();
@@ -137,10 +170,11 @@ fn clocksource_plan_runs_stores_compares_and_restores() {
 
 #[test]
 fn sigint_mid_plan_restores_the_knob() {
+    let Some(k) = knob_test("sigint_mid_plan_restores_the_knob") else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
-    let knob = dir.path().join("knob");
-    std::fs::write(&knob, "original").unwrap();
-    let plan = plan_with_file_knob(dir.path(), &knob, 50);
+    let plan = plan_with_knob(dir.path(), 50);
     let child = latlab()
         .arg("run")
         .arg(&plan)
@@ -149,9 +183,7 @@ fn sigint_mid_plan_restores_the_knob() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    wait_until("the knob to change", || {
-        std::fs::read_to_string(&knob).is_ok_and(|v| v != "original")
-    });
+    wait_until("the knob to change", || knob_now() != k.orig);
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let out = child.wait_with_output().unwrap();
@@ -161,17 +193,18 @@ fn sigint_mid_plan_restores_the_knob() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("(interrupted)"));
-    assert_eq!(std::fs::read_to_string(&knob).unwrap(), "original");
+    assert_eq!(knob_now(), k.orig);
     assert!(!dir.path().join("j.json").exists());
 }
 
 #[test]
 fn sigkill_mid_plan_then_restore_puts_the_knob_back() {
+    let Some(k) = knob_test("sigkill_mid_plan_then_restore_puts_the_knob_back") else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
-    let knob = dir.path().join("knob");
     let journal = dir.path().join("j.json");
-    std::fs::write(&knob, "original").unwrap();
-    let plan = plan_with_file_knob(dir.path(), &knob, 50);
+    let plan = plan_with_knob(dir.path(), 50);
     let mut child = latlab()
         .arg("run")
         .arg(&plan)
@@ -180,12 +213,10 @@ fn sigkill_mid_plan_then_restore_puts_the_knob_back() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    wait_until("the knob to change", || {
-        std::fs::read_to_string(&knob).is_ok_and(|v| v != "original")
-    });
+    wait_until("the knob to change", || knob_now() != k.orig);
     child.kill().unwrap();
     child.wait().unwrap();
-    assert_ne!(std::fs::read_to_string(&knob).unwrap(), "original");
+    assert_ne!(knob_now(), k.orig);
     assert!(journal.exists(), "no journal after SIGKILL");
     // The next start notices, and a new plan refuses to run over it.
     let next = latlab()
@@ -211,19 +242,364 @@ fn sigkill_mid_plan_then_restore_puts_the_knob_back() {
         .output()
         .unwrap();
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
-    assert_eq!(std::fs::read_to_string(&knob).unwrap(), "original");
+    // Byte for byte, trailing newline included.
+    assert_eq!(knob_now(), k.orig);
     assert!(!journal.exists());
 }
 
 #[test]
-fn bad_plans_are_refused_before_anything_changes() {
+fn a_second_plan_is_refused_and_cannot_touch_the_first_ones_journal() {
+    let Some(k) = knob_test("a_second_plan_is_refused_and_cannot_touch_the_first_ones_journal")
+    else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
-    let knob = dir.path().join("knob");
-    std::fs::write(&knob, "original").unwrap();
+    let journal = dir.path().join("j.json");
+    let plan = plan_with_knob(dir.path(), 50);
+    let first = latlab()
+        .arg("run")
+        .arg(&plan)
+        .env("LATLAB_JOURNAL", &journal)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until("the knob to change", || knob_now() != k.orig);
+    let before = std::fs::read(&journal).unwrap();
+    // A second plan, a restore and a clocksource switch are all refused while it runs.
+    for args in [
+        vec!["run".to_string(), plan.display().to_string()],
+        vec!["restore".to_string()],
+    ] {
+        let out = latlab()
+            .args(&args)
+            .env("LATLAB_JOURNAL", &journal)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{args:?}: {err}");
+        assert!(err.contains("one plan at a time"), "{args:?}: {err}");
+        assert_eq!(std::fs::read(&journal).unwrap(), before, "{args:?}");
+    }
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(first.id() as i32, libc::SIGINT) };
+    let out = first.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(knob_now(), k.orig);
+    assert!(!journal.exists());
+}
+
+#[test]
+fn concurrent_plan_starts_admit_exactly_one() {
+    let Some(k) = knob_test("concurrent_plan_starts_admit_exactly_one") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("j.json");
+    let plan = plan_with_knob(dir.path(), 2);
+    let children: Vec<_> = (0..6)
+        .map(|_| {
+            latlab()
+                .arg("run")
+                .arg(&plan)
+                .env("LATLAB_JOURNAL", &journal)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let outs: Vec<_> = children
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect();
+    let ok = outs.iter().filter(|o| o.status.success()).count();
+    for o in outs.iter().filter(|o| !o.status.success()) {
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(3), "{err}");
+        assert!(err.contains("one plan at a time"), "{err}");
+    }
+    assert!(ok >= 1, "no plan ran");
+    assert_eq!(knob_now(), k.orig);
+    assert!(!journal.exists());
+}
+
+#[test]
+fn knob_escapes_are_refused_by_dry_run_and_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("escaped");
+    let p = dir.path().join("bad.toml");
+    for (key, value) in [
+        ("knob", format!("/sys/../{}", target.display())),
+        ("knob", target.display().to_string()),
+        ("sysctl", target.display().to_string()),
+    ] {
+        std::fs::write(
+            &p,
+            format!("[measure]\ncommand = \"tcp\"\nargs = [\"-D\", \"100ms\"]\n[[factor]]\nname = \"k\"\n{key} = \"{value}\"\nlevels = [\"owned\"]\n"),
+        )
+        .unwrap();
+        for dry in [true, false] {
+            let mut c = latlab();
+            c.arg("run")
+                .arg(&p)
+                .env("LATLAB_JOURNAL", dir.path().join("j.json"));
+            if dry {
+                c.arg("--dry-run");
+            }
+            let out = c.output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(
+                out.status.code(),
+                Some(2),
+                "{key} = {value} (dry {dry}): {err}"
+            );
+            assert!(err.contains("factor 'k'"), "{err}");
+            assert!(!target.exists(), "{key} = {value} wrote outside /sys");
+        }
+    }
+}
+
+#[test]
+fn plan_and_bundle_files_are_read_with_a_limit() {
+    for args in [
+        vec!["run", "--dry-run", "/dev/zero"],
+        vec!["run", "/dev/zero"],
+        vec!["runs", "import", "/dev/zero"],
+    ] {
+        let t0 = Instant::now();
+        let out = latlab().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("/dev/zero") && err.contains("larger than"),
+            "{err}"
+        );
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "{args:?} took {:?}",
+            t0.elapsed()
+        );
+    }
+}
+
+#[test]
+fn dry_run_quotes_commands_counts_time_and_takes_overrides() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("p.toml");
+    std::fs::write(
+        &p,
+        "[measure]\ncommand = \"noise\"\nargs = [\"-D\", \"1s\", \"-q\"]\n[design]\nrepeats = 20\n\
+         [[factor]]\nname = \"disturb\"\nlevels = [\"none\", \"hog\"]\n\
+         options = { hog = [\"--disturb\", \"echo \\\"it's\\\" done\"] }\n",
+    )
+    .unwrap();
+    let out = latlab()
+        .args([
+            "run",
+            "--dry-run",
+            "--set",
+            "repeats=3",
+            "--set",
+            "duration=2s",
+        ])
+        .arg(&p)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("2 combination(s) x 3 repeat(s) = 6 run(s)"),
+        "{text}"
+    );
+    assert!(text.contains("total time: about 12s"), "{text}");
+    let line = text
+        .lines()
+        .find(|l| l.contains("disturb=hog"))
+        .unwrap()
+        .split_once(": ")
+        .unwrap()
+        .1
+        .to_string();
+    // Pasted into a shell, the command is the same words.
+    let words = std::process::Command::new("/bin/sh")
+        .arg("-c")
+        .arg(format!("printf '%s\\n' {line}"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&words.stdout),
+        "latlab\nnoise\n-q\n-D\n2s\n--disturb\necho \"it's\" done\n"
+    );
+    let out = latlab()
+        .args(["run", "--dry-run", "--set", "colour=blue"])
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--set colour=blue"));
+}
+
+#[test]
+fn progress_and_tags_name_levels_as_written_and_count_repeats_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("p.toml");
+    std::fs::write(
+        &p,
+        "[measure]\ncommand = \"cyclic\"\nargs = [\"-l\", \"20\", \"-i\", \"1ms\", \"-q\", \"-t\", \"1\"]\n\
+         [design]\nrepeats = 2\norder = \"sequential\"\n[analysis]\nmetric = \"max\"\n\
+         [[factor]]\nname = \"prio\"\nlevels = [\"high one\", \"low\"]\n\
+         options = { low = [\"-p\", \"0\"] }\n",
+    )
+    .unwrap();
+    let store = format!("sqlite:{}", dir.path().join("s.db").display());
+    let out = latlab()
+        .args(["run", "--store", &store])
+        .arg(&p)
+        .env("LATLAB_JOURNAL", dir.path().join("j.json"))
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("[1/4] prio=high one repeat 1: run"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("[2/4] prio=high one repeat 2: run"),
+        "{stderr}"
+    );
+    for text in [&stdout, &stderr] {
+        for internal in ["'c0'", "'c1'", "c0:", "c1:", "c0=", "c1="] {
+            assert!(!text.contains(internal), "{text}");
+        }
+    }
+    let list = latlab()
+        .args([
+            "runs", "list", "--store", &store, "--tag", "repeat=2", "--tag", "prio=low",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&list.stdout).lines().count(),
+        2,
+        "{}",
+        String::from_utf8_lossy(&list.stdout)
+    );
+    let none = latlab()
+        .args(["runs", "list", "--store", &store, "--tag", "repeat=0"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&none.stdout).lines().count(), 1);
+}
+
+#[test]
+fn the_store_reaches_measurements_by_environment_not_argv() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = format!("secret-store-{}", std::process::id());
+    let db = dir.path().join(format!("{marker}.db"));
+    let p = dir.path().join("p.toml");
+    std::fs::write(
+        &p,
+        "[measure]\ncommand = \"tcp\"\nargs = [\"-D\", \"300ms\"]\n[design]\nrepeats = 3\n",
+    )
+    .unwrap();
+    let mut child = latlab()
+        .args(["run", "--store"])
+        .arg(format!("sqlite:{}", db.display()))
+        .arg(&p)
+        .env("LATLAB_JOURNAL", dir.path().join("j.json"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let me = child.id().to_string();
+    let mut seen_children = 0;
+    while child.try_wait().unwrap().is_none() {
+        for e in std::fs::read_dir("/proc").unwrap().flatten() {
+            let pid = e.file_name().to_string_lossy().to_string();
+            let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+                continue;
+            };
+            // Children of the plan (field 4 of stat is the parent pid).
+            let ppid = stat
+                .rsplit_once(')')
+                .and_then(|(_, r)| r.split_whitespace().nth(1))
+                .unwrap_or("");
+            if ppid != me || pid == me {
+                continue;
+            }
+            let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+            if cmdline.is_empty() {
+                continue;
+            }
+            seen_children += 1;
+            assert!(
+                !String::from_utf8_lossy(&cmdline).contains(&marker),
+                "the store is on a child's command line: {}",
+                String::from_utf8_lossy(&cmdline)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(seen_children > 0, "never saw a measurement running");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("3 run(s) stored"));
+    let list = latlab()
+        .args(["runs", "list", "--store"])
+        .arg(format!("sqlite:{}", db.display()))
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&list.stdout).lines().count(), 1 + 3);
+}
+
+#[test]
+fn a_plan_with_a_postgres_password_never_shows_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("p.toml");
+    std::fs::write(
+        &p,
+        "[measure]\ncommand = \"tcp\"\nargs = [\"-D\", \"100ms\"]\n",
+    )
+    .unwrap();
+    let out = latlab()
+        .args(["run", "--store", "postgres://me:hunter2@127.0.0.1:1/none"])
+        .arg(&p)
+        .env("LATLAB_JOURNAL", dir.path().join("j.json"))
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+    assert_ne!(out.status.code(), Some(0), "{text}");
+    assert!(!text.contains("hunter2"), "the password leaked: {text}");
+}
+
+#[test]
+fn bad_plans_are_refused_before_anything_changes() {
+    let Some(k) = knob_test("bad_plans_are_refused_before_anything_changes") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("bad.toml");
     std::fs::write(
         &p,
-        format!("[measure]\ncommand = \"cyclic\"\nargs = [\"-l\", \"10\"]\n[[factor]]\nname = \"a\"\nknob = \"{}\"\nlevels = [\"x\"]\n[[factor]]\nname = \"b\"\nknob = \"/nonexistent/knob\"\nlevels = [\"y\"]\n", knob.display()),
+        format!("[measure]\ncommand = \"cyclic\"\nargs = [\"-l\", \"10\"]\n[[factor]]\nname = \"a\"\nknob = \"{KNOB}\"\nlevels = [\"101\"]\n[[factor]]\nname = \"b\"\nknob = \"/sys/nonexistent/knob\"\nlevels = [\"y\"]\n"),
     )
     .unwrap();
     let out = latlab()
@@ -233,8 +609,8 @@ fn bad_plans_are_refused_before_anything_changes() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(3));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/knob"));
-    assert_eq!(std::fs::read_to_string(&knob).unwrap(), "original");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/sys/nonexistent/knob"));
+    assert_eq!(knob_now(), k.orig);
     std::fs::write(
         &p,
         "[measure]\ncommand = \"cyclic\"\n[design]\nrepeats = -1\n",
@@ -246,5 +622,30 @@ fn bad_plans_are_refused_before_anything_changes() {
         String::from_utf8_lossy(&out.stderr).contains("bad.toml:4:"),
         "{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_failing_disturbance_is_reported_as_failed() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("p.toml");
+    std::fs::write(
+        &p,
+        "[measure]\ncommand = \"noise\"\nargs = [\"-D\", \"200ms\", \"-q\"]\n\
+         [[factor]]\nname = \"disturb\"\nlevels = [\"bad\"]\n\
+         options = { bad = [\"--disturb\", \"sh -c 'exit 7'\"] }\n",
+    )
+    .unwrap();
+    let out = latlab()
+        .arg("run")
+        .arg(&p)
+        .env("LATLAB_JOURNAL", dir.path().join("j.json"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("--disturb command exited with status 7"),
+        "the failure was hidden: {err}"
     );
 }

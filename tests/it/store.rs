@@ -327,3 +327,201 @@ fn unreachable_postgres_is_a_clear_error_and_nothing_is_written() {
         "it measured before finding the store unreachable"
     );
 }
+
+#[test]
+fn unknown_store_forms_exit_2_naming_the_value_and_create_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    for spec in [
+        "mysql://me:hunter2@db/x",
+        "postgress://me@db/x",
+        "file:///tmp/latlab-file-store.db",
+        "http://example.com/store",
+        "sqlite:",
+    ] {
+        for via_env in [false, true] {
+            let mut c = latlab();
+            c.args(["cyclic", "-l", "5", "-q"]).current_dir(dir.path());
+            if via_env {
+                c.env("LATLAB_STORE", spec);
+            } else {
+                c.args(["--store", spec]);
+            }
+            let out = c.output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{spec}: {err}");
+            let flag = if via_env { "LATLAB_STORE" } else { "--store" };
+            assert!(err.contains(flag), "{spec}: {err}");
+            assert!(
+                !err.contains("hunter2"),
+                "{spec}: the password leaked: {err}"
+            );
+            assert!(out.stdout.is_empty(), "{spec}: it measured first");
+        }
+    }
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "a store file was created"
+    );
+    assert!(!Path::new("/tmp/latlab-file-store.db").exists());
+}
+
+#[test]
+fn existing_files_that_are_not_sqlite_are_never_taken_over() {
+    let dir = tempfile::tempdir().unwrap();
+    let notes = dir.path().join("notes.txt");
+    std::fs::write(&notes, "my notes\n").unwrap();
+    let out = latlab()
+        .args(["cyclic", "-l", "5", "-q", "--store"])
+        .arg(&notes)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("notes.txt") && err.contains("left untouched"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&notes).unwrap(), b"my notes\n");
+    let out = latlab()
+        .args(["runs", "list", "--store"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+}
+
+#[test]
+fn a_newer_or_foreign_store_in_rollback_mode_stays_byte_identical() {
+    let dir = tempfile::tempdir().unwrap();
+    // A newer latlab's store that never switched to WAL.
+    let newer = dir.path().join("newer.db");
+    {
+        let c = rusqlite::Connection::open(&newer).unwrap();
+        c.execute_batch(
+            "PRAGMA journal_mode = DELETE;
+             CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+             INSERT INTO meta VALUES ('schema_version', '7');
+             CREATE TABLE runs (id TEXT PRIMARY KEY, shape TEXT);
+             CREATE TABLE tags (x TEXT);",
+        )
+        .unwrap();
+    }
+    // Someone else's database with a table called meta, but no latlab schema.
+    let foreign = dir.path().join("foreign.db");
+    {
+        let c = rusqlite::Connection::open(&foreign).unwrap();
+        c.execute_batch(
+            "PRAGMA journal_mode = DELETE;
+             CREATE TABLE meta (key TEXT, value TEXT);
+             CREATE TABLE runs (whatever INTEGER);",
+        )
+        .unwrap();
+    }
+    for (p, want) in [(&newer, "newer latlab"), (&foreign, "not a latlab store")] {
+        let before = std::fs::read(p).unwrap();
+        let out = latlab()
+            .args(["cyclic", "-l", "5", "-q", "--store", &store_arg(p)])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{}: {err}", p.display());
+        assert!(err.contains(want), "{}: {err}", p.display());
+        assert!(
+            !err.contains("CREATE") && !err.contains("INSERT"),
+            "SQL in the message: {err}"
+        );
+        assert_eq!(
+            std::fs::read(p).unwrap(),
+            before,
+            "{} was modified",
+            p.display()
+        );
+        assert!(!dir
+            .path()
+            .join(format!("{}-wal", p.file_name().unwrap().to_string_lossy()))
+            .exists());
+    }
+}
+
+#[test]
+fn imported_histogram_counts_that_overflow_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = store_arg(&dir.path().join("src.db"));
+    let id = measure(&src, &[]);
+    let out = runs(&src, &["export", &id]);
+    let mut bundle: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let buckets = bundle["runs"][0]["run"]["series"][0]["histogram"]["buckets"]
+        .as_array_mut()
+        .unwrap();
+    buckets.push(serde_json::json!([999_999, u64::MAX]));
+    buckets.push(serde_json::json!([1_000_999, u64::MAX]));
+    let f = dir.path().join("b.json");
+    std::fs::write(&f, serde_json::to_vec(&bundle).unwrap()).unwrap();
+    let dst = store_arg(&dir.path().join("dst.db"));
+    let out = runs(&dst, &["import", f.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("overflow"), "{err}");
+    let list = runs(&dst, &["list"]);
+    assert_eq!(String::from_utf8_lossy(&list.stdout).lines().count(), 1);
+    // And compare refuses the same numbers in a result file.
+    let run = serde_json::to_vec(&bundle["runs"][0]["run"]).unwrap();
+    std::fs::write(dir.path().join("r.json"), run).unwrap();
+    let out = latlab()
+        .arg("compare")
+        .arg(dir.path().join("r.json"))
+        .arg(dir.path().join("r.json"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("overflow"), "{err}");
+}
+
+#[test]
+fn postgres_passwords_are_never_printed_or_stored() {
+    let Some(pg) = pg() else {
+        return crate::util::skip(
+            "postgres_passwords_are_never_printed_or_stored",
+            "LATLAB_TEST_PG is not set",
+        );
+    };
+    // The test server trusts its clients, so any password connects: the point is where the
+    // password goes. One with a raw '@', one percent-encoded, one as a query parameter.
+    let rest = pg.strip_prefix("postgres://postgres@").unwrap();
+    let (hostport, db) = rest.split_once('/').unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for url in [
+        format!("postgres://postgres:hun@ter2@{hostport}/{db}"),
+        format!("postgres://postgres:hun%40ter%2F2@{hostport}/{db}"),
+        format!("postgresql://postgres@{hostport}/{db}?password=hunter2"),
+    ] {
+        let json = dir.path().join("r.json");
+        let out = latlab()
+            .args(["cyclic", "-l", "5", "-q", "--store", &url, "--json"])
+            .arg(&json)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{err}");
+        let secrets = ["hun@ter2", "hun%40ter%2F2", "hunter2", "ter2"];
+        for secret in secrets {
+            assert!(!err.contains(secret), "printed: {err}");
+            let text = std::fs::read_to_string(&json).unwrap();
+            assert!(!text.contains(secret), "in the JSON result: {text}");
+        }
+        let id = err
+            .lines()
+            .find(|l| l.contains(" stored in "))
+            .and_then(|l| l.split_whitespace().nth(2))
+            .unwrap()
+            .to_string();
+        let shown = runs(&pg, &["show", &id]);
+        let text = String::from_utf8_lossy(&shown.stdout);
+        assert!(text.contains("***"), "{text}");
+        for secret in secrets {
+            assert!(!text.contains(secret), "stored: {text}");
+        }
+    }
+}

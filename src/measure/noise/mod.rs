@@ -154,6 +154,15 @@ pub fn run(mut cfg: NoiseConfig, command_line: Vec<String>) -> Result<NoiseOutco
     params["ticks_per_ns"] = serde_json::json!(ticks_per_ns);
     params["repeats_done"] = serde_json::json!(repeats.len());
     let series = build_series(&cfg, &environment, &repeats, &disturbances, &mut warnings);
+    // A disturbing command that failed did not disturb as intended: say so in the result.
+    for (r, d) in disturbances.iter().enumerate() {
+        if let Some(c) = d.as_ref().and_then(|d| d.exit_code).filter(|&c| c != 0) {
+            warnings.push(format!(
+                "repeat {}: --disturb command exited with status {c}",
+                r + 1
+            ));
+        }
+    }
     let run = Run {
         interrupted,
         warnings,

@@ -125,7 +125,9 @@ impl Plot {
             let hi = self.col(a + sd);
             put(hi, b'|', false);
             put(lo, b'|', false);
-            for k in lo + 1..hi {
+            // Only columns inside the plot can change: clamping keeps the output and bounds
+            // the loop when a value near f64's range puts the bar ends at i32's.
+            for k in lo.max(-1).saturating_add(1)..hi.min(w as i32) {
                 put(k, b'_', true);
             }
         }
