@@ -8,7 +8,8 @@ bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
 as_pg() { runuser -u postgres -- "$@"; }
 case "$cmd" in
   start)
-    port=${LATLAB_TEST_PG_PORT:-54329}
+    # A free loopback port (asked of the kernel), unless one is given.
+    port=${LATLAB_TEST_PG_PORT:-$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}
     dir=$(mktemp -d /tmp/latlab-pg.XXXXXX)
     chown postgres: "$dir"
     as_pg "$bin/initdb" -D "$dir/data" -A trust -U postgres >"$dir/initdb.log" 2>&1

@@ -25,4 +25,6 @@ cargo fmt --check
 cargo clippy --all-targets --locked -- -D warnings
 # The fuzz tests of every input reader, bounded to well under a minute.
 export LATLAB_FUZZ_CASES=${LATLAB_FUZZ_CASES:-3000}
+# Everything the tests need is installed and started above, so no test may skip here.
+export LATLAB_NO_SKIP=1
 cargo test --locked -- --test-threads=2

@@ -56,8 +56,9 @@ impl SampleWriter {
         consumers: Vec<Consumer<u64>>,
     ) -> Result<SampleWriter> {
         let pstr = path.display().to_string();
-        let file =
-            File::create(path).map_err(|e| Error::Usage(format!("--samples {pstr}: {e}")))?;
+        // Never through a symlink someone planted at the path.
+        let file = crate::output::create_nofollow(path)
+            .map_err(|e| Error::Usage(format!("--samples {pstr}: {e}")))?;
         let mut out = BufWriter::with_capacity(1 << 20, file);
         write_header(&mut out, series).map_err(|e| Error::io(&pstr, e))?;
         let done = Arc::new(AtomicBool::new(false));
@@ -143,6 +144,9 @@ fn drain(
         }
         if moved == 0 {
             std::thread::sleep(Duration::from_millis(2));
+        } else {
+            // Complete blocks reach the file at once: a SIGKILL leaves every one of them.
+            out.flush()?;
         }
     }
     let lost = lost.lock().map(|l| l.clone()).unwrap_or_default();
@@ -152,7 +156,11 @@ fn drain(
         out.write_all(&l.to_le_bytes())?;
     }
     out.flush()?;
-    out.get_ref().sync_data()?;
+    // A FIFO or a terminal cannot be synced; a regular file must be.
+    match out.get_ref().sync_data() {
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {}
+        r => r?,
+    }
     Ok(written)
 }
 

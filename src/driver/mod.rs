@@ -173,6 +173,10 @@ pub fn execute<M: Measurement>(mut m: M, common: &Common, command_line: Vec<Stri
     let mut text = m.render(&outcome);
     let run = M::result(&mut outcome);
     text.report.push_str(&load_lines(run));
+    if run.interrupted && !text.report.contains("interrupted") {
+        text.report
+            .push_str("(interrupted: stopped early; the figures cover what was measured)\n");
+    }
     let stdout_taken = json.as_ref().is_some_and(JsonSink::is_stdout) || text.figures.is_some();
     if stdout_taken {
         crate::output::stderr(&text.report);

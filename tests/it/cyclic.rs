@@ -2,7 +2,8 @@
 //! injected stalls and --break-on.
 
 use crate::util::{
-    exclusive, latlab, read_json, rt_unavailable, skip, stall_repeatedly, stall_when_running,
+    exclusive, has_thread, latlab, read_json, rt_unavailable, skip, stall_repeatedly,
+    stall_when_running,
 };
 use latlab::samples::SampleLog;
 use latlab::stats::Recorder;
@@ -140,7 +141,13 @@ fn interrupted_run_is_saved(signal: libc::c_int) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    // Wait for the measuring threads, then for some samples: never a race against start-up.
+    let t0 = std::time::Instant::now();
+    while !has_thread(child.id(), "latlab-T1") {
+        assert!(t0.elapsed() < Duration::from_secs(30), "never started");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(Duration::from_millis(300));
     // SAFETY: sending a signal to our own child.
     unsafe { libc::kill(child.id() as i32, signal) };
     let out = child.wait_with_output().unwrap();
@@ -302,17 +309,18 @@ fn break_on_stops_the_run_and_names_thread_and_cpu() {
     let json = dir.path().join("r.json");
     let child = latlab()
         .args([
-            "cyclic", "-t", "-p", "50", "-i", "1ms", "-d", "0", "-D", "20s", "-q", "-b", "30ms",
-            "--json",
+            "cyclic", "-t", "1", "-a", "1", "-p", "50", "-i", "1ms", "-D", "20s", "-q", "-b",
+            "30ms", "--json",
         ])
         .arg(&json)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    // Only CPU 1 is measured, so host noise on CPU 0 cannot trip the break first.
     stall_repeatedly(
         child.id(),
-        "latlab-T1",
+        "latlab-T0",
         1,
         90,
         Duration::from_millis(500),

@@ -111,12 +111,16 @@ fn interrupted(signal: i32) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
-    assert!(
-        tagged(&t).len() > 3,
-        "loads did not start: {:?}",
-        tagged(&t)
-    );
+    // Wait for the loads to be up rather than racing a fixed sleep against start-up.
+    let t0 = Instant::now();
+    while tagged(&t).len() <= 3 || !crate::util::has_thread(child.id(), "latlab-T0") {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "loads did not start: {:?}",
+            tagged(&t)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, signal) };
     let out = child.wait_with_output().unwrap();

@@ -4,22 +4,38 @@ use std::process::Command;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-/// A `Command` for the latlab binary under test, storing into a scratch store (never the
-/// user's own).
+/// A `Command` for the latlab binary under test, storing into a scratch store and journaling
+/// into a scratch journal (never the user's own).
 pub fn latlab() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_latlab"));
     c.env("LATLAB_STORE", test_store());
+    c.env("LATLAB_JOURNAL", scratch().join("restore.json"));
     c
+}
+
+/// This test process's scratch directory, inside cargo's target directory (never /tmp), removed
+/// when the process exits.
+pub fn scratch() -> std::path::PathBuf {
+    static DIR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let d = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("it-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        extern "C" fn clean() {
+            let d = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+                .join(format!("it-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(d);
+        }
+        // SAFETY: registering a plain extern "C" function to run at exit.
+        unsafe { libc::atexit(clean) };
+        d
+    })
+    .clone()
 }
 
 /// The scratch store of this test process.
 pub fn test_store() -> String {
-    format!(
-        "sqlite:{}",
-        std::env::temp_dir()
-            .join(format!("latlab-it-{}.db", std::process::id()))
-            .display()
-    )
+    format!("sqlite:{}", scratch().join("store.db").display())
 }
 
 /// Serialises tests that inject stalls, so one test's stall is not another's surprise.
@@ -41,8 +57,13 @@ pub fn rt_unavailable() -> Option<String> {
     None
 }
 
-/// Prints why a test is skipped (never a silent pass).
+/// Says why a test is skipped. Under `LATLAB_NO_SKIP=1` (set by scripts/test.sh, where every
+/// prerequisite is installed) a skip fails the test instead: a skipped test never looks like a
+/// pass there.
 pub fn skip(test: &str, why: &str) {
+    if std::env::var_os("LATLAB_NO_SKIP").is_some_and(|v| v == "1") {
+        panic!("{test} could not run ({why}) and LATLAB_NO_SKIP=1 forbids skipping");
+    }
     eprintln!("SKIPPED {test}: {why}");
 }
 
