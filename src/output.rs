@@ -4,7 +4,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 /// Writes `text` to stdout and flushes. A reader that went away (EPIPE, e.g. `| head -1` or
@@ -49,6 +49,20 @@ pub fn check_writable(path: &Path) -> std::io::Result<()> {
             "is a directory",
         ));
     }
+    if let Ok(m) = std::fs::symlink_metadata(path) {
+        let t = m.file_type();
+        if !t.is_file() && !t.is_symlink() {
+            // A device, FIFO or socket is written in place: it must open for writing. A FIFO
+            // is not opened here (that would block until a reader comes).
+            if !t.is_fifo() {
+                OpenOptions::new()
+                    .write(true)
+                    .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+                    .open(path)?;
+            }
+            return Ok(());
+        }
+    }
     let t = tempfile::Builder::new()
         .prefix(".latlab-")
         .tempfile_in(parent_of(path))?;
@@ -59,7 +73,27 @@ pub fn check_writable(path: &Path) -> std::io::Result<()> {
 /// Writes `bytes` to `path` atomically: a new file (O_EXCL, so never through a planted
 /// symlink) in the same directory, synced, then renamed over `path` (a symlink at `path` is
 /// replaced, not followed). Readers see the old content or the new, never a truncated file.
+///
+/// A path that names something other than a regular file or a symlink (`/dev/null`, a FIFO,
+/// a terminal) is written in place, never replaced: renaming over `/dev/full` as root would
+/// turn a device node into a file.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    if let Ok(m) = std::fs::symlink_metadata(path) {
+        let t = m.file_type();
+        if !t.is_file() && !t.is_symlink() {
+            if t.is_dir() {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::IsADirectory,
+                    "is a directory",
+                ));
+            }
+            let mut f = OpenOptions::new()
+                .write(true)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+                .open(path)?;
+            return f.write_all(bytes).and_then(|_| f.flush());
+        }
+    }
     let mut t = tempfile::Builder::new()
         .prefix(".latlab-")
         .tempfile_in(parent_of(path))?;
@@ -99,6 +133,17 @@ mod tests {
         assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
         assert_eq!(std::fs::read(&out).unwrap(), b"new");
         assert!(!std::fs::symlink_metadata(&out).unwrap().is_symlink());
+    }
+
+    #[test]
+    fn device_nodes_are_written_in_place_never_replaced() {
+        let null = Path::new("/dev/null");
+        check_writable(null).unwrap();
+        write_atomic(null, b"x").unwrap();
+        assert!(std::fs::metadata(null)
+            .unwrap()
+            .file_type()
+            .is_char_device());
     }
 
     #[test]

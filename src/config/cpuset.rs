@@ -63,7 +63,12 @@ impl CpuSet {
 
     /// The CPUs online on this machine (falls back to 0..available_parallelism).
     pub fn online_here() -> CpuSet {
-        CpuSet::online(Path::new("/sys")).unwrap_or_else(|_| {
+        CpuSet::online_in(&crate::sys::roots::Roots::host())
+    }
+
+    /// The CPUs online under `roots` (falls back to 0..available_parallelism).
+    pub fn online_in(roots: &crate::sys::roots::Roots) -> CpuSet {
+        CpuSet::online(&roots.sys_root).unwrap_or_else(|_| {
             let n = std::thread::available_parallelism().map_or(1, |n| n.get());
             CpuSet::from_cpus(0..n)
         })

@@ -143,7 +143,9 @@ impl Factor {
             v.push(knobs::resolve(&p)?);
         }
         if self.governor {
-            if let Ok(d) = std::fs::read_dir("/sys/devices/system/cpu") {
+            if let Ok(d) =
+                std::fs::read_dir(crate::sys::roots::Roots::host().sys_path("devices/system/cpu"))
+            {
                 let mut g: Vec<PathBuf> = d
                     .flatten()
                     .map(|e| e.path().join("cpufreq/scaling_governor"))

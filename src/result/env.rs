@@ -2,39 +2,8 @@
 //! settings the numbers were measured under. Reads procfs/sysfs through an injectable root.
 
 use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
 
-/// Where procfs and sysfs are mounted (tests point these at a fake tree).
-#[derive(Debug, Clone)]
-pub struct Roots {
-    /// procfs mount point, normally `/proc`.
-    pub proc_root: PathBuf,
-    /// sysfs mount point, normally `/sys`.
-    pub sys_root: PathBuf,
-}
-
-impl Default for Roots {
-    fn default() -> Self {
-        Roots {
-            proc_root: PathBuf::from("/proc"),
-            sys_root: PathBuf::from("/sys"),
-        }
-    }
-}
-
-impl Roots {
-    fn read(&self, base: &Path, rel: &str) -> Option<String> {
-        std::fs::read_to_string(base.join(rel))
-            .ok()
-            .map(|s| s.trim().to_string())
-    }
-    fn proc(&self, rel: &str) -> Option<String> {
-        self.read(&self.proc_root, rel)
-    }
-    fn sys(&self, rel: &str) -> Option<String> {
-        self.read(&self.sys_root, rel)
-    }
-}
+pub use crate::sys::roots::Roots;
 
 /// The machine and kernel a result was measured on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -186,7 +155,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("proc");
         let s = dir.path().join("sys");
-        let w = |rel: &Path, body: &str| {
+        let w = |rel: &std::path::Path, body: &str| {
             std::fs::create_dir_all(rel.parent().unwrap()).unwrap();
             std::fs::write(rel, body).unwrap();
         };
@@ -214,6 +183,7 @@ mod tests {
         let env = Environment::capture_from(&Roots {
             proc_root: p,
             sys_root: s,
+            trace_root: dir.path().join("tracing"),
         });
         assert_eq!(env.kernel_release, "6.1.0");
         assert_eq!(env.cpus_online, 4);

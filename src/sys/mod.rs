@@ -10,6 +10,7 @@ pub mod mem;
 pub mod net;
 pub mod privilege;
 pub mod process;
+pub mod roots;
 pub mod sched;
 pub mod term;
 pub mod timesrc;

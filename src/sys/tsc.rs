@@ -84,7 +84,12 @@ pub fn has_rdtscp() -> bool {
 }
 
 fn cpu_flags() -> Option<Vec<String>> {
-    let text = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    cpu_flags_in(&super::roots::Roots::host())
+}
+
+/// The CPU flags of the first processor in `<proc_root>/cpuinfo`.
+pub fn cpu_flags_in(roots: &super::roots::Roots) -> Option<Vec<String>> {
+    let text = std::fs::read_to_string(roots.proc_path("cpuinfo")).ok()?;
     let line = text.lines().find(|l| l.starts_with("flags"))?;
     Some(
         line.split(':')
@@ -102,4 +107,24 @@ pub fn calibrate(window_ms: u64) -> f64 {
     std::thread::sleep(std::time::Duration::from_millis(window_ms));
     let (t1, c1) = (now_ns(clk), rdtsc());
     (c1.wrapping_sub(c0)) as f64 / (t1 - t0).max(1) as f64
+}
+
+#[cfg(test)]
+mod roots_tests {
+    #[test]
+    fn flags_come_from_the_given_procfs() {
+        let d = tempfile::tempdir().unwrap();
+        let r = crate::sys::roots::Roots::under(d.path());
+        std::fs::create_dir_all(&r.proc_root).unwrap();
+        std::fs::write(
+            r.proc_path("cpuinfo"),
+            "processor\t: 0\nflags\t\t: fpu tsc rdtscp constant_tsc\n",
+        )
+        .unwrap();
+        let f = super::cpu_flags_in(&r).unwrap();
+        assert!(f.contains(&"rdtscp".to_string()));
+        assert!(
+            super::cpu_flags_in(&crate::sys::roots::Roots::under(&d.path().join("none"))).is_none()
+        );
+    }
 }

@@ -638,3 +638,45 @@ options = { a = ["-i", "1ms"], b = ["-i", "2ms"] }
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn json_to_a_device_is_written_in_place_and_the_device_survives() {
+    use std::os::unix::fs::FileTypeExt;
+    let out = latlab()
+        .args([
+            "cyclic",
+            "-t",
+            "1",
+            "-l",
+            "10",
+            "--no-store",
+            "--json",
+            "/dev/null",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(std::fs::metadata("/dev/null")
+        .unwrap()
+        .file_type()
+        .is_char_device());
+    // A full device is an I/O failure (exit 3), and it stays a device.
+    let out = latlab()
+        .args([
+            "cyclic",
+            "-t",
+            "1",
+            "-l",
+            "10",
+            "--no-store",
+            "--json",
+            "/dev/full",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    assert!(std::fs::metadata("/dev/full")
+        .unwrap()
+        .file_type()
+        .is_char_device());
+}

@@ -13,7 +13,6 @@ use crate::stats::Recorder;
 use crate::sys::clocksource::{self, ClocksourceGuard};
 use crate::sys::tsc::Ticks;
 use probes::Probe;
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -59,7 +58,7 @@ impl ClocksConfig {
         let clocksources = match &a.clocksource {
             None => Vec::new(),
             Some(list) => {
-                let avail = clocksource::available(Path::new("/sys"))?;
+                let avail = clocksource::available(&crate::sys::roots::Roots::host().sys_root)?;
                 let mut v = Vec::new();
                 for n in list.split(',').map(str::trim) {
                     if n == "all" {
@@ -334,7 +333,9 @@ pub fn run(cfg: ClocksConfig, command_line: Vec<String>) -> Result<ClocksOutcome
         let guard = if cfg.clocksources.is_empty() {
             None
         } else {
-            Some(ClocksourceGuard::new(Path::new("/sys"))?)
+            Some(ClocksourceGuard::new(
+                &crate::sys::roots::Roots::host().sys_root,
+            )?)
         };
         let sources: Vec<String> = if cfg.clocksources.is_empty() {
             vec![environment.clocksource.clone()]
