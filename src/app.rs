@@ -35,6 +35,7 @@ fn common(
 
 /// Runs one parsed command line.
 pub fn run(cli: Cli, argv: Vec<String>) -> Result<()> {
+    crate::cli::lower::install();
     let online = CpuSet::online_here();
     if !matches!(cli.command, Command::Restore | Command::LoadWorker(_)) {
         if let Some(n) = crate::experiment::knobs::pending_notice() {

@@ -4,8 +4,8 @@
 //! atomic|percpu`. The `vec` (update) and `loop` (scan) sections are timed per CPU with the
 //! public `probe` API and printed in the seed's table.
 
-use crate::config::{CpuSet, Policy};
-use crate::error::{Error, Result};
+use crate::config::Policy;
+use crate::error::Result;
 use crate::probe::Probe;
 use crate::result::{Environment, Run, Series};
 use crate::rt::{self, Control};
@@ -47,41 +47,6 @@ pub struct ContendConfig {
     pub duration_ns: u64,
     /// Priority level every thread enqueues at (1..=99).
     pub level: usize,
-}
-
-impl ContendConfig {
-    /// Validates raw arguments.
-    pub fn from_args(a: &crate::cli::ContendArgs, online: &CpuSet) -> Result<ContendConfig> {
-        let cpus: Vec<usize> = match &a.cpus {
-            None => online.iter().collect(),
-            Some(v) => CpuSet::parse_online("--cpus", v, online)?.iter().collect(),
-        };
-        Policy::Fifo
-            .check_prio(a.priority)
-            .map_err(|e| Error::Usage(format!("-p/--priority: {e}")))?;
-        if a.level == 0 || a.level >= LEVELS {
-            return Err(Error::flag(
-                "--level",
-                a.level,
-                format!("use 1 to {}", LEVELS - 1),
-            ));
-        }
-        let duration_ns =
-            crate::config::parse_time_ns(&a.duration, crate::config::BareUnit::Seconds)
-                .map_err(|e| Error::flag("-D/--duration", &a.duration, e))?;
-        if a.iterations == Some(0) {
-            return Err(Error::flag("-n/--iterations", 0, "must be at least 1"));
-        }
-        Ok(ContendConfig {
-            cpus,
-            sync: a.sync,
-            prio: a.priority,
-            policy: Policy::Fifo,
-            iterations: a.iterations,
-            duration_ns,
-            level: a.level,
-        })
-    }
 }
 
 /// The shared per-priority structure.

@@ -5,7 +5,7 @@
 //! started (or finished) after a lower one by more than `--max-err` fails the check.
 
 use crate::config::{CpuSet, DisplayUnit, Policy};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::export::table;
 use crate::result::{Environment, Run, Series};
 use crate::rt::{self, Control};
@@ -31,36 +31,6 @@ pub struct MigrateConfig {
     pub max_err_ns: u64,
     /// Test hook: the highest task drops below the lowest half-way through.
     pub inject_inversion: bool,
-}
-
-impl MigrateConfig {
-    /// Validates raw arguments.
-    pub fn from_args(a: &crate::cli::MigrateArgs, online: &CpuSet) -> Result<MigrateConfig> {
-        let tasks = a.tasks.unwrap_or(online.len() + 1);
-        if !(2..=64).contains(&tasks) {
-            return Err(Error::flag("-t/--tasks", tasks, "use 2 to 64 tasks"));
-        }
-        let top = a.prio as i64 + tasks as i64;
-        if a.prio < 2 || top > 98 {
-            return Err(Error::flag("-p/--prio", a.prio, format!("tasks use priorities prio..prio+{tasks} and the controller one above: keep them within 2..98")));
-        }
-        let t = |flag: &str, v: &str| {
-            crate::config::parse_time_ns(v, crate::config::BareUnit::Micros)
-                .map_err(|e| Error::flag(flag, v, e))
-        };
-        if a.loops == 0 || a.loops > 100_000 {
-            return Err(Error::flag("-l/--loops", a.loops, "use 1 to 100000"));
-        }
-        Ok(MigrateConfig {
-            tasks,
-            base_prio: a.prio,
-            loops: a.loops,
-            run_ns: t("-r/--run-time", &a.run_time)?,
-            sleep_ns: t("-s/--sleep-time", &a.sleep_time)?,
-            max_err_ns: t("--max-err", &a.max_err)?,
-            inject_inversion: a.inject_inversion,
-        })
-    }
 }
 
 /// A finished `migrate` run.

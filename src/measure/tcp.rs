@@ -2,7 +2,7 @@
 //! (TCP_RR) between a sender and a receiver, threads or processes, pinnable; `--repeat` prints
 //! one figure per line for `latlab compare` / ministat. Listens on loopback addresses only.
 
-use crate::config::{CpuSet, DisplayUnit};
+use crate::config::DisplayUnit;
 use crate::error::{Error, Result};
 use crate::export::table;
 use crate::result::{Environment, Run, Series};
@@ -57,73 +57,6 @@ pub struct TcpConfig {
     pub repeat: u32,
     /// Unit of round-trip times on screen.
     pub unit: DisplayUnit,
-}
-
-fn size(flag: &str, v: &Option<String>) -> Result<Option<usize>> {
-    v.as_deref()
-        .map(|s| {
-            crate::load::spec::parse_size(s)
-                .filter(|&n| n > 0 && n <= 1 << 30)
-                .map(|n| n as usize)
-                .ok_or_else(|| {
-                    Error::flag(
-                        flag,
-                        s,
-                        "expected a size from 1 byte to 1G (k, M, G allowed)",
-                    )
-                })
-        })
-        .transpose()
-}
-
-impl TcpConfig {
-    /// Validates raw arguments.
-    pub fn from_args(a: &crate::cli::TcpArgs, online: &CpuSet) -> Result<TcpConfig> {
-        let address: IpAddr = a
-            .address
-            .parse()
-            .map_err(|_| Error::flag("--address", &a.address, "not an IP address"))?;
-        if !address.is_loopback() {
-            return Err(Error::flag(
-                "--address",
-                address,
-                "latlab tcp listens only on loopback addresses (127.0.0.0/8, ::1)",
-            ));
-        }
-        let duration_ns =
-            crate::config::parse_time_ns(&a.duration, crate::config::BareUnit::Seconds)
-                .map_err(|e| Error::flag("-D/--duration", &a.duration, e))?;
-        let cpu = |flag: &str, c: Option<usize>| -> Result<Option<usize>> {
-            match c {
-                Some(c) if !online.contains(c) => Err(Error::flag(
-                    flag,
-                    c,
-                    format!("CPU is not online (online: {online})"),
-                )),
-                c => Ok(c),
-            }
-        };
-        if a.repeat == 0 || a.repeat > 10_000 {
-            return Err(Error::flag("--repeat", a.repeat, "use 1 to 10000"));
-        }
-        Ok(TcpConfig {
-            mode: a.mode,
-            address,
-            port: a.port,
-            duration_ns,
-            send_size: size("-m/--send-size", &a.send_size)?.unwrap_or(64 << 10),
-            request_size: size("-r/--request-size", &a.request_size)?.unwrap_or(1),
-            response_size: size("--response-size", &a.response_size)?.unwrap_or(1),
-            send_buffer: size("-s/--send-buffer", &a.send_buffer)?,
-            recv_buffer: size("-S/--recv-buffer", &a.recv_buffer)?,
-            nodelay: a.nodelay,
-            sender_cpu: cpu("--sender-cpu", a.sender_cpu)?,
-            receiver_cpu: cpu("--receiver-cpu", a.receiver_cpu)?,
-            processes: a.tasks == crate::measure::ctxsw::methods::TaskKind::Processes,
-            repeat: a.repeat,
-            unit: a.unit,
-        })
-    }
 }
 
 /// One run's figures.

@@ -536,11 +536,12 @@ fn samples_lost_by_a_stalled_writer_are_counted() {
             "-a",
             "1",
             "-i",
-            "50us",
+            "200us",
             "-D",
-            "6s",
+            "4s",
             "--no-store",
         ])
+        .env("LATLAB_TEST_RING_CAPACITY", "4096")
         .arg("--json")
         .arg(&json)
         .arg("--samples")
@@ -549,13 +550,13 @@ fn samples_lost_by_a_stalled_writer_are_counted() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // A reader that opens the FIFO, reads nothing for 5 s (the ring holds ~3 s at 20 kHz),
-    // then drains everything into a file.
+    // A reader that opens the FIFO, reads nothing for 3 s (the ring holds 4096 samples, under
+    // a second at 5 kHz), then drains everything into a file.
     let copy = dir.path().join("copy.bin");
     let (f2, c2) = (fifo.clone(), copy.clone());
     let reader = std::thread::spawn(move || {
         let mut r = std::fs::File::open(&f2).unwrap();
-        std::thread::sleep(Duration::from_secs(5));
+        std::thread::sleep(Duration::from_secs(3));
         let mut w = std::fs::File::create(&c2).unwrap();
         std::io::copy(&mut r, &mut w).unwrap();
     });

@@ -693,3 +693,4 @@ pub struct RunArgs {
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
 }
+pub mod lower;

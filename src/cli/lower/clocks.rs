@@ -1,0 +1,75 @@
+//! Lowers `latlab clocks`'s raw arguments (cli) into its validated config: every flag checked, each
+//! failure an exit-2 message naming the flag and the value.
+
+use crate::cli::ClocksArgs;
+use crate::error::{Error, Result};
+use crate::measure::clocks::{probes, ClocksConfig};
+use crate::sys::clocksource;
+
+impl ClocksConfig {
+    /// Validates raw arguments.
+    pub fn from_args(a: &ClocksArgs) -> Result<ClocksConfig> {
+        let probes: Vec<String> = match &a.clocks {
+            None => probes::ALL.iter().map(|p| p.name().to_string()).collect(),
+            Some(list) => {
+                let mut v = Vec::new();
+                for n in list.split(',').map(str::trim) {
+                    if probes::by_name(n).is_none() {
+                        let known: Vec<&str> = probes::ALL.iter().map(|p| p.name()).collect();
+                        return Err(Error::flag(
+                            "--clocks",
+                            n,
+                            format!("unknown clock (known: {})", known.join(", ")),
+                        ));
+                    }
+                    v.push(n.to_string());
+                }
+                v
+            }
+        };
+        let clocksources = match &a.clocksource {
+            None => Vec::new(),
+            Some(list) => {
+                let avail = clocksource::available(&crate::sys::roots::Roots::host().sys_root)?;
+                let mut v = Vec::new();
+                for n in list.split(',').map(str::trim) {
+                    if n == "all" {
+                        v.extend(avail.iter().cloned());
+                    } else if avail.iter().any(|x| x == n) {
+                        v.push(n.to_string());
+                    } else {
+                        return Err(Error::flag(
+                            "--clocksource",
+                            n,
+                            format!(
+                                "not offered by this kernel (available: {})",
+                                avail.join(" ")
+                            ),
+                        ));
+                    }
+                }
+                v
+            }
+        };
+        let check_monotonic_ns = match &a.check_monotonic {
+            None => 0,
+            Some(v) => crate::config::parse_time_ns(v, crate::config::BareUnit::Seconds)
+                .map_err(|e| Error::flag("--check-monotonic", v, e))?,
+        };
+        if a.batches == 0 || a.batch == 0 {
+            return Err(Error::flag(
+                "--batches/--batch",
+                format!("{}x{}", a.batches, a.batch),
+                "both must be at least 1",
+            ));
+        }
+        Ok(ClocksConfig {
+            probes,
+            clocksources,
+            check_monotonic_ns,
+            batches: a.batches,
+            batch: a.batch,
+            unit: a.unit,
+        })
+    }
+}
