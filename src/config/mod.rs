@@ -3,9 +3,9 @@
 pub mod cpuset;
 pub mod cyclic;
 pub mod noise;
-pub mod policy;
 pub mod units;
 
+/// Scheduling policies live with the scheduler calls in `sys`; re-exported for configs.
+pub use crate::sys::policy::{self, Policy};
 pub use cpuset::CpuSet;
-pub use policy::Policy;
 pub use units::{parse_offset_ns, parse_time_ns, BareUnit, DisplayUnit};

@@ -7,24 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-/// What a load achieved.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct LoadReport {
-    /// The spec as given.
-    pub spec: String,
-    /// Kind.
-    pub kind: String,
-    /// Units done (messages, bytes, loops, runs).
-    pub count: u64,
-    /// What `count` counts.
-    pub unit: String,
-    /// Seconds it ran.
-    pub seconds: f64,
-    /// count / seconds.
-    pub rate_per_s: f64,
-    /// Anything worth knowing (e.g. O_DIRECT refused).
-    pub note: Option<String>,
-}
+pub use crate::result::LoadReport;
 
 fn report(
     spec: &LoadSpec,

@@ -44,7 +44,7 @@ pub struct Run {
     pub samples_path: Option<String>,
     /// Loads that ran during the measurement, with what they achieved.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub loads: Vec<crate::load::LoadReport>,
+    pub loads: Vec<LoadReport>,
 }
 
 impl Run {
@@ -151,4 +151,23 @@ pub fn new_run_id(now: std::time::SystemTime) -> String {
 /// RFC 3339 text of a time, to the microsecond.
 pub fn rfc3339(t: std::time::SystemTime) -> String {
     humantime::format_rfc3339_micros(t).to_string()
+}
+
+/// What a load achieved.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct LoadReport {
+    /// The spec as given.
+    pub spec: String,
+    /// Kind.
+    pub kind: String,
+    /// Units done (messages, bytes, loops, runs).
+    pub count: u64,
+    /// What `count` counts.
+    pub unit: String,
+    /// Seconds it ran.
+    pub seconds: f64,
+    /// count / seconds.
+    pub rate_per_s: f64,
+    /// Anything worth knowing (e.g. O_DIRECT refused).
+    pub note: Option<String>,
 }

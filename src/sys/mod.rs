@@ -8,6 +8,7 @@ pub mod ioperm;
 pub mod ipc;
 pub mod mem;
 pub mod net;
+pub mod policy;
 pub mod privilege;
 pub mod process;
 pub mod roots;

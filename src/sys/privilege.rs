@@ -1,6 +1,6 @@
 //! Finds out, before a run, whether real-time scheduling will be granted, and why not.
 
-use crate::config::Policy;
+use super::policy::Policy;
 
 /// Tries `policy`/`prio` on a short-lived probe thread and explains a refusal.
 ///

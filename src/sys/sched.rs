@@ -1,6 +1,6 @@
 //! Scheduling policy, priority and CPU affinity of the calling thread.
 
-use crate::config::Policy;
+use super::policy::Policy;
 
 /// Pins the calling thread to one CPU.
 pub fn pin_to_cpu(cpu: usize) -> Result<(), std::io::Error> {
