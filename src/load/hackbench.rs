@@ -3,6 +3,7 @@
 //! a socketpair or pipe. Tasks are forked processes or threads; all wait on one start gate.
 
 use crate::sys::ipc::{self, Pipe};
+use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 /// Largest message size (task buffers live on the stack).
@@ -62,8 +63,13 @@ impl Hackbench {
     /// One run: creates every task, opens the gate, waits for all; returns the time from the
     /// gate opening to the last task finishing.
     pub fn run_once(&self) -> std::io::Result<Duration> {
-        let gate = Pipe::new()?;
-        let mut chans = Vec::new();
+        let Pipe {
+            r: gate_rd,
+            w: gate_wr,
+        } = Pipe::new()?;
+        let gate = (gate_rd.as_raw_fd(), gate_wr.as_raw_fd());
+        let mut gate_wr = Some(gate_wr);
+        let mut chans: Vec<Pipe> = Vec::new();
         let mut tasks = Vec::new();
         let result = (|| -> std::io::Result<()> {
             for _ in 0..self.groups {
@@ -74,9 +80,10 @@ impl Hackbench {
                 // a multi-threaded process must not touch the allocator.
                 // A forked child holds its own copy of the gate's write end: it must close it, or
                 // the gate never reads EOF. Threads share the parent's, which the parent closes.
-                let own_gate_w = (!self.threads).then_some(gate.w);
+                let own_gate_w = (!self.threads).then_some(gate.1);
                 for c in &group {
-                    let (rd, total, gate_r) = (c.r, self.fds * self.loops * self.datasize, gate.r);
+                    let (rd, total, gate_r) =
+                        (c.rfd(), self.fds * self.loops * self.datasize, gate.0);
                     tasks.push(self.spawn(move || {
                         let mut buf = [0u8; MAX_DATASIZE];
                         if let Some(w) = own_gate_w {
@@ -88,11 +95,11 @@ impl Hackbench {
                 }
                 let mut writers = [0i32; MAX_FDS];
                 for (slot, c) in writers.iter_mut().zip(&group) {
-                    *slot = c.w;
+                    *slot = c.wfd();
                 }
                 let nw = group.len();
                 for _ in 0..self.fds {
-                    let (loops, gate_r, size) = (self.loops, gate.r, self.datasize);
+                    let (loops, gate_r, size) = (self.loops, gate.0, self.datasize);
                     tasks.push(self.spawn(move || {
                         let msg = [0x5au8; MAX_DATASIZE];
                         if let Some(w) = own_gate_w {
@@ -113,7 +120,8 @@ impl Hackbench {
             Ok(())
         })();
         let t0 = Instant::now();
-        ipc::close(gate.w);
+        // Opening the gate: its last write end closes, every task reads EOF and starts.
+        drop(gate_wr.take());
         if result.is_err() {
             for t in &tasks {
                 if let Task::Process(pid) = t {
@@ -121,10 +129,7 @@ impl Hackbench {
                 }
             }
             // Unblock threads stuck in read/write.
-            for c in &chans {
-                ipc::close(c.r);
-                ipc::close(c.w);
-            }
+            chans.clear();
         }
         for t in tasks {
             match t {
@@ -135,13 +140,8 @@ impl Hackbench {
             }
         }
         let elapsed = t0.elapsed();
-        ipc::close(gate.r);
-        if result.is_ok() {
-            for c in &chans {
-                ipc::close(c.r);
-                ipc::close(c.w);
-            }
-        }
+        drop(gate_rd);
+        drop(chans);
         result.map(|_| elapsed)
     }
 

@@ -292,29 +292,31 @@ fn one_run(cfg: &TcpConfig, rtt: &mut Recorder, control: &Control) -> Result<Run
         let p = sys::ipc::Pipe::new().map_err(|e| Error::Env(e.to_string()))?;
         let c = cfg.clone();
         let never = std::sync::atomic::AtomicBool::new(false);
+        let w = p.wfd();
         let pid = sys::ipc::fork_task(cfg.receiver_cpu, libc::SCHED_OTHER, 0, move || {
             let (n, t) = serve(&l, &c, &never);
             let mut msg = [0u8; 16];
             msg[..8].copy_from_slice(&n.to_le_bytes());
             msg[8..].copy_from_slice(&t.to_le_bytes());
-            sys::ipc::write_all(p.w, &msg);
+            sys::ipc::write_all(w, &msg);
         })
         .map_err(|e| Error::Env(format!("fork: {e}")))?;
         // Only the receiver may hold the write end: if it dies, the read below sees EOF
         // instead of waiting for ever.
-        sys::ipc::close(p.w);
-        let r = client(addr, cfg, rtt, control);
-        if r.is_err() {
+        let sys::ipc::Pipe { r, w } = p;
+        drop(w);
+        let res = client(addr, cfg, rtt, control);
+        if res.is_err() {
             // A client that failed leaves the receiver waiting: end it.
             sys::ipc::kill_task(pid);
         }
         let mut msg = [0u8; 16];
-        let got = sys::ipc::read_full(p.r, &mut msg);
-        if r.is_ok() {
+        let got = sys::ipc::read_full(std::os::fd::AsRawFd::as_raw_fd(&r), &mut msg);
+        drop(r);
+        if res.is_ok() {
             sys::ipc::wait_task(pid);
         }
-        sys::ipc::close(p.r);
-        let (sent, start, end_c) = r?;
+        let (sent, start, end_c) = res?;
         if got != 16 {
             return Err(Error::Env(
                 "the receiver process died without reporting".into(),

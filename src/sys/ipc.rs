@@ -1,15 +1,18 @@
 //! Inter-task plumbing for the context-switch methods: pipes, a futex word in shared memory,
 //! and forked children. Everything here works for threads and for processes alike.
 
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::AtomicU32;
 
-/// A pipe as two raw descriptors (closed explicitly: ownership moves between tasks).
-#[derive(Debug, Clone, Copy)]
+/// A pipe (or socket pair) as two owned descriptors, closed when dropped. Tasks that run on
+/// the other side of a fork, or in a hot loop, use the raw numbers (`rfd`/`wfd`) while the
+/// owner keeps the pipe alive.
+#[derive(Debug)]
 pub struct Pipe {
     /// Read end.
-    pub r: i32,
+    pub r: OwnedFd,
     /// Write end.
-    pub w: i32,
+    pub w: OwnedFd,
 }
 
 impl Pipe {
@@ -20,10 +23,28 @@ impl Pipe {
         if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
             return Err(std::io::Error::last_os_error());
         }
-        Ok(Pipe {
-            r: fds[0],
-            w: fds[1],
-        })
+        Ok(Pipe::from_raw(fds))
+    }
+
+    fn from_raw(fds: [i32; 2]) -> Pipe {
+        // SAFETY: both descriptors were just created by the kernel for us and are owned by
+        // nothing else.
+        unsafe {
+            Pipe {
+                r: OwnedFd::from_raw_fd(fds[0]),
+                w: OwnedFd::from_raw_fd(fds[1]),
+            }
+        }
+    }
+
+    /// The read end's number (valid while the pipe lives).
+    pub fn rfd(&self) -> RawFd {
+        self.r.as_raw_fd()
+    }
+
+    /// The write end's number (valid while the pipe lives).
+    pub fn wfd(&self) -> RawFd {
+        self.w.as_raw_fd()
     }
 }
 
@@ -58,10 +79,7 @@ pub fn socketpair() -> std::io::Result<Pipe> {
     {
         return Err(std::io::Error::last_os_error());
     }
-    Ok(Pipe {
-        r: fds[0],
-        w: fds[1],
-    })
+    Ok(Pipe::from_raw(fds))
 }
 
 /// Writes all of `buf`; false on error or a closed reader. No allocation (fork-safe).
@@ -107,7 +125,8 @@ pub fn read_full(fd: i32, buf: &mut [u8]) -> usize {
     off
 }
 
-/// Closes a descriptor.
+/// Closes a raw descriptor that no `OwnedFd` holds in this process: a forked child's copies
+/// of its parent's descriptors.
 pub fn close(fd: i32) {
     // SAFETY: closing a descriptor this code owns; errors are irrelevant here.
     unsafe {

@@ -5,6 +5,7 @@
 
 use crate::sys::ipc::{self, Pipe, SharedPage};
 use crate::sys::tsc::Ticks;
+use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -178,17 +179,23 @@ fn touch(buf: &mut [u8]) {
 /// subtracted, as lmbench does.
 pub fn pipe_ring(s: &Setup, n: usize, touch_kb: usize) -> std::io::Result<Raw> {
     let pipes: Vec<Pipe> = (0..n).map(|_| Pipe::new()).collect::<Result<_, _>>()?;
+    let all_raw: Vec<i32> = pipes.iter().flat_map(|p| [p.rfd(), p.wfd()]).collect();
+    let (reads, writes): (Vec<_>, Vec<_>) = pipes.into_iter().map(|p| (p.r, Some(p.w))).unzip();
+    let mut writes = writes;
+    let processes = s.kind == TaskKind::Processes;
     let mut partners = Vec::new();
     for i in 1..n {
-        let (rd, wr) = (pipes[i].r, pipes[(i + 1) % n].w);
+        let rd = reads[i].as_raw_fd();
+        let next = (i + 1) % n;
+        let wr = writes[next].as_ref().map_or(-1, |w| w.as_raw_fd());
+        // A partner thread owns its write end and closes it when the ring ends, passing the
+        // end on; a forked partner closes its own copies, and the parent keeps its ends.
+        let owned_wr = if processes { None } else { writes[next].take() };
         // Never dropped: a forked child must not call the allocator (the ring ends once).
         let mut buf = std::mem::ManuallyDrop::new(vec![0u8; touch_kb * 1024]);
-        let all = std::mem::ManuallyDrop::new(
-            pipes.iter().flat_map(|p| [p.r, p.w]).collect::<Vec<i32>>(),
-        );
-        let kind = s.kind;
+        let all = std::mem::ManuallyDrop::new(all_raw.clone());
         partners.push(start_partner(s, i, move || {
-            if kind == TaskKind::Processes {
+            if processes {
                 for &fd in all.iter() {
                     if fd != rd && fd != wr {
                         ipc::close(fd);
@@ -202,11 +209,15 @@ pub fn pipe_ring(s: &Setup, n: usize, touch_kb: usize) -> std::io::Result<Raw> {
                 }
             }
             // Pass the end on round the ring.
-            ipc::close(wr);
+            match owned_wr {
+                Some(w) => drop(w),
+                None => ipc::close(wr),
+            }
         })?);
     }
     let (iters, warm, ticks, stop) = (s.iterations, s.warmup, s.ticks, s.stop.clone());
-    let (rd, wr) = (pipes[0].r, pipes[1 % n].w);
+    let rd = reads[0].as_raw_fd();
+    let wr = writes[1 % n].as_ref().map_or(-1, |w| w.as_raw_fd());
     let (samples, overhead) = on_measuring_thread(s, move || {
         let mut buf = vec![0u8; touch_kb * 1024];
         let hop = hop_overhead(ticks, touch_kb, iters.clamp(100, 20_000));
@@ -226,19 +237,14 @@ pub fn pipe_ring(s: &Setup, n: usize, touch_kb: usize) -> std::io::Result<Raw> {
         }
         (v, hop * n as u64)
     });
-    // Threads share descriptors: closing the first write end sends EOF round the ring, each
-    // partner closing the next write end. Processes are killed; their copies die with them.
-    ipc::close(pipes[1 % n].w);
-    let processes = s.kind == TaskKind::Processes;
+    // Threads: closing the first write end sends EOF round the ring, each partner closing the
+    // next write end it owns. Processes are killed; their copies die with them.
+    drop(writes[1 % n].take());
     for p in partners {
         finish(p, processes);
     }
-    for (i, p) in pipes.iter().enumerate() {
-        ipc::close(p.r);
-        if processes && i != 1 % n {
-            ipc::close(p.w);
-        }
-    }
+    drop(writes);
+    drop(reads);
     Ok(Raw {
         samples,
         switches_per_sample: n as f64,
@@ -249,17 +255,17 @@ pub fn pipe_ring(s: &Setup, n: usize, touch_kb: usize) -> std::io::Result<Raw> {
 /// Median ticks of one hop without a context switch: write and read one's own pipe, touch.
 pub fn hop_overhead(ticks: Ticks, touch_kb: usize, reps: usize) -> u64 {
     let Ok(p) = Pipe::new() else { return 0 };
+    let (r, w) = (p.rfd(), p.wfd());
     let mut buf = vec![0u8; touch_kb * 1024];
     let mut v = Vec::with_capacity(reps);
     for _ in 0..reps {
         let t1 = ticks.read();
-        ipc::put(p.w);
-        ipc::get(p.r);
+        ipc::put(w);
+        ipc::get(r);
         touch(&mut buf);
         v.push(ticks.read().wrapping_sub(t1));
     }
-    ipc::close(p.r);
-    ipc::close(p.w);
+    drop(p);
     v.sort_unstable();
     v[v.len() / 2]
 }
