@@ -184,8 +184,8 @@ pub fn pipe_ring(s: &Setup, n: usize, touch_kb: usize) -> std::io::Result<Raw> {
     let mut writes = writes;
     let processes = s.kind == TaskKind::Processes;
     let mut partners = Vec::new();
-    for i in 1..n {
-        let rd = reads[i].as_raw_fd();
+    for (i, read) in reads.iter().enumerate().skip(1) {
+        let rd = read.as_raw_fd();
         let next = (i + 1) % n;
         let wr = writes[next].as_ref().map_or(-1, |w| w.as_raw_fd());
         // A partner thread owns its write end and closes it when the ring ends, passing the
