@@ -50,15 +50,7 @@ pub fn run(cli: Cli, argv: Vec<String>) -> Result<()> {
         Command::Samples(a) => samples_cmd(&a),
         Command::Load(a) => {
             let spec = crate::load::LoadSpec::parse(&a.spec)?;
-            let d = a
-                .duration
-                .as_deref()
-                .map(|v| {
-                    crate::config::parse_time_ns(v, crate::config::BareUnit::Seconds)
-                        .map_err(|e| Error::flag("-D/--duration", v, e))
-                })
-                .transpose()?
-                .map(std::time::Duration::from_nanos);
+            let d = a.duration.map(std::time::Duration::from_nanos);
             let text = crate::load::standalone(&spec, d)?;
             crate::output::stdout(&text).map_err(|e| Error::io("stdout", e))
         }

@@ -85,7 +85,7 @@ pub struct CyclicArgs {
 
     /// Scheduling policy: fifo, rr, other, batch, idle. Default fifo (other when -p 0).
     #[arg(long, value_name = "POLICY")]
-    pub policy: Option<String>,
+    pub policy: Option<crate::sys::policy::Policy>,
 
     /// Give each further thread one priority less than the one before (80, 79, 78 ...).
     #[arg(long)]
@@ -120,12 +120,13 @@ pub struct CyclicArgs {
 
     /// Stop after this long: 10 (s), 10s, 5m, 1h. Default: until --loops or Ctrl-C.
     #[arg(
+        value_parser = seconds,
         short = 'D',
         long = "duration",
         value_name = "TIME",
         allow_negative_numbers = true
     )]
-    pub duration: Option<String>,
+    pub duration: Option<u64>,
 
     /// Pin threads round-robin to these CPUs (0-3,6); without a list, to all online CPUs.
     #[arg(short = 'a', long = "affinity", value_name = "CPUSET", num_args = 0..=1)]
@@ -302,14 +303,14 @@ pub struct NoiseArgs {
     #[arg(long, value_name = "CPU")]
     pub main_cpu: Option<usize>,
     /// Length of each measurement: 5 (s), 500ms, 1m. Default 5 s.
-    #[arg(short = 'D', long, value_name = "TIME", allow_negative_numbers = true)]
-    pub duration: Option<String>,
+    #[arg(value_parser = seconds, short = 'D', long, value_name = "TIME", allow_negative_numbers = true)]
+    pub duration: Option<u64>,
     /// Gaps at or above this count as interruptions (µs or with unit). Default 1 µs.
     #[arg(long, value_name = "TIME", allow_negative_numbers = true)]
     pub threshold: Option<String>,
     /// Spinner policy: fifo (default), rr, other, batch, idle.
     #[arg(long)]
-    pub policy: Option<String>,
+    pub policy: Option<crate::sys::policy::Policy>,
     /// Spinner priority (default 50, as in the seed).
     #[arg(short = 'p', long, allow_negative_numbers = true)]
     pub priority: Option<i32>,
@@ -382,7 +383,7 @@ pub struct CtxswArgs {
     pub touch: usize,
     /// Policy of every task (default fifo).
     #[arg(long)]
-    pub policy: Option<String>,
+    pub policy: Option<crate::sys::policy::Policy>,
     /// Priority of every task (default 50).
     #[arg(short = 'p', long, allow_negative_numbers = true)]
     pub priority: Option<i32>,
@@ -458,8 +459,8 @@ pub struct LoadArgs {
     /// block, size), net (size), exec:CMD.
     pub spec: String,
     /// Run this long (default: hackbench does one run; others run until Ctrl-C).
-    #[arg(short = 'D', long, value_name = "TIME")]
-    pub duration: Option<String>,
+    #[arg(value_parser = seconds, short = 'D', long, value_name = "TIME")]
+    pub duration: Option<u64>,
 }
 
 /// Arguments of the hidden `load-worker`.
@@ -480,12 +481,13 @@ pub struct TcpArgs {
     pub mode: crate::measure::tcp::Mode,
     /// Length of each run: 10 (s), 500ms.
     #[arg(
+        value_parser = seconds,
         short = 'D',
         long,
         default_value = "10s",
         allow_negative_numbers = true
     )]
-    pub duration: String,
+    pub duration: u64,
     /// Bytes per send (stream; default 64k).
     #[arg(short = 'm', long, value_name = "SIZE")]
     pub send_size: Option<String>,
@@ -550,8 +552,8 @@ pub struct ContendArgs {
     #[arg(short = 'n', long)]
     pub iterations: Option<u64>,
     /// Run length when no iteration count is given.
-    #[arg(short = 'D', long, default_value = "2s", allow_negative_numbers = true)]
-    pub duration: String,
+    #[arg(value_parser = seconds, short = 'D', long, default_value = "2s", allow_negative_numbers = true)]
+    pub duration: u64,
     /// Priority level every thread enqueues at.
     #[arg(long, default_value_t = 50)]
     pub level: usize,
@@ -694,3 +696,9 @@ pub struct RunArgs {
     pub set: Vec<String>,
 }
 pub mod lower;
+
+/// Parses a duration (`10s`, `500ms`, `1h`; a bare number is seconds) into nanoseconds, for
+/// clap: a bad value is an exit-2 message naming the flag.
+pub fn seconds(v: &str) -> Result<u64, String> {
+    crate::config::parse_time_ns(v, crate::config::BareUnit::Seconds)
+}

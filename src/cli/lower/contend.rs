@@ -23,9 +23,7 @@ impl ContendConfig {
                 format!("use 1 to {}", LEVELS - 1),
             ));
         }
-        let duration_ns =
-            crate::config::parse_time_ns(&a.duration, crate::config::BareUnit::Seconds)
-                .map_err(|e| Error::flag("-D/--duration", &a.duration, e))?;
+        let duration_ns = a.duration;
         if a.iterations == Some(0) {
             return Err(Error::flag("-n/--iterations", 0, "must be at least 1"));
         }

@@ -14,7 +14,7 @@ impl CtxswConfig {
             Some(v) => CpuSet::parse_online("--cpus", v, online)?.iter().collect(),
         };
         let policy: Policy = match &a.policy {
-            Some(p) => p.parse().map_err(|e| Error::flag("--policy", p, e))?,
+            Some(p) => *p,
             None => Policy::Fifo,
         };
         let prio = a.priority.unwrap_or(if policy.is_rt() { 50 } else { 0 });

@@ -37,7 +37,7 @@ impl CyclicConfig {
     /// Validates raw arguments against the online CPUs.
     pub fn from_args(a: &CyclicArgs, online: &CpuSet) -> Result<CyclicConfig> {
         let policy = match &a.policy {
-            Some(p) => p.parse().map_err(|e| Error::flag("--policy", p, e))?,
+            Some(p) => *p,
             None if a.priority == Some(0) => Policy::Other,
             None => Policy::Fifo,
         };
@@ -107,11 +107,7 @@ impl CyclicConfig {
             .as_deref()
             .map(|v| count_flag("-l/--loops", v))
             .transpose()?;
-        let duration_ns = a
-            .duration
-            .as_deref()
-            .map(|v| time_flag("-D/--duration", v, BareUnit::Seconds))
-            .transpose()?;
+        let duration_ns = a.duration;
         let break_on_ns = a
             .break_on
             .as_deref()
@@ -284,7 +280,8 @@ mod tests {
     fn cfg(args: &[&str]) -> Result<CyclicConfig> {
         let mut v = vec!["latlab", "cyclic"];
         v.extend_from_slice(args);
-        let cli = crate::cli::Cli::try_parse_from(v).unwrap();
+        // A value clap itself refuses (a typed parser) is exit 2 naming the flag too.
+        let cli = crate::cli::Cli::try_parse_from(v).map_err(|e| Error::Usage(e.to_string()))?;
         let crate::cli::Command::Cyclic(a) = cli.command else {
             unreachable!()
         };

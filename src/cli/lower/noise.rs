@@ -25,18 +25,14 @@ impl NoiseConfig {
             None => online.iter().collect(),
         };
         let policy: Policy = match &a.policy {
-            Some(p) => p.parse().map_err(|e| Error::flag("--policy", p, e))?,
+            Some(p) => *p,
             None => Policy::Fifo,
         };
         let prio = a.priority.unwrap_or(if policy.is_rt() { 50 } else { 0 });
         policy
             .check_prio(prio)
             .map_err(|e| Error::Usage(format!("-p/--priority: {e}")))?;
-        let duration_ns = match &a.duration {
-            Some(v) => parse_time_ns(v, BareUnit::Seconds)
-                .map_err(|e| Error::flag("-D/--duration", v, e))?,
-            None => 5_000_000_000,
-        };
+        let duration_ns = a.duration.unwrap_or(5_000_000_000);
         let threshold_ns = match &a.threshold {
             Some(v) => {
                 parse_time_ns(v, BareUnit::Micros).map_err(|e| Error::flag("--threshold", v, e))?

@@ -38,9 +38,7 @@ impl TcpConfig {
                 "latlab tcp listens only on loopback addresses (127.0.0.0/8, ::1)",
             ));
         }
-        let duration_ns =
-            crate::config::parse_time_ns(&a.duration, crate::config::BareUnit::Seconds)
-                .map_err(|e| Error::flag("-D/--duration", &a.duration, e))?;
+        let duration_ns = a.duration;
         let cpu = |flag: &str, c: Option<usize>| -> Result<Option<usize>> {
             match c {
                 Some(c) if !online.contains(c) => Err(Error::flag(
