@@ -187,29 +187,34 @@ pub fn standalone(spec: &LoadSpec, duration: Option<Duration>) -> Result<String>
             h.datasize,
         ));
     }
-    let stop = control.stop.clone();
-    if let Some(d) = duration {
-        let s = stop.clone();
-        std::thread::spawn(move || {
-            std::thread::sleep(d);
-            s.store(true, std::sync::atomic::Ordering::Relaxed);
-        });
+    // The load runs in a worker process, as under a measurement, so whatever it starts dies
+    // with latlab even after a SIGKILL (the worker kills its whole group when we die).
+    let t0 = Instant::now();
+    let set = LoadSet::start(std::slice::from_ref(spec), &control)?;
+    while !control.was_interrupted() && duration.is_none_or(|d| t0.elapsed() < d) {
+        std::thread::sleep(Duration::from_millis(20));
     }
-    let r =
-        kinds::run(spec, &stop).map_err(|e| Error::Env(format!("--load {}: {e}", spec.text)))?;
-    Ok(format!(
-        "{}: {} {} in {:.2} s = {} {}/s{}{}\n",
-        r.spec,
-        r.count,
-        r.unit,
-        r.seconds,
-        crate::config::units::si(r.rate_per_s),
-        r.unit,
-        r.note.map(|n| format!(" ({n})")).unwrap_or_default(),
-        if control.was_interrupted() {
-            " (interrupted)"
-        } else {
-            ""
-        }
-    ))
+    let (reports, warnings) = set.stop();
+    let mut text = String::new();
+    for r in reports {
+        text.push_str(&format!(
+            "{}: {} {} in {:.2} s = {} {}/s{}{}\n",
+            r.spec,
+            r.count,
+            r.unit,
+            r.seconds,
+            crate::config::units::si(r.rate_per_s),
+            r.unit,
+            r.note.map(|n| format!(" ({n})")).unwrap_or_default(),
+            if control.was_interrupted() {
+                " (interrupted)"
+            } else {
+                ""
+            }
+        ));
+    }
+    for w in warnings {
+        text.push_str(&format!("warning: {w}\n"));
+    }
+    Ok(text)
 }

@@ -431,7 +431,14 @@ fn sigkill_leaves_nothing(mut cmd: Command, tag: &str, marker: &str) {
         .stderr(Stdio::null());
     let mut child = cmd.spawn().unwrap();
     let t0 = Instant::now();
-    while !tagged(tag).iter().any(|p| p.contains(marker)) {
+    // The marker must start a process's own command line (latlab's argv may contain it too).
+    let running = |tag: &str| {
+        tagged(tag).iter().any(|p| {
+            p.split_once(": ")
+                .is_some_and(|(_, cmd)| cmd.starts_with(marker))
+        })
+    };
+    while !running(tag) {
         assert!(
             t0.elapsed() < Duration::from_secs(30),
             "{marker} never started: {:?}",
@@ -452,6 +459,14 @@ fn sigkill_during_an_exec_load_leaves_no_grandchild() {
     c.args(["cyclic", "-t", "1", "-D", "1h", "--no-store"])
         .args(["--load", "exec:sleep 30; true"]);
     sigkill_leaves_nothing(c, &tag, "sleep 30");
+}
+
+#[test]
+fn sigkill_of_a_standalone_exec_load_leaves_no_grandchild() {
+    let tag = format!("standalone-{}", std::process::id());
+    let mut c = latlab();
+    c.args(["load", "exec:sleep 31; true", "-D", "1h"]);
+    sigkill_leaves_nothing(c, &tag, "sleep 31");
 }
 
 #[test]
