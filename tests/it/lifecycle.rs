@@ -3,7 +3,7 @@
 //! a planted symlink, Ctrl-C ends every measurement promptly with its result saved, loads never
 //! hold a run past its end, and nothing latlab starts outlives it.
 
-use crate::util::{has_thread, latlab, read_json, rt_unavailable, skip};
+use crate::util::{has_thread, latlab, none_left, read_json, rt_unavailable, skip, tagged};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -386,43 +386,6 @@ fn tcp_ends_with_an_error_when_its_receiver_process_dies() {
     assert!(!err.contains("panicked"), "{err}");
 }
 
-/// Processes whose environment carries `LATLAB_TEST_TAG=tag`.
-fn tagged(tag: &str) -> Vec<String> {
-    let needle = format!("LATLAB_TEST_TAG={tag}");
-    let mut found = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let name = e.file_name().to_string_lossy().to_string();
-        if !name.chars().all(|c| c.is_ascii_digit()) {
-            continue;
-        }
-        if let Ok(env) = std::fs::read(e.path().join("environ")) {
-            if env.split(|&b| b == 0).any(|kv| kv == needle.as_bytes()) {
-                let cmd = std::fs::read_to_string(e.path().join("cmdline"))
-                    .unwrap_or_default()
-                    .replace('\0', " ");
-                found.push(format!("{name}: {cmd}"));
-            }
-        }
-    }
-    found
-}
-
-/// Waits (a few seconds at most) until no tagged process is left; fails naming the orphans.
-fn none_left(tag: &str) {
-    let t0 = Instant::now();
-    loop {
-        let left = tagged(tag);
-        if left.is_empty() {
-            return;
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(10),
-            "orphans left behind: {left:?}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 /// Starts `cmd` tagged, waits until a tagged process whose command line contains `marker`
 /// runs, SIGKILLs latlab itself and checks that nothing tagged survives.
 fn sigkill_leaves_nothing(mut cmd: Command, tag: &str, marker: &str) {
@@ -663,41 +626,14 @@ options = { a = ["-i", "1ms"], b = ["-i", "2ms"] }
 #[test]
 fn json_to_a_device_is_written_in_place_and_the_device_survives() {
     use std::os::unix::fs::FileTypeExt;
-    let out = latlab()
-        .args([
-            "cyclic",
-            "-t",
-            "1",
-            "-l",
-            "10",
-            "--no-store",
-            "--json",
-            "/dev/null",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
-    assert!(std::fs::metadata("/dev/null")
-        .unwrap()
-        .file_type()
-        .is_char_device());
-    // A full device is an I/O failure (exit 3), and it stays a device.
-    let out = latlab()
-        .args([
-            "cyclic",
-            "-t",
-            "1",
-            "-l",
-            "10",
-            "--no-store",
-            "--json",
-            "/dev/full",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(3));
-    assert!(std::fs::metadata("/dev/full")
-        .unwrap()
-        .file_type()
-        .is_char_device());
+    // /dev/null takes the result; a full device is an I/O failure (exit 3). Both stay devices.
+    for (dev, code) in [("/dev/null", 0), ("/dev/full", 3)] {
+        let out = latlab()
+            .args(["cyclic", "-t", "1", "-l", "10", "--no-store", "--json", dev])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(code), "{dev}");
+        let t = std::fs::metadata(dev).unwrap().file_type();
+        assert!(t.is_char_device(), "{dev} is no longer a device");
+    }
 }

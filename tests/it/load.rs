@@ -1,45 +1,9 @@
 //! Loads: every kind runs and reports a rate; no load process outlives latlab — after a normal
 //! end, SIGINT, or SIGKILL of latlab itself.
 
-use crate::util::{latlab, read_json};
+use crate::util::{latlab, none_left, read_json, tagged};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
-
-/// Processes whose environment carries `tag` (every descendant of the latlab we started).
-fn tagged(tag: &str) -> Vec<String> {
-    let needle = format!("LATLAB_TEST_TAG={tag}");
-    let mut found = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let name = e.file_name().to_string_lossy().to_string();
-        if !name.chars().all(|c| c.is_ascii_digit()) {
-            continue;
-        }
-        if let Ok(env) = std::fs::read(e.path().join("environ")) {
-            if env.split(|&b| b == 0).any(|kv| kv == needle.as_bytes()) {
-                let cmd = std::fs::read_to_string(e.path().join("cmdline"))
-                    .unwrap_or_default()
-                    .replace('\0', " ");
-                found.push(format!("{name}: {cmd}"));
-            }
-        }
-    }
-    found
-}
-
-fn none_left(tag: &str) {
-    let t0 = Instant::now();
-    loop {
-        let left = tagged(tag);
-        if left.is_empty() {
-            return;
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(5),
-            "orphans left behind: {left:?}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
 
 fn tag(name: &str) -> String {
     format!(

@@ -159,3 +159,42 @@ pub fn expect_exit(cmd: &[&str], args: &[&str], code: i32, want: &str) {
     );
     assert!(!err.contains("panicked"), "{cmd:?} {args:?}: {err}");
 }
+
+/// Processes whose environment carries `LATLAB_TEST_TAG=tag` (every descendant of a latlab
+/// started with that variable), as "pid: command line".
+pub fn tagged(tag: &str) -> Vec<String> {
+    let needle = format!("LATLAB_TEST_TAG={tag}");
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().to_string();
+        if !name.chars().all(|c| c.is_ascii_digit()) {
+            continue;
+        }
+        if let Ok(env) = std::fs::read(e.path().join("environ")) {
+            if env.split(|&b| b == 0).any(|kv| kv == needle.as_bytes()) {
+                let cmd = std::fs::read_to_string(e.path().join("cmdline"))
+                    .unwrap_or_default()
+                    .replace('\0', " ");
+                found.push(format!("{name}: {cmd}"));
+            }
+        }
+    }
+    found
+}
+
+/// Waits (ten seconds at most) until no process tagged `tag` is left; fails naming the
+/// orphans.
+pub fn none_left(tag: &str) {
+    let t0 = Instant::now();
+    loop {
+        let left = tagged(tag);
+        if left.is_empty() {
+            return;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "orphans left behind: {left:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
