@@ -120,18 +120,7 @@ impl Probe {
                     libc::syscall(libc::SYS_clock_gettime, id, &mut ts);
                     Some(ts.tv_nsec as u64)
                 }
-                Probe::Gettimeofday => {
-                    let mut tv = libc::timeval {
-                        tv_sec: 0,
-                        tv_usec: 0,
-                    };
-                    libc::syscall(
-                        libc::SYS_gettimeofday,
-                        &mut tv,
-                        std::ptr::null_mut::<libc::c_void>(),
-                    );
-                    Some(tv.tv_usec as u64)
-                }
+                Probe::Gettimeofday => Some(gettimeofday_syscall().tv_usec as u64),
                 // time(2) has no system call of its own on every architecture (aarch64 has
                 // none): there it is gettimeofday's seconds.
                 #[cfg(target_arch = "x86_64")]
@@ -139,18 +128,7 @@ impl Probe {
                     Some(libc::syscall(libc::SYS_time, std::ptr::null_mut::<libc::time_t>()) as u64)
                 }
                 #[cfg(not(target_arch = "x86_64"))]
-                Probe::Time => {
-                    let mut tv = libc::timeval {
-                        tv_sec: 0,
-                        tv_usec: 0,
-                    };
-                    libc::syscall(
-                        libc::SYS_gettimeofday,
-                        &mut tv,
-                        std::ptr::null_mut::<libc::c_void>(),
-                    );
-                    Some(tv.tv_sec as u64)
-                }
+                Probe::Time => Some(gettimeofday_syscall().tv_sec as u64),
                 Probe::Rdtsc | Probe::Rdtscp => None,
             }
         }
@@ -173,6 +151,23 @@ impl Probe {
             _ => None,
         }
     }
+}
+
+/// gettimeofday as a direct system call (never the vDSO).
+fn gettimeofday_syscall() -> libc::timeval {
+    let mut tv = libc::timeval {
+        tv_sec: 0,
+        tv_usec: 0,
+    };
+    // SAFETY: a valid timeval out-pointer and a null timezone.
+    unsafe {
+        libc::syscall(
+            libc::SYS_gettimeofday,
+            &mut tv,
+            std::ptr::null_mut::<libc::c_void>(),
+        );
+    }
+    tv
 }
 
 /// Looks a source up by name.
