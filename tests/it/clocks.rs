@@ -142,6 +142,55 @@ fn clocksource_is_restored_after_a_run_and_after_sigint() {
 }
 
 #[test]
+fn a_sigkilled_clocksource_switch_is_undone_by_latlab_restore() {
+    let (orig, other) = match other_clocksource() {
+        Ok(x) => x,
+        Err(why) => {
+            return skip(
+                "a_sigkilled_clocksource_switch_is_undone_by_latlab_restore",
+                &why,
+            )
+        }
+    };
+    let _x = exclusive();
+    let _restore = Restore(orig.clone());
+    let mut child = latlab()
+        .args(["clocks", "--batches", "2000000", "--clocksource"])
+        .arg(&other)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while current() != other {
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "latlab never switched the clocksource"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    let _ = child.wait();
+    assert_eq!(
+        current(),
+        other,
+        "nothing left to restore: the test proves nothing"
+    );
+    let out = latlab().arg("restore").output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        current(),
+        orig,
+        "latlab restore did not put the clocksource back"
+    );
+}
+
+#[test]
 fn clocks_bad_input() {
     for (args, want) in [
         (vec!["--clocks", "sundial"], "sundial"),
