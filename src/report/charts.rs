@@ -105,7 +105,7 @@ fn pick(run: &Run) -> (Vec<(String, Buckets)>, Option<String>) {
         )
     };
     let named = |s: &Series| match s.cpu {
-        Some(c) if !s.name.contains(&c.to_string()) => format!("{} cpu{c}", s.name),
+        Some(c) if s.name != format!("cpu{c}") => format!("{} cpu{c}", s.name),
         _ => s.name.clone(),
     };
     let series: Vec<&Series> = run.series.iter().filter(|s| s.unit == unit).collect();
@@ -297,10 +297,17 @@ pub fn noise(run: &Run) -> Vec<String> {
         .iter()
         .map(|s| extra_f64(s, &["interruptions", "available_pct"]).unwrap_or(f64::NAN))
         .collect();
+    let named: Vec<String> = cats
+        .iter()
+        .zip(&avail)
+        .map(|(c, a)| format!("{c} ({}%)", svg::num(*a)))
+        .collect();
+    let mut y = Axis::fit([0.0, 100.0], false, "available (%)");
+    (y.lo, y.hi) = (0.0, 100.0);
     out.push(svg::bar_chart(
-        "CPU available to the spinner",
-        &cats,
-        Axis::fit(avail.iter().copied().chain([100.0]), false, "available (%)"),
+        "CPU available to the spinner (% of its run time)",
+        &named,
+        y,
         &[Bars {
             label: "available".into(),
             values: avail,
@@ -462,4 +469,96 @@ pub fn forest(a: &Analysis) -> Option<String> {
         &format!("difference{unit}"),
         &rows,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::result::TimelineRecorder;
+    use crate::stats::Recorder;
+
+    /// A cyclic-like run with `n` series; series `i` has samples `1..=100` µs plus one spike
+    /// of `i` ms, and a 3-interval timeline.
+    fn run(n: usize) -> Run {
+        let env: crate::result::Environment = serde_json::from_value(serde_json::json!({
+            "hostname": "h", "kernel_release": "6.1", "kernel_version": "v", "kernel_cmdline": "",
+            "preemption": "full", "clocksource": "tsc", "available_clocksources": [],
+            "cpu_model": "m", "cpus_online": 2, "online_cpus": "0-1", "isolated_cpus": "",
+            "nohz_full_cpus": "", "sched_rt_runtime_us": 950000, "sched_rt_period_us": 1000000,
+            "governor": null, "tool_version": "0"
+        }))
+        .unwrap();
+        let mut r = Run::new(
+            "cyclic",
+            std::time::SystemTime::now(),
+            vec![],
+            serde_json::Value::Null,
+            env,
+        );
+        for i in 0..n {
+            let mut rec = Recorder::new();
+            let mut t = TimelineRecorder::new(1_000_000_000);
+            for v in 1..=100u64 {
+                rec.record(v * 1000);
+                t.record(v * 20_000_000, v * 1000);
+            }
+            rec.record((i as u64 + 1) * 1_000_000);
+            t.record(2_500_000_000, (i as u64 + 1) * 1_000_000);
+            let mut s = Series::from_recorder(format!("T{i}"), &rec);
+            s.cpu = Some(i);
+            s.timeline = Some(t.finish(3_000_000_000));
+            r.series.push(s);
+        }
+        r
+    }
+
+    fn count(s: &str, pat: &str) -> usize {
+        s.matches(pat).count()
+    }
+
+    #[test]
+    fn few_series_get_a_curve_each_with_min_avg_max() {
+        let (h, note) = histogram(&run(3)).unwrap();
+        assert!(note.is_none());
+        assert_eq!(count(&h, r#"<g class="series""#), 3);
+        assert_eq!(count(&h, r#"class="legend-entry""#), 3);
+        // T2 cpu2: min 1 µs, max 3 ms; the spike makes the x axis logarithmic.
+        assert!(h.contains(">T2 cpu2 1/"), "{h}");
+        assert!(h.contains("/3000<"), "{h}");
+        assert!(h.contains("latency (µs)") && h.contains("samples per bin"));
+        let (t, _) = timeline(&run(3)).unwrap();
+        assert_eq!(count(&t, r#"<g class="series""#), 3);
+        assert!(t.contains("time since start (s)") && t.contains("max per interval (µs)"));
+    }
+
+    #[test]
+    fn many_series_are_aggregated_not_overplotted() {
+        let r = run(40);
+        let (h, note) = histogram(&r).unwrap();
+        assert_eq!(count(&h, r#"<g class="series""#), 1 + WORST);
+        assert!(h.contains(">all 40 "));
+        // The worst three by maximum: T39, T38, T37.
+        assert!(h.contains(">T39 cpu39 ") && h.contains(">T37 cpu37 "));
+        assert!(note.unwrap().contains("40 series"));
+        let (t, note) = timeline(&r).unwrap();
+        assert_eq!(count(&t, r#"<g class="series""#), 3);
+        assert!(t.contains("max of all") && t.contains("median of maxima"));
+        assert!(note.is_some());
+    }
+
+    #[test]
+    fn bars_and_cdf_of_fixed_runs() {
+        let r = run(2);
+        let b = series_bars(&r).unwrap();
+        assert_eq!(count(&b, r#"class="bar""#), 2);
+        assert_eq!(count(&b, r#"class="whisker""#), 2);
+        let d: Vec<(String, Buckets)> = r
+            .series
+            .iter()
+            .map(|s| (s.name.clone(), merge([s])))
+            .collect();
+        let c = cdf("CDF", &d, "ns");
+        assert_eq!(count(&c, r#"<g class="series""#), 2);
+        assert!(c.contains("samples at or below (%)"));
+    }
 }

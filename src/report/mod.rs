@@ -117,8 +117,13 @@ pub fn groups(loaded: &[Loaded], experiment: bool) -> Vec<Group> {
             } else {
                 k.join(",")
             }
-        } else {
+        } else if l.name.starts_with("run:") {
             l.name.trim_start_matches("run:").to_string()
+        } else {
+            // A file: its name is enough (a repeated name gets a suffix below).
+            Path::new(&l.name)
+                .file_name()
+                .map_or(l.name.clone(), |f| f.to_string_lossy().into_owned())
         };
         match out.iter_mut().find(|g| g.label == label && experiment) {
             Some(g) => g.runs.push(i),

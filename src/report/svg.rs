@@ -205,18 +205,25 @@ struct Frame {
     x: Axis,
     y: Axis,
     x_ticks: bool,
+    kind: &'static str,
 }
 
 impl Frame {
     /// `x_ticks`: numeric ticks on x (bar charts name their categories instead).
-    fn new(title: &str, x: Axis, y: Axis, kind: &str, x_ticks: bool) -> Frame {
+    fn new(title: &str, x: Axis, y: Axis, kind: &'static str, x_ticks: bool) -> Frame {
         let mut out = String::new();
         let _ = write!(
             out,
             r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart" data-kind="{kind}" viewBox="0 0 {W} {H}" width="{W}" height="{H}" font-family="sans-serif" font-size="12" role="img" aria-label="{t}"><title>{t}</title><rect width="{W}" height="{H}" fill="white"/><text x="{LEFT}" y="20" font-size="14" font-weight="bold">{t}</text>"#,
             t = esc(title)
         );
-        let f = Frame { out, x, y, x_ticks };
+        let f = Frame {
+            out,
+            x,
+            y,
+            x_ticks,
+            kind,
+        };
         f.axes()
     }
 
@@ -293,7 +300,14 @@ impl Frame {
         self.out.push_str(r#"<g class="legend" font-size="11">"#);
         for (i, (label, style, line)) in entries.iter().enumerate().take(16) {
             let y = TOP + 8.0 + i as f64 * 17.0;
-            if *line {
+            if !*line && self.kind == "bar" {
+                let _ = write!(
+                    self.out,
+                    r#"<rect x="{}" y="{}" width="14" height="10" fill="url(#h{style})" stroke="black" stroke-width="0.6"/>"#,
+                    x + 6.0,
+                    y - 5.0
+                );
+            } else if *line {
                 let _ = write!(
                     self.out,
                     r#"<line x1="{x}" y1="{y}" x2="{}" y2="{y}" stroke="{}" stroke-width="2" stroke-dasharray="{}"/>"#,
@@ -302,7 +316,9 @@ impl Frame {
                     DASHES[style % 8]
                 );
             }
-            self.out.push_str(&marker(x + 13.0, y, *style, 3.5));
+            if self.kind != "bar" {
+                self.out.push_str(&marker(x + 13.0, y, *style, 3.5));
+            }
             let _ = write!(
                 self.out,
                 r#"<text class="legend-entry" x="{}" y="{}">{}</text>"#,
