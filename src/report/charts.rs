@@ -79,16 +79,25 @@ fn binned(b: &Buckets, scale: f64, log: bool, hi: f64) -> Vec<(f64, f64)> {
         };
         *bins.entry(k).or_insert(0) += c;
     }
-    bins.into_iter()
-        .map(|(k, c)| {
-            let x = if log {
-                10f64.powf((k as f64 + 0.5) / 20.0)
-            } else {
-                (k as f64 + 0.5) * width
-            };
-            (x, c as f64)
-        })
-        .collect()
+    let at = |k: i64| {
+        if log {
+            10f64.powf((k as f64 + 0.5) / 20.0)
+        } else {
+            (k as f64 + 0.5) * width
+        }
+    };
+    let mut out = Vec::with_capacity(bins.len());
+    let mut prev: Option<i64> = None;
+    for (k, c) in bins {
+        // Empty bins between two others break the curve (a NaN y), so a lone spike is not
+        // joined to its neighbours by a line that suggests samples in between.
+        if prev.is_some_and(|p| k > p + 1) {
+            out.push((at(k - 1), f64::NAN));
+        }
+        out.push((at(k), c as f64));
+        prev = Some(k);
+    }
+    out
 }
 
 /// Named distributions to draw, with a note when some were aggregated.

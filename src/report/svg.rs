@@ -369,22 +369,31 @@ fn marker(x: f64, y: f64, style: usize, r: f64) -> String {
 pub fn line_chart(title: &str, x: Axis, y: Axis, lines: &[Line]) -> String {
     let mut f = Frame::new(title, x, y, "line", true);
     for (i, l) in lines.iter().enumerate() {
-        let pts: Vec<(f64, f64)> = l
-            .points
-            .iter()
-            .filter(|(a, b)| a.is_finite() && b.is_finite() && (!f.y.log || *b > 0.0))
-            .filter(|(a, _)| !f.x.log || *a > 0.0)
-            .map(|&(a, b)| (f.px(a), f.py(b)))
-            .collect();
+        // A point with a non-finite y (or one a log axis cannot show) breaks the line.
+        let mut segs: Vec<Vec<(f64, f64)>> = vec![Vec::new()];
+        for &(a, b) in &l.points {
+            let shown =
+                a.is_finite() && b.is_finite() && (!f.y.log || b > 0.0) && (!f.x.log || a > 0.0);
+            if shown {
+                if let Some(s) = segs.last_mut() {
+                    s.push((f.px(a), f.py(b)));
+                }
+            } else if segs.last().is_some_and(|s| !s.is_empty()) {
+                segs.push(Vec::new());
+            }
+        }
+        segs.retain(|s| !s.is_empty());
         let _ = write!(
             f.out,
             r#"<g class="series" data-label="{}">"#,
             esc(&l.label)
         );
-        if !l.markers_only && !pts.is_empty() {
+        if !l.markers_only && !segs.is_empty() {
             let mut d = String::new();
-            for (k, (a, b)) in pts.iter().enumerate() {
-                let _ = write!(d, "{}{a:.1} {b:.1}", if k == 0 { "M" } else { "L" });
+            for s in &segs {
+                for (k, (a, b)) in s.iter().enumerate() {
+                    let _ = write!(d, "{}{a:.1} {b:.1}", if k == 0 { "M" } else { "L" });
+                }
             }
             let _ = write!(
                 f.out,
@@ -393,14 +402,17 @@ pub fn line_chart(title: &str, x: Axis, y: Axis, lines: &[Line]) -> String {
                 DASHES[i % 8]
             );
         }
-        // Markers: every point of a scatter, about 8 along a line.
-        let every = if l.markers_only {
-            1
-        } else {
-            (pts.len() / 8).max(1)
-        };
-        for (a, b) in pts.iter().step_by(every) {
-            f.out.push_str(&marker(*a, *b, i, 3.0));
+        // Markers: every point of a scatter and every lone point, about 8 along a line.
+        let n: usize = segs.iter().map(Vec::len).sum();
+        let every = if l.markers_only { 1 } else { (n / 8).max(1) };
+        let mut k = 0usize;
+        for s in &segs {
+            for (a, b) in s {
+                if k.is_multiple_of(every) || s.len() == 1 {
+                    f.out.push_str(&marker(*a, *b, i, 3.0));
+                }
+                k += 1;
+            }
         }
         for &k in &l.outliers {
             if let Some(&(a, b)) = l.points.get(k) {
@@ -650,6 +662,19 @@ mod tests {
         // A zero on a log axis is left out, not drawn at -infinity.
         assert!(!s.contains("NaN") && !s.contains("inf"));
         assert!(s.contains(PALETTE[0]) && s.contains(DASHES[1]));
+        // A NaN breaks a line into two pieces; a lone point still gets its marker.
+        let gap = line_chart(
+            "gap",
+            Axis::fit([1.0, 5.0], false, "x"),
+            Axis::fit([1.0, 9.0], false, "y"),
+            &[Line::new(
+                "g",
+                vec![(1.0, 1.0), (2.0, 2.0), (3.0, f64::NAN), (5.0, 9.0)],
+            )],
+        );
+        let path = gap.split("<path d=\"").nth(1).unwrap();
+        assert_eq!(path.split('"').next().unwrap().matches('M').count(), 2);
+        assert!(gap.contains("<circle"));
     }
 
     #[test]
