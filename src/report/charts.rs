@@ -570,4 +570,35 @@ mod tests {
         assert_eq!(count(&c, r#"<g class="series""#), 2);
         assert!(c.contains("samples at or below (%)"));
     }
+
+    #[test]
+    fn an_hour_at_10_khz_makes_a_small_page() {
+        // 16 threads, 36 M samples each spread over 1 µs..10 ms (thousands of HDR buckets), and
+        // full timelines: the page depends on buckets and intervals, never on samples.
+        let mut r = run(16);
+        for s in &mut r.series {
+            let mut v = 1000.0f64;
+            s.histogram.buckets.clear();
+            while v < 1e7 {
+                s.histogram.buckets.push([v as u64, 3900]);
+                v *= 1.001;
+            }
+            s.timeline = Some(Timeline {
+                interval_ns: 2_000_000_000,
+                percentile: 99.0,
+                count: vec![20_000_000; 1800],
+                max: (0..1800u64).map(|k| 50_000 + k * 7).collect(),
+                pct: vec![20_000; 1800],
+            });
+        }
+        let loaded = vec![super::super::Loaded {
+            run: r,
+            name: "big.json".into(),
+            tags: Default::default(),
+        }];
+        let groups = super::super::groups(&loaded, false);
+        let page = super::super::html::page(&loaded, &groups, None, None, &[]);
+        assert!(page.len() < 1 << 20, "{} bytes", page.len());
+        assert_eq!(count(&page, r#"data-kind="line""#), 2);
+    }
 }
