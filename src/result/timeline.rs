@@ -103,6 +103,15 @@ fn bucket_upper(b: usize) -> u64 {
     up.min(u64::MAX as u128) as u64
 }
 
+/// A zeroed vector whose pages are present: written once here, before the measuring loop
+/// (zeroed allocations may be mapped lazily; black_box keeps the writes).
+fn touched<T: Copy + Default>(n: usize) -> Vec<T> {
+    let mut v = vec![T::default(); n];
+    v.iter_mut()
+        .for_each(|x| *x = std::hint::black_box(T::default()));
+    v
+}
+
 /// Builds a [`Timeline`] from samples as they come; everything is allocated by `new`.
 #[derive(Debug, Clone)]
 pub struct TimelineRecorder {
@@ -130,10 +139,10 @@ impl TimelineRecorder {
             cur_end: width,
             cur_count: 0,
             cur_max: 0,
-            hist: vec![0; BUCKETS],
-            count: vec![0; CAPACITY],
-            max: vec![0; CAPACITY],
-            pct: vec![0; CAPACITY],
+            hist: touched(BUCKETS),
+            count: touched(CAPACITY),
+            max: touched(CAPACITY),
+            pct: touched(CAPACITY),
             len: 0,
         }
     }
