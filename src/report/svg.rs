@@ -474,12 +474,23 @@ pub fn bar_chart(title: &str, categories: &[String], y: Axis, groups: &[Bars]) -
     f.out.push_str(&defs);
     for (ci, c) in categories.iter().enumerate() {
         let cx = LEFT + slot * (ci as f64 + 0.5);
-        let _ = write!(
-            f.out,
-            r#"<text class="category" x="{cx:.1}" y="{}" text-anchor="middle" font-size="11">{}</text>"#,
-            H - BOTTOM + 15.0,
-            esc(c)
-        );
+        let y = H - BOTTOM + 14.0;
+        // Names wider than their slot are slanted (and shortened) so they never overlap.
+        if c.chars().count() as f64 * 6.2 > slot {
+            let short: String = c.chars().take(16).collect();
+            let _ = write!(
+                f.out,
+                r#"<text class="category" x="{cx:.1}" y="{y}" text-anchor="end" font-size="10" transform="rotate(-30 {cx:.1} {y})">{}<title>{}</title></text>"#,
+                esc(&short),
+                esc(c)
+            );
+        } else {
+            let _ = write!(
+                f.out,
+                r#"<text class="category" x="{cx:.1}" y="{y}" text-anchor="middle" font-size="11">{}</text>"#,
+                esc(c)
+            );
+        }
     }
     for (gi, grp) in groups.iter().enumerate() {
         let _ = write!(
