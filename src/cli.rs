@@ -60,7 +60,8 @@ pub enum Command {
     /// One self-contained HTML page (inline SVG, no script) of runs, an experiment or a
     /// comparison: environment, histograms, maximum over time, percentiles, verdicts.
     Report(ReportArgs),
-    /// One chart of a run as SVG: histogram, maximum over time, or cumulative distribution.
+    /// One chart of a run as SVG or PNG: histogram, maximum over time, or cumulative
+    /// distribution.
     Plot(PlotArgs),
 }
 
@@ -729,7 +730,10 @@ pub struct PlotArgs {
     pub kind: crate::report::PlotKind,
     /// The SVG file to write.
     #[arg(long, value_name = "FILE")]
-    pub svg: PathBuf,
+    pub svg: Option<PathBuf>,
+    /// A PNG file to write (the same chart at twice its size).
+    #[arg(long, value_name = "FILE")]
+    pub png: Option<PathBuf>,
     /// The results store a stored run is read from.
     #[arg(long)]
     pub store: Option<String>,

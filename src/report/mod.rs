@@ -1,10 +1,11 @@
 //! `latlab report` and `latlab plot`: results turned into pictures. A report is one
 //! self-contained HTML page (inline SVG and CSS, no script, no network) for runs, an experiment
-//! or a comparison; `plot` writes one chart as SVG. Inputs are read here; the page is built in
+//! or a comparison; `plot` writes one chart as SVG or PNG. Inputs are read here; the page is built in
 //! `html`, the charts in `charts`, the SVG drawing in `svg`.
 
 pub mod charts;
 pub mod html;
+pub mod png;
 pub mod svg;
 
 use crate::cli::{PlotArgs, ReportArgs};
@@ -276,5 +277,19 @@ pub fn plot_cmd(a: &PlotArgs) -> Result<()> {
             charts::cdf("Cumulative distribution per series", &dists, &unit)
         }
     };
-    write(&a.svg, &svg, "--svg")
+    if a.svg.is_none() && a.png.is_none() {
+        return Err(Error::Usage("plot needs --svg FILE or --png FILE".into()));
+    }
+    if let Some(p) = &a.svg {
+        write(p, &svg, "--svg")?;
+    }
+    if let Some(p) = &a.png {
+        let (png, note) = png::render(&svg, 2.0)?;
+        if let Some(n) = note {
+            crate::note!("warning: {n}");
+        }
+        crate::output::write_atomic(p, &png)
+            .map_err(|e| Error::Usage(format!("--png {}: {e}", p.display())))?;
+    }
+    Ok(())
 }

@@ -171,6 +171,12 @@ fn plots_are_svg_old_results_still_read_and_bad_input_is_exit_2() {
         assert_eq!(s.matches(r#"class="legend-entry""#).count(), 2, "{kind}");
         assert!(s.contains(r#"class="xlabel""#) && s.contains(r#"class="ylabel""#));
     }
+    let png = dir.path().join("hist.png");
+    ok(latlab().arg("plot").arg(&json).arg("--png").arg(&png));
+    let bytes = std::fs::read(&png).unwrap();
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+    let out = latlab().arg("plot").arg(&json).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "no output named");
     // A v1 result from before timelines: reports still work, a timeline plot says why not.
     let mut v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
