@@ -4,9 +4,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Debian packages the tests compare against or drive: ministat (byte-for-byte comparisons) and
-# PostgreSQL (the shared store). Installed only when missing, so reruns are fast.
-PKGS=(ministat postgresql)
+# Debian packages the tests compare against or drive: ministat (byte-for-byte comparisons),
+# PostgreSQL (the shared store) and chromium (reports loaded in a real headless browser;
+# screenshots land in target/tmp/report-screenshots/). Installed only when missing.
+PKGS=(ministat postgresql chromium)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

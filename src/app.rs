@@ -97,6 +97,8 @@ pub fn run(cli: Cli, argv: Vec<String>) -> Result<()> {
             crate::output::stdout(&text).map_err(|e| Error::io("stdout", e))
         }
         Command::Ministat(a) => std::process::exit(crate::compare::ministat_cmd::main(&a.args)),
+        Command::Report(a) => crate::report::report_cmd(&a),
+        Command::Plot(a) => crate::report::plot_cmd(&a),
     }
 }
 

@@ -57,6 +57,12 @@ pub enum Command {
     Runs(RunsCmd),
     /// Read a raw sample log written by `--samples`: summary per series, or CSV.
     Samples(SamplesArgs),
+    /// One self-contained HTML page (inline SVG, no script) of runs, an experiment or a
+    /// comparison: environment, histograms, maximum over time, percentiles, verdicts.
+    Report(ReportArgs),
+    /// One chart of a run as SVG or PNG: histogram, maximum over time, or cumulative
+    /// distribution.
+    Plot(PlotArgs),
 }
 
 /// Arguments of `latlab cyclic`. Times take units (ns, us, ms, s, m, h); a bare number is µs for
@@ -695,6 +701,46 @@ pub struct RunArgs {
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
 }
+
+/// Arguments of `latlab report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Runs to show: stored ids, run:ID, or result files (FILE.json). Several runs are also
+    /// compared, the first being the baseline.
+    #[arg(value_name = "RUN")]
+    pub inputs: Vec<String>,
+    /// Every run stored under this experiment id (tag experiment=ID, as `latlab run` stores
+    /// them), grouped by their other tags and compared.
+    #[arg(long, value_name = "ID")]
+    pub experiment: Option<String>,
+    /// The HTML file to write.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: PathBuf,
+    /// The results store stored runs are read from.
+    #[arg(long)]
+    pub store: Option<String>,
+}
+
+/// Arguments of `latlab plot`.
+#[derive(Debug, Args)]
+pub struct PlotArgs {
+    /// The run: a stored id, run:ID, or a result file (FILE.json).
+    #[arg(value_name = "RUN")]
+    pub input: String,
+    /// The chart.
+    #[arg(long, value_enum, default_value = "hist")]
+    pub kind: crate::report::PlotKind,
+    /// The SVG file to write.
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+    /// A PNG file to write (the same chart at twice its size).
+    #[arg(long, value_name = "FILE")]
+    pub png: Option<PathBuf>,
+    /// The results store a stored run is read from.
+    #[arg(long)]
+    pub store: Option<String>,
+}
+
 pub mod lower;
 
 /// Parses a duration (`10s`, `500ms`, `1h`; a bare number is seconds) into nanoseconds, for

@@ -2,8 +2,10 @@
 //! JSON schema v1 (docs/json-schema.md).
 
 pub mod env;
+pub mod timeline;
 
 pub use env::Environment;
+pub use timeline::{Timeline, TimelineRecorder};
 
 use crate::stats::{HistogramData, Recorder, Summary};
 use serde::{Deserialize, Serialize};
@@ -108,6 +110,9 @@ pub struct Series {
     /// Figures particular to the measurement (e.g. `noise`: loop rate, interruptions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extra: Option<serde_json::Value>,
+    /// Count, max and p99 per interval over the run (absent in older results).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<Timeline>,
 }
 
 impl Series {
@@ -125,6 +130,7 @@ impl Series {
             lost_samples: 0,
             histogram: rec.hist.to_data(),
             extra: None,
+            timeline: None,
         }
     }
 }

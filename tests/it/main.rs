@@ -11,6 +11,7 @@ mod load;
 mod ministat;
 mod noise;
 mod plan;
+mod report;
 mod store;
 mod tcp;
 mod util;

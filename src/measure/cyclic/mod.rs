@@ -133,6 +133,9 @@ pub fn run(mut cfg: CyclicConfig, command_line: Vec<String>) -> Result<CyclicOut
                 loops,
                 break_on_ns,
                 rec: Recorder::new(),
+                timeline: crate::result::TimelineRecorder::new(
+                    crate::result::timeline::DEFAULT_WIDTH_NS,
+                ),
                 linear: vec![0; hist_len],
                 ring,
                 live,
@@ -208,6 +211,7 @@ pub fn run(mut cfg: CyclicConfig, command_line: Vec<String>) -> Result<CyclicOut
         s.interval_ns = Some(plan.interval_ns);
         s.overruns = out.overruns;
         s.lost_samples = out.lost;
+        s.timeline = Some(out.timeline.clone());
         if let Some((lat, loop_no)) = out.tripped_at {
             let cpu = plan
                 .cpu

@@ -1,6 +1,7 @@
 //! The measuring loop of one `cyclic` thread: sleep to the next period, read the clock, record
 //! `now - expected`. Nothing here allocates, locks, formats or does I/O.
 
+use crate::result::{Timeline, TimelineRecorder};
 use crate::rt::Live;
 use crate::stats::Recorder;
 use crate::sys::clock;
@@ -24,6 +25,8 @@ pub struct Worker {
     pub rec: Recorder,
     /// Linear 1 µs histogram for `-h` (empty when not asked for).
     pub linear: Vec<u64>,
+    /// Count, max and p99 per interval (preallocated).
+    pub timeline: TimelineRecorder,
     /// Raw sample ring, when a sample log is written.
     pub ring: Option<Producer<u64>>,
     /// Live figures for the display.
@@ -55,6 +58,8 @@ pub struct WorkerOut {
     pub tripped_at: Option<(u64, u64)>,
     /// CPU the thread ended on.
     pub cpu: Option<usize>,
+    /// Count, max and p99 per interval.
+    pub timeline: Timeline,
 }
 
 impl Worker {
@@ -65,7 +70,9 @@ impl Worker {
         let (mut overruns, mut lost, mut overflow) = (0u64, 0u64, 0u64);
         let (mut n, mut min, mut max, mut sum) = (0u64, u64::MAX, 0u64, 0u64);
         let mut tripped_at = None;
-        let mut next = clock::now_ns(clk) + interval;
+        let begin = clock::now_ns(clk);
+        self.timeline.start_at(begin);
+        let mut next = begin + interval;
         while n < self.loops && !self.stop.load(Ordering::Relaxed) {
             let expected = if self.relative {
                 let before = clock::now_ns(clk);
@@ -89,6 +96,7 @@ impl Worker {
             let lat = now.saturating_sub(expected);
             n += 1;
             self.rec.record(lat);
+            self.timeline.record(expected, lat);
             if let Some(ring) = self.ring.as_mut() {
                 if ring.push(lat).is_err() {
                     lost += 1;
@@ -124,6 +132,7 @@ impl Worker {
                 }
             }
         }
+        let timeline = self.timeline.finish(clock::now_ns(clk));
         self.done.fetch_add(1, Ordering::Release);
         self.bell.ring();
         WorkerOut {
@@ -134,6 +143,7 @@ impl Worker {
             linear_overflow: overflow,
             tripped_at,
             cpu: crate::sys::sched::current_cpu(),
+            timeline,
         }
     }
 }

@@ -8,7 +8,7 @@ pub mod worker;
 use crate::config::noise::{NoiseClock, NoiseConfig};
 use crate::config::Policy;
 use crate::error::{Error, Result};
-use crate::result::{Environment, Run, Series};
+use crate::result::{Environment, Run, Series, Timeline};
 use crate::rt::{self, Control, Live, Placement};
 use crate::stats::dist::Dist;
 use crate::stats::{LatHistogram, Percentiles, Recorder, Summary};
@@ -397,6 +397,11 @@ fn build_series(
             lost_samples: 0,
             histogram: gaps.to_data(),
             extra: Some(extra),
+            timeline: Timeline::concat(
+                &per.iter()
+                    .filter_map(|o| o.timeline.clone())
+                    .collect::<Vec<_>>(),
+            ),
         });
     }
     out

@@ -3,6 +3,7 @@
 //! or more take the cold path (histogram, interruption statistics, event log). No allocation,
 //! lock, system call or I/O inside the loop.
 
+use crate::result::{Timeline, TimelineRecorder};
 use crate::rt::Live;
 use crate::stats::{LatHistogram, Recorder};
 use crate::sys::clock;
@@ -65,6 +66,8 @@ pub struct SpinOut {
     pub events_dropped: u64,
     /// CLOCK_MONOTONIC ns at the start and end of spinning.
     pub span_ns: (u64, u64),
+    /// Interruptions per interval (count, max, p99), from the spinner's start.
+    pub timeline: Option<Timeline>,
 }
 
 #[inline(always)]
@@ -80,6 +83,7 @@ impl Spinner {
         let mut intr = Recorder::new();
         let mut events: Vec<Event> = Vec::with_capacity(EVENTS);
         let mut dropped = 0u64;
+        let mut timeline = TimelineRecorder::new(crate::result::timeline::DEFAULT_WIDTH_NS);
         let tpn = self.ticks_per_ns;
         let to_ns = |t: u64| (t as f64 / tpn) as u64;
         let thr = self.threshold_ticks;
@@ -117,6 +121,7 @@ impl Spinner {
             if d >= thr {
                 let dur = to_ns(d);
                 intr.record(dur);
+                timeline.record(to_ns(now.wrapping_sub(tick0)), dur);
                 if events.len() < EVENTS {
                     events.push(Event {
                         start_ns: mono0 + to_ns(now.wrapping_sub(d).wrapping_sub(tick0)),
@@ -148,6 +153,7 @@ impl Spinner {
             events,
             events_dropped: dropped,
             span_ns: (mono0, mono1),
+            timeline: Some(timeline.finish(to_ns(end_ticks.wrapping_sub(tick0)))),
         }
     }
 }

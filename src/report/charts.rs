@@ -1,0 +1,604 @@
+//! Charts made from results: per-run histograms, timelines and bars, and the overlays and forest
+//! plot of a comparison. Everything is drawn from histograms and timelines (never per sample),
+//! and many series are aggregated instead of overplotted.
+
+use super::svg::{self, Axis, Bars, ForestRow, Line};
+use crate::compare::analysis::Analysis;
+use crate::result::{Run, Series, Timeline};
+use std::collections::BTreeMap;
+
+/// Series drawn one by one; beyond this, a chart shows an aggregate and the worst few.
+pub const MAX_LINES: usize = 8;
+/// Worst series shown beside the aggregate.
+const WORST: usize = 3;
+/// Points kept on a timeline chart.
+const MAX_TIME_POINTS: usize = 720;
+
+/// Display scale and unit name for a series unit: ns are shown in µs.
+pub fn display_unit(unit: &str) -> (f64, String) {
+    if unit == "ns" {
+        (1e-3, "µs".into())
+    } else {
+        (1.0, unit.to_string())
+    }
+}
+
+/// A distribution as `(value, count)` pairs in the series' unit, sorted by value.
+pub type Buckets = Vec<(u64, u64)>;
+
+/// Buckets of several series merged.
+pub fn merge<'a>(series: impl IntoIterator<Item = &'a Series>) -> Buckets {
+    let mut m: BTreeMap<u64, u64> = BTreeMap::new();
+    for s in series {
+        for [v, c] in &s.histogram.buckets {
+            let e = m.entry(*v).or_insert(0);
+            *e = e.saturating_add(*c);
+        }
+    }
+    m.into_iter().collect()
+}
+
+fn summary_of(b: &Buckets) -> (u64, u64, f64, u64) {
+    let n: u64 = b.iter().map(|x| x.1).sum();
+    let sum: f64 = b.iter().map(|&(v, c)| v as f64 * c as f64).sum();
+    let min = b.first().map_or(0, |x| x.0);
+    let max = b.last().map_or(0, |x| x.0);
+    (n, min, if n > 0 { sum / n as f64 } else { 0.0 }, max)
+}
+
+fn quantile(b: &Buckets, q: f64) -> u64 {
+    let n: u64 = b.iter().map(|x| x.1).sum();
+    let rank = ((q * n as f64).ceil() as u64).max(1);
+    let mut seen = 0;
+    for &(v, c) in b {
+        seen += c;
+        if seen >= rank {
+            return v;
+        }
+    }
+    0
+}
+
+/// Log x when the tail is long (max above 30× the 99th percentile), linear otherwise.
+fn wants_log_x(dists: &[&Buckets]) -> bool {
+    let max = dists.iter().map(|b| summary_of(b).3).max().unwrap_or(0);
+    let p99 = dists.iter().map(|b| quantile(b, 0.99)).max().unwrap_or(0);
+    max > p99.saturating_mul(30).max(1)
+}
+
+/// Counts per display bin: 20 bins a decade on a log axis, 150 over a linear one.
+fn binned(b: &Buckets, scale: f64, log: bool, hi: f64) -> Vec<(f64, f64)> {
+    let mut bins: BTreeMap<i64, u64> = BTreeMap::new();
+    let width = (hi / 150.0).max(f64::MIN_POSITIVE);
+    for &(v, c) in b {
+        let x = v as f64 * scale;
+        let k = if log {
+            (x.max(1e-3).log10() * 20.0).floor() as i64
+        } else {
+            (x / width).floor() as i64
+        };
+        *bins.entry(k).or_insert(0) += c;
+    }
+    let at = |k: i64| {
+        if log {
+            10f64.powf((k as f64 + 0.5) / 20.0)
+        } else {
+            (k as f64 + 0.5) * width
+        }
+    };
+    let mut out = Vec::with_capacity(bins.len());
+    let mut prev: Option<i64> = None;
+    for (k, c) in bins {
+        // Empty bins between two others break the curve (a NaN y), so a lone spike is not
+        // joined to its neighbours by a line that suggests samples in between.
+        if prev.is_some_and(|p| k > p + 1) {
+            out.push((at(k - 1), f64::NAN));
+        }
+        out.push((at(k), c as f64));
+        prev = Some(k);
+    }
+    out
+}
+
+/// Named distributions to draw, with a note when some were aggregated.
+fn pick(run: &Run) -> (Vec<(String, Buckets)>, Option<String>) {
+    let unit = run.series.first().map_or("ns", |s| s.unit.as_str());
+    let (scale, uname) = display_unit(unit);
+    let label = |name: &str, b: &Buckets| {
+        let (_, min, avg, max) = summary_of(b);
+        format!(
+            "{name} {}/{}/{}",
+            svg::num(min as f64 * scale),
+            svg::num(avg * scale),
+            svg::num(max as f64 * scale)
+        )
+    };
+    let named = |s: &Series| match s.cpu {
+        Some(c) if s.name != format!("cpu{c}") => format!("{} cpu{c}", s.name),
+        _ => s.name.clone(),
+    };
+    let series: Vec<&Series> = run.series.iter().filter(|s| s.unit == unit).collect();
+    if series.len() <= MAX_LINES {
+        let v = series
+            .iter()
+            .map(|s| {
+                let b = merge([*s]);
+                (label(&named(s), &b), b)
+            })
+            .collect();
+        return (v, None);
+    }
+    let all = merge(series.iter().copied());
+    let mut worst = series.clone();
+    worst.sort_by_key(|s| std::cmp::Reverse(s.summary.max_ns));
+    let mut v = vec![(label(&format!("all {}", series.len()), &all), all)];
+    for s in worst.iter().take(WORST) {
+        let b = merge([*s]);
+        v.push((label(&named(s), &b), b));
+    }
+    let note = format!(
+        "{} series: their merged distribution and the {WORST} with the largest maximum are drawn ({uname})",
+        series.len()
+    );
+    (v, Some(note))
+}
+
+/// Distributions as log-y histograms, one curve each (OSADL style).
+pub fn histogram_of(title: &str, dists: &[(String, Buckets)], unit: &str) -> String {
+    let (scale, uname) = display_unit(unit);
+    let refs: Vec<&Buckets> = dists.iter().map(|d| &d.1).collect();
+    let log = wants_log_x(&refs);
+    let xs = refs
+        .iter()
+        .flat_map(|b| b.iter().map(|&(v, _)| v as f64 * scale));
+    let x = Axis::fit(xs.chain([0.0]), log, &format!("latency ({uname})"));
+    let lines: Vec<Line> = dists
+        .iter()
+        .map(|(l, b)| Line::new(l.clone(), binned(b, scale, log, x.hi)))
+        .collect();
+    let mut y = Axis::fit(
+        lines.iter().flat_map(|l| l.points.iter().map(|p| p.1)),
+        true,
+        "samples per bin",
+    );
+    // Single samples (the spikes that matter) stand above the axis.
+    y.lo = y.lo.min(0.5);
+    svg::line_chart(title, x, y, &lines)
+}
+
+/// A run's latency histogram per thread or CPU (legend: min/avg/max).
+pub fn histogram(run: &Run) -> Option<(String, Option<String>)> {
+    let unit = run.series.first()?.unit.clone();
+    let (dists, note) = pick(run);
+    if dists.iter().all(|d| d.1.is_empty()) {
+        return None;
+    }
+    let (_, uname) = display_unit(&unit);
+    let title = format!("Latency histogram, log y (legend: min/avg/max {uname})");
+    Some((histogram_of(&title, &dists, &unit), note))
+}
+
+fn timeline_points(t: &Timeline, v: &[u64], scale: f64) -> Vec<(f64, f64)> {
+    let w = t.interval_ns as f64 / 1e9;
+    t.count
+        .iter()
+        .zip(v)
+        .enumerate()
+        .filter(|(_, (c, _))| **c > 0)
+        .map(|(i, (_, m))| ((i as f64 + 0.5) * w, *m as f64 * scale))
+        .collect()
+}
+
+/// The maximum per interval over time, one line per series (aggregated when there are many).
+pub fn timeline(run: &Run) -> Option<(String, Option<String>)> {
+    let with: Vec<(&Series, Timeline)> = run
+        .series
+        .iter()
+        .filter_map(|s| {
+            let t = s.timeline.as_ref()?;
+            let f = t.len().div_ceil(MAX_TIME_POINTS).max(1);
+            Some((s, if f > 1 { t.coarsened(f) } else { t.clone() }))
+        })
+        .collect();
+    let (first, t0) = with.first()?;
+    let (scale, uname) = display_unit(&first.unit);
+    let mut note = None;
+    let lines: Vec<Line> = if with.len() <= MAX_LINES {
+        with.iter()
+            .map(|(s, t)| Line::new(s.name.clone(), timeline_points(t, &t.max, scale)))
+            .collect()
+    } else {
+        let n = with.iter().map(|(_, t)| t.len()).max().unwrap_or(0);
+        let width = with.iter().map(|(_, t)| t.interval_ns).max().unwrap_or(1);
+        let mut hi = vec![0u64; n];
+        let mut med = vec![0u64; n];
+        let mut cnt = vec![0u64; n];
+        let mut p = vec![0u64; n];
+        for i in 0..n {
+            let mut col: Vec<u64> = with
+                .iter()
+                .filter(|(_, t)| t.interval_ns == width && t.count.get(i).is_some_and(|c| *c > 0))
+                .map(|(_, t)| t.max[i])
+                .collect();
+            col.sort_unstable();
+            cnt[i] = col.len() as u64;
+            hi[i] = col.last().copied().unwrap_or(0);
+            med[i] = col.get(col.len() / 2).copied().unwrap_or(0);
+            p[i] = with
+                .iter()
+                .filter_map(|(_, t)| t.pct.get(i))
+                .copied()
+                .max()
+                .unwrap_or(0);
+        }
+        let agg = Timeline {
+            interval_ns: width,
+            percentile: t0.percentile,
+            count: cnt,
+            max: hi.clone(),
+            pct: p.clone(),
+        };
+        note = Some(format!(
+            "{} series aggregated per interval: the largest maximum, the median of their maxima, and the largest p{}",
+            with.len(),
+            t0.percentile
+        ));
+        vec![
+            Line::new("max of all", timeline_points(&agg, &hi, scale)),
+            Line::new("median of maxima", timeline_points(&agg, &med, scale)),
+            Line::new(
+                format!("p{} (largest)", t0.percentile),
+                timeline_points(&agg, &p, scale),
+            ),
+        ]
+    };
+    let x = Axis::fit(
+        lines.iter().flat_map(|l| l.points.iter().map(|p| p.0)),
+        false,
+        "time since start (s)",
+    );
+    let y = Axis::fit(
+        lines.iter().flat_map(|l| l.points.iter().map(|p| p.1)),
+        true,
+        &format!("max per interval ({uname})"),
+    );
+    let title = format!(
+        "Maximum per {} s interval over time, log y",
+        svg::num(t0.interval_ns as f64 / 1e9)
+    );
+    Some((svg::line_chart(&title, x, y, &lines), note))
+}
+
+fn extra_f64(s: &Series, path: &[&str]) -> Option<f64> {
+    let mut v = s.extra.as_ref()?;
+    for p in path {
+        v = v.get(p)?;
+    }
+    v.as_f64()
+}
+
+/// `noise`: per-CPU interruptions and CPU available as bars; the maximum per repeat with the
+/// outlying repeats ringed.
+pub fn noise(run: &Run) -> Vec<String> {
+    let cats: Vec<String> = run.series.iter().map(|s| s.name.clone()).collect();
+    let mut out = Vec::new();
+    let count: Vec<f64> = run
+        .series
+        .iter()
+        .map(|s| extra_f64(s, &["interruptions", "count"]).unwrap_or(f64::NAN))
+        .collect();
+    out.push(svg::bar_chart(
+        "Interruptions per CPU",
+        &cats,
+        Axis::fit(
+            count.iter().copied().chain([0.0]),
+            false,
+            "interruptions (count)",
+        ),
+        &[Bars {
+            label: "interruptions".into(),
+            values: count,
+            whiskers: None,
+        }],
+    ));
+    let avail: Vec<f64> = run
+        .series
+        .iter()
+        .map(|s| extra_f64(s, &["interruptions", "available_pct"]).unwrap_or(f64::NAN))
+        .collect();
+    let named: Vec<String> = cats
+        .iter()
+        .zip(&avail)
+        .map(|(c, a)| format!("{c} ({}%)", svg::num(*a)))
+        .collect();
+    let mut y = Axis::fit([0.0, 100.0], false, "available (%)");
+    (y.lo, y.hi) = (0.0, 100.0);
+    out.push(svg::bar_chart(
+        "CPU available to the spinner (% of its run time)",
+        &named,
+        y,
+        &[Bars {
+            label: "available".into(),
+            values: avail,
+            whiskers: None,
+        }],
+    ));
+    let lines: Vec<Line> = run
+        .series
+        .iter()
+        .take(MAX_LINES)
+        .filter_map(|s| {
+            let e = s.extra.as_ref()?;
+            let maxes = e.get("per_repeat_max_ns")?.as_array()?;
+            let pts: Vec<(f64, f64)> = maxes
+                .iter()
+                .enumerate()
+                .filter_map(|(i, v)| Some((i as f64 + 1.0, v.as_f64()? * 1e-3)))
+                .collect();
+            let outliers: Vec<usize> = e
+                .get("outlier_repeats")
+                .and_then(|o| o.as_array())
+                .map(|o| {
+                    o.iter()
+                        .filter_map(|v| v.as_u64())
+                        .map(|r| r.saturating_sub(1) as usize)
+                        .collect()
+                })
+                .unwrap_or_default();
+            Some(Line {
+                label: s.name.clone(),
+                points: pts,
+                markers_only: true,
+                outliers,
+            })
+        })
+        .collect();
+    if lines.iter().any(|l| l.points.len() > 1) {
+        let x = Axis::fit(
+            lines.iter().flat_map(|l| l.points.iter().map(|p| p.0)),
+            false,
+            "repeat",
+        );
+        let y = Axis::fit(
+            lines.iter().flat_map(|l| l.points.iter().map(|p| p.1)),
+            true,
+            "max gap (µs)",
+        );
+        out.push(svg::line_chart(
+            "Largest gap per repeat (outlying repeats ringed)",
+            x,
+            y,
+            &lines,
+        ));
+    }
+    out
+}
+
+/// Other measurements: a bar per series (mean) with whiskers from the median to p99.
+pub fn series_bars(run: &Run) -> Option<String> {
+    let unit = run.series.first()?.unit.clone();
+    let (scale, uname) = display_unit(&unit);
+    let ss: Vec<&Series> = run.series.iter().filter(|s| s.unit == unit).collect();
+    let cats: Vec<String> = ss.iter().map(|s| s.name.clone()).collect();
+    let values: Vec<f64> = ss.iter().map(|s| s.summary.mean_ns * scale).collect();
+    let whiskers: Vec<(f64, f64)> = ss
+        .iter()
+        .map(|s| {
+            (
+                s.summary.percentiles.p50 as f64 * scale,
+                s.summary.percentiles.p99 as f64 * scale,
+            )
+        })
+        .collect();
+    let all = values
+        .iter()
+        .copied()
+        .chain(whiskers.iter().flat_map(|w| [w.0, w.1]));
+    let pos: Vec<f64> = all.clone().filter(|v| *v > 0.0).collect();
+    let lo = pos.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = pos.iter().copied().fold(0.0, f64::max);
+    let log = lo.is_finite() && hi > lo * 1000.0;
+    let y = Axis::fit(all.chain([if log { lo } else { 0.0 }]), log, &uname);
+    Some(svg::bar_chart(
+        &format!(
+            "{} per series: mean (bars), median to p99 (whiskers)",
+            run.kind
+        ),
+        &cats,
+        y,
+        &[Bars {
+            label: "mean".into(),
+            values,
+            whiskers: Some(whiskers),
+        }],
+    ))
+}
+
+/// Distributions overlaid as cumulative curves (log x).
+pub fn cdf(title: &str, dists: &[(String, Buckets)], unit: &str) -> String {
+    let (scale, uname) = display_unit(unit);
+    let mut lines = Vec::new();
+    for (label, b) in dists {
+        let n: u64 = b.iter().map(|x| x.1).sum();
+        let mut seen = 0u64;
+        let mut pts = Vec::new();
+        let mut last_x = f64::NEG_INFINITY;
+        for (i, &(v, c)) in b.iter().enumerate() {
+            seen += c;
+            let x = (v as f64 * scale).max(1e-3);
+            // Keep about 100 points a decade and always the last.
+            if x.log10() - last_x >= 0.01 || i + 1 == b.len() {
+                pts.push((x, 100.0 * seen as f64 / n.max(1) as f64));
+                last_x = x.log10();
+            }
+        }
+        lines.push(Line::new(label.clone(), pts));
+    }
+    let x = Axis::fit(
+        lines.iter().flat_map(|l| l.points.iter().map(|p| p.0)),
+        true,
+        &format!("latency ({uname})"),
+    );
+    let mut y = Axis::fit([0.0, 100.0], false, "samples at or below (%)");
+    (y.lo, y.hi) = (0.0, 100.0);
+    svg::line_chart(title, x, y, &lines)
+}
+
+/// The quantile and mean differences against the baseline with their intervals.
+pub fn forest(a: &Analysis) -> Option<String> {
+    let rows: Vec<ForestRow> = a
+        .comparisons
+        .iter()
+        .flat_map(|c| {
+            c.metrics.iter().filter_map(move |m| {
+                let ci = m.ci?;
+                Some(ForestRow {
+                    label: format!("{}: {}", c.label, m.metric),
+                    estimate: m.diff,
+                    ci,
+                    verdict: m.verdict.text().to_string(),
+                })
+            })
+        })
+        .collect();
+    if rows.is_empty() {
+        return None;
+    }
+    let unit = if a.settings.unit.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", a.settings.unit)
+    };
+    Some(svg::forest(
+        &format!(
+            "Difference from {} with {:.1}% intervals",
+            a.comparisons[0].baseline,
+            a.interval_confidence * 100.0
+        ),
+        &format!("difference{unit}"),
+        &rows,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::result::TimelineRecorder;
+    use crate::stats::Recorder;
+
+    /// A cyclic-like run with `n` series; series `i` has samples `1..=100` µs plus one spike
+    /// of `i` ms, and a 3-interval timeline.
+    fn run(n: usize) -> Run {
+        let env: crate::result::Environment = serde_json::from_value(serde_json::json!({
+            "hostname": "h", "kernel_release": "6.1", "kernel_version": "v", "kernel_cmdline": "",
+            "preemption": "full", "clocksource": "tsc", "available_clocksources": [],
+            "cpu_model": "m", "cpus_online": 2, "online_cpus": "0-1", "isolated_cpus": "",
+            "nohz_full_cpus": "", "sched_rt_runtime_us": 950000, "sched_rt_period_us": 1000000,
+            "governor": null, "tool_version": "0"
+        }))
+        .unwrap();
+        let mut r = Run::new(
+            "cyclic",
+            std::time::SystemTime::now(),
+            vec![],
+            serde_json::Value::Null,
+            env,
+        );
+        for i in 0..n {
+            let mut rec = Recorder::new();
+            let mut t = TimelineRecorder::new(1_000_000_000);
+            for v in 1..=100u64 {
+                rec.record(v * 1000);
+                t.record(v * 20_000_000, v * 1000);
+            }
+            rec.record((i as u64 + 1) * 1_000_000);
+            t.record(2_500_000_000, (i as u64 + 1) * 1_000_000);
+            let mut s = Series::from_recorder(format!("T{i}"), &rec);
+            s.cpu = Some(i);
+            s.timeline = Some(t.finish(3_000_000_000));
+            r.series.push(s);
+        }
+        r
+    }
+
+    fn count(s: &str, pat: &str) -> usize {
+        s.matches(pat).count()
+    }
+
+    #[test]
+    fn few_series_get_a_curve_each_with_min_avg_max() {
+        let (h, note) = histogram(&run(3)).unwrap();
+        assert!(note.is_none());
+        assert_eq!(count(&h, r#"<g class="series""#), 3);
+        assert_eq!(count(&h, r#"class="legend-entry""#), 3);
+        // T2 cpu2: min 1 µs, max 3 ms; the spike makes the x axis logarithmic.
+        assert!(h.contains(">T2 cpu2 1/"), "{h}");
+        assert!(h.contains("/3000<"), "{h}");
+        assert!(h.contains("latency (µs)") && h.contains("samples per bin"));
+        let (t, _) = timeline(&run(3)).unwrap();
+        assert_eq!(count(&t, r#"<g class="series""#), 3);
+        assert!(t.contains("time since start (s)") && t.contains("max per interval (µs)"));
+    }
+
+    #[test]
+    fn many_series_are_aggregated_not_overplotted() {
+        let r = run(40);
+        let (h, note) = histogram(&r).unwrap();
+        assert_eq!(count(&h, r#"<g class="series""#), 1 + WORST);
+        assert!(h.contains(">all 40 "));
+        // The worst three by maximum: T39, T38, T37.
+        assert!(h.contains(">T39 cpu39 ") && h.contains(">T37 cpu37 "));
+        assert!(note.unwrap().contains("40 series"));
+        let (t, note) = timeline(&r).unwrap();
+        assert_eq!(count(&t, r#"<g class="series""#), 3);
+        assert!(t.contains("max of all") && t.contains("median of maxima"));
+        assert!(note.is_some());
+    }
+
+    #[test]
+    fn bars_and_cdf_of_fixed_runs() {
+        let r = run(2);
+        let b = series_bars(&r).unwrap();
+        assert_eq!(count(&b, r#"class="bar""#), 2);
+        assert_eq!(count(&b, r#"class="whisker""#), 2);
+        let d: Vec<(String, Buckets)> = r
+            .series
+            .iter()
+            .map(|s| (s.name.clone(), merge([s])))
+            .collect();
+        let c = cdf("CDF", &d, "ns");
+        assert_eq!(count(&c, r#"<g class="series""#), 2);
+        assert!(c.contains("samples at or below (%)"));
+    }
+
+    #[test]
+    fn an_hour_at_10_khz_makes_a_small_page() {
+        // 16 threads, 36 M samples each spread over 1 µs..10 ms (thousands of HDR buckets), and
+        // full timelines: the page depends on buckets and intervals, never on samples.
+        let mut r = run(16);
+        for s in &mut r.series {
+            let mut v = 1000.0f64;
+            s.histogram.buckets.clear();
+            while v < 1e7 {
+                s.histogram.buckets.push([v as u64, 3900]);
+                v *= 1.001;
+            }
+            s.timeline = Some(Timeline {
+                interval_ns: 2_000_000_000,
+                percentile: 99.0,
+                count: vec![20_000_000; 1800],
+                max: (0..1800u64).map(|k| 50_000 + k * 7).collect(),
+                pct: vec![20_000; 1800],
+            });
+        }
+        let loaded = vec![super::super::Loaded {
+            run: r,
+            name: "big.json".into(),
+            tags: Default::default(),
+        }];
+        let groups = super::super::groups(&loaded, false);
+        let page = super::super::html::page(&loaded, &groups, None, None, &[]);
+        assert!(page.len() < 1 << 20, "{} bytes", page.len());
+        assert_eq!(count(&page, r#"data-kind="line""#), 2);
+    }
+}

@@ -1,0 +1,429 @@
+//! The report page: environment and warnings, one section per run (charts by kind and a
+//! percentile table), and for several runs or an experiment the overlaid distributions, the
+//! forest plot and the verdicts. Plain HTML with inline CSS and SVG: no script, no network.
+
+use super::charts::{self, Buckets};
+use super::svg::{esc, num};
+use super::{Group, Loaded};
+use crate::compare::analysis::Analysis;
+use crate::result::Run;
+use std::fmt::Write;
+
+/// Runs given a section of their own (beyond this an experiment lists them in a table).
+const MAX_RUN_SECTIONS: usize = 6;
+
+const CSS: &str = "body{font-family:sans-serif;max-width:1000px;margin:1em auto;padding:0 1em;color:#111}\
+h1{font-size:1.5em}h2{font-size:1.25em;border-bottom:2px solid #0072B2;padding-bottom:2px;margin-top:1.6em}\
+h3{font-size:1.05em}table{border-collapse:collapse;margin:.5em 0;font-size:.9em}\
+td,th{border:1px solid #bbb;padding:2px 6px;text-align:right}th{background:#eee}\
+td.l,th.l{text-align:left}.warn{background:#fff4d6;border-left:4px solid #E69F00;padding:.4em .8em}\
+.bad{background:#fde0dc;border-left:4px solid #D55E00;padding:.4em .8em}\
+figure{margin:1em 0}figcaption{font-size:.85em;color:#444}svg.chart{max-width:100%;height:auto}\
+code{font-size:.85em;word-break:break-all}.meta{color:#555;font-size:.9em}";
+
+fn row(cells: &[String], head: bool) -> String {
+    let tag = if head { "th" } else { "td" };
+    let mut s = String::from("<tr>");
+    for (i, c) in cells.iter().enumerate() {
+        let cls = if i == 0 { " class=\"l\"" } else { "" };
+        let _ = write!(s, "<{tag}{cls}>{}</{tag}>", esc(c));
+    }
+    s.push_str("</tr>");
+    s
+}
+
+fn figure(svg: &str, caption: Option<&str>) -> String {
+    let cap = caption.map_or(String::new(), |c| {
+        format!("<figcaption>{}</figcaption>", esc(c))
+    });
+    format!("<figure>{svg}{cap}</figure>")
+}
+
+fn environment(runs: &[Loaded]) -> String {
+    let Some(first) = runs.first() else {
+        return String::new();
+    };
+    let e = &first.run.environment;
+    let throttle = match (e.sched_rt_runtime_us, e.sched_rt_period_us) {
+        (Some(-1), _) => "off (sched_rt_runtime_us = -1)".to_string(),
+        (Some(r), Some(p)) => format!("{r} µs of every {p} µs"),
+        _ => "unknown".into(),
+    };
+    let or_none = |s: &str| {
+        if s.is_empty() {
+            "none".to_string()
+        } else {
+            s.to_string()
+        }
+    };
+    let rows = [
+        ("host", e.hostname.clone()),
+        ("kernel", e.kernel_release.clone()),
+        ("kernel version", e.kernel_version.clone()),
+        ("preemption", e.preemption.clone()),
+        ("clocksource", e.clocksource.clone()),
+        (
+            "CPU",
+            format!(
+                "{} × {} (online {})",
+                e.cpus_online, e.cpu_model, e.online_cpus
+            ),
+        ),
+        ("isolated CPUs", or_none(&e.isolated_cpus)),
+        ("nohz_full CPUs", or_none(&e.nohz_full_cpus)),
+        ("RT throttling", throttle),
+        (
+            "governor",
+            e.governor.clone().unwrap_or_else(|| "no cpufreq".into()),
+        ),
+        ("kernel command line", e.kernel_cmdline.clone()),
+        ("latlab", e.tool_version.clone()),
+    ];
+    let mut s = String::from("<section id=\"environment\"><h2>Environment</h2><table>");
+    for (k, v) in rows {
+        let _ = write!(
+            s,
+            "<tr><th class=\"l\">{k}</th><td class=\"l\">{}</td></tr>",
+            esc(&v)
+        );
+    }
+    s.push_str("</table>");
+    let differ: Vec<&str> = runs
+        .iter()
+        .filter(|l| {
+            let o = &l.run.environment;
+            (
+                &o.kernel_release,
+                &o.clocksource,
+                &o.preemption,
+                &o.hostname,
+            ) != (
+                &e.kernel_release,
+                &e.clocksource,
+                &e.preemption,
+                &e.hostname,
+            )
+        })
+        .map(|l| l.name.as_str())
+        .collect();
+    if !differ.is_empty() {
+        let _ = write!(
+            s,
+            "<p class=\"warn\">These runs differ from the first in host, kernel, preemption or clocksource: {}</p>",
+            esc(&differ.join(", "))
+        );
+    }
+    s.push_str("</section>");
+    s
+}
+
+fn percentile_table(run: &Run) -> String {
+    let mut s = String::from("<table class=\"percentiles\">");
+    let unit = run.series.first().map_or("ns", |x| x.unit.as_str());
+    let (scale, uname) = charts::display_unit(unit);
+    s.push_str(&row(
+        &[
+            "series", "cpu", "policy", "count", "min", "avg", "p50", "p90", "p99", "p99.9",
+            "p99.99", "max", "overruns",
+        ]
+        .map(String::from),
+        true,
+    ));
+    for x in &run.series {
+        let (sc, _) = charts::display_unit(&x.unit);
+        let f = |v: u64| num(v as f64 * sc);
+        let p = &x.summary.percentiles;
+        s.push_str(&row(
+            &[
+                x.name.clone(),
+                x.cpu.map_or("-".into(), |c| c.to_string()),
+                format!("{} {}", x.policy, x.prio),
+                x.summary.count.to_string(),
+                f(x.summary.min_ns),
+                num(x.summary.mean_ns * sc),
+                f(p.p50),
+                f(p.p90),
+                f(p.p99),
+                f(p.p99_9),
+                f(p.p99_99),
+                f(x.summary.max_ns),
+                x.overruns.to_string(),
+            ],
+            false,
+        ));
+    }
+    let _ = write!(
+        s,
+        "</table><p class=\"meta\">values in {}{}</p>",
+        esc(&uname),
+        if scale != 1.0 {
+            " (recorded in ns)"
+        } else {
+            ""
+        }
+    );
+    s
+}
+
+fn run_section(l: &Loaded) -> String {
+    let r = &l.run;
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        "<section class=\"run\" id=\"{id}\"><h2>{kind} run {id}</h2><p class=\"meta\">{name}: started {st}, {d:.1} s{intr}</p><p><code>{cmd}</code></p>",
+        id = esc(&r.id),
+        kind = esc(&r.kind),
+        name = esc(&l.name),
+        st = esc(&r.started),
+        d = r.duration_s,
+        intr = if r.interrupted { ", <b>interrupted</b>" } else { "" },
+        cmd = esc(&r.command_line.join(" "))
+    );
+    if !l.tags.is_empty() {
+        let t: Vec<String> = l.tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let _ = write!(s, "<p class=\"meta\">tags: {}</p>", esc(&t.join(", ")));
+    }
+    if let Some(c) = &r.check_failure {
+        let _ = write!(s, "<p class=\"bad\">check failed: {}</p>", esc(c));
+    }
+    if !r.warnings.is_empty() {
+        s.push_str("<div class=\"warn\"><b>Warnings</b><ul>");
+        for w in &r.warnings {
+            let _ = write!(s, "<li>{}</li>", esc(w));
+        }
+        s.push_str("</ul></div>");
+    }
+    if !r.loads.is_empty() {
+        s.push_str("<h3>Loads</h3><table>");
+        s.push_str(&row(
+            &["load", "achieved", "rate", "note"].map(String::from),
+            true,
+        ));
+        for ld in &r.loads {
+            s.push_str(&row(
+                &[
+                    ld.spec.clone(),
+                    format!("{} {} in {:.1} s", ld.count, ld.unit, ld.seconds),
+                    format!("{}/s", num(ld.rate_per_s)),
+                    ld.note.clone().unwrap_or_default(),
+                ],
+                false,
+            ));
+        }
+        s.push_str("</table>");
+    }
+    match r.kind.as_str() {
+        "noise" => {
+            for c in charts::noise(r) {
+                s.push_str(&figure(&c, None));
+            }
+            if let Some((c, n)) = charts::histogram(r) {
+                s.push_str(&figure(
+                    &c,
+                    n.as_deref().or(Some("gaps between loop iterations")),
+                ));
+            }
+        }
+        "cyclic" => {
+            if let Some((c, n)) = charts::histogram(r) {
+                s.push_str(&figure(&c, n.as_deref()));
+            }
+        }
+        _ => {
+            if let Some(c) = charts::series_bars(r) {
+                s.push_str(&figure(&c, None));
+            }
+        }
+    }
+    if let Some((c, n)) = charts::timeline(r) {
+        let cap = n.unwrap_or_else(|| {
+            if r.kind == "noise" {
+                "interruptions only (gaps at or above the threshold); repeats follow one another"
+                    .into()
+            } else {
+                "from the result's timeline; empty intervals are skipped".into()
+            }
+        });
+        s.push_str(&figure(&c, Some(&cap)));
+    }
+    s.push_str("<h3>Percentiles</h3>");
+    s.push_str(&percentile_table(r));
+    s.push_str("</section>");
+    s
+}
+
+fn comparison(
+    loaded: &[Loaded],
+    groups: &[Group],
+    a: Option<&Analysis>,
+    notes: &[String],
+) -> String {
+    let mut s = String::from("<section id=\"comparison\"><h2>Comparison</h2>");
+    let first = &loaded[groups[0].runs[0]].run;
+    let unit = first
+        .series
+        .first()
+        .map_or("ns".to_string(), |x| x.unit.clone());
+    let dists: Vec<(String, Buckets)> = groups
+        .iter()
+        .take(charts::MAX_LINES)
+        .map(|g| {
+            let b = charts::merge(
+                g.runs
+                    .iter()
+                    .flat_map(|&i| loaded[i].run.series.iter())
+                    .filter(|x| x.unit == unit),
+            );
+            (format!("{} ({} run(s))", g.label, g.runs.len()), b)
+        })
+        .collect();
+    if groups.len() > charts::MAX_LINES {
+        let _ = write!(
+            s,
+            "<p class=\"warn\">{} groups: the first {} are drawn; all are in the tables.</p>",
+            groups.len(),
+            charts::MAX_LINES
+        );
+    }
+    if first.kind != "tcp" && dists.iter().any(|d| !d.1.is_empty()) {
+        s.push_str(&figure(
+            &charts::cdf("Distributions overlaid (cumulative, log x)", &dists, &unit),
+            Some("every series of every run in a group merged"),
+        ));
+        s.push_str(&figure(
+            &charts::histogram_of("Distributions overlaid (histogram, log y)", &dists, &unit),
+            None,
+        ));
+    }
+    for n in notes {
+        let _ = write!(s, "<p class=\"meta\">{}</p>", esc(n));
+    }
+    if let Some(a) = a {
+        if let Some(f) = charts::forest(a) {
+            s.push_str(&figure(&f, Some("point: the difference of the group from the baseline; bar: its bootstrap interval; a dashed line marks no difference")));
+        }
+        s.push_str("<h3>Verdicts</h3><table class=\"verdicts\">");
+        s.push_str(&row(
+            &[
+                "set",
+                "metric",
+                "baseline",
+                "value",
+                "difference",
+                "interval",
+                "change",
+                "p (Holm)",
+                "verdict",
+            ]
+            .map(String::from),
+            true,
+        ));
+        for c in &a.comparisons {
+            for m in &c.metrics {
+                s.push_str(&row(
+                    &[
+                        c.label.clone(),
+                        m.metric.clone(),
+                        num(m.base),
+                        num(m.value),
+                        num(m.diff),
+                        m.ci.map_or("-".into(), |(lo, hi)| format!("[{}, {}]", num(lo), num(hi))),
+                        format!("{:+.1}%", m.change_pct),
+                        m.p_adjusted.map_or("-".into(), |p| format!("{p:.3}")),
+                        m.verdict.text().to_string(),
+                    ],
+                    false,
+                ));
+            }
+        }
+        let _ = write!(
+            s,
+            "</table><p class=\"meta\">values in {}; baseline {}; {} bootstrap replicates</p>",
+            esc(&a.settings.unit),
+            esc(&a
+                .comparisons
+                .first()
+                .map_or(String::new(), |c| c.baseline.clone())),
+            a.settings.replicates
+        );
+        for w in &a.warnings {
+            let _ = write!(s, "<p class=\"warn\">{}</p>", esc(w));
+        }
+    }
+    s.push_str("</section>");
+    s
+}
+
+fn run_list(loaded: &[Loaded]) -> String {
+    let mut s = String::from("<section id=\"runs\"><h2>Runs</h2><table>");
+    s.push_str(&row(
+        &["run", "kind", "started", "tags", "max", "p99", "warnings"].map(String::from),
+        true,
+    ));
+    for l in loaded {
+        let r = &l.run;
+        let (sc, u) = charts::display_unit(r.series.first().map_or("ns", |x| x.unit.as_str()));
+        let max = r.series.iter().map(|x| x.summary.max_ns).max().unwrap_or(0);
+        let p99 = r
+            .series
+            .iter()
+            .map(|x| x.summary.percentiles.p99)
+            .max()
+            .unwrap_or(0);
+        let tags: Vec<String> = l.tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        s.push_str(&row(
+            &[
+                r.id.clone(),
+                r.kind.clone(),
+                r.started.clone(),
+                tags.join(","),
+                format!("{} {u}", num(max as f64 * sc)),
+                format!("{} {u}", num(p99 as f64 * sc)),
+                r.warnings.len().to_string(),
+            ],
+            false,
+        ));
+    }
+    s.push_str("</table></section>");
+    s
+}
+
+/// The whole page.
+pub fn page(
+    loaded: &[Loaded],
+    groups: &[Group],
+    experiment: Option<&str>,
+    analysis: Option<&Analysis>,
+    notes: &[String],
+) -> String {
+    let title = match experiment {
+        Some(e) => format!("latlab report: experiment {e}"),
+        None if loaded.len() == 1 => format!(
+            "latlab report: {} run {}",
+            loaded[0].run.kind, loaded[0].run.id
+        ),
+        None => format!("latlab report: {} runs", loaded.len()),
+    };
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\"><title>{t}</title><style>{CSS}</style></head><body><h1>{t}</h1><p class=\"meta\">made by latlab {v} at {now} from {n} run(s); self-contained (no script, no network)</p>",
+        t = esc(&title),
+        v = env!("CARGO_PKG_VERSION"),
+        now = crate::result::rfc3339(std::time::SystemTime::now()),
+        n = loaded.len()
+    );
+    s.push_str(&environment(loaded));
+    if groups.len() > 1 {
+        s.push_str(&comparison(loaded, groups, analysis, notes));
+    }
+    if loaded.len() <= MAX_RUN_SECTIONS {
+        for l in loaded {
+            s.push_str(&run_section(l));
+        }
+    } else {
+        s.push_str(&run_list(loaded));
+    }
+    s.push_str("</body></html>\n");
+    s
+}
