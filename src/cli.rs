@@ -272,6 +272,11 @@ pub struct CompareArgs {
     /// Store to read `run:ID` sets from.
     #[arg(long)]
     pub store: Option<String>,
+    /// With one latlab run on a side, test its samples as if they were independent (they are
+    /// not: spikes come in bursts and run-to-run variation is invisible); without it, one run
+    /// a side shows its figures but proves no difference.
+    #[arg(long)]
+    pub assume_independent_samples: bool,
 }
 
 const COMPARE_AFTER_HELP: &str = "\
@@ -281,6 +286,12 @@ order statistics, so a million samples cost no more than ten), Welch's t for the
 Mann-Whitney U test for the whole distribution with P(set > baseline). With several sets,
 intervals are Bonferroni-split and p-values Holm-adjusted. A quantile is compared only when
 every set has at least 10/(1-q) samples (p99.9: 10000).
+
+The run is the unit of replication. Sets of latlab results with at least two runs each are
+compared through per-run figures (each run's p50, p99, p99.9 and mean, Welch's t across runs).
+With one run on a side, run-to-run variation is unknown and no difference is proven, unless
+--assume-independent-samples tests the samples themselves (optimistic: samples are bursty).
+Value files are taken as one replicate per value, as ministat does.
 
 Examples:
   latlab compare before.txt after.txt

@@ -57,6 +57,9 @@ pub struct Source {
     pub dist: Dist,
     /// True when the values came from latlab JSON (so they carry the display unit).
     pub from_json: bool,
+    /// Each run's own distribution, when the set is latency samples of latlab runs (the run is
+    /// the unit of replication); empty when every value is already one replicate.
+    pub runs: Vec<Dist>,
 }
 
 /// Largest latlab JSON result read.
@@ -186,6 +189,11 @@ fn load_items(label: String, items: &[Item], o: &ReadOpts) -> Result<Source> {
     if !values.is_empty() {
         dists.push(Dist::from_values(values));
     }
+    let runs = if json > 0 && o.metric == Metric::Latency {
+        dists.clone()
+    } else {
+        Vec::new()
+    };
     let dist = Dist::merge(&dists);
     if dist.n() < 3 {
         return Err(Error::Usage(format!(
@@ -197,6 +205,7 @@ fn load_items(label: String, items: &[Item], o: &ReadOpts) -> Result<Source> {
         label,
         dist,
         from_json: json > 0,
+        runs,
     })
 }
 
