@@ -47,6 +47,7 @@ pub fn run(cli: Cli, argv: Vec<String>) -> Result<()> {
             execute(cfg, &common(&a.common, a.json.as_deref(), a.strict)?, argv)
         }
         Command::Samples(a) => samples_cmd(&a),
+        Command::Gate(a) => crate::gate::cmd::run(&a),
         Command::Load(a) => {
             let spec = crate::load::LoadSpec::parse(&a.spec)?;
             let d = a

@@ -57,6 +57,9 @@ pub enum Command {
     Runs(RunsCmd),
     /// Read a raw sample log written by `--samples`: summary per series, or CSV.
     Samples(SamplesArgs),
+    /// Judge a latency requirement on runs for CI: met (exit 0), violated (exit 1) or
+    /// undecided (exit 4), with exact binomial bounds; --plan-for says how long to measure.
+    Gate(GateArgs),
 }
 
 /// Arguments of `latlab cyclic`. Times take units (ns, us, ms, s, m, h); a bare number is µs for
@@ -704,3 +707,55 @@ pub struct RunArgs {
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
 }
+
+/// Arguments of `latlab gate`.
+#[derive(Debug, Args)]
+#[command(after_help = GATE_AFTER_HELP)]
+pub struct GateArgs {
+    /// The requirement: pQ<TIME (p99.9<100us) or rate(>TIME)<RATE (rate(>200us)<1e-6).
+    #[arg(value_name = "REQUIREMENT", required_unless_present = "plan_for")]
+    pub requirement: Option<String>,
+    /// Runs judged together: latlab JSON results, or stored runs (run:ID or ID).
+    #[arg(value_name = "RUN")]
+    pub inputs: Vec<PathBuf>,
+    /// Confidence of each one-sided bound (a fraction).
+    #[arg(long, default_value_t = 0.95)]
+    pub confidence: f64,
+    /// Use only this series of each run (default: all series).
+    #[arg(long, value_name = "NAME")]
+    pub series: Option<String>,
+    /// Accept a verdict from a single run, treating its samples as independent.
+    #[arg(long)]
+    pub assume_independent_samples: bool,
+    /// Print how many samples (how long at --rate) a run needs to decide this requirement.
+    #[arg(long, value_name = "REQUIREMENT")]
+    pub plan_for: Option<String>,
+    /// Samples per second, for --plan-for.
+    #[arg(long, value_name = "HZ")]
+    pub rate: Option<f64>,
+    /// Print the judgement as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Store to read run ids from.
+    #[arg(long)]
+    pub store: Option<String>,
+}
+
+const GATE_AFTER_HELP: &str = "\
+Each requirement is a rate: p99.9<100us means at most 0.1% of samples at or above 100 us.
+Events are counted in the runs' HDR histograms (a bucket straddling the threshold counts as
+an event for the upper bound only; the exact maximum clears buckets below it). The pooled rate
+gets exact one-sided Clopper-Pearson bounds (zero events: about 3/n at 95%, the rule of three);
+with two or more runs, a t bound over the runs' own rates widens them when runs disagree.
+met: upper bound < limit. violated: lower bound > limit. undecided otherwise, with how many
+more samples (and seconds at the runs' rate) would decide.
+
+The run is the unit of replication: on one run the outcome is printed but the verdict is
+undecided (exit 4) unless --assume-independent-samples.
+
+Exit codes: 0 met, 1 violated, 2 bad usage, 3 environment, 4 undecided.
+
+Examples:
+  latlab gate 'p99.9<100us' r1.json r2.json r3.json
+  latlab gate 'rate(>200us)<1e-6' run:ab12 run:cd34 --confidence 0.99
+  latlab gate --plan-for 'p99.99<50us' --rate 1000";

@@ -9,6 +9,7 @@ pub mod driver;
 pub mod error;
 pub mod experiment;
 pub mod export;
+pub mod gate;
 pub mod live;
 pub mod load;
 pub mod measure;

@@ -223,8 +223,8 @@ fn slowed(run: &serde_json::Value, k: f64) -> serde_json::Value {
             b[0] = ((b[0].as_u64().unwrap() as f64 * k) as u64).into();
         }
         for f in ["min_ns", "max_ns"] {
-            if let Some(v) = s["summary"][f].as_u64() {
-                s["summary"][f] = ((v as f64 * k) as u64).into();
+            if let Some(v) = s[f].as_u64() {
+                s[f] = ((v as f64 * k) as u64).into();
             }
         }
     }

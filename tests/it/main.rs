@@ -6,6 +6,7 @@ mod contend;
 mod ctxsw;
 mod cyclic;
 mod fuzz;
+mod gate;
 mod load;
 mod ministat;
 mod noise;
