@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 # Debian packages the tests compare against or drive: ministat (byte-for-byte comparisons) and
 # PostgreSQL (the shared store). Installed only when missing, so reruns are fast.
-PKGS=(ministat postgresql)
+PKGS=(ministat postgresql rt-tests iperf3)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -672,13 +672,21 @@ pub enum RunsCmd {
         #[arg(long)]
         store: Option<String>,
     },
-    /// Import a bundle; runs already present are skipped (idempotent).
+    /// Import a bundle; runs already present are skipped (idempotent). With --from, import
+    /// another tool's output as new runs tagged tool=NAME.
     Import {
-        /// The bundle file (`-` for stdin).
+        /// The bundle file (`-` for stdin), or the tool's output with --from.
         file: PathBuf,
         /// The store.
         #[arg(long)]
         store: Option<String>,
+        /// Read FILE as this tool's output: cyclictest/oslat --json, hackbench's text (one run
+        /// per Time: line), iperf3 -J.
+        #[arg(long, value_enum, value_name = "TOOL")]
+        from: Option<crate::import::Tool>,
+        /// Tag the imported runs (repeatable), besides tool=NAME.
+        #[arg(long = "tag", value_name = "KEY=VALUE", requires = "from")]
+        tag: Vec<String>,
     },
     /// Delete a stored run.
     Delete {

@@ -10,6 +10,7 @@ pub mod error;
 pub mod experiment;
 pub mod export;
 pub mod gate;
+pub mod import;
 pub mod live;
 pub mod load;
 pub mod measure;

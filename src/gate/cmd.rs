@@ -133,6 +133,24 @@ fn count(
             lo += if sure { c } else { 0 };
             hi += if maybe || sure { c } else { 0 };
         }
+        // Imported runs: samples past the tool's histogram sit at the exact max, but all that
+        // is known of them is that they exceed `above_ns`.
+        if let Some(b) = s.extra.as_ref().map(|e| &e["beyond_histogram"]) {
+            if let (Some(c), Some(above)) = (b["count"].as_u64(), b["above_ns"].as_u64()) {
+                let bottom_of_max = hdr.lowest_equivalent(smax);
+                let sure_at_max = match req.event {
+                    Event::AtLeast(t) => bottom_of_max >= t,
+                    Event::Above(t) => bottom_of_max > t,
+                };
+                let sure_past = match req.event {
+                    Event::AtLeast(t) => above >= t,
+                    Event::Above(t) => above > t,
+                };
+                if sure_at_max && !sure_past {
+                    lo = lo.saturating_sub(c);
+                }
+            }
+        }
         parts.push(Dist::from_histogram(h, 1e-3));
     }
     if n == 0 {

@@ -77,7 +77,22 @@ pub fn run(c: RunsCmd) -> Result<()> {
             );
             Ok(())
         }
-        RunsCmd::Import { file, store } => {
+        RunsCmd::Import {
+            file,
+            store,
+            from: Some(tool),
+            tag,
+        } => {
+            let text = crate::import::run(tool, &file, &tag, store.as_deref())?;
+            print!("{text}");
+            Ok(())
+        }
+        RunsCmd::Import {
+            file,
+            store,
+            from: None,
+            ..
+        } => {
             let name = file.display().to_string();
             let text = crate::experiment::plan::read_text_limited(
                 &file,

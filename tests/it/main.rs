@@ -7,6 +7,7 @@ mod ctxsw;
 mod cyclic;
 mod fuzz;
 mod gate;
+mod import;
 mod load;
 mod ministat;
 mod noise;
