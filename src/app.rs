@@ -48,6 +48,15 @@ pub fn run(cli: Cli, argv: Vec<String>) -> Result<()> {
         }
         Command::Samples(a) => samples_cmd(&a),
         Command::Gate(a) => crate::gate::cmd::run(&a),
+        Command::Completions { shell } => {
+            let s = crate::docs_gen::completions(shell);
+            crate::output::stdout(&String::from_utf8_lossy(&s)).map_err(|e| Error::io("stdout", e))
+        }
+        Command::Man { dir } => {
+            let pages = crate::docs_gen::man_pages(&dir)?;
+            crate::output::stdout(&format!("{}\n", pages.join("\n")))
+                .map_err(|e| Error::io("stdout", e))
+        }
         Command::Load(a) => {
             let spec = crate::load::LoadSpec::parse(&a.spec)?;
             let d = a

@@ -60,6 +60,17 @@ pub enum Command {
     /// Judge a latency requirement on runs for CI: met (exit 0), violated (exit 1) or
     /// undecided (exit 4), with exact binomial bounds; --plan-for says how long to measure.
     Gate(GateArgs),
+    /// Print a shell completion script: `latlab completions bash > /etc/bash_completion.d/latlab`.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Write man pages (latlab.1, latlab-SUBCOMMAND.1) into DIR, e.g. /usr/local/share/man/man1.
+    Man {
+        /// Directory the pages go to (created if missing).
+        dir: PathBuf,
+    },
 }
 
 /// Arguments of `latlab cyclic`. Times take units (ns, us, ms, s, m, h); a bare number is µs for
@@ -622,8 +633,9 @@ pub struct MeasureArgs {
 /// Where a measurement's result is kept.
 #[derive(Debug, Args, Clone)]
 pub struct StoreArgs {
-    /// The results store: sqlite:PATH (default: $LATLAB_STORE, else
-    /// $XDG_DATA_HOME/latlab/results.db).
+    /// The results store: sqlite:PATH, or a PostgreSQL server as postgres://USER@HOST/DB or a
+    /// libpq "host=... dbname=..." string (password from PGPASSWORD or ~/.pgpass, never on the
+    /// command line). Default: $LATLAB_STORE, else $XDG_DATA_HOME/latlab/results.db.
     #[arg(long = "store", value_name = "STORE", global = false)]
     pub store: Option<String>,
     /// Do not store the result.
@@ -639,8 +651,9 @@ pub struct StoreArgs {
 pub enum RunsCmd {
     /// List stored runs, newest first.
     List {
-        /// Only this measurement kind (cyclic, noise, ...).
-        #[arg(long)]
+        /// Only this kind: a measurement (cyclic, noise, ctxsw, clocks, tcp, contend, migrate)
+        /// or an imported tool (cyclictest, oslat, hackbench, iperf3).
+        #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(crate::store::cmd::KINDS))]
         kind: Option<String>,
         /// Only runs with this tag (repeatable).
         #[arg(long = "tag", value_name = "KEY=VALUE")]

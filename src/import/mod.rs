@@ -72,16 +72,7 @@ impl Built {
         let lo = self.pairs.iter().filter(|p| p.1 > 0).map(|p| p.0).min();
         let hi = self.pairs.iter().filter(|p| p.1 > 0).map(|p| p.0).max();
         let max = self.max.or(hi).unwrap_or(0);
-        let mut pc = Percentiles::from_hist(&h);
-        for p in [
-            &mut pc.p50,
-            &mut pc.p90,
-            &mut pc.p99,
-            &mut pc.p99_9,
-            &mut pc.p99_99,
-        ] {
-            *p = (*p).min(max);
-        }
+        let pc = Percentiles::from_hist(&h).capped(max);
         let mut s = Series::from_recorder(self.name.clone(), &crate::stats::Recorder::new());
         s.cpu = self.cpu;
         s.unit = self.unit.clone();

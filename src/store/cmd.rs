@@ -8,6 +8,21 @@ use crate::export::table;
 /// Largest bundle `runs import` reads.
 pub const MAX_BUNDLE_BYTES: u64 = 256 << 20;
 
+/// Every kind a stored run can have: latlab's measurements, then the tools runs are imported from.
+pub const KINDS: [&str; 11] = [
+    "cyclic",
+    "noise",
+    "ctxsw",
+    "clocks",
+    "tcp",
+    "contend",
+    "migrate",
+    "cyclictest",
+    "oslat",
+    "hackbench",
+    "iperf3",
+];
+
 /// Runs one `latlab runs` subcommand.
 pub fn run(c: RunsCmd) -> Result<()> {
     match c {
@@ -45,7 +60,7 @@ pub fn run(c: RunsCmd) -> Result<()> {
                 .collect();
             print!(
                 "{}",
-                table::render(
+                table::render_left(
                     &["id", "kind", "started", "host", "interrupted", "tags"],
                     &rows
                 )

@@ -158,3 +158,35 @@ fn real_rt_tests_and_iperf3_output_become_runs() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("hb.txt"));
 }
+
+#[test]
+fn runs_list_validates_kind_and_aligns_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("sqlite:{}", dir.path().join("s.db").display());
+    let bad = latlab()
+        .args(["runs", "list", "--kind", "cyclc", "--store", &store])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        err.contains("--kind") && err.contains("cyclictest"),
+        "{err}"
+    );
+    let hb = dir.path().join("hb.txt");
+    std::fs::write(&hb, "Time: 0.5\nTime: 0.25\n").unwrap();
+    assert_eq!(import(&store, "hackbench", &hb).len(), 2);
+    let list = latlab()
+        .args(["runs", "list", "--kind", "hackbench", "--store", &store])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&list.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    // Left-aligned: every column starts where its header does.
+    let at = lines[0].find("kind").unwrap();
+    assert!(
+        lines[1..].iter().all(|l| l[at..].starts_with("hackbench")),
+        "{text}"
+    );
+}
