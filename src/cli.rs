@@ -187,6 +187,10 @@ pub struct CyclicArgs {
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
 
+    /// Layout of the --json file: latlab's, or cyclictest's (rt-tests) for existing parsers.
+    #[arg(long, value_enum, default_value = "latlab", value_name = "FORMAT")]
+    pub json_format: JsonFormat,
+
     /// Write every latency of every thread to FILE (binary, docs/samples-format.md).
     #[arg(long, value_name = "FILE")]
     pub samples: Option<PathBuf>,
@@ -780,3 +784,12 @@ Examples:
   latlab gate 'p99.9<100us' r1.json r2.json r3.json
   latlab gate 'rate(>200us)<1e-6' run:ab12 run:cd34 --confidence 0.99
   latlab gate --plan-for 'p99.99<50us' --rate 1000";
+
+/// Layouts of `cyclic --json`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum JsonFormat {
+    /// latlab.run/1 (docs/json-schema.md).
+    Latlab,
+    /// cyclictest's --json layout (rt-tests).
+    RtTests,
+}

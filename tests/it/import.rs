@@ -190,3 +190,80 @@ fn runs_list_validates_kind_and_aligns_columns() {
         "{text}"
     );
 }
+
+#[test]
+fn cyclic_writes_cyclictest_json_that_imports_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let store = format!("sqlite:{}", d.join("s.db").display());
+    let f = d.join("rt.json");
+    run(latlab()
+        .args([
+            "cyclic",
+            "-t",
+            "2",
+            "-l",
+            "40",
+            "-i",
+            "200us",
+            "-q",
+            "--no-store",
+        ])
+        .arg("--json")
+        .arg(&f)
+        .args(["--json-format", "rt-tests"]));
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&f).unwrap()).unwrap();
+    assert_eq!(v["num_threads"], 2);
+    for t in ["0", "1"] {
+        assert_eq!(v["thread"][t]["cycles"], 40);
+        let h: u64 = v["thread"][t]["histogram"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|c| c.as_u64().unwrap())
+            .sum();
+        assert_eq!(h, 40);
+    }
+    // The same top-level keys as real cyclictest output.
+    let keys = |v: &serde_json::Value| {
+        let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+        k.sort();
+        k
+    };
+    if have("cyclictest") {
+        let ct = d.join("ct.json");
+        run(Command::new("cyclictest")
+            .args(["-l", "20", "-q", "-t", "1", "-h", "100"])
+            .arg(format!("--json={}", ct.display())));
+        let real: serde_json::Value = serde_json::from_slice(&std::fs::read(&ct).unwrap()).unwrap();
+        assert_eq!(keys(&v), keys(&real));
+        assert_eq!(
+            keys(&v["thread"]["0"]),
+            keys(&real["thread"]["0"]),
+            "per-thread keys"
+        );
+    } else {
+        skip(
+            "import::cyclic_writes_cyclictest_json (key check)",
+            "cyclictest not installed",
+        );
+    }
+    let ids = import(&store, "cyclictest", &f);
+    let show = run(latlab().args(["runs", "show", &ids[0], "--store", &store]));
+    let s: serde_json::Value = serde_json::from_slice(&show.stdout).unwrap();
+    assert_eq!(s["run"]["series"][1]["count"], 40);
+    let bad = latlab()
+        .args([
+            "cyclic",
+            "-l",
+            "5",
+            "--no-store",
+            "--json",
+            "-",
+            "--json-format",
+            "rt-tests",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+}
