@@ -283,9 +283,19 @@ fn run_dist<'r>(
             names.join(", ")
         )));
     }
+    // A bucket's value is the top of its range, which can pass the exact maximum the series
+    // recorded: the top buckets are pulled down to it, so max and tail quantiles are exact.
     let parts: Vec<Dist> = series
         .iter()
-        .map(|s| Dist::from_histogram(&s.histogram, o.scale))
+        .map(|s| {
+            let cap = if s.summary.count > 0 {
+                s.summary.max_ns
+            } else {
+                u64::MAX
+            };
+            let b = s.histogram.buckets.iter();
+            Dist::from_counts(b.map(|&[v, c]| (v.min(cap) as f64, c)), o.scale)
+        })
         .collect();
     let d = Dist::merge(&parts);
     if d.n() == 0 {

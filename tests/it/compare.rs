@@ -317,3 +317,43 @@ fn identical_runs_prove_nothing_and_a_real_shift_is_found() {
     assert_eq!(p50["metric"], "p50");
     assert_eq!(p50["verdict"], "worse", "{p50}");
 }
+
+#[test]
+fn json_sets_use_the_exact_max() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = latlab()
+        .args([
+            "cyclic",
+            "-t",
+            "1",
+            "-l",
+            "200",
+            "-i",
+            "100us",
+            "-q",
+            "--no-store",
+        ])
+        .args(["--json", "m.json"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let run: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("m.json")).unwrap()).unwrap();
+    let max_us = run["series"][0]["max_ns"].as_u64().unwrap() as f64 * 1e-3;
+    let out = compare(
+        dir.path(),
+        &[
+            "a=m.json",
+            "b=m.json",
+            "--format",
+            "json",
+            "--bootstrap",
+            "100",
+        ],
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let got = v["sets"][0]["max"].as_f64().unwrap();
+    assert!((got - max_us).abs() < 1e-9, "max {got} vs exact {max_us}");
+    assert!(v["sets"][0]["p99_9"].as_f64().unwrap() <= got);
+}
