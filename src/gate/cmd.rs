@@ -111,6 +111,12 @@ fn count(
             series.unwrap_or("at all")
         )));
     }
+    if let Some(s) = chosen.iter().find(|s| s.unit != "ns") {
+        return Err(Error::Usage(format!(
+            "{name}: series {} holds {}, not latencies: gate judges latency requirements",
+            s.name, s.unit
+        )));
+    }
     let (mut n, mut lo, mut hi, mut max) = (0u64, 0u64, 0u64, 0u64);
     let mut parts = Vec::new();
     for s in &chosen {

@@ -104,6 +104,17 @@ fn three_outcomes_with_their_exit_codes() {
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["verdict"], "violated");
     assert_eq!(v["judgement"]["m"], serde_json::json!([4000, 4000]));
+    // Throughput is not a latency: refused, naming the file.
+    let mut tp: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.join("ok1.json")).unwrap()).unwrap();
+    tp["series"][0]["unit"] = "kbit/s".into();
+    std::fs::write(d.join("tp.json"), serde_json::to_vec(&tp).unwrap()).unwrap();
+    let (code, _, err) = gate(d, &["p50<1ms", "tp.json", "ok2.json"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("tp.json") && err.contains("not latencies"),
+        "{err}"
+    );
 }
 
 #[test]
