@@ -44,10 +44,30 @@ pub fn run(cli: Cli, argv: Vec<String>) -> Result<()> {
     }
     match cli.command {
         Command::Cyclic(a) => {
+            let rt_tests = a.json_format == crate::cli::JsonFormat::RtTests;
+            if rt_tests && a.json.as_deref().is_none_or(|p| p.as_os_str() == "-") {
+                return Err(Error::Usage(
+                    "--json-format rt-tests needs --json FILE (a file, not stdout)".into(),
+                ));
+            }
             let cfg = CyclicConfig::from_args(&a, &online)?;
-            execute(cfg, &common(&a.common, a.json.as_deref(), a.strict)?, argv)
+            let r = execute(cfg, &common(&a.common, a.json.as_deref(), a.strict)?, argv);
+            match (&a.json, rt_tests) {
+                (Some(p), true) if p.exists() => crate::export::rt_tests::rewrite_file(p).and(r),
+                _ => r,
+            }
         }
         Command::Samples(a) => samples_cmd(&a),
+        Command::Gate(a) => crate::gate::cmd::run(&a),
+        Command::Completions { shell } => {
+            let s = crate::docs_gen::completions(shell);
+            crate::output::stdout(&String::from_utf8_lossy(&s)).map_err(|e| Error::io("stdout", e))
+        }
+        Command::Man { dir } => {
+            let pages = crate::docs_gen::man_pages(&dir)?;
+            crate::output::stdout(&format!("{}\n", pages.join("\n")))
+                .map_err(|e| Error::io("stdout", e))
+        }
         Command::Load(a) => {
             let spec = crate::load::LoadSpec::parse(&a.spec)?;
             let d = a.duration.map(std::time::Duration::from_nanos);

@@ -14,6 +14,9 @@ pub enum Error {
     /// A check the user requested failed, e.g. `--break-on` tripped (exit 1).
     #[error("{0}")]
     CheckFailed(String),
+    /// A requested verdict could not be decided from the data (exit 4; `latlab gate`).
+    #[error("{0}")]
+    Undecided(String),
     /// An I/O failure on a named path (exit 3: the machine, not the user, is at fault).
     #[error("{path}: {source}")]
     Io {
@@ -31,6 +34,7 @@ impl Error {
             Error::CheckFailed(_) => 1,
             Error::Usage(_) => 2,
             Error::Env(_) | Error::Io { .. } => 3,
+            Error::Undecided(_) => 4,
         }
     }
 

@@ -1,5 +1,5 @@
 //! The `latlab` binary: parse, dispatch, map errors to exit codes (0 ok, 1 check failed,
-//! 2 bad usage, 3 environment can't do it).
+//! 2 bad usage, 3 environment can't do it, 4 a gate undecided).
 
 use clap::Parser;
 

@@ -63,6 +63,20 @@ pub enum Command {
     /// One chart of a run as SVG or PNG: histogram, maximum over time, or cumulative
     /// distribution.
     Plot(PlotArgs),
+    /// Judge a latency requirement on runs for CI: met (exit 0), violated (exit 1) or
+    /// undecided (exit 4), with exact binomial bounds; --plan-for says how long to measure.
+    Gate(GateArgs),
+    /// Print a shell completion script: `latlab completions bash > /etc/bash_completion.d/latlab`.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Write man pages (latlab.1, latlab-SUBCOMMAND.1) into DIR, e.g. /usr/local/share/man/man1.
+    Man {
+        /// Directory the pages go to (created if missing).
+        dir: PathBuf,
+    },
 }
 
 /// Arguments of `latlab cyclic`. Times take units (ns, us, ms, s, m, h); a bare number is µs for
@@ -180,6 +194,10 @@ pub struct CyclicArgs {
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
 
+    /// Layout of the --json file: latlab's, or cyclictest's (rt-tests) for existing parsers.
+    #[arg(long, value_enum, default_value = "latlab", value_name = "FORMAT")]
+    pub json_format: JsonFormat,
+
     /// Write every latency of every thread to FILE (binary, docs/samples-format.md).
     #[arg(long, value_name = "FILE")]
     pub samples: Option<PathBuf>,
@@ -279,6 +297,11 @@ pub struct CompareArgs {
     /// Store to read `run:ID` sets from.
     #[arg(long)]
     pub store: Option<String>,
+    /// With one latlab run on a side, test its samples as if they were independent (they are
+    /// not: spikes come in bursts and run-to-run variation is invisible); without it, one run
+    /// a side shows its figures but proves no difference.
+    #[arg(long)]
+    pub assume_independent_samples: bool,
 }
 
 const COMPARE_AFTER_HELP: &str = "\
@@ -288,6 +311,12 @@ order statistics, so a million samples cost no more than ten), Welch's t for the
 Mann-Whitney U test for the whole distribution with P(set > baseline). With several sets,
 intervals are Bonferroni-split and p-values Holm-adjusted. A quantile is compared only when
 every set has at least 10/(1-q) samples (p99.9: 10000).
+
+The run is the unit of replication. Sets of latlab results with at least two runs each are
+compared through per-run figures (each run's p50, p99, p99.9 and mean, Welch's t across runs).
+With one run on a side, run-to-run variation is unknown and no difference is proven, unless
+--assume-independent-samples tests the samples themselves (optimistic: samples are bursty).
+Value files are taken as one replicate per value, as ministat does.
 
 Examples:
   latlab compare before.txt after.txt
@@ -616,8 +645,9 @@ pub struct MeasureArgs {
 /// Where a measurement's result is kept.
 #[derive(Debug, Args, Clone)]
 pub struct StoreArgs {
-    /// The results store: sqlite:PATH (default: $LATLAB_STORE, else
-    /// $XDG_DATA_HOME/latlab/results.db).
+    /// The results store: sqlite:PATH, or a PostgreSQL server as postgres://USER@HOST/DB or a
+    /// libpq "host=... dbname=..." string (password from PGPASSWORD or ~/.pgpass, never on the
+    /// command line). Default: $LATLAB_STORE, else $XDG_DATA_HOME/latlab/results.db.
     #[arg(long = "store", value_name = "STORE", global = false)]
     pub store: Option<String>,
     /// Do not store the result.
@@ -633,8 +663,9 @@ pub struct StoreArgs {
 pub enum RunsCmd {
     /// List stored runs, newest first.
     List {
-        /// Only this measurement kind (cyclic, noise, ...).
-        #[arg(long)]
+        /// Only this kind: a measurement (cyclic, noise, ctxsw, clocks, tcp, contend, migrate)
+        /// or an imported tool (cyclictest, oslat, hackbench, iperf3).
+        #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(crate::store::cmd::KINDS))]
         kind: Option<String>,
         /// Only runs with this tag (repeatable).
         #[arg(long = "tag", value_name = "KEY=VALUE")]
@@ -666,13 +697,21 @@ pub enum RunsCmd {
         #[arg(long)]
         store: Option<String>,
     },
-    /// Import a bundle; runs already present are skipped (idempotent).
+    /// Import a bundle; runs already present are skipped (idempotent). With --from, import
+    /// another tool's output as new runs tagged tool=NAME.
     Import {
-        /// The bundle file (`-` for stdin).
+        /// The bundle file (`-` for stdin), or the tool's output with --from.
         file: PathBuf,
         /// The store.
         #[arg(long)]
         store: Option<String>,
+        /// Read FILE as this tool's output: cyclictest/oslat --json, hackbench's text (one run
+        /// per Time: line), iperf3 -J.
+        #[arg(long, value_enum, value_name = "TOOL")]
+        from: Option<crate::import::Tool>,
+        /// Tag the imported runs (repeatable), besides tool=NAME.
+        #[arg(long = "tag", value_name = "KEY=VALUE", requires = "from")]
+        tag: Vec<String>,
     },
     /// Delete a stored run.
     Delete {
@@ -721,6 +760,39 @@ pub struct ReportArgs {
     pub store: Option<String>,
 }
 
+/// Arguments of `latlab gate`.
+#[derive(Debug, Args)]
+#[command(after_help = GATE_AFTER_HELP)]
+pub struct GateArgs {
+    /// The requirement: pQ<TIME (p99.9<100us) or rate(>TIME)<RATE (rate(>200us)<1e-6).
+    #[arg(value_name = "REQUIREMENT", required_unless_present = "plan_for")]
+    pub requirement: Option<String>,
+    /// Runs judged together: latlab JSON results, or stored runs (run:ID or ID).
+    #[arg(value_name = "RUN")]
+    pub inputs: Vec<PathBuf>,
+    /// Confidence of each one-sided bound (a fraction).
+    #[arg(long, default_value_t = 0.95)]
+    pub confidence: f64,
+    /// Use only this series of each run (default: all series).
+    #[arg(long, value_name = "NAME")]
+    pub series: Option<String>,
+    /// Accept a verdict from a single run, treating its samples as independent.
+    #[arg(long)]
+    pub assume_independent_samples: bool,
+    /// Print how many samples (how long at --rate) a run needs to decide this requirement.
+    #[arg(long, value_name = "REQUIREMENT")]
+    pub plan_for: Option<String>,
+    /// Samples per second, for --plan-for.
+    #[arg(long, value_name = "HZ")]
+    pub rate: Option<f64>,
+    /// Print the judgement as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Store to read run ids from.
+    #[arg(long)]
+    pub store: Option<String>,
+}
+
 /// Arguments of `latlab plot`.
 #[derive(Debug, Args)]
 pub struct PlotArgs {
@@ -747,4 +819,32 @@ pub mod lower;
 /// clap: a bad value is an exit-2 message naming the flag.
 pub fn seconds(v: &str) -> Result<u64, String> {
     crate::config::parse_time_ns(v, crate::config::BareUnit::Seconds)
+}
+
+const GATE_AFTER_HELP: &str = "\
+Each requirement is a rate: p99.9<100us means at most 0.1% of samples at or above 100 us.
+Events are counted in the runs' HDR histograms (a bucket straddling the threshold counts as
+an event for the upper bound only; the exact maximum clears buckets below it). The pooled rate
+gets exact one-sided Clopper-Pearson bounds (zero events: about 3/n at 95%, the rule of three);
+with two or more runs, a t bound over the runs' own rates widens them when runs disagree.
+met: upper bound < limit. violated: lower bound > limit. undecided otherwise, with how many
+more samples (and seconds at the runs' rate) would decide.
+
+The run is the unit of replication: on one run the outcome is printed but the verdict is
+undecided (exit 4) unless --assume-independent-samples.
+
+Exit codes: 0 met, 1 violated, 2 bad usage, 3 environment, 4 undecided.
+
+Examples:
+  latlab gate 'p99.9<100us' r1.json r2.json r3.json
+  latlab gate 'rate(>200us)<1e-6' run:ab12 run:cd34 --confidence 0.99
+  latlab gate --plan-for 'p99.99<50us' --rate 1000";
+
+/// Layouts of `cyclic --json`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum JsonFormat {
+    /// latlab.run/1 (docs/json-schema.md).
+    Latlab,
+    /// cyclictest's --json layout (rt-tests).
+    RtTests,
 }

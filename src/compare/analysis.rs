@@ -1,6 +1,13 @@
 //! The tail-aware comparison: per-set quantiles, quantile differences with bootstrap intervals,
 //! Welch's t for the mean, Mann-Whitney U for the whole distribution, Holm–Bonferroni across
 //! the comparisons with the baseline, and a verdict per metric.
+//!
+//! The run is the unit of replication: samples inside one run are autocorrelated and show
+//! nothing of run-to-run variation. So sets of latency samples from latlab runs are compared
+//! through per-run figures (Welch's t over each run's p50, p99, p99.9 and mean) when every set
+//! has at least two runs; with one run on a side no difference is proven, unless the caller
+//! assumes independent samples (`--assume-independent-samples`), which restores the
+//! sample-level tests and says so.
 
 use super::inputs::Source;
 use crate::stats::bootstrap::{percentile_interval, replicates};
@@ -23,6 +30,8 @@ pub struct Settings {
     pub higher_is_better: bool,
     /// Unit label of the values ("" when unknown).
     pub unit: String,
+    /// Treat the samples of one run as independent replicates (the pre-0.2 behaviour).
+    pub assume_independent: bool,
 }
 
 /// Summary of one set.
@@ -48,6 +57,8 @@ pub struct SetSummary {
     pub mean: f64,
     /// Sample standard deviation.
     pub stddev: f64,
+    /// Runs the set holds (0 when its values are replicates themselves).
+    pub runs: usize,
 }
 
 /// better / worse / no difference proven / not estimable.
@@ -62,6 +73,8 @@ pub enum Verdict {
     NoDifferenceProven,
     /// Too few samples to estimate this metric.
     NotEstimable,
+    /// One run on a side: run-to-run variation is unknown, so nothing is proven.
+    RunVariationUnknown,
 }
 
 impl Verdict {
@@ -72,6 +85,7 @@ impl Verdict {
             Verdict::Worse => "worse",
             Verdict::NoDifferenceProven => "no difference proven",
             Verdict::NotEstimable => "N too small",
+            Verdict::RunVariationUnknown => "not tested: 1 run",
         }
     }
 }
@@ -121,6 +135,8 @@ pub struct Analysis {
     pub sets: Vec<SetSummary>,
     /// Each non-baseline set against the baseline.
     pub comparisons: Vec<Comparison>,
+    /// What one replicate is, and what was tested on it.
+    pub replication: String,
     /// Warnings (small N and the like).
     pub warnings: Vec<String>,
 }
@@ -138,6 +154,7 @@ fn summary(s: &Source) -> SetSummary {
         max: d.max(),
         mean: d.mean(),
         stddev: d.stddev(),
+        runs: s.runs.len(),
     }
 }
 
@@ -161,8 +178,37 @@ fn verdict(lo: f64, hi: f64, higher_is_better: bool) -> Verdict {
     }
 }
 
-/// Compares every set with the first.
+/// Compares every set with the first, choosing the unit of replication (see the module doc).
 pub fn analyse(sources: &[Source], st: &Settings) -> Analysis {
+    let runs: Vec<usize> = sources.iter().map(|s| s.runs.len()).collect();
+    let repeated = runs.iter().all(|&r| r >= 2);
+    let single = runs.contains(&1);
+    if repeated && !st.assume_independent {
+        return super::per_run::analyse(sources, st);
+    }
+    let mut a = analyse_samples(sources, st);
+    if st.assume_independent && (repeated || single) {
+        a.replication =
+            "each sample, ASSUMING samples are independent (--assume-independent-samples): \
+            run-to-run variation and bursts inside a run are ignored, so p-values are optimistic"
+                .into();
+    } else if single {
+        a.replication = "one run on a side: run-to-run variation is unknown, so no difference is \
+            tested; repeat the runs (several results per set) or pass --assume-independent-samples"
+            .into();
+        for c in &mut a.comparisons {
+            for m in &mut c.metrics {
+                if m.verdict != Verdict::NotEstimable {
+                    m.verdict = Verdict::RunVariationUnknown;
+                }
+            }
+        }
+    }
+    a
+}
+
+/// Every value is one replicate (value files, one figure per run; or assumed independent).
+fn analyse_samples(sources: &[Source], st: &Settings) -> Analysis {
     let k = sources.len().saturating_sub(1).max(1);
     let alpha = 1.0 - st.confidence;
     let ci_conf = 1.0 - alpha / k as f64;
@@ -280,13 +326,19 @@ pub fn analyse(sources: &[Source], st: &Settings) -> Analysis {
         interval_confidence: ci_conf,
         sets: sources.iter().map(summary).collect(),
         comparisons,
+        replication: "each value".into(),
         warnings,
     }
 }
 
+/// The summary of one set (shared with the per-run analysis).
+pub(super) fn set_summary(s: &Source) -> SetSummary {
+    summary(s)
+}
+
 impl Verdict {
     /// A significant result's direction: positive `delta` is worse unless higher is better.
-    fn pick_sign(self, delta: f64, higher_is_better: bool) -> Verdict {
+    pub(super) fn pick_sign(self, delta: f64, higher_is_better: bool) -> Verdict {
         if delta == 0.0 {
             return Verdict::NoDifferenceProven;
         }
@@ -314,7 +366,7 @@ fn quantile_diff_streams(
     percentile_interval(qa.iter().zip(&qb).map(|(x, y)| y - x).collect(), conf)
 }
 
-fn pct(diff: f64, base: f64) -> f64 {
+pub(super) fn pct(diff: f64, base: f64) -> f64 {
     if base == 0.0 {
         f64::NAN
     } else {
@@ -332,6 +384,7 @@ mod tests {
             label: label.into(),
             dist: Dist::from_values(v),
             from_json: false,
+            runs: Vec::new(),
         }
     }
 
@@ -342,6 +395,7 @@ mod tests {
             seed: 42,
             higher_is_better: false,
             unit: String::new(),
+            assume_independent: false,
         }
     }
 

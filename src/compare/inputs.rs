@@ -57,6 +57,9 @@ pub struct Source {
     pub dist: Dist,
     /// True when the values came from latlab JSON (so they carry the display unit).
     pub from_json: bool,
+    /// Each run's own distribution, when the set is latency samples of latlab runs (the run is
+    /// the unit of replication); empty when every value is already one replicate.
+    pub runs: Vec<Dist>,
 }
 
 /// Largest latlab JSON result read.
@@ -186,6 +189,11 @@ fn load_items(label: String, items: &[Item], o: &ReadOpts) -> Result<Source> {
     if !values.is_empty() {
         dists.push(Dist::from_values(values));
     }
+    let runs = if json > 0 && o.metric == Metric::Latency {
+        dists.clone()
+    } else {
+        Vec::new()
+    };
     let dist = Dist::merge(&dists);
     if dist.n() < 3 {
         return Err(Error::Usage(format!(
@@ -197,6 +205,7 @@ fn load_items(label: String, items: &[Item], o: &ReadOpts) -> Result<Source> {
         label,
         dist,
         from_json: json > 0,
+        runs,
     })
 }
 
@@ -274,9 +283,19 @@ fn run_dist<'r>(
             names.join(", ")
         )));
     }
+    // A bucket's value is the top of its range, which can pass the exact maximum the series
+    // recorded: the top buckets are pulled down to it, so max and tail quantiles are exact.
     let parts: Vec<Dist> = series
         .iter()
-        .map(|s| Dist::from_histogram(&s.histogram, o.scale))
+        .map(|s| {
+            let cap = if s.summary.count > 0 {
+                s.summary.max_ns
+            } else {
+                u64::MAX
+            };
+            let b = s.histogram.buckets.iter();
+            Dist::from_counts(b.map(|&[v, c]| (v.min(cap) as f64, c)), o.scale)
+        })
         .collect();
     let d = Dist::merge(&parts);
     if d.n() == 0 {

@@ -4,6 +4,7 @@
 pub mod analysis;
 pub mod inputs;
 pub mod ministat_cmd;
+pub mod per_run;
 pub mod render;
 
 use crate::cli::CompareArgs;
@@ -77,6 +78,7 @@ pub fn run(a: &CompareArgs) -> Result<String> {
         seed: a.seed,
         higher_is_better: a.higher_is_better,
         unit,
+        assume_independent: a.assume_independent_samples,
     };
     let an = analysis::analyse(&sources, &settings);
     Ok(render::render(&an, a.format))

@@ -34,7 +34,7 @@ struct Tables {
 
 fn rows(a: &Analysis) -> Tables {
     let set_head = vec![
-        "set", "N", "min", "p50", "p90", "p99", "p99.9", "max", "mean", "stddev",
+        "set", "N", "runs", "min", "p50", "p90", "p99", "p99.9", "max", "mean", "stddev",
     ];
     let set_rows = a
         .sets
@@ -43,6 +43,11 @@ fn rows(a: &Analysis) -> Tables {
             vec![
                 s.label.clone(),
                 s.n.to_string(),
+                if s.runs == 0 {
+                    "-".into()
+                } else {
+                    s.runs.to_string()
+                },
                 num(s.min),
                 num(s.p50),
                 num(s.p90),
@@ -127,7 +132,7 @@ pub fn render(a: &Analysis, format: Format) -> String {
         Format::Table => {
             let t = rows(a);
             let mut out = header(a);
-            out.push('\n');
+            out.push_str(&format!("unit of replication: {}\n\n", a.replication));
             out.push_str(&table::render(&t.set_head, &t.set_rows));
             out.push('\n');
             out.push_str(&table::render(&t.cmp_head, &t.cmp_rows));
@@ -139,7 +144,7 @@ pub fn render(a: &Analysis, format: Format) -> String {
         Format::Markdown => {
             let t = rows(a);
             let mut out = header(a);
-            out.push('\n');
+            out.push_str(&format!("\nunit of replication: {}\n\n", a.replication));
             out.push_str(&markdown(&t.set_head, &t.set_rows));
             out.push('\n');
             out.push_str(&markdown(&t.cmp_head, &t.cmp_rows));

@@ -385,6 +385,7 @@ fn analysis(plan: &Plan, combos: &[Vec<usize>], files: &[Vec<(Run, String)>]) ->
         seed: 1,
         higher_is_better: plan.analysis.higher_is_better.unwrap_or(tcp),
         unit: unit.into(),
+        assume_independent: false,
     };
     s.push_str(&render(&analyse(&sources, &settings), Format::Table));
     Ok(s)

@@ -32,6 +32,34 @@ pub fn render(header: &[&str], rows: &[Vec<String>]) -> String {
     out
 }
 
+/// Renders `rows` under `header` with every column left-aligned (text such as ids and tags).
+pub fn render_left(header: &[&str], rows: &[Vec<String>]) -> String {
+    let cols = header.len();
+    let mut width: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (i, c) in r.iter().enumerate().take(cols) {
+            width[i] = width[i].max(c.chars().count());
+        }
+    }
+    let line = |cells: &mut dyn Iterator<Item = &str>| {
+        let parts: Vec<String> = cells
+            .enumerate()
+            .map(|(i, c)| {
+                format!(
+                    "{c}{}",
+                    " ".repeat(width[i].saturating_sub(c.chars().count()))
+                )
+            })
+            .collect();
+        parts.join("  ").trim_end().to_string() + "\n"
+    };
+    let mut out = line(&mut header.iter().copied());
+    for r in rows {
+        out.push_str(&line(&mut r.iter().map(String::as_str)));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -44,5 +72,7 @@ mod tests {
             ],
         );
         assert_eq!(t, "task   max\nT0       5\nT10   1234\n");
+        let t = super::render_left(&["id", "kind"], &[vec!["a1".into(), "cyclic".into()]]);
+        assert_eq!(t, "id  kind\na1  cyclic\n");
     }
 }

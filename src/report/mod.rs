@@ -201,6 +201,9 @@ pub fn compare(loaded: &[Loaded], groups: &[Group]) -> (Option<Analysis>, Vec<St
         seed: 1,
         higher_is_better: tcp,
         unit: shown,
+        // The run is the unit: groups of several runs are compared run by run; a verdict on
+        // single runs is never proven.
+        assume_independent: false,
     };
     (Some(analyse(&sources, &settings)), notes)
 }

@@ -106,7 +106,7 @@ impl Recorder {
             max_ns: self.max,
             mean_ns: self.mean(),
             stddev_ns: self.stddev(),
-            percentiles: Percentiles::from_hist(&self.hist),
+            percentiles: Percentiles::from_hist(&self.hist).capped(self.max),
         }
     }
 }
@@ -144,6 +144,18 @@ pub struct Percentiles {
 }
 
 impl Percentiles {
+    /// The same percentiles, none above `max` (a histogram bucket's top can exceed the exact
+    /// maximum recorded in it).
+    pub fn capped(self, max: u64) -> Self {
+        Percentiles {
+            p50: self.p50.min(max),
+            p90: self.p90.min(max),
+            p99: self.p99.min(max),
+            p99_9: self.p99_9.min(max),
+            p99_99: self.p99_99.min(max),
+        }
+    }
+
     /// Reads the percentiles off a histogram (all zero when empty).
     pub fn from_hist(h: &LatHistogram) -> Self {
         if h.is_empty() {
@@ -179,6 +191,16 @@ mod tests {
             mean,
             var.sqrt(),
         )
+    }
+
+    #[test]
+    fn percentiles_never_exceed_the_exact_max() {
+        let mut r = Recorder::new();
+        r.record(123_457);
+        let s = r.summary();
+        assert_eq!(s.max_ns, 123_457);
+        assert_eq!(s.percentiles.p50, 123_457, "the bucket's top is 123_519");
+        assert_eq!(s.percentiles.p99_99, 123_457);
     }
 
     #[test]

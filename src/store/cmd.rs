@@ -8,6 +8,21 @@ use crate::export::table;
 /// Largest bundle `runs import` reads.
 pub const MAX_BUNDLE_BYTES: u64 = 256 << 20;
 
+/// Every kind a stored run can have: latlab's measurements, then the tools runs are imported from.
+pub const KINDS: [&str; 11] = [
+    "cyclic",
+    "noise",
+    "ctxsw",
+    "clocks",
+    "tcp",
+    "contend",
+    "migrate",
+    "cyclictest",
+    "oslat",
+    "hackbench",
+    "iperf3",
+];
+
 /// Runs one `latlab runs` subcommand.
 pub fn run(c: RunsCmd) -> Result<()> {
     match c {
@@ -45,7 +60,7 @@ pub fn run(c: RunsCmd) -> Result<()> {
                 .collect();
             print!(
                 "{}",
-                table::render(
+                table::render_left(
                     &["id", "kind", "started", "host", "interrupted", "tags"],
                     &rows
                 )
@@ -77,7 +92,22 @@ pub fn run(c: RunsCmd) -> Result<()> {
             );
             Ok(())
         }
-        RunsCmd::Import { file, store } => {
+        RunsCmd::Import {
+            file,
+            store,
+            from: Some(tool),
+            tag,
+        } => {
+            let text = crate::import::run(tool, &file, &tag, store.as_deref())?;
+            print!("{text}");
+            Ok(())
+        }
+        RunsCmd::Import {
+            file,
+            store,
+            from: None,
+            ..
+        } => {
             let name = file.display().to_string();
             let text = crate::experiment::plan::read_text_limited(
                 &file,

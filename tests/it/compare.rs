@@ -214,3 +214,146 @@ fn file_names_that_are_not_utf8_open() {
         assert!(!out.stdout.is_empty());
     }
 }
+
+/// A copy of a latlab result whose every histogram bucket (and summary) is `k` times slower.
+fn slowed(run: &serde_json::Value, k: f64) -> serde_json::Value {
+    let mut r = run.clone();
+    for s in r["series"].as_array_mut().unwrap() {
+        for b in s["histogram"]["buckets"].as_array_mut().unwrap() {
+            b[0] = ((b[0].as_u64().unwrap() as f64 * k) as u64).into();
+        }
+        for f in ["min_ns", "max_ns"] {
+            if let Some(v) = s[f].as_u64() {
+                s[f] = ((v as f64 * k) as u64).into();
+            }
+        }
+    }
+    r
+}
+
+#[test]
+fn identical_runs_prove_nothing_and_a_real_shift_is_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let names: Vec<String> = (1..=6).map(|i| format!("c{i}.json")).collect();
+    for name in &names {
+        let out = latlab()
+            .args([
+                "cyclic", "-t", "1", "-a", "1", "-i", "1ms", "-D", "1s", "-q",
+            ])
+            .args(["--no-store", "--json", name])
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // One run a side, pairwise: figures shown, no difference proven.
+    for i in 0..names.len() {
+        for j in i + 1..names.len() {
+            let args = [
+                &names[i],
+                &names[j],
+                "--bootstrap",
+                "200",
+                "--format",
+                "json",
+            ];
+            let out = compare(dir.path(), &args);
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            let why = v["replication"].as_str().unwrap();
+            assert!(why.contains("run-to-run variation is unknown"), "{why}");
+            for m in v["comparisons"][0]["metrics"].as_array().unwrap() {
+                let verdict = m["verdict"].as_str().unwrap();
+                assert!(verdict != "better" && verdict != "worse", "{m}");
+            }
+        }
+    }
+    let out = compare(
+        dir.path(),
+        &[
+            &names[0],
+            &names[1],
+            "--bootstrap",
+            "200",
+            "--assume-independent-samples",
+        ],
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("ASSUMING samples are independent"));
+    // Three runs a side: per-run figures, the run as the unit.
+    let out = compare(
+        dir.path(),
+        &["a=c1.json,c2.json,c3.json", "b=c4.json,c5.json,c6.json"],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("unit of replication: the run"), "{text}");
+    let a = text.lines().find(|l| l.starts_with("a ")).unwrap();
+    assert_eq!(a.split_whitespace().nth(2), Some("3"), "{text}");
+    // The same runs made 3x slower on one side: found.
+    for (i, name) in names.iter().enumerate() {
+        let v: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.path().join(name)).unwrap()).unwrap();
+        let s = serde_json::to_vec(&slowed(&v, 3.0)).unwrap();
+        std::fs::write(dir.path().join(format!("s{}.json", i + 1)), s).unwrap();
+    }
+    let out = compare(
+        dir.path(),
+        &[
+            "--format",
+            "json",
+            "a=c1.json,c2.json,c3.json,c4.json,c5.json,c6.json",
+            "b=s1.json,s2.json,s3.json,s4.json,s5.json,s6.json",
+        ],
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let p50 = &v["comparisons"][0]["metrics"][0];
+    assert_eq!(p50["metric"], "p50");
+    assert_eq!(p50["verdict"], "worse", "{p50}");
+}
+
+#[test]
+fn json_sets_use_the_exact_max() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = latlab()
+        .args([
+            "cyclic",
+            "-t",
+            "1",
+            "-l",
+            "200",
+            "-i",
+            "100us",
+            "-q",
+            "--no-store",
+        ])
+        .args(["--json", "m.json"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let run: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("m.json")).unwrap()).unwrap();
+    let max_us = run["series"][0]["max_ns"].as_u64().unwrap() as f64 * 1e-3;
+    let out = compare(
+        dir.path(),
+        &[
+            "a=m.json",
+            "b=m.json",
+            "--format",
+            "json",
+            "--bootstrap",
+            "100",
+        ],
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let got = v["sets"][0]["max"].as_f64().unwrap();
+    assert!((got - max_us).abs() < 1e-9, "max {got} vs exact {max_us}");
+    assert!(v["sets"][0]["p99_9"].as_f64().unwrap() <= got);
+}

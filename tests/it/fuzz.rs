@@ -120,6 +120,7 @@ fn settings() -> Settings {
         seed: 1,
         higher_is_better: false,
         unit: "us".into(),
+        assume_independent: false,
     }
 }
 
@@ -129,11 +130,13 @@ fn compare_against(d: Dist) {
         label: "base".into(),
         dist: Dist::from_values(vec![1.0, 2.0, 3.0, 4.0]),
         from_json: false,
+        runs: Vec::new(),
     };
     let other = Source {
         label: "other".into(),
-        dist: d,
+        dist: d.clone(),
         from_json: true,
+        runs: vec![d.clone(), d],
     };
     let a = analyse(&[base.clone(), other.clone()], &settings());
     for f in [Format::Table, Format::Markdown, Format::Json] {

@@ -6,6 +6,8 @@ mod contend;
 mod ctxsw;
 mod cyclic;
 mod fuzz;
+mod gate;
+mod import;
 mod lifecycle;
 mod load;
 mod ministat;

@@ -336,7 +336,7 @@ fn build_series(
                 0.0
             },
             stddev_ns: d.stddev(),
-            percentiles: Percentiles::from_hist(&gaps),
+            percentiles: Percentiles::from_hist(&gaps).capped(max),
         };
         let secs = runtime as f64 / 1e9;
         let is = intr.summary();

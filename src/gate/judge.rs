@@ -1,0 +1,279 @@
+//! Judging a requirement on counted runs: exact binomial bounds of the pooled exceedance rate,
+//! a t bound across runs' own rates (so run-to-run variation counts), and from the two the
+//! verdict met / violated / undecided, with how much more data would decide.
+
+use super::bounds::{rate_lower, rate_upper};
+use super::requirement::Requirement;
+use statrs::distribution::{ContinuousCDF, StudentsT};
+
+/// One run, counted.
+#[derive(Debug, Clone)]
+pub struct RunCount {
+    /// Where it came from (file or run:ID).
+    pub name: String,
+    /// Samples.
+    pub n: u64,
+    /// Samples certainly counted as events (their whole histogram bucket is past the threshold).
+    pub m_lo: u64,
+    /// Samples possibly events (their bucket reaches past the threshold).
+    pub m_hi: u64,
+    /// Seconds the run measured.
+    pub duration_s: f64,
+}
+
+/// The outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// The rate's upper bound is below the limit.
+    Met,
+    /// The rate's lower bound is above the limit.
+    Violated,
+    /// Neither.
+    Undecided,
+}
+
+/// Everything the verdict rests on.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Judgement {
+    /// Samples in all runs.
+    pub n: u64,
+    /// Events (lower and upper count within histogram resolution).
+    pub m: (u64, u64),
+    /// Exact binomial (Clopper–Pearson) one-sided bounds of the pooled rate.
+    pub pooled: (f64, f64),
+    /// One-sided t bounds of the mean of the runs' rates (None with one run).
+    pub across_runs: Option<(f64, f64)>,
+    /// The bounds used: the wider of the two.
+    pub bounds: (f64, f64),
+    /// The outcome on the data (before the single-run rule).
+    pub outcome: Outcome,
+    /// Why a single run's outcome is not a verdict (None when it is).
+    pub single_run: Option<String>,
+    /// What would decide an undecided requirement.
+    pub to_decide: Option<String>,
+}
+
+impl Judgement {
+    /// The verdict: the outcome, or undecided when it rests on one run not assumed independent.
+    pub fn verdict(&self) -> Outcome {
+        if self.single_run.is_some() {
+            Outcome::Undecided
+        } else {
+            self.outcome
+        }
+    }
+}
+
+fn mean_sd(v: &[f64]) -> (f64, f64) {
+    let k = v.len() as f64;
+    let m = v.iter().sum::<f64>() / k;
+    let ss: f64 = v.iter().map(|x| (x - m) * (x - m)).sum();
+    (m, (ss / (k - 1.0)).sqrt())
+}
+
+/// One-sided t quantile at `conf` with `df` degrees of freedom.
+fn t_one_sided(conf: f64, df: f64) -> f64 {
+    StudentsT::new(0.0, 1.0, df).map_or(f64::INFINITY, |t| t.inverse_cdf(conf))
+}
+
+/// Judges `req` on `runs` at confidence `conf` (e.g. 0.95).
+pub fn judge(
+    req: &Requirement,
+    runs: &[RunCount],
+    conf: f64,
+    assume_independent: bool,
+) -> Judgement {
+    let n: u64 = runs.iter().map(|r| r.n).sum();
+    let m_lo: u64 = runs.iter().map(|r| r.m_lo).sum();
+    let m_hi: u64 = runs.iter().map(|r| r.m_hi).sum();
+    let pooled = (rate_lower(m_lo, n, conf), rate_upper(m_hi, n, conf));
+    let across_runs = (runs.len() >= 2).then(|| {
+        let t = t_one_sided(conf, runs.len() as f64 - 1.0);
+        let k = (runs.len() as f64).sqrt();
+        let lo: Vec<f64> = runs.iter().map(|r| r.m_lo as f64 / r.n as f64).collect();
+        let hi: Vec<f64> = runs.iter().map(|r| r.m_hi as f64 / r.n as f64).collect();
+        let ((ml, sl), (mh, sh)) = (mean_sd(&lo), mean_sd(&hi));
+        ((ml - t * sl / k).max(0.0), (mh + t * sh / k).min(1.0))
+    });
+    let bounds = across_runs.map_or(pooled, |(l, h)| (pooled.0.min(l), pooled.1.max(h)));
+    let outcome = if bounds.1 < req.limit {
+        Outcome::Met
+    } else if bounds.0 > req.limit {
+        Outcome::Violated
+    } else {
+        Outcome::Undecided
+    };
+    let single_run = (runs.len() == 1 && !assume_independent).then(|| {
+        let what = if outcome == Outcome::Undecided {
+            "no verdict".to_string()
+        } else {
+            format!("its outcome ({}) is not a verdict", text(outcome))
+        };
+        format!(
+            "one run: its samples are not independent (spikes come in bursts) and run-to-run \
+             variation is unknown, so {what}; gate two or more runs, or pass \
+             --assume-independent-samples to accept it"
+        )
+    });
+    let mut j = Judgement {
+        n,
+        m: (m_lo, m_hi),
+        pooled,
+        across_runs,
+        bounds,
+        outcome,
+        single_run,
+        to_decide: None,
+    };
+    if outcome == Outcome::Undecided {
+        j.to_decide = Some(to_decide(req, runs, &j, conf));
+    }
+    j
+}
+
+/// Outcome as a word.
+pub fn text(o: Outcome) -> &'static str {
+    match o {
+        Outcome::Met => "met",
+        Outcome::Violated => "violated",
+        Outcome::Undecided => "undecided",
+    }
+}
+
+/// The smallest sample count, at the observed rate `p`, whose bound decides against `limit`
+/// (None when no count does: the rate equals the limit).
+pub fn samples_to_decide(p: f64, limit: f64, conf: f64) -> Option<u64> {
+    let decides = |n: u64| -> bool {
+        if p < limit {
+            rate_upper((p * n as f64).round() as u64, n, conf) < limit
+        } else {
+            rate_lower((p * n as f64).round() as u64, n, conf) > limit
+        }
+    };
+    if p == limit {
+        return None;
+    }
+    // The normal approximation says where to look; far beyond 10¹² samples it is the answer
+    // (exact bounds there cost too much and no run is that long).
+    let z = 1.6449 + 3.0;
+    let guess = z * z * p.max(limit) / ((p - limit) * (p - limit));
+    if guess > 1e12 {
+        return Some(guess as u64);
+    }
+    let mut hi = ((guess / 64.0) as u64).max(1);
+    while !decides(hi) {
+        hi = hi.checked_mul(2).filter(|&h| h < 1 << 50)?;
+    }
+    let mut lo = hi / 2;
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if decides(mid) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    Some(hi)
+}
+
+fn to_decide(req: &Requirement, runs: &[RunCount], j: &Judgement, conf: f64) -> String {
+    let secs: f64 = runs.iter().map(|r| r.duration_s).sum();
+    let p = (j.m.0 + j.m.1) as f64 / 2.0 / j.n as f64;
+    let mut s = match samples_to_decide(p, req.limit, conf) {
+        None => format!(
+            "the observed rate equals the limit {}: no amount of data at this rate decides",
+            req.limit
+        ),
+        Some(need) if need <= j.n => {
+            return "the samples alone would decide, but the runs' rates spread: more runs would"
+                .into();
+        }
+        Some(need) => {
+            let more = need - j.n;
+            let at = if secs > 0.0 {
+                let rate = j.n as f64 / secs;
+                format!(
+                    " (about {} more at this run's {:.0} samples/s)",
+                    crate::stats::cfmt::g(more as f64 / rate, 3) + " s",
+                    rate
+                )
+            } else {
+                String::new()
+            };
+            format!("about {more} more samples at the observed rate {p:.3e}{at}")
+        }
+    };
+    if runs.len() >= 2
+        && j.across_runs
+            .is_some_and(|a| a.1 > j.pooled.1 || a.0 < j.pooled.0)
+    {
+        s.push_str("; the runs' rates spread, so more runs narrow the bound too");
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rc(n: u64, m: u64) -> RunCount {
+        RunCount {
+            name: "r".into(),
+            n,
+            m_lo: m,
+            m_hi: m,
+            duration_s: n as f64 / 1000.0,
+        }
+    }
+
+    #[test]
+    fn three_outcomes() {
+        let req = Requirement::parse("p99.9<100us").unwrap();
+        // 0 of 3·10⁵ exceed: upper ≈ 1e-5 < 1e-3.
+        let j = judge(
+            &req,
+            &[rc(100_000, 0), rc(100_000, 0), rc(100_000, 0)],
+            0.95,
+            false,
+        );
+        assert_eq!(j.verdict(), Outcome::Met);
+        // 1 % exceed in every run: violated.
+        let j = judge(&req, &[rc(100_000, 1000), rc(100_000, 1100)], 0.95, false);
+        assert_eq!(j.verdict(), Outcome::Violated);
+        // 1 of 2000: undecided, and it says how much more would decide.
+        let j = judge(&req, &[rc(1000, 0), rc(1000, 1)], 0.95, false);
+        assert_eq!(j.verdict(), Outcome::Undecided);
+        assert!(
+            j.to_decide.as_deref().unwrap().contains("more samples"),
+            "{j:?}"
+        );
+        // One run: the outcome is shown, the verdict waits for repeats.
+        let j = judge(&req, &[rc(300_000, 0)], 0.95, false);
+        assert_eq!((j.outcome, j.verdict()), (Outcome::Met, Outcome::Undecided));
+        let j = judge(&req, &[rc(300_000, 0)], 0.95, true);
+        assert_eq!(j.verdict(), Outcome::Met);
+    }
+
+    #[test]
+    fn a_burst_in_one_run_keeps_the_gate_open() {
+        // 150 exceedances in one run, none in the others: pooled 150/3e5 = 5e-4 < 1e-3 would be
+        // met, but the runs disagree and the t bound across them is wide.
+        let req = Requirement::parse("p99.9<100us").unwrap();
+        let j = judge(
+            &req,
+            &[rc(100_000, 0), rc(100_000, 150), rc(100_000, 0)],
+            0.95,
+            false,
+        );
+        assert!(j.pooled.1 < 1e-3);
+        assert_eq!(j.verdict(), Outcome::Undecided);
+    }
+
+    #[test]
+    fn planner_matches_the_rule_of_three() {
+        // p99.99 with no exceedances: n ≥ ln(0.05)/ln(1 - 1e-4) = 29955.82.
+        assert_eq!(samples_to_decide(0.0, 1e-4, 0.95), Some(29_956));
+        assert_eq!(samples_to_decide(1e-4, 1e-4, 0.95), None);
+    }
+}

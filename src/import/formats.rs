@@ -1,0 +1,336 @@
+//! The readers, one per tool: rt-tests JSON (cyclictest and oslat share it), hackbench text,
+//! iperf3 JSON. Each returns finished runs or an error naming the file and what is wrong.
+
+use super::{bad, run_of, Built, Tool};
+use crate::error::Result;
+use crate::result::Run;
+use serde_json::Value;
+
+/// Parses `text` (the contents of `file`) as `tool`'s output.
+pub fn parse(tool: Tool, text: &str, file: &str) -> Result<Vec<Run>> {
+    match tool {
+        Tool::Cyclictest | Tool::Oslat => rt_tests(tool, text, file).map(|r| vec![r]),
+        Tool::Hackbench => hackbench(text, file),
+        Tool::Iperf3 => iperf3(text, file).map(|r| vec![r]),
+    }
+}
+
+fn json(text: &str, file: &str, what: &str) -> Result<Value> {
+    serde_json::from_str(text).map_err(|e| {
+        bad(
+            file,
+            format!(
+                "not {what} JSON: {e} (line {}, column {})",
+                e.line(),
+                e.column()
+            ),
+        )
+    })
+}
+
+/// A non-negative finite number, or an error naming the field.
+fn num(v: &Value, file: &str, field: &str) -> Result<Option<f64>> {
+    match v {
+        Value::Null => Ok(None),
+        Value::Number(n) => match n.as_f64() {
+            Some(x) if x.is_finite() && x >= 0.0 => Ok(Some(x)),
+            _ => Err(bad(
+                file,
+                format!("{field}: {n} is not a non-negative number"),
+            )),
+        },
+        other => Err(bad(file, format!("{field}: {other} is not a number"))),
+    }
+}
+
+/// Seconds between rt-tests' `start_time` and `end_time` ("Sun, 22 Nov 2026 15:46:35 +0000").
+fn rt_duration(v: &Value) -> Option<f64> {
+    let secs = |s: &str| -> Option<i64> {
+        let hms = s.split_whitespace().nth(4)?;
+        let mut it = hms.split(':').map(|x| x.parse::<i64>().ok());
+        Some(it.next()?? * 3600 + it.next()?? * 60 + it.next()??)
+    };
+    let (a, b) = (
+        secs(v["start_time"].as_str()?)?,
+        secs(v["end_time"].as_str()?)?,
+    );
+    Some((b - a).rem_euclid(86_400) as f64)
+}
+
+fn rt_tests(tool: Tool, text: &str, file: &str) -> Result<Run> {
+    let v = json(text, file, tool.name())?;
+    let threads = v["thread"].as_object().ok_or_else(|| {
+        bad(
+            file,
+            format!("no \"thread\" object: not {} --json output", tool.name()),
+        )
+    })?;
+    let sys = &v["sysinfo"];
+    let mut run = run_of(
+        tool,
+        file,
+        sys["release"].as_str().map(String::from),
+        sys["nodename"].as_str().map(String::from),
+    );
+    // cyclictest --nsecs reports ns (resolution_in_ns = 1); otherwise values are µs.
+    let scale = if v["resolution_in_ns"].as_u64() == Some(1) {
+        1.0
+    } else {
+        1000.0
+    };
+    let mut dur = rt_duration(&v).unwrap_or(0.0);
+    let mut ids: Vec<(&String, &Value)> = threads.iter().collect();
+    ids.sort_by_key(|(k, _)| k.parse::<u64>().unwrap_or(u64::MAX));
+    for (id, t) in ids {
+        let field = |f: &str| format!("thread {id}: {f}");
+        let mut pairs = Vec::new();
+        let mut in_hist = 0u64;
+        let mut top = 0u64;
+        if let Some(h) = t["histogram"].as_object() {
+            for (k, c) in h {
+                let at: f64 = k.parse().map_err(|_| {
+                    bad(
+                        file,
+                        format!("{}: bucket '{k}' is not a number", field("histogram")),
+                    )
+                })?;
+                let c = c.as_u64().ok_or_else(|| {
+                    bad(
+                        file,
+                        format!("{}: count of {k} is not a count", field("histogram")),
+                    )
+                })?;
+                let ns = (at * scale) as u64;
+                top = top.max(ns);
+                in_hist = in_hist
+                    .checked_add(c)
+                    .ok_or_else(|| bad(file, format!("{}: counts overflow", field("histogram"))))?;
+                pairs.push((ns, c));
+            }
+        }
+        let min = num(&t["min"], file, &field("min"))?.map(|x| (x * scale) as u64);
+        let max = num(&t["max"], file, &field("max"))?.map(|x| (x * scale) as u64);
+        let mean = num(&t["avg"], file, &field("avg"))?.map(|x| x * scale);
+        if let Some(d) = num(&t["duration"], file, &field("duration"))? {
+            dur = d;
+        }
+        let cycles = t["cycles"].as_u64();
+        // Samples past the histogram: (count, the value they are known to exceed, ns).
+        let mut beyond: Option<(u64, u64)> = None;
+        if pairs.is_empty() {
+            run.warnings.push(format!(
+                "thread {id}: no histogram (run {} with -h/--histogram to keep one): only min/avg/max",
+                tool.name()
+            ));
+        } else if let (Some(n), Some(mx)) = (cycles, max) {
+            // cyclictest leaves samples beyond its histogram out of it.
+            if n > in_hist {
+                pairs.push((mx, n - in_hist));
+                beyond = Some((n - in_hist, top));
+                run.warnings.push(format!(
+                    "thread {id}: {} samples beyond the histogram (highest bucket used: {} us) are recorded at the exact max {} us",
+                    n - in_hist,
+                    top as f64 / 1e3,
+                    mx as f64 / 1e3
+                ));
+            }
+        } else if let Some(mx) = max.filter(|&m| m > top && tool == Tool::Oslat) {
+            // oslat's last bucket holds everything from its value up.
+            if let Some(last) = pairs.iter_mut().find(|p| p.0 == top) {
+                run.warnings.push(format!(
+                    "thread {id}: the top bucket (>= {} us) holds {} samples: kept at its value, one at the exact max {} us",
+                    top as f64 / 1e3,
+                    last.1,
+                    mx as f64 / 1e3
+                ));
+                // Only the top bucket's floor is known of these, and that one reached the max.
+                beyond = Some((1, top));
+                if last.1 > 1 {
+                    last.1 -= 1;
+                    pairs.push((mx, 1));
+                } else {
+                    last.0 = mx;
+                }
+            }
+        }
+        let built = Built {
+            name: format!("T{id}"),
+            cpu: t["cpu"].as_u64().map(|c| c as usize),
+            unit: "ns".into(),
+            pairs,
+            min,
+            max,
+            mean,
+            interval_ns: None,
+        };
+        let mut s = built.series();
+        if s.summary.count == 0 {
+            s.summary.count = cycles.unwrap_or(0);
+        }
+        if let Some((count, above_ns)) = beyond {
+            s.extra = Some(serde_json::json!({
+                "beyond_histogram": { "count": count, "above_ns": above_ns }
+            }));
+        }
+        run.series.push(s);
+    }
+    if run.series.is_empty() {
+        return Err(bad(file, "no threads in \"thread\""));
+    }
+    run.duration_s = dur;
+    Ok(run)
+}
+
+fn hackbench(text: &str, file: &str) -> Result<Vec<Run>> {
+    let mut runs = Vec::new();
+    let setup: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("Running in") || l.starts_with("Each sender"))
+        .collect();
+    for (i, line) in text.lines().enumerate() {
+        let Some(rest) = line.trim().strip_prefix("Time:") else {
+            continue;
+        };
+        let secs: f64 = rest
+            .trim()
+            .parse()
+            .ok()
+            .filter(|s: &f64| s.is_finite() && *s >= 0.0)
+            .ok_or_else(|| {
+                bad(
+                    file,
+                    format!("line {}: '{}' is not a time in seconds", i + 1, rest.trim()),
+                )
+            })?;
+        let ns = (secs * 1e9).round() as u64;
+        let mut r = run_of(Tool::Hackbench, file, None, None);
+        r.parameters["setup"] = setup.join("; ").into();
+        r.duration_s = secs;
+        r.series.push(
+            Built {
+                name: "time".into(),
+                cpu: None,
+                unit: "ns".into(),
+                pairs: vec![(ns, 1)],
+                min: Some(ns),
+                max: Some(ns),
+                mean: Some(ns as f64),
+                interval_ns: None,
+            }
+            .series(),
+        );
+        runs.push(r);
+    }
+    if runs.is_empty() {
+        return Err(bad(file, "no 'Time:' line: not hackbench output"));
+    }
+    Ok(runs)
+}
+
+fn iperf3(text: &str, file: &str) -> Result<Run> {
+    let v = json(text, file, "iperf3 -J")?;
+    if let Some(e) = v["error"].as_str() {
+        return Err(bad(file, format!("iperf3 reported an error: {e}")));
+    }
+    let end = &v["end"];
+    let sum = if end["sum_received"].is_object() {
+        &end["sum_received"]
+    } else {
+        &end["sum"]
+    };
+    let bps = num(
+        &sum["bits_per_second"],
+        file,
+        "end.sum_received.bits_per_second",
+    )?
+    .ok_or_else(|| {
+        bad(
+            file,
+            "no end.sum_received.bits_per_second: not iperf3 -J output",
+        )
+    })?;
+    let secs = num(&sum["seconds"], file, "end.sum_received.seconds")?.unwrap_or(0.0);
+    let host = v["start"]["system_info"]
+        .as_str()
+        .and_then(|s| s.split_whitespace().nth(1))
+        .map(String::from);
+    let mut r = run_of(Tool::Iperf3, file, None, host);
+    r.duration_s = secs;
+    r.parameters["iperf3_version"] = v["start"]["version"].clone();
+    r.parameters["test_start"] = v["start"]["test_start"].clone();
+    // As `latlab tcp`: one throughput figure per run, in kbit/s.
+    let kbit = (bps / 1e3).round() as u64;
+    let mut s = Built {
+        name: "throughput".into(),
+        cpu: None,
+        unit: "kbit/s".into(),
+        pairs: vec![(kbit, 1)],
+        min: Some(kbit),
+        max: Some(kbit),
+        mean: Some(kbit as f64),
+        interval_ns: None,
+    }
+    .series();
+    let intervals: Vec<f64> = v["intervals"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|i| i["sum"]["bits_per_second"].as_f64())
+                .collect()
+        })
+        .unwrap_or_default();
+    s.extra = Some(serde_json::json!({ "interval_bits_per_second": intervals }));
+    r.series.push(s);
+    Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CYCLICTEST: &str = r#"{"file_version": 1, "start_time": "Sun, 22 Nov 2026 15:46:35 +0000",
+      "end_time": "Sun, 22 Nov 2026 15:46:37 +0000", "resolution_in_ns": 0,
+      "sysinfo": {"release": "6.1.0-rt", "nodename": "lab"},
+      "thread": {"0": {"histogram": {"26": 1, "63": 16, "64": 30}, "cycles": 50,
+                       "min": 26, "max": 6715, "avg": 132.66, "cpu": 0}}}"#;
+
+    #[test]
+    fn cyclictest_keeps_its_histogram_and_its_overflow() {
+        let r = parse(Tool::Cyclictest, CYCLICTEST, "ct.json").unwrap();
+        let s = &r[0].series[0];
+        assert_eq!(s.summary.count, 50);
+        assert_eq!((s.summary.min_ns, s.summary.max_ns), (26_000, 6_715_000));
+        assert_eq!(r[0].duration_s, 2.0);
+        assert_eq!(r[0].environment.kernel_release, "6.1.0-rt");
+        assert!(
+            r[0].warnings[0].contains("3 samples beyond"),
+            "{:?}",
+            r[0].warnings
+        );
+        assert!(s.summary.percentiles.p99_99 <= s.summary.max_ns);
+    }
+
+    #[test]
+    fn bad_inputs_name_what_is_wrong() {
+        for (tool, text, want) in [
+            (Tool::Cyclictest, "{", "not cyclictest JSON"),
+            (Tool::Oslat, "{}", "no \"thread\""),
+            (
+                Tool::Cyclictest,
+                r#"{"thread":{"0":{"min":-1}}}"#,
+                "thread 0: min",
+            ),
+            (Tool::Hackbench, "Time: fast\n", "line 1"),
+            (Tool::Hackbench, "nothing\n", "no 'Time:'"),
+            (
+                Tool::Iperf3,
+                r#"{"error":"unable to connect"}"#,
+                "unable to connect",
+            ),
+            (Tool::Iperf3, "{}", "not iperf3"),
+        ] {
+            let e = parse(tool, text, "f").unwrap_err().to_string();
+            assert!(e.contains(want), "{e}");
+        }
+    }
+}

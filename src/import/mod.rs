@@ -1,0 +1,142 @@
+//! `latlab runs import --from TOOL FILE`: results of the tools people already run (cyclictest
+//! and oslat `--json`, hackbench's `Time:` lines, iperf3 `-J`) become latlab runs, histograms
+//! kept, tagged `tool=NAME`, so `compare` and `gate` treat them like latlab's own.
+
+mod formats;
+
+use crate::error::{Error, Result};
+use crate::result::{Environment, Run, Series};
+use crate::stats::histogram::LatHistogram;
+use crate::stats::summary::{Percentiles, Summary};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+pub use formats::parse;
+
+/// Largest file imported.
+pub const MAX_IMPORT_BYTES: u64 = 64 << 20;
+
+/// The tools whose output is understood.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Tool {
+    /// cyclictest --json=FILE (rt-tests); run it with -h N to keep its histogram.
+    Cyclictest,
+    /// oslat --json FILE (rt-tests).
+    Oslat,
+    /// hackbench's text output: one run per `Time:` line.
+    Hackbench,
+    /// iperf3 -J (client or server side).
+    Iperf3,
+}
+
+impl Tool {
+    /// The tool's name, which is also the imported runs' kind and `tool` tag.
+    pub fn name(self) -> &'static str {
+        match self {
+            Tool::Cyclictest => "cyclictest",
+            Tool::Oslat => "oslat",
+            Tool::Hackbench => "hackbench",
+            Tool::Iperf3 => "iperf3",
+        }
+    }
+}
+
+/// A series built from (value in ns, count) pairs and the tool's own exact figures.
+pub(crate) struct Built {
+    pub name: String,
+    pub cpu: Option<usize>,
+    pub unit: String,
+    pub pairs: Vec<(u64, u64)>,
+    pub min: Option<u64>,
+    pub max: Option<u64>,
+    pub mean: Option<f64>,
+    pub interval_ns: Option<u64>,
+}
+
+impl Built {
+    pub(crate) fn series(&self) -> Series {
+        let mut h = LatHistogram::new();
+        let (mut n, mut sum, mut sq) = (0u64, 0f64, 0f64);
+        for &(v, c) in &self.pairs {
+            h.record_n(v, c);
+            n += c;
+            sum += v as f64 * c as f64;
+            sq += (v as f64) * (v as f64) * c as f64;
+        }
+        let mean = if n > 0 { sum / n as f64 } else { 0.0 };
+        let var = if n > 1 {
+            ((sq - n as f64 * mean * mean) / (n as f64 - 1.0)).max(0.0)
+        } else {
+            0.0
+        };
+        let lo = self.pairs.iter().filter(|p| p.1 > 0).map(|p| p.0).min();
+        let hi = self.pairs.iter().filter(|p| p.1 > 0).map(|p| p.0).max();
+        let max = self.max.or(hi).unwrap_or(0);
+        let pc = Percentiles::from_hist(&h).capped(max);
+        let mut s = Series::from_recorder(self.name.clone(), &crate::stats::Recorder::new());
+        s.cpu = self.cpu;
+        s.unit = self.unit.clone();
+        s.interval_ns = self.interval_ns;
+        s.summary = Summary {
+            count: n,
+            min_ns: self.min.or(lo).unwrap_or(0),
+            max_ns: max,
+            mean_ns: self.mean.unwrap_or(mean),
+            stddev_ns: var.sqrt(),
+            percentiles: pc,
+        };
+        s.histogram = h.to_data();
+        s
+    }
+}
+
+/// An imported run's skeleton: its kind is the tool, its environment what the tool recorded.
+pub(crate) fn run_of(tool: Tool, file: &str, kernel: Option<String>, host: Option<String>) -> Run {
+    let mut env = Environment::capture();
+    if let Some(k) = kernel {
+        env.kernel_release = k;
+    }
+    if let Some(h) = host {
+        env.hostname = h;
+    }
+    let mut r = Run::new(
+        tool.name(),
+        std::time::SystemTime::now(),
+        vec![format!("latlab runs import --from {} {file}", tool.name())],
+        serde_json::json!({ "imported_from": file, "tool": tool.name() }),
+        env,
+    );
+    r.duration_s = 0.0;
+    r
+}
+
+/// Imports `file` into the store; prints one line per run.
+pub fn run(tool: Tool, file: &Path, tags: &[String], store: Option<&str>) -> Result<String> {
+    let name = file.display().to_string();
+    let text = crate::experiment::plan::read_text_limited(file, MAX_IMPORT_BYTES, tool.name())?;
+    let runs = parse(tool, &text, &name)?;
+    let mut t: BTreeMap<String, String> = crate::store::parse_tags(tags)?.into_iter().collect();
+    t.insert("tool".into(), tool.name().into());
+    let mut st = crate::store::open(store)?;
+    let mut out = String::new();
+    for r in &runs {
+        st.save(r, &t)?;
+        let n: u64 = r.series.iter().map(|s| s.summary.count).sum();
+        out.push_str(&format!(
+            "imported run {} ({}, {} series, {n} samples) into {}\n",
+            r.id,
+            tool.name(),
+            r.series.len(),
+            st.location()
+        ));
+        for w in &r.warnings {
+            out.push_str(&format!("  warning: {w}\n"));
+        }
+    }
+    Ok(out)
+}
+
+/// Shorthand for a bad-input error naming the file.
+pub(crate) fn bad(file: &str, why: impl std::fmt::Display) -> Error {
+    Error::Usage(format!("{file}: {why}"))
+}

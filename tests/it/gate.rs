@@ -1,0 +1,182 @@
+//! `latlab gate`: met / violated / undecided with exit codes 0 / 1 / 4 on runs whose
+//! histograms are known exactly, the single-run rule, stored runs, and the planner.
+
+use crate::util::latlab;
+use std::path::Path;
+
+/// A real cyclic result to use as the template of synthetic runs.
+fn template(dir: &Path) -> serde_json::Value {
+    let out = latlab()
+        .args([
+            "cyclic",
+            "-t",
+            "1",
+            "-l",
+            "20",
+            "-i",
+            "200us",
+            "-q",
+            "--no-store",
+        ])
+        .args(["--json", "t.json"])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&std::fs::read(dir.join("t.json")).unwrap()).unwrap()
+}
+
+/// Writes a run of `n` samples at 10 µs and `slow` at 500 µs, measured over `secs`.
+fn synthetic(dir: &Path, t: &serde_json::Value, name: &str, n: u64, slow: u64, secs: f64) {
+    let mut r = t.clone();
+    r["duration_s"] = secs.into();
+    let s = &mut r["series"][0];
+    let mut buckets = vec![serde_json::json!([10_000u64, n - slow])];
+    if slow > 0 {
+        buckets.push(serde_json::json!([500_223u64, slow]));
+    }
+    s["histogram"]["buckets"] = buckets.into();
+    s["count"] = n.into();
+    s["max_ns"] = (if slow > 0 { 500_100u64 } else { 10_000 }).into();
+    std::fs::write(dir.join(name), serde_json::to_vec(&r).unwrap()).unwrap();
+}
+
+fn gate(dir: &Path, args: &[&str]) -> (Option<i32>, String, String) {
+    let out = latlab()
+        .arg("gate")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn three_outcomes_with_their_exit_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let t = template(d);
+    for i in 1..=3 {
+        synthetic(d, &t, &format!("ok{i}.json"), 100_000, 0, 100.0);
+        synthetic(d, &t, &format!("bad{i}.json"), 100_000, 2000, 100.0);
+        synthetic(d, &t, &format!("short{i}.json"), 1000, (i == 2) as u64, 1.0);
+    }
+    let (code, out, _) = gate(d, &["p99.9<100us", "ok1.json", "ok2.json", "ok3.json"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("verdict: MET"), "{out}");
+    // The rule of three: 0 of 300000 gives an upper bound of about 1e-5.
+    assert!(out.contains("[0, 9.986e-06]"), "{out}");
+    let (code, out, err) = gate(d, &["p99<100us", "bad1.json", "bad2.json", "bad3.json"]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("verdict: VIOLATED") && err.contains("violated"),
+        "{out}"
+    );
+    let (code, out, err) = gate(
+        d,
+        &["p99.9<100us", "short1.json", "short2.json", "short3.json"],
+    );
+    assert_eq!(code, Some(4), "{out}");
+    assert!(
+        out.contains("UNDECIDED") && err.contains("undecided"),
+        "{out}"
+    );
+    assert!(
+        out.contains("more samples") && out.contains("s more at this run"),
+        "{out}"
+    );
+    // The rate form counts samples above the threshold.
+    let (code, out, _) = gate(d, &["rate(>200us)<0.05", "bad1.json", "bad2.json"]);
+    assert_eq!(code, Some(0), "{out}");
+    let (code, out, _) = gate(
+        d,
+        &["--json", "rate(>200us)<1e-3", "bad1.json", "bad2.json"],
+    );
+    assert_eq!(code, Some(1));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["verdict"], "violated");
+    assert_eq!(v["judgement"]["m"], serde_json::json!([4000, 4000]));
+    // Throughput is not a latency: refused, naming the file.
+    let mut tp: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.join("ok1.json")).unwrap()).unwrap();
+    tp["series"][0]["unit"] = "kbit/s".into();
+    std::fs::write(d.join("tp.json"), serde_json::to_vec(&tp).unwrap()).unwrap();
+    let (code, _, err) = gate(d, &["p50<1ms", "tp.json", "ok2.json"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("tp.json") && err.contains("not latencies"),
+        "{err}"
+    );
+}
+
+#[test]
+fn one_run_is_no_verdict_unless_independence_is_assumed() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let t = template(d);
+    synthetic(d, &t, "one.json", 100_000, 0, 100.0);
+    let (code, out, _) = gate(d, &["p99.9<100us", "one.json"]);
+    assert_eq!(code, Some(4), "{out}");
+    assert!(out.contains("its outcome (met) is not a verdict"), "{out}");
+    let (code, out, _) = gate(
+        d,
+        &["p99.9<100us", "one.json", "--assume-independent-samples"],
+    );
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("ASSUMING independent samples"), "{out}");
+}
+
+#[test]
+fn stored_runs_are_gated_by_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("sqlite:{}", dir.path().join("s.db").display());
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let out = latlab()
+            .args([
+                "cyclic", "-t", "1", "-l", "50", "-i", "200us", "-q", "--store", &store,
+            ])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        let line = err.lines().find(|l| l.contains(" stored in ")).unwrap();
+        ids.push(format!("run:{}", line.split_whitespace().nth(2).unwrap()));
+    }
+    // Every sample is under an hour: met, whatever this VM does.
+    let (code, out, err) = gate(dir.path(), &["p50<1h", &ids[0], &ids[1], "--store", &store]);
+    assert!(code == Some(0) || code == Some(4), "{out}{err}");
+    assert!(out.contains("samples: 100 "), "{out}");
+    let (code, _, err) = gate(dir.path(), &["p50<1h", "run:nosuch", "--store", &store]);
+    assert_eq!(code, Some(2), "{err}");
+}
+
+#[test]
+fn planner_and_bad_requirements() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, out, _) = gate(dir.path(), &["--plan-for", "p99.99<50us", "--rate", "1000"]);
+    assert_eq!(code, Some(0), "{out}");
+    // ln(0.05) / ln(1 - 1e-4) = 29955.8 samples: 30 s at 1 kHz.
+    assert!(out.contains("at least 29956 samples (30s)"), "{out}");
+    for (args, want) in [
+        (&["p99.9", "x.json"][..], "REQUIREMENT"),
+        (
+            &["p99.9<1us", "x.json", "--confidence", "95"],
+            "--confidence",
+        ),
+        (&["--plan-for", "p99<1us"], "--rate"),
+        (&["p99<1us"], "at least one run"),
+        (&["p99<1us", "missing.json"], "missing.json"),
+    ] {
+        let (code, _, err) = gate(dir.path(), args);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+}

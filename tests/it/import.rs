@@ -1,0 +1,269 @@
+//! `latlab runs import --from TOOL`: real output of rt-tests (cyclictest, oslat, hackbench)
+//! and iperf3, produced here, becomes stored runs that `gate` and `compare` read.
+
+use crate::util::{exclusive, latlab, skip};
+use std::path::Path;
+use std::process::Command;
+
+fn have(tool: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Imports `file` from `tool` into `store`; returns the run ids printed.
+fn import(store: &str, tool: &str, file: &Path) -> Vec<String> {
+    let out = latlab()
+        .args(["runs", "import", "--from", tool, "--store", store])
+        .arg(file)
+        .args(["--tag", "suite=it"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{tool}: {text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text.lines()
+        .filter_map(|l| l.strip_prefix("imported run "))
+        .map(|l| l.split_whitespace().next().unwrap().to_string())
+        .collect()
+}
+
+fn run(cmd: &mut Command) -> std::process::Output {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+#[test]
+fn real_rt_tests_and_iperf3_output_become_runs() {
+    let missing: Vec<&str> = ["cyclictest", "oslat", "hackbench", "iperf3"]
+        .into_iter()
+        .filter(|t| !have(t))
+        .collect();
+    if !missing.is_empty() {
+        skip(
+            "import::real_rt_tests_and_iperf3_output_become_runs",
+            &format!(
+                "not installed: {} (scripts/test.sh installs rt-tests and iperf3)",
+                missing.join(", ")
+            ),
+        );
+        return;
+    }
+    let _g = exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let store = format!("sqlite:{}", d.join("s.db").display());
+    // cyclictest, with a histogram (-h) so the samples are kept.
+    let ct = d.join("ct.json");
+    run(Command::new("cyclictest")
+        .args(["-D", "2", "-q", "-t", "1", "-h", "400"])
+        .arg(format!("--json={}", ct.display())));
+    let ids = import(&store, "cyclictest", &ct);
+    assert_eq!(ids.len(), 1);
+    let g = latlab()
+        .args([
+            "gate",
+            "p50<1h",
+            "--assume-independent-samples",
+            "--store",
+            &store,
+        ])
+        .arg(format!("run:{}", ids[0]))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&g.stdout);
+    assert_eq!(g.status.code(), Some(0), "{text}");
+    assert!(!text.contains("samples: 0 "), "{text}");
+    let c = latlab()
+        .args(["compare", "--bootstrap", "100", "--store", &store])
+        .arg(format!("a=run:{}", ids[0]))
+        .arg(format!("b=run:{}", ids[0]))
+        .output()
+        .unwrap();
+    assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
+    let show = run(latlab().args(["runs", "show", &ids[0], "--store", &store]));
+    let v: serde_json::Value = serde_json::from_slice(&show.stdout).unwrap();
+    assert_eq!(v["run"]["kind"], "cyclictest");
+    assert_eq!(v["tags"]["tool"], "cyclictest");
+    assert_eq!(v["tags"]["suite"], "it");
+    let s = &v["run"]["series"][0];
+    let in_hist: u64 = s["histogram"]["buckets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b[1].as_u64().unwrap())
+        .sum();
+    assert_eq!(in_hist, s["count"].as_u64().unwrap());
+    assert!(in_hist > 0);
+    // oslat.
+    let os = d.join("os.json");
+    run(Command::new("oslat").args(["-D", "2", "--json"]).arg(&os));
+    assert_eq!(import(&store, "oslat", &os).len(), 1);
+    // hackbench: two runs, one per Time: line.
+    let mut text = String::new();
+    for _ in 0..2 {
+        let out = run(Command::new("hackbench").args(["-l", "20", "-g", "2"]));
+        text.push_str(&String::from_utf8_lossy(&out.stdout));
+    }
+    let hb = d.join("hb.txt");
+    std::fs::write(&hb, text).unwrap();
+    assert_eq!(import(&store, "hackbench", &hb).len(), 2);
+    // iperf3 on loopback, one second.
+    let port = (5300 + std::process::id() % 1000).to_string();
+    let mut server = Command::new("iperf3")
+        .args(["-s", "-1", "-p", &port])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = None;
+    for _ in 0..25 {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let o = Command::new("iperf3")
+            .args(["-c", "127.0.0.1", "-p", &port, "-t", "1", "-J"])
+            .output()
+            .unwrap();
+        if o.status.success() {
+            out = Some(o);
+            break;
+        }
+    }
+    let _ = server.kill();
+    let _ = server.wait();
+    let out = out.expect("iperf3 client never connected");
+    let ip = d.join("ip.json");
+    std::fs::write(&ip, &out.stdout).unwrap();
+    let ids = import(&store, "iperf3", &ip);
+    let show = run(latlab().args(["runs", "show", &ids[0], "--store", &store]));
+    let v: serde_json::Value = serde_json::from_slice(&show.stdout).unwrap();
+    assert_eq!(v["run"]["series"][0]["unit"], "kbit/s");
+    assert!(v["run"]["series"][0]["max_ns"].as_u64().unwrap() > 0);
+    let list = run(latlab().args(["runs", "list", "--store", &store, "--tag", "suite=it"]));
+    assert_eq!(String::from_utf8_lossy(&list.stdout).lines().count(), 1 + 5);
+    // Not the tool's output: exit 2 naming the file.
+    let bad = latlab()
+        .args(["runs", "import", "--from", "iperf3", "--store", &store])
+        .arg(&hb)
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("hb.txt"));
+}
+
+#[test]
+fn runs_list_validates_kind_and_aligns_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("sqlite:{}", dir.path().join("s.db").display());
+    let bad = latlab()
+        .args(["runs", "list", "--kind", "cyclc", "--store", &store])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        err.contains("--kind") && err.contains("cyclictest"),
+        "{err}"
+    );
+    let hb = dir.path().join("hb.txt");
+    std::fs::write(&hb, "Time: 0.5\nTime: 0.25\n").unwrap();
+    assert_eq!(import(&store, "hackbench", &hb).len(), 2);
+    let list = latlab()
+        .args(["runs", "list", "--kind", "hackbench", "--store", &store])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&list.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    // Left-aligned: every column starts where its header does.
+    let at = lines[0].find("kind").unwrap();
+    assert!(
+        lines[1..].iter().all(|l| l[at..].starts_with("hackbench")),
+        "{text}"
+    );
+}
+
+#[test]
+fn cyclic_writes_cyclictest_json_that_imports_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let store = format!("sqlite:{}", d.join("s.db").display());
+    let f = d.join("rt.json");
+    run(latlab()
+        .args([
+            "cyclic",
+            "-t",
+            "2",
+            "-l",
+            "40",
+            "-i",
+            "200us",
+            "-q",
+            "--no-store",
+        ])
+        .arg("--json")
+        .arg(&f)
+        .args(["--json-format", "rt-tests"]));
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&f).unwrap()).unwrap();
+    assert_eq!(v["num_threads"], 2);
+    for t in ["0", "1"] {
+        assert_eq!(v["thread"][t]["cycles"], 40);
+        let h: u64 = v["thread"][t]["histogram"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|c| c.as_u64().unwrap())
+            .sum();
+        assert_eq!(h, 40);
+    }
+    // The same top-level keys as real cyclictest output.
+    let keys = |v: &serde_json::Value| {
+        let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+        k.sort();
+        k
+    };
+    if have("cyclictest") {
+        let ct = d.join("ct.json");
+        run(Command::new("cyclictest")
+            .args(["-l", "20", "-q", "-t", "1", "-h", "100"])
+            .arg(format!("--json={}", ct.display())));
+        let real: serde_json::Value = serde_json::from_slice(&std::fs::read(&ct).unwrap()).unwrap();
+        assert_eq!(keys(&v), keys(&real));
+        assert_eq!(
+            keys(&v["thread"]["0"]),
+            keys(&real["thread"]["0"]),
+            "per-thread keys"
+        );
+    } else {
+        skip(
+            "import::cyclic_writes_cyclictest_json (key check)",
+            "cyclictest not installed",
+        );
+    }
+    let ids = import(&store, "cyclictest", &f);
+    let show = run(latlab().args(["runs", "show", &ids[0], "--store", &store]));
+    let s: serde_json::Value = serde_json::from_slice(&show.stdout).unwrap();
+    assert_eq!(s["run"]["series"][1]["count"], 40);
+    let bad = latlab()
+        .args([
+            "cyclic",
+            "-l",
+            "5",
+            "--no-store",
+            "--json",
+            "-",
+            "--json-format",
+            "rt-tests",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+}
