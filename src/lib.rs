@@ -12,6 +12,7 @@ pub mod export;
 pub mod live;
 pub mod load;
 pub mod measure;
+pub mod monitor;
 pub mod output;
 pub mod probe;
 pub mod result;
