@@ -5,8 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Debian packages the tests compare against or drive: ministat (byte-for-byte comparisons) and
-# PostgreSQL (the shared store). Installed only when missing, so reruns are fast.
-PKGS=(ministat postgresql)
+# PostgreSQL (the shared store); prometheus (promtool checks `latlab monitor`'s page, and a
+# private Prometheus started by tests/it/monitor.rs scrapes it). Installed only when missing.
+PKGS=(ministat postgresql prometheus)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

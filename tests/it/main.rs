@@ -8,6 +8,7 @@ mod cyclic;
 mod fuzz;
 mod load;
 mod ministat;
+mod monitor;
 mod noise;
 mod plan;
 mod store;
