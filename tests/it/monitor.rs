@@ -541,3 +541,30 @@ fn a_private_prometheus_scrapes_the_monitor() {
     drop(prom);
     drop(mon);
 }
+
+#[test]
+fn contrib_prometheus_config_and_alert_rules_pass_promtool() {
+    if !latlab::sys::process::command_exists("promtool") {
+        return skip(
+            "contrib_prometheus_config_and_alert_rules_pass_promtool",
+            "promtool is not installed (Debian package prometheus)",
+        );
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    for (what, file) in [
+        ("config", "contrib/prometheus.yml"),
+        ("rules", "contrib/latlab-alerts.yml"),
+    ] {
+        let out = std::process::Command::new("promtool")
+            .args(["check", what])
+            .arg(root.join(file))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "promtool check {what} {file}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
