@@ -568,3 +568,46 @@ fn contrib_prometheus_config_and_alert_rules_pass_promtool() {
         );
     }
 }
+
+#[test]
+fn snapshots_go_to_postgresql_for_a_fleet() {
+    let Some(pg) = std::env::var("LATLAB_TEST_PG")
+        .ok()
+        .filter(|v| !v.is_empty())
+    else {
+        return skip(
+            "snapshots_go_to_postgresql_for_a_fleet",
+            "LATLAB_TEST_PG is not set (scripts/test.sh starts a server and sets it)",
+        );
+    };
+    let id = format!("pgmon-{}", std::process::id());
+    let out = latlab()
+        .args(["monitor", "-a", "0", "-i", "1ms", "--listen", "127.0.0.1:0"])
+        .args([
+            "--snapshot-every",
+            "1s",
+            "-D",
+            "2500ms",
+            "--monitor-id",
+            &id,
+            "--store",
+            &pg,
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let tag = format!("monitor={id}");
+    let list = latlab()
+        .args([
+            "runs", "list", "--kind", "monitor", "--tag", &tag, "--store", &pg,
+        ])
+        .output()
+        .unwrap();
+    let list = String::from_utf8_lossy(&list.stdout);
+    let n = list.lines().filter(|l| l.contains(&tag)).count();
+    assert!(n >= 3, "two snapshots and the last: {list}");
+}
