@@ -54,7 +54,7 @@ def total(page, name):
 
 def soak(a):
     d = tempfile.mkdtemp()
-    p, addr = start_monitor(a.latlab, ["-i", "1ms", "-p", "80", "--snapshot-every", "60s",
+    p, addr = start_monitor(a.latlab, ["-i", "1ms", "-p", str(a.prio), "--snapshot-every", "60s",
                                        "--store", f"sqlite:{d}/soak.db", "-D", f"{a.soak}s"])
     t0 = time.time()
     rss, page, scrapes, fails = [], "", 0, 0
@@ -94,12 +94,12 @@ def interleave(a):
     res = {"cyclic": [], "monitor": []}
     for k in range(a.rounds):
         j = f"{d}/c{k}.json"
-        subprocess.run([a.latlab, "cyclic", "-t", "-d", "0", "-i", "1ms", "-p", "80", "-q",
+        subprocess.run([a.latlab, "cyclic", "-t", "-d", "0", "-i", "1ms", "-p", str(a.prio), "-q",
                         "--no-dma-latency", "-D", f"{a.each}s", "--no-store", "--json", j],
                        check=True, stdout=subprocess.DEVNULL)
         res["cyclic"].append(mean_of(j))
         j = f"{d}/m{k}.json"
-        p, addr = start_monitor(a.latlab, ["-i", "1ms", "-p", "80", "--snapshot-every", "1h",
+        p, addr = start_monitor(a.latlab, ["-i", "1ms", "-p", str(a.prio), "--snapshot-every", "1h",
                                            "--no-store", "--json", j, "-D", f"{a.each}s"])
         while p.poll() is None:
             time.sleep(5)
@@ -120,6 +120,7 @@ if __name__ == "__main__":
     ap.add_argument("--latlab", default="target/release/latlab")
     ap.add_argument("--soak", type=int, default=3600)
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--prio", type=int, default=80, help="SCHED_FIFO priority of both tools")
     ap.add_argument("--each", type=int, default=60)
     ap.add_argument("--skip-soak", action="store_true")
     ap.add_argument("--skip-interleave", action="store_true")
