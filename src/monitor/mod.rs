@@ -354,7 +354,7 @@ pub fn run(cfg: &MonitorConfig, command_line: Vec<String>) -> Result<MonitorOutc
         }
         if Instant::now() >= next_snapshot {
             seq += 1;
-            let run = interval.take(&ctx, seq, &tallies, Vec::new());
+            let run = interval.take(&ctx, seq, &tallies, warnings.clone());
             if let Some(st) = store.as_mut() {
                 match st.save(&run, &tags) {
                     Ok(_) => {
