@@ -5,7 +5,7 @@ average latency. Results go to docs/benchmarks.md by hand.
 
     python3 bench/monitor_soak.py --latlab target/release/latlab --soak 300 --rounds 2 --each 45
 """
-import argparse, json, os, re, subprocess, tempfile, time, urllib.request
+import argparse, json, os, re, signal, subprocess, tempfile, time, urllib.request
 from common import machine
 
 TICK = os.sysconf("SC_CLK_TCK")
@@ -55,10 +55,11 @@ def total(page, name):
 def soak(a):
     d = tempfile.mkdtemp()
     p, addr = start_monitor(a.latlab, ["-i", "1ms", "-p", str(a.prio), "--snapshot-every", "60s",
-                                       "--store", f"sqlite:{d}/soak.db", "-D", f"{a.soak}s"])
+                                       "--store", f"sqlite:{d}/soak.db",
+                                       "-D", f"{a.soak + 120}s"])
     t0 = time.time()
     rss, page, scrapes, fails = [], "", 0, 0
-    while p.poll() is None and time.time() - t0 < a.soak - 2:
+    while p.poll() is None and time.time() - t0 < a.soak - 5:
         time.sleep(5)
         try:
             page = scrape(addr)
@@ -68,13 +69,15 @@ def soak(a):
         rss.append(rss_kib(p.pid))
     meas, other = threads(p.pid)
     wall = time.time() - t0
+    p.send_signal(signal.SIGTERM)  # ends it as an operator would: last snapshot stored
     out, _ = p.communicate()
     snaps = subprocess.run([a.latlab, "runs", "list", "--kind", "monitor", "--store",
                             f"sqlite:{d}/soak.db"], capture_output=True, text=True).stdout
     print(f"## soak: {machine()}")
     print(f"| duration | {wall:.0f} s |")
     print(f"| scrapes answered / failed | {scrapes} / {fails} |")
-    print(f"| RSS first / last / max (KiB) | {rss[0]} / {rss[-1]} / {max(rss)} |")
+    q = [rss[min(len(rss) - 1, i * len(rss) // 4)] for i in range(4)] + [rss[-1]]
+    print(f"| RSS at 0, 25, 50, 75, 100 % of the run (KiB) | {' / '.join(map(str, q))} |")
     print(f"| samples | {total(page, 'latlab_samples_total'):.0f} |")
     print(f"| lost samples | {total(page, 'latlab_lost_samples_total'):.0f} |")
     print(f"| overruns | {total(page, 'latlab_overruns_total'):.0f} |")

@@ -101,7 +101,7 @@ impl Interval {
             }));
             series.push(s);
             self.base[i] = now;
-            self.recs[i] = Recorder::new();
+            self.recs[i].reset();
         }
         let mut parameters = serde_json::to_value(cfg).unwrap_or(serde_json::Value::Null);
         if let Some(o) = parameters.as_object_mut() {
