@@ -7,8 +7,9 @@ cd "$(dirname "$0")/.."
 # Debian packages the tests compare against or drive: ministat (byte-for-byte comparisons),
 # PostgreSQL (the shared store), chromium (reports loaded in a real headless browser;
 # screenshots land in target/tmp/report-screenshots/), rt-tests and iperf3 (real output to
-# import). Installed only when missing, so reruns are fast.
-PKGS=(ministat postgresql chromium rt-tests iperf3)
+# import), prometheus (promtool checks `latlab monitor`'s page, and a private Prometheus
+# started by tests/it/monitor.rs scrapes it). Installed only when missing.
+PKGS=(ministat postgresql chromium rt-tests iperf3 prometheus)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

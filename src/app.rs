@@ -116,6 +116,13 @@ pub fn run(cli: Cli, argv: Vec<String>) -> Result<()> {
             let text = crate::compare::run(&a)?;
             crate::output::stdout(&text).map_err(|e| Error::io("stdout", e))
         }
+        Command::Monitor(a) => {
+            let host = crate::result::Environment::capture().hostname;
+            let cfg = crate::monitor::MonitorConfig::from_args(&a, &online, &host)?;
+            let mut c = common(&a.common, a.json.as_deref(), a.strict)?;
+            c.tags = cfg.tags.clone();
+            execute(cfg, &c, argv)
+        }
         Command::Ministat(a) => std::process::exit(crate::compare::ministat_cmd::main(&a.args)),
         Command::Report(a) => crate::report::report_cmd(&a),
         Command::Plot(a) => crate::report::plot_cmd(&a),

@@ -15,6 +15,7 @@ pub mod import;
 pub mod live;
 pub mod load;
 pub mod measure;
+pub mod monitor;
 pub mod output;
 pub mod probe;
 pub mod report;

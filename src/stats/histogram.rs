@@ -72,6 +72,11 @@ impl LatHistogram {
         self.h.count_between(lo, hi)
     }
 
+    /// Empties the histogram, keeping its memory.
+    pub fn reset(&mut self) {
+        self.h.reset();
+    }
+
     /// Adds every value of `other`.
     pub fn add(&mut self, other: &LatHistogram) {
         let _ = self.h.add(&other.h);

@@ -55,6 +55,16 @@ impl Recorder {
         self.hist.record(ns);
     }
 
+    /// Empties the recorder, keeping its histogram's memory (no allocation).
+    pub fn reset(&mut self) {
+        self.count = 0;
+        self.min = u64::MAX;
+        self.max = 0;
+        self.sum = 0;
+        self.sum_sq = 0;
+        self.hist.reset();
+    }
+
     /// Adds everything `other` recorded.
     pub fn merge(&mut self, other: &Recorder) {
         if other.count == 0 {
@@ -180,6 +190,23 @@ impl Percentiles {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reset_empties_everything() {
+        let mut r = Recorder::new();
+        for v in [5, 7, 1_000_000] {
+            r.record(v);
+        }
+        r.reset();
+        assert_eq!(
+            (r.count, r.min, r.max, r.sum, r.sum_sq),
+            (0, u64::MAX, 0, 0, 0)
+        );
+        assert!(r.hist.is_empty());
+        r.record(9);
+        assert_eq!((r.count, r.min, r.max), (1, 9, 9));
+        assert_eq!(r.hist.len(), 1);
+    }
 
     fn naive(v: &[u64]) -> (u64, u64, f64, f64) {
         let n = v.len() as f64;

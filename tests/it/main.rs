@@ -11,6 +11,7 @@ mod import;
 mod lifecycle;
 mod load;
 mod ministat;
+mod monitor;
 mod noise;
 mod plan;
 mod report;

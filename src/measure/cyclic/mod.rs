@@ -143,6 +143,7 @@ pub fn run(mut cfg: CyclicConfig, command_line: Vec<String>) -> Result<CyclicOut
                 tripped,
                 done,
                 bell,
+                tally: None,
             };
             move || w.run()
         }

@@ -39,6 +39,8 @@ pub struct Worker {
     pub done: Arc<AtomicUsize>,
     /// Rung when this worker ends.
     pub bell: Arc<crate::rt::Doorbell>,
+    /// Buckets and counters for `latlab monitor`'s endpoint (None for `cyclic`).
+    pub tally: Option<Arc<crate::monitor::tally::Tally>>,
 }
 
 /// What a worker hands back when it ends.
@@ -100,7 +102,13 @@ impl Worker {
             if let Some(ring) = self.ring.as_mut() {
                 if ring.push(lat).is_err() {
                     lost += 1;
+                    if let Some(t) = &self.tally {
+                        t.set_lost(lost);
+                    }
                 }
+            }
+            if let Some(t) = &self.tally {
+                t.observe(lat);
             }
             if !self.linear.is_empty() {
                 let us = (lat / 1000) as usize;
@@ -129,6 +137,9 @@ impl Worker {
                     let missed = (now - next) / interval + 1;
                     overruns += missed;
                     next += missed * interval;
+                    if let Some(t) = &self.tally {
+                        t.set_overruns(overruns);
+                    }
                 }
             }
         }

@@ -1,0 +1,473 @@
+//! `latlab monitor`: a long-running `cyclic` measurement for a fleet. Measuring threads (cyclic's
+//! worker) publish per-CPU buckets and counters through atomics (`tally`); housekeeping threads,
+//! pinned off the measured CPUs where any are left, serve them as OpenMetrics (`metrics`, over
+//! `http`) and store a snapshot run of each interval (`snapshot`). SIGTERM/SIGINT end it with a
+//! last snapshot (stored by the driver); SIGHUP prints the status, as `/status` shows it.
+
+pub mod http;
+pub mod metrics;
+pub mod snapshot;
+pub mod tally;
+
+use crate::cli::MonitorArgs;
+use crate::config::{parse_time_ns, BareUnit, CpuSet, Policy};
+use crate::error::{Error, Result};
+use crate::measure::cyclic::worker::{Worker, WorkerOut};
+use crate::result::{Environment, Run};
+use crate::rt::{self, Control, Live, Placement};
+use crate::stats::Recorder;
+use metrics::Shared;
+use serde::Serialize;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant, SystemTime};
+use tally::Tally;
+
+/// Where the endpoint listens unless `--listen` says otherwise (loopback only).
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:9477";
+
+/// A validated `latlab monitor`.
+#[derive(Debug, Clone, Serialize)]
+pub struct MonitorConfig {
+    /// Measured CPUs, one thread each.
+    pub cpus: Vec<usize>,
+    /// Period (ns).
+    pub interval_ns: u64,
+    /// Policy of the measuring threads.
+    pub policy: Policy,
+    /// Their priority.
+    pub prio: i32,
+    /// Endpoint address.
+    pub listen: SocketAddr,
+    /// Time between stored snapshots (ns).
+    pub snapshot_every_ns: u64,
+    /// Exceedance threshold (ns).
+    pub threshold_ns: Option<u64>,
+    /// Name of this monitor (tag `monitor=`).
+    pub monitor_id: String,
+    /// Stop after this long (ns); None: until SIGTERM/SIGINT.
+    pub duration_ns: Option<u64>,
+    /// Lock memory.
+    pub mlock: bool,
+    /// Refuse instead of degrading.
+    pub strict: bool,
+    /// The store snapshots go to (never serialised: it may name a server).
+    #[serde(skip)]
+    pub store: Option<String>,
+    /// Snapshots are not stored.
+    pub no_store: bool,
+    /// Tags every snapshot carries (host, monitor, `--tag`).
+    #[serde(skip)]
+    pub tags: Vec<String>,
+}
+
+/// A monitor id: 1-64 letters, digits, '_', '-' or '.'.
+fn valid_id(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 64
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+}
+
+impl MonitorConfig {
+    /// Validates the arguments (exit 2 naming the flag).
+    pub fn from_args(a: &MonitorArgs, online: &CpuSet, host: &str) -> Result<MonitorConfig> {
+        let cpus = match &a.affinity {
+            Some(v) => CpuSet::parse_online("-a/--affinity", v, online)?,
+            None => online.clone(),
+        };
+        let time = |flag: &str, v: &Option<String>, bare: BareUnit| {
+            v.as_deref()
+                .map(|t| parse_time_ns(t, bare).map_err(|e| Error::flag(flag, t, e)))
+                .transpose()
+        };
+        let interval_ns =
+            time("-i/--interval", &a.interval, BareUnit::Micros)?.unwrap_or(1_000_000);
+        if interval_ns < 10_000 {
+            return Err(Error::flag(
+                "-i/--interval",
+                a.interval.as_deref().unwrap_or(""),
+                "at least 10 µs",
+            ));
+        }
+        let snapshot_every_ns = time("--snapshot-every", &a.snapshot_every, BareUnit::Seconds)?
+            .unwrap_or(300_000_000_000);
+        if snapshot_every_ns < 1_000_000_000 {
+            return Err(Error::flag(
+                "--snapshot-every",
+                a.snapshot_every.as_deref().unwrap_or(""),
+                "at least 1 s",
+            ));
+        }
+        let threshold_ns = time("--threshold", &a.threshold, BareUnit::Micros)?;
+        let duration_ns = time("-D/--duration", &a.duration, BareUnit::Seconds)?;
+        let prio = a.priority.unwrap_or(80);
+        if !(0..=99).contains(&prio) {
+            return Err(Error::flag(
+                "-p/--priority",
+                prio,
+                "expected 0 (SCHED_OTHER) or 1-99",
+            ));
+        }
+        let policy = if prio == 0 {
+            Policy::Other
+        } else {
+            Policy::Fifo
+        };
+        let listen_text = a.listen.as_deref().unwrap_or(DEFAULT_LISTEN);
+        let listen: SocketAddr = listen_text.parse().map_err(|e| {
+            Error::flag(
+                "--listen",
+                listen_text,
+                format!("{e} (expected ADDRESS:PORT, e.g. 127.0.0.1:9477)"),
+            )
+        })?;
+        let monitor_id = a.monitor_id.clone().unwrap_or_else(|| host.to_string());
+        let monitor_id = if a.monitor_id.is_none() && !valid_id(&monitor_id) {
+            "default".to_string()
+        } else {
+            monitor_id
+        };
+        if !valid_id(&monitor_id) {
+            return Err(Error::flag(
+                "--monitor-id",
+                &monitor_id,
+                "use 1-64 letters, digits, '_', '-' or '.'",
+            ));
+        }
+        let mut tags = a.common.store.tag.clone();
+        tags.push(format!("host={host}"));
+        tags.push(format!("monitor={monitor_id}"));
+        crate::store::parse_tags(&tags)?;
+        Ok(MonitorConfig {
+            cpus: cpus.iter().collect(),
+            interval_ns,
+            policy,
+            prio,
+            listen,
+            snapshot_every_ns,
+            threshold_ns,
+            monitor_id,
+            duration_ns,
+            mlock: !a.no_mlock,
+            strict: a.strict,
+            store: a.common.store.store.clone(),
+            no_store: a.common.store.no_store,
+            tags,
+        })
+    }
+}
+
+/// A finished monitor: the last interval's snapshot (stored by the driver) and whole-session
+/// figures for the text report.
+pub struct MonitorOutcome {
+    /// The last snapshot.
+    pub run: Run,
+    /// (CPU, whole-session recorder, overruns, lost) per thread.
+    pub session: Vec<(usize, Recorder, u64, u64)>,
+    /// Snapshots stored during the run (the last one not counted).
+    pub snapshots: u64,
+    /// Where the endpoint listened.
+    pub listen: SocketAddr,
+}
+
+/// Ring capacity: two seconds of samples, at least 64 Ki entries.
+fn ring_capacity(interval_ns: u64) -> usize {
+    ((2_000_000_000 / interval_ns.max(1)) as usize).clamp(1 << 16, 1 << 22)
+}
+
+/// The info metric's labels.
+fn info_labels(env: &Environment, cfg: &MonitorConfig) -> Vec<(String, String)> {
+    [
+        ("host", env.hostname.clone()),
+        ("monitor", cfg.monitor_id.clone()),
+        ("kernel", env.kernel_release.clone()),
+        ("preemption", env.preemption.clone()),
+        ("clocksource", env.clocksource.clone()),
+        ("isolated_cpus", env.isolated_cpus.clone()),
+        ("version", env.tool_version.clone()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}
+
+/// The status text of `/status` and SIGHUP.
+pub fn status(s: &Shared, id: &str) -> String {
+    let up = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+        - s.started_unix_s;
+    let mut out = format!(
+        "latlab monitor {id}: up {up:.0} s, {} CPUs every {} µs, {} snapshots stored ({} failed), {} scrapes\n",
+        s.cpus.len(),
+        s.interval_ns / 1000,
+        s.snapshots.load(Ordering::Relaxed),
+        s.snapshot_failures.load(Ordering::Relaxed),
+        s.scrapes.load(Ordering::Relaxed)
+    );
+    for (cpu, t) in &s.cpus {
+        out.push_str(&format!(
+            "cpu {cpu}: {} samples, max {:.1} µs, {} overruns, {} lost, {} over threshold\n",
+            t.read_buckets().1,
+            t.max_ns.load(Ordering::Relaxed) as f64 / 1e3,
+            t.overruns.load(Ordering::Relaxed),
+            t.lost.load(Ordering::Relaxed),
+            t.exceeded.load(Ordering::Relaxed)
+        ));
+    }
+    out
+}
+
+/// Pins the calling (control) thread, and so every housekeeping thread it starts, to the online
+/// CPUs not measured; returns a warning when none is left.
+fn pin_housekeeping(cfg: &MonitorConfig) -> Option<String> {
+    let online = CpuSet::online_here();
+    let measured = CpuSet::from_cpus(cfg.cpus.iter().copied());
+    let hk = online.difference(&measured);
+    if hk.is_empty() {
+        return Some(format!(
+            "no housekeeping CPU is left (all of {online} are measured): the endpoint and snapshot threads share CPUs with the measuring threads"
+        ));
+    }
+    let what = format!("monitor housekeeping threads: could not pin to CPUs {hk}");
+    rt::checked(crate::sys::sched::pin_to_cpus(hk.iter()), || what);
+    None
+}
+
+/// Runs the monitor until the deadline or a signal.
+pub fn run(cfg: &MonitorConfig, command_line: Vec<String>) -> Result<MonitorOutcome> {
+    let env = Environment::capture();
+    let mut warnings = Vec::new();
+    let mut policy = cfg.policy;
+    let mut prio = cfg.prio;
+    let needs = rt::Needs {
+        rt: policy.is_rt().then_some((policy, prio)),
+        mlock: cfg.mlock,
+        dma_latency_us: None,
+        strict: cfg.strict,
+    };
+    let prepared = rt::prepare(&needs, &mut warnings)?;
+    if !prepared.rt_granted {
+        (policy, prio) = (Policy::Other, 0);
+    }
+    let mut store = if cfg.no_store {
+        None
+    } else {
+        Some(crate::store::open(cfg.store.as_deref())?)
+    };
+    let tags = crate::store::parse_tags(&cfg.tags)?;
+    let mut saved_state = crate::sys::sched::ThreadState::save();
+    warnings.extend(pin_housekeeping(cfg));
+
+    let n = cfg.cpus.len();
+    let tallies: Vec<Arc<Tally>> = (0..n)
+        .map(|_| Arc::new(Tally::new(cfg.threshold_ns.unwrap_or(u64::MAX))))
+        .collect();
+    let started_unix_s = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
+    let shared = Arc::new(Shared {
+        cpus: cfg
+            .cpus
+            .iter()
+            .map(|c| c.to_string())
+            .zip(tallies.iter().cloned())
+            .collect(),
+        info: info_labels(&env, cfg),
+        interval_ns: cfg.interval_ns,
+        threshold_ns: cfg.threshold_ns,
+        started_unix_s,
+        snapshots: AtomicU64::new(0),
+        snapshot_failures: AtomicU64::new(0),
+        scrapes: AtomicU64::new(0),
+    });
+    let server = start_endpoint(cfg, shared.clone())?;
+    let listen = server.addr;
+    crate::note!("latlab monitor: serving http://{listen}/metrics");
+
+    let (producers, mut consumers) = crate::samples::rings(n, ring_capacity(cfg.interval_ns));
+    let mut producers: Vec<_> = producers.into_iter().map(Some).collect();
+    let control = Control::with_signals();
+    rt::install_wake_handler();
+    let hup = Arc::new(AtomicBool::new(false));
+    let _ = signal_hook::flag::register(libc::SIGHUP, hup.clone());
+    let done = Arc::new(AtomicUsize::new(0));
+    let bell = Arc::new(rt::Doorbell::default());
+    let placements: Vec<Placement> = cfg
+        .cpus
+        .iter()
+        .map(|&c| Placement {
+            name: format!("cpu{c}"),
+            cpu: Some(c),
+            policy,
+            prio,
+        })
+        .collect();
+    let barrier = Arc::new(Barrier::new(n + 1));
+    let handles = rt::spawn_workers(&placements, barrier.clone(), |i| {
+        let w = Worker {
+            clock: libc::CLOCK_MONOTONIC,
+            interval_ns: cfg.interval_ns,
+            relative: false,
+            loops: u64::MAX,
+            break_on_ns: u64::MAX,
+            rec: Recorder::new(),
+            // Kept for the worker's contract; a monitor's history lives in its snapshots.
+            timeline: crate::result::TimelineRecorder::new(
+                crate::result::timeline::DEFAULT_WIDTH_NS,
+            ),
+            linear: Vec::new(),
+            ring: producers[i].take(),
+            live: Arc::new(Live::new()),
+            stop: control.stop.clone(),
+            tripped: Arc::new(AtomicBool::new(false)),
+            done: done.clone(),
+            bell: bell.clone(),
+            tally: Some(tallies[i].clone()),
+        };
+        move || move || w.run()
+    })
+    .map_err(|e| Error::Env(format!("cannot start measuring threads: {e}")))?;
+    barrier.wait();
+
+    let ctx = snapshot::Context {
+        cfg,
+        env: &env,
+        command_line: &command_line,
+        policy,
+        prio,
+    };
+    let mut interval = snapshot::Interval::new(&tallies);
+    let every = Duration::from_nanos(cfg.snapshot_every_ns);
+    let t0 = Instant::now();
+    let deadline = cfg.duration_ns.map(|d| t0 + Duration::from_nanos(d));
+    let mut next_snapshot = t0 + every;
+    let mut seq = 0u64;
+    loop {
+        interval.drain(&mut consumers);
+        if hup.swap(false, Ordering::Relaxed) {
+            crate::note!("{}", status(&shared, &cfg.monitor_id).trim_end());
+        }
+        if control.was_interrupted() || deadline.is_some_and(|d| Instant::now() >= d) {
+            control.stop.store(true, Ordering::Release);
+        }
+        if control.stop.load(Ordering::Acquire) || done.load(Ordering::Acquire) == n {
+            break;
+        }
+        if Instant::now() >= next_snapshot {
+            seq += 1;
+            let run = interval.take(&ctx, seq, &tallies, warnings.clone());
+            if let Some(st) = store.as_mut() {
+                match st.save(&run, &tags) {
+                    Ok(_) => {
+                        shared.snapshots.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Err(e) => {
+                        shared.snapshot_failures.fetch_add(1, Ordering::Relaxed);
+                        crate::note!("latlab monitor: snapshot {} not stored: {e}", run.id);
+                    }
+                }
+            }
+            next_snapshot += every;
+            while next_snapshot <= Instant::now() {
+                next_snapshot += every;
+            }
+        }
+        bell.wait(Duration::from_millis(100));
+    }
+    control.stop.store(true, Ordering::Release);
+    for h in &handles {
+        rt::wake(h);
+    }
+    let mut outs: Vec<(rt::Applied, WorkerOut)> = Vec::with_capacity(n);
+    for h in handles {
+        outs.push(
+            h.join()
+                .map_err(|_| Error::Env("a measuring thread panicked".into()))?,
+        );
+    }
+    server.stop();
+    drop(prepared);
+    saved_state.restore();
+    interval.drain(&mut consumers);
+    for (a, _) in &outs {
+        warnings.extend(a.warnings.iter().cloned());
+    }
+    let total_lost: u64 = outs.iter().map(|(_, o)| o.lost).sum();
+    if total_lost > 0 {
+        warnings.push(format!(
+            "the snapshot thread lost {total_lost} samples (it fell behind); the endpoint counted them"
+        ));
+    }
+    let mut run = interval.take(&ctx, seq + 1, &tallies, warnings);
+    run.interrupted = control.was_interrupted();
+    let session = outs
+        .into_iter()
+        .zip(&cfg.cpus)
+        .map(|((_, o), &c)| (c, o.rec, o.overruns, o.lost))
+        .collect();
+    Ok(MonitorOutcome {
+        run,
+        session,
+        snapshots: shared.snapshots.load(Ordering::Relaxed),
+        listen,
+    })
+}
+
+/// Starts the endpoint: `/metrics`, `/status`, and 404 for anything else.
+fn start_endpoint(cfg: &MonitorConfig, shared: Arc<Shared>) -> Result<http::Server> {
+    let registry = Arc::new(metrics::registry(shared.clone()));
+    let id = cfg.monitor_id.clone();
+    let handler: Arc<http::Handler> = Arc::new(move |path: &str, accept: &str| match path {
+        "/metrics" => {
+            shared.scrapes.fetch_add(1, Ordering::Relaxed);
+            let page = metrics::render(&registry);
+            if metrics::wants_openmetrics(accept) {
+                http::Response {
+                    status: 200,
+                    content_type: metrics::CONTENT_TYPE,
+                    body: page,
+                }
+            } else {
+                http::Response {
+                    status: 200,
+                    content_type: metrics::CLASSIC_CONTENT_TYPE,
+                    body: metrics::to_classic(&page),
+                }
+            }
+        }
+        "/status" => http::Response::text(200, status(&shared, &id)),
+        "/" => http::Response::text(200, "latlab monitor: /metrics, /status\n"),
+        _ => http::Response::text(404, "not found (try /metrics or /status)\n"),
+    });
+    http::Server::start(cfg.listen, handler)
+        .map_err(|e| Error::Env(format!("--listen {}: cannot listen there: {e}", cfg.listen)))
+}
+
+impl crate::driver::Measurement for MonitorConfig {
+    type Outcome = MonitorOutcome;
+
+    fn planned(&self) -> Option<Duration> {
+        self.duration_ns.map(Duration::from_nanos)
+    }
+
+    fn footprint(&self) -> crate::driver::Footprint {
+        crate::driver::Footprint {
+            min_rt_prio: self.policy.is_rt().then_some(self.prio),
+        }
+    }
+
+    fn measure(&mut self, _: &Control, command_line: Vec<String>) -> Result<MonitorOutcome> {
+        run(self, command_line)
+    }
+
+    fn result(o: &mut MonitorOutcome) -> &mut Run {
+        &mut o.run
+    }
+
+    fn render(&self, o: &MonitorOutcome) -> crate::driver::Text {
+        snapshot::render(self, o).into()
+    }
+}

@@ -1,0 +1,613 @@
+//! `latlab monitor` end to end: the /metrics page (parsed, and checked by promtool), hostile
+//! HTTP clients, a stall on one CPU, snapshots in the store across a restart, SIGTERM, bad
+//! usage, and a private Prometheus scraping the monitor.
+
+use crate::util::{exclusive, expect_exit, latlab, rt_unavailable, skip, stall_repeatedly};
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Child, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// A running monitor, killed when dropped.
+struct Monitor {
+    child: Child,
+    addr: SocketAddr,
+    stderr: Arc<Mutex<String>>,
+}
+
+impl Monitor {
+    /// Starts `latlab monitor ARGS --listen 127.0.0.1:0` and waits for the address it prints.
+    fn start(args: &[&str]) -> Monitor {
+        let mut child = latlab()
+            .arg("monitor")
+            .args(args)
+            .args(["--listen", "127.0.0.1:0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (err, sink) = (child.stderr.take().unwrap(), stderr.clone());
+        std::thread::spawn(move || {
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                if let Some(a) = line
+                    .strip_prefix("latlab monitor: serving http://")
+                    .and_then(|r| r.strip_suffix("/metrics"))
+                {
+                    let _ = tx.send(a.to_string());
+                }
+                sink.lock().unwrap().push_str(&format!("{line}\n"));
+            }
+        });
+        let addr = match rx.recv_timeout(Duration::from_secs(30)) {
+            Ok(a) => a.parse().unwrap(),
+            Err(_) => {
+                let _ = child.kill();
+                panic!("monitor never listened: {}", stderr.lock().unwrap());
+            }
+        };
+        Monitor {
+            child,
+            addr,
+            stderr,
+        }
+    }
+
+    /// Sends SIGTERM and returns (exit code, stdout, stderr).
+    fn terminate(mut self) -> (Option<i32>, String, String) {
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let mut out = String::new();
+        self.child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut out)
+            .unwrap();
+        let code = self.child.wait().unwrap().code();
+        std::thread::sleep(Duration::from_millis(100));
+        let err = self.stderr.lock().unwrap().clone();
+        (code, out, err)
+    }
+}
+
+impl Drop for Monitor {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Sends raw bytes and returns (status code, body); None when the server closed without one.
+fn request(addr: SocketAddr, raw: &[u8]) -> Option<(u16, String)> {
+    let mut s = TcpStream::connect(addr).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+    s.write_all(raw).ok()?;
+    let mut buf = Vec::new();
+    let _ = s.read_to_end(&mut buf);
+    let text = String::from_utf8_lossy(&buf).into_owned();
+    let status = text.split(' ').nth(1)?.parse().ok()?;
+    let body = text.split_once("\r\n\r\n").map(|x| x.1.to_string())?;
+    Some((status, body))
+}
+
+fn get(addr: SocketAddr, path: &str) -> Option<(u16, String)> {
+    request(
+        addr,
+        format!("GET {path} HTTP/1.0\r\nHost: t\r\n\r\n").as_bytes(),
+    )
+}
+
+/// GET /metrics, retried while the server is busy (503) for up to `patience`.
+fn scrape(addr: SocketAddr, patience: Duration) -> String {
+    let t0 = Instant::now();
+    loop {
+        match get(addr, "/metrics") {
+            Some((200, body)) => return body,
+            other => assert!(
+                t0.elapsed() < patience,
+                "no /metrics within {patience:?}: {other:?}"
+            ),
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Samples of a classic text page: `name{labels}` -> value.
+fn parse(page: &str) -> BTreeMap<String, f64> {
+    page.lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .map(|l| {
+            let (k, v) = l.rsplit_once(' ').unwrap_or_else(|| panic!("bad line {l}"));
+            (
+                k.to_string(),
+                v.parse().unwrap_or_else(|_| panic!("bad value {l}")),
+            )
+        })
+        .collect()
+}
+
+fn value(m: &BTreeMap<String, f64>, key: &str) -> f64 {
+    *m.get(key)
+        .unwrap_or_else(|| panic!("no {key} in {:?}", m.keys().collect::<Vec<_>>()))
+}
+
+const LES: [&str; 15] = [
+    "0.000005", "0.00001", "0.00002", "0.00005", "0.0001", "0.0002", "0.0005", "0.001", "0.002",
+    "0.005", "0.01", "0.02", "0.05", "0.1", "+Inf",
+];
+
+/// Checks the histogram of `cpu` is consistent; returns its count.
+fn histogram_count(m: &BTreeMap<String, f64>, cpu: usize) -> f64 {
+    let mut prev = 0.0;
+    for le in LES {
+        let b = value(
+            m,
+            &format!("latlab_latency_seconds_bucket{{le=\"{le}\",cpu=\"{cpu}\"}}"),
+        );
+        assert!(b >= prev, "cpu {cpu}: bucket le={le} {b} < {prev}");
+        prev = b;
+    }
+    let count = value(m, &format!("latlab_latency_seconds_count{{cpu=\"{cpu}\"}}"));
+    assert_eq!(prev, count, "cpu {cpu}: +Inf bucket != count");
+    count
+}
+
+#[test]
+fn metrics_page_parses_with_consistent_histograms_and_passes_promtool() {
+    let mon = Monitor::start(&[
+        "-a",
+        "0",
+        "-i",
+        "1ms",
+        "--no-store",
+        "--threshold",
+        "1us",
+        "-D",
+        "60s",
+    ]);
+    std::thread::sleep(Duration::from_millis(1500));
+    let page = scrape(mon.addr, Duration::from_secs(10));
+    let m = parse(&page);
+    let count = histogram_count(&m, 0);
+    assert!(count >= 100.0, "1.5 s at 1 ms gave {count} samples");
+    assert!(value(&m, "latlab_samples_total{cpu=\"0\"}") >= count);
+    assert!(value(&m, "latlab_latency_max_seconds{cpu=\"0\"}") > 0.0);
+    assert!(value(&m, "latlab_latency_seconds_sum{cpu=\"0\"}") > 0.0);
+    // Every wake-up is later than 1 µs.
+    assert!(value(&m, "latlab_threshold_exceeded_total{cpu=\"0\"}") >= count);
+    assert_eq!(value(&m, "latlab_interval_seconds"), 0.001);
+    assert!(page.contains("latlab_monitor_info{"), "{page}");
+    assert!(page.contains("kernel=\""), "{page}");
+    // The window max restarts at each scrape, the max since start does not.
+    let again = parse(&scrape(mon.addr, Duration::from_secs(10)));
+    assert!(histogram_count(&again, 0) > count, "samples stopped");
+    assert!(
+        value(&again, "latlab_latency_max_seconds{cpu=\"0\"}")
+            >= value(&again, "latlab_latency_window_max_seconds{cpu=\"0\"}")
+    );
+    // OpenMetrics for those who ask for it.
+    let (code, om) = request(
+        mon.addr,
+        b"GET /metrics HTTP/1.1\r\nAccept: application/openmetrics-text; version=1.0.0\r\n\r\n",
+    )
+    .unwrap();
+    assert_eq!(code, 200);
+    assert!(om.ends_with("# EOF\n"), "{om}");
+    assert!(om.contains("# TYPE latlab_samples counter"), "{om}");
+
+    if latlab::sys::process::command_exists("promtool") {
+        let mut p = std::process::Command::new("promtool")
+            .args(["check", "metrics"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        p.stdin.take().unwrap().write_all(page.as_bytes()).unwrap();
+        let out = p.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "promtool check metrics: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    } else {
+        skip(
+            "promtool check metrics",
+            "promtool is not installed (Debian package prometheus)",
+        );
+    }
+    // SIGHUP prints the status and the monitor goes on.
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(mon.child.id() as i32, libc::SIGHUP) };
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(get(mon.addr, "/metrics").unwrap().0, 200);
+    let (code, out, err) = mon.terminate();
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("snapshots stored") && err.contains("cpu 0:"),
+        "{err}"
+    );
+    assert!(out.contains("cpu") && out.contains("max"), "{out}");
+}
+
+#[test]
+fn hostile_clients_do_not_stop_measuring_or_answering() {
+    let mon = Monitor::start(&["-a", "0", "-i", "1ms", "--no-store", "-D", "120s"]);
+    let a = mon.addr;
+    assert_eq!(get(a, "/nope").unwrap().0, 404);
+    assert_eq!(get(a, "/../../etc/passwd").unwrap().0, 404);
+    let (code, status) = get(a, "/status").unwrap();
+    assert_eq!(code, 200);
+    assert!(status.contains("cpu 0:"), "{status}");
+    assert_eq!(
+        request(a, b"POST /metrics HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc")
+            .unwrap()
+            .0,
+        405
+    );
+    assert_eq!(request(a, b"\x16\x03\x01garbage\r\n\r\n").unwrap().0, 400);
+    // An oversized head is refused without being read to its end.
+    let mut big = b"GET /metrics HTTP/1.1\r\nX-Big: ".to_vec();
+    big.extend(std::iter::repeat_n(b'a', 64 * 1024));
+    if let Some((code, _)) = request(a, &big) {
+        assert_eq!(code, 431);
+    }
+    let before = histogram_count(&parse(&scrape(a, Duration::from_secs(10))), 0);
+
+    // Many connections that never finish their request, and one that trickles bytes.
+    let idle: Vec<TcpStream> = (0..48).filter_map(|_| TcpStream::connect(a).ok()).collect();
+    assert!(
+        idle.len() >= 40,
+        "could only open {} connections",
+        idle.len()
+    );
+    let trickle = std::thread::spawn(move || {
+        let mut s = TcpStream::connect(a).unwrap();
+        let t0 = Instant::now();
+        for b in b"GET /metrics HTTP/1.1\r\nX: "
+            .iter()
+            .chain([b'a'; 100].iter())
+        {
+            if s.write_all(&[*b]).is_err() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(500));
+            if t0.elapsed() > Duration::from_secs(20) {
+                break;
+            }
+        }
+        t0.elapsed()
+    });
+    // The monitor answers again once the idle ones time out (a few seconds), and kept measuring.
+    let after = histogram_count(&parse(&scrape(a, Duration::from_secs(15))), 0);
+    assert!(after > before, "samples stopped: {before} -> {after}");
+    // The idle connections were closed by the server, not left to hold it.
+    for mut s in idle {
+        s.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+        let mut buf = Vec::new();
+        let _ = s.read_to_end(&mut buf);
+        let text = String::from_utf8_lossy(&buf);
+        assert!(
+            text.is_empty() || text.starts_with("HTTP/1.1 408") || text.starts_with("HTTP/1.1 503"),
+            "{text}"
+        );
+    }
+    let held = trickle.join().unwrap();
+    assert!(
+        held < Duration::from_secs(15),
+        "a trickling client held a connection for {held:?}"
+    );
+    assert_eq!(get(a, "/metrics").unwrap().0, 200);
+    let (code, _, err) = mon.terminate();
+    assert_eq!(code, Some(0), "{err}");
+}
+
+#[test]
+fn a_stall_on_one_cpu_shows_in_its_max_and_buckets_only() {
+    if let Some(why) = rt_unavailable() {
+        return skip("a_stall_on_one_cpu_shows_in_its_max_and_buckets_only", &why);
+    }
+    let _x = exclusive();
+    let stall = Duration::from_millis(60);
+    let mon = Monitor::start(&[
+        "-a",
+        "0,1",
+        "-p",
+        "50",
+        "-i",
+        "1ms",
+        "--no-store",
+        "-D",
+        "60s",
+    ]);
+    stall_repeatedly(
+        mon.child.id(),
+        "latlab-cpu1",
+        1,
+        90,
+        Duration::from_millis(300),
+        stall,
+        2,
+    )
+    .join()
+    .unwrap();
+    let m = parse(&scrape(mon.addr, Duration::from_secs(10)));
+    let max1 = value(&m, "latlab_latency_max_seconds{cpu=\"1\"}");
+    assert!(
+        max1 >= 0.059,
+        "CPU 1 max {max1} s < injected stall {stall:?}"
+    );
+    let n1 = histogram_count(&m, 1);
+    let le50ms = value(&m, "latlab_latency_seconds_bucket{le=\"0.05\",cpu=\"1\"}");
+    assert!(n1 - le50ms >= 1.0, "no CPU 1 sample above 50 ms");
+    assert!(value(&m, "latlab_overruns_total{cpu=\"1\"}") >= 1.0);
+    let max0 = value(&m, "latlab_latency_max_seconds{cpu=\"0\"}");
+    assert!(
+        max0 < max1,
+        "CPU 0 max {max0} s is not below CPU 1's {max1} s"
+    );
+    let n0 = histogram_count(&m, 0);
+    let above0 = n0 - value(&m, "latlab_latency_seconds_bucket{le=\"0.05\",cpu=\"0\"}");
+    assert_eq!(above0, 0.0, "CPU 0 has samples above 50 ms");
+    drop(mon);
+}
+
+#[test]
+fn snapshots_land_in_the_store_and_a_restart_adds_more() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("sqlite:{}", dir.path().join("m.db").display());
+    let args = [
+        "-a",
+        "0",
+        "-i",
+        "1ms",
+        "--snapshot-every",
+        "1s",
+        "--monitor-id",
+        "it-mon",
+        "--store",
+        &store,
+    ];
+    let mon = Monitor::start(&args);
+    std::thread::sleep(Duration::from_millis(2600));
+    let (code, out, err) = mon.terminate();
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("snapshots stored"), "{out}");
+    let list = |extra: &[&str]| {
+        let o = latlab()
+            .args([
+                "runs",
+                "list",
+                "--kind",
+                "monitor",
+                "--tag",
+                "monitor=it-mon",
+                "--store",
+                &store,
+            ])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let first = list(&[]);
+    let n1 = first
+        .lines()
+        .filter(|l| l.contains("monitor=it-mon"))
+        .count();
+    assert!(n1 >= 3, "two 1 s snapshots and the last one: {first}");
+    assert!(first.contains("host="), "{first}");
+    // The last run (the interval SIGTERM ended) is marked interrupted and has the CPU's series.
+    let newest = first
+        .lines()
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string();
+    let shown = latlab()
+        .args(["runs", "show", &newest, "--store", &store])
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(
+        shown.contains("\"kind\": \"monitor\"") || shown.contains("\"kind\":\"monitor\""),
+        "{shown}"
+    );
+    assert!(shown.contains("\"cpu0\""), "{shown}");
+
+    let mut again = latlab()
+        .arg("monitor")
+        .args(args)
+        .args(["--listen", "127.0.0.1:0", "-D", "1500ms"])
+        .output()
+        .unwrap();
+    assert!(
+        again.status.success(),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    again.stdout.clear();
+    let second = list(&[]);
+    let n2 = second
+        .lines()
+        .filter(|l| l.contains("monitor=it-mon"))
+        .count();
+    assert!(
+        n2 >= n1 + 2,
+        "a restart must add runs, not replace them: {n1} -> {n2}\n{second}"
+    );
+    for id in first
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next())
+    {
+        assert!(second.contains(id), "run {id} vanished after the restart");
+    }
+}
+
+#[test]
+fn bad_monitor_usage_names_the_flag() {
+    expect_exit(&["monitor"], &["--listen", "nowhere"], 2, "--listen");
+    expect_exit(
+        &["monitor"],
+        &["--snapshot-every", "0"],
+        2,
+        "--snapshot-every",
+    );
+    expect_exit(&["monitor"], &["--monitor-id", "a b"], 2, "--monitor-id");
+    expect_exit(&["monitor"], &["-i", "1ns"], 2, "--interval");
+    expect_exit(&["monitor"], &["-a", "9999"], 2, "--affinity");
+    expect_exit(&["monitor"], &["-p", "120"], 2, "--priority");
+}
+
+/// A free loopback port (bound, read back, released).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[test]
+fn a_private_prometheus_scrapes_the_monitor() {
+    if !latlab::sys::process::command_exists("prometheus") {
+        return skip(
+            "a_private_prometheus_scrapes_the_monitor",
+            "prometheus is not installed (scripts/test.sh installs Debian's prometheus)",
+        );
+    }
+    let mon = Monitor::start(&["-a", "0", "-i", "1ms", "--no-store", "-D", "120s"]);
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: latlab\n    static_configs:\n      - targets: ['{}']\n",
+            mon.addr
+        ),
+    )
+    .unwrap();
+    let web: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let mut prom = std::process::Command::new("prometheus")
+        .arg(format!("--config.file={}", cfg.display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.path().join("tsdb").display()
+        ))
+        .arg(format!("--web.listen-address={web}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    struct Kill<'a>(&'a mut Child);
+    impl Drop for Kill<'_> {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let prom = Kill(&mut prom);
+    let query = |q: &str| {
+        get(web, &format!("/api/v1/query?query={q}"))
+            .map(|(_, b)| b)
+            .unwrap_or_default()
+    };
+    let t0 = Instant::now();
+    let found = loop {
+        let body = query("latlab_latency_seconds_count");
+        if body.contains("\"cpu\":\"0\"") {
+            break body;
+        }
+        if t0.elapsed() > Duration::from_secs(60) {
+            drop(prom);
+            panic!("Prometheus never had latlab_latency_seconds_count: {body}");
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    assert!(found.contains("\"job\":\"latlab\""), "{found}");
+    let max = query("latlab_latency_max_seconds");
+    assert!(max.contains("\"cpu\":\"0\""), "{max}");
+    let buckets = query("latlab_latency_seconds_bucket");
+    assert!(buckets.contains("\"le\":\"+Inf\""), "{buckets}");
+    drop(prom);
+    drop(mon);
+}
+
+#[test]
+fn contrib_prometheus_config_and_alert_rules_pass_promtool() {
+    if !latlab::sys::process::command_exists("promtool") {
+        return skip(
+            "contrib_prometheus_config_and_alert_rules_pass_promtool",
+            "promtool is not installed (Debian package prometheus)",
+        );
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    for (what, file) in [
+        ("config", "contrib/prometheus.yml"),
+        ("rules", "contrib/latlab-alerts.yml"),
+    ] {
+        let out = std::process::Command::new("promtool")
+            .args(["check", what])
+            .arg(root.join(file))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "promtool check {what} {file}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+#[test]
+fn snapshots_go_to_postgresql_for_a_fleet() {
+    let Some(pg) = std::env::var("LATLAB_TEST_PG")
+        .ok()
+        .filter(|v| !v.is_empty())
+    else {
+        return skip(
+            "snapshots_go_to_postgresql_for_a_fleet",
+            "LATLAB_TEST_PG is not set (scripts/test.sh starts a server and sets it)",
+        );
+    };
+    let id = format!("pgmon-{}", std::process::id());
+    let out = latlab()
+        .args(["monitor", "-a", "0", "-i", "1ms", "--listen", "127.0.0.1:0"])
+        .args([
+            "--snapshot-every",
+            "1s",
+            "-D",
+            "2500ms",
+            "--monitor-id",
+            &id,
+            "--store",
+            &pg,
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let tag = format!("monitor={id}");
+    let list = latlab()
+        .args([
+            "runs", "list", "--kind", "monitor", "--tag", &tag, "--store", &pg,
+        ])
+        .output()
+        .unwrap();
+    let list = String::from_utf8_lossy(&list.stdout);
+    let n = list.lines().filter(|l| l.contains(&tag)).count();
+    assert!(n >= 3, "two snapshots and the last: {list}");
+}
