@@ -20,5 +20,6 @@ pub mod samples;
 pub mod stats;
 pub mod store;
 pub mod sys;
+pub mod trace;
 
 pub use error::{Error, Result};
