@@ -193,6 +193,24 @@ pub struct CyclicArgs {
     /// Print help (-h is the histogram, as in cyclictest).
     #[arg(long, action = clap::ArgAction::Help)]
     pub help: Option<bool>,
+
+    /// Kernel tracing options (`--trace`).
+    #[command(flatten)]
+    pub trace: TraceArgs,
+}
+
+/// `--trace`: attribute every spike to IRQs, softirqs and threads from kernel tracepoints.
+#[derive(Debug, Args, Clone, Default)]
+pub struct TraceArgs {
+    /// Trace the measured CPUs (private tracefs instance; needs root) and explain every
+    /// latency at or above --trace-threshold: IRQ, softirq and thread interference, the
+    /// blocking task and an unattributed rest. Adds `trace` to the JSON and a "why" summary.
+    #[arg(long)]
+    pub trace: bool,
+
+    /// Latency from which a wake-up is explained (µs or with unit). Default 100us.
+    #[arg(long = "trace-threshold", value_name = "TIME", requires = "trace")]
+    pub trace_threshold: Option<String>,
 }
 
 const CYCLIC_AFTER_HELP: &str = "\

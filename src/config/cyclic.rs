@@ -59,6 +59,8 @@ pub struct CyclicConfig {
     pub json: Option<PathBuf>,
     /// Raw sample log path.
     pub samples: Option<PathBuf>,
+    /// `--trace`: explain wake-ups at or above this latency (ns).
+    pub trace_threshold_ns: Option<u64>,
 }
 
 /// Settings shared by the plain flags and the groups.
@@ -193,6 +195,14 @@ impl CyclicConfig {
                 "must be 0 or more µs",
             ));
         }
+        let trace_threshold_ns = trace_threshold(&a.trace)?;
+        if trace_threshold_ns.is_some() && a.clock != Clock::Monotonic {
+            return Err(Error::flag(
+                "--trace",
+                "",
+                "needs --clock monotonic (trace events carry CLOCK_MONOTONIC times)",
+            ));
+        }
         Ok(CyclicConfig {
             threads,
             clock: a.clock,
@@ -208,7 +218,25 @@ impl CyclicConfig {
             unit: a.unit,
             json: a.json.clone(),
             samples: a.samples.clone(),
+            trace_threshold_ns,
         })
+    }
+}
+
+/// The validated `--trace-threshold` (None without `--trace`).
+pub fn trace_threshold(t: &crate::cli::TraceArgs) -> Result<Option<u64>> {
+    if !t.trace {
+        return Ok(None);
+    }
+    match t.trace_threshold.as_deref() {
+        None => Ok(Some(crate::trace::spikes::DEFAULT_THRESHOLD_NS)),
+        Some(v) => {
+            let ns = time_flag("--trace-threshold", v, BareUnit::Micros)?;
+            if ns == 0 {
+                return Err(Error::flag("--trace-threshold", v, "must be above zero"));
+            }
+            Ok(Some(ns))
+        }
     }
 }
 

@@ -88,6 +88,9 @@ pub enum Kind {
 pub struct Event {
     /// Time stamp, ns on the instance's trace clock.
     pub ts: u64,
+    /// The task current on the CPU when it was recorded (`common_pid`; for an IRQ, the
+    /// interrupted task).
+    pub pid: i32,
     /// What.
     pub kind: Kind,
 }
@@ -131,6 +134,7 @@ fn text(b: &[u8], f: &Field) -> Option<Name> {
 #[derive(Debug, Default, Clone)]
 pub struct Decoder {
     layouts: HashMap<u16, Layout>,
+    common_pid: Option<Field>,
 }
 
 impl Decoder {
@@ -168,6 +172,9 @@ impl Decoder {
             (s, n) => return Err(format!("{s}/{n}: not an event latlab decodes")),
         };
         self.layouts.insert(f.id, l);
+        if self.common_pid.is_none() {
+            self.common_pid = Some(get("common_pid")?);
+        }
         Ok(())
     }
 
@@ -206,7 +213,12 @@ impl Decoder {
             },
             Layout::TimerExit => Kind::TimerExit,
         };
-        Some(Event { ts, kind })
+        let pid = self
+            .common_pid
+            .as_ref()
+            .and_then(|f| int(b, f))
+            .unwrap_or(-1) as i32;
+        Some(Event { ts, pid, kind })
     }
 }
 

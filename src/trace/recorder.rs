@@ -234,6 +234,7 @@ mod tests {
             l.push(
                 Event {
                     ts,
+                    pid: 0,
                     kind: Kind::IrqExit,
                 },
                 500,

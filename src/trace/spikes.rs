@@ -35,6 +35,8 @@ pub struct RawSpike {
     pub actual: u64,
     /// Loop number (cyclic) or interruption number (noise), from 1.
     pub seq: u64,
+    /// The measuring thread's id (0: unknown).
+    pub tid: i32,
 }
 
 /// One attributed spike in the run's JSON.
@@ -183,7 +185,8 @@ impl Tracer {
             .rec
             .window(cpu, s.expected, s.actual, patience)
             .unwrap_or_default();
-        let why = attribute(&events, s.expected, s.actual, &self.report.idle_note);
+        let tid = (s.tid > 0).then_some(s.tid);
+        let why = attribute(&events, s.expected, s.actual, tid, &self.report.idle_note);
         self.report.spikes.push(SpikeRecord {
             series: self
                 .names

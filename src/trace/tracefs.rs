@@ -30,13 +30,22 @@ pub struct TraceFs {
     pub root: PathBuf,
 }
 
+/// Reads a tracefs text file with large reads: `events/header_page` answers a short first
+/// read and then nothing, so std's small probe read would cut it.
 fn read(p: &Path) -> Result<String> {
     use std::io::Read;
-    let mut s = String::new();
-    std::fs::File::open(p)
-        .and_then(|f| f.take(1 << 20).read_to_string(&mut s))
-        .map_err(|e| Error::Env(format!("--trace: {}: {e}", p.display())))?;
-    Ok(s)
+    let err = |e: std::io::Error| Error::Env(format!("--trace: {}: {e}", p.display()));
+    let mut f = std::fs::File::open(p).map_err(err)?;
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        let n = f.read(&mut buf).map_err(err)?;
+        if n == 0 || out.len() > (1 << 20) {
+            break;
+        }
+        out.extend_from_slice(&buf[..n]);
+    }
+    String::from_utf8(out).map_err(|_| Error::Env(format!("--trace: {}: not text", p.display())))
 }
 
 /// Writes an existing control file (never creates one).

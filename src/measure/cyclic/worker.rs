@@ -4,6 +4,7 @@
 use crate::rt::Live;
 use crate::stats::Recorder;
 use crate::sys::clock;
+use crate::trace::spikes::RawSpike;
 use rtrb::Producer;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -36,6 +37,22 @@ pub struct Worker {
     pub done: Arc<AtomicUsize>,
     /// Rung when this worker ends.
     pub bell: Arc<crate::rt::Doorbell>,
+    /// `--trace`: wake-ups at or above the threshold go here (preallocated, lock-free).
+    pub spikes: Option<SpikeOut>,
+}
+
+/// Where a traced worker reports its spikes.
+pub struct SpikeOut {
+    /// Latency threshold (ns).
+    pub threshold_ns: u64,
+    /// Index of this thread's series.
+    pub series: u32,
+    /// CPU it is pinned to (None: asked of the kernel at each spike).
+    pub cpu: Option<u32>,
+    /// The thread's id (set by the worker before its loop).
+    pub tid: i32,
+    /// The ring the control thread drains.
+    pub ring: Producer<RawSpike>,
 }
 
 /// What a worker hands back when it ends.
@@ -55,6 +72,8 @@ pub struct WorkerOut {
     pub tripped_at: Option<(u64, u64)>,
     /// CPU the thread ended on.
     pub cpu: Option<usize>,
+    /// Spikes the trace ring could not take.
+    pub spikes_lost: u64,
 }
 
 impl Worker {
@@ -62,9 +81,12 @@ impl Worker {
     pub fn run(mut self) -> WorkerOut {
         let clk = self.clock;
         let interval = self.interval_ns;
-        let (mut overruns, mut lost, mut overflow) = (0u64, 0u64, 0u64);
+        let (mut overruns, mut lost, mut overflow, mut spikes_lost) = (0u64, 0u64, 0u64, 0u64);
         let (mut n, mut min, mut max, mut sum) = (0u64, u64::MAX, 0u64, 0u64);
         let mut tripped_at = None;
+        if let Some(s) = self.spikes.as_mut() {
+            s.tid = crate::sys::sched::gettid();
+        }
         let mut next = clock::now_ns(clk) + interval;
         while n < self.loops && !self.stop.load(Ordering::Relaxed) {
             let expected = if self.relative {
@@ -101,6 +123,25 @@ impl Worker {
                     None => overflow += 1,
                 }
             }
+            if let Some(s) = self.spikes.as_mut() {
+                if lat >= s.threshold_ns {
+                    let cpu = s
+                        .cpu
+                        .or_else(|| crate::sys::sched::current_cpu().map(|c| c as u32))
+                        .unwrap_or(u32::MAX);
+                    let spike = RawSpike {
+                        series: s.series,
+                        cpu,
+                        expected,
+                        actual: now,
+                        seq: n,
+                        tid: s.tid,
+                    };
+                    if s.ring.push(spike).is_err() {
+                        spikes_lost += 1;
+                    }
+                }
+            }
             min = min.min(lat);
             max = max.max(lat);
             sum = sum.wrapping_add(lat);
@@ -134,6 +175,7 @@ impl Worker {
             linear_overflow: overflow,
             tripped_at,
             cpu: crate::sys::sched::current_cpu(),
+            spikes_lost,
         }
     }
 }
