@@ -32,6 +32,9 @@ pub struct Attribution {
     pub timer_delay_ns: Option<u64>,
     /// Expected wake-up to the thread's switch-in.
     pub switch_in_ns: Option<u64>,
+    /// Caveats about this spike's attribution.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// A task as a person reads it: `comm:pid RT 99`, `comm:pid` for a normal one.
@@ -72,8 +75,8 @@ fn label(stack: &[Ctx], task: &Task, me: Option<i32>, woken: bool, note: &str) -
 }
 
 const NO_TRACE: &str = "before the trace's first event on this CPU";
-const NO_SWITCH: &str =
-    "after the last event: the switch into the measured thread is missing from the trace";
+const NO_SWITCH: &str = "the switch into the measured thread is missing from the trace (the \
+     kernel dropped it); the time after the last event is charged to the task seen before";
 
 /// Attributes the latency `expected..actual` on one CPU from its events (oldest first, up to
 /// `actual`). `me` is the measured thread's id (None: the last task switched in).
@@ -82,7 +85,7 @@ const NO_SWITCH: &str =
 /// The kernel occasionally records no `sched_switch` for a switch (seen on 6.18: about 1 in
 /// 60 of a thread's switch-ins); each event's `common_pid` then corrects the running task, and
 /// the stretch after the last event, when the measured thread was evidently not shown running,
-/// is `unknown` rather than charged to whoever ran before.
+/// is charged to the task seen last (the likeliest) with a note saying so.
 pub fn attribute(
     events: &[Event],
     expected: u64,
@@ -207,12 +210,10 @@ pub fn attribute(
         out.blocking = Some(blocking(&stack, &task));
     }
     if actual > t {
-        let (k, n) = match (&task, stack.is_empty()) {
-            (Some((_, p, _)), true) if Some(*p) != me && woken => {
-                ("unknown".to_string(), NO_SWITCH.to_string())
-            }
-            _ => label(&stack, &task, me, woken, idle_note),
-        };
+        if task.is_some_and(|x| Some(x.1) != me) && stack.is_empty() && woken {
+            out.notes.push(NO_SWITCH.into());
+        }
+        let (k, n) = label(&stack, &task, me, woken, idle_note);
         charge(k, n, actual - t);
     }
     charged.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.1.cmp(&b.1)));
@@ -364,11 +365,12 @@ mod tests {
         ];
         let a = attribute(&evs, 100, 400, Some(7), "vm");
         let get = |k: &str| a.components.iter().find(|c| c.kind == k).unwrap();
-        assert_eq!(get("thread").ns, 10);
-        assert_eq!(get("unknown").ns, 270);
-        assert_eq!(get("unknown").name, NO_SWITCH);
+        assert_eq!(get("thread").ns, 10 + 270);
+        assert_eq!(get("thread").name, "cargo:50");
+        assert_eq!(a.notes, vec![NO_SWITCH.to_string()]);
         assert_eq!(a.switch_in_ns, None);
         // A later event in another task's context corrects the running task.
+        assert!(attribute(&evs, 100, 140, Some(7), "vm").notes.len() == 1);
         let evs = vec![
             sw(0, ("swapper/0", 0), ("cargo", 50, 120)),
             ev(200, 7, Kind::SoftirqEntry { vec: 9 }),

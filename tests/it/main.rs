@@ -12,4 +12,5 @@ mod noise;
 mod plan;
 mod store;
 mod tcp;
+mod trace;
 mod util;
