@@ -358,6 +358,10 @@ pub struct NoiseArgs {
     /// Write the result as JSON to FILE, or `-` for stdout.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+
+    /// Kernel tracing options (`--trace`): explain interruptions at or above the threshold.
+    #[command(flatten)]
+    pub trace: TraceArgs,
 }
 
 const NOISE_AFTER_HELP: &str = "\

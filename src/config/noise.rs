@@ -52,6 +52,8 @@ pub struct NoiseConfig {
     pub unit: DisplayUnit,
     /// JSON output.
     pub json: Option<PathBuf>,
+    /// `--trace`: explain interruptions at or above this length (ns).
+    pub trace_threshold_ns: Option<u64>,
 }
 
 impl NoiseConfig {
@@ -146,6 +148,7 @@ impl NoiseConfig {
             quiet: a.quiet,
             unit: a.unit,
             json: a.json.clone(),
+            trace_threshold_ns: super::cyclic::trace_threshold(&a.trace)?,
         })
     }
 }

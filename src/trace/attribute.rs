@@ -1,7 +1,7 @@
 //! Why one wake-up was late: replays a CPU's events from the last context switch before the
 //! expected wake-up to the actual one, and charges every nanosecond of the latency to the
 //! innermost context running then (an IRQ inside a softirq inside a thread counts once, as the
-//! IRQ): IRQs, softirqs, other threads, the measured thread itself (wake-up path), an idle CPU
+//! IRQ): IRQs, softirqs, other threads, the measured thread itself (own time), an idle CPU
 //! (nothing visible ran: on a VM the hypervisor, else SMI/NMI or idle exit), or time before the
 //! trace could see. rtla's timerlat auto-analysis has the same shape, from timerlat events.
 
@@ -11,7 +11,8 @@ use serde::{Deserialize, Serialize};
 /// One share of a spike's latency.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Component {
-    /// `irq`, `softirq`, `thread`, `self`, `idle` or `unknown`.
+    /// `irq`, `softirq`, `thread`, `self` (the measured thread), `idle`, `unattributed`
+    /// (a spinner interrupted by nothing visible) or `unknown` (not covered by the trace).
     pub kind: String,
     /// What: `local_timer`, `virtio0 (irq 25)`, `NET_RX`, `inject:4242 RT 99`, ...
     pub name: String,
@@ -53,21 +54,40 @@ enum Ctx {
     Softirq(u32),
 }
 
+/// How to name time nothing visible explains.
+#[derive(Debug, Clone, Default)]
+pub struct Note {
+    /// What it means here (e.g. "hypervisor/SMI/NMI (this is a VM)").
+    pub text: String,
+    /// The measured thread spins (noise): its own time inside a gap is not its own doing,
+    /// so it is `unattributed` rather than `self`.
+    pub spinner: bool,
+}
+
 /// The task running, as far as the events show.
 type Task = Option<(Name, i32, i32)>;
 
 /// What a stretch of time is charged to.
-fn label(stack: &[Ctx], task: &Task, me: Option<i32>, woken: bool, note: &str) -> (String, String) {
+fn label(
+    stack: &[Ctx],
+    task: &Task,
+    me: Option<i32>,
+    woken: bool,
+    note: &Note,
+) -> (String, String) {
     match stack.last() {
         Some(Ctx::Irq(n)) => ("irq".into(), n.clone()),
         Some(Ctx::Softirq(v)) => ("softirq".into(), softirq_name(*v).into()),
         None => match task {
             None => ("unknown".into(), NO_TRACE.into()),
-            Some((_, 0, _)) if !woken => ("idle".into(), note.into()),
+            Some((_, 0, _)) if !woken => ("idle".into(), note.text.clone()),
             Some((_, 0, _)) => ("idle".into(), "CPU idle after the wake-up".into()),
+            Some((_, p, _)) if Some(*p) == me && note.spinner => {
+                ("unattributed".into(), note.text.clone())
+            }
             Some((c, p, pr)) if Some(*p) == me => (
                 "self".into(),
-                format!("{} (wake-up path)", task_label(c, *p, *pr)),
+                format!("{} (own time)", task_label(c, *p, *pr)),
             ),
             Some((c, p, pr)) => ("thread".into(), task_label(c, *p, *pr)),
         },
@@ -91,7 +111,7 @@ pub fn attribute(
     expected: u64,
     actual: u64,
     me: Option<i32>,
-    idle_note: &str,
+    idle_note: &Note,
 ) -> Attribution {
     let mut out = Attribution::default();
     let latency = actual.saturating_sub(expected);
@@ -243,6 +263,13 @@ fn blocking(stack: &[Ctx], task: &Task) -> String {
 mod tests {
     use super::*;
 
+    fn note(t: &str) -> Note {
+        Note {
+            text: t.into(),
+            spinner: false,
+        }
+    }
+
     fn sw(ts: u64, prev: (&str, i32), next: (&str, i32, i32)) -> Event {
         Event {
             ts,
@@ -295,7 +322,7 @@ mod tests {
             ev(1020, 42, Kind::IrqExit),
             sw(2000, ("inject", 42), ("T0", 7, 4)),
         ];
-        let a = attribute(&evs, 1000, 2010, Some(7), "vm");
+        let a = attribute(&evs, 1000, 2010, Some(7), &note("vm"));
         assert_eq!(a.components[0].kind, "thread");
         assert_eq!(a.components[0].name, "inject:42 RT 99");
         assert_eq!(a.components[0].ns, 5 + 980);
@@ -309,7 +336,7 @@ mod tests {
         let me = a.components.iter().find(|c| c.kind == "self").unwrap();
         assert_eq!(me.ns, 10);
         // Without the thread id, the last task switched in is taken for it.
-        assert_eq!(attribute(&evs, 1000, 2010, None, "vm"), a);
+        assert_eq!(attribute(&evs, 1000, 2010, None, &note("vm")), a);
     }
 
     #[test]
@@ -329,7 +356,7 @@ mod tests {
             ev(300, 0, Kind::SoftirqExit),
             sw(300, ("swapper/0", 0), ("T0", 7, 4)),
         ];
-        let a = attribute(&evs, 50, 310, Some(7), "hypervisor");
+        let a = attribute(&evs, 50, 310, Some(7), &note("hypervisor"));
         let get = |k: &str| a.components.iter().find(|c| c.kind == k).unwrap();
         assert_eq!(get("softirq").ns, 180);
         assert_eq!(get("softirq").name, "NET_RX");
@@ -345,10 +372,10 @@ mod tests {
     #[test]
     fn no_events_before_the_window_is_unknown() {
         let evs = vec![sw(500, ("swapper/0", 0), ("T0", 7, 4))];
-        let a = attribute(&evs, 100, 600, Some(7), "vm");
+        let a = attribute(&evs, 100, 600, Some(7), &note("vm"));
         let u = a.components.iter().find(|c| c.kind == "unknown").unwrap();
         assert_eq!((u.ns, u.name.as_str()), (400, NO_TRACE));
-        let a = attribute(&[], 100, 600, Some(7), "vm");
+        let a = attribute(&[], 100, 600, Some(7), &note("vm"));
         assert_eq!(a.components[0].kind, "unknown");
         assert_eq!(a.components[0].ns, 500);
     }
@@ -363,21 +390,33 @@ mod tests {
             waking(120, 50, 7),
             ev(130, 50, Kind::IrqExit),
         ];
-        let a = attribute(&evs, 100, 400, Some(7), "vm");
+        let a = attribute(&evs, 100, 400, Some(7), &note("vm"));
         let get = |k: &str| a.components.iter().find(|c| c.kind == k).unwrap();
         assert_eq!(get("thread").ns, 10 + 270);
         assert_eq!(get("thread").name, "cargo:50");
         assert_eq!(a.notes, vec![NO_SWITCH.to_string()]);
         assert_eq!(a.switch_in_ns, None);
         // A later event in another task's context corrects the running task.
-        assert!(attribute(&evs, 100, 140, Some(7), "vm").notes.len() == 1);
+        assert!(attribute(&evs, 100, 140, Some(7), &note("vm")).notes.len() == 1);
         let evs = vec![
             sw(0, ("swapper/0", 0), ("cargo", 50, 120)),
             ev(200, 7, Kind::SoftirqEntry { vec: 9 }),
             ev(210, 7, Kind::SoftirqExit),
         ];
-        let a = attribute(&evs, 100, 300, Some(7), "vm");
+        let a = attribute(&evs, 100, 300, Some(7), &note("vm"));
         let me = a.components.iter().find(|c| c.kind == "self").unwrap();
         assert_eq!(me.ns, 90);
+        // A spinner's own time inside a gap is what nothing visible explains.
+        let spin = Note {
+            text: "vm".into(),
+            spinner: true,
+        };
+        let a = attribute(&evs, 100, 300, Some(7), &spin);
+        let u = a
+            .components
+            .iter()
+            .find(|c| c.kind == "unattributed")
+            .unwrap();
+        assert_eq!((u.ns, u.name.as_str()), (90, "vm"));
     }
 }

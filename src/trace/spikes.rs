@@ -3,7 +3,7 @@
 //! attributes each once the recorder has read past it, and ends with a report for the run's
 //! JSON (`trace`) and the "why" summary printed after the table.
 
-use super::attribute::{attribute, Attribution};
+use super::attribute::{attribute, Attribution, Note};
 use super::recorder::Recorder;
 use super::tracefs::{journal_file, TraceFs};
 use crate::config::DisplayUnit;
@@ -101,21 +101,27 @@ pub struct Tracer {
     names: Vec<String>,
     pending: Vec<RawSpike>,
     report: TraceReport,
+    spinner: bool,
 }
 
 impl Tracer {
     /// Traces `cpus` on the system's tracefs (mounting it if needed), for a run whose series
     /// are `names`.
     pub fn start(cpus: &[usize], threshold_ns: u64, names: Vec<String>) -> Result<Tracer> {
+        Tracer::start_keeping(cpus, threshold_ns, names, KEEP_NS)
+    }
+
+    /// As [`Tracer::start`], keeping `keep_ns` of history per CPU (noise attributes after
+    /// each measurement, so it keeps a whole one).
+    pub fn start_keeping(
+        cpus: &[usize],
+        threshold_ns: u64,
+        names: Vec<String>,
+        keep_ns: u64,
+    ) -> Result<Tracer> {
         let (fs, mounted) = TraceFs::system()?;
-        Tracer::start_in(
-            &fs,
-            mounted,
-            Some(journal_file()),
-            cpus,
-            threshold_ns,
-            names,
-        )
+        let j = Some(journal_file());
+        Tracer::start_in(&fs, mounted, j, cpus, threshold_ns, names, keep_ns)
     }
 
     /// As [`Tracer::start`] on a chosen tracefs.
@@ -126,6 +132,7 @@ impl Tracer {
         cpus: &[usize],
         threshold_ns: u64,
         names: Vec<String>,
+        keep_ns: u64,
     ) -> Result<Tracer> {
         let layouts = fs.layouts();
         let (header, dec, events) = match layouts {
@@ -138,11 +145,12 @@ impl Tracer {
             }
         };
         let inst = fs.create_instance(cpus, &events, BUFFER_KB, journal, mounted)?;
-        let rec = Recorder::start(inst, cpus, header, dec, KEEP_NS)?;
+        let rec = Recorder::start(inst, cpus, header, dec, keep_ns)?;
         Ok(Tracer {
             rec,
             names,
             pending: Vec::new(),
+            spinner: false,
             report: TraceReport {
                 threshold_ns,
                 cpus: cpus.to_vec(),
@@ -150,6 +158,12 @@ impl Tracer {
                 ..TraceReport::default()
             },
         })
+    }
+
+    /// The measuring threads spin (noise): time of theirs inside a gap is unattributed.
+    pub fn spinning(mut self) -> Tracer {
+        self.spinner = true;
+        self
     }
 
     /// Takes a spike to attribute.
@@ -186,7 +200,11 @@ impl Tracer {
             .window(cpu, s.expected, s.actual, patience)
             .unwrap_or_default();
         let tid = (s.tid > 0).then_some(s.tid);
-        let why = attribute(&events, s.expected, s.actual, tid, &self.report.idle_note);
+        let note = Note {
+            text: self.report.idle_note.clone(),
+            spinner: self.spinner,
+        };
+        let why = attribute(&events, s.expected, s.actual, tid, &note);
         self.report.spikes.push(SpikeRecord {
             series: self
                 .names
@@ -199,6 +217,13 @@ impl Tracer {
             latency_ns: s.actual.saturating_sub(s.expected),
             why,
         });
+    }
+
+    /// Attributes every pending spike, waiting up to `patience` each for the reader.
+    pub fn settle(&mut self, patience: Duration) {
+        for s in std::mem::take(&mut self.pending) {
+            self.attribute(s, patience);
+        }
     }
 
     /// Stops tracing (after the measuring threads ended), attributes what is left, removes
