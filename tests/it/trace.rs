@@ -358,3 +358,77 @@ fn trace_flags_are_checked() {
         "--trace",
     );
 }
+
+#[test]
+fn a_loopback_flood_on_the_cpu_shows_as_net_rx_softirq() {
+    if let Some(w) = trace_unavailable() {
+        skip("a_loopback_flood_on_the_cpu_shows_as_net_rx_softirq", &w);
+        return;
+    }
+    let _x = exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let rx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let to = rx.local_addr().unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let s2 = stop.clone();
+    // An ordinary thread on CPU 1 sending UDP over loopback as fast as it can: the receive
+    // path runs as NET_RX softirq on that CPU.
+    let flood = std::thread::spawn(move || {
+        // SAFETY: plain libc call on the calling thread with a valid set.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(1, &mut set);
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+        }
+        let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let buf = [7u8; 1400];
+        let mut n = 0u64;
+        while !s2.load(std::sync::atomic::Ordering::Relaxed) {
+            n += u64::from(tx.send_to(&buf, to).is_ok());
+        }
+        n
+    });
+    let out = latlab()
+        .env("LATLAB_JOURNAL", dir.path().join("restore.json"))
+        .args([
+            "cyclic", "-t", "1", "-a", "1", "-p", "80", "-i", "1ms", "-D", "3s",
+        ])
+        .args([
+            "--trace",
+            "--trace-threshold",
+            "20us",
+            "-q",
+            "--no-store",
+            "--json",
+        ])
+        .arg(&json)
+        .output()
+        .unwrap();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let sent = flood.join().unwrap();
+    drop(rx);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = read_json(&json);
+    let spikes = run["trace"]["spikes"].as_array().unwrap();
+    let net = spikes
+        .iter()
+        .filter(|s| {
+            s["components"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|c| c["kind"] == "softirq" && c["name"] == "NET_RX")
+        })
+        .count();
+    assert!(
+        net > 0,
+        "{} spikes, none with NET_RX softirq time ({sent} datagrams sent): {}",
+        spikes.len(),
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
