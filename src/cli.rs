@@ -211,6 +211,11 @@ pub struct TraceArgs {
     /// Latency from which a wake-up is explained (µs or with unit). Default 100us.
     #[arg(long = "trace-threshold", value_name = "TIME", requires = "trace")]
     pub trace_threshold: Option<String>,
+
+    /// Write each explained spike's events (from 1 ms before the expected wake-up to the
+    /// actual one) to FILE as a readable timeline.
+    #[arg(long = "trace-save", value_name = "FILE", requires = "trace")]
+    pub trace_save: Option<std::path::PathBuf>,
 }
 
 const CYCLIC_AFTER_HELP: &str = "\

@@ -61,6 +61,8 @@ pub struct CyclicConfig {
     pub samples: Option<PathBuf>,
     /// `--trace`: explain wake-ups at or above this latency (ns).
     pub trace_threshold_ns: Option<u64>,
+    /// `--trace-save`: the timeline file.
+    pub trace_save: Option<PathBuf>,
 }
 
 /// Settings shared by the plain flags and the groups.
@@ -219,6 +221,7 @@ impl CyclicConfig {
             json: a.json.clone(),
             samples: a.samples.clone(),
             trace_threshold_ns,
+            trace_save: a.trace.trace_save.clone(),
         })
     }
 }

@@ -54,6 +54,8 @@ pub struct NoiseConfig {
     pub json: Option<PathBuf>,
     /// `--trace`: explain interruptions at or above this length (ns).
     pub trace_threshold_ns: Option<u64>,
+    /// `--trace-save`: the timeline file.
+    pub trace_save: Option<PathBuf>,
 }
 
 impl NoiseConfig {
@@ -149,6 +151,7 @@ impl NoiseConfig {
             unit: a.unit,
             json: a.json.clone(),
             trace_threshold_ns: super::cyclic::trace_threshold(&a.trace)?,
+            trace_save: a.trace.trace_save.clone(),
         })
     }
 }

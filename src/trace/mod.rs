@@ -9,4 +9,5 @@ pub mod format;
 pub mod page;
 pub mod recorder;
 pub mod spikes;
+pub mod timeline;
 pub mod tracefs;

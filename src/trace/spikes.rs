@@ -102,6 +102,7 @@ pub struct Tracer {
     pending: Vec<RawSpike>,
     report: TraceReport,
     spinner: bool,
+    save: Option<(std::path::PathBuf, String)>,
 }
 
 impl Tracer {
@@ -151,6 +152,7 @@ impl Tracer {
             names,
             pending: Vec::new(),
             spinner: false,
+            save: None,
             report: TraceReport {
                 threshold_ns,
                 cpus: cpus.to_vec(),
@@ -163,6 +165,12 @@ impl Tracer {
     /// The measuring threads spin (noise): time of theirs inside a gap is unattributed.
     pub fn spinning(mut self) -> Tracer {
         self.spinner = true;
+        self
+    }
+
+    /// `--trace-save`: keep each spike's events as a timeline, written to `path` at the end.
+    pub fn saving(mut self, path: Option<std::path::PathBuf>) -> Tracer {
+        self.save = path.map(|p| (p, String::new()));
         self
     }
 
@@ -205,12 +213,16 @@ impl Tracer {
             spinner: self.spinner,
         };
         let why = attribute(&events, s.expected, s.actual, tid, &note);
+        let series = self
+            .names
+            .get(s.series as usize)
+            .cloned()
+            .unwrap_or_default();
+        if let Some((_, text)) = self.save.as_mut() {
+            text.push_str(&super::timeline::render(&series, cpu, &s, &why, &events));
+        }
         self.report.spikes.push(SpikeRecord {
-            series: self
-                .names
-                .get(s.series as usize)
-                .cloned()
-                .unwrap_or_default(),
+            series,
             cpu,
             seq: s.seq,
             expected_ns: s.expected,
@@ -238,6 +250,11 @@ impl Tracer {
             self.report.lost_events += lost;
         }
         self.report.spikes.sort_by_key(|s| (s.expected_ns, s.cpu));
+        if let Some((path, text)) = self.save.take() {
+            if let Err(e) = crate::output::write_atomic(&path, text.as_bytes()) {
+                crate::note!("latlab: --trace-save {}: {e}", path.display());
+            }
+        }
         self.report
     }
 }

@@ -116,6 +116,8 @@ fn an_injected_thread_is_named_on_its_cpu_and_only_there() {
             "--json",
         ])
         .arg(&json)
+        .arg("--trace-save")
+        .arg(dir.path().join("timeline.txt"))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -141,6 +143,13 @@ fn an_injected_thread_is_named_on_its_cpu_and_only_there() {
 
     let run = read_json(&json);
     check_culprit(&run, &text, tid, &windows, 1_000_000, "thread");
+    // The saved timeline shows the culprit's switch to the measuring thread.
+    let tl = std::fs::read_to_string(dir.path().join("timeline.txt")).unwrap();
+    assert!(tl.contains("== T1 CPU 1 #"), "{tl}");
+    assert!(
+        tl.contains(&format!("sched_switch inject:{tid} RT 99")),
+        "{tl}"
+    );
     // Agreement: each spike is a sample of its series, over the threshold, within its max.
     for s in run["trace"]["spikes"].as_array().unwrap() {
         let series = run["series"]

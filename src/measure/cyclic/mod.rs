@@ -130,11 +130,14 @@ pub fn run(mut cfg: CyclicConfig, command_line: Vec<String>) -> Result<CyclicOut
     // thread (preallocated; the control thread drains them).
     let mut tracer = match cfg.trace_threshold_ns {
         None => None,
-        Some(th) => Some(crate::trace::spikes::Tracer::start(
-            &trace_cpus(&cfg),
-            th,
-            cfg.threads.iter().map(|t| t.name.clone()).collect(),
-        )?),
+        Some(th) => Some(
+            crate::trace::spikes::Tracer::start(
+                &trace_cpus(&cfg),
+                th,
+                cfg.threads.iter().map(|t| t.name.clone()).collect(),
+            )?
+            .saving(cfg.trace_save.clone()),
+        ),
     };
     let (mut spike_prods, mut spike_cons): (Vec<_>, Vec<_>) = if tracer.is_some() {
         (0..n).map(|_| rtrb::RingBuffer::new(SPIKE_RING)).unzip()

@@ -139,7 +139,8 @@ pub fn run(mut cfg: NoiseConfig, command_line: Vec<String>) -> Result<NoiseOutco
                     .saturating_add(2_000_000_000)
                     .min(120_000_000_000),
             )?
-            .spinning(),
+            .spinning()
+            .saving(cfg.trace_save.clone()),
         ),
     };
     for r in 0..cfg.repeat {
