@@ -11,7 +11,8 @@ use serde::{Deserialize, Serialize};
 /// One share of a spike's latency.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Component {
-    /// `irq`, `softirq`, `thread`, `self` (the measured thread), `idle`, `unattributed`
+    /// `irq`, `softirq`, `thread`, `self` (the measured thread), `idle`, `timer` (the timer
+    /// IRQ had not come yet while a task ran), `unattributed`
     /// (a spinner interrupted by nothing visible) or `unknown` (not covered by the trace).
     pub kind: String,
     /// What: `local_timer`, `virtio0 (irq 25)`, `NET_RX`, `inject:4242 RT 99`, ...
@@ -64,6 +65,17 @@ pub struct Note {
     pub spinner: bool,
 }
 
+/// Where the replay stands with the measured thread's wake-up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wake {
+    /// Not yet woken (its `sched_waking` comes later in the window).
+    Pending,
+    /// Woken.
+    Done,
+    /// No traced wake-up in the window: unknown.
+    Unknown,
+}
+
 /// The task running, as far as the events show.
 type Task = Option<(Name, i32, i32)>;
 
@@ -72,7 +84,7 @@ fn label(
     stack: &[Ctx],
     task: &Task,
     me: Option<i32>,
-    woken: bool,
+    woken: Wake,
     note: &Note,
 ) -> (String, String) {
     match stack.last() {
@@ -80,7 +92,7 @@ fn label(
         Some(Ctx::Softirq(v)) => ("softirq".into(), softirq_name(*v).into()),
         None => match task {
             None => ("unknown".into(), NO_TRACE.into()),
-            Some((_, 0, _)) if !woken => ("idle".into(), note.text.clone()),
+            Some((_, 0, _)) if woken != Wake::Done => ("idle".into(), note.text.clone()),
             Some((_, 0, _)) => ("idle".into(), "CPU idle after the wake-up".into()),
             Some((_, p, _)) if Some(*p) == me && note.spinner => {
                 ("unattributed".into(), note.text.clone())
@@ -88,6 +100,12 @@ fn label(
             Some((c, p, pr)) if Some(*p) == me => (
                 "self".into(),
                 format!("{} (own time)", task_label(c, *p, *pr)),
+            ),
+            // The timer has not fired yet: the task did not hold the woken thread off; the
+            // IRQ came late (interrupts off in that task, or the hypervisor).
+            Some((c, p, pr)) if woken == Wake::Pending && !note.spinner => (
+                "timer".into(),
+                format!("IRQ late while {} ran", task_label(c, *p, *pr)),
             ),
             Some((c, p, pr)) => ("thread".into(), task_label(c, *p, *pr)),
         },
@@ -157,7 +175,17 @@ pub fn attribute(
             None => charged.push((k, n, ns)),
         }
     };
-    let (mut woken, mut last_timer, mut blocked) = (false, None::<u64>, false);
+    // Without a traced wake-up of the thread (no id, or the event was lost) every stretch
+    // counts as after it: no `timer` component then.
+    let seen_waking = events
+        .iter()
+        .any(|e| matches!(e.kind, Kind::Waking { pid, .. } if Some(pid) == me && e.ts >= expected));
+    let mut woken = if seen_waking {
+        Wake::Pending
+    } else {
+        Wake::Unknown
+    };
+    let (mut last_timer, mut blocked) = (None::<u64>, false);
     // Time before the first event is not seen.
     let mut t = expected;
     if let Some(f) = events.first() {
@@ -216,8 +244,8 @@ pub fn attribute(
             Kind::TimerEntry { .. } => last_timer = Some(e.ts),
             Kind::TimerExit => {}
             Kind::Waking { pid, .. } => {
-                if Some(pid) == me && e.ts >= expected && !woken {
-                    woken = true;
+                if Some(pid) == me && e.ts >= expected && out.timer_delay_ns.is_none() {
+                    woken = Wake::Done;
                     out.timer_delay_ns = last_timer
                         .filter(|&x| x >= expected)
                         .map(|x| x - expected)
@@ -230,7 +258,7 @@ pub fn attribute(
         out.blocking = Some(blocking(&stack, &task));
     }
     if actual > t {
-        if task.is_some_and(|x| Some(x.1) != me) && stack.is_empty() && woken {
+        if task.is_some_and(|x| Some(x.1) != me) && stack.is_empty() && woken == Wake::Done {
             out.notes.push(NO_SWITCH.into());
         }
         let (k, n) = label(&stack, &task, me, woken, idle_note);
@@ -325,7 +353,12 @@ mod tests {
         let a = attribute(&evs, 1000, 2010, Some(7), &note("vm"));
         assert_eq!(a.components[0].kind, "thread");
         assert_eq!(a.components[0].name, "inject:42 RT 99");
-        assert_eq!(a.components[0].ns, 5 + 980);
+        assert_eq!(a.components[0].ns, 980);
+        let late = a.components.iter().find(|c| c.kind == "timer").unwrap();
+        assert_eq!(
+            (late.ns, late.name.as_str()),
+            (5, "IRQ late while inject:42 RT 99 ran")
+        );
         let total: u64 = a.components.iter().map(|c| c.ns).sum();
         assert_eq!(total, 1010);
         assert_eq!(a.blocking.as_deref(), Some("inject:42 RT 99"));
@@ -392,7 +425,8 @@ mod tests {
         ];
         let a = attribute(&evs, 100, 400, Some(7), &note("vm"));
         let get = |k: &str| a.components.iter().find(|c| c.kind == k).unwrap();
-        assert_eq!(get("thread").ns, 10 + 270);
+        assert_eq!(get("thread").ns, 270);
+        assert_eq!(get("timer").ns, 10);
         assert_eq!(get("thread").name, "cargo:50");
         assert_eq!(a.notes, vec![NO_SWITCH.to_string()]);
         assert_eq!(a.switch_in_ns, None);
