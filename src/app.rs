@@ -85,7 +85,14 @@ pub fn run(cli: Cli, argv: Vec<String>) -> Result<()> {
             crate::output::stdout(&text).map_err(|e| Error::io("stdout", e))
         }
         Command::Restore => {
-            let text = crate::experiment::knobs::restore_from_journal()?;
+            // Tracing instances first: they do not need the knob journal's lock.
+            let dir = crate::experiment::knobs::journal_path();
+            let mut text = String::new();
+            for l in crate::trace::tracefs::restore_in(dir.parent().unwrap_or(&dir)) {
+                text.push_str(&l);
+                text.push('\n');
+            }
+            text.push_str(&crate::experiment::knobs::restore_from_journal()?);
             crate::output::stdout(&text).map_err(|e| Error::io("stdout", e))
         }
         Command::Noise(a) => {

@@ -25,5 +25,6 @@ pub mod samples;
 pub mod stats;
 pub mod store;
 pub mod sys;
+pub mod trace;
 
 pub use error::{Error, Result};

@@ -221,6 +221,29 @@ pub struct CyclicArgs {
     /// Print help (-h is the histogram, as in cyclictest).
     #[arg(long, action = clap::ArgAction::Help)]
     pub help: Option<bool>,
+
+    /// Kernel tracing options (`--trace`).
+    #[command(flatten)]
+    pub trace: TraceArgs,
+}
+
+/// `--trace`: attribute every spike to IRQs, softirqs and threads from kernel tracepoints.
+#[derive(Debug, Args, Clone, Default)]
+pub struct TraceArgs {
+    /// Trace the measured CPUs (private tracefs instance; needs root) and explain every
+    /// latency at or above --trace-threshold: IRQ, softirq and thread interference, the
+    /// blocking task and an unattributed rest. Adds `trace` to the JSON and a "why" summary.
+    #[arg(long)]
+    pub trace: bool,
+
+    /// Latency from which a wake-up is explained (µs or with unit). Default 100us.
+    #[arg(long = "trace-threshold", value_name = "TIME", requires = "trace")]
+    pub trace_threshold: Option<String>,
+
+    /// Write each explained spike's events (from 1 ms before the expected wake-up to the
+    /// actual one) to FILE as a readable timeline.
+    #[arg(long = "trace-save", value_name = "FILE", requires = "trace")]
+    pub trace_save: Option<std::path::PathBuf>,
 }
 
 const CYCLIC_AFTER_HELP: &str = "\
@@ -379,6 +402,10 @@ pub struct NoiseArgs {
     /// Write the result as JSON to FILE, or `-` for stdout.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+
+    /// Kernel tracing options (`--trace`): explain interruptions at or above the threshold.
+    #[command(flatten)]
+    pub trace: TraceArgs,
 }
 
 const NOISE_AFTER_HELP: &str = "\

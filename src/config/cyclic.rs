@@ -57,4 +57,8 @@ pub struct CyclicConfig {
     pub json: Option<PathBuf>,
     /// Raw sample log path.
     pub samples: Option<PathBuf>,
+    /// `--trace`: explain wake-ups at or above this latency (ns).
+    pub trace_threshold_ns: Option<u64>,
+    /// `--trace-save`: the timeline file.
+    pub trace_save: Option<PathBuf>,
 }

@@ -50,4 +50,8 @@ pub struct NoiseConfig {
     pub unit: DisplayUnit,
     /// JSON output.
     pub json: Option<PathBuf>,
+    /// `--trace`: explain interruptions at or above this length (ns).
+    pub trace_threshold_ns: Option<u64>,
+    /// `--trace-save`: the timeline file.
+    pub trace_save: Option<PathBuf>,
 }

@@ -326,6 +326,7 @@ pub fn run(cfg: &MonitorConfig, command_line: Vec<String>) -> Result<MonitorOutc
             done: done.clone(),
             bell: bell.clone(),
             tally: Some(tallies[i].clone()),
+            spikes: None,
         };
         move || move || w.run()
     })

@@ -47,6 +47,9 @@ pub struct Run {
     /// Loads that ran during the measurement, with what they achieved.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub loads: Vec<LoadReport>,
+    /// `--trace`: every spike over the threshold with what delayed it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<crate::trace::spikes::TraceReport>,
 }
 
 impl Run {
@@ -78,6 +81,7 @@ impl Run {
             series: Vec::new(),
             samples_path: None,
             loads: Vec::new(),
+            trace: None,
         }
     }
 }

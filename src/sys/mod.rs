@@ -7,6 +7,7 @@ pub mod dma;
 pub mod ioperm;
 pub mod ipc;
 pub mod mem;
+pub mod mount;
 pub mod net;
 pub mod policy;
 pub mod privilege;

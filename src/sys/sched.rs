@@ -146,3 +146,9 @@ impl Drop for ThreadState {
         self.restore();
     }
 }
+
+/// The calling thread's id (what the kernel's trace events call its pid).
+pub fn gettid() -> i32 {
+    // SAFETY: no arguments; cannot fail.
+    unsafe { libc::gettid() }
+}

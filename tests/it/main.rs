@@ -17,4 +17,5 @@ mod plan;
 mod report;
 mod store;
 mod tcp;
+mod trace;
 mod util;

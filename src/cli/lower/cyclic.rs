@@ -5,6 +5,7 @@ use crate::cli::CyclicArgs;
 use crate::config::cyclic::{CyclicConfig, ThreadPlan, MAX_HIST_US, MAX_THREADS};
 use crate::config::{parse_offset_ns, parse_time_ns, BareUnit, CpuSet, Policy};
 use crate::error::{Error, Result};
+use crate::sys::clock::Clock;
 
 /// Settings shared by the plain flags and the groups.
 #[derive(Debug, Clone)]
@@ -134,6 +135,14 @@ impl CyclicConfig {
                 "must be 0 or more µs",
             ));
         }
+        let trace_threshold_ns = trace_threshold(&a.trace)?;
+        if trace_threshold_ns.is_some() && a.clock != Clock::Monotonic {
+            return Err(Error::flag(
+                "--trace",
+                "",
+                "needs --clock monotonic (trace events carry CLOCK_MONOTONIC times)",
+            ));
+        }
         Ok(CyclicConfig {
             threads,
             clock: a.clock,
@@ -149,7 +158,26 @@ impl CyclicConfig {
             unit: a.unit,
             json: a.json.clone(),
             samples: a.samples.clone(),
+            trace_threshold_ns,
+            trace_save: a.trace.trace_save.clone(),
         })
+    }
+}
+
+/// The validated `--trace-threshold` (None without `--trace`).
+pub fn trace_threshold(t: &crate::cli::TraceArgs) -> Result<Option<u64>> {
+    if !t.trace {
+        return Ok(None);
+    }
+    match t.trace_threshold.as_deref() {
+        None => Ok(Some(crate::trace::spikes::DEFAULT_THRESHOLD_NS)),
+        Some(v) => {
+            let ns = time_flag("--trace-threshold", v, BareUnit::Micros)?;
+            if ns == 0 {
+                return Err(Error::flag("--trace-threshold", v, "must be above zero"));
+            }
+            Ok(Some(ns))
+        }
     }
 }
 

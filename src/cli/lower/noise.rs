@@ -94,6 +94,8 @@ impl NoiseConfig {
             quiet: a.quiet,
             unit: a.unit,
             json: a.json.clone(),
+            trace_threshold_ns: super::cyclic::trace_threshold(&a.trace)?,
+            trace_save: a.trace.trace_save.clone(),
         })
     }
 }

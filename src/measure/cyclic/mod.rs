@@ -62,6 +62,32 @@ fn ring_capacity(interval_ns: u64) -> usize {
     (per_2s as usize).clamp(1 << 16, 1 << 22)
 }
 
+/// Spikes one thread can hand over between two visits of the control thread.
+const SPIKE_RING: usize = 4096;
+
+/// The CPUs `--trace` records: those the threads are pinned to, or all online CPUs when
+/// any thread is free to move.
+fn trace_cpus(cfg: &CyclicConfig) -> Vec<usize> {
+    let mut v: Vec<usize> = cfg.threads.iter().filter_map(|t| t.cpu).collect();
+    if v.len() < cfg.threads.len() {
+        v = crate::config::CpuSet::online_here().iter().collect();
+    }
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+fn drain_spikes(
+    t: &mut crate::trace::spikes::Tracer,
+    rings: &mut [rtrb::Consumer<crate::trace::spikes::RawSpike>],
+) {
+    for r in rings {
+        while let Ok(s) = r.pop() {
+            t.offer(s);
+        }
+    }
+}
+
 /// Runs the measurement described by `cfg`.
 pub fn run(mut cfg: CyclicConfig, command_line: Vec<String>) -> Result<CyclicOutcome> {
     let environment = Environment::capture();
@@ -108,6 +134,25 @@ pub fn run(mut cfg: CyclicConfig, command_line: Vec<String>) -> Result<CyclicOut
             prio: t.prio,
         })
         .collect();
+    // --trace: the instance and its reader start before the threads, and one spike ring per
+    // thread (preallocated; the control thread drains them).
+    let mut tracer = match cfg.trace_threshold_ns {
+        None => None,
+        Some(th) => Some(
+            crate::trace::spikes::Tracer::start(
+                &trace_cpus(&cfg),
+                th,
+                cfg.threads.iter().map(|t| t.name.clone()).collect(),
+            )?
+            .saving(cfg.trace_save.clone()),
+        ),
+    };
+    let (mut spike_prods, mut spike_cons): (Vec<_>, Vec<_>) = if tracer.is_some() {
+        (0..n).map(|_| rtrb::RingBuffer::new(SPIKE_RING)).unzip()
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    let mut spike_prods: Vec<Option<_>> = spike_prods.drain(..).map(Some).collect();
     let barrier = Arc::new(Barrier::new(n + 1));
     let hist_len = cfg.histogram_us.unwrap_or(0) as usize;
     let handles = rt::spawn_workers(&placements, barrier.clone(), |i| {
@@ -125,6 +170,16 @@ pub fn run(mut cfg: CyclicConfig, command_line: Vec<String>) -> Result<CyclicOut
             done.clone(),
         );
         let bell = bell.clone();
+        let spikes = spike_prods
+            .get_mut(i)
+            .and_then(Option::take)
+            .map(|ring| worker::SpikeOut {
+                threshold_ns: cfg.trace_threshold_ns.unwrap_or(u64::MAX),
+                series: i as u32,
+                cpu: t.cpu.map(|c| c as u32),
+                tid: 0,
+                ring,
+            });
         move || {
             let w = Worker {
                 clock,
@@ -144,6 +199,7 @@ pub fn run(mut cfg: CyclicConfig, command_line: Vec<String>) -> Result<CyclicOut
                 done,
                 bell,
                 tally: None,
+                spikes,
             };
             move || w.run()
         }
@@ -169,6 +225,10 @@ pub fn run(mut cfg: CyclicConfig, command_line: Vec<String>) -> Result<CyclicOut
             d.saturating_duration_since(Instant::now())
         });
         bell.wait(left.min(Duration::from_millis(100)));
+        if let Some(t) = tracer.as_mut() {
+            drain_spikes(t, &mut spike_cons);
+            t.poll();
+        }
     }
     control.stop.store(true, Ordering::Release);
     for h in &handles {
@@ -186,6 +246,11 @@ pub fn run(mut cfg: CyclicConfig, command_line: Vec<String>) -> Result<CyclicOut
         d.finish();
     }
     drop(prepared);
+    let trace = tracer.map(|mut t| {
+        drain_spikes(&mut t, &mut spike_cons);
+        t.dropped(outs.iter().map(|(_, o)| o.spikes_lost).sum());
+        t.finish()
+    });
 
     let lost: Vec<u64> = outs.iter().map(|(_, o)| o.lost).collect();
     let samples_path = match (writer, &cfg.samples) {
@@ -239,6 +304,7 @@ pub fn run(mut cfg: CyclicConfig, command_line: Vec<String>) -> Result<CyclicOut
         samples_path,
         series,
         duration_s: elapsed.as_secs_f64(),
+        trace,
         ..Run::new("cyclic", started, command_line, parameters, environment)
     };
     Ok(CyclicOutcome { run, linear })
@@ -276,6 +342,9 @@ impl crate::driver::Measurement for CyclicConfig {
             text.push_str(&report::render_histogram(o));
         }
         text.push_str(&report::render(o, self.unit));
+        if let Some(t) = &o.run.trace {
+            text.push_str(&crate::trace::spikes::why(t, self.unit));
+        }
         text.into()
     }
 }

@@ -5,6 +5,7 @@ use crate::result::{Timeline, TimelineRecorder};
 use crate::rt::Live;
 use crate::stats::Recorder;
 use crate::sys::clock;
+use crate::trace::spikes::RawSpike;
 use rtrb::Producer;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -41,6 +42,22 @@ pub struct Worker {
     pub bell: Arc<crate::rt::Doorbell>,
     /// Buckets and counters for `latlab monitor`'s endpoint (None for `cyclic`).
     pub tally: Option<Arc<crate::monitor::tally::Tally>>,
+    /// `--trace`: wake-ups at or above the threshold go here (preallocated, lock-free).
+    pub spikes: Option<SpikeOut>,
+}
+
+/// Where a traced worker reports its spikes.
+pub struct SpikeOut {
+    /// Latency threshold (ns).
+    pub threshold_ns: u64,
+    /// Index of this thread's series.
+    pub series: u32,
+    /// CPU it is pinned to (None: asked of the kernel at each spike).
+    pub cpu: Option<u32>,
+    /// The thread's id (set by the worker before its loop).
+    pub tid: i32,
+    /// The ring the control thread drains.
+    pub ring: Producer<RawSpike>,
 }
 
 /// What a worker hands back when it ends.
@@ -62,6 +79,8 @@ pub struct WorkerOut {
     pub cpu: Option<usize>,
     /// Count, max and p99 per interval.
     pub timeline: Timeline,
+    /// Spikes the trace ring could not take.
+    pub spikes_lost: u64,
 }
 
 impl Worker {
@@ -69,9 +88,12 @@ impl Worker {
     pub fn run(mut self) -> WorkerOut {
         let clk = self.clock;
         let interval = self.interval_ns;
-        let (mut overruns, mut lost, mut overflow) = (0u64, 0u64, 0u64);
+        let (mut overruns, mut lost, mut overflow, mut spikes_lost) = (0u64, 0u64, 0u64, 0u64);
         let (mut n, mut min, mut max, mut sum) = (0u64, u64::MAX, 0u64, 0u64);
         let mut tripped_at = None;
+        if let Some(s) = self.spikes.as_mut() {
+            s.tid = crate::sys::sched::gettid();
+        }
         let begin = clock::now_ns(clk);
         self.timeline.start_at(begin);
         let mut next = begin + interval;
@@ -117,6 +139,25 @@ impl Worker {
                     None => overflow += 1,
                 }
             }
+            if let Some(s) = self.spikes.as_mut() {
+                if lat >= s.threshold_ns {
+                    let cpu = s
+                        .cpu
+                        .or_else(|| crate::sys::sched::current_cpu().map(|c| c as u32))
+                        .unwrap_or(u32::MAX);
+                    let spike = RawSpike {
+                        series: s.series,
+                        cpu,
+                        expected,
+                        actual: now,
+                        seq: n,
+                        tid: s.tid,
+                    };
+                    if s.ring.push(spike).is_err() {
+                        spikes_lost += 1;
+                    }
+                }
+            }
             min = min.min(lat);
             max = max.max(lat);
             sum = sum.wrapping_add(lat);
@@ -155,6 +196,7 @@ impl Worker {
             tripped_at,
             cpu: crate::sys::sched::current_cpu(),
             timeline,
+            spikes_lost,
         }
     }
 }

@@ -126,6 +126,23 @@ pub fn run(mut cfg: NoiseConfig, command_line: Vec<String>) -> Result<NoiseOutco
     let t_start = Instant::now();
     let mut repeats = Vec::new();
     let mut disturbances = Vec::new();
+    // --trace: spinners starve an ordinary reader, so each CPU keeps a whole measurement
+    // (at most two minutes) and interruptions are attributed after it.
+    let mut tracer = match cfg.trace_threshold_ns {
+        None => None,
+        Some(th) => Some(
+            crate::trace::spikes::Tracer::start_keeping(
+                &cfg.cpus,
+                th,
+                cfg.cpus.iter().map(|c| format!("cpu{c}")).collect(),
+                cfg.duration_ns
+                    .saturating_add(2_000_000_000)
+                    .min(120_000_000_000),
+            )?
+            .spinning()
+            .saving(cfg.trace_save.clone()),
+        ),
+    };
     for r in 0..cfg.repeat {
         // The first repeat always runs (it ends at once when a signal came already), so an
         // early Ctrl-C still gives a saved, interrupted result.
@@ -133,6 +150,9 @@ pub fn run(mut cfg: NoiseConfig, command_line: Vec<String>) -> Result<NoiseOutco
             break;
         }
         let (outs, dist) = one_measurement(&cfg, source, ticks_per_ns, &control)?;
+        if let (Some(t), Some(th)) = (tracer.as_mut(), cfg.trace_threshold_ns) {
+            offer_interruptions(t, &cfg.cpus, &outs, th);
+        }
         if !cfg.quiet && cfg.repeat > 1 {
             eprintln!(
                 "{}",
@@ -144,6 +164,7 @@ pub fn run(mut cfg: NoiseConfig, command_line: Vec<String>) -> Result<NoiseOutco
     }
     saved.restore();
     drop(prepared);
+    let trace = tracer.map(crate::trace::spikes::Tracer::finish);
     if repeats.is_empty() {
         return Err(Error::Env(
             "interrupted before the first measurement finished".into(),
@@ -168,6 +189,7 @@ pub fn run(mut cfg: NoiseConfig, command_line: Vec<String>) -> Result<NoiseOutco
         warnings,
         series,
         duration_s: t_start.elapsed().as_secs_f64(),
+        trace,
         ..Run::new("noise", started, command_line, params, environment)
     };
     Ok(NoiseOutcome {
@@ -176,6 +198,28 @@ pub fn run(mut cfg: NoiseConfig, command_line: Vec<String>) -> Result<NoiseOutco
         disturbances,
         ticks_per_ns,
     })
+}
+
+/// Hands a measurement's interruptions at or above `th` to the tracer and attributes them.
+fn offer_interruptions(
+    t: &mut crate::trace::spikes::Tracer,
+    cpus: &[usize],
+    outs: &[SpinOut],
+    th: u64,
+) {
+    for (i, (o, &cpu)) in outs.iter().zip(cpus).enumerate() {
+        for (k, e) in o.events.iter().enumerate().filter(|(_, e)| e.dur_ns >= th) {
+            t.offer(crate::trace::spikes::RawSpike {
+                series: i as u32,
+                cpu: cpu as u32,
+                expected: e.start_ns,
+                actual: e.start_ns + e.dur_ns,
+                seq: k as u64 + 1,
+                tid: 0,
+            });
+        }
+    }
+    t.settle(Duration::from_secs(2));
 }
 
 /// One measurement: spinners on every measured CPU for the configured duration.
@@ -431,6 +475,10 @@ impl crate::driver::Measurement for NoiseConfig {
     }
 
     fn render(&self, o: &NoiseOutcome) -> crate::driver::Text {
-        report::render(o, self).into()
+        let mut text = report::render(o, self);
+        if let Some(t) = &o.run.trace {
+            text.push_str(&crate::trace::spikes::why(t, self.unit));
+        }
+        text.into()
     }
 }

@@ -1,0 +1,456 @@
+//! Why one wake-up was late: replays a CPU's events from the last context switch before the
+//! expected wake-up to the actual one, and charges every nanosecond of the latency to the
+//! innermost context running then (an IRQ inside a softirq inside a thread counts once, as the
+//! IRQ): IRQs, softirqs, other threads, the measured thread itself (own time), an idle CPU
+//! (nothing visible ran: on a VM the hypervisor, else SMI/NMI or idle exit), or time before the
+//! trace could see. rtla's timerlat auto-analysis has the same shape, from timerlat events.
+
+use super::event::{softirq_name, Event, Kind, Name};
+use serde::{Deserialize, Serialize};
+
+/// One share of a spike's latency.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Component {
+    /// `irq`, `softirq`, `thread`, `self` (the measured thread), `idle`, `timer` (the timer
+    /// IRQ had not come yet while a task ran), `unattributed`
+    /// (a spinner interrupted by nothing visible) or `unknown` (not covered by the trace).
+    pub kind: String,
+    /// What: `local_timer`, `virtio0 (irq 25)`, `NET_RX`, `inject:4242 RT 99`, ...
+    pub name: String,
+    /// Nanoseconds of the latency it held the CPU.
+    pub ns: u64,
+    /// Share of the latency, 0..1.
+    pub share: f64,
+}
+
+/// The attribution of one spike.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Attribution {
+    /// Components, largest first; their `ns` add up to the latency.
+    pub components: Vec<Component>,
+    /// What ran on the CPU when the wake-up was due (`idle` when nothing did).
+    pub blocking: Option<String>,
+    /// Expected wake-up to the start of the hrtimer callback that woke the thread.
+    pub timer_delay_ns: Option<u64>,
+    /// Expected wake-up to the thread's switch-in.
+    pub switch_in_ns: Option<u64>,
+    /// Caveats about this spike's attribution.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// A task as a person reads it: `comm:pid RT 99`, `comm:pid` for a normal one.
+pub fn task_label(comm: &Name, pid: i32, prio: i32) -> String {
+    let p = match prio {
+        p if p < 0 => " DL".to_string(),
+        p if p < 100 => format!(" RT {}", 99 - p),
+        _ => String::new(),
+    };
+    format!("{}:{pid}{p}", comm.as_str())
+}
+
+#[derive(Clone)]
+enum Ctx {
+    Irq(String),
+    Softirq(u32),
+}
+
+/// How to name time nothing visible explains.
+#[derive(Debug, Clone, Default)]
+pub struct Note {
+    /// What it means here (e.g. "hypervisor/SMI/NMI (this is a VM)").
+    pub text: String,
+    /// The measured thread spins (noise): its own time inside a gap is not its own doing,
+    /// so it is `unattributed` rather than `self`.
+    pub spinner: bool,
+}
+
+/// Where the replay stands with the measured thread's wake-up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wake {
+    /// Not yet woken (its `sched_waking` comes later in the window).
+    Pending,
+    /// Woken.
+    Done,
+    /// No traced wake-up in the window: unknown.
+    Unknown,
+}
+
+/// The task running, as far as the events show.
+type Task = Option<(Name, i32, i32)>;
+
+/// What a stretch of time is charged to.
+fn label(
+    stack: &[Ctx],
+    task: &Task,
+    me: Option<i32>,
+    woken: Wake,
+    note: &Note,
+) -> (String, String) {
+    match stack.last() {
+        Some(Ctx::Irq(n)) => ("irq".into(), n.clone()),
+        Some(Ctx::Softirq(v)) => ("softirq".into(), softirq_name(*v).into()),
+        None => match task {
+            None => ("unknown".into(), NO_TRACE.into()),
+            Some((_, 0, _)) if woken != Wake::Done => ("idle".into(), note.text.clone()),
+            Some((_, 0, _)) => ("idle".into(), "CPU idle after the wake-up".into()),
+            Some((_, p, _)) if Some(*p) == me && note.spinner => {
+                ("unattributed".into(), note.text.clone())
+            }
+            Some((c, p, pr)) if Some(*p) == me => (
+                "self".into(),
+                format!("{} (own time)", task_label(c, *p, *pr)),
+            ),
+            // The timer has not fired yet: the task did not hold the woken thread off; the
+            // IRQ came late (interrupts off in that task, or the hypervisor).
+            Some((c, p, pr)) if woken == Wake::Pending && !note.spinner => (
+                "timer".into(),
+                format!("IRQ late while {} ran", task_label(c, *p, *pr)),
+            ),
+            Some((c, p, pr)) => ("thread".into(), task_label(c, *p, *pr)),
+        },
+    }
+}
+
+const NO_TRACE: &str = "before the trace's first event on this CPU";
+const NO_SWITCH: &str = "the switch into the measured thread is missing from the trace (the \
+     kernel dropped it); the time after the last event is charged to the task seen before";
+
+/// Attributes the latency `expected..actual` on one CPU from its events (oldest first, up to
+/// `actual`). `me` is the measured thread's id (None: the last task switched in).
+/// `idle_note` names what an idle CPU's delay means here (e.g. the hypervisor).
+///
+/// The kernel occasionally records no `sched_switch` for a switch (seen on 6.18: about 1 in
+/// 60 of a thread's switch-ins); each event's `common_pid` then corrects the running task, and
+/// the stretch after the last event, when the measured thread was evidently not shown running,
+/// is charged to the task seen last (the likeliest) with a note saying so.
+pub fn attribute(
+    events: &[Event],
+    expected: u64,
+    actual: u64,
+    me: Option<i32>,
+    idle_note: &Note,
+) -> Attribution {
+    let mut out = Attribution::default();
+    let latency = actual.saturating_sub(expected);
+    if latency == 0 {
+        return out;
+    }
+    let me = me.or_else(|| {
+        events.iter().rev().find_map(|e| match e.kind {
+            Kind::Switch { next_pid, .. } => Some(next_pid),
+            _ => None,
+        })
+    });
+    // Names and priorities of the tasks seen, for tasks known only by `common_pid`.
+    let mut known: std::collections::HashMap<i32, (Name, i32)> = Default::default();
+    for e in events {
+        if let Kind::Switch {
+            prev_comm,
+            prev_pid,
+            prev_prio,
+            next_comm,
+            next_pid,
+            next_prio,
+            ..
+        } = e.kind
+        {
+            known.insert(prev_pid, (prev_comm, prev_prio));
+            known.insert(next_pid, (next_comm, next_prio));
+        }
+    }
+    let task_of = |pid: i32| -> (Name, i32, i32) {
+        let (c, p) = known.get(&pid).copied().unwrap_or((Name::new(b"?"), 120));
+        (c, pid, p)
+    };
+    let mut task: Task = events.first().map(|e| task_of(e.pid));
+    let mut stack: Vec<Ctx> = Vec::new();
+    let mut charged: Vec<(String, String, u64)> = Vec::new();
+    let mut charge = |k: String, n: String, ns: u64| {
+        if ns == 0 {
+            return;
+        }
+        match charged.iter_mut().find(|c| c.0 == k && c.1 == n) {
+            Some(c) => c.2 += ns,
+            None => charged.push((k, n, ns)),
+        }
+    };
+    // Without a traced wake-up of the thread (no id, or the event was lost) every stretch
+    // counts as after it: no `timer` component then.
+    let seen_waking = events
+        .iter()
+        .any(|e| matches!(e.kind, Kind::Waking { pid, .. } if Some(pid) == me && e.ts >= expected));
+    let mut woken = if seen_waking {
+        Wake::Pending
+    } else {
+        Wake::Unknown
+    };
+    let (mut last_timer, mut blocked) = (None::<u64>, false);
+    // Time before the first event is not seen.
+    let mut t = expected;
+    if let Some(f) = events.first() {
+        if f.ts > expected {
+            charge(
+                "unknown".into(),
+                NO_TRACE.into(),
+                f.ts.min(actual) - expected,
+            );
+            t = f.ts;
+        }
+    }
+    for e in events.iter().filter(|e| e.ts <= actual) {
+        if !blocked && e.ts > expected {
+            blocked = true;
+            out.blocking = Some(blocking(&stack, &task));
+        }
+        if e.ts > t {
+            let (k, n) = label(&stack, &task, me, woken, idle_note);
+            charge(k, n, e.ts - t);
+            t = e.ts;
+        }
+        // A task context other than the one the switches said: a switch went unrecorded.
+        if !matches!(e.kind, Kind::Switch { .. }) && task.is_some_and(|x| x.1 != e.pid) {
+            task = Some(task_of(e.pid));
+        }
+        match e.kind {
+            Kind::Switch {
+                next_comm,
+                next_pid,
+                next_prio,
+                ..
+            } => {
+                task = Some((next_comm, next_pid, next_prio));
+                stack.clear();
+                if Some(next_pid) == me && e.ts >= expected {
+                    out.switch_in_ns = Some(e.ts - expected);
+                }
+            }
+            Kind::IrqEntry { irq, name } => stack.push(Ctx::Irq(if irq >= 0 {
+                format!("{} (irq {irq})", name.as_str())
+            } else {
+                name.as_str().into_owned()
+            })),
+            Kind::IrqExit => {
+                if let Some(i) = stack.iter().rposition(|c| matches!(c, Ctx::Irq(_))) {
+                    stack.truncate(i);
+                }
+            }
+            Kind::SoftirqEntry { vec } => stack.push(Ctx::Softirq(vec)),
+            Kind::SoftirqExit => {
+                if let Some(i) = stack.iter().rposition(|c| matches!(c, Ctx::Softirq(_))) {
+                    stack.truncate(i);
+                }
+            }
+            Kind::TimerEntry { .. } => last_timer = Some(e.ts),
+            Kind::TimerExit => {}
+            Kind::Waking { pid, .. } => {
+                if Some(pid) == me && e.ts >= expected && out.timer_delay_ns.is_none() {
+                    woken = Wake::Done;
+                    out.timer_delay_ns = last_timer
+                        .filter(|&x| x >= expected)
+                        .map(|x| x - expected)
+                        .or(Some(e.ts - expected));
+                }
+            }
+        }
+    }
+    if !blocked {
+        out.blocking = Some(blocking(&stack, &task));
+    }
+    if actual > t {
+        if task.is_some_and(|x| Some(x.1) != me) && stack.is_empty() && woken == Wake::Done {
+            out.notes.push(NO_SWITCH.into());
+        }
+        let (k, n) = label(&stack, &task, me, woken, idle_note);
+        charge(k, n, actual - t);
+    }
+    charged.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.1.cmp(&b.1)));
+    out.components = charged
+        .into_iter()
+        .map(|(kind, name, ns)| Component {
+            kind,
+            name,
+            ns,
+            share: ns as f64 / latency as f64,
+        })
+        .collect();
+    out
+}
+
+fn blocking(stack: &[Ctx], task: &Task) -> String {
+    match (stack.last(), task) {
+        (Some(Ctx::Irq(n)), _) => format!("irq {n}"),
+        (Some(Ctx::Softirq(v)), _) => format!("softirq {}", softirq_name(*v)),
+        (None, None) => "unknown".into(),
+        (None, Some((_, 0, _))) => "idle".into(),
+        (None, Some((c, p, pr))) => task_label(c, *p, *pr),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn note(t: &str) -> Note {
+        Note {
+            text: t.into(),
+            spinner: false,
+        }
+    }
+
+    fn sw(ts: u64, prev: (&str, i32), next: (&str, i32, i32)) -> Event {
+        Event {
+            ts,
+            pid: prev.1,
+            kind: Kind::Switch {
+                prev_comm: Name::new(prev.0.as_bytes()),
+                prev_pid: prev.1,
+                prev_prio: 120,
+                prev_state: 0,
+                next_comm: Name::new(next.0.as_bytes()),
+                next_pid: next.1,
+                next_prio: next.2,
+            },
+        }
+    }
+
+    /// An event in the context of task `pid`.
+    fn ev(ts: u64, pid: i32, kind: Kind) -> Event {
+        Event { ts, pid, kind }
+    }
+
+    fn irq(name: &str) -> Kind {
+        Kind::IrqEntry {
+            irq: -1,
+            name: Name::new(name.as_bytes()),
+        }
+    }
+
+    fn waking(ts: u64, ctx: i32, pid: i32) -> Event {
+        ev(
+            ts,
+            ctx,
+            Kind::Waking {
+                comm: Name::new(b"T0"),
+                pid,
+            },
+        )
+    }
+
+    #[test]
+    fn a_higher_priority_thread_holds_the_cpu() {
+        // inject (RT 99) runs from 0 to 2000; the timer fires at 1010 inside it; the measured
+        // thread (pid 7) is switched in at 2000 and reads the clock at 2010.
+        let evs = vec![
+            sw(0, ("swapper/1", 0), ("inject", 42, 0)),
+            ev(1005, 42, irq("local_timer")),
+            ev(1010, 42, Kind::TimerEntry { function: 1 }),
+            waking(1012, 42, 7),
+            ev(1015, 42, Kind::TimerExit),
+            ev(1020, 42, Kind::IrqExit),
+            sw(2000, ("inject", 42), ("T0", 7, 4)),
+        ];
+        let a = attribute(&evs, 1000, 2010, Some(7), &note("vm"));
+        assert_eq!(a.components[0].kind, "thread");
+        assert_eq!(a.components[0].name, "inject:42 RT 99");
+        assert_eq!(a.components[0].ns, 980);
+        let late = a.components.iter().find(|c| c.kind == "timer").unwrap();
+        assert_eq!(
+            (late.ns, late.name.as_str()),
+            (5, "IRQ late while inject:42 RT 99 ran")
+        );
+        let total: u64 = a.components.iter().map(|c| c.ns).sum();
+        assert_eq!(total, 1010);
+        assert_eq!(a.blocking.as_deref(), Some("inject:42 RT 99"));
+        assert_eq!(a.timer_delay_ns, Some(10));
+        assert_eq!(a.switch_in_ns, Some(1000));
+        let irq = a.components.iter().find(|c| c.kind == "irq").unwrap();
+        assert_eq!((irq.name.as_str(), irq.ns), ("local_timer", 15));
+        let me = a.components.iter().find(|c| c.kind == "self").unwrap();
+        assert_eq!(me.ns, 10);
+        // Without the thread id, the last task switched in is taken for it.
+        assert_eq!(attribute(&evs, 1000, 2010, None, &note("vm")), a);
+    }
+
+    #[test]
+    fn nested_irq_in_softirq_counts_once() {
+        let evs = vec![
+            sw(0, ("x", 3), ("swapper/0", 0, 120)),
+            ev(100, 0, Kind::SoftirqEntry { vec: 3 }),
+            ev(
+                150,
+                0,
+                Kind::IrqEntry {
+                    irq: 25,
+                    name: Name::new(b"virtio0"),
+                },
+            ),
+            ev(170, 0, Kind::IrqExit),
+            ev(300, 0, Kind::SoftirqExit),
+            sw(300, ("swapper/0", 0), ("T0", 7, 4)),
+        ];
+        let a = attribute(&evs, 50, 310, Some(7), &note("hypervisor"));
+        let get = |k: &str| a.components.iter().find(|c| c.kind == k).unwrap();
+        assert_eq!(get("softirq").ns, 180);
+        assert_eq!(get("softirq").name, "NET_RX");
+        assert_eq!(get("irq").ns, 20);
+        assert_eq!(get("irq").name, "virtio0 (irq 25)");
+        assert_eq!(get("idle").ns, 50);
+        assert_eq!(get("idle").name, "hypervisor");
+        assert_eq!(a.blocking.as_deref(), Some("idle"));
+        let share: f64 = a.components.iter().map(|c| c.share).sum();
+        assert!((share - 1.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn no_events_before_the_window_is_unknown() {
+        let evs = vec![sw(500, ("swapper/0", 0), ("T0", 7, 4))];
+        let a = attribute(&evs, 100, 600, Some(7), &note("vm"));
+        let u = a.components.iter().find(|c| c.kind == "unknown").unwrap();
+        assert_eq!((u.ns, u.name.as_str()), (400, NO_TRACE));
+        let a = attribute(&[], 100, 600, Some(7), &note("vm"));
+        assert_eq!(a.components[0].kind, "unknown");
+        assert_eq!(a.components[0].ns, 500);
+    }
+
+    #[test]
+    fn an_unrecorded_switch_is_not_charged_to_the_previous_task() {
+        // cargo runs; the timer wakes T0 (pid 7) at 120; the switch cargo -> T0 was not
+        // recorded; T0 reads the clock at 400.
+        let evs = vec![
+            sw(0, ("swapper/0", 0), ("cargo", 50, 120)),
+            ev(110, 50, irq("local_timer")),
+            waking(120, 50, 7),
+            ev(130, 50, Kind::IrqExit),
+        ];
+        let a = attribute(&evs, 100, 400, Some(7), &note("vm"));
+        let get = |k: &str| a.components.iter().find(|c| c.kind == k).unwrap();
+        assert_eq!(get("thread").ns, 270);
+        assert_eq!(get("timer").ns, 10);
+        assert_eq!(get("thread").name, "cargo:50");
+        assert_eq!(a.notes, vec![NO_SWITCH.to_string()]);
+        assert_eq!(a.switch_in_ns, None);
+        // A later event in another task's context corrects the running task.
+        assert!(attribute(&evs, 100, 140, Some(7), &note("vm")).notes.len() == 1);
+        let evs = vec![
+            sw(0, ("swapper/0", 0), ("cargo", 50, 120)),
+            ev(200, 7, Kind::SoftirqEntry { vec: 9 }),
+            ev(210, 7, Kind::SoftirqExit),
+        ];
+        let a = attribute(&evs, 100, 300, Some(7), &note("vm"));
+        let me = a.components.iter().find(|c| c.kind == "self").unwrap();
+        assert_eq!(me.ns, 90);
+        // A spinner's own time inside a gap is what nothing visible explains.
+        let spin = Note {
+            text: "vm".into(),
+            spinner: true,
+        };
+        let a = attribute(&evs, 100, 300, Some(7), &spin);
+        let u = a
+            .components
+            .iter()
+            .find(|c| c.kind == "unattributed")
+            .unwrap();
+        assert_eq!((u.ns, u.name.as_str()), (90, "vm"));
+    }
+}

@@ -1,0 +1,13 @@
+//! `--trace`: why a wake-up was late, from plain kernel tracepoints. A private tracefs instance
+//! (`tracefs`), a binary reader of its per-CPU ring-buffer pages (`format`, `page`, `event`)
+//! feeding a per-CPU flight recorder (`recorder`), and the attribution of every spike over a
+//! threshold to IRQs, softirqs, threads and an unattributed rest (`attribute`, `spikes`).
+
+pub mod attribute;
+pub mod event;
+pub mod format;
+pub mod page;
+pub mod recorder;
+pub mod spikes;
+pub mod timeline;
+pub mod tracefs;

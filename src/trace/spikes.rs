@@ -1,0 +1,312 @@
+//! The tracing session a measurement holds: starts the instance and the flight recorder on
+//! the measured CPUs, takes the spikes the measuring threads report (over the threshold),
+//! attributes each once the recorder has read past it, and ends with a report for the run's
+//! JSON (`trace`) and the "why" summary printed after the table.
+
+use super::attribute::{attribute, Attribution, Note};
+use super::recorder::Recorder;
+use super::tracefs::{journal_file, TraceFs};
+use crate::config::DisplayUnit;
+use crate::error::Result;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// Default `--trace-threshold`: 100 µs (well above this VM's typical wake-up, well below its
+/// multi-millisecond spikes).
+pub const DEFAULT_THRESHOLD_NS: u64 = 100_000;
+/// How much history each CPU keeps: enough for the control thread to come by.
+const KEEP_NS: u64 = 2_000_000_000;
+/// Per-CPU trace buffer.
+const BUFFER_KB: u64 = 4096;
+/// Spikes kept as records; beyond, only counted.
+const MAX_RECORDS: usize = 10_000;
+
+/// A spike as a measuring thread reports it (no allocation: plain numbers through a ring).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RawSpike {
+    /// Index of the series (thread) in the run.
+    pub series: u32,
+    /// CPU it ran on.
+    pub cpu: u32,
+    /// Expected wake-up, CLOCK_MONOTONIC ns.
+    pub expected: u64,
+    /// Actual wake-up (clock read), CLOCK_MONOTONIC ns.
+    pub actual: u64,
+    /// Loop number (cyclic) or interruption number (noise), from 1.
+    pub seq: u64,
+    /// The measuring thread's id (0: unknown).
+    pub tid: i32,
+}
+
+/// One attributed spike in the run's JSON.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SpikeRecord {
+    /// Series name.
+    pub series: String,
+    /// CPU.
+    pub cpu: usize,
+    /// Loop (cyclic) or interruption (noise) number.
+    pub seq: u64,
+    /// Expected wake-up, CLOCK_MONOTONIC ns.
+    pub expected_ns: u64,
+    /// Latency as the measurement saw it, ns.
+    pub latency_ns: u64,
+    /// Why.
+    #[serde(flatten)]
+    pub why: Attribution,
+}
+
+/// The trace part of a run.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct TraceReport {
+    /// Spikes at or above this were attributed (ns).
+    pub threshold_ns: u64,
+    /// CPUs traced.
+    pub cpus: Vec<usize>,
+    /// Events decoded.
+    pub events: u64,
+    /// Events the kernel lost (reader too slow); attribution near them may be incomplete.
+    pub lost_events: u64,
+    /// What an idle CPU's delay means here.
+    pub idle_note: String,
+    /// Spikes the threads could not hand over (their ring was full) or beyond the record cap.
+    pub spikes_dropped: u64,
+    /// Every attributed spike.
+    pub spikes: Vec<SpikeRecord>,
+}
+
+/// What an idle CPU's unexplained delay means on this machine.
+pub fn idle_note() -> String {
+    let hv = std::fs::read_to_string("/sys/hypervisor/type")
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty());
+    let flag = std::fs::read_to_string("/proc/cpuinfo")
+        .map(|c| {
+            c.lines()
+                .any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == "hypervisor"))
+        })
+        .unwrap_or(false);
+    match (hv, flag) {
+        (Some(t), _) => format!("nothing visible ran: hypervisor/SMI/NMI (this is a VM: {t})"),
+        (None, true) => "nothing visible ran: hypervisor/SMI/NMI (this is a VM)".into(),
+        _ => "nothing visible ran: SMI/NMI or idle exit".into(),
+    }
+}
+
+/// A tracing session.
+pub struct Tracer {
+    rec: Recorder,
+    names: Vec<String>,
+    pending: Vec<RawSpike>,
+    report: TraceReport,
+    spinner: bool,
+    save: Option<(std::path::PathBuf, String)>,
+}
+
+impl Tracer {
+    /// Traces `cpus` on the system's tracefs (mounting it if needed), for a run whose series
+    /// are `names`.
+    pub fn start(cpus: &[usize], threshold_ns: u64, names: Vec<String>) -> Result<Tracer> {
+        Tracer::start_keeping(cpus, threshold_ns, names, KEEP_NS)
+    }
+
+    /// As [`Tracer::start`], keeping `keep_ns` of history per CPU (noise attributes after
+    /// each measurement, so it keeps a whole one).
+    pub fn start_keeping(
+        cpus: &[usize],
+        threshold_ns: u64,
+        names: Vec<String>,
+        keep_ns: u64,
+    ) -> Result<Tracer> {
+        let (fs, mounted) = TraceFs::system()?;
+        let j = Some(journal_file());
+        Tracer::start_in(&fs, mounted, j, cpus, threshold_ns, names, keep_ns)
+    }
+
+    /// As [`Tracer::start`] on a chosen tracefs.
+    pub fn start_in(
+        fs: &TraceFs,
+        mounted: Option<std::path::PathBuf>,
+        journal: Option<std::path::PathBuf>,
+        cpus: &[usize],
+        threshold_ns: u64,
+        names: Vec<String>,
+        keep_ns: u64,
+    ) -> Result<Tracer> {
+        let layouts = fs.layouts();
+        let (header, dec, events) = match layouts {
+            Ok(l) => l,
+            Err(e) => {
+                if let Some(m) = &mounted {
+                    let _ = crate::sys::mount::umount(m);
+                }
+                return Err(e);
+            }
+        };
+        let inst = fs.create_instance(cpus, &events, BUFFER_KB, journal, mounted)?;
+        let rec = Recorder::start(inst, cpus, header, dec, keep_ns)?;
+        Ok(Tracer {
+            rec,
+            names,
+            pending: Vec::new(),
+            spinner: false,
+            save: None,
+            report: TraceReport {
+                threshold_ns,
+                cpus: cpus.to_vec(),
+                idle_note: idle_note(),
+                ..TraceReport::default()
+            },
+        })
+    }
+
+    /// The measuring threads spin (noise): time of theirs inside a gap is unattributed.
+    pub fn spinning(mut self) -> Tracer {
+        self.spinner = true;
+        self
+    }
+
+    /// `--trace-save`: keep each spike's events as a timeline, written to `path` at the end.
+    pub fn saving(mut self, path: Option<std::path::PathBuf>) -> Tracer {
+        self.save = path.map(|p| (p, String::new()));
+        self
+    }
+
+    /// Takes a spike to attribute.
+    pub fn offer(&mut self, s: RawSpike) {
+        if self.report.spikes.len() + self.pending.len() >= MAX_RECORDS {
+            self.report.spikes_dropped += 1;
+        } else {
+            self.pending.push(s);
+        }
+    }
+
+    /// Counts spikes a thread could not hand over.
+    pub fn dropped(&mut self, n: u64) {
+        self.report.spikes_dropped += n;
+    }
+
+    /// Attributes the pending spikes the recorder has read past.
+    pub fn poll(&mut self) {
+        let mut keep = Vec::new();
+        for s in std::mem::take(&mut self.pending) {
+            if self.rec.has_read(s.cpu as usize, s.actual) {
+                self.attribute(s, Duration::ZERO);
+            } else {
+                keep.push(s);
+            }
+        }
+        self.pending = keep;
+    }
+
+    fn attribute(&mut self, s: RawSpike, patience: Duration) {
+        let cpu = s.cpu as usize;
+        let events = self
+            .rec
+            .window(cpu, s.expected, s.actual, patience)
+            .unwrap_or_default();
+        let tid = (s.tid > 0).then_some(s.tid);
+        let note = Note {
+            text: self.report.idle_note.clone(),
+            spinner: self.spinner,
+        };
+        let why = attribute(&events, s.expected, s.actual, tid, &note);
+        let series = self
+            .names
+            .get(s.series as usize)
+            .cloned()
+            .unwrap_or_default();
+        if let Some((_, text)) = self.save.as_mut() {
+            text.push_str(&super::timeline::render(&series, cpu, &s, &why, &events));
+        }
+        self.report.spikes.push(SpikeRecord {
+            series,
+            cpu,
+            seq: s.seq,
+            expected_ns: s.expected,
+            latency_ns: s.actual.saturating_sub(s.expected),
+            why,
+        });
+    }
+
+    /// Attributes every pending spike, waiting up to `patience` each for the reader.
+    pub fn settle(&mut self, patience: Duration) {
+        for s in std::mem::take(&mut self.pending) {
+            self.attribute(s, patience);
+        }
+    }
+
+    /// Stops tracing (after the measuring threads ended), attributes what is left, removes
+    /// the instance and returns the report.
+    pub fn finish(mut self) -> TraceReport {
+        self.rec.stop();
+        for s in std::mem::take(&mut self.pending) {
+            self.attribute(s, Duration::ZERO);
+        }
+        for (_, read, lost, _) in self.rec.counts() {
+            self.report.events += read;
+            self.report.lost_events += lost;
+        }
+        self.report.spikes.sort_by_key(|s| (s.expected_ns, s.cpu));
+        if let Some((path, text)) = self.save.take() {
+            if let Err(e) = crate::output::write_atomic(&path, text.as_bytes()) {
+                crate::note!("latlab: --trace-save {}: {e}", path.display());
+            }
+        }
+        self.report
+    }
+}
+
+/// The "why" summary: per CPU, the spikes and what held most of their late time.
+pub fn why(r: &TraceReport, unit: DisplayUnit) -> String {
+    let mut s = format!(
+        "why (--trace, spikes >= {} {unit}; {} events read, {} lost):\n",
+        unit.fmt_ns(r.threshold_ns as f64),
+        r.events,
+        r.lost_events
+    );
+    let mut by_cpu: BTreeMap<usize, Vec<&SpikeRecord>> = BTreeMap::new();
+    for sp in &r.spikes {
+        by_cpu.entry(sp.cpu).or_default().push(sp);
+    }
+    for &c in &r.cpus {
+        let Some(v) = by_cpu.get(&c) else {
+            s.push_str(&format!("  CPU {c}: no spikes\n"));
+            continue;
+        };
+        let late: u64 = v.iter().map(|x| x.latency_ns).sum();
+        let max = v.iter().map(|x| x.latency_ns).max().unwrap_or(0);
+        let mut per: BTreeMap<(String, String), u64> = BTreeMap::new();
+        for sp in v {
+            for comp in &sp.why.components {
+                *per.entry((comp.kind.clone(), comp.name.clone()))
+                    .or_default() += comp.ns;
+            }
+        }
+        let mut per: Vec<_> = per.into_iter().collect();
+        per.sort_by_key(|p| std::cmp::Reverse(p.1));
+        let causes: Vec<String> = per
+            .iter()
+            .take(3)
+            .map(|((k, n), ns)| format!("{:.0} % {k} {n}", 100.0 * *ns as f64 / late.max(1) as f64))
+            .collect();
+        s.push_str(&format!(
+            "  CPU {c}: {} spikes, max {} {unit}; of late time: {}\n",
+            v.len(),
+            unit.fmt_ns(max as f64),
+            causes.join(", ")
+        ));
+    }
+    if r.spikes_dropped > 0 {
+        s.push_str(&format!(
+            "  {} spikes not attributed (too many to keep)\n",
+            r.spikes_dropped
+        ));
+    }
+    if r.lost_events > 0 {
+        s.push_str("  the kernel lost trace events: spikes near them may be misattributed\n");
+    }
+    s
+}

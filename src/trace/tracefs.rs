@@ -1,0 +1,465 @@
+//! tracefs as latlab uses it: found (or mounted) under an injectable root, one private
+//! instance `instances/latlab-<pid>` per run with its own buffer, CPU mask, clock and events,
+//! removed on drop and journaled on disk first so `latlab restore` removes it after a SIGKILL.
+//! The top-level buffer, which other tools may be using, is never touched.
+
+use super::event::Decoder;
+use super::format::{parse_format, parse_header_page, PageHeader};
+use crate::error::{Error, Result};
+use std::path::{Path, PathBuf};
+
+/// Events attribution needs; each must exist (exit 3 naming the one missing).
+pub const REQUIRED: &[(&str, &str)] = &[
+    ("sched", "sched_switch"),
+    ("sched", "sched_waking"),
+    ("irq", "irq_handler_entry"),
+    ("irq", "irq_handler_exit"),
+    ("irq", "softirq_entry"),
+    ("irq", "softirq_exit"),
+    ("timer", "hrtimer_expire_entry"),
+    ("timer", "hrtimer_expire_exit"),
+];
+
+/// Where tracefs is mounted in the real system when latlab mounts it.
+pub const DEFAULT_MOUNT: &str = "/sys/kernel/tracing";
+
+/// A tracefs tree (the real one, or a fake one in tests).
+#[derive(Debug, Clone)]
+pub struct TraceFs {
+    /// Its root directory.
+    pub root: PathBuf,
+}
+
+/// Reads a tracefs text file with large reads: `events/header_page` answers a short first
+/// read and then nothing, so std's small probe read would cut it.
+fn read(p: &Path) -> Result<String> {
+    use std::io::Read;
+    let err = |e: std::io::Error| Error::Env(format!("--trace: {}: {e}", p.display()));
+    let mut f = std::fs::File::open(p).map_err(err)?;
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        let n = f.read(&mut buf).map_err(err)?;
+        if n == 0 || out.len() > (1 << 20) {
+            break;
+        }
+        out.extend_from_slice(&buf[..n]);
+    }
+    String::from_utf8(out).map_err(|_| Error::Env(format!("--trace: {}: not text", p.display())))
+}
+
+/// Writes an existing control file (never creates one).
+fn poke(p: &Path, v: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(p)?
+        .write_all(v.as_bytes())
+}
+
+fn write(p: &Path, v: &str) -> Result<()> {
+    std::fs::write(p, v)
+        .map_err(|e| Error::Env(format!("--trace: {}: write '{v}': {e}", p.display())))
+}
+
+/// The hex `tracing_cpumask` text for `cpus` (32-bit groups, comma-separated, highest first).
+pub fn cpumask(cpus: &[usize]) -> String {
+    let words = cpus.iter().max().map_or(1, |m| m / 32 + 1);
+    let mut w = vec![0u32; words];
+    for &c in cpus {
+        w[c / 32] |= 1 << (c % 32);
+    }
+    w.iter()
+        .rev()
+        .map(|x| format!("{x:08x}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+impl TraceFs {
+    /// The system's tracefs: where /proc/mounts says it is, else mounted at
+    /// [`DEFAULT_MOUNT`]. The second value is the mount point when latlab mounted it.
+    pub fn system() -> Result<(TraceFs, Option<PathBuf>)> {
+        let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+        if let Some(p) = mounts.lines().find_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() > 2 && f[2] == "tracefs").then(|| PathBuf::from(f[1]))
+        }) {
+            return Ok((TraceFs { root: p }, None));
+        }
+        let p = PathBuf::from(DEFAULT_MOUNT);
+        crate::sys::mount::mount_tracefs(&p).map_err(|e| {
+            Error::Env(format!(
+                "--trace: tracefs is not mounted and mounting it on {} failed: {e} (needs root)",
+                p.display()
+            ))
+        })?;
+        Ok((TraceFs { root: p.clone() }, Some(p)))
+    }
+
+    /// The page layout and a decoder for every event latlab enables; a missing required
+    /// event is exit 3 naming it. Returns the `system/event` names found.
+    pub fn layouts(&self) -> Result<(PageHeader, Decoder, Vec<String>)> {
+        let ev = self.root.join("events");
+        let hp = ev.join("header_page");
+        let header = parse_header_page(&read(&hp)?)
+            .map_err(|e| Error::Env(format!("--trace: {}: {e}", hp.display())))?;
+        let mut dec = Decoder::default();
+        let mut names = Vec::new();
+        let mut learn = |sys: &str, name: &str, dec: &mut Decoder| -> Result<()> {
+            let p = ev.join(sys).join(name).join("format");
+            let f = parse_format(&read(&p)?)
+                .map_err(|e| Error::Env(format!("--trace: {}: {e}", p.display())))?;
+            dec.learn(sys, &f)
+                .map_err(|e| Error::Env(format!("--trace: {}: {e}", p.display())))?;
+            names.push(format!("{sys}/{name}"));
+            Ok(())
+        };
+        for (sys, name) in REQUIRED {
+            if !ev.join(sys).join(name).is_dir() {
+                return Err(Error::Env(format!(
+                    "--trace: the kernel has no {sys}:{name} tracepoint ({} is missing)",
+                    ev.join(sys).join(name).display()
+                )));
+            }
+            learn(sys, name, &mut dec)?;
+        }
+        // Interrupt vectors (x86): every *_entry that has its *_exit.
+        if let Ok(rd) = std::fs::read_dir(ev.join("irq_vectors")) {
+            let mut v: Vec<String> = rd
+                .filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .filter(|n| n.ends_with("_entry"))
+                .collect();
+            v.sort();
+            for n in v {
+                let exit = format!("{}_exit", n.trim_end_matches("_entry"));
+                if ev.join("irq_vectors").join(&exit).is_dir() {
+                    learn("irq_vectors", &n, &mut dec)?;
+                    learn("irq_vectors", &exit, &mut dec)?;
+                }
+            }
+        }
+        Ok((header, dec, names))
+    }
+
+    /// Creates the private instance for `cpus` with `events` enabled and tracing on. The
+    /// instance is journaled (with `umount` when latlab mounted tracefs) before it exists.
+    pub fn create_instance(
+        &self,
+        cpus: &[usize],
+        events: &[String],
+        buffer_kb: u64,
+        journal: Option<PathBuf>,
+        umount: Option<PathBuf>,
+    ) -> Result<Instance> {
+        let dir = self
+            .root
+            .join("instances")
+            .join(format!("latlab-{}", std::process::id()));
+        if let Some(j) = &journal {
+            write_journal(j, &dir, umount.as_deref())?;
+        }
+        let mut inst = Instance {
+            dir: dir.clone(),
+            created: false,
+            umount,
+            journal,
+        };
+        std::fs::create_dir(&dir).map_err(|e| {
+            Error::Env(format!(
+                "--trace: cannot create the instance {}: {e}",
+                dir.display()
+            ))
+        })?;
+        inst.created = true;
+        write(&dir.join("tracing_on"), "0")?;
+        write(&dir.join("trace_clock"), "mono")?;
+        write(&dir.join("buffer_size_kb"), &buffer_kb.to_string())?;
+        write(&dir.join("tracing_cpumask"), &cpumask(cpus))?;
+        for e in events {
+            write(&dir.join("events").join(e).join("enable"), "1")?;
+        }
+        write(&dir.join("tracing_on"), "1")?;
+        Ok(inst)
+    }
+}
+
+/// A live tracefs instance; dropping it stops tracing, removes the directory, unmounts
+/// tracefs when latlab mounted it, and deletes the journal entry.
+#[derive(Debug)]
+pub struct Instance {
+    /// The instance directory.
+    pub dir: PathBuf,
+    created: bool,
+    umount: Option<PathBuf>,
+    journal: Option<PathBuf>,
+}
+
+impl Instance {
+    /// `per_cpu/cpuN/trace_pipe_raw` of this instance.
+    pub fn pipe(&self, cpu: usize) -> PathBuf {
+        self.dir
+            .join("per_cpu")
+            .join(format!("cpu{cpu}"))
+            .join("trace_pipe_raw")
+    }
+
+    /// Stops recording (the buffer stays readable).
+    pub fn stop(&self) {
+        let _ = poke(&self.dir.join("tracing_on"), "0");
+    }
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        if self.created {
+            self.stop();
+            if let Err(e) = remove_instance(&self.dir) {
+                crate::note!("latlab: --trace: {}: {e}", self.dir.display());
+            }
+        }
+        if let Some(m) = &self.umount {
+            if let Err(e) = crate::sys::mount::umount(m) {
+                crate::note!("latlab: --trace: umount {}: {e}", m.display());
+            }
+        }
+        if let Some(j) = &self.journal {
+            let _ = std::fs::remove_file(j);
+        }
+    }
+}
+
+/// Removes an instance directory (tracefs refuses while a reader holds a pipe open: retried
+/// briefly). A missing directory is fine.
+fn remove_instance(dir: &Path) -> std::io::Result<()> {
+    for _ in 0..50 {
+        match std::fs::remove_dir(dir) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                std::thread::sleep(std::time::Duration::from_millis(20))
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    std::fs::remove_dir(dir)
+}
+
+/// The journal file for this process's instance, beside the knob journal.
+pub fn journal_file() -> PathBuf {
+    crate::experiment::knobs::journal_path()
+        .with_file_name(format!("trace-{}.json", std::process::id()))
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Entry {
+    pid: u32,
+    instance: PathBuf,
+    umount: Option<PathBuf>,
+}
+
+fn write_journal(j: &Path, dir: &Path, umount: Option<&Path>) -> Result<()> {
+    if let Some(d) = j.parent() {
+        std::fs::create_dir_all(d).map_err(|e| Error::Env(format!("{}: {e}", d.display())))?;
+    }
+    let e = Entry {
+        pid: std::process::id(),
+        instance: dir.to_path_buf(),
+        umount: umount.map(Path::to_path_buf),
+    };
+    let text = serde_json::to_string(&e).map_err(|e| Error::Env(e.to_string()))?;
+    crate::output::write_atomic(j, text.as_bytes())
+        .map_err(|e| Error::Env(format!("--trace: journal {}: {e}", j.display())))
+}
+
+/// True for a path latlab may remove: `<...>/instances/latlab-<digits>`.
+fn is_latlab_instance(p: &Path) -> bool {
+    let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let parent = p
+        .parent()
+        .and_then(Path::file_name)
+        .and_then(|n| n.to_str());
+    parent == Some("instances")
+        && name
+            .strip_prefix("latlab-")
+            .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// `latlab restore`'s part for tracing: removes the instances (and mounts) that dead latlab
+/// processes journaled in `dir`; entries of live processes are left alone. One line each.
+pub fn restore_in(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for f in rd.filter_map(|e| e.ok()).map(|e| e.path()) {
+        let name = f.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if !(name.starts_with("trace-") && name.ends_with(".json")) {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(&f) else {
+            continue;
+        };
+        let Ok(e) = serde_json::from_str::<Entry>(&text) else {
+            out.push(format!(
+                "skipped {}: not a latlab trace journal",
+                f.display()
+            ));
+            continue;
+        };
+        if Path::new(&format!("/proc/{}", e.pid)).exists() && e.pid != std::process::id() {
+            continue; // its owner is alive and removes it itself
+        }
+        if !is_latlab_instance(&e.instance) {
+            out.push(format!(
+                "skipped {}: {} is not a latlab instance",
+                f.display(),
+                e.instance.display()
+            ));
+            continue;
+        }
+        let _ = poke(&e.instance.join("tracing_on"), "0");
+        match remove_instance(&e.instance) {
+            Ok(()) => out.push(format!("removed tracefs instance {}", e.instance.display())),
+            Err(err) => {
+                out.push(format!("could not remove {}: {err}", e.instance.display()));
+                continue;
+            }
+        }
+        if let Some(m) = &e.umount {
+            match crate::sys::mount::umount(m) {
+                Ok(()) => out.push(format!("unmounted {}", m.display())),
+                Err(err) => out.push(format!("left {} mounted: {err}", m.display())),
+            }
+        }
+        let _ = std::fs::remove_file(&f);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fake tracefs: the recorded kernel's event formats, plus `instances/`.
+    fn fake() -> (tempfile::TempDir, TraceFs) {
+        let d = tempfile::tempdir().unwrap();
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/trace/events");
+        copy_tree(&src, &d.path().join("events"));
+        std::fs::create_dir(d.path().join("instances")).unwrap();
+        let root = d.path().to_path_buf();
+        (d, TraceFs { root })
+    }
+
+    fn copy_tree(from: &Path, to: &Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for e in std::fs::read_dir(from).unwrap() {
+            let e = e.unwrap();
+            if e.file_type().unwrap().is_dir() {
+                copy_tree(&e.path(), &to.join(e.file_name()));
+            } else {
+                std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn mask_text() {
+        assert_eq!(cpumask(&[1]), "00000002");
+        assert_eq!(cpumask(&[0, 1]), "00000003");
+        assert_eq!(cpumask(&[0, 33]), "00000002,00000001");
+    }
+
+    #[test]
+    fn layouts_from_a_fake_tree() {
+        let (_d, fs) = fake();
+        let (h, _dec, names) = fs.layouts().unwrap();
+        assert_eq!(h.page_size, 4096);
+        assert!(names.contains(&"sched/sched_switch".to_string()));
+        assert!(names.contains(&"irq_vectors/local_timer_entry".to_string()));
+    }
+
+    #[test]
+    fn a_missing_event_is_named() {
+        let (d, fs) = fake();
+        std::fs::remove_dir_all(d.path().join("events/irq/softirq_exit")).unwrap();
+        let e = fs.layouts().unwrap_err();
+        assert_eq!(e.exit_code(), 3);
+        assert!(e.to_string().contains("irq:softirq_exit"), "{e}");
+    }
+
+    #[test]
+    fn instance_is_journaled_configured_and_unjournaled() {
+        let (d, fs) = fake();
+        let j = d.path().join("state/trace-1.json");
+        // A real tracefs fills a new instance with its control files; the fake one cannot,
+        // so enabling an event fails: the error names the file and the journal goes away.
+        let err = fs
+            .create_instance(
+                &[1],
+                &["sched/sched_switch".into()],
+                1024,
+                Some(j.clone()),
+                None,
+            )
+            .unwrap_err();
+        assert_eq!(err.exit_code(), 3);
+        assert!(
+            err.to_string().contains("events/sched/sched_switch/enable"),
+            "{err}"
+        );
+        let inst = fs
+            .root
+            .join(format!("instances/latlab-{}", std::process::id()));
+        let rd = |f: &str| std::fs::read_to_string(inst.join(f)).unwrap();
+        assert_eq!(rd("trace_clock"), "mono");
+        assert_eq!(rd("tracing_cpumask"), "00000002");
+        assert_eq!(rd("buffer_size_kb"), "1024");
+        assert!(!j.exists(), "journal left behind");
+    }
+
+    #[test]
+    fn restore_removes_a_dead_process_instance_only() {
+        let (d, fs) = fake();
+        let jdir = d.path().join("state");
+        std::fs::create_dir_all(&jdir).unwrap();
+        let dead = fs.root.join("instances/latlab-999999999");
+        std::fs::create_dir(&dead).unwrap();
+        let live = fs.root.join("instances/latlab-1");
+        std::fs::create_dir(&live).unwrap();
+        for (pid, dir) in [(999_999_999u32, &dead), (1, &live)] {
+            let e = Entry {
+                pid,
+                instance: dir.clone(),
+                umount: None,
+            };
+            std::fs::write(
+                jdir.join(format!("trace-{pid}.json")),
+                serde_json::to_string(&e).unwrap(),
+            )
+            .unwrap();
+        }
+        // A journal naming a directory that is not a latlab instance is refused.
+        let e = Entry {
+            pid: 999_999_998,
+            instance: d.path().join("events"),
+            umount: None,
+        };
+        std::fs::write(
+            jdir.join("trace-999999998.json"),
+            serde_json::to_string(&e).unwrap(),
+        )
+        .unwrap();
+        let out = restore_in(&jdir);
+        assert!(!dead.exists());
+        assert!(live.exists(), "a live process's instance was removed");
+        assert!(d.path().join("events").exists());
+        assert!(out.iter().any(|l| l.starts_with("removed")), "{out:?}");
+        assert!(
+            out.iter().any(|l| l.contains("not a latlab instance")),
+            "{out:?}"
+        );
+        assert!(!jdir.join("trace-999999999.json").exists());
+        assert!(jdir.join("trace-1.json").exists());
+    }
+}
