@@ -5,7 +5,6 @@ pub mod app;
 pub mod cli;
 pub mod compare;
 pub mod config;
-pub mod docs_gen;
 pub mod driver;
 pub mod error;
 pub mod experiment;

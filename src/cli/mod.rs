@@ -695,7 +695,7 @@ pub enum RunsCmd {
     List {
         /// Only this kind: a measurement (cyclic, noise, ctxsw, clocks, tcp, contend, migrate)
         /// or an imported tool (cyclictest, oslat, hackbench, iperf3).
-        #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(crate::store::cmd::KINDS))]
+        #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(crate::store::KINDS))]
         kind: Option<String>,
         /// Only runs with this tag (repeatable).
         #[arg(long = "tag", value_name = "KEY=VALUE")]
@@ -843,6 +843,7 @@ pub struct PlotArgs {
     pub store: Option<String>,
 }
 
+pub mod docs;
 pub mod lower;
 
 /// Parses a duration (`10s`, `500ms`, `1h`; a bare number is seconds) into nanoseconds, for

@@ -3,6 +3,5 @@
 //! and a planner saying how long a run must be to decide at all.
 
 pub mod bounds;
-pub mod cmd;
 pub mod judge;
 pub mod requirement;

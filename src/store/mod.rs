@@ -4,7 +4,6 @@
 //! result model is stored losslessly (its JSON), with the fields runs are found by indexed
 //! beside it; bundles move runs between machines.
 
-pub mod cmd;
 pub mod postgres;
 pub mod sqlite;
 
@@ -436,6 +435,22 @@ pub fn import(store: &mut dyn Store, b: &Bundle) -> Result<(usize, usize)> {
     }
     Ok((new, old))
 }
+
+/// Every kind a stored run can have: latlab's measurements, then the tools runs are imported from.
+pub const KINDS: [&str; 12] = [
+    "cyclic",
+    "noise",
+    "monitor",
+    "ctxsw",
+    "clocks",
+    "tcp",
+    "contend",
+    "migrate",
+    "cyclictest",
+    "oslat",
+    "hackbench",
+    "iperf3",
+];
 
 #[cfg(test)]
 mod tests {

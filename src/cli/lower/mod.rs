@@ -8,6 +8,7 @@ mod contend;
 mod ctxsw;
 mod cyclic;
 mod migrate;
+mod monitor;
 mod noise;
 mod tcp;
 

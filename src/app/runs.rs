@@ -1,27 +1,12 @@
 //! `latlab runs ...`: list, show, export, import and delete stored runs.
 
-use super::{export, import, open, parse_tags, Bundle, Filter, BUNDLE_FORMAT};
 use crate::cli::RunsCmd;
 use crate::error::{Error, Result};
 use crate::export::table;
+use crate::store::{export, import, open, parse_tags, Bundle, Filter, BUNDLE_FORMAT};
 
 /// Largest bundle `runs import` reads.
 pub const MAX_BUNDLE_BYTES: u64 = 256 << 20;
-
-/// Every kind a stored run can have: latlab's measurements, then the tools runs are imported from.
-pub const KINDS: [&str; 11] = [
-    "cyclic",
-    "noise",
-    "ctxsw",
-    "clocks",
-    "tcp",
-    "contend",
-    "migrate",
-    "cyclictest",
-    "oslat",
-    "hackbench",
-    "iperf3",
-];
 
 /// Runs one `latlab runs` subcommand.
 pub fn run(c: RunsCmd) -> Result<()> {

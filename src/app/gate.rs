@@ -2,11 +2,11 @@
 //! run's events from its HDR histograms (bounded by the exact maximum), judges, prints, and
 //! returns the exit code's error: violated is exit 1, undecided exit 4.
 
-use super::bounds::quantile_ranks;
-use super::judge::{judge, samples_to_decide, text, Judgement, Outcome, RunCount};
-use super::requirement::{Event, Requirement};
 use crate::cli::GateArgs;
 use crate::error::{Error, Result};
+use crate::gate::bounds::quantile_ranks;
+use crate::gate::judge::{judge, samples_to_decide, text, Judgement, Outcome, RunCount};
+use crate::gate::requirement::{Event, Requirement};
 use crate::result::Run;
 use crate::stats::cfmt::g;
 use crate::stats::dist::Dist;

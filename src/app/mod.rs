@@ -1,6 +1,11 @@
 //! Dispatch: turns parsed arguments into validated configs and hands each measurement to the
 //! driver (`driver::execute`), which owns its lifecycle; the other commands run directly.
 
+mod compare;
+mod gate;
+mod report;
+mod runs;
+
 use crate::cli::{Cli, Command, SamplesArgs};
 use crate::config::cyclic::CyclicConfig;
 use crate::config::noise::NoiseConfig;
@@ -58,13 +63,13 @@ pub fn run(cli: Cli, argv: Vec<String>) -> Result<()> {
             }
         }
         Command::Samples(a) => samples_cmd(&a),
-        Command::Gate(a) => crate::gate::cmd::run(&a),
+        Command::Gate(a) => gate::run(&a),
         Command::Completions { shell } => {
-            let s = crate::docs_gen::completions(shell);
+            let s = crate::cli::docs::completions(shell);
             crate::output::stdout(&String::from_utf8_lossy(&s)).map_err(|e| Error::io("stdout", e))
         }
         Command::Man { dir } => {
-            let pages = crate::docs_gen::man_pages(&dir)?;
+            let pages = crate::cli::docs::man_pages(&dir)?;
             crate::output::stdout(&format!("{}\n", pages.join("\n")))
                 .map_err(|e| Error::io("stdout", e))
         }
@@ -75,7 +80,7 @@ pub fn run(cli: Cli, argv: Vec<String>) -> Result<()> {
             crate::output::stdout(&text).map_err(|e| Error::io("stdout", e))
         }
         Command::LoadWorker(a) => crate::load::worker_main(&a.spec),
-        Command::Runs(c) => crate::store::cmd::run(c),
+        Command::Runs(c) => runs::run(c),
         Command::Run(a) => {
             let text = if a.dry_run {
                 crate::experiment::runner::dry_run(&a.plan, &a.set)?
@@ -120,7 +125,7 @@ pub fn run(cli: Cli, argv: Vec<String>) -> Result<()> {
             execute(cfg, &common(&a.common, a.json.as_deref(), false)?, argv)
         }
         Command::Compare(a) => {
-            let text = crate::compare::run(&a)?;
+            let text = compare::run(&a)?;
             crate::output::stdout(&text).map_err(|e| Error::io("stdout", e))
         }
         Command::Monitor(a) => {
@@ -131,8 +136,8 @@ pub fn run(cli: Cli, argv: Vec<String>) -> Result<()> {
             execute(cfg, &c, argv)
         }
         Command::Ministat(a) => std::process::exit(crate::compare::ministat_cmd::main(&a.args)),
-        Command::Report(a) => crate::report::report_cmd(&a),
-        Command::Plot(a) => crate::report::plot_cmd(&a),
+        Command::Report(a) => report::report_cmd(&a),
+        Command::Plot(a) => report::plot_cmd(&a),
     }
 }
 

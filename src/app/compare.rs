@@ -1,0 +1,80 @@
+//! `latlab compare` (tail-aware mode) from its arguments: flags checked, data sets loaded,
+//! analysed and rendered by `crate::compare`.
+
+use crate::cli::CompareArgs;
+use crate::compare::inputs::{load, ReadOpts};
+use crate::compare::{analysis, render};
+use crate::error::{Error, Result};
+
+/// Runs `latlab compare` (tail-aware mode).
+pub fn run(a: &CompareArgs) -> Result<String> {
+    if a.sets.len() < 2 {
+        return Err(Error::Usage(
+            "compare needs at least two data sets: a baseline and one to compare".into(),
+        ));
+    }
+    if !(a.confidence > 50.0 && a.confidence < 100.0) {
+        return Err(Error::flag(
+            "--confidence",
+            a.confidence,
+            "must be a percentage between 50 and 100 (exclusive)",
+        ));
+    }
+    if a.bootstrap < 100 || a.bootstrap > 10_000_000 {
+        return Err(Error::flag(
+            "--bootstrap",
+            a.bootstrap,
+            "use between 100 and 10000000 replicates",
+        ));
+    }
+    if a.column == 0 {
+        return Err(Error::flag("-C/--column", a.column, "columns count from 1"));
+    }
+    if a.delimiter.is_empty() {
+        return Err(Error::flag(
+            "-d/--delimiter",
+            "''",
+            "the delimiter set cannot be empty",
+        ));
+    }
+    let opts = ReadOpts {
+        column: a.column,
+        delim: a.delimiter.as_bytes().to_vec(),
+        metric: a.metric,
+        series: a.series.clone(),
+        scale: match a.unit {
+            crate::config::DisplayUnit::Ns => 1.0,
+            crate::config::DisplayUnit::Us => 1e-3,
+        },
+        store: a.store.clone(),
+    };
+    let sources = a
+        .sets
+        .iter()
+        .map(|s| load(s.as_os_str(), &opts))
+        .collect::<Result<Vec<_>>>()?;
+    let mut labels = std::collections::HashSet::new();
+    for s in &sources {
+        if !labels.insert(s.label.as_str()) {
+            return Err(Error::Usage(format!(
+                "two sets are labelled '{}': name them with LABEL=PATH",
+                s.label
+            )));
+        }
+    }
+    let unit = if sources.iter().any(|s| s.from_json) {
+        a.unit.to_string()
+    } else {
+        String::new()
+    };
+    let settings = analysis::Settings {
+        confidence: a.confidence / 100.0,
+        replicates: a.bootstrap,
+        seed: a.seed,
+        higher_is_better: a.higher_is_better,
+        unit,
+        assume_independent: a.assume_independent_samples,
+    };
+    let an = analysis::analyse(&sources, &settings);
+    Ok(render::render(&an, a.format))
+}

@@ -1,0 +1,105 @@
+//! Lowers `latlab monitor`'s raw arguments (cli) into its validated config: every flag checked,
+//! each failure an exit-2 message naming the flag and the value.
+
+use crate::cli::MonitorArgs;
+use crate::config::{parse_time_ns, BareUnit, CpuSet, Policy};
+use crate::error::{Error, Result};
+use crate::monitor::{MonitorConfig, DEFAULT_LISTEN};
+use std::net::SocketAddr;
+
+/// A monitor id: 1-64 letters, digits, '_', '-' or '.'.
+fn valid_id(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 64
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+}
+
+impl MonitorConfig {
+    /// Validates the arguments (exit 2 naming the flag).
+    pub fn from_args(a: &MonitorArgs, online: &CpuSet, host: &str) -> Result<MonitorConfig> {
+        let cpus = match &a.affinity {
+            Some(v) => CpuSet::parse_online("-a/--affinity", v, online)?,
+            None => online.clone(),
+        };
+        let time = |flag: &str, v: &Option<String>, bare: BareUnit| {
+            v.as_deref()
+                .map(|t| parse_time_ns(t, bare).map_err(|e| Error::flag(flag, t, e)))
+                .transpose()
+        };
+        let interval_ns =
+            time("-i/--interval", &a.interval, BareUnit::Micros)?.unwrap_or(1_000_000);
+        if interval_ns < 10_000 {
+            return Err(Error::flag(
+                "-i/--interval",
+                a.interval.as_deref().unwrap_or(""),
+                "at least 10 µs",
+            ));
+        }
+        let snapshot_every_ns = time("--snapshot-every", &a.snapshot_every, BareUnit::Seconds)?
+            .unwrap_or(300_000_000_000);
+        if snapshot_every_ns < 1_000_000_000 {
+            return Err(Error::flag(
+                "--snapshot-every",
+                a.snapshot_every.as_deref().unwrap_or(""),
+                "at least 1 s",
+            ));
+        }
+        let threshold_ns = time("--threshold", &a.threshold, BareUnit::Micros)?;
+        let duration_ns = time("-D/--duration", &a.duration, BareUnit::Seconds)?;
+        let prio = a.priority.unwrap_or(80);
+        if !(0..=99).contains(&prio) {
+            return Err(Error::flag(
+                "-p/--priority",
+                prio,
+                "expected 0 (SCHED_OTHER) or 1-99",
+            ));
+        }
+        let policy = if prio == 0 {
+            Policy::Other
+        } else {
+            Policy::Fifo
+        };
+        let listen_text = a.listen.as_deref().unwrap_or(DEFAULT_LISTEN);
+        let listen: SocketAddr = listen_text.parse().map_err(|e| {
+            Error::flag(
+                "--listen",
+                listen_text,
+                format!("{e} (expected ADDRESS:PORT, e.g. 127.0.0.1:9477)"),
+            )
+        })?;
+        let monitor_id = a.monitor_id.clone().unwrap_or_else(|| host.to_string());
+        let monitor_id = if a.monitor_id.is_none() && !valid_id(&monitor_id) {
+            "default".to_string()
+        } else {
+            monitor_id
+        };
+        if !valid_id(&monitor_id) {
+            return Err(Error::flag(
+                "--monitor-id",
+                &monitor_id,
+                "use 1-64 letters, digits, '_', '-' or '.'",
+            ));
+        }
+        let mut tags = a.common.store.tag.clone();
+        tags.push(format!("host={host}"));
+        tags.push(format!("monitor={monitor_id}"));
+        crate::store::parse_tags(&tags)?;
+        Ok(MonitorConfig {
+            cpus: cpus.iter().collect(),
+            interval_ns,
+            policy,
+            prio,
+            listen,
+            snapshot_every_ns,
+            threshold_ns,
+            monitor_id,
+            duration_ns,
+            mlock: !a.no_mlock,
+            strict: a.strict,
+            store: a.common.store.store.clone(),
+            no_store: a.common.store.no_store,
+            tags,
+        })
+    }
+}
