@@ -374,10 +374,6 @@ fn snapshots_land_in_the_store_and_a_restart_adds_more() {
         &store,
     ];
     let mon = Monitor::start(&args);
-    std::thread::sleep(Duration::from_millis(2600));
-    let (code, out, err) = mon.terminate();
-    assert_eq!(code, Some(0), "{err}");
-    assert!(out.contains("snapshots stored"), "{out}");
     let list = |extra: &[&str]| {
         let o = latlab()
             .args([
@@ -396,6 +392,23 @@ fn snapshots_land_in_the_store_and_a_restart_adds_more() {
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         String::from_utf8_lossy(&o.stdout).into_owned()
     };
+    // Wait for two periodic snapshots (not a fixed sleep: start-up is slow on a busy machine).
+    let t0 = std::time::Instant::now();
+    while list(&[])
+        .lines()
+        .filter(|l| l.contains("monitor=it-mon"))
+        .count()
+        < 2
+    {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "no snapshots stored"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (code, out, err) = mon.terminate();
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("snapshots stored"), "{out}");
     let first = list(&[]);
     let n1 = first
         .lines()
