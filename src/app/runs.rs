@@ -43,22 +43,14 @@ pub fn run(c: RunsCmd) -> Result<()> {
                     ]
                 })
                 .collect();
-            print!(
-                "{}",
-                table::render_left(
-                    &["id", "kind", "started", "host", "interrupted", "tags"],
-                    &rows
-                )
-            );
-            Ok(())
+            out(&table::render_left(
+                &["id", "kind", "started", "host", "interrupted", "tags"],
+                &rows,
+            ))
         }
         RunsCmd::Show { id, store } => {
             let e = open(store.as_deref())?.get(&id)?;
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&e).map_err(|e| Error::Env(e.to_string()))?
-            );
-            Ok(())
+            out(&(serde_json::to_string_pretty(&e).map_err(|e| Error::Env(e.to_string()))? + "\n"))
         }
         RunsCmd::Export { ids, all, store } => {
             let st = open(store.as_deref())?;
@@ -71,11 +63,7 @@ pub fn run(c: RunsCmd) -> Result<()> {
                 ids
             };
             let b = export(st.as_ref(), &ids)?;
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&b).map_err(|e| Error::Env(e.to_string()))?
-            );
-            Ok(())
+            out(&(serde_json::to_string_pretty(&b).map_err(|e| Error::Env(e.to_string()))? + "\n"))
         }
         RunsCmd::Import {
             file,
@@ -84,8 +72,7 @@ pub fn run(c: RunsCmd) -> Result<()> {
             tag,
         } => {
             let text = crate::import::run(tool, &file, &tag, store.as_deref())?;
-            print!("{text}");
-            Ok(())
+            out(&text)
         }
         RunsCmd::Import {
             file,
@@ -114,17 +101,20 @@ pub fn run(c: RunsCmd) -> Result<()> {
             }
             let mut st = open(store.as_deref())?;
             let (new, old) = import(st.as_mut(), &b)?;
-            println!(
-                "imported {new} new run(s), {old} already present, into {}",
+            out(&format!(
+                "imported {new} new run(s), {old} already present, into {}\n",
                 st.location()
-            );
-            Ok(())
+            ))
         }
         RunsCmd::Delete { id, store } => {
             let mut st = open(store.as_deref())?;
             st.delete(&id)?;
-            println!("deleted run {id} from {}", st.location());
-            Ok(())
+            out(&format!("deleted run {id} from {}\n", st.location()))
         }
     }
+}
+
+/// Prints to stdout; a reader that went away is not an error.
+fn out(text: &str) -> Result<()> {
+    crate::output::stdout(text).map_err(|e| Error::io("stdout", e))
 }

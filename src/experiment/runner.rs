@@ -139,6 +139,9 @@ pub fn run(path: &Path, store: Option<&str>, sets: &[String]) -> Result<String> 
         eprintln!("  note on factor {}: {}", f.0.name, f.1);
     }
     let control = Control::with_signals();
+    // A second Ctrl-C ends the measurement child at once, but the plan itself goes on to put
+    // every setting back before it exits.
+    Control::survive_second_signal();
     // Results come back on each child's stdout (`--json -`), never through temporary files,
     // so a SIGKILLed plan leaves nothing behind.
     let mut files: Vec<Vec<(Run, String)>> = vec![Vec::new(); combos.len()];

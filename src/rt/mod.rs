@@ -206,13 +206,45 @@ impl Control {
 
     fn register(c: &Control) {
         for sig in [libc::SIGINT, libc::SIGTERM] {
-            // Order matters: the shutdown check runs before the flag is set, so only
-            // a second signal exits.
-            let _ =
-                signal_hook::flag::register_conditional_shutdown(sig, 130, c.interrupted.clone());
+            // The flags are set in the handler itself, so a measuring thread sees them even
+            // when no other thread can run on its CPU.
             let _ = signal_hook::flag::register(sig, c.interrupted.clone());
             let _ = signal_hook::flag::register(sig, c.stop.clone());
         }
+        // A second signal ends latlab at once (exit 130), but only one that comes a moment
+        // after the first: `timeout -s INT` and a terminal both send a signal to the process
+        // and its group, so one request can arrive twice within milliseconds, and it must not
+        // throw away the result of the first.
+        if let Ok(mut signals) = signal_hook::iterator::Signals::new([libc::SIGINT, libc::SIGTERM])
+        {
+            let _ = std::thread::Builder::new()
+                .name("latlab-signals".into())
+                .spawn(move || {
+                    // Best effort: above the measuring threads, so a second Ctrl-C is seen
+                    // even when they hold every CPU (refused without privilege; the first
+                    // signal still works through the flags).
+                    let _ = sys::sched::set_policy(Policy::Fifo, 99);
+                    let mut first: Option<std::time::Instant> = None;
+                    for _ in signals.forever() {
+                        match first {
+                            None => first = Some(std::time::Instant::now()),
+                            Some(t) if t.elapsed() >= SECOND_SIGNAL_AFTER => {
+                                if EXIT_ON_SECOND_SIGNAL.load(Ordering::Relaxed) {
+                                    crate::note!("latlab: second interrupt: ending at once");
+                                    std::process::exit(130);
+                                }
+                            }
+                            Some(_) => {}
+                        }
+                    }
+                });
+        }
+    }
+
+    /// Keeps the process alive on a second signal (for `latlab run`, which must put its
+    /// settings back whatever happens; its measurement child still ends at once).
+    pub fn survive_second_signal() {
+        EXIT_ON_SECOND_SIGNAL.store(false, Ordering::Relaxed);
     }
 
     /// True once a signal asked the run to end.
@@ -241,6 +273,13 @@ impl Control {
         }
     }
 }
+
+/// A second SIGINT/SIGTERM sooner than this after the first is the same request delivered
+/// twice (to the process and to its group), not a second Ctrl-C.
+const SECOND_SIGNAL_AFTER: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Whether a second signal ends the process at once.
+static EXIT_ON_SECOND_SIGNAL: AtomicBool = AtomicBool::new(true);
 
 /// Lets workers wake the control thread when they end, so it need not poll often.
 #[derive(Debug, Default)]

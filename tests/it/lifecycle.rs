@@ -637,3 +637,74 @@ fn json_to_a_device_is_written_in_place_and_the_device_survives() {
         assert!(t.is_char_device(), "{dev} is no longer a device");
     }
 }
+
+#[test]
+fn one_interrupt_delivered_twice_at_once_still_saves_the_result() {
+    if let Some(why) = rt_unavailable() {
+        return skip(
+            "one_interrupt_delivered_twice_at_once_still_saves_the_result",
+            &why,
+        );
+    }
+    let _x = crate::util::exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    for (i, args) in [&["noise", "-D", "1h"][..], &["tcp", "-D", "1h"][..]]
+        .iter()
+        .enumerate()
+    {
+        let json = dir.path().join(format!("{i}.json"));
+        let child = latlab()
+            .args(*args)
+            .arg("--json")
+            .arg(&json)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        while !handles_sigint(child.id()) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        // `timeout -s INT` and a terminal signal the process and its group: two at once.
+        signal(&child, libc::SIGINT);
+        signal(&child, libc::SIGINT);
+        let out = ends_within(child, Duration::from_secs(10), &format!("{args:?}"));
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(read_json(&json)["interrupted"], true, "{args:?}");
+    }
+}
+
+#[test]
+fn runs_commands_survive_a_closed_stdout() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let out = latlab()
+        .args(["cyclic", "-t", "1", "-l", "10", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let id = read_json(&json)["id"].as_str().unwrap().to_string();
+    for args in [
+        vec!["runs", "list"],
+        vec!["runs", "show", &id],
+        vec!["runs", "export", "--all"],
+    ] {
+        let mut child = latlab()
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}

@@ -198,6 +198,42 @@ fn sigint_mid_plan_restores_the_knob() {
 }
 
 #[test]
+fn two_interrupts_a_second_apart_still_restore_the_knob() {
+    let Some(k) = knob_test("two_interrupts_a_second_apart_still_restore_the_knob") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let plan = plan_with_knob(dir.path(), 50);
+    let child = latlab()
+        .arg("run")
+        .arg(&plan)
+        .env("LATLAB_JOURNAL", dir.path().join("j.json"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until("the knob to change", || knob_now() != k.orig);
+    // The same request twice at once (as `timeout -s INT` sends it), then a real second one.
+    for pause in [0, 0, 800] {
+        std::thread::sleep(std::time::Duration::from_millis(pause));
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.code().is_some(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        knob_now(),
+        k.orig,
+        "a second interrupt left the knob changed"
+    );
+    assert!(!dir.path().join("j.json").exists());
+}
+
+#[test]
 fn sigkill_mid_plan_then_restore_puts_the_knob_back() {
     let Some(k) = knob_test("sigkill_mid_plan_then_restore_puts_the_knob_back") else {
         return;
