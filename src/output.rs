@@ -63,9 +63,22 @@ pub fn check_writable(path: &Path) -> std::io::Result<()> {
             return Ok(());
         }
     }
+    let dir = parent_of(path);
+    if !dir.is_dir() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!("no directory {}", dir.display()),
+        ));
+    }
     let t = tempfile::Builder::new()
         .prefix(".latlab-")
-        .tempfile_in(parent_of(path))?;
+        .tempfile_in(&dir)
+        .map_err(|e| {
+            std::io::Error::new(
+                e.kind(),
+                format!("cannot create a file in {}: {}", dir.display(), e.kind()),
+            )
+        })?;
     drop(t);
     Ok(())
 }

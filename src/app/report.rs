@@ -6,9 +6,21 @@ use crate::error::{Error, Result};
 use crate::report::{charts, compare, groups, html, load_experiment, load_one, png, PlotKind};
 use std::path::Path;
 
+/// Writes `bytes` to `path` (`-`: stdout): a path that cannot take a file is bad usage (exit 2,
+/// naming the flag); a write that fails on a good path is the machine's (exit 3).
+fn write_bytes(path: &Path, bytes: &[u8], flag: &str) -> Result<()> {
+    if path.as_os_str() == "-" {
+        let text = String::from_utf8_lossy(bytes);
+        return crate::output::stdout(&text).map_err(|e| Error::io("stdout", e));
+    }
+    crate::output::check_writable(path)
+        .map_err(|e| Error::Usage(format!("{flag} {}: {e}", path.display())))?;
+    crate::output::write_atomic(path, bytes)
+        .map_err(|e| Error::io(format!("{flag} {}", path.display()), e))
+}
+
 fn write(path: &Path, text: &str, flag: &str) -> Result<()> {
-    crate::output::write_atomic(path, text.as_bytes())
-        .map_err(|e| Error::Usage(format!("{flag} {}: {e}", path.display())))
+    write_bytes(path, text.as_bytes(), flag)
 }
 
 /// Runs `latlab report`.
@@ -89,8 +101,12 @@ pub fn plot_cmd(a: &PlotArgs) -> Result<()> {
         if let Some(n) = note {
             crate::note!("warning: {n}");
         }
-        crate::output::write_atomic(p, &png)
-            .map_err(|e| Error::Usage(format!("--png {}: {e}", p.display())))?;
+        if p.as_os_str() == "-" {
+            return Err(Error::Usage(
+                "--png -: a PNG is binary; give a file name".into(),
+            ));
+        }
+        write_bytes(p, &png, "--png")?;
     }
     Ok(())
 }

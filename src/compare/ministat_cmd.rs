@@ -252,7 +252,12 @@ pub fn run<A: AsRef<OsStr>>(args: &[A], tty_width: Option<usize>, out: &mut dyn 
     // The process ends right after this: skip freeing large sets (that alone costs milliseconds).
     std::mem::forget(sets);
     match written {
+        // A reader that went away (`| head`) is not a failure.
         Ok(()) => Outcome {
+            stderr: String::new(),
+            code: 0,
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Outcome {
             stderr: String::new(),
             code: 0,
         },

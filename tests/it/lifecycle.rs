@@ -708,3 +708,44 @@ fn runs_commands_survive_a_closed_stdout() {
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn report_and_plot_write_to_stdout_with_a_dash_and_never_a_file_named_dash() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let out = latlab()
+        .args(["cyclic", "-t", "1", "-l", "20", "--no-store", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    for (args, starts) in [
+        (vec!["report", "-o", "-"], "<!DOCTYPE html>"),
+        (vec!["plot", "--svg", "-"], "<svg"),
+    ] {
+        let out = latlab()
+            .args(&args)
+            .arg(&json)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stdout).starts_with(starts),
+            "{args:?}"
+        );
+        assert!(
+            !dir.path().join("-").exists(),
+            "{args:?} wrote a file named '-'"
+        );
+    }
+    // A directory that is not there is bad usage (exit 2); a full device is an I/O failure.
+    for (path, code) in [("/nonexistent-dir/r.html", 2), ("/dev/full", 3)] {
+        let out = latlab()
+            .args(["report", "-o", path])
+            .arg(&json)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(code), "{path}");
+    }
+}
