@@ -3,7 +3,9 @@
 //! a planted symlink, Ctrl-C ends every measurement promptly with its result saved, loads never
 //! hold a run past its end, and nothing latlab starts outlives it.
 
-use crate::util::{has_thread, latlab, none_left, read_json, rt_unavailable, skip, tagged};
+use crate::util::{
+    assert_exit, has_thread, latlab, none_left, read_json, rt_unavailable, skip, tagged, SpawnPiped,
+};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -75,14 +77,7 @@ fn every_measurement_saves_its_result_when_stdout_is_closed() {
     let dir = tempfile::tempdir().unwrap();
     for args in SHORT {
         let json = dir.path().join(format!("{}.json", args[0]));
-        let mut child = latlab()
-            .args(*args)
-            .arg("--json")
-            .arg(&json)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = latlab().args(*args).arg("--json").arg(&json).spawn_piped();
         // The reader goes away at once, as with `| true`.
         drop(child.stdout.take());
         let out = child.wait_with_output().unwrap();
@@ -171,11 +166,7 @@ fn every_measurement_ends_soon_after_sigint_with_its_result_saved() {
         if args[0] != "load" {
             c.arg("--json").arg(&json);
         }
-        let child = c
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let child = c.spawn_piped();
         let t0 = Instant::now();
         while !handles_sigint(child.id()) || thread.is_some_and(|t| !has_thread(child.id(), t)) {
             assert!(
@@ -220,14 +211,7 @@ fn a_signal_as_soon_as_the_handlers_are_in_still_saves_the_result() {
     .enumerate()
     {
         let json = dir.path().join(format!("{i}.json"));
-        let child = latlab()
-            .args(*args)
-            .arg("--json")
-            .arg(&json)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let child = latlab().args(*args).arg("--json").arg(&json).spawn_piped();
         while !handles_sigint(child.id()) {
             std::thread::sleep(Duration::from_micros(200));
         }
@@ -269,10 +253,7 @@ fn noise_at_priority_99_on_the_control_threads_cpu_ends_on_time_and_on_sigint() 
         .args(base)
         .args(["-D", "1s", "--json"])
         .arg(&json)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn_piped();
     let out = ends_within(child, Duration::from_secs(20), "noise -p 99 -D 1s");
     assert_eq!(out.status.code(), Some(0));
     let run = read_json(&json);
@@ -283,10 +264,7 @@ fn noise_at_priority_99_on_the_control_threads_cpu_ends_on_time_and_on_sigint() 
         .args(base)
         .args(["-D", "1h", "--json"])
         .arg(&json)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn_piped();
     let t0 = Instant::now();
     while !has_thread(child.id(), "latlab-cpu0") {
         assert!(t0.elapsed() < Duration::from_secs(30));
@@ -316,21 +294,13 @@ fn a_load_that_outranks_the_measurement_cannot_hold_the_run() {
         ])
         .args(["--load", "cpu:threads=1,policy=fifo,prio=90", "--json"])
         .arg(&json)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn_piped();
     let out = ends_within(
         child,
         Duration::from_secs(30),
         "cyclic under a FIFO-90 load",
     );
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let run = read_json(&json);
     assert!(
         run["warnings"].to_string().contains("can starve"),
@@ -362,10 +332,7 @@ fn children(pid: u32) -> Vec<u32> {
 fn tcp_ends_with_an_error_when_its_receiver_process_dies() {
     let child = latlab()
         .args(["tcp", "-D", "1h", "--tasks", "processes", "--no-store"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn_piped();
     let t0 = Instant::now();
     let receiver = loop {
         if let Some(&p) = children(child.id()).first() {
@@ -529,10 +496,7 @@ fn samples_lost_by_a_stalled_writer_are_counted() {
         .arg(&json)
         .arg("--samples")
         .arg(&fifo)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn_piped();
     // A reader that opens the FIFO, reads nothing for 5 s (the ring, the FIFO's 64 KiB and
     // one block in the writer hold about 2 s at 10 kHz), then drains everything into a file.
     let copy = dir.path().join("copy.bin");
@@ -603,24 +567,13 @@ options = { a = ["-i", "1ms"], b = ["-i", "2ms"] }
 "#,
     )
     .unwrap();
-    let child = latlab()
-        .arg("run")
-        .arg(&plan)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = latlab().arg("run").arg(&plan).spawn_piped();
     let out = ends_within(
         child,
         Duration::from_secs(120),
         "a plan with a chatty child",
     );
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
 }
 
 #[test]
@@ -653,14 +606,7 @@ fn one_interrupt_delivered_twice_at_once_still_saves_the_result() {
         .enumerate()
     {
         let json = dir.path().join(format!("{i}.json"));
-        let child = latlab()
-            .args(*args)
-            .arg("--json")
-            .arg(&json)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let child = latlab().args(*args).arg("--json").arg(&json).spawn_piped();
         while !handles_sigint(child.id()) {
             std::thread::sleep(Duration::from_millis(5));
         }
@@ -695,12 +641,7 @@ fn runs_commands_survive_a_closed_stdout() {
         vec!["runs", "show", &id],
         vec!["runs", "export", "--all"],
     ] {
-        let mut child = latlab()
-            .args(&args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = latlab().args(&args).spawn_piped();
         drop(child.stdout.take());
         let out = child.wait_with_output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);

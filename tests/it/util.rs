@@ -198,3 +198,28 @@ pub fn none_left(tag: &str) {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// Spawning with both output streams captured.
+pub trait SpawnPiped {
+    /// Spawns with stdout and stderr piped (panics if the binary cannot start).
+    fn spawn_piped(&mut self) -> std::process::Child;
+}
+
+impl SpawnPiped for Command {
+    fn spawn_piped(&mut self) -> std::process::Child {
+        self.stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+}
+
+/// Asserts the exit code, showing stderr when it differs.
+pub fn assert_exit(out: &std::process::Output, code: i32) {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
