@@ -1,7 +1,6 @@
 //! latlab: a latency lab for Linux. Measures OS latency with real-time threads, keeps every
 //! result in one model (`result::Run`), and exports it. The binary is a thin shell over this.
 
-pub mod app;
 pub mod cli;
 pub mod compare;
 pub mod config;

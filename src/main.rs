@@ -47,7 +47,7 @@ fn main() {
             std::process::exit(code);
         }
     };
-    match latlab::app::run(cli, argv) {
+    match latlab::cli::commands::run(cli, argv) {
         Ok(()) => {}
         // A reader that went away is not a failure: everything was saved before printing.
         Err(latlab::Error::Io { source, .. })

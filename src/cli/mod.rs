@@ -843,6 +843,7 @@ pub struct PlotArgs {
     pub store: Option<String>,
 }
 
+pub mod commands;
 pub mod docs;
 pub mod lower;
 

@@ -180,7 +180,8 @@ pub const MAX_FACTORS: usize = 64;
 
 /// How a plan checks a measurement's command line as the run would (parse, build its
 /// configuration) and learns its expected length (ns) when it has one. The command-line layer
-/// registers it (`cli::lower::install`), so this module never depends on `cli`.
+/// registers it at start-up, so this module never depends on the command line (its unit tests
+/// register the real one).
 pub type Checker = fn(&str, &[String]) -> std::result::Result<Option<u64>, String>;
 
 static CHECKER: std::sync::OnceLock<Checker> = std::sync::OnceLock::new();
@@ -461,9 +462,9 @@ impl Plan {
         }
         // Every combination's command line must be one the measurement accepts, as the run
         // would check it, before any knob is looked at.
-        let check = *CHECKER.get().ok_or_else(|| {
-            Error::Env("internal: no measurement checker registered (cli::lower::install)".into())
-        })?;
+        let check = *CHECKER
+            .get()
+            .ok_or_else(|| Error::Env("internal: no measurement checker registered".into()))?;
         let mut estimate = Estimate::default();
         for combo in self.combinations() {
             let args = self.args_for(&combo);
