@@ -74,11 +74,6 @@ pub struct MonitorOutcome {
     pub listen: SocketAddr,
 }
 
-/// Ring capacity: two seconds of samples, at least 64 Ki entries.
-fn ring_capacity(interval_ns: u64) -> usize {
-    ((2_000_000_000 / interval_ns.max(1)) as usize).clamp(1 << 16, 1 << 22)
-}
-
 /// The info metric's labels.
 fn info_labels(env: &Environment, cfg: &MonitorConfig) -> Vec<(String, String)> {
     [
@@ -189,7 +184,8 @@ pub fn run(cfg: &MonitorConfig, command_line: Vec<String>) -> Result<MonitorOutc
     let listen = server.addr;
     crate::note!("latlab monitor: serving http://{listen}/metrics");
 
-    let (producers, mut consumers) = crate::samples::rings(n, ring_capacity(cfg.interval_ns));
+    let (producers, mut consumers) =
+        crate::samples::rings(n, crate::measure::cyclic::ring_capacity(cfg.interval_ns));
     let mut producers: Vec<_> = producers.into_iter().map(Some).collect();
     let control = Control::with_signals();
     rt::install_wake_handler();

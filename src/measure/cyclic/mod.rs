@@ -51,7 +51,7 @@ fn prepare(cfg: &mut CyclicConfig, warnings: &mut Vec<String>) -> Result<rt::Pre
 /// Ring capacity: two seconds of samples at the thread's rate, at least 64 Ki entries.
 /// `LATLAB_TEST_RING_CAPACITY` (at least 1024) overrides it, so a test can make the writer
 /// fall behind on purpose and check that every lost sample is counted.
-fn ring_capacity(interval_ns: u64) -> usize {
+pub fn ring_capacity(interval_ns: u64) -> usize {
     if let Some(n) = std::env::var("LATLAB_TEST_RING_CAPACITY")
         .ok()
         .and_then(|v| v.parse::<usize>().ok())
