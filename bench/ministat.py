@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """latlab ministat vs Debian's ministat on two files of 1,000,000 values each.
 
-Interleaved A B A B; checks the outputs are byte-identical every round; prints the median wall
+Interleaved A B A B (and `cat` of the same files, the floor); checks the outputs are byte-identical every round; prints the median wall
 time and peak memory of each and the ratios (ministat / latlab for speed, latlab / ministat for
 memory).
 
@@ -25,8 +25,10 @@ def main():
         with open(path, "w") as f:
             f.writelines("%.6f\n" % rnd.lognormvariate(mu, 0.5) for _ in range(a.n))
         files.append(path)
-    M, L = [], []
+    M, L, C = [], [], []
     for i in range(a.rounds):
+        with open(os.path.join(d, "c.out"), "w") as o:
+            C.append(measure(["cat", *files], stdout=o))
         with open(os.path.join(d, "m.out"), "w") as o:
             M.append(measure(["ministat", *files], stdout=o))
         with open(os.path.join(d, "l.out"), "w") as o:
@@ -39,7 +41,10 @@ def main():
             return 1
     mw, lw = statistics.median(x[0] for x in M), statistics.median(x[0] for x in L)
     mm, lm = statistics.median(x[2] for x in M), statistics.median(x[2] for x in L)
+    cw = statistics.median(x[0] for x in C)
     print(f"median wall: ministat {mw*1000:.0f} ms, latlab {lw*1000:.0f} ms, speed-up {mw/lw:.1f}x")
+    print(f"median wall of cat on the same files (the floor): {cw*1000:.1f} ms; "
+          f"latlab is {lw/cw:.1f}x the floor")
     print(f"median peak RSS: ministat {mm} KiB, latlab {lm} KiB, ratio {lm/mm:.2f}")
     print(f"machine: {machine()}; {a.rounds} rounds, 2 files x {a.n} values")
 

@@ -4,9 +4,9 @@
 use crate::error::{Error, Result};
 use crate::result::Run;
 use crate::stats::dist::Dist;
-use crate::stats::ministat::read_set;
+use crate::stats::ministat::{read_set, read_set_sized};
 use std::ffi::OsStr;
-use std::io::{BufReader, Read};
+use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -160,7 +160,8 @@ fn load_items(label: String, items: &[Item], o: &ReadOpts) -> Result<Source> {
             Item::File(p) => {
                 let name = p.display().to_string();
                 let f = std::fs::File::open(p).map_err(|e| Error::Usage(format!("{name}: {e}")))?;
-                read_set(BufReader::new(f), &name, o.column, &o.delim)
+                let size = f.metadata().ok().filter(|m| m.is_file()).map(|m| m.len());
+                read_set_sized(f, size, &name, o.column, &o.delim)
             }
             Item::Run(_) | Item::Loaded(..) => {
                 return Err(Error::Env("internal: a result was read as values".into()))

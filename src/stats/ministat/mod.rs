@@ -8,7 +8,7 @@ pub mod read;
 
 use super::cfmt::{g, g_width};
 use super::student;
-pub use read::{read_set, DataSet, ReadError};
+pub use read::{read_set, read_set_sized, DataSet, ReadError};
 
 /// Options, as ministat's flags.
 #[derive(Debug, Clone)]

@@ -7,6 +7,13 @@ use super::{avg, median, stddev};
 /// Symbols by set number; index = bitwise OR of the set numbers (1-based) in a cell.
 pub const SYMBOL: [u8; 8] = [b' ', b'x', b'+', b'*', b'%', b'#', b'@', b'O'];
 
+/// One set's column counts in the plot.
+struct Stack {
+    counts: Vec<usize>,
+    bit: u8,
+    wiped_from: usize,
+}
+
 /// The plot, built up set by set exactly as ministat's `SetupPlot/DimPlot/PlotSet`.
 pub struct Plot {
     width: usize,
@@ -16,7 +23,9 @@ pub struct Plot {
     dx: f64,
     x0: f64,
     height: usize,
-    data: Vec<u8>,
+    /// Points per column of each set, with its symbol bit and the first row a later, taller
+    /// set wiped (ministat's realloc-and-clear): rows at or above it no longer show the set.
+    stacks: Vec<Stack>,
     bars: Vec<Option<Vec<u8>>>,
     separate: bool,
 }
@@ -32,7 +41,7 @@ impl Plot {
             dx: 0.0,
             x0: 0.0,
             height: 0,
-            data: Vec::new(),
+            stacks: Vec::new(),
             bars: vec![None; sets.len()],
             separate,
         };
@@ -70,7 +79,7 @@ impl Plot {
                 .map(|h| h.join().expect("column thread"))
                 .collect()
         });
-        for (i, (s, c)) in sets.iter().zip(&cols).enumerate() {
+        for (i, (s, c)) in sets.iter().zip(cols).enumerate() {
             p.add_set(s, c, i + 1);
         }
         p
@@ -92,25 +101,26 @@ impl Plot {
         ((v - self.x0) / self.dx) as i32
     }
 
-    fn add_set(&mut self, ds: &DataSet, counts: &[usize], val: usize) {
+    fn add_set(&mut self, ds: &DataSet, counts: Vec<usize>, val: usize) {
         let w = self.width;
         let bar = if self.separate { val - 1 } else { 0 };
         let barline = self.bars[bar].get_or_insert_with(|| vec![0u8; w]).clone();
         // Tallest stack of points in one column, plus one.
         let m = counts.iter().copied().max().unwrap_or(0).max(1) + 1;
         if m > self.height {
-            // realloc to m rows, then clear from the *current* height up: rows a taller earlier
-            // set left above a shorter one's height are wiped, exactly as in ministat.
-            self.data.resize(w * m, 0);
-            self.data[self.height * w..].fill(0);
+            // ministat reallocs to m rows and clears from the *current* height up: rows a
+            // taller earlier set left above a shorter one's height are wiped.
+            for st in &mut self.stacks {
+                st.wiped_from = st.wiped_from.min(self.height);
+            }
         }
         // ministat sets the height even when it shrinks (later rows are then not printed).
         self.height = m;
-        for (x, &c) in counts.iter().enumerate() {
-            for j in 1..=c {
-                self.data[j * w + x] |= val as u8;
-            }
-        }
+        self.stacks.push(Stack {
+            counts,
+            bit: val as u8,
+            wiped_from: usize::MAX,
+        });
         let mut b = barline;
         let mut put = |x: i32, c: u8, only_empty: bool| {
             if let Some(cell) = usize::try_from(x).ok().and_then(|x| b.get_mut(x)) {
@@ -145,15 +155,32 @@ impl Plot {
         let border = format!("+{}+\n", "-".repeat(w));
         let mut s: Vec<u8> = Vec::with_capacity(1 << 16);
         s.extend_from_slice(border.as_bytes());
-        for i in 1..self.height {
-            s.push(b'|');
-            let row = (self.height - i) * w;
-            s.extend(
-                self.data[row..row + w]
-                    .iter()
-                    .map(|&k| SYMBOL[(k & 7) as usize]),
-            );
-            s.extend_from_slice(b"|\n");
+        // A row only changes where some stack ends or stops being wiped: build it there and
+        // repeat it otherwise (a million points make plots of 100 000+ rows).
+        let mut changes = vec![false; self.height + 1];
+        for st in &self.stacks {
+            for &c in &st.counts {
+                changes[c.min(self.height)] = true;
+            }
+            if let Some(j) = st.wiped_from.checked_sub(1) {
+                changes[j.min(self.height)] = true;
+            }
+        }
+        let mut line = vec![b' '; w + 3];
+        (line[0], line[w + 1], line[w + 2]) = (b'|', b'|', b'\n');
+        for j in (1..self.height).rev() {
+            if j == self.height - 1 || changes[j] {
+                let mut cells = vec![0u8; w];
+                for st in self.stacks.iter().filter(|st| j < st.wiped_from) {
+                    for (cell, &c) in cells.iter_mut().zip(&st.counts) {
+                        *cell |= if c >= j { st.bit } else { 0 };
+                    }
+                }
+                for (o, k) in line[1..=w].iter_mut().zip(cells) {
+                    *o = SYMBOL[(k & 7) as usize];
+                }
+            }
+            s.extend_from_slice(&line);
             if s.len() > 60_000 {
                 out.write_all(&s)?;
                 s.clear();
