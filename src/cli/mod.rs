@@ -553,7 +553,7 @@ pub struct TcpArgs {
         allow_negative_numbers = true
     )]
     pub duration: u64,
-    /// Bytes per send (stream; default 64k).
+    /// Bytes per send (stream; default 128k, as iperf3's TCP default, so the two compare at equal sends).
     #[arg(short = 'm', long, value_name = "SIZE")]
     pub send_size: Option<String>,
     /// Request size (rr; default 1).

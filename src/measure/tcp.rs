@@ -128,7 +128,8 @@ fn serve(l: &TcpListener, cfg: &TcpConfig, give_up: &std::sync::atomic::AtomicBo
     let mut n = 0u64;
     match cfg.mode {
         Mode::Stream => {
-            let mut buf = vec![0u8; 256 << 10];
+            // Reads of the send size, as iperf3's receiver does (-l is both sides' length).
+            let mut buf = vec![0u8; cfg.send_size];
             while let Ok(k) = s.read(&mut buf) {
                 if k == 0 {
                     break;

@@ -57,7 +57,7 @@ impl TcpConfig {
             address,
             port: a.port,
             duration_ns,
-            send_size: size("-m/--send-size", &a.send_size)?.unwrap_or(64 << 10),
+            send_size: size("-m/--send-size", &a.send_size)?.unwrap_or(128 << 10),
             request_size: size("-r/--request-size", &a.request_size)?.unwrap_or(1),
             response_size: size("--response-size", &a.response_size)?.unwrap_or(1),
             send_buffer: size("-s/--send-buffer", &a.send_buffer)?,
