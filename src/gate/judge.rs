@@ -4,7 +4,6 @@
 
 use super::bounds::{rate_lower, rate_upper};
 use super::requirement::Requirement;
-use statrs::distribution::{ContinuousCDF, StudentsT};
 
 /// One run, counted.
 #[derive(Debug, Clone)]
@@ -74,7 +73,12 @@ fn mean_sd(v: &[f64]) -> (f64, f64) {
 
 /// One-sided t quantile at `conf` with `df` degrees of freedom.
 fn t_one_sided(conf: f64, df: f64) -> f64 {
-    StudentsT::new(0.0, 1.0, df).map_or(f64::INFINITY, |t| t.inverse_cdf(conf))
+    let q = crate::stats::student::t_quantile(conf, df);
+    if q.is_nan() {
+        f64::INFINITY
+    } else {
+        q
+    }
 }
 
 /// Judges `req` on `runs` at confidence `conf` (e.g. 0.95).

@@ -183,7 +183,7 @@ fn welch_unscaled(a: &Dist, b: &Dist, confidence: f64) -> Welch {
         };
     };
     let p = (2.0 * t.sf((diff / se2.sqrt()).abs())).min(1.0);
-    let q = t.inverse_cdf(1.0 - (1.0 - confidence) / 2.0);
+    let q = super::student::t_quantile(1.0 - (1.0 - confidence) / 2.0, df);
     let half = q * se2.sqrt();
     Welch {
         diff,

@@ -357,3 +357,106 @@ fn json_sets_use_the_exact_max() {
     assert!((got - max_us).abs() < 1e-9, "max {got} vs exact {max_us}");
     assert!(v["sets"][0]["p99_9"].as_f64().unwrap() <= got);
 }
+
+/// Runs `latlab` with `args` in `dir`, failing (instead of hanging the suite) if it has not
+/// finished after two minutes.
+fn bounded(dir: &Path, args: &[&str]) -> std::process::Output {
+    let mut child = latlab()
+        .args(args)
+        .current_dir(dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t0.elapsed() > std::time::Duration::from_secs(120) {
+            let _ = child.kill();
+            panic!("latlab {} hung", args.join(" "));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// An hour at 10 kHz on two threads is 72 million samples: statistics whose degrees of freedom
+/// follow the sample count must stay exact there (statrs' t quantile drifted past 1e5 and
+/// never returned at 1.4e8, which hung `compare --assume-independent-samples`).
+#[test]
+fn hour_long_runs_compare_and_gate() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = latlab()
+        .args(["cyclic", "-t", "2", "-l", "300", "-i", "100us", "-q"])
+        .args(["--no-store", "--json", "m.json"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut big = crate::util::read_json(&dir.path().join("m.json"));
+    big["duration_s"] = 3600.0.into();
+    for s in big["series"].as_array_mut().unwrap() {
+        let mut n = 0;
+        for b in s["histogram"]["buckets"].as_array_mut().unwrap() {
+            b[1] = (b[1].as_u64().unwrap() * 120_000).into();
+            n += b[1].as_u64().unwrap();
+        }
+        s["count"] = n.into();
+    }
+    let slow = slowed(&big, 1.5);
+    for (name, v) in [("a.json", &big), ("a2.json", &big), ("b.json", &slow)] {
+        std::fs::write(dir.path().join(name), serde_json::to_vec(v).unwrap()).unwrap();
+    }
+    let out = bounded(
+        dir.path(),
+        &[
+            "compare",
+            "a.json",
+            "b.json",
+            "--assume-independent-samples",
+            "--format",
+            "json",
+            "--bootstrap",
+            "200",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let sets = &v["sets"];
+    assert_eq!(sets[0]["n"].as_u64(), Some(72_000_000));
+    let mean = v["comparisons"][0]["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["metric"] == "mean")
+        .expect("a mean row")
+        .clone();
+    // Welch's interval is diff ± t(0.975, df) · se, and at 1.4e8 degrees of freedom t is the
+    // normal 1.95996.
+    let (sa, sb) = (
+        sets[0]["stddev"].as_f64().unwrap(),
+        sets[1]["stddev"].as_f64().unwrap(),
+    );
+    let se = ((sa * sa + sb * sb) / 72e6).sqrt();
+    let half = (mean["ci"][1].as_f64().unwrap() - mean["ci"][0].as_f64().unwrap()) / 2.0;
+    assert!(
+        (half / se - 1.959964).abs() < 1e-3,
+        "{mean}: half-width {half}, se {se}"
+    );
+    assert_eq!(mean["verdict"], "worse", "{mean}");
+    // The gate judges two such runs.
+    let out = bounded(dir.path(), &["gate", "p99.9<10s", "a.json", "a2.json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
