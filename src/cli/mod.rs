@@ -735,8 +735,8 @@ pub enum RunsCmd {
         /// The store.
         #[arg(long)]
         store: Option<String>,
-        /// Read FILE as this tool's output: cyclictest/oslat --json, hackbench's text (one run
-        /// per Time: line), iperf3 -J.
+        /// Read FILE as this tool's output: cyclictest/oslat --json, rtla timerlat/osnoise hist
+        /// text, hackbench's text (one run per Time: line), iperf3 -J.
         #[arg(long, value_enum, value_name = "TOOL")]
         from: Option<crate::import::Tool>,
         /// Tag the imported runs (repeatable), besides tool=NAME.

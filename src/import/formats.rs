@@ -10,6 +10,7 @@ use serde_json::Value;
 pub fn parse(tool: Tool, text: &str, file: &str) -> Result<Vec<Run>> {
     match tool {
         Tool::Cyclictest | Tool::Oslat => rt_tests(tool, text, file).map(|r| vec![r]),
+        Tool::RtlaHist => super::rtla::parse(text, file).map(|r| vec![r]),
         Tool::Hackbench => hackbench(text, file),
         Tool::Iperf3 => iperf3(text, file).map(|r| vec![r]),
     }

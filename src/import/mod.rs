@@ -1,8 +1,10 @@
 //! `latlab runs import --from TOOL FILE`: results of the tools people already run (cyclictest
-//! and oslat `--json`, hackbench's `Time:` lines, iperf3 `-J`) become latlab runs, histograms
-//! kept, tagged `tool=NAME`, so `compare` and `gate` treat them like latlab's own.
+//! and oslat `--json`, rtla's `timerlat hist`/`osnoise hist` tables, hackbench's `Time:` lines,
+//! iperf3 `-J`) become latlab runs, histograms kept, tagged `tool=NAME`, so `compare` and `gate`
+//! treat them like latlab's own.
 
 mod formats;
+mod rtla;
 
 use crate::error::{Error, Result};
 use crate::result::{Environment, Run, Series};
@@ -23,6 +25,9 @@ pub enum Tool {
     Cyclictest,
     /// oslat --json FILE (rt-tests).
     Oslat,
+    /// rtla timerlat hist / rtla osnoise hist text output (one series per column).
+    #[value(name = "rtla-hist")]
+    RtlaHist,
     /// hackbench's text output: one run per `Time:` line.
     Hackbench,
     /// iperf3 -J (client or server side).
@@ -35,6 +40,7 @@ impl Tool {
         match self {
             Tool::Cyclictest => "cyclictest",
             Tool::Oslat => "oslat",
+            Tool::RtlaHist => "rtla-hist",
             Tool::Hackbench => "hackbench",
             Tool::Iperf3 => "iperf3",
         }

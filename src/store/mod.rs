@@ -437,7 +437,7 @@ pub fn import(store: &mut dyn Store, b: &Bundle) -> Result<(usize, usize)> {
 }
 
 /// Every kind a stored run can have: latlab's measurements, then the tools runs are imported from.
-pub const KINDS: [&str; 12] = [
+pub const KINDS: [&str; 13] = [
     "cyclic",
     "noise",
     "monitor",
@@ -448,6 +448,7 @@ pub const KINDS: [&str; 12] = [
     "migrate",
     "cyclictest",
     "oslat",
+    "rtla-hist",
     "hackbench",
     "iperf3",
 ];

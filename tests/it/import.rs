@@ -267,3 +267,55 @@ fn cyclic_writes_cyclictest_json_that_imports_back() {
         .unwrap();
     assert_eq!(bad.status.code(), Some(2));
 }
+
+/// rtla cannot run on this kernel (no timerlat/osnoise tracers): its `hist` tables are imported
+/// from the examples in the kernel's documentation, and `gate`, `compare` and `runs` read them.
+#[test]
+fn rtla_hist_tables_from_the_documentation_become_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("sqlite:{}", dir.path().join("r.db").display());
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rtla");
+    let timerlat = import(&store, "rtla-hist", &fixtures.join("timerlat-hist.txt"));
+    let osnoise = import(&store, "rtla-hist", &fixtures.join("osnoise-hist.txt"));
+    assert_eq!((timerlat.len(), osnoise.len()), (1, 1));
+    // Thread latency on CPU 1 reached 58 us in 600 002 samples: p99.9 < 100 us is met on the
+    // pooled samples (one run: only with the independence assumption named).
+    let out = latlab()
+        .args(["gate", "p99.9<100us", &timerlat[0], "--series", "Thr-001"])
+        .args(["--assume-independent-samples", "--store", &store])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("600002"), "{text}");
+    // IRQ against thread latency of the same run, as two sets.
+    let out = run(latlab().args([
+        "compare",
+        &format!("irq=run:{}", timerlat[0]),
+        &format!("thr=run:{}", timerlat[0]),
+        "--series",
+        "IRQ-000",
+        "--store",
+        &store,
+        "--bootstrap",
+        "200",
+    ]));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("600002"));
+    let out = run(latlab().args(["runs", "list", "--kind", "rtla-hist", "--store", &store]));
+    let listed = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(
+        listed.lines().filter(|l| l.contains(" rtla-hist ")).count(),
+        2,
+        "{listed}"
+    );
+    // Not an rtla table: exit 2 naming the file.
+    let bad = dir.path().join("bad.txt");
+    std::fs::write(&bad, "Index CPU-000\n0 1 2\n").unwrap();
+    let out = latlab()
+        .args(["runs", "import", "--from", "rtla-hist", "--store", &store])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bad.txt: line 2"));
+}
