@@ -508,7 +508,8 @@ pub struct ClocksArgs {
     /// Calls per batch.
     #[arg(long, default_value_t = 100)]
     pub batch: usize,
-    /// Unit for resolution and granularity.
+    /// Unit for resolution and granularity (costs per call are always in ns). Sub-microsecond
+    /// values keep three significant digits in us.
     #[arg(long, value_enum, default_value_t = DisplayUnit::Ns)]
     pub unit: DisplayUnit,
     /// Write the result as JSON to FILE, or `-` for stdout.

@@ -84,7 +84,7 @@ pub fn parse_offset_ns(text: &str, bare: BareUnit) -> Result<u64, String> {
 pub enum DisplayUnit {
     /// Nanoseconds.
     Ns,
-    /// Microseconds (default).
+    /// Microseconds.
     Us,
 }
 

@@ -395,12 +395,17 @@ fn series_of(r: &ProbeResult, cfg: &ClocksConfig, tpn: f64) -> Series {
     s
 }
 
-/// A duration with a decimal below 100 ns, so sub-ns TSC steps do not show as 0.
+/// A duration with enough digits that sub-ns TSC steps (in ns) and sub-µs steps (in µs) do not
+/// show as 0: a decimal below 100 ns, three significant digits below 1 µs.
 fn fine(unit: DisplayUnit, ns: f64) -> String {
-    if unit == DisplayUnit::Ns && ns < 100.0 {
-        format!("{ns:.1}")
-    } else {
-        unit.fmt_ns(ns)
+    match unit {
+        DisplayUnit::Ns if ns < 100.0 => format!("{ns:.1}"),
+        DisplayUnit::Us if ns > 0.0 && ns < 1000.0 => {
+            let us = ns / 1e3;
+            let decimals = (2 - us.log10().floor() as i32).max(1) as usize;
+            format!("{us:.decimals$}")
+        }
+        _ => unit.fmt_ns(ns),
     }
 }
 
@@ -513,5 +518,21 @@ impl crate::driver::Measurement for ClocksConfig {
 
     fn render(&self, o: &ClocksOutcome) -> crate::driver::Text {
         render(o, self).into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sub_unit_steps_keep_their_digits() {
+        assert_eq!(fine(DisplayUnit::Ns, 0.4), "0.4");
+        assert_eq!(fine(DisplayUnit::Ns, 1000.0), "1000");
+        assert_eq!(fine(DisplayUnit::Us, 20.0), "0.0200");
+        assert_eq!(fine(DisplayUnit::Us, 0.4), "0.000400");
+        assert_eq!(fine(DisplayUnit::Us, 640.0), "0.640");
+        assert_eq!(fine(DisplayUnit::Us, 1000.0), "1.0");
+        assert_eq!(fine(DisplayUnit::Us, 4_000_000.0), "4000.0");
     }
 }
