@@ -708,10 +708,17 @@ pub enum RunsCmd {
         #[arg(long)]
         store: Option<String>,
     },
-    /// Print a stored run (its whole JSON result, with its tags).
+    /// Print a stored run: the table its measurement printed (a per-series summary for other
+    /// kinds), or with --json its whole JSON result with its tags.
     Show {
         /// Run id.
         id: String,
+        /// Print the raw run and its tags as JSON instead of the summary.
+        #[arg(long)]
+        json: bool,
+        /// Unit for latencies in the summary.
+        #[arg(long, value_enum, default_value_t = DisplayUnit::Us)]
+        unit: DisplayUnit,
         /// The store.
         #[arg(long)]
         store: Option<String>,

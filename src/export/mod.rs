@@ -2,4 +2,5 @@
 
 pub mod json;
 pub mod rt_tests;
+pub mod summary;
 pub mod table;

@@ -90,7 +90,7 @@ fn real_rt_tests_and_iperf3_output_become_runs() {
         .output()
         .unwrap();
     assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
-    let show = run(latlab().args(["runs", "show", &ids[0], "--store", &store]));
+    let show = run(latlab().args(["runs", "show", "--json", &ids[0], "--store", &store]));
     let v: serde_json::Value = serde_json::from_slice(&show.stdout).unwrap();
     assert_eq!(v["run"]["kind"], "cyclictest");
     assert_eq!(v["tags"]["tool"], "cyclictest");
@@ -143,7 +143,7 @@ fn real_rt_tests_and_iperf3_output_become_runs() {
     let ip = d.join("ip.json");
     std::fs::write(&ip, &out.stdout).unwrap();
     let ids = import(&store, "iperf3", &ip);
-    let show = run(latlab().args(["runs", "show", &ids[0], "--store", &store]));
+    let show = run(latlab().args(["runs", "show", "--json", &ids[0], "--store", &store]));
     let v: serde_json::Value = serde_json::from_slice(&show.stdout).unwrap();
     assert_eq!(v["run"]["series"][0]["unit"], "kbit/s");
     assert!(v["run"]["series"][0]["max_ns"].as_u64().unwrap() > 0);
@@ -249,7 +249,7 @@ fn cyclic_writes_cyclictest_json_that_imports_back() {
         );
     }
     let ids = import(&store, "cyclictest", &f);
-    let show = run(latlab().args(["runs", "show", &ids[0], "--store", &store]));
+    let show = run(latlab().args(["runs", "show", "--json", &ids[0], "--store", &store]));
     let s: serde_json::Value = serde_json::from_slice(&show.stdout).unwrap();
     assert_eq!(s["run"]["series"][1]["count"], 40);
     let bad = latlab()
@@ -301,6 +301,13 @@ fn rtla_hist_tables_from_the_documentation_become_runs() {
         "200",
     ]));
     assert!(String::from_utf8_lossy(&out.stdout).contains("600002"));
+    let shown = run(latlab().args(["runs", "show", &timerlat[0], "--store", &store]));
+    let shown = String::from_utf8_lossy(&shown.stdout).into_owned();
+    let row = shown
+        .lines()
+        .find(|l| l.starts_with("Thr-001 "))
+        .expect(&shown);
+    assert_eq!(row.split_whitespace().nth(3), Some("600002"), "{shown}");
     let out = run(latlab().args(["runs", "list", "--kind", "rtla-hist", "--store", &store]));
     let listed = String::from_utf8_lossy(&out.stdout).into_owned();
     assert_eq!(

@@ -426,7 +426,7 @@ fn snapshots_land_in_the_store_and_a_restart_adds_more() {
         .unwrap()
         .to_string();
     let shown = latlab()
-        .args(["runs", "show", &newest, "--store", &store])
+        .args(["runs", "show", "--json", &newest, "--store", &store])
         .output()
         .unwrap();
     let shown = String::from_utf8_lossy(&shown.stdout);

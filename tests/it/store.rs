@@ -48,11 +48,32 @@ fn stored_runs_are_listed_shown_exported_and_imported_losslessly() {
     let only =
         String::from_utf8_lossy(&runs(&a, &["list", "--tag", "kernel=patched"]).stdout).to_string();
     assert!(only.contains(&id2) && !only.contains(&id1), "{only}");
-    let show = runs(&a, &["show", &id1]);
+    let show = runs(&a, &["show", "--json", &id1]);
     let v: serde_json::Value = serde_json::from_slice(&show.stdout).unwrap();
     assert_eq!(v["run"]["id"], id1.as_str());
     assert_eq!(v["tags"]["kernel"], "base");
     assert_eq!(v["run"]["series"][0]["count"], 20);
+    // Without --json: the table `cyclic` printed, the tags and the command line.
+    let summary = runs(&a, &["show", &id1]);
+    assert!(summary.status.success());
+    let text = String::from_utf8_lossy(&summary.stdout);
+    let table: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("task "))
+        .collect();
+    assert!(table.len() >= 2, "{text}");
+    for col in ["loops", "min", "max", "average", "p99.9", "overruns"] {
+        assert!(
+            table[0].split_whitespace().any(|c| c == col),
+            "{col}: {text}"
+        );
+    }
+    assert_eq!(table[1].split_whitespace().nth(1), Some("20"), "{text}");
+    assert!(text.contains(&format!("run {id1}")), "{text}");
+    assert!(text.contains("tags kernel=base"), "{text}");
+    assert!(text.contains("command: "), "{text}");
+    let ns = runs(&a, &["show", &id1, "--unit", "ns"]);
+    assert!(String::from_utf8_lossy(&ns.stdout).contains("latencies in ns"));
 
     let bundle = dir.path().join("bundle.json");
     let exported = runs(&a, &["export", &id1, &id2]);
@@ -517,11 +538,13 @@ fn postgres_passwords_are_never_printed_or_stored() {
             .and_then(|l| l.split_whitespace().nth(2))
             .unwrap()
             .to_string();
-        let shown = runs(&pg, &["show", &id]);
-        let text = String::from_utf8_lossy(&shown.stdout);
-        assert!(text.contains("***"), "{text}");
-        for secret in secrets {
-            assert!(!text.contains(secret), "stored: {text}");
+        for how in [&["show", "--json", &id][..], &["show", &id][..]] {
+            let shown = runs(&pg, how);
+            let text = String::from_utf8_lossy(&shown.stdout);
+            assert!(text.contains("***"), "{how:?}: {text}");
+            for secret in secrets {
+                assert!(!text.contains(secret), "stored: {text}");
+            }
         }
     }
 }

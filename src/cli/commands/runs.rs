@@ -48,9 +48,24 @@ pub fn run(c: RunsCmd) -> Result<()> {
                 &rows,
             ))
         }
-        RunsCmd::Show { id, store } => {
+        RunsCmd::Show {
+            id,
+            json,
+            unit,
+            store,
+        } => {
             let e = open(store.as_deref())?.get(&id)?;
-            out(&(serde_json::to_string_pretty(&e).map_err(|e| Error::Env(e.to_string()))? + "\n"))
+            let raw = || serde_json::to_string_pretty(&e).map_err(|e| Error::Env(e.to_string()));
+            if json {
+                return out(&(raw()? + "\n"));
+            }
+            match serde_json::from_value::<crate::result::Run>(e.run.clone()) {
+                Ok(run) => out(&crate::export::summary::render(&run, &e.tags, unit)),
+                Err(why) => Err(Error::Usage(format!(
+                    "run {id}: its stored result does not read as a latlab run ({why}); \
+                     `latlab runs show --json {id}` prints it as stored"
+                ))),
+            }
         }
         RunsCmd::Export { ids, all, store } => {
             let st = open(store.as_deref())?;

@@ -1,0 +1,142 @@
+//! `latlab runs show`: a stored run as people read it, instead of its raw JSON. A `cyclic` run
+//! gets the table `cyclic` printed; every other kind (the other measurements, monitor
+//! snapshots, imported runs) gets one table of its series' figures.
+
+use crate::config::DisplayUnit;
+use crate::export::table;
+use crate::result::{Run, Series};
+use std::collections::BTreeMap;
+
+/// The summary of `run` (stored with `tags`), latencies in `unit`.
+pub fn render(run: &Run, tags: &BTreeMap<String, String>, unit: DisplayUnit) -> String {
+    let mut s = String::new();
+    if run.kind == "cyclic" {
+        let outcome = crate::measure::cyclic::CyclicOutcome {
+            run: run.clone(),
+            linear: Vec::new(),
+        };
+        s.push_str(&crate::measure::cyclic::report::render(&outcome, unit));
+    } else {
+        s.push_str(&generic(run, unit));
+    }
+    if let Some(t) = &run.trace {
+        s.push_str(&crate::trace::spikes::why(t, unit));
+    }
+    s.push_str(&format!(
+        "started {}  host {}",
+        run.started, run.environment.hostname
+    ));
+    if !tags.is_empty() {
+        let t: Vec<String> = tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        s.push_str(&format!("  tags {}", t.join(",")));
+    }
+    s.push('\n');
+    if !run.command_line.is_empty() {
+        s.push_str(&format!("command: {}\n", run.command_line.join(" ")));
+    }
+    s
+}
+
+/// Header, one row per series, warnings: for every kind without a table of its own here.
+fn generic(run: &Run, unit: DisplayUnit) -> String {
+    let e = &run.environment;
+    let mut s = format!(
+        "latlab {}  {} series  {:.2} s  run {}{}\n",
+        run.kind,
+        run.series.len(),
+        run.duration_s,
+        run.id,
+        if run.interrupted {
+            "  (interrupted)"
+        } else {
+            ""
+        }
+    );
+    s.push_str(&format!(
+        "kernel {} ({})  clocksource {}  {} CPUs\n",
+        e.kernel_release, e.preemption, e.clocksource, e.cpus_online
+    ));
+    let overruns = run.series.iter().any(|x| x.overruns > 0);
+    let lost = run.series.iter().any(|x| x.lost_samples > 0);
+    let mut header = vec![
+        "series", "unit", "cpu", "count", "min", "p50", "p90", "p99", "p99.9", "max", "mean",
+        "sigma",
+    ];
+    if overruns {
+        header.push("overruns");
+    }
+    if lost {
+        header.push("lost");
+    }
+    let rows: Vec<Vec<String>> = run
+        .series
+        .iter()
+        .map(|x| {
+            let (shown, f) = formatter(x, unit);
+            let p = &x.summary.percentiles;
+            let mut row = vec![
+                x.name.clone(),
+                shown,
+                x.cpu.map_or("-".into(), |c| c.to_string()),
+                x.summary.count.to_string(),
+                f(x.summary.min_ns as f64),
+                f(p.p50 as f64),
+                f(p.p90 as f64),
+                f(p.p99 as f64),
+                f(p.p99_9 as f64),
+                f(x.summary.max_ns as f64),
+                f(x.summary.mean_ns),
+                f(x.summary.stddev_ns),
+            ];
+            if overruns {
+                row.push(x.overruns.to_string());
+            }
+            if lost {
+                row.push(x.lost_samples.to_string());
+            }
+            row
+        })
+        .collect();
+    s.push_str(&table::render(&header, &rows));
+    for w in &run.warnings {
+        s.push_str(&format!("warning: {w}\n"));
+    }
+    if let Some(c) = &run.check_failure {
+        s.push_str(&format!("FAILED {c}\n"));
+    }
+    s
+}
+
+type Fmt = Box<dyn Fn(f64) -> String>;
+
+/// The unit a series is shown in, and how its values are written: times in `unit`, anything
+/// else (throughput, rates) as recorded, to four significant digits.
+fn formatter(x: &Series, unit: DisplayUnit) -> (String, Fmt) {
+    if x.unit == "ns" {
+        (unit.to_string(), Box::new(move |v| unit.fmt_ns(v)))
+    } else {
+        (x.unit.clone(), Box::new(significant))
+    }
+}
+
+/// `v` with four significant digits, without an exponent below 1e15.
+fn significant(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return format!("{v}");
+    }
+    let decimals = (3 - v.abs().log10().floor() as i32).max(0) as usize;
+    format!("{v:.decimals$}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn other_units_keep_four_significant_digits() {
+        assert_eq!(significant(17854.3), "17854");
+        assert_eq!(significant(2.5), "2.500");
+        assert_eq!(significant(0.012345), "0.01235");
+        assert_eq!(significant(0.0), "0");
+    }
+}
