@@ -377,18 +377,18 @@ fn series_of(r: &ProbeResult, cfg: &ClocksConfig, tpn: f64) -> Series {
     let mut s = Series::from_recorder(name, &rec);
     let mut v = r.cost_ns.clone();
     v.sort_unstable_by(f64::total_cmp);
-    let q = |q: f64| {
+    // None (null) for a probe the run was interrupted before: no cost was measured.
+    let q = |q: f64, scale: f64| {
         v.get((((q * v.len() as f64).ceil() as usize).max(1) - 1).min(v.len().saturating_sub(1)))
-            .copied()
-            .unwrap_or(0.0)
+            .map(|x| x * scale)
     };
     s.extra = Some(serde_json::json!({
         "clocksource": r.clocksource,
         "path": r.path,
         "resolution_ns": r.resolution_ns,
         "granularity_ns": r.granularity_ns,
-        "cost_ns": {"min": q(0.0), "median": q(0.5), "p99": q(0.99)},
-        "cost_cycles": {"min": q(0.0) * tpn, "median": q(0.5) * tpn, "p99": q(0.99) * tpn},
+        "cost_ns": {"min": q(0.0, 1.0), "median": q(0.5, 1.0), "p99": q(0.99, 1.0)},
+        "cost_cycles": {"min": q(0.0, tpn), "median": q(0.5, tpn), "p99": q(0.99, tpn)},
         "syscall_ns": r.syscall_ns,
         "calls_per_batch": cfg.batch,
     }));
@@ -445,17 +445,20 @@ pub fn render(o: &ClocksOutcome, cfg: &ClocksConfig) -> String {
                 continue;
             }
             let mut v = r.cost_ns.clone();
-            let med = median(&mut v);
-            let p99 = v
-                .get(((0.99 * v.len() as f64).ceil() as usize).clamp(1, v.len().max(1)) - 1)
-                .copied()
-                .unwrap_or(0.0);
+            // A probe the run was interrupted before has no cost: "-", never a made-up 0.0.
+            let (min, med, p99, cycles) = if v.is_empty() {
+                ("-".into(), "-".into(), "-".into(), "-".into())
+            } else {
+                let med = median(&mut v);
+                let p99 = v[((0.99 * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1];
+                (f2(v[0]), f2(med), f2(p99), format!("{:.0}", med * tpn))
+            };
             rows.push(vec![
                 r.name.clone(),
-                f2(v.first().copied().unwrap_or(0.0)),
-                f2(med),
-                f2(p99),
-                format!("{:.0}", med * tpn),
+                min,
+                med,
+                p99,
+                cycles,
                 r.resolution_ns
                     .map_or("-".into(), |x| fine(cfg.unit, x as f64)),
                 r.granularity_ns.map_or("-".into(), |x| fine(cfg.unit, x)),
@@ -534,5 +537,47 @@ mod tests {
         assert_eq!(fine(DisplayUnit::Us, 640.0), "0.640");
         assert_eq!(fine(DisplayUnit::Us, 1000.0), "1.0");
         assert_eq!(fine(DisplayUnit::Us, 4_000_000.0), "4000.0");
+    }
+
+    #[test]
+    fn a_probe_interrupted_before_its_first_batch_shows_no_cost() {
+        let cfg = ClocksConfig {
+            probes: vec!["monotonic".into()],
+            clocksources: Vec::new(),
+            check_monotonic_ns: 0,
+            batches: 10,
+            batch: 100,
+            unit: DisplayUnit::Ns,
+        };
+        let probe = ProbeResult {
+            name: "monotonic".into(),
+            clocksource: "tsc".into(),
+            unavailable: None,
+            cost_ns: Vec::new(),
+            syscall_ns: None,
+            path: "vdso",
+            resolution_ns: Some(1),
+            granularity_ns: None,
+        };
+        let env = crate::result::Environment::capture();
+        let run = Run::new(
+            "clocks",
+            SystemTime::now(),
+            Vec::new(),
+            serde_json::json!({}),
+            env,
+        );
+        let series = series_of(&probe, &cfg, 2.5);
+        let o = ClocksOutcome {
+            run,
+            results: vec![probe],
+            checks: Vec::new(),
+        };
+        let text = render(&o, &cfg);
+        let row = text.lines().find(|l| l.starts_with("monotonic")).unwrap();
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(cells[1..5], ["-", "-", "-", "-"], "{text}");
+        let extra = series.extra.unwrap();
+        assert!(extra["cost_ns"]["median"].is_null() && extra["cost_cycles"]["p99"].is_null());
     }
 }
