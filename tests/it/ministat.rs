@@ -59,6 +59,10 @@ fn gen_set(r: &mut Rng, dir: &Path, name: &str, csv: bool) -> PathBuf {
             let post = ["", "", "", "", " 17", "\t# c", "\r", " \t"][r.below(8) as usize];
             let _ = writeln!(text, "{pre}{v}{post}");
         }
+        if r.below(9) == 0 {
+            // Lines of blanks only (a CRLF file's empty line): nothing once the end is stripped.
+            text.push_str([" \r\n", "\r\n", "\t\x0c\n"][r.below(3) as usize]);
+        }
     }
     let p = dir.join(name);
     std::fs::write(&p, text).unwrap();

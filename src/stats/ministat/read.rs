@@ -58,8 +58,9 @@ impl ReadError {
     }
 }
 
-/// Parses a token as C's `strtod` would, requiring nothing but white space after the number
-/// (Debian's ministat accepts trailing `\r`, `\t` ...).
+/// Parses a token as C's `strtod` would (leading white space skipped), requiring the whole
+/// token to be the number: ministat's `*p != '\0'` check. Trailing white space of a line is
+/// stripped before it is split (see `State::line`), so `5\r` at a line's end still reads.
 pub fn strtod_whole(tok: &[u8]) -> Option<f64> {
     if let Some(v) = fast_decimal(tok) {
         return Some(v);
@@ -79,7 +80,7 @@ pub fn strtod_whole(tok: &[u8]) -> Option<f64> {
     }
     const WS: [char; 6] = [' ', '\t', '\n', '\x0b', '\x0c', '\r'];
     let s = std::str::from_utf8(tok).ok()?;
-    let s = s.trim_start_matches(WS).trim_end_matches(WS);
+    let s = s.trim_start_matches(WS);
     let (neg, body) = match s.as_bytes().first() {
         Some(b'-') => (true, &s[1..]),
         Some(b'+') => (false, &s[1..]),
@@ -411,11 +412,18 @@ impl State<'_> {
         if raw.len() > LINE_MAX - 1 {
             return Err(self.too_long());
         }
-        // C strings end at the first NUL byte.
+        // C strings end at the first NUL byte; then ministat strips the line's trailing
+        // `isspace` characters (the newline, a CR, blanks that are not delimiters) before
+        // splitting it.
         let text = match self.nul_possible.then(|| memchr::memchr(0, raw)).flatten() {
             Some(i) => &raw[..i],
             None => raw,
         };
+        let kept = text
+            .iter()
+            .rposition(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\x0b' | b'\x0c' | b'\r'))
+            .map_or(0, |p| p + 1);
+        let text = &text[..kept];
         let (mut i, mut field) = (0usize, 0usize);
         let tok = loop {
             while i < text.len() && self.is_delim[text[i] as usize] {
@@ -643,7 +651,8 @@ mod tests {
         assert_eq!(strtod_whole(b".5"), Some(0.5));
         assert_eq!(strtod_whole(b"0x1.8p1"), Some(3.0));
         assert!(strtod_whole(b"inf").unwrap().is_infinite());
-        assert_eq!(strtod_whole(b"5\r"), Some(5.0));
+        assert_eq!(strtod_whole(b"5\r"), None);
+        assert_eq!(strtod_whole(b"95 "), None);
         assert_eq!(strtod_whole(b"5 x"), None);
         assert_eq!(strtod_whole(b"1e"), None);
         assert_eq!(strtod_whole(b"abc"), None);
@@ -657,6 +666,22 @@ mod tests {
         let d = read("5 # x\n# only\n1\n2\n", 1, " \t").unwrap();
         assert_eq!((d.min, d.median, d.max), (1.0, 2.0, 5.0));
         assert!(read("1 # 9\n2 # 9\n3 # 9\n", 2, " ").is_err());
+    }
+
+    #[test]
+    fn trailing_blanks_of_the_line_are_stripped_not_those_of_a_token() {
+        // A CRLF file ending in a blank CRLF line reads (ministat strips the line's end).
+        let d = read("1\r\n2\r\n3\r\n\r\n \x0c\n", 1, " \t").unwrap();
+        assert_eq!(d.points.len(), 3);
+        assert_eq!(read("7 \r\n8\r\n9\n", 1, " ").unwrap().points.len(), 3);
+        // A blank inside the line that is not a delimiter ends nothing: invalid, as in ministat.
+        assert_eq!(
+            read("1\n2\n4 ,5\n", 1, ",").unwrap_err(),
+            ReadError::Invalid("ministat: Invalid data on line 3 in f".into())
+        );
+        assert!(read("1\n2\n5\r 6\n", 1, " \t").is_err());
+        // Leading blanks of a token are skipped by strtod.
+        assert_eq!(read(" 1, 2\n3, 4\n5, 6\n", 2, ",").unwrap().min, 2.0);
     }
 
     #[test]
