@@ -215,24 +215,42 @@ pub fn run<A: AsRef<OsStr>>(args: &[A], tty_width: Option<usize>, out: &mut dyn 
             }
         }
     };
-    // Files are read in parallel (two at a time on two cores); errors are still reported for
-    // the first failing file in command-line order, as ministat does.
-    let results: Vec<Result<_, ReadError>> = std::thread::scope(|sc| {
-        let handles: Vec<_> = names
-            .iter()
-            .map(|n| sc.spawn(move || read_one(n)))
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join().unwrap_or_else(|_| {
-                    Err(ReadError::Refused(
-                        "latlab: a reader thread panicked".into(),
-                    ))
+    // Regular files are read in parallel (two at a time on two cores); errors are still
+    // reported for the first failing file in command-line order, as ministat does. Anything
+    // else (stdin, a FIFO, a missing file) is read in order, each only after the ones before
+    // it succeeded, so an early error ends the run before a later pipe is waited for.
+    let all_regular = names
+        .iter()
+        .all(|n| n != "-" && std::fs::metadata(n).is_ok_and(|m| m.is_file()));
+    let results: Vec<Result<_, ReadError>> = if !all_regular {
+        let mut sets = Vec::new();
+        for n in &names {
+            let r = read_one(n);
+            let failed = r.is_err();
+            sets.push(r);
+            if failed {
+                break;
+            }
+        }
+        sets
+    } else {
+        std::thread::scope(|sc| {
+            let handles: Vec<_> = names
+                .iter()
+                .map(|n| sc.spawn(move || read_one(n)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(ReadError::Refused(
+                            "latlab: a reader thread panicked".into(),
+                        ))
+                    })
                 })
-            })
-            .collect()
-    });
+                .collect()
+        })
+    };
     let mut sets = Vec::with_capacity(names.len());
     for r in results {
         match r {

@@ -305,3 +305,37 @@ fn seed_001_figures() {
         assert_eq!(text, String::from_utf8_lossy(&real.stdout));
     }
 }
+
+/// Files are read in order where order matters: an error in an early file ends the run at once
+/// (as in ministat) instead of waiting for a later FIFO or stdin that never delivers.
+#[test]
+fn an_early_error_does_not_wait_for_a_later_pipe() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    std::fs::write(dir.path().join("inv.txt"), "1\nx\n3\n").unwrap();
+    for (first, code, want) in [
+        ("missing.txt", 1, "ministat: Cannot open missing.txt"),
+        ("inv.txt", 2, "ministat: Invalid data on line 2 in inv.txt"),
+    ] {
+        let mut child = latlab()
+            .args(["ministat", first, "fifo", "-"])
+            .current_dir(dir.path())
+            .stdin(std::process::Stdio::piped()) // kept open: stdin never ends
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let t0 = std::time::Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if t0.elapsed() > std::time::Duration::from_secs(60) {
+                let _ = child.kill();
+                panic!("ministat {first} fifo - waited for the pipe");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(code));
+        assert!(String::from_utf8_lossy(&out.stderr).contains(want));
+    }
+}
