@@ -225,7 +225,10 @@ impl Control {
                     // signal still works through the flags).
                     let _ = sys::sched::set_policy(Policy::Fifo, 99);
                     let mut first: Option<std::time::Instant> = None;
-                    for _ in signals.forever() {
+                    for sig in signals.forever() {
+                        if EXIT_ON_FIRST_SIGNAL.load(Ordering::SeqCst) {
+                            std::process::exit(128 + sig);
+                        }
                         match first {
                             None => first = Some(std::time::Instant::now()),
                             Some(t) if t.elapsed() >= SECOND_SIGNAL_AFTER => {
@@ -238,6 +241,17 @@ impl Control {
                         }
                     }
                 });
+        }
+    }
+
+    /// Makes the first SIGINT/SIGTERM end the process (exit 128 + the signal), for commands
+    /// that measure nothing, change nothing and have nothing to save (compare, ministat, gate,
+    /// runs, report ...): Ctrl-C must stop them at once, even while they wait on a pipe.
+    pub fn exit_on_first_signal() {
+        EXIT_ON_FIRST_SIGNAL.store(true, Ordering::SeqCst);
+        // A signal that came before this call was only recorded: honour it now.
+        if Control::with_signals().was_interrupted() {
+            std::process::exit(130);
         }
     }
 
@@ -280,6 +294,9 @@ const SECOND_SIGNAL_AFTER: std::time::Duration = std::time::Duration::from_milli
 
 /// Whether a second signal ends the process at once.
 static EXIT_ON_SECOND_SIGNAL: AtomicBool = AtomicBool::new(true);
+
+/// Whether the first signal ends the process (set by `Control::exit_on_first_signal`).
+static EXIT_ON_FIRST_SIGNAL: AtomicBool = AtomicBool::new(false);
 
 /// Lets workers wake the control thread when they end, so it need not poll often.
 #[derive(Debug, Default)]

@@ -690,3 +690,39 @@ fn report_and_plot_write_to_stdout_with_a_dash_and_never_a_file_named_dash() {
         assert_eq!(out.status.code(), Some(code), "{path}");
     }
 }
+
+/// Commands that measure nothing (ministat, compare, gate, runs, report ...) end on the first
+/// SIGINT or SIGTERM, even while they wait on a pipe that never delivers.
+#[test]
+fn commands_that_measure_nothing_end_on_the_first_signal() {
+    for (args, sig, code) in [
+        (&["ministat", "-"][..], libc::SIGINT, 130),
+        (&["compare", "a=-", "b=-"][..], libc::SIGTERM, 143),
+    ] {
+        let mut child = latlab()
+            .args(args)
+            .stdin(Stdio::piped()) // kept open: the input never ends
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let t0 = Instant::now();
+        while !has_thread(pid, "latlab-signals") {
+            assert!(
+                t0.elapsed() < Duration::from_secs(60),
+                "{args:?} never started"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        unsafe { libc::kill(pid as i32, sig) };
+        while child.try_wait().unwrap().is_none() {
+            if t0.elapsed() > Duration::from_secs(60) {
+                let _ = child.kill();
+                panic!("latlab {args:?} ignored the first signal");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(child.wait().unwrap().code(), Some(code), "{args:?}");
+    }
+}

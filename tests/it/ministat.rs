@@ -312,7 +312,11 @@ fn seed_001_figures() {
 fn an_early_error_does_not_wait_for_a_later_pipe() {
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("fifo");
-    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
     std::fs::write(dir.path().join("inv.txt"), "1\nx\n3\n").unwrap();
     for (first, code, want) in [
         ("missing.txt", 1, "ministat: Cannot open missing.txt"),

@@ -47,6 +47,20 @@ pub fn run(cli: Cli, argv: Vec<String>) -> Result<()> {
             crate::note!("{n}");
         }
     }
+    if matches!(
+        cli.command,
+        Command::Samples(_)
+            | Command::Gate(_)
+            | Command::Completions { .. }
+            | Command::Man { .. }
+            | Command::Runs(_)
+            | Command::Compare(_)
+            | Command::Ministat(_)
+            | Command::Report(_)
+            | Command::Plot(_)
+    ) {
+        crate::rt::Control::exit_on_first_signal();
+    }
     match cli.command {
         Command::Cyclic(a) => {
             let rt_tests = a.json_format == crate::cli::JsonFormat::RtTests;
