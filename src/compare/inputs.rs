@@ -131,6 +131,7 @@ fn load_items(label: String, items: &[Item], o: &ReadOpts) -> Result<Source> {
     let mut dists: Vec<Dist> = Vec::new();
     let mut json = 0usize;
     let mut total = 0u64;
+    let mut seen: std::collections::BTreeMap<String, String> = Default::default();
     for item in items {
         let json_run = match item {
             Item::Run(id) => {
@@ -144,6 +145,13 @@ fn load_items(label: String, items: &[Item], o: &ReadOpts) -> Result<Source> {
             _ => None,
         };
         if let Some((run, name)) = json_run {
+            // Each run is one replicate: the same run twice in a set would count twice.
+            if let Some(first) = seen.insert(run.id.clone(), name.clone()) {
+                return Err(Error::Usage(format!(
+                    "set '{label}': {name} and {first} are the same run ({}); a run counts once",
+                    run.id
+                )));
+            }
             json += 1;
             let (d, series) = run_dist(&run, &name, o)?;
             total = total.checked_add(d.n()).ok_or_else(|| {

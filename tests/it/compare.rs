@@ -407,7 +407,9 @@ fn hour_long_runs_compare_and_gate() {
         s["count"] = n.into();
     }
     let slow = slowed(&big, 1.5);
-    for (name, v) in [("a.json", &big), ("a2.json", &big), ("b.json", &slow)] {
+    let mut again = big.clone();
+    again["id"] = "another-hour".into();
+    for (name, v) in [("a.json", &big), ("a2.json", &again), ("b.json", &slow)] {
         std::fs::write(dir.path().join(name), serde_json::to_vec(v).unwrap()).unwrap();
     }
     let out = bounded(

@@ -33,6 +33,7 @@ fn template(dir: &Path) -> serde_json::Value {
 /// Writes a run of `n` samples at 10 µs and `slow` at 500 µs, measured over `secs`.
 fn synthetic(dir: &Path, t: &serde_json::Value, name: &str, n: u64, slow: u64, secs: f64) {
     let mut r = t.clone();
+    r["id"] = format!("synthetic-{name}").into();
     r["duration_s"] = secs.into();
     let s = &mut r["series"][0];
     let mut buckets = vec![serde_json::json!([10_000u64, n - slow])];
@@ -178,5 +179,45 @@ fn planner_and_bad_requirements() {
         let (code, _, err) = gate(dir.path(), args);
         assert_eq!(code, Some(2), "{args:?}: {err}");
         assert!(err.contains(want), "{args:?}: {err}");
+    }
+}
+
+/// The run is the unit: the same run named twice (as a file, its copy or its id) is refused,
+/// not counted as two replicates (which would turn "undecided" into "met").
+#[test]
+fn the_same_run_twice_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = latlab()
+        .args([
+            "cyclic",
+            "-l",
+            "50",
+            "-i",
+            "200us",
+            "-q",
+            "--no-store",
+            "--json",
+            "r.json",
+        ])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    std::fs::copy(dir.path().join("r.json"), dir.path().join("copy.json")).unwrap();
+    for args in [
+        &["gate", "p99.9<1s", "r.json", "r.json"][..],
+        &["gate", "p99.9<1s", "r.json", "copy.json"][..],
+        &["compare", "a=r.json,copy.json", "b=r.json"][..],
+    ] {
+        let out = latlab()
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("are the same run"),
+            "{args:?}"
+        );
     }
 }

@@ -38,8 +38,17 @@ pub fn run(a: &GateArgs) -> Result<()> {
     let mut counts = Vec::new();
     let mut dists = Vec::new();
     let mut max_ns = 0u64;
+    // The run is the unit of replication: the same run given twice is not two replicates.
+    let mut seen: std::collections::BTreeMap<String, String> = Default::default();
     for input in &a.inputs {
         let (run, name) = load(input, a.store.as_deref())?;
+        if let Some(first) = seen.insert(run.id.clone(), name.clone()) {
+            return Err(Error::Usage(format!(
+                "{name} and {first} are the same run ({}): a run counts once; repeat the \
+                 measurement for more runs",
+                run.id
+            )));
+        }
         let (c, d, m) = count(&run, &name, &req, a.series.as_deref())?;
         counts.push(c);
         dists.push(d);
