@@ -4,12 +4,15 @@
 use super::{bad, run_of, Built, Tool};
 use crate::error::Result;
 use crate::result::Run;
+use crate::stats::histogram::HIGHEST_NS;
 
 /// One column of the table while it is read.
 struct Column {
     name: String,
     pairs: Vec<(u64, u64)>,
     over: u64,
+    /// Samples in the histogram plus `over`, summed with overflow checked.
+    total: u64,
     count: Option<u64>,
     min: Option<f64>,
     avg: Option<f64>,
@@ -38,7 +41,9 @@ pub fn parse(text: &str, file: &str) -> Result<Run> {
                 } else if let Some(r) = h.strip_prefix("RTLA ") {
                     tracer = r.split_whitespace().next().map(String::from);
                 } else if let Some(d) = h.strip_prefix("Duration:") {
-                    duration = parse_duration(d);
+                    duration = Some(parse_duration(d).ok_or_else(|| {
+                        at(i, format!("Duration '{}' is not D HH:MM:SS", d.trim()))
+                    })?);
                 }
             } else if first == "Index" {
                 cols = tok
@@ -46,6 +51,7 @@ pub fn parse(text: &str, file: &str) -> Result<Run> {
                         name: n.to_string(),
                         pairs: Vec::new(),
                         over: 0,
+                        total: 0,
                         count: None,
                         min: None,
                         avg: None,
@@ -95,7 +101,10 @@ pub fn parse(text: &str, file: &str) -> Result<Run> {
                 return Ok(None); // rtla's mark for a column without samples
             }
             match v.parse::<f64>() {
-                Ok(x) if x.is_finite() && x >= 0.0 => Ok(Some(x * scale)),
+                Ok(x) if x.is_finite() && x >= 0.0 && x * scale <= HIGHEST_NS as f64 => {
+                    Ok(Some(x * scale))
+                }
+                Ok(x) if x.is_finite() && x >= 0.0 => Err(at(i, beyond(first, v))),
                 _ => Err(at(i, format!("'{v}' in row '{first}' is not a time"))),
             }
         };
@@ -104,7 +113,12 @@ pub fn parse(text: &str, file: &str) -> Result<Run> {
                 seen_summary = true;
                 for (c, v) in cols.iter_mut().zip(&values) {
                     match first {
-                        "over:" => c.over = count(v)?,
+                        "over:" => {
+                            c.over = count(v)?;
+                            c.total = c.total.checked_add(c.over).ok_or_else(|| {
+                                at(i, format!("{}: sample counts overflow", c.name))
+                            })?;
+                        }
                         "count:" => c.count = Some(count(v)?),
                         "min:" => c.min = amount(v)?,
                         "avg:" => c.avg = amount(v)?,
@@ -117,10 +131,17 @@ pub fn parse(text: &str, file: &str) -> Result<Run> {
                 let idx: u64 = idx
                     .parse()
                     .map_err(|_| at(i, format!("'{idx}' is not a histogram index")))?;
+                if idx as f64 * scale > HIGHEST_NS as f64 {
+                    return Err(at(i, beyond("Index", &idx.to_string())));
+                }
                 let ns = (idx as f64 * scale) as u64;
                 for (c, v) in cols.iter_mut().zip(&values) {
                     let n = count(v)?;
                     if n > 0 {
+                        c.total = c
+                            .total
+                            .checked_add(n)
+                            .ok_or_else(|| at(i, format!("{}: sample counts overflow", c.name)))?;
                         c.pairs.push((ns, n));
                     }
                 }
@@ -139,8 +160,7 @@ pub fn parse(text: &str, file: &str) -> Result<Run> {
     run.parameters["tracer"] = tracer.clone().unwrap_or_else(|| "unknown".into()).into();
     run.parameters["time_unit"] = if scale == 1.0 { "ns" } else { "us" }.into();
     for c in cols {
-        let in_hist: u64 = c.pairs.iter().map(|p| p.1).sum();
-        let total = c.count.unwrap_or(in_hist + c.over);
+        let total = c.count.unwrap_or(c.total);
         if total == 0 {
             run.warnings
                 .push(format!("{}: no samples; left out", c.name));
@@ -148,7 +168,27 @@ pub fn parse(text: &str, file: &str) -> Result<Run> {
         }
         let mut pairs = c.pairs;
         let top = pairs.iter().map(|p| p.0).max().unwrap_or(0);
+        let bottom = pairs.iter().map(|p| p.0).min().unwrap_or(0);
         let max = c.max.map(|m| m as u64);
+        // rtla's min/max are exact and the rows' indexes are bucket floors: a summary that
+        // contradicts the histogram is not rtla output.
+        let contradiction = match (c.min, c.max) {
+            (Some(lo), Some(hi)) if lo > hi => Some(format!("min {lo} ns is above max {hi} ns")),
+            (_, Some(hi)) if (top as f64) > hi => Some(format!(
+                "max {hi} ns is below the bucket at {top} ns that holds samples"
+            )),
+            (Some(lo), _)
+                if !pairs.is_empty() && lo >= bottom as f64 + bucket_ns(&pairs, scale) =>
+            {
+                Some(format!(
+                    "min {lo} ns is above the lowest bucket holding samples ({bottom} ns)"
+                ))
+            }
+            _ => None,
+        };
+        if let Some(why) = contradiction {
+            return Err(bad(file, format!("{}: {why}", c.name)));
+        }
         let mut beyond = None;
         if c.over > 0 {
             // rtla counts samples past its last bucket only as `over`: keep them at the max.
@@ -163,11 +203,10 @@ pub fn parse(text: &str, file: &str) -> Result<Run> {
                 mx as f64 / 1e3
             ));
         }
-        if in_hist + c.over != total {
+        if c.total != total {
             run.warnings.push(format!(
                 "{}: the histogram holds {} samples but rtla counted {total}",
-                c.name,
-                in_hist + c.over
+                c.name, c.total
             ));
         }
         let built = Built {
@@ -194,13 +233,36 @@ pub fn parse(text: &str, file: &str) -> Result<Run> {
     Ok(run)
 }
 
-/// rtla's `Duration:` value, `D HH:MM:SS`, in seconds.
+/// rtla's `Duration:` value, `D HH:MM:SS`, in seconds (at most about 30 years).
 fn parse_duration(s: &str) -> Option<f64> {
     let mut it = s.split_whitespace();
-    let days: u64 = it.next()?.parse().ok()?;
+    let days: u64 = it.next()?.parse().ok().filter(|&d| d < 10_000)?;
     let mut hms = it.next()?.split(':').map(|x| x.parse::<u64>().ok());
     let (h, m, sec) = (hms.next()??, hms.next()??, hms.next()??);
+    if h > 23 || m > 59 || sec > 59 || it.next().is_some() {
+        return None;
+    }
     Some((((days * 24 + h) * 60 + m) * 60 + sec) as f64)
+}
+
+/// The width of the table's buckets in ns: the smallest step between rows that hold samples
+/// (one unit when there is no step to see; `-b N` makes it N units).
+fn bucket_ns(pairs: &[(u64, u64)], scale: f64) -> f64 {
+    let mut at: Vec<u64> = pairs.iter().map(|p| p.0).collect();
+    at.sort_unstable();
+    at.windows(2)
+        .map(|w| w[1] - w[0])
+        .filter(|&d| d > 0)
+        .min()
+        .map_or(scale, |d| d as f64)
+}
+
+/// The message for a time past what latlab's histograms hold.
+fn beyond(row: &str, v: &str) -> String {
+    format!(
+        "'{v}' in row '{row}' is beyond the {} s latlab's histograms hold",
+        HIGHEST_NS / 1_000_000_000
+    )
 }
 
 #[cfg(test)]
@@ -271,6 +333,36 @@ mod tests {
                 "Index CPU-000\n0 0\ncount: 0\n",
                 "no column of the table has samples",
             ),
+            (
+                "Index CPU-000\n0 18446744073709551615\n1 18446744073709551615\n",
+                "line 3: CPU-000: sample counts overflow",
+            ),
+            (
+                "Index CPU-000\n0 1\nover: 18446744073709551615\n",
+                "line 3: CPU-000: sample counts overflow",
+            ),
+            (
+                "Index CPU-000\n18446744073709551615 1\n",
+                "beyond the 3600 s",
+            ),
+            ("Index CPU-000\n0 1\nmax: 1e300\n", "beyond the 3600 s"),
+            (
+                "Index CPU-000\n0 1\n7 1\nmax: 2\n",
+                "max 2000 ns is below the bucket at 7000 ns",
+            ),
+            (
+                "Index CPU-000\n0 1\n7 1\nmin: 50\nmax: 60\n",
+                "min 50000 ns is above",
+            ),
+            (
+                "Index CPU-000\n0 1\nmin: 5\nmax: 1\n",
+                "min 5000 ns is above max 1000 ns",
+            ),
+            (
+                "# Duration: 18446744073709551615 00:00:00\nIndex X\n",
+                "line 1: Duration",
+            ),
+            ("# Duration: 0 00:99:00\nIndex X\n", "line 1: Duration"),
         ] {
             let e = parse(text, "f").unwrap_err().to_string();
             assert!(e.contains(want), "{text:?}: {e}");
