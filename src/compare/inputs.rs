@@ -292,6 +292,12 @@ fn run_dist<'r>(
             names.join(", ")
         )));
     }
+    // Counts past u64 cannot be ranked: refuse them rather than saturate into nonsense.
+    series
+        .iter()
+        .flat_map(|s| s.histogram.buckets.iter().map(|b| b[1]))
+        .try_fold(0u64, u64::checked_add)
+        .ok_or_else(|| Error::Usage(format!("{p}: sample counts overflow")))?;
     // A bucket's value is the top of its range, which can pass the exact maximum the series
     // recorded: the top buckets are pulled down to it, so max and tail quantiles are exact.
     let parts: Vec<Dist> = series

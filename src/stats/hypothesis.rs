@@ -30,7 +30,10 @@ pub fn mann_whitney(a: &Dist, b: &Dist) -> MannWhitney {
     let (n1, n2) = (a.n() as f64, b.n() as f64);
     // Walk distinct values in order; accumulate rank sum of b and the tie term Σ(t³ − t).
     let (mut i, mut j) = (0usize, 0usize);
-    let (mut rank_base, mut rank_sum_b, mut ties) = (0f64, 0f64, 0f64);
+    // U of b is counted directly (each b sample scores the a samples below it, half of those
+    // equal): a difference of rank sums cancels catastrophically when one set is 1e13 times
+    // the other.
+    let (mut a_below, mut u_b, mut ties) = (0f64, 0f64, 0f64);
     let pa: Vec<(f64, u64)> = a.pairs().collect();
     let pb: Vec<(f64, u64)> = b.pairs().collect();
     while i < pa.len() || j < pb.len() {
@@ -52,18 +55,17 @@ pub fn mann_whitney(a: &Dist, b: &Dist) -> MannWhitney {
         } else {
             0
         };
-        let t = (ca + cb) as f64;
-        let mid_rank = rank_base + (t + 1.0) / 2.0;
-        rank_sum_b += cb as f64 * mid_rank;
-        rank_base += t;
+        let (ca, cb) = (ca as f64, cb as f64);
+        u_b += cb * (a_below + ca / 2.0);
+        a_below += ca;
+        let t = ca + cb;
         if t > 1.0 {
             ties += t * t * t - t;
         }
     }
-    let u_b = rank_sum_b - n2 * (n2 + 1.0) / 2.0;
     let prob = u_b / (n1 * n2);
     let no_ties = ties == 0.0;
-    if no_ties && (a.n() * b.n()) <= EXACT_LIMIT {
+    if no_ties && a.n().saturating_mul(b.n()) <= EXACT_LIMIT {
         let p = exact_p(a.n() as usize, b.n() as usize, u_b.round() as usize);
         return MannWhitney {
             u_b,
@@ -235,6 +237,19 @@ mod tests {
         assert_eq!(s.u_b, 0.0);
         assert!(close(s.p, r.p, 1e-12));
         assert!(close(s.prob_b_greater, 1.0 - r.prob_b_greater, 1e-12));
+    }
+
+    #[test]
+    fn the_same_shape_at_any_scale_is_no_shift() {
+        // One set 1e13 times the other's counts, same shape: U is exactly n1·n2/2 either way.
+        let shape = [(10.0, 3u64), (20.0, 5), (40.0, 2), (900.0, 1)];
+        let small = Dist::from_counts(shape, 1.0);
+        let huge = Dist::from_counts(shape.map(|(v, c)| (v, c * 10_000_000_000_000)), 1.0);
+        for (a, b) in [(&small, &huge), (&huge, &small)] {
+            let r = mann_whitney(a, b);
+            assert_eq!(r.prob_b_greater, 0.5, "{r:?}");
+            assert!(r.p > 0.99, "{r:?}");
+        }
     }
 
     #[test]
