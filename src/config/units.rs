@@ -89,6 +89,20 @@ pub enum DisplayUnit {
 }
 
 impl DisplayUnit {
+    /// Like `fmt_ns`, with enough digits that small values do not show as 0: a decimal below
+    /// 100 ns, three significant digits below 1 µs in µs.
+    pub fn fmt_ns_fine(self, ns: f64) -> String {
+        match self {
+            DisplayUnit::Ns if ns.abs() < 100.0 => format!("{ns:.1}"),
+            DisplayUnit::Us if ns > 0.0 && ns < 1000.0 => {
+                let us = ns / 1e3;
+                let decimals = (2 - us.log10().floor() as i32).max(1) as usize;
+                format!("{us:.decimals$}")
+            }
+            _ => self.fmt_ns(ns),
+        }
+    }
+
     /// Formats a nanosecond value in this unit (µs keep one decimal below 10 000).
     pub fn fmt_ns(self, ns: f64) -> String {
         match self {

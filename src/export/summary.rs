@@ -113,7 +113,7 @@ type Fmt = Box<dyn Fn(f64) -> String>;
 /// else (throughput, rates) as recorded, to four significant digits.
 fn formatter(x: &Series, unit: DisplayUnit) -> (String, Fmt) {
     if x.unit == "ns" {
-        (unit.to_string(), Box::new(move |v| unit.fmt_ns(v)))
+        (unit.to_string(), Box::new(move |v| unit.fmt_ns_fine(v)))
     } else {
         (x.unit.clone(), Box::new(significant))
     }

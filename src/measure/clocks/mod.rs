@@ -395,18 +395,10 @@ fn series_of(r: &ProbeResult, cfg: &ClocksConfig, tpn: f64) -> Series {
     s
 }
 
-/// A duration with enough digits that sub-ns TSC steps (in ns) and sub-µs steps (in µs) do not
-/// show as 0: a decimal below 100 ns, three significant digits below 1 µs.
+/// A step with enough digits that sub-ns TSC steps (in ns) and sub-µs steps (in µs) do not show
+/// as 0.
 fn fine(unit: DisplayUnit, ns: f64) -> String {
-    match unit {
-        DisplayUnit::Ns if ns < 100.0 => format!("{ns:.1}"),
-        DisplayUnit::Us if ns > 0.0 && ns < 1000.0 => {
-            let us = ns / 1e3;
-            let decimals = (2 - us.log10().floor() as i32).max(1) as usize;
-            format!("{us:.decimals$}")
-        }
-        _ => unit.fmt_ns(ns),
-    }
+    unit.fmt_ns_fine(ns)
 }
 
 /// The report: a table per clocksource, then the monotonicity checks.
