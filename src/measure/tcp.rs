@@ -128,8 +128,9 @@ fn serve(l: &TcpListener, cfg: &TcpConfig, give_up: &std::sync::atomic::AtomicBo
     let mut n = 0u64;
     match cfg.mode {
         Mode::Stream => {
-            // Reads of the send size, as iperf3's receiver does (-l is both sides' length).
-            let mut buf = vec![0u8; cfg.send_size];
+            // Reads of the send size, as iperf3's receiver does (-l is both sides' length), up
+            // to 4 MiB: a 1 GiB send must not make the receiver zero a 1 GiB buffer first.
+            let mut buf = vec![0u8; cfg.send_size.min(4 << 20)];
             while let Ok(k) = s.read(&mut buf) {
                 if k == 0 {
                     break;
@@ -396,8 +397,31 @@ pub fn run(cfg: TcpConfig, command_line: Vec<String>) -> Result<TcpOutcome> {
     if cfg.mode == Mode::Rr {
         series.push(Series::from_recorder("rtt".into(), &rtt));
     }
+    // Zeros are not a measurement: say so in the result (a run too short for one send, or a
+    // send size the socket could not move in the time).
+    let mut warnings = Vec::new();
+    let empty = runs.iter().filter(|r| r.received == 0).count();
+    if empty > 0 {
+        warnings.push(format!(
+            "{empty} of {} run(s) moved no data ({} of {} bytes each in {:.3} s): their figure \
+             is 0; run longer or with a smaller send size",
+            runs.len(),
+            if cfg.mode == Mode::Stream {
+                "sends"
+            } else {
+                "requests"
+            },
+            if cfg.mode == Mode::Stream {
+                cfg.send_size
+            } else {
+                cfg.request_size
+            },
+            cfg.duration_ns as f64 / 1e9
+        ));
+    }
     let run = Run {
         interrupted: control.was_interrupted(),
+        warnings,
         series,
         duration_s: t0.elapsed().as_secs_f64(),
         ..Run::new(
@@ -477,6 +501,9 @@ pub fn render(o: &TcpOutcome, cfg: &TcpConfig, unit: DisplayUnit) -> String {
                 unit.fmt_ns(m.max_ns as f64)
             ));
         }
+    }
+    for w in &o.run.warnings {
+        s.push_str(&format!("warning: {w}\n"));
     }
     s
 }

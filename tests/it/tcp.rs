@@ -105,3 +105,31 @@ fn tcp_bad_input() {
         crate::util::expect_exit(&["tcp"], &args, 2, want);
     }
 }
+
+/// A run that moved nothing says so (in the result and on screen) instead of presenting zeros
+/// as a measurement.
+#[test]
+fn a_run_that_moved_no_data_is_flagged() {
+    let out = latlab()
+        .args(["tcp", "-D", "1ns", "--no-store", "--json", "-"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let json = &text[..text.rfind('}').unwrap() + 1];
+    let v: serde_json::Value = serde_json::from_str(json).unwrap();
+    let received = v["series"][0]["extra"]["runs"][0]["received"]
+        .as_u64()
+        .unwrap();
+    let flagged = v["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|w| w.as_str().unwrap().contains("moved no data"));
+    // On a fast machine a send can still land within a nanosecond's deadline check.
+    assert_eq!(flagged, received == 0, "{text}");
+}
