@@ -43,9 +43,17 @@ fn strtol_whole(s: &str) -> Result<i64, ()> {
     if end != digits.len() {
         return Err(());
     }
-    let v: i64 = digits[..end].parse().unwrap_or(i64::MAX);
-    Ok(if neg { -v } else { v })
+    // Out of range, strtol saturates at LONG_MAX / LONG_MIN.
+    Ok(match digits[..end].parse::<i64>() {
+        Ok(v) if neg => -v,
+        Ok(v) => v,
+        Err(_) if neg => i64::MIN,
+        Err(_) => i64::MAX,
+    })
 }
+
+/// Widest plot drawn (ministat's own limit is its memory).
+const MAX_WIDTH: usize = 1 << 20;
 
 /// Parsed options and operands.
 struct Parsed {
@@ -99,7 +107,9 @@ fn parse<A: AsRef<OsStr>>(args: &[A], tty_width: Option<usize>) -> Result<Parsed
                         ));
                     };
                     match c {
-                        'C' => match strtol_whole(&arg) {
+                        // ministat keeps strtol's long in an int: the value is truncated
+                        // to 32 bits before its checks, and so it is here.
+                        'C' => match strtol_whole(&arg).map(|v| v as i32) {
                             Err(()) => return Err(usage("Invalid column number.", String::new())),
                             Ok(v) if v <= 0 => {
                                 return Err(usage(
@@ -107,7 +117,7 @@ fn parse<A: AsRef<OsStr>>(args: &[A], tty_width: Option<usize>) -> Result<Parsed
                                     String::new(),
                                 ))
                             }
-                            Ok(v) => column = v.min(i32::MAX as i64) as usize,
+                            Ok(v) => column = v as usize,
                         },
                         'c' => match read::strtod(&arg) {
                             None => {
@@ -132,7 +142,7 @@ fn parse<A: AsRef<OsStr>>(args: &[A], tty_width: Option<usize>) -> Result<Parsed
                             }
                             delim = arg.into_bytes();
                         }
-                        _ => match strtol_whole(&arg) {
+                        _ => match strtol_whole(&arg).map(|v| v as i32) {
                             Err(()) => {
                                 return Err(usage("Invalid width, not a number.", String::new()))
                             }
@@ -142,7 +152,7 @@ fn parse<A: AsRef<OsStr>>(args: &[A], tty_width: Option<usize>) -> Result<Parsed
                                     String::new(),
                                 ))
                             }
-                            Ok(v) => o.width = v.min(1 << 20) as usize,
+                            Ok(v) => o.width = v as usize,
                         },
                     }
                 }
@@ -268,6 +278,24 @@ pub fn run<A: AsRef<OsStr>>(args: &[A], tty_width: Option<usize>, out: &mut dyn 
             stderr: format!("latlab: -w {}: the plot needs a width of at least 2 (ministat crashes below that); use -A for no plot\n", p.opts.width),
             code: 2,
         };
+    }
+    if !p.opts.stats_only && !p.opts.no_plot && p.opts.width > MAX_WIDTH {
+        return Outcome {
+            stderr: format!("latlab: -w {}: wider than {MAX_WIDTH} columns (ministat would try to allocate the plot and fail); use -A for no plot\n", p.opts.width),
+            code: 2,
+        };
+    }
+    // ministat prints inf/nan statistics and then crashes drawing them: refuse instead.
+    if !p.opts.stats_only && !p.opts.no_plot {
+        if let Some(d) = sets
+            .iter()
+            .find(|d| !(d.sy.is_finite() && d.syy.is_finite()))
+        {
+            return Outcome {
+                stderr: format!("latlab: {}: the values' sums overflow a double (ministat crashes on them); use -A for no plot\n", d.name),
+                code: 2,
+            };
+        }
     }
     let written = ministat::write_report(&sets, &p.opts, out).and_then(|_| out.flush());
     // The process ends right after this: skip freeing large sets (that alone costs milliseconds).

@@ -215,6 +215,13 @@ fn errors_match_ministat() {
         &["-q", "ok"],
         &["ok", "-C"],
         &["ok", "ok", "ok", "ok", "ok", "ok", "ok", "ok"],
+        // ministat keeps strtol's long in an int: 32-bit truncation, saturation past a long.
+        &["-w", "4294967298", "ok", "ok"],
+        &["-w", "2147483648", "ok"],
+        &["-C", "4294967297", "ok"],
+        &["-C", "2147483648", "ok"],
+        &["-C", "99999999999999999999", "ok"],
+        &["-c", "95 ", "ok"],
     ];
     for args in cases {
         let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
@@ -235,6 +242,7 @@ fn refuses_clearly_where_ministat_crashes() {
     std::fs::write(dir.path().join("a"), "1\n2\n3\n4\n").unwrap();
     std::fs::write(dir.path().join("inf"), "1\n2\n1e999\n").unwrap();
     std::fs::write(dir.path().join("nan"), "1\nnan\n2\n3\n").unwrap();
+    std::fs::write(dir.path().join("huge"), "1e308\n1e308\n1e308\n").unwrap();
     std::fs::write(
         dir.path().join("long"),
         format!("{}\n1\n2\n", "1".repeat(9000)),
@@ -245,6 +253,8 @@ fn refuses_clearly_where_ministat_crashes() {
         (vec!["inf"], "line 3 in inf"),
         (vec!["nan"], "line 2 in nan"),
         (vec!["long"], "line 1 in long"),
+        (vec!["huge"], "huge: the values' sums overflow"),
+        (vec!["-w", "2000000", "a"], "-w 2000000: wider than"),
     ] {
         let out = latlab()
             .arg("ministat")
