@@ -3,6 +3,7 @@
 //! Student's t table, the plot and `%g` formatting. `latlab ministat` and
 //! `latlab compare --ministat` print this.
 
+mod hexfloat;
 pub mod plot;
 pub mod read;
 

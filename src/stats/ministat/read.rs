@@ -90,7 +90,7 @@ pub fn strtod_whole(tok: &[u8]) -> Option<f64> {
         return None;
     }
     let v = if body.len() > 2 && (body.starts_with("0x") || body.starts_with("0X")) {
-        parse_hex(&body[2..])?
+        super::hexfloat::parse(&body[2..])?
     } else {
         let lower = body.to_ascii_lowercase();
         if lower.starts_with("nan(") && lower.ends_with(')') {
@@ -197,31 +197,6 @@ fn eight_digits(chunk: [u8; 8]) -> (u64, usize) {
     v = v.wrapping_mul(100).wrapping_add(v >> 16) & 0x0000_FFFF_0000_FFFF;
     v = v.wrapping_mul(10_000).wrapping_add(v >> 32) & 0xFFFF_FFFF;
     (v, n)
-}
-
-fn parse_hex(s: &str) -> Option<f64> {
-    let (mant, exp) = match s.find(['p', 'P']) {
-        Some(i) => (&s[..i], Some(&s[i + 1..])),
-        None => (s, None),
-    };
-    let (int, frac) = mant.split_once('.').unwrap_or((mant, ""));
-    if int.is_empty() && frac.is_empty() {
-        return None;
-    }
-    let mut v = 0f64;
-    for c in int.chars() {
-        v = v * 16.0 + c.to_digit(16)? as f64;
-    }
-    let mut scale = 1.0 / 16.0;
-    for c in frac.chars() {
-        v += c.to_digit(16)? as f64 * scale;
-        scale /= 16.0;
-    }
-    if let Some(e) = exp {
-        let e: i32 = e.parse().ok()?;
-        v *= 2f64.powi(e);
-    }
-    Some(v)
 }
 
 /// Reads one data set from `r` (named `name`), taking column `column` (1-based) of tokens
