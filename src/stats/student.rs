@@ -131,15 +131,15 @@ pub fn t_value(df: usize, ci: usize) -> f64 {
 ///
 /// statrs' inverse drifts past about 1e5 degrees of freedom (1.8266 instead of 1.95996 for
 /// p = 0.975 at 1e7) and may not converge at all at the tens of millions a long run compared
-/// sample by sample has. From 100 degrees of freedom on, this uses the Cornish–Fisher expansion
+/// sample by sample has. From 1000 degrees of freedom on, this uses the Cornish–Fisher expansion
 /// around the normal quantile (Abramowitz & Stegun 26.7.5), whose error there is below 1e-9;
-/// below 100, statrs, which is exact there. Infinite `df` is the normal quantile.
+/// below 1000, statrs, which is exact there. Infinite `df` is the normal quantile.
 pub fn t_quantile(p: f64, df: f64) -> f64 {
     use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
     if df.is_nan() || df <= 0.0 || !(0.0..=1.0).contains(&p) {
         return f64::NAN;
     }
-    if df < 100.0 {
+    if df < 1000.0 {
         return StudentsT::new(0.0, 1.0, df).map_or(f64::NAN, |t| t.inverse_cdf(p));
     }
     let z = Normal::standard().inverse_cdf(p);
@@ -163,7 +163,10 @@ mod tests {
             (10.0, 0.975, 2.2281388519862744),
             (100.0, 0.95, 1.6602343260853392),
             (100.0, 0.9995, 3.390491311164263),
+            (999.0, 0.9995, 3.3002924403987666),
             (1000.0, 0.975, 1.9623390808264083),
+            (1000.0, 0.9995, 3.300282648423944),
+            (5000.0, 0.9995, 3.2924737233708825),
             (1e5, 0.995, 2.575878469908375),
             (1e7, 0.975, 1.959964221767205),
             (7.2e7, 0.975, 1.9599640174882658),
