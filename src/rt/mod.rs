@@ -184,6 +184,8 @@ pub struct Control {
     pub stop: Arc<AtomicBool>,
     /// Set by SIGINT/SIGTERM.
     pub interrupted: Arc<AtomicBool>,
+    /// The number of the last SIGINT/SIGTERM received (0: none).
+    pub signal: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Control {
@@ -210,6 +212,7 @@ impl Control {
             // when no other thread can run on its CPU.
             let _ = signal_hook::flag::register(sig, c.interrupted.clone());
             let _ = signal_hook::flag::register(sig, c.stop.clone());
+            let _ = signal_hook::flag::register_usize(sig, c.signal.clone(), sig as usize);
         }
         // A second signal ends latlab at once (exit 130), but only one that comes a moment
         // after the first: `timeout -s INT` and a terminal both send a signal to the process
@@ -250,8 +253,10 @@ impl Control {
     pub fn exit_on_first_signal() {
         EXIT_ON_FIRST_SIGNAL.store(true, Ordering::SeqCst);
         // A signal that came before this call was only recorded: honour it now.
-        if Control::with_signals().was_interrupted() {
-            std::process::exit(130);
+        let c = Control::with_signals();
+        if c.was_interrupted() {
+            let sig = c.signal.load(Ordering::SeqCst) as i32;
+            std::process::exit(128 + if sig > 0 { sig } else { libc::SIGINT });
         }
     }
 
