@@ -303,13 +303,14 @@ fn run_dist<'r>(
     let parts: Vec<Dist> = series
         .iter()
         .map(|s| {
-            let cap = if s.summary.count > 0 {
-                s.summary.max_ns
+            // Likewise a bucket floor (an imported table's) can lie below the exact minimum.
+            let (floor, cap) = if s.summary.count > 0 {
+                (s.summary.min_ns.min(s.summary.max_ns), s.summary.max_ns)
             } else {
-                u64::MAX
+                (0, u64::MAX)
             };
             let b = s.histogram.buckets.iter();
-            Dist::from_counts(b.map(|&[v, c]| (v.min(cap) as f64, c)), o.scale)
+            Dist::from_counts(b.map(|&[v, c]| (v.clamp(floor, cap) as f64, c)), o.scale)
         })
         .collect();
     let d = Dist::merge(&parts);

@@ -78,14 +78,15 @@ impl Built {
         let lo = self.pairs.iter().filter(|p| p.1 > 0).map(|p| p.0).min();
         let hi = self.pairs.iter().filter(|p| p.1 > 0).map(|p| p.0).max();
         let max = self.max.or(hi).unwrap_or(0);
-        let pc = Percentiles::from_hist(&h).capped(max);
+        let min = self.min.or(lo).unwrap_or(0);
+        let pc = Percentiles::from_hist(&h).floored(min.min(max)).capped(max);
         let mut s = Series::from_recorder(self.name.clone(), &crate::stats::Recorder::new());
         s.cpu = self.cpu;
         s.unit = self.unit.clone();
         s.interval_ns = self.interval_ns;
         s.summary = Summary {
             count: n,
-            min_ns: self.min.or(lo).unwrap_or(0),
+            min_ns: min,
             max_ns: max,
             mean_ns: self.mean.unwrap_or(mean),
             stddev_ns: var.sqrt(),

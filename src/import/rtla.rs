@@ -311,6 +311,14 @@ mod tests {
                     min: 0 1500\navg: 0 9000\nmax: 0 40000\nALL: IRQ Thr\ncount: 5 6\n";
         let r = parse(text, "n.txt").unwrap();
         let thr = &r.series[1];
+        // Rows are bucket floors (here 10 us wide): percentiles never fall below rtla's exact
+        // min, which lies inside the lowest bucket.
+        let wide = parse("Index CPU-000\n0 3\n10 1\nmin: 4\nmax: 15\n", "b.txt").unwrap();
+        let s = &wide.series[0].summary;
+        assert_eq!(
+            (s.min_ns, s.percentiles.p50, s.max_ns),
+            (4_000, 4_000, 15_000)
+        );
         assert_eq!(thr.summary.count, 6);
         assert_eq!(thr.summary.max_ns, 40_000);
         assert!(

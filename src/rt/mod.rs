@@ -260,6 +260,12 @@ impl Control {
         }
     }
 
+    /// Undoes `exit_on_first_signal` for the rest of a command that now has work to finish
+    /// in order (a bundle import stops between two runs and says how far it got).
+    pub fn exit_on_first_signal_off() {
+        EXIT_ON_FIRST_SIGNAL.store(false, Ordering::SeqCst);
+    }
+
     /// Keeps the process alive on a second signal (for `latlab run`, which must put its
     /// settings back whatever happens; its measurement child still ends at once).
     pub fn survive_second_signal() {

@@ -166,6 +166,18 @@ impl Percentiles {
         }
     }
 
+    /// Raises every percentile to at least `min`: a histogram of bucket floors (an imported
+    /// table) can put them below the exact minimum the tool reported.
+    pub fn floored(self, min: u64) -> Self {
+        Percentiles {
+            p50: self.p50.max(min),
+            p90: self.p90.max(min),
+            p99: self.p99.max(min),
+            p99_9: self.p99_9.max(min),
+            p99_99: self.p99_99.max(min),
+        }
+    }
+
     /// Reads the percentiles off a histogram (all zero when empty).
     pub fn from_hist(h: &LatHistogram) -> Self {
         if h.is_empty() {

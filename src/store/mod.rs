@@ -415,7 +415,11 @@ pub fn export(store: &dyn Store, ids: &[String]) -> Result<Bundle> {
 
 /// Imports a bundle; returns (new, already present). Every run is checked before the first
 /// is saved, so a bad bundle changes nothing.
-pub fn import(store: &mut dyn Store, b: &Bundle) -> Result<(usize, usize)> {
+pub fn import(
+    store: &mut dyn Store,
+    b: &Bundle,
+    stop: &dyn Fn() -> bool,
+) -> Result<(usize, usize)> {
     for (i, e) in b.runs.iter().enumerate() {
         check_imported(&e.run, &format!("run {} of the bundle", i + 1))?;
         parse_tags(
@@ -427,6 +431,11 @@ pub fn import(store: &mut dyn Store, b: &Bundle) -> Result<(usize, usize)> {
     }
     let (mut new, mut old) = (0, 0);
     for e in &b.runs {
+        // Each run is saved whole; stopping between two leaves a store that a second import
+        // of the same bundle completes (present runs are skipped).
+        if stop() {
+            break;
+        }
         if store.save_json(&e.run, &e.tags)? {
             new += 1;
         } else {

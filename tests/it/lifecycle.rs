@@ -698,6 +698,7 @@ fn commands_that_measure_nothing_end_on_the_first_signal() {
     for (args, sig, code) in [
         (&["ministat", "-"][..], libc::SIGINT, 130),
         (&["compare", "a=-", "b=-"][..], libc::SIGTERM, 143),
+        (&["compare", "--ministat", "-"][..], libc::SIGINT, 130),
     ] {
         let mut child = latlab()
             .args(args)

@@ -115,7 +115,20 @@ pub fn run(c: RunsCmd) -> Result<()> {
                 )));
             }
             let mut st = open(store.as_deref())?;
-            let (new, old) = import(st.as_mut(), &b)?;
+            // From here on a signal stops the import between two runs, with a count.
+            let control = crate::rt::Control::with_signals();
+            crate::rt::Control::exit_on_first_signal_off();
+            let (new, old) = import(st.as_mut(), &b, &|| control.was_interrupted())?;
+            if control.was_interrupted() {
+                crate::note!(
+                    "latlab: interrupted: {new} new run(s) imported, {old} already present, {} \
+                     not reached, into {}; run the same import again to finish (runs already \
+                     present are skipped)",
+                    b.runs.len() - new - old,
+                    st.location()
+                );
+                std::process::exit(130);
+            }
             out(&format!(
                 "imported {new} new run(s), {old} already present, into {}\n",
                 st.location()
