@@ -133,6 +133,17 @@ mod tests {
     use super::*;
 
     #[test]
+    fn sub_unit_steps_keep_their_digits() {
+        assert_eq!(DisplayUnit::Ns.fmt_ns_fine(0.4), "0.4");
+        assert_eq!(DisplayUnit::Ns.fmt_ns_fine(1000.0), "1000");
+        assert_eq!(DisplayUnit::Us.fmt_ns_fine(20.0), "0.0200");
+        assert_eq!(DisplayUnit::Us.fmt_ns_fine(0.4), "0.000400");
+        assert_eq!(DisplayUnit::Us.fmt_ns_fine(640.0), "0.640");
+        assert_eq!(DisplayUnit::Us.fmt_ns_fine(1000.0), "1.0");
+        assert_eq!(DisplayUnit::Us.fmt_ns_fine(4_000_000.0), "4000.0");
+    }
+
+    #[test]
     fn bare_numbers_take_the_default_unit() {
         assert_eq!(parse_time_ns("1000", BareUnit::Micros), Ok(1_000_000));
         assert_eq!(parse_time_ns("10", BareUnit::Seconds), Ok(10_000_000_000));

@@ -1,7 +1,7 @@
 //! The readers, one per tool: rt-tests JSON (cyclictest and oslat share it), hackbench text,
 //! iperf3 JSON. Each returns finished runs or an error naming the file and what is wrong.
 
-use super::{bad, run_of, Built, Tool};
+use super::{bad, keep_beyond, mark_beyond, run_of, Built, Tool};
 use crate::error::Result;
 use crate::result::Run;
 use serde_json::Value;
@@ -126,14 +126,10 @@ fn rt_tests(tool: Tool, text: &str, file: &str) -> Result<Run> {
         } else if let (Some(n), Some(mx)) = (cycles, max) {
             // cyclictest leaves samples beyond its histogram out of it.
             if n > in_hist {
-                pairs.push((mx, n - in_hist));
                 beyond = Some((n - in_hist, top));
-                run.warnings.push(format!(
-                    "thread {id}: {} samples beyond the histogram (highest bucket used: {} us) are recorded at the exact max {} us",
-                    n - in_hist,
-                    top as f64 / 1e3,
-                    mx as f64 / 1e3
-                ));
+                let who = format!("thread {id}");
+                let w = keep_beyond(&mut pairs, &who, n - in_hist, top, mx);
+                run.warnings.push(w);
             }
         } else if let Some(mx) = max.filter(|&m| m > top && tool == Tool::Oslat) {
             // oslat's last bucket holds everything from its value up.
@@ -168,11 +164,7 @@ fn rt_tests(tool: Tool, text: &str, file: &str) -> Result<Run> {
         if s.summary.count == 0 {
             s.summary.count = cycles.unwrap_or(0);
         }
-        if let Some((count, above_ns)) = beyond {
-            s.extra = Some(serde_json::json!({
-                "beyond_histogram": { "count": count, "above_ns": above_ns }
-            }));
-        }
+        mark_beyond(&mut s, beyond);
         run.series.push(s);
     }
     if run.series.is_empty() {

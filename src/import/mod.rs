@@ -97,6 +97,33 @@ impl Built {
     }
 }
 
+/// Records `count` samples a tool left out of its histogram (known only to exceed the highest
+/// bucket used, `top_ns`) at the exact max `max_ns`, and returns the warning that says so.
+pub(crate) fn keep_beyond(
+    pairs: &mut Vec<(u64, u64)>,
+    who: &str,
+    count: u64,
+    top_ns: u64,
+    max_ns: u64,
+) -> String {
+    pairs.push((max_ns, count));
+    format!(
+        "{who}: {count} samples beyond the histogram (highest bucket used: {} us) are recorded at the exact max {} us",
+        top_ns as f64 / 1e3,
+        max_ns as f64 / 1e3
+    )
+}
+
+/// Marks a series whose `count` samples are known only to exceed `above_ns` (`gate` counts
+/// them as possible, not certain, events).
+pub(crate) fn mark_beyond(s: &mut Series, beyond: Option<(u64, u64)>) {
+    if let Some((count, above_ns)) = beyond {
+        s.extra = Some(serde_json::json!({
+            "beyond_histogram": { "count": count, "above_ns": above_ns }
+        }));
+    }
+}
+
 /// An imported run's skeleton: its kind is the tool, its environment what the tool recorded.
 pub(crate) fn run_of(tool: Tool, file: &str, kernel: Option<String>, host: Option<String>) -> Run {
     let mut env = Environment::capture();

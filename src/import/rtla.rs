@@ -1,7 +1,7 @@
 //! rtla's `timerlat hist` and `osnoise hist` text: a histogram per column (IRQ/Thr/Usr per CPU,
 //! or CPU), then `over:`, `count:`, `min:`, `avg:`, `max:` rows. One run, one series per column.
 
-use super::{bad, run_of, Built, Tool};
+use super::{bad, keep_beyond, mark_beyond, run_of, Built, Tool};
 use crate::error::Result;
 use crate::result::Run;
 use crate::stats::histogram::HIGHEST_NS;
@@ -192,16 +192,9 @@ pub fn parse(text: &str, file: &str) -> Result<Run> {
         let mut beyond = None;
         if c.over > 0 {
             // rtla counts samples past its last bucket only as `over`: keep them at the max.
-            let mx = max.unwrap_or(top);
-            pairs.push((mx, c.over));
             beyond = Some((c.over, top));
-            run.warnings.push(format!(
-                "{}: {} samples beyond the histogram (highest bucket used: {} us) are recorded at the exact max {} us",
-                c.name,
-                c.over,
-                top as f64 / 1e3,
-                mx as f64 / 1e3
-            ));
+            let w = keep_beyond(&mut pairs, &c.name, c.over, top, max.unwrap_or(top));
+            run.warnings.push(w);
         }
         if c.total != total {
             run.warnings.push(format!(
@@ -220,11 +213,7 @@ pub fn parse(text: &str, file: &str) -> Result<Run> {
             interval_ns: None,
         };
         let mut s = built.series();
-        if let Some((count, above_ns)) = beyond {
-            s.extra = Some(serde_json::json!({
-                "beyond_histogram": { "count": count, "above_ns": above_ns }
-            }));
-        }
+        mark_beyond(&mut s, beyond);
         run.series.push(s);
     }
     if run.series.is_empty() {

@@ -395,12 +395,6 @@ fn series_of(r: &ProbeResult, cfg: &ClocksConfig, tpn: f64) -> Series {
     s
 }
 
-/// A step with enough digits that sub-ns TSC steps (in ns) and sub-µs steps (in µs) do not show
-/// as 0.
-fn fine(unit: DisplayUnit, ns: f64) -> String {
-    unit.fmt_ns_fine(ns)
-}
-
 /// The report: a table per clocksource, then the monotonicity checks.
 pub fn render(o: &ClocksOutcome, cfg: &ClocksConfig) -> String {
     let mut s = format!(
@@ -452,8 +446,9 @@ pub fn render(o: &ClocksOutcome, cfg: &ClocksConfig) -> String {
                 p99,
                 cycles,
                 r.resolution_ns
-                    .map_or("-".into(), |x| fine(cfg.unit, x as f64)),
-                r.granularity_ns.map_or("-".into(), |x| fine(cfg.unit, x)),
+                    .map_or("-".into(), |x| cfg.unit.fmt_ns_fine(x as f64)),
+                r.granularity_ns
+                    .map_or("-".into(), |x| cfg.unit.fmt_ns_fine(x)),
                 r.path.to_string(),
             ]);
         }
@@ -519,17 +514,6 @@ impl crate::driver::Measurement for ClocksConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sub_unit_steps_keep_their_digits() {
-        assert_eq!(fine(DisplayUnit::Ns, 0.4), "0.4");
-        assert_eq!(fine(DisplayUnit::Ns, 1000.0), "1000");
-        assert_eq!(fine(DisplayUnit::Us, 20.0), "0.0200");
-        assert_eq!(fine(DisplayUnit::Us, 0.4), "0.000400");
-        assert_eq!(fine(DisplayUnit::Us, 640.0), "0.640");
-        assert_eq!(fine(DisplayUnit::Us, 1000.0), "1.0");
-        assert_eq!(fine(DisplayUnit::Us, 4_000_000.0), "4000.0");
-    }
 
     #[test]
     fn a_probe_interrupted_before_its_first_batch_shows_no_cost() {
