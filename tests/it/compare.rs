@@ -368,14 +368,8 @@ fn bounded(dir: &Path, args: &[&str]) -> std::process::Output {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let t0 = std::time::Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if t0.elapsed() > std::time::Duration::from_secs(120) {
-            let _ = child.kill();
-            panic!("latlab {} hung", args.join(" "));
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    let hung = format!("latlab {} hung", args.join(" "));
+    crate::util::wait_bounded(&mut child, std::time::Duration::from_secs(120), &hung);
     child.wait_with_output().unwrap()
 }
 

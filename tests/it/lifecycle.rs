@@ -717,13 +717,8 @@ fn commands_that_measure_nothing_end_on_the_first_signal() {
             std::thread::sleep(Duration::from_millis(5));
         }
         unsafe { libc::kill(pid as i32, sig) };
-        while child.try_wait().unwrap().is_none() {
-            if t0.elapsed() > Duration::from_secs(60) {
-                let _ = child.kill();
-                panic!("latlab {args:?} ignored the first signal");
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        let ignored = format!("latlab {args:?} ignored the first signal");
+        crate::util::wait_bounded(&mut child, Duration::from_secs(60), &ignored);
         assert_eq!(child.wait().unwrap().code(), Some(code), "{args:?}");
     }
 }

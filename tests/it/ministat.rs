@@ -340,14 +340,8 @@ fn an_early_error_does_not_wait_for_a_later_pipe() {
             .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap();
-        let t0 = std::time::Instant::now();
-        while child.try_wait().unwrap().is_none() {
-            if t0.elapsed() > std::time::Duration::from_secs(60) {
-                let _ = child.kill();
-                panic!("ministat {first} fifo - waited for the pipe");
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
+        let waited = format!("ministat {first} fifo - waited for the pipe");
+        crate::util::wait_bounded(&mut child, std::time::Duration::from_secs(60), &waited);
         let out = child.wait_with_output().unwrap();
         assert_eq!(out.status.code(), Some(code));
         assert!(String::from_utf8_lossy(&out.stderr).contains(want));

@@ -223,3 +223,16 @@ pub fn assert_exit(out: &std::process::Output, code: i32) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Waits for `child` to end; if it is still running after `limit`, kills it and fails the test
+/// with `what` (a hang fails instead of holding the suite).
+pub fn wait_bounded(child: &mut std::process::Child, limit: std::time::Duration, what: &str) {
+    let t0 = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t0.elapsed() > limit {
+            let _ = child.kill();
+            panic!("{what}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
