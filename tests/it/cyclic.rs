@@ -366,14 +366,18 @@ fn without_rt_privilege_it_falls_back_or_refuses_under_strict() {
         )
     };
     let json = dir.path().join("r.json");
-    let bin = env!("CARGO_BIN_EXE_latlab");
+    // A copy in the world-readable scratch directory: the checkout itself may sit under a
+    // directory 'nobody' cannot enter (a `mktemp -d` clone is 0700).
+    let bin = dir.path().join("latlab");
+    std::fs::copy(env!("CARGO_BIN_EXE_latlab"), &bin).unwrap();
+    std::fs::set_permissions(&bin, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let as_nobody = |extra: &[&std::ffi::OsStr]| {
         std::process::Command::new("runuser")
             .args([
                 "-u",
                 "nobody",
                 "--",
-                bin,
+                bin.to_str().unwrap(),
                 "cyclic",
                 "-l",
                 "20",
