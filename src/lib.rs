@@ -23,6 +23,7 @@ pub mod samples;
 pub mod stats;
 pub mod store;
 pub mod sys;
+pub mod table;
 pub mod trace;
 
 pub use error::{Error, Result};

@@ -1,8 +1,6 @@
 //! The `latlab` binary: parse, dispatch, map errors to exit codes (0 ok, 1 check failed,
 //! 2 bad usage, 3 environment can't do it, 4 a gate undecided).
 
-use clap::Parser;
-
 fn main() {
     // Signals first: a Ctrl-C in the first millisecond must end the run cleanly, not kill it.
     // A load worker keeps its own plain flags (see load::worker_main).
@@ -39,7 +37,7 @@ fn main() {
             .collect();
         std::process::exit(latlab::compare::ministat_cmd::main(&rest));
     }
-    let cli = match latlab::cli::Cli::try_parse_from(&argv_os) {
+    let parsed = match latlab::cli::parse(&argv_os) {
         Ok(c) => c,
         Err(e) => {
             let code = if e.use_stderr() { 2 } else { 0 };
@@ -47,7 +45,7 @@ fn main() {
             std::process::exit(code);
         }
     };
-    match latlab::cli::commands::run(cli, argv) {
+    match latlab::cli::commands::run(parsed, argv) {
         Ok(()) => {}
         // A reader that went away is not a failure: everything was saved before printing.
         Err(latlab::Error::Io { source, .. })

@@ -2,12 +2,11 @@
 //! from the real command line: `latlab completions SHELL`, `latlab man DIR`.
 
 use crate::error::{Error, Result};
-use clap::CommandFactory;
 use std::path::Path;
 
 /// The completion script for `shell`.
 pub fn completions(shell: clap_complete::Shell) -> Vec<u8> {
-    let mut cmd = crate::cli::Cli::command();
+    let mut cmd = crate::cli::command();
     let mut out = Vec::new();
     clap_complete::generate(shell, &mut cmd, "latlab", &mut out);
     out
@@ -17,7 +16,7 @@ pub fn completions(shell: clap_complete::Shell) -> Vec<u8> {
 /// missing); returns the pages written.
 pub fn man_pages(dir: &Path) -> Result<Vec<String>> {
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir.display().to_string(), e))?;
-    let cmd = crate::cli::Cli::command();
+    let cmd = crate::cli::command();
     let mut pages = vec![("latlab".to_string(), cmd.clone())];
     for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
         // clap names are &'static str (no "string" feature): a few bytes leaked, once, in a

@@ -22,6 +22,20 @@ const SUFFIXES: &[(&str, f64)] = &[
     ("d", 86400e9),
 ];
 
+/// Parses a duration (`10s`, `500ms`, `1h`; a bare number is seconds) into nanoseconds, for
+/// clap: a bad value is an exit-2 message naming the flag.
+/// Durations past the longest planned run (`config::bounds`) are refused.
+pub fn seconds(v: &str) -> Result<u64, String> {
+    let ns = parse_time_ns(v, BareUnit::Seconds)?;
+    if ns > super::bounds::MAX_PLANNED_NS {
+        return Err(format!(
+            "longer than {}, the longest run latlab plans",
+            super::bounds::MAX_PLANNED_TEXT
+        ));
+    }
+    Ok(ns)
+}
+
 /// Parses a time such as `1000`, `500us`, `1.5ms`, `10s`, `5m`, `1h` into nanoseconds.
 ///
 /// The error text says what was wrong; callers prefix it with the flag.

@@ -3,10 +3,14 @@
 //! watchdog that stops the loads at the deadline or on Ctrl-C -> stop and reap loads -> write
 //! JSON (atomically) and store -> print (a closed stdout is not an error) -> exit code.
 //!
-//! A measurement is one module implementing [`Measurement`] plus one line of dispatch in
-//! `app.rs`; this file never needs to change for it.
+//! A measurement is one folder under `measure/` implementing [`Measurement`] for its config and
+//! [`Lowering`] for its arguments, plus one entry in the table of measurements
+//! (`src/table.rs`); this file never needs to change for it.
 
+pub mod args;
 mod watchdog;
+
+pub use args::{Lowering, MeasureArgs, StoreArgs};
 
 use crate::error::{Error, Result};
 use crate::export::json::JsonSink;

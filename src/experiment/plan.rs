@@ -7,16 +7,11 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// Measurements a plan may run.
-pub const COMMANDS: &[&str] = &[
-    "cyclic", "noise", "ctxsw", "clocks", "tcp", "contend", "migrate",
-];
-
 /// The measurement of a plan.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Measure {
-    /// A latlab measurement: cyclic, noise, ctxsw, clocks, tcp, contend, migrate.
+    /// A latlab measurement a plan may run (the table of measurements says which).
     pub command: String,
     /// Its options, as on the command line.
     #[serde(default)]
@@ -189,6 +184,20 @@ static CHECKER: std::sync::OnceLock<Checker> = std::sync::OnceLock::new();
 /// Registers the measurement checker (once; later calls are ignored).
 pub fn set_checker(c: Checker) {
     let _ = CHECKER.set(c);
+}
+
+/// The measurements a plan may run, registered by the command-line layer from the table of
+/// measurements.
+static MEASUREMENTS: std::sync::OnceLock<fn() -> Vec<&'static str>> = std::sync::OnceLock::new();
+
+/// Registers the list of measurements a plan may run (once; later calls are ignored).
+pub fn set_measurements(names: fn() -> Vec<&'static str>) {
+    let _ = MEASUREMENTS.set(names);
+}
+
+/// The measurements a plan may run (empty before registration).
+pub fn measurements() -> Vec<&'static str> {
+    MEASUREMENTS.get().map(|f| f()).unwrap_or_default()
 }
 
 /// Flags the runner sets itself, so a plan's `args` may not.
@@ -365,11 +374,12 @@ impl Plan {
 
     fn validate(&mut self, name: &str) -> Result<()> {
         let bad = |why: String| Error::Usage(format!("{name}: {why}"));
-        if !COMMANDS.contains(&self.measure.command.as_str()) {
+        let known = measurements();
+        if !known.contains(&self.measure.command.as_str()) {
             return Err(bad(format!(
                 "measure.command '{}' is not a measurement (use {})",
                 self.measure.command,
-                COMMANDS.join(", ")
+                known.join(", ")
             )));
         }
         if self.design.repeats == 0 || u64::from(self.design.repeats) > MAX_RUNS {
@@ -567,7 +577,7 @@ mod tests {
     use super::*;
 
     fn write(text: &str) -> (tempfile::TempDir, PathBuf) {
-        crate::cli::lower::install();
+        crate::cli::check::install();
         write_plan(text)
     }
 

@@ -4,6 +4,8 @@
 //! warms them up before a measurement and stops, reaps and reports them after it — and kills
 //! them on every other way out.
 
+pub mod args;
+
 pub mod hackbench;
 pub mod kinds;
 pub mod spec;

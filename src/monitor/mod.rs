@@ -4,6 +4,9 @@
 //! `http`) and store a snapshot run of each interval (`snapshot`). SIGTERM/SIGINT end it with a
 //! last snapshot (stored by the driver); SIGHUP prints the status, as `/status` shows it.
 
+pub mod args;
+mod lower;
+
 pub mod http;
 pub mod metrics;
 pub mod snapshot;

@@ -445,23 +445,6 @@ pub fn import(
     Ok((new, old))
 }
 
-/// Every kind a stored run can have: latlab's measurements, then the tools runs are imported from.
-pub const KINDS: [&str; 13] = [
-    "cyclic",
-    "noise",
-    "monitor",
-    "ctxsw",
-    "clocks",
-    "tcp",
-    "contend",
-    "migrate",
-    "cyclictest",
-    "oslat",
-    "rtla-hist",
-    "hackbench",
-    "iperf3",
-];
-
 #[cfg(test)]
 mod tests {
     use super::*;

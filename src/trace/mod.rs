@@ -3,6 +3,7 @@
 //! feeding a per-CPU flight recorder (`recorder`), and the attribution of every spike over a
 //! threshold to IRQs, softirqs, threads and an unattributed rest (`attribute`, `spikes`).
 
+pub mod args;
 pub mod attribute;
 pub mod event;
 pub mod format;

@@ -16,6 +16,7 @@ mod noise;
 mod plan;
 mod report;
 mod store;
+mod table;
 mod tcp;
 mod trace;
 mod util;

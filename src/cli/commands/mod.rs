@@ -1,54 +1,33 @@
-//! Dispatch: turns parsed arguments into validated configs and hands each measurement to the
-//! driver (`driver::execute`), which owns its lifecycle; the other commands run directly.
+//! Dispatch: a measurement goes to its table entry (which lowers its arguments and hands it to
+//! the driver, owner of its lifecycle); the other commands run directly.
 
 mod compare;
 mod gate;
 mod report;
 mod runs;
 
-use crate::cli::{Cli, Command, SamplesArgs};
-use crate::config::cyclic::CyclicConfig;
-use crate::config::noise::NoiseConfig;
-use crate::config::CpuSet;
-use crate::driver::{execute, Common};
+use crate::cli::{Command, Parsed, SamplesArgs};
 use crate::error::{Error, Result};
 use crate::export::table;
-use crate::measure;
 use crate::samples::SampleLog;
 use crate::stats::Recorder;
 use std::io::Write;
 
-/// The options every measurement shares, validated (bad `--load` specs are exit 2).
-fn common(
-    m: &crate::cli::MeasureArgs,
-    json: Option<&std::path::Path>,
-    strict: bool,
-) -> Result<Common> {
-    Ok(Common {
-        json: json.map(std::path::Path::to_path_buf),
-        store: m.store.store.clone(),
-        no_store: m.store.no_store,
-        tags: m.store.tag.clone(),
-        loads: m
-            .load
-            .iter()
-            .map(|s| crate::load::LoadSpec::parse(s))
-            .collect::<Result<_>>()?,
-        strict,
-    })
-}
-
 /// Runs one parsed command line.
-pub fn run(cli: Cli, argv: Vec<String>) -> Result<()> {
-    crate::cli::lower::install();
-    let online = CpuSet::online_here();
-    if !matches!(cli.command, Command::Restore | Command::LoadWorker(_)) {
-        if let Some(n) = crate::experiment::knobs::pending_notice() {
-            crate::note!("{n}");
+pub fn run(parsed: Parsed, argv: Vec<String>) -> Result<()> {
+    crate::cli::check::install();
+    let cmd = match parsed {
+        Parsed::Measure(entry, matches) => {
+            pending_notice();
+            return entry.run(&matches, argv);
         }
+        Parsed::Other(cmd) => cmd,
+    };
+    if !matches!(cmd, Command::Restore | Command::LoadWorker(_)) {
+        pending_notice();
     }
     if matches!(
-        cli.command,
+        cmd,
         Command::Samples(_)
             | Command::Gate(_)
             | Command::Completions { .. }
@@ -61,21 +40,7 @@ pub fn run(cli: Cli, argv: Vec<String>) -> Result<()> {
     ) {
         crate::rt::Control::exit_on_first_signal();
     }
-    match cli.command {
-        Command::Cyclic(a) => {
-            let rt_tests = a.json_format == crate::cli::JsonFormat::RtTests;
-            if rt_tests && a.json.as_deref().is_none_or(|p| p.as_os_str() == "-") {
-                return Err(Error::Usage(
-                    "--json-format rt-tests needs --json FILE (a file, not stdout)".into(),
-                ));
-            }
-            let cfg = CyclicConfig::from_args(&a, &online)?;
-            let r = execute(cfg, &common(&a.common, a.json.as_deref(), a.strict)?, argv);
-            match (&a.json, rt_tests) {
-                (Some(p), true) if p.exists() => crate::export::rt_tests::rewrite_file(p).and(r),
-                _ => r,
-            }
-        }
+    match cmd {
         Command::Samples(a) => samples_cmd(&a),
         Command::Gate(a) => gate::run(&a),
         Command::Completions { shell } => {
@@ -114,44 +79,20 @@ pub fn run(cli: Cli, argv: Vec<String>) -> Result<()> {
             text.push_str(&crate::experiment::knobs::restore_from_journal()?);
             crate::output::stdout(&text).map_err(|e| Error::io("stdout", e))
         }
-        Command::Noise(a) => {
-            let cfg = NoiseConfig::from_args(&a, &online, crate::sys::tsc::available())?;
-            execute(cfg, &common(&a.common, a.json.as_deref(), a.strict)?, argv)
-        }
-        Command::Ctxsw(a) => {
-            let cfg = measure::ctxsw::CtxswConfig::from_args(&a, &online)?;
-            execute(cfg, &common(&a.common, a.json.as_deref(), a.strict)?, argv)
-        }
-        Command::Clocks(a) => {
-            let cfg = measure::clocks::ClocksConfig::from_args(&a)?;
-            execute(cfg, &common(&a.common, a.json.as_deref(), false)?, argv)
-        }
-        Command::Tcp(a) => {
-            let cfg = measure::tcp::TcpConfig::from_args(&a, &online)?;
-            execute(cfg, &common(&a.common, a.json.as_deref(), false)?, argv)
-        }
-        Command::Contend(a) => {
-            let cfg = measure::contend::ContendConfig::from_args(&a, &online)?;
-            execute(cfg, &common(&a.common, a.json.as_deref(), false)?, argv)
-        }
-        Command::Migrate(a) => {
-            let cfg = measure::migrate::MigrateConfig::from_args(&a, &online)?;
-            execute(cfg, &common(&a.common, a.json.as_deref(), false)?, argv)
-        }
         Command::Compare(a) => {
             let text = compare::run(&a)?;
             crate::output::stdout(&text).map_err(|e| Error::io("stdout", e))
         }
-        Command::Monitor(a) => {
-            let host = crate::result::Environment::capture().hostname;
-            let cfg = crate::monitor::MonitorConfig::from_args(&a, &online, &host)?;
-            let mut c = common(&a.common, a.json.as_deref(), a.strict)?;
-            c.tags = cfg.tags.clone();
-            execute(cfg, &c, argv)
-        }
         Command::Ministat(a) => std::process::exit(crate::compare::ministat_cmd::main(&a.args)),
         Command::Report(a) => report::report_cmd(&a),
         Command::Plot(a) => report::plot_cmd(&a),
+    }
+}
+
+/// Warns about settings a plan changed and could not restore.
+fn pending_notice() {
+    if let Some(n) = crate::experiment::knobs::pending_notice() {
+        crate::note!("{n}");
     }
 }
 

@@ -2,6 +2,9 @@
 //! time and the raw TSC: cost per call, resolution and observed granularity, vDSO or kernel
 //! entry; under each chosen clocksource (always restored); and a cross-CPU monotonicity check.
 
+pub mod args;
+mod lower;
+
 pub use crate::sys::timesrc as probes;
 
 use crate::config::{CpuSet, DisplayUnit};

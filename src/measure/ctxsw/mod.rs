@@ -1,6 +1,9 @@
 //! `latlab ctxsw`: the cost of a context switch (seed 000), by `yield`, `pipe` and `futex`,
 //! between threads or processes, on one CPU or several; with the seed's `ioperm` phases.
 
+pub mod args;
+mod lower;
+
 pub mod methods;
 
 use crate::config::{CpuSet, DisplayUnit, Policy};

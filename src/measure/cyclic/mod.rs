@@ -2,6 +2,9 @@
 //! This file sets the run up, starts the workers behind a barrier, watches the clock and the
 //! signals, and builds the result; the loop itself is in `worker.rs`.
 
+pub mod args;
+mod lower;
+
 pub mod report;
 pub mod worker;
 

@@ -2,6 +2,9 @@
 //! file runs the repeats, the control thread and the disturbing command; the loop is in
 //! `worker.rs`, the tables in `report.rs`.
 
+pub mod args;
+mod lower;
+
 pub mod report;
 pub mod worker;
 

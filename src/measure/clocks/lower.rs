@@ -1,7 +1,7 @@
 //! Lowers `latlab clocks`'s raw arguments (cli) into its validated config: every flag checked, each
 //! failure an exit-2 message naming the flag and the value.
 
-use crate::cli::ClocksArgs;
+use super::args::ClocksArgs;
 use crate::error::{Error, Result};
 use crate::measure::clocks::{probes, ClocksConfig};
 use crate::sys::clocksource;
@@ -63,6 +63,16 @@ impl ClocksConfig {
                 "both must be at least 1",
             ));
         }
+        let calls = (a.batches as u128)
+            .saturating_mul(a.batch as u128)
+            .saturating_mul(probes.len() as u128)
+            .saturating_mul(clocksources.len().max(1) as u128);
+        crate::config::bounds::work(
+            "--batches/--batch",
+            format!("{}x{}", a.batches, a.batch),
+            calls,
+            1,
+        )?;
         Ok(ClocksConfig {
             probes,
             clocksources,

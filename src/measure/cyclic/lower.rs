@@ -1,7 +1,7 @@
 //! Lowers `latlab cyclic`'s raw arguments (cli) into its validated config: every flag checked, each
 //! failure an exit-2 message naming the flag and the value.
 
-use crate::cli::CyclicArgs;
+use super::args::CyclicArgs;
 use crate::config::cyclic::{CyclicConfig, ThreadPlan, MAX_HIST_US, MAX_THREADS};
 use crate::config::{parse_offset_ns, parse_time_ns, BareUnit, CpuSet, Policy};
 use crate::error::{Error, Result};
@@ -135,13 +135,17 @@ impl CyclicConfig {
                 "must be 0 or more µs",
             ));
         }
-        let trace_threshold_ns = trace_threshold(&a.trace)?;
+        let trace_threshold_ns = a.trace.threshold_ns()?;
         if trace_threshold_ns.is_some() && a.clock != Clock::Monotonic {
             return Err(Error::flag(
                 "--trace",
                 "",
                 "needs --clock monotonic (trace events carry CLOCK_MONOTONIC times)",
             ));
+        }
+        if let (Some(n), Some(v)) = (loops, a.loops.as_deref()) {
+            let longest = threads.iter().map(|t| t.interval_ns).max().unwrap_or(1);
+            crate::config::bounds::work("-l/--loops", v, u128::from(n), longest)?;
         }
         Ok(CyclicConfig {
             threads,
@@ -153,7 +157,7 @@ impl CyclicConfig {
             histogram_us,
             mlock: !a.no_mlock,
             dma_latency_us: (!a.no_dma_latency).then_some(a.dma_latency),
-            strict: a.strict,
+            strict: a.common.strict,
             quiet: a.quiet,
             unit: a.unit,
             json: a.json.clone(),
@@ -161,23 +165,6 @@ impl CyclicConfig {
             trace_threshold_ns,
             trace_save: a.trace.trace_save.clone(),
         })
-    }
-}
-
-/// The validated `--trace-threshold` (None without `--trace`).
-pub fn trace_threshold(t: &crate::cli::TraceArgs) -> Result<Option<u64>> {
-    if !t.trace {
-        return Ok(None);
-    }
-    match t.trace_threshold.as_deref() {
-        None => Ok(Some(crate::trace::spikes::DEFAULT_THRESHOLD_NS)),
-        Some(v) => {
-            let ns = time_flag("--trace-threshold", v, BareUnit::Micros)?;
-            if ns == 0 {
-                return Err(Error::flag("--trace-threshold", v, "must be above zero"));
-            }
-            Ok(Some(ns))
-        }
     }
 }
 
@@ -303,16 +290,13 @@ fn parse_group<'a>(spec: &'a str, base: &GroupSpec, online: &CpuSet) -> Result<G
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
 
     fn cfg(args: &[&str]) -> Result<CyclicConfig> {
         let mut v = vec!["latlab", "cyclic"];
         v.extend_from_slice(args);
         // A value clap itself refuses (a typed parser) is exit 2 naming the flag too.
-        let cli = crate::cli::Cli::try_parse_from(v).map_err(|e| Error::Usage(e.to_string()))?;
-        let crate::cli::Command::Cyclic(a) = cli.command else {
-            unreachable!()
-        };
+        let a: CyclicArgs = crate::driver::args::parse_args("cyclic", v)
+            .map_err(|e| Error::Usage(e.to_string()))?;
         CyclicConfig::from_args(&a, &CpuSet::parse("0-1").unwrap())
     }
 

@@ -1,7 +1,7 @@
 //! Lowers `latlab contend`'s raw arguments (cli) into its validated config: every flag checked, each
 //! failure an exit-2 message naming the flag and the value.
 
-use crate::cli::ContendArgs;
+use super::args::ContendArgs;
 use crate::config::{CpuSet, Policy};
 use crate::error::{Error, Result};
 use crate::measure::contend::{ContendConfig, LEVELS};
@@ -26,6 +26,9 @@ impl ContendConfig {
         let duration_ns = a.duration;
         if a.iterations == Some(0) {
             return Err(Error::flag("-n/--iterations", 0, "must be at least 1"));
+        }
+        if let Some(n) = a.iterations {
+            crate::config::bounds::work("-n/--iterations", n, u128::from(n), 1)?;
         }
         Ok(ContendConfig {
             cpus,

@@ -4,6 +4,9 @@
 //! atomic|percpu`. The `vec` (update) and `loop` (scan) sections are timed per CPU with the
 //! public `probe` API and printed in the seed's table.
 
+pub mod args;
+mod lower;
+
 use crate::config::Policy;
 use crate::error::Result;
 use crate::probe::Probe;

@@ -1,7 +1,7 @@
 //! Lowers `latlab tcp`'s raw arguments (cli) into its validated config: every flag checked, each
 //! failure an exit-2 message naming the flag and the value.
 
-use crate::cli::TcpArgs;
+use super::args::TcpArgs;
 use crate::config::CpuSet;
 use crate::error::{Error, Result};
 use crate::measure::tcp::TcpConfig;
@@ -52,6 +52,7 @@ impl TcpConfig {
         if a.repeat == 0 || a.repeat > 10_000 {
             return Err(Error::flag("--repeat", a.repeat, "use 1 to 10000"));
         }
+        crate::config::bounds::work("--repeat", a.repeat, u128::from(a.repeat), duration_ns)?;
         Ok(TcpConfig {
             mode: a.mode,
             address,

@@ -1,7 +1,7 @@
 //! Lowers `latlab migrate`'s raw arguments (cli) into its validated config: every flag checked, each
 //! failure an exit-2 message naming the flag and the value.
 
-use crate::cli::MigrateArgs;
+use super::args::MigrateArgs;
 use crate::config::CpuSet;
 use crate::error::{Error, Result};
 use crate::measure::migrate::MigrateConfig;

@@ -1,7 +1,7 @@
 //! Lowers `latlab monitor`'s raw arguments (cli) into its validated config: every flag checked,
 //! each failure an exit-2 message naming the flag and the value.
 
-use crate::cli::MonitorArgs;
+use super::args::MonitorArgs;
 use crate::config::{parse_time_ns, BareUnit, CpuSet, Policy};
 use crate::error::{Error, Result};
 use crate::monitor::{MonitorConfig, DEFAULT_LISTEN};
@@ -47,6 +47,9 @@ impl MonitorConfig {
         }
         let threshold_ns = time("--threshold", &a.threshold, BareUnit::Micros)?;
         let duration_ns = time("-D/--duration", &a.duration, BareUnit::Seconds)?;
+        if let (Some(ns), Some(v)) = (duration_ns, a.duration.as_deref()) {
+            crate::config::bounds::duration("-D/--duration", v, ns)?;
+        }
         let prio = a.priority.unwrap_or(80);
         if !(0..=99).contains(&prio) {
             return Err(Error::flag(
@@ -96,7 +99,7 @@ impl MonitorConfig {
             monitor_id,
             duration_ns,
             mlock: !a.no_mlock,
-            strict: a.strict,
+            strict: a.common.strict,
             store: a.common.store.store.clone(),
             no_store: a.common.store.no_store,
             tags,

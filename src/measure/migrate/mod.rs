@@ -4,6 +4,9 @@
 //! migrations. With one task more than CPUs, the lowest must wait: any higher-priority task that
 //! started (or finished) after a lower one by more than `--max-err` fails the check.
 
+pub mod args;
+mod lower;
+
 use crate::config::{CpuSet, DisplayUnit, Policy};
 use crate::error::Result;
 use crate::export::table;

@@ -1,7 +1,7 @@
 //! Lowers `latlab ctxsw`'s raw arguments (cli) into its validated config: every flag checked, each
 //! failure an exit-2 message naming the flag and the value.
 
-use crate::cli::CtxswArgs;
+use super::args::CtxswArgs;
 use crate::config::{CpuSet, Policy};
 use crate::error::{Error, Result};
 use crate::measure::ctxsw::{parse_ioperm, CtxswConfig, Method};
@@ -75,7 +75,7 @@ impl CtxswConfig {
             ioperm_both: a.ioperm_in_both,
             seed_output: a.seed_output,
             unit: a.unit,
-            strict: a.strict,
+            strict: a.common.strict,
         })
     }
 }

@@ -2,6 +2,9 @@
 //! (TCP_RR) between a sender and a receiver, threads or processes, pinnable; `--repeat` prints
 //! one figure per line for `latlab compare` / ministat. Listens on loopback addresses only.
 
+pub mod args;
+mod lower;
+
 use crate::config::DisplayUnit;
 use crate::error::{Error, Result};
 use crate::export::table;

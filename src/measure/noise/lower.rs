@@ -1,7 +1,7 @@
 //! Lowers `latlab noise`'s raw arguments (cli) into its validated config: every flag checked, each
 //! failure an exit-2 message naming the flag and the value.
 
-use crate::cli::NoiseArgs;
+use super::args::NoiseArgs;
 use crate::config::noise::{NoiseClock, NoiseConfig, MAX_REPEAT};
 use crate::config::{parse_time_ns, BareUnit, CpuSet, Policy};
 use crate::error::{Error, Result};
@@ -46,6 +46,8 @@ impl NoiseConfig {
                 format!("use 1 to {MAX_REPEAT}"),
             ));
         }
+        crate::config::bounds::work("--repeat", a.repeat, u128::from(a.repeat), duration_ns)?;
+
         let clock = match a.clock {
             Some(NoiseClock::Tsc) if !tsc_ok => {
                 return Err(Error::Env(
@@ -90,11 +92,11 @@ impl NoiseConfig {
             disturb: a.disturb.clone(),
             disturb_cpu,
             force: a.force,
-            strict: a.strict,
+            strict: a.common.strict,
             quiet: a.quiet,
             unit: a.unit,
             json: a.json.clone(),
-            trace_threshold_ns: super::cyclic::trace_threshold(&a.trace)?,
+            trace_threshold_ns: a.trace.threshold_ns()?,
             trace_save: a.trace.trace_save.clone(),
         })
     }

@@ -1,0 +1,190 @@
+//! Raw arguments of the commands that read results: samples, ministat, compare, report, gate,
+//! plot.
+
+use crate::config::DisplayUnit;
+use clap::Args;
+use std::path::PathBuf;
+
+/// Arguments of `latlab samples`.
+#[derive(Debug, Args)]
+pub struct SamplesArgs {
+    /// The sample log written by `--samples`.
+    pub file: PathBuf,
+    /// Print every sample as CSV (series,cpu,loop,latency_ns) instead of a summary.
+    #[arg(long)]
+    pub csv: bool,
+    /// Unit for the summary.
+    #[arg(long, value_enum, default_value_t = DisplayUnit::Us)]
+    pub unit: DisplayUnit,
+}
+
+/// Arguments of `latlab ministat`: passed through unparsed to ministat's own option rules.
+#[derive(Debug, Args)]
+pub struct MinistatArgs {
+    /// ministat's flags and files (file names need not be UTF-8).
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+    pub args: Vec<std::ffi::OsString>,
+}
+
+/// Arguments of `latlab compare` (tail-aware mode; `--ministat` switches to ministat's exact
+/// command line and output).
+#[derive(Debug, Args)]
+#[command(after_help = COMPARE_AFTER_HELP)]
+pub struct CompareArgs {
+    /// Data sets, the first is the baseline: [LABEL=]PATH[,PATH...]. A PATH is a value file (one
+    /// number per line, `#` comments; `-` for stdin), a latlab JSON result, or run:ID for a
+    /// stored run.
+    #[arg(value_name = "SET", required = true)]
+    pub sets: Vec<std::ffi::OsString>,
+    /// For JSON results: the whole latency distribution, or one figure per run.
+    #[arg(long, value_enum, default_value_t = crate::compare::inputs::Metric::Latency)]
+    pub metric: crate::compare::inputs::Metric,
+    /// For JSON results: use only this series (default: all series merged).
+    #[arg(long, value_name = "NAME")]
+    pub series: Option<String>,
+    /// Unit JSON latencies are shown in.
+    #[arg(long, value_enum, default_value_t = DisplayUnit::Us)]
+    pub unit: DisplayUnit,
+    /// Column of value files to read (1-based).
+    #[arg(short = 'C', long, default_value_t = 1)]
+    pub column: usize,
+    /// Delimiter characters of value files.
+    #[arg(short = 'd', long, default_value = " \t")]
+    pub delimiter: String,
+    /// Confidence level in per cent.
+    #[arg(short = 'c', long, default_value_t = 95.0)]
+    pub confidence: f64,
+    /// Bootstrap replicates for quantile intervals.
+    #[arg(long, default_value_t = 10_000)]
+    pub bootstrap: usize,
+    /// Seed of the bootstrap generator (printed, so results are reproducible).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Larger values are better (throughput); by default smaller is better (latency).
+    #[arg(long)]
+    pub higher_is_better: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = crate::compare::render::Format::Table)]
+    pub format: crate::compare::render::Format,
+    /// Switch to ministat's exact command line and output (`latlab compare --ministat a b`).
+    #[arg(long)]
+    pub ministat: bool,
+    /// Store to read `run:ID` sets from.
+    #[arg(long)]
+    pub store: Option<String>,
+    /// With one latlab run on a side, test its samples as if they were independent (they are
+    /// not: spikes come in bursts and run-to-run variation is invisible); without it, one run
+    /// a side shows its figures but proves no difference.
+    #[arg(long)]
+    pub assume_independent_samples: bool,
+}
+
+const COMPARE_AFTER_HELP: &str = "\
+Per set: N, min, p50, p90, p99, p99.9, max, mean, stddev. Against the baseline: differences of
+p50, p99 and p99.9 with percentile-bootstrap intervals (each set resampled exactly through its
+order statistics, so a million samples cost no more than ten), Welch's t for the mean, and the
+Mann-Whitney U test for the whole distribution with P(set > baseline). With several sets,
+intervals are Bonferroni-split and p-values Holm-adjusted. A quantile is compared only when
+every set has at least 10/(1-q) samples (p99.9: 10000).
+
+The run is the unit of replication. Sets of latlab results with at least two runs each are
+compared through per-run figures (each run's p50, p99, p99.9 and mean, Welch's t across runs).
+With one run on a side, run-to-run variation is unknown and no difference is proven, unless
+--assume-independent-samples tests the samples themselves (optimistic: samples are bursty).
+Value files are taken as one replicate per value, as ministat does.
+
+Examples:
+  latlab compare before.txt after.txt
+  latlab compare base=run1.json,run2.json new=run3.json,run4.json --metric p99
+  latlab compare --ministat -c 99 preempt preempt.tsc";
+
+/// Arguments of `latlab report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Runs to show: stored ids, run:ID, or result files (FILE.json). Several runs are also
+    /// compared, the first being the baseline.
+    #[arg(value_name = "RUN")]
+    pub inputs: Vec<String>,
+    /// Every run stored under this experiment id (tag experiment=ID, as `latlab run` stores
+    /// them), grouped by their other tags and compared.
+    #[arg(long, value_name = "ID")]
+    pub experiment: Option<String>,
+    /// The HTML file to write.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: PathBuf,
+    /// The results store stored runs are read from.
+    #[arg(long)]
+    pub store: Option<String>,
+}
+
+/// Arguments of `latlab gate`.
+#[derive(Debug, Args)]
+#[command(after_help = GATE_AFTER_HELP)]
+pub struct GateArgs {
+    /// The requirement: pQ<TIME (p99.9<100us) or rate(>TIME)<RATE (rate(>200us)<1e-6).
+    #[arg(value_name = "REQUIREMENT", required_unless_present = "plan_for")]
+    pub requirement: Option<String>,
+    /// Runs judged together: latlab JSON results, or stored runs (run:ID or ID).
+    #[arg(value_name = "RUN")]
+    pub inputs: Vec<PathBuf>,
+    /// Confidence of each one-sided bound (a fraction).
+    #[arg(long, default_value_t = 0.95)]
+    pub confidence: f64,
+    /// Use only this series of each run (default: all series).
+    #[arg(long, value_name = "NAME")]
+    pub series: Option<String>,
+    /// Accept a verdict from a single run, treating its samples as independent.
+    #[arg(long)]
+    pub assume_independent_samples: bool,
+    /// Print how many samples (how long at --rate) a run needs to decide this requirement.
+    #[arg(long, value_name = "REQUIREMENT")]
+    pub plan_for: Option<String>,
+    /// Samples per second, for --plan-for.
+    #[arg(long, value_name = "HZ")]
+    pub rate: Option<f64>,
+    /// Print the judgement as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Store to read run ids from.
+    #[arg(long)]
+    pub store: Option<String>,
+}
+
+const GATE_AFTER_HELP: &str = "\
+Each requirement is a rate: p99.9<100us means at most 0.1% of samples at or above 100 us.
+Events are counted in the runs' HDR histograms (a bucket straddling the threshold counts as
+an event for the upper bound only; the exact maximum clears buckets below it). The pooled rate
+gets exact one-sided Clopper-Pearson bounds (zero events: about 3/n at 95%, the rule of three);
+with two or more runs, a t bound over the runs' own rates widens them when runs disagree.
+met: upper bound < limit. violated: lower bound > limit. undecided otherwise, with how many
+more samples (and seconds at the runs' rate) would decide.
+
+The run is the unit of replication: on one run the outcome is printed but the verdict is
+undecided (exit 4) unless --assume-independent-samples.
+
+Exit codes: 0 met, 1 violated, 2 bad usage, 3 environment, 4 undecided.
+
+Examples:
+  latlab gate 'p99.9<100us' r1.json r2.json r3.json
+  latlab gate 'rate(>200us)<1e-6' run:ab12 run:cd34 --confidence 0.99
+  latlab gate --plan-for 'p99.99<50us' --rate 1000";
+
+/// Arguments of `latlab plot`.
+#[derive(Debug, Args)]
+pub struct PlotArgs {
+    /// The run: a stored id, run:ID, or a result file (FILE.json).
+    #[arg(value_name = "RUN")]
+    pub input: String,
+    /// The chart.
+    #[arg(long, value_enum, default_value = "hist")]
+    pub kind: crate::report::PlotKind,
+    /// The SVG file to write.
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+    /// A PNG file to write (the same chart at twice its size).
+    #[arg(long, value_name = "FILE")]
+    pub png: Option<PathBuf>,
+    /// The results store a stored run is read from.
+    #[arg(long)]
+    pub store: Option<String>,
+}

@@ -1,0 +1,107 @@
+//! Raw arguments of the commands that manage stored runs and plans: runs, run.
+
+use crate::config::DisplayUnit;
+use clap::{Args, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+/// `latlab runs` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum RunsCmd {
+    /// List stored runs, newest first.
+    List {
+        /// Only this kind: a measurement (cyclic, noise, ctxsw, clocks, tcp, contend, migrate,
+        /// monitor ...) or an imported tool (cyclictest, oslat, rtla-hist, hackbench, iperf3).
+        #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(stored_kinds()))]
+        kind: Option<String>,
+        /// Only runs with this tag (repeatable).
+        #[arg(long = "tag", value_name = "KEY=VALUE")]
+        tag: Vec<String>,
+        /// Only runs measured on this host.
+        #[arg(long)]
+        host: Option<String>,
+        /// The store.
+        #[arg(long)]
+        store: Option<String>,
+    },
+    /// Print a stored run: the table its measurement printed (a per-series summary for other
+    /// kinds), or with --json its whole JSON result with its tags.
+    Show {
+        /// Run id.
+        id: String,
+        /// Print the raw run and its tags as JSON instead of the summary.
+        #[arg(long)]
+        json: bool,
+        /// Unit for latencies in the summary.
+        #[arg(long, value_enum, default_value_t = DisplayUnit::Us)]
+        unit: DisplayUnit,
+        /// The store.
+        #[arg(long)]
+        store: Option<String>,
+    },
+    /// Write runs as a bundle (JSON) to stdout, for `runs import` elsewhere.
+    Export {
+        /// Run ids.
+        #[arg(required_unless_present = "all")]
+        ids: Vec<String>,
+        /// Every run in the store.
+        #[arg(long)]
+        all: bool,
+        /// The store.
+        #[arg(long)]
+        store: Option<String>,
+    },
+    /// Import a bundle; runs already present are skipped (idempotent). With --from, import
+    /// another tool's output as new runs tagged tool=NAME.
+    Import {
+        /// The bundle file (`-` for stdin), or the tool's output with --from.
+        file: PathBuf,
+        /// The store.
+        #[arg(long)]
+        store: Option<String>,
+        /// Read FILE as this tool's output: cyclictest/oslat --json, rtla timerlat/osnoise hist
+        /// text, hackbench's text (one run per Time: line), iperf3 -J.
+        #[arg(long, value_enum, value_name = "TOOL")]
+        from: Option<crate::import::Tool>,
+        /// Tag the imported runs (repeatable), besides tool=NAME.
+        #[arg(long = "tag", value_name = "KEY=VALUE", requires = "from")]
+        tag: Vec<String>,
+    },
+    /// Delete a stored run.
+    Delete {
+        /// Run id.
+        id: String,
+        /// The store.
+        #[arg(long)]
+        store: Option<String>,
+    },
+}
+
+/// Arguments of `latlab run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The plan file (see examples/).
+    pub plan: PathBuf,
+    /// The results store the runs go to.
+    #[arg(long)]
+    pub store: Option<String>,
+    /// Check the plan as the run would and print the runs it would make (shell-quoted) and
+    /// the time it will take, changing nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Override a plan key without editing the file (repeatable): repeats=3, duration=2s,
+    /// order=interleaved, seed=7, metric=max, or a dotted key such as design.repeats=3.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+}
+
+/// Every kind a stored run can have: the measurements' (from the table), then the tools runs
+/// are imported from.
+pub fn stored_kinds() -> Vec<&'static str> {
+    let mut v = crate::table::kinds();
+    v.extend(
+        crate::import::Tool::value_variants()
+            .iter()
+            .map(|t| t.name()),
+    );
+    v
+}

@@ -1,0 +1,66 @@
+//! `latlab clocks`'s raw arguments (clap), lowered in `lower.rs`.
+
+use crate::config::CpuSet;
+use crate::config::DisplayUnit;
+use crate::driver::args::MeasureArgs;
+use crate::error::Result;
+use clap::Args;
+use std::path::PathBuf;
+
+/// Arguments of `latlab clocks`.
+#[derive(Debug, Args)]
+pub struct ClocksArgs {
+    /// Sources to measure, comma-separated (default: all): realtime, monotonic, monotonic_raw,
+    /// boottime, tai, realtime_coarse, monotonic_coarse, process_cputime, thread_cputime,
+    /// gettimeofday, time, rdtsc, rdtscp.
+    #[arg(long, value_name = "LIST")]
+    pub clocks: Option<String>,
+    /// Measure under each of these clocksources (e.g. tsc,kvm-clock, or all); the original is
+    /// restored afterwards, also on Ctrl-C and errors.
+    #[arg(long, value_name = "LIST")]
+    pub clocksource: Option<String>,
+    /// Also check monotonicity across CPUs for this long (monotonic, monotonic_raw, rdtsc);
+    /// a backward step fails the check (exit 1).
+    #[arg(long, value_name = "SECONDS")]
+    pub check_monotonic: Option<String>,
+    /// Batches timed per source.
+    #[arg(long, default_value_t = 2000)]
+    pub batches: usize,
+    /// Calls per batch.
+    #[arg(long, default_value_t = 100)]
+    pub batch: usize,
+    /// Unit for resolution and granularity (costs per call are always in ns). Sub-microsecond
+    /// values keep three significant digits in us.
+    #[arg(long, value_enum, default_value_t = DisplayUnit::Ns)]
+    pub unit: DisplayUnit,
+    /// Write the result as JSON to FILE, or `-` for stdout.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+
+    /// Loads and where the result is kept.
+    #[command(flatten)]
+    pub common: MeasureArgs,
+}
+
+impl crate::driver::Lowering for ClocksArgs {
+    type Config = super::ClocksConfig;
+
+    fn common(&self) -> &MeasureArgs {
+        &self.common
+    }
+
+    fn json(&self) -> Option<&std::path::Path> {
+        self.json.as_deref()
+    }
+
+    fn lower(&self, _online: &CpuSet) -> Result<Self::Config> {
+        super::ClocksConfig::from_args(self)
+    }
+
+    fn check_in_plan(&self, c: &Self::Config) -> std::result::Result<(), String> {
+        if c.clocksources.is_empty() {
+            return Ok(());
+        }
+        Err("--clocksource inside a plan: make the clocksource a knob factor (knob = \"/sys/devices/system/clocksource/clocksource0/current_clocksource\"), so the plan journals and restores it".into())
+    }
+}

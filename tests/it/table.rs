@@ -1,0 +1,129 @@
+//! The table of measurements seen from the command line: options every measurement shares
+//! (`--strict`), getopt-style values that name their flag, and planned work that is bounded.
+
+use crate::util::{expect_exit, latlab};
+
+/// Every measurement `latlab help` lists before the other commands.
+const MEASUREMENTS: &[&str] = &[
+    "cyclic", "noise", "ctxsw", "clocks", "tcp", "contend", "migrate", "monitor",
+];
+
+#[test]
+fn every_measurement_takes_the_common_options_after_its_own() {
+    for m in MEASUREMENTS {
+        let out = latlab().args([m, "--help"]).output().unwrap();
+        assert!(out.status.success(), "{m} --help");
+        let help = String::from_utf8_lossy(&out.stdout);
+        let common = help
+            .find("Common options:")
+            .unwrap_or_else(|| panic!("{m}: no common options heading:\n{help}"));
+        for flag in ["--strict", "--store", "--no-store", "--tag", "--load"] {
+            let at = help
+                .find(&format!("{flag} "))
+                .or_else(|| help.find(&format!("{flag}\n")))
+                .unwrap_or_else(|| panic!("{m}: no {flag}:\n{help}"));
+            assert!(
+                at > common,
+                "{m}: {flag} is listed before the measurement's own flags"
+            );
+        }
+    }
+}
+
+#[test]
+fn help_lists_the_measurements_first_in_table_order() {
+    let out = latlab().arg("--help").output().unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    let at: Vec<usize> = MEASUREMENTS
+        .iter()
+        .map(|m| {
+            help.find(&format!("\n  {m} "))
+                .unwrap_or_else(|| panic!("{m}:\n{help}"))
+        })
+        .collect();
+    assert!(at.windows(2).all(|w| w[0] < w[1]), "{help}");
+    assert!(at.last().copied() < help.find("\n  compare "), "{help}");
+}
+
+#[test]
+fn a_negative_value_names_its_flag() {
+    expect_exit(
+        &["cyclic"],
+        &["-i", "-5us", "--no-store"],
+        2,
+        "-i/--interval",
+    );
+    expect_exit(&["cyclic"], &["-D", "-1s", "--no-store"], 2, "--duration");
+    expect_exit(&["noise"], &["-D", "-1", "--no-store"], 2, "--duration");
+    expect_exit(
+        &["monitor"],
+        &["-i", "-1ms", "--no-store"],
+        2,
+        "-i/--interval",
+    );
+}
+
+#[test]
+fn absurd_planned_work_is_refused_before_it_starts() {
+    let huge = "18446744073709551615";
+    expect_exit(
+        &["clocks"],
+        &["--batch", huge, "--clocks", "monotonic", "--no-store"],
+        2,
+        "--batch",
+    );
+    expect_exit(
+        &["cyclic"],
+        &["-l", "99999999999999999", "--no-store"],
+        2,
+        "-l/--loops",
+    );
+    expect_exit(
+        &["cyclic"],
+        &["-D", "100000h", "--no-store"],
+        2,
+        "--duration",
+    );
+    expect_exit(
+        &["contend"],
+        &["-n", huge, "--no-store"],
+        2,
+        "-n/--iterations",
+    );
+    expect_exit(
+        &["monitor"],
+        &["-D", "1000d", "--no-store"],
+        2,
+        "-D/--duration",
+    );
+    expect_exit(
+        &["tcp"],
+        &["-D", "1h", "--repeat", "9999", "--no-store"],
+        2,
+        "--repeat",
+    );
+}
+
+#[test]
+fn optional_values_still_read_as_flags() {
+    // `-t -a` is two flags (cyclictest's habit), not -t with the value "-a".
+    let out = latlab()
+        .args([
+            "cyclic",
+            "-t",
+            "-a",
+            "-l",
+            "3",
+            "-q",
+            "--no-store",
+            "-p",
+            "0",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
