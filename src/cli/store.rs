@@ -9,8 +9,7 @@ use std::path::PathBuf;
 pub enum RunsCmd {
     /// List stored runs, newest first.
     List {
-        /// Only this kind: a measurement (cyclic, noise, ctxsw, clocks, tcp, contend, migrate,
-        /// monitor ...) or an imported tool (cyclictest, oslat, rtla-hist, hackbench, iperf3).
+        /// Only this kind: a measurement's (the table of measurements), or an imported tool's.
         #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(stored_kinds()))]
         kind: Option<String>,
         /// Only runs with this tag (repeatable).
