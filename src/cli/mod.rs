@@ -282,9 +282,9 @@ pub struct MinistatArgs {
 #[derive(Debug, Args)]
 #[command(after_help = COMPARE_AFTER_HELP)]
 pub struct CompareArgs {
-    /// Data sets, the first is the baseline: [LABEL=]PATH[,PATH...]. A PATH is a value file (one
-    /// number per line, `#` comments; `-` for stdin), a latlab JSON result, or run:ID for a
-    /// stored run.
+    /// Data sets, the first is the baseline: [LABEL=]ITEM[,ITEM...] (commas or spaces). An ITEM
+    /// is a value file (one number per line, `#` comments; `-` for stdin), a latlab JSON
+    /// result, or stored runs: run:ID, exp:ID, exp:ID/K=V (one level), tag:K=V[,K=V].
     #[arg(value_name = "SET", required = true)]
     pub sets: Vec<std::ffi::OsString>,
     /// For JSON results: the whole latency distribution, or one figure per run.
@@ -725,7 +725,7 @@ pub enum RunsCmd {
     },
     /// Write runs as a bundle (JSON) to stdout, for `runs import` elsewhere.
     Export {
-        /// Run ids.
+        /// Runs: run:ID (or a bare id), exp:ID, exp:ID/K=V, tag:K=V[,K=V]; commas or spaces.
         #[arg(required_unless_present = "all")]
         ids: Vec<String>,
         /// Every run in the store.
@@ -782,8 +782,9 @@ pub struct RunArgs {
 /// Arguments of `latlab report`.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// Runs to show: stored ids, run:ID, or result files (FILE.json). Several runs are also
-    /// compared, the first being the baseline.
+    /// Runs to show: run:ID (or a bare id), FILE.json, exp:ID, exp:ID/K=V, tag:K=V[,K=V];
+    /// commas or spaces. Several are also compared, the first being the baseline; a selector
+    /// naming several runs (exp:ID/K=V, tag:...) is one group. `exp:ID` alone = --experiment.
     #[arg(value_name = "RUN")]
     pub inputs: Vec<String>,
     /// Every run stored under this experiment id (tag experiment=ID, as `latlab run` stores
@@ -805,7 +806,8 @@ pub struct GateArgs {
     /// The requirement: pQ<TIME (p99.9<100us) or rate(>TIME)<RATE (rate(>200us)<1e-6).
     #[arg(value_name = "REQUIREMENT", required_unless_present = "plan_for")]
     pub requirement: Option<String>,
-    /// Runs judged together: latlab JSON results, or stored runs (run:ID or ID).
+    /// Runs judged together: FILE.json, run:ID (or a bare id), exp:ID, exp:ID/K=V,
+    /// tag:K=V[,K=V]; commas or spaces.
     #[arg(value_name = "RUN")]
     pub inputs: Vec<PathBuf>,
     /// Confidence of each one-sided bound (a fraction).

@@ -210,6 +210,10 @@ fn execute(
             &format!("experiment={exp}"),
             "--tag",
             &format!("repeat={r}"),
+            // Which level combination (0: the baseline), so a later compare or report of the
+            // experiment puts the baseline first whatever order the runs were made in.
+            "--tag",
+            &format!("combination={ci}"),
         ]);
         for (f, &l) in plan.factors.iter().zip(combo) {
             c.arg("--tag").arg(format!("{}={}", f.name, f.levels[l]));

@@ -75,7 +75,18 @@ pub fn run(c: RunsCmd) -> Result<()> {
                     .map(|r| r.id)
                     .collect()
             } else {
-                ids
+                // Any run list: run:ID, exp:ID, exp:ID/K=V, tag:K=V (or bare ids).
+                let items = crate::compare::select::parse(&ids)?;
+                let mut res = crate::compare::select::Resolver::new(store.as_deref());
+                let mut all = Vec::new();
+                for item in &items {
+                    for id in res.ids(item)? {
+                        if !all.contains(&id) {
+                            all.push(id);
+                        }
+                    }
+                }
+                all
             };
             let b = export(st.as_ref(), &ids)?;
             out(&(serde_json::to_string_pretty(&b).map_err(|e| Error::Env(e.to_string()))? + "\n"))

@@ -1,0 +1,259 @@
+//! A/B from plan to verdict on synthetic stored runs (the store is built directly, so every
+//! figure is deterministic): run selectors in every command that takes runs, and the
+//! clocksource experiment compared level by level.
+
+use crate::util::latlab;
+use latlab::result::{Run, Series};
+use latlab::stats::summary::Recorder;
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::{Duration, UNIX_EPOCH};
+
+/// One synthetic cyclic run of `n` samples over `secs`: a run-level offset, exponential
+/// jitter and bursts of slow samples, all in ns, `scale` times slower than the reference.
+pub fn synthetic_run(rng: &mut ChaCha8Rng, i: u64, n: usize, secs: f64, scale: f64) -> Run {
+    let mut rec = Recorder::new();
+    let offset = 2000.0 * (rng.random::<f64>() - 0.5);
+    let mut burst = 0;
+    for _ in 0..n {
+        if burst == 0 && rng.random::<f64>() < 0.002 {
+            burst = 20;
+        }
+        let spike = if burst > 0 {
+            burst -= 1;
+            30_000.0
+        } else {
+            0.0
+        };
+        let jitter = -3000.0 * (1.0 - rng.random::<f64>()).ln();
+        rec.record(((20_000.0 + offset + jitter + spike) * scale) as u64);
+    }
+    let started = UNIX_EPOCH + Duration::from_secs(1_800_000_000 + i * 10);
+    let mut run = Run::new(
+        "cyclic",
+        started,
+        vec!["latlab".into(), "cyclic".into()],
+        serde_json::json!({}),
+        latlab::result::env::Environment::capture(),
+    );
+    run.id = format!("20270115T000000Z-{i:08x}");
+    run.started = latlab::result::rfc3339(started);
+    run.ended = latlab::result::rfc3339(started + Duration::from_secs_f64(secs));
+    run.duration_s = secs;
+    run.series = vec![Series::from_recorder("T0".into(), &rec)];
+    run
+}
+
+/// A store holding experiment `exp`: `levels` (the first is the baseline), `repeats` runs of
+/// `n` samples each; level `shifted` (if any) is `scale` times slower. Returns the store spec.
+pub fn experiment_store(
+    dir: &Path,
+    exp: &str,
+    levels: &[&str],
+    repeats: u64,
+    n: usize,
+    shifted: Option<(usize, f64)>,
+) -> String {
+    let spec = format!("sqlite:{}", dir.join("ab.db").display());
+    let mut st = latlab::store::open(Some(&spec)).unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(19);
+    let mut i = 0;
+    // Interleaved, as a plan makes them.
+    for r in 1..=repeats {
+        for (c, level) in levels.iter().enumerate() {
+            let scale = match shifted {
+                Some((l, k)) if l == c => k,
+                _ => 1.0,
+            };
+            let run = synthetic_run(&mut rng, i, n, n as f64 / 1000.0, scale);
+            i += 1;
+            let tags: BTreeMap<String, String> = [
+                ("experiment", exp.to_string()),
+                ("repeat", r.to_string()),
+                ("combination", c.to_string()),
+                ("clocksource", level.to_string()),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+            st.save(&run, &tags).unwrap();
+        }
+    }
+    spec
+}
+
+fn run(args: &[&str]) -> std::process::Output {
+    latlab().args(args).output().unwrap()
+}
+
+fn ok(args: &[&str]) -> String {
+    let out = run(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Every selector form works in compare, gate, report and runs export, written with commas or
+/// spaces, in one argument or several.
+#[test]
+fn selectors_work_in_every_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = experiment_store(dir.path(), "E", &["tsc", "kvm-clock"], 5, 3000, None);
+    let file = dir.path().join("one.json");
+    let one = ok(&[
+        "runs",
+        "show",
+        "--json",
+        "--store",
+        &s,
+        "20270115T000000Z-00000004",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&one).unwrap();
+    std::fs::write(&file, v["run"].to_string()).unwrap();
+    let file = file.to_str().unwrap();
+    let (r0, r2, r4) = (
+        "run:20270115T000000Z-00000000",
+        "run:20270115T000000Z-00000002",
+        "run:20270115T000000Z-00000004",
+    );
+    // compare: sets of 5 runs by level, by tags, by run lists with either separator.
+    for (a, b) in [
+        ("exp:E/clocksource=tsc", "exp:E/clocksource=kvm-clock"),
+        (
+            "a=tag:clocksource=tsc,experiment=E",
+            "b=tag:clocksource=kvm-clock experiment=E",
+        ),
+    ] {
+        let out = ok(&[
+            "compare",
+            "--store",
+            &s,
+            "--format",
+            "json",
+            "--bootstrap",
+            "200",
+            a,
+            b,
+        ]);
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        for set in v["sets"].as_array().unwrap() {
+            assert_eq!(set["runs"], 5, "{a} {b}: {set}");
+        }
+        if a.starts_with("exp:") {
+            assert_eq!(v["sets"][0]["label"], "clocksource=tsc");
+        }
+    }
+    let list_comma = format!("a={r0},{r2},{file}");
+    let list_space = format!("a={r0} {r2} {r4}");
+    for a in [&list_comma, &list_space] {
+        let out = ok(&[
+            "compare",
+            "--store",
+            &s,
+            "--format",
+            "json",
+            "--bootstrap",
+            "200",
+            a,
+            "b=exp:E/clocksource=kvm-clock",
+        ]);
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["sets"][0]["runs"], 3, "{a}");
+    }
+    // gate: an experiment level, tags, run lists either way.
+    for args in [
+        vec!["exp:E/clocksource=tsc"],
+        vec!["tag:clocksource=tsc,experiment=E"],
+        vec!["run:20270115T000000Z-00000000,run:20270115T000000Z-00000002"],
+        vec![r0, r2],
+        vec![&list_space[2..]],
+    ] {
+        let mut a = vec!["gate", "p99.9<200us", "--store", &s, "--json"];
+        a.extend(&args);
+        let out = run(&a);
+        assert!(
+            matches!(out.status.code(), Some(0 | 1 | 4)),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let want = if args[0].starts_with("run:") { 2 } else { 5 };
+        let n = v["runs"].as_array().unwrap().len();
+        assert!(
+            n == want || (args == [&list_space[2..]] && n == 3),
+            "{args:?}: {v}"
+        );
+    }
+    // report: each multi-run selector is one group; exp:E alone is the experiment.
+    let html = dir.path().join("r.html");
+    let h = html.to_str().unwrap();
+    ok(&[
+        "report",
+        "--store",
+        &s,
+        "-o",
+        h,
+        "exp:E/clocksource=tsc,exp:E/clocksource=kvm-clock",
+    ]);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("clocksource=tsc (5 run(s))"), "groups");
+    ok(&["report", "--store", &s, "-o", h, "exp:E"]);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("clocksource=kvm-clock (5 run(s))"));
+    ok(&["report", "--store", &s, "-o", h, r0, file]);
+    // runs export.
+    for (sel, n) in [
+        ("exp:E", 10),
+        ("exp:E/clocksource=tsc", 5),
+        ("tag:clocksource=kvm-clock,experiment=E", 5),
+        ("run:20270115T000000Z-00000000 20270115T000000Z-00000001", 2),
+    ] {
+        let out = ok(&["runs", "export", "--store", &s, sel]);
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["runs"].as_array().unwrap().len(), n, "{sel}");
+    }
+}
+
+/// Every bad selector in every command: exit 2, the selector named.
+#[test]
+fn a_bad_selector_names_itself_in_every_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = experiment_store(dir.path(), "E", &["tsc", "kvm-clock"], 2, 100, None);
+    let h = dir.path().join("r.html");
+    let h = h.to_str().unwrap();
+    for (bad, why) in [
+        ("run:", "no run id"),
+        ("exp:", "no experiment id"),
+        ("exp:E/", "not KEY=VALUE"),
+        ("tag:", "no KEY=VALUE"),
+        ("tag:k", "not KEY=VALUE"),
+        ("foo:bar", "unknown kind"),
+        ("missing.json", "no such file"),
+        ("exp:NOPE", "no run in"),
+        (
+            "exp:E/clocksource=hpet",
+            "clocksource=kvm-clock, clocksource=tsc",
+        ),
+        ("tag:nope=1", "no run in"),
+    ] {
+        for cmd in [
+            vec!["compare", "--store", &s, "exp:E/clocksource=tsc", bad],
+            vec!["gate", "p99<1ms", "--store", &s, bad],
+            vec!["report", "--store", &s, "-o", h, bad],
+            vec!["runs", "export", "--store", &s, bad],
+        ] {
+            let out = run(&cmd);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{cmd:?}: {err}");
+            assert!(
+                err.contains(&format!("selector '{bad}'")) && err.contains(why),
+                "{cmd:?}: {err}"
+            );
+        }
+    }
+}
