@@ -285,8 +285,12 @@ pub struct CompareArgs {
     /// Data sets, the first is the baseline: [LABEL=]ITEM[,ITEM...] (commas or spaces). An ITEM
     /// is a value file (one number per line, `#` comments; `-` for stdin), a latlab JSON
     /// result, or stored runs: run:ID, exp:ID, exp:ID/K=V (one level), tag:K=V[,K=V].
-    #[arg(value_name = "SET", required = true)]
+    #[arg(value_name = "SET", required_unless_present = "experiment")]
     pub sets: Vec<std::ffi::OsString>,
+    /// Compare every level of this experiment with its baseline, per metric over the runs
+    /// (`compare exp:ID` alone does the same).
+    #[arg(long, value_name = "ID")]
+    pub experiment: Option<String>,
     /// For JSON results: the whole latency distribution, or one figure per run.
     #[arg(long, value_enum, default_value_t = crate::compare::inputs::Metric::Latency)]
     pub metric: crate::compare::inputs::Metric,
@@ -339,7 +343,11 @@ intervals are Bonferroni-split and p-values Holm-adjusted. A quantile is compare
 every set has at least 10/(1-q) samples (p99.9: 10000).
 
 The run is the unit of replication. Sets of latlab results with at least two runs each are
-compared through per-run figures (each run's p50, p99, p99.9 and mean, Welch's t across runs).
+compared through per-run figures: each run's p50, p99, p99.9, max and mean, one row per metric,
+Welch's t across runs, Holm across metrics x sets with each interval at the level of the Holm
+step that decided it. `--experiment EXP` compares every level of an experiment with its
+baseline. Text and Markdown end with a sentence per set to paste; figures are rounded to their
+interval.
 With one run on a side, run-to-run variation is unknown and no difference is proven, unless
 --assume-independent-samples tests the samples themselves (optimistic: samples are bursty).
 Value files are taken as one replicate per value, as ministat does.
@@ -347,6 +355,8 @@ Value files are taken as one replicate per value, as ministat does.
 Examples:
   latlab compare before.txt after.txt
   latlab compare base=run1.json,run2.json new=run3.json,run4.json --metric p99
+  latlab compare --experiment EXP --format markdown
+  latlab compare exp:EXP/clocksource=tsc exp:EXP/clocksource=hpet
   latlab compare --ministat -c 99 preempt preempt.tsc";
 
 /// Arguments of `latlab noise`.

@@ -61,6 +61,19 @@ pub struct Source {
     /// Each run's own distribution, when the set is latency samples of latlab runs (the run is
     /// the unit of replication); empty when every value is already one replicate.
     pub runs: Vec<Dist>,
+    /// What is known of each run in `runs` besides its distribution (same order).
+    pub info: Vec<RunInfo>,
+}
+
+/// One run of a set: its name for messages, its length and its exact mean.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunInfo {
+    /// `run:ID` or the file name.
+    pub name: String,
+    /// Measured wall time, seconds.
+    pub secs: f64,
+    /// Its exact mean (from the series summaries), in the display unit.
+    pub mean: f64,
 }
 
 /// Largest latlab JSON result read.
@@ -144,6 +157,7 @@ fn load_items(label: String, items: &[Item], o: &ReadOpts) -> Result<Source> {
     let mut json = 0usize;
     let mut total = 0u64;
     let mut seen: std::collections::BTreeMap<String, String> = Default::default();
+    let mut info = Vec::new();
     for item in items {
         let json_run = match item {
             Item::Loaded(r, n) => Some(((**r).clone(), n.clone())),
@@ -163,6 +177,11 @@ fn load_items(label: String, items: &[Item], o: &ReadOpts) -> Result<Source> {
             total = total.checked_add(d.n()).ok_or_else(|| {
                 Error::Usage(format!("set '{label}': {name}: sample counts overflow"))
             })?;
+            info.push(RunInfo {
+                name: name.clone(),
+                secs: run.duration_s,
+                mean: scalar(&d, &series, Metric::Mean, o.scale),
+            });
             match o.metric {
                 Metric::Latency => dists.push(d),
                 m => values.push(scalar(&d, &series, m, o.scale)),
@@ -204,10 +223,10 @@ fn load_items(label: String, items: &[Item], o: &ReadOpts) -> Result<Source> {
     if !values.is_empty() {
         dists.push(Dist::from_values(values));
     }
-    let runs = if json > 0 && o.metric == Metric::Latency {
-        dists.clone()
+    let (runs, info) = if json > 0 && o.metric == Metric::Latency {
+        (dists.clone(), info)
     } else {
-        Vec::new()
+        (Vec::new(), Vec::new())
     };
     let dist = Dist::merge(&dists);
     if dist.n() < 3 {
@@ -221,6 +240,7 @@ fn load_items(label: String, items: &[Item], o: &ReadOpts) -> Result<Source> {
         dist,
         from_json: json > 0,
         runs,
+        info,
     })
 }
 

@@ -2,7 +2,57 @@
 //! `compare --experiment`, `report --experiment` and the plan's own summary, so all three
 //! compare the same groups in the same order.
 
+use super::analysis::{analyse, Analysis, Settings};
+use super::inputs::{load_runs, Metric, ReadOpts};
+use crate::result::Run;
 use std::collections::BTreeMap;
+
+/// Compares each level (label, its runs with their names) with the first, per metric over the
+/// runs; `scale` turns the runs' unit into the shown one, `headline` is the metric the verdict
+/// sentence leads with. Returns the analysis (None when fewer than two levels could be read)
+/// and notes on what could not be compared, or what a verdict still needs.
+pub fn compare_levels(
+    levels: &[(String, Vec<(Run, String)>)],
+    st: &Settings,
+    scale: f64,
+    headline: &str,
+) -> (Option<Analysis>, Vec<String>) {
+    let mut notes = Vec::new();
+    let opts = ReadOpts {
+        column: 1,
+        delim: b" \t".to_vec(),
+        metric: Metric::Latency,
+        series: None,
+        scale,
+        store: None,
+    };
+    let mut sources = Vec::new();
+    for (label, runs) in levels {
+        match load_runs(label, runs, &opts) {
+            Ok(s) => sources.push(s),
+            Err(e) => notes.push(format!("{label}: not compared: {e}")),
+        }
+    }
+    let few: Vec<String> = sources
+        .iter()
+        .filter(|s| s.runs.len() < 2)
+        .map(|s| format!("{} ({} run)", s.label, s.runs.len()))
+        .collect();
+    if !few.is_empty() {
+        notes.push(format!(
+            "a verdict needs at least 2 runs of every level, 5 for a useful one (repeats = 5 in \
+             the plan's [design]); too few: {}",
+            few.join(", ")
+        ));
+    }
+    if sources.len() < 2 {
+        notes.push("fewer than two levels could be compared".into());
+        return (None, notes);
+    }
+    let mut a = analyse(&sources, st);
+    a.headline = headline.to_string();
+    (Some(a), notes)
+}
 
 /// Tags that say which run of a plan a run was, not which level: never part of a label.
 pub const BOOKKEEPING: [&str; 3] = ["experiment", "repeat", "combination"];

@@ -8,3 +8,4 @@ pub mod ministat_cmd;
 pub mod per_run;
 pub mod render;
 pub mod select;
+pub mod verdict;

@@ -284,6 +284,33 @@ impl Resolver {
     }
 }
 
+/// Every run of experiment `exp`, oldest first, grouped into its levels (the baseline first):
+/// (label, runs with their names). A missing experiment is exit 2 naming `flag`.
+pub fn experiment_levels(
+    exp: &str,
+    store: Option<&str>,
+    flag: &str,
+) -> Result<Vec<(String, Vec<Resolved>)>> {
+    let item = Item {
+        text: format!("exp:{exp}"),
+        sel: Selector::Exp(exp.to_string()),
+        bare: false,
+    };
+    let runs = Resolver::new(store)
+        .runs(&item)
+        .map_err(|e| Error::flag(flag, exp, e))?;
+    let tags: Vec<_> = runs.iter().map(|r| &r.tags).collect();
+    let levels = super::levels::group(&tags);
+    let mut slots: Vec<Option<Resolved>> = runs.into_iter().map(Some).collect();
+    Ok(levels
+        .into_iter()
+        .map(|l| {
+            let rs = l.runs.iter().filter_map(|&i| slots[i].take()).collect();
+            (l.label, rs)
+        })
+        .collect())
+}
+
 /// Reads a latlab JSON result file.
 pub fn read_run(p: &Path) -> Result<Run> {
     let name = p.display().to_string();

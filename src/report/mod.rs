@@ -8,8 +8,7 @@ pub mod html;
 pub mod png;
 pub mod svg;
 
-use crate::compare::analysis::{analyse, Analysis, Settings};
-use crate::compare::inputs::{load_runs, Metric, ReadOpts};
+use crate::compare::analysis::{Analysis, Settings};
 use crate::compare::select;
 use crate::error::{Error, Result};
 use crate::result::Run;
@@ -178,11 +177,11 @@ pub fn groups(loaded: &[Loaded], experiment: bool) -> Vec<Group> {
     out
 }
 
-/// The comparison of every group with the first, with a note on what was compared.
+/// The comparison of every group with the first, with notes on what was compared: per metric
+/// over the runs (`crate::compare::levels::compare_levels`), as `compare --experiment` does.
 pub fn compare(loaded: &[Loaded], groups: &[Group]) -> (Option<Analysis>, Vec<String>) {
-    let mut notes = Vec::new();
     if groups.len() < 2 {
-        return (None, notes);
+        return (None, Vec::new());
     }
     let first = &loaded[groups[0].runs[0]].run;
     let tcp = first.kind == "tcp";
@@ -192,52 +191,37 @@ pub fn compare(loaded: &[Loaded], groups: &[Group]) -> (Option<Analysis>, Vec<St
         "kbit/s" => (1e-3, "Mbit/s".to_string()),
         u => (1.0, u.to_string()),
     };
-    let repeats = groups.iter().all(|g| g.runs.len() >= 3);
-    let metric = if tcp || !repeats {
-        Metric::Latency
-    } else {
-        Metric::P99
-    };
-    notes.push(if tcp {
-        "compared: the figures of every run (one value per run)".to_string()
-    } else if repeats {
-        "compared: the p99 of each run (the run is the unit of replication)".to_string()
-    } else {
-        "compared: all samples of each group. Samples inside one run are autocorrelated: repeat each configuration at least 3 times for a verdict that rests on runs".to_string()
-    });
-    let opts = ReadOpts {
-        column: 1,
-        delim: b" \t".to_vec(),
-        metric,
-        series: None,
-        scale,
-        store: None,
-    };
-    let mut sources = Vec::new();
-    for g in groups {
-        let runs: Vec<(Run, String)> = g
-            .runs
-            .iter()
-            .map(|&i| (loaded[i].run.clone(), loaded[i].name.clone()))
-            .collect();
-        match load_runs(&g.label, &runs, &opts) {
-            Ok(s) => sources.push(s),
-            Err(e) => notes.push(format!("{}: not compared: {e}", g.label)),
-        }
-    }
-    if sources.len() < 2 {
-        notes.push("fewer than two groups could be compared".into());
-        return (None, notes);
-    }
+    let levels: Vec<(String, Vec<(Run, String)>)> = groups
+        .iter()
+        .map(|g| {
+            let runs = g
+                .runs
+                .iter()
+                .map(|&i| (loaded[i].run.clone(), loaded[i].name.clone()))
+                .collect();
+            (g.label.clone(), runs)
+        })
+        .collect();
     let settings = Settings {
         confidence: 0.95,
         replicates: 2000,
         seed: 1,
         higher_is_better: tcp,
         unit: shown,
-        // The run is the unit: groups of several runs are compared run by run; a verdict on
-        // single runs is never proven.
+        // The run is the unit: a verdict on single runs is never proven.
         assume_independent: false,
     };
-    (Some(analyse(&sources, &settings)), notes)
+    let (a, mut notes) = crate::compare::levels::compare_levels(&levels, &settings, scale, "p99");
+    let per_run = a
+        .as_ref()
+        .is_some_and(|a| a.replication.starts_with("the run"));
+    notes.insert(
+        0,
+        if per_run {
+            "compared: each run's p50, p99, p99.9, max and mean, across runs (the run is the unit of replication)".to_string()
+        } else {
+            "compared: the figures of each group; one run on a side proves nothing: repeat each configuration (5 runs) for a verdict that rests on runs".to_string()
+        },
+    );
+    (a, notes)
 }

@@ -257,3 +257,114 @@ fn a_bad_selector_names_itself_in_every_command() {
         }
     }
 }
+
+/// The clocksource A/B as a kernel developer runs it: 5 vs 5 runs of 3 s (3000 samples each),
+/// compared level by level. One row per metric, figures pooled (never a percentile of
+/// percentiles), one warning for the runs too short for p99.9, and the sentence to paste.
+#[test]
+fn the_clocksource_experiment_compares_per_metric_and_ends_with_a_sentence() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = experiment_store(dir.path(), "E", &["tsc", "kvm-clock"], 5, 3000, None);
+    let json = ok(&[
+        "compare",
+        "--store",
+        &s,
+        "--experiment",
+        "E",
+        "--format",
+        "json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let c = &v["comparisons"][0];
+    assert_eq!(c["label"], "clocksource=kvm-clock");
+    assert_eq!(c["baseline"], "clocksource=tsc");
+    let names: Vec<&str> = c["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["metric"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["p50", "p99", "p99.9", "max", "mean"]);
+    for set in v["sets"].as_array().unwrap() {
+        assert_eq!(set["runs"], 5);
+        assert_eq!(set["n"], 15000, "pooled samples, not five per-run figures");
+    }
+    let warnings = v["warnings"].as_array().unwrap();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0]
+        .as_str()
+        .unwrap()
+        .contains("10 run(s) of 3000 samples"));
+    // JSON keeps full precision.
+    assert!(c["metrics"][1]["ci"][0].as_f64().unwrap().fract() != 0.0);
+    let md = ok(&[
+        "compare",
+        "--store",
+        &s,
+        "--experiment",
+        "E",
+        "--format",
+        "markdown",
+    ]);
+    let last = md.trim_end().lines().last().unwrap();
+    assert!(
+        last.starts_with("kvm-clock vs tsc, 5 vs 5 runs of 3 s: p99 ")
+            && last.ends_with("; p99.9 not estimable: runs of 3000 samples, need 10 000."),
+        "{md}"
+    );
+    assert!(last.contains(" %, [") || last.contains(" % ["), "{last}");
+    assert_eq!(md.matches("> warning:").count(), 1, "{md}");
+    // Figures rounded to their interval: no long tails of digits.
+    let long = md
+        .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .any(|t| t.split_once('.').is_some_and(|(_, f)| f.len() > 4));
+    assert!(!long, "{md}");
+    // `compare exp:E` is the same comparison; the text form ends with the same sentence.
+    let text = ok(&["compare", "--store", &s, "exp:E"]);
+    assert!(
+        text.trim_end().ends_with(&format!("verdict: {last}")),
+        "{text}"
+    );
+    assert_eq!(text.matches("warning:").count(), 1, "{text}");
+    // report --experiment shows the same verdicts, a forest row per metric and level.
+    let html = dir.path().join("e.html");
+    ok(&[
+        "report",
+        "--store",
+        &s,
+        "--experiment",
+        "E",
+        "-o",
+        html.to_str().unwrap(),
+    ]);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains(last), "the sentence in the report");
+    for m in ["p50", "p99", "max", "mean"] {
+        assert!(
+            page.contains(&format!("row\" data-label=\"clocksource=kvm-clock: {m}\"")),
+            "forest row {m}"
+        );
+    }
+}
+
+/// A real 20 % slowdown of one level is proven worse in p99.
+#[test]
+fn a_slower_level_is_proven_worse() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = experiment_store(dir.path(), "E", &["tsc", "hpet"], 5, 3000, Some((1, 1.2)));
+    let md = ok(&[
+        "compare",
+        "--store",
+        &s,
+        "--experiment",
+        "E",
+        "--format",
+        "markdown",
+    ]);
+    let last = md.trim_end().lines().last().unwrap();
+    assert!(
+        last.starts_with("hpet vs tsc, 5 vs 5 runs of 3 s: p99 +"),
+        "{md}"
+    );
+    assert!(last.contains("worse (p "), "{md}");
+}
