@@ -215,9 +215,49 @@ pub fn sentences(a: &Analysis) -> Vec<String> {
         .collect()
 }
 
+/// Warnings of many runs, one line per condition with the runs it applies to (in order of
+/// first appearance): `runs` is each run's name and its warnings.
+pub fn group_warnings<'a>(runs: impl IntoIterator<Item = (&'a str, &'a [String])>) -> Vec<String> {
+    let mut by: Vec<(&str, Vec<&str>)> = Vec::new();
+    let mut total = 0;
+    for (name, ws) in runs {
+        total += 1;
+        for w in ws {
+            match by.iter_mut().find(|(t, _)| *t == w.as_str()) {
+                Some((_, names)) if !names.contains(&name) => names.push(name),
+                Some(_) => {}
+                None => by.push((w.as_str(), vec![name])),
+            }
+        }
+    }
+    by.into_iter()
+        .map(|(w, names)| {
+            if total == 1 {
+                w.to_string()
+            } else if names.len() == total {
+                format!("{w} (all {total} runs)")
+            } else {
+                format!(
+                    "{w} ({} of {total} runs: {})",
+                    names.len(),
+                    names.join(", ")
+                )
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_line_per_condition_with_its_runs() {
+        let a = vec!["throttled".to_string(), "lost 3".to_string()];
+        let b = vec!["throttled".to_string()];
+        let g = group_warnings([("run:a", a.as_slice()), ("run:b", b.as_slice())]);
+        assert_eq!(g, ["throttled (all 2 runs)", "lost 3 (1 of 2 runs: run:a)"]);
+    }
 
     #[test]
     fn figures_take_two_significant_digits_of_their_interval() {

@@ -397,6 +397,13 @@ fn analysis(plan: &Plan, combos: &[Vec<usize>], files: &[Vec<(Run, String)>]) ->
     match an {
         Some(mut an) => {
             an.warnings.extend(notes);
+            // The runs' own warnings, one line per condition with the runs it applies to.
+            an.warnings.extend(crate::compare::verdict::group_warnings(
+                levels.iter().flat_map(|(_, runs)| {
+                    runs.iter()
+                        .map(|(r, n)| (n.as_str(), r.warnings.as_slice()))
+                }),
+            ));
             s.push_str(&format!(
                 "\neach level against {}, per metric over the runs:\n",
                 levels[0].0

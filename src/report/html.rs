@@ -433,6 +433,19 @@ pub fn page(
         n = loaded.len()
     );
     s.push_str(&environment(loaded));
+    // Every run's warnings, one line per condition with the runs it applies to.
+    let ws = crate::compare::verdict::group_warnings(
+        loaded
+            .iter()
+            .map(|l| (l.name.as_str(), l.run.warnings.as_slice())),
+    );
+    if !ws.is_empty() && loaded.len() > 1 {
+        s.push_str("<div class=\"warn\" id=\"warnings\"><b>Warnings of the runs</b><ul>");
+        for w in &ws {
+            let _ = write!(s, "<li>{}</li>", esc(w));
+        }
+        s.push_str("</ul></div>");
+    }
     if groups.len() > 1 {
         s.push_str(&comparison(loaded, groups, analysis, notes));
     }

@@ -67,7 +67,11 @@ pub fn experiment_store(
                 Some((l, k)) if l == c => k,
                 _ => 1.0,
             };
-            let run = synthetic_run(&mut rng, i, n, n as f64 / 1000.0, scale);
+            let mut run = synthetic_run(&mut rng, i, n, n as f64 / 1000.0, scale);
+            if c == 1 {
+                run.warnings
+                    .push(format!("{level}: a warning every run of this level has"));
+            }
             i += 1;
             let tags: BTreeMap<String, String> = [
                 ("experiment", exp.to_string()),
@@ -289,12 +293,18 @@ fn the_clocksource_experiment_compares_per_metric_and_ends_with_a_sentence() {
         assert_eq!(set["runs"], 5);
         assert_eq!(set["n"], 15000, "pooled samples, not five per-run figures");
     }
+    // One warning per condition, naming the runs: the short runs, and the level's own one.
     let warnings = v["warnings"].as_array().unwrap();
-    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
     assert!(warnings[0]
         .as_str()
         .unwrap()
         .contains("10 run(s) of 3000 samples"));
+    let own = warnings[1].as_str().unwrap();
+    assert!(
+        own.starts_with("kvm-clock: a warning every run of this level has (5 of 10 runs: run:"),
+        "{own}"
+    );
     // JSON keeps full precision.
     assert!(c["metrics"][1]["ci"][0].as_f64().unwrap().fract() != 0.0);
     let md = ok(&[
@@ -313,7 +323,8 @@ fn the_clocksource_experiment_compares_per_metric_and_ends_with_a_sentence() {
         "{md}"
     );
     assert!(last.contains(" %, [") || last.contains(" % ["), "{last}");
-    assert_eq!(md.matches("> warning:").count(), 1, "{md}");
+    assert_eq!(md.matches("> warning:").count(), 2, "{md}");
+    assert_eq!(md.matches("a warning every run").count(), 1, "{md}");
     // Figures rounded to their interval: no long tails of digits.
     let long = md
         .split(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -325,7 +336,7 @@ fn the_clocksource_experiment_compares_per_metric_and_ends_with_a_sentence() {
         text.trim_end().ends_with(&format!("verdict: {last}")),
         "{text}"
     );
-    assert_eq!(text.matches("warning:").count(), 1, "{text}");
+    assert_eq!(text.matches("warning:").count(), 2, "{text}");
     // report --experiment shows the same verdicts, a forest row per metric and level.
     let html = dir.path().join("e.html");
     ok(&[
@@ -339,6 +350,10 @@ fn the_clocksource_experiment_compares_per_metric_and_ends_with_a_sentence() {
     ]);
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains(last), "the sentence in the report");
+    let block = &page[page.find("id=\"warnings\"").unwrap()..];
+    let block = &block[..block.find("</div>").unwrap()];
+    assert_eq!(block.matches("<li>").count(), 1, "{block}");
+    assert!(block.contains("(5 of 10 runs: run:"), "{block}");
     for m in ["p50", "p99", "max", "mean"] {
         assert!(
             page.contains(&format!("row\" data-label=\"clocksource=kvm-clock: {m}\"")),

@@ -112,6 +112,12 @@ fn experiment(a: &CompareArgs, exp: &str) -> Result<String> {
         )));
     };
     an.warnings.extend(notes);
+    an.warnings.extend(crate::compare::verdict::group_warnings(
+        levels.iter().flat_map(|(_, runs)| {
+            runs.iter()
+                .map(|(r, n)| (n.as_str(), r.warnings.as_slice()))
+        }),
+    ));
     Ok(render::render(&an, a.format))
 }
 
