@@ -760,6 +760,12 @@ pub enum RunsCmd {
         /// Tag the imported runs (repeatable), besides tool=NAME.
         #[arg(long = "tag", value_name = "KEY=VALUE", requires = "from")]
         tag: Vec<String>,
+        /// More files of the same tool (with --from): imported in order, each reported.
+        #[arg(value_name = "FILE", requires = "from")]
+        more: Vec<PathBuf>,
+        /// Most runs one import may create (hackbench makes one per `Time:` line).
+        #[arg(long, value_name = "N", default_value_t = crate::import::DEFAULT_MAX_RUNS, requires = "from")]
+        max_runs: u64,
     },
     /// Delete a stored run.
     Delete {

@@ -383,3 +383,142 @@ fn a_slower_level_is_proven_worse() {
     );
     assert!(last.contains("worse (p "), "{md}");
 }
+
+fn hackbench_text(mode: &str, times: &[f64]) -> String {
+    let mut s = format!(
+        "Running in {mode} mode with 10 groups using 40 file descriptors each (== 400 tasks)\n\
+         Each sender will pass 100 messages of 100 bytes\n"
+    );
+    for t in times {
+        s.push_str(&format!("Time: {t:.3}\n"));
+    }
+    s
+}
+
+fn exported(store: &str) -> Vec<serde_json::Value> {
+    let out = ok(&["runs", "export", "--store", store, "tag:tool=hackbench"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    v["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["run"].clone())
+        .collect()
+}
+
+/// Many files in one import, each reported; the first bad one stops it (exit 2, named) and the
+/// files before it stay; every run carries only its own setup; the runs one import may create
+/// are bounded.
+#[test]
+fn imports_take_many_files_and_stay_linear() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("sqlite:{}", dir.path().join("i.db").display());
+    let p = |n: &str| dir.path().join(n).to_str().unwrap().to_string();
+    let mixed = hackbench_text("process", &[0.1, 0.2]) + &hackbench_text("threaded", &[0.3]);
+    std::fs::write(p("a.txt"), &mixed).unwrap();
+    std::fs::write(p("b.txt"), hackbench_text("process", &[0.4])).unwrap();
+    std::fs::write(p("bad.txt"), "no hackbench here\n").unwrap();
+    let out = ok(&[
+        "runs",
+        "import",
+        "--from",
+        "hackbench",
+        "--store",
+        &store,
+        &p("a.txt"),
+        &p("b.txt"),
+    ]);
+    assert_eq!(
+        out.matches(&format!("from {}", p("a.txt"))).count(),
+        3,
+        "{out}"
+    );
+    assert_eq!(
+        out.matches(&format!("from {}", p("b.txt"))).count(),
+        1,
+        "{out}"
+    );
+    assert!(out.contains("2 file(s), 4 run(s) imported"), "{out}");
+    // Each run has its own block's setup only.
+    let runs = exported(&store);
+    assert_eq!(runs.len(), 4);
+    for r in &runs {
+        let setup = r["parameters"]["setup"].as_str().unwrap();
+        let threaded = r["duration_s"].as_f64() == Some(0.3);
+        assert_eq!(setup.contains("threaded"), threaded, "{setup}");
+        assert_eq!(setup.contains("process"), !threaded, "{setup}");
+        assert_eq!(setup.matches("Running in").count(), 1, "{setup}");
+    }
+    // The first bad file: exit 2 naming it; the good file before it is kept, the one after
+    // it is not read.
+    let store2 = format!("sqlite:{}", dir.path().join("j.db").display());
+    let o = run(&[
+        "runs",
+        "import",
+        "--from",
+        "hackbench",
+        "--store",
+        &store2,
+        &p("b.txt"),
+        &p("bad.txt"),
+        &p("a.txt"),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&p("bad.txt")) && err.contains("not hackbench output"),
+        "{err}"
+    );
+    assert!(
+        err.contains("the 1 file(s) before it were imported (1 run(s)) and are kept"),
+        "{err}"
+    );
+    assert!(String::from_utf8_lossy(&o.stdout).contains(&p("b.txt")));
+    assert_eq!(exported(&store2).len(), 1);
+    // The bound: 30 Time: lines against --max-runs 20, across files too.
+    let many: Vec<f64> = (0..30).map(|i| i as f64 / 100.0).collect();
+    std::fs::write(p("many.txt"), hackbench_text("process", &many)).unwrap();
+    let store3 = format!("sqlite:{}", dir.path().join("k.db").display());
+    let o = run(&[
+        "runs",
+        "import",
+        "--from",
+        "hackbench",
+        "--store",
+        &store3,
+        "--max-runs",
+        "20",
+        &p("many.txt"),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("more than --max-runs 20") && err.contains("many.txt"),
+        "{err}"
+    );
+    let o = run(&[
+        "runs",
+        "import",
+        "--from",
+        "hackbench",
+        "--store",
+        &store3,
+        "--max-runs",
+        "4",
+        &p("a.txt"),
+        &p("b.txt"),
+        &p("b.txt"),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    ok(&[
+        "runs",
+        "import",
+        "--from",
+        "hackbench",
+        "--store",
+        &store3,
+        "--max-runs",
+        "30",
+        &p("many.txt"),
+    ]);
+}

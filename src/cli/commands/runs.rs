@@ -96,9 +96,15 @@ pub fn run(c: RunsCmd) -> Result<()> {
             store,
             from: Some(tool),
             tag,
+            more,
+            max_runs,
         } => {
-            let text = crate::import::run(tool, &file, &tag, store.as_deref())?;
-            out(&text)
+            let files: Vec<&std::path::Path> = std::iter::once(file.as_path())
+                .chain(more.iter().map(|p| p.as_path()))
+                .collect();
+            crate::import::run(tool, &files, &tag, store.as_deref(), max_runs, &mut |t| {
+                out(t)
+            })
         }
         RunsCmd::Import {
             file,
