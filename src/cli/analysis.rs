@@ -31,11 +31,15 @@ pub struct MinistatArgs {
 #[derive(Debug, Args)]
 #[command(after_help = COMPARE_AFTER_HELP)]
 pub struct CompareArgs {
-    /// Data sets, the first is the baseline: [LABEL=]PATH[,PATH...]. A PATH is a value file (one
-    /// number per line, `#` comments; `-` for stdin), a latlab JSON result, or run:ID for a
-    /// stored run.
-    #[arg(value_name = "SET", required = true)]
+    /// Data sets, the first is the baseline: [LABEL=]ITEM[,ITEM...] (commas or spaces). An ITEM
+    /// is a value file (one number per line, `#` comments; `-` for stdin), a latlab JSON
+    /// result, or stored runs: run:ID, exp:ID, exp:ID/K=V (one level), tag:K=V[,K=V].
+    #[arg(value_name = "SET", required_unless_present = "experiment")]
     pub sets: Vec<std::ffi::OsString>,
+    /// Compare every level of this experiment with its baseline, per metric over the runs
+    /// (`compare exp:ID` alone does the same).
+    #[arg(long, value_name = "ID")]
+    pub experiment: Option<String>,
     /// For JSON results: the whole latency distribution, or one figure per run.
     #[arg(long, value_enum, default_value_t = crate::compare::inputs::Metric::Latency)]
     pub metric: crate::compare::inputs::Metric,
@@ -88,7 +92,11 @@ intervals are Bonferroni-split and p-values Holm-adjusted. A quantile is compare
 every set has at least 10/(1-q) samples (p99.9: 10000).
 
 The run is the unit of replication. Sets of latlab results with at least two runs each are
-compared through per-run figures (each run's p50, p99, p99.9 and mean, Welch's t across runs).
+compared through per-run figures: each run's p50, p99, p99.9, max and mean, one row per metric,
+Welch's t across runs, Holm across metrics x sets with each interval at the level of the Holm
+step that decided it. `--experiment EXP` compares every level of an experiment with its
+baseline. Text and Markdown end with a sentence per set to paste; figures are rounded to their
+interval.
 With one run on a side, run-to-run variation is unknown and no difference is proven, unless
 --assume-independent-samples tests the samples themselves (optimistic: samples are bursty).
 Value files are taken as one replicate per value, as ministat does.
@@ -96,13 +104,16 @@ Value files are taken as one replicate per value, as ministat does.
 Examples:
   latlab compare before.txt after.txt
   latlab compare base=run1.json,run2.json new=run3.json,run4.json --metric p99
+  latlab compare --experiment EXP --format markdown
+  latlab compare exp:EXP/clocksource=tsc exp:EXP/clocksource=hpet
   latlab compare --ministat -c 99 preempt preempt.tsc";
 
 /// Arguments of `latlab report`.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// Runs to show: stored ids, run:ID, or result files (FILE.json). Several runs are also
-    /// compared, the first being the baseline.
+    /// Runs to show: run:ID (or a bare id), FILE.json, exp:ID, exp:ID/K=V, tag:K=V[,K=V];
+    /// commas or spaces. Several are also compared, the first being the baseline; a selector
+    /// naming several runs (exp:ID/K=V, tag:...) is one group. `exp:ID` alone = --experiment.
     #[arg(value_name = "RUN")]
     pub inputs: Vec<String>,
     /// Every run stored under this experiment id (tag experiment=ID, as `latlab run` stores
@@ -124,7 +135,8 @@ pub struct GateArgs {
     /// The requirement: pQ<TIME (p99.9<100us) or rate(>TIME)<RATE (rate(>200us)<1e-6).
     #[arg(value_name = "REQUIREMENT", required_unless_present = "plan_for")]
     pub requirement: Option<String>,
-    /// Runs judged together: latlab JSON results, or stored runs (run:ID or ID).
+    /// Runs judged together: FILE.json, run:ID (or a bare id), exp:ID, exp:ID/K=V,
+    /// tag:K=V[,K=V]; commas or spaces.
     #[arg(value_name = "RUN")]
     pub inputs: Vec<PathBuf>,
     /// Confidence of each one-sided bound (a fraction).

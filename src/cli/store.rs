@@ -39,7 +39,7 @@ pub enum RunsCmd {
     },
     /// Write runs as a bundle (JSON) to stdout, for `runs import` elsewhere.
     Export {
-        /// Run ids.
+        /// Runs: run:ID (or a bare id), exp:ID, exp:ID/K=V, tag:K=V[,K=V]; commas or spaces.
         #[arg(required_unless_present = "all")]
         ids: Vec<String>,
         /// Every run in the store.
@@ -64,6 +64,12 @@ pub enum RunsCmd {
         /// Tag the imported runs (repeatable), besides tool=NAME.
         #[arg(long = "tag", value_name = "KEY=VALUE", requires = "from")]
         tag: Vec<String>,
+        /// More files of the same tool (with --from): imported in order, each reported.
+        #[arg(value_name = "FILE", requires = "from")]
+        more: Vec<PathBuf>,
+        /// Most runs one import may create (hackbench makes one per `Time:` line).
+        #[arg(long, value_name = "N", default_value_t = crate::import::DEFAULT_MAX_RUNS, requires = "from")]
+        max_runs: u64,
     },
     /// Delete a stored run.
     Delete {

@@ -107,6 +107,11 @@ pub struct MetricCmp {
     pub change_pct: f64,
     /// Holm-adjusted p-value, for tests.
     pub p_adjusted: Option<f64>,
+    /// Confidence of this row's interval (the Holm step that decided it; see `per_run`).
+    pub ci_level: Option<f64>,
+    /// Why the metric was not compared, when it was not (`runs of 3000 samples, need 10000`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
     /// How the figure was obtained.
     pub method: String,
     /// The verdict.
@@ -122,6 +127,8 @@ pub struct Comparison {
     pub baseline: String,
     /// Per metric.
     pub metrics: Vec<MetricCmp>,
+    /// Runs on each side (baseline, this set), when the run is the unit.
+    pub runs: (usize, usize),
 }
 
 /// The whole analysis.
@@ -137,8 +144,12 @@ pub struct Analysis {
     pub comparisons: Vec<Comparison>,
     /// What one replicate is, and what was tested on it.
     pub replication: String,
-    /// Warnings (small N and the like).
+    /// Warnings (small N and the like), one per condition, naming what it applies to.
     pub warnings: Vec<String>,
+    /// The metric a verdict sentence leads with (`p99`).
+    pub headline: String,
+    /// The typical length of one run in seconds (the median), when known.
+    pub run_secs: Option<f64>,
 }
 
 fn summary(s: &Source) -> SetSummary {
@@ -215,16 +226,19 @@ fn analyse_samples(sources: &[Source], st: &Settings) -> Analysis {
     let mut warnings = Vec::new();
     let base = &sources[0];
     let quantiles = [("p50", 0.5), ("p99", 0.99), ("p99.9", 0.999)];
-    for s in sources {
-        for (name, q) in quantiles {
-            if s.dist.n() < min_n_for(q) {
-                warnings.push(format!(
-                    "{}: {name} from {} samples is not estimable (needs at least {}); it is shown but not compared",
-                    s.label,
-                    s.dist.n(),
-                    min_n_for(q)
-                ));
-            }
+    // One warning per quantile, naming every set it applies to.
+    for (name, q) in quantiles {
+        let short: Vec<String> = sources
+            .iter()
+            .filter(|s| s.dist.n() < min_n_for(q))
+            .map(|s| format!("{} ({})", s.label, s.dist.n()))
+            .collect();
+        if !short.is_empty() {
+            warnings.push(format!(
+                "{name} not estimable from fewer than {} values, shown but not compared: {}",
+                super::per_run::thousands(min_n_for(q)),
+                short.join(", ")
+            ));
         }
     }
     // Tests first, so their p-values can be Holm-adjusted across comparisons.
@@ -232,12 +246,21 @@ fn analyse_samples(sources: &[Source], st: &Settings) -> Analysis {
         .iter()
         .map(|s| mann_whitney(&base.dist, &s.dist))
         .collect();
-    let ws: Vec<_> = sources[1..]
+    let ws0: Vec<_> = sources[1..]
         .iter()
         .map(|s| welch(&base.dist, &s.dist, ci_conf))
         .collect();
     let mw_adj = holm(&mws.iter().map(|m| m.p).collect::<Vec<_>>());
-    let w_adj = holm(&ws.iter().map(|w| w.p).collect::<Vec<_>>());
+    // Welch's intervals at the level of the Holm step that decided each test, so a verdict
+    // and its interval always agree (see `per_run::holm_steps`).
+    let steps = super::per_run::holm_steps(&ws0.iter().map(|w| w.p).collect::<Vec<_>>(), alpha);
+    let w_adj: Vec<f64> = steps.iter().map(|s| s.0).collect();
+    let w_levels: Vec<f64> = steps.iter().map(|s| s.1).collect();
+    let ws: Vec<_> = sources[1..]
+        .iter()
+        .zip(&w_levels)
+        .map(|(s, &l)| welch(&base.dist, &s.dist, l))
+        .collect();
     let mut comparisons = Vec::new();
     for (i, s) in sources.iter().enumerate().skip(1) {
         let mut metrics = Vec::new();
@@ -266,16 +289,21 @@ fn analyse_samples(sources: &[Source], st: &Settings) -> Analysis {
                 ci,
                 change_pct: pct(sv - bv, bv),
                 p_adjusted: None,
+                ci_level: ci.map(|_| ci_conf),
+                note: (!estimable).then(|| {
+                    format!(
+                        "{} vs {} values, need {}",
+                        base.dist.n(),
+                        s.dist.n(),
+                        super::per_run::thousands(min_n_for(q))
+                    )
+                }),
                 method: format!("bootstrap, {} replicates", st.replicates),
                 verdict: v,
             });
         }
         let w = &ws[i - 1];
-        let wv = if w_adj[i - 1] < alpha {
-            Verdict::NoDifferenceProven.pick_sign(w.diff, st.higher_is_better)
-        } else {
-            Verdict::NoDifferenceProven
-        };
+        let wv = super::per_run::decide(w_adj[i - 1], alpha, w.ci, w.diff, st.higher_is_better);
         metrics.push(MetricCmp {
             metric: "mean".into(),
             base: base.dist.mean(),
@@ -284,6 +312,8 @@ fn analyse_samples(sources: &[Source], st: &Settings) -> Analysis {
             ci: Some(w.ci),
             change_pct: pct(w.diff, base.dist.mean()),
             p_adjusted: Some(w_adj[i - 1]),
+            ci_level: Some(w_levels[i - 1]),
+            note: None,
             method: format!("Welch's t, df {:.1}", w.df),
             verdict: wv,
         });
@@ -301,6 +331,8 @@ fn analyse_samples(sources: &[Source], st: &Settings) -> Analysis {
             ci: None,
             change_pct: 0.0,
             p_adjusted: Some(mw_adj[i - 1]),
+            ci_level: None,
+            note: None,
             method: format!(
                 "Mann-Whitney U {} ({}), P({} > {}) = {:.3}",
                 m.u_b,
@@ -319,6 +351,7 @@ fn analyse_samples(sources: &[Source], st: &Settings) -> Analysis {
             label: s.label.clone(),
             baseline: base.label.clone(),
             metrics,
+            runs: (base.runs.len(), s.runs.len()),
         });
     }
     Analysis {
@@ -328,6 +361,8 @@ fn analyse_samples(sources: &[Source], st: &Settings) -> Analysis {
         comparisons,
         replication: "each value".into(),
         warnings,
+        headline: "p99".into(),
+        run_secs: None,
     }
 }
 
@@ -385,6 +420,7 @@ mod tests {
             dist: Dist::from_values(v),
             from_json: false,
             runs: Vec::new(),
+            info: Vec::new(),
         }
     }
 

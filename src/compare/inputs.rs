@@ -1,6 +1,7 @@
 //! Turning `latlab compare` arguments into data sets: value files (ministat's reading rules),
 //! and latlab JSON results (a run's latency histogram, or one metric per run).
 
+use super::select::Selector;
 use crate::error::{Error, Result};
 use crate::result::Run;
 use crate::stats::dist::Dist;
@@ -60,6 +61,19 @@ pub struct Source {
     /// Each run's own distribution, when the set is latency samples of latlab runs (the run is
     /// the unit of replication); empty when every value is already one replicate.
     pub runs: Vec<Dist>,
+    /// What is known of each run in `runs` besides its distribution (same order).
+    pub info: Vec<RunInfo>,
+}
+
+/// One run of a set: its name for messages, its length and its exact mean.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunInfo {
+    /// `run:ID` or the file name.
+    pub name: String,
+    /// Measured wall time, seconds.
+    pub secs: f64,
+    /// Its exact mean (from the series summaries), in the display unit.
+    pub mean: f64,
 }
 
 /// Largest latlab JSON result read.
@@ -68,38 +82,49 @@ pub const MAX_JSON_BYTES: u64 = 256 << 20;
 /// One item of a set: a stored run, a file, or standard input.
 #[derive(Debug, Clone)]
 enum Item {
-    Run(String),
     File(PathBuf),
     Stdin,
     Loaded(Box<Run>, String),
 }
 
-/// Parses `[LABEL=]PATH[,PATH...]`; paths need not be UTF-8.
+/// Parses `[LABEL=]LIST`, LIST being run selectors (`crate::compare::select`) or value files,
+/// separated by commas or spaces; paths need not be UTF-8.
 pub fn load(spec: &OsStr, o: &ReadOpts) -> Result<Source> {
     let b = spec.as_bytes();
-    let (label, rest) = match b.iter().position(|&c| c == b'=') {
-        Some(i) if i > 0 && !b[..i].contains(&b'/') => {
-            (String::from_utf8_lossy(&b[..i]).into_owned(), &b[i + 1..])
-        }
-        _ => (spec.to_string_lossy().into_owned(), b),
+    let label_end = b.iter().position(|&c| c == b'=').filter(|&i| {
+        i > 0
+            && !b[..i]
+                .iter()
+                .any(|c| b"/:,".contains(c) || c.is_ascii_whitespace())
+    });
+    let (label, rest) = match label_end {
+        Some(i) => (
+            Some(String::from_utf8_lossy(&b[..i]).into_owned()),
+            &b[i + 1..],
+        ),
+        None => (None, b),
     };
-    // `run:A,B` names several stored runs.
-    let runs = rest.strip_prefix(b"run:");
-    let mut items = Vec::new();
-    for part in rest.split(|&c| c == b',').filter(|p| !p.is_empty()) {
-        let item = if let Some(id) = part.strip_prefix(b"run:") {
-            Item::Run(String::from_utf8_lossy(id).into_owned())
-        } else if runs.is_some() {
-            Item::Run(String::from_utf8_lossy(part).into_owned())
-        } else if part == b"-" {
-            Item::Stdin
-        } else {
-            Item::File(PathBuf::from(OsStr::from_bytes(part)))
-        };
-        items.push(item);
-    }
-    if items.is_empty() {
+    let sels = super::select::parse(&[OsStr::from_bytes(rest)])?;
+    let text = String::from_utf8_lossy(rest).into_owned();
+    let label = label.unwrap_or_else(|| super::select::default_label(&sels, &text));
+    if sels.is_empty() {
         return Err(Error::Usage(format!("set '{label}': no file named")));
+    }
+    let mut resolver = super::select::Resolver::new(o.store.as_deref());
+    let mut items = Vec::new();
+    for s in &sels {
+        match &s.sel {
+            Selector::File(p) => items.push(Item::File(p.clone())),
+            // compare names stored runs `run:ID`; a bare word is a (missing) value file.
+            Selector::Run(_) if s.bare => items.push(Item::File(PathBuf::from(&s.text))),
+            Selector::Stdin => items.push(Item::Stdin),
+            _ => items.extend(
+                resolver
+                    .runs(s)?
+                    .into_iter()
+                    .map(|r| Item::Loaded(Box::new(r.run), r.name)),
+            ),
+        }
     }
     load_items(label, &items, o)
 }
@@ -132,14 +157,9 @@ fn load_items(label: String, items: &[Item], o: &ReadOpts) -> Result<Source> {
     let mut json = 0usize;
     let mut total = 0u64;
     let mut seen: std::collections::BTreeMap<String, String> = Default::default();
+    let mut info = Vec::new();
     for item in items {
         let json_run = match item {
-            Item::Run(id) => {
-                let entry = crate::store::open(o.store.as_deref())?.get(id)?;
-                let run: Run = serde_json::from_value(entry.run)
-                    .map_err(|e| Error::Env(format!("stored run {id}: {e}")))?;
-                Some((run, format!("run:{id}")))
-            }
             Item::Loaded(r, n) => Some(((**r).clone(), n.clone())),
             Item::File(p) if looks_like_json(p)? => Some((read_run(p)?, p.display().to_string())),
             _ => None,
@@ -157,6 +177,11 @@ fn load_items(label: String, items: &[Item], o: &ReadOpts) -> Result<Source> {
             total = total.checked_add(d.n()).ok_or_else(|| {
                 Error::Usage(format!("set '{label}': {name}: sample counts overflow"))
             })?;
+            info.push(RunInfo {
+                name: name.clone(),
+                secs: run.duration_s,
+                mean: scalar(&d, &series, Metric::Mean, o.scale),
+            });
             match o.metric {
                 Metric::Latency => dists.push(d),
                 m => values.push(scalar(&d, &series, m, o.scale)),
@@ -171,7 +196,7 @@ fn load_items(label: String, items: &[Item], o: &ReadOpts) -> Result<Source> {
                 let size = f.metadata().ok().filter(|m| m.is_file()).map(|m| m.len());
                 read_set_sized(f, size, &name, o.column, &o.delim)
             }
-            Item::Run(_) | Item::Loaded(..) => {
+            Item::Loaded(..) => {
                 return Err(Error::Env("internal: a result was read as values".into()))
             }
         };
@@ -198,10 +223,10 @@ fn load_items(label: String, items: &[Item], o: &ReadOpts) -> Result<Source> {
     if !values.is_empty() {
         dists.push(Dist::from_values(values));
     }
-    let runs = if json > 0 && o.metric == Metric::Latency {
-        dists.clone()
+    let (runs, info) = if json > 0 && o.metric == Metric::Latency {
+        (dists.clone(), info)
     } else {
-        Vec::new()
+        (Vec::new(), Vec::new())
     };
     let dist = Dist::merge(&dists);
     if dist.n() < 3 {
@@ -215,6 +240,7 @@ fn load_items(label: String, items: &[Item], o: &ReadOpts) -> Result<Source> {
         dist,
         from_json: json > 0,
         runs,
+        info,
     })
 }
 

@@ -3,6 +3,9 @@
 
 pub mod analysis;
 pub mod inputs;
+pub mod levels;
 pub mod ministat_cmd;
 pub mod per_run;
 pub mod render;
+pub mod select;
+pub mod verdict;

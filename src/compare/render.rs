@@ -1,7 +1,7 @@
 //! Showing an `Analysis`: a terminal table, Markdown for commit messages and mailing lists,
 //! or JSON.
 
-use super::analysis::Analysis;
+use super::analysis::{Analysis, Verdict};
 use crate::export::table;
 use crate::stats::cfmt::g;
 
@@ -17,11 +17,7 @@ pub enum Format {
 }
 
 fn num(x: f64) -> String {
-    if x.is_nan() {
-        "-".into()
-    } else {
-        g(x, 6)
-    }
+    super::verdict::sig(x)
 }
 
 /// Header and rows of the two tables (sets; comparisons).
@@ -60,12 +56,22 @@ fn rows(a: &Analysis) -> Tables {
         })
         .collect();
     let cmp_head = vec![
-        "set", "metric", "baseline", "value", "diff", "interval", "change", "p (Holm)", "verdict",
+        "set",
+        "metric",
+        "baseline",
+        "value",
+        "diff",
+        "interval",
+        "change [interval]",
+        "p (Holm)",
+        "verdict",
     ];
     let mut cmp_rows = Vec::new();
     for c in &a.comparisons {
         for m in &c.metrics {
             let dist = m.metric == "distribution";
+            // Every figure of a row rounded to what its interval supports.
+            let f = |x: f64| super::verdict::fig(x, m.ci);
             cmp_rows.push(vec![
                 c.label.clone(),
                 if dist {
@@ -73,17 +79,26 @@ fn rows(a: &Analysis) -> Tables {
                 } else {
                     m.metric.clone()
                 },
-                num(m.base),
-                num(m.value),
-                if dist { "-".into() } else { num(m.diff) },
-                m.ci.map_or("-".into(), |(lo, hi)| format!("[{}, {}]", num(lo), num(hi))),
+                if dist { g(m.base, 3) } else { f(m.base) },
+                if dist { g(m.value, 3) } else { f(m.value) },
+                if dist { "-".into() } else { f(m.diff) },
+                m.ci.map_or("-".into(), |(lo, hi)| format!("[{}, {}]", f(lo), f(hi))),
                 if dist || m.change_pct.is_nan() {
                     "-".into()
                 } else {
-                    format!("{:+.2}%", m.change_pct)
+                    super::verdict::change_text(m)
                 },
-                m.p_adjusted.map_or("-".into(), |p| g(p, 3)),
-                m.verdict.text().into(),
+                // A p-value only beside a test that was made.
+                match (m.verdict, m.p_adjusted) {
+                    (Verdict::RunVariationUnknown | Verdict::NotEstimable, _) | (_, None) => {
+                        "-".into()
+                    }
+                    (_, Some(p)) => super::verdict::p_value(p),
+                },
+                match (&m.verdict, &m.note) {
+                    (Verdict::NotEstimable, Some(n)) => format!("not estimable: {n}"),
+                    (v, _) => v.text().into(),
+                },
             ]);
         }
     }
@@ -97,6 +112,24 @@ fn rows(a: &Analysis) -> Tables {
 
 fn header(a: &Analysis) -> String {
     let s = &a.settings;
+    if a.replication.starts_with("the run") {
+        return format!(
+            "baseline: {}; {}; {}% confidence overall (Holm over every metric and set; each \
+             interval at the level of the Holm step that decided it); {} is better\n",
+            a.sets[0].label,
+            if s.unit.is_empty() {
+                "values as given".to_string()
+            } else {
+                format!("values in {}", s.unit)
+            },
+            g(s.confidence * 100.0, 6),
+            if s.higher_is_better {
+                "higher"
+            } else {
+                "lower"
+            },
+        );
+    }
     format!(
         "baseline: {}; {}; {}% confidence{}; bootstrap {} replicates, seed {}; {} is better\n",
         a.sets[0].label,
@@ -139,6 +172,9 @@ pub fn render(a: &Analysis, format: Format) -> String {
             for w in &a.warnings {
                 out.push_str(&format!("warning: {w}\n"));
             }
+            for v in super::verdict::sentences(a) {
+                out.push_str(&format!("verdict: {v}\n"));
+            }
             out
         }
         Format::Markdown => {
@@ -150,6 +186,10 @@ pub fn render(a: &Analysis, format: Format) -> String {
             out.push_str(&markdown(&t.cmp_head, &t.cmp_rows));
             for w in &a.warnings {
                 out.push_str(&format!("\n> warning: {w}\n"));
+            }
+            out.push('\n');
+            for v in super::verdict::sentences(a) {
+                out.push_str(&format!("{v}\n"));
             }
             out
         }

@@ -4,8 +4,9 @@
 
 use super::knobs::Knobs;
 use super::plan::{shell_join, shell_quote, Order, Plan};
-use crate::compare::analysis::{analyse, Settings};
+use crate::compare::analysis::Settings;
 use crate::compare::inputs::{load_runs, Metric, ReadOpts};
+use crate::compare::levels::compare_levels;
 use crate::compare::render::{render, Format};
 use crate::error::{Error, Result};
 use crate::result::Run;
@@ -210,6 +211,10 @@ fn execute(
             &format!("experiment={exp}"),
             "--tag",
             &format!("repeat={r}"),
+            // Which level combination (0: the baseline), so a later compare or report of the
+            // experiment puts the baseline first whatever order the runs were made in.
+            "--tag",
+            &format!("combination={ci}"),
         ]);
         for (f, &l) in plan.factors.iter().zip(combo) {
             c.arg("--tag").arg(format!("{}={}", f.name, f.levels[l]));
@@ -332,52 +337,43 @@ fn analysis(plan: &Plan, combos: &[Vec<usize>], files: &[Vec<(Run, String)>]) ->
         Some("p99.9") => Metric::P999,
         Some(_) => Metric::P99,
     };
-    let opts = ReadOpts {
-        column: 1,
-        delim: b" \t".to_vec(),
-        metric,
-        series: None,
-        scale: 1e-3,
-        store: None,
-    };
-    let mut sources = Vec::new();
-    let mut s = String::new();
-    for (ci, combo) in combos.iter().enumerate() {
-        if files[ci].is_empty() {
-            continue;
-        }
-        match load_runs(&plan.label(combo), &files[ci], &opts) {
-            Ok(src) => sources.push(src),
-            Err(e) => s.push_str(&format!("{}: not compared: {e}\n", plan.label(combo))),
-        }
-    }
-    if sources.len() < 2 {
-        s.push_str(
-            "fewer than two level combinations with at least 3 values each: no comparison\n",
-        );
-        return Ok(s);
-    }
     let unit = if tcp { "10^6 bit/s" } else { "us" };
-    s.push_str(&format!(
-        "\nper combination: {} ({unit}); baseline {}\n\n",
-        metric_name(metric, tcp),
-        sources[0].label
-    ));
-    // ministat's view, where there is one figure per run.
-    let small = sources.iter().all(|x| x.dist.n() <= 10_000) && sources.len() <= 7;
-    if small {
-        let sets: Vec<ministat::DataSet> = sources
+    let levels: Vec<(String, Vec<(Run, String)>)> = combos
+        .iter()
+        .zip(files)
+        .filter(|(_, f)| !f.is_empty())
+        .map(|(c, f)| (plan.label(c), f.clone()))
+        .collect();
+    let mut s = String::new();
+    // ministat's view of the plan's metric, one figure per run (never a percentile of
+    // percentiles: ministat shows the figures themselves).
+    if (metric != Metric::Latency || tcp) && levels.len() >= 2 && levels.len() <= 7 {
+        let opts = ReadOpts {
+            column: 1,
+            delim: b" \t".to_vec(),
+            metric,
+            series: None,
+            scale: 1e-3,
+            store: None,
+        };
+        let sets: Vec<ministat::DataSet> = levels
             .iter()
-            .filter_map(|x| {
-                let text: String = x
+            .filter_map(|(label, runs)| {
+                let src = load_runs(label, runs, &opts).ok()?;
+                let text: String = src
                     .dist
                     .pairs()
                     .flat_map(|(v, c)| std::iter::repeat_n(format!("{v}\n"), c as usize))
                     .collect();
-                ministat::read_set(text.as_bytes(), &x.label, 1, b" \t").ok()
+                ministat::read_set(text.as_bytes(), label, 1, b" \t").ok()
             })
             .collect();
-        if sets.len() == sources.len() {
+        if sets.len() == levels.len() {
+            s.push_str(&format!(
+                "\nper combination: {} ({unit}); baseline {}\n\n",
+                metric_name(metric, tcp),
+                levels[0].0
+            ));
             s.push_str(&ministat::report(&sets, &ministat::Options::default()));
             s.push('\n');
         }
@@ -390,7 +386,36 @@ fn analysis(plan: &Plan, combos: &[Vec<usize>], files: &[Vec<(Run, String)>]) ->
         unit: unit.into(),
         assume_independent: false,
     };
-    s.push_str(&render(&analyse(&sources, &settings), Format::Table));
+    let headline = match metric {
+        Metric::P50 => "p50",
+        Metric::P999 => "p99.9",
+        Metric::Max => "max",
+        Metric::Mean => "mean",
+        _ => "p99",
+    };
+    let (an, notes) = compare_levels(&levels, &settings, 1e-3, headline);
+    match an {
+        Some(mut an) => {
+            an.warnings.extend(notes);
+            // The runs' own warnings, one line per condition with the runs it applies to.
+            an.warnings.extend(crate::compare::verdict::group_warnings(
+                levels.iter().flat_map(|(_, runs)| {
+                    runs.iter()
+                        .map(|(r, n)| (n.as_str(), r.warnings.as_slice()))
+                }),
+            ));
+            s.push_str(&format!(
+                "\neach level against {}, per metric over the runs:\n",
+                levels[0].0
+            ));
+            s.push_str(&render(&an, Format::Table));
+        }
+        None => {
+            for n in notes {
+                s.push_str(&format!("{n}\n"));
+            }
+        }
+    }
     Ok(s)
 }
 

@@ -6,12 +6,16 @@ use crate::error::Result;
 use crate::result::Run;
 use serde_json::Value;
 
-/// Parses `text` (the contents of `file`) as `tool`'s output.
-pub fn parse(tool: Tool, text: &str, file: &str) -> Result<Vec<Run>> {
+/// Parses `text` (the contents of `file`) as `tool`'s output, making at most `max_runs` runs
+/// (more is exit 2 naming the file and `--max-runs`).
+pub fn parse(tool: Tool, text: &str, file: &str, max_runs: u64) -> Result<Vec<Run>> {
+    if max_runs == 0 {
+        return Err(bad(file, "no run left under --max-runs"));
+    }
     match tool {
         Tool::Cyclictest | Tool::Oslat => rt_tests(tool, text, file).map(|r| vec![r]),
         Tool::RtlaHist => super::rtla::parse(text, file).map(|r| vec![r]),
-        Tool::Hackbench => hackbench(text, file),
+        Tool::Hackbench => hackbench(text, file, max_runs),
         Tool::Iperf3 => iperf3(text, file).map(|r| vec![r]),
     }
 }
@@ -174,16 +178,40 @@ fn rt_tests(tool: Tool, text: &str, file: &str) -> Result<Run> {
     Ok(run)
 }
 
-fn hackbench(text: &str, file: &str) -> Result<Vec<Run>> {
-    let mut runs = Vec::new();
-    let setup: Vec<&str> = text
+/// One run per `Time:` line, each carrying only the setup lines (`Running in ...`, `Each
+/// sender ...`) of its own block, so the store grows with the input, not its square.
+fn hackbench(text: &str, file: &str, max_runs: u64) -> Result<Vec<Run>> {
+    let times = text
         .lines()
-        .filter(|l| l.starts_with("Running in") || l.starts_with("Each sender"))
-        .collect();
+        .filter(|l| l.trim().starts_with("Time:"))
+        .count() as u64;
+    if times > max_runs {
+        return Err(bad(
+            file,
+            format!(
+                "{times} 'Time:' lines would make {times} runs, more than --max-runs {max_runs} \
+                 (raise it to import them all)"
+            ),
+        ));
+    }
+    let mut runs = Vec::new();
+    // The environment is read once per file, not once per run.
+    let skeleton = run_of(Tool::Hackbench, file, None, None);
+    let mut setup: Vec<&str> = Vec::new();
+    let mut after_time = false;
     for (i, line) in text.lines().enumerate() {
+        if line.starts_with("Running in") || line.starts_with("Each sender") {
+            if after_time {
+                setup.clear();
+                after_time = false;
+            }
+            setup.push(line);
+            continue;
+        }
         let Some(rest) = line.trim().strip_prefix("Time:") else {
             continue;
         };
+        after_time = true;
         let secs: f64 = rest
             .trim()
             .parse()
@@ -196,7 +224,8 @@ fn hackbench(text: &str, file: &str) -> Result<Vec<Run>> {
                 )
             })?;
         let ns = (secs * 1e9).round() as u64;
-        let mut r = run_of(Tool::Hackbench, file, None, None);
+        let mut r = skeleton.clone();
+        r.id = crate::result::new_run_id(std::time::SystemTime::now());
         r.parameters["setup"] = setup.join("; ").into();
         r.duration_s = secs;
         r.series.push(
@@ -289,7 +318,7 @@ mod tests {
 
     #[test]
     fn cyclictest_keeps_its_histogram_and_its_overflow() {
-        let r = parse(Tool::Cyclictest, CYCLICTEST, "ct.json").unwrap();
+        let r = parse(Tool::Cyclictest, CYCLICTEST, "ct.json", 10).unwrap();
         let s = &r[0].series[0];
         assert_eq!(s.summary.count, 50);
         assert_eq!((s.summary.min_ns, s.summary.max_ns), (26_000, 6_715_000));
@@ -322,7 +351,7 @@ mod tests {
             ),
             (Tool::Iperf3, "{}", "not iperf3"),
         ] {
-            let e = parse(tool, text, "f").unwrap_err().to_string();
+            let e = parse(tool, text, "f", 10).unwrap_err().to_string();
             assert!(e.contains(want), "{e}");
         }
     }

@@ -144,30 +144,67 @@ pub(crate) fn run_of(tool: Tool, file: &str, kernel: Option<String>, host: Optio
     r
 }
 
-/// Imports `file` into the store; prints one line per run.
-pub fn run(tool: Tool, file: &Path, tags: &[String], store: Option<&str>) -> Result<String> {
-    let name = file.display().to_string();
-    let text = crate::experiment::plan::read_text_limited(file, MAX_IMPORT_BYTES, tool.name())?;
-    let runs = parse(tool, &text, &name)?;
+/// The default bound on the runs one import may create (`--max-runs`).
+pub const DEFAULT_MAX_RUNS: u64 = 10_000;
+
+/// Imports `files` in order into the store, printing one line per run as it goes (through
+/// `print`). The first file that cannot be read or parsed stops the import with exit 2 naming
+/// it; the files before it stay imported, and the message says so. At most `max_runs` runs
+/// in all.
+pub fn run(
+    tool: Tool,
+    files: &[&Path],
+    tags: &[String],
+    store: Option<&str>,
+    max_runs: u64,
+    print: &mut dyn FnMut(&str) -> Result<()>,
+) -> Result<()> {
     let mut t: BTreeMap<String, String> = crate::store::parse_tags(tags)?.into_iter().collect();
     t.insert("tool".into(), tool.name().into());
     let mut st = crate::store::open(store)?;
-    let mut out = String::new();
-    for r in &runs {
-        st.save(r, &t)?;
-        let n: u64 = r.series.iter().map(|s| s.summary.count).sum();
-        out.push_str(&format!(
-            "imported run {} ({}, {} series, {n} samples) into {}\n",
-            r.id,
-            tool.name(),
-            r.series.len(),
-            st.location()
-        ));
-        for w in &r.warnings {
-            out.push_str(&format!("  warning: {w}\n"));
+    let (mut done, mut made) = (0usize, 0u64);
+    for file in files {
+        let name = file.display().to_string();
+        let parsed =
+            crate::experiment::plan::read_text_limited(file, MAX_IMPORT_BYTES, tool.name())
+                .and_then(|text| parse(tool, &text, &name, max_runs - made));
+        let runs = match parsed {
+            Ok(r) => r,
+            Err(e) if done == 0 => return Err(e),
+            Err(e) => {
+                return Err(Error::Usage(format!(
+                    "{e}\nthe {done} file(s) before it were imported ({made} run(s)) and are kept; \
+                     {} file(s) from this one on were not",
+                    files.len() - done
+                )))
+            }
+        };
+        let mut out = String::new();
+        for r in &runs {
+            st.save(r, &t)?;
+            let n: u64 = r.series.iter().map(|s| s.summary.count).sum();
+            out.push_str(&format!(
+                "imported run {} ({}, {} series, {n} samples) from {name} into {}\n",
+                r.id,
+                tool.name(),
+                r.series.len(),
+                st.location()
+            ));
+            for w in &r.warnings {
+                out.push_str(&format!("  warning: {w}\n"));
+            }
         }
+        made += runs.len() as u64;
+        done += 1;
+        print(&out)?;
     }
-    Ok(out)
+    if files.len() > 1 {
+        print(&format!(
+            "{done} file(s), {made} run(s) imported into {}\n",
+            st.location()
+        ))?;
+    }
+    Ok(())
 }
 
 /// Shorthand for a bad-input error naming the file.

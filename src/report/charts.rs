@@ -446,16 +446,20 @@ pub fn cdf(title: &str, dists: &[(String, Buckets)], unit: &str) -> String {
 
 /// The quantile and mean differences against the baseline with their intervals.
 pub fn forest(a: &Analysis) -> Option<String> {
+    // In per cent of the baseline: p50 and max differ by orders of magnitude in µs, but their
+    // changes share one axis. A row per metric and level.
     let rows: Vec<ForestRow> = a
         .comparisons
         .iter()
         .flat_map(|c| {
             c.metrics.iter().filter_map(move |m| {
-                let ci = m.ci?;
-                Some(ForestRow {
+                let (lo, hi) = m.ci?;
+                let pct = |x: f64| x / m.base * 100.0;
+                let ok = m.base != 0.0 && m.base.is_finite() && m.change_pct.is_finite();
+                ok.then(|| ForestRow {
                     label: format!("{}: {}", c.label, m.metric),
-                    estimate: m.diff,
-                    ci,
+                    estimate: m.change_pct,
+                    ci: (pct(lo).min(pct(hi)), pct(lo).max(pct(hi))),
                     verdict: m.verdict.text().to_string(),
                 })
             })
@@ -464,18 +468,12 @@ pub fn forest(a: &Analysis) -> Option<String> {
     if rows.is_empty() {
         return None;
     }
-    let unit = if a.settings.unit.is_empty() {
-        String::new()
-    } else {
-        format!(" ({})", a.settings.unit)
-    };
     Some(svg::forest(
         &format!(
-            "Difference from {} with {:.1}% intervals",
+            "Change from {} (% of the baseline), Holm-consistent intervals",
             a.comparisons[0].baseline,
-            a.interval_confidence * 100.0
         ),
-        &format!("difference{unit}"),
+        "change (%)",
         &rows,
     ))
 }

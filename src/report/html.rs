@@ -300,7 +300,7 @@ fn comparison(
     }
     if let Some(a) = a {
         if let Some(f) = charts::forest(a) {
-            s.push_str(&figure(&f, Some("point: the difference of the group from the baseline; bar: its bootstrap interval; a dashed line marks no difference")));
+            s.push_str(&figure(&f, Some("a row per metric and level; point: the change from the baseline; bar: its interval (at the level of the Holm step that decided it); a dashed line marks no difference")));
         }
         s.push_str("<h3>Verdicts</h3><table class=\"verdicts\">");
         s.push_str(&row(
@@ -320,17 +320,33 @@ fn comparison(
         ));
         for c in &a.comparisons {
             for m in &c.metrics {
+                use crate::compare::analysis::Verdict;
+                use crate::compare::verdict::{change_text, fig};
+                let f = |x: f64| fig(x, m.ci);
+                let tested = !matches!(
+                    m.verdict,
+                    Verdict::NotEstimable | Verdict::RunVariationUnknown
+                );
                 s.push_str(&row(
                     &[
                         c.label.clone(),
                         m.metric.clone(),
-                        num(m.base),
-                        num(m.value),
-                        num(m.diff),
-                        m.ci.map_or("-".into(), |(lo, hi)| format!("[{}, {}]", num(lo), num(hi))),
-                        format!("{:+.1}%", m.change_pct),
-                        m.p_adjusted.map_or("-".into(), |p| format!("{p:.3}")),
-                        m.verdict.text().to_string(),
+                        f(m.base),
+                        f(m.value),
+                        f(m.diff),
+                        m.ci.map_or("-".into(), |(lo, hi)| format!("[{}, {}]", f(lo), f(hi))),
+                        if m.change_pct.is_finite() {
+                            change_text(m)
+                        } else {
+                            "-".into()
+                        },
+                        m.p_adjusted
+                            .filter(|_| tested)
+                            .map_or("-".into(), crate::compare::verdict::p_value),
+                        match (&m.verdict, &m.note) {
+                            (Verdict::NotEstimable, Some(n)) => format!("not estimable: {n}"),
+                            (v, _) => v.text().to_string(),
+                        },
                     ],
                     false,
                 ));
@@ -338,16 +354,19 @@ fn comparison(
         }
         let _ = write!(
             s,
-            "</table><p class=\"meta\">values in {}; baseline {}; {} bootstrap replicates</p>",
+            "</table><p class=\"meta\">values in {}; baseline {}; unit of replication: {}</p>",
             esc(&a.settings.unit),
             esc(&a
                 .comparisons
                 .first()
                 .map_or(String::new(), |c| c.baseline.clone())),
-            a.settings.replicates
+            esc(&a.replication)
         );
         for w in &a.warnings {
             let _ = write!(s, "<p class=\"warn\">{}</p>", esc(w));
+        }
+        for v in crate::compare::verdict::sentences(a) {
+            let _ = write!(s, "<p class=\"verdict\">{}</p>", esc(&v));
         }
     }
     s.push_str("</section>");
@@ -414,6 +433,19 @@ pub fn page(
         n = loaded.len()
     );
     s.push_str(&environment(loaded));
+    // Every run's warnings, one line per condition with the runs it applies to.
+    let ws = crate::compare::verdict::group_warnings(
+        loaded
+            .iter()
+            .map(|l| (l.name.as_str(), l.run.warnings.as_slice())),
+    );
+    if !ws.is_empty() && loaded.len() > 1 {
+        s.push_str("<div class=\"warn\" id=\"warnings\"><b>Warnings of the runs</b><ul>");
+        for w in &ws {
+            let _ = write!(s, "<li>{}</li>", esc(w));
+        }
+        s.push_str("</ul></div>");
+    }
     if groups.len() > 1 {
         s.push_str(&comparison(loaded, groups, analysis, notes));
     }

@@ -8,8 +8,8 @@ pub mod html;
 pub mod png;
 pub mod svg;
 
-use crate::compare::analysis::{analyse, Analysis, Settings};
-use crate::compare::inputs::{load_runs, parse_run, Metric, ReadOpts, MAX_JSON_BYTES};
+use crate::compare::analysis::{Analysis, Settings};
+use crate::compare::select;
 use crate::error::{Error, Result};
 use crate::result::Run;
 use std::collections::BTreeMap;
@@ -46,78 +46,117 @@ pub struct Group {
     pub runs: Vec<usize>,
 }
 
-/// Reads one input: `run:ID`, a result file, or a stored run id.
+/// Reads one input: `run:ID`, a result file, or a stored run id (`latlab plot`).
 pub fn load_one(item: &str, store: Option<&str>) -> Result<Loaded> {
-    let id = item.strip_prefix("run:");
-    let path = Path::new(item);
-    if id.is_none() && (path.exists() || item.ends_with(".json")) {
-        let text =
-            crate::experiment::plan::read_text_limited(path, MAX_JSON_BYTES, "latlab result")?;
-        return Ok(Loaded {
-            run: parse_run(&text, item)?,
-            name: item.to_string(),
-            tags: BTreeMap::new(),
-        });
+    let items = select::parse(&[item])?;
+    let [one] = items.as_slice() else {
+        return Err(Error::Usage(format!("'{item}': one run, please")));
+    };
+    let mut runs = select::Resolver::new(store).runs(one)?;
+    if runs.len() != 1 {
+        return Err(Error::Usage(format!(
+            "'{item}' names {} runs; plot draws one",
+            runs.len()
+        )));
     }
-    let id = id.unwrap_or(item);
-    let entry = crate::store::open(store)?.get(id)?;
-    let run: Run = serde_json::from_value(entry.run)
-        .map_err(|e| Error::Env(format!("stored run {id}: {e}")))?;
-    Ok(Loaded {
-        run,
-        name: format!("run:{id}"),
-        tags: entry.tags,
-    })
+    Ok(loaded(runs.remove(0)))
+}
+
+fn loaded(r: select::Resolved) -> Loaded {
+    Loaded {
+        run: r.run,
+        name: r.name,
+        tags: r.tags,
+    }
 }
 
 /// Every run stored under experiment `exp`, oldest first.
 pub fn load_experiment(exp: &str, store: Option<&str>) -> Result<Vec<Loaded>> {
-    let st = crate::store::open(store)?;
-    let filter = crate::store::Filter {
-        tags: vec![("experiment".into(), exp.into())],
-        ..Default::default()
+    let item = select::Item {
+        text: format!("exp:{exp}"),
+        sel: select::Selector::Exp(exp.to_string()),
+        bare: false,
     };
-    let mut rows = st.list(&filter)?;
-    if rows.is_empty() {
-        return Err(Error::flag(
-            "--experiment",
-            exp,
-            format!("no run in {} has the tag experiment={exp}", st.location()),
-        ));
-    }
-    rows.reverse();
-    rows.iter()
-        .map(|r| {
-            let e = st.get(&r.id)?;
-            let run: Run = serde_json::from_value(e.run)
-                .map_err(|err| Error::Env(format!("stored run {}: {err}", r.id)))?;
-            Ok(Loaded {
-                run,
-                name: format!("run:{}", r.id),
-                tags: e.tags,
-            })
-        })
-        .collect()
+    let runs = select::Resolver::new(store)
+        .runs(&item)
+        .map_err(|e| Error::flag("--experiment", exp, e))?;
+    Ok(runs.into_iter().map(loaded).collect())
 }
 
-/// Groups of an experiment: runs with the same tags (but `experiment` and `repeat`) go
-/// together, in order of first appearance. Otherwise every run is a group of its own.
+/// The runs a report shows, in groups: an experiment's runs by level (the baseline first),
+/// then each further selector as one group (`exp:E/k=v`, `tag:k=v`), or a run of its own.
+pub fn load_groups(
+    experiment: Option<&str>,
+    inputs: &[String],
+    store: Option<&str>,
+) -> Result<(Vec<Loaded>, Vec<Group>)> {
+    let mut items = select::parse(inputs)?;
+    let mut experiment = experiment.map(str::to_string);
+    // `report exp:E` alone is `report --experiment E`.
+    if experiment.is_none() {
+        if let [select::Item {
+            sel: select::Selector::Exp(e),
+            ..
+        }] = items.as_slice()
+        {
+            experiment = Some(e.clone());
+            items.clear();
+        }
+    }
+    let mut loaded_runs = Vec::new();
+    let mut gs = Vec::new();
+    if let Some(exp) = &experiment {
+        loaded_runs = load_experiment(exp, store)?;
+        gs = groups(&loaded_runs, true);
+    }
+    let mut res = select::Resolver::new(store);
+    for item in &items {
+        let runs = res.runs(item)?;
+        let first = loaded_runs.len();
+        let many = runs.len() > 1
+            || !matches!(
+                item.sel,
+                select::Selector::Run(_) | select::Selector::File(_)
+            );
+        loaded_runs.extend(runs.into_iter().map(loaded));
+        let idx: Vec<usize> = (first..loaded_runs.len()).collect();
+        if many {
+            let label = select::default_label(std::slice::from_ref(item), &item.text);
+            gs.push(Group { label, runs: idx });
+        } else {
+            let mut one = groups(&loaded_runs[first..], false);
+            for g in &mut one {
+                g.runs = g.runs.iter().map(|i| i + first).collect();
+            }
+            gs.extend(one);
+        }
+    }
+    // Labels are unique: a repeated one gets a suffix.
+    let mut seen = std::collections::HashSet::new();
+    for (i, g) in gs.iter_mut().enumerate() {
+        if !seen.insert(g.label.clone()) {
+            g.label = format!("{}#{i}", g.label);
+        }
+    }
+    Ok((loaded_runs, gs))
+}
+
+/// Groups of an experiment: its level combinations (`crate::compare::levels`, the baseline
+/// first). Otherwise every run is a group of its own.
 pub fn groups(loaded: &[Loaded], experiment: bool) -> Vec<Group> {
+    if experiment {
+        let tags: Vec<_> = loaded.iter().map(|l| &l.tags).collect();
+        return crate::compare::levels::group(&tags)
+            .into_iter()
+            .map(|l| Group {
+                label: l.label,
+                runs: l.runs,
+            })
+            .collect();
+    }
     let mut out: Vec<Group> = Vec::new();
     for (i, l) in loaded.iter().enumerate() {
-        let label = if experiment {
-            let k: Vec<String> = l
-                .tags
-                .iter()
-                .filter(|(k, _)| *k != "experiment" && *k != "repeat")
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect();
-            if k.is_empty() {
-                "runs".to_string()
-            } else {
-                k.join(",")
-            }
-        } else if l.name.starts_with("run:") {
+        let label = if l.name.starts_with("run:") {
             l.name.trim_start_matches("run:").to_string()
         } else {
             // A file: its name is enough (a repeated name gets a suffix below).
@@ -125,29 +164,24 @@ pub fn groups(loaded: &[Loaded], experiment: bool) -> Vec<Group> {
                 .file_name()
                 .map_or(l.name.clone(), |f| f.to_string_lossy().into_owned())
         };
-        match out.iter_mut().find(|g| g.label == label && experiment) {
-            Some(g) => g.runs.push(i),
-            None => {
-                let label = if out.iter().any(|g| g.label == label) {
-                    format!("{label}#{i}")
-                } else {
-                    label
-                };
-                out.push(Group {
-                    label,
-                    runs: vec![i],
-                })
-            }
-        }
+        let label = if out.iter().any(|g| g.label == label) {
+            format!("{label}#{i}")
+        } else {
+            label
+        };
+        out.push(Group {
+            label,
+            runs: vec![i],
+        });
     }
     out
 }
 
-/// The comparison of every group with the first, with a note on what was compared.
+/// The comparison of every group with the first, with notes on what was compared: per metric
+/// over the runs (`crate::compare::levels::compare_levels`), as `compare --experiment` does.
 pub fn compare(loaded: &[Loaded], groups: &[Group]) -> (Option<Analysis>, Vec<String>) {
-    let mut notes = Vec::new();
     if groups.len() < 2 {
-        return (None, notes);
+        return (None, Vec::new());
     }
     let first = &loaded[groups[0].runs[0]].run;
     let tcp = first.kind == "tcp";
@@ -157,52 +191,37 @@ pub fn compare(loaded: &[Loaded], groups: &[Group]) -> (Option<Analysis>, Vec<St
         "kbit/s" => (1e-3, "Mbit/s".to_string()),
         u => (1.0, u.to_string()),
     };
-    let repeats = groups.iter().all(|g| g.runs.len() >= 3);
-    let metric = if tcp || !repeats {
-        Metric::Latency
-    } else {
-        Metric::P99
-    };
-    notes.push(if tcp {
-        "compared: the figures of every run (one value per run)".to_string()
-    } else if repeats {
-        "compared: the p99 of each run (the run is the unit of replication)".to_string()
-    } else {
-        "compared: all samples of each group. Samples inside one run are autocorrelated: repeat each configuration at least 3 times for a verdict that rests on runs".to_string()
-    });
-    let opts = ReadOpts {
-        column: 1,
-        delim: b" \t".to_vec(),
-        metric,
-        series: None,
-        scale,
-        store: None,
-    };
-    let mut sources = Vec::new();
-    for g in groups {
-        let runs: Vec<(Run, String)> = g
-            .runs
-            .iter()
-            .map(|&i| (loaded[i].run.clone(), loaded[i].name.clone()))
-            .collect();
-        match load_runs(&g.label, &runs, &opts) {
-            Ok(s) => sources.push(s),
-            Err(e) => notes.push(format!("{}: not compared: {e}", g.label)),
-        }
-    }
-    if sources.len() < 2 {
-        notes.push("fewer than two groups could be compared".into());
-        return (None, notes);
-    }
+    let levels: Vec<(String, Vec<(Run, String)>)> = groups
+        .iter()
+        .map(|g| {
+            let runs = g
+                .runs
+                .iter()
+                .map(|&i| (loaded[i].run.clone(), loaded[i].name.clone()))
+                .collect();
+            (g.label.clone(), runs)
+        })
+        .collect();
     let settings = Settings {
         confidence: 0.95,
         replicates: 2000,
         seed: 1,
         higher_is_better: tcp,
         unit: shown,
-        // The run is the unit: groups of several runs are compared run by run; a verdict on
-        // single runs is never proven.
+        // The run is the unit: a verdict on single runs is never proven.
         assume_independent: false,
     };
-    (Some(analyse(&sources, &settings)), notes)
+    let (a, mut notes) = crate::compare::levels::compare_levels(&levels, &settings, scale, "p99");
+    let per_run = a
+        .as_ref()
+        .is_some_and(|a| a.replication.starts_with("the run"));
+    notes.insert(
+        0,
+        if per_run {
+            "compared: each run's p50, p99, p99.9, max and mean, across runs (the run is the unit of replication)".to_string()
+        } else {
+            "compared: the figures of each group; one run on a side proves nothing: repeat each configuration (5 runs) for a verdict that rests on runs".to_string()
+        },
+    );
+    (a, notes)
 }

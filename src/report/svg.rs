@@ -605,7 +605,8 @@ pub fn forest(title: &str, x_label: &str, rows: &[ForestRow]) -> String {
         };
         let _ = write!(
             s,
-            r#"<g class="series row"><text x="{}" y="{:.1}" text-anchor="end">{}</text><line x1="{:.1}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="{}" stroke-width="2"/>{}<text x="{}" y="{:.1}">{}</text></g>"#,
+            r#"<g class="series row" data-label="{}"><text x="{}" y="{:.1}" text-anchor="end">{}</text><line x1="{:.1}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="{}" stroke-width="2"/>{}<text x="{}" y="{:.1}">{}</text></g>"#,
+            esc(&r.label),
             left - 6.0,
             y + 4.0,
             esc(&r.label),

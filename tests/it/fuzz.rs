@@ -131,12 +131,14 @@ fn compare_against(d: Dist) {
         dist: Dist::from_values(vec![1.0, 2.0, 3.0, 4.0]),
         from_json: false,
         runs: Vec::new(),
+        info: Vec::new(),
     };
     let other = Source {
         label: "other".into(),
         dist: d.clone(),
         from_json: true,
         runs: vec![d.clone(), d],
+        info: Vec::new(),
     };
     let a = analyse(&[base.clone(), other.clone()], &settings());
     for f in [Format::Table, Format::Markdown, Format::Json] {

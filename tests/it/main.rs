@@ -1,5 +1,6 @@
 //! latlab's one integration-test binary: drives the real `latlab` binary end to end.
 
+mod ab;
 mod clocks;
 mod compare;
 mod contend;

@@ -133,7 +133,7 @@ fn an_experiment_is_grouped_compared_and_judged() {
     );
     assert!(html.contains("experiment e1"));
     assert!(html.contains("level=a (3 run(s))") && html.contains("level=b (3 run(s))"));
-    assert!(html.contains("the p99 of each run"));
+    assert!(html.contains("p50, p99, p99.9, max and mean, across runs"));
     assert_eq!(charts(&html, "forest"), 1);
     assert!(charts(&html, "line") >= 2, "CDF and histogram overlays");
     assert!(html.contains("Verdicts"));

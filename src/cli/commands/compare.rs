@@ -8,35 +8,31 @@ use crate::error::{Error, Result};
 
 /// Runs `latlab compare` (tail-aware mode).
 pub fn run(a: &CompareArgs) -> Result<String> {
+    let single_exp = match a.sets.as_slice() {
+        [one] => match crate::compare::select::parse(&[one])?.as_slice() {
+            [crate::compare::select::Item {
+                sel: crate::compare::select::Selector::Exp(e),
+                ..
+            }] => Some(e.clone()),
+            _ => None,
+        },
+        _ => None,
+    };
+    if let Some(exp) = a.experiment.clone().or(single_exp) {
+        if a.experiment.is_some() && !a.sets.is_empty() {
+            return Err(Error::Usage(
+                "compare --experiment takes no other sets: it compares the experiment's levels"
+                    .into(),
+            ));
+        }
+        return experiment(a, &exp);
+    }
     if a.sets.len() < 2 {
         return Err(Error::Usage(
             "compare needs at least two data sets: a baseline and one to compare".into(),
         ));
     }
-    if !(a.confidence > 50.0 && a.confidence < 100.0) {
-        return Err(Error::flag(
-            "--confidence",
-            a.confidence,
-            "must be a percentage between 50 and 100 (exclusive)",
-        ));
-    }
-    if a.bootstrap < 100 || a.bootstrap > 10_000_000 {
-        return Err(Error::flag(
-            "--bootstrap",
-            a.bootstrap,
-            "use between 100 and 10000000 replicates",
-        ));
-    }
-    if a.column == 0 {
-        return Err(Error::flag("-C/--column", a.column, "columns count from 1"));
-    }
-    if a.delimiter.is_empty() {
-        return Err(Error::flag(
-            "-d/--delimiter",
-            "''",
-            "the delimiter set cannot be empty",
-        ));
-    }
+    check(a)?;
     let opts = ReadOpts {
         column: a.column,
         delim: a.delimiter.as_bytes().to_vec(),
@@ -77,4 +73,79 @@ pub fn run(a: &CompareArgs) -> Result<String> {
     };
     let an = analysis::analyse(&sources, &settings);
     Ok(render::render(&an, a.format))
+}
+
+/// `compare --experiment EXP`: every level against the baseline, per metric over the runs.
+fn experiment(a: &CompareArgs, exp: &str) -> Result<String> {
+    check(a)?;
+    let levels =
+        crate::compare::select::experiment_levels(exp, a.store.as_deref(), "--experiment")?;
+    let levels: Vec<(String, Vec<(crate::result::Run, String)>)> = levels
+        .into_iter()
+        .map(|(l, rs)| (l, rs.into_iter().map(|r| (r.run, r.name)).collect()))
+        .collect();
+    let settings = analysis::Settings {
+        confidence: a.confidence / 100.0,
+        replicates: a.bootstrap,
+        seed: a.seed,
+        higher_is_better: a.higher_is_better,
+        unit: a.unit.to_string(),
+        assume_independent: a.assume_independent_samples,
+    };
+    let scale = match a.unit {
+        crate::config::DisplayUnit::Ns => 1.0,
+        crate::config::DisplayUnit::Us => 1e-3,
+    };
+    use crate::compare::inputs::Metric;
+    let headline = match a.metric {
+        Metric::Latency | Metric::P99 | Metric::Min => "p99",
+        Metric::P50 => "p50",
+        Metric::P999 => "p99.9",
+        Metric::Max => "max",
+        Metric::Mean => "mean",
+    };
+    let (an, notes) = crate::compare::levels::compare_levels(&levels, &settings, scale, headline);
+    let Some(mut an) = an else {
+        return Err(Error::Usage(format!(
+            "experiment {exp}: {}",
+            notes.join("; ")
+        )));
+    };
+    an.warnings.extend(notes);
+    an.warnings.extend(crate::compare::verdict::group_warnings(
+        levels.iter().flat_map(|(_, runs)| {
+            runs.iter()
+                .map(|(r, n)| (n.as_str(), r.warnings.as_slice()))
+        }),
+    ));
+    Ok(render::render(&an, a.format))
+}
+
+/// The flags every form of compare checks.
+fn check(a: &CompareArgs) -> Result<()> {
+    if !(a.confidence > 50.0 && a.confidence < 100.0) {
+        return Err(Error::flag(
+            "--confidence",
+            a.confidence,
+            "must be a percentage between 50 and 100 (exclusive)",
+        ));
+    }
+    if a.bootstrap < 100 || a.bootstrap > 10_000_000 {
+        return Err(Error::flag(
+            "--bootstrap",
+            a.bootstrap,
+            "use between 100 and 10000000 replicates",
+        ));
+    }
+    if a.column == 0 {
+        return Err(Error::flag("-C/--column", a.column, "columns count from 1"));
+    }
+    if a.delimiter.is_empty() {
+        return Err(Error::flag(
+            "-d/--delimiter",
+            "''",
+            "the delimiter set cannot be empty",
+        ));
+    }
+    Ok(())
 }

@@ -35,21 +35,14 @@ pub fn run(a: &GateArgs) -> Result<()> {
             "gate needs at least one run: a latlab JSON result or a stored run id".into(),
         ));
     }
+    let items = crate::compare::select::parse(&a.inputs)?;
+    // The run is the unit of replication: the same run given twice is refused.
+    let runs = crate::compare::select::Resolver::new(a.store.as_deref()).all(&items)?;
     let mut counts = Vec::new();
     let mut dists = Vec::new();
     let mut max_ns = 0u64;
-    // The run is the unit of replication: the same run given twice is not two replicates.
-    let mut seen: std::collections::BTreeMap<String, String> = Default::default();
-    for input in &a.inputs {
-        let (run, name) = load(input, a.store.as_deref())?;
-        if let Some(first) = seen.insert(run.id.clone(), name.clone()) {
-            return Err(Error::Usage(format!(
-                "{name} and {first} are the same run ({}): a run counts once; repeat the \
-                 measurement for more runs",
-                run.id
-            )));
-        }
-        let (c, d, m) = count(&run, &name, &req, a.series.as_deref())?;
+    for r in &runs {
+        let (c, d, m) = count(&r.run, &r.name, &req, a.series.as_deref())?;
         counts.push(c);
         dists.push(d);
         max_ns = max_ns.max(m);
@@ -80,26 +73,6 @@ pub fn run(a: &GateArgs) -> Result<()> {
             req.text
         ))),
     }
-}
-
-/// A run from a file, `run:ID`, or a bare stored id.
-fn load(input: &std::path::Path, store: Option<&str>) -> Result<(Run, String)> {
-    let s = input.to_string_lossy();
-    let id = s.strip_prefix("run:");
-    if id.is_none() && input.exists() {
-        let name = input.display().to_string();
-        let text = crate::experiment::plan::read_text_limited(
-            input,
-            crate::compare::inputs::MAX_JSON_BYTES,
-            "latlab result",
-        )?;
-        return Ok((crate::compare::inputs::parse_run(&text, &name)?, name));
-    }
-    let id = id.unwrap_or(&s);
-    let entry = crate::store::open(store)?.get(id)?;
-    let run: Run = serde_json::from_value(entry.run)
-        .map_err(|e| Error::Env(format!("stored run {id}: {e}")))?;
-    Ok((run, format!("run:{id}")))
 }
 
 /// Counts one run: (counts, its distribution in µs, its exact maximum in ns).

@@ -3,7 +3,7 @@
 
 use crate::cli::{PlotArgs, ReportArgs};
 use crate::error::{Error, Result};
-use crate::report::{charts, compare, groups, html, load_experiment, load_one, png, PlotKind};
+use crate::report::{charts, compare, html, load_groups, load_one, png, PlotKind};
 use std::path::Path;
 
 /// Writes `bytes` to `path` (`-`: stdout): a path that cannot take a file is bad usage (exit 2,
@@ -30,14 +30,7 @@ pub fn report_cmd(a: &ReportArgs) -> Result<()> {
             "report needs runs (ID, run:ID or FILE.json) or --experiment ID".into(),
         ));
     }
-    let mut loaded = Vec::new();
-    if let Some(exp) = &a.experiment {
-        loaded.extend(load_experiment(exp, a.store.as_deref())?);
-    }
-    for i in &a.inputs {
-        loaded.push(load_one(i, a.store.as_deref())?);
-    }
-    let gs = groups(&loaded, a.experiment.is_some());
+    let (loaded, gs) = load_groups(a.experiment.as_deref(), &a.inputs, a.store.as_deref())?;
     let (analysis, notes) = compare(&loaded, &gs);
     let page = html::page(
         &loaded,

@@ -75,7 +75,18 @@ pub fn run(c: RunsCmd) -> Result<()> {
                     .map(|r| r.id)
                     .collect()
             } else {
-                ids
+                // Any run list: run:ID, exp:ID, exp:ID/K=V, tag:K=V (or bare ids).
+                let items = crate::compare::select::parse(&ids)?;
+                let mut res = crate::compare::select::Resolver::new(store.as_deref());
+                let mut all = Vec::new();
+                for item in &items {
+                    for id in res.ids(item)? {
+                        if !all.contains(&id) {
+                            all.push(id);
+                        }
+                    }
+                }
+                all
             };
             let b = export(st.as_ref(), &ids)?;
             out(&(serde_json::to_string_pretty(&b).map_err(|e| Error::Env(e.to_string()))? + "\n"))
@@ -85,9 +96,15 @@ pub fn run(c: RunsCmd) -> Result<()> {
             store,
             from: Some(tool),
             tag,
+            more,
+            max_runs,
         } => {
-            let text = crate::import::run(tool, &file, &tag, store.as_deref())?;
-            out(&text)
+            let files: Vec<&std::path::Path> = std::iter::once(file.as_path())
+                .chain(more.iter().map(|p| p.as_path()))
+                .collect();
+            crate::import::run(tool, &files, &tag, store.as_deref(), max_runs, &mut |t| {
+                out(t)
+            })
         }
         RunsCmd::Import {
             file,

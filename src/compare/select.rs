@@ -1,0 +1,411 @@
+//! Run selectors, one grammar for every command that takes a list of runs (`compare`, `gate`,
+//! `report`, `runs export`): `run:ID`, a JSON result file, `exp:ID` (every run of an
+//! experiment), `exp:ID/K=V[,K=V]` (one level of it) and `tag:K=V[,K=V]` (every stored run with
+//! those tags). Items are separated by commas or white space, in one argument or several; a
+//! bare `K=V` after `tag:`/`exp:ID/` adds to its tags, a bare id after `run:` is another run.
+//! A selector that cannot be read or matches nothing names itself (exit 2).
+
+use crate::error::{Error, Result};
+use crate::result::Run;
+use crate::store::{Filter, Store};
+use std::collections::BTreeMap;
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// What one selector names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Selector {
+    /// A stored run (`run:ID`, or a bare id that is not a file).
+    Run(String),
+    /// A file: a latlab JSON result (or, for `compare`, a value file).
+    File(PathBuf),
+    /// Standard input (`-`; `compare` value files only).
+    Stdin,
+    /// Every run of an experiment (`exp:ID`).
+    Exp(String),
+    /// One level of an experiment (`exp:ID/K=V[,K=V]`).
+    Level(String, Vec<(String, String)>),
+    /// Every stored run with these tags (`tag:K=V[,K=V]`).
+    Tags(Vec<(String, String)>),
+}
+
+/// A selector with the text it was written as (for messages and labels).
+#[derive(Debug, Clone)]
+pub struct Item {
+    /// As written, continuations included (`tag:a=1,b=2`).
+    pub text: String,
+    /// What it names.
+    pub sel: Selector,
+    /// A bare word taken for a stored id (no `run:` before it or before the item ahead).
+    pub bare: bool,
+}
+
+/// The grammar, for messages.
+pub const GRAMMAR: &str =
+    "run:ID, exp:ID, exp:ID/K=V, tag:K=V[,K=V] or a FILE.json, separated by commas or spaces";
+
+fn bad(text: &str, why: impl std::fmt::Display) -> Error {
+    Error::Usage(format!(
+        "selector '{text}': {why} (a run list takes {GRAMMAR})"
+    ))
+}
+
+fn kv(text: &str, part: &str) -> Result<(String, String)> {
+    let (k, v) = part
+        .split_once('=')
+        .ok_or_else(|| bad(text, format!("'{part}' is not KEY=VALUE")))?;
+    let ok = !k.is_empty()
+        && k.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c));
+    if !ok {
+        return Err(bad(
+            text,
+            format!("tag key '{k}' must be letters, digits, '_', '-' or '.'"),
+        ));
+    }
+    if v.is_empty() {
+        return Err(bad(text, format!("tag {k} has no value")));
+    }
+    Ok((k.to_string(), v.to_string()))
+}
+
+/// Splits on commas and ASCII white space.
+fn tokens(b: &[u8]) -> impl Iterator<Item = &[u8]> {
+    b.split(|c| *c == b',' || c.is_ascii_whitespace())
+        .filter(|t| !t.is_empty())
+}
+
+/// Parses a run list written over one or more arguments.
+pub fn parse<S: AsRef<OsStr>>(args: &[S]) -> Result<Vec<Item>> {
+    let mut out: Vec<Item> = Vec::new();
+    for arg in args {
+        for tok in tokens(arg.as_ref().as_bytes()) {
+            let text = String::from_utf8_lossy(tok).into_owned();
+            let path = Path::new(OsStr::from_bytes(tok));
+            let after_run = out
+                .last()
+                .is_some_and(|l| matches!(l.sel, Selector::Run(_)));
+            let mut bare = false;
+            let sel = if let Some(id) = text.strip_prefix("run:") {
+                if id.is_empty() || id.contains('/') {
+                    return Err(bad(&text, "no run id after 'run:'"));
+                }
+                Selector::Run(id.to_string())
+            } else if let Some(rest) = text.strip_prefix("exp:") {
+                let (id, level) = match rest.split_once('/') {
+                    Some((id, l)) => (id, Some(l)),
+                    None => (rest, None),
+                };
+                if id.is_empty() {
+                    return Err(bad(&text, "no experiment id after 'exp:'"));
+                }
+                match level {
+                    None => Selector::Exp(id.to_string()),
+                    Some(l) => Selector::Level(id.to_string(), vec![kv(&text, l)?]),
+                }
+            } else if let Some(rest) = text.strip_prefix("tag:") {
+                if rest.is_empty() {
+                    return Err(bad(&text, "no KEY=VALUE after 'tag:'"));
+                }
+                Selector::Tags(vec![kv(&text, rest)?])
+            } else if tok == b"-" {
+                Selector::Stdin
+            } else if path.exists() {
+                Selector::File(path.to_path_buf())
+            } else if let Some(last) = out.last_mut().filter(|_| text.contains('=')) {
+                // `tag:a=1,b=2` and `exp:E/a=1,b=2`: more tags of the selector before.
+                match &mut last.sel {
+                    Selector::Tags(t) | Selector::Level(_, t) => {
+                        t.push(kv(&text, &text)?);
+                        last.text = format!("{},{text}", last.text);
+                        continue;
+                    }
+                    _ => return Err(bad(&text, "a KEY=VALUE belongs after tag: or exp:ID/")),
+                }
+            } else if let Some((kind, _)) = text
+                .split_once(':')
+                .filter(|(k, _)| !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric()))
+            {
+                return Err(bad(
+                    &text,
+                    format!("unknown kind '{kind}:' and no such file"),
+                ));
+            } else if text.contains('/') || text.contains('.') || text.contains('=') {
+                return Err(bad(&text, "no such file"));
+            } else {
+                // A bare stored id (also after `run:A,`).
+                bare = !after_run;
+                Selector::Run(text.clone())
+            };
+            out.push(Item { text, sel, bare });
+        }
+    }
+    Ok(out)
+}
+
+/// A run a selector named, with the name messages use and its stored tags.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    /// The result.
+    pub run: Run,
+    /// `run:ID` or the file name.
+    pub name: String,
+    /// Its tags in the store (empty for files).
+    pub tags: BTreeMap<String, String>,
+}
+
+/// Reads selectors against one store, opened the first time it is needed.
+pub struct Resolver {
+    spec: Option<String>,
+    store: Option<Box<dyn Store>>,
+}
+
+impl Resolver {
+    /// A resolver for the store `spec` (None: the default store).
+    pub fn new(spec: Option<&str>) -> Self {
+        Resolver {
+            spec: spec.map(str::to_string),
+            store: None,
+        }
+    }
+
+    /// The store, opened on first use.
+    pub fn store(&mut self) -> Result<&dyn Store> {
+        if self.store.is_none() {
+            self.store = Some(crate::store::open(self.spec.as_deref())?);
+        }
+        Ok(self.store.as_deref().expect("opened above"))
+    }
+
+    /// The stored run ids `item` names, oldest first (files and stdin are not stored runs).
+    pub fn ids(&mut self, item: &Item) -> Result<Vec<String>> {
+        let tags = match &item.sel {
+            Selector::Run(id) => return Ok(vec![id.clone()]),
+            Selector::File(_) | Selector::Stdin => {
+                return Err(bad(&item.text, "a file, not a stored run"))
+            }
+            Selector::Exp(e) => vec![("experiment".to_string(), e.clone())],
+            Selector::Level(e, t) => {
+                let mut v = vec![("experiment".to_string(), e.clone())];
+                v.extend(t.iter().cloned());
+                v
+            }
+            Selector::Tags(t) => t.clone(),
+        };
+        let st = self.store()?;
+        let mut rows = st.list(&Filter {
+            tags,
+            ..Default::default()
+        })?;
+        if rows.is_empty() {
+            return Err(bad(&item.text, self.nothing(item)?));
+        }
+        rows.reverse();
+        Ok(rows.into_iter().map(|r| r.id).collect())
+    }
+
+    /// Why `item` matched nothing: an unknown experiment, or the levels it does have.
+    fn nothing(&mut self, item: &Item) -> Result<String> {
+        let st = self.store()?;
+        let loc = st.location();
+        let Selector::Level(e, t) = &item.sel else {
+            return Ok(format!("no run in {loc} matches"));
+        };
+        let rows = st.list(&Filter {
+            tags: vec![("experiment".to_string(), e.clone())],
+            ..Default::default()
+        })?;
+        if rows.is_empty() {
+            return Ok(format!("no experiment {e} in {loc}"));
+        }
+        let mut levels = std::collections::BTreeSet::new();
+        for r in &rows {
+            for (k, _) in t {
+                if let Some(v) = r.tags.get(k) {
+                    levels.insert(format!("{k}={v}"));
+                }
+            }
+        }
+        Ok(format!(
+            "experiment {e} has no such level (it has: {})",
+            if levels.is_empty() {
+                "none with these keys".to_string()
+            } else {
+                levels.into_iter().collect::<Vec<_>>().join(", ")
+            }
+        ))
+    }
+
+    /// One stored run by id.
+    pub fn get(&mut self, id: &str) -> Result<Resolved> {
+        let e = self.store()?.get(id)?;
+        let run: Run = serde_json::from_value(e.run)
+            .map_err(|err| Error::Env(format!("stored run {id}: {err}")))?;
+        Ok(Resolved {
+            run,
+            name: format!("run:{id}"),
+            tags: e.tags,
+        })
+    }
+
+    /// The runs `item` names: stored runs, or a latlab JSON result file.
+    pub fn runs(&mut self, item: &Item) -> Result<Vec<Resolved>> {
+        match &item.sel {
+            Selector::File(p) => Ok(vec![Resolved {
+                run: read_run(p)?,
+                name: p.display().to_string(),
+                tags: BTreeMap::new(),
+            }]),
+            Selector::Stdin => Err(bad(&item.text, "standard input takes value files only")),
+            _ => {
+                let ids = self.ids(item)?;
+                ids.iter().map(|id| self.get(id)).collect()
+            }
+        }
+    }
+
+    /// Every run of a whole list, in order; a run named twice is refused (a run counts once).
+    pub fn all(&mut self, items: &[Item]) -> Result<Vec<Resolved>> {
+        let mut out: Vec<Resolved> = Vec::new();
+        let mut seen: BTreeMap<String, String> = BTreeMap::new();
+        for item in items {
+            for r in self.runs(item)? {
+                if let Some(first) = seen.insert(r.run.id.clone(), r.name.clone()) {
+                    return Err(Error::Usage(format!(
+                        "{} and {first} are the same run ({}): a run counts once",
+                        r.name, r.run.id
+                    )));
+                }
+                out.push(r);
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Every run of experiment `exp`, oldest first, grouped into its levels (the baseline first):
+/// (label, runs with their names). A missing experiment is exit 2 naming `flag`.
+pub fn experiment_levels(
+    exp: &str,
+    store: Option<&str>,
+    flag: &str,
+) -> Result<Vec<(String, Vec<Resolved>)>> {
+    let item = Item {
+        text: format!("exp:{exp}"),
+        sel: Selector::Exp(exp.to_string()),
+        bare: false,
+    };
+    let runs = Resolver::new(store)
+        .runs(&item)
+        .map_err(|e| Error::flag(flag, exp, e))?;
+    let tags: Vec<_> = runs.iter().map(|r| &r.tags).collect();
+    let levels = super::levels::group(&tags);
+    let mut slots: Vec<Option<Resolved>> = runs.into_iter().map(Some).collect();
+    Ok(levels
+        .into_iter()
+        .map(|l| {
+            let rs = l.runs.iter().filter_map(|&i| slots[i].take()).collect();
+            (l.label, rs)
+        })
+        .collect())
+}
+
+/// Reads a latlab JSON result file.
+pub fn read_run(p: &Path) -> Result<Run> {
+    let name = p.display().to_string();
+    let text = crate::experiment::plan::read_text_limited(
+        p,
+        super::inputs::MAX_JSON_BYTES,
+        "latlab result",
+    )?;
+    super::inputs::parse_run(&text, &name)
+}
+
+/// The label a set gets from its selectors when none is given: a level's tags, else the text.
+pub fn default_label(items: &[Item], text: &str) -> String {
+    match items {
+        [Item {
+            sel: Selector::Level(_, t),
+            ..
+        }] => t
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(","),
+        _ => text.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sels(a: &[&str]) -> Vec<Selector> {
+        parse(a).unwrap().into_iter().map(|i| i.sel).collect()
+    }
+
+    fn kvs(p: &[(&str, &str)]) -> Vec<(String, String)> {
+        p.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn every_form_and_both_separators() {
+        let want = vec![
+            Selector::Run("A".into()),
+            Selector::Run("B".into()),
+            Selector::Exp("E".into()),
+            Selector::Level("E".into(), kvs(&[("clocksource", "tsc")])),
+            Selector::Tags(kvs(&[("a", "1"), ("b", "2")])),
+        ];
+        assert_eq!(
+            sels(&["run:A,run:B exp:E,exp:E/clocksource=tsc tag:a=1,b=2"]),
+            want
+        );
+        assert_eq!(
+            sels(&[
+                "run:A",
+                "run:B",
+                "exp:E",
+                "exp:E/clocksource=tsc",
+                "tag:a=1 b=2"
+            ]),
+            want
+        );
+        assert_eq!(sels(&["run:A,B"])[1], Selector::Run("B".into()));
+        assert_eq!(
+            sels(&["exp:E/a=1,b=2"]),
+            vec![Selector::Level("E".into(), kvs(&[("a", "1"), ("b", "2")]))]
+        );
+        assert_eq!(sels(&["-"]), vec![Selector::Stdin]);
+        let me = env!("CARGO_MANIFEST_DIR").to_string() + "/Cargo.toml";
+        assert_eq!(sels(&[me.as_str()]), vec![Selector::File(me.into())]);
+        let items = parse(&["tag:a=1,b=2"]).unwrap();
+        assert_eq!(items[0].text, "tag:a=1,b=2");
+        assert_eq!(default_label(&parse(&["exp:E/k=v"]).unwrap(), "x"), "k=v");
+    }
+
+    #[test]
+    fn a_bad_selector_names_itself() {
+        for (text, why) in [
+            ("run:", "no run id"),
+            ("exp:", "no experiment id"),
+            ("exp:E/", "not KEY=VALUE"),
+            ("exp:E/novalue", "not KEY=VALUE"),
+            ("tag:", "no KEY=VALUE"),
+            ("tag:k", "not KEY=VALUE"),
+            ("tag:=v", "tag key"),
+            ("tag:k=", "no value"),
+            ("foo:bar", "unknown kind 'foo:'"),
+            ("missing.json", "no such file"),
+            ("run:A,k=v", "belongs after tag:"),
+        ] {
+            let e = parse(&[text]).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{text}");
+            let m = e.to_string();
+            assert!(m.contains(why) && m.contains("selector '"), "{text}: {m}");
+        }
+    }
+}

@@ -1,0 +1,524 @@
+//! A/B from plan to verdict on synthetic stored runs (the store is built directly, so every
+//! figure is deterministic): run selectors in every command that takes runs, and the
+//! clocksource experiment compared level by level.
+
+use crate::util::latlab;
+use latlab::result::{Run, Series};
+use latlab::stats::summary::Recorder;
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::{Duration, UNIX_EPOCH};
+
+/// One synthetic cyclic run of `n` samples over `secs`: a run-level offset, exponential
+/// jitter and bursts of slow samples, all in ns, `scale` times slower than the reference.
+pub fn synthetic_run(rng: &mut ChaCha8Rng, i: u64, n: usize, secs: f64, scale: f64) -> Run {
+    let mut rec = Recorder::new();
+    let offset = 2000.0 * (rng.random::<f64>() - 0.5);
+    let mut burst = 0;
+    for _ in 0..n {
+        if burst == 0 && rng.random::<f64>() < 0.002 {
+            burst = 20;
+        }
+        let spike = if burst > 0 {
+            burst -= 1;
+            30_000.0
+        } else {
+            0.0
+        };
+        let jitter = -3000.0 * (1.0 - rng.random::<f64>()).ln();
+        rec.record(((20_000.0 + offset + jitter + spike) * scale) as u64);
+    }
+    let started = UNIX_EPOCH + Duration::from_secs(1_800_000_000 + i * 10);
+    let mut run = Run::new(
+        "cyclic",
+        started,
+        vec!["latlab".into(), "cyclic".into()],
+        serde_json::json!({}),
+        latlab::result::env::Environment::capture(),
+    );
+    run.id = format!("20270115T000000Z-{i:08x}");
+    run.started = latlab::result::rfc3339(started);
+    run.ended = latlab::result::rfc3339(started + Duration::from_secs_f64(secs));
+    run.duration_s = secs;
+    run.series = vec![Series::from_recorder("T0".into(), &rec)];
+    run
+}
+
+/// A store holding experiment `exp`: `levels` (the first is the baseline), `repeats` runs of
+/// `n` samples each; level `shifted` (if any) is `scale` times slower. Returns the store spec.
+pub fn experiment_store(
+    dir: &Path,
+    exp: &str,
+    levels: &[&str],
+    repeats: u64,
+    n: usize,
+    shifted: Option<(usize, f64)>,
+) -> String {
+    let spec = format!("sqlite:{}", dir.join("ab.db").display());
+    let mut st = latlab::store::open(Some(&spec)).unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(19);
+    let mut i = 0;
+    // Interleaved, as a plan makes them.
+    for r in 1..=repeats {
+        for (c, level) in levels.iter().enumerate() {
+            let scale = match shifted {
+                Some((l, k)) if l == c => k,
+                _ => 1.0,
+            };
+            let mut run = synthetic_run(&mut rng, i, n, n as f64 / 1000.0, scale);
+            if c == 1 {
+                run.warnings
+                    .push(format!("{level}: a warning every run of this level has"));
+            }
+            i += 1;
+            let tags: BTreeMap<String, String> = [
+                ("experiment", exp.to_string()),
+                ("repeat", r.to_string()),
+                ("combination", c.to_string()),
+                ("clocksource", level.to_string()),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+            st.save(&run, &tags).unwrap();
+        }
+    }
+    spec
+}
+
+fn run(args: &[&str]) -> std::process::Output {
+    latlab().args(args).output().unwrap()
+}
+
+fn ok(args: &[&str]) -> String {
+    let out = run(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Every selector form works in compare, gate, report and runs export, written with commas or
+/// spaces, in one argument or several.
+#[test]
+fn selectors_work_in_every_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = experiment_store(dir.path(), "E", &["tsc", "kvm-clock"], 5, 3000, None);
+    let file = dir.path().join("one.json");
+    let one = ok(&[
+        "runs",
+        "show",
+        "--json",
+        "--store",
+        &s,
+        "20270115T000000Z-00000004",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&one).unwrap();
+    std::fs::write(&file, v["run"].to_string()).unwrap();
+    let file = file.to_str().unwrap();
+    let (r0, r2, r4) = (
+        "run:20270115T000000Z-00000000",
+        "run:20270115T000000Z-00000002",
+        "run:20270115T000000Z-00000004",
+    );
+    // compare: sets of 5 runs by level, by tags, by run lists with either separator.
+    for (a, b) in [
+        ("exp:E/clocksource=tsc", "exp:E/clocksource=kvm-clock"),
+        (
+            "a=tag:clocksource=tsc,experiment=E",
+            "b=tag:clocksource=kvm-clock experiment=E",
+        ),
+    ] {
+        let out = ok(&[
+            "compare",
+            "--store",
+            &s,
+            "--format",
+            "json",
+            "--bootstrap",
+            "200",
+            a,
+            b,
+        ]);
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        for set in v["sets"].as_array().unwrap() {
+            assert_eq!(set["runs"], 5, "{a} {b}: {set}");
+        }
+        if a.starts_with("exp:") {
+            assert_eq!(v["sets"][0]["label"], "clocksource=tsc");
+        }
+    }
+    let list_comma = format!("a={r0},{r2},{file}");
+    let list_space = format!("a={r0} {r2} {r4}");
+    for a in [&list_comma, &list_space] {
+        let out = ok(&[
+            "compare",
+            "--store",
+            &s,
+            "--format",
+            "json",
+            "--bootstrap",
+            "200",
+            a,
+            "b=exp:E/clocksource=kvm-clock",
+        ]);
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["sets"][0]["runs"], 3, "{a}");
+    }
+    // gate: an experiment level, tags, run lists either way.
+    for args in [
+        vec!["exp:E/clocksource=tsc"],
+        vec!["tag:clocksource=tsc,experiment=E"],
+        vec!["run:20270115T000000Z-00000000,run:20270115T000000Z-00000002"],
+        vec![r0, r2],
+        vec![&list_space[2..]],
+    ] {
+        let mut a = vec!["gate", "p99.9<200us", "--store", &s, "--json"];
+        a.extend(&args);
+        let out = run(&a);
+        assert!(
+            matches!(out.status.code(), Some(0 | 1 | 4)),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let want = if args[0].starts_with("run:") { 2 } else { 5 };
+        let n = v["runs"].as_array().unwrap().len();
+        assert!(
+            n == want || (args == [&list_space[2..]] && n == 3),
+            "{args:?}: {v}"
+        );
+    }
+    // report: each multi-run selector is one group; exp:E alone is the experiment.
+    let html = dir.path().join("r.html");
+    let h = html.to_str().unwrap();
+    ok(&[
+        "report",
+        "--store",
+        &s,
+        "-o",
+        h,
+        "exp:E/clocksource=tsc,exp:E/clocksource=kvm-clock",
+    ]);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("clocksource=tsc (5 run(s))"), "groups");
+    ok(&["report", "--store", &s, "-o", h, "exp:E"]);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("clocksource=kvm-clock (5 run(s))"));
+    ok(&["report", "--store", &s, "-o", h, r0, file]);
+    // runs export.
+    for (sel, n) in [
+        ("exp:E", 10),
+        ("exp:E/clocksource=tsc", 5),
+        ("tag:clocksource=kvm-clock,experiment=E", 5),
+        ("run:20270115T000000Z-00000000 20270115T000000Z-00000001", 2),
+    ] {
+        let out = ok(&["runs", "export", "--store", &s, sel]);
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["runs"].as_array().unwrap().len(), n, "{sel}");
+    }
+}
+
+/// Every bad selector in every command: exit 2, the selector named.
+#[test]
+fn a_bad_selector_names_itself_in_every_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = experiment_store(dir.path(), "E", &["tsc", "kvm-clock"], 2, 100, None);
+    let h = dir.path().join("r.html");
+    let h = h.to_str().unwrap();
+    for (bad, why) in [
+        ("run:", "no run id"),
+        ("exp:", "no experiment id"),
+        ("exp:E/", "not KEY=VALUE"),
+        ("tag:", "no KEY=VALUE"),
+        ("tag:k", "not KEY=VALUE"),
+        ("foo:bar", "unknown kind"),
+        ("missing.json", "no such file"),
+        ("exp:NOPE", "no run in"),
+        (
+            "exp:E/clocksource=hpet",
+            "clocksource=kvm-clock, clocksource=tsc",
+        ),
+        ("tag:nope=1", "no run in"),
+    ] {
+        for cmd in [
+            vec!["compare", "--store", &s, "exp:E/clocksource=tsc", bad],
+            vec!["gate", "p99<1ms", "--store", &s, bad],
+            vec!["report", "--store", &s, "-o", h, bad],
+            vec!["runs", "export", "--store", &s, bad],
+        ] {
+            let out = run(&cmd);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{cmd:?}: {err}");
+            assert!(
+                err.contains(&format!("selector '{bad}'")) && err.contains(why),
+                "{cmd:?}: {err}"
+            );
+        }
+    }
+}
+
+/// The clocksource A/B as a kernel developer runs it: 5 vs 5 runs of 3 s (3000 samples each),
+/// compared level by level. One row per metric, figures pooled (never a percentile of
+/// percentiles), one warning for the runs too short for p99.9, and the sentence to paste.
+#[test]
+fn the_clocksource_experiment_compares_per_metric_and_ends_with_a_sentence() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = experiment_store(dir.path(), "E", &["tsc", "kvm-clock"], 5, 3000, None);
+    let json = ok(&[
+        "compare",
+        "--store",
+        &s,
+        "--experiment",
+        "E",
+        "--format",
+        "json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let c = &v["comparisons"][0];
+    assert_eq!(c["label"], "clocksource=kvm-clock");
+    assert_eq!(c["baseline"], "clocksource=tsc");
+    let names: Vec<&str> = c["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["metric"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["p50", "p99", "p99.9", "max", "mean"]);
+    for set in v["sets"].as_array().unwrap() {
+        assert_eq!(set["runs"], 5);
+        assert_eq!(set["n"], 15000, "pooled samples, not five per-run figures");
+    }
+    // One warning per condition, naming the runs: the short runs, and the level's own one.
+    let warnings = v["warnings"].as_array().unwrap();
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert!(warnings[0]
+        .as_str()
+        .unwrap()
+        .contains("10 run(s) of 3000 samples"));
+    let own = warnings[1].as_str().unwrap();
+    assert!(
+        own.starts_with("kvm-clock: a warning every run of this level has (5 of 10 runs: run:"),
+        "{own}"
+    );
+    // JSON keeps full precision.
+    assert!(c["metrics"][1]["ci"][0].as_f64().unwrap().fract() != 0.0);
+    let md = ok(&[
+        "compare",
+        "--store",
+        &s,
+        "--experiment",
+        "E",
+        "--format",
+        "markdown",
+    ]);
+    let last = md.trim_end().lines().last().unwrap();
+    assert!(
+        last.starts_with("kvm-clock vs tsc, 5 vs 5 runs of 3 s: p99 ")
+            && last.ends_with("; p99.9 not estimable: runs of 3000 samples, need 10 000."),
+        "{md}"
+    );
+    assert!(last.contains(" %, [") || last.contains(" % ["), "{last}");
+    assert_eq!(md.matches("> warning:").count(), 2, "{md}");
+    assert_eq!(md.matches("a warning every run").count(), 1, "{md}");
+    // Figures rounded to their interval: no long tails of digits.
+    let long = md
+        .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .any(|t| t.split_once('.').is_some_and(|(_, f)| f.len() > 4));
+    assert!(!long, "{md}");
+    // `compare exp:E` is the same comparison; the text form ends with the same sentence.
+    let text = ok(&["compare", "--store", &s, "exp:E"]);
+    assert!(
+        text.trim_end().ends_with(&format!("verdict: {last}")),
+        "{text}"
+    );
+    assert_eq!(text.matches("warning:").count(), 2, "{text}");
+    // report --experiment shows the same verdicts, a forest row per metric and level.
+    let html = dir.path().join("e.html");
+    ok(&[
+        "report",
+        "--store",
+        &s,
+        "--experiment",
+        "E",
+        "-o",
+        html.to_str().unwrap(),
+    ]);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains(last), "the sentence in the report");
+    let block = &page[page.find("id=\"warnings\"").unwrap()..];
+    let block = &block[..block.find("</div>").unwrap()];
+    assert_eq!(block.matches("<li>").count(), 1, "{block}");
+    assert!(block.contains("(5 of 10 runs: run:"), "{block}");
+    for m in ["p50", "p99", "max", "mean"] {
+        assert!(
+            page.contains(&format!("row\" data-label=\"clocksource=kvm-clock: {m}\"")),
+            "forest row {m}"
+        );
+    }
+}
+
+/// A real 20 % slowdown of one level is proven worse in p99.
+#[test]
+fn a_slower_level_is_proven_worse() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = experiment_store(dir.path(), "E", &["tsc", "hpet"], 5, 3000, Some((1, 1.2)));
+    let md = ok(&[
+        "compare",
+        "--store",
+        &s,
+        "--experiment",
+        "E",
+        "--format",
+        "markdown",
+    ]);
+    let last = md.trim_end().lines().last().unwrap();
+    assert!(
+        last.starts_with("hpet vs tsc, 5 vs 5 runs of 3 s: p99 +"),
+        "{md}"
+    );
+    assert!(last.contains("worse (p "), "{md}");
+}
+
+fn hackbench_text(mode: &str, times: &[f64]) -> String {
+    let mut s = format!(
+        "Running in {mode} mode with 10 groups using 40 file descriptors each (== 400 tasks)\n\
+         Each sender will pass 100 messages of 100 bytes\n"
+    );
+    for t in times {
+        s.push_str(&format!("Time: {t:.3}\n"));
+    }
+    s
+}
+
+fn exported(store: &str) -> Vec<serde_json::Value> {
+    let out = ok(&["runs", "export", "--store", store, "tag:tool=hackbench"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    v["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["run"].clone())
+        .collect()
+}
+
+/// Many files in one import, each reported; the first bad one stops it (exit 2, named) and the
+/// files before it stay; every run carries only its own setup; the runs one import may create
+/// are bounded.
+#[test]
+fn imports_take_many_files_and_stay_linear() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("sqlite:{}", dir.path().join("i.db").display());
+    let p = |n: &str| dir.path().join(n).to_str().unwrap().to_string();
+    let mixed = hackbench_text("process", &[0.1, 0.2]) + &hackbench_text("threaded", &[0.3]);
+    std::fs::write(p("a.txt"), &mixed).unwrap();
+    std::fs::write(p("b.txt"), hackbench_text("process", &[0.4])).unwrap();
+    std::fs::write(p("bad.txt"), "no hackbench here\n").unwrap();
+    let out = ok(&[
+        "runs",
+        "import",
+        "--from",
+        "hackbench",
+        "--store",
+        &store,
+        &p("a.txt"),
+        &p("b.txt"),
+    ]);
+    assert_eq!(
+        out.matches(&format!("from {}", p("a.txt"))).count(),
+        3,
+        "{out}"
+    );
+    assert_eq!(
+        out.matches(&format!("from {}", p("b.txt"))).count(),
+        1,
+        "{out}"
+    );
+    assert!(out.contains("2 file(s), 4 run(s) imported"), "{out}");
+    // Each run has its own block's setup only.
+    let runs = exported(&store);
+    assert_eq!(runs.len(), 4);
+    for r in &runs {
+        let setup = r["parameters"]["setup"].as_str().unwrap();
+        let threaded = r["duration_s"].as_f64() == Some(0.3);
+        assert_eq!(setup.contains("threaded"), threaded, "{setup}");
+        assert_eq!(setup.contains("process"), !threaded, "{setup}");
+        assert_eq!(setup.matches("Running in").count(), 1, "{setup}");
+    }
+    // The first bad file: exit 2 naming it; the good file before it is kept, the one after
+    // it is not read.
+    let store2 = format!("sqlite:{}", dir.path().join("j.db").display());
+    let o = run(&[
+        "runs",
+        "import",
+        "--from",
+        "hackbench",
+        "--store",
+        &store2,
+        &p("b.txt"),
+        &p("bad.txt"),
+        &p("a.txt"),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&p("bad.txt")) && err.contains("not hackbench output"),
+        "{err}"
+    );
+    assert!(
+        err.contains("the 1 file(s) before it were imported (1 run(s)) and are kept"),
+        "{err}"
+    );
+    assert!(String::from_utf8_lossy(&o.stdout).contains(&p("b.txt")));
+    assert_eq!(exported(&store2).len(), 1);
+    // The bound: 30 Time: lines against --max-runs 20, across files too.
+    let many: Vec<f64> = (0..30).map(|i| i as f64 / 100.0).collect();
+    std::fs::write(p("many.txt"), hackbench_text("process", &many)).unwrap();
+    let store3 = format!("sqlite:{}", dir.path().join("k.db").display());
+    let o = run(&[
+        "runs",
+        "import",
+        "--from",
+        "hackbench",
+        "--store",
+        &store3,
+        "--max-runs",
+        "20",
+        &p("many.txt"),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("more than --max-runs 20") && err.contains("many.txt"),
+        "{err}"
+    );
+    let o = run(&[
+        "runs",
+        "import",
+        "--from",
+        "hackbench",
+        "--store",
+        &store3,
+        "--max-runs",
+        "4",
+        &p("a.txt"),
+        &p("b.txt"),
+        &p("b.txt"),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    ok(&[
+        "runs",
+        "import",
+        "--from",
+        "hackbench",
+        "--store",
+        &store3,
+        "--max-runs",
+        "30",
+        &p("many.txt"),
+    ]);
+}
