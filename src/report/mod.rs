@@ -24,6 +24,20 @@ pub enum PlotKind {
     Timeline,
     /// Cumulative distribution per series.
     Cdf,
+    /// Latency histogram in linear 1 µs bins, log y (OSADL's look).
+    HistLinear,
+    /// Exceedance (1 − CDF) per series, log y down to 1/N.
+    Exceedance,
+}
+
+/// Which latency histograms a report draws (`--hist`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum HistMode {
+    /// Log-x bins (20 a decade) when the tail is long, linear otherwise.
+    #[default]
+    Log,
+    /// Also linear 1 µs bins with log y, beside the log-x one (OSADL's latency plots).
+    Linear,
 }
 
 /// A run to show, with the name messages use and its tags (stored runs only).
