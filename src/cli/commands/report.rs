@@ -30,12 +30,13 @@ pub fn report_cmd(a: &ReportArgs) -> Result<()> {
             "report needs runs (ID, run:ID or FILE.json) or --experiment ID".into(),
         ));
     }
-    let (loaded, gs) = load_groups(a.experiment.as_deref(), &a.inputs, a.store.as_deref())?;
+    let (loaded, gs, experiment) =
+        load_groups(a.experiment.as_deref(), &a.inputs, a.store.as_deref())?;
     let (analysis, notes) = compare(&loaded, &gs);
     let page = html::page(
         &loaded,
         &gs,
-        a.experiment.as_deref(),
+        experiment.as_deref(),
         analysis.as_ref(),
         &notes,
         a.hist == crate::report::HistMode::Linear,
