@@ -256,6 +256,35 @@ pub fn analyse(sources: &[Source], st: &Settings) -> Analysis {
     a
 }
 
+/// A set of whole runs turned into one value per run: `metric`'s figure of each run (exit 2
+/// when fewer than 3 runs give one, as for any set of values).
+pub fn figures_of(s: &Source, metric: super::inputs::Metric) -> crate::error::Result<Source> {
+    use super::inputs::Metric;
+    let (name, q) = match metric {
+        Metric::P50 => ("p50", Some(0.5)),
+        Metric::P99 => ("p99", Some(0.99)),
+        Metric::P999 => ("p99.9", Some(0.999)),
+        Metric::Max => ("max", None),
+        _ => ("mean", None),
+    };
+    let values: Vec<f64> = (0..s.runs.len()).map(|i| figure(s, i, name, q)).collect();
+    if values.len() < 3 {
+        return Err(crate::error::Error::Usage(format!(
+            "set '{}': {} value(s); a comparison needs at least 3 (with --metric other than \
+             latency, one per JSON result), or 2 runs on every side to compare per run",
+            s.label,
+            values.len()
+        )));
+    }
+    Ok(Source {
+        label: s.label.clone(),
+        dist: Dist::from_values(values),
+        from_json: true,
+        runs: Vec::new(),
+        info: Vec::new(),
+    })
+}
+
 /// `10000` as `10 000` (a thin grouping people read at a glance).
 pub fn thousands(n: u64) -> String {
     let s = n.to_string();
