@@ -470,6 +470,44 @@ mod tests {
         assert_eq!(hits["p99.9"].1, 0, "1200-sample runs cannot estimate p99.9");
     }
 
+    /// The test itself, before any multiplicity correction: on identical levels, Welch's t over
+    /// 5 vs 5 per-run figures rejects at most at alpha (within its binomial band) per metric.
+    #[test]
+    fn the_per_run_test_alone_holds_its_level() {
+        let (mut hits, mut n) = ([0usize; 5], 0usize);
+        for seed in 0..12u64 {
+            let mut rng = ChaCha8Rng::seed_from_u64(300 + seed);
+            let levels: Vec<Source> = (0..21)
+                .map(|l| {
+                    set(
+                        &format!("L{l}"),
+                        (0..5).map(|_| run(&mut rng, 1200, 0.0)).collect(),
+                    )
+                })
+                .collect();
+            for l in &levels[1..] {
+                n += 1;
+                for (f, &(name, q)) in FIGURES.iter().enumerate() {
+                    if name == "p99.9" {
+                        continue;
+                    }
+                    let v = |s: &Source| {
+                        Dist::from_values((0..5).map(|i| figure(s, i, name, q)).collect())
+                    };
+                    hits[f] += (welch(&v(&levels[0]), &v(l), 0.95).p < 0.05) as usize;
+                }
+            }
+        }
+        let band = 0.05 + 3.0 * (0.05f64 * 0.95 / n as f64).sqrt();
+        for (f, h) in hits.iter().enumerate() {
+            assert!(
+                (*h as f64 / n as f64) <= band,
+                "{}: {h} of {n}",
+                FIGURES[f].0
+            );
+        }
+    }
+
     /// Power: a 20 % slower machine (every sample 1.2x) is found in the per-run p99 of 5 vs 5
     /// runs in at least 80 % of seeds.
     #[test]
