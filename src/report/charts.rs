@@ -593,20 +593,29 @@ pub fn forest(a: &Analysis) -> Option<String> {
         .comparisons
         .iter()
         .flat_map(|c| {
-            c.metrics.iter().filter_map(move |m| {
-                let (lo, hi) = m.ci?;
-                let pct = |x: f64| x / m.base * 100.0;
-                let ok = m.base != 0.0 && m.base.is_finite() && m.change_pct.is_finite();
-                ok.then(|| ForestRow {
-                    label: format!("{}: {}", c.label, m.metric),
-                    estimate: m.change_pct,
-                    ci: (pct(lo).min(pct(hi)), pct(lo).max(pct(hi))),
-                    verdict: m.verdict.text().to_string(),
+            c.metrics
+                .iter()
+                .filter(|m| m.metric != "distribution")
+                .map(move |m| {
+                    let pct = |x: f64| x / m.base * 100.0;
+                    let ok = m.base != 0.0 && m.base.is_finite() && m.change_pct.is_finite();
+                    // A metric not compared keeps its row, with no bar: it says why.
+                    let (estimate, ci) = match m.ci.filter(|_| ok) {
+                        Some((lo, hi)) => {
+                            (m.change_pct, (pct(lo).min(pct(hi)), pct(lo).max(pct(hi))))
+                        }
+                        None => (f64::NAN, (f64::NAN, f64::NAN)),
+                    };
+                    ForestRow {
+                        label: format!("{}: {}", c.label, m.metric),
+                        estimate,
+                        ci,
+                        verdict: m.verdict.text().to_string(),
+                    }
                 })
-            })
         })
         .collect();
-    if rows.is_empty() {
+    if rows.iter().all(|r| !r.estimate.is_finite()) {
         return None;
     }
     Some(svg::forest(

@@ -359,6 +359,10 @@ fn the_clocksource_experiment_compares_per_metric_and_ends_with_a_sentence() {
     let block = &block[..block.find("</div>").unwrap()];
     assert_eq!(block.matches("<li>").count(), 1, "{block}");
     assert!(block.contains("(5 of 10 runs: run:"), "{block}");
+    assert!(
+        page.contains("data-label=\"clocksource=kvm-clock: p99.9\"><text"),
+        "the p99.9 row, without a bar"
+    );
     for m in ["p50", "p99", "max", "mean"] {
         assert!(
             page.contains(&format!("row\" data-label=\"clocksource=kvm-clock: {m}\"")),

@@ -66,6 +66,21 @@ pub fn forest(title: &str, x_label: &str, rows: &[ForestRow]) -> String {
     );
     for (i, r) in rows.iter().enumerate() {
         let y = y0 + 22.0 * (i as f64 + 0.5) + 2.0;
+        if !r.estimate.is_finite() {
+            // Not compared: the label and why, no bar.
+            let _ = write!(
+                s,
+                r##"<g class="series row" data-label="{}"><text x="{}" y="{:.1}" text-anchor="end">{}</text><text x="{}" y="{:.1}" fill="#555">{}</text></g>"##,
+                esc(&r.label),
+                left - 6.0,
+                y + 4.0,
+                esc(&r.label),
+                right + 8.0,
+                y + 4.0,
+                esc(&r.verdict)
+            );
+            continue;
+        }
         let style = match r.verdict.as_str() {
             "better" => 2,
             "worse" => 1,
