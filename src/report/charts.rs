@@ -801,4 +801,31 @@ mod tests {
         let open = timeline_points(t, &t.max, 1e-3, 0.0);
         assert!((open.last().unwrap().0 - 2.5).abs() < 1e-9);
     }
+
+    #[test]
+    fn a_difference_a_tag_names_is_not_a_surprise() {
+        let a = run(1);
+        let mut b = run(1);
+        b.environment.clocksource = "kvm-clock".into();
+        let page = |tag: Option<&str>| {
+            let loaded = vec![
+                super::super::Loaded {
+                    run: a.clone(),
+                    name: "a".into(),
+                    tags: Default::default(),
+                },
+                super::super::Loaded {
+                    run: b.clone(),
+                    name: "b".into(),
+                    tags: tag
+                        .map(|t| [("clocksource".to_string(), t.to_string())].into())
+                        .unwrap_or_default(),
+                },
+            ];
+            let groups = super::super::groups(&loaded, false);
+            super::super::html::page(&loaded, &groups, None, None, &[], false)
+        };
+        assert!(page(None).contains("These runs differ"));
+        assert!(!page(Some("kvm-clock")).contains("These runs differ"));
+    }
 }
