@@ -126,6 +126,10 @@ pub struct ReportArgs {
     /// The results store stored runs are read from.
     #[arg(long)]
     pub store: Option<String>,
+    /// `linear`: also draw histograms in linear 1 µs bins with log y (OSADL's look), beside
+    /// the log-x ones.
+    #[arg(long, value_enum, default_value = "log")]
+    pub hist: crate::report::HistMode,
 }
 
 /// Arguments of `latlab gate`.

@@ -84,7 +84,7 @@ impl Verdict {
             Verdict::Better => "better",
             Verdict::Worse => "worse",
             Verdict::NoDifferenceProven => "no difference proven",
-            Verdict::NotEstimable => "N too small",
+            Verdict::NotEstimable => "not estimable",
             Verdict::RunVariationUnknown => "not tested: 1 run",
         }
     }

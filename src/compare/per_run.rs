@@ -256,6 +256,35 @@ pub fn analyse(sources: &[Source], st: &Settings) -> Analysis {
     a
 }
 
+/// A set of whole runs turned into one value per run: `metric`'s figure of each run (exit 2
+/// when fewer than 3 runs give one, as for any set of values).
+pub fn figures_of(s: &Source, metric: super::inputs::Metric) -> crate::error::Result<Source> {
+    use super::inputs::Metric;
+    let (name, q) = match metric {
+        Metric::P50 => ("p50", Some(0.5)),
+        Metric::P99 => ("p99", Some(0.99)),
+        Metric::P999 => ("p99.9", Some(0.999)),
+        Metric::Max => ("max", None),
+        _ => ("mean", None),
+    };
+    let values: Vec<f64> = (0..s.runs.len()).map(|i| figure(s, i, name, q)).collect();
+    if values.len() < 3 {
+        return Err(crate::error::Error::Usage(format!(
+            "set '{}': {} value(s); a comparison needs at least 3 (with --metric other than \
+             latency, one per JSON result), or 2 runs on every side to compare per run",
+            s.label,
+            values.len()
+        )));
+    }
+    Ok(Source {
+        label: s.label.clone(),
+        dist: Dist::from_values(values),
+        from_json: true,
+        runs: Vec::new(),
+        info: Vec::new(),
+    })
+}
+
 /// `10000` as `10 000` (a thin grouping people read at a glance).
 pub fn thousands(n: u64) -> String {
     let s = n.to_string();
@@ -439,6 +468,44 @@ mod tests {
             assert!((*h as f64 / *n as f64) <= band, "{metric}: {h} of {n}");
         }
         assert_eq!(hits["p99.9"].1, 0, "1200-sample runs cannot estimate p99.9");
+    }
+
+    /// The test itself, before any multiplicity correction: on identical levels, Welch's t over
+    /// 5 vs 5 per-run figures rejects at most at alpha (within its binomial band) per metric.
+    #[test]
+    fn the_per_run_test_alone_holds_its_level() {
+        let (mut hits, mut n) = ([0usize; 5], 0usize);
+        for seed in 0..12u64 {
+            let mut rng = ChaCha8Rng::seed_from_u64(300 + seed);
+            let levels: Vec<Source> = (0..21)
+                .map(|l| {
+                    set(
+                        &format!("L{l}"),
+                        (0..5).map(|_| run(&mut rng, 1200, 0.0)).collect(),
+                    )
+                })
+                .collect();
+            for l in &levels[1..] {
+                n += 1;
+                for (f, &(name, q)) in FIGURES.iter().enumerate() {
+                    if name == "p99.9" {
+                        continue;
+                    }
+                    let v = |s: &Source| {
+                        Dist::from_values((0..5).map(|i| figure(s, i, name, q)).collect())
+                    };
+                    hits[f] += (welch(&v(&levels[0]), &v(l), 0.95).p < 0.05) as usize;
+                }
+            }
+        }
+        let band = 0.05 + 3.0 * (0.05f64 * 0.95 / n as f64).sqrt();
+        for (f, h) in hits.iter().enumerate() {
+            assert!(
+                (*h as f64 / n as f64) <= band,
+                "{}: {h} of {n}",
+                FIGURES[f].0
+            );
+        }
     }
 
     /// Power: a 20 % slower machine (every sample 1.2x) is found in the per-run p99 of 5 vs 5

@@ -30,8 +30,8 @@ pub fn at(x: f64, e: i32) -> String {
     }
 }
 
-/// A figure with no interval: four significant digits, integers from 10 000 up kept whole
-/// (`38406`, `3842`, `19.92`).
+/// A figure with no interval: four significant digits at most, integers from 10 000 up kept
+/// whole (`38406`, `3842`, `19.92`, `1`).
 pub fn sig(x: f64) -> String {
     if !x.is_finite() {
         return "-".into();
@@ -40,7 +40,13 @@ pub fn sig(x: f64) -> String {
         return "0".into();
     }
     let mag = x.abs().log10().floor() as i32;
-    at(x, (mag - 3).min(0))
+    let s = at(x, (mag - 3).min(0));
+    // `1`, not `1.000`: trailing zeros carry nothing here (there is no interval to show).
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
 }
 
 /// A figure rounded like its row's interval (four significant digits without one).
@@ -271,6 +277,8 @@ mod tests {
         assert_eq!(sig(3842.4), "3842");
         assert_eq!(sig(19.919), "19.92");
         assert_eq!(sig(22.8948), "22.89");
+        assert_eq!(sig(1.0), "1");
+        assert_eq!(sig(19.9), "19.9");
         assert_eq!(p_text(0.2871), "p = 0.29");
         assert_eq!(p_text(0.0001), "p < 0.001");
     }

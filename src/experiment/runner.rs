@@ -96,6 +96,13 @@ pub fn dry_run(path: &Path, sets: &[String]) -> Result<String> {
             s.push_str(&format!("  note on factor {}: {n}\n", f.name));
         }
     }
+    if plan.design.repeats < 2 && combos.len() > 1 {
+        s.push_str(&format!(
+            "  note: repeats = {}: no level can be compared with the baseline (the run is the \
+             unit of replication); a verdict needs repeats = 2 or more, 5 for a useful one\n",
+            plan.design.repeats
+        ));
+    }
     let e = plan.estimate;
     s.push_str(&match (e.known_ns, e.unknown_runs) {
         (k, 0) => format!("total time: about {} of measurement\n", human(k)),

@@ -100,17 +100,32 @@ fn binned(b: &Buckets, scale: f64, log: bool, hi: f64) -> Vec<(f64, f64)> {
     out
 }
 
-/// Named distributions to draw, with a note when some were aggregated.
+/// The exact min, mean and max of series (their summaries, not their histogram buckets), so a
+/// legend says what the percentile table says.
+fn exact(series: &[&Series]) -> (u64, f64, u64) {
+    let live: Vec<&&Series> = series.iter().filter(|s| s.summary.count > 0).collect();
+    let n: u64 = live.iter().map(|s| s.summary.count).sum();
+    let min = live.iter().map(|s| s.summary.min_ns).min().unwrap_or(0);
+    let max = live.iter().map(|s| s.summary.max_ns).max().unwrap_or(0);
+    let sum: f64 = live
+        .iter()
+        .map(|s| s.summary.mean_ns * s.summary.count as f64)
+        .sum();
+    (min, if n > 0 { sum / n as f64 } else { 0.0 }, max)
+}
+
+/// Named distributions to draw, with a note when some were aggregated. Legends carry the
+/// exact min/avg/max, rounded as the percentile table rounds them.
 fn pick(run: &Run) -> (Vec<(String, Buckets)>, Option<String>) {
     let unit = run.series.first().map_or("ns", |s| s.unit.as_str());
     let (scale, uname) = display_unit(unit);
-    let label = |name: &str, b: &Buckets| {
-        let (_, min, avg, max) = summary_of(b);
+    let label = |name: &str, of: &[&Series]| {
+        let (min, avg, max) = exact(of);
         format!(
             "{name} {}/{}/{}",
-            svg::num(min as f64 * scale),
-            svg::num(avg * scale),
-            svg::num(max as f64 * scale)
+            crate::compare::verdict::sig(min as f64 * scale),
+            crate::compare::verdict::sig(avg * scale),
+            crate::compare::verdict::sig(max as f64 * scale)
         )
     };
     let named = |s: &Series| match s.cpu {
@@ -121,26 +136,135 @@ fn pick(run: &Run) -> (Vec<(String, Buckets)>, Option<String>) {
     if series.len() <= MAX_LINES {
         let v = series
             .iter()
-            .map(|s| {
-                let b = merge([*s]);
-                (label(&named(s), &b), b)
-            })
+            .map(|s| (label(&named(s), &[*s]), merge([*s])))
             .collect();
         return (v, None);
     }
     let all = merge(series.iter().copied());
     let mut worst = series.clone();
     worst.sort_by_key(|s| std::cmp::Reverse(s.summary.max_ns));
-    let mut v = vec![(label(&format!("all {}", series.len()), &all), all)];
+    let mut v = vec![(label(&format!("all {}", series.len()), &series), all)];
     for s in worst.iter().take(WORST) {
-        let b = merge([*s]);
-        v.push((label(&named(s), &b), b));
+        v.push((label(&named(s), &[*s]), merge([*s])));
     }
     let note = format!(
         "{} series: their merged distribution and the {WORST} with the largest maximum are drawn ({uname})",
         series.len()
     );
     (v, Some(note))
+}
+
+/// Distributions as OSADL draws them: linear x in 1 µs bins (wider, and said so, when the
+/// range would need more than 2000), log y counts, so every single late sample shows.
+pub fn histogram_linear(title: &str, dists: &[(String, Buckets)], unit: &str) -> String {
+    let (scale, uname) = display_unit(unit);
+    let hi = dists
+        .iter()
+        .filter_map(|d| d.1.last().map(|b| b.0 as f64 * scale))
+        .fold(0f64, f64::max);
+    let mut bin = 1.0;
+    while hi / bin > 2000.0 {
+        bin *= 2.0;
+    }
+    let lines: Vec<Line> = dists
+        .iter()
+        .map(|(l, b)| {
+            let mut bins: BTreeMap<i64, u64> = BTreeMap::new();
+            for &(v, c) in b {
+                *bins
+                    .entry((v as f64 * scale / bin).floor() as i64)
+                    .or_insert(0) += c;
+            }
+            let mut pts = Vec::with_capacity(bins.len());
+            let mut prev: Option<i64> = None;
+            for (k, c) in bins {
+                if prev.is_some_and(|p| k > p + 1) {
+                    pts.push(((k as f64 - 0.5) * bin, f64::NAN));
+                }
+                pts.push(((k as f64 + 0.5) * bin, c as f64));
+                prev = Some(k);
+            }
+            Line::new(l.clone(), pts)
+        })
+        .collect();
+    let x = Axis::fit(
+        [0.0, hi + bin],
+        false,
+        &format!("latency ({uname}), {} {uname} bins", svg::num(bin)),
+    );
+    let mut y = Axis::fit(
+        lines.iter().flat_map(|l| l.points.iter().map(|p| p.1)),
+        true,
+        "samples per bin",
+    );
+    y.lo = y.lo.min(0.5);
+    svg::line_chart_kind(title, x, y, &lines, "hist-linear")
+}
+
+/// A run's linear-bin histogram per thread or CPU (legend: min/avg/max).
+pub fn histogram_linear_of_run(run: &Run) -> Option<String> {
+    let unit = run.series.first()?.unit.clone();
+    let (dists, _) = pick(run);
+    if dists.iter().all(|d| d.1.is_empty()) {
+        return None;
+    }
+    let (_, uname) = display_unit(&unit);
+    let title = format!("Latency histogram, linear bins, log y (legend: min/avg/max {uname})");
+    Some(histogram_linear(&title, &dists, &unit))
+}
+
+/// Exceedance: the fraction of samples at or above each latency (1 − CDF), log y down to 1/N,
+/// so the tail that a linear CDF flattens into 100 % is read off directly (the last point of a
+/// curve is its maximum, at 1/N).
+pub fn exceedance(title: &str, dists: &[(String, Buckets)], unit: &str) -> String {
+    let (scale, uname) = display_unit(unit);
+    let mut lines = Vec::new();
+    let mut floor = 1.0f64;
+    for (label, b) in dists {
+        let n: u64 = b.iter().map(|x| x.1).sum();
+        if n == 0 {
+            continue;
+        }
+        floor = floor.min(1.0 / n as f64);
+        let mut above = n;
+        let mut pts = Vec::new();
+        let mut last_x = f64::NEG_INFINITY;
+        for (i, &(v, c)) in b.iter().enumerate() {
+            let x = (v as f64 * scale).max(1e-3);
+            // About 100 points a decade, every point of the thin tail, and the maximum.
+            if x.log10() - last_x >= 0.01 || above <= 1000 || i + 1 == b.len() {
+                pts.push((x, above as f64 / n as f64));
+                last_x = x.log10();
+            }
+            above -= c;
+        }
+        lines.push(Line::new(label.clone(), pts));
+    }
+    let x = Axis::fit(
+        lines.iter().flat_map(|l| l.points.iter().map(|p| p.0)),
+        true,
+        &format!("latency ({uname})"),
+    );
+    let mut y = Axis::fit([floor, 1.0], true, "fraction of samples at or above");
+    y.hi = 1.0;
+    svg::line_chart_kind(title, x, y, &lines, "exceedance")
+}
+
+/// A run's exceedance curve per thread or CPU.
+pub fn exceedance_of_run(run: &Run) -> Option<String> {
+    let unit = run.series.first()?.unit.clone();
+    if unit != "ns" {
+        return None;
+    }
+    let (dists, _) = pick(run);
+    if dists.iter().all(|d| d.1.is_empty()) {
+        return None;
+    }
+    Some(exceedance(
+        "Exceedance: samples at or above each latency (1 - CDF, log y, down to 1/N)",
+        &dists,
+        &unit,
+    ))
 }
 
 /// Distributions as log-y histograms, one curve each (OSADL style).
@@ -178,14 +302,20 @@ pub fn histogram(run: &Run) -> Option<(String, Option<String>)> {
     Some((histogram_of(&title, &dists, &unit), note))
 }
 
-fn timeline_points(t: &Timeline, v: &[u64], scale: f64) -> Vec<(f64, f64)> {
+/// A timeline's points at the middle of each interval, the last (partial) interval's middle
+/// taken inside the run: no point lies past the run's end (`end_s`, when known).
+fn timeline_points(t: &Timeline, v: &[u64], scale: f64, end_s: f64) -> Vec<(f64, f64)> {
     let w = t.interval_ns as f64 / 1e9;
+    let end = if end_s > 0.0 { end_s } else { f64::INFINITY };
     t.count
         .iter()
         .zip(v)
         .enumerate()
         .filter(|(_, (c, _))| **c > 0)
-        .map(|(i, (_, m))| ((i as f64 + 0.5) * w, *m as f64 * scale))
+        .map(|(i, (_, m))| {
+            let (a, b) = (i as f64 * w, ((i + 1) as f64 * w).min(end));
+            (((a + b) / 2.0).min(end), *m as f64 * scale)
+        })
         .collect()
 }
 
@@ -205,7 +335,12 @@ pub fn timeline(run: &Run) -> Option<(String, Option<String>)> {
     let mut note = None;
     let lines: Vec<Line> = if with.len() <= MAX_LINES {
         with.iter()
-            .map(|(s, t)| Line::new(s.name.clone(), timeline_points(t, &t.max, scale)))
+            .map(|(s, t)| {
+                Line::new(
+                    s.name.clone(),
+                    timeline_points(t, &t.max, scale, run.duration_s),
+                )
+            })
             .collect()
     } else {
         let n = with.iter().map(|(_, t)| t.len()).max().unwrap_or(0);
@@ -244,11 +379,17 @@ pub fn timeline(run: &Run) -> Option<(String, Option<String>)> {
             t0.percentile
         ));
         vec![
-            Line::new("max of all", timeline_points(&agg, &hi, scale)),
-            Line::new("median of maxima", timeline_points(&agg, &med, scale)),
+            Line::new(
+                "max of all",
+                timeline_points(&agg, &hi, scale, run.duration_s),
+            ),
+            Line::new(
+                "median of maxima",
+                timeline_points(&agg, &med, scale, run.duration_s),
+            ),
             Line::new(
                 format!("p{} (largest)", t0.percentile),
-                timeline_points(&agg, &p, scale),
+                timeline_points(&agg, &p, scale, run.duration_s),
             ),
         ]
     };
@@ -452,20 +593,29 @@ pub fn forest(a: &Analysis) -> Option<String> {
         .comparisons
         .iter()
         .flat_map(|c| {
-            c.metrics.iter().filter_map(move |m| {
-                let (lo, hi) = m.ci?;
-                let pct = |x: f64| x / m.base * 100.0;
-                let ok = m.base != 0.0 && m.base.is_finite() && m.change_pct.is_finite();
-                ok.then(|| ForestRow {
-                    label: format!("{}: {}", c.label, m.metric),
-                    estimate: m.change_pct,
-                    ci: (pct(lo).min(pct(hi)), pct(lo).max(pct(hi))),
-                    verdict: m.verdict.text().to_string(),
+            c.metrics
+                .iter()
+                .filter(|m| m.metric != "distribution")
+                .map(move |m| {
+                    let pct = |x: f64| x / m.base * 100.0;
+                    let ok = m.base != 0.0 && m.base.is_finite() && m.change_pct.is_finite();
+                    // A metric not compared keeps its row, with no bar: it says why.
+                    let (estimate, ci) = match m.ci.filter(|_| ok) {
+                        Some((lo, hi)) => {
+                            (m.change_pct, (pct(lo).min(pct(hi)), pct(lo).max(pct(hi))))
+                        }
+                        None => (f64::NAN, (f64::NAN, f64::NAN)),
+                    };
+                    ForestRow {
+                        label: format!("{}: {}", c.label, m.metric),
+                        estimate,
+                        ci,
+                        verdict: m.verdict.text().to_string(),
+                    }
                 })
-            })
         })
         .collect();
-    if rows.is_empty() {
+    if rows.iter().all(|r| !r.estimate.is_finite()) {
         return None;
     }
     Some(svg::forest(
@@ -595,8 +745,87 @@ mod tests {
             tags: Default::default(),
         }];
         let groups = super::super::groups(&loaded, false);
-        let page = super::super::html::page(&loaded, &groups, None, None, &[]);
+        let page = super::super::html::page(&loaded, &groups, None, None, &[], false);
         assert!(page.len() < 1 << 20, "{} bytes", page.len());
         assert_eq!(count(&page, r#"data-kind="line""#), 2);
+    }
+
+    /// The legend's max is the exact max, written as the percentile table writes it, even
+    /// where the histogram bucket holding it reads higher.
+    #[test]
+    fn legend_and_table_agree_on_the_exact_max() {
+        let mut r = run(1);
+        let mut rec = Recorder::new();
+        for v in [20_000u64, 30_000, 14_033_123] {
+            rec.record(v);
+        }
+        r.series[0] = Series::from_recorder("T0".into(), &rec);
+        let top = r.series[0].histogram.buckets.last().unwrap()[0];
+        assert_ne!(top, 14_033_123, "the bucket is not the exact max");
+        let (h, _) = histogram(&r).unwrap();
+        assert!(h.contains(">T0 20/") && h.contains("/14033<"), "{h}");
+        let loaded = vec![super::super::Loaded {
+            run: r,
+            name: "one.json".into(),
+            tags: Default::default(),
+        }];
+        let groups = super::super::groups(&loaded, false);
+        let page = super::super::html::page(&loaded, &groups, None, None, &[], true);
+        assert!(page.contains("<td>14033</td>"), "table max");
+        assert_eq!(count(&page, r#"data-kind="hist-linear""#), 1);
+        assert_eq!(count(&page, r#"data-kind="exceedance""#), 1);
+    }
+
+    #[test]
+    fn exceedance_goes_down_to_one_over_n_and_linear_bins_are_1_us() {
+        let r = run(1);
+        let d = vec![("T0".to_string(), merge(&r.series))];
+        let e = exceedance("E", &d, "ns");
+        assert!(e.contains("fraction of samples at or above"));
+        // 101 samples: the axis reaches 1/101, so down to 0.001 (its decade).
+        assert!(e.contains(">0.001<") || e.contains(">1e-3<"), "{e}");
+        let l = histogram_linear("L", &d, "ns");
+        assert!(l.contains("1 µs bins"), "{l}");
+        let many = vec![("x".to_string(), vec![(1_000u64, 1u64), (9_000_000, 1)])];
+        assert!(histogram_linear("L", &many, "ns").contains("8 µs bins"));
+    }
+
+    #[test]
+    fn a_timeline_has_no_point_past_the_end_of_its_run() {
+        let r = run(1);
+        let t = r.series[0].timeline.as_ref().unwrap();
+        // A 2.2 s run whose last 1 s interval is partial.
+        let pts = timeline_points(t, &t.max, 1e-3, 2.2);
+        assert!(pts.iter().all(|p| p.0 <= 2.2), "{pts:?}");
+        assert!((pts.last().unwrap().0 - 2.1).abs() < 1e-9, "{pts:?}");
+        let open = timeline_points(t, &t.max, 1e-3, 0.0);
+        assert!((open.last().unwrap().0 - 2.5).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_difference_a_tag_names_is_not_a_surprise() {
+        let a = run(1);
+        let mut b = run(1);
+        b.environment.clocksource = "kvm-clock".into();
+        let page = |tag: Option<&str>| {
+            let loaded = vec![
+                super::super::Loaded {
+                    run: a.clone(),
+                    name: "a".into(),
+                    tags: Default::default(),
+                },
+                super::super::Loaded {
+                    run: b.clone(),
+                    name: "b".into(),
+                    tags: tag
+                        .map(|t| [("clocksource".to_string(), t.to_string())].into())
+                        .unwrap_or_default(),
+                },
+            ];
+            let groups = super::super::groups(&loaded, false);
+            super::super::html::page(&loaded, &groups, None, None, &[], false)
+        };
+        assert!(page(None).contains("These runs differ"));
+        assert!(!page(Some("kvm-clock")).contains("These runs differ"));
     }
 }

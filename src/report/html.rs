@@ -19,7 +19,9 @@ td,th{border:1px solid #bbb;padding:2px 6px;text-align:right}th{background:#eee}
 td.l,th.l{text-align:left}.warn{background:#fff4d6;border-left:4px solid #E69F00;padding:.4em .8em}\
 .bad{background:#fde0dc;border-left:4px solid #D55E00;padding:.4em .8em}\
 figure{margin:1em 0}figcaption{font-size:.85em;color:#444}svg.chart{max-width:100%;height:auto}\
-code{font-size:.85em;word-break:break-all}.meta{color:#555;font-size:.9em}";
+code{font-size:.85em;word-break:break-all}.meta{color:#555;font-size:.9em}\
+#environment table{table-layout:fixed;width:100%}#environment th{width:12em}\
+#environment td{overflow-wrap:anywhere;white-space:normal}.verdict{font-weight:bold}";
 
 fn row(cells: &[String], head: bool) -> String {
     let tag = if head { "th" } else { "td" };
@@ -88,21 +90,21 @@ fn environment(runs: &[Loaded]) -> String {
         );
     }
     s.push_str("</table>");
+    // A difference one of the run's own tags names (a plan's factor, `clocksource=kvm-clock`)
+    // is the experiment, not a surprise.
     let differ: Vec<&str> = runs
         .iter()
         .filter(|l| {
             let o = &l.run.environment;
-            (
-                &o.kernel_release,
-                &o.clocksource,
-                &o.preemption,
-                &o.hostname,
-            ) != (
-                &e.kernel_release,
-                &e.clocksource,
-                &e.preemption,
-                &e.hostname,
-            )
+            let by_design = |v: &String| l.tags.values().any(|t| t == v);
+            [
+                (&o.kernel_release, &e.kernel_release),
+                (&o.clocksource, &e.clocksource),
+                (&o.preemption, &e.preemption),
+                (&o.hostname, &e.hostname),
+            ]
+            .iter()
+            .any(|(a, b)| a != b && !by_design(a))
         })
         .map(|l| l.name.as_str())
         .collect();
@@ -131,7 +133,8 @@ fn percentile_table(run: &Run) -> String {
     ));
     for x in &run.series {
         let (sc, _) = charts::display_unit(&x.unit);
-        let f = |v: u64| num(v as f64 * sc);
+        // Rounded as the text output and the chart legends round them.
+        let f = |v: u64| crate::compare::verdict::sig(v as f64 * sc);
         let p = &x.summary.percentiles;
         s.push_str(&row(
             &[
@@ -140,7 +143,7 @@ fn percentile_table(run: &Run) -> String {
                 format!("{} {}", x.policy, x.prio),
                 x.summary.count.to_string(),
                 f(x.summary.min_ns),
-                num(x.summary.mean_ns * sc),
+                crate::compare::verdict::sig(x.summary.mean_ns * sc),
                 f(p.p50),
                 f(p.p90),
                 f(p.p99),
@@ -165,7 +168,7 @@ fn percentile_table(run: &Run) -> String {
     s
 }
 
-fn run_section(l: &Loaded) -> String {
+fn run_section(l: &Loaded, linear: bool) -> String {
     let r = &l.run;
     let mut s = String::new();
     let _ = write!(
@@ -235,6 +238,20 @@ fn run_section(l: &Loaded) -> String {
             }
         }
     }
+    if linear {
+        if let Some(c) = charts::histogram_linear_of_run(r) {
+            s.push_str(&figure(
+                &c,
+                Some("linear bins as OSADL's latency plots use; every single sample shows on the log y axis"),
+            ));
+        }
+    }
+    if let Some(c) = charts::exceedance_of_run(r) {
+        s.push_str(&figure(
+            &c,
+            Some("read the tail off directly: the curve at 1e-3 is the p99.9, its last point the maximum"),
+        ));
+    }
     if let Some((c, n)) = charts::timeline(r) {
         let cap = n.unwrap_or_else(|| {
             if r.kind == "noise" {
@@ -253,6 +270,7 @@ fn run_section(l: &Loaded) -> String {
 }
 
 fn comparison(
+    linear: bool,
     loaded: &[Loaded],
     groups: &[Group],
     a: Option<&Analysis>,
@@ -287,13 +305,27 @@ fn comparison(
     }
     if first.kind != "tcp" && dists.iter().any(|d| !d.1.is_empty()) {
         s.push_str(&figure(
-            &charts::cdf("Distributions overlaid (cumulative, log x)", &dists, &unit),
+            &charts::exceedance(
+                "Distributions overlaid (exceedance: 1 - CDF, log y, down to 1/N)",
+                &dists,
+                &unit,
+            ),
             Some("every series of every run in a group merged"),
         ));
         s.push_str(&figure(
             &charts::histogram_of("Distributions overlaid (histogram, log y)", &dists, &unit),
             None,
         ));
+        if linear {
+            s.push_str(&figure(
+                &charts::histogram_linear(
+                    "Distributions overlaid (linear bins, log y)",
+                    &dists,
+                    &unit,
+                ),
+                None,
+            ));
+        }
     }
     for n in notes {
         let _ = write!(s, "<p class=\"meta\">{}</p>", esc(n));
@@ -396,8 +428,8 @@ fn run_list(loaded: &[Loaded]) -> String {
                 r.kind.clone(),
                 r.started.clone(),
                 tags.join(","),
-                format!("{} {u}", num(max as f64 * sc)),
-                format!("{} {u}", num(p99 as f64 * sc)),
+                format!("{} {u}", crate::compare::verdict::sig(max as f64 * sc)),
+                format!("{} {u}", crate::compare::verdict::sig(p99 as f64 * sc)),
                 r.warnings.len().to_string(),
             ],
             false,
@@ -414,6 +446,7 @@ pub fn page(
     experiment: Option<&str>,
     analysis: Option<&Analysis>,
     notes: &[String],
+    linear: bool,
 ) -> String {
     let title = match experiment {
         Some(e) => format!("latlab report: experiment {e}"),
@@ -447,11 +480,11 @@ pub fn page(
         s.push_str("</ul></div>");
     }
     if groups.len() > 1 {
-        s.push_str(&comparison(loaded, groups, analysis, notes));
+        s.push_str(&comparison(linear, loaded, groups, analysis, notes));
     }
     if loaded.len() <= MAX_RUN_SECTIONS {
         for l in loaded {
-            s.push_str(&run_section(l));
+            s.push_str(&run_section(l, linear));
         }
     } else {
         s.push_str(&run_list(loaded));

@@ -24,6 +24,20 @@ pub enum PlotKind {
     Timeline,
     /// Cumulative distribution per series.
     Cdf,
+    /// Latency histogram in linear 1 µs bins, log y (OSADL's look).
+    HistLinear,
+    /// Exceedance (1 − CDF) per series, log y down to 1/N.
+    Exceedance,
+}
+
+/// Which latency histograms a report draws (`--hist`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum HistMode {
+    /// Log-x bins (20 a decade) when the tail is long, linear otherwise.
+    #[default]
+    Log,
+    /// Also linear 1 µs bins with log y, beside the log-x one (OSADL's latency plots).
+    Linear,
 }
 
 /// A run to show, with the name messages use and its tags (stored runs only).
@@ -85,11 +99,12 @@ pub fn load_experiment(exp: &str, store: Option<&str>) -> Result<Vec<Loaded>> {
 
 /// The runs a report shows, in groups: an experiment's runs by level (the baseline first),
 /// then each further selector as one group (`exp:E/k=v`, `tag:k=v`), or a run of its own.
+/// Also returns the experiment shown (`--experiment`, or a lone `exp:ID`).
 pub fn load_groups(
     experiment: Option<&str>,
     inputs: &[String],
     store: Option<&str>,
-) -> Result<(Vec<Loaded>, Vec<Group>)> {
+) -> Result<(Vec<Loaded>, Vec<Group>, Option<String>)> {
     let mut items = select::parse(inputs)?;
     let mut experiment = experiment.map(str::to_string);
     // `report exp:E` alone is `report --experiment E`.
@@ -138,7 +153,7 @@ pub fn load_groups(
             g.label = format!("{}#{i}", g.label);
         }
     }
-    Ok((loaded_runs, gs))
+    Ok((loaded_runs, gs, experiment))
 }
 
 /// Groups of an experiment: its level combinations (`crate::compare::levels`, the baseline

@@ -171,6 +171,8 @@ fn selectors_work_in_every_command() {
     }
     // gate: an experiment level, tags, run lists either way.
     for args in [
+        vec!["exp:E"],
+        vec![file],
         vec!["exp:E/clocksource=tsc"],
         vec!["tag:clocksource=tsc,experiment=E"],
         vec!["run:20270115T000000Z-00000000,run:20270115T000000Z-00000002"],
@@ -186,12 +188,15 @@ fn selectors_work_in_every_command() {
             String::from_utf8_lossy(&out.stderr)
         );
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        let want = if args[0].starts_with("run:") { 2 } else { 5 };
+        let want = match args[0] {
+            "exp:E" => 10,
+            a if a == file => 1,
+            a if a.matches("run:").count() == 3 => 3,
+            a if a.starts_with("run:") => 2,
+            _ => 5,
+        };
         let n = v["runs"].as_array().unwrap().len();
-        assert!(
-            n == want || (args == [&list_space[2..]] && n == 3),
-            "{args:?}: {v}"
-        );
+        assert_eq!(n, want, "{args:?}: {v}");
     }
     // report: each multi-run selector is one group; exp:E alone is the experiment.
     let html = dir.path().join("r.html");
@@ -354,6 +359,10 @@ fn the_clocksource_experiment_compares_per_metric_and_ends_with_a_sentence() {
     let block = &block[..block.find("</div>").unwrap()];
     assert_eq!(block.matches("<li>").count(), 1, "{block}");
     assert!(block.contains("(5 of 10 runs: run:"), "{block}");
+    assert!(
+        page.contains("data-label=\"clocksource=kvm-clock: p99.9\"><text"),
+        "the p99.9 row, without a bar"
+    );
     for m in ["p50", "p99", "max", "mean"] {
         assert!(
             page.contains(&format!("row\" data-label=\"clocksource=kvm-clock: {m}\"")),

@@ -110,12 +110,18 @@ fn latlab_json_results_are_sets() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // Three runs a side: per metric over the runs, the verdict sentence leading with max.
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        text.lines()
-            .any(|l| l.starts_with("base ") && l.split_whitespace().nth(1) == Some("3")),
-        "{text}"
+    assert!(text.contains("unit of replication: the run"), "{text}");
+    assert!(text.contains("verdict: new vs base, 3 vs 3 runs"), "{text}");
+    assert!(text.contains(": max "), "{text}");
+    // One run a side: one figure per run, as ministat sees them (too few to compare).
+    let out = compare(
+        dir.path(),
+        &["base=r1.json", "new=r4.json", "--metric", "max"],
     );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("1 value(s)"));
     let out = compare(dir.path(), &["r1.json", "r2.json", "--series", "T9"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no series T9"));

@@ -321,7 +321,12 @@ fn every_kind_of_report_renders_in_a_real_browser() {
     ];
     for (name, inputs, least) in cases {
         let page = dir.path().join(format!("{name}.html"));
-        ok(latlab().arg("report").args(&inputs).arg("-o").arg(&page));
+        ok(latlab()
+            .arg("report")
+            .args(&inputs)
+            .args(["--hist", "linear"])
+            .arg("-o")
+            .arg(&page));
         let png = shots.join(format!("{name}.png"));
         let (dom, log) = browse(&browser, &page, &png);
         let svgs = dom.matches("<svg").count();
@@ -344,6 +349,49 @@ fn every_kind_of_report_renders_in_a_real_browser() {
             "{name}: screenshot {} is {size} bytes",
             png.display()
         );
+        if name == "cyclic" {
+            // The exceedance plot and the linear histogram render, and the legend's max is the
+            // percentile table's max (the exact one), as the browser shows them.
+            for kind in ["exceedance", "hist-linear"] {
+                assert!(dom.contains(&format!("data-kind=\"{kind}\"")), "{kind}");
+            }
+            for t in ["T0", "T1"] {
+                let (legend, table) = legend_and_table_max(&dom, t);
+                assert_eq!(legend, table, "{t}: legend max vs table max");
+            }
+        }
         eprintln!("{name}: {svgs} charts; screenshot {}", png.display());
     }
+}
+
+/// Series `t`'s max as the first histogram legend shows it ("T0 cpu0 min/avg/max") and as its
+/// percentile table row shows it (the 12th cell).
+fn legend_and_table_max(dom: &str, t: &str) -> (String, String) {
+    let at = dom
+        .find(&format!("class=\"legend-entry\" x=\"574\" y=\"46\">{t} "))
+        .or_else(|| {
+            dom.match_indices("class=\"legend-entry\"")
+                .map(|(i, _)| i)
+                .find(|&i| dom[i..].split('>').nth(1).is_some_and(|x| x.starts_with(t)))
+        })
+        .expect("a legend entry");
+    let text = dom[at..]
+        .split('>')
+        .nth(1)
+        .unwrap()
+        .split('<')
+        .next()
+        .unwrap();
+    let legend = text.rsplit('/').next().unwrap().to_string();
+    let table = &dom[dom.find("class=\"percentiles\"").expect("percentile table")..];
+    let row = &table[table
+        .find(&format!("<td class=\"l\">{t}</td>"))
+        .expect("table row")..];
+    let row = &row[..row.find("</tr>").unwrap()];
+    let cells: Vec<&str> = row
+        .split("<td")
+        .skip(1)
+        .map(|c| c.split('>').nth(1).unwrap().split('<').next().unwrap())
+        .collect();
+    (legend, cells[11].to_string())
 }

@@ -44,11 +44,36 @@ pub fn run(a: &CompareArgs) -> Result<String> {
         },
         store: a.store.clone(),
     };
-    let sources = a
+    // A per-run figure of latlab runs: the runs are kept whole, so sets of repeated runs are
+    // compared per metric over the runs (`--metric` leads the verdict sentence), never as a
+    // percentile of the runs' percentiles.
+    use crate::compare::inputs::Metric;
+    let headline = match a.metric {
+        Metric::P50 => Some("p50"),
+        Metric::P99 => Some("p99"),
+        Metric::P999 => Some("p99.9"),
+        Metric::Max => Some("max"),
+        Metric::Mean => Some("mean"),
+        Metric::Latency | Metric::Min => None,
+    };
+    let mut opts = opts;
+    if headline.is_some() {
+        opts.metric = Metric::Latency;
+    }
+    let mut sources = a
         .sets
         .iter()
         .map(|s| load(s.as_os_str(), &opts))
         .collect::<Result<Vec<_>>>()?;
+    let per_metric = headline.is_some()
+        && !a.assume_independent_samples
+        && sources.iter().all(|s| s.from_json && s.runs.len() >= 2);
+    if headline.is_some() && !per_metric {
+        // One figure per run, as ministat would see them.
+        for s in sources.iter_mut().filter(|s| s.from_json) {
+            *s = crate::compare::per_run::figures_of(s, a.metric)?;
+        }
+    }
     let mut labels = std::collections::HashSet::new();
     for s in &sources {
         if !labels.insert(s.label.as_str()) {
@@ -71,7 +96,10 @@ pub fn run(a: &CompareArgs) -> Result<String> {
         unit,
         assume_independent: a.assume_independent_samples,
     };
-    let an = analysis::analyse(&sources, &settings);
+    let mut an = analysis::analyse(&sources, &settings);
+    if let Some(h) = headline.filter(|_| per_metric) {
+        an.headline = h.to_string();
+    }
     Ok(render::render(&an, a.format))
 }
 

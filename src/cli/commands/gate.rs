@@ -204,15 +204,21 @@ fn render(
     s.push('\n');
     if let Some(q) = req.quantile {
         let max_us = max_ns as f64 / 1e3;
-        let shown = |v: f64| g(v.min(max_us), 6);
         let (lo, up) = quantile_ranks(q, d.n(), a.confidence);
+        let (lo_v, up_v) = (
+            lo.map(|k| d.at_rank(k).min(max_us)),
+            up.map(|k| d.at_rank(k).min(max_us)),
+        );
+        // Rounded to what the bounds support (two significant digits of their width).
+        let ci = lo_v.zip(up_v);
+        let shown = |v: f64| crate::compare::verdict::fig(v.min(max_us), ci);
         s.push_str(&format!(
             "p{}: {} us observed; bounds (order statistics) [{}, {}] us; exact max {} us\n",
             g(q * 100.0, 8),
             shown(d.quantile(q)),
-            lo.map_or("-".into(), |k| shown(d.at_rank(k))),
-            up.map_or("none: too few samples".into(), |k| shown(d.at_rank(k))),
-            g(max_us, 6)
+            lo_v.map_or("-".into(), shown),
+            up_v.map_or("none: too few samples".into(), shown),
+            crate::compare::verdict::sig(max_us)
         ));
     }
     s.push_str(&format!("verdict: {}", text(j.verdict()).to_uppercase()));

@@ -30,14 +30,16 @@ pub fn report_cmd(a: &ReportArgs) -> Result<()> {
             "report needs runs (ID, run:ID or FILE.json) or --experiment ID".into(),
         ));
     }
-    let (loaded, gs) = load_groups(a.experiment.as_deref(), &a.inputs, a.store.as_deref())?;
+    let (loaded, gs, experiment) =
+        load_groups(a.experiment.as_deref(), &a.inputs, a.store.as_deref())?;
     let (analysis, notes) = compare(&loaded, &gs);
     let page = html::page(
         &loaded,
         &gs,
-        a.experiment.as_deref(),
+        experiment.as_deref(),
         analysis.as_ref(),
         &notes,
+        a.hist == crate::report::HistMode::Linear,
     );
     write(&a.output, &page, "-o")?;
     crate::note!(
@@ -64,6 +66,11 @@ pub fn plot_cmd(a: &PlotArgs) -> Result<()> {
                 none("no timeline (a result without one, or a measurement that does not keep one)")
             })?
             .0,
+        PlotKind::HistLinear => {
+            charts::histogram_linear_of_run(&l.run).ok_or_else(|| none("no histogram to draw"))?
+        }
+        PlotKind::Exceedance => charts::exceedance_of_run(&l.run)
+            .ok_or_else(|| none("no latency distribution (ns) to draw"))?,
         PlotKind::Cdf => {
             let unit = l
                 .run

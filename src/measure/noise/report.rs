@@ -183,6 +183,28 @@ pub fn render(o: &NoiseOutcome, cfg: &NoiseConfig) -> String {
     } else {
         s.push_str(&table::render(&["cpu", "max gap"], &rows));
     }
+    // Gaps latlab caused itself (its RT spinner throttled) are not in the max: say so.
+    let own: Vec<String> = run
+        .series
+        .iter()
+        .filter_map(|x| {
+            let e = x.extra.as_ref()?;
+            let n = e["rt_throttle_gaps"].as_u64().filter(|&n| n > 0)?;
+            Some(format!(
+                "cpu{}: {n} gap(s), max with them {} {u}",
+                x.cpu.unwrap_or(0),
+                f(e["max_with_own_gaps_ns"].as_f64().unwrap_or(0.0))
+            ))
+        })
+        .collect();
+    if !own.is_empty() {
+        s.push_str(&format!(
+            "max gap leaves out gaps as long as the RT-throttling window (latlab's own {} \
+             spinner throttled, not the system's noise): {}\n",
+            cfg.policy,
+            own.join(", ")
+        ));
+    }
     s.push('\n');
     // sysjitter-style: one column per CPU.
     let labels = [
@@ -313,6 +335,81 @@ pub fn live_view(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A gap the length of the RT-throttling window (latlab's FIFO spinner throttled) is left
+    /// out of the headline max, and the table says so.
+    #[test]
+    fn the_max_gap_leaves_out_what_latlab_caused() {
+        use super::super::worker::{Event, SpinOut};
+        use crate::stats::histogram::LatHistogram;
+        use crate::stats::summary::Recorder;
+        let env: crate::result::Environment = serde_json::from_value(serde_json::json!({
+            "hostname": "h", "kernel_release": "6.1", "kernel_version": "v", "kernel_cmdline": "",
+            "preemption": "full", "clocksource": "tsc", "available_clocksources": [],
+            "cpu_model": "m", "cpus_online": 2, "online_cpus": "0-1", "isolated_cpus": "",
+            "nohz_full_cpus": "", "sched_rt_runtime_us": 950000, "sched_rt_period_us": 1000000,
+            "governor": null, "tool_version": "0"
+        }))
+        .unwrap();
+        let cfg = NoiseConfig {
+            cpus: vec![1],
+            main_cpu: 0,
+            policy: crate::sys::policy::Policy::Fifo,
+            prio: 50,
+            duration_ns: 5_000_000_000,
+            threshold_ns: 1000,
+            clock: crate::config::noise::NoiseClock::Monotonic,
+            repeat: 1,
+            disturb: None,
+            disturb_cpu: 0,
+            force: false,
+            strict: false,
+            quiet: true,
+            unit: DisplayUnit::Us,
+            json: None,
+            trace_threshold_ns: None,
+            trace_save: None,
+        };
+        let mut gaps = LatHistogram::new();
+        let mut intr = Recorder::new();
+        for d in [100u64, 120, 8_000, 50_010_000] {
+            gaps.record(d);
+            if d >= 1000 {
+                intr.record(d);
+            }
+        }
+        let out = SpinOut {
+            iterations: 4,
+            runtime_ns: 5_000_000_000,
+            gaps,
+            max_gap_ns: 50_010_000,
+            interruptions: intr,
+            events: vec![
+                Event {
+                    start_ns: 1,
+                    dur_ns: 8_000,
+                },
+                Event {
+                    start_ns: 2,
+                    dur_ns: 50_010_000,
+                },
+            ],
+            events_dropped: 0,
+            span_ns: (0, 5_000_000_000),
+            timeline: None,
+        };
+        let mut warnings = Vec::new();
+        let series = super::super::build_series(&cfg, &env, &[vec![out]], &[None], &mut warnings);
+        assert_eq!(
+            series[0].summary.max_ns, 8_000,
+            "the system's max, not latlab's"
+        );
+        let e = series[0].extra.as_ref().unwrap();
+        assert_eq!(e["rt_throttle_gaps"], 1);
+        assert_eq!(e["max_with_own_gaps_ns"], 50_010_000);
+        assert_eq!(e["per_repeat_max_ns"][0], 8_000);
+        assert!(warnings[0].contains("left out of the max gap (with them: 50010 us)"));
+    }
 
     #[test]
     fn outliers_are_far_above_the_median() {

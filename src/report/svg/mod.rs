@@ -1,6 +1,17 @@
 //! A small SVG writer for latlab's charts: line charts (linear or log axes), grouped bars with
 //! whiskers, and forest plots. Colours are Okabe-Ito, and every series also differs by dash
 //! pattern and marker, so charts survive greyscale printing and colour-blind readers.
+//!
+//! This module holds what every chart shares (palette, axes, the frame, markers); each kind of
+//! chart is drawn in its own file.
+
+mod bars;
+mod forest;
+mod line;
+
+pub use bars::{bar_chart, Bars};
+pub use forest::{forest, ForestRow};
+pub use line::{line_chart, line_chart_kind};
 
 use std::fmt::Write;
 
@@ -134,7 +145,7 @@ impl Axis {
         }
     }
 
-    fn frac(&self, v: f64) -> f64 {
+    pub(super) fn frac(&self, v: f64) -> f64 {
         let f = if self.log {
             (v.max(self.lo * 1e-3).log10() - self.lo.log10()) / (self.hi.log10() - self.lo.log10())
         } else {
@@ -200,17 +211,17 @@ impl Line {
 }
 
 /// The frame shared by every chart: title, plot area, axes with ticks, grid and labels.
-struct Frame {
-    out: String,
-    x: Axis,
-    y: Axis,
+pub(super) struct Frame {
+    pub(super) out: String,
+    pub(super) x: Axis,
+    pub(super) y: Axis,
     x_ticks: bool,
-    kind: &'static str,
+    pub(super) kind: &'static str,
 }
 
 impl Frame {
     /// `x_ticks`: numeric ticks on x (bar charts name their categories instead).
-    fn new(title: &str, x: Axis, y: Axis, kind: &'static str, x_ticks: bool) -> Frame {
+    pub(super) fn new(title: &str, x: Axis, y: Axis, kind: &'static str, x_ticks: bool) -> Frame {
         let mut out = String::new();
         let _ = write!(
             out,
@@ -227,11 +238,11 @@ impl Frame {
         f.axes()
     }
 
-    fn px(&self, x: f64) -> f64 {
+    pub(super) fn px(&self, x: f64) -> f64 {
         LEFT + self.x.frac(x) * (W - LEFT - RIGHT)
     }
 
-    fn py(&self, y: f64) -> f64 {
+    pub(super) fn py(&self, y: f64) -> f64 {
         H - BOTTOM - self.y.frac(y) * (H - TOP - BOTTOM)
     }
 
@@ -295,7 +306,7 @@ impl Frame {
         self
     }
 
-    fn legend(&mut self, entries: &[(String, usize, bool)]) {
+    pub(super) fn legend(&mut self, entries: &[(String, usize, bool)]) {
         let x = W - RIGHT + 12.0;
         self.out.push_str(r#"<g class="legend" font-size="11">"#);
         for (i, (label, style, line)) in entries.iter().enumerate().take(16) {
@@ -330,13 +341,13 @@ impl Frame {
         self.out.push_str("</g>");
     }
 
-    fn finish(mut self) -> String {
+    pub(super) fn finish(mut self) -> String {
         self.out.push_str("</svg>");
         self.out
     }
 }
 
-fn marker(x: f64, y: f64, style: usize, r: f64) -> String {
+pub(super) fn marker(x: f64, y: f64, style: usize, r: f64) -> String {
     let c = PALETTE[style % 8];
     match MARKERS[style % 4] {
         Marker::Circle => format!(r#"<circle cx="{x:.1}" cy="{y:.1}" r="{r}" fill="{c}"/>"#),
@@ -363,264 +374,6 @@ fn marker(x: f64, y: f64, style: usize, r: f64) -> String {
             x - r
         ),
     }
-}
-
-/// A line chart: one `<path class="series">` per line, markers spaced along it, a legend.
-pub fn line_chart(title: &str, x: Axis, y: Axis, lines: &[Line]) -> String {
-    let mut f = Frame::new(title, x, y, "line", true);
-    for (i, l) in lines.iter().enumerate() {
-        // A point with a non-finite y (or one a log axis cannot show) breaks the line.
-        let mut segs: Vec<Vec<(f64, f64)>> = vec![Vec::new()];
-        for &(a, b) in &l.points {
-            let shown =
-                a.is_finite() && b.is_finite() && (!f.y.log || b > 0.0) && (!f.x.log || a > 0.0);
-            if shown {
-                if let Some(s) = segs.last_mut() {
-                    s.push((f.px(a), f.py(b)));
-                }
-            } else if segs.last().is_some_and(|s| !s.is_empty()) {
-                segs.push(Vec::new());
-            }
-        }
-        segs.retain(|s| !s.is_empty());
-        let _ = write!(
-            f.out,
-            r#"<g class="series" data-label="{}">"#,
-            esc(&l.label)
-        );
-        if !l.markers_only && !segs.is_empty() {
-            let mut d = String::new();
-            for s in &segs {
-                for (k, (a, b)) in s.iter().enumerate() {
-                    let _ = write!(d, "{}{a:.1} {b:.1}", if k == 0 { "M" } else { "L" });
-                }
-            }
-            let _ = write!(
-                f.out,
-                r#"<path d="{d}" fill="none" stroke="{}" stroke-width="1.6" stroke-dasharray="{}" stroke-linejoin="round"/>"#,
-                PALETTE[i % 8],
-                DASHES[i % 8]
-            );
-        }
-        // Markers: every point of a scatter and every lone point, about 8 along a line.
-        let n: usize = segs.iter().map(Vec::len).sum();
-        let every = if l.markers_only { 1 } else { (n / 8).max(1) };
-        let mut k = 0usize;
-        for s in &segs {
-            for (a, b) in s {
-                if k.is_multiple_of(every) || s.len() == 1 {
-                    f.out.push_str(&marker(*a, *b, i, 3.0));
-                }
-                k += 1;
-            }
-        }
-        for &k in &l.outliers {
-            if let Some(&(a, b)) = l.points.get(k) {
-                let _ = write!(
-                    f.out,
-                    r#"<circle class="outlier" cx="{:.1}" cy="{:.1}" r="7" fill="none" stroke="black" stroke-width="1.5"/>"#,
-                    f.px(a),
-                    f.py(b)
-                );
-            }
-        }
-        f.out.push_str("</g>");
-    }
-    let entries: Vec<(String, usize, bool)> = lines
-        .iter()
-        .enumerate()
-        .map(|(i, l)| (l.label.clone(), i, !l.markers_only))
-        .collect();
-    f.legend(&entries);
-    f.finish()
-}
-
-/// One group of bars (one colour), with optional whiskers `(low, high)` per category.
-#[derive(Debug, Clone)]
-pub struct Bars {
-    /// Legend text.
-    pub label: String,
-    /// One value per category.
-    pub values: Vec<f64>,
-    /// Whiskers per category.
-    pub whiskers: Option<Vec<(f64, f64)>>,
-}
-
-/// Grouped vertical bars over named categories; bars carry hatching per group for greyscale.
-pub fn bar_chart(title: &str, categories: &[String], y: Axis, groups: &[Bars]) -> String {
-    let n = categories.len().max(1) as f64;
-    let x = Axis {
-        lo: 0.0,
-        hi: n,
-        log: false,
-        label: String::new(),
-    };
-    let mut f = Frame::new(title, x, y.clone(), "bar", false);
-    let g = groups.len().max(1) as f64;
-    let slot = (W - LEFT - RIGHT) / n;
-    let bw = (slot * 0.8 / g).min(40.0);
-    let base = f.py(if y.log { y.lo } else { 0f64.max(y.lo) });
-    let mut defs = String::from("<defs>");
-    for (gi, _) in groups.iter().enumerate() {
-        let _ = write!(
-            defs,
-            r#"<pattern id="h{gi}" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate({})"><rect width="6" height="6" fill="{}"/><line x1="0" y1="0" x2="0" y2="6" stroke="white" stroke-width="{}"/></pattern>"#,
-            [45, -45, 0, 90][gi % 4],
-            PALETTE[gi % 8],
-            if gi == 0 { 0.0 } else { 1.5 }
-        );
-    }
-    defs.push_str("</defs>");
-    f.out.push_str(&defs);
-    for (ci, c) in categories.iter().enumerate() {
-        let cx = LEFT + slot * (ci as f64 + 0.5);
-        let y = H - BOTTOM + 14.0;
-        // Names wider than their slot are slanted (and shortened) so they never overlap.
-        if c.chars().count() as f64 * 6.2 > slot {
-            let short: String = c.chars().take(16).collect();
-            let _ = write!(
-                f.out,
-                r#"<text class="category" x="{cx:.1}" y="{y}" text-anchor="end" font-size="10" transform="rotate(-30 {cx:.1} {y})">{}<title>{}</title></text>"#,
-                esc(&short),
-                esc(c)
-            );
-        } else {
-            let _ = write!(
-                f.out,
-                r#"<text class="category" x="{cx:.1}" y="{y}" text-anchor="middle" font-size="11">{}</text>"#,
-                esc(c)
-            );
-        }
-    }
-    for (gi, grp) in groups.iter().enumerate() {
-        let _ = write!(
-            f.out,
-            r#"<g class="series" data-label="{}">"#,
-            esc(&grp.label)
-        );
-        for (ci, &v) in grp.values.iter().enumerate() {
-            if !v.is_finite() {
-                continue;
-            }
-            let x0 = LEFT + slot * ci as f64 + (slot - bw * g) / 2.0 + bw * gi as f64;
-            let top = f.py(v);
-            let _ = write!(
-                f.out,
-                r#"<rect class="bar" x="{x0:.1}" y="{:.1}" width="{bw:.1}" height="{:.1}" fill="url(#h{gi})" stroke="black" stroke-width="0.6"><title>{}: {}</title></rect>"#,
-                top.min(base),
-                (base - top).abs(),
-                esc(&categories.get(ci).cloned().unwrap_or_default()),
-                num(v)
-            );
-            if let Some((lo, hi)) = grp.whiskers.as_ref().and_then(|w| w.get(ci)) {
-                let (a, b, m) = (f.py(*lo), f.py(*hi), x0 + bw / 2.0);
-                let _ = write!(
-                    f.out,
-                    r#"<path class="whisker" d="M{m:.1} {a:.1}V{b:.1}M{:.1} {a:.1}H{:.1}M{:.1} {b:.1}H{:.1}" stroke="black" stroke-width="1.2" fill="none"/>"#,
-                    m - 4.0,
-                    m + 4.0,
-                    m - 4.0,
-                    m + 4.0
-                );
-            }
-        }
-        f.out.push_str("</g>");
-    }
-    let entries: Vec<(String, usize, bool)> = groups
-        .iter()
-        .enumerate()
-        .map(|(i, g)| (g.label.clone(), i, false))
-        .collect();
-    f.legend(&entries);
-    f.finish()
-}
-
-/// One row of a forest plot: an estimate with its interval and a verdict.
-#[derive(Debug, Clone)]
-pub struct ForestRow {
-    /// Row label, e.g. `B vs A: p99`.
-    pub label: String,
-    /// The estimate (a difference).
-    pub estimate: f64,
-    /// Its interval.
-    pub ci: (f64, f64),
-    /// Verdict text, printed at the right.
-    pub verdict: String,
-}
-
-/// A forest plot: one row per estimate, a point and its interval, a line at zero.
-pub fn forest(title: &str, x_label: &str, rows: &[ForestRow]) -> String {
-    let h = TOP + BOTTOM + 22.0 * rows.len().max(1) as f64;
-    let vals = rows
-        .iter()
-        .flat_map(|r| [r.estimate, r.ci.0, r.ci.1])
-        .chain([0.0]);
-    let mut x = Axis::fit(vals, false, x_label);
-    let pad = (x.hi - x.lo) * 0.05;
-    x.lo -= pad;
-    let (left, right) = (200.0, W - 150.0);
-    let px = |v: f64| left + x.frac(v) * (right - left);
-    let mut s = String::new();
-    let _ = write!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart" data-kind="forest" viewBox="0 0 {W} {h}" width="{W}" height="{h}" font-family="sans-serif" font-size="12" role="img" aria-label="{t}"><title>{t}</title><rect width="{W}" height="{h}" fill="white"/><text x="10" y="20" font-size="14" font-weight="bold">{t}</text>"#,
-        t = esc(title)
-    );
-    let (y0, y1) = (TOP, h - BOTTOM);
-    s.push_str(r##"<g class="grid" stroke="#ddd">"##);
-    for t in x.ticks() {
-        let p = px(t);
-        let _ = write!(s, r#"<line x1="{p:.1}" y1="{y0}" x2="{p:.1}" y2="{y1}"/>"#);
-    }
-    s.push_str("</g>");
-    let z = px(0.0);
-    let _ = write!(
-        s,
-        r#"<g class="axes" stroke="black" fill="none"><rect x="{left}" y="{y0}" width="{}" height="{}"/><line class="zero" x1="{z:.1}" y1="{y0}" x2="{z:.1}" y2="{y1}" stroke-dasharray="4 3"/></g><g class="ticks" font-size="11">"#,
-        right - left,
-        y1 - y0
-    );
-    for t in x.ticks() {
-        let _ = write!(
-            s,
-            r#"<text x="{:.1}" y="{}" text-anchor="middle">{}</text>"#,
-            px(t),
-            y1 + 15.0,
-            num(t)
-        );
-    }
-    let _ = write!(
-        s,
-        r#"<text class="xlabel" x="{:.1}" y="{}" text-anchor="middle">{}</text></g>"#,
-        (left + right) / 2.0,
-        h - 10.0,
-        esc(x_label)
-    );
-    for (i, r) in rows.iter().enumerate() {
-        let y = y0 + 22.0 * (i as f64 + 0.5) + 2.0;
-        let style = match r.verdict.as_str() {
-            "better" => 2,
-            "worse" => 1,
-            _ => 6,
-        };
-        let _ = write!(
-            s,
-            r#"<g class="series row" data-label="{}"><text x="{}" y="{:.1}" text-anchor="end">{}</text><line x1="{:.1}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="{}" stroke-width="2"/>{}<text x="{}" y="{:.1}">{}</text></g>"#,
-            esc(&r.label),
-            left - 6.0,
-            y + 4.0,
-            esc(&r.label),
-            px(r.ci.0),
-            px(r.ci.1),
-            PALETTE[style],
-            marker(px(r.estimate), y, style, 4.5),
-            right + 8.0,
-            y + 4.0,
-            esc(&r.verdict)
-        );
-    }
-    s.push_str("</svg>");
-    s
 }
 
 #[cfg(test)]
