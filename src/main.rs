@@ -8,7 +8,7 @@ fn main() {
         .nth(1)
         .is_none_or(|a| a != "load-worker")
     {
-        latlab::rt::Control::with_signals();
+        latlab::driver::signals::install();
     }
     // File names need not be UTF-8: clap and ministat get the arguments as given; the text
     // form (recorded in results) has any store password redacted.
@@ -24,6 +24,7 @@ fn main() {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned());
     if invoked_as.as_deref() == Some("ministat") {
+        latlab::driver::signals::exit_on_first_signal();
         std::process::exit(latlab::compare::ministat_cmd::main(&argv_os[1..]));
     }
     // `latlab compare --ministat ARGS` is `latlab ministat ARGS`.
@@ -35,6 +36,7 @@ fn main() {
             .filter(|a| *a != "--ministat")
             .cloned()
             .collect();
+        latlab::driver::signals::exit_on_first_signal();
         std::process::exit(latlab::compare::ministat_cmd::main(&rest));
     }
     let parsed = match latlab::cli::parse(&argv_os) {

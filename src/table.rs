@@ -15,7 +15,7 @@ pub struct Entry {
     pub name: &'static str,
     /// One line of help (`latlab help`).
     pub about: &'static str,
-    /// The kind its runs are stored as (`runs list --kind`).
+    /// The kind its runs are stored as (`runs list --kind`): its config's `Measurement::KIND`.
     pub kind: &'static str,
     /// Whether a plan (`latlab run`) may run it.
     pub plannable: bool,
@@ -38,16 +38,11 @@ impl std::fmt::Debug for Entry {
     }
 }
 
-const fn entry<A: Lowering>(
-    name: &'static str,
-    about: &'static str,
-    kind: &'static str,
-    plannable: bool,
-) -> Entry {
+const fn entry<A: Lowering>(name: &'static str, about: &'static str, plannable: bool) -> Entry {
     Entry {
         name,
         about,
-        kind,
+        kind: <A::Config as crate::driver::Measurement>::KIND,
         plannable,
         args: A::augment_args,
         check: check::<A>,
@@ -85,52 +80,51 @@ pub static TABLE: &[Entry] = &[
     entry::<measure::cyclic::args::CyclicArgs>(
         "cyclic",
         "Timer wake-up latency of periodic threads (cyclictest's measurement)",
-        "cyclic",
         true,
     ),
     entry::<measure::noise::args::NoiseArgs>(
         "noise",
         "Per-CPU noise: what steals each CPU from a spinning thread (oslat's measurement, seed 003)",
-        "noise",
         true,
     ),
     entry::<measure::ctxsw::args::CtxswArgs>(
         "ctxsw",
         "Context-switch cost by yield, pipe ring or futex, threads or processes (seed 000)",
-        "ctxsw",
         true,
     ),
     entry::<measure::clocks::args::ClocksArgs>(
         "clocks",
         "The cost of time: every clock's cost per call, resolution, granularity and path (vDSO or \
          kernel), under chosen clocksources; cross-CPU monotonicity",
-        "clocks",
         true,
     ),
     entry::<measure::tcp::args::TcpArgs>(
         "tcp",
         "Loopback TCP throughput (netperf TCP_STREAM) or request/response (TCP_RR) (seed 001)",
-        "tcp",
         true,
     ),
     entry::<measure::contend::args::ContendArgs>(
         "contend",
         "Per-CPU timing of a contended per-priority structure under mutex, spin, atomic or \
          per-CPU synchronisation, in the seed's table (seed 002)",
-        "contend",
         true,
     ),
     entry::<measure::migrate::args::MigrateArgs>(
         "migrate",
         "RT push/pull stress and priority-order check (rt-migrate-test; seed 002)",
-        "migrate",
+        true,
+    ),
+    entry::<crate::load::args::LoadArgs>(
+        "load",
+        "Run a load that provokes latency, in the foreground: `latlab load hackbench` (one run, \
+         prints Time: like hackbench), `latlab load cpu:threads=2 -D 10s`; kept as a run of kind \
+         load with its achieved rate",
         true,
     ),
     entry::<crate::monitor::args::MonitorArgs>(
         "monitor",
         "Monitor latency continuously: cyclic threads on chosen CPUs, a Prometheus/OpenMetrics \
          endpoint, a snapshot run stored every few minutes (docs/monitoring.md)",
-        "monitor",
         false,
     ),
 ];

@@ -5,7 +5,6 @@
 pub use analysis::{CompareArgs, GateArgs, MinistatArgs, PlotArgs, ReportArgs, SamplesArgs};
 pub use store::{RunArgs, RunsCmd};
 
-use crate::load::args::LoadArgs;
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::path::PathBuf;
 
@@ -29,9 +28,6 @@ pub enum Command {
     /// [-d delimiter(s)] [-Ans] [-w width] [file ...]`. Also `latlab compare --ministat ...`.
     #[command(disable_help_flag = true)]
     Ministat(MinistatArgs),
-    /// Run a load that provokes latency, in the foreground: `latlab load hackbench` (one run,
-    /// prints Time: like hackbench), `latlab load cpu:threads=2 -D 10s`.
-    Load(LoadArgs),
     /// Runs one --load in a worker process (internal).
     #[command(hide = true)]
     LoadWorker(LoadWorkerArgs),

@@ -328,9 +328,6 @@ fn c_strerror(e: &std::io::Error) -> String {
 
 /// Runs ministat and writes its output; returns the exit code. File names need not be UTF-8.
 pub fn main<A: AsRef<OsStr>>(args: &[A]) -> i32 {
-    // Nothing is measured or saved here: the first Ctrl-C ends it, even mid-read of a pipe
-    // (also as `latlab compare --ministat` and as a `ministat` symlink).
-    crate::rt::Control::exit_on_first_signal();
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
     let o = run(args, terminal_width(), &mut out);

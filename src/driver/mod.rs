@@ -8,7 +8,11 @@
 //! (`src/table.rs`); this file never needs to change for it.
 
 pub mod args;
+mod ctx;
+pub mod signals;
 mod watchdog;
+
+pub use ctx::Ctx;
 
 pub use args::{Lowering, MeasureArgs, StoreArgs};
 
@@ -16,7 +20,6 @@ use crate::error::{Error, Result};
 use crate::export::json::JsonSink;
 use crate::load::{LoadSet, LoadSpec};
 use crate::result::Run;
-use crate::rt::Control;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -29,6 +32,8 @@ pub struct Text {
     /// Bare figures for stdout (`tcp --repeat` feeds ministat this way); the report then goes
     /// to stderr.
     pub figures: Option<String>,
+    /// The report already shows the run's loads (`latlab load`): no load lines are added.
+    pub loads_shown: bool,
 }
 
 impl From<String> for Text {
@@ -36,15 +41,25 @@ impl From<String> for Text {
         Text {
             report,
             figures: None,
+            loads_shown: false,
         }
     }
 }
 
-/// The real-time footprint of a measurement, so the driver can warn when a load outranks it.
+/// The real-time footprint of a measurement: what the driver prepares before it starts
+/// (privilege probe, memory locking, PM QoS) and what it checks loads against.
 #[derive(Debug, Clone, Default)]
 pub struct Footprint {
     /// The lowest real-time priority its measuring threads ask for (None: not real-time).
     pub min_rt_prio: Option<i32>,
+    /// The highest real-time (policy, priority) any of its threads will use, if any.
+    pub rt: Option<(crate::config::Policy, i32)>,
+    /// Lock memory (mlockall) before it starts.
+    pub mlock: bool,
+    /// Hold /dev/cpu_dma_latency at this many µs while it runs.
+    pub dma_latency_us: Option<i32>,
+    /// It cannot work at all without real-time scheduling (refused, not degraded).
+    pub rt_required: bool,
 }
 
 /// One experiment: a validated config that can run and render itself. Everything else (loads,
@@ -53,6 +68,9 @@ pub trait Measurement {
     /// The finished measurement: the result plus what only the text report needs.
     type Outcome;
 
+    /// The kind its runs are stored as.
+    const KIND: &'static str;
+
     /// How long the measurement is planned to take, if it has a deadline; the driver stops
     /// the loads then, whatever they do, so no load can hold the run past its end.
     fn planned(&self) -> Option<Duration>;
@@ -60,10 +78,10 @@ pub trait Measurement {
     /// Its real-time footprint.
     fn footprint(&self) -> Footprint;
 
-    /// Runs it. `control` carries the stop and interrupt flags (SIGINT/SIGTERM set both):
-    /// a measurement ends within a second of either and returns what it collected, marked
-    /// interrupted.
-    fn measure(&mut self, control: &Control, command_line: Vec<String>) -> Result<Self::Outcome>;
+    /// Runs it. `ctx.control()` carries the stop and interrupt flags (SIGINT/SIGTERM set
+    /// both): a measurement ends within a second of either and returns what it collected,
+    /// marked interrupted. Its result comes from `ctx.run(...)`.
+    fn measure(&mut self, ctx: &mut Ctx<'_>) -> Result<Self::Outcome>;
 
     /// The result inside the outcome.
     fn result(o: &mut Self::Outcome) -> &mut Run;
@@ -116,6 +134,12 @@ impl Keeper {
     }
 }
 
+impl ctx::Keep for Keeper {
+    fn keep(&mut self, run: &Run) -> Result<()> {
+        Keeper::keep(self, run)
+    }
+}
+
 /// Warnings (or, under `--strict`, a refusal) for loads that outrank the measurement: an
 /// unpinned real-time load at or above the measuring threads' priority can starve them.
 fn outranking(m: &Footprint, c: &Common) -> Result<Vec<String>> {
@@ -144,20 +168,44 @@ fn outranking(m: &Footprint, c: &Common) -> Result<Vec<String>> {
 /// Runs `m` through the whole lifecycle and returns its exit status as a `Result`
 /// (`Err(CheckFailed)` when a requested check tripped).
 pub fn execute<M: Measurement>(mut m: M, common: &Common, command_line: Vec<String>) -> Result<()> {
-    let control = Control::with_signals();
+    let control = signals::control();
     let json = common.json.as_deref().map(JsonSink::open).transpose()?;
     let mut keeper = Keeper::open(common)?;
-    let mut warnings = outranking(&m.footprint(), common)?;
+    let footprint = m.footprint();
+    let mut warnings = outranking(&footprint, common)?;
+    let environment = crate::result::Environment::capture();
+    let mut prep_warnings = Vec::new();
+    let prepared = crate::rt::prepare(
+        &crate::rt::Needs {
+            rt: footprint.rt,
+            mlock: footprint.mlock,
+            dma_latency_us: footprint.dma_latency_us,
+            strict: common.strict || footprint.rt_required,
+        },
+        &mut prep_warnings,
+    )?;
 
     let loads = LoadSet::start(&common.loads, &control)?;
     let dog = watchdog::Watchdog::start(loads.pids(), m.planned(), control.clone());
-    let measured = m.measure(&control, command_line);
+    let measured = {
+        let mut ctx = Ctx::new(
+            control.clone(),
+            environment,
+            M::KIND,
+            command_line,
+            common.strict,
+            prepared,
+            prep_warnings,
+            &mut keeper,
+        );
+        m.measure(&mut ctx)
+    };
     dog.finish();
     let (reports, load_warnings) = loads.stop();
     let mut outcome = measured?;
 
     let run = M::result(&mut outcome);
-    run.loads = reports;
+    run.loads.extend(reports);
     warnings.extend(load_warnings);
     let placement = crate::rt::take_placement_failures();
     warnings.extend(placement.iter().cloned());
@@ -176,7 +224,9 @@ pub fn execute<M: Measurement>(mut m: M, common: &Common, command_line: Vec<Stri
 
     let mut text = m.render(&outcome);
     let run = M::result(&mut outcome);
-    text.report.push_str(&load_lines(run));
+    if !text.loads_shown {
+        text.report.push_str(&load_lines(run));
+    }
     if run.interrupted && !text.report.contains("interrupted") {
         text.report
             .push_str("(interrupted: stopped early; the figures cover what was measured)\n");

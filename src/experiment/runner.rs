@@ -119,7 +119,10 @@ pub fn dry_run(path: &Path, sets: &[String]) -> Result<String> {
 
 /// Runs the plan at `path` (with `--set` overrides); returns the final report. The store goes
 /// to each measurement through the environment (`LATLAB_STORE`), never on its command line.
-pub fn run(path: &Path, store: Option<&str>, sets: &[String]) -> Result<String> {
+///
+/// `control` carries the interrupt flags (the caller routes signals to them and keeps the
+/// process alive on a second one, so every setting is put back).
+pub fn run(path: &Path, store: Option<&str>, sets: &[String], control: &Control) -> Result<String> {
     let plan = Plan::load_with(path, sets)?;
     // One plan at a time: the lock is taken before anything else happens.
     let mut knobs = Knobs::new()?;
@@ -146,15 +149,11 @@ pub fn run(path: &Path, store: Option<&str>, sets: &[String]) -> Result<String> 
     {
         eprintln!("  note on factor {}: {}", f.0.name, f.1);
     }
-    let control = Control::with_signals();
-    // A second Ctrl-C ends the measurement child at once, but the plan itself goes on to put
-    // every setting back before it exits.
-    Control::survive_second_signal();
     // Results come back on each child's stdout (`--json -`), never through temporary files,
     // so a SIGKILLed plan leaves nothing behind.
     let mut files: Vec<Vec<(Run, String)>> = vec![Vec::new(); combos.len()];
     let outcome = execute(
-        &plan, &combos, &order, &exp, store, &mut knobs, &control, &mut files,
+        &plan, &combos, &order, &exp, store, &mut knobs, control, &mut files,
     );
     // Whatever happened, put every setting back.
     let failed = knobs.restore();

@@ -5,6 +5,7 @@
 //! them on every other way out.
 
 pub mod args;
+pub mod foreground;
 
 pub mod hackbench;
 pub mod kinds;
@@ -160,63 +161,4 @@ pub fn worker_main(spec_text: &str) -> Result<()> {
     let r = kinds::run(&spec, &stop).map_err(|e| Error::Env(format!("--load {spec_text}: {e}")))?;
     println!("{}", serde_json::to_string(&r).unwrap_or_default());
     Ok(())
-}
-
-/// `latlab load KIND[:opts]`: runs a load in the foreground for `duration` (or until Ctrl-C);
-/// hackbench without a duration does one run and prints `Time:` as hackbench does.
-pub fn standalone(spec: &LoadSpec, duration: Option<Duration>) -> Result<String> {
-    let control = crate::rt::Control::with_signals();
-    if spec.kind == LoadKind::Hackbench && duration.is_none() {
-        let h = kinds::hackbench_of(spec);
-        let mode = if h.threads { "threaded" } else { "process" };
-        let t0 = Instant::now();
-        let d = h
-            .run_once_unless(&control.stop)
-            .map_err(|e| Error::Env(format!("hackbench: {e}")))?;
-        let time = match d {
-            Some(d) => format!("Time: {:.3}\n", d.as_secs_f64()),
-            None => format!(
-                "Time: {:.3} (interrupted; the run did not finish)\n",
-                t0.elapsed().as_secs_f64()
-            ),
-        };
-        return Ok(format!(
-            "Running in {mode} mode with {} groups using {} file descriptors each (== {} tasks)\nEach sender will pass {} messages of {} bytes\n{time}",
-            h.groups,
-            2 * h.fds,
-            2 * h.fds * h.groups,
-            h.loops,
-            h.datasize,
-        ));
-    }
-    // The load runs in a worker process, as under a measurement, so whatever it starts dies
-    // with latlab even after a SIGKILL (the worker kills its whole group when we die).
-    let t0 = Instant::now();
-    let set = LoadSet::start(std::slice::from_ref(spec), &control)?;
-    while !control.was_interrupted() && duration.is_none_or(|d| t0.elapsed() < d) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let (reports, warnings) = set.stop();
-    let mut text = String::new();
-    for r in reports {
-        text.push_str(&format!(
-            "{}: {} {} in {:.2} s = {} {}/s{}{}\n",
-            r.spec,
-            r.count,
-            r.unit,
-            r.seconds,
-            crate::config::units::si(r.rate_per_s),
-            r.unit,
-            r.note.map(|n| format!(" ({n})")).unwrap_or_default(),
-            if control.was_interrupted() {
-                " (interrupted)"
-            } else {
-                ""
-            }
-        ));
-    }
-    for w in warnings {
-        text.push_str(&format!("warning: {w}\n"));
-    }
-    Ok(text)
 }

@@ -64,7 +64,7 @@ impl crate::driver::Lowering for MonitorArgs {
     }
 
     fn lower(&self, online: &CpuSet) -> Result<Self::Config> {
-        let host = crate::result::Environment::capture().hostname;
+        let host = crate::result::Environment::hostname();
         super::MonitorConfig::from_args(self, online, &host)
     }
 

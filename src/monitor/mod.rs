@@ -13,10 +13,11 @@ pub mod snapshot;
 pub mod tally;
 
 use crate::config::{CpuSet, Policy};
+use crate::driver::Ctx;
 use crate::error::{Error, Result};
 use crate::measure::cyclic::worker::{Worker, WorkerOut};
 use crate::result::{Environment, Run};
-use crate::rt::{self, Control, Live, Placement};
+use crate::rt::{self, Live, Placement};
 use crate::stats::Recorder;
 use metrics::Shared;
 use serde::Serialize;
@@ -137,27 +138,14 @@ fn pin_housekeeping(cfg: &MonitorConfig) -> Option<String> {
 }
 
 /// Runs the monitor until the deadline or a signal.
-pub fn run(cfg: &MonitorConfig, command_line: Vec<String>) -> Result<MonitorOutcome> {
-    let env = Environment::capture();
-    let mut warnings = Vec::new();
+pub fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> {
+    let env = driver.environment().clone();
+    let mut warnings = std::mem::take(driver.warnings());
     let mut policy = cfg.policy;
     let mut prio = cfg.prio;
-    let needs = rt::Needs {
-        rt: policy.is_rt().then_some((policy, prio)),
-        mlock: cfg.mlock,
-        dma_latency_us: None,
-        strict: cfg.strict,
-    };
-    let prepared = rt::prepare(&needs, &mut warnings)?;
-    if !prepared.rt_granted {
+    if !driver.rt_granted() {
         (policy, prio) = (Policy::Other, 0);
     }
-    let mut store = if cfg.no_store {
-        None
-    } else {
-        Some(crate::store::open(cfg.store.as_deref())?)
-    };
-    let tags = crate::store::parse_tags(&cfg.tags)?;
     let mut saved_state = crate::sys::sched::ThreadState::save();
     warnings.extend(pin_housekeeping(cfg));
 
@@ -190,7 +178,7 @@ pub fn run(cfg: &MonitorConfig, command_line: Vec<String>) -> Result<MonitorOutc
     let (producers, mut consumers) =
         crate::samples::rings(n, crate::measure::cyclic::ring_capacity(cfg.interval_ns));
     let mut producers: Vec<_> = producers.into_iter().map(Some).collect();
-    let control = Control::with_signals();
+    let control = driver.control().clone();
     rt::install_wake_handler();
     let hup = Arc::new(AtomicBool::new(false));
     let _ = signal_hook::flag::register(libc::SIGHUP, hup.clone());
@@ -234,13 +222,7 @@ pub fn run(cfg: &MonitorConfig, command_line: Vec<String>) -> Result<MonitorOutc
     .map_err(|e| Error::Env(format!("cannot start measuring threads: {e}")))?;
     barrier.wait();
 
-    let ctx = snapshot::Context {
-        cfg,
-        env: &env,
-        command_line: &command_line,
-        policy,
-        prio,
-    };
+    let ctx = snapshot::Context { cfg, policy, prio };
     let mut interval = snapshot::Interval::new(&tallies);
     let every = Duration::from_nanos(cfg.snapshot_every_ns);
     let t0 = Instant::now();
@@ -260,10 +242,10 @@ pub fn run(cfg: &MonitorConfig, command_line: Vec<String>) -> Result<MonitorOutc
         }
         if Instant::now() >= next_snapshot {
             seq += 1;
-            let run = interval.take(&ctx, seq, &tallies, warnings.clone());
-            if let Some(st) = store.as_mut() {
-                match st.save(&run, &tags) {
-                    Ok(_) => {
+            let run = interval.take(&ctx, driver, seq, &tallies, warnings.clone());
+            if !cfg.no_store {
+                match driver.keep(&run) {
+                    Ok(()) => {
                         shared.snapshots.fetch_add(1, Ordering::Relaxed);
                     }
                     Err(e) => {
@@ -291,7 +273,6 @@ pub fn run(cfg: &MonitorConfig, command_line: Vec<String>) -> Result<MonitorOutc
         );
     }
     server.stop();
-    drop(prepared);
     saved_state.restore();
     interval.drain(&mut consumers);
     for (a, _) in &outs {
@@ -303,7 +284,7 @@ pub fn run(cfg: &MonitorConfig, command_line: Vec<String>) -> Result<MonitorOutc
             "the snapshot thread lost {total_lost} samples (it fell behind); the endpoint counted them"
         ));
     }
-    let mut run = interval.take(&ctx, seq + 1, &tallies, warnings);
+    let mut run = interval.take(&ctx, driver, seq + 1, &tallies, warnings);
     run.interrupted = control.was_interrupted();
     let session = outs
         .into_iter()
@@ -350,6 +331,7 @@ fn start_endpoint(cfg: &MonitorConfig, shared: Arc<Shared>) -> Result<http::Serv
 
 impl crate::driver::Measurement for MonitorConfig {
     type Outcome = MonitorOutcome;
+    const KIND: &'static str = "monitor";
 
     fn planned(&self) -> Option<Duration> {
         self.duration_ns.map(Duration::from_nanos)
@@ -358,11 +340,15 @@ impl crate::driver::Measurement for MonitorConfig {
     fn footprint(&self) -> crate::driver::Footprint {
         crate::driver::Footprint {
             min_rt_prio: self.policy.is_rt().then_some(self.prio),
+            rt: self.policy.is_rt().then_some((self.policy, self.prio)),
+            mlock: self.mlock,
+            dma_latency_us: None,
+            rt_required: false,
         }
     }
 
-    fn measure(&mut self, _: &Control, command_line: Vec<String>) -> Result<MonitorOutcome> {
-        run(self, command_line)
+    fn measure(&mut self, ctx: &mut Ctx<'_>) -> Result<MonitorOutcome> {
+        run(self, ctx)
     }
 
     fn result(o: &mut MonitorOutcome) -> &mut Run {

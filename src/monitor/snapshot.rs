@@ -5,7 +5,7 @@
 use super::tally::Tally;
 use super::{MonitorConfig, MonitorOutcome};
 use crate::config::Policy;
-use crate::result::{Environment, Run, Series};
+use crate::result::{Run, Series};
 use crate::stats::Recorder;
 use rtrb::Consumer;
 use std::sync::atomic::Ordering::Relaxed;
@@ -16,10 +16,6 @@ use std::time::SystemTime;
 pub struct Context<'a> {
     /// The monitor.
     pub cfg: &'a MonitorConfig,
-    /// The machine.
-    pub env: &'a Environment,
-    /// The command line.
-    pub command_line: &'a [String],
     /// Policy in force.
     pub policy: Policy,
     /// Priority in force.
@@ -80,6 +76,7 @@ impl Interval {
     pub fn take(
         &mut self,
         ctx: &Context,
+        driver: &crate::driver::Ctx<'_>,
         seq: u64,
         tallies: &[Arc<Tally>],
         warnings: Vec<String>,
@@ -108,15 +105,8 @@ impl Interval {
             o.insert("snapshot".into(), seq.into());
         }
         let run = Run {
-            warnings,
             series,
-            ..Run::new(
-                "monitor",
-                self.started,
-                ctx.command_line.to_vec(),
-                parameters,
-                ctx.env.clone(),
-            )
+            ..driver.run_with(self.started, parameters, warnings)
         };
         self.started = SystemTime::now();
         run

@@ -48,6 +48,13 @@ impl Environment {
         Environment::capture_from(&Roots::default())
     }
 
+    /// This machine's host name (what `capture` records), read alone.
+    pub fn hostname() -> String {
+        Roots::default()
+            .proc("sys/kernel/hostname")
+            .unwrap_or_else(|| "unknown".into())
+    }
+
     /// Snapshot read from the given procfs/sysfs roots.
     pub fn capture_from(r: &Roots) -> Environment {
         let version = r.proc("version").unwrap_or_default();

@@ -177,7 +177,29 @@ pub fn wake<T>(handle: &std::thread::JoinHandle<T>) {
     sys::process::interrupt_thread(handle, libc::SIGUSR2);
 }
 
+/// Work to do before latlab ends at once on a second Ctrl-C (remove a tracing instance, say),
+/// registered by the layer that made it; the driver's signal thread runs them.
+static EXIT_HOOKS: std::sync::Mutex<Vec<fn()>> = std::sync::Mutex::new(Vec::new());
+
+/// Registers `f` to run before latlab ends at once on a second signal (idempotent per `f`).
+pub fn at_exit(f: fn()) {
+    if let Ok(mut v) = EXIT_HOOKS.lock() {
+        if !v.iter().any(|g| std::ptr::fn_addr_eq(*g, f)) {
+            v.push(f);
+        }
+    }
+}
+
+/// Runs the hooks `at_exit` registered (the driver calls it right before exiting).
+pub fn run_exit_hooks() {
+    let hooks = EXIT_HOOKS.lock().map(|v| v.clone()).unwrap_or_default();
+    for f in hooks {
+        f();
+    }
+}
+
 /// Stop and interrupt flags shared between the control thread, workers and signal handlers.
+/// Only the driver routes signals to them (`driver::signals`).
 #[derive(Debug, Clone, Default)]
 pub struct Control {
     /// Set to end the run; workers check it every loop.
@@ -189,89 +211,6 @@ pub struct Control {
 }
 
 impl Control {
-    /// The process's one set of flags, with SIGINT and SIGTERM routed to them. The first call
-    /// installs the handlers (main does it before anything else, so a signal in the first
-    /// millisecond is never lost); a second SIGINT/SIGTERM ends the process at once (exit 130).
-    pub fn with_signals() -> Control {
-        static GLOBAL: std::sync::OnceLock<Control> = std::sync::OnceLock::new();
-        GLOBAL
-            .get_or_init(|| {
-                let c = Control::default();
-                // Blocked while the handlers go in: a signal in between waits for all of them.
-                sys::process::with_signals_blocked(&[libc::SIGINT, libc::SIGTERM], || {
-                    Self::register(&c)
-                });
-                c
-            })
-            .clone()
-    }
-
-    fn register(c: &Control) {
-        for sig in [libc::SIGINT, libc::SIGTERM] {
-            // The flags are set in the handler itself, so a measuring thread sees them even
-            // when no other thread can run on its CPU.
-            let _ = signal_hook::flag::register(sig, c.interrupted.clone());
-            let _ = signal_hook::flag::register(sig, c.stop.clone());
-            let _ = signal_hook::flag::register_usize(sig, c.signal.clone(), sig as usize);
-        }
-        // A second signal ends latlab at once (exit 130), but only one that comes a moment
-        // after the first: `timeout -s INT` and a terminal both send a signal to the process
-        // and its group, so one request can arrive twice within milliseconds, and it must not
-        // throw away the result of the first.
-        if let Ok(mut signals) = signal_hook::iterator::Signals::new([libc::SIGINT, libc::SIGTERM])
-        {
-            let _ = std::thread::Builder::new()
-                .name("latlab-signals".into())
-                .spawn(move || {
-                    // Best effort: above the measuring threads, so a second Ctrl-C is seen
-                    // even when they hold every CPU (refused without privilege; the first
-                    // signal still works through the flags).
-                    let _ = sys::sched::set_policy(Policy::Fifo, 99);
-                    let mut first: Option<std::time::Instant> = None;
-                    for sig in signals.forever() {
-                        if EXIT_ON_FIRST_SIGNAL.load(Ordering::SeqCst) {
-                            std::process::exit(128 + sig);
-                        }
-                        match first {
-                            None => first = Some(std::time::Instant::now()),
-                            Some(t) if t.elapsed() >= SECOND_SIGNAL_AFTER => {
-                                if EXIT_ON_SECOND_SIGNAL.load(Ordering::Relaxed) {
-                                    crate::note!("latlab: second interrupt: ending at once");
-                                    std::process::exit(130);
-                                }
-                            }
-                            Some(_) => {}
-                        }
-                    }
-                });
-        }
-    }
-
-    /// Makes the first SIGINT/SIGTERM end the process (exit 128 + the signal), for commands
-    /// that measure nothing, change nothing and have nothing to save (compare, ministat, gate,
-    /// runs, report ...): Ctrl-C must stop them at once, even while they wait on a pipe.
-    pub fn exit_on_first_signal() {
-        EXIT_ON_FIRST_SIGNAL.store(true, Ordering::SeqCst);
-        // A signal that came before this call was only recorded: honour it now.
-        let c = Control::with_signals();
-        if c.was_interrupted() {
-            let sig = c.signal.load(Ordering::SeqCst) as i32;
-            std::process::exit(128 + if sig > 0 { sig } else { libc::SIGINT });
-        }
-    }
-
-    /// Undoes `exit_on_first_signal` for the rest of a command that now has work to finish
-    /// in order (a bundle import stops between two runs and says how far it got).
-    pub fn exit_on_first_signal_off() {
-        EXIT_ON_FIRST_SIGNAL.store(false, Ordering::SeqCst);
-    }
-
-    /// Keeps the process alive on a second signal (for `latlab run`, which must put its
-    /// settings back whatever happens; its measurement child still ends at once).
-    pub fn survive_second_signal() {
-        EXIT_ON_SECOND_SIGNAL.store(false, Ordering::Relaxed);
-    }
-
     /// True once a signal asked the run to end.
     pub fn was_interrupted(&self) -> bool {
         self.interrupted.load(Ordering::Relaxed)
@@ -298,16 +237,6 @@ impl Control {
         }
     }
 }
-
-/// A second SIGINT/SIGTERM sooner than this after the first is the same request delivered
-/// twice (to the process and to its group), not a second Ctrl-C.
-const SECOND_SIGNAL_AFTER: std::time::Duration = std::time::Duration::from_millis(500);
-
-/// Whether a second signal ends the process at once.
-static EXIT_ON_SECOND_SIGNAL: AtomicBool = AtomicBool::new(true);
-
-/// Whether the first signal ends the process (set by `Control::exit_on_first_signal`).
-static EXIT_ON_FIRST_SIGNAL: AtomicBool = AtomicBool::new(false);
 
 /// Lets workers wake the control thread when they end, so it need not poll often.
 #[derive(Debug, Default)]

@@ -209,7 +209,7 @@ pub fn kill_group_when_parent_dies(parent: i32) {
 
 /// Runs `f` with `sigs` blocked on the calling thread, then unblocks them: a signal arriving
 /// meanwhile stays pending and is delivered after `f`, never to a half-installed handler.
-pub fn with_signals_blocked<T>(sigs: &[libc::c_int], f: impl FnOnce() -> T) -> T {
+pub fn blocking_signals<T>(sigs: &[libc::c_int], f: impl FnOnce() -> T) -> T {
     // SAFETY: sigset_t is plain data initialised by sigemptyset; pthread_sigmask only changes
     // the calling thread's mask, and the old mask is put back below.
     unsafe {

@@ -38,7 +38,7 @@ pub fn run(parsed: Parsed, argv: Vec<String>) -> Result<()> {
             | Command::Report(_)
             | Command::Plot(_)
     ) {
-        crate::rt::Control::exit_on_first_signal();
+        crate::driver::signals::exit_on_first_signal();
     }
     match cmd {
         Command::Samples(a) => samples_cmd(&a),
@@ -52,19 +52,17 @@ pub fn run(parsed: Parsed, argv: Vec<String>) -> Result<()> {
             crate::output::stdout(&format!("{}\n", pages.join("\n")))
                 .map_err(|e| Error::io("stdout", e))
         }
-        Command::Load(a) => {
-            let spec = crate::load::LoadSpec::parse(&a.spec)?;
-            let d = a.duration.map(std::time::Duration::from_nanos);
-            let text = crate::load::standalone(&spec, d)?;
-            crate::output::stdout(&text).map_err(|e| Error::io("stdout", e))
-        }
         Command::LoadWorker(a) => crate::load::worker_main(&a.spec),
         Command::Runs(c) => runs::run(c),
         Command::Run(a) => {
             let text = if a.dry_run {
                 crate::experiment::runner::dry_run(&a.plan, &a.set)?
             } else {
-                crate::experiment::runner::run(&a.plan, a.store.as_deref(), &a.set)?
+                // A second Ctrl-C ends the measurement child at once, but the plan itself goes
+                // on to put every setting back before it exits.
+                crate::driver::signals::survive_second_signal();
+                let control = crate::driver::signals::control();
+                crate::experiment::runner::run(&a.plan, a.store.as_deref(), &a.set, &control)?
             };
             crate::output::stdout(&text).map_err(|e| Error::io("stdout", e))
         }

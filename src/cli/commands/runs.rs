@@ -133,8 +133,8 @@ pub fn run(c: RunsCmd) -> Result<()> {
             }
             let mut st = open(store.as_deref())?;
             // From here on a signal stops the import between two runs, with a count.
-            let control = crate::rt::Control::with_signals();
-            crate::rt::Control::exit_on_first_signal_off();
+            let control = crate::driver::signals::control();
+            crate::driver::signals::exit_on_first_signal_off();
             let (new, old) = import(st.as_mut(), &b, &|| control.was_interrupted())?;
             if control.was_interrupted() {
                 crate::note!(

@@ -8,9 +8,10 @@ mod lower;
 pub use crate::sys::timesrc as probes;
 
 use crate::config::{CpuSet, DisplayUnit};
+use crate::driver::Ctx;
 use crate::error::Result;
 use crate::export::table;
-use crate::result::{Environment, Run, Series};
+use crate::result::{Run, Series};
 use crate::rt::Control;
 use crate::stats::Recorder;
 use crate::sys::clocksource::ClocksourceGuard;
@@ -117,7 +118,14 @@ fn granularity(p: Probe) -> Option<u64> {
     best
 }
 
-fn measure(p: Probe, cs: &str, cfg: &ClocksConfig, ticks: Ticks, tpn: f64) -> ProbeResult {
+fn measure(
+    p: Probe,
+    cs: &str,
+    cfg: &ClocksConfig,
+    ticks: Ticks,
+    tpn: f64,
+    stop: &std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> ProbeResult {
     let mut r = ProbeResult {
         name: p.name().into(),
         clocksource: cs.into(),
@@ -131,8 +139,7 @@ fn measure(p: Probe, cs: &str, cfg: &ClocksConfig, ticks: Ticks, tpn: f64) -> Pr
     if r.unavailable.is_some() {
         return r;
     }
-    let stop = Control::with_signals().stop;
-    r.cost_ns = cost(|| p.read(), ticks, tpn, cfg.batches, cfg.batch, &stop);
+    r.cost_ns = cost(|| p.read(), ticks, tpn, cfg.batches, cfg.batch, stop);
     if p.read_syscall().is_some() {
         let mut sys = cost(
             || p.read_syscall().unwrap_or(0),
@@ -140,7 +147,7 @@ fn measure(p: Probe, cs: &str, cfg: &ClocksConfig, ticks: Ticks, tpn: f64) -> Pr
             tpn,
             cfg.batches.min(500),
             cfg.batch,
-            &stop,
+            stop,
         );
         let s = median(&mut sys);
         let c = median(&mut r.cost_ns.clone());
@@ -250,10 +257,9 @@ pub struct ClocksOutcome {
 }
 
 /// Runs the measurement.
-pub fn run(cfg: ClocksConfig, command_line: Vec<String>) -> Result<ClocksOutcome> {
-    let environment = Environment::capture();
+pub fn run(cfg: ClocksConfig, ctx: &mut Ctx<'_>) -> Result<ClocksOutcome> {
     let mut warnings = Vec::new();
-    let control = Control::with_signals();
+    let control = ctx.control().clone();
     let ticks = Ticks::best();
     let tpn = ticks.per_ns(100);
     let started = SystemTime::now();
@@ -273,7 +279,7 @@ pub fn run(cfg: ClocksConfig, command_line: Vec<String>) -> Result<ClocksOutcome
             )?)
         };
         let sources: Vec<String> = if cfg.clocksources.is_empty() {
-            vec![environment.clocksource.clone()]
+            vec![ctx.environment().clocksource.clone()]
         } else {
             cfg.clocksources.clone()
         };
@@ -286,7 +292,7 @@ pub fn run(cfg: ClocksConfig, command_line: Vec<String>) -> Result<ClocksOutcome
                 if control.was_interrupted() {
                     break 'outer;
                 }
-                results.push(measure(p, cs, &cfg, ticks, tpn));
+                results.push(measure(p, cs, &cfg, ticks, tpn, &control.stop));
             }
         }
         // The guard puts the original clocksource back here, whatever happened above.
@@ -352,13 +358,13 @@ pub fn run(cfg: ClocksConfig, command_line: Vec<String>) -> Result<ClocksOutcome
     let mut params = serde_json::to_value(&cfg).unwrap_or_default();
     params["unavailable"] = serde_json::json!(unavailable);
     params["ticks_per_ns"] = serde_json::json!(tpn);
+    ctx.warnings().extend(warnings);
     let run = Run {
         interrupted,
-        warnings,
         check_failure,
         series,
         duration_s: t0.elapsed().as_secs_f64(),
-        ..Run::new("clocks", started, command_line, params, environment)
+        ..ctx.run_at(started, params)
     };
     Ok(ClocksOutcome {
         run,
@@ -492,6 +498,7 @@ pub fn render(o: &ClocksOutcome, cfg: &ClocksConfig) -> String {
 
 impl crate::driver::Measurement for ClocksConfig {
     type Outcome = ClocksOutcome;
+    const KIND: &'static str = "clocks";
 
     fn planned(&self) -> Option<Duration> {
         None
@@ -501,8 +508,8 @@ impl crate::driver::Measurement for ClocksConfig {
         crate::driver::Footprint::default()
     }
 
-    fn measure(&mut self, _: &Control, command_line: Vec<String>) -> Result<ClocksOutcome> {
-        run(self.clone(), command_line)
+    fn measure(&mut self, ctx: &mut Ctx<'_>) -> Result<ClocksOutcome> {
+        run(self.clone(), ctx)
     }
 
     fn result(o: &mut ClocksOutcome) -> &mut Run {

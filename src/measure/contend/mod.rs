@@ -8,10 +8,11 @@ pub mod args;
 mod lower;
 
 use crate::config::Policy;
+use crate::driver::Ctx;
 use crate::error::Result;
 use crate::probe::Probe;
-use crate::result::{Environment, Run, Series};
-use crate::rt::{self, Control};
+use crate::result::{Run, Series};
+use crate::rt;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Barrier, Mutex};
 use std::time::{Duration, Instant, SystemTime};
@@ -148,28 +149,21 @@ pub struct ContendOutcome {
 }
 
 /// Runs the measurement.
-pub fn run(cfg: ContendConfig, command_line: Vec<String>) -> Result<ContendOutcome> {
-    let environment = Environment::capture();
+pub fn run(cfg: ContendConfig, ctx: &mut Ctx<'_>) -> Result<ContendOutcome> {
     let mut warnings = Vec::new();
-    let needs = rt::Needs {
-        rt: Some((cfg.policy, cfg.prio)),
-        mlock: true,
-        dma_latency_us: None,
-        strict: false,
-    };
-    let prepared = rt::prepare(&needs, &mut warnings)?;
-    let policy = if prepared.rt_granted {
+    let rt_granted = ctx.rt_granted();
+    let policy = if rt_granted {
         cfg.policy
     } else {
         Policy::Other
     };
-    let prio = if prepared.rt_granted { cfg.prio } else { 0 };
-    if policy.is_rt() && cfg.cpus.len() >= environment.cpus_online {
+    let prio = if rt_granted { cfg.prio } else { 0 };
+    if policy.is_rt() && cfg.cpus.len() >= ctx.environment().cpus_online {
         warnings.push(format!(
             "{policy} {prio} threads on every CPU: other tasks run only when RT throttling allows"
         ));
     }
-    let control = Control::with_signals();
+    let control = ctx.control().clone();
     let probe = Probe::new(&["loop", "vec"]);
     let shared = Shared::new(cfg.cpus.len());
     let stop = AtomicBool::new(false);
@@ -240,7 +234,6 @@ pub fn run(cfg: ContendConfig, command_line: Vec<String>) -> Result<ContendOutco
         }
     });
     // With iterations given, a signal still ends the threads at their next check.
-    drop(prepared);
     let mut series = Vec::new();
     for (cpu, secs) in probe.stats() {
         for (name, r) in probe.names().iter().zip(secs) {
@@ -252,18 +245,12 @@ pub fn run(cfg: ContendConfig, command_line: Vec<String>) -> Result<ContendOutco
             series.push(sr);
         }
     }
+    ctx.warnings().extend(warnings);
     let run = Run {
         interrupted: control.was_interrupted(),
-        warnings,
         series,
         duration_s: t0.elapsed().as_secs_f64(),
-        ..Run::new(
-            "contend",
-            started,
-            command_line,
-            serde_json::to_value(&cfg).unwrap_or_default(),
-            environment,
-        )
+        ..ctx.run_at(started, serde_json::to_value(&cfg).unwrap_or_default())
     };
     Ok(ContendOutcome {
         run,
@@ -300,6 +287,7 @@ pub fn render(o: &ContendOutcome, cfg: &ContendConfig) -> String {
 
 impl crate::driver::Measurement for ContendConfig {
     type Outcome = ContendOutcome;
+    const KIND: &'static str = "contend";
 
     fn planned(&self) -> Option<Duration> {
         self.iterations
@@ -310,11 +298,15 @@ impl crate::driver::Measurement for ContendConfig {
     fn footprint(&self) -> crate::driver::Footprint {
         crate::driver::Footprint {
             min_rt_prio: self.policy.is_rt().then_some(self.prio),
+            rt: Some((self.policy, self.prio)),
+            mlock: true,
+            dma_latency_us: None,
+            rt_required: false,
         }
     }
 
-    fn measure(&mut self, _: &Control, command_line: Vec<String>) -> Result<ContendOutcome> {
-        run(self.clone(), command_line)
+    fn measure(&mut self, ctx: &mut Ctx<'_>) -> Result<ContendOutcome> {
+        run(self.clone(), ctx)
     }
 
     fn result(o: &mut ContendOutcome) -> &mut Run {

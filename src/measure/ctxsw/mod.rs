@@ -7,10 +7,11 @@ mod lower;
 pub mod methods;
 
 use crate::config::{CpuSet, DisplayUnit, Policy};
+use crate::driver::Ctx;
 use crate::error::{Error, Result};
 use crate::export::table;
-use crate::result::{Environment, Run, Series};
-use crate::rt;
+use crate::result::{Run, Series};
+
 use crate::stats::Recorder;
 use crate::sys::{self, tsc::Ticks};
 use methods::{Prep, Raw, Setup, TaskKind};
@@ -126,20 +127,12 @@ fn prep_for(port: Option<u32>) -> Prep {
 }
 
 /// Runs the methods.
-pub fn run(mut cfg: CtxswConfig, command_line: Vec<String>) -> Result<CtxswOutcome> {
-    let environment = Environment::capture();
+pub fn run(mut cfg: CtxswConfig, ctx: &mut Ctx<'_>) -> Result<CtxswOutcome> {
     let mut warnings = Vec::new();
     if cfg.ioperm.iter().any(Option::is_some) {
         probe_ioperm(&cfg.ioperm)?;
     }
-    let needs = rt::Needs {
-        rt: cfg.policy.is_rt().then_some((cfg.policy, cfg.prio)),
-        mlock: true,
-        dma_latency_us: None,
-        strict: cfg.strict,
-    };
-    let prepared = rt::prepare(&needs, &mut warnings)?;
-    if !prepared.rt_granted {
+    if !ctx.rt_granted() {
         cfg.policy = Policy::Other;
         cfg.prio = 0;
         warnings.push("without SCHED_FIFO, sched_yield need not switch tasks: yield figures are not context switches".into());
@@ -163,7 +156,7 @@ pub fn run(mut cfg: CtxswConfig, command_line: Vec<String>) -> Result<CtxswOutco
         iterations: cfg.iterations,
         warmup: cfg.warmup,
         ticks,
-        stop: crate::rt::Control::with_signals().stop,
+        stop: ctx.control().stop.clone(),
     };
     let started = SystemTime::now();
     let t0 = Instant::now();
@@ -208,7 +201,6 @@ pub fn run(mut cfg: CtxswConfig, command_line: Vec<String>) -> Result<CtxswOutco
             }
         }
     }
-    drop(prepared);
     saved.restore();
     let series = results.iter().map(|r| series_of(r, &cfg, tpn)).collect();
     let mut params = serde_json::to_value(&cfg).unwrap_or_default();
@@ -218,11 +210,11 @@ pub fn run(mut cfg: CtxswConfig, command_line: Vec<String>) -> Result<CtxswOutco
     } else {
         "monotonic"
     });
+    ctx.warnings().extend(warnings);
     let run = Run {
-        warnings,
         series,
         duration_s: t0.elapsed().as_secs_f64(),
-        ..Run::new("ctxsw", started, command_line, params, environment)
+        ..ctx.run_at(started, params)
     };
     Ok(CtxswOutcome {
         run,
@@ -350,6 +342,7 @@ pub fn render(o: &CtxswOutcome, cfg: &CtxswConfig) -> String {
 
 impl crate::driver::Measurement for CtxswConfig {
     type Outcome = CtxswOutcome;
+    const KIND: &'static str = "ctxsw";
 
     fn planned(&self) -> Option<std::time::Duration> {
         None
@@ -358,15 +351,15 @@ impl crate::driver::Measurement for CtxswConfig {
     fn footprint(&self) -> crate::driver::Footprint {
         crate::driver::Footprint {
             min_rt_prio: self.policy.is_rt().then_some(self.prio),
+            rt: self.policy.is_rt().then_some((self.policy, self.prio)),
+            mlock: true,
+            dma_latency_us: None,
+            rt_required: false,
         }
     }
 
-    fn measure(
-        &mut self,
-        _: &crate::rt::Control,
-        command_line: Vec<String>,
-    ) -> Result<CtxswOutcome> {
-        run(self.clone(), command_line)
+    fn measure(&mut self, ctx: &mut Ctx<'_>) -> Result<CtxswOutcome> {
+        run(self.clone(), ctx)
     }
 
     fn result(o: &mut CtxswOutcome) -> &mut Run {

@@ -10,9 +10,10 @@ pub mod worker;
 
 use crate::config::cyclic::CyclicConfig;
 use crate::config::Policy;
+use crate::driver::Ctx;
 use crate::error::{Error, Result};
-use crate::result::{Environment, Run, Series};
-use crate::rt::{self, Control, Live, Placement};
+use crate::result::{Run, Series};
+use crate::rt::{self, Live, Placement};
 use crate::samples::{self, SampleWriter, SeriesHeader};
 use crate::stats::Recorder;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -28,27 +29,14 @@ pub struct CyclicOutcome {
     pub linear: Vec<(Vec<u64>, u64)>,
 }
 
-/// Privilege, memory locking and PM QoS, arranged before the threads start (see `rt::prepare`).
-fn prepare(cfg: &mut CyclicConfig, warnings: &mut Vec<String>) -> Result<rt::Prepared> {
-    let needs = rt::Needs {
-        rt: cfg
-            .threads
-            .iter()
-            .filter(|t| t.policy.is_rt())
-            .map(|t| (t.policy, t.prio))
-            .max_by_key(|x| x.1),
-        mlock: cfg.mlock,
-        dma_latency_us: cfg.dma_latency_us,
-        strict: cfg.strict,
-    };
-    let p = rt::prepare(&needs, warnings)?;
-    if !p.rt_granted {
+/// Threads run SCHED_OTHER where real-time scheduling was refused (the driver recorded why).
+fn adapt(cfg: &mut CyclicConfig, ctx: &Ctx<'_>) {
+    if !ctx.rt_granted() {
         for t in cfg.threads.iter_mut().filter(|t| t.policy.is_rt()) {
             t.policy = Policy::Other;
             t.prio = 0;
         }
     }
-    Ok(p)
 }
 
 /// Ring capacity: two seconds of samples at the thread's rate, at least 64 Ki entries.
@@ -92,10 +80,9 @@ fn drain_spikes(
 }
 
 /// Runs the measurement described by `cfg`.
-pub fn run(mut cfg: CyclicConfig, command_line: Vec<String>) -> Result<CyclicOutcome> {
-    let environment = Environment::capture();
+pub fn run(mut cfg: CyclicConfig, ctx: &mut Ctx<'_>) -> Result<CyclicOutcome> {
     let mut warnings = Vec::new();
-    let prepared = prepare(&mut cfg, &mut warnings)?;
+    adapt(&mut cfg, ctx);
     let n = cfg.threads.len();
 
     let (producers, writer) = match &cfg.samples {
@@ -121,7 +108,7 @@ pub fn run(mut cfg: CyclicConfig, command_line: Vec<String>) -> Result<CyclicOut
     };
     let mut producers = producers.map(|p| p.into_iter().map(Some).collect::<Vec<_>>());
 
-    let control = Control::with_signals();
+    let control = ctx.control().clone();
     rt::install_wake_handler();
     let tripped = Arc::new(AtomicBool::new(false));
     let done = Arc::new(AtomicUsize::new(0));
@@ -158,56 +145,58 @@ pub fn run(mut cfg: CyclicConfig, command_line: Vec<String>) -> Result<CyclicOut
     let mut spike_prods: Vec<Option<_>> = spike_prods.drain(..).map(Some).collect();
     let barrier = Arc::new(Barrier::new(n + 1));
     let hist_len = cfg.histogram_us.unwrap_or(0) as usize;
-    let handles = rt::spawn_workers(&placements, barrier.clone(), |i| {
-        let t = &cfg.threads[i];
-        let ring = producers.as_mut().and_then(|p| p[i].take());
-        let (clock, interval_ns, relative) = (cfg.clock.id(), t.interval_ns, cfg.relative);
-        let (loops, break_on_ns) = (
-            cfg.loops.unwrap_or(u64::MAX),
-            cfg.break_on_ns.unwrap_or(u64::MAX),
-        );
-        let (live, stop, tripped, done) = (
-            live[i].clone(),
-            control.stop.clone(),
-            tripped.clone(),
-            done.clone(),
-        );
-        let bell = bell.clone();
-        let spikes = spike_prods
-            .get_mut(i)
-            .and_then(Option::take)
-            .map(|ring| worker::SpikeOut {
-                threshold_ns: cfg.trace_threshold_ns.unwrap_or(u64::MAX),
-                series: i as u32,
-                cpu: t.cpu.map(|c| c as u32),
-                tid: 0,
-                ring,
-            });
-        move || {
-            let w = Worker {
-                clock,
-                interval_ns,
-                relative,
-                loops,
-                break_on_ns,
-                rec: Recorder::new(),
-                timeline: crate::result::TimelineRecorder::new(
-                    crate::result::timeline::DEFAULT_WIDTH_NS,
-                ),
-                linear: vec![0; hist_len],
-                ring,
-                live,
-                stop,
-                tripped,
-                done,
-                bell,
-                tally: None,
-                spikes,
-            };
-            move || w.run()
-        }
-    })
-    .map_err(|e| Error::Env(format!("cannot start measuring threads: {e}")))?;
+    let handles = ctx
+        .spawn_workers(&placements, barrier.clone(), |i| {
+            let t = &cfg.threads[i];
+            let ring = producers.as_mut().and_then(|p| p[i].take());
+            let (clock, interval_ns, relative) = (cfg.clock.id(), t.interval_ns, cfg.relative);
+            let (loops, break_on_ns) = (
+                cfg.loops.unwrap_or(u64::MAX),
+                cfg.break_on_ns.unwrap_or(u64::MAX),
+            );
+            let (live, stop, tripped, done) = (
+                live[i].clone(),
+                control.stop.clone(),
+                tripped.clone(),
+                done.clone(),
+            );
+            let bell = bell.clone();
+            let spikes =
+                spike_prods
+                    .get_mut(i)
+                    .and_then(Option::take)
+                    .map(|ring| worker::SpikeOut {
+                        threshold_ns: cfg.trace_threshold_ns.unwrap_or(u64::MAX),
+                        series: i as u32,
+                        cpu: t.cpu.map(|c| c as u32),
+                        tid: 0,
+                        ring,
+                    });
+            move || {
+                let w = Worker {
+                    clock,
+                    interval_ns,
+                    relative,
+                    loops,
+                    break_on_ns,
+                    rec: Recorder::new(),
+                    timeline: crate::result::TimelineRecorder::new(
+                        crate::result::timeline::DEFAULT_WIDTH_NS,
+                    ),
+                    linear: vec![0; hist_len],
+                    ring,
+                    live,
+                    stop,
+                    tripped,
+                    done,
+                    bell,
+                    tally: None,
+                    spikes,
+                };
+                move || w.run()
+            }
+        })
+        .map_err(|e| Error::Env(format!("cannot start measuring threads: {e}")))?;
 
     barrier.wait();
     let started = SystemTime::now();
@@ -248,7 +237,6 @@ pub fn run(mut cfg: CyclicConfig, command_line: Vec<String>) -> Result<CyclicOut
     if let Some(d) = display {
         d.finish();
     }
-    drop(prepared);
     let trace = tracer.map(|mut t| {
         drain_spikes(&mut t, &mut spike_cons);
         t.dropped(outs.iter().map(|(_, o)| o.spikes_lost).sum());
@@ -300,21 +288,22 @@ pub fn run(mut cfg: CyclicConfig, command_line: Vec<String>) -> Result<CyclicOut
     }
     let interrupted = control.was_interrupted();
     let parameters = serde_json::to_value(&cfg).unwrap_or(serde_json::Value::Null);
+    ctx.warnings().extend(warnings);
     let run = Run {
         interrupted,
-        warnings,
         check_failure,
         samples_path,
         series,
         duration_s: elapsed.as_secs_f64(),
         trace,
-        ..Run::new("cyclic", started, command_line, parameters, environment)
+        ..ctx.run_at(started, parameters)
     };
     Ok(CyclicOutcome { run, linear })
 }
 
 impl crate::driver::Measurement for CyclicConfig {
     type Outcome = CyclicOutcome;
+    const KIND: &'static str = "cyclic";
 
     fn planned(&self) -> Option<Duration> {
         self.duration_ns.map(Duration::from_nanos)
@@ -328,11 +317,20 @@ impl crate::driver::Measurement for CyclicConfig {
                 .filter(|t| t.policy.is_rt())
                 .map(|t| t.prio)
                 .min(),
+            rt: self
+                .threads
+                .iter()
+                .filter(|t| t.policy.is_rt())
+                .map(|t| (t.policy, t.prio))
+                .max_by_key(|x| x.1),
+            mlock: self.mlock,
+            dma_latency_us: self.dma_latency_us,
+            rt_required: false,
         }
     }
 
-    fn measure(&mut self, _: &Control, command_line: Vec<String>) -> Result<CyclicOutcome> {
-        run(self.clone(), command_line)
+    fn measure(&mut self, ctx: &mut Ctx<'_>) -> Result<CyclicOutcome> {
+        run(self.clone(), ctx)
     }
 
     fn result(o: &mut CyclicOutcome) -> &mut Run {

@@ -8,10 +8,11 @@ pub mod args;
 mod lower;
 
 use crate::config::{CpuSet, DisplayUnit, Policy};
+use crate::driver::Ctx;
 use crate::error::Result;
 use crate::export::table;
-use crate::result::{Environment, Run, Series};
-use crate::rt::{self, Control};
+use crate::result::{Run, Series};
+use crate::rt;
 use crate::stats::Recorder;
 use crate::sys::{self, ipc};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -45,18 +46,10 @@ pub struct MigrateOutcome {
 }
 
 /// Runs the stress and the check.
-pub fn run(cfg: MigrateConfig, command_line: Vec<String>) -> Result<MigrateOutcome> {
-    let environment = Environment::capture();
-    let mut warnings = Vec::new();
+pub fn run(cfg: MigrateConfig, ctx: &mut Ctx<'_>) -> Result<MigrateOutcome> {
+    let warnings: Vec<String> = Vec::new();
     let top = cfg.base_prio + cfg.tasks as i32;
-    let needs = rt::Needs {
-        rt: Some((Policy::Fifo, top)),
-        mlock: true,
-        dma_latency_us: None,
-        strict: rt::RT_REQUIRED,
-    };
-    let prepared = rt::prepare(&needs, &mut warnings)?;
-    let control = Control::with_signals();
+    let control = ctx.control().clone();
     let ncpu = CpuSet::online_here().len().max(1);
     let gen = AtomicU32::new(0);
     let cell = || {
@@ -138,7 +131,6 @@ pub fn run(cfg: MigrateConfig, command_line: Vec<String>) -> Result<MigrateOutco
             "migrate control thread: return to SCHED_OTHER refused".into()
         });
     });
-    drop(prepared);
     let load = |v: &Vec<AtomicU64>, it: usize| v[it].load(Ordering::Relaxed);
     let mut violations = Vec::new();
     for it in 0..done_loops {
@@ -194,19 +186,13 @@ pub fn run(cfg: MigrateConfig, command_line: Vec<String>) -> Result<MigrateOutco
             violations[0]
         )
     });
+    ctx.warnings().extend(warnings);
     let run = Run {
         interrupted: control.was_interrupted(),
-        warnings,
         check_failure,
         series,
         duration_s: t0.elapsed().as_secs_f64(),
-        ..Run::new(
-            "migrate",
-            started,
-            command_line,
-            serde_json::to_value(&cfg).unwrap_or_default(),
-            environment,
-        )
+        ..ctx.run_at(started, serde_json::to_value(&cfg).unwrap_or_default())
     };
     Ok(MigrateOutcome { run, violations })
 }
@@ -259,6 +245,7 @@ pub fn render(o: &MigrateOutcome, cfg: &MigrateConfig) -> String {
 
 impl crate::driver::Measurement for MigrateConfig {
     type Outcome = MigrateOutcome;
+    const KIND: &'static str = "migrate";
 
     fn planned(&self) -> Option<std::time::Duration> {
         None
@@ -267,11 +254,15 @@ impl crate::driver::Measurement for MigrateConfig {
     fn footprint(&self) -> crate::driver::Footprint {
         crate::driver::Footprint {
             min_rt_prio: Some(self.base_prio),
+            rt: Some((Policy::Fifo, self.base_prio + self.tasks as i32)),
+            mlock: true,
+            dma_latency_us: None,
+            rt_required: true,
         }
     }
 
-    fn measure(&mut self, _: &Control, command_line: Vec<String>) -> Result<MigrateOutcome> {
-        run(self.clone(), command_line)
+    fn measure(&mut self, ctx: &mut Ctx<'_>) -> Result<MigrateOutcome> {
+        run(self.clone(), ctx)
     }
 
     fn result(o: &mut MigrateOutcome) -> &mut Run {

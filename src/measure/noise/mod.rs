@@ -10,6 +10,7 @@ pub mod worker;
 
 use crate::config::noise::{NoiseClock, NoiseConfig};
 use crate::config::Policy;
+use crate::driver::Ctx;
 use crate::error::{Error, Result};
 use crate::result::{Environment, Run, Series, Timeline};
 use crate::rt::{self, Control, Live, Placement};
@@ -85,18 +86,12 @@ fn safety(cfg: &NoiseConfig, env: &Environment, warnings: &mut Vec<String>) -> R
 }
 
 /// Runs the measurement described by `cfg`.
-pub fn run(mut cfg: NoiseConfig, command_line: Vec<String>) -> Result<NoiseOutcome> {
-    let environment = Environment::capture();
+pub fn run(mut cfg: NoiseConfig, ctx: &mut Ctx<'_>) -> Result<NoiseOutcome> {
+    let environment = ctx.environment().clone();
     let mut warnings = Vec::new();
     safety(&cfg, &environment, &mut warnings)?;
-    let needs = rt::Needs {
-        rt: cfg.policy.is_rt().then_some((cfg.policy, cfg.prio.max(1))),
-        mlock: true,
-        dma_latency_us: None,
-        strict: cfg.strict,
-    };
-    let prepared = rt::prepare(&needs, &mut warnings)?;
-    if !prepared.rt_granted {
+    let rt_granted = ctx.rt_granted();
+    if !rt_granted {
         cfg.policy = Policy::Other;
         cfg.prio = 0;
     }
@@ -104,7 +99,7 @@ pub fn run(mut cfg: NoiseConfig, command_line: Vec<String>) -> Result<NoiseOutco
         NoiseClock::Tsc => (Source::Tsc, sys::tsc::calibrate(100)),
         NoiseClock::Monotonic => (Source::Monotonic, 1.0),
     };
-    let control = Control::with_signals();
+    let control = ctx.control().clone();
     // The control thread sits on the main CPU above the spinners, so it can always stop them;
     // its own state is put back on every way out.
     let mut saved = sys::sched::ThreadState::save();
@@ -114,7 +109,7 @@ pub fn run(mut cfg: NoiseConfig, command_line: Vec<String>) -> Result<NoiseOutco
             cfg.main_cpu
         ));
     }
-    if prepared.rt_granted && cfg.policy.is_rt() {
+    if rt_granted && cfg.policy.is_rt() {
         if let Err(e) = sys::sched::set_policy(Policy::Fifo, 99) {
             warnings.push(format!("the control thread could not become SCHED_FIFO 99 ({e}); spinners end at their deadline by themselves"));
         }
@@ -166,7 +161,6 @@ pub fn run(mut cfg: NoiseConfig, command_line: Vec<String>) -> Result<NoiseOutco
         disturbances.push(dist);
     }
     saved.restore();
-    drop(prepared);
     let trace = tracer.map(crate::trace::spikes::Tracer::finish);
     if repeats.is_empty() {
         return Err(Error::Env(
@@ -187,13 +181,13 @@ pub fn run(mut cfg: NoiseConfig, command_line: Vec<String>) -> Result<NoiseOutco
             ));
         }
     }
+    ctx.warnings().extend(warnings);
     let run = Run {
         interrupted,
-        warnings,
         series,
         duration_s: t_start.elapsed().as_secs_f64(),
         trace,
-        ..Run::new("noise", started, command_line, params, environment)
+        ..ctx.run_at(started, params)
     };
     Ok(NoiseOutcome {
         run,
@@ -476,6 +470,7 @@ fn build_series(
 
 impl crate::driver::Measurement for NoiseConfig {
     type Outcome = NoiseOutcome;
+    const KIND: &'static str = "noise";
 
     fn planned(&self) -> Option<Duration> {
         Some(Duration::from_nanos(
@@ -486,11 +481,18 @@ impl crate::driver::Measurement for NoiseConfig {
     fn footprint(&self) -> crate::driver::Footprint {
         crate::driver::Footprint {
             min_rt_prio: self.policy.is_rt().then_some(self.prio),
+            rt: self
+                .policy
+                .is_rt()
+                .then_some((self.policy, self.prio.max(1))),
+            mlock: true,
+            dma_latency_us: None,
+            rt_required: false,
         }
     }
 
-    fn measure(&mut self, _: &Control, command_line: Vec<String>) -> Result<NoiseOutcome> {
-        run(self.clone(), command_line)
+    fn measure(&mut self, ctx: &mut Ctx<'_>) -> Result<NoiseOutcome> {
+        run(self.clone(), ctx)
     }
 
     fn result(o: &mut NoiseOutcome) -> &mut Run {

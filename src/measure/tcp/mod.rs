@@ -6,9 +6,10 @@ pub mod args;
 mod lower;
 
 use crate::config::DisplayUnit;
+use crate::driver::Ctx;
 use crate::error::{Error, Result};
 use crate::export::table;
-use crate::result::{Environment, Run, Series};
+use crate::result::{Run, Series};
 use crate::rt::Control;
 use crate::stats::Recorder;
 use crate::sys;
@@ -372,9 +373,8 @@ pub struct TcpOutcome {
 }
 
 /// Runs the measurement.
-pub fn run(cfg: TcpConfig, command_line: Vec<String>) -> Result<TcpOutcome> {
-    let environment = Environment::capture();
-    let control = Control::with_signals();
+pub fn run(cfg: TcpConfig, ctx: &mut Ctx<'_>) -> Result<TcpOutcome> {
+    let control = ctx.control().clone();
     let started = SystemTime::now();
     let t0 = Instant::now();
     let mut rtt = Recorder::new();
@@ -422,18 +422,12 @@ pub fn run(cfg: TcpConfig, command_line: Vec<String>) -> Result<TcpOutcome> {
             cfg.duration_ns as f64 / 1e9
         ));
     }
+    ctx.warnings().extend(warnings);
     let run = Run {
         interrupted: control.was_interrupted(),
-        warnings,
         series,
         duration_s: t0.elapsed().as_secs_f64(),
-        ..Run::new(
-            "tcp",
-            started,
-            command_line,
-            serde_json::to_value(&cfg).unwrap_or_default(),
-            environment,
-        )
+        ..ctx.run_at(started, serde_json::to_value(&cfg).unwrap_or_default())
     };
     Ok(TcpOutcome { run, runs })
 }
@@ -513,6 +507,7 @@ pub fn render(o: &TcpOutcome, cfg: &TcpConfig, unit: DisplayUnit) -> String {
 
 impl crate::driver::Measurement for TcpConfig {
     type Outcome = TcpOutcome;
+    const KIND: &'static str = "tcp";
 
     fn planned(&self) -> Option<std::time::Duration> {
         Some(std::time::Duration::from_nanos(
@@ -524,8 +519,8 @@ impl crate::driver::Measurement for TcpConfig {
         crate::driver::Footprint::default()
     }
 
-    fn measure(&mut self, _: &Control, command_line: Vec<String>) -> Result<TcpOutcome> {
-        run(self.clone(), command_line)
+    fn measure(&mut self, ctx: &mut Ctx<'_>) -> Result<TcpOutcome> {
+        run(self.clone(), ctx)
     }
 
     fn result(o: &mut TcpOutcome) -> &mut Run {
@@ -537,6 +532,7 @@ impl crate::driver::Measurement for TcpConfig {
         crate::driver::Text {
             report,
             figures: (self.repeat > 1).then(|| figures(o)),
+            loads_shown: false,
         }
     }
 }

@@ -1,0 +1,148 @@
+//! What the driver hands a measurement: the control flags (signals routed once, by the driver),
+//! the environment captured before the run, the real-time preparation its footprint asked for,
+//! a place for warnings, a Run builder, pinned-worker spawning and the store for results kept
+//! mid-run. A measurement never installs signals, captures the environment, prepares real-time
+//! scheduling or builds a Run itself.
+
+use crate::error::Result;
+use crate::result::{Environment, Run};
+use crate::rt::{self, Control};
+use std::time::SystemTime;
+
+/// Keeps runs in the store the driver opened before measuring.
+pub(crate) trait Keep {
+    fn keep(&mut self, run: &Run) -> Result<()>;
+}
+
+/// The measurement's view of its run; see the module doc.
+pub struct Ctx<'a> {
+    control: Control,
+    environment: Environment,
+    kind: &'static str,
+    command_line: Vec<String>,
+    started: SystemTime,
+    strict: bool,
+    prepared: rt::Prepared,
+    warnings: Vec<String>,
+    keeper: &'a mut dyn Keep,
+}
+
+impl<'a> Ctx<'a> {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        control: Control,
+        environment: Environment,
+        kind: &'static str,
+        command_line: Vec<String>,
+        strict: bool,
+        prepared: rt::Prepared,
+        warnings: Vec<String>,
+        keeper: &'a mut dyn Keep,
+    ) -> Ctx<'a> {
+        Ctx {
+            control,
+            environment,
+            kind,
+            command_line,
+            started: SystemTime::now(),
+            strict,
+            prepared,
+            warnings,
+            keeper,
+        }
+    }
+
+    /// The stop and interrupt flags: a measurement ends within a second of either and returns
+    /// what it collected.
+    pub fn control(&self) -> &Control {
+        &self.control
+    }
+
+    /// The environment captured before the run.
+    pub fn environment(&self) -> &Environment {
+        &self.environment
+    }
+
+    /// `--strict`: refuse (exit 3) instead of degrading with a warning.
+    pub fn strict(&self) -> bool {
+        self.strict
+    }
+
+    /// Whether the real-time scheduling the footprint asked for was granted (false: threads
+    /// must run SCHED_OTHER; the warning is already recorded).
+    pub fn rt_granted(&self) -> bool {
+        self.prepared.rt_granted
+    }
+
+    /// Records a warning for the result.
+    pub fn warn(&mut self, w: impl Into<String>) {
+        self.warnings.push(w.into());
+    }
+
+    /// The warnings recorded so far, for code that collects into a list.
+    pub fn warnings(&mut self) -> &mut Vec<String> {
+        &mut self.warnings
+    }
+
+    /// The run's result, with its id, kind, start, command line, parameters, environment and
+    /// the warnings recorded so far (taken: later ones go to the next run built).
+    pub fn run(&mut self, parameters: serde_json::Value) -> Run {
+        self.run_at(self.started, parameters)
+    }
+
+    /// `run`, for a measurement that knows when it really started (after its barrier).
+    pub fn run_at(&mut self, started: SystemTime, parameters: serde_json::Value) -> Run {
+        Run {
+            warnings: std::mem::take(&mut self.warnings),
+            ..Run::new(
+                self.kind,
+                started,
+                self.command_line.clone(),
+                parameters,
+                self.environment.clone(),
+            )
+        }
+    }
+
+    /// Another result of the same run (a monitor's periodic snapshot): its own start and
+    /// warnings, the run's kind, command line and environment.
+    pub fn run_with(
+        &self,
+        started: SystemTime,
+        parameters: serde_json::Value,
+        warnings: Vec<String>,
+    ) -> Run {
+        Run {
+            warnings,
+            ..Run::new(
+                self.kind,
+                started,
+                self.command_line.clone(),
+                parameters,
+                self.environment.clone(),
+            )
+        }
+    }
+
+    /// Keeps a run in the driver's store now (a monitor's periodic snapshot); does nothing
+    /// under `--no-store`. The run the measurement returns is stored by the driver.
+    pub fn keep(&mut self, run: &Run) -> Result<()> {
+        self.keeper.keep(run)
+    }
+
+    /// Spawns one pinned worker per placement behind a common barrier (see
+    /// `rt::spawn_workers`).
+    pub fn spawn_workers<S, T, R>(
+        &self,
+        placements: &[rt::Placement],
+        barrier: std::sync::Arc<std::sync::Barrier>,
+        make: impl FnMut(usize) -> S,
+    ) -> std::io::Result<Vec<std::thread::JoinHandle<(rt::Applied, R)>>>
+    where
+        S: FnOnce() -> T + Send + 'static,
+        T: FnOnce() -> R,
+        R: Send + 'static,
+    {
+        rt::spawn_workers(placements, barrier, make)
+    }
+}

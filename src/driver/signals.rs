@@ -1,0 +1,105 @@
+//! The one place latlab routes SIGINT and SIGTERM: the first sets the run's stop and interrupt
+//! flags (so every measurement ends within a second and saves what it collected), a second one
+//! a moment later ends latlab at once. `main` installs the handlers before anything else, so a
+//! signal in the first millisecond is never lost; everything else asks for the flags here.
+
+use crate::config::Policy;
+use crate::rt::Control;
+use crate::sys;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// A second SIGINT/SIGTERM sooner than this after the first is the same request delivered
+/// twice (to the process and to its group), not a second Ctrl-C.
+const SECOND_SIGNAL_AFTER: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Whether a second signal ends the process at once.
+static EXIT_ON_SECOND_SIGNAL: AtomicBool = AtomicBool::new(true);
+
+/// Whether the first signal ends the process (set by `exit_on_first_signal`).
+static EXIT_ON_FIRST_SIGNAL: AtomicBool = AtomicBool::new(false);
+
+/// The process's one set of flags, with SIGINT and SIGTERM routed to them. The first call
+/// installs the handlers (main does it before anything else); a second SIGINT/SIGTERM ends the
+/// process at once (exit 130), after the registered exit hooks (`rt::at_exit`).
+pub fn control() -> Control {
+    static GLOBAL: std::sync::OnceLock<Control> = std::sync::OnceLock::new();
+    GLOBAL
+        .get_or_init(|| {
+            let c = Control::default();
+            // Blocked while the handlers go in: a signal in between waits for all of them.
+            sys::process::blocking_signals(&[libc::SIGINT, libc::SIGTERM], || register(&c));
+            c
+        })
+        .clone()
+}
+
+/// Installs the handlers (idempotent): `main` calls it first thing.
+pub fn install() {
+    let _ = control();
+}
+
+fn register(c: &Control) {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // The flags are set in the handler itself, so a measuring thread sees them even when
+        // no other thread can run on its CPU.
+        let _ = signal_hook::flag::register(sig, c.interrupted.clone());
+        let _ = signal_hook::flag::register(sig, c.stop.clone());
+        let _ = signal_hook::flag::register_usize(sig, c.signal.clone(), sig as usize);
+    }
+    // A second signal ends latlab at once (exit 130), but only one that comes a moment after
+    // the first: `timeout -s INT` and a terminal both send a signal to the process and its
+    // group, so one request can arrive twice within milliseconds, and it must not throw away
+    // the result of the first.
+    if let Ok(mut signals) = signal_hook::iterator::Signals::new([libc::SIGINT, libc::SIGTERM]) {
+        let _ = std::thread::Builder::new()
+            .name("latlab-signals".into())
+            .spawn(move || {
+                // Best effort: above the measuring threads, so a second Ctrl-C is seen even
+                // when they hold every CPU (refused without privilege; the first signal still
+                // works through the flags).
+                let _ = sys::sched::set_policy(Policy::Fifo, 99);
+                let mut first: Option<std::time::Instant> = None;
+                for sig in signals.forever() {
+                    if EXIT_ON_FIRST_SIGNAL.load(Ordering::SeqCst) {
+                        std::process::exit(128 + sig);
+                    }
+                    match first {
+                        None => first = Some(std::time::Instant::now()),
+                        Some(t) if t.elapsed() >= SECOND_SIGNAL_AFTER => {
+                            if EXIT_ON_SECOND_SIGNAL.load(Ordering::Relaxed) {
+                                crate::note!("latlab: second interrupt: ending at once");
+                                crate::rt::run_exit_hooks();
+                                std::process::exit(130);
+                            }
+                        }
+                        Some(_) => {}
+                    }
+                }
+            });
+    }
+}
+
+/// Makes the first SIGINT/SIGTERM end the process (exit 128 + the signal), for commands that
+/// measure nothing, change nothing and have nothing to save (compare, ministat, gate, runs,
+/// report ...): Ctrl-C must stop them at once, even while they wait on a pipe.
+pub fn exit_on_first_signal() {
+    EXIT_ON_FIRST_SIGNAL.store(true, Ordering::SeqCst);
+    // A signal that came before this call was only recorded: honour it now.
+    let c = control();
+    if c.was_interrupted() {
+        let sig = c.signal.load(Ordering::SeqCst) as i32;
+        std::process::exit(128 + if sig > 0 { sig } else { libc::SIGINT });
+    }
+}
+
+/// Undoes `exit_on_first_signal` for the rest of a command that now has work to finish in
+/// order (a bundle import stops between two runs and says how far it got).
+pub fn exit_on_first_signal_off() {
+    EXIT_ON_FIRST_SIGNAL.store(false, Ordering::SeqCst);
+}
+
+/// Keeps the process alive on a second signal (for `latlab run`, which must put its settings
+/// back whatever happens; its measurement child still ends at once).
+pub fn survive_second_signal() {
+    EXIT_ON_SECOND_SIGNAL.store(false, Ordering::Relaxed);
+}
