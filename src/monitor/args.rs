@@ -34,6 +34,10 @@ pub struct MonitorArgs {
     /// Count wake-ups later than this (latlab_threshold_exceeded_total).
     #[arg(long, value_name = "TIME")]
     pub threshold: Option<String>,
+    /// Length of the fixed windows the window maxima and counts are kept over, aligned to the
+    /// wall clock (every scraper reads the same value for the same window). Default 10s.
+    #[arg(long, value_name = "TIME")]
+    pub window: Option<String>,
     /// Name of this monitor, stored as tag monitor=ID (default: the host name).
     #[arg(long = "monitor-id", value_name = "ID")]
     pub monitor_id: Option<String>,

@@ -45,6 +45,15 @@ impl MonitorConfig {
                 "at least 1 s",
             ));
         }
+        let window_ns = time("--window", &a.window, BareUnit::Seconds)?
+            .unwrap_or(super::window::DEFAULT_WINDOW_NS);
+        if !(1_000_000_000..=3_600_000_000_000).contains(&window_ns) {
+            return Err(Error::flag(
+                "--window",
+                a.window.as_deref().unwrap_or(""),
+                "between 1 s and 1 h",
+            ));
+        }
         let threshold_ns = time("--threshold", &a.threshold, BareUnit::Micros)?;
         let duration_ns = time("-D/--duration", &a.duration, BareUnit::Seconds)?;
         if let (Some(ns), Some(v)) = (duration_ns, a.duration.as_deref()) {
@@ -96,6 +105,7 @@ impl MonitorConfig {
             listen,
             snapshot_every_ns,
             threshold_ns,
+            window_ns,
             monitor_id,
             duration_ns,
             mlock: !a.no_mlock,

@@ -35,6 +35,8 @@ pub struct Shared {
     pub snapshot_failures: AtomicU64,
     /// `/metrics` scrapes answered.
     pub scrapes: AtomicU64,
+    /// The aligned windows (closed by the control thread, read here).
+    pub windows: super::window::Windows,
 }
 
 /// Reads one counter of a tally.
@@ -92,13 +94,43 @@ impl Collector for Shared {
             MetricType::Gauge,
             |t, e| e.encode_gauge(&secs(t.max_ns.load(Relaxed))),
         )?;
-        per_cpu(
+        let closed = self.windows.closed();
+        let window_gauge = |enc: &mut DescriptorEncoder,
+                            name: &str,
+                            help: &str,
+                            pick: fn((u64, u64)) -> f64|
+         -> Result<(), std::fmt::Error> {
+            let mut m = enc.encode_descriptor(name, help, None, MetricType::Gauge)?;
+            for (i, (cpu, _)) in self.cpus.iter().enumerate() {
+                let v = closed.per_cpu.get(i).copied().unwrap_or((0, 0));
+                let labels = [("cpu", cpu.as_str())];
+                m.encode_family(&labels)?.encode_gauge(&pick(v))?;
+            }
+            Ok(())
+        };
+        window_gauge(
             &mut enc,
-            self,
             "latlab_latency_window_max_seconds",
-            "Largest latency on this CPU since the previous scrape (0 when none); every scrape starts a new window.",
-            MetricType::Gauge,
-            |t, e| e.encode_gauge(&secs(t.take_window_max())),
+            "Largest latency on this CPU in the last closed fixed window (--window, aligned to the wall clock; 0 until the first closes). Every scraper reads the same value for the same window.",
+            |(max, _)| secs(max),
+        )?;
+        window_gauge(
+            &mut enc,
+            "latlab_window_threshold_exceeded",
+            "Wake-ups later than --threshold on this CPU in the last closed fixed window.",
+            |(_, n)| n as f64,
+        )?;
+        gauge(
+            &mut enc,
+            "latlab_window_end_timestamp_seconds",
+            "Unix time the last closed window ended (0 until the first closes): the window the window figures belong to.",
+            closed.end_unix_ns as f64 / 1e9,
+        )?;
+        gauge(
+            &mut enc,
+            "latlab_window_seconds",
+            "Length of the fixed windows (--window).",
+            secs(self.windows.len_ns),
         )?;
         let counters: [(&str, &str, CounterOf); 4] = [
             ("latlab_samples", "Wake-ups measured on this CPU.", |t| {
@@ -188,7 +220,7 @@ pub fn registry(shared: Arc<Shared>) -> Registry {
     r
 }
 
-/// The page as text (a scrape: it starts a new max window).
+/// The page as text (reading it changes nothing).
 pub fn render(r: &Registry) -> String {
     let mut out = String::with_capacity(16 * 1024);
     if prometheus_client::encoding::text::encode(&mut out, r).is_err() {
@@ -261,10 +293,8 @@ mod tests {
     #[test]
     fn page_has_every_family_per_cpu() {
         let t = Arc::new(Tally::new(10_000));
-        t.observe(7_000);
-        t.observe(70_000);
         let s = Arc::new(Shared {
-            cpus: vec![("3".into(), t)],
+            cpus: vec![("3".into(), t.clone())],
             info: vec![("kernel".into(), "6.1 \"rt\"".into())],
             interval_ns: 1_000_000,
             threshold_ns: Some(10_000),
@@ -272,7 +302,15 @@ mod tests {
             snapshots: AtomicU64::new(2),
             snapshot_failures: AtomicU64::new(0),
             scrapes: AtomicU64::new(0),
+            windows: crate::monitor::window::Windows::new(
+                10_000_000_000,
+                std::slice::from_ref(&t),
+                5,
+            ),
         });
+        t.observe(7_000);
+        t.observe(70_000);
+        s.windows.tick(std::slice::from_ref(&t), 10_000_000_001);
         let page = render(&registry(s));
         for want in [
             "latlab_latency_seconds_bucket{le=\"0.00001\",cpu=\"3\"} 1\n",
@@ -280,6 +318,9 @@ mod tests {
             "latlab_latency_seconds_count{cpu=\"3\"} 2\n",
             "latlab_latency_max_seconds{cpu=\"3\"} 0.00007\n",
             "latlab_latency_window_max_seconds{cpu=\"3\"} 0.00007\n",
+            "latlab_window_threshold_exceeded{cpu=\"3\"} 1.0\n",
+            "latlab_window_end_timestamp_seconds 10.0\n",
+            "latlab_window_seconds 10.0\n",
             "latlab_threshold_exceeded_total{cpu=\"3\"} 1\n",
             "latlab_snapshots_stored_total 2\n",
             "latlab_monitor_info{kernel=\"6.1 \\\"rt\\\"\"} 1\n",

@@ -11,6 +11,7 @@ pub mod http;
 pub mod metrics;
 pub mod snapshot;
 pub mod tally;
+pub mod window;
 
 use crate::config::{CpuSet, Policy};
 use crate::driver::Ctx;
@@ -47,6 +48,8 @@ pub struct MonitorConfig {
     pub snapshot_every_ns: u64,
     /// Exceedance threshold (ns).
     pub threshold_ns: Option<u64>,
+    /// Length of the aligned windows (ns).
+    pub window_ns: u64,
     /// Name of this monitor (tag `monitor=`).
     pub monitor_id: String,
     /// Stop after this long (ns); None: until SIGTERM/SIGINT.
@@ -108,6 +111,12 @@ pub fn status(s: &Shared, id: &str) -> String {
         s.snapshot_failures.load(Ordering::Relaxed),
         s.scrapes.load(Ordering::Relaxed)
     );
+    let closed = s.windows.closed();
+    out.push_str(&format!(
+        "windows of {} s, aligned to the wall clock; the last closed at Unix time {}\n",
+        s.windows.len_ns / 1_000_000_000,
+        closed.end_unix_ns / 1_000_000_000
+    ));
     for (cpu, t) in &s.cpus {
         out.push_str(&format!(
             "cpu {cpu}: {} samples, max {:.1} µs, {} overruns, {} lost, {} over threshold\n",
@@ -170,6 +179,7 @@ pub fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> 
         snapshots: AtomicU64::new(0),
         snapshot_failures: AtomicU64::new(0),
         scrapes: AtomicU64::new(0),
+        windows: window::Windows::new(cfg.window_ns, &tallies, window::unix_now_ns()),
     });
     let server = start_endpoint(cfg, shared.clone())?;
     let listen = server.addr;
@@ -259,7 +269,10 @@ pub fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> 
                 next_snapshot += every;
             }
         }
-        bell.wait(Duration::from_millis(100));
+        shared.windows.tick(&tallies, window::unix_now_ns());
+        bell.wait(
+            Duration::from_millis(100).min(shared.windows.until_close(window::unix_now_ns())),
+        );
     }
     control.stop.store(true, Ordering::Release);
     for h in &handles {

@@ -40,7 +40,7 @@ pub struct Tally {
     pub sum_ns: AtomicU64,
     /// Largest sample since the start (ns).
     pub max_ns: AtomicU64,
-    /// Largest sample since the reader last took it (ns); the reader swaps in 0.
+    /// Largest sample in the open window (ns); the window clock swaps in 0 when it closes one.
     pub window_max_ns: AtomicU64,
     /// Missed periods.
     pub overruns: AtomicU64,
@@ -110,7 +110,8 @@ impl Tally {
         (b, n)
     }
 
-    /// Takes the maximum since the previous call, starting a new window.
+    /// Takes the maximum since the previous call, starting a new window (only the window clock
+    /// calls this; a scrape never does).
     pub fn take_window_max(&self) -> u64 {
         self.window_max_ns.swap(0, Relaxed)
     }

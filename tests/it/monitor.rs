@@ -182,7 +182,7 @@ fn metrics_page_parses_with_consistent_histograms_and_passes_promtool() {
     assert_eq!(value(&m, "latlab_interval_seconds"), 0.001);
     assert!(page.contains("latlab_monitor_info{"), "{page}");
     assert!(page.contains("kernel=\""), "{page}");
-    // The window max restarts at each scrape, the max since start does not.
+    // The max since start bounds the last window's.
     let again = parse(&scrape(mon.addr, Duration::from_secs(10)));
     assert!(histogram_count(&again, 0) > count, "samples stopped");
     assert!(
@@ -233,6 +233,56 @@ fn metrics_page_parses_with_consistent_histograms_and_passes_promtool() {
         "{err}"
     );
     assert!(out.contains("cpu") && out.contains("max"), "{out}");
+}
+
+#[test]
+fn every_scrape_of_a_window_reads_the_same_figures() {
+    let mon = Monitor::start(&[
+        "-a",
+        "0",
+        "-i",
+        "1ms",
+        "--no-store",
+        "--threshold",
+        "1us",
+        "--window",
+        "1s",
+        "-D",
+        "60s",
+    ]);
+    let key_max = "latlab_latency_window_max_seconds{cpu=\"0\"}";
+    let key_n = "latlab_window_threshold_exceeded{cpu=\"0\"}";
+    let key_end = "latlab_window_end_timestamp_seconds";
+    // (window end, max, count over threshold) of every scrape, many scrapes per window.
+    let mut seen: Vec<(f64, f64, f64)> = Vec::new();
+    let t0 = std::time::Instant::now();
+    while t0.elapsed() < Duration::from_millis(4500) {
+        let m = parse(&scrape(mon.addr, Duration::from_secs(10)));
+        assert_eq!(value(&m, "latlab_window_seconds"), 1.0);
+        let end = value(&m, key_end);
+        if end > 0.0 {
+            assert_eq!(end.fract(), 0.0, "window end {end} is not on a second");
+            assert!(value(&m, "latlab_latency_max_seconds{cpu=\"0\"}") >= value(&m, key_max));
+            seen.push((end, value(&m, key_max), value(&m, key_n)));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let windows: std::collections::BTreeSet<u64> = seen.iter().map(|s| s.0 as u64).collect();
+    assert!(windows.len() >= 2, "windows seen: {windows:?}");
+    for w in &windows {
+        let same: Vec<_> = seen.iter().filter(|s| s.0 as u64 == *w).collect();
+        // A GET resets nothing: every read of one window is the same.
+        assert!(
+            same.iter().all(|s| s.1 == same[0].1 && s.2 == same[0].2),
+            "window {w} read differently: {same:?}"
+        );
+    }
+    // A whole 1 s window at 1 ms has hundreds of wake-ups, all later than 1 µs.
+    let full = seen
+        .iter()
+        .filter(|s| s.0 as u64 != *windows.first().unwrap());
+    assert!(full.clone().all(|s| s.2 >= 100.0 && s.1 > 0.0), "{seen:?}");
+    drop(mon);
 }
 
 #[test]
@@ -479,6 +529,7 @@ fn bad_monitor_usage_names_the_flag() {
     expect_exit(&["monitor"], &["-i", "1ns"], 2, "--interval");
     expect_exit(&["monitor"], &["-a", "9999"], 2, "--affinity");
     expect_exit(&["monitor"], &["-p", "120"], 2, "--priority");
+    expect_exit(&["monitor"], &["--window", "500ms"], 2, "--window");
 }
 
 /// A free loopback port (bound, read back, released).
