@@ -34,6 +34,11 @@ pub struct MonitorArgs {
     /// Count wake-ups later than this (latlab_threshold_exceeded_total).
     #[arg(long, value_name = "TIME")]
     pub threshold: Option<String>,
+    /// TLS and basic authentication for the endpoint: a YAML file in the Prometheus
+    /// exporter-toolkit format (tls_server_config: cert_file, key_file; basic_auth_users: bcrypt
+    /// hashes), as node_exporter reads it.
+    #[arg(long = "web-config", value_name = "FILE")]
+    pub web_config: Option<PathBuf>,
     /// Length of the fixed windows the window maxima and counts are kept over, aligned to the
     /// wall clock (every scraper reads the same value for the same window). Default 10s.
     #[arg(long, value_name = "TIME")]

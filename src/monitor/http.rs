@@ -10,6 +10,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::webconfig::WebConfig;
+
 /// Largest request head accepted (bytes); larger requests get 431.
 pub const MAX_REQUEST: usize = 8 * 1024;
 /// Connections served at once; more are answered 503 and closed.
@@ -56,7 +58,11 @@ pub struct Server {
 
 impl Server {
     /// Binds `addr` and serves `handler` from a housekeeping thread.
-    pub fn start(addr: SocketAddr, handler: Arc<Handler>) -> std::io::Result<Server> {
+    pub fn start(
+        addr: SocketAddr,
+        handler: Arc<Handler>,
+        web: Option<Arc<WebConfig>>,
+    ) -> std::io::Result<Server> {
         let listener = TcpListener::bind(addr)?;
         listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
@@ -64,7 +70,7 @@ impl Server {
         let s = stop.clone();
         let accept = std::thread::Builder::new()
             .name("latlab-http".into())
-            .spawn(move || accept_loop(listener, handler, s))?;
+            .spawn(move || accept_loop(listener, handler, web, s))?;
         Ok(Server {
             addr,
             stop,
@@ -81,7 +87,12 @@ impl Server {
     }
 }
 
-fn accept_loop(listener: TcpListener, handler: Arc<Handler>, stop: Arc<AtomicBool>) {
+fn accept_loop(
+    listener: TcpListener,
+    handler: Arc<Handler>,
+    web: Option<Arc<WebConfig>>,
+    stop: Arc<AtomicBool>,
+) {
     let active = Arc::new(AtomicUsize::new(0));
     while !stop.load(Ordering::Relaxed) {
         match listener.accept() {
@@ -90,16 +101,24 @@ fn accept_loop(listener: TcpListener, handler: Arc<Handler>, stop: Arc<AtomicBoo
                 let _ = sock.set_write_timeout(Some(WRITE_TIMEOUT));
                 if active.fetch_add(1, Ordering::AcqRel) >= MAX_CONNECTIONS {
                     active.fetch_sub(1, Ordering::AcqRel);
-                    let _ = sock.set_write_timeout(Some(Duration::from_millis(200)));
-                    respond(&sock, &Response::text(503, "too many connections\n"), false);
+                    if web.as_ref().is_none_or(|w| w.tls.is_none()) {
+                        let _ = sock.set_write_timeout(Some(Duration::from_millis(200)));
+                        let mut s = &sock;
+                        respond(
+                            &mut s,
+                            &Response::text(503, "too many connections\n"),
+                            false,
+                        );
+                    }
+                    let _ = sock.shutdown(std::net::Shutdown::Both);
                     continue;
                 }
-                let (h, a) = (handler.clone(), active.clone());
+                let (h, a, w) = (handler.clone(), active.clone(), web.clone());
                 let spawned = std::thread::Builder::new()
                     .name("latlab-http-conn".into())
                     .stack_size(128 * 1024)
                     .spawn(move || {
-                        serve(sock, &*h);
+                        serve(sock, &*h, w.as_deref());
                         a.fetch_sub(1, Ordering::AcqRel);
                     });
                 if spawned.is_err() {
@@ -117,8 +136,8 @@ fn accept_loop(listener: TcpListener, handler: Arc<Handler>, stop: Arc<AtomicBoo
 /// What reading a request head gave.
 #[derive(Debug, PartialEq)]
 enum Head {
-    /// Method, path (without the query) and `Accept` header.
-    Request(String, String, String),
+    /// Method, path (without the query), `Accept` and `Authorization` headers.
+    Request(String, String, String, Option<String>),
     /// Answer this and close.
     Refuse(Response),
     /// The client went away.
@@ -158,7 +177,12 @@ fn read_head(sock: &mut impl Read, deadline: Instant) -> Head {
                     .find(|h| h.name.eq_ignore_ascii_case("accept"))
                     .map(|h| String::from_utf8_lossy(h.value).into_owned())
                     .unwrap_or_default();
-                return Head::Request(method, path, accept);
+                let auth = req
+                    .headers
+                    .iter()
+                    .find(|h| h.name.eq_ignore_ascii_case("authorization"))
+                    .map(|h| String::from_utf8_lossy(h.value).into_owned());
+                return Head::Request(method, path, accept, auth);
             }
             Err(httparse::Error::TooManyHeaders) => {
                 return Head::Refuse(Response::text(431, "too many headers\n"))
@@ -168,20 +192,56 @@ fn read_head(sock: &mut impl Read, deadline: Instant) -> Head {
     }
 }
 
-fn serve(mut sock: TcpStream, handler: &Handler) {
+fn serve(sock: TcpStream, handler: &Handler, web: Option<&WebConfig>) {
     let _ = sock.set_read_timeout(Some(READ_TIMEOUT));
     let deadline = Instant::now() + REQUEST_DEADLINE;
-    match read_head(&mut sock, deadline) {
+    match web.and_then(|w| w.tls.clone()) {
+        None => {
+            let mut s = &sock;
+            answer(&mut s, handler, web, deadline);
+        }
+        Some(cfg) => {
+            let Ok(conn) = rustls::ServerConnection::new(cfg) else {
+                return;
+            };
+            let mut tls = rustls::StreamOwned::new(conn, &sock);
+            // The handshake is bounded like a request head: each read by READ_TIMEOUT, the
+            // whole by the request's deadline. A client that speaks plain HTTP fails here.
+            while tls.conn.is_handshaking() {
+                if Instant::now() >= deadline || tls.conn.complete_io(&mut tls.sock).is_err() {
+                    let _ = sock.shutdown(std::net::Shutdown::Both);
+                    return;
+                }
+            }
+            answer(&mut tls, handler, web, deadline);
+            tls.conn.send_close_notify();
+            let _ = tls.flush();
+        }
+    }
+    let _ = sock.shutdown(std::net::Shutdown::Write);
+}
+
+/// Reads one request from `s` and answers it (401 without valid credentials when the web
+/// configuration asks for them).
+fn answer(
+    s: &mut (impl Read + Write),
+    handler: &Handler,
+    web: Option<&WebConfig>,
+    deadline: Instant,
+) {
+    match read_head(s, deadline) {
         Head::Gone => {}
-        Head::Refuse(r) => respond(&sock, &r, true),
-        Head::Request(m, path, accept) => {
+        Head::Refuse(r) => respond(s, &r, true),
+        Head::Request(m, path, accept, auth) => {
             let with_body = m != "HEAD";
-            let r = if m == "GET" || m == "HEAD" {
+            let r = if web.is_some_and(|w| !w.authorized(auth.as_deref())) {
+                Response::text(401, "authentication required\n")
+            } else if m == "GET" || m == "HEAD" {
                 handler(&path, &accept)
             } else {
                 Response::text(405, "only GET and HEAD\n")
             };
-            respond(&sock, &r, with_body);
+            respond(s, &r, with_body);
         }
     }
 }
@@ -190,6 +250,7 @@ fn reason(status: u16) -> &'static str {
     match status {
         200 => "OK",
         400 => "Bad Request",
+        401 => "Unauthorized",
         404 => "Not Found",
         405 => "Method Not Allowed",
         408 => "Request Timeout",
@@ -199,12 +260,12 @@ fn reason(status: u16) -> &'static str {
     }
 }
 
-/// Writes the response and closes the write side.
-fn respond(mut sock: &TcpStream, r: &Response, with_body: bool) {
-    let allow = if r.status == 405 {
-        "Allow: GET, HEAD\r\n"
-    } else {
-        ""
+/// Writes the response (the caller closes the connection).
+fn respond(sock: &mut impl Write, r: &Response, with_body: bool) {
+    let allow = match r.status {
+        405 => "Allow: GET, HEAD\r\n",
+        401 => "WWW-Authenticate: Basic realm=\"latlab\"\r\n",
+        _ => "",
     };
     let head = format!(
         "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n{allow}Connection: close\r\n\r\n",
@@ -218,7 +279,6 @@ fn respond(mut sock: &TcpStream, r: &Response, with_body: bool) {
         let _ = sock.write_all(r.body.as_bytes());
     }
     let _ = sock.flush();
-    let _ = sock.shutdown(std::net::Shutdown::Write);
 }
 
 #[cfg(test)]
@@ -233,7 +293,7 @@ mod tests {
     fn parses_method_and_path_without_query() {
         assert_eq!(
             head(b"GET /metrics?x=1 HTTP/1.1\r\nHost: a\r\nACCEPT: text/plain\r\n\r\n"),
-            Head::Request("GET".into(), "/metrics".into(), "text/plain".into())
+            Head::Request("GET".into(), "/metrics".into(), "text/plain".into(), None)
         );
     }
 

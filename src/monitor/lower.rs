@@ -80,6 +80,12 @@ impl MonitorConfig {
                 format!("{e} (expected ADDRESS:PORT, e.g. 127.0.0.1:9477)"),
             )
         })?;
+        let web = a
+            .web_config
+            .as_deref()
+            .map(super::webconfig::WebConfig::load)
+            .transpose()?
+            .map(std::sync::Arc::new);
         let monitor_id = a.monitor_id.clone().unwrap_or_else(|| host.to_string());
         let monitor_id = if a.monitor_id.is_none() && !valid_id(&monitor_id) {
             "default".to_string()
@@ -106,6 +112,7 @@ impl MonitorConfig {
             snapshot_every_ns,
             threshold_ns,
             window_ns,
+            web,
             monitor_id,
             duration_ns,
             mlock: !a.no_mlock,

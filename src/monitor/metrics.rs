@@ -37,6 +37,8 @@ pub struct Shared {
     pub scrapes: AtomicU64,
     /// The aligned windows (closed by the control thread, read here).
     pub windows: super::window::Windows,
+    /// Why the endpoint is exposed, when it is (shown at start and in `/status`).
+    pub exposure: Option<String>,
 }
 
 /// Reads one counter of a tally.
@@ -307,6 +309,7 @@ mod tests {
                 std::slice::from_ref(&t),
                 5,
             ),
+            exposure: None,
         });
         t.observe(7_000);
         t.observe(70_000);

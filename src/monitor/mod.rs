@@ -11,6 +11,7 @@ pub mod http;
 pub mod metrics;
 pub mod snapshot;
 pub mod tally;
+pub mod webconfig;
 pub mod window;
 
 use crate::config::{CpuSet, Policy};
@@ -50,6 +51,9 @@ pub struct MonitorConfig {
     pub threshold_ns: Option<u64>,
     /// Length of the aligned windows (ns).
     pub window_ns: u64,
+    /// TLS and basic authentication of the endpoint (`--web-config`).
+    #[serde(skip)]
+    pub web: Option<Arc<webconfig::WebConfig>>,
     /// Name of this monitor (tag `monitor=`).
     pub monitor_id: String,
     /// Stop after this long (ns); None: until SIGTERM/SIGINT.
@@ -111,6 +115,9 @@ pub fn status(s: &Shared, id: &str) -> String {
         s.snapshot_failures.load(Ordering::Relaxed),
         s.scrapes.load(Ordering::Relaxed)
     );
+    if let Some(w) = &s.exposure {
+        out.push_str(&format!("warning: {w}\n"));
+    }
     let closed = s.windows.closed();
     out.push_str(&format!(
         "windows of {} s, aligned to the wall clock; the last closed at Unix time {}\n",
@@ -128,6 +135,20 @@ pub fn status(s: &Shared, id: &str) -> String {
         ));
     }
     out
+}
+
+/// The warning for an endpoint reachable beyond this machine without TLS and authentication.
+fn exposure_warning(cfg: &MonitorConfig) -> Option<String> {
+    let guarded = cfg
+        .web
+        .as_ref()
+        .is_some_and(|w| w.tls.is_some() && w.needs_auth());
+    (!cfg.listen.ip().is_loopback() && !guarded).then(|| {
+        format!(
+            "--listen {} is not loopback and the endpoint has no TLS with basic authentication (--web-config): anyone who reaches the port reads the metrics",
+            cfg.listen
+        )
+    })
 }
 
 /// Pins the calling (control) thread, and so every housekeeping thread it starts, to the online
@@ -180,10 +201,19 @@ pub fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> 
         snapshot_failures: AtomicU64::new(0),
         scrapes: AtomicU64::new(0),
         windows: window::Windows::new(cfg.window_ns, &tallies, window::unix_now_ns()),
+        exposure: exposure_warning(cfg),
     });
+    if let Some(w) = &shared.exposure {
+        crate::note!("latlab monitor: warning: {w}");
+    }
     let server = start_endpoint(cfg, shared.clone())?;
     let listen = server.addr;
-    crate::note!("latlab monitor: serving http://{listen}/metrics");
+    let scheme = if cfg.web.as_ref().is_some_and(|w| w.tls.is_some()) {
+        "https"
+    } else {
+        "http"
+    };
+    crate::note!("latlab monitor: serving {scheme}://{listen}/metrics");
 
     let (producers, mut consumers) =
         crate::samples::rings(n, crate::measure::cyclic::ring_capacity(cfg.interval_ns));
@@ -338,7 +368,7 @@ fn start_endpoint(cfg: &MonitorConfig, shared: Arc<Shared>) -> Result<http::Serv
         "/" => http::Response::text(200, "latlab monitor: /metrics, /status\n"),
         _ => http::Response::text(404, "not found (try /metrics or /status)\n"),
     });
-    http::Server::start(cfg.listen, handler)
+    http::Server::start(cfg.listen, handler, cfg.web.clone())
         .map_err(|e| Error::Env(format!("--listen {}: cannot listen there: {e}", cfg.listen)))
 }
 

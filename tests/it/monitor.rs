@@ -11,15 +11,15 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// A running monitor, killed when dropped.
-struct Monitor {
-    child: Child,
-    addr: SocketAddr,
+pub(crate) struct Monitor {
+    pub(crate) child: Child,
+    pub(crate) addr: SocketAddr,
     stderr: Arc<Mutex<String>>,
 }
 
 impl Monitor {
     /// Starts `latlab monitor ARGS --listen 127.0.0.1:0` and waits for the address it prints.
-    fn start(args: &[&str]) -> Monitor {
+    pub(crate) fn start(args: &[&str]) -> Monitor {
         let mut child = latlab()
             .arg("monitor")
             .args(args)
@@ -35,6 +35,7 @@ impl Monitor {
             for line in BufReader::new(err).lines().map_while(Result::ok) {
                 if let Some(a) = line
                     .strip_prefix("latlab monitor: serving http://")
+                    .or_else(|| line.strip_prefix("latlab monitor: serving https://"))
                     .and_then(|r| r.strip_suffix("/metrics"))
                 {
                     let _ = tx.send(a.to_string());
@@ -57,7 +58,7 @@ impl Monitor {
     }
 
     /// Sends SIGTERM and returns (exit code, stdout, stderr).
-    fn terminate(mut self) -> (Option<i32>, String, String) {
+    pub(crate) fn terminate(mut self) -> (Option<i32>, String, String) {
         // SAFETY: signalling our own child.
         unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
         let mut out = String::new();
@@ -94,7 +95,7 @@ fn request(addr: SocketAddr, raw: &[u8]) -> Option<(u16, String)> {
     Some((status, body))
 }
 
-fn get(addr: SocketAddr, path: &str) -> Option<(u16, String)> {
+pub(crate) fn get(addr: SocketAddr, path: &str) -> Option<(u16, String)> {
     request(
         addr,
         format!("GET {path} HTTP/1.0\r\nHost: t\r\n\r\n").as_bytes(),
@@ -533,7 +534,7 @@ fn bad_monitor_usage_names_the_flag() {
 }
 
 /// A free loopback port (bound, read back, released).
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
