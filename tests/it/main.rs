@@ -20,6 +20,7 @@ mod lifecycle_signals;
 mod load;
 mod ministat;
 mod monitor;
+mod monitor_ha;
 mod monitor_tls;
 mod noise;
 mod plan;
