@@ -616,6 +616,18 @@ fn contrib_prometheus_config_and_alert_rules_pass_promtool() {
         );
     }
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    // Unit tests of the alert rules: a stall fires, a quiet series does not.
+    let out = std::process::Command::new("promtool")
+        .args(["test", "rules", "latlab-alerts.test.yml"])
+        .current_dir(root.join("contrib"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "promtool test rules: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     for (what, file) in [
         ("config", "contrib/prometheus.yml"),
         ("rules", "contrib/latlab-alerts.yml"),
