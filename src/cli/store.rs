@@ -18,6 +18,9 @@ pub enum RunsCmd {
         /// Only runs measured on this host.
         #[arg(long)]
         host: Option<String>,
+        /// Only runs started since this long ago (7d, 12h) or this time (RFC 3339, UTC).
+        #[arg(long, value_name = "TIME")]
+        since: Option<String>,
         /// The store.
         #[arg(long)]
         store: Option<String>,

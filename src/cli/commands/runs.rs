@@ -8,6 +8,23 @@ use crate::store::{export, import, open, parse_tags, Bundle, Filter, BUNDLE_FORM
 /// Largest bundle `runs import` reads.
 pub const MAX_BUNDLE_BYTES: u64 = 256 << 20;
 
+/// `--since`: a time ago (`7d`, `12h`) or a time (RFC 3339, UTC).
+fn parse_since(v: &str) -> Result<std::time::SystemTime> {
+    if let Ok(t) = humantime::parse_rfc3339_weak(v) {
+        return Ok(t);
+    }
+    humantime::parse_duration(v)
+        .ok()
+        .and_then(|d| std::time::SystemTime::now().checked_sub(d))
+        .ok_or_else(|| {
+            Error::flag(
+                "--since",
+                v,
+                "expected a time ago (7d, 12h) or a time (2026-11-24T00:00:00Z)",
+            )
+        })
+}
+
 /// Runs one `latlab runs` subcommand.
 pub fn run(c: RunsCmd) -> Result<()> {
     match c {
@@ -15,8 +32,10 @@ pub fn run(c: RunsCmd) -> Result<()> {
             kind,
             tag,
             host,
+            since,
             store,
         } => {
+            let cutoff = since.as_deref().map(parse_since).transpose()?;
             let st = open(store.as_deref())?;
             let f = Filter {
                 kind,
@@ -26,6 +45,11 @@ pub fn run(c: RunsCmd) -> Result<()> {
             let rows: Vec<Vec<String>> = st
                 .list(&f)?
                 .into_iter()
+                .filter(|r| {
+                    cutoff.is_none_or(|c| {
+                        humantime::parse_rfc3339_weak(&r.started).is_ok_and(|t| t >= c)
+                    })
+                })
                 .map(|r| {
                     let tags: Vec<String> =
                         r.tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
