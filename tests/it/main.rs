@@ -21,6 +21,7 @@ mod load;
 mod ministat;
 mod monitor;
 mod monitor_ha;
+mod monitor_package;
 mod monitor_store;
 mod monitor_tls;
 mod noise;
