@@ -1,11 +1,13 @@
-"""Soak of `latlab monitor`: every CPU at 1 kHz, /metrics scraped every 5 s; records RSS, the
+"""Soak of `latlab monitor`: every CPU at 1 kHz, a snapshot every 5 minutes, /metrics scraped
+every 5 s by this script and by two private Prometheus servers (when `prometheus` is installed;
+their `up` series count answered and failed scrapes); records RSS (first/last/max), the
 monitor's own CPU use (measuring threads apart from housekeeping), lost samples and snapshots;
 then interleaves plain `latlab cyclic` and `latlab monitor` runs (A B A B) and compares their
 average latency. Results go to docs/benchmarks.md by hand.
 
     python3 bench/monitor_soak.py --latlab target/release/latlab --soak 300 --rounds 2 --each 45
 """
-import argparse, json, os, re, signal, subprocess, tempfile, time, urllib.request
+import argparse, json, os, re, signal, subprocess, tempfile, time, urllib.parse, urllib.request
 from common import machine
 
 TICK = os.sysconf("SC_CLK_TCK")
@@ -52,11 +54,37 @@ def total(page, name):
     return sum(float(l.rsplit(" ", 1)[1]) for l in page.splitlines()
                if l.startswith(name + "{"))
 
+def prometheus(d, name, target):
+    """A private Prometheus scraping `target` every 5 s; (process, API address)."""
+    import shutil, socket
+    if not shutil.which("prometheus"):
+        return None
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close()
+    cfg = f"{d}/{name}.yml"
+    open(cfg, "w").write("global:\n  scrape_interval: 5s\nscrape_configs:\n  - job_name: latlab\n"
+                         f"    static_configs:\n      - targets: ['{target}']\n")
+    p = subprocess.Popen(["prometheus", f"--config.file={cfg}", f"--storage.tsdb.path={d}/{name}",
+                          f"--web.listen-address=127.0.0.1:{port}"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return p, f"127.0.0.1:{port}"
+
+def up_counts(api, seconds):
+    """(scrapes answered, failed) by one Prometheus over the last `seconds`."""
+    def q(expr):
+        u = f"http://{api}/api/v1/query?query=" + urllib.parse.quote(expr)
+        r = json.load(urllib.request.urlopen(u, timeout=10))["data"]["result"]
+        return float(r[0]["value"][1]) if r else 0.0
+    n = q(f"count_over_time(up[{seconds}s])")
+    ok = q(f"sum_over_time(up[{seconds}s])")
+    return int(ok), int(n - ok)
+
 def soak(a):
     d = tempfile.mkdtemp()
-    p, addr = start_monitor(a.latlab, ["-i", "1ms", "-p", str(a.prio), "--snapshot-every", "60s",
+    p, addr = start_monitor(a.latlab, ["-i", "1ms", "-p", str(a.prio), "--snapshot-every",
+                                       f"{a.snapshot_every}s",
                                        "--store", f"sqlite:{d}/soak.db",
                                        "-D", f"{a.soak + 120}s"])
+    proms = [x for x in (prometheus(d, "prom-a", addr), prometheus(d, "prom-b", addr)) if x]
     t0 = time.time()
     rss, page, scrapes, fails = [], "", 0, 0
     while p.poll() is None and time.time() - t0 < a.soak - 5:
@@ -69,13 +97,24 @@ def soak(a):
         rss.append(rss_kib(p.pid))
     meas, other = threads(p.pid)
     wall = time.time() - t0
+    ups = []
+    for pr, api in proms:
+        try:
+            ups.append(up_counts(api, int(wall)))
+        except OSError:
+            ups.append(None)
+        pr.terminate(); pr.wait()
     p.send_signal(signal.SIGTERM)  # ends it as an operator would: last snapshot stored
     out, _ = p.communicate()
     snaps = subprocess.run([a.latlab, "runs", "list", "--kind", "monitor", "--store",
                             f"sqlite:{d}/soak.db"], capture_output=True, text=True).stdout
     print(f"## soak: {machine()}")
     print(f"| duration | {wall:.0f} s |")
-    print(f"| scrapes answered / failed | {scrapes} / {fails} |")
+    print(f"| scrapes answered / failed (this script) | {scrapes} / {fails} |")
+    for k, u in enumerate(ups):
+        print(f"| scrapes answered / failed (Prometheus {k + 1}, every 5 s) | "
+              + (f"{u[0]} / {u[1]}" if u else "API unreachable") + " |")
+    print(f"| RSS first / last / max (KiB) | {rss[0]} / {rss[-1]} / {max(rss)} |")
     q = [rss[min(len(rss) - 1, i * len(rss) // 4)] for i in range(4)] + [rss[-1]]
     print(f"| RSS at 0, 25, 50, 75, 100 % of the run (KiB) | {' / '.join(map(str, q))} |")
     print(f"| samples | {total(page, 'latlab_samples_total'):.0f} |")
@@ -123,6 +162,7 @@ if __name__ == "__main__":
     ap.add_argument("--latlab", default="target/release/latlab")
     ap.add_argument("--soak", type=int, default=3600)
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--snapshot-every", type=int, default=300, help="seconds between snapshots")
     ap.add_argument("--prio", type=int, default=80, help="SCHED_FIFO priority of both tools")
     ap.add_argument("--each", type=int, default=60)
     ap.add_argument("--skip-soak", action="store_true")
