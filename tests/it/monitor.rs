@@ -1,6 +1,8 @@
-//! `latlab monitor` end to end: the /metrics page (parsed, and checked by promtool), hostile
-//! HTTP clients, a stall on one CPU, snapshots in the store across a restart, SIGTERM, bad
-//! usage, and a private Prometheus scraping the monitor.
+//! `latlab monitor` end to end: the /metrics page (parsed, and checked by promtool), the fixed
+//! windows, a stall on one CPU, SIGTERM and bad usage; and the helpers the other monitor test
+//! files share (a running monitor, raw requests, page parsing). HTTP hostility is in
+//! monitor_http.rs, the store in monitor_store.rs, Prometheus in monitor_prometheus.rs,
+//! monitor_ha.rs and monitor_tls.rs.
 
 use crate::util::{exclusive, expect_exit, latlab, rt_unavailable, skip, stall_repeatedly};
 use std::collections::BTreeMap;
@@ -83,7 +85,7 @@ impl Drop for Monitor {
 }
 
 /// Sends raw bytes and returns (status code, body); None when the server closed without one.
-fn request(addr: SocketAddr, raw: &[u8]) -> Option<(u16, String)> {
+pub(crate) fn request(addr: SocketAddr, raw: &[u8]) -> Option<(u16, String)> {
     let mut s = TcpStream::connect(addr).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
     s.write_all(raw).ok()?;
@@ -103,7 +105,7 @@ pub(crate) fn get(addr: SocketAddr, path: &str) -> Option<(u16, String)> {
 }
 
 /// GET /metrics, retried while the server is busy (503) for up to `patience`.
-fn scrape(addr: SocketAddr, patience: Duration) -> String {
+pub(crate) fn scrape(addr: SocketAddr, patience: Duration) -> String {
     let t0 = Instant::now();
     loop {
         match get(addr, "/metrics") {
@@ -118,7 +120,7 @@ fn scrape(addr: SocketAddr, patience: Duration) -> String {
 }
 
 /// Samples of a classic text page: `name{labels}` -> value.
-fn parse(page: &str) -> BTreeMap<String, f64> {
+pub(crate) fn parse(page: &str) -> BTreeMap<String, f64> {
     page.lines()
         .filter(|l| !l.starts_with('#') && !l.is_empty())
         .map(|l| {
@@ -131,7 +133,7 @@ fn parse(page: &str) -> BTreeMap<String, f64> {
         .collect()
 }
 
-fn value(m: &BTreeMap<String, f64>, key: &str) -> f64 {
+pub(crate) fn value(m: &BTreeMap<String, f64>, key: &str) -> f64 {
     *m.get(key)
         .unwrap_or_else(|| panic!("no {key} in {:?}", m.keys().collect::<Vec<_>>()))
 }
@@ -142,7 +144,7 @@ const LES: [&str; 15] = [
 ];
 
 /// Checks the histogram of `cpu` is consistent; returns its count.
-fn histogram_count(m: &BTreeMap<String, f64>, cpu: usize) -> f64 {
+pub(crate) fn histogram_count(m: &BTreeMap<String, f64>, cpu: usize) -> f64 {
     let mut prev = 0.0;
     for le in LES {
         let b = value(
@@ -287,78 +289,6 @@ fn every_scrape_of_a_window_reads_the_same_figures() {
 }
 
 #[test]
-fn hostile_clients_do_not_stop_measuring_or_answering() {
-    let mon = Monitor::start(&["-a", "0", "-i", "1ms", "--no-store", "-D", "120s"]);
-    let a = mon.addr;
-    assert_eq!(get(a, "/nope").unwrap().0, 404);
-    assert_eq!(get(a, "/../../etc/passwd").unwrap().0, 404);
-    let (code, status) = get(a, "/status").unwrap();
-    assert_eq!(code, 200);
-    assert!(status.contains("cpu 0:"), "{status}");
-    assert_eq!(
-        request(a, b"POST /metrics HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc")
-            .unwrap()
-            .0,
-        405
-    );
-    assert_eq!(request(a, b"\x16\x03\x01garbage\r\n\r\n").unwrap().0, 400);
-    // An oversized head is refused without being read to its end.
-    let mut big = b"GET /metrics HTTP/1.1\r\nX-Big: ".to_vec();
-    big.extend(std::iter::repeat_n(b'a', 64 * 1024));
-    if let Some((code, _)) = request(a, &big) {
-        assert_eq!(code, 431);
-    }
-    let before = histogram_count(&parse(&scrape(a, Duration::from_secs(10))), 0);
-
-    // Many connections that never finish their request, and one that trickles bytes.
-    let idle: Vec<TcpStream> = (0..48).filter_map(|_| TcpStream::connect(a).ok()).collect();
-    assert!(
-        idle.len() >= 40,
-        "could only open {} connections",
-        idle.len()
-    );
-    let trickle = std::thread::spawn(move || {
-        let mut s = TcpStream::connect(a).unwrap();
-        let t0 = Instant::now();
-        for b in b"GET /metrics HTTP/1.1\r\nX: "
-            .iter()
-            .chain([b'a'; 100].iter())
-        {
-            if s.write_all(&[*b]).is_err() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(500));
-            if t0.elapsed() > Duration::from_secs(20) {
-                break;
-            }
-        }
-        t0.elapsed()
-    });
-    // The monitor answers again once the idle ones time out (a few seconds), and kept measuring.
-    let after = histogram_count(&parse(&scrape(a, Duration::from_secs(15))), 0);
-    assert!(after > before, "samples stopped: {before} -> {after}");
-    // The idle connections were closed by the server, not left to hold it.
-    for mut s in idle {
-        s.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
-        let mut buf = Vec::new();
-        let _ = s.read_to_end(&mut buf);
-        let text = String::from_utf8_lossy(&buf);
-        assert!(
-            text.is_empty() || text.starts_with("HTTP/1.1 408") || text.starts_with("HTTP/1.1 503"),
-            "{text}"
-        );
-    }
-    let held = trickle.join().unwrap();
-    assert!(
-        held < Duration::from_secs(15),
-        "a trickling client held a connection for {held:?}"
-    );
-    assert_eq!(get(a, "/metrics").unwrap().0, 200);
-    let (code, _, err) = mon.terminate();
-    assert_eq!(code, Some(0), "{err}");
-}
-
-#[test]
 fn a_stall_on_one_cpu_shows_in_its_max_and_buckets_only() {
     if let Some(why) = rt_unavailable() {
         return skip("a_stall_on_one_cpu_shows_in_its_max_and_buckets_only", &why);
@@ -409,115 +339,6 @@ fn a_stall_on_one_cpu_shows_in_its_max_and_buckets_only() {
 }
 
 #[test]
-fn snapshots_land_in_the_store_and_a_restart_adds_more() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = format!("sqlite:{}", dir.path().join("m.db").display());
-    let args = [
-        "-a",
-        "0",
-        "-i",
-        "1ms",
-        "--snapshot-every",
-        "1s",
-        "--monitor-id",
-        "it-mon",
-        "--store",
-        &store,
-    ];
-    let mon = Monitor::start(&args);
-    let list = |extra: &[&str]| {
-        let o = latlab()
-            .args([
-                "runs",
-                "list",
-                "--kind",
-                "monitor",
-                "--tag",
-                "monitor=it-mon",
-                "--store",
-                &store,
-            ])
-            .args(extra)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        String::from_utf8_lossy(&o.stdout).into_owned()
-    };
-    // Wait for two periodic snapshots (not a fixed sleep: start-up is slow on a busy machine).
-    let t0 = std::time::Instant::now();
-    while list(&[])
-        .lines()
-        .filter(|l| l.contains("monitor=it-mon"))
-        .count()
-        < 2
-    {
-        assert!(
-            t0.elapsed() < Duration::from_secs(60),
-            "no snapshots stored"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let (code, out, err) = mon.terminate();
-    assert_eq!(code, Some(0), "{err}");
-    assert!(out.contains("snapshots stored"), "{out}");
-    let first = list(&[]);
-    let n1 = first
-        .lines()
-        .filter(|l| l.contains("monitor=it-mon"))
-        .count();
-    assert!(n1 >= 3, "two 1 s snapshots and the last one: {first}");
-    assert!(first.contains("host="), "{first}");
-    // The last run (the interval SIGTERM ended) is marked interrupted and has the CPU's series.
-    let newest = first
-        .lines()
-        .nth(1)
-        .unwrap()
-        .split_whitespace()
-        .next()
-        .unwrap()
-        .to_string();
-    let shown = latlab()
-        .args(["runs", "show", "--json", &newest, "--store", &store])
-        .output()
-        .unwrap();
-    let shown = String::from_utf8_lossy(&shown.stdout);
-    assert!(
-        shown.contains("\"kind\": \"monitor\"") || shown.contains("\"kind\":\"monitor\""),
-        "{shown}"
-    );
-    assert!(shown.contains("\"cpu0\""), "{shown}");
-
-    let mut again = latlab()
-        .arg("monitor")
-        .args(args)
-        .args(["--listen", "127.0.0.1:0", "-D", "1500ms"])
-        .output()
-        .unwrap();
-    assert!(
-        again.status.success(),
-        "{}",
-        String::from_utf8_lossy(&again.stderr)
-    );
-    again.stdout.clear();
-    let second = list(&[]);
-    let n2 = second
-        .lines()
-        .filter(|l| l.contains("monitor=it-mon"))
-        .count();
-    assert!(
-        n2 >= n1 + 2,
-        "a restart must add runs, not replace them: {n1} -> {n2}\n{second}"
-    );
-    for id in first
-        .lines()
-        .skip(1)
-        .filter_map(|l| l.split_whitespace().next())
-    {
-        assert!(second.contains(id), "run {id} vanished after the restart");
-    }
-}
-
-#[test]
 fn bad_monitor_usage_names_the_flag() {
     expect_exit(&["monitor"], &["--listen", "nowhere"], 2, "--listen");
     expect_exit(
@@ -540,151 +361,4 @@ pub(crate) fn free_port() -> u16 {
         .local_addr()
         .unwrap()
         .port()
-}
-
-#[test]
-fn a_private_prometheus_scrapes_the_monitor() {
-    if !latlab::sys::process::command_exists("prometheus") {
-        return skip(
-            "a_private_prometheus_scrapes_the_monitor",
-            "prometheus is not installed (scripts/test.sh installs Debian's prometheus)",
-        );
-    }
-    let mon = Monitor::start(&["-a", "0", "-i", "1ms", "--no-store", "-D", "120s"]);
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = dir.path().join("prometheus.yml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: latlab\n    static_configs:\n      - targets: ['{}']\n",
-            mon.addr
-        ),
-    )
-    .unwrap();
-    let web: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
-    let mut prom = std::process::Command::new("prometheus")
-        .arg(format!("--config.file={}", cfg.display()))
-        .arg(format!(
-            "--storage.tsdb.path={}",
-            dir.path().join("tsdb").display()
-        ))
-        .arg(format!("--web.listen-address={web}"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    struct Kill<'a>(&'a mut Child);
-    impl Drop for Kill<'_> {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    let prom = Kill(&mut prom);
-    let query = |q: &str| {
-        get(web, &format!("/api/v1/query?query={q}"))
-            .map(|(_, b)| b)
-            .unwrap_or_default()
-    };
-    let t0 = Instant::now();
-    let found = loop {
-        let body = query("latlab_latency_seconds_count");
-        if body.contains("\"cpu\":\"0\"") {
-            break body;
-        }
-        if t0.elapsed() > Duration::from_secs(60) {
-            drop(prom);
-            panic!("Prometheus never had latlab_latency_seconds_count: {body}");
-        }
-        std::thread::sleep(Duration::from_millis(500));
-    };
-    assert!(found.contains("\"job\":\"latlab\""), "{found}");
-    let max = query("latlab_latency_max_seconds");
-    assert!(max.contains("\"cpu\":\"0\""), "{max}");
-    let buckets = query("latlab_latency_seconds_bucket");
-    assert!(buckets.contains("\"le\":\"+Inf\""), "{buckets}");
-    drop(prom);
-    drop(mon);
-}
-
-#[test]
-fn contrib_prometheus_config_and_alert_rules_pass_promtool() {
-    if !latlab::sys::process::command_exists("promtool") {
-        return skip(
-            "contrib_prometheus_config_and_alert_rules_pass_promtool",
-            "promtool is not installed (Debian package prometheus)",
-        );
-    }
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    // Unit tests of the alert rules: a stall fires, a quiet series does not.
-    let out = std::process::Command::new("promtool")
-        .args(["test", "rules", "latlab-alerts.test.yml"])
-        .current_dir(root.join("contrib"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "promtool test rules: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    for (what, file) in [
-        ("config", "contrib/prometheus.yml"),
-        ("rules", "contrib/latlab-alerts.yml"),
-    ] {
-        let out = std::process::Command::new("promtool")
-            .args(["check", what])
-            .arg(root.join(file))
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "promtool check {what} {file}: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-}
-
-#[test]
-fn snapshots_go_to_postgresql_for_a_fleet() {
-    let Some(pg) = std::env::var("LATLAB_TEST_PG")
-        .ok()
-        .filter(|v| !v.is_empty())
-    else {
-        return skip(
-            "snapshots_go_to_postgresql_for_a_fleet",
-            "LATLAB_TEST_PG is not set (scripts/test.sh starts a server and sets it)",
-        );
-    };
-    let id = format!("pgmon-{}", std::process::id());
-    let out = latlab()
-        .args(["monitor", "-a", "0", "-i", "1ms", "--listen", "127.0.0.1:0"])
-        .args([
-            "--snapshot-every",
-            "1s",
-            "-D",
-            "2500ms",
-            "--monitor-id",
-            &id,
-            "--store",
-            &pg,
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let tag = format!("monitor={id}");
-    let list = latlab()
-        .args([
-            "runs", "list", "--kind", "monitor", "--tag", &tag, "--store", &pg,
-        ])
-        .output()
-        .unwrap();
-    let list = String::from_utf8_lossy(&list.stdout);
-    let n = list.lines().filter(|l| l.contains(&tag)).count();
-    assert!(n >= 3, "two snapshots and the last: {list}");
 }
