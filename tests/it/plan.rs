@@ -23,8 +23,8 @@ impl Drop for KnobTest {
 
 /// Takes `KNOB` for one test, or says why it cannot (not root, read-only /proc/sys).
 fn knob_test(test: &str) -> Option<KnobTest> {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let guard = LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    // Every test that runs a plan takes turns: one plan at a time holds the settings lock.
+    let guard = exclusive();
     let orig = std::fs::read(KNOB).ok()?;
     if let Err(e) = std::fs::write(KNOB, &orig) {
         skip(test, &format!("{KNOB} is not writable here: {e}"));
@@ -486,6 +486,7 @@ fn dry_run_quotes_commands_counts_time_and_takes_overrides() {
 
 #[test]
 fn progress_and_tags_name_levels_as_written_and_count_repeats_alike() {
+    let _x = exclusive();
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("p.toml");
     std::fs::write(
@@ -542,6 +543,7 @@ fn progress_and_tags_name_levels_as_written_and_count_repeats_alike() {
 
 #[test]
 fn the_store_reaches_measurements_by_environment_not_argv() {
+    let _x = exclusive();
     let dir = tempfile::tempdir().unwrap();
     let marker = format!("secret-store-{}", std::process::id());
     let db = dir.path().join(format!("{marker}.db"));
@@ -663,6 +665,7 @@ fn bad_plans_are_refused_before_anything_changes() {
 
 #[test]
 fn a_failing_disturbance_is_reported_as_failed() {
+    let _x = exclusive();
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("p.toml");
     std::fs::write(
