@@ -4,6 +4,7 @@ pub mod clocks;
 pub mod contend;
 pub mod ctxsw;
 pub mod cyclic;
+pub mod ipc;
 pub mod migrate;
 pub mod noise;
 pub mod tcp;

@@ -13,6 +13,7 @@ pub mod policy;
 pub mod privilege;
 pub mod process;
 pub mod roots;
+pub mod rtipc;
 pub mod sched;
 pub mod term;
 pub mod timesrc;

@@ -9,6 +9,7 @@ mod cyclic;
 mod fuzz;
 mod gate;
 mod import;
+mod ipc;
 mod lifecycle;
 mod load;
 mod ministat;
