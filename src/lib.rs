@@ -10,6 +10,7 @@ pub mod experiment;
 pub mod export;
 pub mod gate;
 pub mod import;
+pub mod io;
 pub mod live;
 pub mod load;
 pub mod measure;
@@ -22,6 +23,7 @@ pub mod rt;
 pub mod samples;
 pub mod stats;
 pub mod store;
+#[allow(unsafe_code)]
 pub mod sys;
 pub mod table;
 pub mod trace;

@@ -26,6 +26,8 @@ pub struct Entry {
     check: fn(&clap::ArgMatches, &CpuSet) -> std::result::Result<Option<u64>, String>,
     /// Lowers parsed arguments and runs the measurement through the driver.
     run: fn(&clap::ArgMatches, &CpuSet, Vec<String>) -> Result<()>,
+    /// Renders a stored run of its kind as it printed it, when it can.
+    show: fn(&crate::result::Run, crate::config::DisplayUnit) -> Option<String>,
 }
 
 impl std::fmt::Debug for Entry {
@@ -47,6 +49,7 @@ const fn entry<A: Lowering>(name: &'static str, about: &'static str, plannable: 
         args: A::augment_args,
         check: check::<A>,
         run: run::<A>,
+        show: <A::Config as crate::driver::Measurement>::render_stored,
     }
 }
 
@@ -121,7 +124,7 @@ pub static TABLE: &[Entry] = &[
          svsematest, sigwaittest, signaltest)",
         true,
     ),
-    entry::<crate::load::args::LoadArgs>(
+    entry::<measure::load::args::LoadArgs>(
         "load",
         "Run a load that provokes latency, in the foreground: `latlab load hackbench` (one run, \
          prints Time: like hackbench), `latlab load cpu:threads=2 -D 10s`; kept as a run of kind \
@@ -189,6 +192,15 @@ impl Entry {
     /// one run (ns) when known, or the first problem.
     pub fn check(&self, m: &clap::ArgMatches) -> std::result::Result<Option<u64>, String> {
         (self.check)(m, &CpuSet::online_here())
+    }
+
+    /// A stored run of its kind as it printed it (`runs show`), when it can render one.
+    pub fn show(
+        &self,
+        run: &crate::result::Run,
+        unit: crate::config::DisplayUnit,
+    ) -> Option<String> {
+        (self.show)(run, unit)
     }
 
     /// Lowers its parsed arguments and runs it through the driver.

@@ -189,14 +189,13 @@ fn verdict(lo: f64, hi: f64, higher_is_better: bool) -> Verdict {
     }
 }
 
-/// Compares every set with the first, choosing the unit of replication (see the module doc).
-pub fn analyse(sources: &[Source], st: &Settings) -> Analysis {
+/// Compares every set with the first sample by sample (`crate::compare::analyse` chooses this
+/// path unless every set has repeated runs): one run on a side proves nothing unless samples are
+/// assumed independent.
+pub fn analyse_pooled(sources: &[Source], st: &Settings) -> Analysis {
     let runs: Vec<usize> = sources.iter().map(|s| s.runs.len()).collect();
     let repeated = runs.iter().all(|&r| r >= 2);
     let single = runs.contains(&1);
-    if repeated && !st.assume_independent {
-        return super::per_run::analyse(sources, st);
-    }
     let mut a = analyse_samples(sources, st);
     if st.assume_independent && (repeated || single) {
         a.replication =
@@ -236,7 +235,7 @@ fn analyse_samples(sources: &[Source], st: &Settings) -> Analysis {
         if !short.is_empty() {
             warnings.push(format!(
                 "{name} not estimable from fewer than {} values, shown but not compared: {}",
-                super::per_run::thousands(min_n_for(q)),
+                thousands(min_n_for(q)),
                 short.join(", ")
             ));
         }
@@ -252,8 +251,8 @@ fn analyse_samples(sources: &[Source], st: &Settings) -> Analysis {
         .collect();
     let mw_adj = holm(&mws.iter().map(|m| m.p).collect::<Vec<_>>());
     // Welch's intervals at the level of the Holm step that decided each test, so a verdict
-    // and its interval always agree (see `per_run::holm_steps`).
-    let steps = super::per_run::holm_steps(&ws0.iter().map(|w| w.p).collect::<Vec<_>>(), alpha);
+    // and its interval always agree (see `holm_steps`).
+    let steps = holm_steps(&ws0.iter().map(|w| w.p).collect::<Vec<_>>(), alpha);
     let w_adj: Vec<f64> = steps.iter().map(|s| s.0).collect();
     let w_levels: Vec<f64> = steps.iter().map(|s| s.1).collect();
     let ws: Vec<_> = sources[1..]
@@ -295,7 +294,7 @@ fn analyse_samples(sources: &[Source], st: &Settings) -> Analysis {
                         "{} vs {} values, need {}",
                         base.dist.n(),
                         s.dist.n(),
-                        super::per_run::thousands(min_n_for(q))
+                        thousands(min_n_for(q))
                     )
                 }),
                 method: format!("bootstrap, {} replicates", st.replicates),
@@ -303,7 +302,7 @@ fn analyse_samples(sources: &[Source], st: &Settings) -> Analysis {
             });
         }
         let w = &ws[i - 1];
-        let wv = super::per_run::decide(w_adj[i - 1], alpha, w.ci, w.diff, st.higher_is_better);
+        let wv = decide(w_adj[i - 1], alpha, w.ci, w.diff, st.higher_is_better);
         metrics.push(MetricCmp {
             metric: "mean".into(),
             base: base.dist.mean(),
@@ -409,9 +408,73 @@ pub(super) fn pct(diff: f64, base: f64) -> f64 {
     }
 }
 
+/// Holm's procedure at `alpha` over `p`, in the input order: for each test its Holm-adjusted
+/// p-value and the confidence its interval must have to agree with the decision (the level of
+/// the step that rejected it, or of the step where the procedure stopped). NaN p-values are
+/// never rejected.
+pub fn holm_steps(p: &[f64], alpha: f64) -> Vec<(f64, f64)> {
+    let m = p.len();
+    let mut idx: Vec<usize> = (0..m).collect();
+    idx.sort_by(|&x, &y| {
+        let key = |v: f64| if v.is_nan() { f64::INFINITY } else { v };
+        key(p[x]).total_cmp(&key(p[y]))
+    });
+    let mut out = vec![(1.0, 1.0 - alpha); m];
+    let mut running = 0f64;
+    let mut stopped: Option<f64> = None;
+    for (j, &i) in idx.iter().enumerate() {
+        let k = (m - j) as f64;
+        let pi = if p[i].is_nan() { 1.0 } else { p[i] };
+        running = running.max((k * pi).min(1.0));
+        let level = 1.0 - alpha / k;
+        let rejected = stopped.is_none() && running < alpha;
+        if !rejected && stopped.is_none() {
+            stopped = Some(level);
+        }
+        out[i] = (
+            running,
+            if rejected {
+                level
+            } else {
+                stopped.unwrap_or(level)
+            },
+        );
+    }
+    out
+}
+
+/// A verdict from an adjusted p-value and its interval: proven only when both say so.
+pub(super) fn decide(
+    adj: f64,
+    alpha: f64,
+    ci: (f64, f64),
+    diff: f64,
+    higher_is_better: bool,
+) -> Verdict {
+    if adj < alpha && (ci.0 > 0.0 || ci.1 < 0.0) {
+        Verdict::NoDifferenceProven.pick_sign(diff, higher_is_better)
+    } else {
+        Verdict::NoDifferenceProven
+    }
+}
+
+/// `10000` as `10 000` (a thin grouping people read at a glance).
+pub fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(' ');
+        }
+        out.push(c);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::compare::analyse;
     use proptest::prelude::*;
 
     fn src(label: &str, v: Vec<f64>) -> Source {

@@ -76,8 +76,7 @@ pub struct RunInfo {
     pub mean: f64,
 }
 
-/// Largest latlab JSON result read.
-pub const MAX_JSON_BYTES: u64 = 256 << 20;
+pub use crate::result::MAX_JSON_BYTES;
 
 /// One item of a set: a stored run, a file, or standard input.
 #[derive(Debug, Clone)]
@@ -256,49 +255,8 @@ fn looks_like_json(p: &Path) -> Result<bool> {
 
 fn read_run(p: &Path) -> Result<Run> {
     let name = p.display().to_string();
-    let text = crate::experiment::plan::read_text_limited(p, MAX_JSON_BYTES, "latlab result")?;
-    parse_run(&text, &name)
-}
-
-/// Parses a latlab JSON result (`name` is used in messages); checks its schema and that its
-/// histogram counts add up without overflowing.
-pub fn parse_run(text: &str, name: &str) -> Result<Run> {
-    let run: Run = serde_json::from_str(text).map_err(|e| {
-        Error::Usage(format!(
-            "{name}: not a latlab result: {e} (line {}, column {})",
-            e.line(),
-            e.column()
-        ))
-    })?;
-    if run.schema != crate::result::SCHEMA {
-        return Err(Error::Usage(format!(
-            "{name}: schema '{}' is not {}",
-            run.schema,
-            crate::result::SCHEMA
-        )));
-    }
-    check_counts(&run).map_err(|e| Error::Usage(format!("{name}: {e}")))?;
-    Ok(run)
-}
-
-/// Refuses histograms whose counts do not fit in 64 bits once added up (they would wrap).
-pub fn check_counts(run: &Run) -> std::result::Result<(), String> {
-    let mut all = 0u64;
-    for s in &run.series {
-        let mut n = 0u64;
-        for [v, c] in &s.histogram.buckets {
-            n = n.checked_add(*c).ok_or_else(|| {
-                format!(
-                    "series {}: histogram counts overflow (bucket {v} ns holds {c})",
-                    s.name
-                )
-            })?;
-        }
-        all = all
-            .checked_add(n)
-            .ok_or_else(|| format!("series {}: histogram counts overflow", s.name))?;
-    }
-    Ok(())
+    let text = crate::io::read_text_limited(p, MAX_JSON_BYTES, "latlab result")?;
+    Run::parse(&text, &name)
 }
 
 fn run_dist<'r>(

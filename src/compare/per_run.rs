@@ -11,7 +11,10 @@
 //! A run too short for a metric (p99.9 from fewer than 10 000 samples) is left out of that
 //! metric's figures; one warning names those runs, however many metrics it affects.
 
-use super::analysis::{pct, set_summary, Analysis, Comparison, MetricCmp, Settings, Verdict};
+use super::analysis::{
+    decide, holm_steps, pct, set_summary, thousands, Analysis, Comparison, MetricCmp, Settings,
+    Verdict,
+};
 use super::inputs::Source;
 use crate::stats::dist::{min_n_for, Dist};
 use crate::stats::hypothesis::welch;
@@ -44,56 +47,6 @@ fn run_name(s: &Source, i: usize) -> String {
     s.info
         .get(i)
         .map_or_else(|| format!("{} run {}", s.label, i + 1), |r| r.name.clone())
-}
-
-/// Holm's procedure at `alpha` over `p`, in the input order: for each test its Holm-adjusted
-/// p-value and the confidence its interval must have to agree with the decision (the level of
-/// the step that rejected it, or of the step where the procedure stopped). NaN p-values are
-/// never rejected.
-pub fn holm_steps(p: &[f64], alpha: f64) -> Vec<(f64, f64)> {
-    let m = p.len();
-    let mut idx: Vec<usize> = (0..m).collect();
-    idx.sort_by(|&x, &y| {
-        let key = |v: f64| if v.is_nan() { f64::INFINITY } else { v };
-        key(p[x]).total_cmp(&key(p[y]))
-    });
-    let mut out = vec![(1.0, 1.0 - alpha); m];
-    let mut running = 0f64;
-    let mut stopped: Option<f64> = None;
-    for (j, &i) in idx.iter().enumerate() {
-        let k = (m - j) as f64;
-        let pi = if p[i].is_nan() { 1.0 } else { p[i] };
-        running = running.max((k * pi).min(1.0));
-        let level = 1.0 - alpha / k;
-        let rejected = stopped.is_none() && running < alpha;
-        if !rejected && stopped.is_none() {
-            stopped = Some(level);
-        }
-        out[i] = (
-            running,
-            if rejected {
-                level
-            } else {
-                stopped.unwrap_or(level)
-            },
-        );
-    }
-    out
-}
-
-/// A verdict from an adjusted p-value and its interval: proven only when both say so.
-pub(super) fn decide(
-    adj: f64,
-    alpha: f64,
-    ci: (f64, f64),
-    diff: f64,
-    higher_is_better: bool,
-) -> Verdict {
-    if adj < alpha && (ci.0 > 0.0 || ci.1 < 0.0) {
-        Verdict::NoDifferenceProven.pick_sign(diff, higher_is_better)
-    } else {
-        Verdict::NoDifferenceProven
-    }
 }
 
 /// Runs left out of a metric: the metric, the samples it needs, and the runs (name, samples).
@@ -285,19 +238,6 @@ pub fn figures_of(s: &Source, metric: super::inputs::Metric) -> crate::error::Re
     })
 }
 
-/// `10000` as `10 000` (a thin grouping people read at a glance).
-pub fn thousands(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(' ');
-        }
-        out.push(c);
-    }
-    out
-}
-
 /// One warning per set of runs too short, naming the metrics it cost and the runs.
 fn short_run_warnings(excluded: &Excluded) -> Vec<String> {
     type Runs = Vec<(String, u64)>;
@@ -342,8 +282,8 @@ fn short_run_warnings(excluded: &Excluded) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::analysis::analyse as analyse_any;
     use super::*;
+    use crate::compare::analyse as analyse_any;
     use proptest::prelude::*;
     use rand::{RngExt, SeedableRng};
     use rand_chacha::ChaCha8Rng;

@@ -300,7 +300,7 @@ pub fn experiment_levels(
         .runs(&item)
         .map_err(|e| Error::flag(flag, exp, e))?;
     let tags: Vec<_> = runs.iter().map(|r| &r.tags).collect();
-    let levels = super::levels::group(&tags);
+    let levels = super::grouping::group(&tags);
     let mut slots: Vec<Option<Resolved>> = runs.into_iter().map(Some).collect();
     Ok(levels
         .into_iter()
@@ -314,12 +314,8 @@ pub fn experiment_levels(
 /// Reads a latlab JSON result file.
 pub fn read_run(p: &Path) -> Result<Run> {
     let name = p.display().to_string();
-    let text = crate::experiment::plan::read_text_limited(
-        p,
-        super::inputs::MAX_JSON_BYTES,
-        "latlab result",
-    )?;
-    super::inputs::parse_run(&text, &name)
+    let text = crate::io::read_text_limited(p, crate::result::MAX_JSON_BYTES, "latlab result")?;
+    crate::result::Run::parse(&text, &name)
 }
 
 /// The label a set gets from its selectors when none is given: a level's tags, else the text.

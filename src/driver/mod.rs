@@ -88,6 +88,12 @@ pub trait Measurement {
 
     /// The text report.
     fn render(&self, o: &Self::Outcome) -> Text;
+
+    /// A stored run of this kind as the measurement printed it (`latlab runs show`), when it
+    /// can render one from the run alone; None gives the common per-series table.
+    fn render_stored(_run: &Run, _unit: crate::config::DisplayUnit) -> Option<String> {
+        None
+    }
 }
 
 /// Options every measurement shares, validated.

@@ -30,19 +30,7 @@ const MAX_JOURNAL_BYTES: u64 = 16 << 20;
 /// How long a start waits for a lock held for a moment (e.g. by another process's check).
 const LOCK_PATIENCE: Duration = Duration::from_millis(500);
 
-/// Where the journal lives: `$LATLAB_JOURNAL`, else `$XDG_STATE_HOME/latlab/restore.json`
-/// (`~/.local/state/...`).
-pub fn journal_path() -> PathBuf {
-    if let Some(p) = std::env::var_os("LATLAB_JOURNAL").filter(|v| !v.is_empty()) {
-        return PathBuf::from(p);
-    }
-    let base = std::env::var_os("XDG_STATE_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))
-        .unwrap_or_else(|| PathBuf::from("."));
-    base.join("latlab/restore.json")
-}
+pub use crate::io::journal_path;
 
 /// The lock file that guards a journal: beside it, `.lock` instead of its extension.
 pub fn lock_path(journal: &Path) -> PathBuf {

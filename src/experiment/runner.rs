@@ -261,7 +261,7 @@ fn execute(
         let out = out_reader.join().unwrap_or_default();
         let err = err_reader.join().unwrap_or_default();
         let result = (!out.trim().is_empty())
-            .then(|| crate::compare::inputs::parse_run(&out, &format!("run {}", i + 1)).ok())
+            .then(|| crate::result::Run::parse(&out, &format!("run {}", i + 1)).ok())
             .flatten();
         let id = err
             .lines()

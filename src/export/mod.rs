@@ -2,5 +2,4 @@
 
 pub mod json;
 pub mod rt_tests;
-pub mod summary;
 pub mod table;

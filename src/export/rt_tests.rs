@@ -92,12 +92,8 @@ pub fn cyclictest_json(run: &Run) -> Value {
 /// Rewrites the latlab JSON result at `path` as cyclictest JSON, atomically.
 pub fn rewrite_file(path: &std::path::Path) -> crate::error::Result<()> {
     let name = path.display().to_string();
-    let text = crate::experiment::plan::read_text_limited(
-        path,
-        crate::compare::inputs::MAX_JSON_BYTES,
-        "latlab result",
-    )?;
-    let run = crate::compare::inputs::parse_run(&text, &name)?;
+    let text = crate::io::read_text_limited(path, crate::result::MAX_JSON_BYTES, "latlab result")?;
+    let run = crate::result::Run::parse(&text, &name)?;
     let out = serde_json::to_vec_pretty(&cyclictest_json(&run))
         .map_err(|e| crate::error::Error::Env(format!("{name}: {e}")))?;
     crate::output::write_atomic(path, &out).map_err(|e| crate::error::Error::io(name, e))

@@ -165,9 +165,8 @@ pub fn run(
     let (mut done, mut made) = (0usize, 0u64);
     for file in files {
         let name = file.display().to_string();
-        let parsed =
-            crate::experiment::plan::read_text_limited(file, MAX_IMPORT_BYTES, tool.name())
-                .and_then(|text| parse(tool, &text, &name, max_runs - made));
+        let parsed = crate::io::read_text_limited(file, MAX_IMPORT_BYTES, tool.name())
+            .and_then(|text| parse(tool, &text, &name, max_runs - made));
         let runs = match parsed {
             Ok(r) => r,
             Err(e) if done == 0 => return Err(e),

@@ -4,9 +4,6 @@
 //! warms them up before a measurement and stops, reaps and reports them after it — and kills
 //! them on every other way out.
 
-pub mod args;
-pub mod foreground;
-
 pub mod hackbench;
 pub mod kinds;
 pub mod spec;

@@ -5,6 +5,7 @@ pub mod contend;
 pub mod ctxsw;
 pub mod cyclic;
 pub mod ipc;
+pub mod load;
 pub mod migrate;
 pub mod noise;
 pub mod tcp;

@@ -214,7 +214,7 @@ pub fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> 
             tripped: Arc::new(AtomicBool::new(false)),
             done: done.clone(),
             bell: bell.clone(),
-            tally: Some(tallies[i].clone()),
+            tally: Some(tallies[i].clone() as Arc<dyn rt::Tap>),
             spikes: None,
         };
         move || move || w.run()

@@ -116,6 +116,23 @@ impl Tally {
     }
 }
 
+impl crate::rt::Tap for Tally {
+    #[inline(always)]
+    fn observe(&self, ns: u64) {
+        Tally::observe(self, ns);
+    }
+
+    #[inline(always)]
+    fn set_overruns(&self, n: u64) {
+        Tally::set_overruns(self, n);
+    }
+
+    #[inline(always)]
+    fn set_lost(&self, n: u64) {
+        Tally::set_lost(self, n);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -52,7 +52,52 @@ pub struct Run {
     pub trace: Option<crate::trace::spikes::TraceReport>,
 }
 
+/// Largest latlab JSON result read.
+pub const MAX_JSON_BYTES: u64 = 256 << 20;
+
 impl Run {
+    /// Parses a latlab JSON result (`name` is used in messages); checks its schema and that its
+    /// histogram counts add up without overflowing.
+    pub fn parse(text: &str, name: &str) -> crate::Result<Run> {
+        let run: Run = serde_json::from_str(text).map_err(|e| {
+            crate::Error::Usage(format!(
+                "{name}: not a latlab result: {e} (line {}, column {})",
+                e.line(),
+                e.column()
+            ))
+        })?;
+        if run.schema != crate::result::SCHEMA {
+            return Err(crate::Error::Usage(format!(
+                "{name}: schema '{}' is not {}",
+                run.schema,
+                crate::result::SCHEMA
+            )));
+        }
+        run.check_counts()
+            .map_err(|e| crate::Error::Usage(format!("{name}: {e}")))?;
+        Ok(run)
+    }
+
+    /// Refuses histograms whose counts do not fit in 64 bits once added up (they would wrap).
+    pub fn check_counts(&self) -> std::result::Result<(), String> {
+        let mut all = 0u64;
+        for s in &self.series {
+            let mut n = 0u64;
+            for [v, c] in &s.histogram.buckets {
+                n = n.checked_add(*c).ok_or_else(|| {
+                    format!(
+                        "series {}: histogram counts overflow (bucket {v} ns holds {c})",
+                        s.name
+                    )
+                })?;
+            }
+            all = all
+                .checked_add(n)
+                .ok_or_else(|| format!("series {}: histogram counts overflow", s.name))?;
+        }
+        Ok(())
+    }
+
     /// A run of `kind` that started at `started` and ends now: id, times and duration filled
     /// in; no series, warnings or loads yet, not interrupted, no failed check.
     pub fn new(

@@ -44,6 +44,18 @@ impl Live {
     }
 }
 
+/// Per-sample figures a measuring thread also publishes to a reader outside the run (the
+/// monitor's endpoint): called from the hot loop, so implementations are plain atomic stores,
+/// no lock, no allocation.
+pub trait Tap: Send + Sync {
+    /// One latency sample (ns).
+    fn observe(&self, ns: u64);
+    /// The thread's running count of overruns.
+    fn set_overruns(&self, n: u64);
+    /// The thread's running count of samples its raw log lost.
+    fn set_lost(&self, n: u64);
+}
+
 /// How a worker thread is to be placed and scheduled.
 #[derive(Debug, Clone)]
 pub struct Placement {

@@ -398,7 +398,8 @@ pub fn redact_argv(argv: &[String]) -> Vec<String> {
 pub fn check_imported(run: &serde_json::Value, what: &str) -> Result<()> {
     let r: Run = serde_json::from_value(run.clone())
         .map_err(|e| Error::Usage(format!("{what}: not a latlab run: {e}")))?;
-    crate::compare::inputs::check_counts(&r).map_err(|e| Error::Usage(format!("{what}: {e}")))
+    r.check_counts()
+        .map_err(|e| Error::Usage(format!("{what}: {e}")))
 }
 
 /// Exports runs as a bundle.

@@ -8,6 +8,7 @@ pub mod attribute;
 pub mod event;
 pub mod format;
 pub mod page;
+pub mod raw;
 pub mod recorder;
 pub mod spikes;
 pub mod timeline;

@@ -4,6 +4,7 @@
 //! JSON (`trace`) and the "why" summary printed after the table.
 
 use super::attribute::{attribute, Attribution, Note};
+pub use super::raw::RawSpike;
 use super::recorder::Recorder;
 use super::tracefs::{journal_file, TraceFs};
 use crate::config::DisplayUnit;
@@ -21,23 +22,6 @@ const KEEP_NS: u64 = 2_000_000_000;
 const BUFFER_KB: u64 = 4096;
 /// Spikes kept as records; beyond, only counted.
 const MAX_RECORDS: usize = 10_000;
-
-/// A spike as a measuring thread reports it (no allocation: plain numbers through a ring).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct RawSpike {
-    /// Index of the series (thread) in the run.
-    pub series: u32,
-    /// CPU it ran on.
-    pub cpu: u32,
-    /// Expected wake-up, CLOCK_MONOTONIC ns.
-    pub expected: u64,
-    /// Actual wake-up (clock read), CLOCK_MONOTONIC ns.
-    pub actual: u64,
-    /// Loop number (cyclic) or interruption number (noise), from 1.
-    pub seq: u64,
-    /// The measuring thread's id (0: unknown).
-    pub tid: i32,
-}
 
 /// One attributed spike in the run's JSON.
 #[derive(Debug, Clone, Serialize, Deserialize)]

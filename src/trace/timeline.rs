@@ -3,7 +3,7 @@
 
 use super::attribute::{task_label, Attribution};
 use super::event::{softirq_name, Event, Kind};
-use super::spikes::RawSpike;
+use super::raw::RawSpike;
 
 /// How far before the expected wake-up the timeline starts.
 const LEAD_NS: u64 = 1_000_000;

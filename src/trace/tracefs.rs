@@ -247,8 +247,7 @@ fn remove_instance(dir: &Path) -> std::io::Result<()> {
 
 /// The journal file for this process's instance, beside the knob journal.
 pub fn journal_file() -> PathBuf {
-    crate::experiment::knobs::journal_path()
-        .with_file_name(format!("trace-{}.json", std::process::id()))
+    crate::io::journal_path().with_file_name(format!("trace-{}.json", std::process::id()))
 }
 
 #[derive(serde::Serialize, serde::Deserialize)]

@@ -10,9 +10,11 @@ use proptest::test_runner::{Config, TestRunner};
 use std::path::Path;
 use std::sync::OnceLock;
 
-use latlab::compare::analysis::{analyse, Settings};
-use latlab::compare::inputs::{parse_run, Source};
+use latlab::compare::analyse;
+use latlab::compare::analysis::Settings;
+use latlab::compare::inputs::Source;
 use latlab::compare::render::{render, Format};
+use latlab::result::Run;
 use latlab::stats::dist::Dist;
 
 fn cases() -> u32 {
@@ -200,7 +202,7 @@ fn json_results_never_panic() {
     runner()
         .run(&mutated(run_json().as_bytes().to_vec()), |b| {
             if let Ok(text) = std::str::from_utf8(&b) {
-                if let Ok(run) = parse_run(text, "fuzz.json") {
+                if let Ok(run) = Run::parse(text, "fuzz.json") {
                     for s in &run.series {
                         let d = Dist::from_histogram(&s.histogram, 1e-3);
                         if d.n() >= 3 {

@@ -1,6 +1,10 @@
 //! latlab's one integration-test binary: drives the real `latlab` binary end to end.
+// Test-only: signals to child processes and euid checks call libc directly; the crate itself
+// denies unsafe code outside src/sys (Cargo.toml [lints.rust]).
+#![allow(unsafe_code)]
 
 mod ab;
+mod architecture;
 mod clocks;
 mod compare;
 mod contend;

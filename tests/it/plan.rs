@@ -685,3 +685,37 @@ fn a_failing_disturbance_is_reported_as_failed() {
         "the failure was hidden: {err}"
     );
 }
+
+/// A plan's measurement options are checked as the run checks them (the command line's own
+/// checker, registered from the table of measurements), before anything runs.
+#[test]
+fn the_measurement_options_are_checked_as_the_run_checks_them() {
+    let dir = crate::util::scratch();
+    let p = dir.join("opts.toml");
+    for (args, want) in [
+        ("\"--json\", \"/tmp/x.json\"", "--json"),
+        ("\"--store\", \"sqlite:/tmp/x.db\"", "--store"),
+        ("\"--no-store\"", "--no-store"),
+        ("\"--tag\", \"repeat=1\"", "repeat"),
+        ("\"-D\", \"99999999999999999999h\"", "-D"),
+        ("\"--load\", \"teleport\"", "teleport"),
+        ("\"--warp\"", "--warp"),
+    ] {
+        std::fs::write(
+            &p,
+            format!("[measure]\ncommand = \"tcp\"\nargs = [{args}]\n"),
+        )
+        .unwrap();
+        crate::util::expect_exit(&["run", "--dry-run"], &[p.to_str().unwrap()], 2, want);
+    }
+    // In a level's options too.
+    std::fs::write(
+        &p,
+        "[measure]\ncommand = \"tcp\"\n[[factor]]\nname = \"a\"\nlevels = [\"x\", \"y\"]\noptions = { y = [\"--json\", \"-\"] }\n",
+    )
+    .unwrap();
+    crate::util::expect_exit(&["run", "--dry-run"], &[p.to_str().unwrap()], 2, "a=y");
+    // A measurement a plan cannot run (monitor has no end) is refused with the list.
+    std::fs::write(&p, "[measure]\ncommand = \"monitor\"\n").unwrap();
+    crate::util::expect_exit(&["run", "--dry-run"], &[p.to_str().unwrap()], 2, "cyclic");
+}

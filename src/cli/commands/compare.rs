@@ -96,7 +96,7 @@ pub fn run(a: &CompareArgs) -> Result<String> {
         unit,
         assume_independent: a.assume_independent_samples,
     };
-    let mut an = analysis::analyse(&sources, &settings);
+    let mut an = crate::compare::analyse(&sources, &settings);
     if let Some(h) = headline.filter(|_| per_metric) {
         an.headline = h.to_string();
     }

@@ -5,6 +5,7 @@ mod compare;
 mod gate;
 mod report;
 mod runs;
+mod show;
 
 use crate::cli::{Command, Parsed, SamplesArgs};
 use crate::error::{Error, Result};
@@ -68,7 +69,7 @@ pub fn run(parsed: Parsed, argv: Vec<String>) -> Result<()> {
         }
         Command::Restore => {
             // Tracing instances first: they do not need the knob journal's lock.
-            let dir = crate::experiment::knobs::journal_path();
+            let dir = crate::io::journal_path();
             let mut text = String::new();
             for l in crate::trace::tracefs::restore_in(dir.parent().unwrap_or(&dir)) {
                 text.push_str(&l);

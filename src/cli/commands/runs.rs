@@ -60,7 +60,7 @@ pub fn run(c: RunsCmd) -> Result<()> {
                 return out(&(raw()? + "\n"));
             }
             match serde_json::from_value::<crate::result::Run>(e.run.clone()) {
-                Ok(run) => out(&crate::export::summary::render(&run, &e.tags, unit)),
+                Ok(run) => out(&super::show::render(&run, &e.tags, unit)),
                 Err(why) => Err(Error::Usage(format!(
                     "run {id}: its stored result does not read as a latlab run ({why}); \
                      `latlab runs show --json {id}` prints it as stored"
@@ -113,11 +113,7 @@ pub fn run(c: RunsCmd) -> Result<()> {
             ..
         } => {
             let name = file.display().to_string();
-            let text = crate::experiment::plan::read_text_limited(
-                &file,
-                MAX_BUNDLE_BYTES,
-                "latlab bundle",
-            )?;
+            let text = crate::io::read_text_limited(&file, MAX_BUNDLE_BYTES, "latlab bundle")?;
             let b: Bundle = serde_json::from_str(&text).map_err(|e| {
                 Error::Usage(format!(
                     "{name}: not a latlab bundle: {e} (line {}, column {})",

@@ -337,6 +337,14 @@ impl crate::driver::Measurement for CyclicConfig {
         &mut o.run
     }
 
+    fn render_stored(run: &Run, unit: crate::config::DisplayUnit) -> Option<String> {
+        let outcome = CyclicOutcome {
+            run: run.clone(),
+            linear: Vec::new(),
+        };
+        Some(report::render(&outcome, unit))
+    }
+
     fn render(&self, o: &CyclicOutcome) -> crate::driver::Text {
         let mut text = String::new();
         if self.histogram_us.is_some() {

@@ -41,7 +41,7 @@ pub struct Worker {
     /// Rung when this worker ends.
     pub bell: Arc<crate::rt::Doorbell>,
     /// Buckets and counters for `latlab monitor`'s endpoint (None for `cyclic`).
-    pub tally: Option<Arc<crate::monitor::tally::Tally>>,
+    pub tally: Option<Arc<dyn crate::rt::Tap>>,
     /// `--trace`: wake-ups at or above the threshold go here (preallocated, lock-free).
     pub spikes: Option<SpikeOut>,
 }

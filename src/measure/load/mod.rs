@@ -1,12 +1,14 @@
-//! `latlab load KIND[:opts]` as a measurement: the load runs in the foreground through the
+//! `latlab load KIND[:opts]` as a measurement (the loads themselves are `crate::load`): the load runs in the foreground through the
 //! driver (signals, outputs, store), and its achieved rate becomes a run of kind `load`.
 //! hackbench without a duration does one run and prints `Time:` as hackbench does; its run
 //! also has a `time` series (ns) like an imported hackbench run, so `compare` and `gate` read
 //! both alike.
 
-use super::{kinds, LoadKind, LoadSet, LoadSpec};
+pub mod args;
+
 use crate::driver::{Ctx, Footprint, Measurement, Text};
 use crate::error::{Error, Result};
+use crate::load::{kinds, LoadKind, LoadSet, LoadSpec};
 use crate::result::{LoadReport, Run, Series};
 use crate::stats::Recorder;
 use std::time::{Duration, Instant};

@@ -1,6 +1,7 @@
-//! `latlab runs show`: a stored run as people read it, instead of its raw JSON. A `cyclic` run
-//! gets the table `cyclic` printed; every other kind (the other measurements, monitor
-//! snapshots, imported runs) gets one table of its series' figures.
+//! `latlab runs show`: a stored run as people read it, instead of its raw JSON. A measurement
+//! that can render a stored run as it printed it (`Measurement::render_stored`: `cyclic`'s
+//! table) does; every other kind (the other measurements, monitor snapshots, imported runs)
+//! gets one table of its series' figures.
 
 use crate::config::DisplayUnit;
 use crate::export::table;
@@ -10,14 +11,13 @@ use std::collections::BTreeMap;
 /// The summary of `run` (stored with `tags`), latencies in `unit`.
 pub fn render(run: &Run, tags: &BTreeMap<String, String>, unit: DisplayUnit) -> String {
     let mut s = String::new();
-    if run.kind == "cyclic" {
-        let outcome = crate::measure::cyclic::CyclicOutcome {
-            run: run.clone(),
-            linear: Vec::new(),
-        };
-        s.push_str(&crate::measure::cyclic::report::render(&outcome, unit));
-    } else {
-        s.push_str(&generic(run, unit));
+    match crate::table::TABLE
+        .iter()
+        .find(|e| e.kind == run.kind)
+        .and_then(|e| e.show(run, unit))
+    {
+        Some(own) => s.push_str(&own),
+        None => s.push_str(&generic(run, unit)),
     }
     if let Some(t) = &run.trace {
         s.push_str(&crate::trace::spikes::why(t, unit));

@@ -26,7 +26,7 @@ pub struct LoadArgs {
 }
 
 impl crate::driver::Lowering for LoadArgs {
-    type Config = super::foreground::Foreground;
+    type Config = super::Foreground;
 
     fn common(&self) -> &MeasureArgs {
         &self.common
@@ -37,8 +37,8 @@ impl crate::driver::Lowering for LoadArgs {
     }
 
     fn lower(&self, _online: &CpuSet) -> Result<Self::Config> {
-        Ok(super::foreground::Foreground {
-            spec: super::LoadSpec::parse(&self.spec)?,
+        Ok(super::Foreground {
+            spec: crate::load::LoadSpec::parse(&self.spec)?,
             load: self.spec.clone(),
             duration_ns: self.duration,
         })
