@@ -124,6 +124,13 @@ pub static TABLE: &[Entry] = &[
          svsematest, sigwaittest, signaltest)",
         true,
     ),
+    entry::<measure::pi::args::PiArgs>(
+        "pi",
+        "Priority inversion, repeated: low holds a pthread mutex, high waits, medium spins on the \
+         same CPU; --protocol inherit|none|protect; exit 1 when inversion happened (pi_stress, \
+         pip_stress)",
+        true,
+    ),
     entry::<measure::load::args::LoadArgs>(
         "load",
         "Run a load that provokes latency, in the foreground: `latlab load hackbench` (one run, \

@@ -8,4 +8,5 @@ pub mod ipc;
 pub mod load;
 pub mod migrate;
 pub mod noise;
+pub mod pi;
 pub mod tcp;

@@ -9,6 +9,7 @@ pub mod ipc;
 pub mod mem;
 pub mod mount;
 pub mod net;
+pub mod pimutex;
 pub mod policy;
 pub mod privilege;
 pub mod process;

@@ -19,6 +19,7 @@ mod load;
 mod ministat;
 mod monitor;
 mod noise;
+mod pi;
 mod plan;
 mod report;
 mod store;
