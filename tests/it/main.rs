@@ -16,6 +16,7 @@ mod import;
 mod ipc;
 mod lifecycle;
 mod load;
+mod loadcpus;
 mod ministat;
 mod monitor;
 mod noise;

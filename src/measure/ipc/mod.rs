@@ -323,6 +323,11 @@ impl crate::driver::Measurement for IpcConfig {
         ))
     }
 
+    fn measured_cpus(&self) -> Option<crate::config::CpuSet> {
+        let cpus: Option<Vec<usize>> = self.cpus.iter().copied().collect();
+        cpus.map(crate::config::CpuSet::from_cpus)
+    }
+
     fn footprint(&self) -> crate::driver::Footprint {
         let rt = self.policy.is_rt();
         crate::driver::Footprint {

@@ -275,6 +275,10 @@ impl crate::driver::Measurement for PiConfig {
         }
     }
 
+    fn measured_cpus(&self) -> Option<crate::config::CpuSet> {
+        Some(crate::config::CpuSet::from_cpus([self.cpu]))
+    }
+
     fn footprint(&self) -> crate::driver::Footprint {
         crate::driver::Footprint {
             min_rt_prio: Some(self.prio - 2),
