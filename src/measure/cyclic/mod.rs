@@ -309,6 +309,11 @@ impl crate::driver::Measurement for CyclicConfig {
         self.duration_ns.map(Duration::from_nanos)
     }
 
+    fn measured_cpus(&self) -> Option<crate::config::CpuSet> {
+        let cpus: Option<Vec<usize>> = self.threads.iter().map(|t| t.cpu).collect();
+        cpus.map(crate::config::CpuSet::from_cpus)
+    }
+
     fn footprint(&self) -> crate::driver::Footprint {
         crate::driver::Footprint {
             min_rt_prio: self
