@@ -114,10 +114,24 @@ impl Knobs {
     }
 
     /// Writes `value` to `file`, journaling the original first.
+    /// The value is read back: a write the kernel accepted but did not apply (an unknown
+    /// clocksource leaves the old one) is an error (exit 3) naming the file, the value and what
+    /// the kernel kept, so a plan never records a level that was not in force.
     pub fn set(&mut self, file: &Path, value: &str) -> Result<()> {
         let real = self.remember(file)?;
         write_knob(&real, value.as_bytes(), &self.roots)
-            .map_err(|e| Error::Env(format!("cannot set {} to '{value}': {e}", real.display())))
+            .map_err(|e| Error::Env(format!("cannot set {} to '{value}': {e}", real.display())))?;
+        let now = read_knob(&real, &self.roots)?;
+        let now = String::from_utf8_lossy(&now);
+        if !holds(value, &now) {
+            return Err(Error::Env(format!(
+                "{}: the kernel did not take '{value}' (it kept '{}'); the level would not be \
+                 what was in force",
+                real.display(),
+                now.trim()
+            )));
+        }
+        Ok(())
     }
 
     /// Writes every original back and removes the journal; returns what failed (the journal
@@ -129,6 +143,23 @@ impl Knobs {
         }
         failed
     }
+}
+
+/// Whether a knob reading `now` holds the `value` written: the same text (blanks aside), the
+/// same number, or the bracketed choice of a sysfs menu (`always [madvise] never`).
+pub fn holds(value: &str, now: &str) -> bool {
+    let (w, r) = (value.trim(), now.trim());
+    if w == r {
+        return true;
+    }
+    let words = |s: &str| s.split_whitespace().map(str::to_string).collect::<Vec<_>>();
+    if words(w) == words(r) {
+        return true;
+    }
+    if r.split_whitespace().any(|t| t == format!("[{w}]")) {
+        return true;
+    }
+    matches!((w.parse::<i128>(), r.parse::<i128>()), (Ok(a), Ok(b)) if a == b)
 }
 
 /// One knob changed under the journal, put back when dropped (also on panic unwinding and
@@ -276,6 +307,18 @@ mod tests {
     use super::file::hex;
     use super::journal::LOCK_PATIENCE;
     use super::*;
+
+    #[test]
+    fn a_value_holds_as_the_kernel_shows_it_and_not_otherwise() {
+        assert!(holds("tsc", "tsc\n"));
+        assert!(holds("1", " 1\n"));
+        assert!(holds("0010", "10"));
+        assert!(holds("madvise", "always [madvise] never\n"));
+        assert!(holds("950000 1000000", "950000\t1000000\n"));
+        assert!(!holds("no-such-clocksource", "tsc\n"));
+        assert!(!holds("madvise", "[always] madvise never"));
+        assert!(!holds("2", "1"));
+    }
 
     struct Tree {
         dir: tempfile::TempDir,
