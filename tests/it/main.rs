@@ -13,6 +13,7 @@ mod cyclic;
 mod fuzz;
 mod gate;
 mod import;
+mod import_rt;
 mod ipc;
 mod lifecycle;
 mod lifecycle_children;
