@@ -237,6 +237,7 @@ impl Control {
                             Some(t) if t.elapsed() >= SECOND_SIGNAL_AFTER => {
                                 if EXIT_ON_SECOND_SIGNAL.load(Ordering::Relaxed) {
                                     crate::note!("latlab: second interrupt: ending at once");
+                                    crate::trace::cleanup_on_exit();
                                     std::process::exit(130);
                                 }
                             }

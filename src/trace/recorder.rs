@@ -57,7 +57,7 @@ impl CpuLog {
 struct Shared {
     cpus: Vec<usize>,
     logs: Vec<Mutex<CpuLog>>,
-    stop: AtomicBool,
+    stop: Arc<AtomicBool>,
 }
 
 /// A running trace: the instance, the reader thread and the per-CPU logs.
@@ -133,9 +133,11 @@ impl Recorder {
         let shared = Arc::new(Shared {
             cpus: cpus.to_vec(),
             logs: cpus.iter().map(|_| Mutex::new(CpuLog::default())).collect(),
-            stop: AtomicBool::new(false),
+            stop: Arc::new(AtomicBool::new(false)),
         });
         let sh = shared.clone();
+        let closed = Arc::new(AtomicBool::new(false));
+        let cl = closed.clone();
         let reader = std::thread::Builder::new()
             .name("latlab-trace".into())
             .spawn(move || {
@@ -146,12 +148,16 @@ impl Recorder {
                         drain(f, &mut buf, &header, &dec, log, keep_ns);
                     }
                     if last {
-                        return;
+                        break;
                     }
                     std::thread::sleep(Duration::from_millis(10));
                 }
+                // The instance can be removed once its pipes are closed.
+                drop(files);
+                cl.store(true, Ordering::Release);
             })
             .map_err(|e| Error::Env(format!("--trace: cannot start the reader thread: {e}")))?;
+        super::lifecycle::attach_reader(instance.id, shared.stop.clone(), closed);
         Ok(Recorder {
             shared,
             reader: Some(reader),

@@ -120,32 +120,24 @@ impl Tracer {
         names: Vec<String>,
         keep_ns: u64,
     ) -> Result<Tracer> {
-        let (fs, mounted) = TraceFs::system()?;
-        let j = Some(journal_file());
-        Tracer::start_in(&fs, mounted, j, cpus, threshold_ns, names, keep_ns)
+        let j = journal_file();
+        let (fs, lease) = TraceFs::system(j.parent().unwrap_or(std::path::Path::new(".")))?;
+        Tracer::start_in(&fs, lease, Some(j), cpus, threshold_ns, names, keep_ns)
     }
 
     /// As [`Tracer::start`] on a chosen tracefs.
     pub fn start_in(
         fs: &TraceFs,
-        mounted: Option<std::path::PathBuf>,
+        lease: Option<super::lifecycle::MountLease>,
         journal: Option<std::path::PathBuf>,
         cpus: &[usize],
         threshold_ns: u64,
         names: Vec<String>,
         keep_ns: u64,
     ) -> Result<Tracer> {
-        let layouts = fs.layouts();
-        let (header, dec, events) = match layouts {
-            Ok(l) => l,
-            Err(e) => {
-                if let Some(m) = &mounted {
-                    let _ = crate::sys::mount::umount(m);
-                }
-                return Err(e);
-            }
-        };
-        let inst = fs.create_instance(cpus, &events, BUFFER_KB, journal, mounted)?;
+        // On an error the lease drops, and the last user of a mount latlab made unmounts.
+        let (header, dec, events) = fs.layouts()?;
+        let inst = fs.create_instance(cpus, &events, BUFFER_KB, journal, lease)?;
         let rec = Recorder::start(inst, cpus, header, dec, keep_ns)?;
         Ok(Tracer {
             rec,
@@ -241,6 +233,13 @@ impl Tracer {
     /// Stops tracing (after the measuring threads ended), attributes what is left, removes
     /// the instance and returns the report.
     pub fn finish(mut self) -> TraceReport {
+        // Tests widen the window in which a second Ctrl-C finds the instance alive.
+        if let Some(ms) = std::env::var("LATLAB_TEST_TRACE_FINISH_DELAY_MS")
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+        {
+            std::thread::sleep(Duration::from_millis(ms));
+        }
         self.rec.stop();
         for s in std::mem::take(&mut self.pending) {
             self.attribute(s, Duration::ZERO);

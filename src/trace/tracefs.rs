@@ -5,6 +5,7 @@
 
 use super::event::Decoder;
 use super::format::{parse_format, parse_header_page, PageHeader};
+use super::lifecycle::{self, MountLease};
 use crate::error::{Error, Result};
 use std::path::{Path, PathBuf};
 
@@ -49,7 +50,7 @@ fn read(p: &Path) -> Result<String> {
 }
 
 /// Writes an existing control file (never creates one).
-fn poke(p: &Path, v: &str) -> std::io::Result<()> {
+pub(super) fn poke(p: &Path, v: &str) -> std::io::Result<()> {
     use std::io::Write;
     std::fs::OpenOptions::new()
         .write(true)
@@ -78,23 +79,16 @@ pub fn cpumask(cpus: &[usize]) -> String {
 
 impl TraceFs {
     /// The system's tracefs: where /proc/mounts says it is, else mounted at
-    /// [`DEFAULT_MOUNT`]. The second value is the mount point when latlab mounted it.
-    pub fn system() -> Result<(TraceFs, Option<PathBuf>)> {
-        let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
-        if let Some(p) = mounts.lines().find_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            (f.len() > 2 && f[2] == "tracefs").then(|| PathBuf::from(f[1]))
-        }) {
-            return Ok((TraceFs { root: p }, None));
-        }
-        let p = PathBuf::from(DEFAULT_MOUNT);
-        crate::sys::mount::mount_tracefs(&p).map_err(|e| {
-            Error::Env(format!(
-                "--trace: tracefs is not mounted and mounting it on {} failed: {e} (needs root)",
-                p.display()
-            ))
-        })?;
-        Ok((TraceFs { root: p.clone() }, Some(p)))
+    /// [`DEFAULT_MOUNT`]. Mount decisions are serialised by a lock in journal directory
+    /// `dir`; the lease is this run's share of a mount latlab made (None: someone else's).
+    pub fn system(dir: &Path) -> Result<(TraceFs, Option<MountLease>)> {
+        let (root, lease) = lifecycle::acquire(
+            dir,
+            Path::new(DEFAULT_MOUNT),
+            crate::sys::mount::mount_tracefs,
+            lifecycle::mounted_tracefs,
+        )?;
+        Ok((TraceFs { root }, lease))
     }
 
     /// The page layout and a decoder for every event latlab enables; a missing required
@@ -143,35 +137,36 @@ impl TraceFs {
     }
 
     /// Creates the private instance for `cpus` with `events` enabled and tracing on. The
-    /// instance is journaled (with `umount` when latlab mounted tracefs) before it exists.
+    /// instance is journaled (with the mount point when it holds a `lease` on a mount latlab
+    /// made) before it exists, and registered for [`lifecycle::cleanup_on_exit`].
     pub fn create_instance(
         &self,
         cpus: &[usize],
         events: &[String],
         buffer_kb: u64,
         journal: Option<PathBuf>,
-        umount: Option<PathBuf>,
+        lease: Option<MountLease>,
     ) -> Result<Instance> {
         let dir = self
             .root
             .join("instances")
             .join(format!("latlab-{}", std::process::id()));
         if let Some(j) = &journal {
-            write_journal(j, &dir, umount.as_deref())?;
+            write_journal(j, &dir, lease.as_ref().map(|l| l.point.as_path()))?;
         }
-        let mut inst = Instance {
-            dir: dir.clone(),
-            created: false,
-            umount,
-            journal,
-        };
-        std::fs::create_dir(&dir).map_err(|e| {
-            Error::Env(format!(
+        if let Err(e) = std::fs::create_dir(&dir) {
+            if let Some(j) = &journal {
+                let _ = std::fs::remove_file(j);
+            }
+            return Err(Error::Env(format!(
                 "--trace: cannot create the instance {}: {e}",
                 dir.display()
-            ))
-        })?;
-        inst.created = true;
+            )));
+        }
+        let inst = Instance {
+            dir: dir.clone(),
+            id: lifecycle::register(dir.clone(), journal, lease),
+        };
         write(&dir.join("tracing_on"), "0")?;
         write(&dir.join("trace_clock"), "mono")?;
         write(&dir.join("buffer_size_kb"), &buffer_kb.to_string())?;
@@ -184,15 +179,14 @@ impl TraceFs {
     }
 }
 
-/// A live tracefs instance; dropping it stops tracing, removes the directory, unmounts
-/// tracefs when latlab mounted it, and deletes the journal entry.
+/// A live tracefs instance; dropping it stops tracing, removes the directory, releases this
+/// run's share of a mount latlab made, and deletes the journal entry.
 #[derive(Debug)]
 pub struct Instance {
     /// The instance directory.
     pub dir: PathBuf,
-    created: bool,
-    umount: Option<PathBuf>,
-    journal: Option<PathBuf>,
+    /// Its entry in [`lifecycle`]'s registry.
+    pub id: u64,
 }
 
 impl Instance {
@@ -212,26 +206,13 @@ impl Instance {
 
 impl Drop for Instance {
     fn drop(&mut self) {
-        if self.created {
-            self.stop();
-            if let Err(e) = remove_instance(&self.dir) {
-                crate::note!("latlab: --trace: {}: {e}", self.dir.display());
-            }
-        }
-        if let Some(m) = &self.umount {
-            if let Err(e) = crate::sys::mount::umount(m) {
-                crate::note!("latlab: --trace: umount {}: {e}", m.display());
-            }
-        }
-        if let Some(j) = &self.journal {
-            let _ = std::fs::remove_file(j);
-        }
+        lifecycle::end(self.id);
     }
 }
 
 /// Removes an instance directory (tracefs refuses while a reader holds a pipe open: retried
 /// briefly). A missing directory is fine.
-fn remove_instance(dir: &Path) -> std::io::Result<()> {
+pub(super) fn remove_instance(dir: &Path) -> std::io::Result<()> {
     for _ in 0..50 {
         match std::fs::remove_dir(dir) {
             Ok(()) => return Ok(()),
@@ -326,14 +307,10 @@ pub fn restore_in(dir: &Path) -> Vec<String> {
                 continue;
             }
         }
-        if let Some(m) = &e.umount {
-            match crate::sys::mount::umount(m) {
-                Ok(()) => out.push(format!("unmounted {}", m.display())),
-                Err(err) => out.push(format!("left {} mounted: {err}", m.display())),
-            }
-        }
         let _ = std::fs::remove_file(&f);
     }
+    // The mount latlab made, once none of its users is alive.
+    out.extend(lifecycle::release(dir, 0));
     out
 }
 
@@ -389,11 +366,11 @@ mod tests {
     }
 
     #[test]
-    fn instance_is_journaled_configured_and_unjournaled() {
+    fn instance_is_journaled_configured_and_left_to_restore_when_it_cannot_go() {
         let (d, fs) = fake();
         let j = d.path().join("state/trace-1.json");
         // A real tracefs fills a new instance with its control files; the fake one cannot,
-        // so enabling an event fails: the error names the file and the journal goes away.
+        // so enabling an event fails and the error names the file.
         let err = fs
             .create_instance(
                 &[1],
@@ -415,7 +392,15 @@ mod tests {
         assert_eq!(rd("trace_clock"), "mono");
         assert_eq!(rd("tracing_cpumask"), "00000002");
         assert_eq!(rd("buffer_size_kb"), "1024");
-        assert!(!j.exists(), "journal left behind");
+        // The fake directory (full of files) could not be removed: the journal stays for
+        // `latlab restore`, which finishes the job once it can.
+        assert!(j.exists(), "journal gone with the instance still there");
+        for e in std::fs::read_dir(&inst).unwrap() {
+            std::fs::remove_file(e.unwrap().path()).unwrap();
+        }
+        let out = restore_in(j.parent().unwrap());
+        assert!(out.iter().any(|l| l.starts_with("removed")), "{out:?}");
+        assert!(!inst.exists() && !j.exists());
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! `--trace`: an injected culprit is named on its CPU and only there; the tracefs instance is
-//! gone after a normal end, after SIGINT, and (through `latlab restore`) after SIGKILL.
+//! gone (and the mount as found) after a normal end, after SIGINT, after a second SIGINT, with
+//! two traced runs at once, and (through `latlab restore`) after SIGKILL.
 
 use crate::util::{exclusive, has_thread, latlab, read_json, rt_unavailable, skip};
 use std::path::{Path, PathBuf};
@@ -32,6 +33,42 @@ fn instance_of(pid: u32) -> Vec<PathBuf> {
         .map(|m| m.join(format!("instances/latlab-{pid}")))
         .filter(|p| p.exists())
         .collect()
+}
+
+/// Where tracefs is mounted now, if anywhere.
+fn tracefs_mounts() -> Vec<String> {
+    std::fs::read_to_string("/proc/mounts")
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.split_whitespace().nth(2) == Some("tracefs"))
+        .map(|l| l.split_whitespace().nth(1).unwrap_or("").to_string())
+        .collect()
+}
+
+/// A traced cyclic run on CPU 1 until interrupted, journaling in `journal`.
+fn traced_run(journal: &Path, extra_env: &[(&str, &str)]) -> std::process::Child {
+    latlab()
+        .env("LATLAB_JOURNAL", journal)
+        .envs(extra_env.iter().copied())
+        .args(["cyclic", "-t", "1", "-a", "1", "-i", "1ms", "-D", "1h"])
+        .args(["--trace", "-q", "--no-store"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn wait_for_instance(pid: u32) {
+    let t0 = Instant::now();
+    while instance_of(pid).is_empty() {
+        assert!(t0.elapsed() < Duration::from_secs(20), "no instance");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn sigint(pid: u32) {
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(pid as i32, libc::SIGINT) };
 }
 
 fn mono_ns() -> u64 {
@@ -284,30 +321,14 @@ fn the_instance_is_removed_after_sigint_and_restore_removes_it_after_sigkill() {
     let _x = exclusive();
     let dir = tempfile::tempdir().unwrap();
     let journal = dir.path().join("restore.json");
-    let start = || {
-        latlab()
-            .env("LATLAB_JOURNAL", &journal)
-            .args(["cyclic", "-t", "1", "-a", "1", "-i", "1ms", "-D", "1h"])
-            .args(["--trace", "-q", "--no-store"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap()
-    };
-    let wait_for_instance = |pid: u32| {
-        let t0 = Instant::now();
-        while instance_of(pid).is_empty() {
-            assert!(t0.elapsed() < Duration::from_secs(20), "no instance");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    };
+    let mounts = tracefs_mounts();
+    let start = || traced_run(&journal, &[]);
     // SIGINT: a clean end removes everything.
     let child = start();
     let pid = child.id();
     wait_for_instance(pid);
     std::thread::sleep(Duration::from_millis(500));
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(pid as i32, libc::SIGINT) };
+    sigint(pid);
     let out = child.wait_with_output().unwrap();
     assert!(
         out.status.success(),
@@ -316,6 +337,7 @@ fn the_instance_is_removed_after_sigint_and_restore_removes_it_after_sigkill() {
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("why (--trace"));
     assert!(instance_of(pid).is_empty(), "instance left after SIGINT");
+    assert_eq!(tracefs_mounts(), mounts, "mount state changed");
     assert!(!dir.path().join(format!("trace-{pid}.json")).exists());
 
     // SIGKILL: the journal is left, and `latlab restore` removes the instance.
@@ -340,11 +362,100 @@ fn the_instance_is_removed_after_sigint_and_restore_removes_it_after_sigkill() {
     assert!(text.contains("removed tracefs instance"), "{text}");
     assert!(instance_of(pid).is_empty(), "restore left the instance");
     assert!(!j.exists());
-    // If the killed run had mounted tracefs, restore unmounted it.
-    if text.contains("unmounted") {
-        assert!(!std::fs::read_to_string("/proc/mounts")
-            .unwrap()
-            .contains(" tracefs "));
+    // If the killed run had mounted tracefs, restore unmounted it: the mount is as found.
+    assert_eq!(tracefs_mounts(), mounts, "mount state changed: {text}");
+    assert_eq!(text.contains("unmounted"), mounts.is_empty(), "{text}");
+}
+
+#[test]
+fn a_second_sigint_leaves_no_instance_and_no_mount() {
+    if let Some(w) = trace_unavailable() {
+        skip("a_second_sigint_leaves_no_instance_and_no_mount", &w);
+        return;
+    }
+    let _x = exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("restore.json");
+    let mounts = tracefs_mounts();
+    // Twice within 100 ms (a terminal and `timeout` deliver one request twice): a clean end.
+    let child = traced_run(&journal, &[]);
+    let pid = child.id();
+    wait_for_instance(pid);
+    sigint(pid);
+    std::thread::sleep(Duration::from_millis(50));
+    sigint(pid);
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(instance_of(pid).is_empty(), "instance left after SIGINT x2");
+    assert!(!dir.path().join(format!("trace-{pid}.json")).exists());
+    assert_eq!(tracefs_mounts(), mounts, "mount state changed");
+    // A real second Ctrl-C while the run is still ending (its teardown held open by a test
+    // delay): exit 130 at once, and the exit path removes the instance and the mount.
+    let child = traced_run(&journal, &[("LATLAB_TEST_TRACE_FINISH_DELAY_MS", "5000")]);
+    let pid = child.id();
+    wait_for_instance(pid);
+    sigint(pid);
+    std::thread::sleep(Duration::from_millis(800));
+    assert!(!instance_of(pid).is_empty(), "the run ended too early");
+    sigint(pid);
+    let t0 = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(t0.elapsed() < Duration::from_secs(4), "not ended at once");
+    assert!(err.contains("second interrupt"), "{err}");
+    assert!(
+        instance_of(pid).is_empty(),
+        "instance left after a second SIGINT"
+    );
+    assert!(!dir.path().join(format!("trace-{pid}.json")).exists());
+    assert_eq!(tracefs_mounts(), mounts, "mount state changed");
+}
+
+#[test]
+fn two_traced_runs_at_once_both_end_cleanly() {
+    if let Some(w) = trace_unavailable() {
+        skip("two_traced_runs_at_once_both_end_cleanly", &w);
+        return;
+    }
+    let _x = exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("restore.json");
+    let mounts = tracefs_mounts();
+    for round in 0..4 {
+        let run = || {
+            latlab()
+                .env("LATLAB_JOURNAL", &journal)
+                .args(["cyclic", "-t", "1", "-a", "1", "-i", "1ms", "-D", "1s"])
+                .args(["--trace", "-q", "--no-store"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        };
+        let (a, b) = (run(), run());
+        let (pa, pb) = (a.id(), b.id());
+        for (pid, out) in [(pa, a.wait_with_output()), (pb, b.wait_with_output())] {
+            let out = out.unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "round {round}, pid {pid}: {err}");
+            assert!(
+                String::from_utf8_lossy(&out.stdout).contains("why (--trace"),
+                "round {round}: {err}"
+            );
+            assert!(!err.contains("umount"), "round {round}: {err}");
+            assert!(instance_of(pid).is_empty(), "round {round}: instance left");
+        }
+        assert_eq!(
+            tracefs_mounts(),
+            mounts,
+            "round {round}: mount state changed"
+        );
+        assert!(
+            !dir.path().join("tracefs-mount.json").exists(),
+            "round {round}: a mount user list left behind"
+        );
     }
 }
 
