@@ -234,7 +234,8 @@ pub fn end(id: u64) {
 /// any thread, any number of times.
 pub fn cleanup_on_exit() {
     let mut l = live();
-    for o in l.drain(..) {
+    // Newest first: the process-events instance goes before the one holding the mount.
+    for o in l.drain(..).rev().collect::<Vec<_>>() {
         let _ = super::tracefs::poke(&o.dir.join("tracing_on"), "0");
         if let Some((stop, closed)) = &o.reader {
             stop.store(true, Ordering::Release);

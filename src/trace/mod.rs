@@ -5,10 +5,12 @@
 //! `lifecycle` makes sure no instance or mount outlives the process, whatever ends it.
 
 pub mod attribute;
+pub mod culprits;
 pub mod event;
 pub mod format;
 pub mod lifecycle;
 pub mod page;
+pub mod procs;
 pub mod recorder;
 pub mod spikes;
 pub mod timeline;

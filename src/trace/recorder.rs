@@ -5,6 +5,7 @@
 use super::event::{Decoder, Event};
 use super::format::PageHeader;
 use super::page;
+use super::procs::{Identity, ProcTable};
 use super::tracefs::Instance;
 use crate::error::{Error, Result};
 use std::collections::VecDeque;
@@ -57,14 +58,42 @@ impl CpuLog {
 struct Shared {
     cpus: Vec<usize>,
     logs: Vec<Mutex<CpuLog>>,
+    procs: Mutex<ProcTable>,
     stop: Arc<AtomicBool>,
 }
 
-/// A running trace: the instance, the reader thread and the per-CPU logs.
+/// A running trace: the instances, the reader thread, the per-CPU logs and the task table.
 pub struct Recorder {
     shared: Arc<Shared>,
     reader: Option<JoinHandle<()>>,
     instance: Option<Instance>,
+    /// The process-events instance (every CPU), if the kernel has those events.
+    procs: Option<Instance>,
+}
+
+/// Reads every page available on a process-events pipe into the task table.
+fn drain_procs(
+    f: &mut std::fs::File,
+    buf: &mut [u8],
+    h: &PageHeader,
+    dec: &Decoder,
+    t: &Mutex<ProcTable>,
+) {
+    loop {
+        match f.read(buf) {
+            Ok(0) => return,
+            Ok(n) => {
+                let mut t = t.lock().unwrap_or_else(|p| p.into_inner());
+                let _ = page::walk(&buf[..n], h, |ts, b| {
+                    if let Some(e) = dec.decode(ts, b) {
+                        t.event(&e);
+                    }
+                });
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return,
+        }
+    }
 }
 
 fn now_mono() -> u64 {
@@ -112,27 +141,35 @@ fn drain(
 }
 
 impl Recorder {
-    /// Starts reading `cpus` of `instance`, keeping `keep_ns` per CPU.
+    /// Starts reading `cpus` of `instance` (and every CPU of `procs`), keeping `keep_ns` per
+    /// CPU.
     pub fn start(
         instance: Instance,
+        procs: Option<Instance>,
         cpus: &[usize],
         header: PageHeader,
         dec: Decoder,
         keep_ns: u64,
     ) -> Result<Recorder> {
-        let mut files = Vec::new();
-        for &c in cpus {
-            let p = instance.pipe(c);
-            let f = std::fs::OpenOptions::new()
+        let open = |p: &std::path::Path| {
+            std::fs::OpenOptions::new()
                 .read(true)
                 .custom_flags(libc::O_NONBLOCK)
-                .open(&p)
-                .map_err(|e| Error::Env(format!("--trace: {}: {e}", p.display())))?;
-            files.push(f);
+                .open(p)
+                .map_err(|e| Error::Env(format!("--trace: {}: {e}", p.display())))
+        };
+        let mut files = Vec::new();
+        for &c in cpus {
+            files.push(open(&instance.pipe(c))?);
+        }
+        let mut proc_files = Vec::new();
+        for p in procs.iter().flat_map(Instance::all_pipes) {
+            proc_files.push(open(&p)?);
         }
         let shared = Arc::new(Shared {
             cpus: cpus.to_vec(),
             logs: cpus.iter().map(|_| Mutex::new(CpuLog::default())).collect(),
+            procs: Mutex::new(ProcTable::default()),
             stop: Arc::new(AtomicBool::new(false)),
         });
         let sh = shared.clone();
@@ -144,6 +181,10 @@ impl Recorder {
                 let mut buf = vec![0u8; header.page_size];
                 loop {
                     let last = sh.stop.load(Ordering::Acquire);
+                    // Process events first: a spike's culprit is born before it runs.
+                    for f in proc_files.iter_mut() {
+                        drain_procs(f, &mut buf, &header, &dec, &sh.procs);
+                    }
                     for (f, log) in files.iter_mut().zip(&sh.logs) {
                         drain(f, &mut buf, &header, &dec, log, keep_ns);
                     }
@@ -154,14 +195,18 @@ impl Recorder {
                 }
                 // The instance can be removed once its pipes are closed.
                 drop(files);
+                drop(proc_files);
                 cl.store(true, Ordering::Release);
             })
             .map_err(|e| Error::Env(format!("--trace: cannot start the reader thread: {e}")))?;
-        super::lifecycle::attach_reader(instance.id, shared.stop.clone(), closed);
+        for i in std::iter::once(&instance).chain(procs.as_ref()) {
+            super::lifecycle::attach_reader(i.id, shared.stop.clone(), closed.clone());
+        }
         Ok(Recorder {
             shared,
             reader: Some(reader),
             instance: Some(instance),
+            procs,
         })
     }
 
@@ -198,13 +243,27 @@ impl Recorder {
     /// Stops tracing, reads what is left, and stops the reader (the instance stays until
     /// drop, so windows can still be taken).
     pub fn stop(&mut self) {
-        if let Some(i) = &self.instance {
+        for i in self.instance.iter().chain(self.procs.iter()) {
             i.stop();
         }
         self.shared.stop.store(true, Ordering::Release);
         if let Some(r) = self.reader.take() {
             let _ = r.join();
         }
+    }
+
+    /// The command `pid` belongs to, when the trace saw it born or exec.
+    pub fn identity(&self, pid: i32) -> Option<Identity> {
+        self.shared
+            .procs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .identity(pid)
+    }
+
+    /// True when process events are traced.
+    pub fn names_commands(&self) -> bool {
+        self.procs.is_some()
     }
 
     /// Per traced CPU: (cpu, events read, events lost, unreadable pages).
@@ -224,7 +283,10 @@ impl Recorder {
 impl Drop for Recorder {
     fn drop(&mut self) {
         self.stop();
-        // The instance's own drop removes it (pipes were closed with the reader).
+        // The instances' own drops remove them (pipes were closed with the reader); the
+        // process-events one first, since the main one may hold the mount.
+        drop(self.procs.take());
+        drop(self.instance.take());
     }
 }
 

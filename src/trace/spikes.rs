@@ -4,12 +4,12 @@
 //! JSON (`trace`) and the "why" summary printed after the table.
 
 use super::attribute::{attribute, Attribution, Note};
+use super::procs::{from_proc, Identity};
 use super::recorder::Recorder;
-use super::tracefs::{journal_file, TraceFs};
+use super::tracefs::{journal_file, TraceFs, PROCS_SUFFIX};
 use crate::config::DisplayUnit;
 use crate::error::Result;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// Default `--trace-threshold`: 100 µs (well above this VM's typical wake-up, well below its
@@ -19,6 +19,8 @@ pub const DEFAULT_THRESHOLD_NS: u64 = 100_000;
 const KEEP_NS: u64 = 2_000_000_000;
 /// Per-CPU trace buffer.
 const BUFFER_KB: u64 = 4096;
+/// Per-CPU buffer of the process-events instance (forks and execs are rare).
+const PROCS_BUFFER_KB: u64 = 256;
 /// Spikes kept as records; beyond, only counted.
 const MAX_RECORDS: usize = 10_000;
 
@@ -74,6 +76,13 @@ pub struct TraceReport {
     pub spikes_dropped: u64,
     /// Every attributed spike.
     pub spikes: Vec<SpikeRecord>,
+    /// Per traced CPU: its spikes' causes, thread time grouped by command.
+    #[serde(default)]
+    pub per_cpu: Vec<super::culprits::CpuCauses>,
+    /// False when the kernel has no process events: groups are then process names from
+    /// /proc (or the name at switch-in for a task gone by then), without exec chains.
+    #[serde(default)]
+    pub exec_chains: bool,
 }
 
 /// What an idle CPU's unexplained delay means on this machine.
@@ -103,6 +112,8 @@ pub struct Tracer {
     report: TraceReport,
     spinner: bool,
     save: Option<(std::path::PathBuf, String)>,
+    /// Identities of tasks older than the trace, read from /proc while they lived.
+    older: std::collections::HashMap<i32, Identity>,
 }
 
 impl Tracer {
@@ -120,7 +131,7 @@ impl Tracer {
         names: Vec<String>,
         keep_ns: u64,
     ) -> Result<Tracer> {
-        let j = journal_file();
+        let j = journal_file("");
         let (fs, lease) = TraceFs::system(j.parent().unwrap_or(std::path::Path::new(".")))?;
         Tracer::start_in(&fs, lease, Some(j), cpus, threshold_ns, names, keep_ns)
     }
@@ -136,15 +147,32 @@ impl Tracer {
         keep_ns: u64,
     ) -> Result<Tracer> {
         // On an error the lease drops, and the last user of a mount latlab made unmounts.
-        let (header, dec, events) = fs.layouts()?;
-        let inst = fs.create_instance(cpus, &events, BUFFER_KB, journal, lease)?;
-        let rec = Recorder::start(inst, cpus, header, dec, keep_ns)?;
+        let (header, mut dec, events) = fs.layouts()?;
+        let proc_events = fs.proc_events(&mut dec)?;
+        let procs_journal = journal
+            .as_ref()
+            .map(|j| j.with_file_name(format!("trace-{}{PROCS_SUFFIX}.json", std::process::id())));
+        let inst = fs.create_instance("", cpus, &events, BUFFER_KB, journal, lease)?;
+        let procs = if proc_events.is_empty() {
+            None
+        } else {
+            Some(fs.create_instance(
+                PROCS_SUFFIX,
+                &[],
+                &proc_events,
+                PROCS_BUFFER_KB,
+                procs_journal,
+                None,
+            )?)
+        };
+        let rec = Recorder::start(inst, procs, cpus, header, dec, keep_ns)?;
         Ok(Tracer {
             rec,
             names,
             pending: Vec::new(),
             spinner: false,
             save: None,
+            older: Default::default(),
             report: TraceReport {
                 threshold_ns,
                 cpus: cpus.to_vec(),
@@ -205,6 +233,14 @@ impl Tracer {
             spinner: self.spinner,
         };
         let why = attribute(&events, s.expected, s.actual, tid, &note);
+        // A task older than the trace is named from /proc now, while it may still exist.
+        for t in why.components.iter().filter_map(|c| c.task.as_ref()) {
+            if self.rec.identity(t.pid).is_none() && !self.older.contains_key(&t.pid) {
+                if let Some(id) = from_proc(std::path::Path::new("/proc"), t.pid) {
+                    self.older.insert(t.pid, id);
+                }
+            }
+        }
         let series = self
             .names
             .get(s.series as usize)
@@ -249,6 +285,27 @@ impl Tracer {
             self.report.lost_events += lost;
         }
         self.report.spikes.sort_by_key(|s| (s.expected_ns, s.cpu));
+        // Groups once every fork and exec has been read.
+        for c in self
+            .report
+            .spikes
+            .iter_mut()
+            .flat_map(|s| s.why.components.iter_mut())
+        {
+            let Some(t) = &c.task else { continue };
+            let id = self
+                .rec
+                .identity(t.pid)
+                .or_else(|| self.older.get(&t.pid).cloned())
+                .unwrap_or_else(|| Identity {
+                    group: t.comm.clone(),
+                    chain: vec![t.comm.clone()],
+                });
+            c.group = Some(id.group);
+            c.chain = id.chain;
+        }
+        self.report.exec_chains = self.rec.names_commands();
+        self.report.per_cpu = super::culprits::summarise(&self.report.spikes, &self.report.cpus);
         if let Some((path, text)) = self.save.take() {
             if let Err(e) = crate::output::write_atomic(&path, text.as_bytes()) {
                 crate::note!("latlab: --trace-save {}: {e}", path.display());
@@ -266,35 +323,28 @@ pub fn why(r: &TraceReport, unit: DisplayUnit) -> String {
         r.events,
         r.lost_events
     );
-    let mut by_cpu: BTreeMap<usize, Vec<&SpikeRecord>> = BTreeMap::new();
-    for sp in &r.spikes {
-        by_cpu.entry(sp.cpu).or_default().push(sp);
-    }
-    for &c in &r.cpus {
-        let Some(v) = by_cpu.get(&c) else {
-            s.push_str(&format!("  CPU {c}: no spikes\n"));
+    // A run stored before per-CPU causes were recorded: summed now.
+    let per = if r.per_cpu.is_empty() {
+        super::culprits::summarise(&r.spikes, &r.cpus)
+    } else {
+        r.per_cpu.clone()
+    };
+    for c in &per {
+        if c.spikes == 0 {
+            s.push_str(&format!("  CPU {}: no spikes\n", c.cpu));
             continue;
-        };
-        let late: u64 = v.iter().map(|x| x.latency_ns).sum();
-        let max = v.iter().map(|x| x.latency_ns).max().unwrap_or(0);
-        let mut per: BTreeMap<(String, String), u64> = BTreeMap::new();
-        for sp in v {
-            for comp in &sp.why.components {
-                *per.entry((comp.kind.clone(), comp.name.clone()))
-                    .or_default() += comp.ns;
-            }
         }
-        let mut per: Vec<_> = per.into_iter().collect();
-        per.sort_by_key(|p| std::cmp::Reverse(p.1));
-        let causes: Vec<String> = per
+        let causes: Vec<String> = c
+            .causes
             .iter()
             .take(3)
-            .map(|((k, n), ns)| format!("{:.0} % {k} {n}", 100.0 * *ns as f64 / late.max(1) as f64))
+            .map(|k| format!("{:.0} % {}", 100.0 * k.share, super::culprits::phrase(k)))
             .collect();
         s.push_str(&format!(
-            "  CPU {c}: {} spikes, max {} {unit}; of late time: {}\n",
-            v.len(),
-            unit.fmt_ns(max as f64),
+            "  CPU {}: {} spikes, max {} {unit}; of late time: {}\n",
+            c.cpu,
+            c.spikes,
+            unit.fmt_ns(c.max_ns as f64),
             causes.join(", ")
         ));
     }

@@ -34,6 +34,12 @@ fn line(e: &Event) -> String {
         Kind::SoftirqExit => "softirq exit".into(),
         Kind::TimerEntry { function } => format!("hrtimer expire {function:#x}"),
         Kind::TimerExit => "hrtimer expire exit".into(),
+        Kind::Exec { pid, comm, .. } => format!("exec {}:{pid}", comm.as_str()),
+        Kind::Fork {
+            child_pid,
+            child_comm,
+            ..
+        } => format!("fork {}:{child_pid}", child_comm.as_str()),
     }
 }
 

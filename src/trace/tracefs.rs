@@ -21,6 +21,13 @@ pub const REQUIRED: &[(&str, &str)] = &[
     ("timer", "hrtimer_expire_exit"),
 ];
 
+/// Events that name the culprits' commands, traced on every CPU in a second instance
+/// (`latlab-<pid>-procs`) when the kernel has them.
+pub const PROC_EVENTS: &[&str] = &["sched_process_fork", "sched_process_exec"];
+
+/// Suffix of the process-events instance.
+pub const PROCS_SUFFIX: &str = "-procs";
+
 /// Where tracefs is mounted in the real system when latlab mounts it.
 pub const DEFAULT_MOUNT: &str = "/sys/kernel/tracing";
 
@@ -136,11 +143,31 @@ impl TraceFs {
         Ok((header, dec, names))
     }
 
-    /// Creates the private instance for `cpus` with `events` enabled and tracing on. The
+    /// Learns the process events (`sched_process_fork`, `sched_process_exec`) into `dec`
+    /// where the kernel has them; returns the ones found, for [`TraceFs::create_instance`].
+    pub fn proc_events(&self, dec: &mut Decoder) -> Result<Vec<String>> {
+        let mut out = Vec::new();
+        for name in PROC_EVENTS {
+            let p = self.root.join("events/sched").join(name).join("format");
+            if !p.exists() {
+                continue;
+            }
+            let f = parse_format(&read(&p)?)
+                .map_err(|e| Error::Env(format!("--trace: {}: {e}", p.display())))?;
+            dec.learn("sched", &f)
+                .map_err(|e| Error::Env(format!("--trace: {}: {e}", p.display())))?;
+            out.push(format!("sched/{name}"));
+        }
+        Ok(out)
+    }
+
+    /// Creates the private instance `latlab-<pid><suffix>` for `cpus` (every CPU when empty)
+    /// with `events` enabled and tracing on. The
     /// instance is journaled (with the mount point when it holds a `lease` on a mount latlab
     /// made) before it exists, and registered for [`lifecycle::cleanup_on_exit`].
     pub fn create_instance(
         &self,
+        suffix: &str,
         cpus: &[usize],
         events: &[String],
         buffer_kb: u64,
@@ -150,7 +177,7 @@ impl TraceFs {
         let dir = self
             .root
             .join("instances")
-            .join(format!("latlab-{}", std::process::id()));
+            .join(format!("latlab-{}{suffix}", std::process::id()));
         if let Some(j) = &journal {
             write_journal(j, &dir, lease.as_ref().map(|l| l.point.as_path()))?;
         }
@@ -170,7 +197,9 @@ impl TraceFs {
         write(&dir.join("tracing_on"), "0")?;
         write(&dir.join("trace_clock"), "mono")?;
         write(&dir.join("buffer_size_kb"), &buffer_kb.to_string())?;
-        write(&dir.join("tracing_cpumask"), &cpumask(cpus))?;
+        if !cpus.is_empty() {
+            write(&dir.join("tracing_cpumask"), &cpumask(cpus))?;
+        }
         for e in events {
             write(&dir.join("events").join(e).join("enable"), "1")?;
         }
@@ -196,6 +225,21 @@ impl Instance {
             .join("per_cpu")
             .join(format!("cpu{cpu}"))
             .join("trace_pipe_raw")
+    }
+
+    /// `trace_pipe_raw` of every CPU this instance has.
+    pub fn all_pipes(&self) -> Vec<PathBuf> {
+        let mut v: Vec<(usize, PathBuf)> = std::fs::read_dir(self.dir.join("per_cpu"))
+            .into_iter()
+            .flatten()
+            .filter_map(|e| {
+                let e = e.ok()?;
+                let n: usize = e.file_name().to_str()?.strip_prefix("cpu")?.parse().ok()?;
+                Some((n, e.path().join("trace_pipe_raw")))
+            })
+            .collect();
+        v.sort();
+        v.into_iter().map(|x| x.1).collect()
     }
 
     /// Stops recording (the buffer stays readable).
@@ -226,10 +270,11 @@ pub(super) fn remove_instance(dir: &Path) -> std::io::Result<()> {
     std::fs::remove_dir(dir)
 }
 
-/// The journal file for this process's instance, beside the knob journal.
-pub fn journal_file() -> PathBuf {
+/// The journal file for this process's instance `latlab-<pid><suffix>`, beside the knob
+/// journal.
+pub fn journal_file(suffix: &str) -> PathBuf {
     crate::experiment::knobs::journal_path()
-        .with_file_name(format!("trace-{}.json", std::process::id()))
+        .with_file_name(format!("trace-{}{suffix}.json", std::process::id()))
 }
 
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -260,6 +305,7 @@ fn is_latlab_instance(p: &Path) -> bool {
         .parent()
         .and_then(Path::file_name)
         .and_then(|n| n.to_str());
+    let name = name.strip_suffix(PROCS_SUFFIX).unwrap_or(name);
     parent == Some("instances")
         && name
             .strip_prefix("latlab-")
@@ -373,6 +419,7 @@ mod tests {
         // so enabling an event fails and the error names the file.
         let err = fs
             .create_instance(
+                "",
                 &[1],
                 &["sched/sched_switch".into()],
                 1024,

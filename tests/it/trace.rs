@@ -21,7 +21,8 @@ fn trace_unavailable() -> Option<String> {
     None
 }
 
-/// Instances named after `pid` in any mounted tracefs.
+/// Instances named after `pid` (the traced CPUs' and the process events') in any mounted
+/// tracefs.
 fn instance_of(pid: u32) -> Vec<PathBuf> {
     let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
     mounts
@@ -30,7 +31,12 @@ fn instance_of(pid: u32) -> Vec<PathBuf> {
             let f: Vec<&str> = l.split_whitespace().collect();
             (f.len() > 2 && f[2] == "tracefs").then(|| PathBuf::from(f[1]))
         })
-        .map(|m| m.join(format!("instances/latlab-{pid}")))
+        .flat_map(|m| {
+            [
+                m.join(format!("instances/latlab-{pid}")),
+                m.join(format!("instances/latlab-{pid}-procs")),
+            ]
+        })
         .filter(|p| p.exists())
         .collect()
 }
@@ -552,5 +558,107 @@ fn a_loopback_flood_on_the_cpu_shows_as_net_rx_softirq() {
         "{} spikes, none with NET_RX softirq time ({sent} datagrams sent): {}",
         spikes.len(),
         String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+#[test]
+fn an_exec_chain_is_one_culprit_with_its_real_priority() {
+    if let Some(w) = trace_unavailable() {
+        skip("an_exec_chain_is_one_culprit_with_its_real_priority", &w);
+        return;
+    }
+    let _x = exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let mut child = latlab()
+        .env("LATLAB_JOURNAL", dir.path().join("restore.json"))
+        .args(["cyclic", "-t", "2", "-a", "0,1", "-p", "80", "-i", "1ms"])
+        .args(["-D", "7s", "--trace", "--trace-threshold", "500us"])
+        .args(["-q", "--no-store", "--json"])
+        .arg(&json)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let t0 = Instant::now();
+    while !has_thread(pid, "latlab-T1") {
+        assert!(t0.elapsed() < Duration::from_secs(30), "no T1");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    // Every 500 ms a new FIFO-99 spinner on CPU 1, started as people start one: its 50 ms
+    // are spent under four names and a dozen PIDs over the run.
+    let mut bursts = Vec::new();
+    for _ in 0..10 {
+        bursts.push(
+            std::process::Command::new("timeout")
+                .args(["0.05", "chrt", "-f", "99", "taskset", "-c", "1"])
+                .args(["sh", "-c", "while :; do :; done"])
+                .spawn()
+                .unwrap(),
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    for mut b in bursts {
+        b.wait().unwrap();
+    }
+    let mut stdout = String::new();
+    use std::io::Read;
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = read_json(&json);
+    let per = run["trace"]["per_cpu"].as_array().unwrap();
+    let cpu = |c: u64| per.iter().find(|x| x["cpu"] == c).unwrap();
+    let top = &cpu(1)["causes"][0];
+    assert_eq!(top["kind"], "thread", "{top:#}\n{stdout}");
+    assert_eq!(top["name"], "sh", "{top:#}\n{stdout}");
+    assert_eq!(
+        top["chain"],
+        serde_json::json!(["sh", "taskset", "chrt", "timeout"]),
+        "{top:#}"
+    );
+    assert_eq!(top["policy"], "RT 99", "{top:#}");
+    assert!(top["share"].as_f64().unwrap() >= 0.9, "{top:#}\n{stdout}");
+    // Under the group, its processes (one per burst), each named.
+    let members = top["members"].as_array().unwrap();
+    assert!(members.len() >= 5, "{top:#}");
+    assert!(members.iter().all(|m| m["pid"].as_i64().unwrap() > 0));
+    // Each spike's component carries the group too.
+    let grouped = run["trace"]["spikes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s["components"].as_array().unwrap())
+        .filter(|c| c["group"] == "sh")
+        .count();
+    assert!(grouped >= 5, "{grouped}");
+    // The spinner never on CPU 0. (Its start may be: the exec of `chrt`, still an ordinary
+    // task, can delay CPU 0's thread in non-preemptible kernel code before `taskset` moves
+    // it; that is honest, and named `sh` at `normal`.)
+    for c in cpu(0)["causes"].as_array().unwrap() {
+        let rt = c["members"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|m| m["policy"] != "normal");
+        assert!(
+            !(c["name"] == "sh" && rt),
+            "the spinner named on CPU 0: {c:#}\n{stdout}"
+        );
+    }
+    assert!(
+        stdout.contains("thread sh ← taskset ← chrt ← timeout RT 99"),
+        "{stdout}"
     );
 }
