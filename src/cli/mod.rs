@@ -241,7 +241,8 @@ pub struct TraceArgs {
     pub trace_threshold: Option<String>,
 
     /// Write each explained spike's events (from 1 ms before the expected wake-up to the
-    /// actual one) to FILE as a readable timeline.
+    /// actual one) to FILE as a readable timeline; a FILE ending in `.dat` gets the raw trace
+    /// instead (the run's last 64 MiB per CPU), in trace-cmd's trace.dat format.
     #[arg(long = "trace-save", value_name = "FILE", requires = "trace")]
     pub trace_save: Option<std::path::PathBuf>,
 }

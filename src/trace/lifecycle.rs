@@ -72,8 +72,11 @@ pub struct MountLease {
 
 impl Drop for MountLease {
     fn drop(&mut self) {
+        // Only a failure is worth a word here (`latlab restore` prints every line).
         for l in release(&self.dir, std::process::id()) {
-            crate::note!("latlab: --trace: {l}");
+            if !l.starts_with("unmounted") {
+                crate::note!("latlab: --trace: {l}");
+            }
         }
     }
 }

@@ -6,6 +6,7 @@
 
 pub mod attribute;
 pub mod culprits;
+pub mod dat;
 pub mod event;
 pub mod format;
 pub mod lifecycle;

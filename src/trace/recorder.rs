@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use std::collections::VecDeque;
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -60,6 +60,10 @@ struct Shared {
     logs: Vec<Mutex<CpuLog>>,
     procs: Mutex<ProcTable>,
     stop: Arc<AtomicBool>,
+    /// Raw pages kept per CPU (for a trace.dat), newest last.
+    pages: Vec<Mutex<VecDeque<Box<[u8]>>>>,
+    /// Bytes of raw pages kept per CPU, oldest dropped beyond (0: none kept).
+    pages_cap: AtomicUsize,
 }
 
 /// A running trace: the instances, the reader thread, the per-CPU logs and the task table.
@@ -108,12 +112,20 @@ fn drain(
     dec: &Decoder,
     log: &Mutex<CpuLog>,
     keep_ns: u64,
+    raw: (&Mutex<VecDeque<Box<[u8]>>>, usize),
 ) {
     loop {
         let before = now_mono();
         match f.read(buf) {
             Ok(0) => return,
             Ok(n) => {
+                if raw.1 > 0 {
+                    let mut q = raw.0.lock().unwrap_or_else(|p| p.into_inner());
+                    q.push_back(buf[..n].into());
+                    while q.len() * h.page_size > raw.1 {
+                        q.pop_front();
+                    }
+                }
                 let mut l = log.lock().unwrap_or_else(|p| p.into_inner());
                 let mut decoded = Vec::new();
                 let r = page::walk(&buf[..n], h, |ts, b| {
@@ -171,6 +183,8 @@ impl Recorder {
             logs: cpus.iter().map(|_| Mutex::new(CpuLog::default())).collect(),
             procs: Mutex::new(ProcTable::default()),
             stop: Arc::new(AtomicBool::new(false)),
+            pages: cpus.iter().map(|_| Mutex::new(VecDeque::new())).collect(),
+            pages_cap: AtomicUsize::new(0),
         });
         let sh = shared.clone();
         let closed = Arc::new(AtomicBool::new(false));
@@ -185,8 +199,9 @@ impl Recorder {
                     for f in proc_files.iter_mut() {
                         drain_procs(f, &mut buf, &header, &dec, &sh.procs);
                     }
-                    for (f, log) in files.iter_mut().zip(&sh.logs) {
-                        drain(f, &mut buf, &header, &dec, log, keep_ns);
+                    let cap = sh.pages_cap.load(Ordering::Relaxed);
+                    for ((f, log), raw) in files.iter_mut().zip(&sh.logs).zip(&sh.pages) {
+                        drain(f, &mut buf, &header, &dec, log, keep_ns, (raw, cap));
                     }
                     if last {
                         break;
@@ -259,6 +274,24 @@ impl Recorder {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .identity(pid)
+    }
+
+    /// Keeps up to `bytes` of raw pages per CPU from now on (for a trace.dat).
+    pub fn keep_pages(&self, bytes: usize) {
+        self.shared.pages_cap.store(bytes, Ordering::Relaxed);
+    }
+
+    /// The raw pages kept, per traced CPU, oldest first.
+    pub fn take_pages(&self) -> Vec<(usize, Vec<Box<[u8]>>)> {
+        self.shared
+            .cpus
+            .iter()
+            .zip(&self.shared.pages)
+            .map(|(&c, q)| {
+                let mut q = q.lock().unwrap_or_else(|p| p.into_inner());
+                (c, std::mem::take(&mut *q).into())
+            })
+            .collect()
     }
 
     /// True when process events are traced.

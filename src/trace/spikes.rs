@@ -21,6 +21,8 @@ const KEEP_NS: u64 = 2_000_000_000;
 const BUFFER_KB: u64 = 4096;
 /// Per-CPU buffer of the process-events instance (forks and execs are rare).
 const PROCS_BUFFER_KB: u64 = 256;
+/// Raw pages kept per CPU for `--trace-save FILE.dat` (the run's last 64 MiB per CPU).
+const DAT_BYTES_PER_CPU: usize = 64 << 20;
 /// Spikes kept as records; beyond, only counted.
 const MAX_RECORDS: usize = 10_000;
 
@@ -114,6 +116,12 @@ pub struct Tracer {
     save: Option<(std::path::PathBuf, String)>,
     /// Identities of tasks older than the trace, read from /proc while they lived.
     older: std::collections::HashMap<i32, Identity>,
+    /// `--trace-save FILE.dat`: where to write the raw pages as a trace.dat.
+    dat: Option<std::path::PathBuf>,
+    /// The tracefs root, the events traced and the page size (for the trace.dat).
+    root: std::path::PathBuf,
+    events: Vec<String>,
+    page_size: usize,
 }
 
 impl Tracer {
@@ -165,6 +173,7 @@ impl Tracer {
                 None,
             )?)
         };
+        let page_size = header.page_size;
         let rec = Recorder::start(inst, procs, cpus, header, dec, keep_ns)?;
         Ok(Tracer {
             rec,
@@ -173,6 +182,10 @@ impl Tracer {
             spinner: false,
             save: None,
             older: Default::default(),
+            dat: None,
+            root: fs.root.clone(),
+            events,
+            page_size,
             report: TraceReport {
                 threshold_ns,
                 cpus: cpus.to_vec(),
@@ -188,9 +201,16 @@ impl Tracer {
         self
     }
 
-    /// `--trace-save`: keep each spike's events as a timeline, written to `path` at the end.
+    /// `--trace-save`: keep each spike's events as a timeline, written to `path` at the end;
+    /// a `.dat` path gets the raw pages instead, as a trace-cmd `trace.dat`.
     pub fn saving(mut self, path: Option<std::path::PathBuf>) -> Tracer {
-        self.save = path.map(|p| (p, String::new()));
+        match path {
+            Some(p) if super::dat::wanted(&p) => {
+                self.rec.keep_pages(DAT_BYTES_PER_CPU);
+                self.dat = Some(p);
+            }
+            p => self.save = p.map(|p| (p, String::new())),
+        }
         self
     }
 
@@ -259,6 +279,18 @@ impl Tracer {
         });
     }
 
+    /// Writes the kept raw pages as a trace.dat (CPUs not traced have no data).
+    fn write_dat(&self, path: &std::path::Path) -> std::io::Result<()> {
+        let meta = super::dat::meta(&self.root, &self.events, self.page_size)?;
+        let pages = self.rec.take_pages();
+        let n = pages.iter().map(|p| p.0 + 1).max().unwrap_or(0);
+        let mut cpus: Vec<Vec<Vec<u8>>> = vec![Vec::new(); n];
+        for (c, ps) in pages {
+            cpus[c] = ps.into_iter().map(Vec::from).collect();
+        }
+        super::dat::write(path, &meta, &cpus)
+    }
+
     /// Attributes every pending spike, waiting up to `patience` each for the reader.
     pub fn settle(&mut self, patience: Duration) {
         for s in std::mem::take(&mut self.pending) {
@@ -306,6 +338,11 @@ impl Tracer {
         }
         self.report.exec_chains = self.rec.names_commands();
         self.report.per_cpu = super::culprits::summarise(&self.report.spikes, &self.report.cpus);
+        if let Some(path) = self.dat.take() {
+            if let Err(e) = self.write_dat(&path) {
+                crate::note!("latlab: --trace-save {}: {e}", path.display());
+            }
+        }
         if let Some((path, text)) = self.save.take() {
             if let Err(e) = crate::output::write_atomic(&path, text.as_bytes()) {
                 crate::note!("latlab: --trace-save {}: {e}", path.display());

@@ -40,7 +40,7 @@ pub struct TraceFs {
 
 /// Reads a tracefs text file with large reads: `events/header_page` answers a short first
 /// read and then nothing, so std's small probe read would cut it.
-fn read(p: &Path) -> Result<String> {
+pub(super) fn read(p: &Path) -> Result<String> {
     use std::io::Read;
     let err = |e: std::io::Error| Error::Env(format!("--trace: {}: {e}", p.display()));
     let mut f = std::fs::File::open(p).map_err(err)?;

@@ -662,3 +662,83 @@ fn an_exec_chain_is_one_culprit_with_its_real_priority() {
         "{stdout}"
     );
 }
+
+#[test]
+fn a_saved_dat_opens_in_trace_cmd_with_the_culprits_switches() {
+    if let Some(w) = trace_unavailable() {
+        skip(
+            "a_saved_dat_opens_in_trace_cmd_with_the_culprits_switches",
+            &w,
+        );
+        return;
+    }
+    if std::process::Command::new("trace-cmd")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        skip(
+            "a_saved_dat_opens_in_trace_cmd_with_the_culprits_switches",
+            "no trace-cmd (Debian package trace-cmd)",
+        );
+        return;
+    }
+    let _x = exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let dat = dir.path().join("spikes.dat");
+    let child = latlab()
+        .env("LATLAB_JOURNAL", dir.path().join("restore.json"))
+        .args([
+            "cyclic", "-t", "1", "-a", "1", "-p", "80", "-i", "1ms", "-D", "3s",
+        ])
+        .args(["--trace", "--trace-threshold", "500us", "-q", "--no-store"])
+        .arg("--trace-save")
+        .arg(&dat)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let inj = inject(
+        pid,
+        "latlab-T0",
+        1,
+        Duration::from_millis(3),
+        Duration::from_millis(300),
+        Duration::from_millis(200),
+        5,
+    );
+    let out = child.wait_with_output().unwrap();
+    let (tid, _) = inj.join().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rep = std::process::Command::new("trace-cmd")
+        .arg("report")
+        .arg(&dat)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&rep.stdout);
+    let err = String::from_utf8_lossy(&rep.stderr);
+    assert!(rep.status.success(), "trace-cmd report failed: {err}");
+    // The culprit's switches, on CPU 1, at its real priority (kernel prio 0 = RT 99), among
+    // them the ends of its stalls: the CPU handed back to the measuring thread.
+    let culprit = format!("inject:{tid} [0]");
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("sched_switch:") && l.contains(&culprit))
+        .collect();
+    assert!(
+        lines.len() >= 4,
+        "{} switches of {culprit}: {err}",
+        lines.len()
+    );
+    assert!(lines.iter().all(|l| l.contains("[001]")), "{lines:?}");
+    let handed_back = lines
+        .iter()
+        .filter(|l| l.contains(&format!("{culprit} S ==> latlab-T0:")))
+        .count();
+    assert!(handed_back >= 4, "{handed_back} stall ends: {lines:#?}");
+}
