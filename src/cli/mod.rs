@@ -245,6 +245,17 @@ pub struct TraceArgs {
     /// instead (the run's last 64 MiB per CPU), in trace-cmd's trace.dat format.
     #[arg(long = "trace-save", value_name = "FILE", requires = "trace")]
     pub trace_save: Option<std::path::PathBuf>,
+
+    /// When a spike reaches US (µs, or with a unit): `trace` (save its window as a trace.dat
+    /// beside --trace-save, or as latlab-PID-spike-N.dat), `shell:CMD` (sh -c CMD with
+    /// LATLAB_CPU, LATLAB_LATENCY_NS/_US, LATLAB_SERIES, LATLAB_SEQ, LATLAB_PID), `signal:PID:SIG`
+    /// or `stop` (end the run). Repeatable; each firing is recorded in the JSON.
+    #[arg(long = "on-threshold", value_name = "US:ACTION", requires = "trace")]
+    pub on_threshold: Vec<String>,
+
+    /// Most firings of each --on-threshold rule in a run (default 10).
+    #[arg(long = "on-threshold-max", value_name = "N", requires = "trace")]
+    pub on_threshold_max: Option<u32>,
 }
 
 const CYCLIC_AFTER_HELP: &str = "\

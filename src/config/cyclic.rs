@@ -61,4 +61,8 @@ pub struct CyclicConfig {
     pub trace_threshold_ns: Option<u64>,
     /// `--trace-save`: the timeline file.
     pub trace_save: Option<PathBuf>,
+    /// `--on-threshold` rules.
+    pub trace_actions: Vec<crate::trace::actions::Rule>,
+    /// `--on-threshold-max`.
+    pub trace_actions_max: u32,
 }

@@ -4,6 +4,7 @@
 //! threshold to IRQs, softirqs, threads and an unattributed rest (`attribute`, `spikes`).
 //! `lifecycle` makes sure no instance or mount outlives the process, whatever ends it.
 
+pub mod actions;
 pub mod attribute;
 pub mod culprits;
 pub mod dat;

@@ -64,6 +64,8 @@ struct Shared {
     pages: Vec<Mutex<VecDeque<Box<[u8]>>>>,
     /// Bytes of raw pages kept per CPU, oldest dropped beyond (0: none kept).
     pages_cap: AtomicUsize,
+    /// Where a page header keeps its time stamp.
+    ts_offset: usize,
 }
 
 /// A running trace: the instances, the reader thread, the per-CPU logs and the task table.
@@ -185,6 +187,7 @@ impl Recorder {
             stop: Arc::new(AtomicBool::new(false)),
             pages: cpus.iter().map(|_| Mutex::new(VecDeque::new())).collect(),
             pages_cap: AtomicUsize::new(0),
+            ts_offset: header.ts_offset,
         });
         let sh = shared.clone();
         let closed = Arc::new(AtomicBool::new(false));
@@ -290,6 +293,28 @@ impl Recorder {
             .map(|(&c, q)| {
                 let mut q = q.lock().unwrap_or_else(|p| p.into_inner());
                 (c, std::mem::take(&mut *q).into())
+            })
+            .collect()
+    }
+
+    /// Copies of the raw pages kept, per traced CPU, from the last page starting at or before
+    /// `from` to the last starting at or before `to`.
+    pub fn pages_between(&self, from: u64, to: u64) -> Vec<(usize, Vec<Vec<u8>>)> {
+        let o = self.shared.ts_offset;
+        let ts = |p: &[u8]| {
+            p.get(o..o + 8)
+                .map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
+        };
+        self.shared
+            .cpus
+            .iter()
+            .zip(&self.shared.pages)
+            .map(|(&c, q)| {
+                let q = q.lock().unwrap_or_else(|p| p.into_inner());
+                let start = q.partition_point(|p| ts(p) <= from).saturating_sub(1);
+                let end = q.partition_point(|p| ts(p) <= to);
+                let v = q.range(start..end.max(start)).map(|p| p.to_vec()).collect();
+                (c, v)
             })
             .collect()
     }

@@ -23,6 +23,8 @@ const BUFFER_KB: u64 = 4096;
 const PROCS_BUFFER_KB: u64 = 256;
 /// Raw pages kept per CPU for `--trace-save FILE.dat` (the run's last 64 MiB per CPU).
 const DAT_BYTES_PER_CPU: usize = 64 << 20;
+/// How far before a spike's expected wake-up its saved window starts.
+const WINDOW_LEAD_NS: u64 = 100_000_000;
 /// Spikes kept as records; beyond, only counted.
 const MAX_RECORDS: usize = 10_000;
 
@@ -78,6 +80,12 @@ pub struct TraceReport {
     pub spikes_dropped: u64,
     /// Every attributed spike.
     pub spikes: Vec<SpikeRecord>,
+    /// Every `--on-threshold` firing (and `-b`'s saved window), in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub actions: Vec<super::actions::Firing>,
+    /// Firings not done because their rule had reached `--on-threshold-max`.
+    #[serde(default)]
+    pub actions_suppressed: u64,
     /// Per traced CPU: its spikes' causes, thread time grouped by command.
     #[serde(default)]
     pub per_cpu: Vec<super::culprits::CpuCauses>,
@@ -122,6 +130,14 @@ pub struct Tracer {
     root: std::path::PathBuf,
     events: Vec<String>,
     page_size: usize,
+    /// `--on-threshold` rules.
+    actions: Option<super::actions::Actions>,
+    /// `-b`: save the window of the first spike at or above this.
+    break_on: Option<u64>,
+    /// Windows to save once attributed: (series, seq, rule text).
+    windows: Vec<(u32, u64, String)>,
+    /// Windows saved so far.
+    saved: usize,
 }
 
 impl Tracer {
@@ -186,6 +202,10 @@ impl Tracer {
             root: fs.root.clone(),
             events,
             page_size,
+            actions: None,
+            break_on: None,
+            windows: Vec::new(),
+            saved: 0,
             report: TraceReport {
                 threshold_ns,
                 cpus: cpus.to_vec(),
@@ -214,8 +234,53 @@ impl Tracer {
         self
     }
 
-    /// Takes a spike to attribute.
+    /// `--on-threshold`: `rules`, each firing at most `max` times; `stop` ends the run.
+    pub fn acting(
+        mut self,
+        rules: Vec<super::actions::Rule>,
+        max: u32,
+        stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    ) -> Tracer {
+        if rules.is_empty() {
+            return self;
+        }
+        let a = super::actions::Actions::new(rules, max, stop);
+        if a.saves_windows() {
+            self.rec.keep_pages(DAT_BYTES_PER_CPU);
+        }
+        self.actions = Some(a);
+        self
+    }
+
+    /// `-b`: save the trace window of the spike that stops the run (the first at or above
+    /// `ns`).
+    pub fn breaking(mut self, ns: Option<u64>) -> Tracer {
+        if ns.is_some() {
+            self.rec.keep_pages(DAT_BYTES_PER_CPU);
+        }
+        self.break_on = ns;
+        self
+    }
+
+    /// Takes a spike to attribute (and fires the `--on-threshold` rules it reaches).
     pub fn offer(&mut self, s: RawSpike) {
+        let latency_ns = s.actual.saturating_sub(s.expected);
+        if let Some(a) = self.actions.as_mut() {
+            let series = self.names.get(s.series as usize).map_or("", String::as_str);
+            let sp = super::actions::Spike {
+                series,
+                cpu: s.cpu as usize,
+                seq: s.seq,
+                latency_ns,
+            };
+            for rule in a.fire(&sp, &mut self.report.actions) {
+                self.windows.push((s.series, s.seq, rule));
+            }
+        }
+        if self.break_on.is_some_and(|b| latency_ns >= b) {
+            self.break_on = None;
+            self.windows.push((s.series, s.seq, "-b".into()));
+        }
         if self.report.spikes.len() + self.pending.len() >= MAX_RECORDS {
             self.report.spikes_dropped += 1;
         } else {
@@ -269,6 +334,29 @@ impl Tracer {
         if let Some((_, text)) = self.save.as_mut() {
             text.push_str(&super::timeline::render(&series, cpu, &s, &why, &events));
         }
+        let due: Vec<String> = self
+            .windows
+            .iter()
+            .filter(|w| w.0 == s.series && w.1 == s.seq)
+            .map(|w| w.2.clone())
+            .collect();
+        if !due.is_empty() {
+            self.windows.retain(|w| !(w.0 == s.series && w.1 == s.seq));
+            let outcome = match self.save_window(&s) {
+                Ok(p) => format!("saved {}", p.display()),
+                Err(e) => format!("could not save the window: {e}"),
+            };
+            for rule in due {
+                self.report.actions.push(super::actions::Firing {
+                    rule,
+                    series: series.clone(),
+                    cpu,
+                    seq: s.seq,
+                    latency_ns: s.actual.saturating_sub(s.expected),
+                    outcome: outcome.clone(),
+                });
+            }
+        }
         self.report.spikes.push(SpikeRecord {
             series,
             cpu,
@@ -277,6 +365,29 @@ impl Tracer {
             latency_ns: s.actual.saturating_sub(s.expected),
             why,
         });
+    }
+
+    /// Writes the window of spike `s` (every traced CPU, from [`WINDOW_LEAD_NS`] before the
+    /// expected wake-up to the actual one) as a trace.dat beside `--trace-save` (or in the
+    /// current directory): `<name>-spike-<n>.dat`.
+    fn save_window(&mut self, s: &RawSpike) -> std::io::Result<std::path::PathBuf> {
+        self.saved += 1;
+        let base = match (&self.dat, &self.save) {
+            (Some(p), _) | (None, Some((p, _))) => p.with_extension(""),
+            _ => std::path::PathBuf::from(format!("latlab-{}", std::process::id())),
+        };
+        let path = std::path::PathBuf::from(format!("{}-spike-{}.dat", base.display(), self.saved));
+        let meta = super::dat::meta(&self.root, &self.events, self.page_size)?;
+        let pages = self
+            .rec
+            .pages_between(s.expected.saturating_sub(WINDOW_LEAD_NS), s.actual);
+        let n = pages.iter().map(|p| p.0 + 1).max().unwrap_or(0);
+        let mut cpus: Vec<Vec<Vec<u8>>> = vec![Vec::new(); n];
+        for (c, ps) in pages {
+            cpus[c] = ps;
+        }
+        super::dat::write(&path, &meta, &cpus)?;
+        Ok(path)
     }
 
     /// Writes the kept raw pages as a trace.dat (CPUs not traced have no data).
@@ -311,6 +422,10 @@ impl Tracer {
         self.rec.stop();
         for s in std::mem::take(&mut self.pending) {
             self.attribute(s, Duration::ZERO);
+        }
+        if let Some(a) = self.actions.as_mut() {
+            a.finish();
+            self.report.actions_suppressed = a.suppressed;
         }
         for (_, read, lost, _) in self.rec.counts() {
             self.report.events += read;

@@ -742,3 +742,180 @@ fn a_saved_dat_opens_in_trace_cmd_with_the_culprits_switches() {
         .count();
     assert!(handed_back >= 4, "{handed_back} stall ends: {lines:#?}");
 }
+
+#[test]
+fn on_threshold_actions_fire_per_spike_up_to_their_maximum() {
+    crate::util::expect_exit(
+        &["cyclic"],
+        &["--trace", "--on-threshold", "5:nap", "-l", "1"],
+        2,
+        "--on-threshold",
+    );
+    crate::util::expect_exit(
+        &["cyclic"],
+        &["--trace", "--on-threshold", "5:signal:0:TERM", "-l", "1"],
+        2,
+        "--on-threshold",
+    );
+    if let Some(w) = trace_unavailable() {
+        skip(
+            "on_threshold_actions_fire_per_spike_up_to_their_maximum",
+            &w,
+        );
+        return;
+    }
+    let _x = exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let log = dir.path().join("fired.txt");
+    let mut target = std::process::Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .unwrap();
+    let shell = format!(
+        "1ms:shell:echo \"$LATLAB_CPU $LATLAB_LATENCY_NS $LATLAB_SERIES\" >> {}",
+        log.display()
+    );
+    let signal = format!("1ms:signal:{}:TERM", target.id());
+    let child = latlab()
+        .env("LATLAB_JOURNAL", dir.path().join("restore.json"))
+        .args([
+            "cyclic", "-t", "1", "-a", "1", "-p", "80", "-i", "1ms", "-D", "3s",
+        ])
+        .args(["--trace", "--trace-threshold", "1ms", "-q", "--no-store"])
+        .args(["--on-threshold", &shell, "--on-threshold", &signal])
+        .args(["--on-threshold-max", "3", "--json"])
+        .arg(&json)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let inj = inject(
+        pid,
+        "latlab-T0",
+        1,
+        Duration::from_millis(3),
+        Duration::from_millis(300),
+        Duration::from_millis(200),
+        6,
+    );
+    let out = child.wait_with_output().unwrap();
+    inj.join().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // signal: reached its target.
+    let st = target.wait().unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(st.signal(), Some(libc::SIGTERM), "{st:?}");
+    // shell: once per spike, in order, up to the maximum, told the spike's CPU and latency.
+    let run = read_json(&json);
+    let spikes = run["trace"]["spikes"].as_array().unwrap();
+    assert!(spikes.len() >= 3, "{} spikes", spikes.len());
+    let lines: Vec<String> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    let mut want: Vec<String> = spikes
+        .iter()
+        .map(|s| format!("{} {} T0", s["cpu"], s["latency_ns"]))
+        .collect();
+    want.truncate(3);
+    let mut got = lines.clone();
+    got.sort();
+    want.sort();
+    assert_eq!(got, want);
+    let fired = run["trace"]["actions"].as_array().unwrap();
+    let by = |r: &str| fired.iter().filter(|f| f["rule"] == r).count();
+    assert_eq!((by(&shell), by(&signal)), (3, 3), "{fired:#?}");
+    assert_eq!(
+        run["trace"]["actions_suppressed"].as_u64().unwrap(),
+        2 * (spikes.len() as u64 - 3)
+    );
+}
+
+#[test]
+fn stop_ends_the_run_and_break_on_saves_the_window_that_stopped_it() {
+    if let Some(w) = trace_unavailable() {
+        skip(
+            "stop_ends_the_run_and_break_on_saves_the_window_that_stopped_it",
+            &w,
+        );
+        return;
+    }
+    let _x = exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let run = |extra: &[&str]| {
+        let child = latlab()
+            .env("LATLAB_JOURNAL", dir.path().join("restore.json"))
+            .current_dir(dir.path())
+            .args([
+                "cyclic", "-t", "1", "-a", "1", "-p", "80", "-i", "1ms", "-D", "60s",
+            ])
+            .args(["--trace", "--trace-threshold", "2ms", "-q", "--no-store"])
+            .args(extra)
+            .arg("--json")
+            .arg(&json)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let inj = inject(
+            pid,
+            "latlab-T0",
+            1,
+            Duration::from_millis(5),
+            Duration::from_millis(300),
+            Duration::from_millis(100),
+            3,
+        );
+        let t0 = Instant::now();
+        let out = child.wait_with_output().unwrap();
+        inj.join().unwrap();
+        (out, t0.elapsed())
+    };
+    let (out, took) = run(&["--on-threshold", "2ms:stop"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(took < Duration::from_secs(30), "stop did not end the run");
+    let r = read_json(&json);
+    assert_eq!(r["interrupted"], false);
+    assert_eq!(r["trace"]["actions"][0]["outcome"], "stopped the run");
+    // -b: the window of the spike that stopped the run, beside --trace-save.
+    let (out, _) = run(&["-b", "2ms", "--trace-save", "why.txt"]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = read_json(&json);
+    let f = &r["trace"]["actions"][0];
+    assert_eq!(f["rule"], "-b", "{f}");
+    let saved = dir.path().join("why-spike-1.dat");
+    assert_eq!(f["outcome"], "saved why-spike-1.dat", "{f}");
+    // A window trace-cmd reads, with the stall's switches in it.
+    if let Ok(rep) = std::process::Command::new("trace-cmd")
+        .arg("report")
+        .arg(&saved)
+        .output()
+    {
+        assert!(
+            rep.status.success(),
+            "{}",
+            String::from_utf8_lossy(&rep.stderr)
+        );
+        let text = String::from_utf8_lossy(&rep.stdout);
+        assert!(text.contains("inject:"), "{text}");
+    }
+}

@@ -160,7 +160,28 @@ impl CyclicConfig {
             samples: a.samples.clone(),
             trace_threshold_ns,
             trace_save: a.trace.trace_save.clone(),
+            trace_actions: trace_actions(&a.trace)?,
+            trace_actions_max: trace_actions_max(&a.trace)?,
         })
+    }
+}
+
+/// The validated `--on-threshold` rules.
+pub fn trace_actions(t: &crate::cli::TraceArgs) -> Result<Vec<crate::trace::actions::Rule>> {
+    t.on_threshold
+        .iter()
+        .map(|v| {
+            crate::trace::actions::parse(v, |x| time_flag("--on-threshold", x, BareUnit::Micros))
+        })
+        .collect()
+}
+
+/// The validated `--on-threshold-max`.
+pub fn trace_actions_max(t: &crate::cli::TraceArgs) -> Result<u32> {
+    match t.on_threshold_max {
+        Some(0) => Err(Error::flag("--on-threshold-max", 0, "must be above zero")),
+        Some(n) => Ok(n),
+        None => Ok(crate::trace::actions::DEFAULT_MAX),
     }
 }
 

@@ -96,6 +96,8 @@ impl NoiseConfig {
             json: a.json.clone(),
             trace_threshold_ns: super::cyclic::trace_threshold(&a.trace)?,
             trace_save: a.trace.trace_save.clone(),
+            trace_actions: super::cyclic::trace_actions(&a.trace)?,
+            trace_actions_max: super::cyclic::trace_actions_max(&a.trace)?,
         })
     }
 }

@@ -144,7 +144,13 @@ pub fn run(mut cfg: CyclicConfig, command_line: Vec<String>) -> Result<CyclicOut
                 th,
                 cfg.threads.iter().map(|t| t.name.clone()).collect(),
             )?
-            .saving(cfg.trace_save.clone()),
+            .saving(cfg.trace_save.clone())
+            .acting(
+                cfg.trace_actions.clone(),
+                cfg.trace_actions_max,
+                control.stop.clone(),
+            )
+            .breaking(cfg.break_on_ns),
         ),
     };
     let (mut spike_prods, mut spike_cons): (Vec<_>, Vec<_>) = if tracer.is_some() {

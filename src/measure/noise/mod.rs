@@ -140,7 +140,12 @@ pub fn run(mut cfg: NoiseConfig, command_line: Vec<String>) -> Result<NoiseOutco
                     .min(120_000_000_000),
             )?
             .spinning()
-            .saving(cfg.trace_save.clone()),
+            .saving(cfg.trace_save.clone())
+            .acting(
+                cfg.trace_actions.clone(),
+                cfg.trace_actions_max,
+                control.stop.clone(),
+            ),
         ),
     };
     for r in 0..cfg.repeat {
