@@ -256,6 +256,12 @@ pub struct TraceArgs {
     /// Most firings of each --on-threshold rule in a run (default 10).
     #[arg(long = "on-threshold-max", value_name = "N", requires = "trace")]
     pub on_threshold_max: Option<u32>,
+
+    /// Record the kernel stack of what the CPU ran when each measuring thread was woken
+    /// (a stacktrace trigger), named from /proc/kallsyms; attached to every spike, the
+    /// worst one's shown (cyclic only).
+    #[arg(long = "trace-stacks", requires = "trace")]
+    pub trace_stacks: bool,
 }
 
 const CYCLIC_AFTER_HELP: &str = "\

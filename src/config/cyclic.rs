@@ -65,4 +65,6 @@ pub struct CyclicConfig {
     pub trace_actions: Vec<crate::trace::actions::Rule>,
     /// `--on-threshold-max`.
     pub trace_actions_max: u32,
+    /// `--trace-stacks`.
+    pub trace_stacks: bool,
 }

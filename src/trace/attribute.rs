@@ -64,6 +64,13 @@ pub struct Attribution {
     pub timer_delay_ns: Option<u64>,
     /// Expected wake-up to the thread's switch-in.
     pub switch_in_ns: Option<u64>,
+    /// `--trace-stacks`: the kernel stack of what the CPU ran when the thread was woken
+    /// (innermost first), symbolised.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stack: Vec<String>,
+    /// The same stack's return addresses (symbolised into `stack`).
+    #[serde(skip)]
+    pub stack_addrs: Vec<u64>,
     /// Caveats about this spike's attribution.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
@@ -280,6 +287,12 @@ pub fn attribute(
             }
             Kind::TimerEntry { .. } => last_timer = Some(e.ts),
             Kind::TimerExit | Kind::Exec { .. } | Kind::Fork { .. } => {}
+            // The stack the `stacktrace` trigger took at the thread's wake-up.
+            Kind::Stack { n, frames } => {
+                if woken == Wake::Done && out.stack_addrs.is_empty() {
+                    out.stack_addrs = frames[..n as usize].to_vec();
+                }
+            }
             Kind::Waking { pid, .. } => {
                 if Some(pid) == me && e.ts >= expected && out.timer_delay_ns.is_none() {
                     woken = Wake::Done;

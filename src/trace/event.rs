@@ -91,6 +91,13 @@ pub enum Kind {
         /// The new command name.
         comm: Name,
     },
+    /// `ftrace/kernel_stack`: a kernel stack (a `stacktrace` trigger fired), innermost first.
+    Stack {
+        /// Frames recorded (at most [`STACK_DEPTH`] kept).
+        n: u8,
+        /// Return addresses.
+        frames: [u64; STACK_DEPTH],
+    },
     /// `sched_process_fork`: `parent` made task `child` (a process or a thread).
     Fork {
         /// The creating task.
@@ -101,6 +108,9 @@ pub enum Kind {
         child_comm: Name,
     },
 }
+
+/// Frames of a kernel stack kept.
+pub const STACK_DEPTH: usize = 24;
 
 /// The kernel's task name length (TASK_COMM_LEN - 1).
 const COMM_LEN: usize = 15;
@@ -139,6 +149,7 @@ enum Layout {
     TimerExit,
     Exec([Field; 3]),
     Fork([Field; 3]),
+    Stack(Field, usize),
 }
 
 fn int(b: &[u8], f: &Field) -> Option<i64> {
@@ -204,6 +215,7 @@ impl Decoder {
                 Layout::Vector(Name::new(n.trim_end_matches("_entry").as_bytes()))
             }
             ("irq_vectors", n) if n.ends_with("_exit") => Layout::VectorExit,
+            ("ftrace", "kernel_stack") => Layout::Stack(get("size")?, get("caller")?.offset),
             ("sched", "sched_process_exec") => {
                 Layout::Exec([get("filename")?, get("pid")?, get("old_pid")?])
             }
@@ -258,6 +270,16 @@ impl Decoder {
                 pid: int(b, &f[1])? as i32,
                 old_pid: int(b, &f[2])? as i32,
             },
+            Layout::Stack(size, at) => {
+                let n = (int(b, size)?.max(0) as usize)
+                    .min(b.len().saturating_sub(*at) / 8)
+                    .min(STACK_DEPTH);
+                let mut frames = [0u64; STACK_DEPTH];
+                for (i, f) in frames.iter_mut().enumerate().take(n) {
+                    *f = u64::from_le_bytes(b.get(at + 8 * i..at + 8 * i + 8)?.try_into().ok()?);
+                }
+                Kind::Stack { n: n as u8, frames }
+            }
             Layout::Fork(f) => Kind::Fork {
                 parent_pid: int(b, &f[0])? as i32,
                 child_pid: int(b, &f[1])? as i32,

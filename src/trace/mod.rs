@@ -15,6 +15,7 @@ pub mod page;
 pub mod procs;
 pub mod recorder;
 pub mod spikes;
+pub mod stacks;
 pub mod timeline;
 pub mod tracefs;
 

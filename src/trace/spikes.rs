@@ -138,6 +138,8 @@ pub struct Tracer {
     windows: Vec<(u32, u64, String)>,
     /// Windows saved so far.
     saved: usize,
+    /// `--trace-stacks`: the kernel's symbols.
+    kallsyms: Option<super::stacks::Kallsyms>,
 }
 
 impl Tracer {
@@ -145,6 +147,36 @@ impl Tracer {
     /// are `names`.
     pub fn start(cpus: &[usize], threshold_ns: u64, names: Vec<String>) -> Result<Tracer> {
         Tracer::start_keeping(cpus, threshold_ns, names, KEEP_NS)
+    }
+
+    /// As [`Tracer::start`]; with `stacks` (`--trace-stacks`), the kernel stack at each
+    /// wake-up of the measuring threads (`latlab-<name>`) is recorded and attached to spikes.
+    pub fn start_stacks(
+        cpus: &[usize],
+        threshold_ns: u64,
+        names: Vec<String>,
+        stacks: bool,
+    ) -> Result<Tracer> {
+        let j = journal_file("");
+        let (fs, lease) = TraceFs::system(j.parent().unwrap_or(std::path::Path::new(".")))?;
+        let mut t = Tracer::start_in(
+            &fs,
+            lease,
+            Some(j),
+            cpus,
+            threshold_ns,
+            names,
+            KEEP_NS,
+            stacks,
+        )?;
+        if stacks {
+            // Unreadable or hidden symbols: addresses in hex.
+            t.kallsyms = Some(
+                super::stacks::Kallsyms::load(std::path::Path::new("/proc/kallsyms"))
+                    .unwrap_or_default(),
+            );
+        }
+        Ok(t)
     }
 
     /// As [`Tracer::start`], keeping `keep_ns` of history per CPU (noise attributes after
@@ -157,10 +189,20 @@ impl Tracer {
     ) -> Result<Tracer> {
         let j = journal_file("");
         let (fs, lease) = TraceFs::system(j.parent().unwrap_or(std::path::Path::new(".")))?;
-        Tracer::start_in(&fs, lease, Some(j), cpus, threshold_ns, names, keep_ns)
+        Tracer::start_in(
+            &fs,
+            lease,
+            Some(j),
+            cpus,
+            threshold_ns,
+            names,
+            keep_ns,
+            false,
+        )
     }
 
     /// As [`Tracer::start`] on a chosen tracefs.
+    #[allow(clippy::too_many_arguments)]
     pub fn start_in(
         fs: &TraceFs,
         lease: Option<super::lifecycle::MountLease>,
@@ -169,6 +211,7 @@ impl Tracer {
         threshold_ns: u64,
         names: Vec<String>,
         keep_ns: u64,
+        stacks: bool,
     ) -> Result<Tracer> {
         // On an error the lease drops, and the last user of a mount latlab made unmounts.
         let (header, mut dec, events) = fs.layouts()?;
@@ -176,7 +219,17 @@ impl Tracer {
         let procs_journal = journal
             .as_ref()
             .map(|j| j.with_file_name(format!("trace-{}{PROCS_SUFFIX}.json", std::process::id())));
+        if stacks {
+            fs.stack_event(&mut dec)?;
+        }
         let inst = fs.create_instance("", cpus, &events, BUFFER_KB, journal, lease)?;
+        if stacks {
+            let comms: Vec<String> = names
+                .iter()
+                .map(|n| format!("latlab-{n}").chars().take(15).collect())
+                .collect();
+            fs.stack_trigger(&inst, &comms)?;
+        }
         let procs = if proc_events.is_empty() {
             None
         } else {
@@ -206,6 +259,7 @@ impl Tracer {
             break_on: None,
             windows: Vec::new(),
             saved: 0,
+            kallsyms: None,
             report: TraceReport {
                 threshold_ns,
                 cpus: cpus.to_vec(),
@@ -317,7 +371,10 @@ impl Tracer {
             text: self.report.idle_note.clone(),
             spinner: self.spinner,
         };
-        let why = attribute(&events, s.expected, s.actual, tid, &note);
+        let mut why = attribute(&events, s.expected, s.actual, tid, &note);
+        if let Some(k) = &self.kallsyms {
+            why.stack = why.stack_addrs.iter().map(|&a| k.name(a)).collect();
+        }
         // A task older than the trace is named from /proc now, while it may still exist.
         for t in why.components.iter().filter_map(|c| c.task.as_ref()) {
             if self.rec.identity(t.pid).is_none() && !self.older.contains_key(&t.pid) {
@@ -499,6 +556,21 @@ pub fn why(r: &TraceReport, unit: DisplayUnit) -> String {
             unit.fmt_ns(c.max_ns as f64),
             causes.join(", ")
         ));
+    }
+    if let Some(w) = r
+        .spikes
+        .iter()
+        .filter(|x| !x.why.stack.is_empty())
+        .max_by_key(|x| x.latency_ns)
+    {
+        s.push_str(&format!(
+            "  worst spike's kernel stack (CPU {}, {} {unit}, at the wake-up):\n",
+            w.cpu,
+            unit.fmt_ns(w.latency_ns as f64)
+        ));
+        for f in &w.why.stack {
+            s.push_str(&format!("      {f}\n"));
+        }
     }
     if r.spikes_dropped > 0 {
         s.push_str(&format!(

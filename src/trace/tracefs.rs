@@ -161,6 +161,26 @@ impl TraceFs {
         Ok(out)
     }
 
+    /// Learns `ftrace/kernel_stack` (what a `stacktrace` trigger records) into `dec`.
+    pub fn stack_event(&self, dec: &mut Decoder) -> Result<()> {
+        let p = self.root.join("events/ftrace/kernel_stack/format");
+        let f = parse_format(&read(&p)?)
+            .map_err(|e| Error::Env(format!("--trace-stacks: {}: {e}", p.display())))?;
+        dec.learn("ftrace", &f)
+            .map_err(|e| Error::Env(format!("--trace-stacks: {}: {e}", p.display())))
+    }
+
+    /// Makes `inst` record a kernel stack whenever a task named one of `comms` is woken.
+    pub fn stack_trigger(&self, inst: &Instance, comms: &[String]) -> Result<()> {
+        let filter: Vec<String> = comms.iter().map(|c| format!("comm == \"{c}\"")).collect();
+        let t = inst.dir.join("events/sched/sched_waking/trigger");
+        write(&t, &format!("stacktrace if {}", filter.join(" || "))).map_err(|e| {
+            Error::Env(format!(
+                "--trace-stacks: {e} (needs the kernel's event triggers)"
+            ))
+        })
+    }
+
     /// Creates the private instance `latlab-<pid><suffix>` for `cpus` (every CPU when empty)
     /// with `events` enabled and tracing on. The
     /// instance is journaled (with the mount point when it holds a `lease` on a mount latlab

@@ -919,3 +919,98 @@ fn stop_ends_the_run_and_break_on_saves_the_window_that_stopped_it() {
         assert!(text.contains("inject:"), "{text}");
     }
 }
+
+#[test]
+fn trace_stacks_show_network_receive_frames_under_a_loopback_flood() {
+    crate::util::expect_exit(
+        &["noise"],
+        &["--trace", "--trace-stacks", "-D", "1s"],
+        2,
+        "--trace-stacks",
+    );
+    if let Some(w) = trace_unavailable() {
+        skip(
+            "trace_stacks_show_network_receive_frames_under_a_loopback_flood",
+            &w,
+        );
+        return;
+    }
+    let _x = exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let rx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let to = rx.local_addr().unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let s2 = stop.clone();
+    let flood = std::thread::spawn(move || {
+        // SAFETY: plain libc call on the calling thread with a valid set.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(1, &mut set);
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+        }
+        let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let buf = [7u8; 1400];
+        while !s2.load(std::sync::atomic::Ordering::Relaxed) {
+            let _ = tx.send_to(&buf, to);
+        }
+    });
+    let out = latlab()
+        .env("LATLAB_JOURNAL", dir.path().join("restore.json"))
+        .args([
+            "cyclic", "-t", "1", "-a", "1", "-p", "80", "-i", "1ms", "-D", "3s",
+        ])
+        .args(["--trace", "--trace-stacks", "--trace-threshold", "20us"])
+        .args(["-q", "--no-store", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    flood.join().unwrap();
+    drop(rx);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = read_json(&json);
+    let stacks: Vec<Vec<String>> = run["trace"]["spikes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            s["stack"]
+                .as_array()
+                .map(|v| v.iter().map(|f| f.as_str().unwrap().to_string()).collect())
+                .unwrap_or_default()
+        })
+        .collect();
+    assert!(stacks.iter().any(|s| !s.is_empty()), "no stacks: {text}");
+    // Symbol names, not addresses.
+    for f in stacks.iter().flatten() {
+        let (name, off) = f.split_once("+0x").unwrap_or(("", ""));
+        assert!(
+            !name.is_empty() && !name.starts_with("0x") && !off.is_empty(),
+            "{f}"
+        );
+    }
+    let receive = [
+        "net_rx_action",
+        "__netif_receive_skb",
+        "process_backlog",
+        "ip_rcv",
+        "udp_rcv",
+        "__udp4_lib_rcv",
+    ];
+    let rx_stacks = stacks
+        .iter()
+        .filter(|s| s.iter().any(|f| receive.iter().any(|r| f.starts_with(r))))
+        .count();
+    assert!(
+        rx_stacks > 0,
+        "no network receive frames in {} stacks: {text}",
+        stacks.len()
+    );
+    assert!(text.contains("worst spike's kernel stack"), "{text}");
+}

@@ -162,6 +162,7 @@ impl CyclicConfig {
             trace_save: a.trace.trace_save.clone(),
             trace_actions: trace_actions(&a.trace)?,
             trace_actions_max: trace_actions_max(&a.trace)?,
+            trace_stacks: a.trace.trace_stacks,
         })
     }
 }

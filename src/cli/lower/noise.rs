@@ -78,6 +78,13 @@ impl NoiseConfig {
                 ));
             }
         }
+        if a.trace.trace_stacks {
+            return Err(Error::flag(
+                "--trace-stacks",
+                "",
+                "cyclic only: noise's spinners are never woken",
+            ));
+        }
         Ok(NoiseConfig {
             cpus,
             main_cpu,

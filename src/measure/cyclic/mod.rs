@@ -139,10 +139,11 @@ pub fn run(mut cfg: CyclicConfig, command_line: Vec<String>) -> Result<CyclicOut
     let mut tracer = match cfg.trace_threshold_ns {
         None => None,
         Some(th) => Some(
-            crate::trace::spikes::Tracer::start(
+            crate::trace::spikes::Tracer::start_stacks(
                 &trace_cpus(&cfg),
                 th,
                 cfg.threads.iter().map(|t| t.name.clone()).collect(),
+                cfg.trace_stacks,
             )?
             .saving(cfg.trace_save.clone())
             .acting(
