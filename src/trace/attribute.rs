@@ -71,6 +71,13 @@ pub struct Attribution {
     /// The same stack's return addresses (symbolised into `stack`).
     #[serde(skip)]
     pub stack_addrs: Vec<u64>,
+    /// NMIs handled on the CPU during the spike (None: the kernel has no `nmi_handler`
+    /// event, so they were not counted per spike).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nmis: Option<u32>,
+    /// Time in those NMI handlers (ns).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nmi_ns: Option<u64>,
     /// Caveats about this spike's attribution.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
@@ -286,7 +293,7 @@ pub fn attribute(
                 }
             }
             Kind::TimerEntry { .. } => last_timer = Some(e.ts),
-            Kind::TimerExit | Kind::Exec { .. } | Kind::Fork { .. } => {}
+            Kind::TimerExit | Kind::Exec { .. } | Kind::Fork { .. } | Kind::Nmi { .. } => {}
             // The stack the `stacktrace` trigger took at the thread's wake-up.
             Kind::Stack { n, frames } => {
                 if woken == Wake::Done && out.stack_addrs.is_empty() {

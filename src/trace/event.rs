@@ -98,6 +98,11 @@ pub enum Kind {
         /// Return addresses.
         frames: [u64; STACK_DEPTH],
     },
+    /// `nmi/nmi_handler`: an NMI handler ran (recorded at its end).
+    Nmi {
+        /// How long it ran (ns).
+        delta_ns: u64,
+    },
     /// `sched_process_fork`: `parent` made task `child` (a process or a thread).
     Fork {
         /// The creating task.
@@ -150,6 +155,7 @@ enum Layout {
     Exec([Field; 3]),
     Fork([Field; 3]),
     Stack(Field, usize),
+    Nmi(Field),
 }
 
 fn int(b: &[u8], f: &Field) -> Option<i64> {
@@ -215,6 +221,7 @@ impl Decoder {
                 Layout::Vector(Name::new(n.trim_end_matches("_entry").as_bytes()))
             }
             ("irq_vectors", n) if n.ends_with("_exit") => Layout::VectorExit,
+            ("nmi", "nmi_handler") => Layout::Nmi(get("delta_ns")?),
             ("ftrace", "kernel_stack") => Layout::Stack(get("size")?, get("caller")?.offset),
             ("sched", "sched_process_exec") => {
                 Layout::Exec([get("filename")?, get("pid")?, get("old_pid")?])
@@ -280,6 +287,9 @@ impl Decoder {
                 }
                 Kind::Stack { n: n as u8, frames }
             }
+            Layout::Nmi(f) => Kind::Nmi {
+                delta_ns: int(b, f)?.max(0) as u64,
+            },
             Layout::Fork(f) => Kind::Fork {
                 parent_pid: int(b, &f[0])? as i32,
                 child_pid: int(b, &f[1])? as i32,

@@ -10,6 +10,7 @@ pub mod culprits;
 pub mod dat;
 pub mod event;
 pub mod format;
+pub mod hw;
 pub mod lifecycle;
 pub mod page;
 pub mod procs;

@@ -86,6 +86,15 @@ pub struct TraceReport {
     /// Firings not done because their rule had reached `--on-threshold-max`.
     #[serde(default)]
     pub actions_suppressed: u64,
+    /// Per traced CPU: NMIs, SMIs and steal time counted over the run, where readable.
+    #[serde(default)]
+    pub counted: Vec<super::hw::CpuCounts>,
+    /// Whether NMIs were traced (then each spike has `nmis`).
+    #[serde(default)]
+    pub nmi_traced: bool,
+    /// What time nothing visible explains was checked against, and what could not be.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
     /// Per traced CPU: its spikes' causes, thread time grouped by command.
     #[serde(default)]
     pub per_cpu: Vec<super::culprits::CpuCauses>,
@@ -140,6 +149,8 @@ pub struct Tracer {
     saved: usize,
     /// `--trace-stacks`: the kernel's symbols.
     kallsyms: Option<super::stacks::Kallsyms>,
+    /// NMI, SMI and steal counters at the start.
+    counters: super::hw::Counters,
 }
 
 impl Tracer {
@@ -243,6 +254,7 @@ impl Tracer {
             )?)
         };
         let page_size = header.page_size;
+        let nmi_traced = events.iter().any(|e| e == "nmi/nmi_handler");
         let rec = Recorder::start(inst, procs, cpus, header, dec, keep_ns)?;
         Ok(Tracer {
             rec,
@@ -260,10 +272,12 @@ impl Tracer {
             windows: Vec::new(),
             saved: 0,
             kallsyms: None,
+            counters: super::hw::Counters::read(&super::hw::Roots::default(), cpus),
             report: TraceReport {
                 threshold_ns,
                 cpus: cpus.to_vec(),
                 idle_note: idle_note(),
+                nmi_traced,
                 ..TraceReport::default()
             },
         })
@@ -372,6 +386,18 @@ impl Tracer {
             spinner: self.spinner,
         };
         let mut why = attribute(&events, s.expected, s.actual, tid, &note);
+        if self.report.nmi_traced {
+            let (n, ns) = events
+                .iter()
+                .filter(|e| e.ts >= s.expected && e.ts <= s.actual)
+                .filter_map(|e| match e.kind {
+                    super::event::Kind::Nmi { delta_ns } => Some(delta_ns),
+                    _ => None,
+                })
+                .fold((0u32, 0u64), |(n, t), d| (n + 1, t + d));
+            why.nmis = Some(n);
+            why.nmi_ns = Some(ns);
+        }
         if let Some(k) = &self.kallsyms {
             why.stack = why.stack_addrs.iter().map(|&a| k.name(a)).collect();
         }
@@ -509,6 +535,18 @@ impl Tracer {
             c.chain = id.chain;
         }
         self.report.exec_chains = self.rec.names_commands();
+        // /proc/stat counts steal in USER_HZ ticks, 100 per second on Linux.
+        let now = super::hw::Counters::read(&super::hw::Roots::default(), &self.report.cpus);
+        let (counted, mut warn) = self.counters.delta(&now, 10_000_000);
+        self.report.counted = counted;
+        if !self.report.nmi_traced {
+            warn.push(
+                "--trace: the kernel has no nmi:nmi_handler event: NMIs are counted over the run \
+                 (/proc/interrupts), not per spike"
+                    .into(),
+            );
+        }
+        self.report.warnings.extend(warn);
         self.report.per_cpu = super::culprits::summarise(&self.report.spikes, &self.report.cpus);
         if let Some(path) = self.dat.take() {
             if let Err(e) = self.write_dat(&path) {
@@ -571,6 +609,37 @@ pub fn why(r: &TraceReport, unit: DisplayUnit) -> String {
         for f in &w.why.stack {
             s.push_str(&format!("      {f}\n"));
         }
+    }
+    let hidden: Vec<String> = r
+        .counted
+        .iter()
+        .map(|c| {
+            let nmi_spikes: u32 = r
+                .spikes
+                .iter()
+                .filter(|s| s.cpu == c.cpu)
+                .filter_map(|s| s.why.nmis)
+                .sum();
+            let mut parts = Vec::new();
+            if r.nmi_traced {
+                parts.push(format!("{nmi_spikes} NMIs in spikes"));
+            } else if let Some(n) = c.nmis {
+                parts.push(format!("{n} NMIs in the run"));
+            }
+            if let Some(n) = c.smis {
+                parts.push(format!("{n} SMIs"));
+            }
+            if let Some(n) = c.steal_ns {
+                parts.push(format!("steal {} {unit}", unit.fmt_ns(n as f64)));
+            }
+            format!("CPU {}: {}", c.cpu, parts.join(", "))
+        })
+        .collect();
+    if !hidden.is_empty() {
+        s.push_str(&format!("  counted: {}\n", hidden.join("; ")));
+    }
+    for w in &r.warnings {
+        s.push_str(&format!("  {w}\n"));
     }
     if r.spikes_dropped > 0 {
         s.push_str(&format!(

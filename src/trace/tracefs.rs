@@ -140,6 +140,10 @@ impl TraceFs {
                 }
             }
         }
+        // NMIs (x86), counted per spike where the kernel has the event.
+        if ev.join("nmi/nmi_handler").is_dir() {
+            learn("nmi", "nmi_handler", &mut dec)?;
+        }
         Ok((header, dec, names))
     }
 

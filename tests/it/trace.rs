@@ -186,6 +186,33 @@ fn an_injected_thread_is_named_on_its_cpu_and_only_there() {
 
     let run = read_json(&json);
     check_culprit(&run, &text, tid, &windows, 1_000_000, "thread");
+    // NMIs, SMIs and steal: counted per CPU where readable, and what was not is a warning.
+    let t = &run["trace"];
+    assert_eq!(
+        t["counted"].as_array().unwrap().len(),
+        2,
+        "{}",
+        t["counted"]
+    );
+    if t["nmi_traced"] == true {
+        assert!(t["spikes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|s| s["nmis"].is_u64()));
+    }
+    for c in t["counted"].as_array().unwrap() {
+        if c["smis"].is_null() {
+            let w = format!("SMIs on CPU {} not measured", c["cpu"]);
+            assert!(t["warnings"].to_string().contains(&w), "{}", t["warnings"]);
+            assert!(
+                run["warnings"].to_string().contains(&w),
+                "{}",
+                run["warnings"]
+            );
+        }
+    }
+    assert!(text.contains("counted: CPU 0: "), "{text}");
     // The saved timeline shows the culprit's switch to the measuring thread.
     let tl = std::fs::read_to_string(dir.path().join("timeline.txt")).unwrap();
     assert!(tl.contains("== T1 CPU 1 #"), "{tl}");

@@ -258,6 +258,7 @@ pub fn run(mut cfg: CyclicConfig, command_line: Vec<String>) -> Result<CyclicOut
         t.dropped(outs.iter().map(|(_, o)| o.spikes_lost).sum());
         t.finish()
     });
+    warnings.extend(trace.iter().flat_map(|t| t.warnings.iter().cloned()));
 
     let lost: Vec<u64> = outs.iter().map(|(_, o)| o.lost).collect();
     let samples_path = match (writer, &cfg.samples) {

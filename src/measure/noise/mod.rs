@@ -170,6 +170,7 @@ pub fn run(mut cfg: NoiseConfig, command_line: Vec<String>) -> Result<NoiseOutco
     saved.restore();
     drop(prepared);
     let trace = tracer.map(crate::trace::spikes::Tracer::finish);
+    warnings.extend(trace.iter().flat_map(|t| t.warnings.iter().cloned()));
     if repeats.is_empty() {
         return Err(Error::Env(
             "interrupted before the first measurement finished".into(),
