@@ -248,6 +248,7 @@ fn run_section(l: &Loaded) -> String {
     }
     s.push_str("<h3>Percentiles</h3>");
     s.push_str(&percentile_table(r));
+    s.push_str(&super::spikes::section(r));
     s.push_str("</section>");
     s
 }
