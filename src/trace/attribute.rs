@@ -264,13 +264,11 @@ pub fn attribute(
             task = Some(task_of(e.pid));
         }
         match e.kind {
-            Kind::Switch {
-                next_comm,
-                next_pid,
-                next_prio,
-                ..
-            } => {
-                task = Some((next_comm, next_pid, next_prio));
+            Kind::Switch { next_pid, .. } => {
+                // Named with the latest name and priority the window shows for it (a
+                // `chrt` switched in at 120 that raised itself to FIFO 99 and exec'd `sh`
+                // is switched out as `sh` at 0): the policy in force while it held the CPU.
+                task = Some(task_of(next_pid));
                 stack.clear();
                 if Some(next_pid) == me && e.ts >= expected {
                     out.switch_in_ns = Some(e.ts - expected);
@@ -362,14 +360,14 @@ mod tests {
         }
     }
 
-    fn sw(ts: u64, prev: (&str, i32), next: (&str, i32, i32)) -> Event {
+    fn sw(ts: u64, prev: (&str, i32, i32), next: (&str, i32, i32)) -> Event {
         Event {
             ts,
             pid: prev.1,
             kind: Kind::Switch {
                 prev_comm: Name::new(prev.0.as_bytes()),
                 prev_pid: prev.1,
-                prev_prio: 120,
+                prev_prio: prev.2,
                 prev_state: 0,
                 next_comm: Name::new(next.0.as_bytes()),
                 next_pid: next.1,
@@ -406,13 +404,13 @@ mod tests {
         // inject (RT 99) runs from 0 to 2000; the timer fires at 1010 inside it; the measured
         // thread (pid 7) is switched in at 2000 and reads the clock at 2010.
         let evs = vec![
-            sw(0, ("swapper/1", 0), ("inject", 42, 0)),
+            sw(0, ("swapper/1", 0, 120), ("inject", 42, 0)),
             ev(1005, 42, irq("local_timer")),
             ev(1010, 42, Kind::TimerEntry { function: 1 }),
             waking(1012, 42, 7),
             ev(1015, 42, Kind::TimerExit),
             ev(1020, 42, Kind::IrqExit),
-            sw(2000, ("inject", 42), ("T0", 7, 4)),
+            sw(2000, ("inject", 42, 0), ("T0", 7, 4)),
         ];
         let a = attribute(&evs, 1000, 2010, Some(7), &note("vm"));
         assert_eq!(a.components[0].kind, "thread");
@@ -437,12 +435,20 @@ mod tests {
         assert_eq!(me.ns, 10);
         // Without the thread id, the last task switched in is taken for it.
         assert_eq!(attribute(&evs, 1000, 2010, None, &note("vm")), a);
+        // A task switched in at a normal priority that raised itself (chrt) and exec'd is
+        // named as it was switched out: the policy it held the CPU at.
+        let evs = vec![
+            sw(0, ("swapper/1", 0, 120), ("chrt", 42, 120)),
+            sw(2000, ("sh", 42, 0), ("T0", 7, 4)),
+        ];
+        let a = attribute(&evs, 1000, 2010, Some(7), &note("vm"));
+        assert_eq!(a.components[0].name, "sh:42 RT 99");
     }
 
     #[test]
     fn nested_irq_in_softirq_counts_once() {
         let evs = vec![
-            sw(0, ("x", 3), ("swapper/0", 0, 120)),
+            sw(0, ("x", 3, 120), ("swapper/0", 0, 120)),
             ev(100, 0, Kind::SoftirqEntry { vec: 3 }),
             ev(
                 150,
@@ -454,7 +460,7 @@ mod tests {
             ),
             ev(170, 0, Kind::IrqExit),
             ev(300, 0, Kind::SoftirqExit),
-            sw(300, ("swapper/0", 0), ("T0", 7, 4)),
+            sw(300, ("swapper/0", 0, 120), ("T0", 7, 4)),
         ];
         let a = attribute(&evs, 50, 310, Some(7), &note("hypervisor"));
         let get = |k: &str| a.components.iter().find(|c| c.kind == k).unwrap();
@@ -471,7 +477,7 @@ mod tests {
 
     #[test]
     fn no_events_before_the_window_is_unknown() {
-        let evs = vec![sw(500, ("swapper/0", 0), ("T0", 7, 4))];
+        let evs = vec![sw(500, ("swapper/0", 0, 120), ("T0", 7, 4))];
         let a = attribute(&evs, 100, 600, Some(7), &note("vm"));
         let u = a.components.iter().find(|c| c.kind == "unknown").unwrap();
         assert_eq!((u.ns, u.name.as_str()), (400, NO_TRACE));
@@ -485,7 +491,7 @@ mod tests {
         // cargo runs; the timer wakes T0 (pid 7) at 120; the switch cargo -> T0 was not
         // recorded; T0 reads the clock at 400.
         let evs = vec![
-            sw(0, ("swapper/0", 0), ("cargo", 50, 120)),
+            sw(0, ("swapper/0", 0, 120), ("cargo", 50, 120)),
             ev(110, 50, irq("local_timer")),
             waking(120, 50, 7),
             ev(130, 50, Kind::IrqExit),
@@ -500,7 +506,7 @@ mod tests {
         // A later event in another task's context corrects the running task.
         assert!(attribute(&evs, 100, 140, Some(7), &note("vm")).notes.len() == 1);
         let evs = vec![
-            sw(0, ("swapper/0", 0), ("cargo", 50, 120)),
+            sw(0, ("swapper/0", 0, 120), ("cargo", 50, 120)),
             ev(200, 7, Kind::SoftirqEntry { vec: 9 }),
             ev(210, 7, Kind::SoftirqExit),
         ];
