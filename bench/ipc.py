@@ -4,10 +4,10 @@ from send to the receiver running, interleaved A B A B, medians of the per-run a
 maximum (µs), and the process CPU time of each side.
 
 Both sides pin the sender and the receiver to one CPU at SCHED_FIFO, send every --interval µs,
---loops messages. rt-tests runs both tasks at -p; latlab runs the receiver at -p and the sender
-one below (so the receiver preempts the sender at once: see docs/benchmarks.md).
+--loops messages, both tasks at the same priority as rt-tests runs them (latlab's
+--sender-priority; its default is one below the receiver).
 
-usage: bench/ipc.py [--rounds 3] [--loops 2000] [--interval 1000] [--cpu 1] [--prio 80]
+usage: bench/ipc.py [--rounds 5] [--loops 2000] [--interval 1000] [--cpu 1] [--prio 80]
                     [--latlab target/release/latlab]
 """
 import argparse, json, os, statistics, subprocess, sys, tempfile
@@ -19,7 +19,7 @@ PAIRS = [("pmqtest", "pmq"), ("ptsematest", "posix-sem"), ("svsematest", "sysv-s
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--loops", type=int, default=2000)
     ap.add_argument("--interval", type=int, default=1000)
     ap.add_argument("--cpu", type=int, default=1)
@@ -33,7 +33,8 @@ def main():
         for _ in range(a.rounds):
             lj, rj = os.path.join(d, "l.json"), os.path.join(d, "r.json")
             _, cpu, _, rc = measure([a.latlab, "ipc", "--method", method, "-a", str(a.cpu),
-                                     "-p", str(a.prio), "-l", str(a.loops), "-i", f"{a.interval}us",
+                                     "-p", str(a.prio), "--sender-priority", str(a.prio),
+                                     "-l", str(a.loops), "-i", f"{a.interval}us",
                                      "--no-store", "--json", lj])
             assert rc == 0, f"latlab ipc --method {method} exited {rc}"
             s = json.load(open(lj))["series"][0]
