@@ -10,7 +10,12 @@ use std::path::{Path, PathBuf};
 /// Writes `text` to stdout and flushes. A reader that went away (EPIPE, e.g. `| head -1` or
 /// `| true`) is not an error: the result was already saved.
 pub fn stdout(text: &str) -> std::io::Result<()> {
-    let mut o = std::io::stdout().lock();
+    to(&mut std::io::stdout().lock(), text)
+}
+
+/// Writes `text` to `o` (stdout, or a test's writer) and flushes; a reader that went away
+/// (EPIPE) is not an error.
+pub fn to(o: &mut dyn Write, text: &str) -> std::io::Result<()> {
     match o.write_all(text.as_bytes()).and_then(|_| o.flush()) {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         r => r,

@@ -10,6 +10,8 @@
 pub mod args;
 mod ctx;
 pub mod signals;
+#[cfg(test)]
+mod tests;
 mod watchdog;
 
 pub use ctx::Ctx;
@@ -127,12 +129,12 @@ struct Keeper {
 }
 
 impl Keeper {
-    fn open(c: &Common) -> Result<Keeper> {
+    fn open(c: &Common, given: Option<Box<dyn crate::store::Store>>) -> Result<Keeper> {
         let tags = crate::store::parse_tags(&c.tags)?;
-        let store = if c.no_store {
-            None
-        } else {
-            Some(crate::store::open(c.store.as_deref())?)
+        let store = match given {
+            _ if c.no_store => None,
+            Some(s) => Some(s),
+            None => Some(crate::store::open(c.store.as_deref())?),
         };
         Ok(Keeper { store, tags })
     }
@@ -199,10 +201,45 @@ fn overlapping(measured: Option<&crate::config::CpuSet>, c: &Common) -> Vec<Stri
 
 /// Runs `m` through the whole lifecycle and returns its exit status as a `Result`
 /// (`Err(CheckFailed)` when a requested check tripped).
-pub fn execute<M: Measurement>(mut m: M, common: &Common, command_line: Vec<String>) -> Result<()> {
-    let control = signals::control();
+pub fn execute<M: Measurement>(m: M, common: &Common, command_line: Vec<String>) -> Result<()> {
+    let mut out = std::io::stdout();
+    execute_with(
+        m,
+        common,
+        command_line,
+        Io {
+            control: signals::control(),
+            stdout: &mut out,
+            store: None,
+        },
+    )
+}
+
+/// Where [`execute_with`] takes its flags and sends its text: the process's own in
+/// [`execute`], a test's in the driver's tests.
+pub struct Io<'w> {
+    /// The stop and interrupt flags.
+    pub control: crate::rt::Control,
+    /// Where the report (or figures, or `--json -`) goes.
+    pub stdout: &'w mut dyn std::io::Write,
+    /// A store to use instead of opening `Common::store` (ignored under `--no-store`).
+    pub store: Option<Box<dyn crate::store::Store>>,
+}
+
+/// [`execute`] with its flags, stdout and store given.
+pub fn execute_with<M: Measurement>(
+    mut m: M,
+    common: &Common,
+    command_line: Vec<String>,
+    io: Io<'_>,
+) -> Result<()> {
+    let Io {
+        control,
+        stdout: out,
+        store,
+    } = io;
     let json = common.json.as_deref().map(JsonSink::open).transpose()?;
-    let mut keeper = Keeper::open(common)?;
+    let mut keeper = Keeper::open(common, store)?;
     let footprint = m.footprint();
     let mut warnings = outranking(&footprint, common)?;
     warnings.extend(overlapping(m.measured_cpus().as_ref(), common));
@@ -268,13 +305,13 @@ pub fn execute<M: Measurement>(mut m: M, common: &Common, command_line: Vec<Stri
     if stdout_taken {
         crate::output::stderr(&text.report);
     } else {
-        crate::output::stdout(&text.report).map_err(|e| Error::io("stdout", e))?;
+        crate::output::to(out, &text.report).map_err(|e| Error::io("stdout", e))?;
     }
     if let Some(f) = &text.figures {
-        crate::output::stdout(f).map_err(|e| Error::io("stdout", e))?;
+        crate::output::to(out, f).map_err(|e| Error::io("stdout", e))?;
     }
-    if let Some(j @ JsonSink::Stdout) = &json {
-        j.write(run)?;
+    if let Some(JsonSink::Stdout) = &json {
+        crate::output::to(out, &JsonSink::text(run)?).map_err(|e| Error::io("stdout", e))?;
     }
     written?;
     stored?;

@@ -32,13 +32,19 @@ impl JsonSink {
     /// Writes the run, pretty-printed: a file atomically (temp file + rename), stdout through
     /// a writer for which a closed pipe is not an error.
     pub fn write(&self, run: &Run) -> Result<()> {
-        let mut text = serde_json::to_string_pretty(run)
-            .map_err(|e| Error::Env(format!("JSON encoding failed: {e}")))?;
-        text.push('\n');
+        let text = Self::text(run)?;
         match self {
             JsonSink::Stdout => crate::output::stdout(&text).map_err(|e| Error::io("stdout", e)),
             JsonSink::File(p) => crate::output::write_atomic(p, text.as_bytes())
                 .map_err(|e| Error::io(p.display().to_string(), e)),
         }
+    }
+
+    /// The run as written: pretty-printed JSON and a final newline.
+    pub fn text(run: &Run) -> Result<String> {
+        let mut text = serde_json::to_string_pretty(run)
+            .map_err(|e| Error::Env(format!("JSON encoding failed: {e}")))?;
+        text.push('\n');
+        Ok(text)
     }
 }

@@ -21,6 +21,36 @@ pub struct Component {
     pub ns: u64,
     /// Share of the latency, 0..1.
     pub share: f64,
+    /// For `thread`: the task, with the kernel priority it ran at here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<TaskRef>,
+    /// For `thread`: the command it belongs to (see `procs`), once known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    /// For `thread`: the group's exec chain, newest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub chain: Vec<String>,
+}
+
+/// A task that held the CPU.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskRef {
+    /// Thread id.
+    pub pid: i32,
+    /// Its name then.
+    pub comm: String,
+    /// Kernel priority in force (0..99: real-time priority 99 - prio; 100..139: normal;
+    /// negative: deadline).
+    pub prio: i32,
+}
+
+/// The policy a kernel priority means: `RT 99`, `DL`, or `normal`.
+pub fn policy_label(prio: i32) -> String {
+    match prio {
+        p if p < 0 => "DL".into(),
+        p if p < 100 => format!("RT {}", 99 - p),
+        _ => "normal".into(),
+    }
 }
 
 /// The attribution of one spike.
@@ -34,6 +64,20 @@ pub struct Attribution {
     pub timer_delay_ns: Option<u64>,
     /// Expected wake-up to the thread's switch-in.
     pub switch_in_ns: Option<u64>,
+    /// `--trace-stacks`: the kernel stack of what the CPU ran when the thread was woken
+    /// (innermost first), symbolised.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stack: Vec<String>,
+    /// The same stack's return addresses (symbolised into `stack`).
+    #[serde(skip)]
+    pub stack_addrs: Vec<u64>,
+    /// NMIs handled on the CPU during the spike (None: the kernel has no `nmi_handler`
+    /// event, so they were not counted per spike).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nmis: Option<u32>,
+    /// Time in those NMI handlers (ns).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nmi_ns: Option<u64>,
     /// Caveats about this spike's attribution.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
@@ -86,8 +130,13 @@ fn label(
     me: Option<i32>,
     woken: Wake,
     note: &Note,
-) -> (String, String) {
-    match stack.last() {
+) -> (String, String, Task) {
+    if let (None, Some((c, p, pr))) = (stack.last(), task) {
+        if Some(*p) != me && *p != 0 && (woken != Wake::Pending || note.spinner) {
+            return ("thread".into(), task_label(c, *p, *pr), *task);
+        }
+    }
+    let (k, n) = match stack.last() {
         Some(Ctx::Irq(n)) => ("irq".into(), n.clone()),
         Some(Ctx::Softirq(v)) => ("softirq".into(), softirq_name(*v).into()),
         None => match task {
@@ -109,7 +158,8 @@ fn label(
             ),
             Some((c, p, pr)) => ("thread".into(), task_label(c, *p, *pr)),
         },
-    }
+    };
+    (k, n, None)
 }
 
 const NO_TRACE: &str = "before the trace's first event on this CPU";
@@ -165,14 +215,14 @@ pub fn attribute(
     };
     let mut task: Task = events.first().map(|e| task_of(e.pid));
     let mut stack: Vec<Ctx> = Vec::new();
-    let mut charged: Vec<(String, String, u64)> = Vec::new();
-    let mut charge = |k: String, n: String, ns: u64| {
+    let mut charged: Vec<(String, String, u64, Task)> = Vec::new();
+    let mut charge = |k: String, n: String, ns: u64, who: Task| {
         if ns == 0 {
             return;
         }
         match charged.iter_mut().find(|c| c.0 == k && c.1 == n) {
             Some(c) => c.2 += ns,
-            None => charged.push((k, n, ns)),
+            None => charged.push((k, n, ns, who)),
         }
     };
     // Without a traced wake-up of the thread (no id, or the event was lost) every stretch
@@ -194,6 +244,7 @@ pub fn attribute(
                 "unknown".into(),
                 NO_TRACE.into(),
                 f.ts.min(actual) - expected,
+                None,
             );
             t = f.ts;
         }
@@ -204,8 +255,8 @@ pub fn attribute(
             out.blocking = Some(blocking(&stack, &task));
         }
         if e.ts > t {
-            let (k, n) = label(&stack, &task, me, woken, idle_note);
-            charge(k, n, e.ts - t);
+            let (k, n, who) = label(&stack, &task, me, woken, idle_note);
+            charge(k, n, e.ts - t, who);
             t = e.ts;
         }
         // A task context other than the one the switches said: a switch went unrecorded.
@@ -242,7 +293,13 @@ pub fn attribute(
                 }
             }
             Kind::TimerEntry { .. } => last_timer = Some(e.ts),
-            Kind::TimerExit => {}
+            Kind::TimerExit | Kind::Exec { .. } | Kind::Fork { .. } | Kind::Nmi { .. } => {}
+            // The stack the `stacktrace` trigger took at the thread's wake-up.
+            Kind::Stack { n, frames } => {
+                if woken == Wake::Done && out.stack_addrs.is_empty() {
+                    out.stack_addrs = frames[..n as usize].to_vec();
+                }
+            }
             Kind::Waking { pid, .. } => {
                 if Some(pid) == me && e.ts >= expected && out.timer_delay_ns.is_none() {
                     woken = Wake::Done;
@@ -261,17 +318,24 @@ pub fn attribute(
         if task.is_some_and(|x| Some(x.1) != me) && stack.is_empty() && woken == Wake::Done {
             out.notes.push(NO_SWITCH.into());
         }
-        let (k, n) = label(&stack, &task, me, woken, idle_note);
-        charge(k, n, actual - t);
+        let (k, n, who) = label(&stack, &task, me, woken, idle_note);
+        charge(k, n, actual - t, who);
     }
     charged.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.1.cmp(&b.1)));
     out.components = charged
         .into_iter()
-        .map(|(kind, name, ns)| Component {
+        .map(|(kind, name, ns, who)| Component {
             kind,
             name,
             ns,
             share: ns as f64 / latency as f64,
+            task: who.map(|(c, pid, prio)| TaskRef {
+                pid,
+                comm: c.as_str().into_owned(),
+                prio,
+            }),
+            group: None,
+            chain: Vec::new(),
         })
         .collect();
     out
@@ -353,6 +417,9 @@ mod tests {
         let a = attribute(&evs, 1000, 2010, Some(7), &note("vm"));
         assert_eq!(a.components[0].kind, "thread");
         assert_eq!(a.components[0].name, "inject:42 RT 99");
+        let t = a.components[0].task.as_ref().unwrap();
+        assert_eq!((t.pid, t.comm.as_str(), t.prio), (42, "inject", 0));
+        assert_eq!(policy_label(t.prio), "RT 99");
         assert_eq!(a.components[0].ns, 980);
         let late = a.components.iter().find(|c| c.kind == "timer").unwrap();
         assert_eq!(

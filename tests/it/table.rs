@@ -127,3 +127,75 @@ fn optional_values_still_read_as_flags() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Runs latlab as `nobody` from a world-readable copy of the binary, with its state and store
+/// in `dir`; None (and a skip line) where that cannot be done.
+fn as_nobody(test: &str, dir: &std::path::Path, args: &[&str]) -> Option<std::process::Output> {
+    // SAFETY: no arguments.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root || !std::path::Path::new("/usr/sbin/runuser").exists() {
+        crate::util::skip(test, "needs root and runuser to drop to 'nobody'");
+        return None;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let bin = dir.join("latlab");
+    if !bin.exists() {
+        std::fs::copy(env!("CARGO_BIN_EXE_latlab"), &bin).unwrap();
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let state = dir.join("state");
+    Some(
+        std::process::Command::new("runuser")
+            .args(["-u", "nobody", "--", "env"])
+            .arg(format!("XDG_STATE_HOME={}", state.display()))
+            .arg(format!("HOME={}", dir.display()))
+            .arg("LATLAB_JOURNAL=")
+            .arg(&bin)
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap(),
+    )
+}
+
+#[test]
+fn strict_refuses_and_nothing_is_journaled_that_cannot_change_as_nobody() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = "strict_refuses_and_nothing_is_journaled_that_cannot_change_as_nobody";
+    // --strict holds for every measurement: contend's FIFO 50 is refused, not degraded.
+    let Some(out) = as_nobody(
+        t,
+        dir.path(),
+        &["contend", "--strict", "-D", "1s", "--no-store"],
+    ) else {
+        return;
+    };
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("--strict") || err.contains("required"),
+        "{err}"
+    );
+    // A clocksource switch nobody may not make is refused before anything is journaled, so no
+    // later start warns about a journal only root could clear.
+    let args = [
+        "clocks",
+        "--clocksource",
+        "kvm-clock",
+        "--clocks",
+        "monotonic",
+        "--no-store",
+    ];
+    let out = as_nobody(t, dir.path(), &args).unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("--clocksource"), "{err}");
+    assert!(
+        !dir.path().join("state/latlab/restore.json").exists(),
+        "a journal was left behind"
+    );
+    let out = as_nobody(t, dir.path(), &["runs", "list", "--store", "sqlite:r.db"]).unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("restore"), "a later start warns: {err}");
+}

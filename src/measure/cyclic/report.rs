@@ -2,7 +2,7 @@
 //! shape, and the cyclictest-style `-h` histogram.
 
 use super::CyclicOutcome;
-use crate::config::cyclic::CyclicConfig;
+use crate::measure::cyclic::config::CyclicConfig;
 use crate::config::DisplayUnit;
 use crate::export::table;
 use crate::rt::Live;
