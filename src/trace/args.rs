@@ -48,7 +48,8 @@ impl TraceArgs {
             .iter()
             .map(|v| {
                 crate::trace::actions::parse(v, |x| {
-                    parse_time_ns(x, BareUnit::Micros).map_err(|e| Error::flag("--on-threshold", x, e))
+                    parse_time_ns(x, BareUnit::Micros)
+                        .map_err(|e| Error::flag("--on-threshold", x, e))
                 })
             })
             .collect()

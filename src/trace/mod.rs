@@ -4,8 +4,8 @@
 //! threshold to IRQs, softirqs, threads and an unattributed rest (`attribute`, `spikes`).
 //! `lifecycle` makes sure no instance or mount outlives the process, whatever ends it.
 
-pub mod args;
 pub mod actions;
+pub mod args;
 pub mod attribute;
 pub mod culprits;
 pub mod dat;
@@ -15,8 +15,8 @@ pub mod format;
 pub mod hw;
 pub mod lifecycle;
 pub mod page;
-pub mod raw;
 pub mod procs;
+pub mod raw;
 pub mod recorder;
 pub mod spikes;
 pub mod stacks;

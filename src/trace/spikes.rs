@@ -4,8 +4,8 @@
 //! JSON (`trace`) and the "why" summary printed after the table.
 
 use super::attribute::{attribute, Note};
-pub use super::raw::{RawSpike, SpikeRecord};
 use super::procs::{from_proc, Identity};
+pub use super::raw::{RawSpike, SpikeRecord};
 use super::recorder::Recorder;
 use super::tracefs::{journal_file, TraceFs, PROCS_SUFFIX};
 use crate::config::DisplayUnit;

@@ -4,8 +4,8 @@
 //! The top-level buffer, which other tools may be using, is never touched.
 
 use super::event::Decoder;
-use super::format::{parse_format, parse_header_page, PageHeader};
 pub(super) use super::files::{poke, remove_instance};
+use super::format::{parse_format, parse_header_page, PageHeader};
 use super::lifecycle::{self, MountLease};
 use crate::error::{Error, Result};
 use std::path::{Path, PathBuf};
@@ -273,8 +273,7 @@ impl Drop for Instance {
 /// The journal file for this process's instance `latlab-<pid><suffix>`, beside the knob
 /// journal.
 pub fn journal_file(suffix: &str) -> PathBuf {
-    crate::io::journal_path()
-        .with_file_name(format!("trace-{}{suffix}.json", std::process::id()))
+    crate::io::journal_path().with_file_name(format!("trace-{}{suffix}.json", std::process::id()))
 }
 
 #[derive(serde::Serialize, serde::Deserialize)]

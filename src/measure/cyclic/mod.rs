@@ -9,10 +9,10 @@ mod lower;
 pub mod report;
 pub mod worker;
 
-use crate::measure::cyclic::config::CyclicConfig;
 use crate::config::Policy;
 use crate::driver::Ctx;
 use crate::error::{Error, Result};
+use crate::measure::cyclic::config::CyclicConfig;
 use crate::result::{Run, Series};
 use crate::rt::{self, Live, Placement};
 use crate::samples::{self, SampleWriter, SeriesHeader};

@@ -27,6 +27,10 @@ pub struct IpcArgs {
     /// Priority of the receiver; the sender runs one below (default 80 for fifo/rr).
     #[arg(short = 'p', long, allow_negative_numbers = true)]
     pub priority: Option<i32>,
+    /// Priority of the sender (default: one below the receiver's; rt-tests' programs run both
+    /// at the same priority, so the receiver waits for the sender to block on the answer).
+    #[arg(long, value_name = "PRIO", allow_negative_numbers = true)]
+    pub sender_priority: Option<i32>,
     /// Time between sends: 1000 (µs), 500us, 1ms. Default 1000 µs.
     #[arg(
         short = 'i',
@@ -129,6 +133,11 @@ impl IpcArgs {
         policy
             .check_prio(prio)
             .map_err(|e| Error::Usage(format!("-p/--priority: {e}")))?;
+        if let Some(p) = self.sender_priority {
+            policy
+                .check_prio(p)
+                .map_err(|e| Error::Usage(format!("--sender-priority: {e}")))?;
+        }
         let interval_ns = match &self.interval {
             None => 1_000_000,
             Some(v) => {
@@ -160,6 +169,7 @@ impl IpcArgs {
             cpus,
             policy,
             prio,
+            sender_prio: self.sender_priority,
             interval_ns,
             loops,
             duration_ns,
@@ -202,6 +212,10 @@ mod tests {
         assert_eq!(c.cpus, [Some(0), Some(1)]);
         assert_eq!(c.sender_prio(), 79);
         assert_eq!(lower(&["-a", "1"]).unwrap().cpus, [Some(1), Some(1)]);
+        assert_eq!(
+            lower(&["--sender-priority", "80"]).unwrap().sender_prio(),
+            80
+        );
     }
 
     #[test]
@@ -213,6 +227,7 @@ mod tests {
             (&["-l", "0"], "-l/--loops"),
             (&["-p", "100"], "-p/--priority"),
             (&["--policy", "batch"], "--policy"),
+            (&["--sender-priority", "0"], "--sender-priority"),
         ] {
             let e = lower(args).unwrap_err();
             assert_eq!(e.exit_code(), 2, "{args:?}");

@@ -30,8 +30,10 @@ pub struct IpcConfig {
     pub cpus: [Option<usize>; 2],
     /// Policy of both tasks.
     pub policy: Policy,
-    /// Priority of the receiver; the sender runs one below (as rt-tests' tests do).
+    /// Priority of the receiver.
     pub prio: i32,
+    /// Priority of the sender (None: one below the receiver's).
+    pub sender_prio: Option<i32>,
     /// Time between sends (ns).
     pub interval_ns: u64,
     /// Messages per method (None: until the duration or Ctrl-C).
@@ -43,9 +45,12 @@ pub struct IpcConfig {
 }
 
 impl IpcConfig {
-    /// The sender's priority: one below the receiver's (not below 1 for real-time policies).
+    /// The sender's priority: as asked, else one below the receiver's (not below 1 for
+    /// real-time policies).
     pub fn sender_prio(&self) -> i32 {
-        if self.policy.is_rt() {
+        if let Some(p) = self.sender_prio {
+            p
+        } else if self.policy.is_rt() {
             (self.prio - 1).max(1)
         } else {
             self.prio
@@ -331,8 +336,8 @@ impl crate::driver::Measurement for IpcConfig {
     fn footprint(&self) -> crate::driver::Footprint {
         let rt = self.policy.is_rt();
         crate::driver::Footprint {
-            min_rt_prio: rt.then(|| self.sender_prio()),
-            rt: rt.then_some((self.policy, self.prio)),
+            min_rt_prio: rt.then(|| self.sender_prio().min(self.prio)),
+            rt: rt.then_some((self.policy, self.prio.max(self.sender_prio()))),
             mlock: true,
             dma_latency_us: None,
             rt_required: false,

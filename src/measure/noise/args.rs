@@ -84,6 +84,10 @@ impl crate::driver::Lowering for NoiseArgs {
     }
 
     fn lower(&self, online: &CpuSet) -> Result<Self::Config> {
-        crate::measure::noise::config::NoiseConfig::from_args(self, online, crate::sys::tsc::available())
+        crate::measure::noise::config::NoiseConfig::from_args(
+            self,
+            online,
+            crate::sys::tsc::available(),
+        )
     }
 }

@@ -2,9 +2,9 @@
 //! failure an exit-2 message naming the flag and the value.
 
 use super::args::NoiseArgs;
-use crate::measure::noise::config::{NoiseClock, NoiseConfig, MAX_REPEAT};
 use crate::config::{parse_time_ns, BareUnit, CpuSet, Policy};
 use crate::error::{Error, Result};
+use crate::measure::noise::config::{NoiseClock, NoiseConfig, MAX_REPEAT};
 
 impl NoiseConfig {
     /// Validates raw arguments against the online CPUs.

@@ -9,10 +9,10 @@ mod lower;
 pub mod report;
 pub mod worker;
 
-use crate::measure::noise::config::{NoiseClock, NoiseConfig};
 use crate::config::Policy;
 use crate::driver::Ctx;
 use crate::error::{Error, Result};
+use crate::measure::noise::config::{NoiseClock, NoiseConfig};
 use crate::result::{Environment, Run, Series, Timeline};
 use crate::rt::{self, Control, Live, Placement};
 use crate::stats::dist::Dist;

@@ -4,9 +4,9 @@
 
 use super::worker::SpinOut;
 use super::{Disturbance, NoiseOutcome};
-use crate::measure::noise::config::NoiseConfig;
 use crate::config::DisplayUnit;
 use crate::export::table;
+use crate::measure::noise::config::NoiseConfig;
 
 /// A repeat whose max exceeds this many times the median of all repeats is an outlier.
 pub const OUTLIER_FACTOR: u64 = 10;
