@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Overhead of `--trace` on `latlab cyclic`, interleaved A B A B: without and with tracing,
 same threads (one per CPU, SCHED_FIFO 80, 1 kHz), same duration. Prints per-round average and
-p99 latency (mean and max over threads) and, for the traced runs, events read and lost, then
-the ratio of medians traced/untraced.
+p99 latency (mean and max over threads), CPU time (user + system of the latlab process) and,
+for the traced runs, events read and lost, then the ratio of medians traced/untraced with the
+spread of the per-pair ratios. `--stacks` traces with `--trace-stacks` too.
 
-usage: bench/trace.py [--rounds 5] [--duration 10] [--latlab PATH]
+usage: bench/trace.py [--rounds 8] [--duration 10] [--stacks] [--latlab PATH]
 """
 import argparse, json, os, statistics, subprocess, sys, tempfile, time
 
@@ -13,16 +14,24 @@ def one(exe, a, out, trace):
            "-q", "--no-store", "--json", out]
     if trace:
         cmd += ["--trace", "--trace-threshold", "100us"]
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if a.stacks:
+            cmd += ["--trace-stacks"]
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, ru = os.wait4(p.pid, 0)
+    if status != 0:
+        raise SystemExit(f"{' '.join(cmd)}: exit status {status}")
     r = json.load(open(out))
     avg = statistics.mean(s["mean_ns"] for s in r["series"]) / 1000
     p99 = max(s["percentiles"]["p99"] for s in r["series"]) / 1000
     t = r.get("trace") or {}
-    return avg, p99, t.get("events", 0), t.get("lost_events", 0), len(t.get("spikes", []))
+    cpu = ru.ru_utime + ru.ru_stime
+    return (avg, p99, t.get("events", 0), t.get("lost_events", 0), len(t.get("spikes", [])),
+            cpu)
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--rounds", type=int, default=8)
+    p.add_argument("--stacks", action="store_true")
     p.add_argument("--duration", type=int, default=10)
     p.add_argument("--latlab", default="target/release/latlab")
     a = p.parse_args()
@@ -33,11 +42,16 @@ def main():
         B.append(one(a.latlab, a, f"{d}/b.json", True))
         print(f"round {i+1}: plain avg {A[-1][0]:.2f} us p99 {A[-1][1]:.1f} us | traced avg "
               f"{B[-1][0]:.2f} us p99 {B[-1][1]:.1f} us, {B[-1][2]} events "
-              f"({B[-1][2]/a.duration:.0f}/s), {B[-1][3]} lost, {B[-1][4]} spikes", flush=True)
+              f"({B[-1][2]/a.duration:.0f}/s), {B[-1][3]} lost, {B[-1][4]} spikes | CPU {A[-1][5]:.2f} s / {B[-1][5]:.2f} s", flush=True)
     ma, mb = statistics.median(x[0] for x in A), statistics.median(x[0] for x in B)
     pa, pb = statistics.median(x[1] for x in A), statistics.median(x[1] for x in B)
     print(f"median avg: plain {ma:.2f} us, traced {mb:.2f} us, ratio {mb/ma:.2f}")
     print(f"median p99: plain {pa:.1f} us, traced {pb:.1f} us, ratio {pb/pa:.2f}")
+    ca, cb = statistics.median(x[5] for x in A), statistics.median(x[5] for x in B)
+    print(f"median CPU time: plain {ca:.2f} s, traced {cb:.2f} s, ratio {cb/max(ca, 1e-9):.2f}")
+    r = sorted(b[0] / a_[0] for a_, b in zip(A, B))
+    print(f"per-pair avg ratios: min {r[0]:.2f}, median {statistics.median(r):.2f}, "
+          f"max {r[-1]:.2f}")
     print(f"lost events over all traced runs: {sum(x[3] for x in B)}")
     print(f"machine: {os.uname().release}, {os.cpu_count()} CPUs; "
           f"{a.rounds} rounds x {a.duration} s, {time.strftime('%Y-%m-%d')}")

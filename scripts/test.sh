@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 # screenshots land in target/tmp/report-screenshots/), rt-tests and iperf3 (real output to
 # import), prometheus (promtool checks `latlab monitor`'s page, and a private Prometheus
 # started by tests/it/monitor.rs scrapes it). Installed only when missing.
-PKGS=(ministat postgresql chromium rt-tests iperf3 prometheus lintian)
+PKGS=(ministat postgresql chromium rt-tests iperf3 prometheus trace-cmd lintian)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

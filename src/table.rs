@@ -117,6 +117,20 @@ pub static TABLE: &[Entry] = &[
         "RT push/pull stress and priority-order check (rt-migrate-test; seed 002)",
         true,
     ),
+    entry::<measure::ipc::args::IpcArgs>(
+        "ipc",
+        "Wake-up latency from one task sending to the other running, by POSIX message queue, \
+         POSIX or SysV semaphore, sigwait, signal, futex, eventfd or pipe (pmqtest, ptsematest, \
+         svsematest, sigwaittest, signaltest)",
+        true,
+    ),
+    entry::<measure::pi::args::PiArgs>(
+        "pi",
+        "Priority inversion, repeated: low holds a pthread mutex, high waits, medium spins on the \
+         same CPU; --protocol inherit|none|protect; exit 1 when inversion happened (pi_stress, \
+         pip_stress)",
+        true,
+    ),
     entry::<measure::load::args::LoadArgs>(
         "load",
         "Run a load that provokes latency, in the foreground: `latlab load hackbench` (one run, \

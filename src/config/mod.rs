@@ -2,8 +2,6 @@
 
 pub mod bounds;
 pub mod cpuset;
-pub mod cyclic;
-pub mod noise;
 pub mod units;
 
 /// Scheduling policies live with the scheduler calls in `sys`; re-exported for configs.

@@ -21,6 +21,10 @@ pub struct MeasureArgs {
     /// Repeatable; loads warm up before the start and are reaped after it.
     #[arg(long = "load", value_name = "KIND[:OPTS]")]
     pub load: Vec<String>,
+    /// Confine every --load to these CPUs (a load's own cpus=LIST wins), as rteval keeps its
+    /// loads on housekeeping CPUs; a warning is recorded when they overlap the measured CPUs.
+    #[arg(long = "housekeeping", value_name = "CPUSET")]
+    pub housekeeping: Option<String>,
     /// Fail (exit 3) instead of falling back with a warning when real-time scheduling, memory
     /// locking, thread placement or the DMA latency request is refused.
     #[arg(long)]
@@ -51,11 +55,20 @@ impl MeasureArgs {
             store: self.store.store.clone(),
             no_store: self.store.no_store,
             tags: self.store.tag.clone(),
-            loads: self
-                .load
-                .iter()
-                .map(|s| crate::load::LoadSpec::parse(s))
-                .collect::<Result<_>>()?,
+            loads: {
+                let mut loads: Vec<crate::load::LoadSpec> = self
+                    .load
+                    .iter()
+                    .map(|s| crate::load::LoadSpec::parse(s))
+                    .collect::<Result<_>>()?;
+                if let Some(h) = &self.housekeeping {
+                    let set = CpuSet::parse_online("--housekeeping", h, &CpuSet::online_here())?;
+                    for l in &mut loads {
+                        l.confine_to(&set);
+                    }
+                }
+                loads
+            },
             strict: self.strict,
         })
     }

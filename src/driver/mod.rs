@@ -80,6 +80,12 @@ pub trait Measurement {
     /// Its real-time footprint.
     fn footprint(&self) -> Footprint;
 
+    /// The CPUs its measuring threads are pinned to, when known: a load confined to CPUs
+    /// (`cpus=`, `--housekeeping`) that overlap them is warned about.
+    fn measured_cpus(&self) -> Option<crate::config::CpuSet> {
+        None
+    }
+
     /// Runs it. `ctx.control()` carries the stop and interrupt flags (SIGINT/SIGTERM set
     /// both): a measurement ends within a second of either and returns what it collected,
     /// marked interrupted. Its result comes from `ctx.run(...)`.
@@ -173,6 +179,26 @@ fn outranking(m: &Footprint, c: &Common) -> Result<Vec<String>> {
     Ok(w)
 }
 
+/// Warnings for loads confined to CPUs that overlap the measured ones.
+fn overlapping(measured: Option<&crate::config::CpuSet>, c: &Common) -> Vec<String> {
+    let Some(m) = measured else {
+        return Vec::new();
+    };
+    c.loads
+        .iter()
+        .filter_map(|l| {
+            let cpus = l.cpus()?;
+            let shared = cpus.difference(&cpus.difference(m));
+            (!shared.is_empty()).then(|| {
+                format!(
+                    "--load {}: its CPUs {cpus} overlap the measured CPUs {m} (shared: {shared})",
+                    l.text
+                )
+            })
+        })
+        .collect()
+}
+
 /// Runs `m` through the whole lifecycle and returns its exit status as a `Result`
 /// (`Err(CheckFailed)` when a requested check tripped).
 pub fn execute<M: Measurement>(m: M, common: &Common, command_line: Vec<String>) -> Result<()> {
@@ -216,6 +242,7 @@ pub fn execute_with<M: Measurement>(
     let mut keeper = Keeper::open(common, store)?;
     let footprint = m.footprint();
     let mut warnings = outranking(&footprint, common)?;
+    warnings.extend(overlapping(m.measured_cpus().as_ref(), common));
     let environment = crate::result::Environment::capture();
     let mut prep_warnings = Vec::new();
     let prepared = crate::rt::prepare(
@@ -306,11 +333,15 @@ fn load_lines(run: &Run) -> String {
         .iter()
         .map(|l| {
             format!(
-                "load {}: {} {}/s over {:.2} s{}\n",
+                "load {}: {} {}/s over {:.2} s{}{}\n",
                 l.spec,
                 crate::config::units::si(l.rate_per_s),
                 l.unit,
                 l.seconds,
+                l.cpus
+                    .as_ref()
+                    .map(|c| format!(" on CPUs {c}"))
+                    .unwrap_or_default(),
                 l.note
                     .as_ref()
                     .map(|n| format!(" ({n})"))

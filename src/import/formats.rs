@@ -13,7 +13,12 @@ pub fn parse(tool: Tool, text: &str, file: &str, max_runs: u64) -> Result<Vec<Ru
         return Err(bad(file, "no run left under --max-runs"));
     }
     match tool {
-        Tool::Cyclictest | Tool::Oslat => rt_tests(tool, text, file).map(|r| vec![r]),
+        Tool::Cyclictest | Tool::Oslat | Tool::Signaltest | Tool::Cyclicdeadline => {
+            rt_tests(tool, text, file).map(|r| vec![r])
+        }
+        Tool::Pmqtest | Tool::Ptsematest | Tool::Svsematest | Tool::Sigwaittest => {
+            super::pairs::parse(tool, text, file).map(|r| vec![r])
+        }
         Tool::RtlaHist => super::rtla::parse(text, file).map(|r| vec![r]),
         Tool::Hackbench => hackbench(text, file, max_runs),
         Tool::Iperf3 => iperf3(text, file).map(|r| vec![r]),

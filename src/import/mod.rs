@@ -4,6 +4,7 @@
 //! treat them like latlab's own.
 
 mod formats;
+mod pairs;
 mod rtla;
 
 use crate::error::{Error, Result};
@@ -32,6 +33,18 @@ pub enum Tool {
     Hackbench,
     /// iperf3 -J (client or server side).
     Iperf3,
+    /// pmqtest --json=FILE (rt-tests): min/avg/max per sender-receiver pair.
+    Pmqtest,
+    /// ptsematest --json=FILE (rt-tests).
+    Ptsematest,
+    /// svsematest --json=FILE (rt-tests).
+    Svsematest,
+    /// sigwaittest --json=FILE (rt-tests).
+    Sigwaittest,
+    /// signaltest --json=FILE (rt-tests): cyclictest's shape, min/avg/max per thread.
+    Signaltest,
+    /// cyclicdeadline --json=FILE (rt-tests): cyclictest's shape, min/avg/max per thread.
+    Cyclicdeadline,
 }
 
 impl Tool {
@@ -43,6 +56,12 @@ impl Tool {
             Tool::RtlaHist => "rtla-hist",
             Tool::Hackbench => "hackbench",
             Tool::Iperf3 => "iperf3",
+            Tool::Pmqtest => "pmqtest",
+            Tool::Ptsematest => "ptsematest",
+            Tool::Svsematest => "svsematest",
+            Tool::Sigwaittest => "sigwaittest",
+            Tool::Signaltest => "signaltest",
+            Tool::Cyclicdeadline => "cyclicdeadline",
         }
     }
 }

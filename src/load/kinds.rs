@@ -29,6 +29,7 @@ fn report(
             0.0
         },
         note,
+        cpus: None,
     }
 }
 

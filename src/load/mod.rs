@@ -55,6 +55,14 @@ impl LoadSet {
             c.process_group(0)
                 .env(PARENT_ENV, crate::sys::process::getpid().to_string());
             crate::sys::process::die_with_us(&mut c);
+            if let Some(set) = s.cpus() {
+                crate::sys::process::confine_command(&mut c, set.iter()).map_err(|e| {
+                    Error::Env(format!(
+                        "--load {}: cannot confine it to CPUs {set}: {e}",
+                        s.text
+                    ))
+                })?;
+            }
             let child = c
                 .spawn()
                 .map_err(|e| Error::Env(format!("--load {}: cannot start: {e}", s.text)))?;
@@ -118,7 +126,10 @@ impl LoadSet {
                 .last()
                 .and_then(|l| serde_json::from_str::<LoadReport>(l).ok())
             {
-                Some(r) => reports.push(r),
+                Some(mut r) => {
+                    r.cpus = s.cpus().map(|c| c.to_string());
+                    reports.push(r)
+                }
                 None => warnings.push(format!(
                     "--load {}: no report (it was killed after {STOP_GRACE:?})",
                     s.text

@@ -114,14 +114,35 @@ impl LoadSpec {
             }
             opts.insert("cmd".into(), cmd.into());
         } else if !rest.is_empty() {
+            // A CPU list may itself hold commas (cpus=0,2-3): its pieces join the cpus item.
+            let mut items: Vec<String> = Vec::new();
             for item in rest.split(',') {
+                match items.last_mut() {
+                    Some(last) if !item.contains('=') && last.trim_start().starts_with("cpus=") => {
+                        last.push(',');
+                        last.push_str(item);
+                    }
+                    _ => items.push(item.to_string()),
+                }
+            }
+            for item in &items {
                 let (k, v) = item
                     .split_once('=')
                     .ok_or_else(|| bad(format!("'{item}' is not key=value")))?;
                 let k = k.trim();
+                if k == "cpus" {
+                    let set = crate::config::CpuSet::parse_online(
+                        "cpus",
+                        v.trim(),
+                        &crate::config::CpuSet::online_here(),
+                    )
+                    .map_err(|e| bad(e.to_string()))?;
+                    opts.insert("cpus".into(), set.to_string());
+                    continue;
+                }
                 if !kind.keys().contains(&k) {
                     return Err(bad(format!(
-                        "unknown option '{k}' for {kind} (use {})",
+                        "unknown option '{k}' for {kind} (use {}, cpus)",
                         kind.keys().join(", ")
                     )));
                 }
@@ -135,6 +156,20 @@ impl LoadSpec {
         };
         spec.validate().map_err(bad)?;
         Ok(spec)
+    }
+
+    /// The CPUs the load is confined to (`cpus=LIST`, or `--housekeeping`), if any.
+    pub fn cpus(&self) -> Option<crate::config::CpuSet> {
+        self.opts
+            .get("cpus")
+            .and_then(|c| crate::config::CpuSet::parse(c).ok())
+    }
+
+    /// Confines the load to `set` unless it names its own CPUs (`--housekeeping`).
+    pub fn confine_to(&mut self, set: &crate::config::CpuSet) {
+        self.opts
+            .entry("cpus".into())
+            .or_insert_with(|| set.to_string());
     }
 
     /// A positive whole-number option with a default.
@@ -233,6 +268,19 @@ pub fn parse_size(v: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpus_key_on_every_kind_with_commas() {
+        let s = LoadSpec::parse("cpu:cpus=0,threads=2").unwrap();
+        assert_eq!(s.cpus().unwrap().to_string(), "0");
+        assert_eq!(s.num("threads", 1).unwrap(), 2);
+        let mut h = LoadSpec::parse("hackbench:groups=1").unwrap();
+        assert!(h.cpus().is_none());
+        h.confine_to(&crate::config::CpuSet::from_cpus([0]));
+        assert_eq!(h.cpus().unwrap().to_string(), "0");
+        let e = LoadSpec::parse("cpu:cpus=99999").unwrap_err().to_string();
+        assert!(e.contains("--load") && e.contains("cpus"), "{e}");
+    }
 
     #[test]
     fn parses_and_validates() {

@@ -265,6 +265,7 @@ fn run_section(l: &Loaded, linear: bool) -> String {
     }
     s.push_str("<h3>Percentiles</h3>");
     s.push_str(&percentile_table(r));
+    s.push_str(&super::spikes::section(r));
     s.push_str("</section>");
     s
 }

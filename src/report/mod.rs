@@ -6,6 +6,7 @@
 pub mod charts;
 pub mod html;
 pub mod png;
+pub mod spikes;
 pub mod svg;
 
 use crate::compare::analysis::{Analysis, Settings};

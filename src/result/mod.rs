@@ -225,4 +225,7 @@ pub struct LoadReport {
     pub rate_per_s: f64,
     /// Anything worth knowing (e.g. O_DIRECT refused).
     pub note: Option<String>,
+    /// The CPUs the load was confined to (`cpus=` or `--housekeeping`; None: anywhere).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<String>,
 }

@@ -33,6 +33,30 @@ pub fn die_with_us(c: &mut Command) {
     }
 }
 
+/// Makes `c` start with its affinity set to `cpus` (inherited by its threads and children).
+pub fn confine_command(
+    c: &mut Command,
+    cpus: impl IntoIterator<Item = usize>,
+) -> std::io::Result<()> {
+    let set = super::sched::cpu_set(cpus).ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "a CPU is beyond what cpu_set_t holds",
+        )
+    })?;
+    // SAFETY: only sched_setaffinity (async-signal-safe) between fork and exec; the set was
+    // built before the fork.
+    unsafe {
+        c.pre_exec(move || {
+            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    Ok(())
+}
+
 /// Starts `sh -c script`, pinned to `cpu` if given, at SCHED_OTHER, in a new process group,
 /// with SIGKILL as its parent-death signal. Output goes to /dev/null.
 pub fn spawn_shell(script: &str, cpu: Option<usize>) -> std::io::Result<Child> {

@@ -18,12 +18,52 @@ pub struct TraceArgs {
     pub trace_threshold: Option<String>,
 
     /// Write each explained spike's events (from 1 ms before the expected wake-up to the
-    /// actual one) to FILE as a readable timeline.
+    /// actual one) to FILE as a readable timeline; a FILE ending in `.dat` gets the raw trace
+    /// instead (the run's last 64 MiB per CPU), in trace-cmd's trace.dat format.
     #[arg(long = "trace-save", value_name = "FILE", requires = "trace")]
     pub trace_save: Option<std::path::PathBuf>,
+
+    /// When a spike reaches US (µs, or with a unit): `trace` (save its window as a trace.dat
+    /// beside --trace-save, or as latlab-PID-spike-N.dat), `shell:CMD` (sh -c CMD with
+    /// LATLAB_CPU, LATLAB_LATENCY_NS/_US, LATLAB_SERIES, LATLAB_SEQ, LATLAB_PID), `signal:PID:SIG`
+    /// or `stop` (end the run). Repeatable; each firing is recorded in the JSON.
+    #[arg(long = "on-threshold", value_name = "US:ACTION", requires = "trace")]
+    pub on_threshold: Vec<String>,
+
+    /// Most firings of each --on-threshold rule in a run (default 10).
+    #[arg(long = "on-threshold-max", value_name = "N", requires = "trace")]
+    pub on_threshold_max: Option<u32>,
+
+    /// Record the kernel stack of what the CPU ran when each measuring thread was woken
+    /// (a stacktrace trigger), named from /proc/kallsyms; attached to every spike, the
+    /// worst one's shown (cyclic only).
+    #[arg(long = "trace-stacks", requires = "trace")]
+    pub trace_stacks: bool,
 }
 
 impl TraceArgs {
+    /// The validated `--on-threshold` rules.
+    pub fn actions(&self) -> Result<Vec<crate::trace::actions::Rule>> {
+        self.on_threshold
+            .iter()
+            .map(|v| {
+                crate::trace::actions::parse(v, |x| {
+                    parse_time_ns(x, BareUnit::Micros)
+                        .map_err(|e| Error::flag("--on-threshold", x, e))
+                })
+            })
+            .collect()
+    }
+
+    /// The validated `--on-threshold-max`.
+    pub fn actions_max(&self) -> Result<u32> {
+        match self.on_threshold_max {
+            Some(0) => Err(Error::flag("--on-threshold-max", 0, "must be above zero")),
+            Some(n) => Ok(n),
+            None => Ok(crate::trace::actions::DEFAULT_MAX),
+        }
+    }
+
     /// The validated `--trace-threshold` (None without `--trace`).
     pub fn threshold_ns(&self) -> Result<Option<u64>> {
         if !self.trace {

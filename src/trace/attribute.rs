@@ -21,6 +21,36 @@ pub struct Component {
     pub ns: u64,
     /// Share of the latency, 0..1.
     pub share: f64,
+    /// For `thread`: the task, with the kernel priority it ran at here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<TaskRef>,
+    /// For `thread`: the command it belongs to (see `procs`), once known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    /// For `thread`: the group's exec chain, newest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub chain: Vec<String>,
+}
+
+/// A task that held the CPU.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskRef {
+    /// Thread id.
+    pub pid: i32,
+    /// Its name then.
+    pub comm: String,
+    /// Kernel priority in force (0..99: real-time priority 99 - prio; 100..139: normal;
+    /// negative: deadline).
+    pub prio: i32,
+}
+
+/// The policy a kernel priority means: `RT 99`, `DL`, or `normal`.
+pub fn policy_label(prio: i32) -> String {
+    match prio {
+        p if p < 0 => "DL".into(),
+        p if p < 100 => format!("RT {}", 99 - p),
+        _ => "normal".into(),
+    }
 }
 
 /// The attribution of one spike.
@@ -34,6 +64,20 @@ pub struct Attribution {
     pub timer_delay_ns: Option<u64>,
     /// Expected wake-up to the thread's switch-in.
     pub switch_in_ns: Option<u64>,
+    /// `--trace-stacks`: the kernel stack of what the CPU ran when the thread was woken
+    /// (innermost first), symbolised.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stack: Vec<String>,
+    /// The same stack's return addresses (symbolised into `stack`).
+    #[serde(skip)]
+    pub stack_addrs: Vec<u64>,
+    /// NMIs handled on the CPU during the spike (None: the kernel has no `nmi_handler`
+    /// event, so they were not counted per spike).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nmis: Option<u32>,
+    /// Time in those NMI handlers (ns).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nmi_ns: Option<u64>,
     /// Caveats about this spike's attribution.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
@@ -86,8 +130,13 @@ fn label(
     me: Option<i32>,
     woken: Wake,
     note: &Note,
-) -> (String, String) {
-    match stack.last() {
+) -> (String, String, Task) {
+    if let (None, Some((c, p, pr))) = (stack.last(), task) {
+        if Some(*p) != me && *p != 0 && (woken != Wake::Pending || note.spinner) {
+            return ("thread".into(), task_label(c, *p, *pr), *task);
+        }
+    }
+    let (k, n) = match stack.last() {
         Some(Ctx::Irq(n)) => ("irq".into(), n.clone()),
         Some(Ctx::Softirq(v)) => ("softirq".into(), softirq_name(*v).into()),
         None => match task {
@@ -109,7 +158,8 @@ fn label(
             ),
             Some((c, p, pr)) => ("thread".into(), task_label(c, *p, *pr)),
         },
-    }
+    };
+    (k, n, None)
 }
 
 const NO_TRACE: &str = "before the trace's first event on this CPU";
@@ -165,14 +215,14 @@ pub fn attribute(
     };
     let mut task: Task = events.first().map(|e| task_of(e.pid));
     let mut stack: Vec<Ctx> = Vec::new();
-    let mut charged: Vec<(String, String, u64)> = Vec::new();
-    let mut charge = |k: String, n: String, ns: u64| {
+    let mut charged: Vec<(String, String, u64, Task)> = Vec::new();
+    let mut charge = |k: String, n: String, ns: u64, who: Task| {
         if ns == 0 {
             return;
         }
         match charged.iter_mut().find(|c| c.0 == k && c.1 == n) {
             Some(c) => c.2 += ns,
-            None => charged.push((k, n, ns)),
+            None => charged.push((k, n, ns, who)),
         }
     };
     // Without a traced wake-up of the thread (no id, or the event was lost) every stretch
@@ -194,6 +244,7 @@ pub fn attribute(
                 "unknown".into(),
                 NO_TRACE.into(),
                 f.ts.min(actual) - expected,
+                None,
             );
             t = f.ts;
         }
@@ -204,8 +255,8 @@ pub fn attribute(
             out.blocking = Some(blocking(&stack, &task));
         }
         if e.ts > t {
-            let (k, n) = label(&stack, &task, me, woken, idle_note);
-            charge(k, n, e.ts - t);
+            let (k, n, who) = label(&stack, &task, me, woken, idle_note);
+            charge(k, n, e.ts - t, who);
             t = e.ts;
         }
         // A task context other than the one the switches said: a switch went unrecorded.
@@ -213,13 +264,11 @@ pub fn attribute(
             task = Some(task_of(e.pid));
         }
         match e.kind {
-            Kind::Switch {
-                next_comm,
-                next_pid,
-                next_prio,
-                ..
-            } => {
-                task = Some((next_comm, next_pid, next_prio));
+            Kind::Switch { next_pid, .. } => {
+                // Named with the latest name and priority the window shows for it (a
+                // `chrt` switched in at 120 that raised itself to FIFO 99 and exec'd `sh`
+                // is switched out as `sh` at 0): the policy in force while it held the CPU.
+                task = Some(task_of(next_pid));
                 stack.clear();
                 if Some(next_pid) == me && e.ts >= expected {
                     out.switch_in_ns = Some(e.ts - expected);
@@ -242,7 +291,13 @@ pub fn attribute(
                 }
             }
             Kind::TimerEntry { .. } => last_timer = Some(e.ts),
-            Kind::TimerExit => {}
+            Kind::TimerExit | Kind::Exec { .. } | Kind::Fork { .. } | Kind::Nmi { .. } => {}
+            // The stack the `stacktrace` trigger took at the thread's wake-up.
+            Kind::Stack { n, frames } => {
+                if woken == Wake::Done && out.stack_addrs.is_empty() {
+                    out.stack_addrs = frames[..n as usize].to_vec();
+                }
+            }
             Kind::Waking { pid, .. } => {
                 if Some(pid) == me && e.ts >= expected && out.timer_delay_ns.is_none() {
                     woken = Wake::Done;
@@ -261,17 +316,24 @@ pub fn attribute(
         if task.is_some_and(|x| Some(x.1) != me) && stack.is_empty() && woken == Wake::Done {
             out.notes.push(NO_SWITCH.into());
         }
-        let (k, n) = label(&stack, &task, me, woken, idle_note);
-        charge(k, n, actual - t);
+        let (k, n, who) = label(&stack, &task, me, woken, idle_note);
+        charge(k, n, actual - t, who);
     }
     charged.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.1.cmp(&b.1)));
     out.components = charged
         .into_iter()
-        .map(|(kind, name, ns)| Component {
+        .map(|(kind, name, ns, who)| Component {
             kind,
             name,
             ns,
             share: ns as f64 / latency as f64,
+            task: who.map(|(c, pid, prio)| TaskRef {
+                pid,
+                comm: c.as_str().into_owned(),
+                prio,
+            }),
+            group: None,
+            chain: Vec::new(),
         })
         .collect();
     out
@@ -298,14 +360,14 @@ mod tests {
         }
     }
 
-    fn sw(ts: u64, prev: (&str, i32), next: (&str, i32, i32)) -> Event {
+    fn sw(ts: u64, prev: (&str, i32, i32), next: (&str, i32, i32)) -> Event {
         Event {
             ts,
             pid: prev.1,
             kind: Kind::Switch {
                 prev_comm: Name::new(prev.0.as_bytes()),
                 prev_pid: prev.1,
-                prev_prio: 120,
+                prev_prio: prev.2,
                 prev_state: 0,
                 next_comm: Name::new(next.0.as_bytes()),
                 next_pid: next.1,
@@ -342,17 +404,20 @@ mod tests {
         // inject (RT 99) runs from 0 to 2000; the timer fires at 1010 inside it; the measured
         // thread (pid 7) is switched in at 2000 and reads the clock at 2010.
         let evs = vec![
-            sw(0, ("swapper/1", 0), ("inject", 42, 0)),
+            sw(0, ("swapper/1", 0, 120), ("inject", 42, 0)),
             ev(1005, 42, irq("local_timer")),
             ev(1010, 42, Kind::TimerEntry { function: 1 }),
             waking(1012, 42, 7),
             ev(1015, 42, Kind::TimerExit),
             ev(1020, 42, Kind::IrqExit),
-            sw(2000, ("inject", 42), ("T0", 7, 4)),
+            sw(2000, ("inject", 42, 0), ("T0", 7, 4)),
         ];
         let a = attribute(&evs, 1000, 2010, Some(7), &note("vm"));
         assert_eq!(a.components[0].kind, "thread");
         assert_eq!(a.components[0].name, "inject:42 RT 99");
+        let t = a.components[0].task.as_ref().unwrap();
+        assert_eq!((t.pid, t.comm.as_str(), t.prio), (42, "inject", 0));
+        assert_eq!(policy_label(t.prio), "RT 99");
         assert_eq!(a.components[0].ns, 980);
         let late = a.components.iter().find(|c| c.kind == "timer").unwrap();
         assert_eq!(
@@ -370,12 +435,20 @@ mod tests {
         assert_eq!(me.ns, 10);
         // Without the thread id, the last task switched in is taken for it.
         assert_eq!(attribute(&evs, 1000, 2010, None, &note("vm")), a);
+        // A task switched in at a normal priority that raised itself (chrt) and exec'd is
+        // named as it was switched out: the policy it held the CPU at.
+        let evs = vec![
+            sw(0, ("swapper/1", 0, 120), ("chrt", 42, 120)),
+            sw(2000, ("sh", 42, 0), ("T0", 7, 4)),
+        ];
+        let a = attribute(&evs, 1000, 2010, Some(7), &note("vm"));
+        assert_eq!(a.components[0].name, "sh:42 RT 99");
     }
 
     #[test]
     fn nested_irq_in_softirq_counts_once() {
         let evs = vec![
-            sw(0, ("x", 3), ("swapper/0", 0, 120)),
+            sw(0, ("x", 3, 120), ("swapper/0", 0, 120)),
             ev(100, 0, Kind::SoftirqEntry { vec: 3 }),
             ev(
                 150,
@@ -387,7 +460,7 @@ mod tests {
             ),
             ev(170, 0, Kind::IrqExit),
             ev(300, 0, Kind::SoftirqExit),
-            sw(300, ("swapper/0", 0), ("T0", 7, 4)),
+            sw(300, ("swapper/0", 0, 120), ("T0", 7, 4)),
         ];
         let a = attribute(&evs, 50, 310, Some(7), &note("hypervisor"));
         let get = |k: &str| a.components.iter().find(|c| c.kind == k).unwrap();
@@ -404,7 +477,7 @@ mod tests {
 
     #[test]
     fn no_events_before_the_window_is_unknown() {
-        let evs = vec![sw(500, ("swapper/0", 0), ("T0", 7, 4))];
+        let evs = vec![sw(500, ("swapper/0", 0, 120), ("T0", 7, 4))];
         let a = attribute(&evs, 100, 600, Some(7), &note("vm"));
         let u = a.components.iter().find(|c| c.kind == "unknown").unwrap();
         assert_eq!((u.ns, u.name.as_str()), (400, NO_TRACE));
@@ -418,7 +491,7 @@ mod tests {
         // cargo runs; the timer wakes T0 (pid 7) at 120; the switch cargo -> T0 was not
         // recorded; T0 reads the clock at 400.
         let evs = vec![
-            sw(0, ("swapper/0", 0), ("cargo", 50, 120)),
+            sw(0, ("swapper/0", 0, 120), ("cargo", 50, 120)),
             ev(110, 50, irq("local_timer")),
             waking(120, 50, 7),
             ev(130, 50, Kind::IrqExit),
@@ -433,7 +506,7 @@ mod tests {
         // A later event in another task's context corrects the running task.
         assert!(attribute(&evs, 100, 140, Some(7), &note("vm")).notes.len() == 1);
         let evs = vec![
-            sw(0, ("swapper/0", 0), ("cargo", 50, 120)),
+            sw(0, ("swapper/0", 0, 120), ("cargo", 50, 120)),
             ev(200, 7, Kind::SoftirqEntry { vec: 9 }),
             ev(210, 7, Kind::SoftirqExit),
         ];

@@ -81,6 +81,50 @@ pub enum Kind {
     },
     /// It ends.
     TimerExit,
+    /// `sched_process_exec`: task `pid` now runs a new program, named `comm` (the file's
+    /// base name, as the kernel names the task).
+    Exec {
+        /// The task (the thread group leader after exec).
+        pid: i32,
+        /// The thread that called exec.
+        old_pid: i32,
+        /// The new command name.
+        comm: Name,
+    },
+    /// `ftrace/kernel_stack`: a kernel stack (a `stacktrace` trigger fired), innermost first.
+    Stack {
+        /// Frames recorded (at most [`STACK_DEPTH`] kept).
+        n: u8,
+        /// Return addresses.
+        frames: [u64; STACK_DEPTH],
+    },
+    /// `nmi/nmi_handler`: an NMI handler ran (recorded at its end).
+    Nmi {
+        /// How long it ran (ns).
+        delta_ns: u64,
+    },
+    /// `sched_process_fork`: `parent` made task `child` (a process or a thread).
+    Fork {
+        /// The creating task.
+        parent_pid: i32,
+        /// The new task.
+        child_pid: i32,
+        /// Its name at birth (the parent's).
+        child_comm: Name,
+    },
+}
+
+/// Frames of a kernel stack kept.
+pub const STACK_DEPTH: usize = 24;
+
+/// The kernel's task name length (TASK_COMM_LEN - 1).
+const COMM_LEN: usize = 15;
+
+/// The command name exec gives a task running `path`: its base name, cut to 15 bytes.
+pub fn comm_of_path(path: &[u8]) -> Name {
+    let path = path.split(|&c| c == 0).next().unwrap_or(&[]);
+    let base = path.rsplit(|&c| c == b'/').next().unwrap_or(path);
+    Name::new(&base[..base.len().min(COMM_LEN)])
 }
 
 /// One event: when (trace clock ns) and what.
@@ -108,6 +152,10 @@ enum Layout {
     SoftirqExit,
     TimerEntry(Field),
     TimerExit,
+    Exec([Field; 3]),
+    Fork([Field; 3]),
+    Stack(Field, usize),
+    Nmi(Field),
 }
 
 fn int(b: &[u8], f: &Field) -> Option<i64> {
@@ -121,13 +169,17 @@ fn int(b: &[u8], f: &Field) -> Option<i64> {
     })
 }
 
-fn text(b: &[u8], f: &Field) -> Option<Name> {
+fn bytes<'a>(b: &'a [u8], f: &Field) -> Option<&'a [u8]> {
     if f.data_loc {
         let loc = int(b, f)? as u32;
         let (off, len) = ((loc & 0xffff) as usize, (loc >> 16) as usize);
-        return Some(Name::new(b.get(off..off + len)?));
+        return b.get(off..off + len);
     }
-    Some(Name::new(b.get(f.offset..f.offset + f.size)?))
+    b.get(f.offset..f.offset + f.size)
+}
+
+fn text(b: &[u8], f: &Field) -> Option<Name> {
+    bytes(b, f).map(Name::new)
 }
 
 /// Turns records into events, by type id.
@@ -169,6 +221,14 @@ impl Decoder {
                 Layout::Vector(Name::new(n.trim_end_matches("_entry").as_bytes()))
             }
             ("irq_vectors", n) if n.ends_with("_exit") => Layout::VectorExit,
+            ("nmi", "nmi_handler") => Layout::Nmi(get("delta_ns")?),
+            ("ftrace", "kernel_stack") => Layout::Stack(get("size")?, get("caller")?.offset),
+            ("sched", "sched_process_exec") => {
+                Layout::Exec([get("filename")?, get("pid")?, get("old_pid")?])
+            }
+            ("sched", "sched_process_fork") => {
+                Layout::Fork([get("parent_pid")?, get("child_pid")?, get("child_comm")?])
+            }
             (s, n) => return Err(format!("{s}/{n}: not an event latlab decodes")),
         };
         self.layouts.insert(f.id, l);
@@ -212,6 +272,29 @@ impl Decoder {
                 function: int(b, f)? as u64,
             },
             Layout::TimerExit => Kind::TimerExit,
+            Layout::Exec(f) => Kind::Exec {
+                comm: comm_of_path(bytes(b, &f[0])?),
+                pid: int(b, &f[1])? as i32,
+                old_pid: int(b, &f[2])? as i32,
+            },
+            Layout::Stack(size, at) => {
+                let n = (int(b, size)?.max(0) as usize)
+                    .min(b.len().saturating_sub(*at) / 8)
+                    .min(STACK_DEPTH);
+                let mut frames = [0u64; STACK_DEPTH];
+                for (i, f) in frames.iter_mut().enumerate().take(n) {
+                    *f = u64::from_le_bytes(b.get(at + 8 * i..at + 8 * i + 8)?.try_into().ok()?);
+                }
+                Kind::Stack { n: n as u8, frames }
+            }
+            Layout::Nmi(f) => Kind::Nmi {
+                delta_ns: int(b, f)?.max(0) as u64,
+            },
+            Layout::Fork(f) => Kind::Fork {
+                parent_pid: int(b, &f[0])? as i32,
+                child_pid: int(b, &f[1])? as i32,
+                child_comm: text(b, &f[2])?,
+            },
         };
         let pid = self
             .common_pid
@@ -229,4 +312,77 @@ pub fn softirq_name(vec: u32) -> &'static str {
         "RCU",
     ];
     N.get(vec as usize).copied().unwrap_or("?")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::format::parse_format;
+
+    fn layout(rel: &str) -> Format {
+        parse_format(
+            &std::fs::read_to_string(format!(
+                "{}/tests/fixtures/trace/events/{rel}/format",
+                env!("CARGO_MANIFEST_DIR")
+            ))
+            .unwrap(),
+        )
+        .unwrap()
+    }
+
+    /// A record of `f`'s type with `fixed` bytes after the common header and `tail` appended.
+    fn record(f: &Format, fixed: &[u8], tail: &[u8]) -> Vec<u8> {
+        let mut r = vec![0u8; 8];
+        r[0..2].copy_from_slice(&f.id.to_le_bytes());
+        r[4..8].copy_from_slice(&77i32.to_le_bytes());
+        r.extend_from_slice(fixed);
+        r.extend_from_slice(tail);
+        r
+    }
+
+    fn loc(off: usize, len: usize) -> [u8; 4] {
+        ((len << 16 | off) as u32).to_le_bytes()
+    }
+
+    #[test]
+    fn exec_and_fork_records_decode() {
+        let (ex, fk) = (
+            layout("sched/sched_process_exec"),
+            layout("sched/sched_process_fork"),
+        );
+        let mut d = Decoder::default();
+        d.learn("sched", &ex).unwrap();
+        d.learn("sched", &fk).unwrap();
+        // exec: filename (data_loc at 8), pid at 12, old_pid at 16, string at 20.
+        let path = b"/usr/lib/very/long/path/to/a-command-with-a-long-name\0";
+        let mut fixed = loc(20, path.len()).to_vec();
+        fixed.extend_from_slice(&42i32.to_le_bytes());
+        fixed.extend_from_slice(&43i32.to_le_bytes());
+        let e = d.decode(5, &record(&ex, &fixed, path)).unwrap();
+        assert_eq!(e.pid, 77);
+        let Kind::Exec { pid, old_pid, comm } = e.kind else {
+            panic!("{e:?}")
+        };
+        assert_eq!(
+            (pid, old_pid, comm.as_str().into_owned()),
+            (42, 43, "a-command-with-".into())
+        );
+        // fork: parent_comm (8), parent_pid (12), child_comm (16), child_pid (20), strings at 24.
+        let mut fixed = loc(24, 8).to_vec();
+        fixed.extend_from_slice(&10i32.to_le_bytes());
+        fixed.extend_from_slice(&loc(32, 8));
+        fixed.extend_from_slice(&11i32.to_le_bytes());
+        let e = d
+            .decode(6, &record(&fk, &fixed, b"timeout\0timeout\0"))
+            .unwrap();
+        assert_eq!(
+            e.kind,
+            Kind::Fork {
+                parent_pid: 10,
+                child_pid: 11,
+                child_comm: Name::new(b"timeout")
+            }
+        );
+        assert_eq!(comm_of_path(b"sh").as_str(), "sh");
+    }
 }

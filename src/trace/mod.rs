@@ -2,14 +2,25 @@
 //! (`tracefs`), a binary reader of its per-CPU ring-buffer pages (`format`, `page`, `event`)
 //! feeding a per-CPU flight recorder (`recorder`), and the attribution of every spike over a
 //! threshold to IRQs, softirqs, threads and an unattributed rest (`attribute`, `spikes`).
+//! `lifecycle` makes sure no instance or mount outlives the process, whatever ends it.
 
+pub mod actions;
 pub mod args;
 pub mod attribute;
+pub mod culprits;
+pub mod dat;
 pub mod event;
+pub mod files;
 pub mod format;
+pub mod hw;
+pub mod lifecycle;
 pub mod page;
+pub mod procs;
 pub mod raw;
 pub mod recorder;
 pub mod spikes;
+pub mod stacks;
 pub mod timeline;
 pub mod tracefs;
+
+pub use lifecycle::cleanup_on_exit;

@@ -5,12 +5,13 @@
 use super::event::{Decoder, Event};
 use super::format::PageHeader;
 use super::page;
+use super::procs::{Identity, ProcTable};
 use super::tracefs::Instance;
 use crate::error::{Error, Result};
 use std::collections::VecDeque;
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -57,14 +58,48 @@ impl CpuLog {
 struct Shared {
     cpus: Vec<usize>,
     logs: Vec<Mutex<CpuLog>>,
-    stop: AtomicBool,
+    procs: Mutex<ProcTable>,
+    stop: Arc<AtomicBool>,
+    /// Raw pages kept per CPU (for a trace.dat), newest last.
+    pages: Vec<Mutex<VecDeque<Box<[u8]>>>>,
+    /// Bytes of raw pages kept per CPU, oldest dropped beyond (0: none kept).
+    pages_cap: AtomicUsize,
+    /// Where a page header keeps its time stamp.
+    ts_offset: usize,
 }
 
-/// A running trace: the instance, the reader thread and the per-CPU logs.
+/// A running trace: the instances, the reader thread, the per-CPU logs and the task table.
 pub struct Recorder {
     shared: Arc<Shared>,
     reader: Option<JoinHandle<()>>,
     instance: Option<Instance>,
+    /// The process-events instance (every CPU), if the kernel has those events.
+    procs: Option<Instance>,
+}
+
+/// Reads every page available on a process-events pipe into the task table.
+fn drain_procs(
+    f: &mut std::fs::File,
+    buf: &mut [u8],
+    h: &PageHeader,
+    dec: &Decoder,
+    t: &Mutex<ProcTable>,
+) {
+    loop {
+        match f.read(buf) {
+            Ok(0) => return,
+            Ok(n) => {
+                let mut t = t.lock().unwrap_or_else(|p| p.into_inner());
+                let _ = page::walk(&buf[..n], h, |ts, b| {
+                    if let Some(e) = dec.decode(ts, b) {
+                        t.event(&e);
+                    }
+                });
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return,
+        }
+    }
 }
 
 fn now_mono() -> u64 {
@@ -79,12 +114,20 @@ fn drain(
     dec: &Decoder,
     log: &Mutex<CpuLog>,
     keep_ns: u64,
+    raw: (&Mutex<VecDeque<Box<[u8]>>>, usize),
 ) {
     loop {
         let before = now_mono();
         match f.read(buf) {
             Ok(0) => return,
             Ok(n) => {
+                if raw.1 > 0 {
+                    let mut q = raw.0.lock().unwrap_or_else(|p| p.into_inner());
+                    q.push_back(buf[..n].into());
+                    while q.len() * h.page_size > raw.1 {
+                        q.pop_front();
+                    }
+                }
                 let mut l = log.lock().unwrap_or_else(|p| p.into_inner());
                 let mut decoded = Vec::new();
                 let r = page::walk(&buf[..n], h, |ts, b| {
@@ -112,50 +155,76 @@ fn drain(
 }
 
 impl Recorder {
-    /// Starts reading `cpus` of `instance`, keeping `keep_ns` per CPU.
+    /// Starts reading `cpus` of `instance` (and every CPU of `procs`), keeping `keep_ns` per
+    /// CPU.
     pub fn start(
         instance: Instance,
+        procs: Option<Instance>,
         cpus: &[usize],
         header: PageHeader,
         dec: Decoder,
         keep_ns: u64,
     ) -> Result<Recorder> {
-        let mut files = Vec::new();
-        for &c in cpus {
-            let p = instance.pipe(c);
-            let f = std::fs::OpenOptions::new()
+        let open = |p: &std::path::Path| {
+            std::fs::OpenOptions::new()
                 .read(true)
                 .custom_flags(libc::O_NONBLOCK)
-                .open(&p)
-                .map_err(|e| Error::Env(format!("--trace: {}: {e}", p.display())))?;
-            files.push(f);
+                .open(p)
+                .map_err(|e| Error::Env(format!("--trace: {}: {e}", p.display())))
+        };
+        let mut files = Vec::new();
+        for &c in cpus {
+            files.push(open(&instance.pipe(c))?);
+        }
+        let mut proc_files = Vec::new();
+        for p in procs.iter().flat_map(Instance::all_pipes) {
+            proc_files.push(open(&p)?);
         }
         let shared = Arc::new(Shared {
             cpus: cpus.to_vec(),
             logs: cpus.iter().map(|_| Mutex::new(CpuLog::default())).collect(),
-            stop: AtomicBool::new(false),
+            procs: Mutex::new(ProcTable::default()),
+            stop: Arc::new(AtomicBool::new(false)),
+            pages: cpus.iter().map(|_| Mutex::new(VecDeque::new())).collect(),
+            pages_cap: AtomicUsize::new(0),
+            ts_offset: header.ts_offset,
         });
         let sh = shared.clone();
+        let closed = Arc::new(AtomicBool::new(false));
+        let cl = closed.clone();
         let reader = std::thread::Builder::new()
             .name("latlab-trace".into())
             .spawn(move || {
                 let mut buf = vec![0u8; header.page_size];
                 loop {
                     let last = sh.stop.load(Ordering::Acquire);
-                    for (f, log) in files.iter_mut().zip(&sh.logs) {
-                        drain(f, &mut buf, &header, &dec, log, keep_ns);
+                    // Process events first: a spike's culprit is born before it runs.
+                    for f in proc_files.iter_mut() {
+                        drain_procs(f, &mut buf, &header, &dec, &sh.procs);
+                    }
+                    let cap = sh.pages_cap.load(Ordering::Relaxed);
+                    for ((f, log), raw) in files.iter_mut().zip(&sh.logs).zip(&sh.pages) {
+                        drain(f, &mut buf, &header, &dec, log, keep_ns, (raw, cap));
                     }
                     if last {
-                        return;
+                        break;
                     }
                     std::thread::sleep(Duration::from_millis(10));
                 }
+                // The instance can be removed once its pipes are closed.
+                drop(files);
+                drop(proc_files);
+                cl.store(true, Ordering::Release);
             })
             .map_err(|e| Error::Env(format!("--trace: cannot start the reader thread: {e}")))?;
+        for i in std::iter::once(&instance).chain(procs.as_ref()) {
+            super::lifecycle::attach_reader(i.id, shared.stop.clone(), closed.clone());
+        }
         Ok(Recorder {
             shared,
             reader: Some(reader),
             instance: Some(instance),
+            procs,
         })
     }
 
@@ -192,13 +261,67 @@ impl Recorder {
     /// Stops tracing, reads what is left, and stops the reader (the instance stays until
     /// drop, so windows can still be taken).
     pub fn stop(&mut self) {
-        if let Some(i) = &self.instance {
+        for i in self.instance.iter().chain(self.procs.iter()) {
             i.stop();
         }
         self.shared.stop.store(true, Ordering::Release);
         if let Some(r) = self.reader.take() {
             let _ = r.join();
         }
+    }
+
+    /// The command `pid` belongs to, when the trace saw it born or exec.
+    pub fn identity(&self, pid: i32) -> Option<Identity> {
+        self.shared
+            .procs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .identity(pid)
+    }
+
+    /// Keeps up to `bytes` of raw pages per CPU from now on (for a trace.dat).
+    pub fn keep_pages(&self, bytes: usize) {
+        self.shared.pages_cap.store(bytes, Ordering::Relaxed);
+    }
+
+    /// The raw pages kept, per traced CPU, oldest first.
+    pub fn take_pages(&self) -> Vec<(usize, Vec<Box<[u8]>>)> {
+        self.shared
+            .cpus
+            .iter()
+            .zip(&self.shared.pages)
+            .map(|(&c, q)| {
+                let mut q = q.lock().unwrap_or_else(|p| p.into_inner());
+                (c, std::mem::take(&mut *q).into())
+            })
+            .collect()
+    }
+
+    /// Copies of the raw pages kept, per traced CPU, from the last page starting at or before
+    /// `from` to the last starting at or before `to`.
+    pub fn pages_between(&self, from: u64, to: u64) -> Vec<(usize, Vec<Vec<u8>>)> {
+        let o = self.shared.ts_offset;
+        let ts = |p: &[u8]| {
+            p.get(o..o + 8)
+                .map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
+        };
+        self.shared
+            .cpus
+            .iter()
+            .zip(&self.shared.pages)
+            .map(|(&c, q)| {
+                let q = q.lock().unwrap_or_else(|p| p.into_inner());
+                let start = q.partition_point(|p| ts(p) <= from).saturating_sub(1);
+                let end = q.partition_point(|p| ts(p) <= to);
+                let v = q.range(start..end.max(start)).map(|p| p.to_vec()).collect();
+                (c, v)
+            })
+            .collect()
+    }
+
+    /// True when process events are traced.
+    pub fn names_commands(&self) -> bool {
+        self.procs.is_some()
     }
 
     /// Per traced CPU: (cpu, events read, events lost, unreadable pages).
@@ -218,7 +341,10 @@ impl Recorder {
 impl Drop for Recorder {
     fn drop(&mut self) {
         self.stop();
-        // The instance's own drop removes it (pipes were closed with the reader).
+        // The instances' own drops remove them (pipes were closed with the reader); the
+        // process-events one first, since the main one may hold the mount.
+        drop(self.procs.take());
+        drop(self.instance.take());
     }
 }
 

@@ -3,14 +3,14 @@
 //! attributes each once the recorder has read past it, and ends with a report for the run's
 //! JSON (`trace`) and the "why" summary printed after the table.
 
-use super::attribute::{attribute, Attribution, Note};
-pub use super::raw::RawSpike;
+use super::attribute::{attribute, Note};
+use super::procs::{from_proc, Identity};
+pub use super::raw::{RawSpike, SpikeRecord};
 use super::recorder::Recorder;
-use super::tracefs::{journal_file, TraceFs};
+use super::tracefs::{journal_file, TraceFs, PROCS_SUFFIX};
 use crate::config::DisplayUnit;
 use crate::error::Result;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// Default `--trace-threshold`: 100 µs (well above this VM's typical wake-up, well below its
@@ -20,26 +20,14 @@ pub const DEFAULT_THRESHOLD_NS: u64 = 100_000;
 const KEEP_NS: u64 = 2_000_000_000;
 /// Per-CPU trace buffer.
 const BUFFER_KB: u64 = 4096;
+/// Per-CPU buffer of the process-events instance (forks and execs are rare).
+const PROCS_BUFFER_KB: u64 = 256;
+/// Raw pages kept per CPU for `--trace-save FILE.dat` (the run's last 64 MiB per CPU).
+const DAT_BYTES_PER_CPU: usize = 64 << 20;
+/// How far before a spike's expected wake-up its saved window starts.
+const WINDOW_LEAD_NS: u64 = 100_000_000;
 /// Spikes kept as records; beyond, only counted.
 const MAX_RECORDS: usize = 10_000;
-
-/// One attributed spike in the run's JSON.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct SpikeRecord {
-    /// Series name.
-    pub series: String,
-    /// CPU.
-    pub cpu: usize,
-    /// Loop (cyclic) or interruption (noise) number.
-    pub seq: u64,
-    /// Expected wake-up, CLOCK_MONOTONIC ns.
-    pub expected_ns: u64,
-    /// Latency as the measurement saw it, ns.
-    pub latency_ns: u64,
-    /// Why.
-    #[serde(flatten)]
-    pub why: Attribution,
-}
 
 /// The trace part of a run.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -58,6 +46,28 @@ pub struct TraceReport {
     pub spikes_dropped: u64,
     /// Every attributed spike.
     pub spikes: Vec<SpikeRecord>,
+    /// Every `--on-threshold` firing (and `-b`'s saved window), in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub actions: Vec<super::actions::Firing>,
+    /// Firings not done because their rule had reached `--on-threshold-max`.
+    #[serde(default)]
+    pub actions_suppressed: u64,
+    /// Per traced CPU: NMIs, SMIs and steal time counted over the run, where readable.
+    #[serde(default)]
+    pub counted: Vec<super::hw::CpuCounts>,
+    /// Whether NMIs were traced (then each spike has `nmis`).
+    #[serde(default)]
+    pub nmi_traced: bool,
+    /// What time nothing visible explains was checked against, and what could not be.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+    /// Per traced CPU: its spikes' causes, thread time grouped by command.
+    #[serde(default)]
+    pub per_cpu: Vec<super::culprits::CpuCauses>,
+    /// False when the kernel has no process events: groups are then process names from
+    /// /proc (or the name at switch-in for a task gone by then), without exec chains.
+    #[serde(default)]
+    pub exec_chains: bool,
 }
 
 /// What an idle CPU's unexplained delay means on this machine.
@@ -87,6 +97,26 @@ pub struct Tracer {
     report: TraceReport,
     spinner: bool,
     save: Option<(std::path::PathBuf, String)>,
+    /// Identities of tasks older than the trace, read from /proc while they lived.
+    older: std::collections::HashMap<i32, Identity>,
+    /// `--trace-save FILE.dat`: where to write the raw pages as a trace.dat.
+    dat: Option<std::path::PathBuf>,
+    /// The tracefs root, the events traced and the page size (for the trace.dat).
+    root: std::path::PathBuf,
+    events: Vec<String>,
+    page_size: usize,
+    /// `--on-threshold` rules.
+    actions: Option<super::actions::Actions>,
+    /// `-b`: save the window of the first spike at or above this.
+    break_on: Option<u64>,
+    /// Windows to save once attributed: (series, seq, rule text).
+    windows: Vec<(u32, u64, String)>,
+    /// Windows saved so far.
+    saved: usize,
+    /// `--trace-stacks`: the kernel's symbols.
+    kallsyms: Option<super::stacks::Kallsyms>,
+    /// NMI, SMI and steal counters at the start.
+    counters: super::hw::Counters,
 }
 
 impl Tracer {
@@ -94,6 +124,36 @@ impl Tracer {
     /// are `names`.
     pub fn start(cpus: &[usize], threshold_ns: u64, names: Vec<String>) -> Result<Tracer> {
         Tracer::start_keeping(cpus, threshold_ns, names, KEEP_NS)
+    }
+
+    /// As [`Tracer::start`]; with `stacks` (`--trace-stacks`), the kernel stack at each
+    /// wake-up of the measuring threads (`latlab-<name>`) is recorded and attached to spikes.
+    pub fn start_stacks(
+        cpus: &[usize],
+        threshold_ns: u64,
+        names: Vec<String>,
+        stacks: bool,
+    ) -> Result<Tracer> {
+        let j = journal_file("");
+        let (fs, lease) = TraceFs::system(j.parent().unwrap_or(std::path::Path::new(".")))?;
+        let mut t = Tracer::start_in(
+            &fs,
+            lease,
+            Some(j),
+            cpus,
+            threshold_ns,
+            names,
+            KEEP_NS,
+            stacks,
+        )?;
+        if stacks {
+            // Unreadable or hidden symbols: addresses in hex.
+            t.kallsyms = Some(
+                super::stacks::Kallsyms::load(std::path::Path::new("/proc/kallsyms"))
+                    .unwrap_or_default(),
+            );
+        }
+        Ok(t)
     }
 
     /// As [`Tracer::start`], keeping `keep_ns` of history per CPU (noise attributes after
@@ -104,43 +164,86 @@ impl Tracer {
         names: Vec<String>,
         keep_ns: u64,
     ) -> Result<Tracer> {
-        let (fs, mounted) = TraceFs::system()?;
-        let j = Some(journal_file());
-        Tracer::start_in(&fs, mounted, j, cpus, threshold_ns, names, keep_ns)
+        let j = journal_file("");
+        let (fs, lease) = TraceFs::system(j.parent().unwrap_or(std::path::Path::new(".")))?;
+        Tracer::start_in(
+            &fs,
+            lease,
+            Some(j),
+            cpus,
+            threshold_ns,
+            names,
+            keep_ns,
+            false,
+        )
     }
 
     /// As [`Tracer::start`] on a chosen tracefs.
+    #[allow(clippy::too_many_arguments)]
     pub fn start_in(
         fs: &TraceFs,
-        mounted: Option<std::path::PathBuf>,
+        lease: Option<super::lifecycle::MountLease>,
         journal: Option<std::path::PathBuf>,
         cpus: &[usize],
         threshold_ns: u64,
         names: Vec<String>,
         keep_ns: u64,
+        stacks: bool,
     ) -> Result<Tracer> {
-        let layouts = fs.layouts();
-        let (header, dec, events) = match layouts {
-            Ok(l) => l,
-            Err(e) => {
-                if let Some(m) = &mounted {
-                    let _ = crate::sys::mount::umount(m);
-                }
-                return Err(e);
-            }
+        // On an error the lease drops, and the last user of a mount latlab made unmounts.
+        let (header, mut dec, events) = fs.layouts()?;
+        let proc_events = fs.proc_events(&mut dec)?;
+        let procs_journal = journal
+            .as_ref()
+            .map(|j| j.with_file_name(format!("trace-{}{PROCS_SUFFIX}.json", std::process::id())));
+        if stacks {
+            fs.stack_event(&mut dec)?;
+        }
+        let inst = fs.create_instance("", cpus, &events, BUFFER_KB, journal, lease)?;
+        if stacks {
+            let comms: Vec<String> = names
+                .iter()
+                .map(|n| format!("latlab-{n}").chars().take(15).collect())
+                .collect();
+            fs.stack_trigger(&inst, &comms)?;
+        }
+        let procs = if proc_events.is_empty() {
+            None
+        } else {
+            Some(fs.create_instance(
+                PROCS_SUFFIX,
+                &[],
+                &proc_events,
+                PROCS_BUFFER_KB,
+                procs_journal,
+                None,
+            )?)
         };
-        let inst = fs.create_instance(cpus, &events, BUFFER_KB, journal, mounted)?;
-        let rec = Recorder::start(inst, cpus, header, dec, keep_ns)?;
+        let page_size = header.page_size;
+        let nmi_traced = events.iter().any(|e| e == "nmi/nmi_handler");
+        let rec = Recorder::start(inst, procs, cpus, header, dec, keep_ns)?;
         Ok(Tracer {
             rec,
             names,
             pending: Vec::new(),
             spinner: false,
             save: None,
+            older: Default::default(),
+            dat: None,
+            root: fs.root.clone(),
+            events,
+            page_size,
+            actions: None,
+            break_on: None,
+            windows: Vec::new(),
+            saved: 0,
+            kallsyms: None,
+            counters: super::hw::Counters::read(&super::hw::Roots::default(), cpus),
             report: TraceReport {
                 threshold_ns,
                 cpus: cpus.to_vec(),
                 idle_note: idle_note(),
+                nmi_traced,
                 ..TraceReport::default()
             },
         })
@@ -152,14 +255,66 @@ impl Tracer {
         self
     }
 
-    /// `--trace-save`: keep each spike's events as a timeline, written to `path` at the end.
+    /// `--trace-save`: keep each spike's events as a timeline, written to `path` at the end;
+    /// a `.dat` path gets the raw pages instead, as a trace-cmd `trace.dat`.
     pub fn saving(mut self, path: Option<std::path::PathBuf>) -> Tracer {
-        self.save = path.map(|p| (p, String::new()));
+        match path {
+            Some(p) if super::dat::wanted(&p) => {
+                self.rec.keep_pages(DAT_BYTES_PER_CPU);
+                self.dat = Some(p);
+            }
+            p => self.save = p.map(|p| (p, String::new())),
+        }
         self
     }
 
-    /// Takes a spike to attribute.
+    /// `--on-threshold`: `rules`, each firing at most `max` times; `stop` ends the run.
+    pub fn acting(
+        mut self,
+        rules: Vec<super::actions::Rule>,
+        max: u32,
+        stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    ) -> Tracer {
+        if rules.is_empty() {
+            return self;
+        }
+        let a = super::actions::Actions::new(rules, max, stop);
+        if a.saves_windows() {
+            self.rec.keep_pages(DAT_BYTES_PER_CPU);
+        }
+        self.actions = Some(a);
+        self
+    }
+
+    /// `-b`: save the trace window of the spike that stops the run (the first at or above
+    /// `ns`).
+    pub fn breaking(mut self, ns: Option<u64>) -> Tracer {
+        if ns.is_some() {
+            self.rec.keep_pages(DAT_BYTES_PER_CPU);
+        }
+        self.break_on = ns;
+        self
+    }
+
+    /// Takes a spike to attribute (and fires the `--on-threshold` rules it reaches).
     pub fn offer(&mut self, s: RawSpike) {
+        let latency_ns = s.actual.saturating_sub(s.expected);
+        if let Some(a) = self.actions.as_mut() {
+            let series = self.names.get(s.series as usize).map_or("", String::as_str);
+            let sp = super::actions::Spike {
+                series,
+                cpu: s.cpu as usize,
+                seq: s.seq,
+                latency_ns,
+            };
+            for rule in a.fire(&sp, &mut self.report.actions) {
+                self.windows.push((s.series, s.seq, rule));
+            }
+        }
+        if self.break_on.is_some_and(|b| latency_ns >= b) {
+            self.break_on = None;
+            self.windows.push((s.series, s.seq, "-b".into()));
+        }
         if self.report.spikes.len() + self.pending.len() >= MAX_RECORDS {
             self.report.spikes_dropped += 1;
         } else {
@@ -196,7 +351,30 @@ impl Tracer {
             text: self.report.idle_note.clone(),
             spinner: self.spinner,
         };
-        let why = attribute(&events, s.expected, s.actual, tid, &note);
+        let mut why = attribute(&events, s.expected, s.actual, tid, &note);
+        if self.report.nmi_traced {
+            let (n, ns) = events
+                .iter()
+                .filter(|e| e.ts >= s.expected && e.ts <= s.actual)
+                .filter_map(|e| match e.kind {
+                    super::event::Kind::Nmi { delta_ns } => Some(delta_ns),
+                    _ => None,
+                })
+                .fold((0u32, 0u64), |(n, t), d| (n + 1, t + d));
+            why.nmis = Some(n);
+            why.nmi_ns = Some(ns);
+        }
+        if let Some(k) = &self.kallsyms {
+            why.stack = why.stack_addrs.iter().map(|&a| k.name(a)).collect();
+        }
+        // A task older than the trace is named from /proc now, while it may still exist.
+        for t in why.components.iter().filter_map(|c| c.task.as_ref()) {
+            if self.rec.identity(t.pid).is_none() && !self.older.contains_key(&t.pid) {
+                if let Some(id) = from_proc(std::path::Path::new("/proc"), t.pid) {
+                    self.older.insert(t.pid, id);
+                }
+            }
+        }
         let series = self
             .names
             .get(s.series as usize)
@@ -204,6 +382,29 @@ impl Tracer {
             .unwrap_or_default();
         if let Some((_, text)) = self.save.as_mut() {
             text.push_str(&super::timeline::render(&series, cpu, &s, &why, &events));
+        }
+        let due: Vec<String> = self
+            .windows
+            .iter()
+            .filter(|w| w.0 == s.series && w.1 == s.seq)
+            .map(|w| w.2.clone())
+            .collect();
+        if !due.is_empty() {
+            self.windows.retain(|w| !(w.0 == s.series && w.1 == s.seq));
+            let outcome = match self.save_window(&s) {
+                Ok(p) => format!("saved {}", p.display()),
+                Err(e) => format!("could not save the window: {e}"),
+            };
+            for rule in due {
+                self.report.actions.push(super::actions::Firing {
+                    rule,
+                    series: series.clone(),
+                    cpu,
+                    seq: s.seq,
+                    latency_ns: s.actual.saturating_sub(s.expected),
+                    outcome: outcome.clone(),
+                });
+            }
         }
         self.report.spikes.push(SpikeRecord {
             series,
@@ -213,6 +414,41 @@ impl Tracer {
             latency_ns: s.actual.saturating_sub(s.expected),
             why,
         });
+    }
+
+    /// Writes the window of spike `s` (every traced CPU, from [`WINDOW_LEAD_NS`] before the
+    /// expected wake-up to the actual one) as a trace.dat beside `--trace-save` (or in the
+    /// current directory): `<name>-spike-<n>.dat`.
+    fn save_window(&mut self, s: &RawSpike) -> std::io::Result<std::path::PathBuf> {
+        self.saved += 1;
+        let base = match (&self.dat, &self.save) {
+            (Some(p), _) | (None, Some((p, _))) => p.with_extension(""),
+            _ => std::path::PathBuf::from(format!("latlab-{}", std::process::id())),
+        };
+        let path = std::path::PathBuf::from(format!("{}-spike-{}.dat", base.display(), self.saved));
+        let meta = super::dat::meta(&self.root, &self.events, self.page_size)?;
+        let pages = self
+            .rec
+            .pages_between(s.expected.saturating_sub(WINDOW_LEAD_NS), s.actual);
+        let n = pages.iter().map(|p| p.0 + 1).max().unwrap_or(0);
+        let mut cpus: Vec<Vec<Vec<u8>>> = vec![Vec::new(); n];
+        for (c, ps) in pages {
+            cpus[c] = ps;
+        }
+        super::dat::write(&path, &meta, &cpus)?;
+        Ok(path)
+    }
+
+    /// Writes the kept raw pages as a trace.dat (CPUs not traced have no data).
+    fn write_dat(&self, path: &std::path::Path) -> std::io::Result<()> {
+        let meta = super::dat::meta(&self.root, &self.events, self.page_size)?;
+        let pages = self.rec.take_pages();
+        let n = pages.iter().map(|p| p.0 + 1).max().unwrap_or(0);
+        let mut cpus: Vec<Vec<Vec<u8>>> = vec![Vec::new(); n];
+        for (c, ps) in pages {
+            cpus[c] = ps.into_iter().map(Vec::from).collect();
+        }
+        super::dat::write(path, &meta, &cpus)
     }
 
     /// Attributes every pending spike, waiting up to `patience` each for the reader.
@@ -225,15 +461,64 @@ impl Tracer {
     /// Stops tracing (after the measuring threads ended), attributes what is left, removes
     /// the instance and returns the report.
     pub fn finish(mut self) -> TraceReport {
+        // Tests widen the window in which a second Ctrl-C finds the instance alive.
+        if let Some(ms) = std::env::var("LATLAB_TEST_TRACE_FINISH_DELAY_MS")
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+        {
+            std::thread::sleep(Duration::from_millis(ms));
+        }
         self.rec.stop();
         for s in std::mem::take(&mut self.pending) {
             self.attribute(s, Duration::ZERO);
+        }
+        if let Some(a) = self.actions.as_mut() {
+            a.finish();
+            self.report.actions_suppressed = a.suppressed;
         }
         for (_, read, lost, _) in self.rec.counts() {
             self.report.events += read;
             self.report.lost_events += lost;
         }
         self.report.spikes.sort_by_key(|s| (s.expected_ns, s.cpu));
+        // Groups once every fork and exec has been read.
+        for c in self
+            .report
+            .spikes
+            .iter_mut()
+            .flat_map(|s| s.why.components.iter_mut())
+        {
+            let Some(t) = &c.task else { continue };
+            let id = self
+                .rec
+                .identity(t.pid)
+                .or_else(|| self.older.get(&t.pid).cloned())
+                .unwrap_or_else(|| Identity {
+                    group: t.comm.clone(),
+                    chain: vec![t.comm.clone()],
+                });
+            c.group = Some(id.group);
+            c.chain = id.chain;
+        }
+        self.report.exec_chains = self.rec.names_commands();
+        // /proc/stat counts steal in USER_HZ ticks, 100 per second on Linux.
+        let now = super::hw::Counters::read(&super::hw::Roots::default(), &self.report.cpus);
+        let (counted, mut warn) = self.counters.delta(&now, 10_000_000);
+        self.report.counted = counted;
+        if !self.report.nmi_traced {
+            warn.push(
+                "--trace: the kernel has no nmi:nmi_handler event: NMIs are counted over the run \
+                 (/proc/interrupts), not per spike"
+                    .into(),
+            );
+        }
+        self.report.warnings.extend(warn);
+        self.report.per_cpu = super::culprits::summarise(&self.report.spikes, &self.report.cpus);
+        if let Some(path) = self.dat.take() {
+            if let Err(e) = self.write_dat(&path) {
+                crate::note!("latlab: --trace-save {}: {e}", path.display());
+            }
+        }
         if let Some((path, text)) = self.save.take() {
             if let Err(e) = crate::output::write_atomic(&path, text.as_bytes()) {
                 crate::note!("latlab: --trace-save {}: {e}", path.display());
@@ -251,37 +536,76 @@ pub fn why(r: &TraceReport, unit: DisplayUnit) -> String {
         r.events,
         r.lost_events
     );
-    let mut by_cpu: BTreeMap<usize, Vec<&SpikeRecord>> = BTreeMap::new();
-    for sp in &r.spikes {
-        by_cpu.entry(sp.cpu).or_default().push(sp);
-    }
-    for &c in &r.cpus {
-        let Some(v) = by_cpu.get(&c) else {
-            s.push_str(&format!("  CPU {c}: no spikes\n"));
+    // A run stored before per-CPU causes were recorded: summed now.
+    let per = if r.per_cpu.is_empty() {
+        super::culprits::summarise(&r.spikes, &r.cpus)
+    } else {
+        r.per_cpu.clone()
+    };
+    for c in &per {
+        if c.spikes == 0 {
+            s.push_str(&format!("  CPU {}: no spikes\n", c.cpu));
             continue;
-        };
-        let late: u64 = v.iter().map(|x| x.latency_ns).sum();
-        let max = v.iter().map(|x| x.latency_ns).max().unwrap_or(0);
-        let mut per: BTreeMap<(String, String), u64> = BTreeMap::new();
-        for sp in v {
-            for comp in &sp.why.components {
-                *per.entry((comp.kind.clone(), comp.name.clone()))
-                    .or_default() += comp.ns;
-            }
         }
-        let mut per: Vec<_> = per.into_iter().collect();
-        per.sort_by_key(|p| std::cmp::Reverse(p.1));
-        let causes: Vec<String> = per
+        let causes: Vec<String> = c
+            .causes
             .iter()
             .take(3)
-            .map(|((k, n), ns)| format!("{:.0} % {k} {n}", 100.0 * *ns as f64 / late.max(1) as f64))
+            .map(|k| format!("{:.0} % {}", 100.0 * k.share, super::culprits::phrase(k)))
             .collect();
         s.push_str(&format!(
-            "  CPU {c}: {} spikes, max {} {unit}; of late time: {}\n",
-            v.len(),
-            unit.fmt_ns(max as f64),
+            "  CPU {}: {} spikes, max {} {unit}; of late time: {}\n",
+            c.cpu,
+            c.spikes,
+            unit.fmt_ns(c.max_ns as f64),
             causes.join(", ")
         ));
+    }
+    if let Some(w) = r
+        .spikes
+        .iter()
+        .filter(|x| !x.why.stack.is_empty())
+        .max_by_key(|x| x.latency_ns)
+    {
+        s.push_str(&format!(
+            "  worst spike's kernel stack (CPU {}, {} {unit}, at the wake-up):\n",
+            w.cpu,
+            unit.fmt_ns(w.latency_ns as f64)
+        ));
+        for f in &w.why.stack {
+            s.push_str(&format!("      {f}\n"));
+        }
+    }
+    let hidden: Vec<String> = r
+        .counted
+        .iter()
+        .map(|c| {
+            let nmi_spikes: u32 = r
+                .spikes
+                .iter()
+                .filter(|s| s.cpu == c.cpu)
+                .filter_map(|s| s.why.nmis)
+                .sum();
+            let mut parts = Vec::new();
+            if r.nmi_traced {
+                parts.push(format!("{nmi_spikes} NMIs in spikes"));
+            } else if let Some(n) = c.nmis {
+                parts.push(format!("{n} NMIs in the run"));
+            }
+            if let Some(n) = c.smis {
+                parts.push(format!("{n} SMIs"));
+            }
+            if let Some(n) = c.steal_ns {
+                parts.push(format!("steal {} {unit}", unit.fmt_ns(n as f64)));
+            }
+            format!("CPU {}: {}", c.cpu, parts.join(", "))
+        })
+        .collect();
+    if !hidden.is_empty() {
+        s.push_str(&format!("  counted: {}\n", hidden.join("; ")));
+    }
+    for w in &r.warnings {
+        s.push_str(&format!("  {w}\n"));
     }
     if r.spikes_dropped > 0 {
         s.push_str(&format!(

@@ -34,6 +34,14 @@ fn line(e: &Event) -> String {
         Kind::SoftirqExit => "softirq exit".into(),
         Kind::TimerEntry { function } => format!("hrtimer expire {function:#x}"),
         Kind::TimerExit => "hrtimer expire exit".into(),
+        Kind::Exec { pid, comm, .. } => format!("exec {}:{pid}", comm.as_str()),
+        Kind::Nmi { delta_ns } => format!("nmi handler ({delta_ns} ns)"),
+        Kind::Stack { n, .. } => format!("kernel stack ({n} frames)"),
+        Kind::Fork {
+            child_pid,
+            child_comm,
+            ..
+        } => format!("fork {}:{child_pid}", child_comm.as_str()),
     }
 }
 

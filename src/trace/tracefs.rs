@@ -4,7 +4,9 @@
 //! The top-level buffer, which other tools may be using, is never touched.
 
 use super::event::Decoder;
+pub(super) use super::files::{poke, remove_instance};
 use super::format::{parse_format, parse_header_page, PageHeader};
+use super::lifecycle::{self, MountLease};
 use crate::error::{Error, Result};
 use std::path::{Path, PathBuf};
 
@@ -20,6 +22,13 @@ pub const REQUIRED: &[(&str, &str)] = &[
     ("timer", "hrtimer_expire_exit"),
 ];
 
+/// Events that name the culprits' commands, traced on every CPU in a second instance
+/// (`latlab-<pid>-procs`) when the kernel has them.
+pub const PROC_EVENTS: &[&str] = &["sched_process_fork", "sched_process_exec"];
+
+/// Suffix of the process-events instance.
+pub const PROCS_SUFFIX: &str = "-procs";
+
 /// Where tracefs is mounted in the real system when latlab mounts it.
 pub const DEFAULT_MOUNT: &str = "/sys/kernel/tracing";
 
@@ -32,7 +41,7 @@ pub struct TraceFs {
 
 /// Reads a tracefs text file with large reads: `events/header_page` answers a short first
 /// read and then nothing, so std's small probe read would cut it.
-fn read(p: &Path) -> Result<String> {
+pub(super) fn read(p: &Path) -> Result<String> {
     use std::io::Read;
     let err = |e: std::io::Error| Error::Env(format!("--trace: {}: {e}", p.display()));
     let mut f = std::fs::File::open(p).map_err(err)?;
@@ -46,15 +55,6 @@ fn read(p: &Path) -> Result<String> {
         out.extend_from_slice(&buf[..n]);
     }
     String::from_utf8(out).map_err(|_| Error::Env(format!("--trace: {}: not text", p.display())))
-}
-
-/// Writes an existing control file (never creates one).
-fn poke(p: &Path, v: &str) -> std::io::Result<()> {
-    use std::io::Write;
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(p)?
-        .write_all(v.as_bytes())
 }
 
 fn write(p: &Path, v: &str) -> Result<()> {
@@ -78,23 +78,16 @@ pub fn cpumask(cpus: &[usize]) -> String {
 
 impl TraceFs {
     /// The system's tracefs: where /proc/mounts says it is, else mounted at
-    /// [`DEFAULT_MOUNT`]. The second value is the mount point when latlab mounted it.
-    pub fn system() -> Result<(TraceFs, Option<PathBuf>)> {
-        let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
-        if let Some(p) = mounts.lines().find_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            (f.len() > 2 && f[2] == "tracefs").then(|| PathBuf::from(f[1]))
-        }) {
-            return Ok((TraceFs { root: p }, None));
-        }
-        let p = PathBuf::from(DEFAULT_MOUNT);
-        crate::sys::mount::mount_tracefs(&p).map_err(|e| {
-            Error::Env(format!(
-                "--trace: tracefs is not mounted and mounting it on {} failed: {e} (needs root)",
-                p.display()
-            ))
-        })?;
-        Ok((TraceFs { root: p.clone() }, Some(p)))
+    /// [`DEFAULT_MOUNT`]. Mount decisions are serialised by a lock in journal directory
+    /// `dir`; the lease is this run's share of a mount latlab made (None: someone else's).
+    pub fn system(dir: &Path) -> Result<(TraceFs, Option<MountLease>)> {
+        let (root, lease) = lifecycle::acquire(
+            dir,
+            Path::new(DEFAULT_MOUNT),
+            crate::sys::mount::mount_tracefs,
+            lifecycle::mounted_tracefs,
+        )?;
+        Ok((TraceFs { root }, lease))
     }
 
     /// The page layout and a decoder for every event latlab enables; a missing required
@@ -139,43 +132,90 @@ impl TraceFs {
                 }
             }
         }
+        // NMIs (x86), counted per spike where the kernel has the event.
+        if ev.join("nmi/nmi_handler").is_dir() {
+            learn("nmi", "nmi_handler", &mut dec)?;
+        }
         Ok((header, dec, names))
     }
 
-    /// Creates the private instance for `cpus` with `events` enabled and tracing on. The
-    /// instance is journaled (with `umount` when latlab mounted tracefs) before it exists.
+    /// Learns the process events (`sched_process_fork`, `sched_process_exec`) into `dec`
+    /// where the kernel has them; returns the ones found, for [`TraceFs::create_instance`].
+    pub fn proc_events(&self, dec: &mut Decoder) -> Result<Vec<String>> {
+        let mut out = Vec::new();
+        for name in PROC_EVENTS {
+            let p = self.root.join("events/sched").join(name).join("format");
+            if !p.exists() {
+                continue;
+            }
+            let f = parse_format(&read(&p)?)
+                .map_err(|e| Error::Env(format!("--trace: {}: {e}", p.display())))?;
+            dec.learn("sched", &f)
+                .map_err(|e| Error::Env(format!("--trace: {}: {e}", p.display())))?;
+            out.push(format!("sched/{name}"));
+        }
+        Ok(out)
+    }
+
+    /// Learns `ftrace/kernel_stack` (what a `stacktrace` trigger records) into `dec`.
+    pub fn stack_event(&self, dec: &mut Decoder) -> Result<()> {
+        let p = self.root.join("events/ftrace/kernel_stack/format");
+        let f = parse_format(&read(&p)?)
+            .map_err(|e| Error::Env(format!("--trace-stacks: {}: {e}", p.display())))?;
+        dec.learn("ftrace", &f)
+            .map_err(|e| Error::Env(format!("--trace-stacks: {}: {e}", p.display())))
+    }
+
+    /// Makes `inst` record a kernel stack whenever a task named one of `comms` is woken.
+    pub fn stack_trigger(&self, inst: &Instance, comms: &[String]) -> Result<()> {
+        let filter: Vec<String> = comms.iter().map(|c| format!("comm == \"{c}\"")).collect();
+        let t = inst.dir.join("events/sched/sched_waking/trigger");
+        write(&t, &format!("stacktrace if {}", filter.join(" || "))).map_err(|e| {
+            Error::Env(format!(
+                "--trace-stacks: {e} (needs the kernel's event triggers)"
+            ))
+        })
+    }
+
+    /// Creates the private instance `latlab-<pid><suffix>` for `cpus` (every CPU when empty)
+    /// with `events` enabled and tracing on. The
+    /// instance is journaled (with the mount point when it holds a `lease` on a mount latlab
+    /// made) before it exists, and registered for [`lifecycle::cleanup_on_exit`].
     pub fn create_instance(
         &self,
+        suffix: &str,
         cpus: &[usize],
         events: &[String],
         buffer_kb: u64,
         journal: Option<PathBuf>,
-        umount: Option<PathBuf>,
+        lease: Option<MountLease>,
     ) -> Result<Instance> {
         let dir = self
             .root
             .join("instances")
-            .join(format!("latlab-{}", std::process::id()));
+            .join(format!("latlab-{}{suffix}", std::process::id()));
         if let Some(j) = &journal {
-            write_journal(j, &dir, umount.as_deref())?;
+            write_journal(j, &dir, lease.as_ref().map(|l| l.point.as_path()))?;
         }
-        let mut inst = Instance {
-            dir: dir.clone(),
-            created: false,
-            umount,
-            journal,
-        };
-        std::fs::create_dir(&dir).map_err(|e| {
-            Error::Env(format!(
+        if let Err(e) = std::fs::create_dir(&dir) {
+            if let Some(j) = &journal {
+                let _ = std::fs::remove_file(j);
+            }
+            return Err(Error::Env(format!(
                 "--trace: cannot create the instance {}: {e}",
                 dir.display()
-            ))
-        })?;
-        inst.created = true;
+            )));
+        }
+        let inst = Instance {
+            dir: dir.clone(),
+            id: lifecycle::register(dir.clone(), journal, lease),
+        };
         write(&dir.join("tracing_on"), "0")?;
         write(&dir.join("trace_clock"), "mono")?;
         write(&dir.join("buffer_size_kb"), &buffer_kb.to_string())?;
-        write(&dir.join("tracing_cpumask"), &cpumask(cpus))?;
+        if !cpus.is_empty() {
+            write(&dir.join("tracing_cpumask"), &cpumask(cpus))?;
+        }
         for e in events {
             write(&dir.join("events").join(e).join("enable"), "1")?;
         }
@@ -184,15 +224,14 @@ impl TraceFs {
     }
 }
 
-/// A live tracefs instance; dropping it stops tracing, removes the directory, unmounts
-/// tracefs when latlab mounted it, and deletes the journal entry.
+/// A live tracefs instance; dropping it stops tracing, removes the directory, releases this
+/// run's share of a mount latlab made, and deletes the journal entry.
 #[derive(Debug)]
 pub struct Instance {
     /// The instance directory.
     pub dir: PathBuf,
-    created: bool,
-    umount: Option<PathBuf>,
-    journal: Option<PathBuf>,
+    /// Its entry in [`lifecycle`]'s registry.
+    pub id: u64,
 }
 
 impl Instance {
@@ -204,6 +243,21 @@ impl Instance {
             .join("trace_pipe_raw")
     }
 
+    /// `trace_pipe_raw` of every CPU this instance has.
+    pub fn all_pipes(&self) -> Vec<PathBuf> {
+        let mut v: Vec<(usize, PathBuf)> = std::fs::read_dir(self.dir.join("per_cpu"))
+            .into_iter()
+            .flatten()
+            .filter_map(|e| {
+                let e = e.ok()?;
+                let n: usize = e.file_name().to_str()?.strip_prefix("cpu")?.parse().ok()?;
+                Some((n, e.path().join("trace_pipe_raw")))
+            })
+            .collect();
+        v.sort();
+        v.into_iter().map(|x| x.1).collect()
+    }
+
     /// Stops recording (the buffer stays readable).
     pub fn stop(&self) {
         let _ = poke(&self.dir.join("tracing_on"), "0");
@@ -212,42 +266,14 @@ impl Instance {
 
 impl Drop for Instance {
     fn drop(&mut self) {
-        if self.created {
-            self.stop();
-            if let Err(e) = remove_instance(&self.dir) {
-                crate::note!("latlab: --trace: {}: {e}", self.dir.display());
-            }
-        }
-        if let Some(m) = &self.umount {
-            if let Err(e) = crate::sys::mount::umount(m) {
-                crate::note!("latlab: --trace: umount {}: {e}", m.display());
-            }
-        }
-        if let Some(j) = &self.journal {
-            let _ = std::fs::remove_file(j);
-        }
+        lifecycle::end(self.id);
     }
 }
 
-/// Removes an instance directory (tracefs refuses while a reader holds a pipe open: retried
-/// briefly). A missing directory is fine.
-fn remove_instance(dir: &Path) -> std::io::Result<()> {
-    for _ in 0..50 {
-        match std::fs::remove_dir(dir) {
-            Ok(()) => return Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
-                std::thread::sleep(std::time::Duration::from_millis(20))
-            }
-            Err(e) => return Err(e),
-        }
-    }
-    std::fs::remove_dir(dir)
-}
-
-/// The journal file for this process's instance, beside the knob journal.
-pub fn journal_file() -> PathBuf {
-    crate::io::journal_path().with_file_name(format!("trace-{}.json", std::process::id()))
+/// The journal file for this process's instance `latlab-<pid><suffix>`, beside the knob
+/// journal.
+pub fn journal_file(suffix: &str) -> PathBuf {
+    crate::io::journal_path().with_file_name(format!("trace-{}{suffix}.json", std::process::id()))
 }
 
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -278,6 +304,7 @@ fn is_latlab_instance(p: &Path) -> bool {
         .parent()
         .and_then(Path::file_name)
         .and_then(|n| n.to_str());
+    let name = name.strip_suffix(PROCS_SUFFIX).unwrap_or(name);
     parent == Some("instances")
         && name
             .strip_prefix("latlab-")
@@ -325,14 +352,10 @@ pub fn restore_in(dir: &Path) -> Vec<String> {
                 continue;
             }
         }
-        if let Some(m) = &e.umount {
-            match crate::sys::mount::umount(m) {
-                Ok(()) => out.push(format!("unmounted {}", m.display())),
-                Err(err) => out.push(format!("left {} mounted: {err}", m.display())),
-            }
-        }
         let _ = std::fs::remove_file(&f);
     }
+    // The mount latlab made, once none of its users is alive.
+    out.extend(lifecycle::release(dir, 0));
     out
 }
 
@@ -388,13 +411,14 @@ mod tests {
     }
 
     #[test]
-    fn instance_is_journaled_configured_and_unjournaled() {
+    fn instance_is_journaled_configured_and_left_to_restore_when_it_cannot_go() {
         let (d, fs) = fake();
         let j = d.path().join("state/trace-1.json");
         // A real tracefs fills a new instance with its control files; the fake one cannot,
-        // so enabling an event fails: the error names the file and the journal goes away.
+        // so enabling an event fails and the error names the file.
         let err = fs
             .create_instance(
+                "",
                 &[1],
                 &["sched/sched_switch".into()],
                 1024,
@@ -414,7 +438,15 @@ mod tests {
         assert_eq!(rd("trace_clock"), "mono");
         assert_eq!(rd("tracing_cpumask"), "00000002");
         assert_eq!(rd("buffer_size_kb"), "1024");
-        assert!(!j.exists(), "journal left behind");
+        // The fake directory (full of files) could not be removed: the journal stays for
+        // `latlab restore`, which finishes the job once it can.
+        assert!(j.exists(), "journal gone with the instance still there");
+        for e in std::fs::read_dir(&inst).unwrap() {
+            std::fs::remove_file(e.unwrap().path()).unwrap();
+        }
+        let out = restore_in(j.parent().unwrap());
+        assert!(out.iter().any(|l| l.starts_with("removed")), "{out:?}");
+        assert!(!inst.exists() && !j.exists());
     }
 
     #[test]

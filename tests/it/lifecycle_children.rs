@@ -132,6 +132,8 @@ fn sigkill_of_a_standalone_exec_load_leaves_no_grandchild() {
 
 #[test]
 fn sigkill_of_a_plan_leaves_no_measurement_or_load_running() {
+    // One plan at a time holds the settings lock: the plan tests take turns.
+    let _x = crate::util::exclusive();
     let dir = tempfile::tempdir().unwrap();
     let plan = dir.path().join("p.toml");
     std::fs::write(
@@ -157,6 +159,7 @@ options = { "1ms" = ["-i", "1ms"], "2ms" = ["-i", "2ms"] }
 
 #[test]
 fn a_plan_child_that_writes_much_to_stderr_does_not_deadlock_the_runner() {
+    let _x = crate::util::exclusive();
     let dir = tempfile::tempdir().unwrap();
     let plan = dir.path().join("p.toml");
     // 600 threads x one loop: the table (on stderr, as the JSON takes stdout) is > 64 KiB.

@@ -23,8 +23,8 @@ impl Drop for KnobTest {
 
 /// Takes `KNOB` for one test, or says why it cannot (not root, read-only /proc/sys).
 fn knob_test(test: &str) -> Option<KnobTest> {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let guard = LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    // Every test that runs a plan takes turns: one plan at a time holds the settings lock.
+    let guard = exclusive();
     let orig = std::fs::read(KNOB).ok()?;
     if let Err(e) = std::fs::write(KNOB, &orig) {
         skip(test, &format!("{KNOB} is not writable here: {e}"));
@@ -486,6 +486,7 @@ fn dry_run_quotes_commands_counts_time_and_takes_overrides() {
 
 #[test]
 fn progress_and_tags_name_levels_as_written_and_count_repeats_alike() {
+    let _x = exclusive();
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("p.toml");
     std::fs::write(
@@ -542,6 +543,7 @@ fn progress_and_tags_name_levels_as_written_and_count_repeats_alike() {
 
 #[test]
 fn the_store_reaches_measurements_by_environment_not_argv() {
+    let _x = exclusive();
     let dir = tempfile::tempdir().unwrap();
     let marker = format!("secret-store-{}", std::process::id());
     let db = dir.path().join(format!("{marker}.db"));
@@ -663,6 +665,7 @@ fn bad_plans_are_refused_before_anything_changes() {
 
 #[test]
 fn a_failing_disturbance_is_reported_as_failed() {
+    let _x = exclusive();
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("p.toml");
     std::fs::write(
@@ -718,4 +721,51 @@ fn the_measurement_options_are_checked_as_the_run_checks_them() {
     // A measurement a plan cannot run (monitor has no end) is refused with the list.
     std::fs::write(&p, "[measure]\ncommand = \"monitor\"\n").unwrap();
     crate::util::expect_exit(&["run", "--dry-run"], &[p.to_str().unwrap()], 2, "cyclic");
+}
+
+/// A level the kernel accepts but does not apply (an unknown clocksource leaves the old one) is
+/// not stored as if it held: the plan stops with exit 3 naming the knob, the level and what the
+/// kernel kept, and the setting is as it was.
+#[test]
+fn a_knob_level_the_kernel_ignores_stops_the_plan() {
+    let _x = exclusive();
+    const CS: &str = "/sys/devices/system/clocksource/clocksource0/current_clocksource";
+    let Ok(before) = std::fs::read_to_string(CS) else {
+        return skip(
+            "a_knob_level_the_kernel_ignores_stops_the_plan",
+            "no clocksource",
+        );
+    };
+    if std::fs::OpenOptions::new().write(true).open(CS).is_err() {
+        return skip(
+            "a_knob_level_the_kernel_ignores_stops_the_plan",
+            "the clocksource is not writable here (needs root)",
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("p.toml");
+    std::fs::write(
+        &p,
+        format!(
+            "[measure]\ncommand = \"cyclic\"\nargs = [\"-l\", \"20\", \"-q\", \"-t\", \"1\"]\n\
+             [design]\nrepeats = 1\norder = \"sequential\"\n\
+             [[factor]]\nname = \"clocksource\"\nknob = \"{CS}\"\n\
+             levels = [\"{}\", \"no-such-clocksource\"]\n",
+            before.trim()
+        ),
+    )
+    .unwrap();
+    let store = format!("sqlite:{}", dir.path().join("s.db").display());
+    let out = latlab()
+        .args(["run", p.to_str().unwrap(), "--store", &store])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("no-such-clocksource") && err.contains("current_clocksource"),
+        "{err}"
+    );
+    assert!(err.contains(&format!("kept '{}'", before.trim())), "{err}");
+    assert_eq!(std::fs::read_to_string(CS).unwrap(), before);
 }

@@ -169,7 +169,7 @@ pub enum JsonFormat {
 }
 
 impl crate::driver::Lowering for CyclicArgs {
-    type Config = crate::config::cyclic::CyclicConfig;
+    type Config = crate::measure::cyclic::config::CyclicConfig;
 
     fn common(&self) -> &MeasureArgs {
         &self.common
@@ -180,7 +180,7 @@ impl crate::driver::Lowering for CyclicArgs {
     }
 
     fn lower(&self, online: &CpuSet) -> Result<Self::Config> {
-        crate::config::cyclic::CyclicConfig::from_args(self, online)
+        crate::measure::cyclic::config::CyclicConfig::from_args(self, online)
     }
 
     fn run(self, online: &CpuSet, command_line: Vec<String>) -> Result<()> {

@@ -2,9 +2,9 @@
 //! failure an exit-2 message naming the flag and the value.
 
 use super::args::CyclicArgs;
-use crate::config::cyclic::{CyclicConfig, ThreadPlan, MAX_HIST_US, MAX_THREADS};
 use crate::config::{parse_offset_ns, parse_time_ns, BareUnit, CpuSet, Policy};
 use crate::error::{Error, Result};
+use crate::measure::cyclic::config::{CyclicConfig, ThreadPlan, MAX_HIST_US, MAX_THREADS};
 use crate::sys::clock::Clock;
 
 /// Settings shared by the plain flags and the groups.
@@ -164,6 +164,9 @@ impl CyclicConfig {
             samples: a.samples.clone(),
             trace_threshold_ns,
             trace_save: a.trace.trace_save.clone(),
+            trace_actions: a.trace.actions()?,
+            trace_actions_max: a.trace.actions_max()?,
+            trace_stacks: a.trace.trace_stacks,
         })
     }
 }

@@ -3,15 +3,16 @@
 //! signals, and builds the result; the loop itself is in `worker.rs`.
 
 pub mod args;
+pub mod config;
 mod lower;
 
 pub mod report;
 pub mod worker;
 
-use crate::config::cyclic::CyclicConfig;
 use crate::config::Policy;
 use crate::driver::Ctx;
 use crate::error::{Error, Result};
+use crate::measure::cyclic::config::CyclicConfig;
 use crate::result::{Run, Series};
 use crate::rt::{self, Live, Placement};
 use crate::samples::{self, SampleWriter, SeriesHeader};
@@ -129,12 +130,19 @@ pub fn run(mut cfg: CyclicConfig, ctx: &mut Ctx<'_>) -> Result<CyclicOutcome> {
     let mut tracer = match cfg.trace_threshold_ns {
         None => None,
         Some(th) => Some(
-            crate::trace::spikes::Tracer::start(
+            crate::trace::spikes::Tracer::start_stacks(
                 &trace_cpus(&cfg),
                 th,
                 cfg.threads.iter().map(|t| t.name.clone()).collect(),
+                cfg.trace_stacks,
             )?
-            .saving(cfg.trace_save.clone()),
+            .saving(cfg.trace_save.clone())
+            .acting(
+                cfg.trace_actions.clone(),
+                cfg.trace_actions_max,
+                control.stop.clone(),
+            )
+            .breaking(cfg.break_on_ns),
         ),
     };
     let (mut spike_prods, mut spike_cons): (Vec<_>, Vec<_>) = if tracer.is_some() {
@@ -242,6 +250,7 @@ pub fn run(mut cfg: CyclicConfig, ctx: &mut Ctx<'_>) -> Result<CyclicOutcome> {
         t.dropped(outs.iter().map(|(_, o)| o.spikes_lost).sum());
         t.finish()
     });
+    warnings.extend(trace.iter().flat_map(|t| t.warnings.iter().cloned()));
 
     let lost: Vec<u64> = outs.iter().map(|(_, o)| o.lost).collect();
     let samples_path = match (writer, &cfg.samples) {
@@ -307,6 +316,11 @@ impl crate::driver::Measurement for CyclicConfig {
 
     fn planned(&self) -> Option<Duration> {
         self.duration_ns.map(Duration::from_nanos)
+    }
+
+    fn measured_cpus(&self) -> Option<crate::config::CpuSet> {
+        let cpus: Option<Vec<usize>> = self.threads.iter().map(|t| t.cpu).collect();
+        cpus.map(crate::config::CpuSet::from_cpus)
     }
 
     fn footprint(&self) -> crate::driver::Footprint {

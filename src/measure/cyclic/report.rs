@@ -2,9 +2,9 @@
 //! shape, and the cyclictest-style `-h` histogram.
 
 use super::CyclicOutcome;
-use crate::config::cyclic::CyclicConfig;
 use crate::config::DisplayUnit;
 use crate::export::table;
+use crate::measure::cyclic::config::CyclicConfig;
 use crate::rt::Live;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

@@ -148,6 +148,7 @@ impl Foreground {
                 seconds: d.as_secs_f64(),
                 rate_per_s: messages as f64 / d.as_secs_f64().max(1e-9),
                 note: Some(format!("one run in {mode} mode")),
+                cpus: None,
             });
         }
         let run = Run {

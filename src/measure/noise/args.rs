@@ -32,7 +32,7 @@ pub struct NoiseArgs {
     pub priority: Option<i32>,
     /// Timestamp: tsc (calibrated; default on x86 with constant TSC) or monotonic.
     #[arg(long, value_enum)]
-    pub clock: Option<crate::config::noise::NoiseClock>,
+    pub clock: Option<crate::measure::noise::config::NoiseClock>,
     /// Run a shell command on --disturb-cpu a third of the way into each measurement.
     #[arg(long, value_name = "CMD")]
     pub disturb: Option<String>,
@@ -73,7 +73,7 @@ Seed 003 (per-CPU max gap with a disturbing command on CPU 0, repeated):
   latlab noise -D 1s --repeat 100 --disturb 'modprobe -r dummy; modprobe dummy'";
 
 impl crate::driver::Lowering for NoiseArgs {
-    type Config = crate::config::noise::NoiseConfig;
+    type Config = crate::measure::noise::config::NoiseConfig;
 
     fn common(&self) -> &MeasureArgs {
         &self.common
@@ -84,6 +84,10 @@ impl crate::driver::Lowering for NoiseArgs {
     }
 
     fn lower(&self, online: &CpuSet) -> Result<Self::Config> {
-        crate::config::noise::NoiseConfig::from_args(self, online, crate::sys::tsc::available())
+        crate::measure::noise::config::NoiseConfig::from_args(
+            self,
+            online,
+            crate::sys::tsc::available(),
+        )
     }
 }

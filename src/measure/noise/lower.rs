@@ -2,9 +2,9 @@
 //! failure an exit-2 message naming the flag and the value.
 
 use super::args::NoiseArgs;
-use crate::config::noise::{NoiseClock, NoiseConfig, MAX_REPEAT};
 use crate::config::{parse_time_ns, BareUnit, CpuSet, Policy};
 use crate::error::{Error, Result};
+use crate::measure::noise::config::{NoiseClock, NoiseConfig, MAX_REPEAT};
 
 impl NoiseConfig {
     /// Validates raw arguments against the online CPUs.
@@ -80,6 +80,13 @@ impl NoiseConfig {
                 ));
             }
         }
+        if a.trace.trace_stacks {
+            return Err(Error::flag(
+                "--trace-stacks",
+                "",
+                "cyclic only: noise's spinners are never woken",
+            ));
+        }
         Ok(NoiseConfig {
             cpus,
             main_cpu,
@@ -98,6 +105,8 @@ impl NoiseConfig {
             json: a.json.clone(),
             trace_threshold_ns: a.trace.threshold_ns()?,
             trace_save: a.trace.trace_save.clone(),
+            trace_actions: a.trace.actions()?,
+            trace_actions_max: a.trace.actions_max()?,
         })
     }
 }

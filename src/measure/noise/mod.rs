@@ -3,15 +3,16 @@
 //! `worker.rs`, the tables in `report.rs`.
 
 pub mod args;
+pub mod config;
 mod lower;
 
 pub mod report;
 pub mod worker;
 
-use crate::config::noise::{NoiseClock, NoiseConfig};
 use crate::config::Policy;
 use crate::driver::Ctx;
 use crate::error::{Error, Result};
+use crate::measure::noise::config::{NoiseClock, NoiseConfig};
 use crate::result::{Environment, Run, Series, Timeline};
 use crate::rt::{self, Control, Live, Placement};
 use crate::stats::dist::Dist;
@@ -138,7 +139,12 @@ pub fn run(mut cfg: NoiseConfig, ctx: &mut Ctx<'_>) -> Result<NoiseOutcome> {
                     .min(120_000_000_000),
             )?
             .spinning()
-            .saving(cfg.trace_save.clone()),
+            .saving(cfg.trace_save.clone())
+            .acting(
+                cfg.trace_actions.clone(),
+                cfg.trace_actions_max,
+                control.stop.clone(),
+            ),
         ),
     };
     for r in 0..cfg.repeat {
@@ -162,6 +168,7 @@ pub fn run(mut cfg: NoiseConfig, ctx: &mut Ctx<'_>) -> Result<NoiseOutcome> {
     }
     saved.restore();
     let trace = tracer.map(crate::trace::spikes::Tracer::finish);
+    warnings.extend(trace.iter().flat_map(|t| t.warnings.iter().cloned()));
     if repeats.is_empty() {
         return Err(Error::Env(
             "interrupted before the first measurement finished".into(),

@@ -4,9 +4,9 @@
 
 use super::worker::SpinOut;
 use super::{Disturbance, NoiseOutcome};
-use crate::config::noise::NoiseConfig;
 use crate::config::DisplayUnit;
 use crate::export::table;
+use crate::measure::noise::config::NoiseConfig;
 
 /// A repeat whose max exceeds this many times the median of all repeats is an outlier.
 pub const OUTLIER_FACTOR: u64 = 10;
@@ -94,8 +94,8 @@ pub fn render(o: &NoiseOutcome, cfg: &NoiseConfig) -> String {
         cfg.policy,
         cfg.prio,
         match cfg.clock {
-            crate::config::noise::NoiseClock::Tsc => "tsc",
-            crate::config::noise::NoiseClock::Monotonic => "monotonic",
+            crate::measure::noise::config::NoiseClock::Tsc => "tsc",
+            crate::measure::noise::config::NoiseClock::Monotonic => "monotonic",
         },
         if o.ticks_per_ns != 1.0 {
             format!(" ({:.0} MHz)", o.ticks_per_ns * 1000.0)
@@ -358,7 +358,7 @@ mod tests {
             prio: 50,
             duration_ns: 5_000_000_000,
             threshold_ns: 1000,
-            clock: crate::config::noise::NoiseClock::Monotonic,
+            clock: crate::measure::noise::config::NoiseClock::Monotonic,
             repeat: 1,
             disturb: None,
             disturb_cpu: 0,
@@ -369,6 +369,8 @@ mod tests {
             json: None,
             trace_threshold_ns: None,
             trace_save: None,
+            trace_actions: Vec::new(),
+            trace_actions_max: 10,
         };
         let mut gaps = LatHistogram::new();
         let mut intr = Recorder::new();

@@ -5,6 +5,18 @@ use super::knobs;
 use crate::error::{Error, Result};
 use crate::io::read_text_limited;
 use serde::Deserialize;
+
+mod checker;
+mod set;
+mod shell;
+
+use checker::CHECKER;
+pub use checker::{
+    measurements, set_checker, set_measurements, Checker, RUNNER_FLAGS, RUNNER_TAGS,
+};
+use set::apply_set;
+pub use set::SET_KEYS;
+pub use shell::{shell_join, shell_quote};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -174,42 +186,6 @@ pub const MAX_RUNS: u64 = 10_000;
 /// Most factors in a plan.
 pub const MAX_FACTORS: usize = 64;
 
-/// How a plan checks a measurement's command line as the run would (parse, build its
-/// configuration) and learns its expected length (ns) when it has one. The command-line layer
-/// registers it at start-up, so this module never depends on the command line (its unit tests
-/// register the real one).
-pub type Checker = fn(&str, &[String]) -> std::result::Result<Option<u64>, String>;
-
-static CHECKER: std::sync::OnceLock<Checker> = std::sync::OnceLock::new();
-
-/// Registers the measurement checker (once; later calls are ignored).
-pub fn set_checker(c: Checker) {
-    let _ = CHECKER.set(c);
-}
-
-/// The measurements a plan may run, registered by the command-line layer from the table of
-/// measurements.
-static MEASUREMENTS: std::sync::OnceLock<fn() -> Vec<&'static str>> = std::sync::OnceLock::new();
-
-/// Registers the list of measurements a plan may run (once; later calls are ignored).
-pub fn set_measurements(names: fn() -> Vec<&'static str>) {
-    let _ = MEASUREMENTS.set(names);
-}
-
-/// The measurements a plan may run (empty before registration).
-pub fn measurements() -> Vec<&'static str> {
-    MEASUREMENTS.get().map(|f| f()).unwrap_or_default()
-}
-
-/// Flags the runner sets itself, so a plan's `args` may not.
-pub const RUNNER_FLAGS: &[(&str, &str)] = &[
-    ("json", "--json"),
-    ("store", "--store"),
-    ("no_store", "--no-store"),
-];
-/// Tag keys the runner sets on every run.
-pub const RUNNER_TAGS: &[&str] = &["experiment", "repeat"];
-
 /// What a plan's runs are expected to take, from the measurement options.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Estimate {
@@ -217,98 +193,6 @@ pub struct Estimate {
     pub known_ns: u64,
     /// Runs whose length depends on their work (loops, iterations).
     pub unknown_runs: u64,
-}
-
-/// Keys `--set` accepts besides dotted plan paths.
-pub const SET_KEYS: &str =
-    "repeats, order, seed, metric, higher_is_better, duration, description, \
-    or a dotted plan key (design.repeats, analysis.metric, measure.args, ...)";
-
-fn parse_set_value(v: &str) -> toml::Value {
-    // A TOML value when it is one (3, true, ["-D", "1s"]), else the text as a string.
-    let doc = format!("v = {v}");
-    match toml::from_str::<toml::Table>(&doc) {
-        Ok(mut t) => t
-            .remove("v")
-            .unwrap_or_else(|| toml::Value::String(v.into())),
-        Err(_) => toml::Value::String(v.to_string()),
-    }
-}
-
-/// Replaces `-D`/`--duration` in `args` by `value` (appended when absent).
-fn set_duration(args: &mut Vec<String>, value: &str) {
-    let mut out = Vec::with_capacity(args.len() + 2);
-    let mut i = 0;
-    while i < args.len() {
-        let a = &args[i];
-        if a == "-D" || a == "--duration" {
-            i += 2;
-            continue;
-        }
-        if a.starts_with("--duration=") || (a.starts_with("-D") && a.len() > 2) {
-            i += 1;
-            continue;
-        }
-        out.push(a.clone());
-        i += 1;
-    }
-    out.push("-D".into());
-    out.push(value.into());
-    *args = out;
-}
-
-fn apply_set(table: &mut toml::Table, set: &str) -> std::result::Result<(), String> {
-    let (key, value) = set
-        .split_once('=')
-        .ok_or_else(|| format!("expected KEY=VALUE ({SET_KEYS})"))?;
-    let key = key.trim();
-    let value = value.trim();
-    if key == "duration" {
-        let measure = table
-            .entry("measure")
-            .or_insert_with(|| toml::Value::Table(toml::Table::new()))
-            .as_table_mut()
-            .ok_or("[measure] is not a table")?;
-        let mut args: Vec<String> = match measure.get("args") {
-            None => Vec::new(),
-            Some(toml::Value::Array(a)) => a
-                .iter()
-                .map(|v| {
-                    v.as_str()
-                        .map(String::from)
-                        .ok_or("measure.args holds a non-string")
-                })
-                .collect::<std::result::Result<_, _>>()?,
-            Some(_) => return Err("measure.args is not a list".into()),
-        };
-        set_duration(&mut args, value);
-        measure.insert(
-            "args".into(),
-            toml::Value::Array(args.into_iter().map(toml::Value::String).collect()),
-        );
-        return Ok(());
-    }
-    let path: Vec<&str> = match key {
-        "repeats" => vec!["design", "repeats"],
-        "order" => vec!["design", "order"],
-        "seed" => vec!["design", "seed"],
-        "metric" => vec!["analysis", "metric"],
-        "higher_is_better" => vec!["analysis", "higher_is_better"],
-        k => k.split('.').collect(),
-    };
-    if path.iter().any(|p| p.is_empty()) || path.len() > 2 || path[0] == "factor" {
-        return Err(format!("unknown key '{key}' (use {SET_KEYS})"));
-    }
-    let mut t = table;
-    for p in &path[..path.len() - 1] {
-        t = t
-            .entry(p.to_string())
-            .or_insert_with(|| toml::Value::Table(toml::Table::new()))
-            .as_table_mut()
-            .ok_or_else(|| format!("'{p}' is not a table"))?;
-    }
-    t.insert(path[path.len() - 1].to_string(), parse_set_value(value));
-    Ok(())
 }
 
 impl Plan {
@@ -523,26 +407,6 @@ impl Plan {
             .collect::<Vec<_>>()
             .join(",")
     }
-}
-
-/// Quotes a word for a POSIX shell, only when it needs it.
-pub fn shell_quote(s: &str) -> String {
-    if !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./:=,+@%^".contains(c))
-    {
-        return s.to_string();
-    }
-    format!("'{}'", s.replace('\'', "'\\''"))
-}
-
-/// Words joined into one line a shell reads back as the same words.
-pub fn shell_join(words: &[String]) -> String {
-    words
-        .iter()
-        .map(|w| shell_quote(w))
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 #[cfg(test)]

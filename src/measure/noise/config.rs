@@ -1,6 +1,6 @@
 //! The validated plan of a `noise` run.
 
-use super::{DisplayUnit, Policy};
+use crate::config::{DisplayUnit, Policy};
 use serde::Serialize;
 use std::path::PathBuf;
 
@@ -54,4 +54,8 @@ pub struct NoiseConfig {
     pub trace_threshold_ns: Option<u64>,
     /// `--trace-save`: the timeline file.
     pub trace_save: Option<PathBuf>,
+    /// `--on-threshold` rules.
+    pub trace_actions: Vec<crate::trace::actions::Rule>,
+    /// `--on-threshold-max`.
+    pub trace_actions_max: u32,
 }

@@ -1,7 +1,7 @@
 //! The validated plan of a `cyclic` run: one `ThreadPlan` per measuring thread, built from the
 //! plain flags and any `--group` specs.
 
-use super::{DisplayUnit, Policy};
+use crate::config::{DisplayUnit, Policy};
 use crate::sys::clock::Clock;
 use serde::Serialize;
 use std::path::PathBuf;
@@ -61,4 +61,10 @@ pub struct CyclicConfig {
     pub trace_threshold_ns: Option<u64>,
     /// `--trace-save`: the timeline file.
     pub trace_save: Option<PathBuf>,
+    /// `--on-threshold` rules.
+    pub trace_actions: Vec<crate::trace::actions::Rule>,
+    /// `--on-threshold-max`.
+    pub trace_actions_max: u32,
+    /// `--trace-stacks`.
+    pub trace_stacks: bool,
 }

@@ -12,387 +12,25 @@
 //!   file beside it, so a second plan started at the same moment is refused and cannot touch
 //!   the first one's journal; `latlab restore` replays the journal after a crash or SIGKILL.
 
+mod file;
+mod journal;
+mod path;
+
+pub use crate::io::journal_path;
+pub use file::{check_writable, restore_value};
+pub use journal::{lock_path, Journal, Saved};
+pub use path::{resolve, resolve_in, sysctl_path, KnobError, KNOB_ROOTS};
+
 use crate::error::{Error, Result};
+use file::{read_knob, write_knob};
+use journal::{lock_is_held, read_journal, take_lock, Lock};
+use path::default_roots;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Component, Path, PathBuf};
-use std::time::{Duration, Instant};
-
-/// The only trees a knob may live in.
-pub const KNOB_ROOTS: &[&str] = &["/sys", "/proc/sys"];
-/// Largest knob file read (sysfs files hold at most a page; procfs sysctls a few).
-const MAX_KNOB_BYTES: u64 = 1 << 20;
-/// Largest journal read back.
-const MAX_JOURNAL_BYTES: u64 = 16 << 20;
-/// How long a start waits for a lock held for a moment (e.g. by another process's check).
-const LOCK_PATIENCE: Duration = Duration::from_millis(500);
-
-pub use crate::io::journal_path;
-
-/// The lock file that guards a journal: beside it, `.lock` instead of its extension.
-pub fn lock_path(journal: &Path) -> PathBuf {
-    journal.with_extension("lock")
-}
-
-fn default_roots() -> Vec<PathBuf> {
-    KNOB_ROOTS.iter().map(PathBuf::from).collect()
-}
-
-/// The sysctl file for a dotted (`kernel.sched_rt_runtime_us`) or slashed name, always under
-/// `/proc/sys`: an absolute name, an empty segment or `..` is refused.
-pub fn sysctl_path(name: &str) -> std::result::Result<PathBuf, String> {
-    let bad = |why: &str| Err(format!("sysctl '{name}': {why}"));
-    if name.is_empty() {
-        return bad("empty name");
-    }
-    if name.starts_with('/') {
-        return bad("a sysctl is a name like kernel.sched_rt_runtime_us, not a path (use knob = \"/proc/sys/...\")");
-    }
-    let rel = name.replace('.', "/");
-    if rel.split('/').any(|s| s.is_empty() || s == "..") {
-        return bad("empty or '..' segment");
-    }
-    if !rel
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || "_-/:+@".contains(c))
-    {
-        return bad("unexpected character");
-    }
-    Ok(Path::new("/proc/sys").join(rel))
-}
-
-/// Resolves a knob path: absolute, without `..`, and (every symlink followed) under `/sys` or
-/// `/proc/sys`. Returns the real path. An error is bad input (a path outside) or the
-/// environment's (a knob this machine lacks): see [`KnobError`].
-pub fn resolve(raw: &Path) -> std::result::Result<PathBuf, KnobError> {
-    resolve_in(raw, &default_roots())
-}
-
-/// Why a knob path was refused.
-#[derive(Debug, Clone, PartialEq)]
-pub enum KnobError {
-    /// Not a path latlab may write: outside the roots, `..`, relative (exit 2).
-    Outside(String),
-    /// Allowed, but missing or unusable on this machine (exit 3).
-    Unusable(String),
-}
-
-impl std::fmt::Display for KnobError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            KnobError::Outside(s) | KnobError::Unusable(s) => f.write_str(s),
-        }
-    }
-}
-
-impl KnobError {
-    /// As latlab's error, with `context` in front.
-    pub fn into_error(self, context: &str) -> Error {
-        match self {
-            KnobError::Outside(s) => Error::Usage(format!("{context}{s}")),
-            KnobError::Unusable(s) => Error::Env(format!("{context}{s}")),
-        }
-    }
-}
-
-fn roots_text(roots: &[PathBuf]) -> String {
-    roots
-        .iter()
-        .map(|r| r.display().to_string())
-        .collect::<Vec<_>>()
-        .join(" or ")
-}
-
-fn under(p: &Path, roots: &[PathBuf]) -> bool {
-    roots.iter().any(|r| p.starts_with(r) && p != r)
-}
-
-/// [`resolve`] against chosen roots (tests use a temporary tree).
-pub fn resolve_in(raw: &Path, roots: &[PathBuf]) -> std::result::Result<PathBuf, KnobError> {
-    let shown = raw.display();
-    let outside = |why: String| KnobError::Outside(format!("knob '{shown}': {why}"));
-    if !raw.is_absolute() {
-        return Err(outside(format!(
-            "not an absolute path under {}",
-            roots_text(roots)
-        )));
-    }
-    if raw.components().any(|c| c == Component::ParentDir) {
-        return Err(outside("'..' is not allowed in a knob path".into()));
-    }
-    if !under(raw, roots) {
-        return Err(outside(format!(
-            "latlab only writes files under {}",
-            roots_text(roots)
-        )));
-    }
-    let real = std::fs::canonicalize(raw)
-        .map_err(|e| KnobError::Unusable(format!("knob '{shown}': {e}")))?;
-    if !under(&real, roots) {
-        return Err(outside(format!(
-            "resolves to {}, outside {}",
-            real.display(),
-            roots_text(roots)
-        )));
-    }
-    if real.to_str().is_none() {
-        return Err(outside("not a UTF-8 path".into()));
-    }
-    Ok(real)
-}
-
-/// Opens a resolved knob without following a final symlink, and checks that the file opened
-/// is really under the roots (a link swapped in between cannot redirect the write).
-fn open_knob(real: &Path, write: bool, roots: &[PathBuf]) -> std::io::Result<File> {
-    open_knob_as(real, write, false, roots)
-}
-
-fn open_knob_as(
-    real: &Path,
-    write: bool,
-    truncate: bool,
-    roots: &[PathBuf],
-) -> std::io::Result<File> {
-    let f = std::fs::OpenOptions::new()
-        .read(!write)
-        .write(write)
-        .truncate(truncate)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NOCTTY)
-        .open(real)?;
-    let meta = f.metadata()?;
-    if !meta.is_file() {
-        return Err(std::io::Error::other("not a regular file"));
-    }
-    use std::os::fd::AsRawFd;
-    let opened = std::fs::read_link(format!("/proc/self/fd/{}", f.as_raw_fd()))?;
-    if !under(&opened, roots) {
-        return Err(std::io::Error::other(format!(
-            "opened {}, outside {}",
-            opened.display(),
-            roots_text(roots)
-        )));
-    }
-    Ok(f)
-}
-
-/// Checks that `file` (already resolved) exists and can be written, without changing it. A file
-/// with no write permission bit at all is refused even for root (sysfs and procfs files mark
-/// their writability that way; root could otherwise open them).
-pub fn check_writable(file: &Path) -> std::result::Result<(), String> {
-    check_writable_in(file, &default_roots())
-}
-
-fn check_writable_in(file: &Path, roots: &[PathBuf]) -> std::result::Result<(), String> {
-    use std::os::unix::fs::PermissionsExt;
-    let meta = std::fs::metadata(file).map_err(|e| format!("{}: {e}", file.display()))?;
-    if !meta.is_file() {
-        return Err(format!("{}: not a file", file.display()));
-    }
-    if meta.permissions().mode() & 0o222 == 0 {
-        return Err(format!("{}: read-only", file.display()));
-    }
-    open_knob(file, true, roots)
-        .map(|_| ())
-        .map_err(|e| format!("{}: {e}", file.display()))
-}
-
-fn read_knob(real: &Path, roots: &[PathBuf]) -> Result<Vec<u8>> {
-    let err = |e: std::io::Error| Error::Env(format!("{}: {e}", real.display()));
-    let f = open_knob(real, false, roots).map_err(err)?;
-    let mut v = Vec::new();
-    f.take(MAX_KNOB_BYTES + 1)
-        .read_to_end(&mut v)
-        .map_err(err)?;
-    if v.len() as u64 > MAX_KNOB_BYTES {
-        return Err(Error::Env(format!(
-            "{}: larger than {MAX_KNOB_BYTES} bytes; not a setting latlab can restore",
-            real.display()
-        )));
-    }
-    Ok(v)
-}
-
-fn write_knob(real: &Path, value: &[u8], roots: &[PathBuf]) -> std::io::Result<()> {
-    // Truncated as `echo value > file` does (sysfs and procfs ignore it; a plain file in a
-    // test tree needs it).
-    let mut f = open_knob_as(real, true, true, roots)?;
-    // One write: sysfs and procfs take a value in a single write call.
-    let n = f.write(value)?;
-    if n != value.len() {
-        return Err(std::io::Error::other(format!(
-            "short write ({n} of {} bytes)",
-            value.len()
-        )));
-    }
-    Ok(())
-}
-
-/// What has to be written back for a file read as `orig`: the bytes as they were, except a
-/// one-line bracketed choice list (`always [madvise] never`), whose chosen entry is written.
-pub fn restore_value(orig: &[u8]) -> Vec<u8> {
-    if let Ok(s) = std::str::from_utf8(orig) {
-        let line = s.strip_suffix('\n').unwrap_or(s);
-        if !line.contains('\n') {
-            if let (Some(a), Some(b)) = (line.find('['), line.find(']')) {
-                if b > a && line.matches('[').count() == 1 {
-                    return line.as_bytes()[a + 1..b].to_vec();
-                }
-            }
-        }
-    }
-    orig.to_vec()
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-fn unhex(s: &str) -> Option<Vec<u8>> {
-    if !s.len().is_multiple_of(2) || !s.is_ascii() {
-        return None;
-    }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).ok())
-        .collect()
-}
-
-/// One journaled original: the exact bytes to write back (hex), and for people a text form.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(untagged)]
-pub enum Saved {
-    /// Current form: the bytes in hex.
-    Bytes {
-        /// The bytes to write back, hex-encoded.
-        hex: String,
-        /// The same, as text, for people reading the journal.
-        #[serde(default)]
-        text: String,
-    },
-    /// Journals written by latlab before byte-exact restore: the text to write.
-    Text(String),
-}
-
-impl Saved {
-    fn of(bytes: &[u8]) -> Saved {
-        Saved::Bytes {
-            hex: hex(bytes),
-            text: String::from_utf8_lossy(bytes).into_owned(),
-        }
-    }
-
-    /// The bytes to write back (None: a damaged hex string).
-    pub fn bytes(&self) -> Option<Vec<u8>> {
-        match self {
-            Saved::Bytes { hex, .. } => unhex(hex),
-            Saved::Text(t) => Some(t.as_bytes().to_vec()),
-        }
-    }
-}
-
-/// The journal: original contents of every file latlab changed, by real path.
-#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
-pub struct Journal {
-    /// Process that wrote it.
-    pub pid: u32,
-    /// Original of each changed file.
-    pub originals: BTreeMap<String, Saved>,
-}
-
-/// The exclusive right to change settings: an `flock` on the journal's lock file, released when
-/// dropped (or when the process dies, however it dies).
-#[derive(Debug)]
-struct Lock {
-    _file: File,
-}
-
-fn take_lock(journal: &Path) -> Result<Lock> {
-    if let Some(d) = journal.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(d).map_err(|e| Error::Env(format!("{}: {e}", d.display())))?;
-    }
-    let lp = lock_path(journal);
-    let mut f = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&lp)
-        .map_err(|e| Error::Env(format!("{}: {e}", lp.display())))?;
-    let t0 = Instant::now();
-    loop {
-        match f.try_lock() {
-            Ok(()) => break,
-            Err(std::fs::TryLockError::WouldBlock) if t0.elapsed() < LOCK_PATIENCE => {
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            Err(std::fs::TryLockError::WouldBlock) => {
-                let mut holder = String::new();
-                let _ = (&f).take(64).read_to_string(&mut holder);
-                let holder = holder.trim();
-                return Err(Error::Env(format!(
-                    "another latlab {}is changing system settings right now ({} is locked); \
-                     one plan at a time: wait for it to end",
-                    if holder.is_empty() {
-                        String::new()
-                    } else {
-                        format!("(pid {holder}) ")
-                    },
-                    lp.display()
-                )));
-            }
-            Err(std::fs::TryLockError::Error(e)) => {
-                return Err(Error::Env(format!("{}: cannot lock: {e}", lp.display())))
-            }
-        }
-    }
-    // Name the holder for the message a second start prints.
-    let _ = f.set_len(0);
-    let _ = f.write_all(std::process::id().to_string().as_bytes());
-    Ok(Lock { _file: f })
-}
-
-/// True while some process holds the lock of `journal`.
-fn lock_is_held(journal: &Path) -> bool {
-    let Ok(f) = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(lock_path(journal))
-    else {
-        return false;
-    };
-    // A shared lock fails only against an exclusive one; released on drop at once.
-    matches!(f.try_lock_shared(), Err(std::fs::TryLockError::WouldBlock))
-}
-
-fn read_journal(path: &Path) -> Result<Option<Journal>> {
-    let f = match std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)
-    {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(Error::Env(format!("{}: {e}", path.display()))),
-    };
-    let mut text = String::new();
-    f.take(MAX_JOURNAL_BYTES + 1)
-        .read_to_string(&mut text)
-        .map_err(|e| Error::Env(format!("{}: {e}", path.display())))?;
-    if text.len() as u64 > MAX_JOURNAL_BYTES {
-        return Err(Error::Env(format!(
-            "{}: larger than {MAX_JOURNAL_BYTES} bytes; not a latlab journal",
-            path.display()
-        )));
-    }
-    serde_json::from_str(&text)
-        .map(Some)
-        .map_err(|e| Error::Env(format!("{}: not a latlab journal: {e}", path.display())))
-}
+use std::path::{Path, PathBuf};
 
 /// Changes files and remembers how they were, on disk, while holding the journal's lock.
 pub struct Knobs {
@@ -476,10 +114,24 @@ impl Knobs {
     }
 
     /// Writes `value` to `file`, journaling the original first.
+    /// The value is read back: a write the kernel accepted but did not apply (an unknown
+    /// clocksource leaves the old one) is an error (exit 3) naming the file, the value and what
+    /// the kernel kept, so a plan never records a level that was not in force.
     pub fn set(&mut self, file: &Path, value: &str) -> Result<()> {
         let real = self.remember(file)?;
         write_knob(&real, value.as_bytes(), &self.roots)
-            .map_err(|e| Error::Env(format!("cannot set {} to '{value}': {e}", real.display())))
+            .map_err(|e| Error::Env(format!("cannot set {} to '{value}': {e}", real.display())))?;
+        let now = read_knob(&real, &self.roots)?;
+        let now = String::from_utf8_lossy(&now);
+        if !holds(value, &now) {
+            return Err(Error::Env(format!(
+                "{}: the kernel did not take '{value}' (it kept '{}'); the level would not be \
+                 what was in force",
+                real.display(),
+                now.trim()
+            )));
+        }
+        Ok(())
     }
 
     /// Writes every original back and removes the journal; returns what failed (the journal
@@ -491,6 +143,23 @@ impl Knobs {
         }
         failed
     }
+}
+
+/// Whether a knob reading `now` holds the `value` written: the same text (blanks aside), the
+/// same number, or the bracketed choice of a sysfs menu (`always [madvise] never`).
+pub fn holds(value: &str, now: &str) -> bool {
+    let (w, r) = (value.trim(), now.trim());
+    if w == r {
+        return true;
+    }
+    let words = |s: &str| s.split_whitespace().map(str::to_string).collect::<Vec<_>>();
+    if words(w) == words(r) {
+        return true;
+    }
+    if r.split_whitespace().any(|t| t == format!("[{w}]")) {
+        return true;
+    }
+    matches!((w.parse::<i128>(), r.parse::<i128>()), (Ok(a), Ok(b)) if a == b)
 }
 
 /// One knob changed under the journal, put back when dropped (also on panic unwinding and
@@ -635,7 +304,21 @@ pub fn pending_notice() -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    use super::file::hex;
+    use super::journal::LOCK_PATIENCE;
     use super::*;
+
+    #[test]
+    fn a_value_holds_as_the_kernel_shows_it_and_not_otherwise() {
+        assert!(holds("tsc", "tsc\n"));
+        assert!(holds("1", " 1\n"));
+        assert!(holds("0010", "10"));
+        assert!(holds("madvise", "always [madvise] never\n"));
+        assert!(holds("950000 1000000", "950000\t1000000\n"));
+        assert!(!holds("no-such-clocksource", "tsc\n"));
+        assert!(!holds("madvise", "[always] madvise never"));
+        assert!(!holds("2", "1"));
+    }
 
     struct Tree {
         dir: tempfile::TempDir,

@@ -1,0 +1,126 @@
+//! rt-tests' sender/receiver tests (pmqtest, ptsematest, svsematest, sigwaittest) in their
+//! `--json=FILE` shape: per pair, the sender's samples and interval and the receiver's
+//! min/avg/max in µs. They keep no histogram, so a series holds the exact figures and the
+//! count only (said in a warning); its name is latlab ipc's method, so `compare` lines them up.
+
+use super::{bad, run_of, Built, Tool};
+use crate::error::Result;
+use crate::result::Run;
+use serde_json::Value;
+
+/// latlab ipc's method for the tool.
+fn method(tool: Tool) -> &'static str {
+    match tool {
+        Tool::Pmqtest => "pmq",
+        Tool::Ptsematest => "posix-sem",
+        Tool::Svsematest => "sysv-sem",
+        _ => "sigwait",
+    }
+}
+
+fn us(v: &Value, file: &str, field: &str) -> Result<Option<f64>> {
+    match v {
+        Value::Null => Ok(None),
+        Value::Number(n) => match n.as_f64() {
+            Some(x) if x.is_finite() && x >= 0.0 => Ok(Some(x * 1000.0)),
+            _ => Err(bad(
+                file,
+                format!("{field}: {n} is not a non-negative number"),
+            )),
+        },
+        other => Err(bad(file, format!("{field}: {other} is not a number"))),
+    }
+}
+
+/// Parses one file.
+pub fn parse(tool: Tool, text: &str, file: &str) -> Result<Run> {
+    let v: Value = serde_json::from_str(text).map_err(|e| {
+        bad(
+            file,
+            format!("not {} JSON: {e} (line {})", tool.name(), e.line()),
+        )
+    })?;
+    let threads = v["thread"].as_object().ok_or_else(|| {
+        bad(
+            file,
+            format!("no \"thread\" object: not {} --json output", tool.name()),
+        )
+    })?;
+    let sys = &v["sysinfo"];
+    let mut run = run_of(
+        tool,
+        file,
+        sys["release"].as_str().map(String::from),
+        sys["nodename"].as_str().map(String::from),
+    );
+    let mut ids: Vec<(&String, &Value)> = threads.iter().collect();
+    ids.sort_by_key(|(k, _)| k.parse::<u64>().unwrap_or(u64::MAX));
+    for (i, (id, t)) in ids.into_iter().enumerate() {
+        let (s, r) = (&t["sender"], &t["receiver"]);
+        if !s.is_object() || !r.is_object() {
+            return Err(bad(
+                file,
+                format!(
+                    "thread {id}: no sender/receiver pair: not {} output",
+                    tool.name()
+                ),
+            ));
+        }
+        let field = |f: &str| format!("thread {id}: {f}");
+        let samples = s["samples"]
+            .as_u64()
+            .ok_or_else(|| bad(file, format!("{}: not a count", field("sender.samples"))))?;
+        let built = Built {
+            name: if i == 0 {
+                method(tool).to_string()
+            } else {
+                format!("{}-{i}", method(tool))
+            },
+            cpu: r["cpu"].as_u64().map(|c| c as usize),
+            unit: "ns".into(),
+            pairs: Vec::new(),
+            min: us(&r["min"], file, &field("receiver.min"))?.map(|x| x as u64),
+            max: us(&r["max"], file, &field("receiver.max"))?.map(|x| x as u64),
+            mean: us(&r["avg"], file, &field("receiver.avg"))?,
+            interval_ns: s["interval"].as_u64().map(|i| i * 1000),
+        };
+        let mut series = built.series();
+        series.summary.count = samples;
+        series.prio = r["priority"].as_i64().unwrap_or(0) as i32;
+        series.extra = Some(serde_json::json!({
+            "sender_cpu": s["cpu"],
+            "sender_prio": s["priority"],
+            "timeouts": r["timeoutcount"],
+        }));
+        run.series.push(series);
+    }
+    if run.series.is_empty() {
+        return Err(bad(file, "no threads in \"thread\""));
+    }
+    run.warnings.push(format!(
+        "{} keeps no histogram: each series has its exact min/avg/max and count only",
+        tool.name()
+    ));
+    Ok(run)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pair_becomes_a_series_named_by_method() {
+        let text = r#"{"sysinfo":{"release":"6.1","nodename":"h"},"thread":{
+            "0":{"sender":{"cpu":0,"priority":79,"samples":50,"interval":1000},
+                 "receiver":{"cpu":1,"priority":80,"timeoutcount":0,"min":3,"avg":4.5,"max":12}}}}"#;
+        let r = parse(Tool::Pmqtest, text, "f.json").unwrap();
+        let s = &r.series[0];
+        assert_eq!(s.name, "pmq");
+        assert_eq!(s.summary.count, 50);
+        assert_eq!((s.summary.min_ns, s.summary.max_ns), (3000, 12000));
+        assert_eq!(s.summary.mean_ns, 4500.0);
+        assert_eq!(s.interval_ns, Some(1_000_000));
+        let e = parse(Tool::Pmqtest, r#"{"thread":{"0":{"cycles":1}}}"#, "g.json").unwrap_err();
+        assert!(e.to_string().contains("g.json") && e.to_string().contains("thread 0"));
+    }
+}

@@ -1,0 +1,237 @@
+//! `latlab ipc`'s raw arguments (clap) and their lowering into [`IpcConfig`]: every flag
+//! checked, each failure an exit-2 message naming the flag and the value.
+
+use super::methods::Method;
+use super::IpcConfig;
+use crate::config::{parse_time_ns, seconds, BareUnit, CpuSet, DisplayUnit, Policy};
+use crate::driver::args::MeasureArgs;
+use crate::error::{Error, Result};
+use clap::Args;
+use std::path::PathBuf;
+
+/// Arguments of `latlab ipc`. Times take units (ns, us, ms, s); a bare number is µs for the
+/// interval and seconds for the duration, as in rt-tests.
+#[derive(Debug, Args)]
+#[command(after_help = IPC_AFTER_HELP)]
+pub struct IpcArgs {
+    /// Methods, comma-separated: pmq, posix-sem, sysv-sem, sigwait, signal, futex, eventfd,
+    /// pipe, or all (the default), run one after the other, one series each.
+    #[arg(long, value_name = "METHODS", default_value = "all")]
+    pub method: String,
+    /// One CPU for both tasks, or two: the sender's, then the receiver's (default: unpinned).
+    #[arg(short = 'a', long = "affinity", value_name = "CPUSET")]
+    pub affinity: Option<String>,
+    /// Policy of both tasks: fifo, rr, other (default fifo).
+    #[arg(long)]
+    pub policy: Option<crate::sys::policy::Policy>,
+    /// Priority of the receiver; the sender runs one below (default 80 for fifo/rr).
+    #[arg(short = 'p', long, allow_negative_numbers = true)]
+    pub priority: Option<i32>,
+    /// Priority of the sender (default: one below the receiver's; rt-tests' programs run both
+    /// at the same priority, so the receiver waits for the sender to block on the answer).
+    #[arg(long, value_name = "PRIO", allow_negative_numbers = true)]
+    pub sender_priority: Option<i32>,
+    /// Time between sends: 1000 (µs), 500us, 1ms. Default 1000 µs.
+    #[arg(
+        short = 'i',
+        long = "interval",
+        value_name = "TIME",
+        allow_negative_numbers = true
+    )]
+    pub interval: Option<String>,
+    /// Messages per method. Default: until --duration or Ctrl-C.
+    #[arg(
+        short = 'l',
+        long = "loops",
+        value_name = "N",
+        allow_negative_numbers = true
+    )]
+    pub loops: Option<String>,
+    /// Time per method: 10 (s), 10s, 5m. Default: until --loops or Ctrl-C.
+    #[arg(
+        value_parser = seconds,
+        short = 'D',
+        long = "duration",
+        value_name = "TIME",
+        allow_negative_numbers = true
+    )]
+    pub duration: Option<u64>,
+    /// Unit on screen.
+    #[arg(long, value_enum, default_value_t = DisplayUnit::Us)]
+    pub unit: DisplayUnit,
+    /// Write the result as JSON to FILE, or `-` for stdout.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+
+    /// Loads and where the result is kept.
+    #[command(flatten)]
+    pub common: MeasureArgs,
+}
+
+const IPC_AFTER_HELP: &str = "\
+The sender reads CLOCK_MONOTONIC right before each send and leaves it in shared memory; the
+receiver reads the clock when it runs (for `signal`, inside its handler) and answers on the
+same mechanism before the next send, as pmqtest, ptsematest, svsematest and sigwaittest do.
+A send due while the answer had not come counts as an overrun (whole intervals missed).
+
+rt-tests equivalents: pmqtest -> --method pmq; ptsematest -> posix-sem; svsematest ->
+sysv-sem; sigwaittest -> sigwait; signaltest -> signal (one receiver, handler delivery).";
+
+fn parse_methods(v: &str) -> Result<Vec<Method>> {
+    let mut out = Vec::new();
+    for part in v.split(',').map(str::trim) {
+        if part == "all" {
+            out.extend(Method::ALL);
+            continue;
+        }
+        let m = Method::parse(part).ok_or_else(|| {
+            Error::flag(
+                "--method",
+                part,
+                "use pmq, posix-sem, sysv-sem, sigwait, signal, futex, eventfd, pipe or all",
+            )
+        })?;
+        out.push(m);
+    }
+    let mut seen = Vec::new();
+    out.retain(|m| {
+        let new = !seen.contains(m);
+        seen.push(*m);
+        new
+    });
+    Ok(out)
+}
+
+impl IpcArgs {
+    /// Validates the arguments against the online CPUs.
+    pub fn to_config(&self, online: &CpuSet) -> Result<IpcConfig> {
+        let methods = parse_methods(&self.method)?;
+        let cpus = match &self.affinity {
+            None => [None, None],
+            Some(v) => {
+                let set: Vec<usize> = CpuSet::parse_online("-a/--affinity", v, online)?
+                    .iter()
+                    .collect();
+                match set[..] {
+                    [c] => [Some(c), Some(c)],
+                    [s, r] => [Some(s), Some(r)],
+                    _ => {
+                        return Err(Error::flag(
+                            "-a/--affinity",
+                            v,
+                            "give one CPU (both tasks) or two (sender, receiver)",
+                        ))
+                    }
+                }
+            }
+        };
+        let policy: Policy = self.policy.unwrap_or(Policy::Fifo);
+        if !matches!(policy, Policy::Fifo | Policy::Rr | Policy::Other) {
+            return Err(Error::flag("--policy", policy, "use fifo, rr or other"));
+        }
+        let prio = self.priority.unwrap_or(if policy.is_rt() { 80 } else { 0 });
+        policy
+            .check_prio(prio)
+            .map_err(|e| Error::Usage(format!("-p/--priority: {e}")))?;
+        if let Some(p) = self.sender_priority {
+            policy
+                .check_prio(p)
+                .map_err(|e| Error::Usage(format!("--sender-priority: {e}")))?;
+        }
+        let interval_ns = match &self.interval {
+            None => 1_000_000,
+            Some(v) => {
+                let ns = parse_time_ns(v, BareUnit::Micros)
+                    .map_err(|e| Error::flag("-i/--interval", v, e))?;
+                if ns == 0 {
+                    return Err(Error::flag("-i/--interval", v, "must be greater than zero"));
+                }
+                crate::config::bounds::duration("-i/--interval", v, ns)?
+            }
+        };
+        let loops = match &self.loops {
+            None => None,
+            Some(v) => {
+                let n: u64 = v.trim().parse().ok().filter(|&n| n > 0).ok_or_else(|| {
+                    Error::flag("-l/--loops", v, "expected a whole number greater than zero")
+                })?;
+                crate::config::bounds::work("-l/--loops", v, u128::from(n), interval_ns)?;
+                Some(n)
+            }
+        };
+        let duration_ns = match self.duration {
+            None => None,
+            Some(0) => return Err(Error::flag("-D/--duration", 0, "must be greater than zero")),
+            Some(d) => Some(crate::config::bounds::duration("-D/--duration", d, d)?),
+        };
+        Ok(IpcConfig {
+            methods,
+            cpus,
+            policy,
+            prio,
+            sender_prio: self.sender_priority,
+            interval_ns,
+            loops,
+            duration_ns,
+            unit: self.unit,
+        })
+    }
+}
+
+impl crate::driver::Lowering for IpcArgs {
+    type Config = IpcConfig;
+
+    fn common(&self) -> &MeasureArgs {
+        &self.common
+    }
+
+    fn json(&self) -> Option<&std::path::Path> {
+        self.json.as_deref()
+    }
+
+    fn lower(&self, online: &CpuSet) -> Result<IpcConfig> {
+        self.to_config(online)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lower(args: &[&str]) -> Result<IpcConfig> {
+        let argv = ["latlab", "ipc"].iter().chain(args);
+        let a: IpcArgs = crate::driver::args::parse_args("ipc", argv).unwrap();
+        a.to_config(&CpuSet::from_cpus([0, 1]))
+    }
+
+    #[test]
+    fn methods_and_cpus() {
+        let c = lower(&["--method", "pmq,all", "-a", "0,1", "-l", "5"]).unwrap();
+        assert_eq!(c.methods.len(), 8);
+        assert_eq!(c.methods[0], Method::Pmq);
+        assert_eq!(c.cpus, [Some(0), Some(1)]);
+        assert_eq!(c.sender_prio(), 79);
+        assert_eq!(lower(&["-a", "1"]).unwrap().cpus, [Some(1), Some(1)]);
+        assert_eq!(
+            lower(&["--sender-priority", "80"]).unwrap().sender_prio(),
+            80
+        );
+    }
+
+    #[test]
+    fn bad_flags_name_themselves() {
+        for (args, flag) in [
+            (&["--method", "smoke"][..], "--method"),
+            (&["-a", "0-1,3"], "-a/--affinity"),
+            (&["-i", "0"], "-i/--interval"),
+            (&["-l", "0"], "-l/--loops"),
+            (&["-p", "100"], "-p/--priority"),
+            (&["--policy", "batch"], "--policy"),
+            (&["--sender-priority", "0"], "--sender-priority"),
+        ] {
+            let e = lower(args).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{args:?}");
+            assert!(e.to_string().contains(flag), "{args:?}: {e}");
+        }
+    }
+}

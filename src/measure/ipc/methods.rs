@@ -1,0 +1,215 @@
+//! The eight ways one task wakes another (rt-tests' pmqtest, ptsematest, svsematest,
+//! sigwaittest, signaltest, plus futex, eventfd and pipe), each as a two-way channel: the
+//! sender sends, the receiver wakes and answers on the same mechanism, as rt-tests does. The
+//! sender's timestamp goes through shared memory; nothing here allocates after set-up.
+
+use crate::sys::ipc::{self, Pipe, SharedPage};
+use crate::sys::rtipc::{self, EventFd, MsgQueue, PosixSem, SysvSem};
+use std::sync::atomic::{AtomicI32, Ordering};
+
+/// A wake-up mechanism.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Method {
+    /// A POSIX message queue (pmqtest).
+    Pmq,
+    /// An unnamed POSIX semaphore (ptsematest's wake-up).
+    PosixSem,
+    /// A SysV semaphore (svsematest).
+    SysvSem,
+    /// A real-time signal taken with sigwait (sigwaittest).
+    Sigwait,
+    /// A real-time signal run by a handler while the receiver sleeps in sigsuspend.
+    Signal,
+    /// A futex word.
+    Futex,
+    /// An eventfd counter.
+    Eventfd,
+    /// A pipe.
+    Pipe,
+}
+
+impl Method {
+    /// Every method, in `--method all`'s order.
+    pub const ALL: [Method; 8] = [
+        Method::Pmq,
+        Method::PosixSem,
+        Method::SysvSem,
+        Method::Sigwait,
+        Method::Signal,
+        Method::Futex,
+        Method::Eventfd,
+        Method::Pipe,
+    ];
+
+    /// Its name on the command line and as a series name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::Pmq => "pmq",
+            Method::PosixSem => "posix-sem",
+            Method::SysvSem => "sysv-sem",
+            Method::Sigwait => "sigwait",
+            Method::Signal => "signal",
+            Method::Futex => "futex",
+            Method::Eventfd => "eventfd",
+            Method::Pipe => "pipe",
+        }
+    }
+
+    /// The method named `s`.
+    pub fn parse(s: &str) -> Option<Method> {
+        Method::ALL.into_iter().find(|m| m.name() == s)
+    }
+}
+
+/// The two sides of a channel.
+pub const SENDER: usize = 0;
+/// The receiving side.
+pub const RECEIVER: usize = 1;
+
+/// A two-way channel: `send(to)` wakes side `to`, `recv(me)` waits for a wake-up on side `me`.
+pub enum Chan {
+    /// One queue per side.
+    Pmq([MsgQueue; 2]),
+    /// One semaphore per side.
+    PosixSem([PosixSem; 2]),
+    /// One set, one semaphore per side.
+    SysvSem(SysvSem),
+    /// A signal per side, taken with sigwait; thread ids set by each side before the start.
+    Sigwait {
+        /// Signal of each side.
+        sig: [i32; 2],
+        /// Thread id of each side.
+        tid: [AtomicI32; 2],
+    },
+    /// As `Sigwait`, but the receiver's signal runs a handler (it sleeps in sigsuspend).
+    Signal {
+        /// Signal of each side.
+        sig: [i32; 2],
+        /// Thread id of each side.
+        tid: [AtomicI32; 2],
+        /// The handler, uninstalled when the channel drops.
+        _handler: rtipc::HandlerGuard,
+    },
+    /// A token count per side in a futex word (words 0 and 1).
+    Futex(SharedPage),
+    /// One eventfd per side.
+    Eventfd([EventFd; 2]),
+    /// One pipe per side.
+    Pipe([Pipe; 2]),
+}
+
+/// Per-thread state a side prepares before the start (signal sets and masks).
+pub struct Side {
+    me: usize,
+    set: libc::sigset_t,
+    suspend_mask: libc::sigset_t,
+    handled: bool,
+}
+
+impl Chan {
+    /// A new channel for `m`.
+    pub fn new(m: Method) -> std::io::Result<Chan> {
+        let sigs = [rtipc::rt_signal(2), rtipc::rt_signal(3)];
+        let tids = || [AtomicI32::new(0), AtomicI32::new(0)];
+        Ok(match m {
+            Method::Pmq => Chan::Pmq([MsgQueue::new("s", 1)?, MsgQueue::new("r", 1)?]),
+            Method::PosixSem => Chan::PosixSem([PosixSem::new()?, PosixSem::new()?]),
+            Method::SysvSem => Chan::SysvSem(SysvSem::new(2)?),
+            Method::Sigwait => Chan::Sigwait {
+                sig: sigs,
+                tid: tids(),
+            },
+            Method::Signal => Chan::Signal {
+                sig: sigs,
+                tid: tids(),
+                _handler: rtipc::HandlerGuard::install(sigs[RECEIVER])?,
+            },
+            Method::Futex => Chan::Futex(SharedPage::new()?),
+            Method::Eventfd => Chan::Eventfd([EventFd::new()?, EventFd::new()?]),
+            Method::Pipe => Chan::Pipe([Pipe::new()?, Pipe::new()?]),
+        })
+    }
+
+    /// Prepares the calling thread as side `me` (records its thread id, blocks its signal);
+    /// call on that side's thread before the start barrier.
+    pub fn side(&self, me: usize) -> std::io::Result<Side> {
+        let mut s = Side {
+            me,
+            set: rtipc::set_of(0),
+            suspend_mask: rtipc::set_of(0),
+            handled: false,
+        };
+        match self {
+            Chan::Sigwait { sig, tid } | Chan::Signal { sig, tid, .. } => {
+                tid[me].store(crate::sys::sched::gettid(), Ordering::SeqCst);
+                rtipc::block_signals(&[sig[me]])?;
+                s.set = rtipc::set_of(sig[me]);
+                if matches!(self, Chan::Signal { .. }) && me == RECEIVER {
+                    s.handled = true;
+                    s.suspend_mask = rtipc::mask_without(sig[me]);
+                }
+            }
+            _ => {}
+        }
+        Ok(s)
+    }
+
+    /// Wakes side `to`; false on error.
+    #[inline]
+    pub fn send(&self, to: usize, stamp: u64) -> bool {
+        match self {
+            Chan::Pmq(q) => q[to].send(stamp),
+            Chan::PosixSem(s) => s[to].post(),
+            Chan::SysvSem(s) => s.post(to as u16),
+            Chan::Sigwait { sig, tid } | Chan::Signal { sig, tid, .. } => {
+                rtipc::signal_thread(tid[to].load(Ordering::Relaxed), sig[to])
+            }
+            Chan::Futex(p) => {
+                p.word(to).fetch_add(1, Ordering::Release);
+                ipc::futex_wake(p.word(to), 1);
+                true
+            }
+            Chan::Eventfd(e) => e[to].post(),
+            Chan::Pipe(p) => ipc::put(p[to].wfd()),
+        }
+    }
+
+    /// Waits for a wake-up on `side`; `Some(t)` when it came, `t` being the moment the side
+    /// ran (the handler's stamp for `signal`, else the clock read right after waking).
+    #[inline]
+    pub fn recv(&self, side: &Side) -> Option<u64> {
+        let me = side.me;
+        let ok = match self {
+            Chan::Pmq(q) => q[me].recv().is_some(),
+            Chan::PosixSem(s) => s[me].wait(),
+            Chan::SysvSem(s) => s.wait(me as u16),
+            Chan::Sigwait { .. } => rtipc::wait_signal(&side.set),
+            Chan::Signal { .. } if side.handled => {
+                rtipc::HANDLED_AT.store(0, Ordering::Relaxed);
+                while rtipc::HANDLED_AT.load(Ordering::Acquire) == 0 {
+                    rtipc::suspend(&side.suspend_mask);
+                }
+                return Some(rtipc::HANDLED_AT.load(Ordering::Acquire));
+            }
+            Chan::Signal { .. } => rtipc::wait_signal(&side.set),
+            Chan::Futex(p) => {
+                let w = p.word(me);
+                loop {
+                    let v = w.load(Ordering::Acquire);
+                    if v == 0 {
+                        ipc::futex_wait(w, 0);
+                    } else if w
+                        .compare_exchange(v, v - 1, Ordering::AcqRel, Ordering::Relaxed)
+                        .is_ok()
+                    {
+                        break true;
+                    }
+                }
+            }
+            Chan::Eventfd(e) => e[me].wait(),
+            Chan::Pipe(p) => ipc::get(p[me].rfd()),
+        };
+        ok.then(|| crate::sys::clock::now_ns(libc::CLOCK_MONOTONIC))
+    }
+}

@@ -1,0 +1,51 @@
+//! `latlab ipc`'s text report: one row per method, like `cyclic`'s per-thread table.
+
+use super::{cpus_text, IpcConfig, IpcOutcome};
+use crate::export::table;
+
+/// The report.
+pub fn render(o: &IpcOutcome, cfg: &IpcConfig) -> String {
+    let u = cfg.unit;
+    let mut s = format!(
+        "latlab ipc  {}  {} receiver {} / sender {}  interval {}  run {}\n",
+        cpus_text(cfg.cpus),
+        cfg.policy,
+        cfg.prio,
+        cfg.sender_prio(),
+        u.fmt_ns(cfg.interval_ns as f64) + " " + &u.to_string(),
+        o.run.id
+    );
+    s.push_str(&format!(
+        "send to receiver running, {u} (one answer per message, so every message is timed)\n"
+    ));
+    let rows: Vec<Vec<String>> = o
+        .run
+        .series
+        .iter()
+        .zip(&o.methods)
+        .map(|(ser, m)| {
+            let x = &ser.summary;
+            vec![
+                ser.name.clone(),
+                m.sent.to_string(),
+                x.count.to_string(),
+                u.fmt_ns(x.min_ns as f64),
+                u.fmt_ns(x.mean_ns),
+                u.fmt_ns(x.percentiles.p50 as f64),
+                u.fmt_ns(x.percentiles.p99 as f64),
+                u.fmt_ns(x.max_ns as f64),
+                ser.overruns.to_string(),
+            ]
+        })
+        .collect();
+    s.push_str(&table::render(
+        &[
+            "method", "sent", "timed", "min", "avg", "median", "p99", "max", "overruns",
+        ],
+        &rows,
+    ));
+    for w in &o.run.warnings {
+        s.push_str(&format!("warning: {w}\n"));
+    }
+    s
+}

@@ -1,0 +1,241 @@
+//! Per-CPU causes of late time, as a person names them: thread time summed by command group
+//! (every process and thread of `sh`, whatever PID or name it had at switch-in), with the
+//! exec chain and the policy/priority that held the CPU most; IRQs, softirqs and the rest by
+//! name. The tasks of a group are kept under it.
+
+use super::attribute::policy_label;
+use super::raw::SpikeRecord;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// One task of a culprit group.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Member {
+    /// Thread id.
+    pub pid: i32,
+    /// Its name at switch-in (the last seen).
+    pub comm: String,
+    /// The policy it held the CPU at longest (`RT 99`, `normal`, `DL`).
+    pub policy: String,
+    /// Late time it held (ns).
+    pub ns: u64,
+}
+
+/// One cause of late time on a CPU.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Cause {
+    /// `thread`, `irq`, `softirq`, `timer`, `idle`, `self`, `unattributed`, `unknown`.
+    pub kind: String,
+    /// The command group for `thread`, else the component's name.
+    pub name: String,
+    /// For `thread`: the exec chain that held the most time, newest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub chain: Vec<String>,
+    /// For `thread`: the policy in force for most of the group's time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<String>,
+    /// Late time (ns) summed over the CPU's spikes.
+    pub ns: u64,
+    /// Share of the CPU's late time, 0..1.
+    pub share: f64,
+    /// For `thread`: its tasks, most time first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub members: Vec<Member>,
+}
+
+/// The causes of one CPU's spikes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CpuCauses {
+    /// CPU.
+    pub cpu: usize,
+    /// Spikes on it.
+    pub spikes: u64,
+    /// Their summed latency (ns).
+    pub late_ns: u64,
+    /// The largest (ns).
+    pub max_ns: u64,
+    /// Causes, most time first.
+    pub causes: Vec<Cause>,
+}
+
+/// The key with the most time.
+fn top<K: Clone + Ord>(m: &BTreeMap<K, u64>) -> Option<K> {
+    m.iter()
+        .max_by(|a, b| a.1.cmp(b.1).then_with(|| b.0.cmp(a.0)))
+        .map(|x| x.0.clone())
+}
+
+#[derive(Default)]
+struct Acc {
+    ns: u64,
+    chains: BTreeMap<Vec<String>, u64>,
+    prios: BTreeMap<i32, u64>,
+    members: BTreeMap<i32, (String, BTreeMap<i32, u64>, u64)>,
+}
+
+/// Sums the components of `spikes` per CPU of `cpus`.
+pub fn summarise(spikes: &[SpikeRecord], cpus: &[usize]) -> Vec<CpuCauses> {
+    let mut out = Vec::new();
+    for &cpu in cpus {
+        let on: Vec<&SpikeRecord> = spikes.iter().filter(|s| s.cpu == cpu).collect();
+        let late: u64 = on.iter().map(|s| s.latency_ns).sum();
+        let mut acc: BTreeMap<(String, String), Acc> = BTreeMap::new();
+        for comp in on.iter().flat_map(|s| &s.why.components) {
+            let name = comp.group.clone().unwrap_or_else(|| comp.name.clone());
+            let a = acc.entry((comp.kind.clone(), name)).or_default();
+            a.ns += comp.ns;
+            if let Some(t) = &comp.task {
+                *a.chains.entry(comp.chain.clone()).or_default() += comp.ns;
+                *a.prios.entry(t.prio).or_default() += comp.ns;
+                let m = a
+                    .members
+                    .entry(t.pid)
+                    .or_insert_with(|| (t.comm.clone(), BTreeMap::new(), 0));
+                m.0.clone_from(&t.comm);
+                *m.1.entry(t.prio).or_default() += comp.ns;
+                m.2 += comp.ns;
+            }
+        }
+        let mut causes: Vec<Cause> = acc
+            .into_iter()
+            .map(|((kind, name), a)| {
+                let mut members: Vec<Member> = a
+                    .members
+                    .into_iter()
+                    .map(|(pid, (comm, prios, ns))| Member {
+                        pid,
+                        comm,
+                        policy: policy_label(top(&prios).unwrap_or(120)),
+                        ns,
+                    })
+                    .collect();
+                members.sort_by(|x, y| y.ns.cmp(&x.ns).then(x.pid.cmp(&y.pid)));
+                Cause {
+                    kind,
+                    name,
+                    chain: top(&a.chains).unwrap_or_default(),
+                    policy: top(&a.prios).map(policy_label),
+                    ns: a.ns,
+                    share: a.ns as f64 / late.max(1) as f64,
+                    members,
+                }
+            })
+            .collect();
+        causes.sort_by(|a, b| b.ns.cmp(&a.ns).then_with(|| a.name.cmp(&b.name)));
+        out.push(CpuCauses {
+            cpu,
+            spikes: on.len() as u64,
+            late_ns: late,
+            max_ns: on.iter().map(|s| s.latency_ns).max().unwrap_or(0),
+            causes,
+        });
+    }
+    out
+}
+
+/// A cause as one phrase: `thread sh ← taskset ← chrt ← timeout RT 99 (12 tasks: sh:4242 RT
+/// 99, ...)`, `irq local_timer`.
+pub fn phrase(c: &Cause) -> String {
+    if c.members.is_empty() {
+        return format!("{} {}", c.kind, c.name);
+    }
+    let chain = if c.chain.len() > 1 {
+        c.chain.join(" ← ")
+    } else {
+        c.name.clone()
+    };
+    let pol = c.policy.as_deref().filter(|p| *p != "normal");
+    let tasks: Vec<String> = c
+        .members
+        .iter()
+        .take(2)
+        .map(|m| match m.policy.as_str() {
+            "normal" => format!("{}:{}", m.comm, m.pid),
+            p => format!("{}:{} {p}", m.comm, m.pid),
+        })
+        .collect();
+    let more = if c.members.len() > 2 { ", ..." } else { "" };
+    let n = c.members.len();
+    format!(
+        "{} {chain}{} ({n} task{}: {}{more})",
+        c.kind,
+        pol.map(|p| format!(" {p}")).unwrap_or_default(),
+        if n == 1 { "" } else { "s" },
+        tasks.join(", ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::attribute::{Attribution, Component, TaskRef};
+
+    fn thread(pid: i32, comm: &str, prio: i32, group: &str, ns: u64) -> Component {
+        Component {
+            kind: "thread".into(),
+            name: format!("{comm}:{pid}"),
+            ns,
+            share: 0.0,
+            task: Some(TaskRef {
+                pid,
+                comm: comm.into(),
+                prio,
+            }),
+            group: Some(group.into()),
+            chain: vec![
+                "sh".into(),
+                "taskset".into(),
+                "chrt".into(),
+                "timeout".into(),
+            ],
+        }
+    }
+
+    fn spike(cpu: usize, comps: Vec<Component>) -> SpikeRecord {
+        SpikeRecord {
+            series: "T1".into(),
+            cpu,
+            seq: 1,
+            expected_ns: 0,
+            latency_ns: comps.iter().map(|c| c.ns).sum(),
+            why: Attribution {
+                components: comps,
+                ..Attribution::default()
+            },
+        }
+    }
+
+    #[test]
+    fn one_command_under_many_pids_and_names_is_one_cause() {
+        let irq = Component {
+            kind: "irq".into(),
+            name: "local_timer".into(),
+            ns: 10,
+            share: 0.0,
+            task: None,
+            group: None,
+            chain: vec![],
+        };
+        let spikes = vec![
+            spike(1, vec![thread(10, "taskset", 0, "sh", 100), irq.clone()]),
+            spike(1, vec![thread(10, "sh", 0, "sh", 500)]),
+            spike(1, vec![thread(20, "timeout", 120, "sh", 30)]),
+        ];
+        let s = summarise(&spikes, &[0, 1]);
+        assert_eq!((s[0].cpu, s[0].spikes, s[0].causes.len()), (0, 0, 0));
+        let c = &s[1].causes[0];
+        assert_eq!(
+            (c.kind.as_str(), c.name.as_str(), c.ns),
+            ("thread", "sh", 630)
+        );
+        assert_eq!(c.policy.as_deref(), Some("RT 99"));
+        assert_eq!(c.members.len(), 2);
+        assert_eq!((c.members[0].pid, c.members[0].comm.as_str()), (10, "sh"));
+        assert!((c.share - 630.0 / 640.0).abs() < 1e-9);
+        assert_eq!(
+            phrase(c),
+            "thread sh ← taskset ← chrt ← timeout RT 99 (2 tasks: sh:10 RT 99, timeout:20)"
+        );
+        assert_eq!(phrase(&s[1].causes[1]), "irq local_timer");
+    }
+}

@@ -1,0 +1,192 @@
+//! Culprits as people name them: which command a task belongs to. From `sched_process_fork`
+//! and `sched_process_exec` on every CPU, a table of the tasks born or exec'd during the run
+//! gives each its group (the command it finally ran, or its creator's group for a thread or a
+//! fork that never exec'd) and its exec chain (`sh ← taskset ← chrt ← timeout`: the names it
+//! ran under, newest first, then its name at birth). Tasks older than the trace are named from
+//! /proc (the process's name, so threads join their process) while they still exist.
+
+use super::event::{Event, Kind, Name};
+use std::collections::HashMap;
+
+/// Tasks the table remembers at most; beyond, new ones are counted and left out.
+const MAX_TASKS: usize = 200_000;
+/// How far a thread's group is looked up through its creators.
+const MAX_DEPTH: usize = 16;
+
+#[derive(Debug, Clone, Default)]
+struct Task {
+    /// Creator and name at birth.
+    birth: Option<(i32, Name)>,
+    /// Programs run: (time, name), in time order.
+    execs: Vec<(u64, Name)>,
+}
+
+/// The command a task belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    /// The group: the command name after the last exec.
+    pub group: String,
+    /// Names the task ran under, newest first (the group first).
+    pub chain: Vec<String>,
+}
+
+/// Every task born or exec'd while tracing.
+#[derive(Debug, Default)]
+pub struct ProcTable {
+    tasks: HashMap<i32, Task>,
+    /// Tasks not remembered (the table was full).
+    pub left_out: u64,
+}
+
+impl ProcTable {
+    fn task(&mut self, pid: i32) -> Option<&mut Task> {
+        if !self.tasks.contains_key(&pid) && self.tasks.len() >= MAX_TASKS {
+            self.left_out += 1;
+            return None;
+        }
+        Some(self.tasks.entry(pid).or_default())
+    }
+
+    /// Takes a fork or exec event (others are ignored). Events may come in any order across
+    /// CPUs; execs are kept in time order.
+    pub fn event(&mut self, e: &Event) {
+        match e.kind {
+            Kind::Fork {
+                parent_pid,
+                child_pid,
+                child_comm,
+            } => {
+                if let Some(t) = self.task(child_pid) {
+                    t.birth = Some((parent_pid, child_comm));
+                }
+            }
+            Kind::Exec { pid, comm, .. } => {
+                if let Some(t) = self.task(pid) {
+                    let at = t.execs.partition_point(|x| x.0 <= e.ts);
+                    t.execs.insert(at, (e.ts, comm));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The identity of `pid`, when the trace saw it born or exec.
+    pub fn identity(&self, pid: i32) -> Option<Identity> {
+        let mut p = pid;
+        for _ in 0..MAX_DEPTH {
+            let t = self.tasks.get(&p)?;
+            if !t.execs.is_empty() {
+                let mut chain: Vec<String> =
+                    t.execs.iter().rev().map(|x| x.1.as_str().into()).collect();
+                if let Some((_, born)) = &t.birth {
+                    chain.push(born.as_str().into());
+                }
+                chain.dedup();
+                return Some(Identity {
+                    group: chain[0].clone(),
+                    chain,
+                });
+            }
+            match t.birth {
+                // A thread or a fork that never exec'd: its creator's command, if known.
+                Some((parent, born)) => {
+                    if !self.tasks.contains_key(&parent) {
+                        let n: String = born.as_str().into();
+                        return Some(Identity {
+                            group: n.clone(),
+                            chain: vec![n],
+                        });
+                    }
+                    p = parent;
+                }
+                None => return None,
+            }
+        }
+        None
+    }
+}
+
+/// The identity of a task older than the trace, from /proc under `root`: its process's name
+/// (threads join their process). None once it has exited.
+pub fn from_proc(root: &std::path::Path, pid: i32) -> Option<Identity> {
+    let status = std::fs::read_to_string(root.join(format!("{pid}/status"))).ok()?;
+    let tgid = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Tgid:"))
+        .and_then(|v| v.trim().parse::<i32>().ok())
+        .unwrap_or(pid);
+    let comm = std::fs::read_to_string(root.join(format!("{tgid}/comm"))).ok()?;
+    let n = comm.trim_end_matches('\n').to_string();
+    Some(Identity {
+        group: n.clone(),
+        chain: vec![n],
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn n(s: &str) -> Name {
+        Name::new(s.as_bytes())
+    }
+
+    fn fork(ts: u64, parent: i32, child: i32, comm: &str) -> Event {
+        Event {
+            ts,
+            pid: parent,
+            kind: Kind::Fork {
+                parent_pid: parent,
+                child_pid: child,
+                child_comm: n(comm),
+            },
+        }
+    }
+
+    fn exec(ts: u64, pid: i32, comm: &str) -> Event {
+        Event {
+            ts,
+            pid,
+            kind: Kind::Exec {
+                pid,
+                old_pid: pid,
+                comm: n(comm),
+            },
+        }
+    }
+
+    #[test]
+    fn the_exec_chain_and_threads_name_one_command() {
+        let mut t = ProcTable::default();
+        // timeout (100) forks 101, which runs chrt, taskset, then sh; the events come out of
+        // order (read CPU by CPU); sh makes a thread 102.
+        for e in [
+            exec(30, 101, "sh"),
+            fork(10, 100, 101, "timeout"),
+            exec(20, 101, "taskset"),
+            exec(15, 101, "chrt"),
+            fork(40, 101, 102, "sh"),
+        ] {
+            t.event(&e);
+        }
+        let id = t.identity(101).unwrap();
+        assert_eq!(id.group, "sh");
+        assert_eq!(id.chain, ["sh", "taskset", "chrt", "timeout"]);
+        assert_eq!(t.identity(102).unwrap(), id);
+        // The creator is older than the trace: the child is named by its birth name.
+        assert_eq!(t.identity(100), None);
+        t.event(&fork(50, 7, 103, "bash"));
+        assert_eq!(t.identity(103).unwrap().group, "bash");
+    }
+
+    #[test]
+    fn proc_names_a_thread_by_its_process() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("12")).unwrap();
+        std::fs::create_dir_all(d.path().join("10")).unwrap();
+        std::fs::write(d.path().join("12/status"), "Name:\tworker\nTgid:\t10\n").unwrap();
+        std::fs::write(d.path().join("10/comm"), "rustc\n").unwrap();
+        assert_eq!(from_proc(d.path(), 12).unwrap().group, "rustc");
+        assert_eq!(from_proc(d.path(), 13), None);
+    }
+}
