@@ -270,6 +270,8 @@ pub fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> 
     let mut next_snapshot = t0 + every;
     let mut seq = 0u64;
     loop {
+        // First, so a window closes as soon after its boundary as the wait allows.
+        shared.windows.tick(&tallies, window::unix_now_ns());
         interval.drain(&mut consumers);
         if hup.swap(false, Ordering::Relaxed) {
             crate::note!("{}", status(&shared, &cfg.monitor_id).trim_end());
@@ -299,7 +301,6 @@ pub fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> 
                 next_snapshot += every;
             }
         }
-        shared.windows.tick(&tallies, window::unix_now_ns());
         bell.wait(
             Duration::from_millis(100).min(shared.windows.until_close(window::unix_now_ns())),
         );
