@@ -198,7 +198,41 @@ impl Entry {
     /// Lowers its parsed arguments as the run would, without running: the expected length of
     /// one run (ns) when known, or the first problem.
     pub fn check(&self, m: &clap::ArgMatches) -> std::result::Result<Option<u64>, String> {
+        self.no_option_as_value(m).map_err(|e| e.to_string())?;
         (self.check)(m, &CpuSet::online_here())
+    }
+
+    /// An option's value may start with `-` (`-i -5us`, `--json -`), but an option given where
+    /// a value belongs (`--store --no-store`) is refused naming the option that lacks its value,
+    /// instead of becoming a file called `--no-store`.
+    fn no_option_as_value(&self, m: &clap::ArgMatches) -> Result<()> {
+        let cmd = self.command();
+        for a in cmd
+            .get_arguments()
+            .filter(|a| a.is_allow_hyphen_values_set())
+        {
+            let Ok(Some(raw)) = m.try_get_raw(a.get_id().as_str()) else {
+                continue;
+            };
+            for v in raw {
+                let v = v.to_string_lossy();
+                let mut c = v.chars();
+                let looks_like_option = c.next() == Some('-')
+                    && c.next().is_some_and(|d| !(d.is_ascii_digit() || d == '.'));
+                if looks_like_option {
+                    let flag = match (a.get_short(), a.get_long()) {
+                        (Some(s), Some(l)) => format!("-{s}/--{l}"),
+                        (None, Some(l)) => format!("--{l}"),
+                        (Some(s), None) => format!("-{s}"),
+                        (None, None) => a.get_id().to_string(),
+                    };
+                    return Err(Error::Usage(format!(
+                        "{flag}: needs a value, but the next word is the option '{v}'"
+                    )));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// A stored run of its kind as it printed it (`runs show`), when it can render one.
@@ -212,6 +246,7 @@ impl Entry {
 
     /// Lowers its parsed arguments and runs it through the driver.
     pub fn run(&self, m: &clap::ArgMatches, command_line: Vec<String>) -> Result<()> {
+        self.no_option_as_value(m)?;
         (self.run)(m, &CpuSet::online_here(), command_line)
     }
 }

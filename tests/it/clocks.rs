@@ -87,11 +87,12 @@ fn every_clock_is_measured_or_explained() {
 
 #[test]
 fn clocksource_is_restored_after_a_run_and_after_sigint() {
+    // The original is read under the lock: another test may have switched it meanwhile.
+    let _x = exclusive();
     let (orig, other) = match other_clocksource() {
         Ok(x) => x,
         Err(why) => return skip("clocksource_is_restored_after_a_run_and_after_sigint", &why),
     };
-    let _x = exclusive();
     let _restore = Restore(orig.clone());
     let out = latlab()
         .args([
@@ -143,6 +144,8 @@ fn clocksource_is_restored_after_a_run_and_after_sigint() {
 
 #[test]
 fn a_sigkilled_clocksource_switch_is_undone_by_latlab_restore() {
+    // The original is read under the lock: another test may have switched it meanwhile.
+    let _x = exclusive();
     let (orig, other) = match other_clocksource() {
         Ok(x) => x,
         Err(why) => {
@@ -152,7 +155,6 @@ fn a_sigkilled_clocksource_switch_is_undone_by_latlab_restore() {
             )
         }
     };
-    let _x = exclusive();
     let _restore = Restore(orig.clone());
     let mut child = latlab()
         .args(["clocks", "--batches", "2000000", "--clocksource"])

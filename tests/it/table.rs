@@ -64,6 +64,44 @@ fn a_negative_value_names_its_flag() {
 }
 
 #[test]
+fn an_option_where_a_value_belongs_is_refused_naming_the_option() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = latlab()
+        .current_dir(dir.path())
+        .args(["cyclic", "-l", "5", "-q", "--store", "--no-store"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--store") && err.contains("'--no-store'"),
+        "{err}"
+    );
+    assert!(
+        !dir.path().join("--no-store").exists(),
+        "a store file named --no-store was made"
+    );
+    expect_exit(&["cyclic"], &["--json", "--quiet", "-l", "5"], 2, "--json");
+    // Values that start with '-' but are not options still pass: a negative time names its
+    // flag for its sign, and `--json -` is stdout.
+    expect_exit(
+        &["cyclic"],
+        &["-i", "-5us", "--no-store"],
+        2,
+        "must be greater than zero",
+    );
+    let out = latlab()
+        .args(["cyclic", "-l", "5", "-q", "--no-store", "--json", "-"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
 fn absurd_planned_work_is_refused_before_it_starts() {
     let huge = "18446744073709551615";
     expect_exit(
