@@ -23,7 +23,6 @@ pub mod rt;
 pub mod samples;
 pub mod stats;
 pub mod store;
-#[allow(unsafe_code)]
 pub mod sys;
 pub mod table;
 pub mod trace;

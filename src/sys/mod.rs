@@ -1,6 +1,9 @@
 //! Every unsafe call latlab makes lives here: scheduling, affinity, memory locking, clocks,
 //! `/dev/cpu_dma_latency` and privilege probing. Each submodule wraps one kernel interface.
 
+// The one module where unsafe code is allowed (the crate denies it: Cargo.toml [lints.rust]).
+#![allow(unsafe_code)]
+
 pub mod clock;
 pub mod clocksource;
 pub mod dma;
