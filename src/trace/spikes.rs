@@ -145,6 +145,7 @@ impl Tracer {
             names,
             KEEP_NS,
             stacks,
+            &[],
         )?;
         if stacks {
             // Unreadable or hidden symbols: addresses in hex.
@@ -175,6 +176,27 @@ impl Tracer {
             names,
             keep_ns,
             false,
+            &[],
+        )
+    }
+
+    /// A session for watching any task's scheduling (`latlab sched`): traces every CPU (a
+    /// wake-up is recorded on the waker's CPU) with, besides what attribution reads, the
+    /// `sched` events `extra` (migrations, exits, forks, execs, new tasks' first wake-ups)
+    /// where the kernel has them. Series are named as tasks appear ([`Tracer::add_series`]).
+    pub fn start_tasks(cpus: &[usize], threshold_ns: u64, extra: &[&str]) -> Result<Tracer> {
+        let j = journal_file("");
+        let (fs, lease) = TraceFs::system(j.parent().unwrap_or(std::path::Path::new(".")))?;
+        Tracer::start_in(
+            &fs,
+            lease,
+            Some(j),
+            cpus,
+            threshold_ns,
+            Vec::new(),
+            KEEP_NS,
+            false,
+            extra,
         )
     }
 
@@ -189,10 +211,12 @@ impl Tracer {
         names: Vec<String>,
         keep_ns: u64,
         stacks: bool,
+        extra: &[&str],
     ) -> Result<Tracer> {
         // On an error the lease drops, and the last user of a mount latlab made unmounts.
-        let (header, mut dec, events) = fs.layouts()?;
+        let (header, mut dec, mut events) = fs.layouts()?;
         let proc_events = fs.proc_events(&mut dec)?;
+        events.extend(fs.optional_events(&mut dec, "sched", extra)?);
         let procs_journal = journal
             .as_ref()
             .map(|j| j.with_file_name(format!("trace-{}{PROCS_SUFFIX}.json", std::process::id())));
@@ -247,6 +271,17 @@ impl Tracer {
                 ..TraceReport::default()
             },
         })
+    }
+
+    /// Names one more series (a task that appeared); its index for [`RawSpike::series`].
+    pub fn add_series(&mut self, name: String) -> u32 {
+        self.names.push(name);
+        (self.names.len() - 1) as u32
+    }
+
+    /// The flight recorder (its events, read horizon and losses).
+    pub fn recorder(&self) -> &Recorder {
+        &self.rec
     }
 
     /// The measuring threads spin (noise): time of theirs inside a gap is unattributed.

@@ -42,6 +42,9 @@ fn line(e: &Event) -> String {
             child_comm,
             ..
         } => format!("fork {}:{child_pid}", child_comm.as_str()),
+        Kind::Migrate { pid, dest_cpu } => format!("migrate {pid} to CPU {dest_cpu}"),
+        Kind::Exit { pid } => format!("exit {pid}"),
+        Kind::Runtime { pid, runtime } => format!("runtime {pid} {runtime} ns"),
     }
 }
 

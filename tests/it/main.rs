@@ -33,6 +33,7 @@ mod noise;
 mod pi;
 mod plan;
 mod report;
+mod sched;
 mod store;
 mod table;
 mod tcp;

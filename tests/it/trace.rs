@@ -8,7 +8,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 /// Why tracing tests cannot run here, if they cannot.
-fn trace_unavailable() -> Option<String> {
+pub(crate) fn trace_unavailable() -> Option<String> {
     if let Some(w) = rt_unavailable() {
         return Some(w);
     }
@@ -23,7 +23,7 @@ fn trace_unavailable() -> Option<String> {
 
 /// Instances named after `pid` (the traced CPUs' and the process events') in any mounted
 /// tracefs.
-fn instance_of(pid: u32) -> Vec<PathBuf> {
+pub(crate) fn instance_of(pid: u32) -> Vec<PathBuf> {
     let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
     mounts
         .lines()
