@@ -23,6 +23,7 @@ mod load;
 mod loadcpus;
 mod ministat;
 mod monitor;
+mod monitor_fleet;
 mod monitor_ha;
 mod monitor_http;
 mod monitor_package;
