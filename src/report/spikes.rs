@@ -143,7 +143,7 @@ pub fn section(r: &Run) -> String {
         s,
         "<h4>Worst {} of {} spikes</h4><table class=\"worst-spikes\"><tr><th>CPU</th><th>series</th><th>µs</th><th>components</th><th>culprit group</th><th>exec chain</th><th>kernel stack</th></tr>",
         worst.len().min(WORST),
-        t.spikes.len()
+        t.spikes.len() as u64 + t.spikes_not_kept
     );
     for sp in worst.into_iter().take(WORST) {
         s.push_str(&worst_row(sp));

@@ -44,8 +44,12 @@ pub struct TraceReport {
     pub idle_note: String,
     /// Spikes the threads could not hand over (their ring was full) or beyond the record cap.
     pub spikes_dropped: u64,
-    /// Every attributed spike.
+    /// Every attributed spike (a monitor snapshot: the interval's worst).
     pub spikes: Vec<SpikeRecord>,
+    /// Attributed spikes counted in `per_cpu` but not kept in `spikes` (a monitor snapshot
+    /// keeps only its interval's worst).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub spikes_not_kept: u64,
     /// Every `--on-threshold` firing (and `-b`'s saved window), in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub actions: Vec<super::actions::Firing>,
@@ -68,6 +72,10 @@ pub struct TraceReport {
     /// /proc (or the name at switch-in for a task gone by then), without exec chains.
     #[serde(default)]
     pub exec_chains: bool,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// What an idle CPU's unexplained delay means on this machine.
@@ -451,6 +459,69 @@ impl Tracer {
         super::dat::write(path, &meta, &cpus)
     }
 
+    /// Names the command group and exec chain of every thread component of `spikes`.
+    fn name_groups(&self, spikes: &mut [SpikeRecord]) {
+        for c in spikes.iter_mut().flat_map(|s| s.why.components.iter_mut()) {
+            let Some(t) = &c.task else { continue };
+            let id = self
+                .rec
+                .identity(t.pid)
+                .or_else(|| self.older.get(&t.pid).cloned())
+                .unwrap_or_else(|| Identity {
+                    group: t.comm.clone(),
+                    chain: vec![t.comm.clone()],
+                });
+            c.group = Some(id.group);
+            c.chain = id.chain;
+        }
+    }
+
+    /// Takes the attributed spikes that ended before `settled_ns` (CLOCK_MONOTONIC), their
+    /// groups named, for a session that never ends (`monitor`): by then the reader has read
+    /// every fork and exec before them. Tasks named from /proc that no remaining spike needs are
+    /// forgotten, so the session's memory stays flat.
+    pub fn take_settled(&mut self, settled_ns: u64) -> Vec<SpikeRecord> {
+        let (mut done, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.report.spikes)
+            .into_iter()
+            .partition(|s| s.expected_ns.saturating_add(s.latency_ns) < settled_ns);
+        self.report.spikes = rest;
+        done.sort_by_key(|s| (s.expected_ns, s.cpu));
+        self.name_groups(&mut done);
+        let needed: std::collections::HashSet<i32> = self
+            .report
+            .spikes
+            .iter()
+            .flat_map(|s| &s.why.components)
+            .filter_map(|c| c.task.as_ref().map(|t| t.pid))
+            .collect();
+        self.older.retain(|pid, _| needed.contains(pid));
+        done
+    }
+
+    /// The report's fixed part (threshold, CPUs, what idle means, whether NMIs and execs are
+    /// traced), without spikes or counts: what each monitor snapshot's `trace` starts from.
+    pub fn header(&self) -> TraceReport {
+        TraceReport {
+            threshold_ns: self.report.threshold_ns,
+            cpus: self.report.cpus.clone(),
+            idle_note: self.report.idle_note.clone(),
+            nmi_traced: self.report.nmi_traced,
+            exec_chains: self.rec.names_commands(),
+            ..TraceReport::default()
+        }
+    }
+
+    /// Takes the `--on-threshold` firings recorded so far (a monitor stores them with the
+    /// snapshot of their interval).
+    pub fn take_actions(&mut self) -> Vec<super::actions::Firing> {
+        std::mem::take(&mut self.report.actions)
+    }
+
+    /// Per traced CPU: (cpu, events read, events lost, unreadable pages) so far.
+    pub fn counts(&self) -> Vec<(usize, u64, u64, u64)> {
+        self.rec.counts()
+    }
+
     /// Attributes every pending spike, waiting up to `patience` each for the reader.
     pub fn settle(&mut self, patience: Duration) {
         for s in std::mem::take(&mut self.pending) {
@@ -482,24 +553,9 @@ impl Tracer {
         }
         self.report.spikes.sort_by_key(|s| (s.expected_ns, s.cpu));
         // Groups once every fork and exec has been read.
-        for c in self
-            .report
-            .spikes
-            .iter_mut()
-            .flat_map(|s| s.why.components.iter_mut())
-        {
-            let Some(t) = &c.task else { continue };
-            let id = self
-                .rec
-                .identity(t.pid)
-                .or_else(|| self.older.get(&t.pid).cloned())
-                .unwrap_or_else(|| Identity {
-                    group: t.comm.clone(),
-                    chain: vec![t.comm.clone()],
-                });
-            c.group = Some(id.group);
-            c.chain = id.chain;
-        }
+        let mut spikes = std::mem::take(&mut self.report.spikes);
+        self.name_groups(&mut spikes);
+        self.report.spikes = spikes;
         self.report.exec_chains = self.rec.names_commands();
         // /proc/stat counts steal in USER_HZ ticks, 100 per second on Linux.
         let now = super::hw::Counters::read(&super::hw::Roots::default(), &self.report.cpus);

@@ -8,7 +8,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 /// Why tracing tests cannot run here, if they cannot.
-fn trace_unavailable() -> Option<String> {
+pub(crate) fn trace_unavailable() -> Option<String> {
     if let Some(w) = rt_unavailable() {
         return Some(w);
     }
