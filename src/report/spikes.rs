@@ -244,6 +244,9 @@ fn worst_row(sp: &SpikeRecord) -> String {
         })
         .unwrap_or_default();
     let chain = culprit.map(|c| c.chain.join(" ← ")).unwrap_or_default();
+    let residual = sp.why.residual.as_ref().map_or(String::new(), |r| {
+        format!("<br><small class=\"residual\">{}</small>", esc(&r.phrase()))
+    });
     let stack = if sp.why.stack.is_empty() {
         String::new()
     } else {
@@ -255,7 +258,7 @@ fn worst_row(sp: &SpikeRecord) -> String {
         )
     };
     format!(
-        "<tr><td>{}</td><td>{}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td>{stack}</td></tr>",
+        "<tr><td>{}</td><td>{}</td><td>{:.1}</td><td>{}{residual}</td><td>{}</td><td>{}</td><td>{stack}</td></tr>",
         sp.cpu,
         esc(&sp.series),
         sp.latency_ns as f64 / 1e3,
