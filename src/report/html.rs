@@ -334,6 +334,7 @@ fn comparison(
     for n in notes {
         let _ = write!(s, "<p class=\"meta\">{}</p>", esc(n));
     }
+    s.push_str(&super::spikes::levels(loaded, groups));
     if let Some(a) = a {
         if let Some(f) = charts::forest(a) {
             s.push_str(&figure(&f, Some("a row per metric and level; point: the change from the baseline; bar: its interval (at the level of the Holm step that decided it); a dashed line marks no difference")));

@@ -81,6 +81,10 @@ pub struct Attribution {
     /// Caveats about this spike's attribution.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// For time nothing visible explains (`idle`, `unattributed`): what it was checked
+    /// against (NMIs, steal, SMIs) and what could not be measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub residual: Option<super::hw::Residual>,
 }
 
 /// A task as a person reads it: `comm:pid RT 99`, `comm:pid` for a normal one.

@@ -67,6 +67,9 @@ pub fn render(series: &str, cpu: usize, s: &RawSpike, why: &Attribution, ev: &[E
             us(c.ns as i128)
         ));
     }
+    if let Some(r) = &why.residual {
+        out.push_str(&format!("   unexplained: {}\n", r.phrase()));
+    }
     let from = s.expected.saturating_sub(LEAD_NS);
     for e in ev.iter().filter(|e| e.ts >= from && e.ts <= s.actual) {
         let at = e.ts as i128 - s.expected as i128;

@@ -30,6 +30,7 @@ mod monitor_package;
 mod monitor_prometheus;
 mod monitor_store;
 mod monitor_tls;
+mod monitor_trace;
 mod noise;
 mod pi;
 mod plan;
