@@ -164,10 +164,7 @@ fn check_run(run: &serde_json::Value, seen: &[(u64, u64)], hog: &str) {
 /// run on a common time base; with `under`, the pair runs as latlab's command. Returns the
 /// run, what the workload saw, the hog's name and latlab's stdout; None when the hog did not
 /// get CPU 1 in time (see `hog_delayed`).
-fn scenario(
-    args: &[&str],
-    under: bool,
-) -> Option<(serde_json::Value, Vec<(u64, u64)>, String, String)> {
+fn scenario(args: &[&str], under: bool) -> Option<Outcome> {
     let json = scratch().join("sched-scenario.json");
     let _ = std::fs::remove_file(&json);
     let pair_args = |t0: u64| {
@@ -234,11 +231,11 @@ fn scenario(
     Some((read_json(&json), seen, name, text))
 }
 
+/// A scenario's run, what the workload saw, the hog's name and latlab's stdout.
+type Outcome = (serde_json::Value, Vec<(u64, u64)>, String, String);
+
 /// Runs `scenario` until the hog got its CPU (three tries).
-fn scenario_with_hog(
-    args: &[&str],
-    under: bool,
-) -> (serde_json::Value, Vec<(u64, u64)>, String, String) {
+fn scenario_with_hog(args: &[&str], under: bool) -> Outcome {
     for _ in 0..3 {
         if let Some(r) = scenario(args, under) {
             return r;
