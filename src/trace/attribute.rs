@@ -293,13 +293,19 @@ fn attribute_in(
     let mut task: Task = events.first().map(|e| task_of(e.pid));
     let mut stack: Vec<Ctx> = Vec::new();
     let mut charged: Vec<(String, String, u64, Task)> = Vec::new();
+    // Where each (kind, name) is in `charged`: a busy CPU's window holds hundreds of tasks.
+    let mut index: std::collections::HashMap<(String, String), usize> = Default::default();
     let mut charge = |k: String, n: String, ns: u64, who: Task| {
         if ns == 0 {
             return;
         }
-        match charged.iter_mut().find(|c| c.0 == k && c.1 == n) {
-            Some(c) => c.2 += ns,
-            None => charged.push((k, n, ns, who)),
+        match index.entry((k, n)) {
+            std::collections::hash_map::Entry::Occupied(o) => charged[*o.get()].2 += ns,
+            std::collections::hash_map::Entry::Vacant(v) => {
+                let (k, n) = v.key().clone();
+                v.insert(charged.len());
+                charged.push((k, n, ns, who));
+            }
         }
     };
     // Without a traced wake-up of the thread (no id, or the event was lost) every stretch
