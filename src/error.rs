@@ -17,6 +17,10 @@ pub enum Error {
     /// A requested verdict could not be decided from the data (exit 4; `latlab gate`).
     #[error("{0}")]
     Undecided(String),
+    /// The command a measurement ran (`latlab sched -- CMD`) ended with this status, passed
+    /// on as latlab's own (as `perf stat -- CMD` does); 128 + N for a death by signal N.
+    #[error("the measured command exited with status {0}")]
+    Passed(i32),
     /// An I/O failure on a named path (exit 3: the machine, not the user, is at fault).
     #[error("{path}: {source}")]
     Io {
@@ -35,6 +39,7 @@ impl Error {
             Error::Usage(_) => 2,
             Error::Env(_) | Error::Io { .. } => 3,
             Error::Undecided(_) => 4,
+            Error::Passed(code) => *code,
         }
     }
 

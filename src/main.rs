@@ -52,6 +52,8 @@ fn main() {
         // A reader that went away is not a failure: everything was saved before printing.
         Err(latlab::Error::Io { source, .. })
             if source.kind() == std::io::ErrorKind::BrokenPipe => {}
+        // The measured command's own status: already visible, not latlab's failure.
+        Err(latlab::Error::Passed(code)) => std::process::exit(code),
         Err(e) => {
             latlab::note!("latlab: {e}");
             std::process::exit(e.exit_code());

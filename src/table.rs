@@ -131,6 +131,13 @@ pub static TABLE: &[Entry] = &[
          pip_stress)",
         true,
     ),
+    entry::<measure::sched::args::SchedArgs>(
+        "sched",
+        "Scheduling latency of any task, from tracepoints: per thread, wake-up latency, \
+         preemption delay, wakers, and who ran instead of the worst (--pid, --tid, --comm, \
+         --cgroup, --all, or -- CMD; perf sched latency, runqlat)",
+        true,
+    ),
     entry::<measure::load::args::LoadArgs>(
         "load",
         "Run a load that provokes latency, in the foreground: `latlab load hackbench` (one run, \

@@ -110,16 +110,27 @@ Examples:
 
 /// Arguments of `latlab report`.
 #[derive(Debug, Args)]
+#[command(after_help = REPORT_AFTER_HELP)]
 pub struct ReportArgs {
     /// Runs to show: run:ID (or a bare id), FILE.json, exp:ID, exp:ID/K=V, tag:K=V[,K=V];
     /// commas or spaces. Several are also compared, the first being the baseline; a selector
     /// naming several runs (exp:ID/K=V, tag:...) is one group. `exp:ID` alone = --experiment.
+    /// With --fleet: only tag:K=V[,K=V] filters.
     #[arg(value_name = "RUN")]
     pub inputs: Vec<String>,
     /// Every run stored under this experiment id (tag experiment=ID, as `latlab run` stores
     /// them), grouped by their other tags and compared.
-    #[arg(long, value_name = "ID")]
+    #[arg(long, value_name = "ID", conflicts_with = "fleet")]
     pub experiment: Option<String>,
+    /// One page for a fleet of monitors sharing a store: per host, the max and p99 of every
+    /// snapshot over time, the hosts ranked by their worst snapshot, and the hosts whose last
+    /// day differs from their previous week.
+    #[arg(long)]
+    pub fleet: bool,
+    /// With --fleet: read the snapshots started since this long ago (7d, 12h) or this time
+    /// (RFC 3339, UTC). Default 8d: the last day and the week before it.
+    #[arg(long, value_name = "TIME", requires = "fleet")]
+    pub since: Option<String>,
     /// The HTML file to write.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: PathBuf,
@@ -131,6 +142,19 @@ pub struct ReportArgs {
     #[arg(long, value_enum, default_value = "log")]
     pub hist: crate::report::HistMode,
 }
+
+const REPORT_AFTER_HELP: &str = "\
+Examples:
+  latlab report run.json -o report.html
+  latlab report --experiment EXP -o exp.html
+  latlab report --fleet --store postgres://latlab@db/latlab -o fleet.html
+  latlab report --fleet --since 30d tag:site=lab -o fleet.html
+
+--fleet reads the snapshots (runs of kind monitor) of every monitor in the store. A host is its
+host tag; a host running several monitors (--monitor-id) gets a row per monitor. Each host's
+last 24 h of snapshots are compared with the 7 days before them, the snapshot as the unit of
+replication (Welch's t on each snapshot's p50, p99, p99.9, max and mean; Holm within a host,
+Bonferroni across hosts); fewer than 5 snapshots on a side: cannot decide.";
 
 /// Arguments of `latlab gate`.
 #[derive(Debug, Args)]

@@ -243,6 +243,21 @@ fn load_items(label: String, items: &[Item], o: &ReadOpts) -> Result<Source> {
     })
 }
 
+/// One run's latency distribution, every series merged and scaled by `scale` (1e-3: µs), as
+/// the comparison of runs reads it (top buckets pulled down to the exact maximum); `name`
+/// names the run in messages. Exit 2 when it holds no samples.
+pub fn run_latency(run: &Run, name: &str, scale: f64) -> Result<Dist> {
+    let o = ReadOpts {
+        column: 1,
+        delim: Vec::new(),
+        metric: Metric::Latency,
+        series: None,
+        scale,
+        store: None,
+    };
+    Ok(run_dist(run, name, &o)?.0)
+}
+
 fn looks_like_json(p: &Path) -> Result<bool> {
     let name = p.display();
     let mut f = std::fs::File::open(p).map_err(|e| Error::Usage(format!("{name}: {e}")))?;

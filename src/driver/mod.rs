@@ -97,6 +97,12 @@ pub trait Measurement {
     /// The text report.
     fn render(&self, o: &Self::Outcome) -> Text;
 
+    /// The exit status to pass on (a measured command's, `latlab sched -- CMD`), if any; a
+    /// failed check still exits 1 first.
+    fn exit_status(_o: &Self::Outcome) -> Option<i32> {
+        None
+    }
+
     /// A stored run of this kind as the measurement printed it (`latlab runs show`), when it
     /// can render one from the run alone; None gives the common per-series table.
     fn render_stored(_run: &Run, _unit: crate::config::DisplayUnit) -> Option<String> {
@@ -321,9 +327,12 @@ pub fn execute_with<M: Measurement>(
             placement.join("; ")
         )));
     }
-    match &run.check_failure {
-        Some(c) => Err(Error::CheckFailed(c.clone())),
-        None => Ok(()),
+    if let Some(c) = &run.check_failure {
+        return Err(Error::CheckFailed(c.clone()));
+    }
+    match M::exit_status(&outcome) {
+        Some(code) if code != 0 => Err(Error::Passed(code)),
+        _ => Ok(()),
     }
 }
 

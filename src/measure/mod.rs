@@ -9,4 +9,5 @@ pub mod load;
 pub mod migrate;
 pub mod noise;
 pub mod pi;
+pub mod sched;
 pub mod tcp;

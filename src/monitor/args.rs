@@ -56,6 +56,16 @@ pub struct MonitorArgs {
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
 
+    /// Kernel tracing (`--trace`): late wake-ups by cause and culprit group on the endpoint
+    /// and in every snapshot.
+    #[command(flatten)]
+    pub trace: crate::trace::args::TraceArgs,
+    /// Culprit groups with a series of their own per CPU in latlab_culprit_late_seconds_total
+    /// (the first that cause late time keep theirs; later ones are summed as group="other").
+    /// Default 10.
+    #[arg(long = "trace-culprits", value_name = "N", requires = "trace")]
+    pub trace_culprits: Option<usize>,
+
     /// Where snapshots are kept, extra tags (host= and monitor= are always added), loads.
     #[command(flatten)]
     pub common: MeasureArgs,

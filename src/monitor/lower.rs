@@ -99,6 +99,28 @@ impl MonitorConfig {
                 "use 1-64 letters, digits, '_', '-' or '.'",
             ));
         }
+        let trace_threshold_ns = a.trace.threshold_ns()?;
+        if let Some(p) = &a.trace.trace_save {
+            if !crate::trace::dat::wanted(p) {
+                return Err(Error::flag(
+                    "--trace-save",
+                    p.display(),
+                    "a monitor keeps only a trace.dat (FILE.dat: the last 64 MiB per CPU); a timeline of every spike of an endless run would grow without bound",
+                ));
+            }
+        }
+        let trace_culprits = match a.trace_culprits {
+            Some(0) => return Err(Error::flag("--trace-culprits", 0, "must be above zero")),
+            Some(n) if n > 1000 => {
+                return Err(Error::flag(
+                    "--trace-culprits",
+                    n,
+                    "at most 1000 (each is a series per CPU)",
+                ))
+            }
+            Some(n) => n,
+            None => super::causes::DEFAULT_TOP,
+        };
         let mut tags = a.common.store.tag.clone();
         tags.push(format!("host={host}"));
         tags.push(format!("monitor={monitor_id}"));
@@ -120,6 +142,12 @@ impl MonitorConfig {
             store: a.common.store.store.clone(),
             no_store: a.common.store.no_store,
             tags,
+            trace_threshold_ns,
+            trace_stacks: a.trace.trace_stacks,
+            trace_save: a.trace.trace_save.clone(),
+            trace_actions: a.trace.actions()?,
+            trace_actions_max: a.trace.actions_max()?,
+            trace_culprits,
         })
     }
 }

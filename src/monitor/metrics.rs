@@ -39,6 +39,8 @@ pub struct Shared {
     pub windows: super::window::Windows,
     /// Why the endpoint is exposed, when it is (shown at start and in `/status`).
     pub exposure: Option<String>,
+    /// `--trace`: late time by cause and culprit group.
+    pub causes: Option<Arc<super::causes::Causes>>,
 }
 
 /// Reads one counter of a tally.
@@ -159,6 +161,9 @@ impl Collector for Shared {
                 e.encode_counter::<NoLabelSet, _, u64>(&get(t), None)
             })?;
         }
+        if let Some(c) = &self.causes {
+            encode_causes(&mut enc, c)?;
+        }
         gauge(
             &mut enc,
             "latlab_interval_seconds",
@@ -203,6 +208,73 @@ impl Collector for Shared {
         )?;
         m.encode_family(&self.info)?.encode_gauge(&1i64)
     }
+}
+
+/// `--trace`'s families: late time and late wake-ups by cause, late time by culprit group
+/// (bounded: see `causes`), and the trace's lost events.
+fn encode_causes(
+    enc: &mut DescriptorEncoder,
+    c: &super::causes::Causes,
+) -> Result<(), std::fmt::Error> {
+    use super::causes::{CAUSES, OTHER};
+    let all = c.read();
+    let mut m = enc.encode_descriptor(
+        "latlab_late_seconds",
+        "Lateness of the wake-ups at or above --trace-threshold on this CPU, by the kind of context that held the CPU (irq, softirq, thread, timer: the timer IRQ came late; unattributed: nothing visible to the trace).",
+        None,
+        MetricType::Counter,
+    )?;
+    for (cpu, t) in &all {
+        let cpu = cpu.to_string();
+        for (cause, ns) in CAUSES.iter().zip(t.late_ns) {
+            m.encode_family(&[("cpu", cpu.as_str()), ("cause", cause)])?
+                .encode_counter::<NoLabelSet, f64, u64>(&secs(ns), None)?;
+        }
+    }
+    let mut m = enc.encode_descriptor(
+        "latlab_late_wakeups",
+        "Wake-ups at or above --trace-threshold on this CPU, by the kind that held most of their lateness.",
+        None,
+        MetricType::Counter,
+    )?;
+    for (cpu, t) in &all {
+        let cpu = cpu.to_string();
+        for (cause, n) in CAUSES.iter().zip(t.wakeups) {
+            m.encode_family(&[("cpu", cpu.as_str()), ("cause", cause)])?
+                .encode_counter::<NoLabelSet, u64, u64>(&n, None)?;
+        }
+    }
+    let mut m = enc.encode_descriptor(
+        "latlab_culprit_late_seconds",
+        "Thread time in late wake-ups on this CPU by culprit group (the command, after exec); groups beyond --trace-culprits per CPU are summed in group=\"other\".",
+        None,
+        MetricType::Counter,
+    )?;
+    for (cpu, t) in &all {
+        let cpu = cpu.to_string();
+        for (g, ns) in t
+            .groups
+            .iter()
+            .map(|(g, ns)| (g.as_str(), *ns))
+            .chain([(OTHER, t.other_ns)])
+        {
+            let labels = [("cpu", cpu.as_str()), ("group", g)];
+            m.encode_family(&labels)?
+                .encode_counter::<NoLabelSet, f64, u64>(&secs(ns), None)?;
+        }
+    }
+    let mut m = enc.encode_descriptor(
+        "latlab_trace_lost_events",
+        "Trace events the kernel lost on this CPU (the reader fell behind): attribution near them may be incomplete.",
+        None,
+        MetricType::Counter,
+    )?;
+    for (cpu, t) in &all {
+        let cpu = cpu.to_string();
+        m.encode_family(&[("cpu", cpu.as_str())])?
+            .encode_counter::<NoLabelSet, _, u64>(&t.lost_events, None)?;
+    }
+    Ok(())
 }
 
 fn gauge(
@@ -293,6 +365,98 @@ mod tests {
     }
 
     #[test]
+    fn culprit_labels_stay_within_the_bound_under_a_thousand_names() {
+        use crate::monitor::causes::{Causes, DEFAULT_TOP};
+        use crate::trace::attribute::{Attribution, Component};
+        let t = Arc::new(Tally::new(u64::MAX));
+        let causes = Arc::new(Causes::new(&[3], DEFAULT_TOP));
+        let s = Arc::new(Shared {
+            cpus: vec![("3".into(), t.clone())],
+            info: vec![],
+            interval_ns: 1_000_000,
+            threshold_ns: None,
+            started_unix_s: 1.0,
+            snapshots: AtomicU64::new(0),
+            snapshot_failures: AtomicU64::new(0),
+            scrapes: AtomicU64::new(0),
+            windows: crate::monitor::window::Windows::new(
+                10_000_000_000,
+                std::slice::from_ref(&t),
+                5,
+            ),
+            exposure: None,
+            causes: Some(causes.clone()),
+        });
+        let r = registry(s);
+        let groups_on = |page: &str| -> std::collections::BTreeSet<String> {
+            page.lines()
+                .filter_map(|l| l.strip_prefix("latlab_culprit_late_seconds_total{"))
+                .filter_map(|l| l.split("group=\"").nth(1))
+                .filter_map(|l| l.split('"').next())
+                .map(String::from)
+                .collect()
+        };
+        let mut seen = std::collections::BTreeSet::new();
+        // 1000 distinct commands, one spike each, scraped after every batch of 50.
+        for batch in 0..20 {
+            let spikes: Vec<_> = (0..50)
+                .map(|k| {
+                    let name = format!("cmd-{}", batch * 50 + k);
+                    crate::trace::spikes::SpikeRecord {
+                        series: "cpu3".into(),
+                        cpu: 3,
+                        seq: 1,
+                        expected_ns: 0,
+                        latency_ns: 1_000,
+                        why: Attribution {
+                            components: vec![Component {
+                                kind: "thread".into(),
+                                name: format!("{name}:7"),
+                                ns: 1_000,
+                                share: 1.0,
+                                task: None,
+                                group: Some(name),
+                                chain: vec![],
+                            }],
+                            ..Attribution::default()
+                        },
+                    }
+                })
+                .collect();
+            causes.add(&spikes);
+            let page = render(&r);
+            let now = groups_on(&page);
+            assert!(now.len() <= DEFAULT_TOP + 1, "{now:?}");
+            assert!(now.contains("other"));
+            seen.extend(now);
+        }
+        // Over the whole run, not only at each scrape: the set never grew past the bound.
+        assert_eq!(seen.len(), DEFAULT_TOP + 1, "{seen:?}");
+        let page = render(&r);
+        // All the time is there: 1000 µs of thread time on CPU 3.
+        assert!(
+            page.contains("latlab_late_seconds_total{cpu=\"3\",cause=\"thread\"} 0.001\n"),
+            "{page}"
+        );
+        assert!(
+            page.contains("latlab_culprit_late_seconds_total{cpu=\"3\",group=\"other\"} 0.00099\n"),
+            "{page}"
+        );
+        for cause in crate::monitor::causes::CAUSES {
+            assert!(
+                page.contains(&format!(
+                    "latlab_late_wakeups_total{{cpu=\"3\",cause=\"{cause}\"}}"
+                )),
+                "{cause}: {page}"
+            );
+        }
+        assert!(
+            page.contains("latlab_trace_lost_events_total{cpu=\"3\"} 0\n"),
+            "{page}"
+        );
+    }
+
+    #[test]
     fn page_has_every_family_per_cpu() {
         let t = Arc::new(Tally::new(10_000));
         let s = Arc::new(Shared {
@@ -310,6 +474,7 @@ mod tests {
                 5,
             ),
             exposure: None,
+            causes: None,
         });
         t.observe(7_000);
         t.observe(70_000);

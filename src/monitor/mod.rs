@@ -7,6 +7,7 @@
 pub mod args;
 mod lower;
 
+pub mod causes;
 pub mod http;
 pub mod metrics;
 pub mod snapshot;
@@ -70,6 +71,18 @@ pub struct MonitorConfig {
     /// Tags every snapshot carries (host, monitor, `--tag`).
     #[serde(skip)]
     pub tags: Vec<String>,
+    /// `--trace`: explain wake-ups at or above this latency (ns).
+    pub trace_threshold_ns: Option<u64>,
+    /// `--trace-stacks`.
+    pub trace_stacks: bool,
+    /// `--trace-save FILE.dat`: the run's last raw trace pages.
+    pub trace_save: Option<std::path::PathBuf>,
+    /// `--on-threshold` rules.
+    pub trace_actions: Vec<crate::trace::actions::Rule>,
+    /// `--on-threshold-max`.
+    pub trace_actions_max: u32,
+    /// `--trace-culprits`: culprit groups with a series of their own, per CPU.
+    pub trace_culprits: usize,
 }
 
 /// A finished monitor: the last interval's snapshot (stored by the driver) and whole-session
@@ -83,6 +96,42 @@ pub struct MonitorOutcome {
     pub snapshots: u64,
     /// Where the endpoint listened.
     pub listen: SocketAddr,
+    /// `--trace`: the session's cause totals per CPU (empty without).
+    pub causes: Vec<(usize, causes::CpuTotals)>,
+}
+
+/// Spikes one thread can hand over between two visits of the control thread.
+const SPIKE_RING: usize = 4096;
+/// How long after a spike ends its groups are named (the reader has then read every fork and
+/// exec before it, whichever CPU recorded them).
+const SETTLE_NS: u64 = 500_000_000;
+
+/// Hands the spikes the measuring threads reported to the tracer, attributes those it can, and
+/// folds the settled ones into the totals and the interval.
+fn trace_step(
+    t: &mut crate::trace::spikes::Tracer,
+    rings: &mut [rtrb::Consumer<crate::trace::spikes::RawSpike>],
+    causes: &causes::Causes,
+    interval: &mut snapshot::Interval,
+) {
+    for r in rings.iter_mut() {
+        while let Ok(s) = r.pop() {
+            t.offer(s);
+        }
+    }
+    t.poll();
+    let now = crate::sys::clock::now_ns(libc::CLOCK_MONOTONIC);
+    let settled = t.take_settled(now.saturating_sub(SETTLE_NS));
+    causes.add(&settled);
+    causes.set_counts(&t.counts());
+    interval.keep(settled, t.take_actions());
+}
+
+/// Trace events read and lost so far, all CPUs.
+fn event_counts(t: &crate::trace::spikes::Tracer) -> (u64, u64) {
+    t.counts()
+        .iter()
+        .fold((0, 0), |(r, l), c| (r + c.1, l + c.2))
 }
 
 /// The info metric's labels.
@@ -134,6 +183,30 @@ pub fn status(s: &Shared, id: &str) -> String {
             t.exceeded.load(Ordering::Relaxed)
         ));
     }
+    for (cpu, t) in s.causes.iter().flat_map(|c| c.read()) {
+        let late: u64 = t.late_ns.iter().sum();
+        if late == 0 {
+            out.push_str(&format!("cpu {cpu} (--trace): no late wake-ups\n"));
+            continue;
+        }
+        let kinds: Vec<String> = causes::CAUSES
+            .iter()
+            .zip(t.late_ns)
+            .filter(|k| k.1 > 0)
+            .map(|(k, ns)| format!("{k} {:.0} %", 100.0 * ns as f64 / late.max(1) as f64))
+            .collect();
+        let top = t
+            .groups
+            .iter()
+            .max_by_key(|g| g.1)
+            .map_or(String::new(), |g| format!("; top culprit group {}", g.0));
+        out.push_str(&format!(
+            "cpu {cpu} (--trace): {} late wake-ups, {:.2} ms late: {}{top}\n",
+            t.wakeups.iter().sum::<u64>(),
+            late as f64 / 1e6,
+            kinds.join(", ")
+        ));
+    }
     out
 }
 
@@ -180,6 +253,34 @@ pub fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> 
     warnings.extend(pin_housekeeping(cfg));
 
     let n = cfg.cpus.len();
+    // --trace: the instance and its reader start (on the housekeeping CPUs) before the threads.
+    let control = driver.control().clone();
+    let mut tracer = match cfg.trace_threshold_ns {
+        None => None,
+        Some(th) => Some(
+            crate::trace::spikes::Tracer::start_stacks(
+                &cfg.cpus,
+                th,
+                cfg.cpus.iter().map(|c| format!("cpu{c}")).collect(),
+                cfg.trace_stacks,
+            )?
+            .saving(cfg.trace_save.clone())
+            .acting(
+                cfg.trace_actions.clone(),
+                cfg.trace_actions_max,
+                control.stop.clone(),
+            ),
+        ),
+    };
+    let cause_totals = tracer
+        .as_ref()
+        .map(|_| Arc::new(causes::Causes::new(&cfg.cpus, cfg.trace_culprits)));
+    let (mut spike_prods, mut spike_cons): (Vec<_>, Vec<_>) = if tracer.is_some() {
+        (0..n).map(|_| rtrb::RingBuffer::new(SPIKE_RING)).unzip()
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    let mut spike_prods: Vec<Option<_>> = spike_prods.drain(..).map(Some).collect();
     let tallies: Vec<Arc<Tally>> = (0..n)
         .map(|_| Arc::new(Tally::new(cfg.threshold_ns.unwrap_or(u64::MAX))))
         .collect();
@@ -202,6 +303,7 @@ pub fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> 
         scrapes: AtomicU64::new(0),
         windows: window::Windows::new(cfg.window_ns, &tallies, window::unix_now_ns()),
         exposure: exposure_warning(cfg),
+        causes: cause_totals.clone(),
     });
     if let Some(w) = &shared.exposure {
         crate::note!("latlab monitor: warning: {w}");
@@ -218,7 +320,6 @@ pub fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> 
     let (producers, mut consumers) =
         crate::samples::rings(n, crate::measure::cyclic::ring_capacity(cfg.interval_ns));
     let mut producers: Vec<_> = producers.into_iter().map(Some).collect();
-    let control = driver.control().clone();
     rt::install_wake_handler();
     let hup = Arc::new(AtomicBool::new(false));
     let _ = signal_hook::flag::register(libc::SIGHUP, hup.clone());
@@ -255,7 +356,15 @@ pub fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> 
             done: done.clone(),
             bell: bell.clone(),
             tally: Some(tallies[i].clone() as Arc<dyn rt::Tap>),
-            spikes: None,
+            spikes: spike_prods.get_mut(i).and_then(Option::take).map(|ring| {
+                crate::measure::cyclic::worker::SpikeOut {
+                    threshold_ns: cfg.trace_threshold_ns.unwrap_or(u64::MAX),
+                    series: i as u32,
+                    cpu: Some(cfg.cpus[i] as u32),
+                    tid: 0,
+                    ring,
+                }
+            }),
         };
         move || move || w.run()
     })
@@ -273,6 +382,9 @@ pub fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> 
         // First, so a window closes as soon after its boundary as the wait allows.
         shared.windows.tick(&tallies, window::unix_now_ns());
         interval.drain(&mut consumers);
+        if let (Some(t), Some(c)) = (tracer.as_mut(), &cause_totals) {
+            trace_step(t, &mut spike_cons, c, &mut interval);
+        }
         if hup.swap(false, Ordering::Relaxed) {
             crate::note!("{}", status(&shared, &cfg.monitor_id).trim_end());
         }
@@ -284,7 +396,15 @@ pub fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> 
         }
         if Instant::now() >= next_snapshot {
             seq += 1;
-            let run = interval.take(&ctx, driver, seq, &tallies, warnings.clone());
+            let now = match (&tracer, &cause_totals) {
+                (Some(t), Some(c)) => Some(snapshot::TraceNow {
+                    causes: c,
+                    header: t.header(),
+                    events: event_counts(t),
+                }),
+                _ => None,
+            };
+            let run = interval.take(&ctx, driver, seq, &tallies, warnings.clone(), now);
             if !cfg.no_store {
                 match driver.keep(&run) {
                     Ok(()) => {
@@ -328,7 +448,32 @@ pub fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> 
             "the snapshot thread lost {total_lost} samples (it fell behind); the endpoint counted them"
         ));
     }
-    let mut run = interval.take(&ctx, driver, seq + 1, &tallies, warnings);
+    // --trace: what is left is attributed and named now; the finished report (hardware
+    // counts, warnings) is the last snapshot's trace.
+    let now = match (tracer.take(), &cause_totals) {
+        (Some(mut t), Some(c)) => {
+            for r in spike_cons.iter_mut() {
+                while let Ok(s) = r.pop() {
+                    t.offer(s);
+                }
+            }
+            t.dropped(outs.iter().map(|(_, o)| o.spikes_lost).sum());
+            let mut header = t.finish();
+            let rest = std::mem::take(&mut header.spikes);
+            c.add(&rest);
+            interval.keep(rest, std::mem::take(&mut header.actions));
+            warnings.extend(header.warnings.iter().cloned());
+            let events = (header.events, header.lost_events);
+            header.per_cpu.clear();
+            Some(snapshot::TraceNow {
+                causes: c,
+                header,
+                events,
+            })
+        }
+        _ => None,
+    };
+    let mut run = interval.take(&ctx, driver, seq + 1, &tallies, warnings, now);
     run.interrupted = control.was_interrupted();
     let session = outs
         .into_iter()
@@ -340,6 +485,7 @@ pub fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> 
         session,
         snapshots: shared.snapshots.load(Ordering::Relaxed),
         listen,
+        causes: cause_totals.map(|c| c.read()).unwrap_or_default(),
     })
 }
 

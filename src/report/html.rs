@@ -12,7 +12,8 @@ use std::fmt::Write;
 /// Runs given a section of their own (beyond this an experiment lists them in a table).
 const MAX_RUN_SECTIONS: usize = 6;
 
-const CSS: &str = "body{font-family:sans-serif;max-width:1000px;margin:1em auto;padding:0 1em;color:#111}\
+/// The page style, shared with the fleet page.
+pub(super) const CSS: &str = "body{font-family:sans-serif;max-width:1000px;margin:1em auto;padding:0 1em;color:#111}\
 h1{font-size:1.5em}h2{font-size:1.25em;border-bottom:2px solid #0072B2;padding-bottom:2px;margin-top:1.6em}\
 h3{font-size:1.05em}table{border-collapse:collapse;margin:.5em 0;font-size:.9em}\
 td,th{border:1px solid #bbb;padding:2px 6px;text-align:right}th{background:#eee}\
@@ -23,7 +24,8 @@ code{font-size:.85em;word-break:break-all}.meta{color:#555;font-size:.9em}\
 #environment table{table-layout:fixed;width:100%}#environment th{width:12em}\
 #environment td{overflow-wrap:anywhere;white-space:normal}.verdict{font-weight:bold}";
 
-fn row(cells: &[String], head: bool) -> String {
+/// A table row of escaped cells (`th` when `head`), the first cell left-aligned.
+pub(super) fn row(cells: &[String], head: bool) -> String {
     let tag = if head { "th" } else { "td" };
     let mut s = String::from("<tr>");
     for (i, c) in cells.iter().enumerate() {
@@ -34,7 +36,8 @@ fn row(cells: &[String], head: bool) -> String {
     s
 }
 
-fn figure(svg: &str, caption: Option<&str>) -> String {
+/// A chart in a `<figure>` with an optional caption.
+pub(super) fn figure(svg: &str, caption: Option<&str>) -> String {
     let cap = caption.map_or(String::new(), |c| {
         format!("<figcaption>{}</figcaption>", esc(c))
     });
@@ -331,6 +334,7 @@ fn comparison(
     for n in notes {
         let _ = write!(s, "<p class=\"meta\">{}</p>", esc(n));
     }
+    s.push_str(&super::spikes::levels(loaded, groups));
     if let Some(a) = a {
         if let Some(f) = charts::forest(a) {
             s.push_str(&figure(&f, Some("a row per metric and level; point: the change from the baseline; bar: its interval (at the level of the Holm step that decided it); a dashed line marks no difference")));

@@ -1,9 +1,11 @@
 //! `latlab report` and `latlab plot`: results turned into pictures. A report is one
 //! self-contained HTML page (inline SVG and CSS, no script, no network) for runs, an experiment
 //! or a comparison; `plot` writes one chart as SVG or PNG. Inputs are read here; the page is built in
-//! `html`, the charts in `charts`, the SVG drawing in `svg`.
+//! `html`, the charts in `charts`, the SVG drawing in `svg`. `fleet` reads and draws the page
+//! over many monitors' snapshots (`report --fleet`).
 
 pub mod charts;
+pub mod fleet;
 pub mod html;
 pub mod png;
 pub mod spikes;

@@ -43,6 +43,20 @@ pub struct Filter {
     pub tags: Vec<(String, String)>,
     /// Only this host.
     pub host: Option<String>,
+    /// Only runs whose stored start time sorts at or after this text (RFC 3339 UTC times sort
+    /// as they are ordered; see [`since_bound`]): a coarse bound the store applies itself, so
+    /// a long history is not listed whole. Callers filter the exact time themselves.
+    pub started_from: Option<String>,
+}
+
+/// A safe `Filter::started_from` for runs started at or after `t`: the UTC date a day
+/// earlier (`2026-11-16`), so a start time written with any precision or UTC offset still
+/// sorts after it.
+pub fn since_bound(t: std::time::SystemTime) -> String {
+    let day_before = t
+        .checked_sub(std::time::Duration::from_secs(86_400))
+        .unwrap_or(std::time::UNIX_EPOCH);
+    humantime::format_rfc3339_seconds(day_before).to_string()[..10].to_string()
 }
 
 /// One run in a bundle: the run and its tags.
@@ -449,6 +463,21 @@ pub fn import(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_since_bound_is_a_day_early_and_sorts_below_any_later_start() {
+        let t = humantime::parse_rfc3339("2026-11-17T00:30:00Z").unwrap();
+        let b = since_bound(t);
+        assert_eq!(b, "2026-11-16");
+        for later in [
+            "2026-11-17T00:30:00.000001Z",
+            "2026-11-17T00:30:00Z",
+            "2026-11-16T13:30:00-11:00",
+        ] {
+            assert!(later >= b.as_str(), "{later}");
+        }
+        assert!("2026-11-15T23:59:59.999999Z" < b.as_str());
+    }
 
     #[test]
     fn tags_and_redaction() {

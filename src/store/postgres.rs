@@ -252,8 +252,8 @@ impl Store for SharedPostgres {
         let rows = s
             .client
             .query(
-                "SELECT id, kind, started, host, interrupted FROM latlab_runs WHERE ($1::TEXT IS NULL OR kind = $1) AND ($2::TEXT IS NULL OR host = $2) ORDER BY started DESC, id",
-                &[&f.kind, &f.host],
+                "SELECT id, kind, started, host, interrupted FROM latlab_runs WHERE ($1::TEXT IS NULL OR kind = $1) AND ($2::TEXT IS NULL OR host = $2) AND ($3::TEXT IS NULL OR started >= $3) ORDER BY started DESC, id",
+                &[&f.kind, &f.host, &f.started_from],
             )
             .map_err(|e| s.err(e))?;
         let mut out = Vec::new();

@@ -299,10 +299,10 @@ impl Store for SqliteStore {
     fn list(&self, f: &Filter) -> Result<Vec<RunRow>> {
         let mut st = self
             .conn
-            .prepare("SELECT id, kind, started, host, interrupted FROM runs WHERE (?1 IS NULL OR kind = ?1) AND (?2 IS NULL OR host = ?2) ORDER BY started DESC, id")
+            .prepare("SELECT id, kind, started, host, interrupted FROM runs WHERE (?1 IS NULL OR kind = ?1) AND (?2 IS NULL OR host = ?2) AND (?3 IS NULL OR started >= ?3) ORDER BY started DESC, id")
             .map_err(|e| env_err(&self.path, e))?;
         let rows = st
-            .query_map(params![f.kind, f.host], |r| {
+            .query_map(params![f.kind, f.host, f.started_from], |r| {
                 Ok(RunRow {
                     id: r.get(0)?,
                     kind: r.get(1)?,

@@ -35,6 +35,20 @@ pub fn pin_to_cpus(cpus: impl IntoIterator<Item = usize>) -> Result<(), std::io:
     Ok(())
 }
 
+/// The CPUs the calling thread may run on.
+pub fn affinity() -> Result<Vec<usize>, std::io::Error> {
+    // SAFETY: cpu_set_t is plain data filled by the kernel; CPU_ISSET reads within it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok((0..8 * std::mem::size_of::<libc::cpu_set_t>())
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .collect())
+    }
+}
+
 /// Sets the calling thread's scheduling policy and priority.
 pub fn set_policy(policy: Policy, prio: i32) -> Result<(), std::io::Error> {
     set_policy_raw(policy.as_libc(), prio)

@@ -36,7 +36,7 @@ pub struct TraceArgs {
 
     /// Record the kernel stack of what the CPU ran when each measuring thread was woken
     /// (a stacktrace trigger), named from /proc/kallsyms; attached to every spike, the
-    /// worst one's shown (cyclic only).
+    /// worst one's shown (cyclic and monitor).
     #[arg(long = "trace-stacks", requires = "trace")]
     pub trace_stacks: bool,
 }

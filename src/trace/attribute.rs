@@ -81,6 +81,10 @@ pub struct Attribution {
     /// Caveats about this spike's attribution.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// For time nothing visible explains (`idle`, `unattributed`): what it was checked
+    /// against (NMIs, steal, SMIs) and what could not be measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub residual: Option<super::hw::Residual>,
 }
 
 /// A task as a person reads it: `comm:pid RT 99`, `comm:pid` for a normal one.
@@ -181,6 +185,74 @@ pub fn attribute(
     me: Option<i32>,
     idle_note: &Note,
 ) -> Attribution {
+    match repaired(events) {
+        Some(fixed) => attribute_in(&fixed, expected, actual, me, idle_note),
+        None => attribute_in(events, expected, actual, me, idle_note),
+    }
+}
+
+/// The window with the switch-ins the kernel did not trace put back, where a
+/// `sched_stat_runtime` dates them: a task accounted `runtime` ns at `ts` while the recorded
+/// switches say another task runs was picked at `ts - runtime` (its run time is accounted from
+/// the moment it was picked). On 6.18 the switch from the idle task is rarely traced, so
+/// without this a real-time hog that took an idle CPU reads as idle time. None: nothing to
+/// repair.
+fn repaired(events: &[Event]) -> Option<Vec<Event>> {
+    let mut curr = None;
+    let mut last_switch = 0;
+    // The latest record (pid, ts), and the latest one of another pid than it: a task cannot
+    // have been picked before a record made in another task's context.
+    let (mut last, mut other) = ((-1, 0u64), (-1, 0u64));
+    let mut added = Vec::new();
+    for e in events {
+        match e.kind {
+            Kind::Switch { next_pid, .. } => {
+                curr = Some(next_pid);
+                last_switch = e.ts;
+            }
+            Kind::Runtime { pid, runtime } if pid == e.pid && curr.is_some_and(|c| c != pid) => {
+                let foreign = if last.0 != pid { last.1 } else { other.1 };
+                let at = e.ts.saturating_sub(runtime).max(last_switch).max(foreign);
+                let prev = curr.unwrap_or(0);
+                added.push(Event {
+                    ts: at,
+                    pid: prev,
+                    kind: Kind::Switch {
+                        prev_comm: Name::new(b"?"),
+                        prev_pid: prev,
+                        prev_prio: 120,
+                        prev_state: 0,
+                        next_comm: Name::new(b"?"),
+                        next_pid: pid,
+                        next_prio: 120,
+                    },
+                });
+                curr = Some(pid);
+                last_switch = at;
+            }
+            _ => {}
+        }
+        if e.pid != last.0 {
+            other = last;
+        }
+        last = (e.pid, e.ts);
+    }
+    if added.is_empty() {
+        return None;
+    }
+    let mut all: Vec<Event> = events.iter().copied().chain(added).collect();
+    // Stable: a put-back switch goes after the records it ties with.
+    all.sort_by_key(|e| e.ts);
+    Some(all)
+}
+
+fn attribute_in(
+    events: &[Event],
+    expected: u64,
+    actual: u64,
+    me: Option<i32>,
+    idle_note: &Note,
+) -> Attribution {
     let mut out = Attribution::default();
     let latency = actual.saturating_sub(expected);
     if latency == 0 {
@@ -205,8 +277,13 @@ pub fn attribute(
             ..
         } = e.kind
         {
-            known.insert(prev_pid, (prev_comm, prev_prio));
-            known.insert(next_pid, (next_comm, next_prio));
+            // A switch put back by `repaired` names nobody: keep what real records say.
+            if prev_comm != Name::new(b"?") {
+                known.insert(prev_pid, (prev_comm, prev_prio));
+            }
+            if next_comm != Name::new(b"?") {
+                known.insert(next_pid, (next_comm, next_prio));
+            }
         }
     }
     let task_of = |pid: i32| -> (Name, i32, i32) {
@@ -291,7 +368,13 @@ pub fn attribute(
                 }
             }
             Kind::TimerEntry { .. } => last_timer = Some(e.ts),
-            Kind::TimerExit | Kind::Exec { .. } | Kind::Fork { .. } | Kind::Nmi { .. } => {}
+            Kind::TimerExit
+            | Kind::Exec { .. }
+            | Kind::Fork { .. }
+            | Kind::Nmi { .. }
+            | Kind::Migrate { .. }
+            | Kind::Runtime { .. }
+            | Kind::Exit { .. } => {}
             // The stack the `stacktrace` trigger took at the thread's wake-up.
             Kind::Stack { n, frames } => {
                 if woken == Wake::Done && out.stack_addrs.is_empty() {
@@ -484,6 +567,34 @@ mod tests {
         let a = attribute(&[], 100, 600, Some(7), &note("vm"));
         assert_eq!(a.components[0].kind, "unknown");
         assert_eq!(a.components[0].ns, 500);
+    }
+
+    #[test]
+    fn a_switch_in_from_idle_that_was_not_traced_is_put_back_from_run_time() {
+        // CPU idle; hog (RT 99) is picked at 150 without a recorded switch; T0 (7) is woken
+        // at 200 from another CPU; hog's run time (1850 ns) is accounted at its switch-out to
+        // T0 at 2000.
+        let evs = vec![
+            sw(0, ("T0", 7, 120), ("swapper/1", 0, 120)),
+            // The timer IRQ that woke hog ends after the pick its run time dates.
+            ev(140, 0, Kind::TimerExit),
+            ev(160, 0, Kind::IrqExit),
+            ev(
+                2000,
+                9,
+                Kind::Runtime {
+                    pid: 9,
+                    runtime: 1850,
+                },
+            ),
+            sw(2000, ("hog", 9, 0), ("T0", 7, 120)),
+        ];
+        let a = attribute(&evs, 200, 2000, Some(7), &note("vm"));
+        let t = &a.components[0];
+        assert_eq!((t.kind.as_str(), t.ns), ("thread", 1800), "{a:?}");
+        assert_eq!(repaired(&evs).unwrap()[3].ts, 160);
+        assert_eq!(t.name, "hog:9 RT 99");
+        assert!(a.components.iter().all(|c| c.kind != "idle"), "{a:?}");
     }
 
     #[test]

@@ -103,6 +103,26 @@ pub enum Kind {
         /// How long it ran (ns).
         delta_ns: u64,
     },
+    /// `sched_migrate_task`: task `pid` moves to `dest_cpu`.
+    Migrate {
+        /// The task.
+        pid: i32,
+        /// The CPU it moves to.
+        dest_cpu: i32,
+    },
+    /// `sched_stat_runtime`: task `pid` ran `runtime` ns since its run time was last
+    /// accounted (at its switch-in, or the previous tick).
+    Runtime {
+        /// The task.
+        pid: i32,
+        /// Nanoseconds.
+        runtime: u64,
+    },
+    /// `sched_process_exit`: task `pid` exits (its last switch-out follows).
+    Exit {
+        /// The task.
+        pid: i32,
+    },
     /// `sched_process_fork`: `parent` made task `child` (a process or a thread).
     Fork {
         /// The creating task.
@@ -154,6 +174,9 @@ enum Layout {
     TimerExit,
     Exec([Field; 3]),
     Fork([Field; 3]),
+    Migrate([Field; 2]),
+    Exit(Field),
+    Runtime([Field; 2]),
     Stack(Field, usize),
     Nmi(Field),
 }
@@ -208,9 +231,9 @@ impl Decoder {
                 get("next_pid")?,
                 get("next_prio")?,
             ])),
-            ("sched", "sched_waking") | ("sched", "sched_wakeup") => {
-                Layout::Waking([get("comm")?, get("pid")?])
-            }
+            ("sched", "sched_waking")
+            | ("sched", "sched_wakeup")
+            | ("sched", "sched_wakeup_new") => Layout::Waking([get("comm")?, get("pid")?]),
             ("irq", "irq_handler_entry") => Layout::IrqEntry([get("irq")?, get("name")?]),
             ("irq", "irq_handler_exit") => Layout::IrqExit,
             ("irq", "softirq_entry") => Layout::SoftirqEntry(get("vec")?),
@@ -229,6 +252,9 @@ impl Decoder {
             ("sched", "sched_process_fork") => {
                 Layout::Fork([get("parent_pid")?, get("child_pid")?, get("child_comm")?])
             }
+            ("sched", "sched_migrate_task") => Layout::Migrate([get("pid")?, get("dest_cpu")?]),
+            ("sched", "sched_process_exit") => Layout::Exit(get("pid")?),
+            ("sched", "sched_stat_runtime") => Layout::Runtime([get("pid")?, get("runtime")?]),
             (s, n) => return Err(format!("{s}/{n}: not an event latlab decodes")),
         };
         self.layouts.insert(f.id, l);
@@ -294,6 +320,17 @@ impl Decoder {
                 parent_pid: int(b, &f[0])? as i32,
                 child_pid: int(b, &f[1])? as i32,
                 child_comm: text(b, &f[2])?,
+            },
+            Layout::Migrate(f) => Kind::Migrate {
+                pid: int(b, &f[0])? as i32,
+                dest_cpu: int(b, &f[1])? as i32,
+            },
+            Layout::Exit(f) => Kind::Exit {
+                pid: int(b, f)? as i32,
+            },
+            Layout::Runtime(f) => Kind::Runtime {
+                pid: int(b, &f[0])? as i32,
+                runtime: int(b, &f[1])?.max(0) as u64,
             },
         };
         let pid = self

@@ -80,8 +80,9 @@ fn steal(proc: &Path, cpu: usize) -> Option<u64> {
     l.split_whitespace().nth(8)?.parse().ok()
 }
 
-/// `MSR_SMI_COUNT` of `cpu`.
-fn smi(dev_cpu: &Path, cpu: usize) -> Result<u64, String> {
+/// `MSR_SMI_COUNT` of `cpu` (the kernel reads it on that CPU: an IPI, so latlab reads it only
+/// at the start and end of a run and when a spike has time nothing visible explains).
+pub fn smi(dev_cpu: &Path, cpu: usize) -> Result<u64, String> {
     use std::os::unix::fs::FileExt;
     let p = dev_cpu.join(format!("{cpu}/msr"));
     let f = std::fs::File::open(&p).map_err(|e| format!("{}: {e}", p.display()))?;
@@ -95,6 +96,261 @@ fn smi(dev_cpu: &Path, cpu: usize) -> Result<u64, String> {
 #[derive(Debug, Clone, Default)]
 pub struct Counters {
     snaps: Vec<(usize, Snap)>,
+}
+
+/// What a spike's time that nothing visible explains was checked against: the counters read
+/// around it, and what could not be read (said, not left out).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Residual {
+    /// Time nothing visible explains (ns): the spike's `idle` and `unattributed` components.
+    pub ns: u64,
+    /// What was measured, a phrase each (`NMIs: 0 in the spike (nmi_handler events)`).
+    pub measured: Vec<String>,
+    /// What could not be measured, and why (`SMIs: /dev/cpu/1/msr: No such file or
+    /// directory`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unmeasured: Vec<String>,
+    /// Steal time on the CPU (ns) over `around_ns`, when readable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steal_ns: Option<u64>,
+    /// NMIs on the CPU over `around_ns` (/proc/interrupts), where the kernel has no
+    /// `nmi_handler` event (else the spike's `nmis` counts them exactly).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nmis_around: Option<u64>,
+    /// The stretch steal and NMIs were counted over (ns): from the last counter reading before
+    /// the spike to the first after it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub around_ns: Option<u64>,
+    /// SMIs on the CPU over `smi_around_ns` (MSR 0x34), when readable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub smis: Option<u64>,
+    /// The stretch SMIs were counted over (ns): from the previous reading of the MSR to the
+    /// one taken when the spike was attributed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub smi_around_ns: Option<u64>,
+}
+
+impl Residual {
+    /// One line: what was measured and what could not be.
+    pub fn phrase(&self) -> String {
+        let mut s = format!(
+            "{:.1} us nothing visible explains; measured: {}",
+            self.ns as f64 / 1e3,
+            if self.measured.is_empty() {
+                "nothing".to_string()
+            } else {
+                self.measured.join(", ")
+            }
+        );
+        if !self.unmeasured.is_empty() {
+            s.push_str(&format!("; not measured: {}", self.unmeasured.join(", ")));
+        }
+        s
+    }
+}
+
+/// Cheap counter readings (NMIs from /proc/interrupts, steal from /proc/stat: no IPI) taken
+/// while a run goes on, and the SMI counts read so far, so each spike's unexplained time can be
+/// checked against the counters read just before and after it.
+#[derive(Debug, Clone, Default)]
+pub struct Watch {
+    roots: Roots,
+    cpus: Vec<usize>,
+    /// (CLOCK_MONOTONIC ns, readings), oldest first.
+    readings: std::collections::VecDeque<(u64, Counters)>,
+    /// Per CPU: the SMI readings (time, count), oldest first, or why the MSR cannot be read.
+    smi: Vec<Result<Vec<(u64, u64)>, String>>,
+    /// Read NMIs from /proc/interrupts (the kernel has no `nmi_handler` event).
+    count_nmis: bool,
+}
+
+/// Readings kept (at the tracer's 10 per second, a minute).
+const READINGS: usize = 600;
+/// Readings closer than this to the last are not taken.
+const READ_EVERY_NS: u64 = 50_000_000;
+
+impl Watch {
+    /// Starts watching `cpus` at `now_ns` from `start` (the run's first full reading).
+    pub fn new(roots: Roots, cpus: &[usize], start: &Counters, now_ns: u64, nmis: bool) -> Watch {
+        let smi = cpus
+            .iter()
+            .map(|&c| {
+                start
+                    .snaps
+                    .iter()
+                    .find(|x| x.0 == c)
+                    .map_or(Err("not read".to_string()), |x| x.1.smi.clone())
+                    .map(|n| vec![(now_ns, n)])
+            })
+            .collect();
+        let mut w = Watch {
+            roots,
+            cpus: cpus.to_vec(),
+            readings: Default::default(),
+            smi,
+            count_nmis: nmis,
+        };
+        w.readings.push_back((now_ns, start.clone()));
+        w
+    }
+
+    /// Takes a cheap reading at `now_ns` (unless one was taken in the last 50 ms).
+    pub fn tick(&mut self, now_ns: u64) {
+        if self
+            .readings
+            .back()
+            .is_some_and(|r| now_ns < r.0 + READ_EVERY_NS)
+        {
+            return;
+        }
+        self.read_now(now_ns);
+    }
+
+    /// Takes a cheap reading, stamped `now_ns`.
+    fn read_now(&mut self, now_ns: u64) {
+        let n = if self.count_nmis {
+            nmis(&self.roots.proc)
+        } else {
+            None
+        };
+        let c = Counters {
+            snaps: self
+                .cpus
+                .iter()
+                .map(|&c| {
+                    (
+                        c,
+                        Snap {
+                            nmi: n.as_ref().and_then(|v| v.get(c).copied()),
+                            smi: Err("not read".into()),
+                            steal_ticks: steal(&self.roots.proc, c),
+                        },
+                    )
+                })
+                .collect(),
+        };
+        self.readings.push_back((now_ns, c));
+        // The first reading stays: it brackets anything older than the rest.
+        while self.readings.len() > READINGS {
+            self.readings.remove(1);
+        }
+    }
+
+    /// What the counters say about `cpu` from `from` to `to` (ns): `ns` of the spike nothing
+    /// visible explains; `nmis` the spike's traced NMIs (count, ns), when traced. `now_ns`: the
+    /// time an SMI reading is taken (the MSR is read again now, if it can be).
+    pub fn residual(
+        &mut self,
+        cpu: usize,
+        span: (u64, u64),
+        ns: u64,
+        nmis: Option<(u32, u64)>,
+        tick_ns: u64,
+        now_ns: u64,
+    ) -> Residual {
+        let (from, to) = span;
+        if !self.readings.iter().any(|x| x.0 >= to) {
+            self.read_now(now_ns.max(to));
+        }
+        let mut r = Residual {
+            ns,
+            ..Residual::default()
+        };
+        let before = self.readings.iter().rev().find(|x| x.0 <= from);
+        let after = self.readings.iter().find(|x| x.0 >= to);
+        let snap = |x: Option<&(u64, Counters)>| {
+            x.and_then(|(t, c)| {
+                c.snaps
+                    .iter()
+                    .find(|s| s.0 == cpu)
+                    .map(|s| (*t, s.1.clone()))
+            })
+        };
+        let pair = snap(before).zip(snap(after));
+        let ms = |a: u64, b: u64| format!("{:.0} ms", b.saturating_sub(a) as f64 / 1e6);
+        match nmis {
+            Some((n, t)) => r.measured.push(format!(
+                "NMIs: {n} in the spike ({:.1} us, nmi_handler events)",
+                t as f64 / 1e3
+            )),
+            None => match &pair {
+                Some(((ta, a), (tb, b))) if a.nmi.is_some() && b.nmi.is_some() => {
+                    let d = b.nmi.unwrap_or(0).saturating_sub(a.nmi.unwrap_or(0));
+                    r.nmis_around = Some(d);
+                    r.around_ns = Some(tb - ta);
+                    r.measured.push(format!(
+                        "NMIs: {d} in the {} around it (/proc/interrupts)",
+                        ms(*ta, *tb)
+                    ));
+                }
+                Some(_) => r
+                    .unmeasured
+                    .push("NMIs: /proc/interrupts has no NMI row".into()),
+                None => r
+                    .unmeasured
+                    .push("NMIs: no counter reading before and after the spike".into()),
+            },
+        }
+        match &pair {
+            Some(((ta, a), (tb, b))) => match a.steal_ticks.zip(b.steal_ticks) {
+                Some((x, y)) => {
+                    let d = y.saturating_sub(x) * tick_ns;
+                    r.steal_ns = Some(d);
+                    r.around_ns = Some(tb - ta);
+                    r.measured.push(format!(
+                        "steal: {:.0} us in the {} around it (/proc/stat)",
+                        d as f64 / 1e3,
+                        ms(*ta, *tb)
+                    ));
+                }
+                None => r.unmeasured.push(format!(
+                    "steal: /proc/stat has no steal column for cpu{cpu}"
+                )),
+            },
+            None => r
+                .unmeasured
+                .push("steal: no counter reading before and after the spike".into()),
+        }
+        let dev = self.roots.dev_cpu.clone();
+        match self
+            .cpus
+            .iter()
+            .position(|&c| c == cpu)
+            .map(|i| &mut self.smi[i])
+        {
+            Some(Ok(hist)) => {
+                // The MSR is read again only when no reading after the spike exists yet.
+                if !hist.iter().any(|x| x.0 >= to) {
+                    match smi(&dev, cpu) {
+                        Ok(n) => {
+                            hist.push((now_ns.max(to), n));
+                            if hist.len() > READINGS {
+                                hist.remove(1);
+                            }
+                        }
+                        Err(e) => r.unmeasured.push(format!("SMIs: {e}")),
+                    }
+                }
+                let a = hist.iter().rev().find(|x| x.0 <= from);
+                let b = hist.iter().find(|x| x.0 >= to);
+                if let (Some(&(ta, na)), Some(&(tb, nb))) = (a, b) {
+                    let d = nb.wrapping_sub(na) & 0xffff_ffff;
+                    r.smis = Some(d);
+                    r.smi_around_ns = Some(tb - ta);
+                    r.measured.push(format!(
+                        "SMIs: {d} in the {} around it (MSR 0x34)",
+                        ms(ta, tb)
+                    ));
+                } else if !r.unmeasured.iter().any(|u| u.starts_with("SMIs")) {
+                    r.unmeasured
+                        .push("SMIs: no MSR reading before and after the spike".into());
+                }
+            }
+            Some(Err(e)) => r.unmeasured.push(format!("SMIs: {e}")),
+            None => r.unmeasured.push(format!("SMIs: CPU {cpu} not traced")),
+        }
+        r
+    }
 }
 
 impl Counters {
@@ -204,5 +460,94 @@ mod tests {
         assert_eq!(c[0].smis, None);
         assert_eq!(warn.len(), 1, "{warn:?}");
         assert!(warn[0].contains("SMIs on CPU 0 not measured"), "{warn:?}");
+    }
+
+    #[test]
+    fn a_residual_names_what_was_counted_around_it_and_what_could_not_be() {
+        let d = tempfile::tempdir().unwrap();
+        let proc = d.path().join("proc");
+        std::fs::create_dir_all(&proc).unwrap();
+        let dev = d.path().join("dev");
+        std::fs::create_dir_all(dev.join("0")).unwrap();
+        let put = |nmi: u64, steal: u64| {
+            std::fs::write(
+                proc.join("interrupts"),
+                format!("           CPU0       CPU1\n NMI: {nmi} 0 Non-maskable interrupts\n"),
+            )
+            .unwrap();
+            std::fs::write(
+                proc.join("stat"),
+                format!("cpu0 1 2 3 4 5 6 7 {steal} 0 0\ncpu1 1 2 3 4 5 6 7 0 0 0\n"),
+            )
+            .unwrap();
+        };
+        let smi_at = |n: u64| {
+            let mut m = vec![0u8; 0x40];
+            m[0x34..0x3c].copy_from_slice(&n.to_le_bytes());
+            std::fs::write(dev.join("0/msr"), m).unwrap();
+        };
+        let r = Roots {
+            proc: proc.clone(),
+            dev_cpu: dev.clone(),
+        };
+        put(10, 100);
+        smi_at(5);
+        let start = Counters::read(&r, &[0, 1]);
+        let mut w = Watch::new(r, &[0, 1], &start, 1_000_000_000, true);
+        // A reading 40 ms later is skipped (too soon), one at 1.1 s taken.
+        w.tick(1_040_000_000);
+        put(11, 102);
+        w.tick(1_100_000_000);
+        // The spike (1.2 s .. 1.201 s), then counters move; the reading after it is taken
+        // when it is checked.
+        put(13, 103);
+        smi_at(7);
+        let res = w.residual(
+            0,
+            (1_200_000_000, 1_201_000_000),
+            800_000,
+            None,
+            10_000_000,
+            1_300_000_000,
+        );
+        assert_eq!(res.ns, 800_000);
+        assert_eq!(res.nmis_around, Some(2));
+        assert_eq!(res.steal_ns, Some(10_000_000));
+        assert_eq!(res.around_ns, Some(200_000_000));
+        assert_eq!(res.smis, Some(2));
+        assert_eq!(res.smi_around_ns, Some(300_000_000));
+        assert!(res.unmeasured.is_empty(), "{res:?}");
+        assert!(
+            res.phrase()
+                .contains("NMIs: 2 in the 200 ms around it (/proc/interrupts)"),
+            "{}",
+            res.phrase()
+        );
+        // CPU 1 has no MSR: said, with the path; traced NMIs are the spike's own.
+        let res = w.residual(
+            1,
+            (1_250_000_000, 1_250_500_000),
+            500_000,
+            Some((1, 3_000)),
+            10_000_000,
+            1_300_000_000,
+        );
+        assert_eq!(res.nmis_around, None);
+        assert!(
+            res.measured
+                .iter()
+                .any(|m| m.starts_with("NMIs: 1 in the spike")),
+            "{res:?}"
+        );
+        assert_eq!(res.unmeasured.len(), 1, "{res:?}");
+        assert!(
+            res.unmeasured[0].starts_with("SMIs: ") && res.unmeasured[0].contains("1/msr"),
+            "{res:?}"
+        );
+        assert!(
+            res.phrase().contains("; not measured: SMIs: "),
+            "{}",
+            res.phrase()
+        );
     }
 }

@@ -29,7 +29,13 @@ pub struct CpuLog {
     pub read: u64,
     /// Pages that could not be walked to the end.
     pub bad_pages: u64,
+    /// Where the kernel lost events: (time stamp of the page that reported it, count), the
+    /// first [`MAX_LOSSES`] kept.
+    pub losses: Vec<(u64, u64)>,
 }
+
+/// Losses kept with their time per CPU (beyond, only counted).
+pub const MAX_LOSSES: usize = 4096;
 
 impl CpuLog {
     /// Adds an event and drops those older than `keep_ns` before it.
@@ -40,6 +46,13 @@ impl CpuLog {
         while self.events.front().is_some_and(|f| f.ts < horizon) {
             self.events.pop_front();
         }
+    }
+
+    /// The events after `after` up to `upto`, in order.
+    pub fn between(&self, after: u64, upto: u64) -> Vec<Event> {
+        let from = self.events.partition_point(|e| e.ts <= after);
+        let to = self.events.partition_point(|e| e.ts <= upto);
+        self.events.range(from..to.max(from)).copied().collect()
     }
 
     /// The events up to `to`, starting at the last context switch at or before `from` (so a
@@ -119,7 +132,14 @@ fn drain(
     loop {
         let before = now_mono();
         match f.read(buf) {
-            Ok(0) => return,
+            // Empty. A pipe whose file description a child closed (at its exec, the fd being
+            // close-on-exec) answers 0 instead of EAGAIN from then on (the kernel's flush marks
+            // the shared reader closed): both mean "nothing more now".
+            Ok(0) => {
+                let mut l = log.lock().unwrap_or_else(|p| p.into_inner());
+                l.complete_to = l.complete_to.max(before);
+                return;
+            }
             Ok(n) => {
                 if raw.1 > 0 {
                     let mut q = raw.0.lock().unwrap_or_else(|p| p.into_inner());
@@ -136,7 +156,16 @@ fn drain(
                     }
                 });
                 match r {
-                    Ok(info) => l.lost += info.missed,
+                    Ok(info) => {
+                        l.lost += info.missed;
+                        if info.missed > 0 && l.losses.len() < MAX_LOSSES {
+                            let at = buf
+                                .get(h.ts_offset..h.ts_offset + 8)
+                                .and_then(|b| b.try_into().ok())
+                                .map_or(0, u64::from_le_bytes);
+                            l.losses.push((at, info.missed));
+                        }
+                    }
                     Err(_) => l.bad_pages += 1,
                 }
                 for e in decoded {
@@ -243,6 +272,43 @@ impl Recorder {
             drop(l);
             std::thread::sleep(Duration::from_millis(5));
         }
+    }
+
+    /// Every event on `cpu` after `after` up to `upto` still kept (None: a CPU not traced).
+    pub fn between(&self, cpu: usize, after: u64, upto: u64) -> Option<Vec<Event>> {
+        let i = self.shared.cpus.iter().position(|&c| c == cpu)?;
+        let l = self.shared.logs[i]
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        Some(l.between(after, upto))
+    }
+
+    /// The time up to which every traced CPU has been read (the oldest read horizon).
+    pub fn watermark(&self) -> u64 {
+        self.shared
+            .logs
+            .iter()
+            .map(|l| l.lock().unwrap_or_else(|p| p.into_inner()).complete_to)
+            .min()
+            .unwrap_or(0)
+    }
+
+    /// The traced CPUs.
+    pub fn cpus(&self) -> &[usize] {
+        &self.shared.cpus
+    }
+
+    /// Per traced CPU: where the kernel lost events, (page time stamp, count).
+    pub fn losses(&self) -> Vec<(usize, Vec<(u64, u64)>)> {
+        self.shared
+            .cpus
+            .iter()
+            .zip(&self.shared.logs)
+            .map(|(&c, l)| {
+                let l = l.lock().unwrap_or_else(|p| p.into_inner());
+                (c, l.losses.clone())
+            })
+            .collect()
     }
 
     /// True when the reader has read everything on `cpu` up to `to` (or has stopped).

@@ -44,8 +44,12 @@ pub struct TraceReport {
     pub idle_note: String,
     /// Spikes the threads could not hand over (their ring was full) or beyond the record cap.
     pub spikes_dropped: u64,
-    /// Every attributed spike.
+    /// Every attributed spike (a monitor snapshot: the interval's worst).
     pub spikes: Vec<SpikeRecord>,
+    /// Attributed spikes counted in `per_cpu` but not kept in `spikes` (a monitor snapshot
+    /// keeps only its interval's worst).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub spikes_not_kept: u64,
     /// Every `--on-threshold` firing (and `-b`'s saved window), in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub actions: Vec<super::actions::Firing>,
@@ -68,6 +72,10 @@ pub struct TraceReport {
     /// /proc (or the name at switch-in for a task gone by then), without exec chains.
     #[serde(default)]
     pub exec_chains: bool,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// What an idle CPU's unexplained delay means on this machine.
@@ -117,7 +125,17 @@ pub struct Tracer {
     kallsyms: Option<super::stacks::Kallsyms>,
     /// NMI, SMI and steal counters at the start.
     counters: super::hw::Counters,
+    /// Counter readings during the run, to check each spike's unexplained time against.
+    watch: super::hw::Watch,
 }
+
+/// CLOCK_MONOTONIC now (ns).
+fn mono_now() -> u64 {
+    crate::sys::clock::now_ns(libc::CLOCK_MONOTONIC)
+}
+
+/// Steal time's unit in /proc/stat: USER_HZ ticks, 100 per second on Linux.
+const STEAL_TICK_NS: u64 = 10_000_000;
 
 impl Tracer {
     /// Traces `cpus` on the system's tracefs (mounting it if needed), for a run whose series
@@ -145,6 +163,7 @@ impl Tracer {
             names,
             KEEP_NS,
             stacks,
+            &[],
         )?;
         if stacks {
             // Unreadable or hidden symbols: addresses in hex.
@@ -175,6 +194,27 @@ impl Tracer {
             names,
             keep_ns,
             false,
+            &[],
+        )
+    }
+
+    /// A session for watching any task's scheduling (`latlab sched`): traces every CPU (a
+    /// wake-up is recorded on the waker's CPU) with, besides what attribution reads, the
+    /// `sched` events `extra` (migrations, exits, forks, execs, new tasks' first wake-ups)
+    /// where the kernel has them. Series are named as tasks appear ([`Tracer::add_series`]).
+    pub fn start_tasks(cpus: &[usize], threshold_ns: u64, extra: &[&str]) -> Result<Tracer> {
+        let j = journal_file("");
+        let (fs, lease) = TraceFs::system(j.parent().unwrap_or(std::path::Path::new(".")))?;
+        Tracer::start_in(
+            &fs,
+            lease,
+            Some(j),
+            cpus,
+            threshold_ns,
+            Vec::new(),
+            KEEP_NS,
+            false,
+            extra,
         )
     }
 
@@ -189,10 +229,12 @@ impl Tracer {
         names: Vec<String>,
         keep_ns: u64,
         stacks: bool,
+        extra: &[&str],
     ) -> Result<Tracer> {
         // On an error the lease drops, and the last user of a mount latlab made unmounts.
-        let (header, mut dec, events) = fs.layouts()?;
+        let (header, mut dec, mut events) = fs.layouts()?;
         let proc_events = fs.proc_events(&mut dec)?;
+        events.extend(fs.optional_events(&mut dec, "sched", extra)?);
         let procs_journal = journal
             .as_ref()
             .map(|j| j.with_file_name(format!("trace-{}{PROCS_SUFFIX}.json", std::process::id())));
@@ -222,6 +264,9 @@ impl Tracer {
         let page_size = header.page_size;
         let nmi_traced = events.iter().any(|e| e == "nmi/nmi_handler");
         let rec = Recorder::start(inst, procs, cpus, header, dec, keep_ns)?;
+        let roots = super::hw::Roots::default();
+        let counters = super::hw::Counters::read(&roots, cpus);
+        let watch = super::hw::Watch::new(roots, cpus, &counters, mono_now(), !nmi_traced);
         Ok(Tracer {
             rec,
             names,
@@ -238,7 +283,8 @@ impl Tracer {
             windows: Vec::new(),
             saved: 0,
             kallsyms: None,
-            counters: super::hw::Counters::read(&super::hw::Roots::default(), cpus),
+            counters,
+            watch,
             report: TraceReport {
                 threshold_ns,
                 cpus: cpus.to_vec(),
@@ -247,6 +293,17 @@ impl Tracer {
                 ..TraceReport::default()
             },
         })
+    }
+
+    /// Names one more series (a task that appeared); its index for [`RawSpike::series`].
+    pub fn add_series(&mut self, name: String) -> u32 {
+        self.names.push(name);
+        (self.names.len() - 1) as u32
+    }
+
+    /// The flight recorder (its events, read horizon and losses).
+    pub fn recorder(&self) -> &Recorder {
+        &self.rec
     }
 
     /// The measuring threads spin (noise): time of theirs inside a gap is unattributed.
@@ -329,6 +386,7 @@ impl Tracer {
 
     /// Attributes the pending spikes the recorder has read past.
     pub fn poll(&mut self) {
+        self.watch.tick(mono_now());
         let mut keep = Vec::new();
         for s in std::mem::take(&mut self.pending) {
             if self.rec.has_read(s.cpu as usize, s.actual) {
@@ -366,6 +424,23 @@ impl Tracer {
         }
         if let Some(k) = &self.kallsyms {
             why.stack = why.stack_addrs.iter().map(|&a| k.name(a)).collect();
+        }
+        // Time nothing visible explains: checked against the counters read around it.
+        let residual: u64 = why
+            .components
+            .iter()
+            .filter(|c| c.kind == "idle" || c.kind == "unattributed")
+            .map(|c| c.ns)
+            .sum();
+        if residual > 0 {
+            why.residual = Some(self.watch.residual(
+                cpu,
+                (s.expected, s.actual),
+                residual,
+                why.nmis.zip(why.nmi_ns),
+                STEAL_TICK_NS,
+                mono_now(),
+            ));
         }
         // A task older than the trace is named from /proc now, while it may still exist.
         for t in why.components.iter().filter_map(|c| c.task.as_ref()) {
@@ -451,6 +526,69 @@ impl Tracer {
         super::dat::write(path, &meta, &cpus)
     }
 
+    /// Names the command group and exec chain of every thread component of `spikes`.
+    fn name_groups(&self, spikes: &mut [SpikeRecord]) {
+        for c in spikes.iter_mut().flat_map(|s| s.why.components.iter_mut()) {
+            let Some(t) = &c.task else { continue };
+            let id = self
+                .rec
+                .identity(t.pid)
+                .or_else(|| self.older.get(&t.pid).cloned())
+                .unwrap_or_else(|| Identity {
+                    group: t.comm.clone(),
+                    chain: vec![t.comm.clone()],
+                });
+            c.group = Some(id.group);
+            c.chain = id.chain;
+        }
+    }
+
+    /// Takes the attributed spikes that ended before `settled_ns` (CLOCK_MONOTONIC), their
+    /// groups named, for a session that never ends (`monitor`): by then the reader has read
+    /// every fork and exec before them. Tasks named from /proc that no remaining spike needs are
+    /// forgotten, so the session's memory stays flat.
+    pub fn take_settled(&mut self, settled_ns: u64) -> Vec<SpikeRecord> {
+        let (mut done, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.report.spikes)
+            .into_iter()
+            .partition(|s| s.expected_ns.saturating_add(s.latency_ns) < settled_ns);
+        self.report.spikes = rest;
+        done.sort_by_key(|s| (s.expected_ns, s.cpu));
+        self.name_groups(&mut done);
+        let needed: std::collections::HashSet<i32> = self
+            .report
+            .spikes
+            .iter()
+            .flat_map(|s| &s.why.components)
+            .filter_map(|c| c.task.as_ref().map(|t| t.pid))
+            .collect();
+        self.older.retain(|pid, _| needed.contains(pid));
+        done
+    }
+
+    /// The report's fixed part (threshold, CPUs, what idle means, whether NMIs and execs are
+    /// traced), without spikes or counts: what each monitor snapshot's `trace` starts from.
+    pub fn header(&self) -> TraceReport {
+        TraceReport {
+            threshold_ns: self.report.threshold_ns,
+            cpus: self.report.cpus.clone(),
+            idle_note: self.report.idle_note.clone(),
+            nmi_traced: self.report.nmi_traced,
+            exec_chains: self.rec.names_commands(),
+            ..TraceReport::default()
+        }
+    }
+
+    /// Takes the `--on-threshold` firings recorded so far (a monitor stores them with the
+    /// snapshot of their interval).
+    pub fn take_actions(&mut self) -> Vec<super::actions::Firing> {
+        std::mem::take(&mut self.report.actions)
+    }
+
+    /// Per traced CPU: (cpu, events read, events lost, unreadable pages) so far.
+    pub fn counts(&self) -> Vec<(usize, u64, u64, u64)> {
+        self.rec.counts()
+    }
+
     /// Attributes every pending spike, waiting up to `patience` each for the reader.
     pub fn settle(&mut self, patience: Duration) {
         for s in std::mem::take(&mut self.pending) {
@@ -482,28 +620,13 @@ impl Tracer {
         }
         self.report.spikes.sort_by_key(|s| (s.expected_ns, s.cpu));
         // Groups once every fork and exec has been read.
-        for c in self
-            .report
-            .spikes
-            .iter_mut()
-            .flat_map(|s| s.why.components.iter_mut())
-        {
-            let Some(t) = &c.task else { continue };
-            let id = self
-                .rec
-                .identity(t.pid)
-                .or_else(|| self.older.get(&t.pid).cloned())
-                .unwrap_or_else(|| Identity {
-                    group: t.comm.clone(),
-                    chain: vec![t.comm.clone()],
-                });
-            c.group = Some(id.group);
-            c.chain = id.chain;
-        }
+        let mut spikes = std::mem::take(&mut self.report.spikes);
+        self.name_groups(&mut spikes);
+        self.report.spikes = spikes;
         self.report.exec_chains = self.rec.names_commands();
-        // /proc/stat counts steal in USER_HZ ticks, 100 per second on Linux.
         let now = super::hw::Counters::read(&super::hw::Roots::default(), &self.report.cpus);
-        let (counted, mut warn) = self.counters.delta(&now, 10_000_000);
+        let (counted, mut warn) = self.counters.delta(&now, STEAL_TICK_NS);
+        warn.extend(residual_warnings(&self.report.spikes, &self.report.cpus));
         self.report.counted = counted;
         if !self.report.nmi_traced {
             warn.push(
@@ -526,6 +649,64 @@ impl Tracer {
         }
         self.report
     }
+}
+
+/// Per CPU whose spikes have time nothing visible explains: how much, what it was checked
+/// against and what could not be measured (a warning, so it is never silent).
+pub fn residual_warnings(spikes: &[SpikeRecord], cpus: &[usize]) -> Vec<String> {
+    let mut out = Vec::new();
+    for &cpu in cpus {
+        let rs: Vec<&super::hw::Residual> = spikes
+            .iter()
+            .filter(|s| s.cpu == cpu)
+            .filter_map(|s| s.why.residual.as_ref())
+            .collect();
+        if rs.is_empty() {
+            continue;
+        }
+        let ns: u64 = rs.iter().map(|r| r.ns).sum();
+        let sources = |f: fn(&super::hw::Residual) -> &Vec<String>| {
+            let mut v: Vec<String> = rs
+                .iter()
+                .flat_map(|r| f(r).iter())
+                .map(|m| m.split(':').next().unwrap_or("").to_string())
+                .collect();
+            v.sort();
+            v.dedup();
+            v
+        };
+        let measured = sources(|r| &r.measured);
+        let mut unmeasured: Vec<String> = rs
+            .iter()
+            .flat_map(|r| r.unmeasured.iter().cloned())
+            .collect();
+        unmeasured.sort();
+        unmeasured.dedup();
+        let mut w = format!(
+            "--trace: {} spikes on CPU {cpu} hold {:.1} us nothing visible explains; checked against {} around each",
+            rs.len(),
+            ns as f64 / 1e3,
+            if measured.is_empty() {
+                "nothing".to_string()
+            } else {
+                measured.join(", ")
+            }
+        );
+        if !unmeasured.is_empty() {
+            w.push_str(&format!("; not measured: {}", unmeasured.join("; ")));
+        }
+        let smis: u64 = rs.iter().filter_map(|r| r.smis).sum();
+        let nmis: u64 = rs.iter().filter_map(|r| r.nmis_around).sum();
+        let steal: u64 = rs.iter().filter_map(|r| r.steal_ns).sum();
+        if smis + nmis + steal > 0 {
+            w.push_str(&format!(
+                " (around them: {smis} SMIs, {nmis} NMIs, {:.1} us steal)",
+                steal as f64 / 1e3
+            ));
+        }
+        out.push(w);
+    }
+    out
 }
 
 /// The "why" summary: per CPU, the spikes and what held most of their late time.
@@ -574,6 +755,21 @@ pub fn why(r: &TraceReport, unit: DisplayUnit) -> String {
         ));
         for f in &w.why.stack {
             s.push_str(&format!("      {f}\n"));
+        }
+    }
+    if let Some(w) = r
+        .spikes
+        .iter()
+        .filter(|x| x.why.residual.is_some())
+        .max_by_key(|x| x.latency_ns)
+    {
+        if let Some(res) = &w.why.residual {
+            s.push_str(&format!(
+                "  worst spike with unexplained time (CPU {}, {} {unit}): {}\n",
+                w.cpu,
+                unit.fmt_ns(w.latency_ns as f64),
+                res.phrase()
+            ));
         }
     }
     let hidden: Vec<String> = r

@@ -42,6 +42,9 @@ fn line(e: &Event) -> String {
             child_comm,
             ..
         } => format!("fork {}:{child_pid}", child_comm.as_str()),
+        Kind::Migrate { pid, dest_cpu } => format!("migrate {pid} to CPU {dest_cpu}"),
+        Kind::Exit { pid } => format!("exit {pid}"),
+        Kind::Runtime { pid, runtime } => format!("runtime {pid} {runtime} ns"),
     }
 }
 
@@ -63,6 +66,9 @@ pub fn render(series: &str, cpu: usize, s: &RawSpike, why: &Attribution, ev: &[E
             c.name,
             us(c.ns as i128)
         ));
+    }
+    if let Some(r) = &why.residual {
+        out.push_str(&format!("   unexplained: {}\n", r.phrase()));
     }
     let from = s.expected.saturating_sub(LEAD_NS);
     for e in ev.iter().filter(|e| e.ts >= from && e.ts <= s.actual) {

@@ -142,17 +142,33 @@ impl TraceFs {
     /// Learns the process events (`sched_process_fork`, `sched_process_exec`) into `dec`
     /// where the kernel has them; returns the ones found, for [`TraceFs::create_instance`].
     pub fn proc_events(&self, dec: &mut Decoder) -> Result<Vec<String>> {
+        self.optional_events(dec, "sched", PROC_EVENTS)
+    }
+
+    /// Learns the events `system/names` into `dec` where the kernel has them (a missing one
+    /// is skipped); returns the `system/name`s found.
+    pub fn optional_events(
+        &self,
+        dec: &mut Decoder,
+        system: &str,
+        names: &[&str],
+    ) -> Result<Vec<String>> {
         let mut out = Vec::new();
-        for name in PROC_EVENTS {
-            let p = self.root.join("events/sched").join(name).join("format");
+        for name in names {
+            let p = self
+                .root
+                .join("events")
+                .join(system)
+                .join(name)
+                .join("format");
             if !p.exists() {
                 continue;
             }
             let f = parse_format(&read(&p)?)
                 .map_err(|e| Error::Env(format!("--trace: {}: {e}", p.display())))?;
-            dec.learn("sched", &f)
+            dec.learn(system, &f)
                 .map_err(|e| Error::Env(format!("--trace: {}: {e}", p.display())))?;
-            out.push(format!("sched/{name}"));
+            out.push(format!("{system}/{name}"));
         }
         Ok(out)
     }

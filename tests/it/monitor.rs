@@ -202,28 +202,7 @@ fn metrics_page_parses_with_consistent_histograms_and_passes_promtool() {
     assert!(om.ends_with("# EOF\n"), "{om}");
     assert!(om.contains("# TYPE latlab_samples counter"), "{om}");
 
-    if latlab::sys::process::command_exists("promtool") {
-        let mut p = std::process::Command::new("promtool")
-            .args(["check", "metrics"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        p.stdin.take().unwrap().write_all(page.as_bytes()).unwrap();
-        let out = p.wait_with_output().unwrap();
-        assert!(
-            out.status.success(),
-            "promtool check metrics: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    } else {
-        skip(
-            "promtool check metrics",
-            "promtool is not installed (Debian package prometheus)",
-        );
-    }
+    promtool_check_metrics(&page);
     // SIGHUP prints the status and the monitor goes on.
     // SAFETY: signalling our own child.
     unsafe { libc::kill(mon.child.id() as i32, libc::SIGHUP) };
@@ -352,6 +331,31 @@ fn bad_monitor_usage_names_the_flag() {
     expect_exit(&["monitor"], &["-a", "9999"], 2, "--affinity");
     expect_exit(&["monitor"], &["-p", "120"], 2, "--priority");
     expect_exit(&["monitor"], &["--window", "500ms"], 2, "--window");
+}
+
+/// `promtool check metrics` passes on `page` (a skip without promtool).
+pub(crate) fn promtool_check_metrics(page: &str) {
+    if !latlab::sys::process::command_exists("promtool") {
+        return skip(
+            "promtool check metrics",
+            "promtool is not installed (Debian package prometheus)",
+        );
+    }
+    let mut p = std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    p.stdin.take().unwrap().write_all(page.as_bytes()).unwrap();
+    let out = p.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "promtool check metrics: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// A free loopback port (bound, read back, released).

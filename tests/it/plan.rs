@@ -769,3 +769,72 @@ fn a_knob_level_the_kernel_ignores_stops_the_plan() {
     assert!(err.contains(&format!("kept '{}'", before.trim())), "{err}");
     assert_eq!(std::fs::read_to_string(CS).unwrap(), before);
 }
+
+#[test]
+fn a_traced_experiments_report_compares_cause_shares_between_levels() {
+    let name = "a_traced_experiments_report_compares_cause_shares_between_levels";
+    if let Some(w) = crate::trace::trace_unavailable() {
+        return skip(name, &w);
+    }
+    let _x = exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("p.toml");
+    // Every wake-up is later than 1 µs: each run explains all of its 300.
+    std::fs::write(
+        &p,
+        "[measure]\ncommand = \"cyclic\"\n\
+         args = [\"-t\", \"1\", \"-a\", \"1\", \"-l\", \"300\", \"-q\", \"--trace\", \"--trace-threshold\", \"1us\"]\n\
+         [design]\nrepeats = 1\norder = \"interleaved\"\n\
+         [[factor]]\nname = \"period\"\nlevels = [\"1ms\", \"2ms\"]\n\
+         options = { \"1ms\" = [\"-i\", \"1ms\"], \"2ms\" = [\"-i\", \"2ms\"] }\n",
+    )
+    .unwrap();
+    let store = format!("sqlite:{}", dir.path().join("s.db").display());
+    let out = latlab()
+        .args(["run", "--store", &store])
+        .arg(&p)
+        .env("LATLAB_JOURNAL", dir.path().join("j.json"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let exp = stdout
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .trim_end_matches(':')
+        .to_string();
+    let page = dir.path().join("e.html");
+    let rep = latlab()
+        .args(["report", "--store", &store, "--experiment", &exp, "-o"])
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(
+        rep.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rep.stderr)
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        html.contains(r#"id="cause-shares""#),
+        "no cause-share section"
+    );
+    assert!(
+        html.contains(r#"data-kind="level-causes""#),
+        "no level bars"
+    );
+    // Both levels, each with its one traced run and its 300 explained wake-ups.
+    for level in ["period=1ms", "period=2ms"] {
+        let row = format!("<td class=\"l\">{level}</td><td>1</td><td>300</td>");
+        assert!(html.contains(&row), "no row {row}");
+        assert!(
+            html.contains(&format!("<title>{level} ")),
+            "no bar for {level}"
+        );
+    }
+}

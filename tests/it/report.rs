@@ -218,7 +218,8 @@ fn plots_are_svg_old_results_still_read_and_bad_input_is_exit_2() {
     assert_eq!(out.status.code(), Some(2));
 }
 
-fn chromium() -> Option<String> {
+/// The headless browser installed (Debian's chromium), if any.
+pub(crate) fn chromium() -> Option<String> {
     ["chromium", "chromium-browser"].into_iter().find_map(|b| {
         Command::new(b)
             .arg("--version")
@@ -230,7 +231,7 @@ fn chromium() -> Option<String> {
 }
 
 /// Loads `page` headless: the dumped DOM and a screenshot at `png`.
-fn browse(browser: &str, page: &Path, png: &Path) -> (String, String) {
+pub(crate) fn browse(browser: &str, page: &Path, png: &Path) -> (String, String) {
     let base = |c: &mut Command| {
         let profile = tempfile::tempdir().unwrap();
         c.args([

@@ -8,7 +8,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 /// Why tracing tests cannot run here, if they cannot.
-fn trace_unavailable() -> Option<String> {
+pub(crate) fn trace_unavailable() -> Option<String> {
     if let Some(w) = rt_unavailable() {
         return Some(w);
     }
@@ -23,7 +23,7 @@ fn trace_unavailable() -> Option<String> {
 
 /// Instances named after `pid` (the traced CPUs' and the process events') in any mounted
 /// tracefs.
-fn instance_of(pid: u32) -> Vec<PathBuf> {
+pub(crate) fn instance_of(pid: u32) -> Vec<PathBuf> {
     let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
     mounts
         .lines()
@@ -1111,4 +1111,80 @@ fn trace_stacks_show_network_receive_frames_under_a_loopback_flood() {
         stacks.len()
     );
     assert!(text.contains("worst spike's kernel stack"), "{text}");
+}
+
+#[test]
+fn unexplained_time_names_what_was_measured_and_what_could_not_be() {
+    let name = "unexplained_time_names_what_was_measured_and_what_could_not_be";
+    if let Some(w) = trace_unavailable() {
+        return skip(name, &w);
+    }
+    let _x = exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    // Every wake-up is later than 1 µs; an idle CPU's part of it nothing visible explains.
+    let out = latlab()
+        .args(["cyclic", "-t", "1", "-a", "1", "-i", "1ms", "-l", "300"])
+        .args([
+            "--trace",
+            "--trace-threshold",
+            "1us",
+            "-q",
+            "--no-store",
+            "--json",
+        ])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = read_json(&json);
+    let spikes = run["trace"]["spikes"].as_array().unwrap();
+    let with: Vec<&serde_json::Value> = spikes
+        .iter()
+        .filter(|s| s.get("residual").is_some())
+        .collect();
+    assert!(!with.is_empty(), "no spike with unexplained time");
+    for s in &with {
+        let r = &s["residual"];
+        let unexplained: u64 = s["components"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["kind"] == "idle" || c["kind"] == "unattributed")
+            .map(|c| c["ns"].as_u64().unwrap())
+            .sum();
+        assert_eq!(r["ns"].as_u64().unwrap(), unexplained, "{s:#}");
+        let said = |prefix: &str| {
+            r["measured"]
+                .as_array()
+                .into_iter()
+                .chain(r["unmeasured"].as_array())
+                .flatten()
+                .any(|m| m.as_str().unwrap().starts_with(prefix))
+        };
+        // Each source is either measured or said to be unmeasurable, never left out.
+        for src in ["NMIs: ", "steal: ", "SMIs: "] {
+            assert!(said(src), "{src} neither measured nor said: {r:#}");
+        }
+        let smi_read = r.get("smis").is_some();
+        let smi_said = r["unmeasured"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|m| m.as_str().unwrap().starts_with("SMIs: "));
+        assert!(smi_read != smi_said, "{r:#}");
+    }
+    // And the run says so once per CPU, as a warning.
+    let warnings = run["warnings"].as_array().unwrap();
+    assert!(
+        warnings.iter().any(|w| {
+            let w = w.as_str().unwrap();
+            w.contains("on CPU 1 hold") && w.contains("nothing visible explains")
+        }),
+        "{warnings:#?}"
+    );
 }

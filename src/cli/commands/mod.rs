@@ -6,6 +6,7 @@ mod gate;
 mod report;
 mod runs;
 mod show;
+mod since;
 
 use crate::cli::{Command, Parsed, SamplesArgs};
 use crate::error::{Error, Result};

@@ -1,9 +1,11 @@
-//! `latlab report` and `latlab plot` from their arguments: inputs loaded, the page or chart
-//! built by `crate::report`, written atomically.
+//! `latlab report` (also `--fleet`) and `latlab plot` from their arguments: inputs loaded, the
+//! page or chart built by `crate::report`, written atomically.
 
+use super::since::parse_since;
 use crate::cli::{PlotArgs, ReportArgs};
+use crate::compare::select;
 use crate::error::{Error, Result};
-use crate::report::{charts, compare, html, load_groups, load_one, png, PlotKind};
+use crate::report::{charts, compare, fleet, html, load_groups, load_one, png, PlotKind};
 use std::path::Path;
 
 /// Writes `bytes` to `path` (`-`: stdout): a path that cannot take a file is bad usage (exit 2,
@@ -25,6 +27,9 @@ fn write(path: &Path, text: &str, flag: &str) -> Result<()> {
 
 /// Runs `latlab report`.
 pub fn report_cmd(a: &ReportArgs) -> Result<()> {
+    if a.fleet {
+        return fleet_cmd(a);
+    }
     if a.inputs.is_empty() && a.experiment.is_none() {
         return Err(Error::Usage(
             "report needs runs (ID, run:ID or FILE.json) or --experiment ID".into(),
@@ -45,6 +50,63 @@ pub fn report_cmd(a: &ReportArgs) -> Result<()> {
     crate::note!(
         "report of {} run(s) written to {} ({} KiB)",
         loaded.len(),
+        a.output.display(),
+        page.len().div_ceil(1024)
+    );
+    Ok(())
+}
+
+/// The tag filters of `report --fleet` (`tag:K=V[,K=V]`, commas or spaces); anything else is
+/// exit 2 naming --fleet.
+fn fleet_tags(inputs: &[String]) -> Result<Vec<(String, String)>> {
+    let items = select::parse(inputs)
+        .map_err(|e| Error::Usage(format!("--fleet takes tag filters (tag:KEY=VALUE): {e}")))?;
+    let mut tags = Vec::new();
+    for item in items {
+        match item.sel {
+            select::Selector::Tags(t) => tags.extend(t),
+            _ => {
+                return Err(Error::Usage(format!(
+                    "--fleet reads every monitor's snapshots and takes only tag filters \
+                     (tag:KEY=VALUE), not '{}'; to show chosen runs, leave --fleet out",
+                    item.text
+                )))
+            }
+        }
+    }
+    Ok(tags)
+}
+
+/// Runs `latlab report --fleet`.
+fn fleet_cmd(a: &ReportArgs) -> Result<()> {
+    let tags = fleet_tags(&a.inputs)?;
+    let since = match &a.since {
+        Some(v) => parse_since(v)?,
+        None => std::time::SystemTime::now()
+            .checked_sub(fleet::DEFAULT_SINCE)
+            .unwrap_or(std::time::UNIX_EPOCH),
+    };
+    // A bad -o is refused before the store is read.
+    if a.output.as_os_str() != "-" {
+        crate::output::check_writable(&a.output)
+            .map_err(|e| Error::Usage(format!("-o {}: {e}", a.output.display())))?;
+    }
+    let f = fleet::load(&fleet::Query {
+        since,
+        tags,
+        store: a.store.clone(),
+    })?;
+    let page = fleet::page::page(&f);
+    write(&a.output, &page, "-o")?;
+    let differ = f
+        .members
+        .iter()
+        .filter(|m| m.decision.outcome.differs())
+        .count();
+    crate::note!(
+        "fleet report of {} host(s) ({} differ in their last day) written to {} ({} KiB)",
+        f.members.len(),
+        differ,
         a.output.display(),
         page.len().div_ceil(1024)
     );

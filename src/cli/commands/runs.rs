@@ -1,5 +1,6 @@
 //! `latlab runs ...`: list, show, export, import and delete stored runs.
 
+use super::since::parse_since;
 use crate::cli::RunsCmd;
 use crate::error::{Error, Result};
 use crate::export::table;
@@ -7,23 +8,6 @@ use crate::store::{export, import, open, parse_tags, Bundle, Filter, BUNDLE_FORM
 
 /// Largest bundle `runs import` reads.
 pub const MAX_BUNDLE_BYTES: u64 = 256 << 20;
-
-/// `--since`: a time ago (`7d`, `12h`) or a time (RFC 3339, UTC).
-fn parse_since(v: &str) -> Result<std::time::SystemTime> {
-    if let Ok(t) = humantime::parse_rfc3339_weak(v) {
-        return Ok(t);
-    }
-    humantime::parse_duration(v)
-        .ok()
-        .and_then(|d| std::time::SystemTime::now().checked_sub(d))
-        .ok_or_else(|| {
-            Error::flag(
-                "--since",
-                v,
-                "expected a time ago (7d, 12h) or a time (2026-11-24T00:00:00Z)",
-            )
-        })
-}
 
 /// Runs one `latlab runs` subcommand.
 pub fn run(c: RunsCmd) -> Result<()> {
@@ -41,6 +25,7 @@ pub fn run(c: RunsCmd) -> Result<()> {
                 kind,
                 tags: parse_tags(&tag)?.into_iter().collect(),
                 host,
+                started_from: cutoff.map(crate::store::since_bound),
             };
             let rows: Vec<Vec<String>> = st
                 .list(&f)?

@@ -1,0 +1,21 @@
+//! `--since` as `runs list` and `report --fleet` take it: a time ago or a time.
+
+use crate::error::{Error, Result};
+
+/// `--since`: a time ago (`7d`, `12h`) or a time (RFC 3339, UTC); anything else is exit 2
+/// naming the flag.
+pub fn parse_since(v: &str) -> Result<std::time::SystemTime> {
+    if let Ok(t) = humantime::parse_rfc3339_weak(v) {
+        return Ok(t);
+    }
+    humantime::parse_duration(v)
+        .ok()
+        .and_then(|d| std::time::SystemTime::now().checked_sub(d))
+        .ok_or_else(|| {
+            Error::flag(
+                "--since",
+                v,
+                "expected a time ago (7d, 12h) or a time (2026-11-24T00:00:00Z)",
+            )
+        })
+}

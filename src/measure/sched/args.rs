@@ -1,0 +1,244 @@
+//! `latlab sched`'s raw arguments (clap) and their lowering into [`SchedConfig`]: exactly one
+//! target, every flag checked, each failure an exit-2 message naming the flag.
+
+use super::target::{self, Target};
+use super::SchedConfig;
+use crate::config::{parse_time_ns, seconds, BareUnit, CpuSet, DisplayUnit};
+use crate::driver::args::MeasureArgs;
+use crate::error::{Error, Result};
+use clap::Args;
+use std::path::{Path, PathBuf};
+
+/// Arguments of `latlab sched`. Times take units (ns, us, ms, s); a bare number is µs, except
+/// the duration's (seconds).
+#[derive(Debug, Args)]
+#[command(after_help = SCHED_AFTER_HELP)]
+pub struct SchedArgs {
+    /// Every thread of these processes (and threads they start later).
+    #[arg(long, value_name = "PID[,PID]")]
+    pub pid: Option<String>,
+    /// These threads.
+    #[arg(long, value_name = "TID[,TID]")]
+    pub tid: Option<String>,
+    /// Tasks with this name (15 bytes, as `ps -L -o comm` shows), including ones that start
+    /// later.
+    #[arg(long, value_name = "NAME")]
+    pub comm: Option<String>,
+    /// Tasks in this cgroup (v2) or below it: /sys/fs/cgroup/PATH or PATH.
+    #[arg(long, value_name = "PATH")]
+    pub cgroup: Option<String>,
+    /// Every task (latlab's own excepted); the event rate is printed.
+    #[arg(long)]
+    pub all: bool,
+    /// Measure only delays on these CPUs (a task's wake-up counts on the CPU it was switched
+    /// in on). Scheduler events are read on every CPU: a wake-up is recorded on the waker's.
+    #[arg(short = 'a', long = "affinity", value_name = "CPUSET")]
+    pub affinity: Option<String>,
+    /// How long to measure: 10 (s), 10s, 5m. Default: until the command (or every --pid
+    /// process) exits, or Ctrl-C.
+    #[arg(
+        value_parser = seconds,
+        short = 'D',
+        long = "duration",
+        value_name = "TIME",
+        allow_negative_numbers = true
+    )]
+    pub duration: Option<u64>,
+    /// Delays at or over this are explained (who ran instead). Default 100 µs.
+    #[arg(long, value_name = "TIME", allow_negative_numbers = true)]
+    pub threshold: Option<String>,
+    /// Unit on screen.
+    #[arg(long, value_enum, default_value_t = DisplayUnit::Us)]
+    pub unit: DisplayUnit,
+    /// Write the result as JSON to FILE, or `-` for stdout.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// The command to run and measure (after `--`), with every thread and child it makes;
+    /// latlab ends when it exits and exits with its status.
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+
+    /// Loads and where the result is kept.
+    #[command(flatten)]
+    pub common: MeasureArgs,
+}
+
+const SCHED_AFTER_HELP: &str = "\
+Per task, from the sched tracepoints (root; tracefs is mounted if needed):
+  wake-up latency   sched_waking -> switched in (the series' values)
+  preemption delay  switched out while runnable -> switched in again
+  run time, migrations, and who woke it (a task, an IRQ, a softirq, an hrtimer).
+Delays over --threshold are explained as --trace explains a spike: the IRQs, softirqs and
+threads (by command, with their real priority) that held the CPU instead.
+Examples:
+  latlab sched --comm myloop -D 30s
+  latlab sched -a 1 -- ./my-control-loop --rate 1000
+  latlab gate 'p99.9<100us' run:ID";
+
+/// Where `--pid`, `--tid` and `--cgroup` are looked up (tests point these at a fake tree).
+pub struct Roots<'a> {
+    /// /proc.
+    pub proc: &'a Path,
+    /// The cgroup2 mount.
+    pub cgroup: &'a Path,
+}
+
+impl SchedArgs {
+    /// Validates the arguments against the online CPUs and the system's /proc.
+    pub fn to_config(&self, online: &CpuSet) -> Result<SchedConfig> {
+        self.to_config_in(
+            online,
+            &Roots {
+                proc: Path::new("/proc"),
+                cgroup: Path::new("/sys/fs/cgroup"),
+            },
+        )
+    }
+
+    /// As [`SchedArgs::to_config`], looking tasks up under `roots`.
+    pub fn to_config_in(&self, online: &CpuSet, roots: &Roots<'_>) -> Result<SchedConfig> {
+        let given = [
+            self.pid.is_some(),
+            self.tid.is_some(),
+            self.comm.is_some(),
+            self.cgroup.is_some(),
+            self.all,
+            !self.command.is_empty(),
+        ];
+        let n = given.iter().filter(|&&g| g).count();
+        if n == 0 {
+            return Err(Error::Usage(
+                "latlab sched: give a target: --pid, --tid, --comm, --cgroup, --all, or -- CMD \
+                 (an empty `--` runs nothing)"
+                    .into(),
+            ));
+        }
+        if n > 1 {
+            return Err(Error::Usage(
+                "latlab sched: give one target: --pid, --tid, --comm, --cgroup, --all and -- CMD \
+                 exclude each other"
+                    .into(),
+            ));
+        }
+        let target = if let Some(v) = &self.pid {
+            Target::Pid(target::ids("--pid", v, roots.proc)?)
+        } else if let Some(v) = &self.tid {
+            Target::Tid(target::ids("--tid", v, roots.proc)?)
+        } else if let Some(v) = &self.comm {
+            Target::Comm(target::comm_name(v)?)
+        } else if let Some(v) = &self.cgroup {
+            Target::Cgroup(target::cgroup(v, roots.cgroup)?)
+        } else if self.all {
+            Target::All
+        } else {
+            let cmd = &self.command[0];
+            if cmd.is_empty() || !crate::sys::process::command_exists(cmd) {
+                return Err(Error::flag(
+                    "--",
+                    cmd,
+                    "no such command (not an executable file, nor on PATH)",
+                ));
+            }
+            Target::Command(self.command.clone())
+        };
+        let cpus = match &self.affinity {
+            None => None,
+            Some(v) => Some(
+                CpuSet::parse_online("-a/--affinity", v, online)?
+                    .iter()
+                    .collect(),
+            ),
+        };
+        let threshold_ns = match &self.threshold {
+            None => crate::trace::spikes::DEFAULT_THRESHOLD_NS,
+            Some(v) => {
+                let ns = parse_time_ns(v, BareUnit::Micros)
+                    .map_err(|e| Error::flag("--threshold", v, e))?;
+                if ns == 0 {
+                    return Err(Error::flag("--threshold", v, "must be greater than zero"));
+                }
+                ns
+            }
+        };
+        if self.duration == Some(0) {
+            return Err(Error::flag(
+                "-D/--duration",
+                "0",
+                "must be greater than zero",
+            ));
+        }
+        Ok(SchedConfig {
+            target,
+            cpus,
+            duration_ns: self.duration,
+            threshold_ns,
+            unit: self.unit,
+        })
+    }
+}
+
+impl crate::driver::Lowering for SchedArgs {
+    type Config = SchedConfig;
+
+    fn common(&self) -> &MeasureArgs {
+        &self.common
+    }
+
+    fn json(&self) -> Option<&std::path::Path> {
+        self.json.as_deref()
+    }
+
+    fn lower(&self, online: &CpuSet) -> Result<SchedConfig> {
+        self.to_config(online)
+    }
+
+    fn check_in_plan(&self, c: &SchedConfig) -> std::result::Result<(), String> {
+        match (&c.target, c.duration_ns) {
+            (Target::Command(_), _) | (_, Some(_)) => Ok(()),
+            _ => Err("sched in a plan needs -D/--duration or a command (-- CMD)".into()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lower(args: &[&str]) -> Result<SchedConfig> {
+        let argv = ["latlab", "sched"].iter().chain(args);
+        let a: SchedArgs = crate::driver::args::parse_args("sched", argv).unwrap();
+        a.to_config(&CpuSet::from_cpus([0, 1]))
+    }
+
+    #[test]
+    fn targets_and_bad_flags() {
+        let me = std::process::id().to_string();
+        assert_eq!(
+            lower(&["--pid", &me]).unwrap().target,
+            Target::Pid(vec![me.parse().unwrap()])
+        );
+        let c = lower(&["--comm", "x", "-a", "1", "-D", "2", "--threshold", "1ms"]).unwrap();
+        assert_eq!(
+            (c.cpus, c.duration_ns, c.threshold_ns),
+            (Some(vec![1]), Some(2_000_000_000), 1_000_000)
+        );
+        assert_eq!(
+            lower(&["--", "sleep", "1"]).unwrap().target,
+            Target::Command(vec!["sleep".into(), "1".into()])
+        );
+        for (args, needle) in [
+            (&[][..], "give a target"),
+            (&["--all", "--comm", "x"], "give one target"),
+            (&["--pid", "999999999"], "--pid 999999999"),
+            (&["--tid", "0"], "--tid 0"),
+            (&["--cgroup", "no/such/group"], "--cgroup no/such/group"),
+            (&["--all", "-a", "7"], "-a/--affinity"),
+            (&["--all", "--threshold", "0"], "--threshold"),
+            (&["--", "/no/such/program"], "-- /no/such/program"),
+        ] {
+            let e = lower(args).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{args:?}");
+            assert!(e.to_string().contains(needle), "{args:?}: {e}");
+        }
+    }
+}

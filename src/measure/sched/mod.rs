@@ -1,0 +1,340 @@
+//! `latlab sched`: the scheduling latency of any task, not latlab's own threads: from the
+//! `sched` tracepoints of every CPU (read by the `--trace` flight recorder), each measured
+//! task's wake-up latency, preemption delay, run time, migrations and wakers, with the worst
+//! delays explained by the same attribution as `--trace`. Targets are chosen in `target`, the
+//! replay is `track`, the text is `report`, a command run under it is `child`.
+
+pub mod args;
+mod child;
+pub mod report;
+pub mod target;
+pub mod track;
+
+use crate::config::DisplayUnit;
+use crate::driver::Ctx;
+use crate::error::Result;
+use crate::result::Run;
+use crate::trace::spikes::{RawSpike, Tracer};
+use serde::Serialize;
+use std::time::{Duration, Instant, SystemTime};
+use target::{Matcher, Target};
+use track::Tracker;
+
+/// A validated `latlab sched`.
+#[derive(Debug, Clone, Serialize)]
+pub struct SchedConfig {
+    /// What to measure.
+    pub target: Target,
+    /// Delays count on these CPUs only (None: every CPU).
+    pub cpus: Option<Vec<usize>>,
+    /// How long (None: until the command or the processes exit, or Ctrl-C).
+    pub duration_ns: Option<u64>,
+    /// Delays at or over this are attributed.
+    pub threshold_ns: u64,
+    /// Display unit.
+    pub unit: DisplayUnit,
+}
+
+/// A finished `latlab sched`.
+#[derive(Debug)]
+pub struct SchedOutcome {
+    /// The result.
+    pub run: Run,
+    /// The command's exit status (`-- CMD`), 128 + N for a death by signal N.
+    pub status: Option<i32>,
+}
+
+/// `sched` events read besides attribution's: migrations, exits, new tasks' first wake-ups,
+/// forks and execs (for a command's family and names), and run-time accounting (which dates
+/// a switch-in the kernel did not trace: see `track`).
+const EXTRA: &[&str] = &[
+    "sched_stat_runtime",
+    "sched_migrate_task",
+    "sched_process_exit",
+    "sched_wakeup_new",
+    "sched_process_fork",
+    "sched_process_exec",
+];
+
+/// How often the events read are replayed and the end conditions checked.
+const TICK: Duration = Duration::from_millis(50);
+/// How long the end waits for the reader to catch up.
+const CATCH_UP: Duration = Duration::from_secs(2);
+
+fn now_mono() -> u64 {
+    crate::sys::clock::now_ns(libc::CLOCK_MONOTONIC)
+}
+
+/// The CPUs not measured, where latlab's own work (the reader, the replay) runs: empty when
+/// every CPU is measured.
+fn housekeeping(cfg: &SchedConfig, all: &[usize]) -> Vec<usize> {
+    match &cfg.cpus {
+        Some(m) => all.iter().copied().filter(|c| !m.contains(c)).collect(),
+        None => Vec::new(),
+    }
+}
+
+/// Keeps the calling thread (and threads it starts) on `cpus` until dropped, when its own
+/// CPUs are put back; does nothing for an empty set.
+struct Confined {
+    before: Option<Vec<usize>>,
+}
+
+impl Confined {
+    fn to(cpus: &[usize]) -> Confined {
+        if cpus.is_empty() {
+            return Confined { before: None };
+        }
+        let before = crate::sys::sched::affinity().ok();
+        match crate::sys::sched::pin_to_cpus(cpus.iter().copied()) {
+            Ok(()) => Confined { before },
+            Err(_) => Confined { before: None },
+        }
+    }
+}
+
+impl Drop for Confined {
+    fn drop(&mut self) {
+        if let Some(b) = self.before.take() {
+            let _ = crate::sys::sched::pin_to_cpus(b);
+        }
+    }
+}
+
+/// Hands the tracker's new delays to the tracer for attribution.
+fn offer(tracker: &mut Tracker<Matcher>, tracer: &mut Tracer, names: &mut Vec<u32>) {
+    for d in std::mem::take(&mut tracker.delays) {
+        while names.len() <= d.task {
+            let i = names.len();
+            names.push(tracer.add_series(format!("task-{i}")));
+        }
+        tracer.offer(RawSpike {
+            series: names[d.task],
+            cpu: d.cpu as u32,
+            expected: d.from,
+            actual: d.to,
+            seq: d.seq,
+            tid: tracker.tasks[d.task].tid,
+        });
+    }
+}
+
+/// Replays every event read after `after` up to `upto`, in time order across CPUs.
+fn replay(tracer: &Tracer, tracker: &mut Tracker<Matcher>, after: u64, upto: u64) {
+    if upto <= after {
+        return;
+    }
+    let rec = tracer.recorder();
+    let mut all = Vec::new();
+    for &c in rec.cpus() {
+        for e in rec.between(c, after, upto).unwrap_or_default() {
+            all.push((c, e));
+        }
+    }
+    all.sort_by_key(|(c, e)| (e.ts, *c));
+    for (c, e) in &all {
+        tracker.event(*c, e);
+    }
+}
+
+/// True while any of `pids` is alive.
+fn any_alive(pids: &[i32]) -> bool {
+    pids.iter()
+        .any(|p| std::path::Path::new(&format!("/proc/{p}/status")).exists())
+}
+
+fn run(cfg: &SchedConfig, ctx: &mut Ctx<'_>) -> Result<SchedOutcome> {
+    let all: Vec<usize> = crate::config::CpuSet::online_here().iter().collect();
+    let home = housekeeping(cfg, &all);
+    // The reader thread is started confined to the housekeeping CPUs, and so is this one.
+    let mut confined = Confined::to(&home);
+    let mut tracer = Tracer::start_tasks(&all, cfg.threshold_ns, EXTRA)?;
+    let started = SystemTime::now();
+    let t0 = Instant::now();
+    let start_ns = now_mono();
+    let mut matcher = Matcher::new(cfg.target.clone(), std::path::Path::new("/proc"));
+    let mut kid = match &cfg.target {
+        Target::Command(argv) => {
+            // The command gets latlab's own CPUs, not the housekeeping ones.
+            drop(confined);
+            let k = child::Child::spawn(argv)?;
+            confined = Confined::to(&home);
+            matcher.adopt(k.pid());
+            Some(k)
+        }
+        _ => None,
+    };
+    let mut tracker = Tracker::new(matcher, cfg.cpus.clone(), cfg.threshold_ns);
+    let mut names: Vec<u32> = Vec::new();
+    let deadline = cfg.duration_ns.map(|d| t0 + Duration::from_nanos(d));
+    let pids = match &cfg.target {
+        Target::Pid(p) => p.clone(),
+        _ => Vec::new(),
+    };
+    let mut done = start_ns;
+    let mut status = None;
+    let mut ended_by = None;
+    let mut last_alive_check = Instant::now();
+    loop {
+        let control = ctx.control();
+        control.sleep(TICK);
+        let wm = tracer.recorder().watermark();
+        replay(&tracer, &mut tracker, done, wm);
+        done = done.max(wm);
+        offer(&mut tracker, &mut tracer, &mut names);
+        tracer.poll();
+        if control.should_stop() {
+            break;
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            break;
+        }
+        if let Some(k) = kid.as_mut() {
+            if let Some(s) = k.try_status() {
+                status = Some(s);
+                ended_by = Some(format!("the command exited (status {s})"));
+                break;
+            }
+        }
+        if !pids.is_empty() && last_alive_check.elapsed() >= Duration::from_millis(500) {
+            last_alive_check = Instant::now();
+            if !any_alive(&pids) {
+                ended_by = Some("every --pid process exited".into());
+                break;
+            }
+        }
+    }
+    // The command outlives an interrupted run only if latlab alone was signalled: stop it.
+    if let Some(mut k) = kid.take() {
+        status = Some(match status {
+            Some(s) => s,
+            None => k.stop(),
+        });
+    }
+    let end_ns = now_mono();
+    let duration_s = t0.elapsed().as_secs_f64();
+    // Read what is left: wait (a little) for the reader to pass the end.
+    let t_catch = Instant::now();
+    while tracer.recorder().watermark() < end_ns && t_catch.elapsed() < CATCH_UP {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let wm = tracer.recorder().watermark().min(end_ns);
+    replay(&tracer, &mut tracker, done, wm);
+    if wm < end_ns {
+        ctx.warn(format!(
+            "the trace reader did not catch up with the end of the run ({} ms of events not \
+             replayed)",
+            (end_ns - wm) / 1_000_000
+        ));
+    }
+    tracker.finish(wm.max(done));
+    offer(&mut tracker, &mut tracer, &mut names);
+    drop(confined);
+    let losses = tracer.recorder().losses();
+    let mut trace = tracer.finish();
+    let events_per_s = if duration_s > 0.0 {
+        trace.events as f64 / duration_s
+    } else {
+        0.0
+    };
+    let out = report::Assembled::new(&tracker.tasks, &losses);
+    // Spikes were named by task index; now by series name.
+    for s in &mut trace.spikes {
+        if let Some(i) = s
+            .series
+            .strip_prefix("task-")
+            .and_then(|i| i.parse::<usize>().ok())
+        {
+            if let Some(n) = out.thread_names.get(i) {
+                s.series = n.clone();
+            }
+        }
+    }
+    if tracker.tasks.is_empty() {
+        ctx.warn(format!(
+            "no task matched {} during the run",
+            cfg.target.describe()
+        ));
+    }
+    if tracker.overflow > 0 {
+        ctx.warn(format!(
+            "{} tasks were not measured: at most {} are kept per run",
+            tracker.overflow,
+            track::MAX_TASKS
+        ));
+    }
+    for (cpu, l) in &losses {
+        let n: u64 = l.iter().map(|x| x.1).sum();
+        if n > 0 {
+            ctx.warn(format!(
+                "CPU {cpu}: the kernel lost {n} trace events (reader too slow); tasks flagged \
+                 'lost' may be missing wake-ups"
+            ));
+        }
+    }
+    if matches!(cfg.target, Target::All) {
+        ctx.warn(format!(
+            "--all: {:.0} events/s read ({} events in {duration_s:.1} s)",
+            events_per_s, trace.events
+        ));
+    }
+    let mut params = serde_json::to_value(cfg).unwrap_or_default();
+    if let Some(o) = params.as_object_mut() {
+        o.insert("target_text".into(), cfg.target.describe().into());
+        o.insert("events".into(), trace.events.into());
+        o.insert("events_per_s".into(), events_per_s.round().into());
+        o.insert("lost_events".into(), trace.lost_events.into());
+        if let Some(e) = &ended_by {
+            o.insert("ended_by".into(), e.clone().into());
+        }
+        if let Some(s) = status {
+            o.insert("command_status".into(), s.into());
+        }
+    }
+    let run = Run {
+        series: out.series,
+        duration_s,
+        trace: Some(trace),
+        ..ctx.run_at(started, params)
+    };
+    Ok(SchedOutcome { run, status })
+}
+
+impl crate::driver::Measurement for SchedConfig {
+    type Outcome = SchedOutcome;
+    const KIND: &'static str = "sched";
+
+    fn planned(&self) -> Option<Duration> {
+        self.duration_ns.map(Duration::from_nanos)
+    }
+
+    fn measured_cpus(&self) -> Option<crate::config::CpuSet> {
+        self.cpus
+            .as_ref()
+            .map(|c| crate::config::CpuSet::from_cpus(c.iter().copied()))
+    }
+
+    fn footprint(&self) -> crate::driver::Footprint {
+        crate::driver::Footprint::default()
+    }
+
+    fn measure(&mut self, ctx: &mut Ctx<'_>) -> Result<SchedOutcome> {
+        run(self, ctx)
+    }
+
+    fn result(o: &mut SchedOutcome) -> &mut Run {
+        &mut o.run
+    }
+
+    fn exit_status(o: &SchedOutcome) -> Option<i32> {
+        o.status
+    }
+
+    fn render(&self, o: &SchedOutcome) -> crate::driver::Text {
+        report::render(&o.run, self.unit).into()
+    }
+
+    fn render_stored(run: &Run, unit: DisplayUnit) -> Option<String> {
+        Some(report::render(run, unit))
+    }
+}

@@ -1,0 +1,571 @@
+//! `latlab sched` on a known workload (examples/wakepair.rs): a `waiter` thread on CPU 1
+//! woken by a `peer` on CPU 0 at known times, some of them inside the bursts of a FIFO-99 hog
+//! with a random name. The delayed wake-ups are found at the delay the workload itself saw,
+//! explained by the hog's group, and credited to the peer; `-- CMD` gives the same and passes
+//! the command's status on; targets that do not exist are refused; signals leave nothing.
+
+use crate::trace::{instance_of, trace_unavailable};
+use crate::util::{exclusive, latlab, read_json, scratch, skip};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The workload's binary (cargo builds examples with the tests).
+pub(crate) fn wakepair() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().unwrap().parent().unwrap();
+    let p = dir.join("examples/wakepair");
+    assert!(
+        p.exists(),
+        "{} missing: cargo test builds examples",
+        p.display()
+    );
+    p
+}
+
+pub(crate) fn mono_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// A link to the workload with a random name, run as the hog.
+fn hog_link() -> (PathBuf, String) {
+    let name = format!(
+        "hog-{:06x}",
+        (mono_ns() ^ std::process::id() as u64) & 0xffffff
+    );
+    let p = scratch().join(&name);
+    let _ = std::fs::remove_file(&p);
+    std::os::unix::fs::symlink(wakepair(), &p).unwrap();
+    (p, name)
+}
+
+/// Waits until latlab `pid` has its tracefs instance (tracing is on).
+fn wait_tracing(pid: u32) {
+    let t0 = Instant::now();
+    while instance_of(pid).is_empty() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "latlab never started tracing"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The reader opens its pipes right after.
+    std::thread::sleep(Duration::from_millis(200));
+}
+
+/// Workload settings shared by the tests: 20 periods of 100 ms, wake-ups 300 µs into the hog's
+/// 2 ms bursts and half a period later.
+const PERIODS: u64 = 20;
+const WORKLOAD: [&str; 6] = [
+    "--period-us",
+    "100000",
+    "--offset-us",
+    "300",
+    "--busy-us",
+    "2000",
+];
+
+fn start_hog(t0: u64) -> (std::process::Child, String) {
+    let (link, name) = hog_link();
+    let c = Command::new(link)
+        .arg("hog")
+        .args(["--t0", &t0.to_string(), "--count", &PERIODS.to_string()])
+        .args(WORKLOAD)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    (c, name)
+}
+
+fn wakes(out: &[u8]) -> (i64, i64, Vec<(u64, u64)>) {
+    let v: serde_json::Value = serde_json::from_slice(out).unwrap();
+    let w = v["wakes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p[0].as_u64().unwrap(), p[1].as_u64().unwrap()))
+        .collect();
+    (
+        v["waiter"].as_i64().unwrap(),
+        v["peer"].as_i64().unwrap(),
+        w,
+    )
+}
+
+/// Checks the run against what the workload saw: the waiter's wake-ups all counted, woken by
+/// the peer, and ≥ 90 % of the wake-ups the hog delayed found as spikes at the delay the
+/// workload measured (± 300 µs) with the hog's group as the main cause.
+fn check_run(run: &serde_json::Value, seen: &[(u64, u64)], hog: &str) {
+    let series = run["series"].as_array().unwrap();
+    let waiter = series
+        .iter()
+        .find(|s| s["name"] == "waiter")
+        .unwrap_or_else(|| panic!("no waiter series: {run}"));
+    let x = &waiter["extra"];
+    assert_eq!(x["woken_by"][0]["waker"], "task peer", "{x}");
+    assert_eq!(
+        x["woken_by"][0]["count"],
+        seen.len(),
+        "every wake-up by the peer is counted: {x}"
+    );
+    let timed = x["wakeups"].as_u64().unwrap();
+    assert!(
+        timed + x["unmatched"].as_u64().unwrap() >= seen.len() as u64,
+        "{timed} timed: {x}"
+    );
+    let spikes: Vec<&serde_json::Value> = run["trace"]["spikes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["series"] == "waiter")
+        .collect();
+    let delayed: Vec<&(u64, u64)> = seen.iter().filter(|(a, b)| b - a > 1_000_000).collect();
+    assert!(
+        delayed.len() as u64 >= PERIODS / 2,
+        "the hog delayed only {} wake-ups: {seen:?}",
+        delayed.len()
+    );
+    let mut found = 0;
+    let mut named = 0;
+    for (woken, ran) in &delayed {
+        let app = (ran - woken) as i64;
+        let hit = spikes.iter().find(|s| {
+            let at = s["expected_ns"].as_u64().unwrap() as i64;
+            let lat = s["latency_ns"].as_i64().unwrap();
+            (at - *woken as i64).abs() < 300_000 && (lat - app).abs() < 300_000
+        });
+        if let Some(s) = hit {
+            found += 1;
+            if s["components"][0]["group"] == hog && s["components"][0]["task"]["prio"] == 0 {
+                named += 1;
+            }
+        }
+    }
+    assert!(
+        found * 10 >= delayed.len() * 9,
+        "{found} of {} delayed wake-ups found as spikes at the delay the workload saw: {spikes:?}",
+        delayed.len()
+    );
+    assert!(
+        named * 10 >= found * 9,
+        "{named} of {found} spikes name {hog} (RT 99) first: {spikes:?}"
+    );
+}
+
+#[test]
+fn a_delayed_wake_up_is_found_with_the_hog_that_ran_and_the_peer_that_woke_it() {
+    if let Some(w) = trace_unavailable() {
+        return skip("sched_delayed_wake_up", &w);
+    }
+    let _x = exclusive();
+    let json = scratch().join("sched-comm.json");
+    let l = latlab()
+        .args([
+            "sched",
+            "--comm",
+            "waiter",
+            "-D",
+            "5",
+            "--no-store",
+            "--json",
+        ])
+        .arg(&json)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_tracing(l.id());
+    let t0 = mono_ns() + 400_000_000;
+    let (hog, name) = start_hog(t0);
+    let pair = Command::new(wakepair())
+        .args(["--t0", &t0.to_string(), "--count", &PERIODS.to_string()])
+        .args(WORKLOAD)
+        .output()
+        .unwrap();
+    assert!(pair.status.success());
+    let hog_out = hog.wait_with_output().unwrap();
+    assert!(hog_out.status.success(), "the hog needs root");
+    let out = l.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (_, _, seen) = wakes(&pair.stdout);
+    let run = read_json(&json);
+    assert_eq!(run["kind"], "sched");
+    check_run(&run, &seen, &name);
+    // The text shows the table, the waker and the hog among the worst delays.
+    assert!(
+        text.contains("waiter") && text.contains("task peer"),
+        "{text}"
+    );
+    assert!(text.contains(&name), "{text}");
+}
+
+#[test]
+fn a_command_run_under_sched_is_measured_with_its_threads_and_its_status_is_passed_on() {
+    if let Some(w) = trace_unavailable() {
+        return skip("sched_command", &w);
+    }
+    let _x = exclusive();
+    let json = scratch().join("sched-cmd.json");
+    // The hog is started first, on a time base far enough ahead for latlab to start.
+    let t0 = mono_ns() + 1_500_000_000;
+    let (hog, name) = start_hog(t0);
+    let out = latlab()
+        .args(["sched", "--no-store", "--json"])
+        .arg(&json)
+        .arg("--")
+        .arg(wakepair())
+        .args(["--t0", &t0.to_string(), "--count", &PERIODS.to_string()])
+        .args(WORKLOAD)
+        .output()
+        .unwrap();
+    let hog_out = hog.wait_with_output().unwrap();
+    assert!(hog_out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The workload's JSON line is on latlab's stdout, before latlab's report.
+    let line = text.lines().find(|l| l.starts_with("{\"waiter\"")).unwrap();
+    let (_, _, seen) = wakes(line.as_bytes());
+    let run = read_json(&json);
+    check_run(&run, &seen, &name);
+    let names: Vec<&str> = run["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"peer"), "{names:?}");
+    assert_eq!(run["parameters"]["command_status"], 0);
+
+    // The command's status is latlab's.
+    let out = latlab()
+        .args(["sched", "--no-store", "--", "sh", "-c", "exit 7"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(7),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn targets_that_do_not_exist_are_refused_naming_them() {
+    let not_exec = scratch().join("sched-not-executable");
+    std::fs::write(&not_exec, "#!/bin/sh\n").unwrap();
+    let ne = not_exec.display().to_string();
+    for (args, needle) in [
+        (vec!["--pid", "999999999"], "--pid 999999999"),
+        (vec!["--tid", "abc"], "--tid abc"),
+        (
+            vec!["--cgroup", "/no/such/group"],
+            "--cgroup /no/such/group",
+        ),
+        (vec!["--comm", "x", "-a", "99"], "-a/--affinity"),
+        (vec!["--"], "give a target"),
+        (vec!["--", "/no/such/program"], "/no/such/program"),
+        (vec!["--", &ne], &ne),
+        (vec!["--comm", "x", "--all"], "give one target"),
+        (vec!["--all", "--threshold", "-5"], "--threshold"),
+    ] {
+        let out = latlab().arg("sched").args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+}
+
+/// The tracefs instances of `pid` are gone and tracefs is mounted as it was.
+fn no_instance_left(pid: u32, mounted_before: bool) {
+    assert!(instance_of(pid).is_empty(), "instance of {pid} left");
+    let mounted = std::fs::read_to_string("/proc/mounts")
+        .unwrap()
+        .contains(" tracefs ");
+    assert_eq!(mounted, mounted_before, "tracefs mount state changed");
+}
+
+#[test]
+fn interrupted_and_killed_runs_leave_no_instance_and_keep_what_they_measured() {
+    if let Some(w) = trace_unavailable() {
+        return skip("sched_signals", &w);
+    }
+    let _x = exclusive();
+    let mounted = std::fs::read_to_string("/proc/mounts")
+        .unwrap()
+        .contains(" tracefs ");
+    // SIGINT: saved, marked interrupted, the command under it stopped and reaped.
+    let json = scratch().join("sched-int.json");
+    let l = latlab()
+        .args(["sched", "--no-store", "--json"])
+        .arg(&json)
+        .args(["--", "sleep", "30"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_tracing(l.id());
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(l.id() as i32, libc::SIGINT) };
+    let pid = l.id();
+    let t = Instant::now();
+    let out = l.wait_with_output().unwrap();
+    assert!(
+        t.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        t.elapsed()
+    );
+    let run = read_json(&json);
+    assert_eq!(run["interrupted"], true);
+    // sleep was stopped by latlab (SIGTERM): its status is passed on.
+    assert_eq!(out.status.code(), Some(128 + libc::SIGTERM), "{out:?}");
+    no_instance_left(pid, mounted);
+    let sleeping = Command::new("pgrep")
+        .args(["-f", "^sleep 30$"])
+        .output()
+        .unwrap();
+    assert!(sleeping.stdout.is_empty(), "sleep 30 left running");
+
+    // SIGKILL: the instance stays until `latlab restore`, which removes it.
+    let l = latlab()
+        .args(["sched", "--all", "--no-store", "-D", "30"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = l.id();
+    wait_tracing(pid);
+    let mut l = l;
+    l.kill().unwrap();
+    l.wait().unwrap();
+    let r = latlab().arg("restore").output().unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    no_instance_left(pid, mounted);
+}
+
+#[test]
+fn two_runs_at_once_and_a_name_that_appears_later_and_exits_early() {
+    if let Some(w) = trace_unavailable() {
+        return skip("sched_two_at_once", &w);
+    }
+    let _x = exclusive();
+    let dir = scratch();
+    let start = |name: &str| {
+        latlab()
+            .args([
+                "sched",
+                "--comm",
+                "waiter",
+                "-D",
+                "4",
+                "--no-store",
+                "--json",
+            ])
+            .arg(dir.join(name))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (start("sched-a.json"), start("sched-b.json"));
+    wait_tracing(a.id());
+    wait_tracing(b.id());
+    // Nothing named `waiter` exists yet: it appears a second later and exits before the end.
+    std::thread::sleep(Duration::from_secs(1));
+    let t0 = mono_ns() + 200_000_000;
+    let pair = Command::new(wakepair())
+        .args([
+            "--t0",
+            &t0.to_string(),
+            "--count",
+            "5",
+            "--offset-us",
+            "20000",
+        ])
+        .output()
+        .unwrap();
+    assert!(pair.status.success());
+    let (_, _, seen) = wakes(&pair.stdout);
+    for (l, name) in [(a, "sched-a.json"), (b, "sched-b.json")] {
+        let pid = l.id();
+        let out = l.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let run = read_json(&dir.join(name));
+        let w = run["series"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == "waiter")
+            .unwrap_or_else(|| panic!("{name}: no waiter: {run}"))
+            .clone();
+        assert_eq!(w["extra"]["exited"], true, "{w}");
+        let by_peer = w["extra"]["woken_by"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["waker"] == "task peer")
+            .map_or(0, |x| x["count"].as_u64().unwrap());
+        assert_eq!(by_peer, seen.len() as u64, "{name}: {w}");
+        assert!(instance_of(pid).is_empty());
+    }
+}
+
+/// Parses `perf sched timehist` output: the scheduling delays (ms) of task `tid`, one per
+/// switch-in (each line is a switch-out: wait time, sch delay, run time).
+fn perf_delays(text: &str, tid: i64) -> Vec<f64> {
+    let key = format!("[{tid}/");
+    text.lines()
+        .filter(|l| l.contains(&key))
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.len().checked_sub(2).and_then(|i| f[i].parse().ok())
+        })
+        .collect()
+}
+
+/// perf's path, when installed.
+fn perf() -> Option<&'static Path> {
+    let p = Path::new("/usr/bin/perf");
+    p.exists().then_some(p)
+}
+
+#[test]
+fn perf_sched_and_latlab_agree_on_the_same_events() {
+    if let Some(w) = trace_unavailable() {
+        return skip("sched_vs_perf", &w);
+    }
+    let Some(perf) = perf() else {
+        return skip(
+            "sched_vs_perf",
+            "perf is not installed (Debian's linux-perf)",
+        );
+    };
+    let _x = exclusive();
+    let dir = scratch();
+    let json = dir.join("sched-perf.json");
+    let data = dir.join("perf-sched.data");
+    // A plain busy task keeps CPU 1 from idling: the kernel does not trace a switch from the
+    // idle task, and perf (unlike latlab) cannot date such a switch-in.
+    let mut busy = Command::new("taskset")
+        .args(["-c", "1", "sh", "-c", "while :; do :; done"])
+        .spawn()
+        .unwrap();
+    let l = latlab()
+        .args([
+            "sched",
+            "--comm",
+            "waiter",
+            "-D",
+            "6",
+            "--no-store",
+            "--json",
+        ])
+        .arg(&json)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_tracing(l.id());
+    let t0 = mono_ns() + 1_000_000_000;
+    let rec = Command::new(perf)
+        .args(["sched", "record", "-o"])
+        .arg(&data)
+        .args(["--", "sleep", "4"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pair = Command::new(wakepair())
+        .args([
+            "--t0",
+            &t0.to_string(),
+            "--count",
+            "25",
+            "--offset-us",
+            "20000",
+        ])
+        .output()
+        .unwrap();
+    let rec = rec.wait_with_output().unwrap();
+    let out = l.wait_with_output().unwrap();
+    let _ = busy.kill();
+    let _ = busy.wait();
+    assert!(
+        rec.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rec.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (waiter, _, seen) = wakes(&pair.stdout);
+    // `perf sched latency` (perf 6.1) ignores sched_waking, which `perf sched record` records
+    // instead of sched_wakeup here, and counts one switch per task: timehist reads it.
+    let th = Command::new(perf)
+        .args(["sched", "timehist", "-i"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&th.stdout);
+    let delays = perf_delays(&text, waiter);
+    assert!(!delays.is_empty(), "no waiter in perf's timehist: {text}");
+    let switches = delays.len() as u64;
+    let max_ms = delays.iter().copied().fold(0.0, f64::max);
+    let avg_ms = delays.iter().sum::<f64>() / delays.len() as f64;
+    let run = read_json(&json);
+    let w = run["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "waiter")
+        .unwrap()
+        .clone();
+    let x = &w["extra"];
+    let ours = x["wakeups"].as_u64().unwrap() + x["preemptions"].as_u64().unwrap();
+    // Tolerances (README, `latlab sched`): perf counts switch-ins, latlab wake-ups plus
+    // preemptions: equal but for a switch at either edge (± 2). perf times a wake-up from
+    // sched_wakeup, latlab from sched_waking, a few µs earlier; both end at the same
+    // sched_switch: max within 10 % + 50 µs, average within 20 % + 20 µs.
+    assert!(
+        ours.abs_diff(switches) <= 2,
+        "latlab {ours} vs perf {switches} switch-ins ({} wake-ups seen by the workload)",
+        seen.len()
+    );
+    let (our_max, our_avg) = (
+        w["max_ns"].as_f64().unwrap() / 1e6,
+        (w["mean_ns"].as_f64().unwrap() * x["wakeups"].as_f64().unwrap()
+            + x["preempt_mean_ns"].as_f64().unwrap() * x["preemptions"].as_f64().unwrap())
+            / ours as f64
+            / 1e6,
+    );
+    let our_max = our_max.max(x["preempt_max_ns"].as_f64().unwrap() / 1e6);
+    assert!(
+        (our_max - max_ms).abs() <= 0.1 * max_ms + 0.05,
+        "max: latlab {our_max} ms, perf {max_ms} ms"
+    );
+    assert!(
+        (our_avg - avg_ms).abs() <= 0.2 * avg_ms + 0.02,
+        "avg: latlab {our_avg} ms, perf {avg_ms} ms"
+    );
+}
