@@ -98,9 +98,16 @@ fn wakes(out: &[u8]) -> (i64, i64, Vec<(u64, u64)>) {
     )
 }
 
-/// Checks the run against what the workload saw: the waiter's wake-ups all counted, woken by
-/// the peer, and ≥ 90 % of the wake-ups the hog delayed found as spikes at the delay the
-/// workload measured (± 300 µs) with the hog's group as the main cause.
+/// True when the hog delayed at least half its periods' wake-ups, as the workload saw them: a
+/// parallel test's SCHED_FIFO 99 thread on CPU 1 can hold the hog off, and then there is
+/// nothing to find (the scenario is run again, up to three times).
+fn hog_delayed(seen: &[(u64, u64)]) -> bool {
+    seen.iter().filter(|(a, b)| b - a > 1_000_000).count() as u64 >= PERIODS / 2
+}
+
+/// Checks the run against what the workload saw: every wake-up by the peer counted and credited
+/// to it, and ≥ 90 % of the wake-ups the hog delayed found as spikes at the delay the workload
+/// measured (± 300 µs) with the hog's group (RT 99) as the main cause.
 fn check_run(run: &serde_json::Value, seen: &[(u64, u64)], hog: &str) {
     let series = run["series"].as_array().unwrap();
     let waiter = series
@@ -126,11 +133,6 @@ fn check_run(run: &serde_json::Value, seen: &[(u64, u64)], hog: &str) {
         .filter(|s| s["series"] == "waiter")
         .collect();
     let delayed: Vec<&(u64, u64)> = seen.iter().filter(|(a, b)| b - a > 1_000_000).collect();
-    assert!(
-        delayed.len() as u64 >= PERIODS / 2,
-        "the hog delayed only {} wake-ups: {seen:?}",
-        delayed.len()
-    );
     let mut found = 0;
     let mut named = 0;
     for (woken, ran) in &delayed {
@@ -158,48 +160,97 @@ fn check_run(run: &serde_json::Value, seen: &[(u64, u64)], hog: &str) {
     );
 }
 
+/// One scenario: `latlab sched ARGS` (with `--json`, `--no-store`) while the hog and the pair
+/// run on a common time base; with `under`, the pair runs as latlab's command. Returns the
+/// run, what the workload saw, the hog's name and latlab's stdout; None when the hog did not
+/// get CPU 1 in time (see `hog_delayed`).
+fn scenario(args: &[&str], under: bool) -> Option<Outcome> {
+    let json = scratch().join("sched-scenario.json");
+    let _ = std::fs::remove_file(&json);
+    let pair_args = |t0: u64| {
+        let mut v = vec![
+            "--t0".to_string(),
+            t0.to_string(),
+            "--count".into(),
+            PERIODS.to_string(),
+        ];
+        v.extend(WORKLOAD.iter().map(|s| s.to_string()));
+        v
+    };
+    let mut cmd = latlab();
+    cmd.arg("sched")
+        .args(args)
+        .args(["--no-store", "--json"])
+        .arg(&json);
+    let (out, pair_out, hog, name) = if under {
+        // The hog is started first, on a time base far enough ahead for latlab to start.
+        let t0 = mono_ns() + 1_500_000_000;
+        let (hog, name) = start_hog(t0);
+        let out = cmd
+            .arg("--")
+            .arg(wakepair())
+            .args(pair_args(t0))
+            .output()
+            .unwrap();
+        // The workload's JSON line is on latlab's stdout, before latlab's report.
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("{\"waiter\""))
+            .unwrap_or_else(|| panic!("no workload output: {text}"))
+            .to_string();
+        (out, line.into_bytes(), hog, name)
+    } else {
+        let l = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        wait_tracing(l.id());
+        let t0 = mono_ns() + 400_000_000;
+        let (hog, name) = start_hog(t0);
+        let pair = Command::new(wakepair())
+            .args(pair_args(t0))
+            .output()
+            .unwrap();
+        assert!(pair.status.success());
+        (l.wait_with_output().unwrap(), pair.stdout, hog, name)
+    };
+    let hog_out = hog.wait_with_output().unwrap();
+    assert!(hog_out.status.success(), "the hog needs root");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (_, _, seen) = wakes(&pair_out);
+    if !hog_delayed(&seen) {
+        return None;
+    }
+    Some((read_json(&json), seen, name, text))
+}
+
+/// A scenario's run, what the workload saw, the hog's name and latlab's stdout.
+type Outcome = (serde_json::Value, Vec<(u64, u64)>, String, String);
+
+/// Runs `scenario` until the hog got its CPU (three tries).
+fn scenario_with_hog(args: &[&str], under: bool) -> Outcome {
+    for _ in 0..3 {
+        if let Some(r) = scenario(args, under) {
+            return r;
+        }
+    }
+    panic!("the hog never got CPU 1 in time in three tries");
+}
+
 #[test]
 fn a_delayed_wake_up_is_found_with_the_hog_that_ran_and_the_peer_that_woke_it() {
     if let Some(w) = trace_unavailable() {
         return skip("sched_delayed_wake_up", &w);
     }
     let _x = exclusive();
-    let json = scratch().join("sched-comm.json");
-    let l = latlab()
-        .args([
-            "sched",
-            "--comm",
-            "waiter",
-            "-D",
-            "5",
-            "--no-store",
-            "--json",
-        ])
-        .arg(&json)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_tracing(l.id());
-    let t0 = mono_ns() + 400_000_000;
-    let (hog, name) = start_hog(t0);
-    let pair = Command::new(wakepair())
-        .args(["--t0", &t0.to_string(), "--count", &PERIODS.to_string()])
-        .args(WORKLOAD)
-        .output()
-        .unwrap();
-    assert!(pair.status.success());
-    let hog_out = hog.wait_with_output().unwrap();
-    assert!(hog_out.status.success(), "the hog needs root");
-    let out = l.wait_with_output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let (_, _, seen) = wakes(&pair.stdout);
-    let run = read_json(&json);
+    let (run, seen, name, text) = scenario_with_hog(&["--comm", "waiter", "-D", "5"], false);
     assert_eq!(run["kind"], "sched");
     check_run(&run, &seen, &name);
     // The text shows the table, the waker and the hog among the worst delays.
@@ -216,31 +267,7 @@ fn a_command_run_under_sched_is_measured_with_its_threads_and_its_status_is_pass
         return skip("sched_command", &w);
     }
     let _x = exclusive();
-    let json = scratch().join("sched-cmd.json");
-    // The hog is started first, on a time base far enough ahead for latlab to start.
-    let t0 = mono_ns() + 1_500_000_000;
-    let (hog, name) = start_hog(t0);
-    let out = latlab()
-        .args(["sched", "--no-store", "--json"])
-        .arg(&json)
-        .arg("--")
-        .arg(wakepair())
-        .args(["--t0", &t0.to_string(), "--count", &PERIODS.to_string()])
-        .args(WORKLOAD)
-        .output()
-        .unwrap();
-    let hog_out = hog.wait_with_output().unwrap();
-    assert!(hog_out.status.success());
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    // The workload's JSON line is on latlab's stdout, before latlab's report.
-    let line = text.lines().find(|l| l.starts_with("{\"waiter\"")).unwrap();
-    let (_, _, seen) = wakes(line.as_bytes());
-    let run = read_json(&json);
+    let (run, seen, name, _) = scenario_with_hog(&[], true);
     check_run(&run, &seen, &name);
     let names: Vec<&str> = run["series"]
         .as_array()
@@ -469,31 +496,9 @@ fn perf_sched_and_latlab_agree_on_the_same_events() {
         .args(["-c", "1", "sh", "-c", "while :; do :; done"])
         .spawn()
         .unwrap();
-    let l = latlab()
-        .args([
-            "sched",
-            "--comm",
-            "waiter",
-            "-D",
-            "6",
-            "--no-store",
-            "--json",
-        ])
-        .arg(&json)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_tracing(l.id());
-    let t0 = mono_ns() + 1_000_000_000;
-    let rec = Command::new(perf)
-        .args(["sched", "record", "-o"])
-        .arg(&data)
-        .args(["--", "sleep", "4"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    // The workload starts first and sleeps until t0: its threads' creation and pinning (a
+    // migration, whose wake-up the two tools time differently) happen before either traces.
+    let t0 = mono_ns() + 3_000_000_000;
     let pair = Command::new(wakepair())
         .args([
             "--t0",
@@ -503,8 +508,38 @@ fn perf_sched_and_latlab_agree_on_the_same_events() {
             "--offset-us",
             "20000",
         ])
-        .output()
+        .stdout(Stdio::piped())
+        .spawn()
         .unwrap();
+    let l = latlab()
+        .args([
+            "sched",
+            "--comm",
+            "waiter",
+            "-D",
+            "7",
+            "--no-store",
+            "--json",
+        ])
+        .arg(&json)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_tracing(l.id());
+    let rec = Command::new(perf)
+        .args(["sched", "record", "-o"])
+        .arg(&data)
+        .args(["--", "sleep", "5"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert!(
+        mono_ns() + 300_000_000 < t0,
+        "the tools took too long to start"
+    );
+    let pair = pair.wait_with_output().unwrap();
     let rec = rec.wait_with_output().unwrap();
     let out = l.wait_with_output().unwrap();
     let _ = busy.kill();

@@ -306,7 +306,9 @@ impl<C: Chooser> Tracker<C> {
             return "idle".into();
         }
         match c {
-            Some(c) if c.curr.0 == pid => format!("task {}", c.curr.1.as_str()),
+            Some(c) if c.curr.0 == pid && c.curr.1 != Name::default() => {
+                format!("task {}", c.curr.1.as_str())
+            }
             _ => match self.names.get(&pid) {
                 Some(n) => format!("task {}", n.as_str()),
                 None => format!("task pid {pid}"),
@@ -396,6 +398,12 @@ impl<C: Chooser> Tracker<C> {
         self.events += 1;
         // Any record names the task running on its CPU (`common_pid`): a measured task seen
         // running where no switch put it had its switch-in go unrecorded.
+        if !matches!(e.kind, Kind::Switch { .. }) {
+            let c = self.cpu(cpu);
+            if c.curr.0 != e.pid {
+                c.curr = (e.pid, Name::default());
+            }
+        }
         if e.pid > 0 && !matches!(e.kind, Kind::Switch { .. }) {
             if let Some(i) = self.live(e.pid) {
                 self.tasks[i].last_ns = e.ts;
@@ -442,13 +450,19 @@ impl<C: Chooser> Tracker<C> {
                     return;
                 };
                 let label = self.waker(cpu, e.pid);
+                // Woken while still on a CPU (it had not yet switched out to sleep): no
+                // wake-up to time. Unless that CPU has been seen running another task since:
+                // then it left without a recorded switch-out.
+                if let Some((c, _)) = self.tasks[i].on_cpu {
+                    if self.cpus.get(c).is_none_or(|x| x.curr.0 == pid) {
+                        self.tasks[i].last_ns = e.ts;
+                        return;
+                    }
+                    self.tasks[i].on_cpu = None;
+                    self.tasks[i].undated = false;
+                }
                 let t = &mut self.tasks[i];
                 t.last_ns = e.ts;
-                // Woken while still on a CPU (it had not yet switched out to sleep): no
-                // wake-up to time.
-                if t.on_cpu.is_some() {
-                    return;
-                }
                 if t.woken.is_some() {
                     t.unmatched += 1;
                 }
@@ -723,6 +737,26 @@ mod tests {
         let w = &t.tasks[0];
         assert_eq!((w.wake.count(), w.unmatched), (0, 1));
         assert_eq!(w.run_ns, 1000);
+    }
+
+    #[test]
+    fn a_task_that_left_its_cpu_unrecorded_is_still_timed_when_woken() {
+        let mut t = Tracker::new(W, None, u64::MAX);
+        t.event(1, &sw(100, ("swapper", 0, 0), ("w", 7)));
+        // Its switch-out to idle was not recorded; the idle CPU takes an IRQ.
+        t.event(
+            1,
+            &Event {
+                ts: 200,
+                pid: 0,
+                kind: Kind::IrqExit,
+            },
+        );
+        t.event(0, &wake(300, 5, ("w", 7)));
+        t.event(1, &sw(450, ("swapper", 0, 0), ("w", 7)));
+        t.finish(500);
+        assert_eq!((t.tasks[0].wake.count(), t.tasks[0].wake.max()), (1, 150));
+        assert_eq!(t.tasks[0].wakers, vec![("task pid 5".into(), 1)]);
     }
 
     #[test]

@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""`latlab sched --all` vs `perf sched record -a` on the same hackbench load, interleaved
+(bare, latlab, perf, bare, ...): the tracer's CPU time (user+sys, from wait4), the slowdown of
+hackbench itself, and the events each side read; then the highest event rate latlab's reader
+sustains before the kernel loses an event (hackbench groups raised until a loss).
+
+usage: bench/sched.py [--rounds 5] [--groups 10] [--loops 200]
+"""
+import argparse, json, os, re, signal, statistics, subprocess, sys, tempfile, time
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import machine
+
+def hackbench(groups, loops):
+    out = subprocess.run(["hackbench", "-g", str(groups), "-l", str(loops), "-P"],
+                         check=True, capture_output=True, text=True).stdout
+    return float(re.search(r"Time: ([\d.]+)", out).group(1))
+
+def traced(cmd, groups, loops, json_path=None):
+    """Starts cmd, runs hackbench under it, stops cmd with SIGINT; returns (hackbench s, cmd cpu s)."""
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(1.5)  # tracing on
+    h = hackbench(groups, loops)
+    p.send_signal(signal.SIGINT)
+    _, status, ru = os.wait4(p.pid, 0)
+    return h, ru.ru_utime + ru.ru_stime
+
+def sustained(latlab, loops, tmp):
+    """Raises hackbench's groups until latlab's reader loses events; returns [(groups, ev/s, lost)]."""
+    rows = []
+    for groups in (2, 5, 10, 20, 40):
+        j = os.path.join(tmp, f"s{groups}.json")
+        p = subprocess.Popen([latlab, "sched", "--all", "--no-store", "--json", j],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(1.5)
+        hackbench(groups, loops)
+        p.send_signal(signal.SIGINT)
+        p.wait()
+        par = json.load(open(j))["parameters"]
+        rows.append((groups, par["events_per_s"], par["lost_events"]))
+        print(f"groups {groups}: {par['events_per_s']:.0f} events/s, {par['lost_events']} lost", flush=True)
+        if par["lost_events"] > 0:
+            break
+    return rows
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--groups", type=int, default=10)
+    ap.add_argument("--loops", type=int, default=200)
+    ap.add_argument("--latlab", default="target/release/latlab")
+    a = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="latlab-bench-sched-")
+    data = os.path.join(tmp, "perf.data")
+    bare, lh, lc, ph, pc = [], [], [], [], []
+    for i in range(a.rounds):
+        bare.append(hackbench(a.groups, a.loops))
+        h, c = traced([a.latlab, "sched", "--all", "--no-store"], a.groups, a.loops)
+        lh.append(h); lc.append(c)
+        h, c = traced(["perf", "sched", "record", "-a", "-o", data], a.groups, a.loops)
+        ph.append(h); pc.append(c)
+        print(f"round {i+1}: hackbench bare {bare[-1]:.3f} s | under latlab {lh[-1]:.3f} s "
+              f"(latlab cpu {lc[-1]:.3f} s) | under perf {ph[-1]:.3f} s (perf cpu {pc[-1]:.3f} s)",
+              flush=True)
+    m = statistics.median
+    print(f"median tracer CPU: latlab {m(lc):.3f} s, perf {m(pc):.3f} s, ratio {m(lc)/m(pc):.2f} "
+          f"(spread latlab {min(lc):.3f}-{max(lc):.3f}, perf {min(pc):.3f}-{max(pc):.3f})")
+    print(f"median hackbench: bare {m(bare):.3f} s, under latlab {m(lh):.3f} s "
+          f"({m(lh)/m(bare):.2f}x), under perf {m(ph):.3f} s ({m(ph)/m(bare):.2f}x)")
+    rows = sustained(a.latlab, a.loops, tmp)
+    ok = [r for r in rows if r[2] == 0]
+    if ok:
+        print(f"highest rate read with 0 lost events: {max(r[1] for r in ok):.0f} events/s")
+    print(f"machine: {machine()}; {a.rounds} rounds, hackbench -g {a.groups} -l {a.loops} -P")
+
+if __name__ == "__main__":
+    sys.exit(main())
