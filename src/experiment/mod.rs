@@ -2,6 +2,7 @@
 //! that crosses factors, repeats and compares (`latlab run`, `latlab restore`).
 
 pub mod clocksource;
+pub mod hrtick;
 pub mod knobs;
 pub mod plan;
 pub mod runner;

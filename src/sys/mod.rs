@@ -6,6 +6,7 @@
 
 pub mod clock;
 pub mod clocksource;
+pub mod deadline;
 pub mod dma;
 pub mod ioperm;
 pub mod ipc;

@@ -1,4 +1,5 @@
-//! Mounting and unmounting tracefs, for `--trace` on a machine that has not mounted it.
+//! Mounting and unmounting tracefs (for `--trace`) and debugfs (for `cyclic --hrtick`) on a
+//! machine that has not mounted them.
 
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
@@ -11,8 +12,17 @@ fn cpath(p: &Path) -> std::io::Result<CString> {
 
 /// `mount -t tracefs nodev <target>`.
 pub fn mount_tracefs(target: &Path) -> std::io::Result<()> {
+    mount_nodev(target, c"tracefs")
+}
+
+/// `mount -t debugfs nodev <target>`.
+pub fn mount_debugfs(target: &Path) -> std::io::Result<()> {
+    mount_nodev(target, c"debugfs")
+}
+
+fn mount_nodev(target: &Path, fs: &std::ffi::CStr) -> std::io::Result<()> {
     let t = cpath(target)?;
-    let (src, fs) = (c"nodev", c"tracefs");
+    let src = c"nodev";
     // SAFETY: all pointers are valid NUL-terminated strings that outlive the call; data is null.
     let r = unsafe { libc::mount(src.as_ptr(), t.as_ptr(), fs.as_ptr(), 0, std::ptr::null()) };
     if r == 0 {

@@ -17,6 +17,10 @@ pub enum Policy {
     Batch,
     /// SCHED_IDLE: runs only when nothing else wants the CPU.
     Idle,
+    /// SCHED_DEADLINE: runtime/deadline/period reservations (EDF + CBS), above every
+    /// real-time priority. Set with `sys::deadline`, never through `sched_setscheduler`; only
+    /// `cyclic` accepts it ([`Policy::parse_any`]).
+    Deadline,
 }
 
 impl Policy {
@@ -58,6 +62,18 @@ impl Policy {
             Policy::Other => libc::SCHED_OTHER,
             Policy::Batch => libc::SCHED_BATCH,
             Policy::Idle => libc::SCHED_IDLE,
+            Policy::Deadline => libc::SCHED_DEADLINE,
+        }
+    }
+
+    /// Parses any policy, `deadline` included (only `cyclic` takes it; the plain parser
+    /// refuses it so no other measurement meets a policy it cannot set).
+    pub fn parse_any(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "deadline" | "sched_deadline" => Ok(Policy::Deadline),
+            _ => s.parse().map_err(|_| {
+                format!("unknown policy '{s}' (use fifo, rr, other, batch, idle or deadline)")
+            }),
         }
     }
 }
@@ -86,6 +102,7 @@ impl fmt::Display for Policy {
             Policy::Other => "other",
             Policy::Batch => "batch",
             Policy::Idle => "idle",
+            Policy::Deadline => "deadline",
         })
     }
 }
@@ -103,5 +120,10 @@ mod tests {
         assert!(Policy::Other.check_prio(5).is_err());
         assert_eq!("SCHED_FIFO".parse::<Policy>(), Ok(Policy::Fifo));
         assert!("deadline".parse::<Policy>().is_err());
+        assert_eq!(Policy::parse_any("deadline"), Ok(Policy::Deadline));
+        assert_eq!(Policy::parse_any("FIFO"), Ok(Policy::Fifo));
+        assert!(Policy::parse_any("edf").unwrap_err().contains("deadline"));
+        assert!(!Policy::Deadline.is_rt());
+        assert!(Policy::Deadline.check_prio(1).is_err());
     }
 }

@@ -1,8 +1,9 @@
-//! What must never outlive latlab: the tracefs instances it creates and the tracefs mount it
-//! makes. Every live instance is registered here, so the second-signal exit path can remove
-//! it ([`cleanup_on_exit`]) as the normal drop does; a mount latlab makes is shared between
-//! concurrent runs through a lock file and a list of users beside the restore journal, and
-//! only its last user (or `latlab restore`, once every user is dead) unmounts it.
+//! What must never outlive latlab: the tracefs instances it creates and the tracefs (or, for
+//! `cyclic --hrtick`, debugfs) mount it makes. Every live instance is registered here, so the
+//! second-signal exit path can remove it ([`cleanup_on_exit`]) as the normal drop does; a mount
+//! latlab makes is shared between concurrent runs through a lock file and a list of users
+//! beside the restore journal, and only its last user (or `latlab restore`, once every user is
+//! dead) unmounts it.
 
 use crate::error::{Error, Result};
 use std::path::{Path, PathBuf};
@@ -10,12 +11,39 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// Name of the lock file serialising mount decisions, in the journal directory.
-const LOCK: &str = "tracefs-mount.lock";
-/// Name of the file listing the users of the mount latlab made, in the journal directory.
-const STATE: &str = "tracefs-mount.json";
+/// A filesystem latlab mounts where it is missing, and the option that needs it (named in
+/// messages).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fs {
+    /// The filesystem type (`tracefs`, `debugfs`).
+    pub kind: &'static str,
+    /// The option that made latlab mount it.
+    pub flag: &'static str,
+}
 
-/// The users of a tracefs mount latlab made.
+/// tracefs, for `--trace`.
+pub const TRACEFS: Fs = Fs {
+    kind: "tracefs",
+    flag: "--trace",
+};
+/// debugfs, for `cyclic --hrtick`.
+pub const DEBUGFS: Fs = Fs {
+    kind: "debugfs",
+    flag: "--hrtick",
+};
+
+impl Fs {
+    /// The lock file serialising mount decisions, in the journal directory.
+    fn lock(&self) -> String {
+        format!("{}-mount.lock", self.kind)
+    }
+    /// The file listing the users of the mount latlab made, in the journal directory.
+    fn state(&self) -> String {
+        format!("{}-mount.json", self.kind)
+    }
+}
+
+/// The users of a mount latlab made.
 #[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 struct MountState {
     /// Where latlab mounted tracefs.
@@ -29,16 +57,16 @@ fn alive(pid: u32) -> bool {
     pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists()
 }
 
-/// Runs `f` holding the mount lock of journal directory `dir` (created if needed).
-fn locked<T>(dir: &Path, f: impl FnOnce(&Path) -> T) -> std::io::Result<T> {
+/// Runs `f` holding the mount lock of `fs` in journal directory `dir` (created if needed).
+fn locked<T>(fs: Fs, dir: &Path, f: impl FnOnce(&Path) -> T) -> std::io::Result<T> {
     std::fs::create_dir_all(dir)?;
     let lock = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
-        .open(dir.join(LOCK))?;
+        .open(dir.join(fs.lock()))?;
     lock.lock()?;
-    let out = f(&dir.join(STATE));
+    let out = f(&dir.join(fs.state()));
     let _ = lock.unlock();
     Ok(out)
 }
@@ -54,16 +82,23 @@ fn write_state(p: &Path, s: &MountState) -> std::io::Result<()> {
 
 /// Where tracefs is mounted now, per /proc/mounts.
 pub fn mounted_tracefs() -> Option<PathBuf> {
+    mounted("tracefs")
+}
+
+/// Where a filesystem of type `kind` is mounted now (the first one), per /proc/mounts.
+pub fn mounted(kind: &str) -> Option<PathBuf> {
     let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
     mounts.lines().find_map(|l| {
         let f: Vec<&str> = l.split_whitespace().collect();
-        (f.len() > 2 && f[2] == "tracefs").then(|| PathBuf::from(f[1]))
+        (f.len() > 2 && f[2] == kind).then(|| PathBuf::from(f[1]))
     })
 }
 
-/// A share of a tracefs mount latlab made; released on drop (the last user unmounts).
+/// A share of a mount latlab made; released on drop (the last user unmounts).
 #[derive(Debug)]
 pub struct MountLease {
+    /// What is mounted.
+    fs: Fs,
     /// The journal directory holding the lock and the user list.
     dir: PathBuf,
     /// The mount point.
@@ -73,30 +108,42 @@ pub struct MountLease {
 impl Drop for MountLease {
     fn drop(&mut self) {
         // Only a failure is worth a word here (`latlab restore` prints every line).
-        for l in release(&self.dir, std::process::id()) {
+        for l in release_fs(self.fs, &self.dir, std::process::id()) {
             if !l.starts_with("unmounted") {
-                crate::note!("latlab: --trace: {l}");
+                crate::note!("latlab: {}: {l}", self.fs.flag);
             }
         }
     }
 }
 
-/// Finds tracefs, or mounts it at `default` (as root), under the mount lock of journal
-/// directory `dir`. Returns its root and, when latlab mounted it (now or in a run still
-/// using it), a lease on that mount. A tracefs mounted by anyone else is used and never
-/// unmounted.
+/// Finds tracefs, or mounts it at `default` (as root): [`acquire_fs`] for [`TRACEFS`].
 pub fn acquire(
     dir: &Path,
     default: &Path,
     mount: impl FnOnce(&Path) -> std::io::Result<()>,
     current: impl FnOnce() -> Option<PathBuf>,
 ) -> Result<(PathBuf, Option<MountLease>)> {
+    acquire_fs(TRACEFS, dir, default, mount, current)
+}
+
+/// Finds `fs`, or mounts it at `default` (as root), under its mount lock in journal
+/// directory `dir`. Returns its root and, when latlab mounted it (now or in a run still
+/// using it), a lease on that mount. One mounted by anyone else is used and never unmounted.
+pub fn acquire_fs(
+    fs: Fs,
+    dir: &Path,
+    default: &Path,
+    mount: impl FnOnce(&Path) -> std::io::Result<()>,
+    current: impl FnOnce() -> Option<PathBuf>,
+) -> Result<(PathBuf, Option<MountLease>)> {
     let me = std::process::id();
+    let flag = fs.flag;
     let lease = |point: &Path| MountLease {
+        fs,
         dir: dir.to_path_buf(),
         point: point.to_path_buf(),
     };
-    let r = locked(dir, |state| -> Result<(PathBuf, Option<MountLease>)> {
+    let r = locked(fs, dir, |state| -> Result<(PathBuf, Option<MountLease>)> {
         let known = read_state(state);
         if let Some(p) = current() {
             return match known {
@@ -104,7 +151,7 @@ pub fn acquire(
                     s.users.retain(|&u| u != me && alive(u));
                     s.users.push(me);
                     write_state(state, &s)
-                        .map_err(|e| Error::Env(format!("--trace: {}: {e}", state.display())))?;
+                        .map_err(|e| Error::Env(format!("{flag}: {}: {e}", state.display())))?;
                     Ok((p.clone(), Some(lease(&p))))
                 }
                 _ => Ok((p, None)),
@@ -112,7 +159,8 @@ pub fn acquire(
         }
         mount(default).map_err(|e| {
             Error::Env(format!(
-                "--trace: tracefs is not mounted and mounting it on {} failed: {e} (needs root)",
+                "{flag}: {} is not mounted and mounting it on {} failed: {e} (needs root)",
+                fs.kind,
                 default.display()
             ))
         })?;
@@ -124,28 +172,39 @@ pub fn acquire(
         // here on unmounts.
         let l = lease(default);
         write_state(state, &s)
-            .map_err(|e| Error::Env(format!("--trace: {}: {e}", state.display())))?;
+            .map_err(|e| Error::Env(format!("{flag}: {}: {e}", state.display())))?;
         Ok((default.to_path_buf(), Some(l)))
     });
-    r.map_err(|e| Error::Env(format!("--trace: lock {}: {e}", dir.join(LOCK).display())))?
+    r.map_err(|e| {
+        Error::Env(format!(
+            "{flag}: lock {}: {e}",
+            dir.join(fs.lock()).display()
+        ))
+    })?
 }
 
-/// Drops user `pid` (and every dead user) from the mount latlab made; when none is left,
-/// unmounts it and forgets it. One line per thing done, for `latlab restore`.
+/// Drops user `pid` (and every dead user) from the tracefs mount latlab made; when none is
+/// left, unmounts it and forgets it. One line per thing done, for `latlab restore`.
 pub fn release(dir: &Path, pid: u32) -> Vec<String> {
-    release_with(dir, pid, crate::sys::mount::umount, mounted_tracefs)
+    release_fs(TRACEFS, dir, pid)
+}
+
+/// [`release`] for the mount of `fs`.
+pub fn release_fs(fs: Fs, dir: &Path, pid: u32) -> Vec<String> {
+    release_with(fs, dir, pid, crate::sys::mount::umount, || mounted(fs.kind))
 }
 
 fn release_with(
+    fs: Fs,
     dir: &Path,
     pid: u32,
     umount: impl Fn(&Path) -> std::io::Result<()>,
     current: impl FnOnce() -> Option<PathBuf>,
 ) -> Vec<String> {
-    if !dir.join(STATE).exists() {
+    if !dir.join(fs.state()).exists() {
         return Vec::new();
     }
-    let r = locked(dir, |state| {
+    let r = locked(fs, dir, |state| {
         let Some(mut s) = read_state(state) else {
             return Vec::new();
         };
@@ -177,7 +236,7 @@ fn release_with(
             }
         }
     });
-    r.unwrap_or_else(|e| vec![format!("{}: {e}", dir.join(LOCK).display())])
+    r.unwrap_or_else(|e| vec![format!("{}: {e}", dir.join(fs.lock()).display())])
 }
 
 /// How long teardown waits for a busy instance or mount.
@@ -296,26 +355,26 @@ mod tests {
         assert_eq!(root, at);
         let lease = lease.unwrap();
         // A second user (a live process: pid 1) joins instead of mounting again.
-        let mut s = read_state(&d.path().join(STATE)).unwrap();
+        let mut s = read_state(&d.path().join(TRACEFS.state())).unwrap();
         assert_eq!(s.users, vec![std::process::id()]);
         s.users.push(1);
-        write_state(&d.path().join(STATE), &s).unwrap();
+        write_state(&d.path().join(TRACEFS.state()), &s).unwrap();
         std::mem::forget(lease); // released by hand below, with a fake umount
         let umounts = Cell::new(0);
         let um = |_: &Path| {
             umounts.set(umounts.get() + 1);
             Ok(())
         };
-        let out = release_with(d.path(), std::process::id(), um, || {
+        let out = release_with(TRACEFS, d.path(), std::process::id(), um, || {
             mounted.borrow().clone()
         });
         assert!(out.is_empty(), "{out:?}");
         assert_eq!(umounts.get(), 0, "unmounted under a live user");
         // The other user dies (or leaves): the last one out unmounts.
-        let out = release_with(d.path(), 1, um, || mounted.borrow().clone());
+        let out = release_with(TRACEFS, d.path(), 1, um, || mounted.borrow().clone());
         assert_eq!(umounts.get(), 1);
         assert_eq!(out, vec![format!("unmounted {}", at.display())]);
-        assert!(!d.path().join(STATE).exists());
+        assert!(!d.path().join(TRACEFS.state()).exists());
         assert_eq!(calls.get(), 1);
         // A tracefs someone else mounted: used, no lease, never unmounted.
         let (root, lease) = acquire(
@@ -334,7 +393,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let at = d.path().join("mnt");
         write_state(
-            &d.path().join(STATE),
+            &d.path().join(TRACEFS.state()),
             &MountState {
                 mount: at.clone(),
                 users: vec![999_999_999],
@@ -345,7 +404,7 @@ mod tests {
         let (_, lease) =
             acquire(d.path(), &at, |_| panic!("mounted"), || Some(at.clone())).unwrap();
         assert!(lease.is_some());
-        let s = read_state(&d.path().join(STATE)).unwrap();
+        let s = read_state(&d.path().join(TRACEFS.state())).unwrap();
         assert_eq!(s.users, vec![std::process::id()]);
         let e = acquire(
             &d.path().join("other"),

@@ -192,7 +192,7 @@ fn bad_input_exits_2_naming_the_flag() {
         (&["-a", "4096"], "--affinity"),
         (&["-a", "3-1"], "--affinity"),
         (&["-t", "100000"], "at most 1024"),
-        (&["--policy", "deadline"], "--policy"),
+        (&["--policy", "edf"], "--policy"),
         (&["--group", "policy=fifo,,threads=2"], "--group"),
         (&["--group", "threads=2,colour=red"], "colour"),
         (&["-D", "0"], "--duration"),

@@ -10,6 +10,7 @@ mod compare;
 mod contend;
 mod ctxsw;
 mod cyclic;
+mod deadline;
 mod fuzz;
 mod gate;
 mod import;

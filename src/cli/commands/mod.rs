@@ -77,6 +77,11 @@ pub fn run(parsed: Parsed, argv: Vec<String>) -> Result<()> {
                 text.push('\n');
             }
             text.push_str(&crate::experiment::knobs::restore_from_journal()?);
+            // A debugfs mounted for `--hrtick`, once its features file is back.
+            for l in crate::experiment::hrtick::release_mount(dir.parent().unwrap_or(&dir)) {
+                text.push_str(&l);
+                text.push('\n');
+            }
             crate::output::stdout(&text).map_err(|e| Error::io("stdout", e))
         }
         Command::Compare(a) => {

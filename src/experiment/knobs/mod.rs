@@ -19,7 +19,10 @@ mod path;
 pub use crate::io::journal_path;
 pub use file::{check_writable, restore_value};
 pub use journal::{lock_path, Journal, Saved};
-pub use path::{resolve, resolve_in, sysctl_path, KnobError, KNOB_ROOTS};
+pub use path::{
+    debugfs_root_override, resolve, resolve_in, sysctl_path, KnobError, DEBUGFS_ROOT_ENV,
+    KNOB_ROOTS,
+};
 
 use crate::error::{Error, Result};
 use file::{read_knob, write_knob};
@@ -132,6 +135,46 @@ impl Knobs {
             )));
         }
         Ok(())
+    }
+
+    /// Turns scheduler feature `name` on in a `sched_features`-style file, which takes one
+    /// `NAME` or `NO_NAME` per write and reads back as the whole list. What is journaled is
+    /// `NO_NAME`, the write that turns it back off, so a restore (here or by `latlab restore`)
+    /// gives the kernel back the list it had. The list is read back: `name` must be on.
+    /// Returns false, changing and journaling nothing, when it was on already; an error when
+    /// the file has no such feature or the kernel did not take it.
+    pub fn enable_feature(&mut self, file: &Path, name: &str) -> Result<bool> {
+        let real = resolve_in(file, &self.roots).map_err(|e| e.into_error(""))?;
+        let orig = read_knob(&real, &self.roots)?;
+        let has = |text: &str, word: &str| text.split_whitespace().any(|w| w == word);
+        let text = String::from_utf8_lossy(&orig).into_owned();
+        if has(&text, name) {
+            return Ok(false);
+        }
+        let off = format!("NO_{name}");
+        if !has(&text, &off) {
+            return Err(Error::Env(format!(
+                "{}: the kernel has no {name} scheduler feature (the file lists: {})",
+                real.display(),
+                text.trim()
+            )));
+        }
+        let key = real.to_str().unwrap_or_default().to_string();
+        self.journal
+            .originals
+            .insert(key, Saved::of(off.as_bytes()));
+        self.persist()?;
+        write_knob(&real, name.as_bytes(), &self.roots)
+            .map_err(|e| Error::Env(format!("cannot set {} to '{name}': {e}", real.display())))?;
+        let now = read_knob(&real, &self.roots)?;
+        if !has(&String::from_utf8_lossy(&now), name) {
+            return Err(Error::Env(format!(
+                "{}: the kernel did not turn {name} on (it reads '{}')",
+                real.display(),
+                String::from_utf8_lossy(&now).trim()
+            )));
+        }
+        Ok(true)
     }
 
     /// Writes every original back and removes the journal; returns what failed (the journal
@@ -533,6 +576,35 @@ mod tests {
         }
         assert_eq!(std::fs::read(&f).unwrap(), b"tsc\n");
         assert!(!t.journal().exists());
+    }
+
+    #[test]
+    fn a_feature_is_turned_on_and_the_write_that_turns_it_off_is_journaled() {
+        let t = tree();
+        let f = t.root.join("a/features");
+        let list = "GENTLE_FAIR_SLEEPERS NO_HRTICK NO_HRTICK_DL WAKEUP_PREEMPTION \n";
+        std::fs::write(&f, list).unwrap();
+        let mut k = t.knobs().unwrap();
+        assert!(k.enable_feature(&f, "HRTICK_DL").unwrap());
+        // A plain file keeps the last write; the kernel's file would list every feature.
+        assert_eq!(std::fs::read(&f).unwrap(), b"HRTICK_DL");
+        let j = read_journal(&t.journal()).unwrap().unwrap();
+        let saved: Vec<Vec<u8>> = j.originals.values().map(|s| s.bytes().unwrap()).collect();
+        assert_eq!(saved, vec![b"NO_HRTICK_DL".to_vec()]);
+        assert!(k.restore().is_empty());
+        assert_eq!(std::fs::read(&f).unwrap(), b"NO_HRTICK_DL");
+        assert!(!t.journal().exists());
+        // Already on: nothing written, nothing journaled.
+        std::fs::write(&f, "HRTICK_DL NO_HRTICK\n").unwrap();
+        let mut k = t.knobs().unwrap();
+        assert!(!k.enable_feature(&f, "HRTICK_DL").unwrap());
+        assert!(!t.journal().exists());
+        // No such feature: exit 3 naming the file, nothing journaled.
+        let e = k.enable_feature(&f, "NOPE").unwrap_err();
+        assert_eq!(e.exit_code(), 3);
+        assert!(e.to_string().contains("features"), "{e}");
+        assert!(k.restore().is_empty());
+        assert_eq!(std::fs::read(&f).unwrap(), b"HRTICK_DL NO_HRTICK\n");
     }
 
     #[test]

@@ -6,8 +6,24 @@ use std::path::{Component, Path, PathBuf};
 
 /// The only trees a knob may live in.
 pub const KNOB_ROOTS: &[&str] = &["/sys", "/proc/sys"];
+
+/// For tests: a directory standing in for debugfs (`cyclic --hrtick` then changes
+/// `$LATLAB_DEBUGFS_ROOT/sched/features`, and that `sched/` directory joins the knob roots so a
+/// run and `latlab restore` may write it). Never set it outside tests.
+pub const DEBUGFS_ROOT_ENV: &str = "LATLAB_DEBUGFS_ROOT";
+
+/// The injected debugfs root, resolved (None: unset, empty or missing).
+pub fn debugfs_root_override() -> Option<PathBuf> {
+    let v = std::env::var_os(DEBUGFS_ROOT_ENV).filter(|v| !v.is_empty())?;
+    std::fs::canonicalize(v).ok()
+}
+
 pub(super) fn default_roots() -> Vec<PathBuf> {
-    KNOB_ROOTS.iter().map(PathBuf::from).collect()
+    let mut v: Vec<PathBuf> = KNOB_ROOTS.iter().map(PathBuf::from).collect();
+    if let Some(d) = debugfs_root_override() {
+        v.push(d.join("sched"));
+    }
+    v
 }
 
 /// The sysctl file for a dotted (`kernel.sched_rt_runtime_us`) or slashed name, always under

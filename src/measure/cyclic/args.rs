@@ -29,9 +29,36 @@ pub struct CyclicArgs {
     )]
     pub priority: Option<i32>,
 
-    /// Scheduling policy: fifo, rr, other, batch, idle. Default fifo (other when -p 0).
-    #[arg(long, value_name = "POLICY")]
+    /// Scheduling policy: fifo, rr, other, batch, idle, deadline. Default fifo (other when
+    /// -p 0). deadline: SCHED_DEADLINE threads with --runtime/--deadline/--period (see below).
+    #[arg(long, value_name = "POLICY", value_parser = crate::sys::policy::Policy::parse_any)]
     pub policy: Option<crate::sys::policy::Policy>,
+
+    /// SCHED_DEADLINE runtime: CPU time each thread is given per period (with --policy
+    /// deadline). Default 60 % of the deadline, as cyclicdeadline.
+    #[arg(long, value_name = "TIME", allow_negative_numbers = true)]
+    pub runtime: Option<String>,
+
+    /// SCHED_DEADLINE relative deadline: each job must be done this long after its period
+    /// starts (with --policy deadline). Default: the period.
+    #[arg(long, value_name = "TIME", allow_negative_numbers = true)]
+    pub deadline: Option<String>,
+
+    /// SCHED_DEADLINE period (with --policy deadline; the same as -i, give one of them).
+    /// Default 1000 µs.
+    #[arg(long, value_name = "TIME", allow_negative_numbers = true)]
+    pub period: Option<String>,
+
+    /// With --policy deadline: CPU time each job spins after recording its wake-up (default 0).
+    /// More than --runtime overloads the thread on purpose: its jobs are throttled and miss.
+    #[arg(long, value_name = "TIME", allow_negative_numbers = true)]
+    pub work: Option<String>,
+
+    /// With --policy deadline: turn the scheduler's high-resolution tick on for the run
+    /// (HRTICK_DL, or HRTICK on kernels with one flag) through debugfs sched/features,
+    /// journaled and put back like a plan's knob. Short runtimes need it.
+    #[arg(long)]
+    pub hrtick: bool,
 
     /// Give each further thread one priority less than the one before (80, 79, 78 ...).
     #[arg(long)]
@@ -108,7 +135,8 @@ pub struct CyclicArgs {
     pub relative: bool,
 
     /// A group of threads: policy=fifo,threads=16,prio=80,priospread,interval=1000us,offset=50us,
-    /// affinity=0-1. Repeatable; keys left out take the values of the plain flags.
+    /// affinity=0-1 (deadline groups: runtime=, deadline=, period=, work=). Repeatable; keys
+    /// left out take the values of the plain flags.
     #[arg(long = "group", value_name = "SPEC")]
     pub group: Vec<String>,
 
@@ -153,6 +181,20 @@ const CYCLIC_AFTER_HELP: &str = "\
 Method: each thread sleeps with clock_nanosleep(TIMER_ABSTIME) until its next period and records
 latency = wake-up time - expected time, in ns. A wake-up so late that whole periods passed counts
 those periods as overruns; the true maximum is always kept.
+
+SCHED_DEADLINE (--policy deadline, as rt-tests' cyclicdeadline): each thread becomes a deadline
+task (runtime <= deadline <= period, each at least 1024 ns; -d adds to each further thread's period)
+and ends every job with sched_yield(); latency = time it runs - start of its period (an early
+wake-up re-anchors the periods, as cyclicdeadline does). Per thread: misses = jobs that ended
+after period start + deadline, and runtime overruns = jobs whose CPU time (the thread's CPU clock)
+exceeded the runtime, i.e. the kernel throttled them; both from the clock. SCHED_FLAG_DL_OVERRUN
+is asked for where the kernel has it, and the SIGXCPU signals it sends (one per process, per tick
+that finds an overrun, so not per thread) are counted beside them. Deadline threads cannot be
+pinned narrower than their root domain (the kernel refuses), so -a/-t N are not applied to them:
+they run unpinned and the result says so. Admission control (EBUSY) is exit 3 with the bandwidth
+asked and the limit (/proc/sys/kernel/sched_rt_runtime_us / sched_rt_period_us).
+  latlab cyclic --policy deadline --runtime 200us --deadline 1ms --period 1ms -D 10s
+  latlab cyclic --group policy=deadline,threads=2,runtime=2ms,period=5ms -D 10s
 
 Seed 004 (16 FIFO + 16 OTHER tasks) as one command:
   latlab cyclic -D 60s \\

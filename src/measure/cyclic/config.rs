@@ -24,6 +24,20 @@ pub struct ThreadPlan {
     pub cpu: Option<usize>,
     /// Period in ns.
     pub interval_ns: u64,
+    /// SCHED_DEADLINE threads: the reservation (its period is `interval_ns`) and the busy
+    /// work each job does after recording its wake-up.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<DeadlinePlan>,
+}
+
+/// What a SCHED_DEADLINE thread asks of the kernel and does each period.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct DeadlinePlan {
+    /// runtime ≤ deadline ≤ period, each at least 1024 ns.
+    #[serde(flatten)]
+    pub params: crate::sys::deadline::DlParams,
+    /// CPU time each job spins after recording its wake-up (`--work`; 0: none).
+    pub work_ns: u64,
 }
 
 /// Everything a `cyclic` run needs, validated.
@@ -67,4 +81,9 @@ pub struct CyclicConfig {
     pub trace_actions_max: u32,
     /// `--trace-stacks`.
     pub trace_stacks: bool,
+    /// `--hrtick`: turn the scheduler's high-resolution tick on for the run (deadline only).
+    pub hrtick: bool,
+    /// What lowering had to change and the run must say (e.g. deadline threads unpinned).
+    #[serde(skip)]
+    pub notes: Vec<String>,
 }

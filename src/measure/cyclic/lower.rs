@@ -4,8 +4,11 @@
 use super::args::CyclicArgs;
 use crate::config::{parse_offset_ns, parse_time_ns, BareUnit, CpuSet, Policy};
 use crate::error::{Error, Result};
-use crate::measure::cyclic::config::{CyclicConfig, ThreadPlan, MAX_HIST_US, MAX_THREADS};
+use crate::measure::cyclic::config::{
+    CyclicConfig, DeadlinePlan, ThreadPlan, MAX_HIST_US, MAX_THREADS,
+};
 use crate::sys::clock::Clock;
+use crate::sys::deadline::{DlParams, MIN_NS};
 
 /// Settings shared by the plain flags and the groups.
 #[derive(Debug, Clone)]
@@ -17,6 +20,82 @@ struct GroupSpec {
     interval_ns: u64,
     offset_ns: u64,
     affinity: Option<CpuSet>,
+    dl: DlSpec,
+}
+
+/// A time given for a deadline setting, with the flag (or group key) that gave it, so a
+/// refusal names it.
+#[derive(Debug, Clone)]
+struct Given {
+    ns: u64,
+    flag: String,
+    text: String,
+}
+
+/// The deadline settings of a group: what was given (None: the default) and where the period
+/// came from.
+#[derive(Debug, Clone, Default)]
+struct DlSpec {
+    runtime: Option<Given>,
+    deadline: Option<Given>,
+    work: Option<Given>,
+    period_flag: String,
+    period_text: String,
+}
+
+/// The runtime a deadline thread gets by default: 60 % of its deadline (cyclicdeadline's).
+pub const DEFAULT_RUNTIME_PERCENT: u64 = 60;
+
+/// Checks one deadline thread's reservation: each time at least the kernel's 1024 ns,
+/// runtime ≤ deadline ≤ period, work ≤ period. An error names the flag at fault.
+fn check_deadline(
+    runtime: &Given,
+    deadline: &Given,
+    period: &Given,
+    work: Option<&Given>,
+) -> Result<()> {
+    for g in [period, deadline, runtime] {
+        if g.ns < MIN_NS {
+            return Err(Error::flag(
+                &g.flag,
+                &g.text,
+                format!("must be at least {MIN_NS} ns (the kernel's smallest SCHED_DEADLINE time)"),
+            ));
+        }
+    }
+    let us = |ns: u64| crate::config::DisplayUnit::Us.fmt_ns(ns as f64);
+    if deadline.ns > period.ns {
+        return Err(Error::flag(
+            &deadline.flag,
+            &deadline.text,
+            format!(
+                "the deadline ({} µs) is longer than the period ({} µs, {}); SCHED_DEADLINE needs runtime <= deadline <= period",
+                us(deadline.ns), us(period.ns), period.flag
+            ),
+        ));
+    }
+    if runtime.ns > deadline.ns {
+        return Err(Error::flag(
+            &runtime.flag,
+            &runtime.text,
+            format!(
+                "the runtime ({} µs) is longer than the deadline ({} µs, {}); SCHED_DEADLINE needs runtime <= deadline <= period",
+                us(runtime.ns), us(deadline.ns), deadline.flag
+            ),
+        ));
+    }
+    if let Some(w) = work.filter(|w| w.ns > period.ns) {
+        return Err(Error::flag(
+            &w.flag,
+            &w.text,
+            format!(
+                "more work per job ({} µs) than the period ({} µs) can never keep up",
+                us(w.ns),
+                us(period.ns)
+            ),
+        ));
+    }
+    Ok(())
 }
 
 fn time_flag(flag: &str, v: &str, bare: BareUnit) -> Result<u64> {
@@ -43,9 +122,49 @@ impl CyclicConfig {
             None => Policy::Fifo,
         };
         let prio = a.priority.unwrap_or(if policy.is_rt() { 80 } else { 0 });
-        let interval_ns = match &a.interval {
-            Some(v) => time_flag("-i/--interval", v, BareUnit::Micros)?,
-            None => 1_000_000,
+        if let (Some(_), Some(p)) = (&a.interval, &a.period) {
+            return Err(Error::flag(
+                "--period",
+                p,
+                "-i/--interval sets the period too; give one of them",
+            ));
+        }
+        let (period_flag, period_text) = match (&a.interval, &a.period) {
+            (_, Some(p)) => ("--period", p.clone()),
+            (Some(i), None) => ("-i/--interval", i.clone()),
+            (None, None) => ("-i/--interval", "1000".to_string()),
+        };
+        let interval_ns = match (&a.interval, &a.period) {
+            (_, Some(v)) => time_flag("--period", v, BareUnit::Micros)?,
+            (Some(v), None) => time_flag("-i/--interval", v, BareUnit::Micros)?,
+            (None, None) => 1_000_000,
+        };
+        let given = |flag: &str, v: &Option<String>| -> Result<Option<Given>> {
+            v.as_deref()
+                .map(|t| {
+                    Ok(Given {
+                        ns: time_flag(flag, t, BareUnit::Micros)?,
+                        flag: flag.to_string(),
+                        text: t.to_string(),
+                    })
+                })
+                .transpose()
+        };
+        let dl = DlSpec {
+            runtime: given("--runtime", &a.runtime)?,
+            deadline: given("--deadline", &a.deadline)?,
+            work: match a.work.as_deref() {
+                // No work is a valid amount of work.
+                Some(t) => Some(Given {
+                    ns: parse_offset_ns(t, BareUnit::Micros)
+                        .map_err(|e| Error::flag("--work", t, e))?,
+                    flag: "--work".into(),
+                    text: t.to_string(),
+                }),
+                None => None,
+            },
+            period_flag: period_flag.to_string(),
+            period_text,
         };
         let distance_ns = match &a.distance {
             Some(v) => parse_offset_ns(v, BareUnit::Micros)
@@ -75,6 +194,7 @@ impl CyclicConfig {
             } else {
                 affinity
             },
+            dl,
         };
 
         let groups: Vec<GroupSpec> = if a.group.is_empty() {
@@ -88,6 +208,7 @@ impl CyclicConfig {
         };
 
         let mut threads = Vec::new();
+        let mut notes = Vec::new();
         for g in &groups {
             let flag = if a.group.is_empty() {
                 "-p/--priority"
@@ -95,6 +216,15 @@ impl CyclicConfig {
                 "--group"
             };
             expand_group(g, flag, &mut threads)?;
+            if g.policy == Policy::Deadline && g.affinity.is_some() && notes.is_empty() {
+                notes.push(
+                    "SCHED_DEADLINE threads cannot be pinned to CPUs narrower than their root \
+                     domain (sched_setattr refuses a pinned thread with EPERM, and \
+                     sched_setaffinity a deadline thread with EBUSY): they ran unpinned, so \
+                     -a/-t/affinity= were not applied to them"
+                        .to_string(),
+                );
+            }
             if threads.len() > MAX_THREADS {
                 return Err(Error::Usage(format!(
                     "{} threads requested: latlab runs at most {MAX_THREADS} measuring threads",
@@ -143,6 +273,30 @@ impl CyclicConfig {
                 "needs --clock monotonic (trace events carry CLOCK_MONOTONIC times)",
             ));
         }
+        let any_dl = threads.iter().any(|t| t.deadline.is_some());
+        if !any_dl {
+            let plain = [
+                ("--runtime", a.runtime.as_deref()),
+                ("--deadline", a.deadline.as_deref()),
+                ("--period", a.period.as_deref()),
+                ("--work", a.work.as_deref()),
+                ("--hrtick", a.hrtick.then_some("")),
+            ];
+            if let Some((flag, v)) = plain.iter().find_map(|(f, v)| v.map(|v| (f, v))) {
+                return Err(Error::flag(
+                    flag,
+                    v,
+                    "is a SCHED_DEADLINE setting: it needs --policy deadline (or a group with policy=deadline)",
+                ));
+            }
+        }
+        if any_dl && a.relative {
+            return Err(Error::flag(
+                "--relative",
+                "",
+                "deadline threads wake at the kernel's period starts, not after relative sleeps; drop --relative with --policy deadline",
+            ));
+        }
         if let (Some(n), Some(v)) = (loops, a.loops.as_deref()) {
             let longest = threads.iter().map(|t| t.interval_ns).max().unwrap_or(1);
             crate::config::bounds::work("-l/--loops", v, u128::from(n), longest)?;
@@ -167,6 +321,8 @@ impl CyclicConfig {
             trace_actions: a.trace.actions()?,
             trace_actions_max: a.trace.actions_max()?,
             trace_stacks: a.trace.trace_stacks,
+            hrtick: a.hrtick,
+            notes,
         })
     }
 }
@@ -197,19 +353,50 @@ fn expand_group(g: &GroupSpec, flag: &str, out: &mut Vec<ThreadPlan>) -> Result<
             .checked_add(g.offset_ns.saturating_mul(k as u64))
             .filter(|&v| v <= 3_600_000_000_000)
             .ok_or_else(|| Error::Usage(format!("thread {idx}: period beyond one hour")))?;
+        let deadline = (g.policy == Policy::Deadline)
+            .then(|| deadline_plan(&g.dl, interval_ns))
+            .transpose()?;
         out.push(ThreadPlan {
             name: format!("T{idx}"),
             policy: g.policy,
             prio,
-            cpu: (!cpus.is_empty()).then(|| cpus[k % cpus.len()]),
+            // Deadline threads cannot be pinned (the run says so).
+            cpu: (!cpus.is_empty() && deadline.is_none()).then(|| cpus[k % cpus.len()]),
             interval_ns,
+            deadline,
         });
     }
     Ok(())
 }
 
-/// Parses `key=value,...` group specs; keys: policy, threads, prio, priospread, interval,
-/// offset, affinity (alias cpus).
+/// One deadline thread's reservation for period `period_ns`: the deadline defaults to the
+/// period, the runtime to 60 % of the deadline; checked, naming the flag at fault.
+fn deadline_plan(dl: &DlSpec, period_ns: u64) -> Result<DeadlinePlan> {
+    let period = Given {
+        ns: period_ns,
+        flag: dl.period_flag.clone(),
+        text: dl.period_text.clone(),
+    };
+    let deadline = dl.deadline.clone().unwrap_or_else(|| period.clone());
+    let runtime = dl.runtime.clone().unwrap_or_else(|| Given {
+        ns: deadline.ns * DEFAULT_RUNTIME_PERCENT / 100,
+        flag: deadline.flag.clone(),
+        text: deadline.text.clone(),
+    });
+    check_deadline(&runtime, &deadline, &period, dl.work.as_ref())?;
+    Ok(DeadlinePlan {
+        params: DlParams {
+            runtime_ns: runtime.ns,
+            deadline_ns: deadline.ns,
+            period_ns,
+        },
+        work_ns: dl.work.as_ref().map_or(0, |w| w.ns),
+    })
+}
+
+/// Parses `key=value,...` group specs; keys: policy, threads, prio, priospread, interval
+/// (alias period), offset, affinity (alias cpus), and for deadline groups runtime, deadline,
+/// work.
 fn parse_group<'a>(spec: &'a str, base: &GroupSpec, online: &CpuSet) -> Result<GroupSpec> {
     let mut g = GroupSpec {
         threads: 1,
@@ -218,7 +405,9 @@ fn parse_group<'a>(spec: &'a str, base: &GroupSpec, online: &CpuSet) -> Result<G
         ..base.clone()
     };
     let mut prio_given = false;
+    let mut dl_keys: Vec<&str> = Vec::new();
     let bad = |why: String| Error::Usage(format!("--group '{spec}': {why}"));
+    let key_flag = |k: &str| format!("--group '{spec}': {k}=");
     for item in spec.split(',').map(str::trim) {
         if item.is_empty() {
             return Err(bad("empty item (stray comma?)".into()));
@@ -231,7 +420,7 @@ fn parse_group<'a>(spec: &'a str, base: &GroupSpec, online: &CpuSet) -> Result<G
             v.ok_or_else(|| bad(format!("'{k}' needs a value ({k}=...)")))
         };
         match k {
-            "policy" => g.policy = need(v)?.parse().map_err(bad)?,
+            "policy" => g.policy = Policy::parse_any(need(v)?).map_err(bad)?,
             "threads" | "t" => {
                 let v = need(v)?;
                 if v == "all" {
@@ -258,10 +447,35 @@ fn parse_group<'a>(spec: &'a str, base: &GroupSpec, online: &CpuSet) -> Result<G
                     Some(x) => return Err(bad(format!("priospread={x}: use true or false"))),
                 }
             }
-            "interval" | "i" => {
+            "interval" | "i" | "period" => {
                 let v = need(v)?;
                 g.interval_ns = parse_time_ns(v, BareUnit::Micros)
-                    .map_err(|e| bad(format!("interval={v}: {e}")))?;
+                    .map_err(|e| bad(format!("{k}={v}: {e}")))?;
+                g.dl.period_flag = key_flag(k);
+                g.dl.period_text = v.to_string();
+                if k == "period" {
+                    dl_keys.push("period");
+                }
+            }
+            "runtime" | "deadline" | "work" => {
+                let v = need(v)?;
+                let ns = if k == "work" {
+                    parse_offset_ns(v, BareUnit::Micros)
+                } else {
+                    parse_time_ns(v, BareUnit::Micros)
+                }
+                .map_err(|e| bad(format!("{k}={v}: {e}")))?;
+                let given = Some(Given {
+                    ns,
+                    flag: key_flag(k),
+                    text: v.to_string(),
+                });
+                match k {
+                    "runtime" => g.dl.runtime = given,
+                    "deadline" => g.dl.deadline = given,
+                    _ => g.dl.work = given,
+                }
+                dl_keys.push(k);
             }
             "offset" | "distance" | "d" => {
                 let v = need(v)?;
@@ -279,15 +493,29 @@ fn parse_group<'a>(spec: &'a str, base: &GroupSpec, online: &CpuSet) -> Result<G
             }
             other => {
                 return Err(bad(format!(
-                    "unknown key '{other}' (use policy, threads, prio, priospread, interval, offset, affinity)"
+                    "unknown key '{other}' (use policy, threads, prio, priospread, interval, offset, affinity; deadline groups also runtime, deadline, period, work)"
                 )))
             }
         }
+    }
+    if let Some(k) = dl_keys.first().filter(|_| g.policy != Policy::Deadline) {
+        return Err(bad(format!(
+            "{k}= is a SCHED_DEADLINE setting: it needs policy=deadline"
+        )));
     }
     if !prio_given && base.policy.is_rt() != g.policy.is_rt() {
         g.prio = if g.policy.is_rt() { 80 } else { 0 };
     }
     Ok(g)
+}
+
+/// A config from `latlab cyclic ARGS` on two online CPUs (tests of the modules beside).
+#[cfg(test)]
+pub(crate) fn test_config(args: &[&str]) -> CyclicConfig {
+    let mut v = vec!["latlab", "cyclic"];
+    v.extend_from_slice(args);
+    let a: CyclicArgs = crate::driver::args::parse_args("cyclic", v).unwrap();
+    CyclicConfig::from_args(&a, &CpuSet::parse("0-1").unwrap()).unwrap()
 }
 
 #[cfg(test)]
@@ -343,7 +571,7 @@ mod tests {
             (&["-p", "120"], "priority"),
             (&["-a", "7"], "not online"),
             (&["-t", "5000"], "at most 1024"),
-            (&["--policy", "deadline"], "--policy"),
+            (&["--policy", "edf"], "--policy"),
             (&["--group", "policy=fifo,threads=x"], "threads=x"),
             (&["--group", "bogus=1"], "unknown key"),
             (
@@ -356,6 +584,167 @@ mod tests {
             let e = cfg(args).unwrap_err();
             assert_eq!(e.exit_code(), 2, "{args:?}");
             assert!(e.to_string().contains(want), "{args:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn deadline_threads_get_their_reservation_and_defaults() {
+        let c = cfg(&[
+            "--policy",
+            "deadline",
+            "--runtime",
+            "200us",
+            "--deadline",
+            "900us",
+            "--period",
+            "1ms",
+        ])
+        .unwrap();
+        let t = &c.threads[0];
+        assert_eq!(t.policy, Policy::Deadline);
+        assert_eq!(t.prio, 0);
+        assert_eq!(t.interval_ns, 1_000_000);
+        let d = t.deadline.unwrap();
+        assert_eq!(
+            (
+                d.params.runtime_ns,
+                d.params.deadline_ns,
+                d.params.period_ns
+            ),
+            (200_000, 900_000, 1_000_000)
+        );
+        assert_eq!(d.work_ns, 0);
+        // Defaults: deadline = period, runtime = 60 % of it; -d grows each further period.
+        let c = cfg(&["--policy", "deadline", "-t", "2", "-i", "5ms"]).unwrap();
+        let d: Vec<_> = c
+            .threads
+            .iter()
+            .map(|t| t.deadline.unwrap().params)
+            .collect();
+        assert_eq!(
+            (d[0].runtime_ns, d[0].deadline_ns, d[0].period_ns),
+            (3_000_000, 5_000_000, 5_000_000)
+        );
+        assert_eq!(d[1].period_ns, 5_500_000);
+        assert_eq!(d[1].deadline_ns, 5_500_000);
+        assert!(c.notes.is_empty());
+        // Per CPU: never pinned, and the run is told why.
+        let c = cfg(&["--policy", "deadline", "-t", "--runtime", "100us"]).unwrap();
+        assert_eq!(c.threads.len(), 2);
+        assert!(c.threads.iter().all(|t| t.cpu.is_none()));
+        assert!(c.notes[0].contains("unpinned"), "{:?}", c.notes);
+        // The parameters a stored run keeps.
+        let p = serde_json::to_value(&c).unwrap();
+        assert_eq!(p["threads"][0]["policy"], "deadline");
+        assert_eq!(p["threads"][0]["deadline"]["runtime_ns"], 100_000);
+        assert_eq!(p["threads"][0]["deadline"]["period_ns"], 1_000_000);
+        assert!(p.get("notes").is_none());
+    }
+
+    #[test]
+    fn deadline_groups_mix_with_other_policies() {
+        let c = cfg(&[
+            "--runtime",
+            "100us",
+            "--group",
+            "policy=deadline,threads=2,period=2ms,deadline=1500us,work=50us",
+            "--group",
+            "policy=fifo,threads=1,interval=1ms",
+        ])
+        .unwrap();
+        let d = c.threads[1].deadline.unwrap();
+        assert_eq!(
+            (
+                d.params.runtime_ns,
+                d.params.deadline_ns,
+                d.params.period_ns,
+                d.work_ns
+            ),
+            (100_000, 1_500_000, 2_000_000, 50_000)
+        );
+        assert_eq!(c.threads[2].policy, Policy::Fifo);
+        assert_eq!(c.threads[2].prio, 80);
+        assert!(c.threads[2].deadline.is_none());
+    }
+
+    #[test]
+    fn bad_deadline_input_names_the_flag() {
+        let dl = ["--policy", "deadline"];
+        let cases: &[(&[&str], &str)] = &[
+            (
+                &["--runtime", "100us"],
+                "--runtime 100us: is a SCHED_DEADLINE setting",
+            ),
+            (&["--deadline", "1ms"], "--deadline 1ms"),
+            (&["--period", "1ms"], "--period 1ms"),
+            (&["--work", "1us"], "--work 1us"),
+            (&["--hrtick"], "--hrtick"),
+            (&["--policy", "fifo", "--runtime", "1ms"], "--runtime"),
+            (
+                &["--group", "policy=fifo,runtime=1ms"],
+                "runtime= is a SCHED_DEADLINE",
+            ),
+        ];
+        for (args, want) in cases {
+            let e = cfg(args).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{args:?}");
+            assert!(e.to_string().contains(want), "{args:?}: {e}");
+        }
+        let cases: &[(&[&str], &str)] = &[
+            (
+                &["--runtime", "2ms", "--period", "1ms"],
+                "--runtime 2ms: the runtime",
+            ),
+            (
+                &["--runtime", "500us", "--deadline", "400us"],
+                "--runtime 500us",
+            ),
+            (
+                &["--deadline", "2ms", "--period", "1ms"],
+                "--deadline 2ms: the deadline",
+            ),
+            (
+                &["--runtime", "1000ns"],
+                "--runtime 1000ns: must be at least 1024 ns",
+            ),
+            (
+                &["--deadline", "1us", "--runtime", "1us"],
+                "--deadline 1us: must be at least",
+            ),
+            (
+                &["--period", "1000ns", "--runtime", "1000ns"],
+                "--period 1000ns: must be at least",
+            ),
+            // The default runtime (60 % of the deadline) falls below the minimum: the deadline
+            // is named.
+            (
+                &["--deadline", "1500ns", "--period", "1ms"],
+                "--deadline 1500ns",
+            ),
+            (&["--runtime", "0"], "--runtime 0"),
+            (&["--runtime", "-1"], "--runtime -1"),
+            (&["--runtime", "soon"], "--runtime soon"),
+            (&["--work", "2ms", "--period", "1ms"], "--work 2ms"),
+            (&["--work", "x"], "--work x"),
+            (
+                &["--period", "1ms", "-i", "1ms"],
+                "--period 1ms: -i/--interval",
+            ),
+            (&["--relative"], "--relative"),
+            (&["-p", "80"], "priority 0 only"),
+            (
+                &["--group", "runtime=2ms,period=1ms"],
+                "--group 'runtime=2ms,period=1ms': runtime=",
+            ),
+            (&["--group", "deadline=3ms,interval=2ms"], "deadline="),
+            (&["--group", "work=zz"], "work=zz"),
+        ];
+        for (args, want) in cases {
+            let mut v = dl.to_vec();
+            v.extend_from_slice(args);
+            let e = cfg(&v).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{v:?}");
+            assert!(e.to_string().contains(want), "{v:?}: {e}");
         }
     }
 }

@@ -4,6 +4,7 @@
 
 pub mod args;
 pub mod config;
+pub mod deadline;
 mod lower;
 
 pub mod report;
@@ -20,7 +21,7 @@ use crate::stats::Recorder;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant, SystemTime};
-use worker::{Worker, WorkerOut};
+use worker::{DeadlineJob, Worker, WorkerOut};
 
 /// A finished `cyclic` run: the result plus what only the text report needs.
 pub struct CyclicOutcome {
@@ -80,11 +81,63 @@ fn drain_spikes(
     }
 }
 
+/// What a run with SCHED_DEADLINE threads prepares before they start.
+struct DeadlineSetup {
+    limits: deadline::Limits,
+    /// Every deadline thread's reservation (for a refusal's numbers).
+    reservations: Vec<crate::sys::deadline::DlParams>,
+    /// SIGXCPU is counted, so threads may ask for SCHED_FLAG_DL_OVERRUN.
+    signal: bool,
+    /// `--hrtick`, held on for the run.
+    hrtick: Option<crate::experiment::hrtick::Hrtick>,
+}
+
+/// Checks the kernel's limits, turns HRTICK on (`--hrtick`) and counts SIGXCPU, for a plan
+/// with deadline threads.
+fn prepare_deadline(cfg: &CyclicConfig, ctx: &Ctx<'_>) -> Result<Option<DeadlineSetup>> {
+    let reservations: Vec<_> = deadline::threads(cfg).iter().map(|(_, p)| *p).collect();
+    if reservations.is_empty() {
+        return Ok(None);
+    }
+    let limits = deadline::Limits::read(
+        &crate::sys::roots::Roots::host(),
+        ctx.environment().cpus_online,
+    );
+    deadline::check_periods(cfg, &limits)?;
+    let hrtick = if cfg.hrtick {
+        Some(crate::experiment::hrtick::Hrtick::enable()?)
+    } else {
+        None
+    };
+    Ok(Some(DeadlineSetup {
+        limits,
+        reservations,
+        signal: crate::sys::deadline::count_sigxcpu().is_ok(),
+        hrtick,
+    }))
+}
+
 /// Runs the measurement described by `cfg`.
 pub fn run(mut cfg: CyclicConfig, ctx: &mut Ctx<'_>) -> Result<CyclicOutcome> {
     let mut warnings = Vec::new();
     adapt(&mut cfg, ctx);
     let n = cfg.threads.len();
+    let mut dl_setup = prepare_deadline(&cfg, ctx)?;
+    if dl_setup.is_some() {
+        warnings.extend(cfg.notes.iter().cloned());
+        warnings.extend(deadline::hrtick_advice(&cfg));
+        warnings.extend(
+            dl_setup
+                .as_ref()
+                .and_then(|d| d.hrtick.as_ref())
+                .map(|h| h.warning()),
+        );
+    }
+    let dl_signal = dl_setup.as_ref().is_some_and(|d| d.signal);
+    // Set by each deadline thread before the barrier: whether it got its reservation (and the
+    // overrun signal), or the kernel's refusal.
+    let dl_results: Vec<Arc<std::sync::Mutex<Option<std::io::Result<bool>>>>> =
+        (0..n).map(|_| Arc::default()).collect();
 
     let (producers, writer) = match &cfg.samples {
         None => (None, None),
@@ -115,13 +168,18 @@ pub fn run(mut cfg: CyclicConfig, ctx: &mut Ctx<'_>) -> Result<CyclicOutcome> {
     let done = Arc::new(AtomicUsize::new(0));
     let bell = Arc::new(rt::Doorbell::default());
     let live: Vec<Arc<Live>> = (0..n).map(|_| Arc::new(Live::new())).collect();
+    // A deadline thread starts as SCHED_OTHER and switches itself once set up.
     let placements: Vec<Placement> = cfg
         .threads
         .iter()
         .map(|t| Placement {
             name: t.name.clone(),
             cpu: t.cpu,
-            policy: t.policy,
+            policy: if t.deadline.is_some() {
+                Policy::Other
+            } else {
+                t.policy
+            },
             prio: t.prio,
         })
         .collect();
@@ -169,6 +227,8 @@ pub fn run(mut cfg: CyclicConfig, ctx: &mut Ctx<'_>) -> Result<CyclicOutcome> {
                 done.clone(),
             );
             let bell = bell.clone();
+            let dl_plan = t.deadline;
+            let dl_result = dl_results[i].clone();
             let spikes =
                 spike_prods
                     .get_mut(i)
@@ -201,12 +261,43 @@ pub fn run(mut cfg: CyclicConfig, ctx: &mut Ctx<'_>) -> Result<CyclicOutcome> {
                     tally: None,
                     spikes,
                 };
-                move || w.run()
+                // Last thing before the barrier: everything is allocated and prefaulted.
+                let switched = dl_plan.map(|d| deadline::switch(&d.params, dl_signal));
+                let ok = matches!(switched, Some(Ok(_)));
+                if let (Some(r), Ok(mut slot)) = (switched, dl_result.lock()) {
+                    *slot = Some(r);
+                }
+                move || match dl_plan {
+                    None => w.run(),
+                    Some(d) if ok => w.run_deadline(DeadlineJob {
+                        deadline_ns: d.params.deadline_ns,
+                        runtime_ns: d.params.runtime_ns,
+                        work_ns: d.work_ns,
+                    }),
+                    Some(_) => w.skip(),
+                }
             }
         })
         .map_err(|e| Error::Env(format!("cannot start measuring threads: {e}")))?;
 
     barrier.wait();
+    // A deadline thread the kernel refused: stop the others at once; the refusal is the
+    // result (exit 3).
+    let refused = cfg.threads.iter().zip(&dl_results).find_map(|(t, r)| {
+        match r.lock().ok()?.take() {
+            Some(Err(e)) => Some((t.name.clone(), e)),
+            Some(Ok(signal)) => {
+                if signal != dl_signal {
+                    warnings.push(format!("{}: the kernel does not know SCHED_FLAG_DL_OVERRUN; no SIGXCPU on overruns", t.name));
+                }
+                None
+            }
+            None => None,
+        }
+    });
+    if refused.is_some() {
+        control.stop.store(true, Ordering::Release);
+    }
     let started = SystemTime::now();
     let t0 = Instant::now();
     let display = (!cfg.quiet && report::stdout_is_terminal() && !report::json_to_stdout(&cfg))
@@ -265,6 +356,29 @@ pub fn run(mut cfg: CyclicConfig, ctx: &mut Ctx<'_>) -> Result<CyclicOutcome> {
         warnings.push(format!("the sample log lost {total_lost} samples: its writer fell behind (per thread in lost_samples)"));
     }
 
+    if let Some((name, e)) = refused {
+        let (limits, reservations) = dl_setup
+            .as_ref()
+            .map(|d| (d.limits.clone(), d.reservations.clone()))
+            .unwrap_or_default();
+        let err = deadline::refusal(&name, &e, &reservations, &limits);
+        if let Some(h) = dl_setup.and_then(|d| d.hrtick) {
+            for f in h.restore() {
+                crate::note!("latlab: --hrtick: could not restore {f}; run 'latlab restore'");
+            }
+        }
+        return Err(err);
+    }
+    let sigxcpu = crate::sys::deadline::sigxcpu_count();
+    // HRTICK goes back before the result is written.
+    if let Some(h) = dl_setup.as_mut().and_then(|d| d.hrtick.take()) {
+        for f in h.restore() {
+            warnings.push(format!(
+                "--hrtick: could not restore {f}; run 'latlab restore'"
+            ));
+        }
+    }
+
     let mut series = Vec::with_capacity(n);
     let mut linear = Vec::with_capacity(n);
     let mut check_failure = None;
@@ -273,6 +387,18 @@ pub fn run(mut cfg: CyclicConfig, ctx: &mut Ctx<'_>) -> Result<CyclicOutcome> {
         let mut s = Series::from_recorder(plan.name.clone(), &out.rec);
         s.cpu = plan.cpu;
         s.policy = applied.policy.to_string();
+        if let (Some(d), Some(p)) = (out.deadline, plan.deadline) {
+            s.policy = Policy::Deadline.to_string();
+            s.extra = Some(serde_json::json!({
+                "runtime_ns": p.params.runtime_ns,
+                "deadline_ns": p.params.deadline_ns,
+                "period_ns": p.params.period_ns,
+                "work_ns": p.work_ns,
+                "jobs": d.jobs,
+                "deadline_misses": d.misses,
+                "runtime_overruns": d.runtime_overruns,
+            }));
+        }
         s.prio = applied.prio;
         s.interval_ns = Some(plan.interval_ns);
         s.overruns = out.overruns;
@@ -296,7 +422,19 @@ pub fn run(mut cfg: CyclicConfig, ctx: &mut Ctx<'_>) -> Result<CyclicOutcome> {
         linear.push((out.linear, out.linear_overflow));
     }
     let interrupted = control.was_interrupted();
-    let parameters = serde_json::to_value(&cfg).unwrap_or(serde_json::Value::Null);
+    let mut parameters = serde_json::to_value(&cfg).unwrap_or(serde_json::Value::Null);
+    if let (Some(d), Some(map)) = (&dl_setup, parameters.as_object_mut()) {
+        map.insert(
+            "deadline".into(),
+            serde_json::json!({
+                "runtime_overruns_from": deadline::OVERRUN_METHOD,
+                "dl_overrun_signal": d.signal,
+                "sigxcpu": sigxcpu,
+                "sched_rt_runtime_us": d.limits.rt_runtime_us,
+                "sched_rt_period_us": d.limits.rt_period_us,
+            }),
+        );
+    }
     ctx.warnings().extend(warnings);
     let run = Run {
         interrupted,

@@ -75,14 +75,26 @@ pub fn render(o: &CyclicOutcome, unit: DisplayUnit) -> String {
     } else {
         ""
     };
+    let dl = |x: &crate::result::Series, key: &str| {
+        x.extra
+            .as_ref()
+            .and_then(|e| e.get(key))
+            .and_then(serde_json::Value::as_u64)
+    };
+    let deadline = run
+        .series
+        .iter()
+        .any(|x| dl(x, "deadline_misses").is_some());
     s.push_str(&format!(
-        "latlab cyclic  {} threads  clock {}  {} sleeps  {:.2} s  run {}{state}\n",
+        "latlab cyclic  {} threads  clock {}  {}  {:.2} s  run {}{state}\n",
         run.series.len(),
         run.parameters["clock"].as_str().unwrap_or("?"),
-        if run.parameters["relative"].as_bool() == Some(true) {
-            "relative"
+        if deadline {
+            "SCHED_DEADLINE periods"
+        } else if run.parameters["relative"].as_bool() == Some(true) {
+            "relative sleeps"
         } else {
-            "absolute"
+            "absolute sleeps"
         },
         run.duration_s,
         run.id,
@@ -103,7 +115,7 @@ pub fn render(o: &CyclicOutcome, unit: DisplayUnit) -> String {
         .iter()
         .map(|x| {
             let p = &x.summary.percentiles;
-            vec![
+            let mut row = vec![
                 x.name.trim_start_matches('T').to_string(),
                 x.summary.count.to_string(),
                 f(x.summary.min_ns as f64),
@@ -120,16 +132,36 @@ pub fn render(o: &CyclicOutcome, unit: DisplayUnit) -> String {
                 f(p.p99_9 as f64),
                 f(p.p99_99 as f64),
                 x.overruns.to_string(),
-            ]
+            ];
+            if deadline {
+                let n = |k: &str| dl(x, k).map_or("-".into(), |v| v.to_string());
+                row.push(n("deadline_misses"));
+                row.push(n("runtime_overruns"));
+            }
+            row
         })
         .collect();
-    s.push_str(&table::render(
-        &[
-            "task", "loops", "min", "max", "average", "sigma", "prio", "policy", "cpu", "interval",
-            "p50", "p90", "p99", "p99.9", "p99.99", "overruns",
-        ],
-        &rows,
-    ));
+    let mut head = vec![
+        "task", "loops", "min", "max", "average", "sigma", "prio", "policy", "cpu", "interval",
+        "p50", "p90", "p99", "p99.9", "p99.99", "overruns",
+    ];
+    if deadline {
+        head.extend(["misses", "throttled"]);
+    }
+    s.push_str(&table::render(&head, &rows));
+    if deadline {
+        let d = &run.parameters["deadline"];
+        s.push_str(&format!(
+            "misses: jobs that ended after period start + deadline; throttled: jobs that used \
+             more CPU than their runtime (the kernel throttled them), from the thread's CPU \
+             clock; SIGXCPU (SCHED_FLAG_DL_OVERRUN, whole process) {}\n",
+            if d["dl_overrun_signal"].as_bool() == Some(true) {
+                d["sigxcpu"].as_u64().unwrap_or(0).to_string()
+            } else {
+                "not available".to_string()
+            }
+        ));
+    }
     for w in &run.warnings {
         s.push_str(&format!("warning: {w}\n"));
     }

@@ -5,6 +5,7 @@ use crate::result::{Timeline, TimelineRecorder};
 use crate::rt::Live;
 use crate::stats::Recorder;
 use crate::sys::clock;
+use crate::sys::deadline as dl;
 use crate::trace::spikes::RawSpike;
 use rtrb::Producer;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -81,23 +82,178 @@ pub struct WorkerOut {
     pub timeline: Timeline,
     /// Spikes the trace ring could not take.
     pub spikes_lost: u64,
+    /// A deadline thread's per-job counts (None for the other policies).
+    pub deadline: Option<DeadlineOut>,
+}
+
+/// What a SCHED_DEADLINE thread counted, from the clocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeadlineOut {
+    /// Jobs run (one per wake-up recorded).
+    pub jobs: u64,
+    /// Jobs that ended after their absolute deadline (period start + deadline).
+    pub misses: u64,
+    /// Jobs whose CPU time exceeded the runtime: the kernel throttled them.
+    pub runtime_overruns: u64,
+}
+
+/// The running figures of one worker's loop (locals, kept together so both loops share
+/// [`Worker::sample`]).
+#[derive(Debug)]
+struct Tally {
+    n: u64,
+    min: u64,
+    max: u64,
+    sum: u64,
+    overruns: u64,
+    lost: u64,
+    overflow: u64,
+    spikes_lost: u64,
+    tripped_at: Option<(u64, u64)>,
+}
+
+impl Tally {
+    fn new() -> Tally {
+        Tally {
+            n: 0,
+            min: u64::MAX,
+            max: 0,
+            sum: 0,
+            overruns: 0,
+            lost: 0,
+            overflow: 0,
+            spikes_lost: 0,
+            tripped_at: None,
+        }
+    }
+}
+
+/// A SCHED_DEADLINE thread's job, for [`Worker::run_deadline`] (the thread is already a
+/// deadline task when it starts).
+#[derive(Debug, Clone, Copy)]
+pub struct DeadlineJob {
+    /// Relative deadline (ns).
+    pub deadline_ns: u64,
+    /// Runtime (ns): a job that used more CPU than this was throttled.
+    pub runtime_ns: u64,
+    /// CPU time to spin after recording the wake-up (ns).
+    pub work_ns: u64,
 }
 
 impl Worker {
+    /// Records one wake-up `lat` ns after `expected` (read at `now`): histogram, timeline,
+    /// sample ring, monitor tap, linear histogram, spike ring, live figures. True when it
+    /// tripped `--break-on` (the run is then stopping).
+    #[inline(always)]
+    fn sample(&mut self, t: &mut Tally, expected: u64, now: u64, lat: u64) -> bool {
+        t.n += 1;
+        let n = t.n;
+        self.rec.record(lat);
+        self.timeline.record(expected, lat);
+        if let Some(ring) = self.ring.as_mut() {
+            if ring.push(lat).is_err() {
+                t.lost += 1;
+                if let Some(tap) = &self.tally {
+                    tap.set_lost(t.lost);
+                }
+            }
+        }
+        if let Some(tap) = &self.tally {
+            tap.observe(lat);
+        }
+        if !self.linear.is_empty() {
+            let us = (lat / 1000) as usize;
+            match self.linear.get_mut(us) {
+                Some(b) => *b += 1,
+                None => t.overflow += 1,
+            }
+        }
+        if let Some(s) = self.spikes.as_mut() {
+            if lat >= s.threshold_ns {
+                let cpu = s
+                    .cpu
+                    .or_else(|| crate::sys::sched::current_cpu().map(|c| c as u32))
+                    .unwrap_or(u32::MAX);
+                let spike = RawSpike {
+                    series: s.series,
+                    cpu,
+                    expected,
+                    actual: now,
+                    seq: n,
+                    tid: s.tid,
+                };
+                if s.ring.push(spike).is_err() {
+                    t.spikes_lost += 1;
+                }
+            }
+        }
+        t.min = t.min.min(lat);
+        t.max = t.max.max(lat);
+        t.sum = t.sum.wrapping_add(lat);
+        self.live.publish(n, lat, t.min, t.max, t.sum);
+        if lat > self.break_on_ns
+            && self
+                .tripped
+                .compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+        {
+            t.tripped_at = Some((lat, n));
+            self.stop.store(true, Ordering::Release);
+            return true;
+        }
+        false
+    }
+
+    /// Counts the periods that began at or before `at` past `next` as overruns and moves `next`
+    /// beyond `at`.
+    #[inline(always)]
+    fn skip_missed(&self, t: &mut Tally, next: &mut u64, at: u64) {
+        let interval = self.interval_ns;
+        if at >= *next {
+            let missed = (at - *next) / interval + 1;
+            t.overruns += missed;
+            *next += missed * interval;
+            if let Some(tap) = &self.tally {
+                tap.set_overruns(t.overruns);
+            }
+        }
+    }
+
+    fn finish(self, t: Tally, deadline: Option<DeadlineOut>) -> WorkerOut {
+        let timeline = self.timeline.finish(clock::now_ns(self.clock));
+        self.done.fetch_add(1, Ordering::Release);
+        self.bell.ring();
+        WorkerOut {
+            rec: self.rec,
+            overruns: t.overruns,
+            lost: t.lost,
+            linear: self.linear,
+            linear_overflow: t.overflow,
+            tripped_at: t.tripped_at,
+            cpu: crate::sys::sched::current_cpu(),
+            timeline,
+            spikes_lost: t.spikes_lost,
+            deadline,
+        }
+    }
+
+    /// Ends without measuring (a thread whose set-up the kernel refused).
+    pub fn skip(self) -> WorkerOut {
+        self.finish(Tally::new(), None)
+    }
+
     /// Runs the measuring loop until `loops` wake-ups, the stop flag, or the break threshold.
     pub fn run(mut self) -> WorkerOut {
         let clk = self.clock;
         let interval = self.interval_ns;
-        let (mut overruns, mut lost, mut overflow, mut spikes_lost) = (0u64, 0u64, 0u64, 0u64);
-        let (mut n, mut min, mut max, mut sum) = (0u64, u64::MAX, 0u64, 0u64);
-        let mut tripped_at = None;
+        let mut t = Tally::new();
         if let Some(s) = self.spikes.as_mut() {
             s.tid = crate::sys::sched::gettid();
         }
         let begin = clock::now_ns(clk);
         self.timeline.start_at(begin);
         let mut next = begin + interval;
-        while n < self.loops && !self.stop.load(Ordering::Relaxed) {
+        while t.n < self.loops && !self.stop.load(Ordering::Relaxed) {
             let expected = if self.relative {
                 let before = clock::now_ns(clk);
                 let mut r = clock::sleep_for_ns(clk, interval);
@@ -118,85 +274,76 @@ impl Worker {
                 break; // woken early to stop: not a sample
             }
             let lat = now.saturating_sub(expected);
-            n += 1;
-            self.rec.record(lat);
-            self.timeline.record(expected, lat);
-            if let Some(ring) = self.ring.as_mut() {
-                if ring.push(lat).is_err() {
-                    lost += 1;
-                    if let Some(t) = &self.tally {
-                        t.set_lost(lost);
-                    }
-                }
-            }
-            if let Some(t) = &self.tally {
-                t.observe(lat);
-            }
-            if !self.linear.is_empty() {
-                let us = (lat / 1000) as usize;
-                match self.linear.get_mut(us) {
-                    Some(b) => *b += 1,
-                    None => overflow += 1,
-                }
-            }
-            if let Some(s) = self.spikes.as_mut() {
-                if lat >= s.threshold_ns {
-                    let cpu = s
-                        .cpu
-                        .or_else(|| crate::sys::sched::current_cpu().map(|c| c as u32))
-                        .unwrap_or(u32::MAX);
-                    let spike = RawSpike {
-                        series: s.series,
-                        cpu,
-                        expected,
-                        actual: now,
-                        seq: n,
-                        tid: s.tid,
-                    };
-                    if s.ring.push(spike).is_err() {
-                        spikes_lost += 1;
-                    }
-                }
-            }
-            min = min.min(lat);
-            max = max.max(lat);
-            sum = sum.wrapping_add(lat);
-            self.live.publish(n, lat, min, max, sum);
-            if lat > self.break_on_ns
-                && self
-                    .tripped
-                    .compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
-                    .is_ok()
-            {
-                tripped_at = Some((lat, n));
-                self.stop.store(true, Ordering::Release);
+            if self.sample(&mut t, expected, now, lat) {
                 break;
             }
             if !self.relative {
                 next += interval;
-                if now >= next {
-                    let missed = (now - next) / interval + 1;
-                    overruns += missed;
-                    next += missed * interval;
-                    if let Some(t) = &self.tally {
-                        t.set_overruns(overruns);
-                    }
-                }
+                self.skip_missed(&mut t, &mut next, now);
             }
         }
-        let timeline = self.timeline.finish(clock::now_ns(clk));
-        self.done.fetch_add(1, Ordering::Release);
-        self.bell.ring();
-        WorkerOut {
-            rec: self.rec,
-            overruns,
-            lost,
-            linear: self.linear,
-            linear_overflow: overflow,
-            tripped_at,
-            cpu: crate::sys::sched::current_cpu(),
-            timeline,
-            spikes_lost,
+        self.finish(t, None)
+    }
+
+    /// The loop of a SCHED_DEADLINE thread, as rt-tests' cyclicdeadline runs it: end each job
+    /// with `sched_yield()` (the kernel throttles the thread until its next period), and on
+    /// waking record `now - period start`. The periods are counted from the first wake-up; a
+    /// wake-up before the counted start means the kernel's period began earlier (it may
+    /// re-anchor a task's periods), so the count is re-anchored there, as cyclicdeadline
+    /// does. Per job, from the clocks: a miss when it ended after `period start + deadline`;
+    /// a runtime overrun when it used more CPU than its runtime (so the kernel throttled it).
+    pub fn run_deadline(mut self, job: DeadlineJob) -> WorkerOut {
+        let clk = self.clock;
+        let mut t = Tally::new();
+        let (mut misses, mut runtime_overruns) = (0u64, 0u64);
+        if let Some(s) = self.spikes.as_mut() {
+            s.tid = crate::sys::sched::gettid();
         }
+        // End the job sched_setattr began: the loop starts at a period's start.
+        dl::yield_now();
+        let mut expected = clock::now_ns(clk);
+        let mut cpu_before = dl::thread_cpu_ns();
+        self.timeline.start_at(expected);
+        while t.n < self.loops && !self.stop.load(Ordering::Relaxed) {
+            let now = clock::now_ns(clk);
+            let cpu = dl::thread_cpu_ns();
+            if t.n > 0 && cpu - cpu_before > job.runtime_ns {
+                runtime_overruns += 1; // the job before this wake-up
+            }
+            cpu_before = cpu;
+            if now < expected {
+                expected = now;
+            }
+            let lat = now - expected;
+            if self.sample(&mut t, expected, now, lat) {
+                break;
+            }
+            if job.work_ns > 0 {
+                while dl::thread_cpu_ns() - cpu < job.work_ns && !self.stop.load(Ordering::Relaxed)
+                {
+                }
+            }
+            let end = clock::now_ns(clk);
+            if end > expected + job.deadline_ns {
+                misses += 1;
+            }
+            expected += self.interval_ns;
+            self.skip_missed(&mut t, &mut expected, end);
+            dl::yield_now();
+        }
+        // The last job's CPU time, then back to SCHED_OTHER: the teardown is not a job.
+        if t.n > 0 && dl::thread_cpu_ns() - cpu_before > job.runtime_ns {
+            runtime_overruns += 1;
+        }
+        let _ = crate::sys::sched::set_policy(crate::config::Policy::Other, 0);
+        let jobs = t.n;
+        self.finish(
+            t,
+            Some(DeadlineOut {
+                jobs,
+                misses,
+                runtime_overruns,
+            }),
+        )
     }
 }
