@@ -335,12 +335,13 @@ fn interrupted_and_killed_runs_leave_no_instance_and_keep_what_they_measured() {
     let mounted = std::fs::read_to_string("/proc/mounts")
         .unwrap()
         .contains(" tracefs ");
-    // SIGINT: saved, marked interrupted, the command under it stopped and reaped.
+    // SIGINT: saved, marked interrupted, the command under it stopped and reaped with what it
+    // started, even what ignores SIGTERM.
     let json = scratch().join("sched-int.json");
     let l = latlab()
         .args(["sched", "--no-store", "--json"])
         .arg(&json)
-        .args(["--", "sleep", "30"])
+        .args(["--", "sh", "-c", "trap '' TERM; sleep 31; true"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -359,14 +360,19 @@ fn interrupted_and_killed_runs_leave_no_instance_and_keep_what_they_measured() {
     );
     let run = read_json(&json);
     assert_eq!(run["interrupted"], true);
-    // sleep was stopped by latlab (SIGTERM): its status is passed on.
-    assert_eq!(out.status.code(), Some(128 + libc::SIGTERM), "{out:?}");
+    // latlab stopped the command: that status is its own doing, recorded, not passed on.
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(
+        run["parameters"]["command_stopped"],
+        128 + libc::SIGKILL,
+        "{run}"
+    );
     no_instance_left(pid, mounted);
     let sleeping = Command::new("pgrep")
-        .args(["-f", "^sleep 30$"])
+        .args(["-f", "^sleep 31$"])
         .output()
         .unwrap();
-    assert!(sleeping.stdout.is_empty(), "sleep 30 left running");
+    assert!(sleeping.stdout.is_empty(), "sleep 31 left running");
 
     // SIGKILL: the instance stays until `latlab restore`, which removes it.
     let l = latlab()

@@ -75,6 +75,16 @@ Examples:
   latlab sched -a 1 -- ./my-control-loop --rate 1000
   latlab gate 'p99.9<100us' run:ID";
 
+/// Where the cgroup v2 hierarchy is mounted (`/sys/fs/cgroup`, or `/sys/fs/cgroup/unified` on
+/// a hybrid host), from /proc/mounts.
+fn cgroup2_mount() -> Option<PathBuf> {
+    let m = std::fs::read_to_string("/proc/mounts").ok()?;
+    m.lines().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        (f.len() > 2 && f[2] == "cgroup2").then(|| PathBuf::from(f[1]))
+    })
+}
+
 /// Where `--pid`, `--tid` and `--cgroup` are looked up (tests point these at a fake tree).
 pub struct Roots<'a> {
     /// /proc.
@@ -86,11 +96,20 @@ pub struct Roots<'a> {
 impl SchedArgs {
     /// Validates the arguments against the online CPUs and the system's /proc.
     pub fn to_config(&self, online: &CpuSet) -> Result<SchedConfig> {
+        let cgroup =
+            match (&self.cgroup, cgroup2_mount()) {
+                (Some(_), None) => return Err(Error::Env(
+                    "--cgroup: no cgroup v2 hierarchy is mounted (/proc/mounts has no cgroup2); \
+                     mount one (mount -t cgroup2 none /sys/fs/cgroup) or use --pid"
+                        .into(),
+                )),
+                (_, m) => m.unwrap_or_else(|| PathBuf::from("/sys/fs/cgroup")),
+            };
         self.to_config_in(
             online,
             &Roots {
                 proc: Path::new("/proc"),
-                cgroup: Path::new("/sys/fs/cgroup"),
+                cgroup: &cgroup,
             },
         )
     }

@@ -1,6 +1,6 @@
 //! The command `latlab sched -- CMD` runs: started once tracing is on, in latlab's own process
 //! group (so a Ctrl-C at the terminal reaches it, as under `perf stat -- CMD`), its exit status
-//! passed on, and never left running when latlab alone is asked to stop.
+//! passed on, and never left running (nor anything it started) when latlab stops it.
 
 use crate::error::{Error, Result};
 use std::os::unix::process::ExitStatusExt;
@@ -42,20 +42,69 @@ impl Child {
         self.c.try_wait().ok().flatten().map(code)
     }
 
-    /// Ends it: SIGTERM, then SIGKILL after a grace period; reaps it and returns its status.
+    /// Ends it and everything it started: SIGTERM to each, then SIGKILL to what is left after
+    /// a grace period; reaps it and returns its status.
     pub fn stop(&mut self) -> i32 {
+        let root = self.pid();
+        let mut family = descendants(root);
         if let Some(s) = self.try_status() {
+            kill_all(&family, libc::SIGKILL);
             return s;
         }
-        crate::sys::process::signal(self.pid(), libc::SIGTERM);
+        family.push(root);
+        kill_all(&family, libc::SIGTERM);
         let t = Instant::now();
         while t.elapsed() < GRACE {
-            if let Some(s) = self.try_status() {
-                return s;
+            if self.c.try_wait().ok().flatten().is_some() {
+                break;
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        let _ = self.c.kill();
+        // What the command started meanwhile, or what ignored SIGTERM.
+        for p in descendants(root) {
+            if !family.contains(&p) {
+                family.push(p);
+            }
+        }
+        kill_all(&family, libc::SIGKILL);
         self.c.wait().map(code).unwrap_or(128 + libc::SIGKILL)
     }
+}
+
+fn kill_all(pids: &[i32], sig: libc::c_int) {
+    for &p in pids {
+        crate::sys::process::signal(p, sig);
+    }
+}
+
+/// Every live process descended from `root` (from the parent ids in /proc).
+fn descendants(root: i32) -> Vec<i32> {
+    let mut parent = std::collections::HashMap::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+            continue;
+        };
+        // pid (comm) state ppid ...: the comm may hold spaces and parentheses.
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|v| v.parse::<i32>().ok());
+        if let Some(pp) = ppid {
+            parent.insert(pid, pp);
+        }
+    }
+    let mut out = Vec::new();
+    let mut frontier = vec![root];
+    while let Some(p) = frontier.pop() {
+        for (&c, &pp) in &parent {
+            if pp == p && !out.contains(&c) {
+                out.push(c);
+                frontier.push(c);
+            }
+        }
+    }
+    out
 }

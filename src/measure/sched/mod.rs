@@ -119,21 +119,32 @@ fn offer(tracker: &mut Tracker<Matcher>, tracer: &mut Tracer, names: &mut Vec<u3
     }
 }
 
-/// Replays every event read after `after` up to `upto`, in time order across CPUs.
+/// Replays every event read after `after` up to `upto`, in time order across CPUs, with the
+/// places where the kernel lost events among them.
 fn replay(tracer: &Tracer, tracker: &mut Tracker<Matcher>, after: u64, upto: u64) {
     if upto <= after {
         return;
     }
     let rec = tracer.recorder();
-    let mut all = Vec::new();
+    let mut all: Vec<(u64, usize, Option<crate::trace::event::Event>)> = Vec::new();
     for &c in rec.cpus() {
         for e in rec.between(c, after, upto).unwrap_or_default() {
-            all.push((c, e));
+            all.push((e.ts, c, Some(e)));
         }
     }
-    all.sort_by_key(|(c, e)| (e.ts, *c));
-    for (c, e) in &all {
-        tracker.event(*c, e);
+    for (c, l) in rec.losses() {
+        for (ts, _) in l {
+            if ts > after && ts <= upto {
+                all.push((ts, c, None));
+            }
+        }
+    }
+    all.sort_by_key(|x| (x.0, x.1));
+    for (ts, c, e) in &all {
+        match e {
+            Some(e) => tracker.event(*c, e),
+            None => tracker.lost(*ts),
+        }
     }
 }
 
@@ -148,7 +159,16 @@ fn run(cfg: &SchedConfig, ctx: &mut Ctx<'_>) -> Result<SchedOutcome> {
     let home = housekeeping(cfg, &all);
     // The reader thread is started confined to the housekeeping CPUs, and so is this one.
     let mut confined = Confined::to(&home);
-    let mut tracer = Tracer::start_tasks(&all, cfg.threshold_ns, EXTRA)?;
+    let mut tracer = Tracer::start_tasks(&all, cfg.threshold_ns, EXTRA).map_err(|e| {
+        if crate::sys::sched::euid() == 0 {
+            e
+        } else {
+            crate::error::Error::Env(format!(
+                "latlab sched needs root (it reads the kernel's sched tracepoints through \
+                 tracefs): run it as root, e.g. with sudo ({e})"
+            ))
+        }
+    })?;
     let started = SystemTime::now();
     let t0 = Instant::now();
     let start_ns = now_mono();
@@ -204,12 +224,13 @@ fn run(cfg: &SchedConfig, ctx: &mut Ctx<'_>) -> Result<SchedOutcome> {
             }
         }
     }
-    // The command outlives an interrupted run only if latlab alone was signalled: stop it.
+    // A command still running (the duration ended, or latlab alone was signalled) is stopped
+    // with everything it started; its status then is latlab's doing and is not passed on.
+    let mut stopped = None;
     if let Some(mut k) = kid.take() {
-        status = Some(match status {
-            Some(s) => s,
-            None => k.stop(),
-        });
+        if status.is_none() {
+            stopped = Some(k.stop());
+        }
     }
     let end_ns = now_mono();
     let duration_s = t0.elapsed().as_secs_f64();
@@ -284,11 +305,15 @@ fn run(cfg: &SchedConfig, ctx: &mut Ctx<'_>) -> Result<SchedOutcome> {
         o.insert("events".into(), trace.events.into());
         o.insert("events_per_s".into(), events_per_s.round().into());
         o.insert("lost_events".into(), trace.lost_events.into());
+        o.insert("processes".into(), out.processes.clone().into());
         if let Some(e) = &ended_by {
             o.insert("ended_by".into(), e.clone().into());
         }
         if let Some(s) = status {
             o.insert("command_status".into(), s.into());
+        }
+        if let Some(s) = stopped {
+            o.insert("command_stopped".into(), s.into());
         }
     }
     let run = Run {
@@ -331,10 +356,10 @@ impl crate::driver::Measurement for SchedConfig {
     }
 
     fn render(&self, o: &SchedOutcome) -> crate::driver::Text {
-        report::render(&o.run, self.unit).into()
+        report::render(&o.run, self.unit, true).into()
     }
 
     fn render_stored(run: &Run, unit: DisplayUnit) -> Option<String> {
-        Some(report::render(run, unit))
+        Some(report::render(run, unit, false))
     }
 }

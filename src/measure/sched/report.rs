@@ -12,8 +12,12 @@ use std::collections::BTreeMap;
 
 /// Series built from the tasks, and each task's series name (by task index).
 pub struct Assembled {
-    /// Thread series, then process series.
+    /// One series per thread.
     pub series: Vec<Series>,
+    /// Per process with two or more measured threads, its threads merged: kept beside the
+    /// series (not as one), so `compare` and `gate`, which pool a run's series, count each
+    /// wake-up once.
+    pub processes: Vec<serde_json::Value>,
     /// The name of task i's series ("" for a task with no delay measured).
     pub thread_names: Vec<String>,
 }
@@ -106,19 +110,21 @@ impl Assembled {
             p.2 += 1;
             p.3 |= lost;
         }
+        let mut processes = Vec::new();
         for (pid, (base, rec, threads, lost)) in procs {
             if threads < 2 {
                 continue;
             }
-            let name = unique(&mut used, &format!("{base} (process)"));
-            let mut s = Series::from_recorder(name, &rec);
-            s.extra = Some(serde_json::json!({
-                "pid": pid, "threads": threads, "lost_events": lost, "merged": true
+            let x = rec.summary();
+            processes.push(serde_json::json!({
+                "name": base, "pid": pid, "threads": threads, "lost_events": lost,
+                "wakeups": x.count, "mean_ns": x.mean_ns, "max_ns": x.max_ns,
+                "p99_ns": x.percentiles.p99, "p99_9_ns": x.percentiles.p99_9,
             }));
-            series.push(s);
         }
         Assembled {
             series,
+            processes,
             thread_names,
         }
     }
@@ -131,8 +137,9 @@ fn get<'a>(s: &'a Series, k: &str) -> Option<&'a serde_json::Value> {
 /// Rows shown in the per-thread table (the rest are summed up in a line).
 const ROWS: usize = 30;
 
-/// The text report of a `sched` run (live or stored).
-pub fn render(run: &Run, u: DisplayUnit) -> String {
+/// The text report of a `sched` run; `why` adds the per-CPU summary of the delays' causes
+/// (`runs show` adds it itself for any traced run).
+pub fn render(run: &Run, u: DisplayUnit, why: bool) -> String {
     let p = &run.parameters;
     let target = p.get("target_text").and_then(|v| v.as_str()).unwrap_or("?");
     let events = p.get("events").and_then(|v| v.as_u64()).unwrap_or(0);
@@ -145,11 +152,7 @@ pub fn render(run: &Run, u: DisplayUnit) -> String {
             .unwrap_or(0.0),
         run.id
     );
-    let threads: Vec<&Series> = run
-        .series
-        .iter()
-        .filter(|x| get(x, "merged").is_none())
-        .collect();
+    let threads: Vec<&Series> = run.series.iter().collect();
     if threads.is_empty() {
         s.push_str("no measured task was woken or preempted\n");
     } else {
@@ -186,19 +189,30 @@ pub fn render(run: &Run, u: DisplayUnit) -> String {
                 flagged.join(", ")
             ));
         }
-        for x in run.series.iter().filter(|x| get(x, "merged").is_some()) {
+        for x in p
+            .get("processes")
+            .and_then(|v| v.as_array())
+            .into_iter()
+            .flatten()
+        {
+            let f = |k: &str| x.get(k).and_then(|v| v.as_f64()).unwrap_or(0.0);
             s.push_str(&format!(
-                "{}: {} wake-ups, avg {} max {} {u}\n",
-                x.name,
-                x.summary.count,
-                u.fmt_ns(x.summary.mean_ns),
-                u.fmt_ns(x.summary.max_ns as f64)
+                "{} (pid {}, {} threads): {} wake-ups, avg {} p99 {} max {} {u}\n",
+                x.get("name").and_then(|v| v.as_str()).unwrap_or("?"),
+                f("pid"),
+                f("threads"),
+                f("wakeups"),
+                u.fmt_ns(f("mean_ns")),
+                u.fmt_ns(f("p99_ns")),
+                u.fmt_ns(f("max_ns"))
             ));
         }
     }
     if let Some(t) = &run.trace {
         s.push_str(&worst(t, u));
-        s.push_str(&crate::trace::spikes::why(t, u));
+        if why {
+            s.push_str(&crate::trace::spikes::why(t, u));
+        }
     }
     for w in &run.warnings {
         s.push_str(&format!("warning: {w}\n"));

@@ -539,6 +539,21 @@ impl<C: Chooser> Tracker<C> {
         }
     }
 
+    /// The kernel lost events before `ts` (on some CPU): a wake-up or preemption still
+    /// waiting for its switch-in may have had it among them, so none is timed; each is counted
+    /// as `unmatched` instead of growing into a delay that never was.
+    pub fn lost(&mut self, ts: u64) {
+        for t in &mut self.tasks {
+            let pending = t.woken.is_some_and(|w| w <= ts) || t.preempted.is_some_and(|p| p <= ts);
+            if pending {
+                t.unmatched += 1;
+                t.woken = None;
+                t.preempted = None;
+                t.undated = false;
+            }
+        }
+    }
+
     /// Ends the replay: tasks still waiting for a CPU are marked, on-CPU time is closed at
     /// `end`, and wakers are sorted, most first.
     pub fn finish(&mut self, end: u64) {
@@ -757,6 +772,16 @@ mod tests {
         t.finish(500);
         assert_eq!((t.tasks[0].wake.count(), t.tasks[0].wake.max()), (1, 150));
         assert_eq!(t.tasks[0].wakers, vec![("task pid 5".into(), 1)]);
+    }
+
+    #[test]
+    fn a_wake_up_pending_across_lost_events_is_not_timed() {
+        let mut t = Tracker::new(W, None, u64::MAX);
+        t.event(0, &wake(100, 5, ("w", 7)));
+        t.lost(200);
+        t.event(1, &sw(5_000_000, ("swapper", 0, 0), ("w", 7)));
+        t.finish(5_000_100);
+        assert_eq!((t.tasks[0].wake.count(), t.tasks[0].unmatched), (0, 1));
     }
 
     #[test]
