@@ -3,6 +3,9 @@
 //! waiter records, from its own clock, how late it ran. Run as `hog` (through a link with any
 //! name), it is instead a SCHED_FIFO 99 thread that takes the CPU for a while at known times.
 //!
+//! With `--waiter-fifo P` the waiter is SCHED_FIFO P, so only higher real-time work (the hog)
+//! and interrupts can hold it off, whatever else the machine runs.
+//!
 //! Both modes share a time base (`--t0`, CLOCK_MONOTONIC ns) so the peer's wake-ups can be
 //! placed inside the hog's bursts. The waiter prints one JSON line at the end:
 //! `{"waiter": TID, "peer": TID, "wakes": [[woken_ns, running_ns], ...]}`; the hog prints
@@ -73,6 +76,8 @@ struct Opts {
     count: u64,
     offset: u64,
     busy: u64,
+    /// SCHED_FIFO priority of the waiter (0: SCHED_OTHER).
+    waiter_fifo: i32,
 }
 
 fn opts(args: &[String]) -> Opts {
@@ -94,6 +99,7 @@ fn opts(args: &[String]) -> Opts {
         count: get("--count", 30),
         offset: get("--offset-us", 300) * 1000,
         busy: get("--busy-us", 2_000) * 1000,
+        waiter_fifo: get("--waiter-fifo", 0) as i32,
     }
 }
 
@@ -126,11 +132,22 @@ fn pair(o: Opts) {
     let woken_at = Arc::new(AtomicU64::new(0));
     let waiter_tid = Arc::new(AtomicI32::new(0));
     let (w, at, wt, cpu) = (word.clone(), woken_at.clone(), waiter_tid.clone(), o.cpu);
+    let fifo = o.waiter_fifo;
     let total = 2 * o.count as i32;
     let waiter = std::thread::Builder::new()
         .name("waiter".into())
         .spawn(move || {
             pin(cpu);
+            if fifo > 0 {
+                let p = libc::sched_param {
+                    sched_priority: fifo,
+                };
+                // SAFETY: valid sched_param for the calling thread.
+                if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) } != 0 {
+                    eprintln!("waiter: cannot become SCHED_FIFO {fifo} (run as root)");
+                    std::process::exit(3);
+                }
+            }
             wt.store(tid(), Ordering::SeqCst);
             let mut wakes = Vec::new();
             let mut seen = 0i32;

@@ -62,13 +62,17 @@ fn wait_tracing(pid: u32) {
 /// Workload settings shared by the tests: 20 periods of 100 ms, wake-ups 300 µs into the hog's
 /// 2 ms bursts and half a period later.
 const PERIODS: u64 = 20;
-const WORKLOAD: [&str; 6] = [
+/// The waiter is SCHED_FIFO 10: the hog (FIFO 99) delays it, the suite's other tests (Chromium,
+/// builds: SCHED_OTHER) cannot.
+const WORKLOAD: [&str; 8] = [
     "--period-us",
     "100000",
     "--offset-us",
     "300",
     "--busy-us",
     "2000",
+    "--waiter-fifo",
+    "10",
 ];
 
 fn start_hog(t0: u64) -> (std::process::Child, String) {
