@@ -5,7 +5,7 @@
 //! the command's status on; targets that do not exist are refused; signals leave nothing.
 
 use crate::trace::{instance_of, trace_unavailable};
-use crate::util::{exclusive, latlab, read_json, scratch, skip};
+use crate::util::{exclusive, latlab, mono_ns, read_json, scratch, skip};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -21,16 +21,6 @@ pub(crate) fn wakepair() -> PathBuf {
         p.display()
     );
     p
-}
-
-pub(crate) fn mono_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// A link to the workload with a random name, run as the hog.
@@ -527,7 +517,7 @@ fn perf_sched_and_latlab_agree_on_the_same_events() {
             "--comm",
             "waiter",
             "-D",
-            "7",
+            "9",
             "--no-store",
             "--json",
         ])
@@ -540,7 +530,7 @@ fn perf_sched_and_latlab_agree_on_the_same_events() {
     let rec = Command::new(perf)
         .args(["sched", "record", "-o"])
         .arg(&data)
-        .args(["--", "sleep", "5"])
+        .args(["--", "sleep", "7"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

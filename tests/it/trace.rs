@@ -2,7 +2,7 @@
 //! gone (and the mount as found) after a normal end, after SIGINT, after a second SIGINT, with
 //! two traced runs at once, and (through `latlab restore`) after SIGKILL.
 
-use crate::util::{exclusive, has_thread, latlab, read_json, rt_unavailable, skip};
+use crate::util::{exclusive, has_thread, latlab, mono_ns, read_json, rt_unavailable, skip};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -75,16 +75,6 @@ fn wait_for_instance(pid: u32) {
 fn sigint(pid: u32) {
     // SAFETY: signalling our own child.
     unsafe { libc::kill(pid as i32, libc::SIGINT) };
-}
-
-fn mono_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// A thread named `inject`, SCHED_FIFO 99 on `cpu`, that busy-waits `busy` every `gap`, `times`

@@ -236,3 +236,14 @@ pub fn wait_bounded(child: &mut std::process::Child, limit: std::time::Duration,
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
 }
+
+/// CLOCK_MONOTONIC now, in ns (the trace clock latlab records spikes in).
+pub fn mono_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
