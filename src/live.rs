@@ -28,6 +28,7 @@ impl LiveView {
         let q = quit.clone();
         let handle = std::thread::Builder::new()
             .name("latlab-live".into())
+            .stack_size(crate::sys::mem::HELPER_STACK)
             .spawn(move || {
                 // Never at the real-time priority of the thread that started it.
                 crate::rt::checked(

@@ -66,6 +66,7 @@ impl SampleWriter {
         let (d, l) = (done.clone(), lost.clone());
         let handle = std::thread::Builder::new()
             .name("latlab-samples".into())
+            .stack_size(crate::sys::mem::HELPER_STACK)
             .spawn(move || drain(out, consumers, d, l))
             .map_err(|e| Error::Env(format!("cannot start the sample writer thread: {e}")))?;
         Ok(SampleWriter {

@@ -53,6 +53,7 @@ fn register(c: &Control) {
     if let Ok(mut signals) = signal_hook::iterator::Signals::new([libc::SIGINT, libc::SIGTERM]) {
         let _ = std::thread::Builder::new()
             .name("latlab-signals".into())
+            .stack_size(crate::sys::mem::HELPER_STACK)
             .spawn(move || {
                 // Best effort: above the measuring threads, so a second Ctrl-C is seen even
                 // when they hold every CPU (refused without privilege; the first signal still

@@ -30,6 +30,7 @@ impl Watchdog {
         let deadline = planned.map(|d| Instant::now() + d + GRACE);
         let thread = std::thread::Builder::new()
             .name("latlab-watchdog".into())
+            .stack_size(crate::sys::mem::HELPER_STACK)
             .spawn(move || loop {
                 let now = Instant::now();
                 if control.was_interrupted() || deadline.is_some_and(|d| now >= d) {

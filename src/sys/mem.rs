@@ -1,5 +1,14 @@
 //! Memory locking and stack prefaulting, so page faults never land inside a measurement.
 
+/// Stack size for latlab's helper threads (signals, privilege probe, watchdog, live view,
+/// sample writer). `mlockall(MCL_CURRENT|MCL_FUTURE)` makes every page of every thread stack
+/// present, zero-filled and locked, and std's default is 2 MiB: two idle helpers with default
+/// stacks cost more start-up CPU than locking the whole binary. None of them recurses deeply.
+pub const HELPER_STACK: usize = 256 * 1024;
+
+/// Stack size for a thread that makes one system call and ends (the privilege probe).
+pub const PROBE_STACK: usize = 64 * 1024;
+
 /// Locks all current and future pages of the process (`mlockall(MCL_CURRENT|MCL_FUTURE)`).
 pub fn mlockall() -> Result<(), std::io::Error> {
     // SAFETY: plain syscall with constant flags.

@@ -7,7 +7,13 @@ use super::policy::Policy;
 /// This catches every reason at once: not root, RLIMIT_RTPRIO, and a cgroup without an RT
 /// budget (CONFIG_RT_GROUP_SCHED with cpu.rt_runtime_us = 0), because the kernel answers.
 pub fn probe_policy(policy: Policy, prio: i32) -> Result<(), String> {
-    let result = std::thread::spawn(move || super::sched::set_policy(policy, prio))
+    // A small stack: glibc keeps an ended thread's stack for reuse, and a later mlockall
+    // would lock (and zero-fill) all of it.
+    let result = std::thread::Builder::new()
+        .name("latlab-probe".into())
+        .stack_size(super::mem::PROBE_STACK)
+        .spawn(move || super::sched::set_policy(policy, prio))
+        .map_err(|e| format!("cannot start the privilege probe thread: {e}"))?
         .join()
         .map_err(|_| "privilege probe thread panicked".to_string())?;
     match result {

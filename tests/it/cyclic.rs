@@ -412,3 +412,77 @@ fn without_rt_privilege_it_falls_back_or_refuses_under_strict() {
     );
     assert!(String::from_utf8_lossy(&strict.stderr).contains("RLIMIT_RTPRIO"));
 }
+
+/// Locked, resident KiB of each anonymous mapping of `pid` that has no name (thread stacks,
+/// malloc arenas, large allocations; not `[heap]` or `[stack]`), from /proc/PID/smaps.
+fn locked_anonymous_kib(pid: u32) -> Vec<(String, u64)> {
+    let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap();
+    let mut out = Vec::new();
+    let mut current: Option<String> = None;
+    for line in smaps.lines() {
+        let first = line.split_whitespace().next().unwrap_or("");
+        if first.contains('-') && first.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+            // "start-end perms offset dev inode [path]": anonymous when there is no path.
+            current = (line.split_whitespace().count() == 5).then(|| first.to_string());
+        } else if let (Some(range), Some(kib)) = (&current, line.strip_prefix("Locked:")) {
+            let kib: u64 = kib.trim().trim_end_matches("kB").trim().parse().unwrap();
+            out.push((range.clone(), kib));
+        }
+    }
+    out
+}
+
+#[test]
+fn locked_memory_holds_no_large_helper_stacks() {
+    if let Some(why) = rt_unavailable() {
+        return skip("locked_memory_holds_no_large_helper_stacks", &why);
+    }
+    let _x = exclusive();
+    // mlockall(MCL_CURRENT|MCL_FUTURE) makes every page of every thread stack present and
+    // locked: helper threads (signals, privilege probe) with std's 2 MiB stacks cost more
+    // start-up CPU than locking the binary. Everything else anonymous is far below 1 MiB.
+    let child = latlab()
+        .args([
+            "cyclic",
+            "-t",
+            "2",
+            "-i",
+            "1ms",
+            "-D",
+            "1h",
+            "-q",
+            "--no-store",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while !has_thread(child.id(), "latlab-T1") {
+        assert!(t0.elapsed() < Duration::from_secs(30), "never started");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap();
+    let locked = locked_anonymous_kib(child.id());
+    // SAFETY: sending a signal to our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let vmlck: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmLck:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    assert!(vmlck > 0, "memory was not locked: {status}");
+    assert!(!locked.is_empty(), "no anonymous mapping found");
+    let large: Vec<_> = locked.iter().filter(|(_, kib)| *kib > 1024).collect();
+    assert!(
+        large.is_empty(),
+        "anonymous mappings with more than 1 MiB locked: {large:?}"
+    );
+}
