@@ -76,6 +76,11 @@ pub fn run(parsed: Parsed, argv: Vec<String>) -> Result<()> {
                 text.push_str(&l);
                 text.push('\n');
             }
+            // SysV semaphore sets of an `ipc` that was killed.
+            for l in crate::sys::rtipc::sweep_orphan_sets() {
+                text.push_str(&l);
+                text.push('\n');
+            }
             text.push_str(&crate::experiment::knobs::restore_from_journal()?);
             // A debugfs mounted for `--hrtick`, once its features file is back.
             for l in crate::experiment::hrtick::release_mount(dir.parent().unwrap_or(&dir)) {
