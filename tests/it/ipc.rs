@@ -211,6 +211,29 @@ fn a_forked_sender_is_placed_and_ends_with_latlab() {
     assert!(s["count"].as_u64().unwrap() > 0);
     assert_eq!(s["count"], s["extra"]["sent"]);
 
+    // The forked sender killed: latlab does not wait for it forever, keeps what was timed and
+    // says why the run ended early.
+    let (mut child, sender) = start_forked("ipc-fork-lost", "sigwait", &json);
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: killing latlab's child, which this test started.
+    unsafe { libc::kill(sender as i32, libc::SIGKILL) };
+    wait_bounded(
+        &mut child,
+        Duration::from_secs(20),
+        "ipc hung after its sender died",
+    );
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = read_json(&json);
+    let warnings = run["warnings"].to_string();
+    assert!(warnings.contains("sender process ended"), "{warnings}");
+    assert!(run["series"][0]["count"].as_u64().unwrap() > 0);
+
     // SIGKILL: the sender dies with latlab; its SysV set is found and removed afterwards.
     let (mut child, _) = start_forked("ipc-fork-kill", "sysv-sem", &json);
     let key = 0xB700_0000u32 | child.id();

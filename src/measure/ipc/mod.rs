@@ -309,7 +309,12 @@ fn receive_loop(
     (rec, overruns)
 }
 
-fn measure_one(ctx: &Ctx<'_>, cfg: &IpcConfig, method: Method) -> Result<MethodOut> {
+/// Runs one method; with the reason when the pair broke before the end (what it timed is kept).
+fn measure_one(
+    ctx: &Ctx<'_>,
+    cfg: &IpcConfig,
+    method: Method,
+) -> Result<(MethodOut, Option<String>)> {
     let refused = |e: std::io::Error| {
         Error::Env(format!(
             "--method {}: the kernel refused to create it: {e}",
@@ -349,19 +354,24 @@ fn measure_one(ctx: &Ctx<'_>, cfg: &IpcConfig, method: Method) -> Result<MethodO
         }
     }
     out.sent = shared.sent.load(Ordering::SeqCst);
-    if shared.broken.load(Ordering::SeqCst) {
-        return Err(Error::Env(format!(
-            "--method {}{}: a send or receive failed after {} messages",
+    let broken = shared.broken.load(Ordering::SeqCst).then(|| {
+        format!(
+            "--method {}{}: a send or receive failed after {} messages{}",
             method.name(),
             if cfg.tasks == TaskKind::Processes {
-                " (--tasks processes)"
+                " (--tasks processes: the sender process ended or was killed)"
             } else {
                 ""
             },
-            out.sent
-        )));
-    }
-    Ok(out)
+            out.sent,
+            if out.rec.count > 0 {
+                "; the series keeps what was timed, the methods after it did not run"
+            } else {
+                ""
+            }
+        )
+    });
+    Ok((out, broken))
 }
 
 fn fallback() -> Applied {
@@ -397,13 +407,24 @@ fn run(cfg: &IpcConfig, ctx: &mut Ctx<'_>) -> Result<IpcOutcome> {
         if ctx.control().should_stop() {
             break;
         }
-        let o = measure_one(ctx, cfg, m)?;
+        let (o, broken) = measure_one(ctx, cfg, m)?;
         for a in &o.applied {
             for w in &a.warnings {
                 ctx.warn(w.clone());
             }
         }
-        outs.push(o);
+        match broken {
+            // Nothing collected at all: a plain failure.
+            Some(why) if o.rec.count == 0 && outs.is_empty() => return Err(Error::Env(why)),
+            Some(why) => {
+                ctx.warn(why);
+                if o.rec.count > 0 {
+                    outs.push(o);
+                }
+                break;
+            }
+            None => outs.push(o),
+        }
     }
     let params = serde_json::to_value(cfg).unwrap_or_default();
     let run = Run {
