@@ -300,8 +300,19 @@ pub fn wait_task_status(pid: libc::pid_t) -> Option<i32> {
 
 /// Whether a forked task has ended (reaping it if so).
 pub fn task_ended(pid: libc::pid_t) -> bool {
-    // SAFETY: polling our own child without blocking.
-    unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) != 0 }
+    try_wait_task(pid).is_some()
+}
+
+/// Reaps a forked task if it has ended, without blocking: None while it runs, else what
+/// [`wait_task_status`] says (`Some(None)` also when it cannot be waited for).
+pub fn try_wait_task(pid: libc::pid_t) -> Option<Option<i32>> {
+    let mut status = 0;
+    // SAFETY: polling our own child without blocking, into a valid int.
+    match unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } {
+        0 => None,
+        r if r == pid => Some(libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status))),
+        _ => Some(None),
+    }
 }
 
 /// A value in anonymous memory shared across `fork`: a forked child and its parent see (and

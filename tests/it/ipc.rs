@@ -234,6 +234,25 @@ fn a_forked_sender_is_placed_and_ends_with_latlab() {
     assert!(warnings.contains("sender process ended"), "{warnings}");
     assert!(run["series"][0]["count"].as_u64().unwrap() > 0);
 
+    // The forked sender stopped (SIGSTOP), then Ctrl-C: latlab does not wait for it forever.
+    let (mut child, sender) = start_forked("ipc-fork-stopped", "eventfd", &json);
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: signalling latlab's child and latlab, which this test started.
+    unsafe {
+        libc::kill(sender as i32, libc::SIGSTOP);
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    wait_bounded(
+        &mut child,
+        Duration::from_secs(20),
+        "ipc hung on a stopped sender",
+    );
+    child.wait().unwrap();
+    none_left("ipc-fork-stopped");
+    let run = read_json(&json);
+    assert_eq!(run["interrupted"], true);
+    assert!(run["series"][0]["count"].as_u64().unwrap() > 0);
+
     // SIGKILL: the sender dies with latlab; its SysV set is found and removed afterwards.
     let (mut child, _) = start_forked("ipc-fork-kill", "sysv-sem", &json);
     let key = 0xB700_0000u32 | child.id();

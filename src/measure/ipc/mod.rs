@@ -93,6 +93,9 @@ struct Shared {
     broken: AtomicBool,
     /// Set by a forked sender once it is ready to take the first "ready".
     child_ready: AtomicBool,
+    /// When the receiver began waiting for the current message (CLOCK_MONOTONIC ns; 0: not
+    /// waiting): a forked sender that never answers is found by it.
+    waiting_since: AtomicU64,
 }
 
 /// The shared state, as both sides hold it.
@@ -132,6 +135,7 @@ fn start_pair(
         duration: cfg.duration_ns,
     };
     let stop = ctx.control().stop.clone();
+    let measured = cfg.cpus;
     let fork = (cfg.tasks == TaskKind::Processes).then_some((
         cfg.cpus[SENDER],
         cfg.policy.as_libc(),
@@ -143,7 +147,7 @@ fn start_pair(
         move || -> Box<dyn FnOnce() -> Ended> {
             match (i, fork) {
                 (SENDER, Some((cpu, policy, prio))) => match fork_sender(&sh, cpu, policy, prio) {
-                    Some(pid) => Box::new(move || wait_sender(&sh, pid)),
+                    Some(pid) => Box::new(move || wait_sender(&sh, pid, &stop, measured, pace)),
                     None => {
                         fail(&sh);
                         Box::new(|| Ended::Failed)
@@ -211,10 +215,59 @@ fn fork_sender(sh: &SharedRef, cpu: Option<usize>, policy: i32, prio: i32) -> Op
     Some(pid)
 }
 
-/// The sender thread's part when the sender is a process: reap it; if it ended before the
-/// receiver let it go, the pair is broken.
-fn wait_sender(sh: &Shared, pid: i32) -> Ended {
-    let status = sys::ipc::wait_task_status(pid);
+/// How long a forked sender may take to end once the run is over before it is killed (one
+/// stopped with SIGSTOP, say, would hold the receiver forever).
+const CHILD_END_WITHIN: Duration = Duration::from_secs(2);
+
+/// The sender thread's part when the sender is a process: watch it (at SCHED_OTHER, off the
+/// measured CPUs where there are others) and reap it; kill it if it outlives the run; if it
+/// ended before the receiver let it go, the pair is broken.
+fn wait_sender(
+    sh: &Shared,
+    pid: i32,
+    stop: &AtomicBool,
+    measured: [Option<usize>; 2],
+    pace: Pace,
+) -> Ended {
+    let _ = sys::sched::set_policy_raw(libc::SCHED_OTHER, 0);
+    let others: Vec<usize> = crate::config::CpuSet::online_here()
+        .iter()
+        .filter(|c| !measured.contains(&Some(*c)))
+        .collect();
+    if !others.is_empty() {
+        let _ = sys::sched::pin_to_cpus(others);
+    }
+    let clk = libc::CLOCK_MONOTONIC;
+    // Past the planned end (with room for overruns), a receiver still waiting means a sender
+    // that will not answer (stopped, say).
+    let late_after = pace.planned_ns().map(|p| {
+        clock::now_ns(clk)
+            .saturating_add(p)
+            .saturating_add((p / 2).max(CHILD_END_WITHIN.as_nanos() as u64))
+    });
+    let mut over_since: Option<std::time::Instant> = None;
+    let status = loop {
+        if let Some(s) = sys::ipc::try_wait_task(pid) {
+            break s;
+        }
+        let now = clock::now_ns(clk);
+        let waiting = sh.waiting_since.load(Ordering::Relaxed);
+        let stuck = late_after.is_some_and(|t| now > t)
+            && waiting != 0
+            && now.saturating_sub(waiting) > CHILD_END_WITHIN.as_nanos() as u64;
+        let over = stop.load(Ordering::Relaxed) || sh.quit.load(Ordering::Relaxed);
+        if stuck
+            || (over
+                && over_since
+                    .get_or_insert_with(std::time::Instant::now)
+                    .elapsed()
+                    > CHILD_END_WITHIN)
+        {
+            sys::ipc::kill_task(pid);
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
     if status != Some(0) || !sh.quit.load(Ordering::SeqCst) {
         fail(sh);
         return Ended::Failed;
@@ -235,6 +288,17 @@ struct Pace {
     interval: u64,
     loops: u64,
     duration: Option<u64>,
+}
+
+impl Pace {
+    /// How long one method should take (None: until Ctrl-C).
+    fn planned_ns(&self) -> Option<u64> {
+        match (self.duration, self.loops) {
+            (Some(d), _) => Some(d),
+            (None, u64::MAX) => None,
+            (None, n) => Some(n.saturating_mul(self.interval)),
+        }
+    }
 }
 
 /// The sender, as rt-tests' programs run it: waits until the receiver says it is ready, stamps
@@ -286,7 +350,11 @@ fn receive_loop(
             sh.broken.store(true, Ordering::SeqCst);
             break;
         }
-        match sh.chan.recv(side) {
+        sh.waiting_since
+            .store(clock::now_ns(clk).max(1), Ordering::Relaxed);
+        let got_one = sh.chan.recv(side);
+        sh.waiting_since.store(0, Ordering::Relaxed);
+        match got_one {
             Some(now) if !sh.broken.load(Ordering::Acquire) => {
                 rec.record(now.saturating_sub(sh.stamp.load(Ordering::Acquire)));
             }
@@ -330,6 +398,7 @@ fn measure_one(
             quit: AtomicBool::new(false),
             broken: AtomicBool::new(false),
             child_ready: AtomicBool::new(false),
+            waiting_since: AtomicU64::new(0),
         })
         .map_err(refused)?,
     );
