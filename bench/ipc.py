@@ -14,8 +14,11 @@ import argparse, json, os, statistics, subprocess, sys, tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import machine, measure
 
-PAIRS = [("pmqtest", "pmq"), ("ptsematest", "posix-sem"), ("svsematest", "sysv-sem"),
-         ("sigwaittest", "sigwait")]
+# (peer, its extra flags, latlab's method, latlab's extra flags)
+PAIRS = [("pmqtest", [], "pmq", []), ("ptsematest", [], "posix-sem", []),
+         ("svsematest", [], "sysv-sem", []), ("sigwaittest", [], "sigwait", []),
+         ("svsematest", ["-f"], "sysv-sem", ["--tasks", "processes"]),
+         ("sigwaittest", ["-f"], "sigwait", ["--tasks", "processes"])]
 
 def main():
     ap = argparse.ArgumentParser()
@@ -28,27 +31,27 @@ def main():
     a = ap.parse_args()
     d = tempfile.mkdtemp()
     rows = []
-    for tool, method in PAIRS:
+    for tool, targs, method, largs in PAIRS:
         L, R = {"avg": [], "max": [], "cpu": []}, {"avg": [], "max": [], "cpu": []}
         for _ in range(a.rounds):
             lj, rj = os.path.join(d, "l.json"), os.path.join(d, "r.json")
             _, cpu, _, rc = measure([a.latlab, "ipc", "--method", method, "-a", str(a.cpu),
                                      "-p", str(a.prio), "--sender-priority", str(a.prio),
                                      "-l", str(a.loops), "-i", f"{a.interval}us",
-                                     "--no-store", "--json", lj])
+                                     "--no-store", "--json", lj] + largs)
             assert rc == 0, f"latlab ipc --method {method} exited {rc}"
             s = json.load(open(lj))["series"][0]
             L["avg"].append(s["mean_ns"] / 1e3); L["max"].append(s["max_ns"] / 1e3); L["cpu"].append(cpu)
-            _, cpu, _, rc = measure([tool, "-a", str(a.cpu), "-p", str(a.prio), "-l", str(a.loops),
+            _, cpu, _, rc = measure([tool] + targs + ["-a", str(a.cpu), "-p", str(a.prio), "-l", str(a.loops),
                                      "-i", str(a.interval), "-q", f"--json={rj}"])
             assert rc == 0, f"{tool} exited {rc}"
             r = json.load(open(rj))["thread"]["0"]["receiver"]
             R["avg"].append(r["avg"]); R["max"].append(r["max"]); R["cpu"].append(cpu)
         m = lambda v: statistics.median(v)
         spread = lambda v: f"{min(v):.1f}-{max(v):.1f}"
-        rows.append((tool, method, m(L["avg"]), spread(L["avg"]), m(R["avg"]), spread(R["avg"]),
+        rows.append((" ".join([tool] + targs), " ".join([method] + largs), m(L["avg"]), spread(L["avg"]), m(R["avg"]), spread(R["avg"]),
                      m(L["max"]), m(R["max"]), m(L["cpu"]) * 1e3, m(R["cpu"]) * 1e3))
-        print(f"{tool}: done", file=sys.stderr, flush=True)
+        print(f"{tool} {targs}: done", file=sys.stderr, flush=True)
     print("| peer | latlab ipc --method | avg latlab (µs) [range] | avg peer (µs) [range] | "
           "avg ratio | max latlab | max peer | CPU ms latlab | CPU ms peer |")
     print("|---|---|---|---|---|---|---|---|---|")

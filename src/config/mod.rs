@@ -8,3 +8,13 @@ pub mod units;
 pub use crate::sys::policy::{self, Policy};
 pub use cpuset::CpuSet;
 pub use units::{parse_offset_ns, parse_time_ns, seconds, BareUnit, DisplayUnit};
+
+/// Whether a measurement's tasks are threads or processes (`--tasks`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TaskKind {
+    /// Threads of latlab (shared address space: no TLB flush on a switch).
+    Threads,
+    /// Forked processes (separate address spaces).
+    Processes,
+}

@@ -198,9 +198,13 @@ fn to_decide(req: &Requirement, runs: &[RunCount], j: &Judgement, conf: f64) -> 
             let at = if secs > 0.0 {
                 let rate = j.n as f64 / secs;
                 format!(
-                    " (about {} more at this run's {:.0} samples/s)",
+                    " (about {} more at this run's {} samples/s)",
                     crate::stats::cfmt::g(more as f64 / rate, 3) + " s",
-                    rate
+                    if rate >= 10.0 {
+                        format!("{rate:.0}")
+                    } else {
+                        crate::stats::cfmt::g(rate, 3)
+                    }
                 )
             } else {
                 String::new()

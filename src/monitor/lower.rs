@@ -121,9 +121,17 @@ impl MonitorConfig {
             Some(n) => n,
             None => super::causes::DEFAULT_TOP,
         };
+        // The host and monitor tags, unless the user gave their own (a container's hostname
+        // says little; `--tag host=rack3-node7` names it for `report --fleet`).
         let mut tags = a.common.store.tag.clone();
-        tags.push(format!("host={host}"));
-        tags.push(format!("monitor={monitor_id}"));
+        for (k, v) in [("host", host), ("monitor", monitor_id.as_str())] {
+            if !tags
+                .iter()
+                .any(|t| t.split_once('=').is_some_and(|(tk, _)| tk.trim() == k))
+            {
+                tags.push(format!("{k}={v}"));
+            }
+        }
         crate::store::parse_tags(&tags)?;
         Ok(MonitorConfig {
             cpus: cpus.iter().collect(),
@@ -149,5 +157,26 @@ impl MonitorConfig {
             trace_actions_max: a.trace.actions_max()?,
             trace_culprits,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lower(args: &[&str]) -> MonitorConfig {
+        let argv = ["latlab", "monitor"].iter().chain(args);
+        let a: MonitorArgs = crate::driver::args::parse_args("monitor", argv).unwrap();
+        MonitorConfig::from_args(&a, &CpuSet::from_cpus([0, 1]), "box").unwrap()
+    }
+
+    #[test]
+    fn host_and_monitor_tags_yield_to_the_users() {
+        let c = lower(&[]);
+        assert!(c.tags.iter().any(|t| t == "host=box"), "{:?}", c.tags);
+        let c = lower(&["--tag", "host=rack3-node7", "--tag", "team=rt"]);
+        let hosts: Vec<_> = c.tags.iter().filter(|t| t.starts_with("host=")).collect();
+        assert_eq!(hosts, ["host=rack3-node7"]);
+        assert!(c.tags.iter().any(|t| t.starts_with("monitor=")));
     }
 }

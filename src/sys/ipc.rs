@@ -234,6 +234,10 @@ pub fn fork_task(
         // SAFETY: child side; see above.
         unsafe {
             super::process::die_with_parent(parent);
+            // The parent owns Ctrl-C and SIGTERM and stops its children itself (a flag, a
+            // closed pipe, SIGKILL); the child's copy of the parent's handlers must not run.
+            libc::signal(libc::SIGINT, libc::SIG_IGN);
+            libc::signal(libc::SIGTERM, libc::SIG_IGN);
             if let Some(set) = &set {
                 libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set);
             }
@@ -274,9 +278,96 @@ pub fn kill_task(pid: libc::pid_t) {
 
 /// Reaps a forked task that is ending by itself.
 pub fn wait_task(pid: libc::pid_t) {
-    // SAFETY: reaping our own child.
-    unsafe {
-        libc::waitpid(pid, std::ptr::null_mut(), 0);
+    wait_task_status(pid);
+}
+
+/// Reaps a forked task that is ending by itself: `Some(code)` when it exited, None when a
+/// signal ended it (or it could not be reaped).
+pub fn wait_task_status(pid: libc::pid_t) -> Option<i32> {
+    let mut status = 0;
+    loop {
+        // SAFETY: reaping our own child into a valid int.
+        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if r == pid {
+            return libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
+        }
+        if r < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+            continue;
+        }
+        return None;
+    }
+}
+
+/// Whether a forked task has ended (reaping it if so).
+pub fn task_ended(pid: libc::pid_t) -> bool {
+    try_wait_task(pid).is_some()
+}
+
+/// Reaps a forked task if it has ended, without blocking: None while it runs, else what
+/// [`wait_task_status`] says (`Some(None)` also when it cannot be waited for).
+pub fn try_wait_task(pid: libc::pid_t) -> Option<Option<i32>> {
+    let mut status = 0;
+    // SAFETY: polling our own child without blocking, into a valid int.
+    match unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } {
+        0 => None,
+        r if r == pid => Some(libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status))),
+        _ => Some(None),
+    }
+}
+
+/// A value in anonymous memory shared across `fork`: a forked child and its parent see (and
+/// change) the same `T`. Only the creating process drops it (a child leaves with `_exit`).
+pub struct SharedBox<T> {
+    ptr: *mut T,
+    len: usize,
+}
+
+// SAFETY: the value is reached only through `&T`, so it needs to be Sync to be shared.
+unsafe impl<T: Sync> Send for SharedBox<T> {}
+// SAFETY: as above.
+unsafe impl<T: Sync> Sync for SharedBox<T> {}
+
+impl<T> SharedBox<T> {
+    /// Moves `v` into a fresh shared mapping.
+    pub fn new(v: T) -> std::io::Result<SharedBox<T>> {
+        assert!(std::mem::align_of::<T>() <= 4096);
+        let len = std::mem::size_of::<T>().max(1).div_ceil(4096) * 4096;
+        // SAFETY: anonymous shared mapping, no file.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        let ptr = ptr.cast::<T>();
+        // SAFETY: the mapping is page-aligned, large enough and not yet initialised.
+        unsafe { ptr.write(v) };
+        Ok(SharedBox { ptr, len })
+    }
+}
+
+impl<T> std::ops::Deref for SharedBox<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: initialised in new() and alive until drop.
+        unsafe { &*self.ptr }
+    }
+}
+
+impl<T> Drop for SharedBox<T> {
+    fn drop(&mut self) {
+        // SAFETY: dropping the value written in new(), then unmapping its pages.
+        unsafe {
+            std::ptr::drop_in_place(self.ptr);
+            libc::munmap(self.ptr.cast(), self.len);
+        }
     }
 }
 

@@ -64,6 +64,19 @@ impl MsgQueue {
         }
     }
 
+    /// Sends one message unless the queue is full (then the reader has a message waiting
+    /// anyway); false on error or when full. Never blocks.
+    pub fn try_send(&self, v: u64) -> bool {
+        let b = v.to_ne_bytes();
+        let past = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: sending 8 bytes from a valid buffer; a deadline in the past makes a full
+        // queue answer ETIMEDOUT at once.
+        unsafe { libc::mq_timedsend(self.mq, b.as_ptr().cast(), 8, 0, &past) == 0 }
+    }
+
     /// Receives one message (blocking); None on error.
     #[inline]
     pub fn recv(&self) -> Option<u64> {
@@ -90,9 +103,10 @@ impl Drop for MsgQueue {
     }
 }
 
-/// An unnamed POSIX semaphore (process-private), boxed so it never moves.
+/// An unnamed POSIX semaphore in its own shared page, so it never moves and (when made
+/// `shared`) works across fork.
 pub struct PosixSem {
-    sem: Box<std::cell::UnsafeCell<libc::sem_t>>,
+    sem: super::ipc::SharedBox<std::cell::UnsafeCell<libc::sem_t>>,
 }
 
 // SAFETY: sem_t is made for concurrent use through sem_post/sem_wait.
@@ -101,12 +115,19 @@ unsafe impl Send for PosixSem {}
 unsafe impl Sync for PosixSem {}
 
 impl PosixSem {
-    /// A semaphore with value 0.
+    /// A process-private semaphore with value 0.
     pub fn new() -> io::Result<PosixSem> {
+        PosixSem::new_in(false)
+    }
+
+    /// A semaphore with value 0; `shared`: usable by forked processes too (a non-private
+    /// futex underneath, as ptsematest's threads do not need).
+    pub fn new_in(shared: bool) -> io::Result<PosixSem> {
         // SAFETY: sem_init initialises the zeroed storage before any other use.
-        let sem = Box::new(std::cell::UnsafeCell::new(unsafe { std::mem::zeroed() }));
+        let sem =
+            super::ipc::SharedBox::new(std::cell::UnsafeCell::new(unsafe { std::mem::zeroed() }))?;
         // SAFETY: the storage is valid and lives as long as self.
-        check(unsafe { libc::sem_init(sem.get(), 0, 0) })?;
+        check(unsafe { libc::sem_init(sem.get(), i32::from(shared), 0) })?;
         Ok(PosixSem { sem })
     }
 
@@ -139,16 +160,35 @@ impl Drop for PosixSem {
     }
 }
 
-/// A private SysV semaphore set, removed when dropped.
+/// A SysV semaphore set, removed when dropped. SysV sets outlive their process, so a latlab
+/// killed with SIGKILL would leave one behind: each set's key says it is latlab's and which
+/// process made it, and [`sweep_orphan_sets`] removes those whose process is gone.
 pub struct SysvSem {
     id: libc::c_int,
 }
 
+/// The top byte of latlab's SysV keys (an `ftok` project id above 0x7f is unusual, so no other
+/// program's key is taken for latlab's); the low 24 bits are the creator's process id.
+const SYSV_MARK: u32 = 0xB7 << 24;
+const SYSV_PID_BITS: u32 = 0x00FF_FFFF;
+
+fn sysv_key(pid: i32) -> libc::key_t {
+    (SYSV_MARK | (pid as u32 & SYSV_PID_BITS)) as libc::key_t
+}
+
 impl SysvSem {
-    /// A set of `n` semaphores, each 0.
+    /// A set of `n` semaphores, each 0, after removing sets that killed latlabs left.
     pub fn new(n: i32) -> io::Result<SysvSem> {
-        // SAFETY: plain syscall.
-        let id = check(unsafe { libc::semget(libc::IPC_PRIVATE, n, libc::IPC_CREAT | 0o600) })?;
+        sweep_orphan_sets();
+        let flags = libc::IPC_CREAT | libc::IPC_EXCL | 0o600;
+        // SAFETY: plain syscalls.
+        let id = match unsafe { libc::semget(sysv_key(libc::getpid()), n, flags) } {
+            // This process has one already (two at once): the second is anonymous.
+            -1 if io::Error::last_os_error().raw_os_error() == Some(libc::EEXIST) => {
+                check(unsafe { libc::semget(libc::IPC_PRIVATE, n, flags) })?
+            }
+            r => check(r)?,
+        };
         Ok(SysvSem { id })
     }
 
@@ -187,6 +227,43 @@ impl Drop for SysvSem {
         // SAFETY: removing our own set.
         unsafe { libc::semctl(self.id, 0, libc::IPC_RMID) };
     }
+}
+
+/// Removes the SysV semaphore sets a latlab left when it was killed (the key's process is gone,
+/// or is no longer latlab), owned by this user; returns what was removed, in words.
+pub fn sweep_orphan_sets() -> Vec<String> {
+    let Ok(text) = std::fs::read_to_string("/proc/sysvipc/sem") else {
+        return Vec::new();
+    };
+    // SAFETY: geteuid has no preconditions.
+    let uid = unsafe { libc::geteuid() };
+    let mut removed = Vec::new();
+    for line in text.lines().skip(1) {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let (Some(key), Some(id), Some(owner)) = (
+            f.first().and_then(|v| v.parse::<i64>().ok()),
+            f.get(1).and_then(|v| v.parse::<i32>().ok()),
+            f.get(4).and_then(|v| v.parse::<u32>().ok()),
+        ) else {
+            continue;
+        };
+        let key = key as u32;
+        if key & !SYSV_PID_BITS != SYSV_MARK || owner != uid {
+            continue;
+        }
+        let pid = (key & SYSV_PID_BITS) as i32;
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        if comm.starts_with("latlab") {
+            continue;
+        }
+        // SAFETY: removing a set this user owns that its creator can no longer remove.
+        if unsafe { libc::semctl(id, 0, libc::IPC_RMID) } == 0 {
+            removed.push(format!(
+                "removed SysV semaphore set {id} left by latlab process {pid}"
+            ));
+        }
+    }
+    removed
 }
 
 /// An eventfd counter.
@@ -261,11 +338,11 @@ pub fn block_signals(sigs: &[i32]) -> io::Result<()> {
     Ok(())
 }
 
-/// Sends `sig` to thread `tid` of this process; false on error.
+/// Sends `sig` to thread `tid` of process `tgid` (ours or a forked child's); false on error.
 #[inline]
-pub fn signal_thread(tid: i32, sig: i32) -> bool {
-    // SAFETY: plain syscall to a thread of our own process.
-    unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), tid, sig) == 0 }
+pub fn signal_task(tgid: i32, tid: i32, sig: i32) -> bool {
+    // SAFETY: plain syscall.
+    unsafe { libc::syscall(libc::SYS_tgkill, tgid, tid, sig) == 0 }
 }
 
 /// Waits for `sig` (which the caller has blocked) with sigwait; false on error.
@@ -352,6 +429,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_set_whose_process_is_gone_is_swept() {
+        // A key as a dead latlab would have left it: a process id no process has.
+        let dead = 0x00FF_FFF0;
+        // SAFETY: plain syscalls on a set this test makes.
+        let id = unsafe { libc::semget(sysv_key(dead), 1, libc::IPC_CREAT | 0o600) };
+        assert!(id >= 0, "{}", io::Error::last_os_error());
+        let live = SysvSem::new(1).unwrap();
+        let listed = std::fs::read_to_string("/proc/sysvipc/sem").unwrap();
+        let ids: Vec<i32> = listed
+            .lines()
+            .filter_map(|l| l.split_whitespace().nth(1)?.parse().ok())
+            .collect();
+        assert!(!ids.contains(&id), "the orphan set {id} is still there");
+        assert!(ids.contains(&live.id), "latlab's own live set was removed");
+    }
+
+    #[test]
     fn primitives_pass_a_token() {
         let q = MsgQueue::new("t", 4).unwrap();
         assert!(q.send(42));
@@ -360,6 +454,8 @@ mod tests {
         assert!(s.post() && s.wait());
         let v = SysvSem::new(2).unwrap();
         assert!(v.post(1) && v.wait(1));
+        let w = SysvSem::new(2).unwrap();
+        assert!(w.post(0) && w.wait(0));
         let e = EventFd::new().unwrap();
         assert!(e.post() && e.post() && e.wait());
     }

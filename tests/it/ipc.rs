@@ -1,7 +1,10 @@
 //! `latlab ipc`: every method times every message it sends (lossless), `-l` is exact on one
-//! CPU and across two, `-D` bounds the run, and bad flags exit 2 naming themselves.
+//! CPU and across two, with the sender a thread or a forked process; `-D` bounds the run; a
+//! forked sender is placed as asked and never outlives latlab (Ctrl-C, SIGKILL); a SysV set a
+//! killed latlab left is removed; bad flags exit 2 naming themselves.
 
-use crate::util::{latlab, read_json, rt_unavailable, skip};
+use crate::util::{latlab, none_left, read_json, rt_unavailable, skip, wait_bounded, SpawnPiped};
+use std::time::{Duration, Instant};
 
 const ALL: [&str; 8] = [
     "pmq",
@@ -20,13 +23,20 @@ fn every_method_times_every_message() {
         return skip("every_method_times_every_message", &why);
     }
     let dir = tempfile::tempdir().unwrap();
-    for cpus in ["0", "0,1"] {
-        let json = dir.path().join(format!("ipc{cpus}.json"));
+    for (cpus, tasks) in [
+        ("0", "threads"),
+        ("0,1", "threads"),
+        ("1", "processes"),
+        ("1,0", "processes"),
+    ] {
+        let json = dir.path().join(format!("ipc{cpus}{tasks}.json"));
         let out = latlab()
             .args([
                 "ipc",
                 "--method",
                 "all",
+                "--tasks",
+                tasks,
                 "-a",
                 cpus,
                 "-l",
@@ -52,6 +62,7 @@ fn every_method_times_every_message() {
         for s in series {
             assert_eq!(s["count"], 257, "{cpus} {}", s["name"]);
             assert_eq!(s["extra"]["sent"], 257, "{cpus} {}", s["name"]);
+            assert_eq!(s["extra"]["tasks"], tasks);
             assert!(s["max_ns"].as_u64().unwrap() >= s["min_ns"].as_u64().unwrap());
             assert_eq!(s["interval_ns"], 100_000);
         }
@@ -93,6 +104,180 @@ fn duration_bounds_the_run_and_counts_match() {
     }
 }
 
+/// The children of `pid` whose name starts with "latlab-ipc" (the forked sender).
+fn forked_senders(pid: u32) -> Vec<u32> {
+    let list = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        + &std::fs::read_dir(format!("/proc/{pid}/task"))
+            .map(|d| {
+                d.flatten()
+                    .map(|t| std::fs::read_to_string(t.path().join("children")).unwrap_or_default())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .unwrap_or_default();
+    list.split_whitespace()
+        .filter_map(|c| c.parse().ok())
+        .filter(|c: &u32| {
+            std::fs::read_to_string(format!("/proc/{c}/comm"))
+                .is_ok_and(|n| n.starts_with("latlab-ipc"))
+        })
+        .collect()
+}
+
+/// A field of /proc/PID/status.
+fn status_field(pid: u32, field: &str) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix(field).map(|v| v.trim().to_string()))
+        .unwrap_or_default()
+}
+
+/// Starts a long `--tasks processes` run tagged `tag` and waits for its forked sender (the
+/// caller waits for the child it gets back).
+#[allow(clippy::zombie_processes)]
+fn start_forked(tag: &str, method: &str, json: &std::path::Path) -> (std::process::Child, u32) {
+    let mut child = latlab()
+        .env("LATLAB_TEST_TAG", tag)
+        .args([
+            "ipc",
+            "--method",
+            method,
+            "--tasks",
+            "processes",
+            "-a",
+            "1",
+            "-p",
+            "60",
+            "-D",
+            "60",
+            "--no-store",
+            "--json",
+        ])
+        .arg(json)
+        .spawn_piped();
+    let t0 = Instant::now();
+    loop {
+        if let Some(&s) = forked_senders(child.id()).first() {
+            return (child, s);
+        }
+        if t0.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("no forked sender");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_forked_sender_is_placed_and_ends_with_latlab() {
+    if let Some(why) = rt_unavailable() {
+        return skip("a_forked_sender_is_placed_and_ends_with_latlab", &why);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("int.json");
+    let (mut child, sender) = start_forked("ipc-fork-int", "pmq", &json);
+    // Its own process, pinned to the CPU asked, at the sender's priority (one below 60).
+    assert_ne!(sender, child.id());
+    assert_eq!(status_field(sender, "Cpus_allowed_list:"), "1");
+    let sched = std::fs::read_to_string(format!("/proc/{sender}/sched")).unwrap();
+    let prio = sched
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("prio")
+                .map(|v| v.trim_start_matches([' ', ':']))
+        })
+        .unwrap()
+        .trim()
+        .to_string();
+    // /proc/PID/sched's prio is 99 - rt_priority for real-time tasks.
+    assert_eq!(prio, "40", "{sched}");
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    wait_bounded(
+        &mut child,
+        Duration::from_secs(20),
+        "ipc did not end on SIGINT",
+    );
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    none_left("ipc-fork-int");
+    let run = read_json(&json);
+    assert_eq!(run["interrupted"], true);
+    let s = &run["series"][0];
+    assert!(s["count"].as_u64().unwrap() > 0);
+    assert_eq!(s["count"], s["extra"]["sent"]);
+
+    // The forked sender killed: latlab does not wait for it forever, keeps what was timed and
+    // says why the run ended early.
+    let (mut child, sender) = start_forked("ipc-fork-lost", "sigwait", &json);
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: killing latlab's child, which this test started.
+    unsafe { libc::kill(sender as i32, libc::SIGKILL) };
+    wait_bounded(
+        &mut child,
+        Duration::from_secs(20),
+        "ipc hung after its sender died",
+    );
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = read_json(&json);
+    let warnings = run["warnings"].to_string();
+    assert!(warnings.contains("sender process ended"), "{warnings}");
+    assert!(run["series"][0]["count"].as_u64().unwrap() > 0);
+
+    // The forked sender stopped (SIGSTOP), then Ctrl-C: latlab does not wait for it forever.
+    let (mut child, sender) = start_forked("ipc-fork-stopped", "eventfd", &json);
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: signalling latlab's child and latlab, which this test started.
+    unsafe {
+        libc::kill(sender as i32, libc::SIGSTOP);
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    wait_bounded(
+        &mut child,
+        Duration::from_secs(20),
+        "ipc hung on a stopped sender",
+    );
+    child.wait().unwrap();
+    none_left("ipc-fork-stopped");
+    let run = read_json(&json);
+    assert_eq!(run["interrupted"], true);
+    assert!(run["series"][0]["count"].as_u64().unwrap() > 0);
+
+    // SIGKILL: the sender dies with latlab; its SysV set is found and removed afterwards.
+    let (mut child, _) = start_forked("ipc-fork-kill", "sysv-sem", &json);
+    let key = 0xB700_0000u32 | child.id();
+    let has_set = || {
+        std::fs::read_to_string("/proc/sysvipc/sem")
+            .unwrap()
+            .lines()
+            .any(|l| l.split_whitespace().next() == Some(&(key as i32).to_string()))
+    };
+    assert!(
+        has_set(),
+        "no SysV set with latlab's key for {}",
+        child.id()
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+    none_left("ipc-fork-kill");
+    assert!(has_set(), "the set should outlive a SIGKILL (until swept)");
+    let out = latlab().arg("restore").output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("removed SysV semaphore set"), "{text}");
+    assert!(!has_set(), "restore left the set");
+}
+
 #[test]
 fn bad_flags_exit_2_naming_them() {
     for (args, flag) in [
@@ -102,6 +287,7 @@ fn bad_flags_exit_2_naming_them() {
         (&["-l", "many"], "-l/--loops"),
         (&["-D", "0"], "--duration"),
         (&["-p", "0"], "-p/--priority"),
+        (&["--tasks", "fibers"], "--tasks"),
     ] {
         let out = latlab()
             .arg("ipc")

@@ -76,9 +76,22 @@ pub fn run(parsed: Parsed, argv: Vec<String>) -> Result<()> {
                 text.push_str(&l);
                 text.push('\n');
             }
-            text.push_str(&crate::experiment::knobs::restore_from_journal()?);
+            // SysV semaphore sets of an `ipc` that was killed.
+            for l in crate::sys::rtipc::sweep_orphan_sets() {
+                text.push_str(&l);
+                text.push('\n');
+            }
+            let knobs = crate::experiment::knobs::restore_from_journal()?;
             // A debugfs mounted for `--hrtick`, once its features file is back.
-            for l in crate::experiment::hrtick::release_mount(dir.parent().unwrap_or(&dir)) {
+            let unmounted = crate::experiment::hrtick::release_mount(dir.parent().unwrap_or(&dir));
+            // "Nothing to restore" only when nothing was: else say just that no settings were.
+            match knobs.strip_prefix("nothing to restore") {
+                Some(rest) if !text.is_empty() || !unmounted.is_empty() => {
+                    text.push_str(&format!("no system settings to put back{rest}"))
+                }
+                _ => text.push_str(&knobs),
+            }
+            for l in unmounted {
                 text.push_str(&l);
                 text.push('\n');
             }

@@ -9,15 +9,7 @@ use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-/// Threads or processes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum TaskKind {
-    /// Threads of latlab (shared address space: no TLB flush on a switch).
-    Threads,
-    /// Forked processes (separate address spaces).
-    Processes,
-}
+pub use crate::config::TaskKind;
 
 /// Where and how the tasks run.
 #[derive(Debug, Clone)]

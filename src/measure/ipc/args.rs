@@ -3,7 +3,7 @@
 
 use super::methods::Method;
 use super::IpcConfig;
-use crate::config::{parse_time_ns, seconds, BareUnit, CpuSet, DisplayUnit, Policy};
+use crate::config::{parse_time_ns, seconds, BareUnit, CpuSet, DisplayUnit, Policy, TaskKind};
 use crate::driver::args::MeasureArgs;
 use crate::error::{Error, Result};
 use clap::Args;
@@ -31,6 +31,10 @@ pub struct IpcArgs {
     /// at the same priority, so the receiver waits for the sender to block on the answer).
     #[arg(long, value_name = "PRIO", allow_negative_numbers = true)]
     pub sender_priority: Option<i32>,
+    /// The sender is a thread of latlab (the default, as rt-tests runs it) or a forked
+    /// process (its own address space: the wake-up crosses processes).
+    #[arg(long, value_enum, default_value_t = TaskKind::Threads)]
+    pub tasks: TaskKind,
     /// Time between sends: 1000 (µs), 500us, 1ms. Default 1000 µs.
     #[arg(
         short = 'i',
@@ -69,10 +73,11 @@ pub struct IpcArgs {
 }
 
 const IPC_AFTER_HELP: &str = "\
-The sender reads CLOCK_MONOTONIC right before each send and leaves it in shared memory; the
-receiver reads the clock when it runs (for `signal`, inside its handler) and answers on the
-same mechanism before the next send, as pmqtest, ptsematest, svsematest and sigwaittest do.
-A send due while the answer had not come counts as an overrun (whole intervals missed).
+As pmqtest, ptsematest, svsematest and sigwaittest do it: at each interval the receiver tells
+the sender it is ready (on the same mechanism) and waits; the sender, woken by that, reads
+CLOCK_MONOTONIC, leaves it in shared memory and sends at once; the receiver reads the clock
+when it runs (for `signal`, inside its handler). Every message is timed. A period the receiver
+reaches late counts as an overrun (whole intervals missed).
 
 rt-tests equivalents: pmqtest -> --method pmq; ptsematest -> posix-sem; svsematest ->
 sysv-sem; sigwaittest -> sigwait; signaltest -> signal (one receiver, handler delivery).";
@@ -170,6 +175,7 @@ impl IpcArgs {
             policy,
             prio,
             sender_prio: self.sender_priority,
+            tasks: self.tasks,
             interval_ns,
             loops,
             duration_ns,

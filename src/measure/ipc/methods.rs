@@ -75,19 +75,19 @@ pub enum Chan {
     PosixSem([PosixSem; 2]),
     /// One set, one semaphore per side.
     SysvSem(SysvSem),
-    /// A signal per side, taken with sigwait; thread ids set by each side before the start.
+    /// A signal per side, taken with sigwait; ids set by each side before the start.
     Sigwait {
         /// Signal of each side.
         sig: [i32; 2],
-        /// Thread id of each side.
-        tid: [AtomicI32; 2],
+        /// Process and thread id of each side.
+        tid: [[AtomicI32; 2]; 2],
     },
     /// As `Sigwait`, but the receiver's signal runs a handler (it sleeps in sigsuspend).
     Signal {
         /// Signal of each side.
         sig: [i32; 2],
-        /// Thread id of each side.
-        tid: [AtomicI32; 2],
+        /// Process and thread id of each side.
+        tid: [[AtomicI32; 2]; 2],
         /// The handler, uninstalled when the channel drops.
         _handler: rtipc::HandlerGuard,
     },
@@ -108,13 +108,17 @@ pub struct Side {
 }
 
 impl Chan {
-    /// A new channel for `m`.
-    pub fn new(m: Method) -> std::io::Result<Chan> {
+    /// A new channel for `m`; `processes`: its sides will be in different processes (the
+    /// channel itself must then live in shared memory, `SharedBox`).
+    pub fn new(m: Method, processes: bool) -> std::io::Result<Chan> {
         let sigs = [rtipc::rt_signal(2), rtipc::rt_signal(3)];
-        let tids = || [AtomicI32::new(0), AtomicI32::new(0)];
+        let id = || [AtomicI32::new(0), AtomicI32::new(0)];
+        let tids = || [id(), id()];
         Ok(match m {
             Method::Pmq => Chan::Pmq([MsgQueue::new("s", 1)?, MsgQueue::new("r", 1)?]),
-            Method::PosixSem => Chan::PosixSem([PosixSem::new()?, PosixSem::new()?]),
+            Method::PosixSem => {
+                Chan::PosixSem([PosixSem::new_in(processes)?, PosixSem::new_in(processes)?])
+            }
             Method::SysvSem => Chan::SysvSem(SysvSem::new(2)?),
             Method::Sigwait => Chan::Sigwait {
                 sig: sigs,
@@ -131,8 +135,8 @@ impl Chan {
         })
     }
 
-    /// Prepares the calling thread as side `me` (records its thread id, blocks its signal);
-    /// call on that side's thread before the start barrier.
+    /// Prepares the calling thread as side `me` (records its process and thread id, blocks its
+    /// signal); call on that side's thread (in a forked child: in the child) before the start.
     pub fn side(&self, me: usize) -> std::io::Result<Side> {
         let mut s = Side {
             me,
@@ -142,7 +146,8 @@ impl Chan {
         };
         match self {
             Chan::Sigwait { sig, tid } | Chan::Signal { sig, tid, .. } => {
-                tid[me].store(crate::sys::sched::gettid(), Ordering::SeqCst);
+                tid[me][0].store(crate::sys::process::getpid(), Ordering::SeqCst);
+                tid[me][1].store(crate::sys::sched::gettid(), Ordering::SeqCst);
                 rtipc::block_signals(&[sig[me]])?;
                 s.set = rtipc::set_of(sig[me]);
                 if matches!(self, Chan::Signal { .. }) && me == RECEIVER {
@@ -163,7 +168,12 @@ impl Chan {
             Chan::PosixSem(s) => s[to].post(),
             Chan::SysvSem(s) => s.post(to as u16),
             Chan::Sigwait { sig, tid } | Chan::Signal { sig, tid, .. } => {
-                rtipc::signal_thread(tid[to].load(Ordering::Relaxed), sig[to])
+                let [pid, tid] = &tid[to];
+                rtipc::signal_task(
+                    pid.load(Ordering::Relaxed),
+                    tid.load(Ordering::Relaxed),
+                    sig[to],
+                )
             }
             Chan::Futex(p) => {
                 p.word(to).fetch_add(1, Ordering::Release);
@@ -172,6 +182,19 @@ impl Chan {
             }
             Chan::Eventfd(e) => e[to].post(),
             Chan::Pipe(p) => ipc::put(p[to].wfd()),
+        }
+    }
+
+    /// Wakes side `to` without ever blocking (a full message queue means `to` has a wake-up
+    /// waiting already): for ending a pair whose other side may be gone.
+    pub fn nudge(&self, to: usize) {
+        match self {
+            Chan::Pmq(q) => {
+                q[to].try_send(0);
+            }
+            _ => {
+                self.send(to, 0);
+            }
         }
     }
 

@@ -9,13 +9,13 @@ pub mod args;
 pub mod methods;
 pub mod report;
 
-use crate::config::{DisplayUnit, Policy};
+use crate::config::{DisplayUnit, Policy, TaskKind};
 use crate::driver::Ctx;
 use crate::error::{Error, Result};
 use crate::result::{Run, Series};
 use crate::rt::{Applied, Placement};
 use crate::stats::Recorder;
-use crate::sys::clock;
+use crate::sys::{self, clock, ipc::SharedBox};
 use methods::{Chan, Method, RECEIVER, SENDER};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
@@ -34,6 +34,8 @@ pub struct IpcConfig {
     pub prio: i32,
     /// Priority of the sender (None: one below the receiver's).
     pub sender_prio: Option<i32>,
+    /// The sender is a thread of latlab or a forked process.
+    pub tasks: TaskKind,
     /// Time between sends (ns).
     pub interval_ns: u64,
     /// Messages per method (None: until the duration or Ctrl-C).
@@ -81,26 +83,36 @@ pub struct IpcOutcome {
     pub methods: Vec<MethodOut>,
 }
 
-/// What the two tasks share besides the channel.
+/// What the two tasks share besides the channel: in memory shared across fork, so the same
+/// code serves threads and a forked sender.
 struct Shared {
     chan: Chan,
     stamp: AtomicU64,
+    sent: AtomicU64,
     quit: AtomicBool,
     broken: AtomicBool,
+    /// Set by a forked sender once it is ready to take the first "ready".
+    child_ready: AtomicBool,
+    /// When the receiver began waiting for the current message (CLOCK_MONOTONIC ns; 0: not
+    /// waiting): a forked sender that never answers is found by it.
+    waiting_since: AtomicU64,
 }
 
-struct SenderOut {
-    sent: u64,
-    overruns: u64,
-}
+/// The shared state, as both sides hold it.
+type SharedRef = Arc<SharedBox<Shared>>;
+
+/// How long a forked sender may take to get ready (copying and locking the parent's memory).
+const CHILD_READY_WITHIN: Duration = Duration::from_secs(10);
 
 /// Starts the sender and the receiver for one method, pinned and at their priorities, behind
-/// a barrier the caller passes last: the one place a run's threads are set up.
+/// a barrier the caller passes last: the one place a run's tasks are set up. With
+/// `--tasks processes` the sender's thread forks the sender (which inherits its CPU and
+/// policy) before the start and then only waits for it.
 #[allow(clippy::type_complexity)]
 fn start_pair(
     ctx: &Ctx<'_>,
     cfg: &IpcConfig,
-    shared: &Arc<Shared>,
+    shared: &SharedRef,
     barrier: &Arc<Barrier>,
 ) -> Result<Vec<std::thread::JoinHandle<(Applied, Ended)>>> {
     let placements = [
@@ -117,119 +129,279 @@ fn start_pair(
             prio: cfg.prio,
         },
     ];
-    let (interval, loops, duration, stop) = (
-        cfg.interval_ns,
-        cfg.loops.unwrap_or(u64::MAX),
-        cfg.duration_ns,
-        ctx.control().stop.clone(),
-    );
+    let pace = Pace {
+        interval: cfg.interval_ns,
+        loops: cfg.loops.unwrap_or(u64::MAX),
+        duration: cfg.duration_ns,
+    };
+    let stop = ctx.control().stop.clone();
+    let measured = cfg.cpus;
+    let fork = (cfg.tasks == TaskKind::Processes).then_some((
+        cfg.cpus[SENDER],
+        cfg.policy.as_libc(),
+        cfg.sender_prio(),
+    ));
     ctx.spawn_workers(&placements, barrier.clone(), |i| {
         let sh = shared.clone();
         let stop = stop.clone();
-        move || {
-            let side = sh.chan.side(i);
-            if side.is_err() {
-                sh.broken.store(true, Ordering::SeqCst);
-            }
-            let rec = Recorder::new();
-            move || match (i, side) {
-                (SENDER, Err(_)) => {
-                    sh.quit.store(true, Ordering::SeqCst);
-                    sh.chan.send(RECEIVER, 0);
-                    Ended::Failed
+        move || -> Box<dyn FnOnce() -> Ended> {
+            match (i, fork) {
+                (SENDER, Some((cpu, policy, prio))) => match fork_sender(&sh, cpu, policy, prio) {
+                    Some(pid) => Box::new(move || wait_sender(&sh, pid, &stop, measured, pace)),
+                    None => {
+                        fail(&sh);
+                        Box::new(|| Ended::Failed)
+                    }
+                },
+                _ => {
+                    let side = sh.chan.side(i);
+                    let rec = Recorder::new();
+                    Box::new(move || match (i, side) {
+                        (_, Err(_)) => {
+                            fail(&sh);
+                            Ended::Failed
+                        }
+                        (SENDER, Ok(s)) => {
+                            send_loop(&sh, &s);
+                            Ended::Sender
+                        }
+                        (_, Ok(s)) => {
+                            let (rec, overruns) = receive_loop(&sh, &s, pace, &stop, rec);
+                            Ended::Receiver(rec, overruns)
+                        }
+                    })
                 }
-                (_, Err(_)) => Ended::Failed,
-                (SENDER, Ok(s)) => {
-                    Ended::Sender(send_loop(&sh, &s, interval, loops, duration, &stop))
-                }
-                (_, Ok(s)) => Ended::Receiver(receive_loop(&sh, &s, rec)),
             }
         }
     })
     .map_err(|e| Error::io("spawning the ipc threads", e))
 }
 
+/// Marks the pair broken and wakes both sides, so neither waits for the other forever.
+fn fail(sh: &Shared) {
+    sh.broken.store(true, Ordering::SeqCst);
+    sh.quit.store(true, Ordering::SeqCst);
+    sh.chan.nudge(RECEIVER);
+    sh.chan.nudge(SENDER);
+}
+
+/// Forks the sender from the (placed) sender thread and waits until it is ready; None when it
+/// could not be forked or did not get ready (it is then killed).
+fn fork_sender(sh: &SharedRef, cpu: Option<usize>, policy: i32, prio: i32) -> Option<i32> {
+    let child = sh.clone();
+    let pid = sys::ipc::fork_task(cpu, policy, prio, move || {
+        // Memory locks are not inherited across fork: lock the child's own pages.
+        let _ = sys::mem::mlockall();
+        match child.chan.side(SENDER) {
+            Ok(side) => {
+                child.child_ready.store(true, Ordering::SeqCst);
+                send_loop(&child, &side);
+            }
+            Err(_) => child.broken.store(true, Ordering::SeqCst),
+        }
+    })
+    .ok()?;
+    let t0 = std::time::Instant::now();
+    while !sh.child_ready.load(Ordering::SeqCst) {
+        if sh.broken.load(Ordering::SeqCst)
+            || sys::ipc::task_ended(pid)
+            || t0.elapsed() > CHILD_READY_WITHIN
+        {
+            sys::ipc::kill_task(pid);
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    Some(pid)
+}
+
+/// How long a forked sender may take to end once the run is over before it is killed (one
+/// stopped with SIGSTOP, say, would hold the receiver forever).
+const CHILD_END_WITHIN: Duration = Duration::from_secs(2);
+
+/// The sender thread's part when the sender is a process: watch it (at SCHED_OTHER, off the
+/// measured CPUs where there are others) and reap it; kill it if it outlives the run; if it
+/// ended before the receiver let it go, the pair is broken.
+fn wait_sender(
+    sh: &Shared,
+    pid: i32,
+    stop: &AtomicBool,
+    measured: [Option<usize>; 2],
+    pace: Pace,
+) -> Ended {
+    let _ = sys::sched::set_policy_raw(libc::SCHED_OTHER, 0);
+    let others: Vec<usize> = crate::config::CpuSet::online_here()
+        .iter()
+        .filter(|c| !measured.contains(&Some(*c)))
+        .collect();
+    if !others.is_empty() {
+        let _ = sys::sched::pin_to_cpus(others);
+    }
+    let clk = libc::CLOCK_MONOTONIC;
+    // Past the planned end (with room for overruns), a receiver still waiting means a sender
+    // that will not answer (stopped, say).
+    let late_after = pace.planned_ns().map(|p| {
+        clock::now_ns(clk)
+            .saturating_add(p)
+            .saturating_add((p / 2).max(CHILD_END_WITHIN.as_nanos() as u64))
+    });
+    let mut over_since: Option<std::time::Instant> = None;
+    let status = loop {
+        if let Some(s) = sys::ipc::try_wait_task(pid) {
+            break s;
+        }
+        let now = clock::now_ns(clk);
+        let waiting = sh.waiting_since.load(Ordering::Relaxed);
+        let stuck = late_after.is_some_and(|t| now > t)
+            && waiting != 0
+            && now.saturating_sub(waiting) > CHILD_END_WITHIN.as_nanos() as u64;
+        let over = stop.load(Ordering::Relaxed) || sh.quit.load(Ordering::Relaxed);
+        if stuck
+            || (over
+                && over_since
+                    .get_or_insert_with(std::time::Instant::now)
+                    .elapsed()
+                    > CHILD_END_WITHIN)
+        {
+            sys::ipc::kill_task(pid);
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    if status != Some(0) || !sh.quit.load(Ordering::SeqCst) {
+        fail(sh);
+        return Ended::Failed;
+    }
+    Ended::Sender
+}
+
 /// What a thread hands back.
 enum Ended {
-    Sender(SenderOut),
-    Receiver(Recorder),
+    Sender,
+    Receiver(Recorder, u64),
     Failed,
 }
 
-/// Sends at each interval until `loops`, the duration or the stop flag, then tells the
-/// receiver to quit. Waits for each answer before the next send.
-fn send_loop(
-    sh: &Shared,
-    side: &methods::Side,
+/// The receiver's schedule.
+#[derive(Clone, Copy)]
+struct Pace {
     interval: u64,
     loops: u64,
     duration: Option<u64>,
-    stop: &AtomicBool,
-) -> SenderOut {
-    let clk = libc::CLOCK_MONOTONIC;
-    let begin = clock::now_ns(clk);
-    let end = duration.map_or(u64::MAX, |d| begin.saturating_add(d));
-    let mut next = begin + interval;
-    let (mut sent, mut overruns) = (0u64, 0u64);
-    while sent < loops && !stop.load(Ordering::Relaxed) && !sh.broken.load(Ordering::Relaxed) {
-        if next >= end {
+}
+
+impl Pace {
+    /// How long one method should take (None: until Ctrl-C).
+    fn planned_ns(&self) -> Option<u64> {
+        match (self.duration, self.loops) {
+            (Some(d), _) => Some(d),
+            (None, u64::MAX) => None,
+            (None, n) => Some(n.saturating_mul(self.interval)),
+        }
+    }
+}
+
+/// The sender, as rt-tests' programs run it: waits until the receiver says it is ready, stamps
+/// the clock and sends at once; until the receiver says quit. Only plain system calls and
+/// atomics (it may run in a forked child).
+fn send_loop(sh: &Shared, side: &methods::Side) {
+    loop {
+        if sh.chan.recv(side).is_none() {
+            sh.broken.store(true, Ordering::SeqCst);
             break;
         }
-        while clock::sleep_until_ns(clk, next) == libc::EINTR && !stop.load(Ordering::Relaxed) {}
-        if stop.load(Ordering::Relaxed) {
+        if sh.quit.load(Ordering::Acquire) {
             break;
         }
-        let t = clock::now_ns(clk);
+        let t = clock::now_ns(libc::CLOCK_MONOTONIC);
         sh.stamp.store(t, Ordering::Release);
         if !sh.chan.send(RECEIVER, t) {
             sh.broken.store(true, Ordering::SeqCst);
             break;
         }
-        sent += 1;
-        if sh.chan.recv(side).is_none() {
+        sh.sent.fetch_add(1, Ordering::Relaxed);
+    }
+    if sh.broken.load(Ordering::SeqCst) {
+        sh.chan.nudge(RECEIVER);
+    }
+}
+
+/// The receiver keeps the schedule: at each interval it tells the sender it is ready, then
+/// times the wake-up against the sender's stamp; until `loops`, the duration or the stop flag,
+/// then tells the sender to quit. A period it reaches late counts the intervals missed.
+fn receive_loop(
+    sh: &Shared,
+    side: &methods::Side,
+    pace: Pace,
+    stop: &AtomicBool,
+    mut rec: Recorder,
+) -> (Recorder, u64) {
+    let clk = libc::CLOCK_MONOTONIC;
+    let begin = clock::now_ns(clk);
+    let end = pace.duration.map_or(u64::MAX, |d| begin.saturating_add(d));
+    let mut next = begin + pace.interval;
+    let (mut got, mut overruns) = (0u64, 0u64);
+    while got < pace.loops && next < end && !sh.broken.load(Ordering::Relaxed) {
+        while clock::sleep_until_ns(clk, next) == libc::EINTR && !stop.load(Ordering::Relaxed) {}
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        if !sh.chan.send(SENDER, 0) {
             sh.broken.store(true, Ordering::SeqCst);
             break;
         }
-        next += interval;
+        sh.waiting_since
+            .store(clock::now_ns(clk).max(1), Ordering::Relaxed);
+        let got_one = sh.chan.recv(side);
+        sh.waiting_since.store(0, Ordering::Relaxed);
+        match got_one {
+            Some(now) if !sh.broken.load(Ordering::Acquire) => {
+                rec.record(now.saturating_sub(sh.stamp.load(Ordering::Acquire)));
+            }
+            _ => {
+                sh.broken.store(true, Ordering::SeqCst);
+                break;
+            }
+        }
+        got += 1;
+        next += pace.interval;
         let now = clock::now_ns(clk);
         if now >= next {
-            let missed = (now - next) / interval + 1;
+            let missed = (now - next) / pace.interval + 1;
             overruns += missed;
-            next += missed * interval;
+            next += missed * pace.interval;
         }
     }
     sh.quit.store(true, Ordering::SeqCst);
-    sh.chan.send(RECEIVER, 0);
-    SenderOut { sent, overruns }
+    sh.chan.nudge(SENDER);
+    (rec, overruns)
 }
 
-/// Times each wake-up against the sender's stamp and answers, until told to quit.
-fn receive_loop(sh: &Shared, side: &methods::Side, mut rec: Recorder) -> Recorder {
-    while let Some(now) = sh.chan.recv(side) {
-        if sh.quit.load(Ordering::Acquire) {
-            break;
-        }
-        rec.record(now.saturating_sub(sh.stamp.load(Ordering::Acquire)));
-        if !sh.chan.send(SENDER, 0) {
-            break;
-        }
-    }
-    rec
-}
-
-fn measure_one(ctx: &Ctx<'_>, cfg: &IpcConfig, method: Method) -> Result<MethodOut> {
-    let chan = Chan::new(method).map_err(|e| {
+/// Runs one method; with the reason when the pair broke before the end (what it timed is kept).
+fn measure_one(
+    ctx: &Ctx<'_>,
+    cfg: &IpcConfig,
+    method: Method,
+) -> Result<(MethodOut, Option<String>)> {
+    let refused = |e: std::io::Error| {
         Error::Env(format!(
             "--method {}: the kernel refused to create it: {e}",
             method.name()
         ))
-    })?;
-    let shared = Arc::new(Shared {
-        chan,
-        stamp: AtomicU64::new(0),
-        quit: AtomicBool::new(false),
-        broken: AtomicBool::new(false),
-    });
+    };
+    let chan = Chan::new(method, cfg.tasks == TaskKind::Processes).map_err(refused)?;
+    let shared = Arc::new(
+        SharedBox::new(Shared {
+            chan,
+            stamp: AtomicU64::new(0),
+            sent: AtomicU64::new(0),
+            quit: AtomicBool::new(false),
+            broken: AtomicBool::new(false),
+            child_ready: AtomicBool::new(false),
+            waiting_since: AtomicU64::new(0),
+        })
+        .map_err(refused)?,
+    );
     let barrier = Arc::new(Barrier::new(3));
     let handles = start_pair(ctx, cfg, &shared, &barrier)?;
     barrier.wait();
@@ -245,23 +417,30 @@ fn measure_one(ctx: &Ctx<'_>, cfg: &IpcConfig, method: Method) -> Result<MethodO
             .join()
             .map_err(|_| Error::Env("an ipc thread panicked".into()))?;
         out.applied[i] = applied;
-        match side {
-            Ended::Sender(s) => {
-                out.sent = s.sent;
-                out.overruns = s.overruns;
-            }
-            Ended::Receiver(r) => out.rec = r,
-            Ended::Failed => {}
+        if let Ended::Receiver(r, overruns) = side {
+            out.rec = r;
+            out.overruns = overruns;
         }
     }
-    if shared.broken.load(Ordering::SeqCst) {
-        return Err(Error::Env(format!(
-            "--method {}: a send or receive failed after {} messages",
+    out.sent = shared.sent.load(Ordering::SeqCst);
+    let broken = shared.broken.load(Ordering::SeqCst).then(|| {
+        format!(
+            "--method {}{}: a send or receive failed after {} messages{}",
             method.name(),
-            out.sent
-        )));
-    }
-    Ok(out)
+            if cfg.tasks == TaskKind::Processes {
+                " (--tasks processes: the sender process ended or was killed)"
+            } else {
+                ""
+            },
+            out.sent,
+            if out.rec.count > 0 {
+                "; the series keeps what was timed, the methods after it did not run"
+            } else {
+                ""
+            }
+        )
+    });
+    Ok((out, broken))
 }
 
 fn fallback() -> Applied {
@@ -284,6 +463,7 @@ fn series_of(cfg: &IpcConfig, m: &MethodOut) -> Series {
         "sender_cpu": cfg.cpus[SENDER],
         "sender_policy": m.applied[SENDER].policy.to_string(),
         "sender_prio": m.applied[SENDER].prio,
+        "tasks": cfg.tasks,
     }));
     s
 }
@@ -296,13 +476,24 @@ fn run(cfg: &IpcConfig, ctx: &mut Ctx<'_>) -> Result<IpcOutcome> {
         if ctx.control().should_stop() {
             break;
         }
-        let o = measure_one(ctx, cfg, m)?;
+        let (o, broken) = measure_one(ctx, cfg, m)?;
         for a in &o.applied {
             for w in &a.warnings {
                 ctx.warn(w.clone());
             }
         }
-        outs.push(o);
+        match broken {
+            // Nothing collected at all: a plain failure.
+            Some(why) if o.rec.count == 0 && outs.is_empty() => return Err(Error::Env(why)),
+            Some(why) => {
+                ctx.warn(why);
+                if o.rec.count > 0 {
+                    outs.push(o);
+                }
+                break;
+            }
+            None => outs.push(o),
+        }
     }
     let params = serde_json::to_value(cfg).unwrap_or_default();
     let run = Run {

@@ -7,8 +7,13 @@ use crate::export::table;
 pub fn render(o: &IpcOutcome, cfg: &IpcConfig) -> String {
     let u = cfg.unit;
     let mut s = format!(
-        "latlab ipc  {}  {} receiver {} / sender {}  interval {}  run {}\n",
+        "latlab ipc  {}  {}{} receiver {} / sender {}  interval {}  run {}\n",
         cpus_text(cfg.cpus),
+        if cfg.tasks == crate::config::TaskKind::Processes {
+            "sender in its own process  "
+        } else {
+            ""
+        },
         cfg.policy,
         cfg.prio,
         cfg.sender_prio(),

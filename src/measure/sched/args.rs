@@ -192,6 +192,19 @@ impl SchedArgs {
             duration_ns: self.duration,
             threshold_ns,
             unit: self.unit,
+            notes: self
+                .comm
+                .as_ref()
+                .filter(|v| v.len() > target::COMM_LEN)
+                .map(|v| {
+                    format!(
+                        "--comm {v:?}: the kernel keeps {} bytes of a task's name; matching {:?}",
+                        target::COMM_LEN,
+                        target::comm_name(v).unwrap_or_default()
+                    )
+                })
+                .into_iter()
+                .collect(),
         })
     }
 }
@@ -241,6 +254,11 @@ mod tests {
             (c.cpus, c.duration_ns, c.threshold_ns),
             (Some(vec![1]), Some(2_000_000_000), 1_000_000)
         );
+        assert!(c.notes.is_empty());
+        // A name longer than the kernel keeps is cut to 15 bytes, and the run says so.
+        let c = lower(&["--comm", "a-very-long-task-name"]).unwrap();
+        assert_eq!(c.target, Target::Comm("a-very-long-tas".into()));
+        assert!(c.notes[0].contains("15 bytes"), "{:?}", c.notes);
         assert_eq!(
             lower(&["--", "sleep", "1"]).unwrap().target,
             Target::Command(vec!["sleep".into(), "1".into()])

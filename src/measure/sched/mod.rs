@@ -33,6 +33,8 @@ pub struct SchedConfig {
     pub threshold_ns: u64,
     /// Display unit.
     pub unit: DisplayUnit,
+    /// What lowering had to change in the request, recorded as warnings of the run.
+    pub notes: Vec<String>,
 }
 
 /// A finished `latlab sched`.
@@ -344,6 +346,9 @@ impl crate::driver::Measurement for SchedConfig {
     }
 
     fn measure(&mut self, ctx: &mut Ctx<'_>) -> Result<SchedOutcome> {
+        for n in &self.notes {
+            ctx.warn(n.clone());
+        }
         run(self, ctx)
     }
 

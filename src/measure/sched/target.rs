@@ -185,12 +185,15 @@ impl Chooser for Matcher {
     }
 }
 
+/// How many bytes of a task's name the kernel keeps (TASK_COMM_LEN less the NUL).
+pub const COMM_LEN: usize = 15;
+
 /// The name a task gets from `--comm NAME`: the kernel keeps 15 bytes.
 pub fn comm_name(v: &str) -> Result<String> {
     if v.is_empty() {
         return Err(Error::flag("--comm", "''", "give a task name"));
     }
-    Ok(Name::new(&v.as_bytes()[..v.len().min(15)])
+    Ok(Name::new(&v.as_bytes()[..v.len().min(COMM_LEN)])
         .as_str()
         .into_owned())
 }
