@@ -20,6 +20,7 @@ pub mod process;
 pub mod roots;
 pub mod rtipc;
 pub mod sched;
+pub mod sysvsem;
 pub mod term;
 pub mod timesrc;
 pub mod tsc;

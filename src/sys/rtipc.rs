@@ -1,7 +1,8 @@
-//! The wake-up primitives rt-tests measures (pmqtest, ptsematest, svsematest, sigwaittest,
-//! signaltest) as small safe types: POSIX message queues, POSIX and SysV semaphores, eventfd,
-//! and thread-directed real-time signals. Every blocking call retries on EINTR and reports
-//! other failures as `false`, so a measuring loop can stay free of allocation and formatting.
+//! The wake-up primitives rt-tests measures (pmqtest, ptsematest, sigwaittest, signaltest) as
+//! small safe types: POSIX message queues, POSIX semaphores, eventfd, and thread-directed
+//! real-time signals (svsematest's SysV sets are in `sysvsem`). Every blocking call retries on
+//! EINTR and reports other failures as `false`, so a measuring loop can stay free of
+//! allocation and formatting.
 
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -158,112 +159,6 @@ impl Drop for PosixSem {
         // SAFETY: no waiter is left when the owner drops it.
         unsafe { libc::sem_destroy(self.sem.get()) };
     }
-}
-
-/// A SysV semaphore set, removed when dropped. SysV sets outlive their process, so a latlab
-/// killed with SIGKILL would leave one behind: each set's key says it is latlab's and which
-/// process made it, and [`sweep_orphan_sets`] removes those whose process is gone.
-pub struct SysvSem {
-    id: libc::c_int,
-}
-
-/// The top byte of latlab's SysV keys (an `ftok` project id above 0x7f is unusual, so no other
-/// program's key is taken for latlab's); the low 24 bits are the creator's process id.
-const SYSV_MARK: u32 = 0xB7 << 24;
-const SYSV_PID_BITS: u32 = 0x00FF_FFFF;
-
-fn sysv_key(pid: i32) -> libc::key_t {
-    (SYSV_MARK | (pid as u32 & SYSV_PID_BITS)) as libc::key_t
-}
-
-impl SysvSem {
-    /// A set of `n` semaphores, each 0, after removing sets that killed latlabs left.
-    pub fn new(n: i32) -> io::Result<SysvSem> {
-        sweep_orphan_sets();
-        let flags = libc::IPC_CREAT | libc::IPC_EXCL | 0o600;
-        // SAFETY: plain syscalls.
-        let id = match unsafe { libc::semget(sysv_key(libc::getpid()), n, flags) } {
-            // This process has one already (two at once): the second is anonymous.
-            -1 if io::Error::last_os_error().raw_os_error() == Some(libc::EEXIST) => {
-                check(unsafe { libc::semget(libc::IPC_PRIVATE, n, flags) })?
-            }
-            r => check(r)?,
-        };
-        Ok(SysvSem { id })
-    }
-
-    fn op(&self, num: u16, delta: i16) -> bool {
-        let mut b = libc::sembuf {
-            sem_num: num,
-            sem_op: delta,
-            sem_flg: 0,
-        };
-        loop {
-            // SAFETY: one valid sembuf on our set.
-            if unsafe { libc::semop(self.id, &mut b, 1) } == 0 {
-                return true;
-            }
-            if !eintr() {
-                return false;
-            }
-        }
-    }
-
-    /// Adds one to semaphore `num`.
-    #[inline]
-    pub fn post(&self, num: u16) -> bool {
-        self.op(num, 1)
-    }
-
-    /// Takes one from semaphore `num`, blocking while it is 0.
-    #[inline]
-    pub fn wait(&self, num: u16) -> bool {
-        self.op(num, -1)
-    }
-}
-
-impl Drop for SysvSem {
-    fn drop(&mut self) {
-        // SAFETY: removing our own set.
-        unsafe { libc::semctl(self.id, 0, libc::IPC_RMID) };
-    }
-}
-
-/// Removes the SysV semaphore sets a latlab left when it was killed (the key's process is gone,
-/// or is no longer latlab), owned by this user; returns what was removed, in words.
-pub fn sweep_orphan_sets() -> Vec<String> {
-    let Ok(text) = std::fs::read_to_string("/proc/sysvipc/sem") else {
-        return Vec::new();
-    };
-    // SAFETY: geteuid has no preconditions.
-    let uid = unsafe { libc::geteuid() };
-    let mut removed = Vec::new();
-    for line in text.lines().skip(1) {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        let (Some(key), Some(id), Some(owner)) = (
-            f.first().and_then(|v| v.parse::<i64>().ok()),
-            f.get(1).and_then(|v| v.parse::<i32>().ok()),
-            f.get(4).and_then(|v| v.parse::<u32>().ok()),
-        ) else {
-            continue;
-        };
-        let key = key as u32;
-        if key & !SYSV_PID_BITS != SYSV_MARK || owner != uid {
-            continue;
-        }
-        let pid = (key & SYSV_PID_BITS) as i32;
-        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
-        if comm.starts_with("latlab") {
-            continue;
-        }
-        // SAFETY: removing a set this user owns that its creator can no longer remove.
-        if unsafe { libc::semctl(id, 0, libc::IPC_RMID) } == 0 {
-            removed.push(format!(
-                "removed SysV semaphore set {id} left by latlab process {pid}"
-            ));
-        }
-    }
-    removed
 }
 
 /// An eventfd counter.
@@ -429,33 +324,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_set_whose_process_is_gone_is_swept() {
-        // A key as a dead latlab would have left it: a process id no process has.
-        let dead = 0x00FF_FFF0;
-        // SAFETY: plain syscalls on a set this test makes.
-        let id = unsafe { libc::semget(sysv_key(dead), 1, libc::IPC_CREAT | 0o600) };
-        assert!(id >= 0, "{}", io::Error::last_os_error());
-        let live = SysvSem::new(1).unwrap();
-        let listed = std::fs::read_to_string("/proc/sysvipc/sem").unwrap();
-        let ids: Vec<i32> = listed
-            .lines()
-            .filter_map(|l| l.split_whitespace().nth(1)?.parse().ok())
-            .collect();
-        assert!(!ids.contains(&id), "the orphan set {id} is still there");
-        assert!(ids.contains(&live.id), "latlab's own live set was removed");
-    }
-
-    #[test]
     fn primitives_pass_a_token() {
         let q = MsgQueue::new("t", 4).unwrap();
         assert!(q.send(42));
         assert_eq!(q.recv(), Some(42));
         let s = PosixSem::new().unwrap();
         assert!(s.post() && s.wait());
-        let v = SysvSem::new(2).unwrap();
-        assert!(v.post(1) && v.wait(1));
-        let w = SysvSem::new(2).unwrap();
-        assert!(w.post(0) && w.wait(0));
         let e = EventFd::new().unwrap();
         assert!(e.post() && e.post() && e.wait());
     }

@@ -63,6 +63,11 @@ fn every_method_times_every_message() {
             assert_eq!(s["count"], 257, "{cpus} {}", s["name"]);
             assert_eq!(s["extra"]["sent"], 257, "{cpus} {}", s["name"]);
             assert_eq!(s["extra"]["tasks"], tasks);
+            // The sender's CPU is the first given, the receiver's the last (order kept).
+            let first: u64 = cpus[..1].parse().unwrap();
+            let last: u64 = cpus[cpus.len() - 1..].parse().unwrap();
+            assert_eq!(s["extra"]["sender_cpu"], first, "{cpus}");
+            assert_eq!(s["cpu"], last, "{cpus}");
             assert!(s["max_ns"].as_u64().unwrap() >= s["min_ns"].as_u64().unwrap());
             assert_eq!(s["interval_ns"], 100_000);
         }
@@ -279,6 +284,52 @@ fn a_forked_sender_is_placed_and_ends_with_latlab() {
 }
 
 #[test]
+fn ctrl_c_ends_a_long_interval_at_once() {
+    if let Some(why) = rt_unavailable() {
+        return skip("ctrl_c_ends_a_long_interval_at_once", &why);
+    }
+    // A minute between messages: the signal lands on another thread, and the receiver's sleep
+    // must be interrupted, not waited out.
+    for tasks in ["threads", "processes"] {
+        let mut child = latlab()
+            .env("LATLAB_TEST_TAG", format!("ipc-long-{tasks}"))
+            .args([
+                "ipc",
+                "--method",
+                "pipe,futex",
+                "--tasks",
+                tasks,
+                "-i",
+                "60s",
+                "-l",
+                "3",
+                "--no-store",
+                "--json",
+                "-",
+            ])
+            .spawn_piped();
+        std::thread::sleep(Duration::from_millis(700));
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        wait_bounded(
+            &mut child,
+            Duration::from_secs(20),
+            "ipc waited out its interval",
+        );
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let run: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(run["interrupted"], true);
+        none_left(&format!("ipc-long-{tasks}"));
+    }
+}
+
+#[test]
 fn bad_flags_exit_2_naming_them() {
     for (args, flag) in [
         (&["--method", "carrier-pigeon"][..], "--method"),
@@ -288,6 +339,8 @@ fn bad_flags_exit_2_naming_them() {
         (&["-D", "0"], "--duration"),
         (&["-p", "0"], "-p/--priority"),
         (&["--tasks", "fibers"], "--tasks"),
+        (&["-a", "1,0,0"], "-a/--affinity"),
+        (&["-i", "999ns"], "-i/--interval"),
     ] {
         let out = latlab()
             .arg("ipc")

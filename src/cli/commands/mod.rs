@@ -77,7 +77,7 @@ pub fn run(parsed: Parsed, argv: Vec<String>) -> Result<()> {
                 text.push('\n');
             }
             // SysV semaphore sets of an `ipc` that was killed.
-            for l in crate::sys::rtipc::sweep_orphan_sets() {
+            for l in crate::sys::sysvsem::sweep_orphan_sets(dir.parent().unwrap_or(&dir)) {
                 text.push_str(&l);
                 text.push('\n');
             }

@@ -114,19 +114,25 @@ impl IpcArgs {
         let cpus = match &self.affinity {
             None => [None, None],
             Some(v) => {
-                let set: Vec<usize> = CpuSet::parse_online("-a/--affinity", v, online)?
-                    .iter()
-                    .collect();
-                match set[..] {
+                // In the order given (sender, then receiver): not a set, which would sort it.
+                let usage = "give one CPU (both tasks) or two, sender first: 1 or 0,1";
+                let parts: Vec<&str> = v.split(',').map(str::trim).collect();
+                if parts.is_empty() || parts.len() > 2 {
+                    return Err(Error::flag("-a/--affinity", v, usage));
+                }
+                let mut cpus = Vec::new();
+                for p in parts {
+                    let c: usize = p
+                        .parse()
+                        .map_err(|_| Error::flag("-a/--affinity", v, usage))?;
+                    // Checked against the online CPUs the way every other -a is.
+                    CpuSet::parse_online("-a/--affinity", p, online)?;
+                    cpus.push(c);
+                }
+                match cpus[..] {
                     [c] => [Some(c), Some(c)],
                     [s, r] => [Some(s), Some(r)],
-                    _ => {
-                        return Err(Error::flag(
-                            "-a/--affinity",
-                            v,
-                            "give one CPU (both tasks) or two (sender, receiver)",
-                        ))
-                    }
+                    _ => return Err(Error::flag("-a/--affinity", v, usage)),
                 }
             }
         };
@@ -148,8 +154,13 @@ impl IpcArgs {
             Some(v) => {
                 let ns = parse_time_ns(v, BareUnit::Micros)
                     .map_err(|e| Error::flag("-i/--interval", v, e))?;
-                if ns == 0 {
-                    return Err(Error::flag("-i/--interval", v, "must be greater than zero"));
+                if ns < 1_000 {
+                    return Err(Error::flag(
+                        "-i/--interval",
+                        v,
+                        "must be at least 1 µs (a wake-up takes microseconds; the rt-tests \
+                         programs take whole µs too)",
+                    ));
                 }
                 crate::config::bounds::duration("-i/--interval", v, ns)?
             }
@@ -160,7 +171,10 @@ impl IpcArgs {
                 let n: u64 = v.trim().parse().ok().filter(|&n| n > 0).ok_or_else(|| {
                     Error::flag("-l/--loops", v, "expected a whole number greater than zero")
                 })?;
-                crate::config::bounds::work("-l/--loops", v, u128::from(n), interval_ns)?;
+                // With -D, the duration bounds the run, however many loops are asked.
+                if self.duration.is_none() {
+                    crate::config::bounds::work("-l/--loops", v, u128::from(n), interval_ns)?;
+                }
                 Some(n)
             }
         };
@@ -218,6 +232,10 @@ mod tests {
         assert_eq!(c.cpus, [Some(0), Some(1)]);
         assert_eq!(c.sender_prio(), 79);
         assert_eq!(lower(&["-a", "1"]).unwrap().cpus, [Some(1), Some(1)]);
+        // Sender first, as given.
+        assert_eq!(lower(&["-a", "1,0"]).unwrap().cpus, [Some(1), Some(0)]);
+        // -D bounds the run: a huge -l is fine with it.
+        assert!(lower(&["-l", "18446744073709551615", "-D", "1"]).is_ok());
         assert_eq!(
             lower(&["--sender-priority", "80"]).unwrap().sender_prio(),
             80
@@ -229,6 +247,10 @@ mod tests {
         for (args, flag) in [
             (&["--method", "smoke"][..], "--method"),
             (&["-a", "0-1,3"], "-a/--affinity"),
+            (&["-a", "0,1,1"], "-a/--affinity"),
+            (&["-a", "0-1"], "-a/--affinity"),
+            (&["-a", "7"], "-a/--affinity"),
+            (&["-i", "1ns"], "-i/--interval"),
             (&["-i", "0"], "-i/--interval"),
             (&["-l", "0"], "-l/--loops"),
             (&["-p", "100"], "-p/--priority"),

@@ -4,7 +4,8 @@
 //! sender's timestamp goes through shared memory; nothing here allocates after set-up.
 
 use crate::sys::ipc::{self, Pipe, SharedPage};
-use crate::sys::rtipc::{self, EventFd, MsgQueue, PosixSem, SysvSem};
+use crate::sys::rtipc::{self, EventFd, MsgQueue, PosixSem};
+use crate::sys::sysvsem::SysvSem;
 use std::sync::atomic::{AtomicI32, Ordering};
 
 /// A wake-up mechanism.
@@ -62,6 +63,19 @@ impl Method {
     }
 }
 
+/// Runs `f` again while it fails with EINTR (a wake-up signal, not an error).
+#[inline]
+fn retry(f: impl Fn() -> bool) -> bool {
+    loop {
+        if f() {
+            return true;
+        }
+        if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return false;
+        }
+    }
+}
+
 /// The two sides of a channel.
 pub const SENDER: usize = 0;
 /// The receiving side.
@@ -109,8 +123,13 @@ pub struct Side {
 
 impl Chan {
     /// A new channel for `m`; `processes`: its sides will be in different processes (the
-    /// channel itself must then live in shared memory, `SharedBox`).
-    pub fn new(m: Method, processes: bool) -> std::io::Result<Chan> {
+    /// channel itself must then live in shared memory, `SharedBox`); `registry`: where a SysV
+    /// set is recorded so a killed latlab's can be removed later.
+    pub fn new(
+        m: Method,
+        processes: bool,
+        registry: Option<&std::path::Path>,
+    ) -> std::io::Result<Chan> {
         let sigs = [rtipc::rt_signal(2), rtipc::rt_signal(3)];
         let id = || [AtomicI32::new(0), AtomicI32::new(0)];
         let tids = || [id(), id()];
@@ -119,7 +138,7 @@ impl Chan {
             Method::PosixSem => {
                 Chan::PosixSem([PosixSem::new_in(processes)?, PosixSem::new_in(processes)?])
             }
-            Method::SysvSem => Chan::SysvSem(SysvSem::new(2)?),
+            Method::SysvSem => Chan::SysvSem(SysvSem::new(2, registry)?),
             Method::Sigwait => Chan::Sigwait {
                 sig: sigs,
                 tid: tids(),
@@ -181,7 +200,7 @@ impl Chan {
                 true
             }
             Chan::Eventfd(e) => e[to].post(),
-            Chan::Pipe(p) => ipc::put(p[to].wfd()),
+            Chan::Pipe(p) => retry(|| ipc::put(p[to].wfd())),
         }
     }
 
@@ -231,7 +250,7 @@ impl Chan {
                 }
             }
             Chan::Eventfd(e) => e[me].wait(),
-            Chan::Pipe(p) => ipc::get(p[me].rfd()),
+            Chan::Pipe(p) => retry(|| ipc::get(p[me].rfd())),
         };
         ok.then(|| crate::sys::clock::now_ns(libc::CLOCK_MONOTONIC))
     }

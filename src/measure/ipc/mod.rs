@@ -147,10 +147,10 @@ fn start_pair(
         move || -> Box<dyn FnOnce() -> Ended> {
             match (i, fork) {
                 (SENDER, Some((cpu, policy, prio))) => match fork_sender(&sh, cpu, policy, prio) {
-                    Some(pid) => Box::new(move || wait_sender(&sh, pid, &stop, measured, pace)),
-                    None => {
+                    Ok(pid) => Box::new(move || wait_sender(&sh, pid, &stop, measured, pace)),
+                    Err(why) => {
                         fail(&sh);
-                        Box::new(|| Ended::Failed)
+                        Box::new(|| Ended::NoSender(why))
                     }
                 },
                 _ => {
@@ -174,7 +174,16 @@ fn start_pair(
             }
         }
     })
-    .map_err(|e| Error::io("spawning the ipc threads", e))
+    .map_err(|e| {
+        if e.raw_os_error() == Some(libc::EAGAIN) {
+            Error::Env(format!(
+                "spawning the ipc threads: {e} (the process limit, RLIMIT_NPROC or the \
+                 cgroup's pids.max, is reached)"
+            ))
+        } else {
+            Error::io("spawning the ipc threads", e)
+        }
+    })
 }
 
 /// Marks the pair broken and wakes both sides, so neither waits for the other forever.
@@ -187,7 +196,12 @@ fn fail(sh: &Shared) {
 
 /// Forks the sender from the (placed) sender thread and waits until it is ready; None when it
 /// could not be forked or did not get ready (it is then killed).
-fn fork_sender(sh: &SharedRef, cpu: Option<usize>, policy: i32, prio: i32) -> Option<i32> {
+fn fork_sender(
+    sh: &SharedRef,
+    cpu: Option<usize>,
+    policy: i32,
+    prio: i32,
+) -> std::result::Result<i32, String> {
     let child = sh.clone();
     let pid = sys::ipc::fork_task(cpu, policy, prio, move || {
         // Memory locks are not inherited across fork: lock the child's own pages.
@@ -200,19 +214,30 @@ fn fork_sender(sh: &SharedRef, cpu: Option<usize>, policy: i32, prio: i32) -> Op
             Err(_) => child.broken.store(true, Ordering::SeqCst),
         }
     })
-    .ok()?;
+    .map_err(|e| {
+        let hint = if e.raw_os_error() == Some(libc::EAGAIN) {
+            " (the process limit, RLIMIT_NPROC or the cgroup's pids.max, is reached)"
+        } else {
+            ""
+        };
+        format!("could not fork the sender: {e}{hint}")
+    })?;
     let t0 = std::time::Instant::now();
     while !sh.child_ready.load(Ordering::SeqCst) {
-        if sh.broken.load(Ordering::SeqCst)
-            || sys::ipc::task_ended(pid)
-            || t0.elapsed() > CHILD_READY_WITHIN
-        {
-            sys::ipc::kill_task(pid);
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(1));
+        let why = if sh.broken.load(Ordering::SeqCst) {
+            "the forked sender could not set itself up"
+        } else if sys::ipc::task_ended(pid) {
+            "the forked sender ended before it was ready"
+        } else if t0.elapsed() > CHILD_READY_WITHIN {
+            "the forked sender was not ready within 10 s"
+        } else {
+            std::thread::sleep(Duration::from_millis(1));
+            continue;
+        };
+        sys::ipc::kill_task(pid);
+        return Err(why.into());
     }
-    Some(pid)
+    Ok(pid)
 }
 
 /// How long a forked sender may take to end once the run is over before it is killed (one
@@ -280,6 +305,8 @@ enum Ended {
     Sender,
     Receiver(Recorder, u64),
     Failed,
+    /// The sender process could not be started, and why.
+    NoSender(String),
 }
 
 /// The receiver's schedule.
@@ -384,12 +411,32 @@ fn measure_one(
     method: Method,
 ) -> Result<(MethodOut, Option<String>)> {
     let refused = |e: std::io::Error| {
+        let hint = match (method, e.raw_os_error()) {
+            (Method::SysvSem, Some(libc::ENOSPC)) => {
+                " (the system's SysV semaphore sets are used up: see kernel.sem, its 4th \
+                 field, semmni, in /proc/sys/kernel/sem)"
+            }
+            (Method::Pmq, Some(libc::ENOSPC)) => {
+                " (the system's message queues are used up: raise \
+                 /proc/sys/fs/mqueue/queues_max)"
+            }
+            (Method::Pmq, Some(libc::EMFILE)) => {
+                " (this user's message queue memory, RLIMIT_MSGQUEUE, is used up)"
+            }
+            _ => "",
+        };
         Error::Env(format!(
-            "--method {}: the kernel refused to create it: {e}",
+            "--method {}: the kernel refused to create it: {e}{hint}",
             method.name()
         ))
     };
-    let chan = Chan::new(method, cfg.tasks == TaskKind::Processes).map_err(refused)?;
+    let journal = crate::io::journal_path();
+    let chan =
+        Chan::new(method, cfg.tasks == TaskKind::Processes, journal.parent()).map_err(refused)?;
+    if method == Method::SysvSem {
+        // A second Ctrl-C ends latlab at once: its SysV set must not outlive it.
+        crate::rt::at_exit(sys::sysvsem::remove_live_sets);
+    }
     let shared = Arc::new(
         SharedBox::new(Shared {
             chan,
@@ -405,6 +452,17 @@ fn measure_one(
     let barrier = Arc::new(Barrier::new(3));
     let handles = start_pair(ctx, cfg, &shared, &barrier)?;
     barrier.wait();
+    // Ctrl-C/SIGTERM land on another thread: interrupt the receiver's sleep (which may be a
+    // long interval) so it sees the stop at once.
+    crate::rt::install_wake_handler();
+    let mut woken = false;
+    while !handles.iter().all(|h| h.is_finished()) {
+        if !woken && ctx.control().stop.load(Ordering::Relaxed) {
+            handles.iter().for_each(crate::rt::wake);
+            woken = true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let mut out = MethodOut {
         method,
         sent: 0,
@@ -412,15 +470,23 @@ fn measure_one(
         overruns: 0,
         applied: [fallback(), fallback()],
     };
+    let mut no_sender = None;
     for (i, h) in handles.into_iter().enumerate() {
         let (applied, side) = h
             .join()
             .map_err(|_| Error::Env("an ipc thread panicked".into()))?;
         out.applied[i] = applied;
-        if let Ended::Receiver(r, overruns) = side {
-            out.rec = r;
-            out.overruns = overruns;
+        match side {
+            Ended::Receiver(r, overruns) => {
+                out.rec = r;
+                out.overruns = overruns;
+            }
+            Ended::NoSender(why) => no_sender = Some(why),
+            Ended::Sender | Ended::Failed => {}
         }
+    }
+    if let Some(why) = no_sender {
+        return Err(Error::Env(format!("--method {}: {why}", method.name())));
     }
     out.sent = shared.sent.load(Ordering::SeqCst);
     let broken = shared.broken.load(Ordering::SeqCst).then(|| {
@@ -472,14 +538,28 @@ fn run(cfg: &IpcConfig, ctx: &mut Ctx<'_>) -> Result<IpcOutcome> {
     let started = SystemTime::now();
     let t0 = std::time::Instant::now();
     let mut outs = Vec::new();
+    let mut first_error = None;
+    let mut warned: Vec<String> = Vec::new();
     for &m in &cfg.methods {
         if ctx.control().should_stop() {
             break;
         }
-        let (o, broken) = measure_one(ctx, cfg, m)?;
+        // A method the kernel refuses (its limits, a fork) is skipped; the others still run.
+        let (o, broken) = match measure_one(ctx, cfg, m) {
+            Ok(x) => x,
+            Err(e) => {
+                ctx.warn(format!("{e}; skipped"));
+                first_error.get_or_insert(e);
+                continue;
+            }
+        };
         for a in &o.applied {
             for w in &a.warnings {
-                ctx.warn(w.clone());
+                // Each method's tasks meet the same refusals: say each once.
+                if !warned.contains(w) {
+                    warned.push(w.clone());
+                    ctx.warn(w.clone());
+                }
             }
         }
         match broken {
@@ -493,6 +573,11 @@ fn run(cfg: &IpcConfig, ctx: &mut Ctx<'_>) -> Result<IpcOutcome> {
                 break;
             }
             None => outs.push(o),
+        }
+    }
+    if outs.is_empty() {
+        if let Some(e) = first_error {
+            return Err(e);
         }
     }
     let params = serde_json::to_value(cfg).unwrap_or_default();

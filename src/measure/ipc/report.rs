@@ -6,6 +6,17 @@ use crate::export::table;
 /// The report.
 pub fn render(o: &IpcOutcome, cfg: &IpcConfig) -> String {
     let u = cfg.unit;
+    // What the tasks got (a fallback without privileges), else what was asked.
+    let (policy, prio, sender_prio) =
+        o.methods
+            .first()
+            .map_or((cfg.policy.to_string(), cfg.prio, cfg.sender_prio()), |m| {
+                (
+                    m.applied[super::methods::RECEIVER].policy.to_string(),
+                    m.applied[super::methods::RECEIVER].prio,
+                    m.applied[super::methods::SENDER].prio,
+                )
+            });
     let mut s = format!(
         "latlab ipc  {}  {}{} receiver {} / sender {}  interval {}  run {}\n",
         cpus_text(cfg.cpus),
@@ -14,9 +25,9 @@ pub fn render(o: &IpcOutcome, cfg: &IpcConfig) -> String {
         } else {
             ""
         },
-        cfg.policy,
-        cfg.prio,
-        cfg.sender_prio(),
+        policy,
+        prio,
+        sender_prio,
         u.fmt_ns(cfg.interval_ns as f64) + " " + &u.to_string(),
         o.run.id
     );

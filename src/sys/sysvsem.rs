@@ -1,0 +1,221 @@
+//! SysV semaphore sets (svsematest's wake-up), which outlive the process that made them: a
+//! latlab killed with SIGKILL (or ended by a second Ctrl-C) would leave its set in the kernel.
+//! Each set latlab makes has a key naming latlab and its process, and a record file in latlab's
+//! state directory; a later run or `latlab restore` removes a set only when both say it was a
+//! latlab's whose process is gone, so no other program's set is ever touched.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// A SysV semaphore set, removed when dropped.
+pub struct SysvSem {
+    id: libc::c_int,
+    record: Option<PathBuf>,
+}
+
+/// The top byte of latlab's SysV keys; the low 24 bits are the creator's process id.
+const SYSV_MARK: u32 = 0xB7 << 24;
+const SYSV_PID_BITS: u32 = 0x00FF_FFFF;
+
+/// Sets this process made and has not removed yet (for [`remove_live_sets`]).
+static LIVE: Mutex<Vec<libc::c_int>> = Mutex::new(Vec::new());
+
+fn sysv_key(pid: i32) -> libc::key_t {
+    (SYSV_MARK | (pid as u32 & SYSV_PID_BITS)) as libc::key_t
+}
+
+fn record_name(pid: i32, id: libc::c_int) -> String {
+    format!("sysv-sem-{pid}-{id}")
+}
+
+impl SysvSem {
+    /// A set of `n` semaphores, each 0. With `registry` (latlab's state directory), sets that
+    /// killed latlabs left there are removed first, and this one is recorded there.
+    pub fn new(n: i32, registry: Option<&Path>) -> io::Result<SysvSem> {
+        if let Some(d) = registry {
+            sweep_orphan_sets(d);
+        }
+        let flags = libc::IPC_CREAT | libc::IPC_EXCL | 0o600;
+        // SAFETY: getpid has no preconditions.
+        let pid = unsafe { libc::getpid() };
+        // SAFETY: plain syscall.
+        let (id, keyed) = match unsafe { libc::semget(sysv_key(pid), n, flags) } {
+            // This process has one already (two at once): the second is anonymous and unrecorded.
+            -1 if io::Error::last_os_error().raw_os_error() == Some(libc::EEXIST) => {
+                // SAFETY: plain syscall.
+                let r = unsafe { libc::semget(libc::IPC_PRIVATE, n, flags) };
+                if r < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                (r, false)
+            }
+            -1 => return Err(io::Error::last_os_error()),
+            r => (r, true),
+        };
+        if let Ok(mut l) = LIVE.lock() {
+            l.push(id);
+        }
+        let record = registry.filter(|_| keyed).and_then(|d| {
+            std::fs::create_dir_all(d).ok()?;
+            let p = d.join(record_name(pid, id));
+            std::fs::write(&p, b"").ok()?;
+            Some(p)
+        });
+        Ok(SysvSem { id, record })
+    }
+
+    fn op(&self, num: u16, delta: i16) -> bool {
+        let mut b = libc::sembuf {
+            sem_num: num,
+            sem_op: delta,
+            sem_flg: 0,
+        };
+        loop {
+            // SAFETY: one valid sembuf on our set.
+            if unsafe { libc::semop(self.id, &mut b, 1) } == 0 {
+                return true;
+            }
+            if io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                return false;
+            }
+        }
+    }
+
+    /// Adds one to semaphore `num`.
+    #[inline]
+    pub fn post(&self, num: u16) -> bool {
+        self.op(num, 1)
+    }
+
+    /// Takes one from semaphore `num`, blocking while it is 0.
+    #[inline]
+    pub fn wait(&self, num: u16) -> bool {
+        self.op(num, -1)
+    }
+}
+
+impl Drop for SysvSem {
+    fn drop(&mut self) {
+        // SAFETY: removing our own set.
+        unsafe { libc::semctl(self.id, 0, libc::IPC_RMID) };
+        if let Ok(mut l) = LIVE.lock() {
+            l.retain(|&i| i != self.id);
+        }
+        if let Some(p) = &self.record {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+/// Removes every set this process still holds: for a process about to end at once (a second
+/// Ctrl-C), whose destructors will not run. Their record files go with the next sweep.
+pub fn remove_live_sets() {
+    if let Ok(l) = LIVE.lock() {
+        for &id in l.iter() {
+            // SAFETY: removing our own set.
+            unsafe { libc::semctl(id, 0, libc::IPC_RMID) };
+        }
+    }
+}
+
+/// The key of set `id`, when it exists.
+fn key_of(id: libc::c_int) -> Option<u32> {
+    let text = std::fs::read_to_string("/proc/sysvipc/sem").ok()?;
+    text.lines().skip(1).find_map(|l| {
+        let mut f = l.split_whitespace();
+        let key = f.next()?.parse::<i64>().ok()?;
+        (f.next()?.parse::<libc::c_int>().ok()? == id).then_some(key as u32)
+    })
+}
+
+/// Removes the sets recorded in `registry` whose latlab is gone (its process ended, or the id
+/// is now another program's), if the set there still carries that latlab's key; returns what
+/// was removed, in words. Records of sets already gone are dropped.
+pub fn sweep_orphan_sets(registry: &Path) -> Vec<String> {
+    let mut removed = Vec::new();
+    let Ok(dir) = std::fs::read_dir(registry) else {
+        return removed;
+    };
+    for e in dir.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some((pid, id)) = name
+            .strip_prefix("sysv-sem-")
+            .and_then(|r| r.split_once('-'))
+            .and_then(|(p, i)| Some((p.parse::<i32>().ok()?, i.parse::<libc::c_int>().ok()?)))
+        else {
+            continue;
+        };
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        if comm.starts_with("latlab") {
+            continue;
+        }
+        if key_of(id) == Some(sysv_key(pid) as u32) {
+            // SAFETY: removing a set latlab made and recorded, whose process is gone.
+            if unsafe { libc::semctl(id, 0, libc::IPC_RMID) } == 0 {
+                removed.push(format!(
+                    "removed SysV semaphore set {id} left by latlab process {pid}"
+                ));
+            }
+        }
+        let _ = std::fs::remove_file(e.path());
+    }
+    removed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn exists(id: libc::c_int) -> bool {
+        key_of(id).is_some()
+    }
+
+    #[test]
+    fn sets_pass_tokens_and_two_at_once_work() {
+        let d = tempfile::tempdir().unwrap();
+        let v = SysvSem::new(2, Some(d.path())).unwrap();
+        assert!(v.post(1) && v.wait(1));
+        let w = SysvSem::new(2, Some(d.path())).unwrap();
+        assert!(w.post(0) && w.wait(0));
+        let (vi, wi) = (v.id, w.id);
+        drop((v, w));
+        assert!(!exists(vi) && !exists(wi));
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn only_recorded_sets_of_gone_latlabs_are_swept() {
+        let d = tempfile::tempdir().unwrap();
+        // A set as a killed latlab would have left it: its key and its record, for a process
+        // id no process has.
+        let dead = 0x00FF_FFF0;
+        // SAFETY: plain syscalls on sets this test makes.
+        let orphan = unsafe { libc::semget(sysv_key(dead), 2, libc::IPC_CREAT | 0o600) };
+        assert!(orphan >= 0, "{}", io::Error::last_os_error());
+        std::fs::write(d.path().join(record_name(dead, orphan)), b"").unwrap();
+        // Another program's set with a key in latlab's range, but no record: never touched.
+        // SAFETY: as above.
+        let foreign = unsafe { libc::semget(sysv_key(dead - 1), 2, libc::IPC_CREAT | 0o600) };
+        assert!(foreign >= 0, "{}", io::Error::last_os_error());
+        // A record whose id now belongs to a set with another key: the record goes, the set
+        // stays.
+        std::fs::write(d.path().join(record_name(dead - 2, foreign)), b"").unwrap();
+        let live = SysvSem::new(2, Some(d.path())).unwrap();
+        assert!(!exists(orphan), "the orphan set {orphan} is still there");
+        assert!(exists(foreign), "a set latlab did not record was removed");
+        assert!(exists(live.id), "latlab's own live set was removed");
+        let left: Vec<String> = std::fs::read_dir(d.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        // Only this live set's record may be left (none when a concurrent test held the key).
+        assert!(
+            left.iter()
+                .all(|n| *n == record_name(std::process::id() as i32, live.id)),
+            "{left:?}"
+        );
+        // SAFETY: removing the test's own set.
+        unsafe { libc::semctl(foreign, 0, libc::IPC_RMID) };
+    }
+}
