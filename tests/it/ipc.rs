@@ -284,29 +284,65 @@ fn a_forked_sender_is_placed_and_ends_with_latlab() {
 }
 
 #[test]
+fn a_ring_times_every_round_trip() {
+    if let Some(why) = rt_unavailable() {
+        return skip("a_ring_times_every_round_trip", &why);
+    }
+    // signaltest's ring: 3 threads over 2 CPUs, rounds in bursts of 4.
+    let out = latlab()
+        .args([
+            "ipc",
+            "--method",
+            "sigwait",
+            "--ring",
+            "3",
+            "--burst",
+            "4",
+            "-a",
+            "0,1",
+            "-i",
+            "1ms",
+            "-l",
+            "101",
+            "--no-store",
+            "--json",
+            "-",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let s = &run["series"][0];
+    assert_eq!(s["name"], "sigwait-ring");
+    assert_eq!(s["count"], 101);
+    assert_eq!(s["extra"]["sent"], 101);
+    assert_eq!(s["extra"]["ring"], 3);
+    assert_eq!(s["extra"]["burst"], 4);
+    assert!(s["min_ns"].as_u64().unwrap() > 0);
+}
+
+#[test]
 fn ctrl_c_ends_a_long_interval_at_once() {
     if let Some(why) = rt_unavailable() {
         return skip("ctrl_c_ends_a_long_interval_at_once", &why);
     }
     // A minute between messages: the signal lands on another thread, and the receiver's sleep
     // must be interrupted, not waited out.
-    for tasks in ["threads", "processes"] {
+    for (tasks, method) in [
+        ("threads", "pipe,futex"),
+        ("processes", "pipe,futex"),
+        ("threads", "sigwait --ring 3"),
+    ] {
         let mut child = latlab()
             .env("LATLAB_TEST_TAG", format!("ipc-long-{tasks}"))
-            .args([
-                "ipc",
-                "--method",
-                "pipe,futex",
-                "--tasks",
-                tasks,
-                "-i",
-                "60s",
-                "-l",
-                "3",
-                "--no-store",
-                "--json",
-                "-",
-            ])
+            .args(["ipc", "--tasks", tasks, "--method"])
+            .args(method.split(' '))
+            .args(["-i", "60s", "-l", "3", "--no-store", "--json", "-"])
             .spawn_piped();
         std::thread::sleep(Duration::from_millis(700));
         // SAFETY: signalling our own child.

@@ -35,7 +35,15 @@ pub struct IpcArgs {
     /// process (its own address space: the wake-up crosses processes).
     #[arg(long, value_enum, default_value_t = TaskKind::Threads)]
     pub tasks: TaskKind,
-    /// Time between sends: 1000 (µs), 500us, 1ms. Default 1000 µs.
+    /// signaltest's measurement: N threads pass a signal round a ring (with `--method
+    /// sigwait`); the series is the round-trip time. Threads alternate over the `-a` CPUs.
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub ring: Option<String>,
+    /// With --ring: round trips back to back per interval (signaltest: 16). Default 16.
+    #[arg(long, value_name = "K", allow_negative_numbers = true)]
+    pub burst: Option<String>,
+    /// Time between sends: 1000 (µs), 500us, 1ms. Default 1000 µs (with --ring, between
+    /// bursts: 10 ms, signaltest's pause).
     #[arg(
         short = 'i',
         long = "interval",
@@ -80,7 +88,8 @@ when it runs (for `signal`, inside its handler). Every message is timed. A perio
 reaches late counts as an overrun (whole intervals missed).
 
 rt-tests equivalents: pmqtest -> --method pmq; ptsematest -> posix-sem; svsematest ->
-sysv-sem; sigwaittest -> sigwait; signaltest -> signal (one receiver, handler delivery).";
+sysv-sem; sigwaittest -> sigwait; their -f -> --tasks processes; signaltest -t N ->
+--method sigwait --ring N (round trips of one signal through N threads).";
 
 fn parse_methods(v: &str) -> Result<Vec<Method>> {
     let mut out = Vec::new();
@@ -149,7 +158,44 @@ impl IpcArgs {
                 .check_prio(p)
                 .map_err(|e| Error::Usage(format!("--sender-priority: {e}")))?;
         }
+        let ring = match &self.ring {
+            None => None,
+            Some(v) => {
+                let n: usize = v
+                    .trim()
+                    .parse()
+                    .ok()
+                    .filter(|n| (2..=64).contains(n))
+                    .ok_or_else(|| {
+                        Error::flag("--ring", v, "expected a number of threads from 2 to 64")
+                    })?;
+                if methods != [Method::Sigwait] {
+                    return Err(Error::flag(
+                        "--ring",
+                        v,
+                        "the ring passes a signal with sigwait, as signaltest: use it with \
+                         --method sigwait",
+                    ));
+                }
+                if self.tasks == TaskKind::Processes {
+                    return Err(Error::flag(
+                        "--ring",
+                        v,
+                        "the ring's tasks are threads, as signaltest's (no --tasks processes)",
+                    ));
+                }
+                Some(n)
+            }
+        };
+        let burst = match (&self.burst, ring) {
+            (None, _) => 16,
+            (Some(v), None) => return Err(Error::flag("--burst", v, "only with --ring")),
+            (Some(v), Some(_)) => v.trim().parse().ok().filter(|&k| k > 0).ok_or_else(|| {
+                Error::flag("--burst", v, "expected a whole number greater than zero")
+            })?,
+        };
         let interval_ns = match &self.interval {
+            None if ring.is_some() => 10_000_000,
             None => 1_000_000,
             Some(v) => {
                 let ns = parse_time_ns(v, BareUnit::Micros)
@@ -190,6 +236,8 @@ impl IpcArgs {
             prio,
             sender_prio: self.sender_priority,
             tasks: self.tasks,
+            ring,
+            burst,
             interval_ns,
             loops,
             duration_ns,
@@ -256,6 +304,18 @@ mod tests {
             (&["-p", "100"], "-p/--priority"),
             (&["--policy", "batch"], "--policy"),
             (&["--sender-priority", "0"], "--sender-priority"),
+            (&["--ring", "1", "--method", "sigwait"], "--ring"),
+            (&["--ring", "3", "--method", "pmq"], "--ring"),
+            (&["--ring", "3"], "--ring"),
+            (
+                &["--ring", "3", "--method", "sigwait", "--tasks", "processes"],
+                "--ring",
+            ),
+            (&["--burst", "4"], "--burst"),
+            (
+                &["--ring", "3", "--method", "sigwait", "--burst", "0"],
+                "--burst",
+            ),
         ] {
             let e = lower(args).unwrap_err();
             assert_eq!(e.exit_code(), 2, "{args:?}");

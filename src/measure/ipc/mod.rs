@@ -8,6 +8,7 @@
 pub mod args;
 pub mod methods;
 pub mod report;
+pub mod ring;
 
 use crate::config::{DisplayUnit, Policy, TaskKind};
 use crate::driver::Ctx;
@@ -42,6 +43,10 @@ pub struct IpcConfig {
     pub loops: Option<u64>,
     /// Time per method (ns).
     pub duration_ns: Option<u64>,
+    /// signaltest's ring of this many threads (`--method sigwait` only), None: a pair.
+    pub ring: Option<usize>,
+    /// Round trips per interval in a ring (back to back, as signaltest's 16).
+    pub burst: u64,
     /// Unit on screen.
     pub unit: DisplayUnit,
 }
@@ -452,17 +457,7 @@ fn measure_one(
     let barrier = Arc::new(Barrier::new(3));
     let handles = start_pair(ctx, cfg, &shared, &barrier)?;
     barrier.wait();
-    // Ctrl-C/SIGTERM land on another thread: interrupt the receiver's sleep (which may be a
-    // long interval) so it sees the stop at once.
-    crate::rt::install_wake_handler();
-    let mut woken = false;
-    while !handles.iter().all(|h| h.is_finished()) {
-        if !woken && ctx.control().stop.load(Ordering::Relaxed) {
-            handles.iter().for_each(crate::rt::wake);
-            woken = true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    await_workers(ctx, &handles);
     let mut out = MethodOut {
         method,
         sent: 0,
@@ -509,6 +504,20 @@ fn measure_one(
     Ok((out, broken))
 }
 
+/// Waits until every worker has finished. Ctrl-C/SIGTERM land on another thread: on a stop
+/// the workers' sleeps (which may be a long interval) are interrupted so they see it at once.
+fn await_workers<T>(ctx: &Ctx<'_>, handles: &[std::thread::JoinHandle<T>]) {
+    crate::rt::install_wake_handler();
+    let mut woken = false;
+    while !handles.iter().all(|h| h.is_finished()) {
+        if !woken && ctx.control().stop.load(Ordering::Relaxed) {
+            handles.iter().for_each(crate::rt::wake);
+            woken = true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 fn fallback() -> Applied {
     Applied {
         policy: Policy::Other,
@@ -518,6 +527,21 @@ fn fallback() -> Applied {
 }
 
 fn series_of(cfg: &IpcConfig, m: &MethodOut) -> Series {
+    if let Some(n) = cfg.ring {
+        let mut s = Series::from_recorder("sigwait-ring".into(), &m.rec);
+        s.cpu = cfg.cpus[0];
+        s.policy = m.applied[0].policy.to_string();
+        s.prio = m.applied[0].prio;
+        s.interval_ns = Some(cfg.interval_ns);
+        s.overruns = m.overruns;
+        s.extra = Some(serde_json::json!({
+            "sent": m.sent,
+            "ring": n,
+            "burst": cfg.burst,
+            "cpus": cfg.cpus,
+        }));
+        return s;
+    }
     let mut s = Series::from_recorder(m.method.name().into(), &m.rec);
     s.cpu = cfg.cpus[RECEIVER];
     s.policy = m.applied[RECEIVER].policy.to_string();
@@ -545,7 +569,11 @@ fn run(cfg: &IpcConfig, ctx: &mut Ctx<'_>) -> Result<IpcOutcome> {
             break;
         }
         // A method the kernel refuses (its limits, a fork) is skipped; the others still run.
-        let (o, broken) = match measure_one(ctx, cfg, m) {
+        let measured = match cfg.ring {
+            Some(n) => ring::measure(ctx, cfg, n),
+            None => measure_one(ctx, cfg, m),
+        };
+        let (o, broken) = match measured {
             Ok(x) => x,
             Err(e) => {
                 ctx.warn(format!("{e}; skipped"));

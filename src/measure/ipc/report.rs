@@ -31,9 +31,29 @@ pub fn render(o: &IpcOutcome, cfg: &IpcConfig) -> String {
         u.fmt_ns(cfg.interval_ns as f64) + " " + &u.to_string(),
         o.run.id
     );
-    s.push_str(&format!(
-        "send to receiver running, {u} (one answer per message, so every message is timed)\n"
-    ));
+    if let Some(n) = cfg.ring {
+        // signaltest's ring: another layout, another figure.
+        s = format!(
+            "latlab ipc  ring of {n} threads ({})  {policy} {prio}  {} round trips every {}  \
+             run {}\n",
+            match cfg.cpus {
+                [Some(a), Some(b)] if a == b => format!("CPU {a}"),
+                [Some(a), Some(b)] => format!("alternating CPUs {a} and {b}"),
+                _ => "unpinned".into(),
+            },
+            cfg.burst,
+            u.fmt_ns(cfg.interval_ns as f64) + " " + &u.to_string(),
+            o.run.id
+        );
+        s.push_str(&format!(
+            "round trip of one signal through the ring (sigwait, tgkill), {u}\n"
+        ));
+    } else {
+        s.push_str(&format!(
+            "send to receiver running, {u} (one answer per message, so every message is \
+             timed)\n"
+        ));
+    }
     let rows: Vec<Vec<String>> = o
         .run
         .series
