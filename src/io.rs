@@ -33,6 +33,16 @@ pub fn read_text_limited(path: &Path, limit: u64, what: &str) -> Result<String> 
     })
 }
 
+/// The directory of the journal, where latlab keeps its other crash-recovery state too
+/// (tracing instances, SysV set records): `.` when the journal is a bare file name.
+pub fn state_dir() -> PathBuf {
+    let j = journal_path();
+    match j.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
 /// Where the journal lives: `$LATLAB_JOURNAL`, else `$XDG_STATE_HOME/latlab/restore.json`
 /// (`~/.local/state/...`).
 pub fn journal_path() -> PathBuf {

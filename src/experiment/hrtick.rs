@@ -55,8 +55,7 @@ impl Hrtick {
     /// cannot be mounted, the kernel has no features file or no HRTICK feature, refuses access
     /// to it (this VM: Operation not permitted), or another latlab holds the settings lock.
     pub fn enable() -> Result<Hrtick> {
-        let dir = knobs::journal_path();
-        let dir = dir.parent().unwrap_or(Path::new(".")).to_path_buf();
+        let dir = crate::io::state_dir();
         let (root, lease) = match knobs::debugfs_root_override() {
             Some(r) => (r, None),
             None => lifecycle::acquire_fs(

@@ -56,12 +56,9 @@ impl SysvSem {
         if let Ok(mut l) = LIVE.lock() {
             l.push(id);
         }
-        let record = registry.filter(|_| keyed).and_then(|d| {
-            std::fs::create_dir_all(d).ok()?;
-            let p = d.join(record_name(pid, id));
-            std::fs::write(&p, b"").ok()?;
-            Some(p)
-        });
+        let record = registry
+            .filter(|_| keyed)
+            .and_then(|d| write_record(d, pid, id));
         Ok(SysvSem { id, record })
     }
 
@@ -119,6 +116,46 @@ pub fn remove_live_sets() {
     }
 }
 
+/// Records set `id` of process `pid` in `dir`, with the process's start time; None when it
+/// cannot (then the set is simply not swept later).
+fn write_record(dir: &Path, pid: i32, id: libc::c_int) -> Option<PathBuf> {
+    use std::io::Write;
+    std::fs::create_dir_all(dir).ok()?;
+    let p = dir.join(record_name(pid, id));
+    // A new file only: never through a link or over something planted there.
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&p)
+        .ok()?;
+    f.write_all(start_time(pid).unwrap_or_default().as_bytes())
+        .ok()?;
+    Some(p)
+}
+
+/// When process `pid` started (field 22 of /proc/PID/stat, clock ticks since boot): a process
+/// id and its start time name one process, however ids are reused or the binary is named.
+/// None for a process that is gone or a zombie.
+fn start_time(pid: i32) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let mut f = stat[stat.rfind(')')? + 1..].split_whitespace();
+    // A zombie has ended: it holds nothing any more.
+    if f.next()? == "Z" {
+        return None;
+    }
+    f.nth(18).map(str::to_string)
+}
+
+/// Whether a process still uses set `id`: the last process to operate on one of its
+/// semaphores exists (the kernel gives its id in our own PID namespace).
+fn in_use(id: libc::c_int) -> bool {
+    (0..2).any(|num| {
+        // SAFETY: plain syscall; GETPID takes no argument.
+        let pid = unsafe { libc::semctl(id, num, libc::GETPID) };
+        pid > 0 && start_time(pid).is_some()
+    })
+}
+
 /// The key of set `id`, when it exists.
 fn key_of(id: libc::c_int) -> Option<u32> {
     let text = std::fs::read_to_string("/proc/sysvipc/sem").ok()?;
@@ -129,15 +166,19 @@ fn key_of(id: libc::c_int) -> Option<u32> {
     })
 }
 
-/// Removes the sets recorded in `registry` whose latlab is gone (its process ended, or the id
-/// is now another program's), if the set there still carries that latlab's key; returns what
-/// was removed, in words. Records of sets already gone are dropped.
+/// Removes the sets recorded in `registry` whose latlab is gone (no process with the recorded
+/// id and start time, and none left that operated on the set), if the set still carries that
+/// latlab's key; returns what was done, in words. Only plain files count as records; a record
+/// goes once its set is gone, and stays when the set could not be removed.
 pub fn sweep_orphan_sets(registry: &Path) -> Vec<String> {
-    let mut removed = Vec::new();
+    let mut said = Vec::new();
     let Ok(dir) = std::fs::read_dir(registry) else {
-        return removed;
+        return said;
     };
     for e in dir.flatten() {
+        if !e.file_type().is_ok_and(|t| t.is_file()) {
+            continue;
+        }
         let name = e.file_name().to_string_lossy().into_owned();
         let Some((pid, id)) = name
             .strip_prefix("sysv-sem-")
@@ -146,21 +187,35 @@ pub fn sweep_orphan_sets(registry: &Path) -> Vec<String> {
         else {
             continue;
         };
-        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
-        if comm.starts_with("latlab") {
-            continue;
-        }
+        let recorded = std::fs::read_to_string(e.path()).unwrap_or_default();
+        // An empty record is one being written: its process, if it exists, is the latlab.
+        let alive = match recorded.trim() {
+            "" => start_time(pid).is_some(),
+            t => start_time(pid).as_deref() == Some(t),
+        };
         if key_of(id) == Some(sysv_key(pid) as u32) {
-            // SAFETY: removing a set latlab made and recorded, whose process is gone.
-            if unsafe { libc::semctl(id, 0, libc::IPC_RMID) } == 0 {
-                removed.push(format!(
-                    "removed SysV semaphore set {id} left by latlab process {pid}"
-                ));
+            if alive || in_use(id) {
+                continue;
             }
+            // SAFETY: removing a set latlab made and recorded, whose process is gone.
+            if unsafe { libc::semctl(id, 0, libc::IPC_RMID) } != 0 {
+                said.push(format!(
+                    "SysV semaphore set {id} left by latlab process {pid}: could not remove it \
+                     ({}); run `latlab restore` as its owner",
+                    io::Error::last_os_error()
+                ));
+                continue;
+            }
+            said.push(format!(
+                "removed SysV semaphore set {id} left by latlab process {pid}"
+            ));
+        } else if alive {
+            // Its set is not there yet or under another key: leave a live latlab's record.
+            continue;
         }
         let _ = std::fs::remove_file(e.path());
     }
-    removed
+    said
 }
 
 #[cfg(test)]
@@ -217,5 +272,45 @@ mod tests {
         );
         // SAFETY: removing the test's own set.
         unsafe { libc::semctl(foreign, 0, libc::IPC_RMID) };
+    }
+
+    #[test]
+    fn records_never_follow_links_and_live_owners_are_kept() {
+        let d = tempfile::tempdir().unwrap();
+        let me = std::process::id() as i32;
+        // A record for a live process (this one, whatever its name), with its start time.
+        // SAFETY: plain syscalls on sets this test makes.
+        let live = unsafe { libc::semget(libc::IPC_PRIVATE, 2, libc::IPC_CREAT | 0o600) };
+        assert!(live >= 0);
+        std::fs::write(
+            d.path().join(record_name(me, live)),
+            start_time(me).unwrap(),
+        )
+        .unwrap();
+        // Links and directories named like records are not records.
+        let victim = d.path().join("victim");
+        std::fs::write(&victim, b"precious").unwrap();
+        std::os::unix::fs::symlink(&victim, d.path().join(record_name(1, 1))).unwrap();
+        std::fs::create_dir(d.path().join(record_name(0x00FF_FFF1, live))).unwrap();
+        sweep_orphan_sets(d.path());
+        assert!(exists(live), "a live process's set was removed");
+        assert!(d.path().join(record_name(me, live)).exists());
+        assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+        assert!(d.path().join(record_name(0x00FF_FFF1, live)).is_dir());
+        // SAFETY: removing the test's own set.
+        unsafe { libc::semctl(live, 0, libc::IPC_RMID) };
+    }
+
+    #[test]
+    fn a_record_is_never_written_through_a_planted_link() {
+        let d = tempfile::tempdir().unwrap();
+        let victim = d.path().join("victim");
+        std::fs::write(&victim, b"precious").unwrap();
+        let me = std::process::id() as i32;
+        std::os::unix::fs::symlink(&victim, d.path().join(record_name(me, 7))).unwrap();
+        assert_eq!(write_record(d.path(), me, 7), None);
+        assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+        let p = write_record(d.path(), me, 8).unwrap();
+        assert_eq!(std::fs::read_to_string(p).unwrap(), start_time(me).unwrap());
     }
 }

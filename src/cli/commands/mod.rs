@@ -70,20 +70,20 @@ pub fn run(parsed: Parsed, argv: Vec<String>) -> Result<()> {
         }
         Command::Restore => {
             // Tracing instances first: they do not need the knob journal's lock.
-            let dir = crate::io::journal_path();
+            let state = crate::io::state_dir();
             let mut text = String::new();
-            for l in crate::trace::tracefs::restore_in(dir.parent().unwrap_or(&dir)) {
+            for l in crate::trace::tracefs::restore_in(&state) {
                 text.push_str(&l);
                 text.push('\n');
             }
             // SysV semaphore sets of an `ipc` that was killed.
-            for l in crate::sys::sysvsem::sweep_orphan_sets(dir.parent().unwrap_or(&dir)) {
+            for l in crate::sys::sysvsem::sweep_orphan_sets(&state) {
                 text.push_str(&l);
                 text.push('\n');
             }
             let knobs = crate::experiment::knobs::restore_from_journal()?;
             // A debugfs mounted for `--hrtick`, once its features file is back.
-            let unmounted = crate::experiment::hrtick::release_mount(dir.parent().unwrap_or(&dir));
+            let unmounted = crate::experiment::hrtick::release_mount(&state);
             // "Nothing to restore" only when nothing was: else say just that no settings were.
             match knobs.strip_prefix("nothing to restore") {
                 Some(rest) if !text.is_empty() || !unmounted.is_empty() => {

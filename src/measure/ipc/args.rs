@@ -184,6 +184,13 @@ impl IpcArgs {
                         "the ring's tasks are threads, as signaltest's (no --tasks processes)",
                     ));
                 }
+                if let Some(p) = self.sender_priority {
+                    return Err(Error::flag(
+                        "--sender-priority",
+                        p,
+                        "the ring's threads all run at -p/--priority, as signaltest's",
+                    ));
+                }
                 Some(n)
             }
         };
@@ -312,6 +319,17 @@ mod tests {
                 "--ring",
             ),
             (&["--burst", "4"], "--burst"),
+            (
+                &[
+                    "--ring",
+                    "3",
+                    "--method",
+                    "sigwait",
+                    "--sender-priority",
+                    "9",
+                ],
+                "--sender-priority",
+            ),
             (
                 &["--ring", "3", "--method", "sigwait", "--burst", "0"],
                 "--burst",

@@ -179,16 +179,18 @@ fn start_pair(
             }
         }
     })
-    .map_err(|e| {
-        if e.raw_os_error() == Some(libc::EAGAIN) {
-            Error::Env(format!(
-                "spawning the ipc threads: {e} (the process limit, RLIMIT_NPROC or the \
-                 cgroup's pids.max, is reached)"
-            ))
-        } else {
-            Error::io("spawning the ipc threads", e)
-        }
-    })
+    .map_err(|e| spawn_error("spawning the ipc threads", e))
+}
+
+/// A refusal to start threads, naming the limit when that is the cause.
+fn spawn_error(what: &str, e: std::io::Error) -> Error {
+    if e.raw_os_error() == Some(libc::EAGAIN) {
+        Error::Env(format!(
+            "{what}: {e} (the process limit, RLIMIT_NPROC or the cgroup's pids.max, is reached)"
+        ))
+    } else {
+        Error::io(what, e)
+    }
 }
 
 /// Marks the pair broken and wakes both sides, so neither waits for the other forever.
@@ -435,9 +437,9 @@ fn measure_one(
             method.name()
         ))
     };
-    let journal = crate::io::journal_path();
+    let state = crate::io::state_dir();
     let chan =
-        Chan::new(method, cfg.tasks == TaskKind::Processes, journal.parent()).map_err(refused)?;
+        Chan::new(method, cfg.tasks == TaskKind::Processes, Some(&state)).map_err(refused)?;
     if method == Method::SysvSem {
         // A second Ctrl-C ends latlab at once: its SysV set must not outlive it.
         crate::rt::at_exit(sys::sysvsem::remove_live_sets);
@@ -494,10 +496,11 @@ fn measure_one(
                 ""
             },
             out.sent,
-            if out.rec.count > 0 {
-                "; the series keeps what was timed, the methods after it did not run"
-            } else {
-                ""
+            match (out.rec.count > 0, cfg.methods.last() != Some(&method)) {
+                (true, true) =>
+                    "; the series keeps what was timed, the methods after it did not run",
+                (true, false) => "; the series keeps what was timed",
+                _ => "",
             }
         )
     });
@@ -600,7 +603,16 @@ fn run(cfg: &IpcConfig, ctx: &mut Ctx<'_>) -> Result<IpcOutcome> {
                 }
                 break;
             }
-            None => outs.push(o),
+            None => {
+                if o.rec.count == 0 {
+                    ctx.warn(format!(
+                        "--method {}: no message was timed (the run ended before the first \
+                         interval)",
+                        m.name()
+                    ));
+                }
+                outs.push(o)
+            }
         }
     }
     if outs.is_empty() {

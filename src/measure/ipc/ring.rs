@@ -66,7 +66,7 @@ fn lead(ring: &Ring, set: &libc::sigset_t, cfg: &IpcConfig, stop: &AtomicBool) -
             rec.record(clock::now_ns(clk).saturating_sub(t));
             rounds += 1;
             ring.rounds.store(rounds, Ordering::Relaxed);
-            if rounds >= loops || stop.load(Ordering::Relaxed) {
+            if rounds >= loops || stop.load(Ordering::Relaxed) || clock::now_ns(clk) >= end {
                 break 'run;
             }
         }
@@ -139,7 +139,7 @@ pub fn measure(ctx: &Ctx<'_>, cfg: &IpcConfig, n: usize) -> Result<(MethodOut, O
                 }
             }
         })
-        .map_err(|e| Error::io("spawning the ring's threads", e))?;
+        .map_err(|e| super::spawn_error("spawning the ring's threads", e))?;
     barrier.wait();
     super::await_workers(ctx, &handles);
     let mut applied: Vec<Applied> = Vec::new();
