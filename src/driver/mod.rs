@@ -208,6 +208,11 @@ fn overlapping(measured: Option<&crate::config::CpuSet>, c: &Common) -> Vec<Stri
 /// Runs `m` through the whole lifecycle and returns its exit status as a `Result`
 /// (`Err(CheckFailed)` when a requested check tripped).
 pub fn execute<M: Measurement>(m: M, common: &Common, command_line: Vec<String>) -> Result<()> {
+    // A hang-up (a closed terminal or ssh session) ends a measurement as SIGTERM does: saved,
+    // restored, reaped. The monitor keeps SIGHUP for its status.
+    if M::KIND != "monitor" {
+        signals::stop_on_hangup();
+    }
     let mut out = std::io::stdout();
     execute_with(
         m,

@@ -33,6 +33,22 @@ pub fn control() -> Control {
         .clone()
 }
 
+/// Makes SIGHUP set the stop and interrupt flags as SIGTERM does (idempotent), for
+/// measurements: without it a hang-up ends latlab before it saves or restores anything.
+pub fn stop_on_hangup() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let c = control();
+        let _ = signal_hook::flag::register(libc::SIGHUP, c.interrupted.clone());
+        let _ = signal_hook::flag::register(libc::SIGHUP, c.stop.clone());
+        let _ = signal_hook::flag::register_usize(
+            libc::SIGHUP,
+            c.signal.clone(),
+            libc::SIGHUP as usize,
+        );
+    });
+}
+
 /// Installs the handlers (idempotent): `main` calls it first thing.
 pub fn install() {
     let _ = control();

@@ -9,13 +9,18 @@ use std::time::{Duration, Instant};
 
 /// True once `pid` has installed a SIGINT handler (so a signal is a clean stop, not a kill).
 pub(crate) fn handles_sigint(pid: u32) -> bool {
+    handles(pid, libc::SIGINT)
+}
+
+/// Whether process `pid` has a handler for `sig` (SigCgt of /proc/PID/status).
+pub(crate) fn handles(pid: u32, sig: i32) -> bool {
     let Ok(s) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
         return false;
     };
     s.lines()
         .find_map(|l| l.strip_prefix("SigCgt:"))
         .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
-        .is_some_and(|m| m & (1 << (libc::SIGINT - 1)) != 0)
+        .is_some_and(|m| m & (1 << (sig - 1)) != 0)
 }
 
 pub(crate) fn signal(child: &Child, sig: i32) {

@@ -1,8 +1,8 @@
-//! Signals: Ctrl-C (or SIGTERM) ends every measurement promptly with its result saved, even
-//! one delivered in the first millisecond or twice at once; commands that measure nothing end
-//! on the first.
+//! Signals: Ctrl-C (or SIGTERM, or a hang-up) ends every measurement promptly with its result
+//! saved, even one delivered in the first millisecond or twice at once; commands that measure
+//! nothing end on the first.
 
-use crate::lifecycle::{ends_within, handles_sigint, signal};
+use crate::lifecycle::{ends_within, handles, handles_sigint, signal};
 use crate::util::{has_thread, latlab, read_json, rt_unavailable, skip, SpawnPiped};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -18,6 +18,22 @@ const LONG: &[(&[&str], Option<&str>)] = &[
     (&["contend", "-n", "1000000000"], None),
     (&["load", "hackbench:loops=100000000"], None),
     (&["load", "hackbench:loops=100000000", "-D", "1h"], None),
+    (
+        &[
+            "ipc",
+            "--method",
+            "sysv-sem",
+            "-D",
+            "1h",
+            "--tasks",
+            "processes",
+        ],
+        Some("latlab-ipc-rece"),
+    ),
+    (
+        &["ipc", "--method", "sigwait", "--ring", "3", "-D", "1h"],
+        Some("latlab-ipc-ring"),
+    ),
 ];
 
 #[test]
@@ -212,4 +228,35 @@ fn commands_that_measure_nothing_end_on_the_first_signal() {
         crate::util::wait_bounded(&mut child, Duration::from_secs(60), &ignored);
         assert_eq!(child.wait().unwrap().code(), Some(code), "{args:?}");
     }
+}
+
+#[test]
+fn a_hang_up_ends_a_measurement_with_its_result_saved() {
+    if let Some(why) = rt_unavailable() {
+        return skip("a_hang_up_ends_a_measurement_with_its_result_saved", &why);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("hup.json");
+    let child = latlab()
+        .args(["cyclic", "-D", "1h", "--json"])
+        .arg(&json)
+        .spawn_piped();
+    let t0 = Instant::now();
+    while !handles(child.id(), libc::SIGHUP) || !has_thread(child.id(), "latlab-T0") {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "cyclic never started"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    signal(&child, libc::SIGHUP);
+    let out = ends_within(child, Duration::from_secs(10), "cyclic after SIGHUP");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(read_json(&json)["interrupted"], true);
 }
