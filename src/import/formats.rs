@@ -128,10 +128,14 @@ fn rt_tests(tool: Tool, text: &str, file: &str) -> Result<Run> {
         // Samples past the histogram: (count, the value they are known to exceed, ns).
         let mut beyond: Option<(u64, u64)> = None;
         if pairs.is_empty() {
-            run.warnings.push(format!(
-                "thread {id}: no histogram (run {} with -h/--histogram to keep one): only min/avg/max",
-                tool.name()
-            ));
+            // Only cyclictest can be asked for one (-h N); the others keep none or always do.
+            let hint = if tool == Tool::Cyclictest {
+                format!(" (run {} with -h/--histogram to keep one)", tool.name())
+            } else {
+                format!(" ({} keeps none)", tool.name())
+            };
+            run.warnings
+                .push(format!("thread {id}: no histogram{hint}: only min/avg/max"));
         } else if let (Some(n), Some(mx)) = (cycles, max) {
             // cyclictest leaves samples beyond its histogram out of it.
             if n > in_hist {
