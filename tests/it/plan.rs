@@ -173,28 +173,31 @@ fn sigint_mid_plan_restores_the_knob() {
     let Some(k) = knob_test("sigint_mid_plan_restores_the_knob") else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let plan = plan_with_knob(dir.path(), 50);
-    let child = latlab()
-        .arg("run")
-        .arg(&plan)
-        .env("LATLAB_JOURNAL", dir.path().join("j.json"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_until("the knob to change", || knob_now() != k.orig);
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(String::from_utf8_lossy(&out.stdout).contains("(interrupted)"));
-    assert_eq!(knob_now(), k.orig);
-    assert!(!dir.path().join("j.json").exists());
+    // Ctrl-C, and a hang-up (a closed terminal) the same way.
+    for sig in [libc::SIGINT, libc::SIGHUP] {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = plan_with_knob(dir.path(), 50);
+        let child = latlab()
+            .arg("run")
+            .arg(&plan)
+            .env("LATLAB_JOURNAL", dir.path().join("j.json"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        wait_until("the knob to change", || knob_now() != k.orig);
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, sig) };
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "signal {sig}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(String::from_utf8_lossy(&out.stdout).contains("(interrupted)"));
+        assert_eq!(knob_now(), k.orig, "signal {sig}");
+        assert!(!dir.path().join("j.json").exists());
+    }
 }
 
 #[test]

@@ -63,6 +63,8 @@ pub fn run(parsed: Parsed, argv: Vec<String>) -> Result<()> {
                 // A second Ctrl-C ends the measurement child at once, but the plan itself goes
                 // on to put every setting back before it exits.
                 crate::driver::signals::survive_second_signal();
+                // A hang-up must not end the plan with its settings changed either.
+                crate::driver::signals::stop_on_hangup();
                 let control = crate::driver::signals::control();
                 crate::experiment::runner::run(&a.plan, a.store.as_deref(), &a.set, &control)?
             };
