@@ -3,7 +3,8 @@
 //! forked sender is placed as asked and never outlives latlab (Ctrl-C, SIGKILL); a SysV set a
 //! killed latlab left is removed; bad flags exit 2 naming themselves.
 
-use crate::util::{latlab, none_left, read_json, rt_unavailable, skip, wait_bounded, SpawnPiped};
+use crate::lifecycle::ends_within;
+use crate::util::{assert_exit, latlab, none_left, read_json, rt_unavailable, skip, SpawnPiped};
 use std::time::{Duration, Instant};
 
 const ALL: [&str; 8] = [
@@ -183,7 +184,7 @@ fn a_forked_sender_is_placed_and_ends_with_latlab() {
     }
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("int.json");
-    let (mut child, sender) = start_forked("ipc-fork-int", "pmq", &json);
+    let (child, sender) = start_forked("ipc-fork-int", "pmq", &json);
     // Its own process, pinned to the CPU asked, at the sender's priority (one below 60).
     assert_ne!(sender, child.id());
     assert_eq!(status_field(sender, "Cpus_allowed_list:"), "1");
@@ -202,13 +203,8 @@ fn a_forked_sender_is_placed_and_ends_with_latlab() {
     std::thread::sleep(Duration::from_millis(300));
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    wait_bounded(
-        &mut child,
-        Duration::from_secs(20),
-        "ipc did not end on SIGINT",
-    );
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(0));
+    let out = ends_within(child, Duration::from_secs(20), "ipc after SIGINT");
+    assert_exit(&out, 0);
     none_left("ipc-fork-int");
     let run = read_json(&json);
     assert_eq!(run["interrupted"], true);
@@ -218,41 +214,30 @@ fn a_forked_sender_is_placed_and_ends_with_latlab() {
 
     // The forked sender killed: latlab does not wait for it forever, keeps what was timed and
     // says why the run ended early.
-    let (mut child, sender) = start_forked("ipc-fork-lost", "sigwait", &json);
+    let (child, sender) = start_forked("ipc-fork-lost", "sigwait", &json);
     std::thread::sleep(Duration::from_millis(300));
     // SAFETY: killing latlab's child, which this test started.
     unsafe { libc::kill(sender as i32, libc::SIGKILL) };
-    wait_bounded(
-        &mut child,
+    let out = ends_within(
+        child,
         Duration::from_secs(20),
         "ipc hung after its sender died",
     );
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let run = read_json(&json);
     let warnings = run["warnings"].to_string();
     assert!(warnings.contains("sender process ended"), "{warnings}");
     assert!(run["series"][0]["count"].as_u64().unwrap() > 0);
 
     // The forked sender stopped (SIGSTOP), then Ctrl-C: latlab does not wait for it forever.
-    let (mut child, sender) = start_forked("ipc-fork-stopped", "eventfd", &json);
+    let (child, sender) = start_forked("ipc-fork-stopped", "eventfd", &json);
     std::thread::sleep(Duration::from_millis(300));
     // SAFETY: signalling latlab's child and latlab, which this test started.
     unsafe {
         libc::kill(sender as i32, libc::SIGSTOP);
         libc::kill(child.id() as i32, libc::SIGINT);
     }
-    wait_bounded(
-        &mut child,
-        Duration::from_secs(20),
-        "ipc hung on a stopped sender",
-    );
-    child.wait().unwrap();
+    ends_within(child, Duration::from_secs(20), "ipc with a stopped sender");
     none_left("ipc-fork-stopped");
     let run = read_json(&json);
     assert_eq!(run["interrupted"], true);
@@ -338,7 +323,7 @@ fn ctrl_c_ends_a_long_interval_at_once() {
         ("processes", "pipe,futex"),
         ("threads", "sigwait --ring 3"),
     ] {
-        let mut child = latlab()
+        let child = latlab()
             .env("LATLAB_TEST_TAG", format!("ipc-long-{tasks}"))
             .args(["ipc", "--tasks", tasks, "--method"])
             .args(method.split(' '))
@@ -347,18 +332,12 @@ fn ctrl_c_ends_a_long_interval_at_once() {
         std::thread::sleep(Duration::from_millis(700));
         // SAFETY: signalling our own child.
         unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-        wait_bounded(
-            &mut child,
+        let out = ends_within(
+            child,
             Duration::from_secs(20),
             "ipc waited out its interval",
         );
-        let out = child.wait_with_output().unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_exit(&out, 0);
         let run: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(run["interrupted"], true);
         none_left(&format!("ipc-long-{tasks}"));
