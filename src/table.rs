@@ -7,6 +7,7 @@
 use crate::config::CpuSet;
 use crate::driver::Lowering;
 use crate::error::{Error, Result};
+use crate::experiment::plan::Planned;
 use crate::measure;
 
 /// One measurement.
@@ -23,7 +24,7 @@ pub struct Entry {
     args: fn(clap::Command) -> clap::Command,
     /// Lowers parsed arguments without running (the plan checker): the expected length of one
     /// run (ns) when known, or why a plan cannot run it.
-    check: fn(&clap::ArgMatches, &CpuSet) -> std::result::Result<Option<u64>, String>,
+    check: fn(&clap::ArgMatches, &CpuSet) -> std::result::Result<Planned, String>,
     /// Lowers parsed arguments and runs the measurement through the driver.
     run: fn(&clap::ArgMatches, &CpuSet, Vec<String>) -> Result<()>,
     /// Renders a stored run of its kind as it printed it, when it can.
@@ -60,14 +61,17 @@ fn parsed<A: Lowering>(m: &clap::ArgMatches) -> Result<A> {
 fn check<A: Lowering>(
     m: &clap::ArgMatches,
     online: &CpuSet,
-) -> std::result::Result<Option<u64>, String> {
+) -> std::result::Result<Planned, String> {
     let a = parsed::<A>(m).map_err(|e| e.to_string())?;
     for s in &a.common().load {
         crate::load::LoadSpec::parse(s).map_err(|e| e.to_string())?;
     }
     let c = a.lower(online).map_err(|e| e.to_string())?;
     a.check_in_plan(&c)?;
-    Ok(a.planned_ns(&c))
+    Ok(Planned {
+        ns: a.planned_ns(&c),
+        rate: crate::driver::Measurement::planned_rate(&c),
+    })
 }
 
 fn run<A: Lowering>(
@@ -204,7 +208,7 @@ impl Entry {
 
     /// Lowers its parsed arguments as the run would, without running: the expected length of
     /// one run (ns) when known, or the first problem.
-    pub fn check(&self, m: &clap::ArgMatches) -> std::result::Result<Option<u64>, String> {
+    pub fn check(&self, m: &clap::ArgMatches) -> std::result::Result<Planned, String> {
         self.no_option_as_value(m).map_err(|e| e.to_string())?;
         (self.check)(m, &CpuSet::online_here())
     }

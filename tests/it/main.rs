@@ -35,6 +35,7 @@ mod monitor_trace;
 mod noise;
 mod pi;
 mod plan;
+mod readme;
 mod report;
 mod sched;
 mod store;
