@@ -12,7 +12,7 @@ pub mod gate;
 pub mod import;
 pub mod io;
 pub mod live;
-pub mod load;
+pub mod loadgen;
 pub mod measure;
 pub mod monitor;
 pub mod output;

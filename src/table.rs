@@ -63,7 +63,7 @@ fn check<A: Lowering>(
 ) -> std::result::Result<Option<u64>, String> {
     let a = parsed::<A>(m).map_err(|e| e.to_string())?;
     for s in &a.common().load {
-        crate::load::LoadSpec::parse(s).map_err(|e| e.to_string())?;
+        crate::loadgen::LoadSpec::parse(s).map_err(|e| e.to_string())?;
     }
     let c = a.lower(online).map_err(|e| e.to_string())?;
     a.check_in_plan(&c)?;

@@ -20,7 +20,7 @@ pub use args::{Lowering, MeasureArgs, StoreArgs};
 
 use crate::error::{Error, Result};
 use crate::export::json::JsonSink;
-use crate::load::{LoadSet, LoadSpec};
+use crate::loadgen::{LoadSet, LoadSpec};
 use crate::result::Run;
 use std::collections::BTreeMap;
 use std::path::PathBuf;

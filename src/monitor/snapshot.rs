@@ -238,7 +238,7 @@ pub fn render(cfg: &MonitorConfig, o: &MonitorOutcome) -> String {
         "monitor {} (http://{}/metrics): latencies in us over the whole session\n",
         cfg.monitor_id, o.listen
     );
-    out.push_str(&crate::export::table::render(
+    out.push_str(&crate::export::columns::render(
         &["cpu", "count", "min", "avg", "max", "overruns", "lost"],
         &rows,
     ));
@@ -292,6 +292,6 @@ fn render_causes(cfg: &MonitorConfig, causes: &[(usize, CpuTotals)]) -> String {
     format!(
         "late time by cause over the session (--trace, wake-ups >= {} us):\n{}",
         cfg.trace_threshold_ns.unwrap_or(0) as f64 / 1e3,
-        crate::export::table::render(&head, &rows)
+        crate::export::columns::render(&head, &rows)
     )
 }

@@ -4,9 +4,9 @@
 //! JSON (`trace`) and the "why" summary printed after the table.
 
 use super::attribute::{attribute, Note};
+use super::flight::FlightRecorder;
 use super::procs::{from_proc, Identity};
 pub use super::raw::{RawSpike, SpikeRecord};
-use super::recorder::Recorder;
 use super::tracefs::{journal_file, TraceFs, PROCS_SUFFIX};
 use crate::config::DisplayUnit;
 use crate::error::Result;
@@ -99,7 +99,7 @@ pub fn idle_note() -> String {
 
 /// A tracing session.
 pub struct Tracer {
-    rec: Recorder,
+    rec: FlightRecorder,
     names: Vec<String>,
     pending: Vec<RawSpike>,
     report: TraceReport,
@@ -263,7 +263,7 @@ impl Tracer {
         };
         let page_size = header.page_size;
         let nmi_traced = events.iter().any(|e| e == "nmi/nmi_handler");
-        let rec = Recorder::start(inst, procs, cpus, header, dec, keep_ns)?;
+        let rec = FlightRecorder::start(inst, procs, cpus, header, dec, keep_ns)?;
         let roots = super::hw::Roots::default();
         let counters = super::hw::Counters::read(&roots, cpus);
         let watch = super::hw::Watch::new(roots, cpus, &counters, mono_now(), !nmi_traced);
@@ -302,7 +302,7 @@ impl Tracer {
     }
 
     /// The flight recorder (its events, read horizon and losses).
-    pub fn recorder(&self) -> &Recorder {
+    pub fn recorder(&self) -> &FlightRecorder {
         &self.rec
     }
 
@@ -456,7 +456,7 @@ impl Tracer {
             .cloned()
             .unwrap_or_default();
         if let Some((_, text)) = self.save.as_mut() {
-            text.push_str(&super::timeline::render(&series, cpu, &s, &why, &events));
+            text.push_str(&super::event_log::render(&series, cpu, &s, &why, &events));
         }
         let due: Vec<String> = self
             .windows

@@ -10,7 +10,7 @@ mod since;
 
 use crate::cli::{Command, Parsed, SamplesArgs};
 use crate::error::{Error, Result};
-use crate::export::table;
+use crate::export::columns;
 use crate::samples::SampleLog;
 use crate::stats::Recorder;
 use std::io::Write;
@@ -54,7 +54,7 @@ pub fn run(parsed: Parsed, argv: Vec<String>) -> Result<()> {
             crate::output::stdout(&format!("{}\n", pages.join("\n")))
                 .map_err(|e| Error::io("stdout", e))
         }
-        Command::LoadWorker(a) => crate::load::worker_main(&a.spec),
+        Command::LoadWorker(a) => crate::loadgen::worker_main(&a.spec),
         Command::Runs(c) => runs::run(c),
         Command::Run(a) => {
             let text = if a.dry_run {
@@ -158,7 +158,7 @@ fn samples_cmd(a: &SamplesArgs) -> Result<()> {
         write!(
             o,
             "{}",
-            table::render(
+            columns::render(
                 &["series", "cpu", "count", "min", "max", "average", "sigma", "p99", "lost"],
                 &rows
             )

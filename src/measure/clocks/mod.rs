@@ -11,7 +11,7 @@ use crate::config::{CpuSet, DisplayUnit};
 use crate::driver::Ctx;
 use crate::error::Result;
 use crate::experiment::clocksource::ClocksourceGuard;
-use crate::export::table;
+use crate::export::columns;
 use crate::result::{Run, Series};
 use crate::rt::Control;
 use crate::stats::Recorder;
@@ -461,7 +461,7 @@ pub fn render(o: &ClocksOutcome, cfg: &ClocksConfig) -> String {
                 r.path.to_string(),
             ]);
         }
-        s.push_str(&table::render(
+        s.push_str(&columns::render(
             &[
                 "clock",
                 "min",

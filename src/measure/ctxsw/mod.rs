@@ -9,7 +9,7 @@ pub mod methods;
 use crate::config::{CpuSet, DisplayUnit, Policy};
 use crate::driver::Ctx;
 use crate::error::{Error, Result};
-use crate::export::table;
+use crate::export::columns;
 use crate::result::{Run, Series};
 
 use crate::stats::Recorder;
@@ -304,7 +304,7 @@ pub fn render(o: &CtxswOutcome, cfg: &CtxswConfig) -> String {
             u.fmt_ns(r.raw.overhead_per_sample as f64 / o.ticks_per_ns),
         ]);
     }
-    s.push_str(&table::render(
+    s.push_str(&columns::render(
         &[
             "method",
             "samples",

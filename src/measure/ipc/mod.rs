@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::result::{Run, Series};
 use crate::rt::{Applied, Placement};
 use crate::stats::Recorder;
-use crate::sys::{self, clock, ipc::SharedBox};
+use crate::sys::{self, clock, taskpair::SharedBox};
 use methods::{Chan, Method, RECEIVER, SENDER};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
@@ -210,7 +210,7 @@ fn fork_sender(
     prio: i32,
 ) -> std::result::Result<i32, String> {
     let child = sh.clone();
-    let pid = sys::ipc::fork_task(cpu, policy, prio, move || {
+    let pid = sys::taskpair::fork_task(cpu, policy, prio, move || {
         // Memory locks are not inherited across fork: lock the child's own pages.
         let _ = sys::mem::mlockall();
         match child.chan.side(SENDER) {
@@ -233,7 +233,7 @@ fn fork_sender(
     while !sh.child_ready.load(Ordering::SeqCst) {
         let why = if sh.broken.load(Ordering::SeqCst) {
             "the forked sender could not set itself up"
-        } else if sys::ipc::task_ended(pid) {
+        } else if sys::taskpair::task_ended(pid) {
             "the forked sender ended before it was ready"
         } else if t0.elapsed() > CHILD_READY_WITHIN {
             "the forked sender was not ready within 10 s"
@@ -241,7 +241,7 @@ fn fork_sender(
             std::thread::sleep(Duration::from_millis(1));
             continue;
         };
-        sys::ipc::kill_task(pid);
+        sys::taskpair::kill_task(pid);
         return Err(why.into());
     }
     Ok(pid)
@@ -279,7 +279,7 @@ fn wait_sender(
     });
     let mut over_since: Option<std::time::Instant> = None;
     let status = loop {
-        if let Some(s) = sys::ipc::try_wait_task(pid) {
+        if let Some(s) = sys::taskpair::try_wait_task(pid) {
             break s;
         }
         let now = clock::now_ns(clk);
@@ -295,7 +295,7 @@ fn wait_sender(
                     .elapsed()
                     > CHILD_END_WITHIN)
         {
-            sys::ipc::kill_task(pid);
+            sys::taskpair::kill_task(pid);
             break None;
         }
         std::thread::sleep(Duration::from_millis(50));

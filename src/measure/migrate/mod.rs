@@ -10,11 +10,11 @@ mod lower;
 use crate::config::{CpuSet, DisplayUnit, Policy};
 use crate::driver::Ctx;
 use crate::error::Result;
-use crate::export::table;
+use crate::export::columns;
 use crate::result::{Run, Series};
 use crate::rt;
 use crate::stats::Recorder;
-use crate::sys::{self, ipc};
+use crate::sys::{self, taskpair};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -89,7 +89,7 @@ pub fn run(cfg: MigrateConfig, ctx: &mut Ctx<'_>) -> Result<MigrateOutcome> {
                         if g as usize > it {
                             break;
                         }
-                        ipc::futex_wait(gen, g);
+                        taskpair::futex_wait(gen, g);
                     }
                     if gen.load(Ordering::Acquire) == u32::MAX {
                         return;
@@ -121,12 +121,12 @@ pub fn run(cfg: MigrateConfig, ctx: &mut Ctx<'_>) -> Result<MigrateOutcome> {
             }
             rel.store(mono(), Ordering::Relaxed);
             gen.store(it as u32 + 1, Ordering::Release);
-            ipc::futex_wake(&gen, i32::MAX);
+            taskpair::futex_wake(&gen, i32::MAX);
             done_loops = it + 1;
         }
         std::thread::sleep(Duration::from_nanos(cfg.run_ns * (cfg.tasks as u64 + 1)));
         gen.store(u32::MAX, Ordering::Release);
-        ipc::futex_wake(&gen, i32::MAX);
+        taskpair::futex_wake(&gen, i32::MAX);
         rt::checked(sys::sched::set_policy(Policy::Other, 0), || {
             "migrate control thread: return to SCHED_OTHER refused".into()
         });
@@ -225,7 +225,7 @@ pub fn render(o: &MigrateOutcome, cfg: &MigrateConfig) -> String {
             ]
         })
         .collect();
-    s.push_str(&table::render(
+    s.push_str(&columns::render(
         &["task", "prio", "loops", "min", "avg", "max"],
         &rows,
     ));

@@ -5,7 +5,7 @@
 use super::worker::SpinOut;
 use super::{Disturbance, NoiseOutcome};
 use crate::config::DisplayUnit;
-use crate::export::table;
+use crate::export::columns;
 use crate::measure::noise::config::NoiseConfig;
 
 /// A repeat whose max exceeds this many times the median of all repeats is an outlier.
@@ -167,7 +167,7 @@ pub fn render(o: &NoiseOutcome, cfg: &NoiseConfig) -> String {
     }
     if multi {
         s.push_str("max gap per CPU over repeats (outliers: max above 10x the median; shown, never dropped)\n");
-        s.push_str(&table::render(
+        s.push_str(&columns::render(
             &[
                 "cpu",
                 "median max",
@@ -181,7 +181,7 @@ pub fn render(o: &NoiseOutcome, cfg: &NoiseConfig) -> String {
             &rows,
         ));
     } else {
-        s.push_str(&table::render(&["cpu", "max gap"], &rows));
+        s.push_str(&columns::render(&["cpu", "max gap"], &rows));
     }
     // Gaps latlab caused itself (its RT spinner throttled) are not in the max: say so.
     let own: Vec<String> = run
@@ -266,7 +266,7 @@ pub fn render(o: &NoiseOutcome, cfg: &NoiseConfig) -> String {
         sj.push(row);
     }
     let head_refs: Vec<&str> = head.iter().map(String::as_str).collect();
-    s.push_str(&table::render(&head_refs, &sj));
+    s.push_str(&columns::render(&head_refs, &sj));
     // Disturbance.
     if let Some(cmd) = &cfg.disturb {
         s.push_str(&format!(

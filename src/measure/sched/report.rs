@@ -5,7 +5,7 @@
 
 use super::track::Task;
 use crate::config::DisplayUnit;
-use crate::export::table;
+use crate::export::columns;
 use crate::result::{Run, Series};
 use crate::stats::Recorder;
 use std::collections::BTreeMap;
@@ -163,7 +163,7 @@ pub fn render(run: &Run, u: DisplayUnit, why: bool) -> String {
         let mut sorted = threads.clone();
         sorted.sort_by_key(|x| std::cmp::Reverse(x.summary.max_ns));
         let rows: Vec<Vec<String>> = sorted.iter().take(ROWS).map(|x| thread_row(x, u)).collect();
-        s.push_str(&table::render(
+        s.push_str(&columns::render(
             &[
                 "thread", "tid", "prio", "cpu", "wake-ups", "min", "avg", "p99", "max", "preempt",
                 "max", "migr", "woken by",

@@ -8,7 +8,7 @@ mod lower;
 use crate::config::DisplayUnit;
 use crate::driver::Ctx;
 use crate::error::{Error, Result};
-use crate::export::table;
+use crate::export::columns;
 use crate::result::{Run, Series};
 use crate::rt::Control;
 use crate::stats::Recorder;
@@ -295,32 +295,32 @@ fn one_run(cfg: &TcpConfig, rtt: &mut Recorder, control: &Control) -> Result<Run
     let l = bind(cfg)?;
     let addr = l.local_addr().map_err(|e| Error::Env(e.to_string()))?;
     let (sent, start, end_c, received, end_s) = if cfg.processes {
-        let p = sys::ipc::Pipe::new().map_err(|e| Error::Env(e.to_string()))?;
+        let p = sys::taskpair::Pipe::new().map_err(|e| Error::Env(e.to_string()))?;
         let c = cfg.clone();
         let never = std::sync::atomic::AtomicBool::new(false);
         let w = p.wfd();
-        let pid = sys::ipc::fork_task(cfg.receiver_cpu, libc::SCHED_OTHER, 0, move || {
+        let pid = sys::taskpair::fork_task(cfg.receiver_cpu, libc::SCHED_OTHER, 0, move || {
             let (n, t) = serve(&l, &c, &never);
             let mut msg = [0u8; 16];
             msg[..8].copy_from_slice(&n.to_le_bytes());
             msg[8..].copy_from_slice(&t.to_le_bytes());
-            sys::ipc::write_all(w, &msg);
+            sys::taskpair::write_all(w, &msg);
         })
         .map_err(|e| Error::Env(format!("fork: {e}")))?;
         // Only the receiver may hold the write end: if it dies, the read below sees EOF
         // instead of waiting for ever.
-        let sys::ipc::Pipe { r, w } = p;
+        let sys::taskpair::Pipe { r, w } = p;
         drop(w);
         let res = client(addr, cfg, rtt, control);
         if res.is_err() {
             // A client that failed leaves the receiver waiting: end it.
-            sys::ipc::kill_task(pid);
+            sys::taskpair::kill_task(pid);
         }
         let mut msg = [0u8; 16];
-        let got = sys::ipc::read_full(std::os::fd::AsRawFd::as_raw_fd(&r), &mut msg);
+        let got = sys::taskpair::read_full(std::os::fd::AsRawFd::as_raw_fd(&r), &mut msg);
         drop(r);
         if res.is_ok() {
-            sys::ipc::wait_task(pid);
+            sys::taskpair::wait_task(pid);
         }
         let (sent, start, end_c) = res?;
         if got != 16 {
@@ -485,7 +485,10 @@ pub fn render(o: &TcpOutcome, cfg: &TcpConfig, unit: DisplayUnit) -> String {
         Mode::Stream => ("bytes sent", "bytes received"),
         Mode::Rr => ("transactions", "answered"),
     };
-    s.push_str(&table::render(&["run", what, sent, recv, "seconds"], &rows));
+    s.push_str(&columns::render(
+        &["run", what, sent, recv, "seconds"],
+        &rows,
+    ));
     if cfg.mode == Mode::Rr {
         if let Some(r) = o.run.series.get(1) {
             let m = &r.summary;

@@ -82,7 +82,7 @@ struct Shared {
 }
 
 /// A running trace: the instances, the reader thread, the per-CPU logs and the task table.
-pub struct Recorder {
+pub struct FlightRecorder {
     shared: Arc<Shared>,
     reader: Option<JoinHandle<()>>,
     instance: Option<Instance>,
@@ -183,7 +183,7 @@ fn drain(
     }
 }
 
-impl Recorder {
+impl FlightRecorder {
     /// Starts reading `cpus` of `instance` (and every CPU of `procs`), keeping `keep_ns` per
     /// CPU.
     pub fn start(
@@ -193,7 +193,7 @@ impl Recorder {
         header: PageHeader,
         dec: Decoder,
         keep_ns: u64,
-    ) -> Result<Recorder> {
+    ) -> Result<FlightRecorder> {
         let open = |p: &std::path::Path| {
             std::fs::OpenOptions::new()
                 .read(true)
@@ -249,7 +249,7 @@ impl Recorder {
         for i in std::iter::once(&instance).chain(procs.as_ref()) {
             super::lifecycle::attach_reader(i.id, shared.stop.clone(), closed.clone());
         }
-        Ok(Recorder {
+        Ok(FlightRecorder {
             shared,
             reader: Some(reader),
             instance: Some(instance),
@@ -404,7 +404,7 @@ impl Recorder {
     }
 }
 
-impl Drop for Recorder {
+impl Drop for FlightRecorder {
     fn drop(&mut self) {
         self.stop();
         // The instances' own drops remove them (pipes were closed with the reader); the
