@@ -56,3 +56,16 @@ pub fn journal_path() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("."));
     base.join("latlab/restore.json")
 }
+
+/// Durable state a feature can leave behind when latlab is killed (a tracing instance, a SysV
+/// set, a changed setting, a mount), and how `latlab restore` puts it back. A feature with such
+/// state exports one of these; the table of measurements lists them (`crate::table::RESTORERS`)
+/// and `latlab restore` runs them in that order, knowing nothing else about any of them.
+#[derive(Debug, Clone, Copy)]
+pub struct Restorer {
+    /// What it puts back, for messages (`tracing instances`).
+    pub name: &'static str,
+    /// Puts back what dead latlab processes left, given the state directory: one line per
+    /// thing done, none when nothing of its kind was left.
+    pub run: fn(&Path) -> crate::error::Result<Vec<String>>,
+}

@@ -25,6 +25,7 @@ pub struct Ctx<'a> {
     prepared: rt::Prepared,
     warnings: Vec<String>,
     keeper: &'a mut dyn Keep,
+    placement: rt::PlacementLog,
 }
 
 impl<'a> Ctx<'a> {
@@ -38,6 +39,7 @@ impl<'a> Ctx<'a> {
         prepared: rt::Prepared,
         warnings: Vec<String>,
         keeper: &'a mut dyn Keep,
+        placement: rt::PlacementLog,
     ) -> Ctx<'a> {
         Ctx {
             control,
@@ -49,7 +51,16 @@ impl<'a> Ctx<'a> {
             prepared,
             warnings,
             keeper,
+            placement,
         }
+    }
+
+    /// The run's placement log: every pin, policy or CPU move a thread of the run could not
+    /// get goes here (the driver records them, or exits 3 under `--strict`). Threads placed by
+    /// [`Ctx::spawn_workers`] report by themselves; code that places a thread itself clones
+    /// this into it.
+    pub fn placement(&self) -> &rt::PlacementLog {
+        &self.placement
     }
 
     /// The stop and interrupt flags: a measurement ends within a second of either and returns
@@ -143,6 +154,6 @@ impl<'a> Ctx<'a> {
         T: FnOnce() -> R,
         R: Send + 'static,
     {
-        rt::spawn_workers(placements, barrier, make)
+        rt::spawn_workers(placements, barrier, &self.placement, make)
     }
 }

@@ -73,6 +73,14 @@ pub trait Measurement {
     /// The kind its runs are stored as.
     const KIND: &'static str;
 
+    /// What the layers below the table need to know about its runs (higher is better, the
+    /// metric a plan compares by default, how a page draws them).
+    const FACTS: crate::result::kind::Facts = crate::result::kind::Facts::LATENCY;
+
+    /// A hang-up (SIGHUP: a closed terminal or ssh session) is its own business (the
+    /// monitor's status line) rather than the end of the run, as SIGTERM is.
+    const KEEPS_HANGUP: bool = false;
+
     /// How long the measurement is planned to take, if it has a deadline; the driver stops
     /// the loads then, whatever they do, so no load can hold the run past its end.
     fn planned(&self) -> Option<Duration>;
@@ -84,6 +92,12 @@ pub trait Measurement {
     /// (`cpus=`, `--housekeeping`) that overlap them is warned about.
     fn measured_cpus(&self) -> Option<crate::config::CpuSet> {
         None
+    }
+
+    /// The CPUs its own threads are pinned to (by default its measured CPUs): the driver
+    /// checks them against the CPUs this process may use before anything starts.
+    fn pinned_cpus(&self) -> Option<crate::config::CpuSet> {
+        self.measured_cpus()
     }
 
     /// Runs it. `ctx.control()` carries the stop and interrupt flags (SIGINT/SIGTERM set
@@ -205,12 +219,39 @@ fn overlapping(measured: Option<&crate::config::CpuSet>, c: &Common) -> Vec<Stri
         .collect()
 }
 
+/// Measured CPUs this process may not run on (a cpuset or `taskset` narrower than them, or an
+/// offline CPU): exit 3 naming them under `--strict`, before anything starts; else a warning
+/// (each thread's own placement is recorded as it happens).
+fn unplaceable(measured: Option<&crate::config::CpuSet>, strict: bool) -> Result<Vec<String>> {
+    let Some(m) = measured else {
+        return Ok(Vec::new());
+    };
+    let Ok(allowed) = crate::sys::sched::affinity() else {
+        return Ok(Vec::new());
+    };
+    let refused: Vec<usize> = m.iter().filter(|c| !allowed.contains(c)).collect();
+    if refused.is_empty() {
+        return Ok(Vec::new());
+    }
+    let list = |v: &[usize]| v.iter().map(usize::to_string).collect::<Vec<_>>().join(",");
+    let why = format!(
+        "the measured CPU(s) {} are outside the CPUs this process may use ({}: a cpuset, \
+         taskset or offline CPU); threads meant for them cannot be pinned there",
+        list(&refused),
+        list(&allowed)
+    );
+    if strict {
+        return Err(Error::Env(format!("--strict: {why}")));
+    }
+    Ok(vec![why])
+}
+
 /// Runs `m` through the whole lifecycle and returns its exit status as a `Result`
 /// (`Err(CheckFailed)` when a requested check tripped).
 pub fn execute<M: Measurement>(m: M, common: &Common, command_line: Vec<String>) -> Result<()> {
     // A hang-up (a closed terminal or ssh session) ends a measurement as SIGTERM does: saved,
     // restored, reaped. The monitor keeps SIGHUP for its status.
-    if M::KIND != "monitor" {
+    if !M::KEEPS_HANGUP {
         signals::stop_on_hangup();
     }
     let mut out = std::io::stdout();
@@ -266,6 +307,9 @@ pub fn execute_with<M: Measurement>(
         &mut prep_warnings,
     )?;
 
+    let placement_log = crate::rt::PlacementLog::default();
+    warnings.extend(unplaceable(m.pinned_cpus().as_ref(), common.strict)?);
+
     let loads = LoadSet::start(&common.loads, &control)?;
     let dog = watchdog::Watchdog::start(loads.pids(), m.planned(), control.clone());
     let measured = {
@@ -278,6 +322,7 @@ pub fn execute_with<M: Measurement>(
             prepared,
             prep_warnings,
             &mut keeper,
+            placement_log.clone(),
         );
         m.measure(&mut ctx)
     };
@@ -288,7 +333,7 @@ pub fn execute_with<M: Measurement>(
     let run = M::result(&mut outcome);
     run.loads.extend(reports);
     warnings.extend(load_warnings);
-    let placement = crate::rt::take_placement_failures();
+    let placement = placement_log.failures();
     warnings.extend(placement.iter().cloned());
     run.warnings.extend(warnings);
     if control.was_interrupted() {

@@ -139,6 +139,13 @@ impl Drop for Hrtick {
     }
 }
 
+/// A debugfs mounted for `--hrtick` by runs that are all dead, for `latlab restore` (after the
+/// settings restorer has put the features file back).
+pub const RESTORER: crate::io::Restorer = crate::io::Restorer {
+    name: "debugfs mount",
+    run: |dir| Ok(release_mount(dir)),
+};
+
 /// `latlab restore`'s part: unmounts a debugfs latlab mounted for runs that are all dead (the
 /// features file is put back by the knob journal first). One line per thing done.
 pub fn release_mount(dir: &Path) -> Vec<String> {

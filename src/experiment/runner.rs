@@ -121,8 +121,15 @@ pub fn dry_run(path: &Path, sets: &[String]) -> Result<String> {
 /// to each measurement through the environment (`LATLAB_STORE`), never on its command line.
 ///
 /// `control` carries the interrupt flags (the caller routes signals to them and keeps the
-/// process alive on a second one, so every setting is put back).
-pub fn run(path: &Path, store: Option<&str>, sets: &[String], control: &Control) -> Result<String> {
+/// process alive on a second one, so every setting is put back); `kinds` tells what the
+/// plan's measurement is (its default metric, whether higher is better).
+pub fn run(
+    path: &Path,
+    store: Option<&str>,
+    sets: &[String],
+    control: &Control,
+    kinds: crate::result::kind::Kinds,
+) -> Result<String> {
     let plan = Plan::load_with(path, sets)?;
     // One plan at a time: the lock is taken before anything else happens.
     let mut knobs = Knobs::new()?;
@@ -173,7 +180,8 @@ pub fn run(path: &Path, store: Option<&str>, sets: &[String], control: &Control)
             ""
         }
     );
-    report.push_str(&analysis(&plan, &combos, &files)?);
+    let facts = kinds(&plan.measure.command);
+    report.push_str(&analysis(&plan, &facts, &combos, &files)?);
     Ok(report)
 }
 
@@ -330,20 +338,38 @@ fn shell(cmd: &str, what: &str) -> Result<()> {
     Ok(())
 }
 
-fn analysis(plan: &Plan, combos: &[Vec<usize>], files: &[Vec<(Run, String)>]) -> Result<String> {
-    let tcp = plan.measure.command == "tcp";
-    let metric = match plan.analysis.metric.as_deref() {
-        None if tcp => Metric::Latency,
-        None => Metric::P99,
-        Some("latency") => Metric::Latency,
-        Some("min") => Metric::Min,
-        Some("max") => Metric::Max,
-        Some("mean") => Metric::Mean,
-        Some("p50") => Metric::P50,
-        Some("p99.9") => Metric::P999,
-        Some(_) => Metric::P99,
+fn analysis(
+    plan: &Plan,
+    facts: &crate::result::kind::Facts,
+    combos: &[Vec<usize>],
+    files: &[Vec<(Run, String)>],
+) -> Result<String> {
+    // One figure per repeat (a throughput), not a distribution of latencies.
+    let figures = !facts.distributions;
+    let metric = match plan
+        .analysis
+        .metric
+        .as_deref()
+        .unwrap_or(facts.default_metric)
+    {
+        "latency" => Metric::Latency,
+        "min" => Metric::Min,
+        "max" => Metric::Max,
+        "mean" => Metric::Mean,
+        "p50" => Metric::P50,
+        "p99.9" => Metric::P999,
+        _ => Metric::P99,
     };
-    let unit = if tcp { "10^6 bit/s" } else { "us" };
+    let unit = match files
+        .iter()
+        .flatten()
+        .find_map(|(r, _)| r.series.first())
+        .map_or("ns", |s| s.unit.as_str())
+    {
+        "kbit/s" => "10^6 bit/s".to_string(),
+        "ns" => "us".to_string(),
+        u => u.to_string(),
+    };
     let levels: Vec<(String, Vec<(Run, String)>)> = combos
         .iter()
         .zip(files)
@@ -353,7 +379,7 @@ fn analysis(plan: &Plan, combos: &[Vec<usize>], files: &[Vec<(Run, String)>]) ->
     let mut s = String::new();
     // ministat's view of the plan's metric, one figure per run (never a percentile of
     // percentiles: ministat shows the figures themselves).
-    if (metric != Metric::Latency || tcp) && levels.len() >= 2 && levels.len() <= 7 {
+    if (metric != Metric::Latency || figures) && levels.len() >= 2 && levels.len() <= 7 {
         let opts = ReadOpts {
             column: 1,
             delim: b" \t".to_vec(),
@@ -377,7 +403,7 @@ fn analysis(plan: &Plan, combos: &[Vec<usize>], files: &[Vec<(Run, String)>]) ->
         if sets.len() == levels.len() {
             s.push_str(&format!(
                 "\nper combination: {} ({unit}); baseline {}\n\n",
-                metric_name(metric, tcp),
+                metric_name(metric, figures),
                 levels[0].0
             ));
             s.push_str(&ministat::report(&sets, &ministat::Options::default()));
@@ -388,8 +414,11 @@ fn analysis(plan: &Plan, combos: &[Vec<usize>], files: &[Vec<(Run, String)>]) ->
         confidence: 0.95,
         replicates: 10_000,
         seed: 1,
-        higher_is_better: plan.analysis.higher_is_better.unwrap_or(tcp),
-        unit: unit.into(),
+        higher_is_better: plan
+            .analysis
+            .higher_is_better
+            .unwrap_or(facts.higher_is_better),
+        unit,
         assume_independent: false,
     };
     let headline = match metric {
@@ -425,9 +454,9 @@ fn analysis(plan: &Plan, combos: &[Vec<usize>], files: &[Vec<(Run, String)>]) ->
     Ok(s)
 }
 
-fn metric_name(m: Metric, tcp: bool) -> &'static str {
+fn metric_name(m: Metric, figures: bool) -> &'static str {
     match m {
-        Metric::Latency if tcp => "throughput of each run",
+        Metric::Latency if figures => "throughput of each run",
         Metric::Latency => "all latency samples",
         Metric::Min => "min of each run",
         Metric::Max => "max of each run",

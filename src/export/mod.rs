@@ -3,3 +3,4 @@
 pub mod columns;
 pub mod json;
 pub mod rt_tests;
+pub mod why;

@@ -109,8 +109,8 @@ const SETTLE_NS: u64 = 500_000_000;
 /// Hands the spikes the measuring threads reported to the tracer, attributes those it can, and
 /// folds the settled ones into the totals and the interval.
 fn trace_step(
-    t: &mut crate::trace::spikes::Tracer,
-    rings: &mut [rtrb::Consumer<crate::trace::spikes::RawSpike>],
+    t: &mut crate::trace::session::Tracer,
+    rings: &mut [rtrb::Consumer<crate::trace::session::RawSpike>],
     causes: &causes::Causes,
     interval: &mut snapshot::Interval,
 ) {
@@ -128,7 +128,7 @@ fn trace_step(
 }
 
 /// Trace events read and lost so far, all CPUs.
-fn event_counts(t: &crate::trace::spikes::Tracer) -> (u64, u64) {
+fn event_counts(t: &crate::trace::session::Tracer) -> (u64, u64) {
     t.counts()
         .iter()
         .fold((0, 0), |(r, l), c| (r + c.1, l + c.2))
@@ -226,7 +226,7 @@ fn exposure_warning(cfg: &MonitorConfig) -> Option<String> {
 
 /// Pins the calling (control) thread, and so every housekeeping thread it starts, to the online
 /// CPUs not measured; returns a warning when none is left.
-fn pin_housekeeping(cfg: &MonitorConfig) -> Option<String> {
+fn pin_housekeeping(cfg: &MonitorConfig, log: &rt::PlacementLog) -> Option<String> {
     let online = CpuSet::online_here();
     let measured = CpuSet::from_cpus(cfg.cpus.iter().copied());
     let hk = online.difference(&measured);
@@ -236,7 +236,7 @@ fn pin_housekeeping(cfg: &MonitorConfig) -> Option<String> {
         ));
     }
     let what = format!("monitor housekeeping threads: could not pin to CPUs {hk}");
-    rt::checked(crate::sys::sched::pin_to_cpus(hk.iter()), || what);
+    log.check(crate::sys::sched::pin_to_cpus(hk.iter()), || what);
     None
 }
 
@@ -250,7 +250,7 @@ pub fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> 
         (policy, prio) = (Policy::Other, 0);
     }
     let mut saved_state = crate::sys::sched::ThreadState::save();
-    warnings.extend(pin_housekeeping(cfg));
+    warnings.extend(pin_housekeeping(cfg, driver.placement()));
 
     let n = cfg.cpus.len();
     // --trace: the instance and its reader start (on the housekeeping CPUs) before the threads.
@@ -258,7 +258,7 @@ pub fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> 
     let mut tracer = match cfg.trace_threshold_ns {
         None => None,
         Some(th) => Some(
-            crate::trace::spikes::Tracer::start_stacks(
+            crate::trace::session::Tracer::start_stacks(
                 &cfg.cpus,
                 th,
                 cfg.cpus.iter().map(|c| format!("cpu{c}")).collect(),
@@ -336,7 +336,7 @@ pub fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> 
         })
         .collect();
     let barrier = Arc::new(Barrier::new(n + 1));
-    let handles = rt::spawn_workers(&placements, barrier.clone(), |i| {
+    let handles = rt::spawn_workers(&placements, barrier.clone(), driver.placement(), |i| {
         let w = Worker {
             clock: libc::CLOCK_MONOTONIC,
             interval_ns: cfg.interval_ns,
@@ -439,9 +439,7 @@ pub fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> 
     server.stop();
     saved_state.restore();
     interval.drain(&mut consumers);
-    for (a, _) in &outs {
-        warnings.extend(a.warnings.iter().cloned());
-    }
+    // Placement failures reach the warnings through the run's placement log.
     let total_lost: u64 = outs.iter().map(|(_, o)| o.lost).sum();
     if total_lost > 0 {
         warnings.push(format!(
@@ -522,9 +520,15 @@ fn start_endpoint(cfg: &MonitorConfig, shared: Arc<Shared>) -> Result<http::Serv
 impl crate::driver::Measurement for MonitorConfig {
     type Outcome = MonitorOutcome;
     const KIND: &'static str = "monitor";
+    /// SIGHUP prints the monitor's status instead of ending it.
+    const KEEPS_HANGUP: bool = true;
 
     fn planned(&self) -> Option<Duration> {
         self.duration_ns.map(Duration::from_nanos)
+    }
+
+    fn measured_cpus(&self) -> Option<crate::config::CpuSet> {
+        Some(crate::config::CpuSet::from_cpus(self.cpus.iter().copied()))
     }
 
     fn footprint(&self) -> crate::driver::Footprint {

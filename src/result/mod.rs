@@ -2,7 +2,9 @@
 //! JSON schema v1 (docs/json-schema.md).
 
 pub mod env;
+pub mod kind;
 pub mod timeline;
+pub mod trace;
 
 pub use env::Environment;
 pub use timeline::{Timeline, TimelineRecorder};
@@ -49,7 +51,7 @@ pub struct Run {
     pub loads: Vec<LoadReport>,
     /// `--trace`: every spike over the threshold with what delayed it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub trace: Option<crate::trace::spikes::TraceReport>,
+    pub trace: Option<trace::TraceReport>,
 }
 
 /// Largest latlab JSON result read.

@@ -19,7 +19,7 @@ pub mod lifecycle;
 pub mod page;
 pub mod procs;
 pub mod raw;
-pub mod spikes;
+pub mod session;
 pub mod stacks;
 pub mod tracefs;
 

@@ -327,6 +327,12 @@ fn is_latlab_instance(p: &Path) -> bool {
             .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
 }
 
+/// Tracing instances and mounts of dead latlab processes, for `latlab restore`.
+pub const RESTORER: crate::io::Restorer = crate::io::Restorer {
+    name: "tracing instances",
+    run: |dir| Ok(restore_in(dir)),
+};
+
 /// `latlab restore`'s part for tracing: removes the instances (and mounts) that dead latlab
 /// processes journaled in `dir`; entries of live processes are left alone. One line each.
 pub fn restore_in(dir: &Path) -> Vec<String> {

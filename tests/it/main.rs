@@ -34,6 +34,7 @@ mod monitor_tls;
 mod monitor_trace;
 mod noise;
 mod pi;
+mod placement;
 mod plan;
 mod report;
 mod sched;

@@ -66,39 +66,17 @@ pub fn run(parsed: Parsed, argv: Vec<String>) -> Result<()> {
                 // A hang-up must not end the plan with its settings changed either.
                 crate::driver::signals::stop_on_hangup();
                 let control = crate::driver::signals::control();
-                crate::experiment::runner::run(&a.plan, a.store.as_deref(), &a.set, &control)?
+                crate::experiment::runner::run(
+                    &a.plan,
+                    a.store.as_deref(),
+                    &a.set,
+                    &control,
+                    crate::table::facts,
+                )?
             };
             crate::output::stdout(&text).map_err(|e| Error::io("stdout", e))
         }
-        Command::Restore => {
-            // Tracing instances first: they do not need the knob journal's lock.
-            let state = crate::io::state_dir();
-            let mut text = String::new();
-            for l in crate::trace::tracefs::restore_in(&state) {
-                text.push_str(&l);
-                text.push('\n');
-            }
-            // SysV semaphore sets of an `ipc` that was killed.
-            for l in crate::sys::sysvsem::sweep_orphan_sets(&state) {
-                text.push_str(&l);
-                text.push('\n');
-            }
-            let knobs = crate::experiment::knobs::restore_from_journal()?;
-            // A debugfs mounted for `--hrtick`, once its features file is back.
-            let unmounted = crate::experiment::hrtick::release_mount(&state);
-            // "Nothing to restore" only when nothing was: else say just that no settings were.
-            match knobs.strip_prefix("nothing to restore") {
-                Some(rest) if !text.is_empty() || !unmounted.is_empty() => {
-                    text.push_str(&format!("no system settings to put back{rest}"))
-                }
-                _ => text.push_str(&knobs),
-            }
-            for l in unmounted {
-                text.push_str(&l);
-                text.push('\n');
-            }
-            crate::output::stdout(&text).map_err(|e| Error::io("stdout", e))
-        }
+        Command::Restore => restore(),
         Command::Compare(a) => {
             let text = compare::run(&a)?;
             crate::output::stdout(&text).map_err(|e| Error::io("stdout", e))
@@ -107,6 +85,30 @@ pub fn run(parsed: Parsed, argv: Vec<String>) -> Result<()> {
         Command::Report(a) => report::report_cmd(&a),
         Command::Plot(a) => report::plot_cmd(&a),
     }
+}
+
+/// `latlab restore`: every feature's restorer in the table's order; what one could not do is
+/// said after what the others did.
+fn restore() -> Result<()> {
+    let state = crate::io::state_dir();
+    let mut text = String::new();
+    let mut failed = None;
+    for r in crate::table::RESTORERS {
+        match (r.run)(&state) {
+            Ok(lines) => lines.iter().for_each(|l| {
+                text.push_str(l);
+                text.push('\n');
+            }),
+            Err(e) => {
+                failed.get_or_insert(e);
+            }
+        }
+    }
+    if text.is_empty() && failed.is_none() {
+        text.push_str("nothing to restore\n");
+    }
+    crate::output::stdout(&text).map_err(|e| Error::io("stdout", e))?;
+    failed.map_or(Ok(()), Err)
 }
 
 /// Warns about settings a plan changed and could not restore.

@@ -20,7 +20,7 @@ pub fn render(run: &Run, tags: &BTreeMap<String, String>, unit: DisplayUnit) -> 
         None => s.push_str(&generic(run, unit)),
     }
     if let Some(t) = &run.trace {
-        s.push_str(&crate::trace::spikes::why(t, unit));
+        s.push_str(&crate::export::why::why(t, unit));
     }
     s.push_str(&format!(
         "started {}  host {}",

@@ -287,6 +287,20 @@ fn restore_all(j: &Journal, roots: &[PathBuf]) -> Vec<String> {
     failed
 }
 
+/// Settings an interrupted plan (or `--hrtick`, or a clocksource switch) journaled, for
+/// `latlab restore`: each one restored is a line; no journal, none.
+pub const RESTORER: crate::io::Restorer = crate::io::Restorer {
+    name: "system settings",
+    run: |_| {
+        let text = restore_from_journal()?;
+        Ok(if text.starts_with("nothing to restore") {
+            Vec::new()
+        } else {
+            text.lines().map(str::to_string).collect()
+        })
+    },
+};
+
 /// `latlab restore`: replays a journal left by an interrupted run.
 pub fn restore_from_journal() -> Result<String> {
     restore_journal_at(&journal_path(), &default_roots())

@@ -190,15 +190,21 @@ pub struct MonoCheck {
 /// then reads its clock (after that load has completed): reading less than a value another CPU
 /// published earlier is a step back in time. Value and CPU are published together as
 /// `value << 8 | cpu` (CPU numbers above 255 are reported modulo 256).
-pub fn check_monotonic(p: Probe, cpus: &[usize], dur: Duration, stop_all: &Control) -> MonoCheck {
+pub fn check_monotonic(
+    p: Probe,
+    cpus: &[usize],
+    dur: Duration,
+    stop_all: &Control,
+    log: &crate::rt::PlacementLog,
+) -> MonoCheck {
     let last = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(AtomicBool::new(false));
     let handles: Vec<_> = cpus
         .iter()
         .map(|&cpu| {
-            let (last, stop) = (last.clone(), stop.clone());
+            let (last, stop, log) = (last.clone(), stop.clone(), log.clone());
             std::thread::spawn(move || {
-                crate::rt::checked(crate::sys::sched::pin_to_cpu(cpu), || {
+                log.check(crate::sys::sched::pin_to_cpu(cpu), || {
                     format!("monotonicity check: pin to CPU {cpu} refused")
                 });
                 let mut ex = Vec::with_capacity(100);
@@ -308,7 +314,7 @@ pub fn run(cfg: ClocksConfig, ctx: &mut Ctx<'_>) -> Result<ClocksOutcome> {
             if !cfg.probes.iter().any(|n| n == name) {
                 continue;
             }
-            checks.push(check_monotonic(p, &cpus, dur, &control));
+            checks.push(check_monotonic(p, &cpus, dur, &control, ctx.placement()));
         }
     }
     let mut check_failure = None;

@@ -30,6 +30,8 @@ pub struct Setup {
     pub ticks: Ticks,
     /// Set on Ctrl-C/SIGTERM: the measuring loops end and keep what they timed.
     pub stop: Arc<std::sync::atomic::AtomicBool>,
+    /// The run's placement log (a forked task's refusals stay in its own copy).
+    pub log: crate::rt::PlacementLog,
 }
 
 impl Setup {
@@ -63,14 +65,14 @@ fn start_partner(
     let cpu = s.cpu(task);
     match s.kind {
         TaskKind::Threads => {
-            let (policy, prio) = (s.policy, s.prio);
+            let (policy, prio, log) = (s.policy, s.prio, s.log.clone());
             std::thread::Builder::new()
                 .name(format!("latlab-task{task}"))
                 .spawn(move || {
-                    crate::rt::checked(crate::sys::sched::pin_to_cpu(cpu), || {
+                    log.check(crate::sys::sched::pin_to_cpu(cpu), || {
                         format!("ctxsw task: pin to CPU {cpu} refused")
                     });
-                    crate::rt::checked(crate::sys::sched::set_policy_raw(policy, prio), || {
+                    log.check(crate::sys::sched::set_policy_raw(policy, prio), || {
                         format!("ctxsw task: policy {policy} priority {prio} refused")
                     });
                     body();
@@ -99,14 +101,14 @@ fn on_measuring_thread<T: Send + 'static>(
     body: impl FnOnce() -> T + Send + 'static,
 ) -> T {
     let cpu = s.cpu(0);
-    let (policy, prio) = (s.policy, s.prio);
+    let (policy, prio, log) = (s.policy, s.prio, s.log.clone());
     std::thread::Builder::new()
         .name("latlab-task0".into())
         .spawn(move || {
-            crate::rt::checked(crate::sys::sched::pin_to_cpu(cpu), || {
+            log.check(crate::sys::sched::pin_to_cpu(cpu), || {
                 format!("ctxsw task: pin to CPU {cpu} refused")
             });
-            crate::rt::checked(crate::sys::sched::set_policy_raw(policy, prio), || {
+            log.check(crate::sys::sched::set_policy_raw(policy, prio), || {
                 format!("ctxsw task: policy {policy} priority {prio} refused")
             });
             crate::sys::mem::prefault_stack(64 * 1024);

@@ -71,8 +71,8 @@ fn trace_cpus(cfg: &CyclicConfig) -> Vec<usize> {
 }
 
 fn drain_spikes(
-    t: &mut crate::trace::spikes::Tracer,
-    rings: &mut [rtrb::Consumer<crate::trace::spikes::RawSpike>],
+    t: &mut crate::trace::session::Tracer,
+    rings: &mut [rtrb::Consumer<crate::trace::session::RawSpike>],
 ) {
     for r in rings {
         while let Ok(s) = r.pop() {
@@ -188,7 +188,7 @@ pub fn run(mut cfg: CyclicConfig, ctx: &mut Ctx<'_>) -> Result<CyclicOutcome> {
     let mut tracer = match cfg.trace_threshold_ns {
         None => None,
         Some(th) => Some(
-            crate::trace::spikes::Tracer::start_stacks(
+            crate::trace::session::Tracer::start_stacks(
                 &trace_cpus(&cfg),
                 th,
                 cfg.threads.iter().map(|t| t.name.clone()).collect(),
@@ -383,9 +383,9 @@ pub fn run(mut cfg: CyclicConfig, ctx: &mut Ctx<'_>) -> Result<CyclicOutcome> {
     let mut linear = Vec::with_capacity(n);
     let mut check_failure = None;
     for ((applied, out), plan) in outs.into_iter().zip(&cfg.threads) {
-        warnings.extend(applied.warnings);
+        // Placement failures reach the warnings through the run's placement log.
         let mut s = Series::from_recorder(plan.name.clone(), &out.rec);
-        s.cpu = plan.cpu;
+        s.cpu = applied.cpu_for(plan.cpu);
         s.policy = applied.policy.to_string();
         if let (Some(d), Some(p)) = (out.deadline, plan.deadline) {
             s.policy = Policy::Deadline.to_string();
@@ -451,6 +451,10 @@ pub fn run(mut cfg: CyclicConfig, ctx: &mut Ctx<'_>) -> Result<CyclicOutcome> {
 impl crate::driver::Measurement for CyclicConfig {
     type Outcome = CyclicOutcome;
     const KIND: &'static str = "cyclic";
+    const FACTS: crate::result::kind::Facts = crate::result::kind::Facts {
+        chart: crate::result::kind::Chart::Histogram,
+        ..crate::result::kind::Facts::LATENCY
+    };
 
     fn planned(&self) -> Option<Duration> {
         self.duration_ns.map(Duration::from_nanos)
@@ -504,7 +508,7 @@ impl crate::driver::Measurement for CyclicConfig {
         }
         text.push_str(&report::render(o, self.unit));
         if let Some(t) = &o.run.trace {
-            text.push_str(&crate::trace::spikes::why(t, self.unit));
+            text.push_str(&crate::export::why::why(t, self.unit));
         }
         text.into()
     }

@@ -525,6 +525,8 @@ fn fallback() -> Applied {
     Applied {
         policy: Policy::Other,
         prio: 0,
+        cpu: None,
+        pinned: false,
         warnings: Vec::new(),
     }
 }
@@ -532,7 +534,7 @@ fn fallback() -> Applied {
 fn series_of(cfg: &IpcConfig, m: &MethodOut) -> Series {
     if let Some(n) = cfg.ring {
         let mut s = Series::from_recorder("sigwait-ring".into(), &m.rec);
-        s.cpu = cfg.cpus[0];
+        s.cpu = m.applied[0].cpu_for(cfg.cpus[0]);
         s.policy = m.applied[0].policy.to_string();
         s.prio = m.applied[0].prio;
         s.interval_ns = Some(cfg.interval_ns);
@@ -546,14 +548,14 @@ fn series_of(cfg: &IpcConfig, m: &MethodOut) -> Series {
         return s;
     }
     let mut s = Series::from_recorder(m.method.name().into(), &m.rec);
-    s.cpu = cfg.cpus[RECEIVER];
+    s.cpu = m.applied[RECEIVER].cpu_for(cfg.cpus[RECEIVER]);
     s.policy = m.applied[RECEIVER].policy.to_string();
     s.prio = m.applied[RECEIVER].prio;
     s.interval_ns = Some(cfg.interval_ns);
     s.overruns = m.overruns;
     s.extra = Some(serde_json::json!({
         "sent": m.sent,
-        "sender_cpu": cfg.cpus[SENDER],
+        "sender_cpu": m.applied[SENDER].cpu_for(cfg.cpus[SENDER]),
         "sender_policy": m.applied[SENDER].policy.to_string(),
         "sender_prio": m.applied[SENDER].prio,
         "tasks": cfg.tasks,
@@ -566,7 +568,6 @@ fn run(cfg: &IpcConfig, ctx: &mut Ctx<'_>) -> Result<IpcOutcome> {
     let t0 = std::time::Instant::now();
     let mut outs = Vec::new();
     let mut first_error = None;
-    let mut warned: Vec<String> = Vec::new();
     for &m in &cfg.methods {
         if ctx.control().should_stop() {
             break;
@@ -584,15 +585,7 @@ fn run(cfg: &IpcConfig, ctx: &mut Ctx<'_>) -> Result<IpcOutcome> {
                 continue;
             }
         };
-        for a in &o.applied {
-            for w in &a.warnings {
-                // Each method's tasks meet the same refusals: say each once.
-                if !warned.contains(w) {
-                    warned.push(w.clone());
-                    ctx.warn(w.clone());
-                }
-            }
-        }
+        // Placement refusals reach the warnings through the run's placement log, each once.
         match broken {
             // Nothing collected at all: a plain failure.
             Some(why) if o.rec.count == 0 && outs.is_empty() => return Err(Error::Env(why)),

@@ -12,7 +12,6 @@ use crate::driver::Ctx;
 use crate::error::Result;
 use crate::export::columns;
 use crate::result::{Run, Series};
-use crate::rt;
 use crate::stats::Recorder;
 use crate::sys::{self, taskpair};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -64,23 +63,24 @@ pub fn run(cfg: MigrateConfig, ctx: &mut Ctx<'_>) -> Result<MigrateOutcome> {
     let t0 = Instant::now();
     let mono = || sys::clock::now_ns(libc::CLOCK_MONOTONIC);
     let mut done_loops = 0usize;
+    let log = ctx.placement().clone();
     std::thread::scope(|s| {
         for i in 0..cfg.tasks {
-            let (gen, starts, ends, cfg) = (&gen, &starts, &ends, &cfg);
+            let (gen, starts, ends, cfg, log) = (&gen, &starts, &ends, &cfg, &log);
             s.spawn(move || {
                 let prio = cfg.base_prio + i as i32;
-                rt::checked(sys::sched::set_policy(Policy::Fifo, prio), || {
+                log.check(sys::sched::set_policy(Policy::Fifo, prio), || {
                     format!("migrate task: FIFO {prio} refused")
                 });
                 let highest = i + 1 == cfg.tasks;
                 for it in 0..cfg.loops {
                     if highest {
-                        rt::checked(sys::sched::pin_to_cpu(it % ncpu), || {
+                        log.check(sys::sched::pin_to_cpu(it % ncpu), || {
                             format!("migrate task: pin to CPU {} refused", it % ncpu)
                         });
                     }
                     if highest && cfg.inject_inversion && it == cfg.loops / 2 {
-                        rt::checked(sys::sched::set_policy(Policy::Fifo, 1), || {
+                        log.check(sys::sched::set_policy(Policy::Fifo, 1), || {
                             "migrate task: FIFO 1 refused".into()
                         });
                     }
@@ -104,7 +104,7 @@ pub fn run(cfg: MigrateConfig, ctx: &mut Ctx<'_>) -> Result<MigrateOutcome> {
             });
         }
         // The controller sits above every task so each release is one instant.
-        rt::checked(sys::sched::set_policy(Policy::Fifo, top + 1), || {
+        log.check(sys::sched::set_policy(Policy::Fifo, top + 1), || {
             format!("migrate control thread: FIFO {} refused", top + 1)
         });
         for (it, rel) in release.iter().enumerate() {
@@ -127,7 +127,7 @@ pub fn run(cfg: MigrateConfig, ctx: &mut Ctx<'_>) -> Result<MigrateOutcome> {
         std::thread::sleep(Duration::from_nanos(cfg.run_ns * (cfg.tasks as u64 + 1)));
         gen.store(u32::MAX, Ordering::Release);
         taskpair::futex_wake(&gen, i32::MAX);
-        rt::checked(sys::sched::set_policy(Policy::Other, 0), || {
+        log.check(sys::sched::set_policy(Policy::Other, 0), || {
             "migrate control thread: return to SCHED_OTHER refused".into()
         });
     });

@@ -381,6 +381,7 @@ mod tests {
             }
         }
         let out = SpinOut {
+            ran_on: None,
             iterations: 4,
             runtime_ns: 5_000_000_000,
             gaps,

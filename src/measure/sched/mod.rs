@@ -14,7 +14,7 @@ use crate::config::DisplayUnit;
 use crate::driver::Ctx;
 use crate::error::Result;
 use crate::result::Run;
-use crate::trace::spikes::{RawSpike, Tracer};
+use crate::trace::session::{RawSpike, Tracer};
 use serde::Serialize;
 use std::time::{Duration, Instant, SystemTime};
 use target::{Matcher, Target};
@@ -339,6 +339,11 @@ impl crate::driver::Measurement for SchedConfig {
         self.cpus
             .as_ref()
             .map(|c| crate::config::CpuSet::from_cpus(c.iter().copied()))
+    }
+
+    fn pinned_cpus(&self) -> Option<crate::config::CpuSet> {
+        // The CPUs that count are watched, not run on: latlab's threads are not pinned there.
+        None
     }
 
     fn footprint(&self) -> crate::driver::Footprint {
