@@ -26,6 +26,7 @@ pub struct Ctx<'a> {
     warnings: Vec<String>,
     keeper: &'a mut dyn Keep,
     placement: rt::PlacementLog,
+    tracer: Option<crate::trace::session::Tracer>,
 }
 
 impl<'a> Ctx<'a> {
@@ -40,6 +41,7 @@ impl<'a> Ctx<'a> {
         warnings: Vec<String>,
         keeper: &'a mut dyn Keep,
         placement: rt::PlacementLog,
+        tracer: Option<crate::trace::session::Tracer>,
     ) -> Ctx<'a> {
         Ctx {
             control,
@@ -52,7 +54,14 @@ impl<'a> Ctx<'a> {
             warnings,
             keeper,
             placement,
+            tracer,
         }
+    }
+
+    /// The tracing session the driver started for the measurement's `trace_request` (taken
+    /// once; None without `--trace`).
+    pub fn take_tracer(&mut self) -> Option<crate::trace::session::Tracer> {
+        self.tracer.take()
     }
 
     /// The run's placement log: every pin, policy or CPU move a thread of the run could not

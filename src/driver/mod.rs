@@ -100,6 +100,13 @@ pub trait Measurement {
         self.measured_cpus()
     }
 
+    /// What it asks to be traced (`--trace`), if anything: the driver starts the session
+    /// after the loads and before [`Measurement::measure`], which takes it with
+    /// `ctx.take_tracer()`. A measurement that declares nothing is never traced.
+    fn trace_request(&self) -> Option<crate::trace::session::Request> {
+        None
+    }
+
     /// Runs it. `ctx.control()` carries the stop and interrupt flags (SIGINT/SIGTERM set
     /// both): a measurement ends within a second of either and returns what it collected,
     /// marked interrupted. Its result comes from `ctx.run(...)`.
@@ -219,6 +226,16 @@ fn overlapping(measured: Option<&crate::config::CpuSet>, c: &Common) -> Vec<Stri
         .collect()
 }
 
+/// The online CPUs other than `measured` (None when there are none, or nothing is measured).
+fn housekeeping(measured: Option<&crate::config::CpuSet>) -> Option<Vec<usize>> {
+    let m = measured?;
+    let rest: Vec<usize> = crate::config::CpuSet::online_here()
+        .iter()
+        .filter(|&c| !m.contains(c))
+        .collect();
+    (!rest.is_empty()).then_some(rest)
+}
+
 /// Measured CPUs this process may not run on (a cpuset or `taskset` narrower than them, or an
 /// offline CPU): exit 3 naming them under `--strict`, before anything starts; else a warning
 /// (each thread's own placement is recorded as it happens).
@@ -312,6 +329,24 @@ pub fn execute_with<M: Measurement>(
 
     let loads = LoadSet::start(&common.loads, &control)?;
     let dog = watchdog::Watchdog::start(loads.pids(), m.planned(), control.clone());
+    // --trace: the session starts once the loads run and before the measuring threads; its
+    // reader stays off the measured CPUs where there are others.
+    let tracer = match m.trace_request() {
+        None => None,
+        Some(mut r) => {
+            if r.reader_cpus.is_none() {
+                r.reader_cpus = housekeeping(m.pinned_cpus().as_ref());
+            }
+            match crate::trace::session::Tracer::begin(&r, control.stop.clone()) {
+                Ok(t) => Some(t),
+                Err(e) => {
+                    dog.finish();
+                    let _ = loads.stop();
+                    return Err(e);
+                }
+            }
+        }
+    };
     let measured = {
         let mut ctx = Ctx::new(
             control.clone(),
@@ -323,6 +358,7 @@ pub fn execute_with<M: Measurement>(
             prep_warnings,
             &mut keeper,
             placement_log.clone(),
+            tracer,
         );
         m.measure(&mut ctx)
     };

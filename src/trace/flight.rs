@@ -193,6 +193,7 @@ impl FlightRecorder {
         header: PageHeader,
         dec: Decoder,
         keep_ns: u64,
+        reader_cpus: Option<Vec<usize>>,
     ) -> Result<FlightRecorder> {
         let open = |p: &std::path::Path| {
             std::fs::OpenOptions::new()
@@ -224,6 +225,11 @@ impl FlightRecorder {
         let reader = std::thread::Builder::new()
             .name("latlab-trace".into())
             .spawn(move || {
+                // Off the measured CPUs where there are others (a refusal leaves it where the
+                // driver's thread may run: the events are still read, only closer by).
+                if let Some(c) = reader_cpus.filter(|c| !c.is_empty()) {
+                    let _ = crate::sys::sched::pin_to_cpus(c);
+                }
                 let mut buf = vec![0u8; header.page_size];
                 loop {
                     let last = sh.stop.load(Ordering::Acquire);

@@ -68,35 +68,64 @@ fn mono_now() -> u64 {
 /// Steal time's unit in /proc/stat: USER_HZ ticks, 100 per second on Linux.
 const STEAL_TICK_NS: u64 = 10_000_000;
 
-impl Tracer {
-    /// Traces `cpus` on the system's tracefs (mounting it if needed), for a run whose series
-    /// are `names`.
-    pub fn start(cpus: &[usize], threshold_ns: u64, names: Vec<String>) -> Result<Tracer> {
-        Tracer::start_keeping(cpus, threshold_ns, names, KEEP_NS)
-    }
+/// What a measurement asks the driver to trace (`driver::Measurement::trace`): the driver
+/// starts the session before the measurement and hands it over through its `Ctx`.
+#[derive(Debug, Clone, Default)]
+pub struct Request {
+    /// CPUs traced.
+    pub cpus: Vec<usize>,
+    /// Spikes at or above this are attributed (ns).
+    pub threshold_ns: u64,
+    /// The measuring threads' series names (thread `latlab-<name>`), in series order.
+    pub names: Vec<String>,
+    /// History kept per CPU (ns); None: two seconds, enough for the control thread to come by.
+    pub keep_ns: Option<u64>,
+    /// The measuring threads spin (noise): their own time inside a gap is unattributed.
+    pub spinner: bool,
+    /// `--trace-stacks`: the kernel stack at each wake-up of the measuring threads.
+    pub stacks: bool,
+    /// More `sched` events besides what attribution reads (`latlab sched`).
+    pub extra: &'static [&'static str],
+    /// `--trace-save FILE`.
+    pub save: Option<std::path::PathBuf>,
+    /// `--on-threshold` rules and `--on-threshold-max`.
+    pub actions: Vec<super::actions::Rule>,
+    /// Most firings of each rule.
+    pub actions_max: u32,
+    /// `-b`: save the window of the first spike at or above this (ns).
+    pub break_on: Option<u64>,
+    /// CPUs the reader thread runs on (housekeeping: off the measured CPUs); None: wherever
+    /// the driver's thread may run.
+    pub reader_cpus: Option<Vec<usize>>,
+    /// How a refusal for want of root is explained (`--trace needs root`).
+    pub needs_root: &'static str,
+}
 
-    /// As [`Tracer::start`]; with `stacks` (`--trace-stacks`), the kernel stack at each
-    /// wake-up of the measuring threads (`latlab-<name>`) is recorded and attached to spikes.
-    pub fn start_stacks(
-        cpus: &[usize],
-        threshold_ns: u64,
-        names: Vec<String>,
-        stacks: bool,
+impl Tracer {
+    /// Starts the session `r` asks for on the system's tracefs (mounting it if needed);
+    /// `stop` ends the run when an `--on-threshold ...:stop` rule fires.
+    pub fn begin(
+        r: &Request,
+        stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     ) -> Result<Tracer> {
         let j = journal_file("");
-        let (fs, lease) = TraceFs::system(j.parent().unwrap_or(std::path::Path::new(".")))?;
-        let mut t = Tracer::start_in(
-            &fs,
-            lease,
-            Some(j),
-            cpus,
-            threshold_ns,
-            names,
-            KEEP_NS,
-            stacks,
-            &[],
-        )?;
-        if stacks {
+        let started = TraceFs::system(j.parent().unwrap_or(std::path::Path::new(".")))
+            .and_then(|(fs, lease)| Tracer::begin_in(&fs, lease, Some(j), r));
+        let t = match started {
+            Err(e) if crate::sys::sched::euid() != 0 && !r.needs_root.is_empty() => {
+                return Err(crate::error::Error::Env(format!(
+                    "{}: run it as root, e.g. with sudo ({e})",
+                    r.needs_root
+                )))
+            }
+            t => t?,
+        };
+        let mut t = t
+            .saving(r.save.clone())
+            .acting(r.actions.clone(), r.actions_max, stop)
+            .breaking(r.break_on);
+        t.spinner = r.spinner;
+        if r.stacks {
             // Unreadable or hidden symbols: addresses in hex.
             t.kallsyms = Some(
                 super::stacks::Kallsyms::load(std::path::Path::new("/proc/kallsyms"))
@@ -106,75 +135,28 @@ impl Tracer {
         Ok(t)
     }
 
-    /// As [`Tracer::start`], keeping `keep_ns` of history per CPU (noise attributes after
-    /// each measurement, so it keeps a whole one).
-    pub fn start_keeping(
-        cpus: &[usize],
-        threshold_ns: u64,
-        names: Vec<String>,
-        keep_ns: u64,
-    ) -> Result<Tracer> {
-        let j = journal_file("");
-        let (fs, lease) = TraceFs::system(j.parent().unwrap_or(std::path::Path::new(".")))?;
-        Tracer::start_in(
-            &fs,
-            lease,
-            Some(j),
-            cpus,
-            threshold_ns,
-            names,
-            keep_ns,
-            false,
-            &[],
-        )
-    }
-
-    /// A session for watching any task's scheduling (`latlab sched`): traces every CPU (a
-    /// wake-up is recorded on the waker's CPU) with, besides what attribution reads, the
-    /// `sched` events `extra` (migrations, exits, forks, execs, new tasks' first wake-ups)
-    /// where the kernel has them. Series are named as tasks appear ([`Tracer::add_series`]).
-    pub fn start_tasks(cpus: &[usize], threshold_ns: u64, extra: &[&str]) -> Result<Tracer> {
-        let j = journal_file("");
-        let (fs, lease) = TraceFs::system(j.parent().unwrap_or(std::path::Path::new(".")))?;
-        Tracer::start_in(
-            &fs,
-            lease,
-            Some(j),
-            cpus,
-            threshold_ns,
-            Vec::new(),
-            KEEP_NS,
-            false,
-            extra,
-        )
-    }
-
-    /// As [`Tracer::start`] on a chosen tracefs.
-    #[allow(clippy::too_many_arguments)]
-    pub fn start_in(
+    /// The instance and flight recorder of [`Tracer::begin`] on a chosen tracefs (tests); no
+    /// saving, actions or stacks' symbols.
+    pub fn begin_in(
         fs: &TraceFs,
         lease: Option<super::lifecycle::MountLease>,
         journal: Option<std::path::PathBuf>,
-        cpus: &[usize],
-        threshold_ns: u64,
-        names: Vec<String>,
-        keep_ns: u64,
-        stacks: bool,
-        extra: &[&str],
+        r: &Request,
     ) -> Result<Tracer> {
         // On an error the lease drops, and the last user of a mount latlab made unmounts.
         let (header, mut dec, mut events) = fs.layouts()?;
         let proc_events = fs.proc_events(&mut dec)?;
-        events.extend(fs.optional_events(&mut dec, "sched", extra)?);
+        events.extend(fs.optional_events(&mut dec, "sched", r.extra)?);
         let procs_journal = journal
             .as_ref()
             .map(|j| j.with_file_name(format!("trace-{}{PROCS_SUFFIX}.json", std::process::id())));
-        if stacks {
+        if r.stacks {
             fs.stack_event(&mut dec)?;
         }
-        let inst = fs.create_instance("", cpus, &events, BUFFER_KB, journal, lease)?;
-        if stacks {
-            let comms: Vec<String> = names
+        let inst = fs.create_instance("", &r.cpus, &events, BUFFER_KB, journal, lease)?;
+        if r.stacks {
+            let comms: Vec<String> = r
+                .names
                 .iter()
                 .map(|n| format!("latlab-{n}").chars().take(15).collect())
                 .collect();
@@ -194,13 +176,21 @@ impl Tracer {
         };
         let page_size = header.page_size;
         let nmi_traced = events.iter().any(|e| e == "nmi/nmi_handler");
-        let rec = FlightRecorder::start(inst, procs, cpus, header, dec, keep_ns)?;
+        let rec = FlightRecorder::start(
+            inst,
+            procs,
+            &r.cpus,
+            header,
+            dec,
+            r.keep_ns.unwrap_or(KEEP_NS),
+            r.reader_cpus.clone(),
+        )?;
         let roots = super::hw::Roots::default();
-        let counters = super::hw::Counters::read(&roots, cpus);
-        let watch = super::hw::Watch::new(roots, cpus, &counters, mono_now(), !nmi_traced);
+        let counters = super::hw::Counters::read(&roots, &r.cpus);
+        let watch = super::hw::Watch::new(roots, &r.cpus, &counters, mono_now(), !nmi_traced);
         Ok(Tracer {
             rec,
-            names,
+            names: r.names.clone(),
             pending: Vec::new(),
             spinner: false,
             save: None,
@@ -217,8 +207,8 @@ impl Tracer {
             counters,
             watch,
             report: TraceReport {
-                threshold_ns,
-                cpus: cpus.to_vec(),
+                threshold_ns: r.threshold_ns,
+                cpus: r.cpus.clone(),
                 idle_note: super::hw::idle_note(),
                 nmi_traced,
                 ..TraceReport::default()
@@ -237,15 +227,9 @@ impl Tracer {
         &self.rec
     }
 
-    /// The measuring threads spin (noise): time of theirs inside a gap is unattributed.
-    pub fn spinning(mut self) -> Tracer {
-        self.spinner = true;
-        self
-    }
-
     /// `--trace-save`: keep each spike's events as a timeline, written to `path` at the end;
     /// a `.dat` path gets the raw pages instead, as a trace-cmd `trace.dat`.
-    pub fn saving(mut self, path: Option<std::path::PathBuf>) -> Tracer {
+    fn saving(mut self, path: Option<std::path::PathBuf>) -> Tracer {
         match path {
             Some(p) if super::dat::wanted(&p) => {
                 self.rec.keep_pages(DAT_BYTES_PER_CPU);
@@ -276,7 +260,7 @@ impl Tracer {
 
     /// `-b`: save the trace window of the spike that stops the run (the first at or above
     /// `ns`).
-    pub fn breaking(mut self, ns: Option<u64>) -> Tracer {
+    fn breaking(mut self, ns: Option<u64>) -> Tracer {
         if ns.is_some() {
             self.rec.keep_pages(DAT_BYTES_PER_CPU);
         }

@@ -127,26 +127,7 @@ pub fn run(mut cfg: NoiseConfig, ctx: &mut Ctx<'_>) -> Result<NoiseOutcome> {
     let mut disturbances = Vec::new();
     // --trace: spinners starve an ordinary reader, so each CPU keeps a whole measurement
     // (at most two minutes) and interruptions are attributed after it.
-    let mut tracer = match cfg.trace_threshold_ns {
-        None => None,
-        Some(th) => Some(
-            crate::trace::session::Tracer::start_keeping(
-                &cfg.cpus,
-                th,
-                cfg.cpus.iter().map(|c| format!("cpu{c}")).collect(),
-                cfg.duration_ns
-                    .saturating_add(2_000_000_000)
-                    .min(120_000_000_000),
-            )?
-            .spinning()
-            .saving(cfg.trace_save.clone())
-            .acting(
-                cfg.trace_actions.clone(),
-                cfg.trace_actions_max,
-                control.stop.clone(),
-            ),
-        ),
-    };
+    let mut tracer = ctx.take_tracer();
     for r in 0..cfg.repeat {
         // The first repeat always runs (it ends at once when a signal came already), so an
         // early Ctrl-C still gives a saved, interrupted result.
@@ -494,6 +475,27 @@ impl crate::driver::Measurement for NoiseConfig {
         Some(Duration::from_nanos(
             self.duration_ns.saturating_mul(self.repeat as u64),
         ))
+    }
+
+    fn trace_request(&self) -> Option<crate::trace::session::Request> {
+        Some(crate::trace::session::Request {
+            cpus: self.cpus.clone(),
+            threshold_ns: self.trace_threshold_ns?,
+            names: self.cpus.iter().map(|c| format!("cpu{c}")).collect(),
+            // Spinners starve an ordinary reader: each CPU keeps a whole measurement (at most
+            // two minutes) and interruptions are attributed after it.
+            keep_ns: Some(
+                self.duration_ns
+                    .saturating_add(2_000_000_000)
+                    .min(120_000_000_000),
+            ),
+            spinner: true,
+            save: self.trace_save.clone(),
+            actions: self.trace_actions.clone(),
+            actions_max: self.trace_actions_max,
+            needs_root: "--trace needs root (it reads the kernel's tracepoints through tracefs)",
+            ..Default::default()
+        })
     }
 
     fn measured_cpus(&self) -> Option<crate::config::CpuSet> {
