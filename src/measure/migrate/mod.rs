@@ -44,6 +44,52 @@ pub struct MigrateOutcome {
     pub violations: Vec<String>,
 }
 
+/// The priority-order check over the iterations done: a higher-priority task that never
+/// started, started later than a lower one by more than the allowed error, or finished behind
+/// it, is a violation.
+fn check_order(
+    cfg: &MigrateConfig,
+    starts: &[Vec<AtomicU64>],
+    ends: &[Vec<AtomicU64>],
+    done_loops: usize,
+) -> Vec<String> {
+    let load = |v: &Vec<AtomicU64>, it: usize| v[it].load(Ordering::Relaxed);
+    let mut violations = Vec::new();
+    for it in 0..done_loops {
+        for hi in 0..cfg.tasks {
+            for lo in 0..hi {
+                let (sh, sl) = (load(&starts[hi], it), load(&starts[lo], it));
+                let (eh, el) = (load(&ends[hi], it), load(&ends[lo], it));
+                if sl == 0 {
+                    continue;
+                }
+                if sh == 0 {
+                    violations.push(format!(
+                        "iteration {it}: task {hi} (prio {}) never started while lower-priority task {lo} (prio {}) ran",
+                        cfg.base_prio + hi as i32,
+                        cfg.base_prio + lo as i32
+                    ));
+                } else if sh > sl + cfg.max_err_ns {
+                    violations.push(format!(
+                        "iteration {it}: task {hi} (prio {}) started {:.1} us after lower-priority task {lo} (prio {})",
+                        cfg.base_prio + hi as i32,
+                        (sh - sl) as f64 / 1e3,
+                        cfg.base_prio + lo as i32
+                    ));
+                } else if eh > el + cfg.max_err_ns {
+                    violations.push(format!(
+                        "iteration {it}: task {hi} (prio {}) finished {:.1} us after lower-priority task {lo} (prio {}): it ran behind it",
+                        cfg.base_prio + hi as i32,
+                        (eh - el) as f64 / 1e3,
+                        cfg.base_prio + lo as i32
+                    ));
+                }
+            }
+        }
+    }
+    violations
+}
+
 /// Runs the stress and the check.
 pub fn run(cfg: MigrateConfig, ctx: &mut Ctx<'_>) -> Result<MigrateOutcome> {
     let warnings: Vec<String> = Vec::new();
@@ -132,39 +178,7 @@ pub fn run(cfg: MigrateConfig, ctx: &mut Ctx<'_>) -> Result<MigrateOutcome> {
         });
     });
     let load = |v: &Vec<AtomicU64>, it: usize| v[it].load(Ordering::Relaxed);
-    let mut violations = Vec::new();
-    for it in 0..done_loops {
-        for hi in 0..cfg.tasks {
-            for lo in 0..hi {
-                let (sh, sl) = (load(&starts[hi], it), load(&starts[lo], it));
-                let (eh, el) = (load(&ends[hi], it), load(&ends[lo], it));
-                if sl == 0 {
-                    continue;
-                }
-                if sh == 0 {
-                    violations.push(format!(
-                        "iteration {it}: task {hi} (prio {}) never started while lower-priority task {lo} (prio {}) ran",
-                        cfg.base_prio + hi as i32,
-                        cfg.base_prio + lo as i32
-                    ));
-                } else if sh > sl + cfg.max_err_ns {
-                    violations.push(format!(
-                        "iteration {it}: task {hi} (prio {}) started {:.1} us after lower-priority task {lo} (prio {})",
-                        cfg.base_prio + hi as i32,
-                        (sh - sl) as f64 / 1e3,
-                        cfg.base_prio + lo as i32
-                    ));
-                } else if eh > el + cfg.max_err_ns {
-                    violations.push(format!(
-                        "iteration {it}: task {hi} (prio {}) finished {:.1} us after lower-priority task {lo} (prio {}): it ran behind it",
-                        cfg.base_prio + hi as i32,
-                        (eh - el) as f64 / 1e3,
-                        cfg.base_prio + lo as i32
-                    ));
-                }
-            }
-        }
-    }
+    let violations = check_order(&cfg, &starts, &ends, done_loops);
     let mut series = Vec::new();
     for (i, task_starts) in starts.iter().enumerate() {
         let mut r = Recorder::new();
