@@ -21,6 +21,7 @@ pub mod report;
 pub mod result;
 pub mod rt;
 pub mod samples;
+pub mod settings;
 pub mod stats;
 pub mod store;
 pub mod sys;

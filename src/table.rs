@@ -178,8 +178,8 @@ fn getopt_values(a: clap::Arg) -> clap::Arg {
 pub static RESTORERS: &[crate::io::Restorer] = &[
     crate::trace::tracefs::RESTORER,
     crate::sys::sysvsem::RESTORER,
-    crate::experiment::knobs::RESTORER,
-    crate::experiment::hrtick::RESTORER,
+    crate::settings::RESTORER,
+    crate::settings::hrtick::RESTORER,
 ];
 
 /// The entry named `name`.

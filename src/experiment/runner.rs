@@ -2,7 +2,6 @@
 //! measurement stored under one experiment id; knobs journaled and always restored; at the end
 //! each combination against the baseline, ministat-style and tail-aware.
 
-use super::knobs::Knobs;
 use super::plan::{shell_join, shell_quote, Order, Plan};
 use crate::compare::analysis::Settings;
 use crate::compare::inputs::{load_runs, Metric, ReadOpts};
@@ -11,6 +10,7 @@ use crate::compare::render::{render, Format};
 use crate::error::{Error, Result};
 use crate::result::Run;
 use crate::rt::Control;
+use crate::settings::Knobs;
 use crate::stats::ministat;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;

@@ -113,7 +113,7 @@ fn restore() -> Result<()> {
 
 /// Warns about settings a plan changed and could not restore.
 fn pending_notice() {
-    if let Some(n) = crate::experiment::knobs::pending_notice() {
+    if let Some(n) = crate::settings::pending_notice() {
         crate::note!("{n}");
     }
 }

@@ -1,9 +1,9 @@
 //! Experiment plans (`latlab run PLAN.toml`): a measurement with its options, factors with
 //! levels, repeats and order. Errors name the file, line and column.
 
-use super::knobs;
 use crate::error::{Error, Result};
 use crate::io::read_text_limited;
+use crate::settings as knobs;
 use serde::Deserialize;
 
 mod checker;

@@ -22,7 +22,7 @@ pub struct Setup {
     /// SIGXCPU is counted, so threads may ask for SCHED_FLAG_DL_OVERRUN.
     pub signal: bool,
     /// `--hrtick`, held on for the run.
-    hrtick: Option<crate::experiment::hrtick::Hrtick>,
+    hrtick: Option<crate::settings::hrtick::Hrtick>,
 }
 
 impl Setup {
@@ -43,7 +43,7 @@ impl Setup {
         );
         deadline::check_periods(cfg, &limits)?;
         let hrtick = if cfg.hrtick {
-            Some(crate::experiment::hrtick::Hrtick::enable()?)
+            Some(crate::settings::hrtick::Hrtick::enable()?)
         } else {
             None
         };

@@ -12,7 +12,7 @@ pub struct ClocksourceGuard {
     path: PathBuf,
     /// The clocksource found at the start.
     pub original: String,
-    knob: crate::experiment::knobs::KnobGuard,
+    knob: super::KnobGuard,
 }
 
 impl ClocksourceGuard {
@@ -29,7 +29,7 @@ impl ClocksourceGuard {
             )));
         }
         Ok(ClocksourceGuard {
-            knob: super::knobs::KnobGuard::acquire(&path)?,
+            knob: super::KnobGuard::acquire(&path)?,
             original: current(sys_root)?,
             path,
         })

@@ -12,7 +12,9 @@
 //!   file beside it, so a second plan started at the same moment is refused and cannot touch
 //!   the first one's journal; `latlab restore` replays the journal after a crash or SIGKILL.
 
+pub mod clocksource;
 mod file;
+pub mod hrtick;
 mod journal;
 mod path;
 

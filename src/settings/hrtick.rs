@@ -13,7 +13,7 @@
 //! `--trace`'s tracefs). `LATLAB_DEBUGFS_ROOT` points it at a fake tree, for tests.
 
 use crate::error::{Error, Result};
-use crate::experiment::knobs::{self, Knobs};
+use crate::settings::{self as knobs, Knobs};
 use crate::trace::lifecycle::{self, MountLease, DEBUGFS};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
