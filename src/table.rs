@@ -172,14 +172,12 @@ fn getopt_values(a: clap::Arg) -> clap::Arg {
 }
 
 /// Every feature's durable state and how to put it back, in the order `latlab restore` runs
-/// them: tracing first (it needs no lock), then SysV sets, then the journaled settings, then
-/// the mounts those settings lived under. A new feature with state that can outlive a killed
-/// latlab adds its restorer here.
+/// them: tracing first (it needs no lock), then SysV sets, then the journaled settings. A new
+/// feature with state that can outlive a killed latlab adds its restorer here.
 pub static RESTORERS: &[crate::io::Restorer] = &[
     crate::trace::tracefs::RESTORER,
     crate::sys::sysvsem::RESTORER,
     crate::settings::RESTORER,
-    crate::settings::hrtick::RESTORER,
 ];
 
 /// The entry named `name`.

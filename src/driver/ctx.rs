@@ -27,6 +27,7 @@ pub struct Ctx<'a> {
     keeper: &'a mut dyn Keep,
     placement: rt::PlacementLog,
     tracer: Option<crate::trace::session::Tracer>,
+    settings: Option<crate::settings::Knobs>,
 }
 
 impl<'a> Ctx<'a> {
@@ -55,7 +56,34 @@ impl<'a> Ctx<'a> {
             keeper,
             placement,
             tracer,
+            settings: None,
         }
+    }
+
+    /// The system settings this run changes (`--hrtick`, `clocks --clocksource`): taken on
+    /// first use under the machine-wide settings lock (exit 3 naming the holder when another
+    /// latlab has it), journaled before each change, and put back by the driver when the
+    /// measurement returns, whatever the way (a second Ctrl-C replays the journal; after
+    /// SIGKILL, `latlab restore`).
+    pub fn settings(&mut self) -> Result<&mut crate::settings::Knobs> {
+        let held = match self.settings.take() {
+            Some(k) => k,
+            None => {
+                let k = crate::settings::Knobs::new()?;
+                crate::rt::at_exit(crate::settings::restore_own_on_exit);
+                k
+            }
+        };
+        Ok(self.settings.insert(held))
+    }
+
+    /// Puts every setting the run changed back now and gives the lock up; returns what could
+    /// not be put back (the journal is then kept for `latlab restore`).
+    pub fn restore_settings(&mut self) -> Vec<String> {
+        self.settings
+            .take()
+            .map(crate::settings::Knobs::restore)
+            .unwrap_or_default()
     }
 
     /// The tracing session the driver started for the measurement's `trace_request` (taken

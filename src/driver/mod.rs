@@ -347,7 +347,7 @@ pub fn execute_with<M: Measurement>(
             }
         }
     };
-    let measured = {
+    let (measured, unrestored) = {
         let mut ctx = Ctx::new(
             control.clone(),
             environment,
@@ -360,15 +360,28 @@ pub fn execute_with<M: Measurement>(
             placement_log.clone(),
             tracer,
         );
-        m.measure(&mut ctx)
+        let measured = m.measure(&mut ctx);
+        // Settings go back before anything is written, on every way out of the measurement.
+        let failed = ctx.restore_settings();
+        (measured, failed)
     };
     dog.finish();
     let (reports, load_warnings) = loads.stop();
+    if measured.is_err() {
+        for f in &unrestored {
+            crate::note!("latlab: could not restore {f}; run 'latlab restore'");
+        }
+    }
     let mut outcome = measured?;
 
     let run = M::result(&mut outcome);
     run.loads.extend(reports);
     warnings.extend(load_warnings);
+    warnings.extend(
+        unrestored
+            .iter()
+            .map(|f| format!("could not restore {f}; run 'latlab restore'")),
+    );
     let placement = placement_log.failures();
     warnings.extend(placement.iter().cloned());
     run.warnings.extend(warnings);

@@ -30,7 +30,6 @@ use crate::error::{Error, Result};
 use file::{read_knob, write_knob};
 use journal::{lock_is_held, read_journal, take_lock, Lock};
 use path::default_roots;
-use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::Write;
@@ -72,14 +71,6 @@ impl Knobs {
             roots,
             _lock: lock,
         })
-    }
-
-    /// Changes `file` to `value` in one journaled step and returns a guard that puts the
-    /// original back when dropped (`clocks --clocksource` uses this through [`KnobGuard`]).
-    pub fn apply_journaled(file: &Path, value: &str) -> Result<KnobGuard> {
-        let g = KnobGuard::acquire(file)?;
-        g.set(value)?;
-        Ok(g)
     }
 
     fn persist(&self) -> Result<()> {
@@ -207,63 +198,6 @@ pub fn holds(value: &str, now: &str) -> bool {
     matches!((w.parse::<i128>(), r.parse::<i128>()), (Ok(a), Ok(b)) if a == b)
 }
 
-/// One knob changed under the journal, put back when dropped (also on panic unwinding and
-/// errors; after SIGKILL `latlab restore` does it).
-pub struct KnobGuard {
-    knobs: RefCell<Option<Knobs>>,
-    file: PathBuf,
-}
-
-impl KnobGuard {
-    /// Takes the lock and journals `file`'s original before anything changes.
-    pub fn acquire(file: &Path) -> Result<KnobGuard> {
-        KnobGuard::acquire_with(file, Knobs::new()?)
-    }
-
-    /// As [`KnobGuard::acquire`] with chosen knobs (tests).
-    pub fn acquire_with(file: &Path, mut knobs: Knobs) -> Result<KnobGuard> {
-        let real = knobs.remember(file)?;
-        Ok(KnobGuard {
-            knobs: RefCell::new(Some(knobs)),
-            file: real,
-        })
-    }
-
-    /// Writes `value` to the knob.
-    pub fn set(&self, value: &str) -> Result<()> {
-        match self.knobs.borrow_mut().as_mut() {
-            Some(k) => k.set(&self.file, value),
-            None => Err(Error::Env(format!(
-                "{}: already restored",
-                self.file.display()
-            ))),
-        }
-    }
-
-    /// Puts the original back now; returns what failed.
-    pub fn restore(self) -> Vec<String> {
-        self.knobs
-            .borrow_mut()
-            .take()
-            .map(Knobs::restore)
-            .unwrap_or_default()
-    }
-}
-
-impl Drop for KnobGuard {
-    fn drop(&mut self) {
-        if let Some(k) = self.knobs.borrow_mut().take() {
-            let failed = k.restore();
-            if !failed.is_empty() {
-                eprintln!(
-                    "latlab: could not restore {}; run 'latlab restore'",
-                    failed.join("; ")
-                );
-            }
-        }
-    }
-}
-
 fn restore_all(j: &Journal, roots: &[PathBuf]) -> Vec<String> {
     let mut failed = Vec::new();
     for (path, saved) in &j.originals {
@@ -287,6 +221,27 @@ fn restore_all(j: &Journal, roots: &[PathBuf]) -> Vec<String> {
         }
     }
     failed
+}
+
+/// The exit hook of a second Ctrl-C (which runs no destructors): replays this process's own
+/// journal, if it has one, and removes it once every original is back.
+pub fn restore_own_on_exit() {
+    let path = journal_path();
+    let Ok(Some(j)) = read_journal(&path) else {
+        return;
+    };
+    if j.pid != std::process::id() {
+        return;
+    }
+    let failed = restore_all(&j, &default_roots());
+    if failed.is_empty() {
+        let _ = std::fs::remove_file(&path);
+    } else {
+        crate::note!(
+            "latlab: could not restore {}; run 'latlab restore'",
+            failed.join("; ")
+        );
+    }
 }
 
 /// Settings an interrupted plan (or `--hrtick`, or a clocksource switch) journaled, for
@@ -580,16 +535,15 @@ mod tests {
     }
 
     #[test]
-    fn the_guard_restores_on_drop() {
+    fn held_settings_are_journaled_before_a_change_and_restored() {
         let t = tree();
         let f = t.root.join("a/k");
         std::fs::write(&f, "tsc\n").unwrap();
-        {
-            let g = KnobGuard::acquire_with(&f, t.knobs().unwrap()).unwrap();
-            assert!(t.journal().exists(), "journaled before any change");
-            g.set("hpet").unwrap();
-            assert_eq!(std::fs::read(&f).unwrap(), b"hpet");
-        }
+        let mut k = t.knobs().unwrap();
+        k.set(&f, "hpet").unwrap();
+        assert!(t.journal().exists(), "journaled before the change");
+        assert_eq!(std::fs::read(&f).unwrap(), b"hpet");
+        assert!(k.restore().is_empty());
         assert_eq!(std::fs::read(&f).unwrap(), b"tsc\n");
         assert!(!t.journal().exists());
     }

@@ -110,7 +110,7 @@ impl Tracer {
     ) -> Result<Tracer> {
         let j = journal_file("");
         let started = TraceFs::system(j.parent().unwrap_or(std::path::Path::new(".")))
-            .and_then(|(fs, lease)| Tracer::begin_in(&fs, lease, Some(j), r));
+            .and_then(|fs| Tracer::begin_in(&fs, Some(j), r));
         let t = match started {
             Err(e) if crate::sys::sched::euid() != 0 && !r.needs_root.is_empty() => {
                 return Err(crate::error::Error::Env(format!(
@@ -139,11 +139,9 @@ impl Tracer {
     /// saving, actions or stacks' symbols.
     pub fn begin_in(
         fs: &TraceFs,
-        lease: Option<super::lifecycle::MountLease>,
         journal: Option<std::path::PathBuf>,
         r: &Request,
     ) -> Result<Tracer> {
-        // On an error the lease drops, and the last user of a mount latlab made unmounts.
         let (header, mut dec, mut events) = fs.layouts()?;
         let proc_events = fs.proc_events(&mut dec)?;
         events.extend(fs.optional_events(&mut dec, "sched", r.extra)?);
@@ -153,7 +151,7 @@ impl Tracer {
         if r.stacks {
             fs.stack_event(&mut dec)?;
         }
-        let inst = fs.create_instance("", &r.cpus, &events, BUFFER_KB, journal, lease)?;
+        let inst = fs.create_instance("", &r.cpus, &events, BUFFER_KB, journal)?;
         if r.stacks {
             let comms: Vec<String> = r
                 .names
@@ -171,7 +169,6 @@ impl Tracer {
                 &proc_events,
                 PROCS_BUFFER_KB,
                 procs_journal,
-                None,
             )?)
         };
         let page_size = header.page_size;

@@ -13,7 +13,6 @@ use crate::error::Result;
 use crate::export::columns;
 use crate::result::{Run, Series};
 use crate::rt::Control;
-use crate::settings::clocksource::ClocksourceGuard;
 use crate::stats::Recorder;
 use crate::sys::tsc::Ticks;
 use probes::Probe;
@@ -277,10 +276,10 @@ pub fn run(cfg: ClocksConfig, ctx: &mut Ctx<'_>) -> Result<ClocksOutcome> {
         .collect();
     let mut results = Vec::new();
     {
-        let guard = if cfg.clocksources.is_empty() {
+        let setting = if cfg.clocksources.is_empty() {
             None
         } else {
-            Some(ClocksourceGuard::new(
+            Some(crate::settings::clocksource::writable(
                 &crate::sys::roots::Roots::host().sys_root,
             )?)
         };
@@ -290,8 +289,8 @@ pub fn run(cfg: ClocksConfig, ctx: &mut Ctx<'_>) -> Result<ClocksOutcome> {
             cfg.clocksources.clone()
         };
         'outer: for cs in &sources {
-            if let Some(g) = &guard {
-                g.switch(cs)?;
+            if let Some(path) = &setting {
+                crate::settings::clocksource::switch(ctx.settings()?, path, cs)?;
                 std::thread::sleep(Duration::from_millis(50));
             }
             for &p in &probes {
@@ -301,7 +300,11 @@ pub fn run(cfg: ClocksConfig, ctx: &mut Ctx<'_>) -> Result<ClocksOutcome> {
                 results.push(measure(p, cs, &cfg, ticks, tpn, &control.stop));
             }
         }
-        // The guard puts the original clocksource back here, whatever happened above.
+    }
+    // The original clocksource goes back now, before the monotonicity checks (and, whatever
+    // happened above, when the driver releases the run's settings).
+    for f in ctx.restore_settings() {
+        ctx.warn(format!("could not restore {f}; run 'latlab restore'"));
     }
     let mut checks = Vec::new();
     if cfg.check_monotonic_ns > 0 && !control.was_interrupted() {

@@ -21,8 +21,6 @@ pub struct Setup {
     reservations: Vec<crate::sys::deadline::DlParams>,
     /// SIGXCPU is counted, so threads may ask for SCHED_FLAG_DL_OVERRUN.
     pub signal: bool,
-    /// `--hrtick`, held on for the run.
-    hrtick: Option<crate::settings::hrtick::Hrtick>,
 }
 
 impl Setup {
@@ -30,7 +28,7 @@ impl Setup {
     /// plan with deadline threads (None without any); the warnings to record go to `warnings`.
     pub fn prepare(
         cfg: &CyclicConfig,
-        ctx: &Ctx<'_>,
+        ctx: &mut Ctx<'_>,
         warnings: &mut Vec<String>,
     ) -> Result<Option<Setup>> {
         let reservations: Vec<_> = deadline::threads(cfg).iter().map(|(_, p)| *p).collect();
@@ -42,8 +40,9 @@ impl Setup {
             ctx.environment().cpus_online,
         );
         deadline::check_periods(cfg, &limits)?;
+        // Held by the driver, which puts it back when the run ends, whatever the way.
         let hrtick = if cfg.hrtick {
-            Some(crate::settings::hrtick::Hrtick::enable()?)
+            Some(crate::settings::hrtick::Hrtick::enable(ctx.settings()?)?)
         } else {
             None
         };
@@ -54,7 +53,6 @@ impl Setup {
             limits,
             reservations,
             signal: crate::sys::deadline::count_sigxcpu().is_ok(),
-            hrtick,
         }))
     }
 
@@ -85,31 +83,18 @@ impl Setup {
             })
     }
 
-    /// Puts HRTICK back before anything is written; for a refused thread, the refusal (exit
-    /// 3 with the bandwidth asked and the limit) is the run's end.
-    pub fn finish(
-        &mut self,
-        refused: Option<(String, std::io::Error)>,
-        warnings: &mut Vec<String>,
-    ) -> Result<()> {
-        let failed: Vec<String> = self.hrtick.take().map(|h| h.restore()).unwrap_or_default();
-        if let Some((name, e)) = refused {
-            for f in failed {
-                crate::note!("latlab: --hrtick: could not restore {f}; run 'latlab restore'");
-            }
-            return Err(deadline::refusal(
+    /// For a refused thread, the refusal (exit 3 with the bandwidth asked and the limit) is
+    /// the run's end (the driver puts HRTICK back on that way out too).
+    pub fn finish(&self, refused: Option<(String, std::io::Error)>) -> Result<()> {
+        match refused {
+            Some((name, e)) => Err(deadline::refusal(
                 &name,
                 &e,
                 &self.reservations,
                 &self.limits,
-            ));
+            )),
+            None => Ok(()),
         }
-        for f in failed {
-            warnings.push(format!(
-                "--hrtick: could not restore {f}; run 'latlab restore'"
-            ));
-        }
-        Ok(())
     }
 
     /// The run's `parameters.deadline`: how overruns were counted, the signals and limits.

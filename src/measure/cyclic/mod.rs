@@ -267,7 +267,7 @@ pub fn run(mut cfg: CyclicConfig, ctx: &mut Ctx<'_>) -> Result<CyclicOutcome> {
     let mut warnings = Vec::new();
     adapt(&mut cfg, ctx);
     let n = cfg.threads.len();
-    let mut dl = dl_run::Setup::prepare(&cfg, ctx, &mut warnings)?;
+    let dl = dl_run::Setup::prepare(&cfg, ctx, &mut warnings)?;
     let (producers, writer) = start_samples(&cfg)?;
     let control = ctx.control().clone();
     rt::install_wake_handler();
@@ -320,10 +320,10 @@ pub fn run(mut cfg: CyclicConfig, ctx: &mut Ctx<'_>) -> Result<CyclicOutcome> {
     });
     warnings.extend(trace.iter().flat_map(|t| t.warnings.iter().cloned()));
     let samples_path = finish_samples(writer, &cfg, &outs, &mut warnings)?;
-    // HRTICK goes back before the result is written; a refused thread ends the run here.
+    // A refused thread ends the run here (HRTICK goes back with the driver's settings).
     let sigxcpu = crate::sys::deadline::sigxcpu_count();
-    if let Some(d) = dl.as_mut() {
-        d.finish(refused, &mut warnings)?;
+    if let Some(d) = &dl {
+        d.finish(refused)?;
     }
     let (series, linear, check_failure) = collect(&cfg, outs);
     let mut parameters = serde_json::to_value(&cfg).unwrap_or(serde_json::Value::Null);
