@@ -100,6 +100,11 @@ pub struct RunArgs {
     /// order=interleaved, seed=7, metric=max, or a dotted key such as design.repeats=3.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
+    /// When another latlab holds the machine's settings lock (a plan, `clocks
+    /// --clocksource`, `cyclic --hrtick`, `restore`, whatever its user), wait for it instead of
+    /// refusing (exit 3 naming the holder). Ctrl-C ends the wait.
+    #[arg(long)]
+    pub wait: bool,
 }
 
 /// Every kind a stored run can have: the measurements' (from the table), then the tools runs

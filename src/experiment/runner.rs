@@ -129,10 +129,16 @@ pub fn run(
     sets: &[String],
     control: &Control,
     kinds: crate::result::kind::Kinds,
+    wait: bool,
 ) -> Result<String> {
     let plan = Plan::load_with(path, sets)?;
-    // One plan at a time: the lock is taken before anything else happens.
-    let mut knobs = Knobs::new()?;
+    // One owner of system settings per machine: the lock is taken before anything else
+    // happens (`--wait`: waited for, until a signal).
+    let mut knobs = if wait {
+        Knobs::new_waiting(&|| !control.was_interrupted())?
+    } else {
+        Knobs::new()?
+    };
     let combos = plan.combinations();
     let started = std::time::SystemTime::now();
     let exp = format!("exp-{}", crate::result::new_run_id(started));

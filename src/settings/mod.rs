@@ -51,9 +51,21 @@ impl Knobs {
         Knobs::open(journal_path(), default_roots())
     }
 
+    /// As [`Knobs::new`], waiting for another latlab's lock for as long as `keep_waiting`
+    /// answers true (`latlab run --wait`).
+    pub fn new_waiting(keep_waiting: &dyn Fn() -> bool) -> Result<Knobs> {
+        let journal = journal_path();
+        let lock = journal::take_lock_waiting(&journal, Some(keep_waiting))?;
+        Knobs::locked(journal, default_roots(), lock)
+    }
+
     /// As [`Knobs::new`], with a chosen journal and roots (tests use a temporary tree).
     pub fn open(journal: PathBuf, roots: Vec<PathBuf>) -> Result<Knobs> {
         let lock = take_lock(&journal)?;
+        Knobs::locked(journal, roots, lock)
+    }
+
+    fn locked(journal: PathBuf, roots: Vec<PathBuf>, lock: Lock) -> Result<Knobs> {
         if let Some(j) = read_journal(&journal).unwrap_or(Some(Journal::default())) {
             let files: Vec<&str> = j.originals.keys().map(String::as_str).collect();
             return Err(Error::Env(format!(
@@ -246,10 +258,22 @@ pub fn restore_own_on_exit() {
 
 /// Settings an interrupted plan (or `--hrtick`, or a clocksource switch) journaled, for
 /// `latlab restore`: each one restored is a line; no journal, none.
+/// A journal in another directory (a user's own, where latlab kept it before it became
+/// machine-wide) is restored once, unless it was written before the machine last booted: the
+/// kernel's settings went back to their boot values then, and writing its originals now would
+/// put back stale ones (it is removed, and said).
 pub const RESTORER: crate::io::Restorer = crate::io::Restorer {
     name: "system settings",
-    run: |_| {
-        let text = restore_from_journal()?;
+    run: |dir| {
+        let path = if dir == crate::io::state_dir() {
+            journal_path()
+        } else {
+            dir.join("restore.json")
+        };
+        if let Some(line) = forget_if_stale(&path) {
+            return Ok(vec![line]);
+        }
+        let text = restore_journal_at(&path, &default_roots())?;
         Ok(if text.starts_with("nothing to restore") {
             Vec::new()
         } else {
@@ -257,6 +281,28 @@ pub const RESTORER: crate::io::Restorer = crate::io::Restorer {
         })
     },
 };
+
+/// Removes the journal at `path` when it was written before this boot; says so.
+fn forget_if_stale(path: &Path) -> Option<String> {
+    let written = std::fs::symlink_metadata(path).ok()?.modified().ok()?;
+    let btime: u64 = std::fs::read_to_string("/proc/stat")
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("btime "))?
+        .trim()
+        .parse()
+        .ok()?;
+    let boot = std::time::UNIX_EPOCH + std::time::Duration::from_secs(btime);
+    if written >= boot {
+        return None;
+    }
+    std::fs::remove_file(path).ok()?;
+    Some(format!(
+        "removed {}: written before this boot, when the kernel's settings went back to their \
+         boot values (nothing restored from it)",
+        path.display()
+    ))
+}
 
 /// `latlab restore`: replays a journal left by an interrupted run.
 pub fn restore_from_journal() -> Result<String> {

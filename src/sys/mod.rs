@@ -17,6 +17,7 @@ pub mod pimutex;
 pub mod policy;
 pub mod privilege;
 pub mod process;
+pub mod procs;
 pub mod roots;
 pub mod sched;
 pub mod sysvsem;

@@ -367,6 +367,20 @@ pub fn restore_in(dir: &Path) -> Vec<String> {
             ));
             continue;
         }
+        // The instance lives under a tracefs mount: mounted (in latlab's own namespace) if it
+        // is not. One that is gone (a reboot since) leaves only its journal entry.
+        if !e.instance.exists() {
+            let _ = TraceFs::system(dir);
+        }
+        if !e.instance.exists() {
+            let _ = std::fs::remove_file(&f);
+            out.push(format!(
+                "forgot {}: tracefs instance {} no longer exists",
+                f.display(),
+                e.instance.display()
+            ));
+            continue;
+        }
         let _ = poke(&e.instance.join("tracing_on"), "0");
         match remove_instance(&e.instance) {
             Ok(()) => out.push(format!("removed tracefs instance {}", e.instance.display())),

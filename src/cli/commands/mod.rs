@@ -72,6 +72,7 @@ pub fn run(parsed: Parsed, argv: Vec<String>) -> Result<()> {
                     &a.set,
                     &control,
                     crate::table::facts,
+                    a.wait,
                 )?
             };
             crate::output::stdout(&text).map_err(|e| Error::io("stdout", e))
@@ -90,17 +91,26 @@ pub fn run(parsed: Parsed, argv: Vec<String>) -> Result<()> {
 /// `latlab restore`: every feature's restorer in the table's order; what one could not do is
 /// said after what the others did.
 fn restore() -> Result<()> {
+    // The machine-wide state, then a user's own directory, where latlab kept it before.
     let state = crate::io::state_dir();
+    let mut dirs = vec![state.clone()];
+    let legacy = crate::io::user_state_dir();
+    let chosen = std::env::var_os("LATLAB_JOURNAL").is_some_and(|v| !v.is_empty());
+    if !chosen && legacy != state && legacy.is_dir() {
+        dirs.push(legacy);
+    }
     let mut text = String::new();
     let mut failed = None;
-    for r in crate::table::RESTORERS {
-        match (r.run)(&state) {
-            Ok(lines) => lines.iter().for_each(|l| {
-                text.push_str(l);
-                text.push('\n');
-            }),
-            Err(e) => {
-                failed.get_or_insert(e);
+    for dir in &dirs {
+        for r in crate::table::RESTORERS {
+            match (r.run)(dir) {
+                Ok(lines) => lines.iter().for_each(|l| {
+                    text.push_str(l);
+                    text.push('\n');
+                }),
+                Err(e) => {
+                    failed.get_or_insert(e);
+                }
             }
         }
     }
