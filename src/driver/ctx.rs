@@ -77,6 +77,14 @@ impl<'a> Ctx<'a> {
         Ok(self.settings.insert(held))
     }
 
+    /// The files of the settings the run holds now (real paths).
+    pub fn held_files(&self) -> Vec<std::path::PathBuf> {
+        self.settings
+            .as_ref()
+            .map(crate::settings::Knobs::files)
+            .unwrap_or_default()
+    }
+
     /// Puts every setting the run changed back now and gives the lock up; returns what could
     /// not be put back (the journal is then kept for `latlab restore`).
     pub fn restore_settings(&mut self) -> Vec<String> {

@@ -9,6 +9,7 @@
 
 pub mod args;
 mod ctx;
+pub mod ground;
 pub mod signals;
 #[cfg(test)]
 mod tests;
@@ -226,6 +227,27 @@ fn overlapping(measured: Option<&crate::config::CpuSet>, c: &Common) -> Vec<Stri
         .collect()
 }
 
+/// Real-time tasks of other processes allowed on the measured CPUs: a warning each; another
+/// latlab measuring there too is exit 3 under `--strict` (each would disturb the other).
+fn company(pinned: Option<&crate::config::CpuSet>, strict: bool) -> Result<Vec<String>> {
+    let Some(cpus) = pinned else {
+        return Ok(Vec::new());
+    };
+    let cpus: Vec<usize> = cpus.iter().collect();
+    let (warnings, twin) = ground::company_at_start(&cpus);
+    if strict && twin {
+        return Err(Error::Env(format!(
+            "--strict: {}",
+            warnings
+                .iter()
+                .find(|w| w.contains("another latlab"))
+                .cloned()
+                .unwrap_or_default()
+        )));
+    }
+    Ok(warnings)
+}
+
 /// The online CPUs other than `measured` (None when there are none, or nothing is measured).
 fn housekeeping(measured: Option<&crate::config::CpuSet>) -> Option<Vec<usize>> {
     let m = measured?;
@@ -326,6 +348,7 @@ pub fn execute_with<M: Measurement>(
 
     let placement_log = crate::rt::PlacementLog::default();
     warnings.extend(unplaceable(m.pinned_cpus().as_ref(), common.strict)?);
+    warnings.extend(company(m.pinned_cpus().as_ref(), common.strict)?);
 
     let loads = LoadSet::start(&common.loads, &control)?;
     let dog = watchdog::Watchdog::start(loads.pids(), m.planned(), control.clone());
@@ -347,7 +370,13 @@ pub fn execute_with<M: Measurement>(
             }
         }
     };
-    let (measured, unrestored) = {
+    // What the result depends on, read now and watched until the measurement returns.
+    let watched: Vec<usize> = m.pinned_cpus().map_or_else(
+        || crate::config::CpuSet::online_here().iter().collect(),
+        |c| c.iter().collect(),
+    );
+    let watch = ground::Watch::start(&watched, housekeeping(m.pinned_cpus().as_ref()));
+    let (measured, unrestored, held) = {
         let mut ctx = Ctx::new(
             control.clone(),
             environment,
@@ -362,9 +391,11 @@ pub fn execute_with<M: Measurement>(
         );
         let measured = m.measure(&mut ctx);
         // Settings go back before anything is written, on every way out of the measurement.
+        let held = ctx.held_files();
         let failed = ctx.restore_settings();
-        (measured, failed)
+        (measured, failed, held)
     };
+    let moved = watch.finish(&held);
     dog.finish();
     let (reports, load_warnings) = loads.stop();
     if measured.is_err() {
@@ -377,6 +408,8 @@ pub fn execute_with<M: Measurement>(
     let run = M::result(&mut outcome);
     run.loads.extend(reports);
     warnings.extend(load_warnings);
+    warnings.extend(moved.iter().map(ground::warning));
+    run.ground.extend(moved);
     warnings.extend(
         unrestored
             .iter()

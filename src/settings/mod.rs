@@ -85,6 +85,11 @@ impl Knobs {
         })
     }
 
+    /// The files changed so far (real paths).
+    pub fn files(&self) -> Vec<PathBuf> {
+        self.journal.originals.keys().map(PathBuf::from).collect()
+    }
+
     fn persist(&self) -> Result<()> {
         let tmp = self.path.with_extension("tmp");
         let text =

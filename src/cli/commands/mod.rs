@@ -66,14 +66,13 @@ pub fn run(parsed: Parsed, argv: Vec<String>) -> Result<()> {
                 // A hang-up must not end the plan with its settings changed either.
                 crate::driver::signals::stop_on_hangup();
                 let control = crate::driver::signals::control();
-                crate::experiment::runner::run(
-                    &a.plan,
-                    a.store.as_deref(),
-                    &a.set,
-                    &control,
-                    crate::table::facts,
-                    a.wait,
-                )?
+                let opts = crate::experiment::runner::Options {
+                    store: a.store.as_deref(),
+                    sets: &a.set,
+                    wait: a.wait,
+                    on_disturbed: a.on_disturbed,
+                };
+                crate::experiment::runner::run(&a.plan, &opts, &control, crate::table::facts)?
             };
             crate::output::stdout(&text).map_err(|e| Error::io("stdout", e))
         }
