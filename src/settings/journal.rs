@@ -122,8 +122,8 @@ pub(super) fn take_lock_waiting(
                     None => {
                         return Err(Error::Env(format!(
                             "another latlab holds the machine's system settings: {holder} has \
-                             {} locked; one owner of system settings per machine (whatever \
-                             the user or state directory): wait for it to end, or pass --wait",
+                             {} locked; one owner of system settings per machine (one \
+                             plan at a time, whatever the user or state directory): wait for it to end, or pass --wait",
                             lp.display()
                         )))
                     }

@@ -198,6 +198,63 @@ impl Knobs {
     }
 }
 
+/// Whether the kernel offers `level` for the setting `file`, before anything is written (a
+/// plan's `--dry-run` and its start): a clocksource must be in `available_clocksource`, a
+/// governor in `scaling_available_governors`, a number in the range the kernel accepts where it
+/// has a known one (`sched_rt_runtime_us` from -1 to the period, `sched_rt_period_us` from 1),
+/// and any setting that reads as a number must get a number. The reason when it does not.
+pub fn check_level(file: &Path, level: &str) -> std::result::Result<(), String> {
+    let sibling = |name: &str| {
+        let p = file.with_file_name(name);
+        std::fs::read_to_string(&p).ok().map(|t| (p, t))
+    };
+    let name = file.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let offered = match name {
+        "current_clocksource" => sibling("available_clocksource"),
+        "scaling_governor" => sibling("scaling_available_governors"),
+        _ => None,
+    };
+    if let Some((p, list)) = offered {
+        if !list.split_whitespace().any(|w| w == level.trim()) {
+            return Err(format!(
+                "'{level}' is not offered by this kernel ({} lists: {})",
+                p.display(),
+                list.trim()
+            ));
+        }
+        return Ok(());
+    }
+    let now = std::fs::read_to_string(file).unwrap_or_default();
+    if now.trim().parse::<i64>().is_ok() && level.trim().parse::<i64>().is_err() {
+        return Err(format!(
+            "'{level}' is not a number, and {} holds one ({})",
+            file.display(),
+            now.trim()
+        ));
+    }
+    let Ok(v) = level.trim().parse::<i64>() else {
+        return Ok(());
+    };
+    let range = match name {
+        "sched_rt_runtime_us" => {
+            let period = std::fs::read_to_string(file.with_file_name("sched_rt_period_us"))
+                .ok()
+                .and_then(|t| t.trim().parse::<i64>().ok())
+                .unwrap_or(i64::from(i32::MAX));
+            Some((-1, period))
+        }
+        "sched_rt_period_us" => Some((1, i64::from(i32::MAX))),
+        _ => None,
+    };
+    match range {
+        Some((lo, hi)) if v < lo || v > hi => Err(format!(
+            "{v} is outside what the kernel accepts for {} ({lo} to {hi})",
+            file.display()
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Whether a knob reading `now` holds the `value` written: the same text (blanks aside), the
 /// same number, or the bracketed choice of a sysfs menu (`always [madvise] never`).
 pub fn holds(value: &str, now: &str) -> bool {
@@ -529,7 +586,14 @@ mod tests {
         first.set(&f, "first").unwrap();
         let before = std::fs::read(t.journal()).unwrap();
         let e = t.knobs().err().expect("second owner accepted");
-        assert!(e.to_string().contains("one plan at a time"), "{e}");
+        // The holder is named: this very process, with its command line.
+        let me = format!("pid {}", std::process::id());
+        assert!(
+            e.to_string()
+                .contains("one owner of system settings per machine"),
+            "{e}"
+        );
+        assert!(e.to_string().contains(&me), "{e}");
         assert_eq!(e.exit_code(), 3);
         // restore refuses too while the owner lives.
         assert!(restore_journal_at(&t.journal(), std::slice::from_ref(&t.root)).is_err());
@@ -583,6 +647,36 @@ mod tests {
         let e = restore_journal_at(&t.journal(), std::slice::from_ref(&t.root)).unwrap_err();
         assert!(e.to_string().contains("victim"), "{e}");
         assert_eq!(std::fs::read(&victim).unwrap(), b"safe");
+    }
+
+    #[test]
+    fn a_level_the_kernel_does_not_offer_is_refused_before_anything_is_written() {
+        let d = tempfile::tempdir().unwrap();
+        let cs = d.path().join("current_clocksource");
+        std::fs::write(&cs, "tsc\n").unwrap();
+        std::fs::write(
+            d.path().join("available_clocksource"),
+            "tsc kvm-clock acpi_pm \n",
+        )
+        .unwrap();
+        assert!(check_level(&cs, "kvm-clock").is_ok());
+        let e = check_level(&cs, "hpet").unwrap_err();
+        assert!(
+            e.contains("not offered") && e.contains("tsc kvm-clock"),
+            "{e}"
+        );
+        let rt = d.path().join("sched_rt_runtime_us");
+        std::fs::write(&rt, "950000\n").unwrap();
+        std::fs::write(d.path().join("sched_rt_period_us"), "1000000\n").unwrap();
+        assert!(check_level(&rt, "-1").is_ok() && check_level(&rt, "1000000").is_ok());
+        assert!(check_level(&rt, "1000001").unwrap_err().contains("outside"));
+        assert!(check_level(&rt, "-2").is_err());
+        assert!(check_level(&rt, "fast")
+            .unwrap_err()
+            .contains("not a number"));
+        let other = d.path().join("swappiness");
+        std::fs::write(&other, "60\n").unwrap();
+        assert!(check_level(&other, "10").is_ok() && check_level(&other, "x").is_err());
     }
 
     #[test]

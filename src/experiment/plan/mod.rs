@@ -365,6 +365,11 @@ impl Plan {
             }
             for file in &v {
                 knobs::check_writable(file).map_err(|e| Error::Env(format!("{ctx}knob {e}")))?;
+                // Every level the kernel would refuse is refused now, before any run.
+                for level in &f.levels {
+                    knobs::check_level(file, level)
+                        .map_err(|e| Error::Env(format!("{ctx}level {e}")))?;
+                }
             }
             files.push(v);
         }
