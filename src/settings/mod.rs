@@ -217,7 +217,8 @@ pub fn check_level(file: &Path, level: &str) -> std::result::Result<(), String> 
     if let Some((p, list)) = offered {
         if !list.split_whitespace().any(|w| w == level.trim()) {
             return Err(format!(
-                "'{level}' is not offered by this kernel ({} lists: {})",
+                "'{level}' for {} is not offered by this kernel ({} lists: {})",
+                file.display(),
                 p.display(),
                 list.trim()
             ));

@@ -38,6 +38,7 @@ mod placement;
 mod plan;
 mod report;
 mod sched;
+mod shared;
 mod store;
 mod table;
 mod tcp;
