@@ -20,6 +20,8 @@ pub struct Entry {
     pub kind: &'static str,
     /// Whether a plan (`latlab run`) may run it.
     pub plannable: bool,
+    /// What the layers below the table need to know about its runs.
+    pub facts: crate::result::kind::Facts,
     /// Adds its arguments to a clap command.
     args: fn(clap::Command) -> clap::Command,
     /// Lowers parsed arguments without running (the plan checker): the expected length of one
@@ -47,6 +49,7 @@ const fn entry<A: Lowering>(name: &'static str, about: &'static str, plannable: 
         about,
         kind: <A::Config as crate::driver::Measurement>::KIND,
         plannable,
+        facts: <A::Config as crate::driver::Measurement>::FACTS,
         args: A::augment_args,
         check: check::<A>,
         run: run::<A>,
@@ -64,7 +67,7 @@ fn check<A: Lowering>(
 ) -> std::result::Result<Planned, String> {
     let a = parsed::<A>(m).map_err(|e| e.to_string())?;
     for s in &a.common().load {
-        crate::load::LoadSpec::parse(s).map_err(|e| e.to_string())?;
+        crate::loadgen::LoadSpec::parse(s).map_err(|e| e.to_string())?;
     }
     let c = a.lower(online).map_err(|e| e.to_string())?;
     a.check_in_plan(&c)?;
@@ -172,6 +175,15 @@ fn getopt_values(a: clap::Arg) -> clap::Arg {
     }
 }
 
+/// Every feature's durable state and how to put it back, in the order `latlab restore` runs
+/// them: tracing first (it needs no lock), then SysV sets, then the journaled settings. A new
+/// feature with state that can outlive a killed latlab adds its restorer here.
+pub static RESTORERS: &[crate::io::Restorer] = &[
+    crate::trace::tracefs::RESTORER,
+    crate::sys::sysvsem::RESTORER,
+    crate::settings::RESTORER,
+];
+
 /// The entry named `name`.
 pub fn find(name: &str) -> Option<&'static Entry> {
     TABLE.iter().find(|e| e.name == name)
@@ -184,6 +196,15 @@ pub fn plannable() -> Vec<&'static str> {
         .filter(|e| e.plannable)
         .map(|e| e.name)
         .collect()
+}
+
+/// The facts of runs of `kind` (a stored kind, or a measurement's name): those its
+/// measurement declares, else (an imported run of another tool) a plain latency's.
+pub fn facts(kind: &str) -> crate::result::kind::Facts {
+    TABLE
+        .iter()
+        .find(|e| e.kind == kind || e.name == kind)
+        .map_or(crate::result::kind::Facts::LATENCY, |e| e.facts)
 }
 
 /// The kinds measurements store their runs as, in table order.

@@ -94,14 +94,15 @@ pub fn conditions(levels: &[(String, Vec<&Run>)]) -> Option<String> {
         .filter(|s| *s > 0.0 && s.is_finite())
         .collect();
     secs.sort_by(f64::total_cmp);
-    let len = secs.get(secs.len() / 2).map_or(String::new(), |s| {
-        format!(" {} s", crate::stats::cfmt::g(*s, 2))
-    });
-    parts.push(if counts.iter().all(|c| *c == counts[0]) {
-        format!("{} ×{len} runs per level", counts[0])
-    } else {
-        let c: Vec<String> = counts.iter().map(|c| c.to_string()).collect();
-        format!("{} runs{len}", c.join(" vs "))
+    let len = secs
+        .get(secs.len() / 2)
+        .map(|s| format!("{} s", crate::stats::cfmt::g(*s, 2)));
+    let c: Vec<String> = counts.iter().map(|c| c.to_string()).collect();
+    parts.push(match (counts.iter().all(|c| *c == counts[0]), len) {
+        (true, Some(l)) => format!("{} × {l} runs per level", counts[0]),
+        (true, None) => format!("{} runs per level", counts[0]),
+        (false, Some(l)) => format!("{} runs of {l}", c.join(" vs ")),
+        (false, None) => format!("{} runs", c.join(" vs ")),
     });
     parts.push(per_level(levels, load)?);
     parts.push(per_level(levels, kernel)?);
@@ -154,5 +155,7 @@ mod tests {
             "cyclic -t 1 -a 1 -i 1ms, 2 × 3 s runs per level, no load vs load \
              hackbench:groups=4, kernel 6.18.44 (preemption dynamic)"
         );
+        let l = vec![("a".to_string(), vec![&a]), ("b".to_string(), vec![&b, &b])];
+        assert!(conditions(&l).unwrap().contains(", 1 vs 2 runs of 3 s, "));
     }
 }

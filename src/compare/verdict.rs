@@ -418,7 +418,12 @@ mod tests {
                 ((pv - pb) - pd).abs() < 1e-9 * pb.abs().max(1.0),
                 "{b} {v}: {sb} {sv} {sd}"
             );
-            assert!(!sd.trim_start_matches('-').chars().all(|c| c == '0' || c == '.'), "{b} {v}: {sb} {sv} {sd}");
+            assert!(
+                !sd.trim_start_matches('-')
+                    .chars()
+                    .all(|c| c == '0' || c == '.'),
+                "{b} {v}: {sb} {sv} {sd}"
+            );
             assert!(sb != sv, "{b} {v}: {sb} {sv}");
         }
         assert_eq!(

@@ -367,7 +367,7 @@ mod tests {
     #[test]
     fn culprit_labels_stay_within_the_bound_under_a_thousand_names() {
         use crate::monitor::causes::{Causes, DEFAULT_TOP};
-        use crate::trace::attribute::{Attribution, Component};
+        use crate::result::trace::{Attribution, Component};
         let t = Arc::new(Tally::new(u64::MAX));
         let causes = Arc::new(Causes::new(&[3], DEFAULT_TOP));
         let s = Arc::new(Shared {
@@ -402,7 +402,7 @@ mod tests {
             let spikes: Vec<_> = (0..50)
                 .map(|k| {
                     let name = format!("cmd-{}", batch * 50 + k);
-                    crate::trace::spikes::SpikeRecord {
+                    crate::result::trace::SpikeRecord {
                         series: "cpu3".into(),
                         cpu: 3,
                         seq: 1,
