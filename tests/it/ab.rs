@@ -365,7 +365,13 @@ fn the_clocksource_experiment_compares_per_metric_and_ends_with_a_sentence() {
         html.to_str().unwrap(),
     ]);
     let page = std::fs::read_to_string(&html).unwrap();
-    assert!(page.contains(last), "the sentence in the report");
+    let escaped = last
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#39;");
+    assert!(page.contains(&escaped), "the sentence in the report");
     let block = &page[page.find("id=\"warnings\"").unwrap()..];
     let block = &block[..block.find("</div>").unwrap()];
     assert_eq!(block.matches("<li>").count(), 1, "{block}");
