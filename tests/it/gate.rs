@@ -290,6 +290,11 @@ fn max_requirements_junit_and_bisect() {
         ),
     }
 
+    // A JUnit file that cannot be written is bad usage naming the flag, before any judging.
+    let (code, _, err) = gate(d, &["max<100us", "a.json", "b.json", "--junit", "."]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--junit"), "{err}");
+
     // --bisect: met 0, violated 1, undecided 125, bad usage 128.
     for (args, want) in [
         (vec!["max<100us", "a.json", "b.json"], 0),

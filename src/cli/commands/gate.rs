@@ -65,7 +65,8 @@ fn judge_all(a: &GateArgs) -> Result<()> {
         ));
     }
     if let Some(j) = &a.junit {
-        crate::output::check_writable(j).map_err(|e| Error::io(j.display().to_string(), e))?;
+        crate::output::check_writable(j)
+            .map_err(|e| Error::flag("--junit", j.display(), format!("cannot be written: {e}")))?;
     }
     let items = crate::compare::select::parse(&a.inputs)?;
     // The run is the unit of replication: the same run given twice is refused.
