@@ -14,7 +14,6 @@ pub mod io;
 pub mod live;
 pub mod loadgen;
 pub mod measure;
-pub mod monitor;
 pub mod output;
 pub mod probe;
 pub mod report;

@@ -9,6 +9,7 @@
 
 pub mod args;
 mod ctx;
+pub mod entry;
 pub mod ground;
 pub mod signals;
 #[cfg(test)]

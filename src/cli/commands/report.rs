@@ -93,7 +93,7 @@ fn fleet_cmd(a: &ReportArgs) -> Result<()> {
             .map_err(|e| Error::Usage(format!("-o {}: {e}", a.output.display())))?;
     }
     let f = fleet::load(&fleet::Query {
-        kind: <crate::monitor::MonitorConfig as crate::driver::Measurement>::KIND,
+        kind: <crate::measure::monitor::MonitorConfig as crate::driver::Measurement>::KIND,
         since,
         tags,
         store: a.store.clone(),

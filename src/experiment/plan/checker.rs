@@ -8,14 +8,7 @@
 /// a stand-in).
 pub type Checker = fn(&str, &[String]) -> std::result::Result<Planned, String>;
 
-/// What the configuration says of one run before it is made.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct Planned {
-    /// Its expected length (ns), when it has a deadline.
-    pub ns: Option<u64>,
-    /// Samples per second, all series together, when the measurement knows it.
-    pub rate: Option<f64>,
-}
+pub use crate::driver::entry::Planned;
 
 pub(super) static CHECKER: std::sync::OnceLock<Checker> = std::sync::OnceLock::new();
 
