@@ -28,6 +28,7 @@ pub struct Ctx<'a> {
     placement: rt::PlacementLog,
     tracer: Option<crate::trace::session::Tracer>,
     settings: Option<crate::settings::Knobs>,
+    loads: crate::loadgen::LoadProgress,
 }
 
 impl<'a> Ctx<'a> {
@@ -57,7 +58,21 @@ impl<'a> Ctx<'a> {
             placement,
             tracer,
             settings: None,
+            loads: crate::loadgen::LoadProgress::default(),
         }
+    }
+
+    /// The running loads' progress, read by [`Ctx::load_progress`].
+    pub(crate) fn with_loads(mut self, loads: crate::loadgen::LoadProgress) -> Ctx<'a> {
+        self.loads = loads;
+        self
+    }
+
+    /// What each `--load` has achieved so far, as it last reported (about once a second), in
+    /// `--load` order: a measurement that stores results mid-run (a qualification's
+    /// checkpoints) records its loads' statistics with them.
+    pub fn load_progress(&self) -> Vec<Option<crate::result::LoadReport>> {
+        self.loads.now()
     }
 
     /// The system settings this run changes (`--hrtick`, `clocks --clocksource`): taken on

@@ -396,7 +396,8 @@ pub fn execute_with<M: Measurement>(
             &mut keeper,
             placement_log.clone(),
             tracer,
-        );
+        )
+        .with_loads(loads.progress());
         let measured = m.measure(&mut ctx);
         // Settings go back before anything is written, on every way out of the measurement.
         let held = ctx.held_files();

@@ -20,6 +20,9 @@ pub enum LoadKind {
     Net,
     /// A command run in a loop.
     Exec,
+    /// A parallel build (`make -j`) of a bundled C tree in a scratch directory, over and over,
+    /// as rteval's kernel build (nothing is downloaded).
+    Build,
 }
 
 const KEYS: &[(LoadKind, &[&str])] = &[
@@ -32,6 +35,7 @@ const KEYS: &[(LoadKind, &[&str])] = &[
     (LoadKind::Io, &["path", "direct", "block", "size"]),
     (LoadKind::Net, &["size"]),
     (LoadKind::Exec, &["cmd"]),
+    (LoadKind::Build, &["jobs", "units"]),
 ];
 
 impl LoadKind {
@@ -43,6 +47,7 @@ impl LoadKind {
             "io" => LoadKind::Io,
             "net" => LoadKind::Net,
             "exec" => LoadKind::Exec,
+            "build" => LoadKind::Build,
             _ => return None,
         })
     }
@@ -65,6 +70,7 @@ impl fmt::Display for LoadKind {
             LoadKind::Io => "io",
             LoadKind::Net => "net",
             LoadKind::Exec => "exec",
+            LoadKind::Build => "build",
         })
     }
 }
@@ -98,7 +104,7 @@ impl LoadSpec {
         let (kind_s, rest) = text.split_once(':').unwrap_or((text, ""));
         let kind = LoadKind::parse(kind_s.trim()).ok_or_else(|| {
             bad(format!(
-                "unknown load kind '{kind_s}' (use hackbench, cpu, memory, io, net or exec)"
+                "unknown load kind '{kind_s}' (use hackbench, cpu, memory, io, net, exec or build)"
             ))
         })?;
         let mut opts = BTreeMap::new();
@@ -248,6 +254,21 @@ impl LoadSpec {
                 self.num("size", 64 << 10)?;
             }
             LoadKind::Exec => {}
+            LoadKind::Build => {
+                if self.num("jobs", 1)? > 4096 {
+                    return Err("jobs: at most 4096".into());
+                }
+                if self.num("units", super::build::DEFAULT_UNITS)? > super::build::MAX_UNITS {
+                    return Err(format!("units: at most {}", super::build::MAX_UNITS));
+                }
+                for tool in ["make", "cc"] {
+                    if !crate::sys::process::command_exists(tool) {
+                        return Err(format!(
+                            "the build load needs '{tool}' on PATH (Debian: apt-get install make gcc)"
+                        ));
+                    }
+                }
+            }
         }
         Ok(())
     }
