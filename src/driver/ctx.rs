@@ -12,6 +12,8 @@ use std::time::SystemTime;
 /// Keeps runs in the store the driver opened before measuring.
 pub(crate) trait Keep {
     fn keep(&mut self, run: &Run) -> Result<()>;
+    /// Keeps `run` with these tags beside the run's own (`--tag`, the measurement's).
+    fn keep_tagged(&mut self, run: &Run, extra: &[(&str, &str)]) -> Result<()>;
 }
 
 /// The measurement's view of its run; see the module doc.
@@ -199,6 +201,13 @@ impl<'a> Ctx<'a> {
     /// under `--no-store`. The run the measurement returns is stored by the driver.
     pub fn keep(&mut self, run: &Run) -> Result<()> {
         self.keeper.keep(run)
+    }
+
+    /// [`Ctx::keep`] with tags of this run's own beside the common ones (a qualification's
+    /// checkpoint interval carries its experiment id; its final result does not), without a
+    /// word on stderr: the measurement says what it keeps.
+    pub fn keep_tagged(&mut self, run: &Run, extra: &[(&str, &str)]) -> Result<()> {
+        self.keeper.keep_tagged(run, extra)
     }
 
     /// Spawns one pinned worker per placement behind a common barrier (see

@@ -176,9 +176,19 @@ impl Keeper {
     }
 
     fn keep(&mut self, run: &Run) -> Result<()> {
-        if let Some(st) = self.store.as_mut() {
-            st.save(run, &self.tags)?;
+        self.keep_tagged(run, &[])?;
+        if let Some(st) = self.store.as_ref() {
             crate::note!("latlab: run {} stored in {}", run.id, st.location());
+        }
+        Ok(())
+    }
+
+    /// Saves without a word (the measurement says what it keeps).
+    fn keep_tagged(&mut self, run: &Run, extra: &[(&str, &str)]) -> Result<()> {
+        if let Some(st) = self.store.as_mut() {
+            let mut tags = self.tags.clone();
+            tags.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+            st.save(run, &tags)?;
         }
         Ok(())
     }
@@ -187,6 +197,10 @@ impl Keeper {
 impl ctx::Keep for Keeper {
     fn keep(&mut self, run: &Run) -> Result<()> {
         Keeper::keep(self, run)
+    }
+
+    fn keep_tagged(&mut self, run: &Run, extra: &[(&str, &str)]) -> Result<()> {
+        Keeper::keep_tagged(self, run, extra)
     }
 }
 

@@ -8,6 +8,7 @@ pub mod charts;
 pub mod fleet;
 pub mod html;
 pub mod png;
+pub mod qualify;
 pub mod spikes;
 pub mod svg;
 
