@@ -14,6 +14,8 @@ pub(crate) trait Keep {
     fn keep(&mut self, run: &Run) -> Result<()>;
     /// Keeps `run` with these tags beside the run's own (`--tag`, the measurement's).
     fn keep_tagged(&mut self, run: &Run, extra: &[(&str, &str)]) -> Result<()>;
+    /// Adds a tag to the result the measurement returns (stored by the driver).
+    fn tag_result(&mut self, key: &str, value: &str);
 }
 
 /// The measurement's view of its run; see the module doc.
@@ -208,6 +210,12 @@ impl<'a> Ctx<'a> {
     /// word on stderr: the measurement says what it keeps.
     pub fn keep_tagged(&mut self, run: &Run, extra: &[(&str, &str)]) -> Result<()> {
         self.keeper.keep_tagged(run, extra)
+    }
+
+    /// Tags the result this measurement returns, when the driver stores it (a qualification's
+    /// final result says whether it finished).
+    pub fn tag_result(&mut self, key: &str, value: &str) {
+        self.keeper.tag_result(key, value);
     }
 
     /// Spawns one pinned worker per placement behind a common barrier (see

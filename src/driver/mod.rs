@@ -162,6 +162,8 @@ pub struct Common {
 struct Keeper {
     store: Option<Box<dyn crate::store::Store>>,
     tags: BTreeMap<String, String>,
+    /// Tags the measurement gave its result (`Ctx::tag_result`).
+    result_tags: Vec<(String, String)>,
 }
 
 impl Keeper {
@@ -172,11 +174,20 @@ impl Keeper {
             Some(s) => Some(s),
             None => Some(crate::store::open(c.store.as_deref())?),
         };
-        Ok(Keeper { store, tags })
+        Ok(Keeper {
+            store,
+            tags,
+            result_tags: Vec::new(),
+        })
     }
 
     fn keep(&mut self, run: &Run) -> Result<()> {
-        self.keep_tagged(run, &[])?;
+        let extra = std::mem::take(&mut self.result_tags);
+        let extra: Vec<(&str, &str)> = extra
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        self.keep_tagged(run, &extra)?;
         if let Some(st) = self.store.as_ref() {
             crate::note!("latlab: run {} stored in {}", run.id, st.location());
         }
@@ -201,6 +212,10 @@ impl ctx::Keep for Keeper {
 
     fn keep_tagged(&mut self, run: &Run, extra: &[(&str, &str)]) -> Result<()> {
         Keeper::keep_tagged(self, run, extra)
+    }
+
+    fn tag_result(&mut self, key: &str, value: &str) {
+        self.result_tags.push((key.to_string(), value.to_string()));
     }
 }
 

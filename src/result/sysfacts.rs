@@ -314,9 +314,7 @@ impl SystemFacts {
             (
                 "system",
                 or(
-                    &format!("{} {}", self.vendor, self.product)
-                        .trim()
-                        .to_string(),
+                    format!("{} {}", self.vendor, self.product).trim(),
                     "unknown (no DMI)",
                 ),
             ),

@@ -392,7 +392,13 @@ fn resume_refuses_finished_foreign_and_unknown_runs() {
     // Two qualifications compared: each one's checkpoint intervals are its runs.
     let sel = |f: &serde_json::Value| format!("run:{}", f["id"].as_str().unwrap());
     let out = latlab()
-        .args(["compare", "--store", &store, &sel(&finals[0]), &sel(&finals[1])])
+        .args([
+            "compare",
+            "--store",
+            &store,
+            &sel(&finals[0]),
+            &sel(&finals[1]),
+        ])
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr).into_owned();

@@ -106,6 +106,7 @@ impl Checkpoints<'_> {
         }
         self.seq = seq;
         run.loads = load_deltas(&ctx.load_progress(), &mut self.loads);
+        summary::add_loads(&mut self.seg.loads, &run.loads);
         self.seg.measured_s += run.duration_s;
         if self.first_started.is_empty() {
             self.first_started = run.started.clone();
@@ -160,6 +161,53 @@ impl Checkpoints<'_> {
                 format!("checkpoint {seq} NOT stored: {e}")
             }
         })
+    }
+}
+
+impl<'c> Checkpoints<'c> {
+    /// The checkpoints of a segment that starts now.
+    fn new(
+        cfg: &'c QualifyConfig,
+        (policy, prio): (Policy, i32),
+        tallies: &[Arc<Tally>],
+        started: SystemTime,
+        facts: SystemFacts,
+    ) -> Checkpoints<'c> {
+        let before = cfg.derived.before.as_ref();
+        Checkpoints {
+            cfg,
+            snap: snapshot::Context {
+                cpus: &cfg.cpus,
+                interval_ns: cfg.interval_ns,
+                policy,
+                prio,
+                parameters: serde_json::to_value(cfg).unwrap_or(serde_json::Value::Null),
+            },
+            interval: Interval::new(tallies),
+            seq: before
+                .and_then(|b| b.intervals.iter().map(|i| i.seq).max())
+                .unwrap_or(0),
+            first_started: before.map(|b| b.first_started.clone()).unwrap_or_default(),
+            boot_id: boot_id(),
+            loads: vec![None; cfg.loads.len()],
+            cost_ms: None,
+            seg: Segment {
+                number: before.map_or(0, |b| b.segments) + 1,
+                started: crate::result::rfc3339(started),
+                boot_id: boot_id(),
+                facts: facts.clone(),
+                intervals: Vec::new(),
+                counts: vec![Vec::new(); cfg.derived.requirements.len()],
+                recs: Vec::new(),
+                measured_s: 0.0,
+                spikes: Vec::new(),
+                trace: None,
+                interrupted: false,
+                loads: Vec::new(),
+            },
+            facts,
+            failures: 0,
+        }
     }
 }
 
@@ -222,7 +270,6 @@ pub fn run(cfg: &QualifyConfig, ctx: &mut Ctx<'_>) -> Result<QualifyOutcome> {
         crate::samples::rings(n, crate::measure::cyclic::ring_capacity(cfg.interval_ns));
     let producers: Vec<_> = producers.into_iter().map(Some).collect();
     let facts = SystemFacts::capture(&cfg.cpus);
-    let segment = cfg.derived.before.as_ref().map_or(0, |b| b.segments) + 1;
     let progress = Progress::new(cfg.duration_ns as f64 / 1e9, cfg.measured_before_s());
     rt::install_wake_handler();
     let done = Arc::new(AtomicUsize::new(0));
@@ -243,47 +290,7 @@ pub fn run(cfg: &QualifyConfig, ctx: &mut Ctx<'_>) -> Result<QualifyOutcome> {
     )?;
     barrier.wait();
     let started = SystemTime::now();
-    let mut cp = Checkpoints {
-        cfg,
-        snap: snapshot::Context {
-            cpus: &cfg.cpus,
-            interval_ns: cfg.interval_ns,
-            policy,
-            prio,
-            parameters: serde_json::to_value(cfg).unwrap_or(serde_json::Value::Null),
-        },
-        interval: Interval::new(&tallies),
-        seq: cfg
-            .derived
-            .before
-            .as_ref()
-            .and_then(|b| b.intervals.iter().map(|i| i.seq).max())
-            .unwrap_or(0),
-        first_started: cfg
-            .derived
-            .before
-            .as_ref()
-            .map(|b| b.first_started.clone())
-            .unwrap_or_default(),
-        boot_id: boot_id(),
-        loads: vec![None; cfg.loads.len()],
-        cost_ms: None,
-        seg: Segment {
-            number: segment,
-            started: crate::result::rfc3339(started),
-            boot_id: boot_id(),
-            facts: facts.clone(),
-            intervals: Vec::new(),
-            counts: vec![Vec::new(); cfg.derived.requirements.len()],
-            recs: Vec::new(),
-            measured_s: 0.0,
-            spikes: Vec::new(),
-            trace: None,
-            interrupted: false,
-        },
-        facts,
-        failures: 0,
-    };
+    let mut cp = Checkpoints::new(cfg, (policy, prio), &tallies, started, facts);
     let t0 = Instant::now();
     let deadline = t0 + cfg.remaining();
     let every = Duration::from_nanos(cfg.checkpoint_ns);
@@ -426,9 +433,13 @@ fn finish(
     let (run, cases) = summary::finish(cfg, base, cp.seg, policy, prio);
     let q = run.qualification.as_deref();
     let state = q.map_or(State::Interrupted, |q| q.state);
-    ctx.keep_tagged(&run, &[(super::resume::TAG_ROLE, super::resume::role(state))])?;
+    // The driver stores it (with the loads' final reports and its warnings), tagged with its
+    // state.
+    ctx.tag_result(super::resume::TAG_ROLE, super::resume::role(state));
     let mut written = Vec::new();
-    if let Some(p) = &cfg.junit {
+    // JUnit is the verdict of a finished qualification (an interrupted one has none yet, and
+    // a service's unit tests for the file to know it is done).
+    if let Some(p) = cfg.junit.as_ref().filter(|_| state == State::Finished) {
         crate::output::write_atomic(p, crate::gate::junit::xml(&cases).as_bytes())
             .map_err(|e| Error::io(p.display().to_string(), e))?;
         written.push(format!("JUnit {}", p.display()));

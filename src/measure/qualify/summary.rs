@@ -155,6 +155,8 @@ pub struct Segment {
     pub trace: Option<TraceReport>,
     /// Stopped by a signal.
     pub interrupted: bool,
+    /// Per load: what its checkpoints counted.
+    pub loads: Vec<LoadReport>,
 }
 
 /// The verdict of each requirement on every interval, with the JUnit cases and whether any
@@ -355,16 +357,16 @@ pub fn finish(
         t.spikes = spikes;
         base.trace = Some(t);
     }
-    if let Some(b) = b {
-        for l in &b.loads {
-            let mut l = l.clone();
-            l.note = Some(format!(
-                "segments 1-{}, from their checkpoints{}",
-                b.segments,
-                l.note.map(|n| format!("; {n}")).unwrap_or_default()
-            ));
-            base.loads.push(l);
-        }
+    // Every segment's loads as their checkpoints counted them (the driver adds this
+    // segment's final reports).
+    let mut loads: Vec<LoadReport> = b.map(|b| b.loads.clone()).unwrap_or_default();
+    add_loads(&mut loads, &seg.loads);
+    for mut l in loads {
+        l.note = Some(format!(
+            "all {} segment(s), from their checkpoints",
+            seg.number
+        ));
+        base.loads.push(l);
     }
     let mut facts: Vec<SystemFacts> = b.map(|b| b.facts.clone()).unwrap_or_default();
     facts.push(seg.facts.clone());
@@ -409,4 +411,116 @@ pub fn finish(
         changed,
     }));
     (base, cases)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::result::Environment;
+    use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+    fn cfg() -> QualifyConfig {
+        let a: super::super::args::QualifyArgs = crate::driver::args::parse_args(
+            "qualify",
+            ["latlab", "qualify", "-D", "60s", "-a", "1", "--require", "max<1ms", "--no-loads"],
+        )
+        .unwrap();
+        QualifyConfig::from_args(&a, &crate::config::CpuSet::from_cpus([0, 1])).unwrap()
+    }
+
+    /// A stored interval of segment `seg` from `t` s to `t + 10` s: 1000 samples on CPU 1 of
+    /// `ns` each.
+    fn interval(seq: u64, seg: u32, t: u64, ns: u64, boot: &str) -> Run {
+        let start = UNIX_EPOCH + Duration::from_secs(1_800_000_000 + t);
+        let mut rec = Recorder::new();
+        for _ in 0..1000 {
+            rec.record(ns);
+        }
+        let mut s = Series::from_recorder("cpu1".into(), &rec);
+        s.cpu = Some(1);
+        let mut r = Run::new("qualify", start, vec![], serde_json::Value::Null, Environment::capture());
+        r.started = crate::result::rfc3339(start);
+        r.ended = crate::result::rfc3339(start + Duration::from_secs(10));
+        r.duration_s = 10.0;
+        r.series = vec![s];
+        r.qualification = Some(Box::new(Qualification {
+            id: "Q".into(),
+            state: State::InProgress,
+            segment: seg,
+            interval: Some(seq),
+            planned_s: 60.0,
+            measured_s: 0.0,
+            first_started: crate::result::rfc3339(UNIX_EPOCH + Duration::from_secs(1_800_000_000)),
+            host: "h".into(),
+            boot_id: boot.into(),
+            pid: 1,
+            checkpoint_ms: None,
+            rss_kb: None,
+            system: Some(SystemFacts {
+                kernel_release: format!("k{seg}"),
+                ..Default::default()
+            }),
+            intervals: vec![],
+            gaps: vec![],
+            verdicts: vec![],
+            changed: vec![],
+        }));
+        r
+    }
+
+    #[test]
+    fn segments_merge_gaps_are_recorded_and_intervals_are_the_replicates() {
+        let mut c = cfg();
+        // Segment 1: two intervals; killed; segment 2 (after a reboot, a new kernel) one
+        // interval 100 s after segment 1's last checkpoint ended.
+        let runs = [
+            interval(1, 1, 0, 5_000, "b1"),
+            interval(2, 1, 10, 7_000, "b1"),
+            interval(3, 2, 120, 6_000, "b2"),
+        ];
+        c.derived.before = Some(std::sync::Arc::new(before(&c, &runs)));
+        let b = c.derived.before.as_deref().unwrap();
+        assert_eq!((b.segments, b.measured_s, b.intervals.len()), (2, 30.0, 3));
+        assert_eq!(b.counts[0].len(), 3, "each interval counted");
+        assert_eq!(b.merged[0].1.count, 3000);
+        assert_eq!(b.merged[0].1.max, 7_000);
+        // Segment 3 now: one more interval, 2000 samples of 2 µs, after another gap.
+        let mut rec = Recorder::new();
+        for _ in 0..2000 {
+            rec.record(2_000);
+        }
+        let seg = Segment {
+            number: 3,
+            started: crate::result::rfc3339(UNIX_EPOCH + Duration::from_secs(1_800_000_200)),
+            boot_id: "b2".into(),
+            facts: SystemFacts {
+                kernel_release: "k2".into(),
+                ..Default::default()
+            },
+            intervals: vec![],
+            counts: vec![vec![]],
+            recs: vec![(1, rec, 0, 0)],
+            measured_s: 20.0,
+            spikes: vec![],
+            trace: None,
+            interrupted: false,
+            loads: vec![],
+        };
+        let base = Run::new("qualify", SystemTime::now(), vec![], serde_json::Value::Null, Environment::capture());
+        let (run, cases) = finish(&c, base, seg, crate::config::Policy::Fifo, 95);
+        let q = run.qualification.unwrap();
+        assert_eq!(q.state, State::Finished);
+        assert_eq!((q.segment, q.measured_s), (3, 50.0));
+        assert_eq!(run.series[0].summary.count, 5000);
+        assert_eq!(run.series[0].summary.max_ns, 7_000);
+        // Two gaps: 1 -> 2 (100 s, a reboot), 2 -> 3 (70 s, same boot).
+        assert_eq!(q.gaps.len(), 2, "{:?}", q.gaps);
+        assert_eq!((q.gaps[0].after_segment, q.gaps[0].seconds, q.gaps[0].reboot), (1, 100.0, true));
+        assert_eq!((q.gaps[1].after_segment, q.gaps[1].seconds, q.gaps[1].reboot), (2, 70.0, false));
+        assert_eq!(q.changed, ["segment 2: kernel k1 -> k2"]);
+        // max<1ms on three intervals, every maximum below: met.
+        assert_eq!(q.verdicts[0].verdict, "met", "{:?}", q.verdicts);
+        assert_eq!(cases.len(), 1);
+        assert_eq!(run.started, crate::result::rfc3339(UNIX_EPOCH + Duration::from_secs(1_800_000_000)));
+    }
 }
