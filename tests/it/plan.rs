@@ -21,11 +21,18 @@ impl Drop for KnobTest {
     }
 }
 
-/// Takes `KNOB` for one test, or says why it cannot (not root, read-only /proc/sys).
+/// Takes `KNOB` for one test, or says why it cannot (no such sysctl, not root, read-only
+/// /proc/sys) through `skip`, so that a test which cannot run never passes silently.
 fn knob_test(test: &str) -> Option<KnobTest> {
     // Every test that runs a plan takes turns: one plan at a time holds the settings lock.
     let guard = exclusive();
-    let orig = std::fs::read(KNOB).ok()?;
+    let orig = match std::fs::read(KNOB) {
+        Ok(orig) => orig,
+        Err(e) => {
+            skip(test, &format!("{KNOB} cannot be read here: {e}"));
+            return None;
+        }
+    };
     if let Err(e) = std::fs::write(KNOB, &orig) {
         skip(test, &format!("{KNOB} is not writable here: {e}"));
         return None;
