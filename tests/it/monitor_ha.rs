@@ -1,6 +1,6 @@
 //! An HA pair of real Prometheus servers (1 s and 3 s scrape intervals) scraping one monitor
 //! while a stall hits CPU 1: through their HTTP APIs both report the same window maxima for the
-//! same windows, and the stall only on CPU 1.
+//! same windows, and both see the stall on CPU 1 in the same windows.
 
 use crate::monitor::{Monitor, Prometheus};
 use crate::util::{rt_test, skip, stall};
@@ -51,6 +51,10 @@ fn windows(prom: &Prometheus) -> BTreeMap<(String, u64), f64> {
     out
 }
 
+/// The mechanism, not the host's quiet: the 60 ms stalls injected on CPU 1 are seen there by
+/// both servers, in windows both hold, with the same maxima. CPU 0 is measured but nothing is
+/// asserted of how quiet it is: on a shared host another tenant can stall it (a fresh clone
+/// once saw 100 ms there).
 #[test]
 fn two_prometheus_servers_at_different_intervals_agree_on_every_window() {
     if !latlab::sys::process::command_exists("prometheus") {
@@ -83,15 +87,22 @@ fn two_prometheus_servers_at_different_intervals_agree_on_every_window() {
             a[*k], b[*k]
         );
     }
-    let worst = |m: &BTreeMap<(String, u64), f64>, cpu: &str| {
-        m.iter()
-            .filter(|(k, _)| k.0 == cpu)
-            .map(|(_, v)| *v)
-            .fold(0.0, f64::max)
-    };
+    // The stall is seen on its CPU, in windows both servers hold (with the same maximum,
+    // checked above).
+    let stalled: Vec<_> = common
+        .iter()
+        .filter(|k| k.0 == "1" && a[**k] >= 0.059)
+        .collect();
+    assert!(
+        !stalled.is_empty(),
+        "no window both saw holds the stall on CPU 1: {a:?} / {b:?}"
+    );
     for m in [&a, &b] {
-        assert!(worst(m, "1") >= 0.059, "no stall seen on CPU 1: {m:?}");
-        assert!(worst(m, "0") < 0.05, "a stall on CPU 0: {m:?}");
+        assert!(
+            m.iter().any(|(k, v)| k.0 == "1" && *v >= 0.059),
+            "no stall seen on CPU 1: {m:?}"
+        );
+        assert!(m.keys().any(|k| k.0 == "0"), "CPU 0 not measured: {m:?}");
     }
     drop((fast, slow));
     drop(mon);

@@ -304,17 +304,22 @@ fn a_second_sigint_leaves_no_instance_and_no_mount() {
     assert!(!dir.join(format!("trace-{pid}.json")).exists());
     assert_eq!(tracefs_mounts(), mounts, "mount state changed");
     // A real second Ctrl-C while the run is still ending (its teardown held open by a test
-    // delay): exit 130 at once, and the exit path removes the instance and the mount.
-    let child = traced_run(&journal, &[("LATLAB_TEST_TRACE_FINISH_DELAY_MS", "5000")]);
+    // delay of a minute): exit 130 long before the delay is over, and the exit path removes
+    // the instance and the mount. (The bound is half the delay, not a time the exit must
+    // meet: only a run that waited out its teardown reaches it.)
+    let delay = Duration::from_secs(60);
+    let ms = delay.as_millis().to_string();
+    let child = traced_run(&journal, &[("LATLAB_TEST_TRACE_FINISH_DELAY_MS", &ms)]);
     let pid = child.id();
     child.signal(libc::SIGINT);
     std::thread::sleep(Duration::from_millis(800));
     assert!(!instance_of(pid).is_empty(), "the run ended too early");
-    child.signal(libc::SIGINT);
     let t0 = Instant::now();
-    let out = child.finish();
+    child.signal(libc::SIGINT);
+    let out = child.end_within(delay / 2);
+    let waited = t0.elapsed();
     out.assert_exit(130);
-    assert!(t0.elapsed() < Duration::from_secs(4), "not ended at once");
+    assert!(waited < delay / 2, "not ended at once: {waited:?}");
     assert!(out.stderr.contains("second interrupt"), "{out}");
     assert!(
         instance_of(pid).is_empty(),
@@ -752,18 +757,38 @@ fn unexplained_time_names_what_was_measured_and_what_could_not_be() {
     let dir = Dir::new();
     let json = dir.join("r.json");
     // Every wake-up is later than 1 µs; an idle CPU's part of it nothing visible explains.
-    latlab()
-        .words("cyclic -t 1 -a 1 -i 1ms -l 300")
-        .words("--trace --trace-threshold 1us -q --no-store --json")
-        .arg(&json)
-        .assert_ok();
-    let run = read_json(&json);
+    // That needs CPU 1 to idle at least once: on a shared host another tenant may keep it busy
+    // for a whole run (every spike then names that tenant), so up to three runs.
+    let unexplained = |run: &serde_json::Value| {
+        run["trace"]["spikes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s.get("residual").is_some())
+    };
+    let mut run = serde_json::Value::Null;
+    for _ in 0..3 {
+        latlab()
+            .words("cyclic -t 1 -a 1 -i 1ms -l 300")
+            .words("--trace --trace-threshold 1us -q --no-store --json")
+            .arg(&json)
+            .assert_ok();
+        run = read_json(&json);
+        if unexplained(&run) {
+            break;
+        }
+    }
     let spikes = run["trace"]["spikes"].as_array().unwrap();
     let with: Vec<&serde_json::Value> = spikes
         .iter()
         .filter(|s| s.get("residual").is_some())
         .collect();
-    assert!(!with.is_empty(), "no spike with unexplained time");
+    assert!(
+        !with.is_empty(),
+        "no spike with unexplained time in three runs; the last had {} spikes: {:.3000}",
+        spikes.len(),
+        serde_json::to_string(&run["trace"]).unwrap()
+    );
     for s in &with {
         let r = &s["residual"];
         let unexplained: u64 = s["components"]
