@@ -2,7 +2,7 @@
 //! or JSON.
 
 use super::analysis::{Analysis, Verdict};
-use crate::export::table;
+use crate::export::columns;
 use crate::stats::cfmt::g;
 
 /// Output formats of `latlab compare`.
@@ -166,9 +166,9 @@ pub fn render(a: &Analysis, format: Format) -> String {
             let t = rows(a);
             let mut out = header(a);
             out.push_str(&format!("unit of replication: {}\n\n", a.replication));
-            out.push_str(&table::render(&t.set_head, &t.set_rows));
+            out.push_str(&columns::render(&t.set_head, &t.set_rows));
             out.push('\n');
-            out.push_str(&table::render(&t.cmp_head, &t.cmp_rows));
+            out.push_str(&columns::render(&t.cmp_head, &t.cmp_rows));
             for w in &a.warnings {
                 out.push_str(&format!("warning: {w}\n"));
             }

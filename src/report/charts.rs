@@ -743,6 +743,10 @@ mod tests {
             run: r,
             name: "big.json".into(),
             tags: Default::default(),
+            facts: crate::result::kind::Facts {
+                chart: crate::result::kind::Chart::Histogram,
+                ..Default::default()
+            },
         }];
         let groups = super::super::groups(&loaded, false);
         let page = super::super::html::page(&loaded, &groups, None, None, &[], false);
@@ -768,6 +772,7 @@ mod tests {
             run: r,
             name: "one.json".into(),
             tags: Default::default(),
+            facts: Default::default(),
         }];
         let groups = super::super::groups(&loaded, false);
         let page = super::super::html::page(&loaded, &groups, None, None, &[], true);
@@ -813,6 +818,7 @@ mod tests {
                     run: a.clone(),
                     name: "a".into(),
                     tags: Default::default(),
+                    facts: Default::default(),
                 },
                 super::super::Loaded {
                     run: b.clone(),
@@ -820,6 +826,7 @@ mod tests {
                     tags: tag
                         .map(|t| [("clocksource".to_string(), t.to_string())].into())
                         .unwrap_or_default(),
+                    facts: Default::default(),
                 },
             ];
             let groups = super::super::groups(&loaded, false);

@@ -6,6 +6,7 @@ use super::charts::{self, Buckets};
 use super::svg::{esc, num};
 use super::{Group, Loaded};
 use crate::compare::analysis::Analysis;
+use crate::result::kind::Chart;
 use crate::result::Run;
 use std::fmt::Write;
 
@@ -218,24 +219,21 @@ fn run_section(l: &Loaded, linear: bool) -> String {
         }
         s.push_str("</table>");
     }
-    match r.kind.as_str() {
-        "noise" => {
+    match l.facts.chart {
+        Chart::Gaps => {
             for c in charts::noise(r) {
                 s.push_str(&figure(&c, None));
             }
+        }
+        Chart::Histogram | Chart::Bars => {}
+    }
+    match l.facts.chart {
+        Chart::Gaps | Chart::Histogram => {
             if let Some((c, n)) = charts::histogram(r) {
-                s.push_str(&figure(
-                    &c,
-                    n.as_deref().or(Some("gaps between loop iterations")),
-                ));
+                s.push_str(&figure(&c, n.as_deref().or(l.facts.histogram_caption)));
             }
         }
-        "cyclic" => {
-            if let Some((c, n)) = charts::histogram(r) {
-                s.push_str(&figure(&c, n.as_deref()));
-            }
-        }
-        _ => {
+        Chart::Bars => {
             if let Some(c) = charts::series_bars(r) {
                 s.push_str(&figure(&c, None));
             }
@@ -257,12 +255,10 @@ fn run_section(l: &Loaded, linear: bool) -> String {
     }
     if let Some((c, n)) = charts::timeline(r) {
         let cap = n.unwrap_or_else(|| {
-            if r.kind == "noise" {
-                "interruptions only (gaps at or above the threshold); repeats follow one another"
-                    .into()
-            } else {
-                "from the result's timeline; empty intervals are skipped".into()
-            }
+            l.facts
+                .timeline_caption
+                .unwrap_or("from the result's timeline; empty intervals are skipped")
+                .into()
         });
         s.push_str(&figure(&c, Some(&cap)));
     }
@@ -307,7 +303,8 @@ fn comparison(
             charts::MAX_LINES
         );
     }
-    if first.kind != "tcp" && dists.iter().any(|d| !d.1.is_empty()) {
+    let distributions = loaded[groups[0].runs[0]].facts.distributions;
+    if distributions && dists.iter().any(|d| !d.1.is_empty()) {
         s.push_str(&figure(
             &charts::exceedance(
                 "Distributions overlaid (exceedance: 1 - CDF, log y, down to 1/N)",

@@ -3,7 +3,7 @@
 use super::since::parse_since;
 use crate::cli::RunsCmd;
 use crate::error::{Error, Result};
-use crate::export::table;
+use crate::export::columns;
 use crate::store::{export, import, open, parse_tags, Bundle, Filter, BUNDLE_FORMAT};
 
 /// Largest bundle `runs import` reads.
@@ -52,7 +52,7 @@ pub fn run(c: RunsCmd) -> Result<()> {
                     ]
                 })
                 .collect();
-            out(&table::render_left(
+            out(&columns::render_left(
                 &["id", "kind", "started", "host", "interrupted", "tags"],
                 &rows,
             ))

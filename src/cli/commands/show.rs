@@ -4,7 +4,7 @@
 //! gets one table of its series' figures.
 
 use crate::config::DisplayUnit;
-use crate::export::table;
+use crate::export::columns;
 use crate::result::{Run, Series};
 use std::collections::BTreeMap;
 
@@ -20,7 +20,7 @@ pub fn render(run: &Run, tags: &BTreeMap<String, String>, unit: DisplayUnit) -> 
         None => s.push_str(&generic(run, unit)),
     }
     if let Some(t) = &run.trace {
-        s.push_str(&crate::trace::spikes::why(t, unit));
+        s.push_str(&crate::export::why::why(t, unit));
     }
     s.push_str(&format!(
         "started {}  host {}",
@@ -97,7 +97,7 @@ fn generic(run: &Run, unit: DisplayUnit) -> String {
             row
         })
         .collect();
-    s.push_str(&table::render(&header, &rows));
+    s.push_str(&columns::render(&header, &rows));
     for w in &run.warnings {
         s.push_str(&format!("warning: {w}\n"));
     }

@@ -1,9 +1,9 @@
 //! Experiment plans (`latlab run PLAN.toml`): a measurement with its options, factors with
 //! levels, repeats and order. Errors name the file, line and column.
 
-use super::knobs;
 use crate::error::{Error, Result};
 use crate::io::read_text_limited;
+use crate::settings as knobs;
 use serde::Deserialize;
 
 mod checker;
@@ -365,6 +365,11 @@ impl Plan {
             }
             for file in &v {
                 knobs::check_writable(file).map_err(|e| Error::Env(format!("{ctx}knob {e}")))?;
+                // Every level the kernel would refuse is refused now, before any run.
+                for level in &f.levels {
+                    knobs::check_level(file, level)
+                        .map_err(|e| Error::Env(format!("{ctx}level {e}")))?;
+                }
             }
             files.push(v);
         }

@@ -9,7 +9,7 @@ pub mod methods;
 use crate::config::{CpuSet, DisplayUnit, Policy};
 use crate::driver::Ctx;
 use crate::error::{Error, Result};
-use crate::export::table;
+use crate::export::columns;
 use crate::result::{Run, Series};
 
 use crate::stats::Recorder;
@@ -142,7 +142,7 @@ pub fn run(mut cfg: CtxswConfig, ctx: &mut Ctx<'_>) -> Result<CtxswOutcome> {
     let online = CpuSet::online_here();
     let spare: Vec<usize> = online.iter().filter(|c| !cfg.cpus.contains(c)).collect();
     if !spare.is_empty() {
-        crate::rt::checked(sys::sched::pin_to_cpus(spare), || {
+        ctx.placement().check(sys::sched::pin_to_cpus(spare), || {
             "ctxsw control thread: could not move off the measured CPUs".into()
         });
     }
@@ -157,6 +157,7 @@ pub fn run(mut cfg: CtxswConfig, ctx: &mut Ctx<'_>) -> Result<CtxswOutcome> {
         warmup: cfg.warmup,
         ticks,
         stop: ctx.control().stop.clone(),
+        log: ctx.placement().clone(),
     };
     let started = SystemTime::now();
     let t0 = Instant::now();
@@ -304,7 +305,7 @@ pub fn render(o: &CtxswOutcome, cfg: &CtxswConfig) -> String {
             u.fmt_ns(r.raw.overhead_per_sample as f64 / o.ticks_per_ns),
         ]);
     }
-    s.push_str(&table::render(
+    s.push_str(&columns::render(
         &[
             "method",
             "samples",
@@ -346,6 +347,10 @@ impl crate::driver::Measurement for CtxswConfig {
 
     fn planned(&self) -> Option<std::time::Duration> {
         None
+    }
+
+    fn measured_cpus(&self) -> Option<crate::config::CpuSet> {
+        Some(crate::config::CpuSet::from_cpus(self.cpus.iter().copied()))
     }
 
     fn footprint(&self) -> crate::driver::Footprint {

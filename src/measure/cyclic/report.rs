@@ -3,7 +3,7 @@
 
 use super::CyclicOutcome;
 use crate::config::DisplayUnit;
-use crate::export::table;
+use crate::export::columns;
 use crate::measure::cyclic::config::CyclicConfig;
 use crate::rt::Live;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -148,7 +148,7 @@ pub fn render(o: &CyclicOutcome, unit: DisplayUnit) -> String {
     if deadline {
         head.extend(["misses", "throttled"]);
     }
-    s.push_str(&table::render(&head, &rows));
+    s.push_str(&columns::render(&head, &rows));
     if deadline {
         let d = &run.parameters["deadline"];
         s.push_str(&format!(

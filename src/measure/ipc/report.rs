@@ -1,7 +1,7 @@
 //! `latlab ipc`'s text report: one row per method, like `cyclic`'s per-thread table.
 
 use super::{cpus_text, IpcConfig, IpcOutcome};
-use crate::export::table;
+use crate::export::columns;
 
 /// The report.
 pub fn render(o: &IpcOutcome, cfg: &IpcConfig) -> String {
@@ -74,7 +74,7 @@ pub fn render(o: &IpcOutcome, cfg: &IpcConfig) -> String {
             ]
         })
         .collect();
-    s.push_str(&table::render(
+    s.push_str(&columns::render(
         &[
             "method", "sent", "timed", "min", "avg", "median", "p99", "max", "overruns",
         ],

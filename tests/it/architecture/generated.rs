@@ -79,7 +79,6 @@ pub fn sections(k: &Crate) -> Vec<(&'static str, String)> {
         .map(|e| e.path())
         .filter(|p| p.is_dir())
         .collect();
-    dirs.push(src().join("monitor"));
     dirs.sort();
     for d in dirs {
         let mut files: Vec<String> = std::fs::read_dir(&d)

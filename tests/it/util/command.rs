@@ -22,15 +22,11 @@ const START_LIMIT: Duration = Duration::from_secs(60);
 /// The latlab binary under test, storing into the scratch store and journaling into the
 /// scratch journal of this test process (never the user's own).
 pub fn latlab() -> TestCommand {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_latlab"));
-    cmd.env("LATLAB_STORE", super::test_store());
-    cmd.env("LATLAB_JOURNAL", scratch().join("restore.json"));
-    TestCommand {
-        cmd,
-        stdin: None,
-        limit: DEFAULT_LIMIT,
-    }
+    TestCommand::wrapping(Command::new(LATLAB))
 }
+
+/// The binary under test.
+pub const LATLAB: &str = env!("CARGO_BIN_EXE_latlab");
 
 /// A command to run once, as a builder (the shape of `std::process::Command`'s).
 pub struct TestCommand {
@@ -40,6 +36,19 @@ pub struct TestCommand {
 }
 
 impl TestCommand {
+    /// `cmd` run as the tests run latlab (scratch store and journal, bounded wait, exit-code
+    /// assertions): `latlab()` itself, or a program that execs latlab after setting something
+    /// up (a shell that moves itself into a cgroup first).
+    pub fn wrapping(mut cmd: Command) -> TestCommand {
+        cmd.env("LATLAB_STORE", super::test_store());
+        cmd.env("LATLAB_JOURNAL", scratch().join("restore.json"));
+        TestCommand {
+            cmd,
+            stdin: None,
+            limit: DEFAULT_LIMIT,
+        }
+    }
+
     /// Adds one argument.
     pub fn arg(&mut self, a: impl AsRef<OsStr>) -> &mut Self {
         self.cmd.arg(a);
@@ -79,6 +88,12 @@ impl TestCommand {
         self
     }
 
+    /// Removes an environment variable.
+    pub fn env_remove(&mut self, k: impl AsRef<OsStr>) -> &mut Self {
+        self.cmd.env_remove(k);
+        self
+    }
+
     /// Journals into `path` (`LATLAB_JOURNAL`) instead of the process-wide scratch journal.
     pub fn journal(&mut self, path: impl AsRef<Path>) -> &mut Self {
         self.cmd.env("LATLAB_JOURNAL", path.as_ref());
@@ -110,8 +125,12 @@ impl TestCommand {
 
     /// The command line, for messages.
     fn shown(&self) -> String {
+        let program = Path::new(self.cmd.get_program())
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let args: Vec<_> = self.cmd.get_args().map(OsStr::to_string_lossy).collect();
-        format!("latlab {}", args.join(" "))
+        format!("{program} {}", args.join(" "))
     }
 
     /// Runs the command to its end (within the limit) and returns what it wrote.

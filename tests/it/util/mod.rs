@@ -10,7 +10,7 @@ mod proc;
 mod stall;
 mod tracefs;
 
-pub use command::{latlab, Output, Running, TestCommand};
+pub use command::{latlab, Output, Running, TestCommand, LATLAB};
 pub use dir::Dir;
 pub use proc::{handles, has_thread, none_left, tagged, wait_until};
 pub use stall::{exec_bursts, mono_ns, pin, stall, Injected};
@@ -145,7 +145,7 @@ pub fn latlab_as_nobody(dir: &Dir, vars: &[String]) -> Option<std::process::Comm
     dir.open_to_all();
     let bin = dir.join("latlab");
     if !bin.exists() {
-        std::fs::copy(env!("CARGO_BIN_EXE_latlab"), &bin).unwrap();
+        std::fs::copy(LATLAB, &bin).unwrap();
         std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
     let mut c = std::process::Command::new("runuser");
