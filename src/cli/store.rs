@@ -24,6 +24,10 @@ pub enum RunsCmd {
         /// The store.
         #[arg(long)]
         store: Option<String>,
+        /// One line per experiment instead of per run: its id, first start, plan, kind, run
+        /// count and levels with their runs (the other filters choose the runs counted).
+        #[arg(long)]
+        experiments: bool,
     },
     /// Print a stored run: the table its measurement printed (a per-series summary for other
     /// kinds), or with --json its whole JSON result with its tags.

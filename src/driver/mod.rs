@@ -87,6 +87,13 @@ pub trait Measurement {
     /// the loads then, whatever they do, so no load can hold the run past its end.
     fn planned(&self) -> Option<Duration>;
 
+    /// Samples one run is planned to have per second, all its series together, when the
+    /// configuration says (cyclic: each thread's wake-ups): a plan knows before measuring
+    /// whether its runs are long enough for the percentiles it compares.
+    fn planned_rate(&self) -> Option<f64> {
+        None
+    }
+
     /// Its real-time footprint.
     fn footprint(&self) -> Footprint;
 

@@ -36,7 +36,7 @@ pub enum PlotKind {
 /// Which latency histograms a report draws (`--hist`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum HistMode {
-    /// Log-x bins (20 a decade) when the tail is long, linear otherwise.
+    /// Log-x bins (20 a decade) for latencies, of a single run as of an experiment.
     #[default]
     Log,
     /// Also linear 1 µs bins with log y, beside the log-x one (OSADL's latency plots).

@@ -36,6 +36,7 @@ mod noise;
 mod pi;
 mod placement;
 mod plan;
+mod readme;
 mod report;
 mod sched;
 mod shared;

@@ -160,7 +160,7 @@ fn samples_cmd(a: &SamplesArgs) -> Result<()> {
                     f(m.max_ns as f64),
                     f(m.mean_ns),
                     f(m.stddev_ns),
-                    f(m.percentiles.p99 as f64),
+                    m.percentiles.supported(m.count)[2].map_or("-".to_string(), |p| f(p as f64)),
                     lost,
                 ]
             })

@@ -420,6 +420,16 @@ impl crate::driver::Measurement for CyclicConfig {
         self.duration_ns.map(Duration::from_nanos)
     }
 
+    fn planned_rate(&self) -> Option<f64> {
+        // One wake-up per interval per thread (-l bounds the count, not the rate).
+        let r: f64 = self
+            .threads
+            .iter()
+            .map(|t| 1e9 / t.interval_ns.max(1) as f64)
+            .sum();
+        (r > 0.0).then_some(r)
+    }
+
     fn trace_request(&self) -> Option<crate::trace::session::Request> {
         Some(crate::trace::session::Request {
             cpus: trace_cpus(self),

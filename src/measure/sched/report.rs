@@ -269,7 +269,8 @@ fn thread_row(x: &Series, u: DisplayUnit) -> Vec<String> {
         x.summary.count.to_string(),
         v(x.summary.min_ns as f64),
         v(x.summary.mean_ns),
-        v(x.summary.percentiles.p99 as f64),
+        x.summary.percentiles.supported(x.summary.count)[2]
+            .map_or("-".to_string(), |p| v(p as f64)),
         v(x.summary.max_ns as f64),
         n("preemptions").to_string(),
         if n("preemptions") > 0 {
