@@ -533,7 +533,7 @@ fn imports_take_many_files_and_stay_linear() {
 /// ratios, never below -100 %, and each row's columns add up as printed.
 #[test]
 fn relative_intervals_never_pass_minus_100_and_columns_add_up() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Dir::new();
     let s = experiment_store(dir.path(), "E", &["tsc", "kvm-clock"], 3, 1200, None);
     let json = ok(&["compare", "--store", &s, "exp:E", "--format", "json"]);
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
@@ -576,7 +576,7 @@ fn relative_intervals_never_pass_minus_100_and_columns_add_up() {
 /// baseline's highlighted.
 #[test]
 fn experiments_are_listed_and_each_level_shows_its_environment() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Dir::new();
     let s = experiment_store(dir.path(), "E", &["tsc", "kvm-clock"], 2, 500, None);
     let out = ok(&["runs", "list", "--experiments", "--store", &s]);
     let line = out.lines().find(|l| l.starts_with("E ")).expect(&out);
@@ -585,7 +585,7 @@ fn experiments_are_listed_and_each_level_shows_its_environment() {
         line.contains("clocksource=tsc (2), clocksource=kvm-clock (2)"),
         "{line}"
     );
-    let html = dir.path().join("e.html");
+    let html = dir.join("e.html");
     ok(&[
         "report",
         "--store",
@@ -609,7 +609,7 @@ fn experiments_are_listed_and_each_level_shows_its_environment() {
 /// An argument that names an existing file is that file, whatever its name holds.
 #[test]
 fn run_lists_take_any_file_name() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Dir::new();
     let s = experiment_store(dir.path(), "E", &["tsc", "kvm-clock"], 2, 500, None);
     let mut names = Vec::new();
     for (i, name) in ["my run.json", "a,b.json", "k=v.json"].iter().enumerate() {
@@ -622,21 +622,16 @@ fn run_lists_take_any_file_name() {
             &format!("20270115T000000Z-{i:08x}"),
         ]);
         let v: serde_json::Value = serde_json::from_str(&one).unwrap();
-        let p = dir.path().join(name);
+        let p = dir.join(name);
         std::fs::write(&p, v["run"].to_string()).unwrap();
         names.push(p.display().to_string());
     }
-    let html = dir.path().join("r.html");
+    let html = dir.join("r.html");
     ok(&["report", &names[0], "-o", html.to_str().unwrap()]);
     let out = run(&["gate", "max<1h", &names[0], &names[1], &names[2]]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_eq!(out.status.code(), Some(0), "{}", &out.stderr);
     // compare: the whole argument is the file, not LABEL=PATH.
     let out = run(&["compare", &names[2], &names[1]]);
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = &out.stderr;
     assert!(!err.contains("no such file"), "{err}");
 }

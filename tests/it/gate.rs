@@ -186,7 +186,7 @@ fn the_same_run_twice_is_refused() {
 /// that validates against the JUnit schema; `--bisect` maps the outcomes to 0/1/125.
 #[test]
 fn max_requirements_junit_and_bisect() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Dir::new();
     let d = dir.path();
     let t = template(d);
     synthetic(d, &t, "a.json", 100_000, 0, 100.0);
@@ -271,7 +271,7 @@ fn max_requirements_junit_and_bisect() {
 /// (not "no samples"), max<T judges it on its exact max, compare --metric max compares it.
 #[test]
 fn runs_without_a_histogram_are_gated_on_their_max() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Dir::new();
     let d = dir.path();
     let store = format!("sqlite:{}", d.join("s.db").display());
     for (i, max) in [12u64, 15, 11, 14].iter().enumerate() {
@@ -289,14 +289,9 @@ fn runs_without_a_histogram_are_gated_on_their_max() {
                 "runs", "import", "--from", "pmqtest", "--store", &store, "--tag", tag,
             ])
             .arg(&f)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let o = String::from_utf8_lossy(&out.stdout);
+            .output();
+        out.assert_ok();
+        let o = &out.stdout;
         // Dated by pmqtest's own start time.
         assert!(
             o.contains(&format!("imported run 20261122T154{i}00Z-")),
@@ -316,8 +311,7 @@ fn runs_without_a_histogram_are_gated_on_their_max() {
     // compare: the distribution is not there; the exact per-run figures are.
     let out = latlab()
         .args(["compare", "--store", &store, "tag:side=a", "tag:side=b"])
-        .output()
-        .unwrap();
+        .output();
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("no histogram"));
+    assert!(out.stderr.contains("no histogram"));
 }
