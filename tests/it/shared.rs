@@ -162,8 +162,8 @@ fn a_clocksource_switched_mid_run_is_recorded_and_a_plan_makes_the_run_again() {
     );
     assert_eq!(std::fs::read(KNOB).unwrap(), knob_orig);
     // The disturbed run is in the store, marked; reading commands leave it out and say so.
-    let all = format!("{err}{}", String::from_utf8_lossy(&out.stdout));
-    let exp = all
+    let exp = out
+        .both()
         .split_whitespace()
         .find(|w| w.starts_with("exp-"))
         .map(|w| w.trim_end_matches([',', ':']).to_string())
@@ -173,16 +173,14 @@ fn a_clocksource_switched_mid_run_is_recorded_and_a_plan_makes_the_run_again() {
             .args(["gate", "max<10s", &format!("exp:{exp}"), "--store", &store])
             .args(extra)
             .output()
-            .unwrap()
     };
     let g = gate(&[]);
-    let gerr = String::from_utf8_lossy(&g.stderr);
     assert!(
-        gerr.contains("left out 1 disturbed run(s)") && gerr.contains("changed"),
-        "{gerr}"
+        g.stderr.contains("left out 1 disturbed run(s)") && g.stderr.contains("changed"),
+        "{g}"
     );
     let g = gate(&["--include-disturbed"]);
-    assert!(!String::from_utf8_lossy(&g.stderr).contains("left out"));
+    assert!(!g.stderr.contains("left out"), "{g}");
 }
 
 #[test]
