@@ -3,10 +3,11 @@
 
 fn main() {
     // Signals first: a Ctrl-C in the first millisecond must end the run cleanly, not kill it.
-    // A load worker keeps its own plain flags (see load::worker_main).
+    // A load worker keeps its own plain flags (see load::worker_main); an action worker
+    // keeps the default dispositions (it is killed with its group).
     if std::env::args_os()
         .nth(1)
-        .is_none_or(|a| a != "load-worker")
+        .is_none_or(|a| a != "load-worker" && a != "action-worker")
     {
         latlab::driver::signals::install();
     }

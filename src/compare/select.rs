@@ -173,7 +173,7 @@ impl Resolver {
     /// The store, opened on first use.
     pub fn store(&mut self) -> Result<&dyn Store> {
         if self.store.is_none() {
-            self.store = Some(crate::store::open(self.spec.as_deref())?);
+            self.store = Some(crate::store::open_for_reading(self.spec.as_deref())?);
         }
         Ok(self.store.as_deref().expect("opened above"))
     }
@@ -237,11 +237,15 @@ impl Resolver {
         ))
     }
 
-    /// One stored run by id.
+    /// One stored run by id; one that does not read back (stored by an older latlab) is exit
+    /// 2 naming it and `latlab runs check`.
     pub fn get(&mut self, id: &str) -> Result<Resolved> {
         let e = self.store()?.get(id)?;
-        let run: Run = serde_json::from_value(e.run)
-            .map_err(|err| Error::Env(format!("stored run {id}: {err}")))?;
+        let run = Run::from_stored(&e.run.to_string()).map_err(|err| {
+            Error::Usage(format!(
+                "stored run {id} does not read back as a latlab run ({err}); `latlab runs check` lists such runs"
+            ))
+        })?;
         Ok(Resolved {
             run,
             name: format!("run:{id}"),
@@ -258,9 +262,33 @@ impl Resolver {
                 tags: BTreeMap::new(),
             }]),
             Selector::Stdin => Err(bad(&item.text, "standard input takes value files only")),
+            Selector::Run(id) => Ok(vec![self.get(id)?]),
             _ => {
+                // A run that does not read back is left out with a warning, not fatal: the
+                // others a selector names are still compared.
                 let ids = self.ids(item)?;
-                ids.iter().map(|id| self.get(id)).collect()
+                let mut out = Vec::with_capacity(ids.len());
+                let mut skipped = Vec::new();
+                for id in &ids {
+                    match self.get(id) {
+                        Ok(r) => out.push(r),
+                        Err(Error::Usage(why)) => {
+                            crate::note!("latlab: warning: {}: {why}; left out", item.text);
+                            skipped.push(id.clone());
+                        }
+                        Err(e) => return Err(e),
+                    }
+                }
+                if out.is_empty() {
+                    return Err(bad(
+                        &item.text,
+                        format!(
+                            "none of its {} run(s) reads back (`latlab runs check` lists them)",
+                            skipped.len()
+                        ),
+                    ));
+                }
+                Ok(out)
             }
         }
     }

@@ -79,8 +79,8 @@ pub struct MonitorConfig {
     pub trace_save: Option<std::path::PathBuf>,
     /// `--on-threshold` rules.
     pub trace_actions: Vec<crate::trace::actions::Rule>,
-    /// `--on-threshold-max`.
-    pub trace_actions_max: u32,
+    /// `--on-threshold-max`, `--trace-budget`, `--on-threshold-env`.
+    pub trace_limits: crate::trace::actions::Limits,
     /// `--trace-culprits`: culprit groups with a series of their own, per CPU.
     pub trace_culprits: usize,
 }
@@ -267,7 +267,7 @@ pub fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> 
             .saving(cfg.trace_save.clone())
             .acting(
                 cfg.trace_actions.clone(),
-                cfg.trace_actions_max,
+                cfg.trace_limits.clone(),
                 control.stop.clone(),
             ),
         ),
@@ -376,6 +376,9 @@ pub fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> 
     let every = Duration::from_nanos(cfg.snapshot_every_ns);
     let t0 = Instant::now();
     let deadline = cfg.duration_ns.map(|d| t0 + Duration::from_nanos(d));
+    if let Some(t) = tracer.as_mut() {
+        t.ends(control.interrupted.clone(), deadline);
+    }
     let mut next_snapshot = t0 + every;
     let mut seq = 0u64;
     loop {

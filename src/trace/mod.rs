@@ -18,6 +18,7 @@ pub mod page;
 pub mod procs;
 pub mod raw;
 pub mod recorder;
+pub mod saving;
 pub mod spikes;
 pub mod stacks;
 pub mod timeline;

@@ -79,7 +79,7 @@ fn sigint(pid: u32) {
 
 /// A thread named `inject`, SCHED_FIFO 99 on `cpu`, that busy-waits `busy` every `gap`, `times`
 /// times, once `pid` has its thread `thread`; returns its tid and the busy windows (MONOTONIC).
-fn inject(
+pub(crate) fn inject(
     pid: u32,
     thread: &'static str,
     cpu: usize,

@@ -197,7 +197,7 @@ pub fn run(mut cfg: CyclicConfig, ctx: &mut Ctx<'_>) -> Result<CyclicOutcome> {
             .saving(cfg.trace_save.clone())
             .acting(
                 cfg.trace_actions.clone(),
-                cfg.trace_actions_max,
+                cfg.trace_limits.clone(),
                 control.stop.clone(),
             )
             .breaking(cfg.break_on_ns),
@@ -304,6 +304,9 @@ pub fn run(mut cfg: CyclicConfig, ctx: &mut Ctx<'_>) -> Result<CyclicOutcome> {
         .then(|| report::live_view(&cfg, live.clone(), control.stop.clone()));
 
     let deadline = cfg.duration_ns.map(|d| t0 + Duration::from_nanos(d));
+    if let Some(t) = tracer.as_mut() {
+        t.ends(control.interrupted.clone(), deadline);
+    }
     loop {
         if control.was_interrupted() || deadline.is_some_and(|d| Instant::now() >= d) {
             control.stop.store(true, Ordering::Release);
@@ -346,7 +349,14 @@ pub fn run(mut cfg: CyclicConfig, ctx: &mut Ctx<'_>) -> Result<CyclicOutcome> {
     let lost: Vec<u64> = outs.iter().map(|(_, o)| o.lost).collect();
     let samples_path = match (writer, &cfg.samples) {
         (Some(w), Some(p)) => {
-            w.finish(&lost)?;
+            // A log that could not be written to the end (disk full, a reader that stopped)
+            // is a warning of the run: the measurement itself is kept.
+            if let Err(e) = w.finish(&lost) {
+                warnings.push(format!(
+                    "--samples {}: {e}; the log holds only the blocks written before",
+                    p.display()
+                ));
+            }
             Some(p.display().to_string())
         }
         _ => None,

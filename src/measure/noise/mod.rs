@@ -142,11 +142,16 @@ pub fn run(mut cfg: NoiseConfig, ctx: &mut Ctx<'_>) -> Result<NoiseOutcome> {
             .saving(cfg.trace_save.clone())
             .acting(
                 cfg.trace_actions.clone(),
-                cfg.trace_actions_max,
+                cfg.trace_limits.clone(),
                 control.stop.clone(),
             ),
         ),
     };
+    // Windows are saved after each measurement (the spinners starve the reader meanwhile):
+    // a signal ends the saving, one window cut where it was.
+    if let Some(t) = tracer.as_mut() {
+        t.ends(control.interrupted.clone(), None);
+    }
     for r in 0..cfg.repeat {
         // The first repeat always runs (it ends at once when a signal came already), so an
         // early Ctrl-C still gives a saved, interrupted result.
