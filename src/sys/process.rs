@@ -200,6 +200,12 @@ pub fn signal_checked(pid: i32, sig: libc::c_int) -> std::io::Result<()> {
     }
 }
 
+/// True when this process leads its own process group (as a worker latlab started does).
+pub fn leads_own_group() -> bool {
+    // SAFETY: getpgrp and getpid take no arguments and cannot fail.
+    unsafe { libc::getpgrp() == libc::getpid() }
+}
+
 /// This process's id.
 pub fn getpid() -> i32 {
     std::process::id() as i32

@@ -415,6 +415,13 @@ fn shell(cmd: &str, s: &Spike, env: &[(String, String)]) -> std::io::Result<Chil
 /// killed (a parent-death signal alone would reach only this process, not the command's own
 /// children).
 pub fn worker_main(parent: i32, cmd: &str) -> Result<()> {
+    // Only as latlab starts it: leading a group of its own (its death kills that group, which
+    // must never be a shell's or a script's).
+    if !crate::sys::process::leads_own_group() {
+        return Err(Error::Usage(
+            "action-worker is internal: latlab starts it for --on-threshold shell:".into(),
+        ));
+    }
     crate::sys::process::kill_group_when_parent_dies(parent);
     let status = Command::new("/bin/sh")
         .arg("-c")

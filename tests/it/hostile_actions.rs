@@ -314,3 +314,40 @@ fn sched_refuses_an_empty_cgroup_and_shows_escapes_in_task_names() {
     assert!(!text.contains('\x1b') && !text.contains('\x07'), "{text:?}");
     assert!(text.contains("\\u{1b}"), "{text}");
 }
+
+#[test]
+fn a_trace_save_that_cannot_be_written_is_a_warning_in_the_saved_result() {
+    if let Some(w) = trace_unavailable() {
+        return skip("trace save on a full disk", &w);
+    }
+    if !latlab::sys::process::command_exists("unshare") {
+        return skip("trace save on a full disk", "no unshare(1)");
+    }
+    let _x = exclusive();
+    let d = tempfile::tempdir().unwrap();
+    let small = d.path().join("small");
+    std::fs::create_dir(&small).unwrap();
+    let json = d.path().join("r.json");
+    // A 16 KiB tmpfs in a mount namespace of the test's own: the trace.dat (formats, symbols,
+    // pages) cannot fit.
+    let script = format!(
+        "mount -t tmpfs -o size=16k none {s} && exec \"$0\" cyclic -t 1 -a 1 -p 80 -i 1ms -D 2s -q --no-store --trace --trace-save {s}/why.dat --json {j}",
+        s = small.display(),
+        j = json.display()
+    );
+    let out = Command::new("unshare")
+        .args(["-m", "--propagation", "private", "sh", "-c", &script])
+        .arg(env!("CARGO_BIN_EXE_latlab"))
+        .env("LATLAB_JOURNAL", d.path().join("restore.json"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let run = read_json(&json);
+    let w = run["warnings"].to_string();
+    assert!(w.contains("--trace-save") && w.contains("why.dat"), "{w}");
+    let _ = latlab()
+        .arg("restore")
+        .env("LATLAB_JOURNAL", d.path().join("restore.json"))
+        .output();
+}
