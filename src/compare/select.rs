@@ -3,7 +3,9 @@
 //! experiment), `exp:ID/K=V[,K=V]` (one level of it) and `tag:K=V[,K=V]` (every stored run with
 //! those tags). Items are separated by commas or white space, in one argument or several; a
 //! bare `K=V` after `tag:`/`exp:ID/` adds to its tags, a bare id after `run:` is another run.
-//! A selector that cannot be read or matches nothing names itself (exit 2).
+//! An argument that names an existing file as a whole is that file, whatever characters its
+//! name holds (spaces, commas, `=`, a `run:` prefix): it is never split. A selector that
+//! cannot be read or matches nothing names itself (exit 2).
 
 use crate::error::{Error, Result};
 use crate::result::Run;
@@ -43,7 +45,8 @@ pub struct Item {
 
 /// The grammar, for messages.
 pub const GRAMMAR: &str =
-    "run:ID, exp:ID, exp:ID/K=V, tag:K=V[,K=V] or a FILE.json, separated by commas or spaces";
+    "run:ID, exp:ID, exp:ID/K=V, tag:K=V[,K=V] or a FILE.json, separated by commas or spaces \
+     (an argument that names an existing file is that file, whatever it contains)";
 
 fn bad(text: &str, why: impl std::fmt::Display) -> Error {
     Error::Usage(format!(
@@ -80,6 +83,16 @@ fn tokens(b: &[u8]) -> impl Iterator<Item = &[u8]> {
 pub fn parse<S: AsRef<OsStr>>(args: &[S]) -> Result<Vec<Item>> {
     let mut out: Vec<Item> = Vec::new();
     for arg in args {
+        // A whole argument that names an existing file is that file, never split.
+        let whole = Path::new(arg.as_ref());
+        if !arg.as_ref().is_empty() && whole.exists() {
+            out.push(Item {
+                text: whole.display().to_string(),
+                sel: Selector::File(whole.to_path_buf()),
+                bare: false,
+            });
+            continue;
+        }
         for tok in tokens(arg.as_ref().as_bytes()) {
             let text = String::from_utf8_lossy(tok).into_owned();
             let path = Path::new(OsStr::from_bytes(tok));
@@ -406,9 +419,40 @@ mod tests {
         assert_eq!(sels(&["-"]), vec![Selector::Stdin]);
         let me = env!("CARGO_MANIFEST_DIR").to_string() + "/Cargo.toml";
         assert_eq!(sels(&[me.as_str()]), vec![Selector::File(me.into())]);
+        assert_eq!(sels(&[""]), Vec::<Selector>::new());
         let items = parse(&["tag:a=1,b=2"]).unwrap();
         assert_eq!(items[0].text, "tag:a=1,b=2");
         assert_eq!(default_label(&parse(&["exp:E/k=v"]).unwrap(), "x"), "k=v");
+    }
+
+    /// An argument naming an existing file is that file, whatever it holds; the same text that
+    /// names no file is split as a list.
+    #[test]
+    fn a_file_name_with_spaces_commas_and_equals_is_one_file() {
+        let dir = std::env::temp_dir().join(format!("latlab-select-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for name in [
+            "my run.json",
+            "a,b.json",
+            "k=v.json",
+            "run:x.json",
+            "tag:a=b",
+            " lead",
+        ] {
+            let p = dir.join(name);
+            std::fs::write(&p, "{}").unwrap();
+            let arg = p.display().to_string();
+            assert_eq!(
+                sels(&[arg.as_str()]),
+                vec![Selector::File(p.clone())],
+                "{name}"
+            );
+        }
+        // Not a file: split as before, and the missing part named.
+        let missing = dir.join("nope one.json").display().to_string();
+        let e = parse(&[missing.as_str()]).unwrap_err().to_string();
+        assert!(e.contains("no such file"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -36,7 +36,7 @@ pub enum PlotKind {
 /// Which latency histograms a report draws (`--hist`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum HistMode {
-    /// Log-x bins (20 a decade) when the tail is long, linear otherwise.
+    /// Log-x bins (20 a decade) for latencies, of a single run as of an experiment.
     #[default]
     Log,
     /// Also linear 1 µs bins with log y, beside the log-x one (OSADL's latency plots).
@@ -52,6 +52,15 @@ pub struct Loaded {
     pub name: String,
     /// Its tags in the store.
     pub tags: BTreeMap<String, String>,
+    /// What its kind is (the defaults until [`know_kinds`] is told).
+    pub facts: crate::result::kind::Facts,
+}
+
+/// Tells the loaded runs what their kinds are (the command layer passes the table's answer).
+pub fn know_kinds(loaded: &mut [Loaded], kinds: crate::result::kind::Kinds) {
+    for l in loaded {
+        l.facts = kinds(&l.run.kind);
+    }
 }
 
 /// Runs shown and compared together.
@@ -84,6 +93,7 @@ fn loaded(r: select::Resolved) -> Loaded {
         run: r.run,
         name: r.name,
         tags: r.tags,
+        facts: Default::default(),
     }
 }
 
@@ -202,7 +212,7 @@ pub fn compare(loaded: &[Loaded], groups: &[Group]) -> (Option<Analysis>, Vec<St
         return (None, Vec::new());
     }
     let first = &loaded[groups[0].runs[0]].run;
-    let tcp = first.kind == "tcp";
+    let higher_is_better = loaded[groups[0].runs[0]].facts.higher_is_better;
     let unit = first.series.first().map_or("ns", |s| s.unit.as_str());
     let (scale, shown) = match unit {
         "ns" => (1e-3, "µs".to_string()),
@@ -224,7 +234,7 @@ pub fn compare(loaded: &[Loaded], groups: &[Group]) -> (Option<Analysis>, Vec<St
         confidence: 0.95,
         replicates: 2000,
         seed: 1,
-        higher_is_better: tcp,
+        higher_is_better,
         unit: shown,
         // The run is the unit: a verdict on single runs is never proven.
         assume_independent: false,

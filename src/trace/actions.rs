@@ -9,10 +9,11 @@
 //! a minimal environment (no `PGPASSWORD`, no store URL: only [`KEPT_ENV`] and what
 //! `--on-threshold-env` passes); whatever still runs when the run ends is killed, group and all.
 //! `signal:` refuses PID 1 and latlab itself, checks its target at start, and records what
-//! kill(2) said. Trace windows share the run's disk budget (`--trace-budget`, in `spikes`).
+//! kill(2) said. Trace windows share the run's disk budget (`--trace-budget`, in `saving`).
 
 use crate::error::{Error, Result};
-use serde::{Deserialize, Serialize};
+use crate::result::trace::Firing;
+use serde::Serialize;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -213,24 +214,6 @@ pub fn check_targets(rules: &[Rule]) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// One firing, as recorded in the result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Firing {
-    /// The rule's `--on-threshold` text.
-    pub rule: String,
-    /// Series (thread) of the spike.
-    pub series: String,
-    /// CPU.
-    pub cpu: usize,
-    /// Loop or interruption number.
-    pub seq: u64,
-    /// The spike's latency (ns).
-    pub latency_ns: u64,
-    /// What happened: `started pid N`, `sent signal S to N`, `stopped the run`, `saved FILE`,
-    /// or the error.
-    pub outcome: String,
 }
 
 /// What a spike looks like to an action.

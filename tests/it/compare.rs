@@ -114,7 +114,7 @@ fn latlab_json_results_are_sets() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("unit of replication: the run"), "{text}");
     assert!(text.contains("verdict: new vs base, 3 vs 3 runs"), "{text}");
-    assert!(text.contains(": max "), "{text}");
+    assert!(text.contains(": max"), "{text}");
     // One run a side: one figure per run, as ministat sees them (too few to compare).
     let out = compare(
         dir.path(),

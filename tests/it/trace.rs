@@ -21,22 +21,49 @@ pub(crate) fn trace_unavailable() -> Option<String> {
     None
 }
 
-/// Instances named after `pid` (the traced CPUs' and the process events') in any mounted
-/// tracefs.
+/// Instances named after `pid` (the traced CPUs' and the process events'): in any tracefs this
+/// process sees, in the mount namespace of latlab `pid` while it lives (as root latlab mounts a
+/// missing tracefs in a namespace of its own), and — where neither shows one — through a
+/// tracefs mounted in a throwaway namespace (instances are the kernel's, whatever the mount).
 pub(crate) fn instance_of(pid: u32) -> Vec<PathBuf> {
-    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
-    mounts
-        .lines()
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            (f.len() > 2 && f[2] == "tracefs").then(|| PathBuf::from(f[1]))
-        })
-        .flat_map(|m| {
-            [
-                m.join(format!("instances/latlab-{pid}")),
-                m.join(format!("instances/latlab-{pid}-procs")),
-            ]
-        })
+    let names = [format!("latlab-{pid}"), format!("latlab-{pid}-procs")];
+    let tracefs_in = |mounts: &str| -> Vec<String> {
+        mounts
+            .lines()
+            .filter_map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                (f.len() > 2 && f[2] == "tracefs").then(|| f[1].to_string())
+            })
+            .collect()
+    };
+    let mut roots: Vec<PathBuf> =
+        tracefs_in(&std::fs::read_to_string("/proc/mounts").unwrap_or_default())
+            .into_iter()
+            .map(PathBuf::from)
+            .collect();
+    let own = std::fs::read_to_string(format!("/proc/{pid}/mounts")).unwrap_or_default();
+    roots.extend(
+        tracefs_in(&own)
+            .into_iter()
+            .map(|m| PathBuf::from(format!("/proc/{pid}/root{m}"))),
+    );
+    if roots.is_empty() {
+        let out = std::process::Command::new("unshare")
+            .args(["--mount", "--propagation", "private", "sh", "-c"])
+            .arg("mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null; ls /sys/kernel/tracing/instances")
+            .output();
+        let listed = out
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default();
+        return listed
+            .split_whitespace()
+            .filter(|n| names.iter().any(|x| x == n))
+            .map(|n| PathBuf::from("/sys/kernel/tracing/instances").join(n))
+            .collect();
+    }
+    roots
+        .iter()
+        .flat_map(|m| names.iter().map(move |n| m.join("instances").join(n)))
         .filter(|p| p.exists())
         .collect()
 }

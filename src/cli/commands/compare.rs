@@ -60,11 +60,30 @@ pub fn run(a: &CompareArgs) -> Result<String> {
     if headline.is_some() {
         opts.metric = Metric::Latency;
     }
-    let mut sources = a
+    let loaded = a
         .sets
         .iter()
         .map(|s| load(s.as_os_str(), &opts))
-        .collect::<Result<Vec<_>>>()?;
+        .collect::<Result<Vec<_>>>();
+    let mut sources = match loaded {
+        // Runs without a histogram (imported pmqtest runs): their exact max, mean or min,
+        // one figure per run.
+        Err(e)
+            if matches!(a.metric, Metric::Max | Metric::Mean | Metric::Min)
+                && e.to_string().contains(crate::compare::inputs::NO_HISTOGRAM) =>
+        {
+            let mut o = opts.clone();
+            o.metric = a.metric;
+            let s = a
+                .sets
+                .iter()
+                .map(|s| load(s.as_os_str(), &o))
+                .collect::<Result<Vec<_>>>()?;
+            let an = crate::compare::analyse(&s, &settings_of(a, &a.unit.to_string()));
+            return Ok(render::render(&an, a.format));
+        }
+        r => r?,
+    };
     let per_metric = headline.is_some()
         && !a.assume_independent_samples
         && sources.iter().all(|s| s.from_json && s.runs.len() >= 2);
@@ -147,6 +166,17 @@ fn experiment(a: &CompareArgs, exp: &str) -> Result<String> {
         }),
     ));
     Ok(render::render(&an, a.format))
+}
+
+fn settings_of(a: &CompareArgs, unit: &str) -> analysis::Settings {
+    analysis::Settings {
+        confidence: a.confidence / 100.0,
+        replicates: a.bootstrap,
+        seed: a.seed,
+        higher_is_better: a.higher_is_better,
+        unit: unit.to_string(),
+        assume_independent: a.assume_independent_samples,
+    }
 }
 
 /// The flags every form of compare checks.

@@ -4,13 +4,12 @@
 //! JSON (`trace`) and the "why" summary printed after the table.
 
 use super::attribute::{attribute, Note};
+use super::flight::FlightRecorder;
 use super::procs::{from_proc, Identity};
-pub use super::raw::{RawSpike, SpikeRecord};
-use super::recorder::Recorder;
+pub use super::raw::RawSpike;
 use super::tracefs::{journal_file, TraceFs, PROCS_SUFFIX};
-use crate::config::DisplayUnit;
 use crate::error::Result;
-use serde::{Deserialize, Serialize};
+use crate::result::trace::{SpikeRecord, TraceReport};
 use std::time::Duration;
 
 /// Default `--trace-threshold`: 100 µs (well above this VM's typical wake-up, well below its
@@ -29,92 +28,9 @@ const WINDOW_LEAD_NS: u64 = 100_000_000;
 /// Spikes kept as records; beyond, only counted.
 const MAX_RECORDS: usize = 10_000;
 
-/// The trace part of a run.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct TraceReport {
-    /// Spikes at or above this were attributed (ns).
-    pub threshold_ns: u64,
-    /// CPUs traced.
-    pub cpus: Vec<usize>,
-    /// Events decoded.
-    pub events: u64,
-    /// Events the kernel lost (reader too slow); attribution near them may be incomplete.
-    pub lost_events: u64,
-    /// What an idle CPU's delay means here.
-    pub idle_note: String,
-    /// Spikes the threads could not hand over (their ring was full) or beyond the record cap.
-    pub spikes_dropped: u64,
-    /// Every attributed spike (a monitor snapshot: the interval's worst).
-    pub spikes: Vec<SpikeRecord>,
-    /// Attributed spikes counted in `per_cpu` but not kept in `spikes` (a monitor snapshot
-    /// keeps only its interval's worst).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub spikes_not_kept: u64,
-    /// Every `--on-threshold` firing (and `-b`'s saved window), in order.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub actions: Vec<super::actions::Firing>,
-    /// Firings not done because their rule had reached `--on-threshold-max`.
-    #[serde(default)]
-    pub actions_suppressed: u64,
-    /// `shell:` firings not done because `actions::MAX_SHELLS` were still running.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub actions_busy: u64,
-    /// Trace windows not saved because `--trace-budget` would have been passed.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub actions_over_budget: u64,
-    /// Trace windows not saved, or cut, because the run had ended (signal or `-D`).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub actions_after_end: u64,
-    /// `shell:` commands still running at the end of the run, killed with their group.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub shells_killed: u64,
-    /// Bytes of trace files (`--trace-save`, windows) written in the run.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub bytes_saved: u64,
-    /// Per traced CPU: NMIs, SMIs and steal time counted over the run, where readable.
-    #[serde(default)]
-    pub counted: Vec<super::hw::CpuCounts>,
-    /// Whether NMIs were traced (then each spike has `nmis`).
-    #[serde(default)]
-    pub nmi_traced: bool,
-    /// What time nothing visible explains was checked against, and what could not be.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub warnings: Vec<String>,
-    /// Per traced CPU: its spikes' causes, thread time grouped by command.
-    #[serde(default)]
-    pub per_cpu: Vec<super::culprits::CpuCauses>,
-    /// False when the kernel has no process events: groups are then process names from
-    /// /proc (or the name at switch-in for a task gone by then), without exec chains.
-    #[serde(default)]
-    pub exec_chains: bool,
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
-
-/// What an idle CPU's unexplained delay means on this machine.
-pub fn idle_note() -> String {
-    let hv = std::fs::read_to_string("/sys/hypervisor/type")
-        .ok()
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty());
-    let flag = std::fs::read_to_string("/proc/cpuinfo")
-        .map(|c| {
-            c.lines()
-                .any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == "hypervisor"))
-        })
-        .unwrap_or(false);
-    match (hv, flag) {
-        (Some(t), _) => format!("nothing visible ran: hypervisor/SMI/NMI (this is a VM: {t})"),
-        (None, true) => "nothing visible ran: hypervisor/SMI/NMI (this is a VM)".into(),
-        _ => "nothing visible ran: SMI/NMI or idle exit".into(),
-    }
-}
-
 /// A tracing session.
 pub struct Tracer {
-    rec: Recorder,
+    rec: FlightRecorder,
     names: Vec<String>,
     pending: Vec<RawSpike>,
     report: TraceReport,
@@ -148,35 +64,64 @@ fn mono_now() -> u64 {
 /// Steal time's unit in /proc/stat: USER_HZ ticks, 100 per second on Linux.
 const STEAL_TICK_NS: u64 = 10_000_000;
 
-impl Tracer {
-    /// Traces `cpus` on the system's tracefs (mounting it if needed), for a run whose series
-    /// are `names`.
-    pub fn start(cpus: &[usize], threshold_ns: u64, names: Vec<String>) -> Result<Tracer> {
-        Tracer::start_keeping(cpus, threshold_ns, names, KEEP_NS)
-    }
+/// What a measurement asks the driver to trace (`driver::Measurement::trace`): the driver
+/// starts the session before the measurement and hands it over through its `Ctx`.
+#[derive(Debug, Clone, Default)]
+pub struct Request {
+    /// CPUs traced.
+    pub cpus: Vec<usize>,
+    /// Spikes at or above this are attributed (ns).
+    pub threshold_ns: u64,
+    /// The measuring threads' series names (thread `latlab-<name>`), in series order.
+    pub names: Vec<String>,
+    /// History kept per CPU (ns); None: two seconds, enough for the control thread to come by.
+    pub keep_ns: Option<u64>,
+    /// The measuring threads spin (noise): their own time inside a gap is unattributed.
+    pub spinner: bool,
+    /// `--trace-stacks`: the kernel stack at each wake-up of the measuring threads.
+    pub stacks: bool,
+    /// More `sched` events besides what attribution reads (`latlab sched`).
+    pub extra: &'static [&'static str],
+    /// `--trace-save FILE`.
+    pub save: Option<std::path::PathBuf>,
+    /// `--on-threshold` rules.
+    pub actions: Vec<super::actions::Rule>,
+    /// Their bounds: firings per rule, the disk budget, what `shell:` commands get.
+    pub limits: super::actions::Limits,
+    /// `-b`: save the window of the first spike at or above this (ns).
+    pub break_on: Option<u64>,
+    /// CPUs the reader thread runs on (housekeeping: off the measured CPUs); None: wherever
+    /// the driver's thread may run.
+    pub reader_cpus: Option<Vec<usize>>,
+    /// How a refusal for want of root is explained (`--trace needs root`).
+    pub needs_root: &'static str,
+}
 
-    /// As [`Tracer::start`]; with `stacks` (`--trace-stacks`), the kernel stack at each
-    /// wake-up of the measuring threads (`latlab-<name>`) is recorded and attached to spikes.
-    pub fn start_stacks(
-        cpus: &[usize],
-        threshold_ns: u64,
-        names: Vec<String>,
-        stacks: bool,
+impl Tracer {
+    /// Starts the session `r` asks for on the system's tracefs (mounting it if needed);
+    /// `stop` ends the run when an `--on-threshold ...:stop` rule fires.
+    pub fn begin(
+        r: &Request,
+        stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     ) -> Result<Tracer> {
         let j = journal_file("");
-        let (fs, lease) = TraceFs::system(j.parent().unwrap_or(std::path::Path::new(".")))?;
-        let mut t = Tracer::start_in(
-            &fs,
-            lease,
-            Some(j),
-            cpus,
-            threshold_ns,
-            names,
-            KEEP_NS,
-            stacks,
-            &[],
-        )?;
-        if stacks {
+        let started = TraceFs::system(j.parent().unwrap_or(std::path::Path::new(".")))
+            .and_then(|fs| Tracer::begin_in(&fs, Some(j), r));
+        let t = match started {
+            Err(e) if crate::sys::sched::euid() != 0 && !r.needs_root.is_empty() => {
+                return Err(crate::error::Error::Env(format!(
+                    "{}: run it as root, e.g. with sudo ({e})",
+                    r.needs_root
+                )))
+            }
+            t => t?,
+        };
+        let mut t = t
+            .saving(r.save.clone())
+            .acting(r.actions.clone(), r.limits.clone(), stop)
+            .breaking(r.break_on);
+        t.spinner = r.spinner;
+        if r.stacks {
             // Unreadable or hidden symbols: addresses in hex.
             t.kallsyms = Some(
                 super::stacks::Kallsyms::load(std::path::Path::new("/proc/kallsyms"))
@@ -186,75 +131,26 @@ impl Tracer {
         Ok(t)
     }
 
-    /// As [`Tracer::start`], keeping `keep_ns` of history per CPU (noise attributes after
-    /// each measurement, so it keeps a whole one).
-    pub fn start_keeping(
-        cpus: &[usize],
-        threshold_ns: u64,
-        names: Vec<String>,
-        keep_ns: u64,
-    ) -> Result<Tracer> {
-        let j = journal_file("");
-        let (fs, lease) = TraceFs::system(j.parent().unwrap_or(std::path::Path::new(".")))?;
-        Tracer::start_in(
-            &fs,
-            lease,
-            Some(j),
-            cpus,
-            threshold_ns,
-            names,
-            keep_ns,
-            false,
-            &[],
-        )
-    }
-
-    /// A session for watching any task's scheduling (`latlab sched`): traces every CPU (a
-    /// wake-up is recorded on the waker's CPU) with, besides what attribution reads, the
-    /// `sched` events `extra` (migrations, exits, forks, execs, new tasks' first wake-ups)
-    /// where the kernel has them. Series are named as tasks appear ([`Tracer::add_series`]).
-    pub fn start_tasks(cpus: &[usize], threshold_ns: u64, extra: &[&str]) -> Result<Tracer> {
-        let j = journal_file("");
-        let (fs, lease) = TraceFs::system(j.parent().unwrap_or(std::path::Path::new(".")))?;
-        Tracer::start_in(
-            &fs,
-            lease,
-            Some(j),
-            cpus,
-            threshold_ns,
-            Vec::new(),
-            KEEP_NS,
-            false,
-            extra,
-        )
-    }
-
-    /// As [`Tracer::start`] on a chosen tracefs.
-    #[allow(clippy::too_many_arguments)]
-    pub fn start_in(
+    /// The instance and flight recorder of [`Tracer::begin`] on a chosen tracefs (tests); no
+    /// saving, actions or stacks' symbols.
+    pub fn begin_in(
         fs: &TraceFs,
-        lease: Option<super::lifecycle::MountLease>,
         journal: Option<std::path::PathBuf>,
-        cpus: &[usize],
-        threshold_ns: u64,
-        names: Vec<String>,
-        keep_ns: u64,
-        stacks: bool,
-        extra: &[&str],
+        r: &Request,
     ) -> Result<Tracer> {
-        // On an error the lease drops, and the last user of a mount latlab made unmounts.
         let (header, mut dec, mut events) = fs.layouts()?;
         let proc_events = fs.proc_events(&mut dec)?;
-        events.extend(fs.optional_events(&mut dec, "sched", extra)?);
+        events.extend(fs.optional_events(&mut dec, "sched", r.extra)?);
         let procs_journal = journal
             .as_ref()
             .map(|j| j.with_file_name(format!("trace-{}{PROCS_SUFFIX}.json", std::process::id())));
-        if stacks {
+        if r.stacks {
             fs.stack_event(&mut dec)?;
         }
-        let inst = fs.create_instance("", cpus, &events, BUFFER_KB, journal, lease)?;
-        if stacks {
-            let comms: Vec<String> = names
+        let inst = fs.create_instance("", &r.cpus, &events, BUFFER_KB, journal)?;
+        if r.stacks {
+            let comms: Vec<String> = r
+                .names
                 .iter()
                 .map(|n| format!("latlab-{n}").chars().take(15).collect())
                 .collect();
@@ -269,18 +165,25 @@ impl Tracer {
                 &proc_events,
                 PROCS_BUFFER_KB,
                 procs_journal,
-                None,
             )?)
         };
         let page_size = header.page_size;
         let nmi_traced = events.iter().any(|e| e == "nmi/nmi_handler");
-        let rec = Recorder::start(inst, procs, cpus, header, dec, keep_ns)?;
+        let rec = FlightRecorder::start(
+            inst,
+            procs,
+            &r.cpus,
+            header,
+            dec,
+            r.keep_ns.unwrap_or(KEEP_NS),
+            r.reader_cpus.clone(),
+        )?;
         let roots = super::hw::Roots::default();
-        let counters = super::hw::Counters::read(&roots, cpus);
-        let watch = super::hw::Watch::new(roots, cpus, &counters, mono_now(), !nmi_traced);
+        let counters = super::hw::Counters::read(&roots, &r.cpus);
+        let watch = super::hw::Watch::new(roots, &r.cpus, &counters, mono_now(), !nmi_traced);
         Ok(Tracer {
             rec,
-            names,
+            names: r.names.clone(),
             pending: Vec::new(),
             spinner: false,
             save: None,
@@ -294,9 +197,9 @@ impl Tracer {
             counters,
             watch,
             report: TraceReport {
-                threshold_ns,
-                cpus: cpus.to_vec(),
-                idle_note: idle_note(),
+                threshold_ns: r.threshold_ns,
+                cpus: r.cpus.clone(),
+                idle_note: super::hw::idle_note(),
                 nmi_traced,
                 ..TraceReport::default()
             },
@@ -310,19 +213,13 @@ impl Tracer {
     }
 
     /// The flight recorder (its events, read horizon and losses).
-    pub fn recorder(&self) -> &Recorder {
+    pub fn recorder(&self) -> &FlightRecorder {
         &self.rec
-    }
-
-    /// The measuring threads spin (noise): time of theirs inside a gap is unattributed.
-    pub fn spinning(mut self) -> Tracer {
-        self.spinner = true;
-        self
     }
 
     /// `--trace-save`: keep each spike's events as a timeline, written to `path` at the end;
     /// a `.dat` path gets the raw pages instead, as a trace-cmd `trace.dat`.
-    pub fn saving(mut self, path: Option<std::path::PathBuf>) -> Tracer {
+    fn saving(mut self, path: Option<std::path::PathBuf>) -> Tracer {
         match path {
             Some(p) if super::dat::wanted(&p) => {
                 self.rec.keep_pages(DAT_BYTES_PER_CPU);
@@ -365,7 +262,7 @@ impl Tracer {
 
     /// `-b`: save the trace window of the spike that stops the run (the first at or above
     /// `ns`).
-    pub fn breaking(mut self, ns: Option<u64>) -> Tracer {
+    fn breaking(mut self, ns: Option<u64>) -> Tracer {
         if ns.is_some() {
             self.rec.keep_pages(DAT_BYTES_PER_CPU);
         }
@@ -476,7 +373,7 @@ impl Tracer {
             .cloned()
             .unwrap_or_default();
         if let Some((_, text)) = self.save.as_mut() {
-            text.push_str(&super::timeline::render(&series, cpu, &s, &why, &events));
+            text.push_str(&super::event_log::render(&series, cpu, &s, &why, &events));
         }
         let due: Vec<String> = self
             .windows
@@ -488,7 +385,7 @@ impl Tracer {
             self.windows.retain(|w| !(w.0 == s.series && w.1 == s.seq));
             let outcome = self.save_window(&s);
             for rule in due {
-                self.report.actions.push(super::actions::Firing {
+                self.report.actions.push(crate::result::trace::Firing {
                     rule,
                     series: series.clone(),
                     cpu,
@@ -580,7 +477,7 @@ impl Tracer {
 
     /// Takes the `--on-threshold` firings recorded so far (a monitor stores them with the
     /// snapshot of their interval).
-    pub fn take_actions(&mut self) -> Vec<super::actions::Firing> {
+    pub fn take_actions(&mut self) -> Vec<crate::result::trace::Firing> {
         std::mem::take(&mut self.report.actions)
     }
 
@@ -628,7 +525,10 @@ impl Tracer {
         self.report.exec_chains = self.rec.names_commands();
         let now = super::hw::Counters::read(&super::hw::Roots::default(), &self.report.cpus);
         let (counted, mut warn) = self.counters.delta(&now, STEAL_TICK_NS);
-        warn.extend(residual_warnings(&self.report.spikes, &self.report.cpus));
+        warn.extend(super::hw::residual_warnings(
+            &self.report.spikes,
+            &self.report.cpus,
+        ));
         self.report.counted = counted;
         if !self.report.nmi_traced {
             warn.push(
@@ -678,168 +578,4 @@ impl Tracer {
         self.report.warnings.extend(w);
         self.report
     }
-}
-
-/// Per CPU whose spikes have time nothing visible explains: how much, what it was checked
-/// against and what could not be measured (a warning, so it is never silent).
-pub fn residual_warnings(spikes: &[SpikeRecord], cpus: &[usize]) -> Vec<String> {
-    let mut out = Vec::new();
-    for &cpu in cpus {
-        let rs: Vec<&super::hw::Residual> = spikes
-            .iter()
-            .filter(|s| s.cpu == cpu)
-            .filter_map(|s| s.why.residual.as_ref())
-            .collect();
-        if rs.is_empty() {
-            continue;
-        }
-        let ns: u64 = rs.iter().map(|r| r.ns).sum();
-        let sources = |f: fn(&super::hw::Residual) -> &Vec<String>| {
-            let mut v: Vec<String> = rs
-                .iter()
-                .flat_map(|r| f(r).iter())
-                .map(|m| m.split(':').next().unwrap_or("").to_string())
-                .collect();
-            v.sort();
-            v.dedup();
-            v
-        };
-        let measured = sources(|r| &r.measured);
-        let mut unmeasured: Vec<String> = rs
-            .iter()
-            .flat_map(|r| r.unmeasured.iter().cloned())
-            .collect();
-        unmeasured.sort();
-        unmeasured.dedup();
-        let mut w = format!(
-            "--trace: {} spikes on CPU {cpu} hold {:.1} us nothing visible explains; checked against {} around each",
-            rs.len(),
-            ns as f64 / 1e3,
-            if measured.is_empty() {
-                "nothing".to_string()
-            } else {
-                measured.join(", ")
-            }
-        );
-        if !unmeasured.is_empty() {
-            w.push_str(&format!("; not measured: {}", unmeasured.join("; ")));
-        }
-        let smis: u64 = rs.iter().filter_map(|r| r.smis).sum();
-        let nmis: u64 = rs.iter().filter_map(|r| r.nmis_around).sum();
-        let steal: u64 = rs.iter().filter_map(|r| r.steal_ns).sum();
-        if smis + nmis + steal > 0 {
-            w.push_str(&format!(
-                " (around them: {smis} SMIs, {nmis} NMIs, {:.1} us steal)",
-                steal as f64 / 1e3
-            ));
-        }
-        out.push(w);
-    }
-    out
-}
-
-/// The "why" summary: per CPU, the spikes and what held most of their late time.
-pub fn why(r: &TraceReport, unit: DisplayUnit) -> String {
-    let mut s = format!(
-        "why (--trace, spikes >= {} {unit}; {} events read, {} lost):\n",
-        unit.fmt_ns(r.threshold_ns as f64),
-        r.events,
-        r.lost_events
-    );
-    // A run stored before per-CPU causes were recorded: summed now.
-    let per = if r.per_cpu.is_empty() {
-        super::culprits::summarise(&r.spikes, &r.cpus)
-    } else {
-        r.per_cpu.clone()
-    };
-    for c in &per {
-        if c.spikes == 0 {
-            s.push_str(&format!("  CPU {}: no spikes\n", c.cpu));
-            continue;
-        }
-        let causes: Vec<String> = c
-            .causes
-            .iter()
-            .take(3)
-            .map(|k| format!("{:.0} % {}", 100.0 * k.share, super::culprits::phrase(k)))
-            .collect();
-        s.push_str(&format!(
-            "  CPU {}: {} spikes, max {} {unit}; of late time: {}\n",
-            c.cpu,
-            c.spikes,
-            unit.fmt_ns(c.max_ns as f64),
-            causes.join(", ")
-        ));
-    }
-    if let Some(w) = r
-        .spikes
-        .iter()
-        .filter(|x| !x.why.stack.is_empty())
-        .max_by_key(|x| x.latency_ns)
-    {
-        s.push_str(&format!(
-            "  worst spike's kernel stack (CPU {}, {} {unit}, at the wake-up):\n",
-            w.cpu,
-            unit.fmt_ns(w.latency_ns as f64)
-        ));
-        for f in &w.why.stack {
-            s.push_str(&format!("      {f}\n"));
-        }
-    }
-    if let Some(w) = r
-        .spikes
-        .iter()
-        .filter(|x| x.why.residual.is_some())
-        .max_by_key(|x| x.latency_ns)
-    {
-        if let Some(res) = &w.why.residual {
-            s.push_str(&format!(
-                "  worst spike with unexplained time (CPU {}, {} {unit}): {}\n",
-                w.cpu,
-                unit.fmt_ns(w.latency_ns as f64),
-                res.phrase()
-            ));
-        }
-    }
-    let hidden: Vec<String> = r
-        .counted
-        .iter()
-        .map(|c| {
-            let nmi_spikes: u32 = r
-                .spikes
-                .iter()
-                .filter(|s| s.cpu == c.cpu)
-                .filter_map(|s| s.why.nmis)
-                .sum();
-            let mut parts = Vec::new();
-            if r.nmi_traced {
-                parts.push(format!("{nmi_spikes} NMIs in spikes"));
-            } else if let Some(n) = c.nmis {
-                parts.push(format!("{n} NMIs in the run"));
-            }
-            if let Some(n) = c.smis {
-                parts.push(format!("{n} SMIs"));
-            }
-            if let Some(n) = c.steal_ns {
-                parts.push(format!("steal {} {unit}", unit.fmt_ns(n as f64)));
-            }
-            format!("CPU {}: {}", c.cpu, parts.join(", "))
-        })
-        .collect();
-    if !hidden.is_empty() {
-        s.push_str(&format!("  counted: {}\n", hidden.join("; ")));
-    }
-    for w in &r.warnings {
-        s.push_str(&format!("  {w}\n"));
-    }
-    if r.spikes_dropped > 0 {
-        s.push_str(&format!(
-            "  {} spikes not attributed (too many to keep)\n",
-            r.spikes_dropped
-        ));
-    }
-    if r.lost_events > 0 {
-        s.push_str("  the kernel lost trace events: spikes near them may be misattributed\n");
-    }
-    s
 }

@@ -12,7 +12,9 @@
 //!   file beside it, so a second plan started at the same moment is refused and cannot touch
 //!   the first one's journal; `latlab restore` replays the journal after a crash or SIGKILL.
 
+pub mod clocksource;
 mod file;
+pub mod hrtick;
 mod journal;
 mod path;
 
@@ -28,7 +30,6 @@ use crate::error::{Error, Result};
 use file::{read_knob, write_knob};
 use journal::{lock_is_held, read_journal, take_lock, Lock};
 use path::default_roots;
-use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::Write;
@@ -50,9 +51,21 @@ impl Knobs {
         Knobs::open(journal_path(), default_roots())
     }
 
+    /// As [`Knobs::new`], waiting for another latlab's lock for as long as `keep_waiting`
+    /// answers true (`latlab run --wait`).
+    pub fn new_waiting(keep_waiting: &dyn Fn() -> bool) -> Result<Knobs> {
+        let journal = journal_path();
+        let lock = journal::take_lock_waiting(&journal, Some(keep_waiting))?;
+        Knobs::locked(journal, default_roots(), lock)
+    }
+
     /// As [`Knobs::new`], with a chosen journal and roots (tests use a temporary tree).
     pub fn open(journal: PathBuf, roots: Vec<PathBuf>) -> Result<Knobs> {
         let lock = take_lock(&journal)?;
+        Knobs::locked(journal, roots, lock)
+    }
+
+    fn locked(journal: PathBuf, roots: Vec<PathBuf>, lock: Lock) -> Result<Knobs> {
         if let Some(j) = read_journal(&journal).unwrap_or(Some(Journal::default())) {
             let files: Vec<&str> = j.originals.keys().map(String::as_str).collect();
             return Err(Error::Env(format!(
@@ -72,12 +85,9 @@ impl Knobs {
         })
     }
 
-    /// Changes `file` to `value` in one journaled step and returns a guard that puts the
-    /// original back when dropped (`clocks --clocksource` uses this through [`KnobGuard`]).
-    pub fn apply_journaled(file: &Path, value: &str) -> Result<KnobGuard> {
-        let g = KnobGuard::acquire(file)?;
-        g.set(value)?;
-        Ok(g)
+    /// The files changed so far (real paths).
+    pub fn files(&self) -> Vec<PathBuf> {
+        self.journal.originals.keys().map(PathBuf::from).collect()
     }
 
     fn persist(&self) -> Result<()> {
@@ -188,6 +198,64 @@ impl Knobs {
     }
 }
 
+/// Whether the kernel offers `level` for the setting `file`, before anything is written (a
+/// plan's `--dry-run` and its start): a clocksource must be in `available_clocksource`, a
+/// governor in `scaling_available_governors`, a number in the range the kernel accepts where it
+/// has a known one (`sched_rt_runtime_us` from -1 to the period, `sched_rt_period_us` from 1),
+/// and any setting that reads as a number must get a number. The reason when it does not.
+pub fn check_level(file: &Path, level: &str) -> std::result::Result<(), String> {
+    let sibling = |name: &str| {
+        let p = file.with_file_name(name);
+        std::fs::read_to_string(&p).ok().map(|t| (p, t))
+    };
+    let name = file.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let offered = match name {
+        "current_clocksource" => sibling("available_clocksource"),
+        "scaling_governor" => sibling("scaling_available_governors"),
+        _ => None,
+    };
+    if let Some((p, list)) = offered {
+        if !list.split_whitespace().any(|w| w == level.trim()) {
+            return Err(format!(
+                "'{level}' for {} is not offered by this kernel ({} lists: {})",
+                file.display(),
+                p.display(),
+                list.trim()
+            ));
+        }
+        return Ok(());
+    }
+    let now = std::fs::read_to_string(file).unwrap_or_default();
+    if now.trim().parse::<i64>().is_ok() && level.trim().parse::<i64>().is_err() {
+        return Err(format!(
+            "'{level}' is not a number, and {} holds one ({})",
+            file.display(),
+            now.trim()
+        ));
+    }
+    let Ok(v) = level.trim().parse::<i64>() else {
+        return Ok(());
+    };
+    let range = match name {
+        "sched_rt_runtime_us" => {
+            let period = std::fs::read_to_string(file.with_file_name("sched_rt_period_us"))
+                .ok()
+                .and_then(|t| t.trim().parse::<i64>().ok())
+                .unwrap_or(i64::from(i32::MAX));
+            Some((-1, period))
+        }
+        "sched_rt_period_us" => Some((1, i64::from(i32::MAX))),
+        _ => None,
+    };
+    match range {
+        Some((lo, hi)) if v < lo || v > hi => Err(format!(
+            "{v} is outside what the kernel accepts for {} ({lo} to {hi})",
+            file.display()
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Whether a knob reading `now` holds the `value` written: the same text (blanks aside), the
 /// same number, or the bracketed choice of a sysfs menu (`always [madvise] never`).
 pub fn holds(value: &str, now: &str) -> bool {
@@ -203,63 +271,6 @@ pub fn holds(value: &str, now: &str) -> bool {
         return true;
     }
     matches!((w.parse::<i128>(), r.parse::<i128>()), (Ok(a), Ok(b)) if a == b)
-}
-
-/// One knob changed under the journal, put back when dropped (also on panic unwinding and
-/// errors; after SIGKILL `latlab restore` does it).
-pub struct KnobGuard {
-    knobs: RefCell<Option<Knobs>>,
-    file: PathBuf,
-}
-
-impl KnobGuard {
-    /// Takes the lock and journals `file`'s original before anything changes.
-    pub fn acquire(file: &Path) -> Result<KnobGuard> {
-        KnobGuard::acquire_with(file, Knobs::new()?)
-    }
-
-    /// As [`KnobGuard::acquire`] with chosen knobs (tests).
-    pub fn acquire_with(file: &Path, mut knobs: Knobs) -> Result<KnobGuard> {
-        let real = knobs.remember(file)?;
-        Ok(KnobGuard {
-            knobs: RefCell::new(Some(knobs)),
-            file: real,
-        })
-    }
-
-    /// Writes `value` to the knob.
-    pub fn set(&self, value: &str) -> Result<()> {
-        match self.knobs.borrow_mut().as_mut() {
-            Some(k) => k.set(&self.file, value),
-            None => Err(Error::Env(format!(
-                "{}: already restored",
-                self.file.display()
-            ))),
-        }
-    }
-
-    /// Puts the original back now; returns what failed.
-    pub fn restore(self) -> Vec<String> {
-        self.knobs
-            .borrow_mut()
-            .take()
-            .map(Knobs::restore)
-            .unwrap_or_default()
-    }
-}
-
-impl Drop for KnobGuard {
-    fn drop(&mut self) {
-        if let Some(k) = self.knobs.borrow_mut().take() {
-            let failed = k.restore();
-            if !failed.is_empty() {
-                eprintln!(
-                    "latlab: could not restore {}; run 'latlab restore'",
-                    failed.join("; ")
-                );
-            }
-        }
-    }
 }
 
 fn restore_all(j: &Journal, roots: &[PathBuf]) -> Vec<String> {
@@ -285,6 +296,75 @@ fn restore_all(j: &Journal, roots: &[PathBuf]) -> Vec<String> {
         }
     }
     failed
+}
+
+/// The exit hook of a second Ctrl-C (which runs no destructors): replays this process's own
+/// journal, if it has one, and removes it once every original is back.
+pub fn restore_own_on_exit() {
+    let path = journal_path();
+    let Ok(Some(j)) = read_journal(&path) else {
+        return;
+    };
+    if j.pid != std::process::id() {
+        return;
+    }
+    let failed = restore_all(&j, &default_roots());
+    if failed.is_empty() {
+        let _ = std::fs::remove_file(&path);
+    } else {
+        crate::note!(
+            "latlab: could not restore {}; run 'latlab restore'",
+            failed.join("; ")
+        );
+    }
+}
+
+/// Settings an interrupted plan (or `--hrtick`, or a clocksource switch) journaled, for
+/// `latlab restore`: each one restored is a line; no journal, none.
+/// A journal in another directory (a user's own, where latlab kept it before it became
+/// machine-wide) is restored once, unless it was written before the machine last booted: the
+/// kernel's settings went back to their boot values then, and writing its originals now would
+/// put back stale ones (it is removed, and said).
+pub const RESTORER: crate::io::Restorer = crate::io::Restorer {
+    name: "system settings",
+    run: |dir| {
+        let path = if dir == crate::io::state_dir() {
+            journal_path()
+        } else {
+            dir.join("restore.json")
+        };
+        if let Some(line) = forget_if_stale(&path) {
+            return Ok(vec![line]);
+        }
+        let text = restore_journal_at(&path, &default_roots())?;
+        Ok(if text.starts_with("nothing to restore") {
+            Vec::new()
+        } else {
+            text.lines().map(str::to_string).collect()
+        })
+    },
+};
+
+/// Removes the journal at `path` when it was written before this boot; says so.
+fn forget_if_stale(path: &Path) -> Option<String> {
+    let written = std::fs::symlink_metadata(path).ok()?.modified().ok()?;
+    let btime: u64 = std::fs::read_to_string("/proc/stat")
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("btime "))?
+        .trim()
+        .parse()
+        .ok()?;
+    let boot = std::time::UNIX_EPOCH + std::time::Duration::from_secs(btime);
+    if written >= boot {
+        return None;
+    }
+    std::fs::remove_file(path).ok()?;
+    Some(format!(
+        "removed {}: written before this boot, when the kernel's settings went back to their \
+         boot values (nothing restored from it)",
+        path.display()
+    ))
 }
 
 /// `latlab restore`: replays a journal left by an interrupted run.
@@ -507,7 +587,14 @@ mod tests {
         first.set(&f, "first").unwrap();
         let before = std::fs::read(t.journal()).unwrap();
         let e = t.knobs().err().expect("second owner accepted");
-        assert!(e.to_string().contains("one plan at a time"), "{e}");
+        // The holder is named: this very process, with its command line.
+        let me = format!("pid {}", std::process::id());
+        assert!(
+            e.to_string()
+                .contains("one owner of system settings per machine"),
+            "{e}"
+        );
+        assert!(e.to_string().contains(&me), "{e}");
         assert_eq!(e.exit_code(), 3);
         // restore refuses too while the owner lives.
         assert!(restore_journal_at(&t.journal(), std::slice::from_ref(&t.root)).is_err());
@@ -564,16 +651,45 @@ mod tests {
     }
 
     #[test]
-    fn the_guard_restores_on_drop() {
+    fn a_level_the_kernel_does_not_offer_is_refused_before_anything_is_written() {
+        let d = tempfile::tempdir().unwrap();
+        let cs = d.path().join("current_clocksource");
+        std::fs::write(&cs, "tsc\n").unwrap();
+        std::fs::write(
+            d.path().join("available_clocksource"),
+            "tsc kvm-clock acpi_pm \n",
+        )
+        .unwrap();
+        assert!(check_level(&cs, "kvm-clock").is_ok());
+        let e = check_level(&cs, "hpet").unwrap_err();
+        assert!(
+            e.contains("not offered") && e.contains("tsc kvm-clock"),
+            "{e}"
+        );
+        let rt = d.path().join("sched_rt_runtime_us");
+        std::fs::write(&rt, "950000\n").unwrap();
+        std::fs::write(d.path().join("sched_rt_period_us"), "1000000\n").unwrap();
+        assert!(check_level(&rt, "-1").is_ok() && check_level(&rt, "1000000").is_ok());
+        assert!(check_level(&rt, "1000001").unwrap_err().contains("outside"));
+        assert!(check_level(&rt, "-2").is_err());
+        assert!(check_level(&rt, "fast")
+            .unwrap_err()
+            .contains("not a number"));
+        let other = d.path().join("swappiness");
+        std::fs::write(&other, "60\n").unwrap();
+        assert!(check_level(&other, "10").is_ok() && check_level(&other, "x").is_err());
+    }
+
+    #[test]
+    fn held_settings_are_journaled_before_a_change_and_restored() {
         let t = tree();
         let f = t.root.join("a/k");
         std::fs::write(&f, "tsc\n").unwrap();
-        {
-            let g = KnobGuard::acquire_with(&f, t.knobs().unwrap()).unwrap();
-            assert!(t.journal().exists(), "journaled before any change");
-            g.set("hpet").unwrap();
-            assert_eq!(std::fs::read(&f).unwrap(), b"hpet");
-        }
+        let mut k = t.knobs().unwrap();
+        k.set(&f, "hpet").unwrap();
+        assert!(t.journal().exists(), "journaled before the change");
+        assert_eq!(std::fs::read(&f).unwrap(), b"hpet");
+        assert!(k.restore().is_empty());
         assert_eq!(std::fs::read(&f).unwrap(), b"tsc\n");
         assert!(!t.journal().exists());
     }

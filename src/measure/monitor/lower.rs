@@ -4,7 +4,7 @@
 use super::args::MonitorArgs;
 use crate::config::{parse_time_ns, BareUnit, CpuSet, Policy};
 use crate::error::{Error, Result};
-use crate::monitor::{MonitorConfig, DEFAULT_LISTEN};
+use crate::measure::monitor::{MonitorConfig, DEFAULT_LISTEN};
 use std::net::SocketAddr;
 
 /// A monitor id: 1-64 letters, digits, '_', '-' or '.'.

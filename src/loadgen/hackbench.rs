@@ -2,7 +2,7 @@
 //! every sender writes `loops` messages of `datasize` bytes to every receiver of its group over
 //! a socketpair or pipe. Tasks are forked processes or threads; all wait on one start gate.
 
-use crate::sys::ipc::{self, Pipe};
+use crate::sys::taskpair::{self, Pipe};
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
@@ -32,21 +32,21 @@ fn channel(pipes: bool) -> std::io::Result<Pipe> {
     if pipes {
         Pipe::new()
     } else {
-        ipc::socketpair()
+        taskpair::socketpair()
     }
 }
 
 fn write_all(fd: i32, buf: &[u8]) -> bool {
-    ipc::write_all(fd, buf)
+    taskpair::write_all(fd, buf)
 }
 
 fn read_exact(fd: i32, total: usize, buf: &mut [u8]) -> bool {
-    ipc::read_exactly(fd, total, buf)
+    taskpair::read_exactly(fd, total, buf)
 }
 
 /// Blocks until the parent closes the gate's write end (EOF).
 fn wait_gate(gate: i32) {
-    ipc::get(gate);
+    taskpair::get(gate);
 }
 
 enum Task {
@@ -87,7 +87,7 @@ impl Hackbench {
                     tasks.push(self.spawn(move || {
                         let mut buf = [0u8; MAX_DATASIZE];
                         if let Some(w) = own_gate_w {
-                            ipc::close(w);
+                            taskpair::close(w);
                         }
                         wait_gate(gate_r);
                         read_exact(rd, total, &mut buf);
@@ -103,7 +103,7 @@ impl Hackbench {
                     tasks.push(self.spawn(move || {
                         let msg = [0x5au8; MAX_DATASIZE];
                         if let Some(w) = own_gate_w {
-                            ipc::close(w);
+                            taskpair::close(w);
                         }
                         wait_gate(gate_r);
                         for _ in 0..loops {
@@ -136,7 +136,7 @@ impl Hackbench {
                 Task::Thread(h) => {
                     let _ = h.join();
                 }
-                Task::Process(pid) => ipc::wait_task(pid),
+                Task::Process(pid) => taskpair::wait_task(pid),
             }
         }
         let elapsed = t0.elapsed();
@@ -180,7 +180,7 @@ impl Hackbench {
                 .map(Task::Thread)
         } else {
             // Children inherit the policy of the caller; loads run at SCHED_OTHER.
-            ipc::fork_task(None, libc::SCHED_OTHER, 0, body).map(Task::Process)
+            taskpair::fork_task(None, libc::SCHED_OTHER, 0, body).map(Task::Process)
         }
     }
 }

@@ -257,7 +257,7 @@ mod tests {
 
     #[test]
     fn contribs_example_users_part_is_valid() {
-        let text = include_str!("../../contrib/web-config.yml");
+        let text = include_str!("../../../contrib/web-config.yml");
         let users = &text[text.find("basic_auth_users:").unwrap()..];
         let d = tempfile::tempdir().unwrap();
         let w = WebConfig::load(&write(d.path(), "w.yml", users)).unwrap();

@@ -5,7 +5,7 @@
 //! counter never disappears), and every later group's time goes to `group="other"`, so the set
 //! of label values never grows without bound however many commands a long run sees.
 
-use crate::trace::spikes::SpikeRecord;
+use crate::result::trace::SpikeRecord;
 use std::sync::Mutex;
 
 /// The cause kinds exported, in label order. The attribution's finer kinds fold into them:
@@ -170,7 +170,7 @@ impl Causes {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::attribute::{Attribution, Component};
+    use crate::result::trace::{Attribution, Component};
 
     fn comp(kind: &str, group: Option<&str>, ns: u64) -> Component {
         Component {

@@ -70,6 +70,15 @@ pub(super) struct Lock {
 }
 
 pub(super) fn take_lock(journal: &Path) -> Result<Lock> {
+    take_lock_waiting(journal, None)
+}
+
+/// [`take_lock`]; with `keep_waiting`, a lock another latlab holds is waited for (said once)
+/// for as long as it answers true (a signal makes it false: the wait ends, exit 3).
+pub(super) fn take_lock_waiting(
+    journal: &Path,
+    keep_waiting: Option<&dyn Fn() -> bool>,
+) -> Result<Lock> {
     if let Some(d) = journal.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(d).map_err(|e| Error::Env(format!("{}: {e}", d.display())))?;
     }
@@ -84,6 +93,7 @@ pub(super) fn take_lock(journal: &Path) -> Result<Lock> {
         .open(&lp)
         .map_err(|e| Error::Env(format!("{}: {e}", lp.display())))?;
     let t0 = Instant::now();
+    let mut said = false;
     loop {
         match f.try_lock() {
             Ok(()) => break,
@@ -91,19 +101,33 @@ pub(super) fn take_lock(journal: &Path) -> Result<Lock> {
                 std::thread::sleep(Duration::from_millis(10));
             }
             Err(std::fs::TryLockError::WouldBlock) => {
-                let mut holder = String::new();
-                let _ = (&f).take(64).read_to_string(&mut holder);
-                let holder = holder.trim();
-                return Err(Error::Env(format!(
-                    "another latlab {}is changing system settings right now ({} is locked); \
-                     one plan at a time: wait for it to end",
-                    if holder.is_empty() {
-                        String::new()
-                    } else {
-                        format!("(pid {holder}) ")
-                    },
-                    lp.display()
-                )));
+                let holder = holder(&mut f);
+                match keep_waiting {
+                    Some(keep) if keep() => {
+                        if !said {
+                            crate::note!(
+                                "latlab: waiting for the settings lock {} held by {holder}",
+                                lp.display()
+                            );
+                            said = true;
+                        }
+                        std::thread::sleep(Duration::from_millis(100));
+                    }
+                    Some(_) => {
+                        return Err(Error::Env(format!(
+                            "interrupted while waiting for the settings lock {} held by {holder}",
+                            lp.display()
+                        )))
+                    }
+                    None => {
+                        return Err(Error::Env(format!(
+                            "another latlab holds the machine's system settings: {holder} has \
+                             {} locked; one owner of system settings per machine (one \
+                             plan at a time, whatever the user or state directory): wait for it to end, or pass --wait",
+                            lp.display()
+                        )))
+                    }
+                }
             }
             Err(std::fs::TryLockError::Error(e)) => {
                 return Err(Error::Env(format!("{}: cannot lock: {e}", lp.display())))
@@ -114,6 +138,18 @@ pub(super) fn take_lock(journal: &Path) -> Result<Lock> {
     let _ = f.set_len(0);
     let _ = f.write_all(std::process::id().to_string().as_bytes());
     Ok(Lock { _file: f })
+}
+
+/// Who holds the lock file `f`, in words (its pid is written in it).
+fn holder(f: &mut File) -> String {
+    use std::io::Seek;
+    let mut text = String::new();
+    let _ = f.seek(std::io::SeekFrom::Start(0));
+    let _ = (&*f).take(64).read_to_string(&mut text);
+    match text.trim().parse::<i32>() {
+        Ok(pid) => crate::sys::procs::describe(Path::new("/proc"), pid),
+        Err(_) => "another process".into(),
+    }
 }
 
 /// True while some process holds the lock of `journal`.

@@ -6,9 +6,9 @@ use super::causes::{Causes, CpuTotals, CAUSES};
 use super::tally::Tally;
 use super::{MonitorConfig, MonitorOutcome};
 use crate::config::Policy;
+use crate::result::trace::{SpikeRecord, TraceReport};
 use crate::result::{Run, Series};
 use crate::stats::Recorder;
-use crate::trace::spikes::{SpikeRecord, TraceReport};
 use rtrb::Consumer;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -71,7 +71,7 @@ struct Traced {
     /// Trace events read and lost at its start.
     events: (u64, u64),
     /// `--on-threshold` firings in it.
-    actions: Vec<crate::trace::actions::Firing>,
+    actions: Vec<crate::result::trace::Firing>,
 }
 
 /// The interval being collected.
@@ -97,7 +97,7 @@ impl Interval {
     }
 
     /// Keeps attributed spikes (and `--on-threshold` firings) for the interval's snapshot.
-    pub fn keep(&mut self, spikes: Vec<SpikeRecord>, actions: Vec<crate::trace::actions::Firing>) {
+    pub fn keep(&mut self, spikes: Vec<SpikeRecord>, actions: Vec<crate::result::trace::Firing>) {
         let t = &mut self.traced;
         for s in spikes {
             if t.spikes.len() < MAX_INTERVAL_SPIKES {
@@ -238,7 +238,7 @@ pub fn render(cfg: &MonitorConfig, o: &MonitorOutcome) -> String {
         "monitor {} (http://{}/metrics): latencies in us over the whole session\n",
         cfg.monitor_id, o.listen
     );
-    out.push_str(&crate::export::table::render(
+    out.push_str(&crate::export::columns::render(
         &["cpu", "count", "min", "avg", "max", "overruns", "lost"],
         &rows,
     ));
@@ -296,6 +296,6 @@ fn render_causes(cfg: &MonitorConfig, causes: &[(usize, CpuTotals)]) -> String {
     format!(
         "late time by cause over the session (--trace, wake-ups >= {} us):\n{}",
         cfg.trace_threshold_ns.unwrap_or(0) as f64 / 1e3,
-        crate::export::table::render(&head, &rows)
+        crate::export::columns::render(&head, &rows)
     )
 }

@@ -1,9 +1,10 @@
 //! `--trace-save`: each explained spike's events as a readable timeline, times relative to the
 //! expected wake-up, so a person can check an attribution by eye.
 
-use super::attribute::{task_label, Attribution};
+use super::attribute::task_label;
 use super::event::{softirq_name, Event, Kind};
 use super::raw::RawSpike;
+use crate::result::trace::Attribution;
 
 /// How far before the expected wake-up the timeline starts.
 const LEAD_NS: u64 = 1_000_000;

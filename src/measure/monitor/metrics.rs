@@ -366,8 +366,8 @@ mod tests {
 
     #[test]
     fn culprit_labels_stay_within_the_bound_under_a_thousand_names() {
-        use crate::monitor::causes::{Causes, DEFAULT_TOP};
-        use crate::trace::attribute::{Attribution, Component};
+        use crate::measure::monitor::causes::{Causes, DEFAULT_TOP};
+        use crate::result::trace::{Attribution, Component};
         let t = Arc::new(Tally::new(u64::MAX));
         let causes = Arc::new(Causes::new(&[3], DEFAULT_TOP));
         let s = Arc::new(Shared {
@@ -379,7 +379,7 @@ mod tests {
             snapshots: AtomicU64::new(0),
             snapshot_failures: AtomicU64::new(0),
             scrapes: AtomicU64::new(0),
-            windows: crate::monitor::window::Windows::new(
+            windows: crate::measure::monitor::window::Windows::new(
                 10_000_000_000,
                 std::slice::from_ref(&t),
                 5,
@@ -402,7 +402,7 @@ mod tests {
             let spikes: Vec<_> = (0..50)
                 .map(|k| {
                     let name = format!("cmd-{}", batch * 50 + k);
-                    crate::trace::spikes::SpikeRecord {
+                    crate::result::trace::SpikeRecord {
                         series: "cpu3".into(),
                         cpu: 3,
                         seq: 1,
@@ -442,7 +442,7 @@ mod tests {
             page.contains("latlab_culprit_late_seconds_total{cpu=\"3\",group=\"other\"} 0.00099\n"),
             "{page}"
         );
-        for cause in crate::monitor::causes::CAUSES {
+        for cause in crate::measure::monitor::causes::CAUSES {
             assert!(
                 page.contains(&format!(
                     "latlab_late_wakeups_total{{cpu=\"3\",cause=\"{cause}\"}}"
@@ -468,7 +468,7 @@ mod tests {
             snapshots: AtomicU64::new(2),
             snapshot_failures: AtomicU64::new(0),
             scrapes: AtomicU64::new(0),
-            windows: crate::monitor::window::Windows::new(
+            windows: crate::measure::monitor::window::Windows::new(
                 10_000_000_000,
                 std::slice::from_ref(&t),
                 5,

@@ -107,7 +107,7 @@ impl Drop for MsgQueue {
 /// An unnamed POSIX semaphore in its own shared page, so it never moves and (when made
 /// `shared`) works across fork.
 pub struct PosixSem {
-    sem: super::ipc::SharedBox<std::cell::UnsafeCell<libc::sem_t>>,
+    sem: super::taskpair::SharedBox<std::cell::UnsafeCell<libc::sem_t>>,
 }
 
 // SAFETY: sem_t is made for concurrent use through sem_post/sem_wait.
@@ -125,8 +125,9 @@ impl PosixSem {
     /// futex underneath, as ptsematest's threads do not need).
     pub fn new_in(shared: bool) -> io::Result<PosixSem> {
         // SAFETY: sem_init initialises the zeroed storage before any other use.
-        let sem =
-            super::ipc::SharedBox::new(std::cell::UnsafeCell::new(unsafe { std::mem::zeroed() }))?;
+        let sem = super::taskpair::SharedBox::new(std::cell::UnsafeCell::new(unsafe {
+            std::mem::zeroed()
+        }))?;
         // SAFETY: the storage is valid and lives as long as self.
         check(unsafe { libc::sem_init(sem.get(), i32::from(shared), 0) })?;
         Ok(PosixSem { sem })

@@ -11,6 +11,7 @@ pub mod causes;
 pub mod http;
 pub mod metrics;
 pub mod snapshot;
+mod state;
 pub mod tally;
 pub mod webconfig;
 pub mod window;
@@ -19,15 +20,17 @@ use crate::config::{CpuSet, Policy};
 use crate::driver::Ctx;
 use crate::error::{Error, Result};
 use crate::measure::cyclic::worker::{Worker, WorkerOut};
-use crate::result::{Environment, Run};
+use crate::result::Run;
 use crate::rt::{self, Live, Placement};
 use crate::stats::Recorder;
 use metrics::Shared;
 use serde::Serialize;
+use state::shared_state;
+pub use state::status;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 use tally::Tally;
 
 /// Where the endpoint listens unless `--listen` says otherwise (loopback only).
@@ -109,8 +112,8 @@ const SETTLE_NS: u64 = 500_000_000;
 /// Hands the spikes the measuring threads reported to the tracer, attributes those it can, and
 /// folds the settled ones into the totals and the interval.
 fn trace_step(
-    t: &mut crate::trace::spikes::Tracer,
-    rings: &mut [rtrb::Consumer<crate::trace::spikes::RawSpike>],
+    t: &mut crate::trace::session::Tracer,
+    rings: &mut [rtrb::Consumer<crate::trace::session::RawSpike>],
     causes: &causes::Causes,
     interval: &mut snapshot::Interval,
 ) {
@@ -128,105 +131,15 @@ fn trace_step(
 }
 
 /// Trace events read and lost so far, all CPUs.
-fn event_counts(t: &crate::trace::spikes::Tracer) -> (u64, u64) {
+fn event_counts(t: &crate::trace::session::Tracer) -> (u64, u64) {
     t.counts()
         .iter()
         .fold((0, 0), |(r, l), c| (r + c.1, l + c.2))
 }
 
-/// The info metric's labels.
-fn info_labels(env: &Environment, cfg: &MonitorConfig) -> Vec<(String, String)> {
-    [
-        ("host", env.hostname.clone()),
-        ("monitor", cfg.monitor_id.clone()),
-        ("kernel", env.kernel_release.clone()),
-        ("preemption", env.preemption.clone()),
-        ("clocksource", env.clocksource.clone()),
-        ("isolated_cpus", env.isolated_cpus.clone()),
-        ("version", env.tool_version.clone()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v))
-    .collect()
-}
-
-/// The status text of `/status` and SIGHUP.
-pub fn status(s: &Shared, id: &str) -> String {
-    let up = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
-        - s.started_unix_s;
-    let mut out = format!(
-        "latlab monitor {id}: up {up:.0} s, {} CPUs every {} µs, {} snapshots stored ({} failed), {} scrapes\n",
-        s.cpus.len(),
-        s.interval_ns / 1000,
-        s.snapshots.load(Ordering::Relaxed),
-        s.snapshot_failures.load(Ordering::Relaxed),
-        s.scrapes.load(Ordering::Relaxed)
-    );
-    if let Some(w) = &s.exposure {
-        out.push_str(&format!("warning: {w}\n"));
-    }
-    let closed = s.windows.closed();
-    out.push_str(&format!(
-        "windows of {} s, aligned to the wall clock; the last closed at Unix time {}\n",
-        s.windows.len_ns / 1_000_000_000,
-        closed.end_unix_ns / 1_000_000_000
-    ));
-    for (cpu, t) in &s.cpus {
-        out.push_str(&format!(
-            "cpu {cpu}: {} samples, max {:.1} µs, {} overruns, {} lost, {} over threshold\n",
-            t.read_buckets().1,
-            t.max_ns.load(Ordering::Relaxed) as f64 / 1e3,
-            t.overruns.load(Ordering::Relaxed),
-            t.lost.load(Ordering::Relaxed),
-            t.exceeded.load(Ordering::Relaxed)
-        ));
-    }
-    for (cpu, t) in s.causes.iter().flat_map(|c| c.read()) {
-        let late: u64 = t.late_ns.iter().sum();
-        if late == 0 {
-            out.push_str(&format!("cpu {cpu} (--trace): no late wake-ups\n"));
-            continue;
-        }
-        let kinds: Vec<String> = causes::CAUSES
-            .iter()
-            .zip(t.late_ns)
-            .filter(|k| k.1 > 0)
-            .map(|(k, ns)| format!("{k} {:.0} %", 100.0 * ns as f64 / late.max(1) as f64))
-            .collect();
-        let top = t
-            .groups
-            .iter()
-            .max_by_key(|g| g.1)
-            .map_or(String::new(), |g| format!("; top culprit group {}", g.0));
-        out.push_str(&format!(
-            "cpu {cpu} (--trace): {} late wake-ups, {:.2} ms late: {}{top}\n",
-            t.wakeups.iter().sum::<u64>(),
-            late as f64 / 1e6,
-            kinds.join(", ")
-        ));
-    }
-    out
-}
-
-/// The warning for an endpoint reachable beyond this machine without TLS and authentication.
-fn exposure_warning(cfg: &MonitorConfig) -> Option<String> {
-    let guarded = cfg
-        .web
-        .as_ref()
-        .is_some_and(|w| w.tls.is_some() && w.needs_auth());
-    (!cfg.listen.ip().is_loopback() && !guarded).then(|| {
-        format!(
-            "--listen {} is not loopback and the endpoint has no TLS with basic authentication (--web-config): anyone who reaches the port reads the metrics",
-            cfg.listen
-        )
-    })
-}
-
 /// Pins the calling (control) thread, and so every housekeeping thread it starts, to the online
 /// CPUs not measured; returns a warning when none is left.
-fn pin_housekeeping(cfg: &MonitorConfig) -> Option<String> {
+fn pin_housekeeping(cfg: &MonitorConfig, log: &rt::PlacementLog) -> Option<String> {
     let online = CpuSet::online_here();
     let measured = CpuSet::from_cpus(cfg.cpus.iter().copied());
     let hk = online.difference(&measured);
@@ -236,7 +149,7 @@ fn pin_housekeeping(cfg: &MonitorConfig) -> Option<String> {
         ));
     }
     let what = format!("monitor housekeeping threads: could not pin to CPUs {hk}");
-    rt::checked(crate::sys::sched::pin_to_cpus(hk.iter()), || what);
+    log.check(crate::sys::sched::pin_to_cpus(hk.iter()), || what);
     None
 }
 
@@ -250,28 +163,12 @@ pub fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> 
         (policy, prio) = (Policy::Other, 0);
     }
     let mut saved_state = crate::sys::sched::ThreadState::save();
-    warnings.extend(pin_housekeeping(cfg));
+    warnings.extend(pin_housekeeping(cfg, driver.placement()));
 
     let n = cfg.cpus.len();
     // --trace: the instance and its reader start (on the housekeeping CPUs) before the threads.
     let control = driver.control().clone();
-    let mut tracer = match cfg.trace_threshold_ns {
-        None => None,
-        Some(th) => Some(
-            crate::trace::spikes::Tracer::start_stacks(
-                &cfg.cpus,
-                th,
-                cfg.cpus.iter().map(|c| format!("cpu{c}")).collect(),
-                cfg.trace_stacks,
-            )?
-            .saving(cfg.trace_save.clone())
-            .acting(
-                cfg.trace_actions.clone(),
-                cfg.trace_limits.clone(),
-                control.stop.clone(),
-            ),
-        ),
-    };
+    let mut tracer = driver.take_tracer();
     let cause_totals = tracer
         .as_ref()
         .map(|_| Arc::new(causes::Causes::new(&cfg.cpus, cfg.trace_culprits)));
@@ -280,95 +177,34 @@ pub fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> 
     } else {
         (Vec::new(), Vec::new())
     };
-    let mut spike_prods: Vec<Option<_>> = spike_prods.drain(..).map(Some).collect();
+    let spike_prods: Vec<Option<_>> = spike_prods.drain(..).map(Some).collect();
     let tallies: Vec<Arc<Tally>> = (0..n)
         .map(|_| Arc::new(Tally::new(cfg.threshold_ns.unwrap_or(u64::MAX))))
         .collect();
-    let started_unix_s = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64());
-    let shared = Arc::new(Shared {
-        cpus: cfg
-            .cpus
-            .iter()
-            .map(|c| c.to_string())
-            .zip(tallies.iter().cloned())
-            .collect(),
-        info: info_labels(&env, cfg),
-        interval_ns: cfg.interval_ns,
-        threshold_ns: cfg.threshold_ns,
-        started_unix_s,
-        snapshots: AtomicU64::new(0),
-        snapshot_failures: AtomicU64::new(0),
-        scrapes: AtomicU64::new(0),
-        windows: window::Windows::new(cfg.window_ns, &tallies, window::unix_now_ns()),
-        exposure: exposure_warning(cfg),
-        causes: cause_totals.clone(),
-    });
+    let shared = Arc::new(shared_state(cfg, &env, &tallies, cause_totals.clone()));
     if let Some(w) = &shared.exposure {
         crate::note!("latlab monitor: warning: {w}");
     }
     let server = start_endpoint(cfg, shared.clone())?;
     let listen = server.addr;
-    let scheme = if cfg.web.as_ref().is_some_and(|w| w.tls.is_some()) {
-        "https"
-    } else {
-        "http"
-    };
-    crate::note!("latlab monitor: serving {scheme}://{listen}/metrics");
 
     let (producers, mut consumers) =
         crate::samples::rings(n, crate::measure::cyclic::ring_capacity(cfg.interval_ns));
-    let mut producers: Vec<_> = producers.into_iter().map(Some).collect();
+    let producers: Vec<_> = producers.into_iter().map(Some).collect();
     rt::install_wake_handler();
     let hup = Arc::new(AtomicBool::new(false));
     let _ = signal_hook::flag::register(libc::SIGHUP, hup.clone());
     let done = Arc::new(AtomicUsize::new(0));
     let bell = Arc::new(rt::Doorbell::default());
-    let placements: Vec<Placement> = cfg
-        .cpus
-        .iter()
-        .map(|&c| Placement {
-            name: format!("cpu{c}"),
-            cpu: Some(c),
-            policy,
-            prio,
-        })
-        .collect();
     let barrier = Arc::new(Barrier::new(n + 1));
-    let handles = rt::spawn_workers(&placements, barrier.clone(), |i| {
-        let w = Worker {
-            clock: libc::CLOCK_MONOTONIC,
-            interval_ns: cfg.interval_ns,
-            relative: false,
-            loops: u64::MAX,
-            break_on_ns: u64::MAX,
-            rec: Recorder::new(),
-            // Kept for the worker's contract; a monitor's history lives in its snapshots.
-            timeline: crate::result::TimelineRecorder::new(
-                crate::result::timeline::DEFAULT_WIDTH_NS,
-            ),
-            linear: Vec::new(),
-            ring: producers[i].take(),
-            live: Arc::new(Live::new()),
-            stop: control.stop.clone(),
-            tripped: Arc::new(AtomicBool::new(false)),
-            done: done.clone(),
-            bell: bell.clone(),
-            tally: Some(tallies[i].clone() as Arc<dyn rt::Tap>),
-            spikes: spike_prods.get_mut(i).and_then(Option::take).map(|ring| {
-                crate::measure::cyclic::worker::SpikeOut {
-                    threshold_ns: cfg.trace_threshold_ns.unwrap_or(u64::MAX),
-                    series: i as u32,
-                    cpu: Some(cfg.cpus[i] as u32),
-                    tid: 0,
-                    ring,
-                }
-            }),
-        };
-        move || move || w.run()
-    })
-    .map_err(|e| Error::Env(format!("cannot start measuring threads: {e}")))?;
+    let handles = spawn(
+        cfg,
+        (policy, prio),
+        driver,
+        &barrier,
+        (producers, spike_prods),
+        (&tallies, &done, &bell),
+    )?;
     barrier.wait();
 
     let ctx = snapshot::Context { cfg, policy, prio };
@@ -409,15 +245,7 @@ pub fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> 
             };
             let run = interval.take(&ctx, driver, seq, &tallies, warnings.clone(), now);
             if !cfg.no_store {
-                match driver.keep(&run) {
-                    Ok(()) => {
-                        shared.snapshots.fetch_add(1, Ordering::Relaxed);
-                    }
-                    Err(e) => {
-                        shared.snapshot_failures.fetch_add(1, Ordering::Relaxed);
-                        crate::note!("latlab monitor: snapshot {} not stored: {e}", run.id);
-                    }
-                }
+                keep_snapshot(driver, &run, &shared);
             }
             next_snapshot += every;
             while next_snapshot <= Instant::now() {
@@ -442,9 +270,7 @@ pub fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> 
     server.stop();
     saved_state.restore();
     interval.drain(&mut consumers);
-    for (a, _) in &outs {
-        warnings.extend(a.warnings.iter().cloned());
-    }
+    // Placement failures reach the warnings through the run's placement log.
     let total_lost: u64 = outs.iter().map(|(_, o)| o.lost).sum();
     if total_lost > 0 {
         warnings.push(format!(
@@ -453,27 +279,16 @@ pub fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> 
     }
     // --trace: what is left is attributed and named now; the finished report (hardware
     // counts, warnings) is the last snapshot's trace.
+    let spikes_lost = outs.iter().map(|(_, o)| o.spikes_lost).sum();
     let now = match (tracer.take(), &cause_totals) {
-        (Some(mut t), Some(c)) => {
-            for r in spike_cons.iter_mut() {
-                while let Ok(s) = r.pop() {
-                    t.offer(s);
-                }
-            }
-            t.dropped(outs.iter().map(|(_, o)| o.spikes_lost).sum());
-            let mut header = t.finish();
-            let rest = std::mem::take(&mut header.spikes);
-            c.add(&rest);
-            interval.keep(rest, std::mem::take(&mut header.actions));
-            warnings.extend(header.warnings.iter().cloned());
-            let events = (header.events, header.lost_events);
-            header.per_cpu.clear();
-            Some(snapshot::TraceNow {
-                causes: c,
-                header,
-                events,
-            })
-        }
+        (Some(t), Some(c)) => Some(finish_trace(
+            t,
+            &mut spike_cons,
+            spikes_lost,
+            c,
+            &mut interval,
+            &mut warnings,
+        )),
         _ => None,
     };
     let mut run = interval.take(&ctx, driver, seq + 1, &tallies, warnings, now);
@@ -492,8 +307,126 @@ pub fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> 
     })
 }
 
-/// Starts the endpoint: `/metrics`, `/status`, and 404 for anything else.
+/// Stores a snapshot now; a failure is counted (and said) and the monitor goes on.
+fn keep_snapshot(driver: &mut Ctx<'_>, run: &Run, shared: &Shared) {
+    match driver.keep(run) {
+        Ok(()) => {
+            shared.snapshots.fetch_add(1, Ordering::Relaxed);
+        }
+        Err(e) => {
+            shared.snapshot_failures.fetch_add(1, Ordering::Relaxed);
+            crate::note!("latlab monitor: snapshot {} not stored: {e}", run.id);
+        }
+    }
+}
+
+/// The per-CPU raw-sample rings and spike rings of the measuring threads, one each.
+type Rings = (
+    Vec<Option<rtrb::Producer<u64>>>,
+    Vec<Option<rtrb::Producer<crate::trace::session::RawSpike>>>,
+);
+
+/// Spawns one measuring thread per CPU (cyclic's worker, publishing through its CPU's tally)
+/// behind `barrier`.
+fn spawn(
+    cfg: &MonitorConfig,
+    (policy, prio): (Policy, i32),
+    driver: &Ctx<'_>,
+    barrier: &Arc<Barrier>,
+    (mut producers, mut spike_prods): Rings,
+    (tallies, done, bell): (&[Arc<Tally>], &Arc<AtomicUsize>, &Arc<rt::Doorbell>),
+) -> Result<Vec<std::thread::JoinHandle<(rt::Applied, WorkerOut)>>> {
+    let placements: Vec<Placement> = cfg
+        .cpus
+        .iter()
+        .map(|&c| Placement {
+            name: format!("cpu{c}"),
+            cpu: Some(c),
+            policy,
+            prio,
+        })
+        .collect();
+    let stop = driver.control().stop.clone();
+    driver
+        .spawn_workers(&placements, barrier.clone(), |i| {
+            let w = Worker {
+                clock: libc::CLOCK_MONOTONIC,
+                interval_ns: cfg.interval_ns,
+                relative: false,
+                loops: u64::MAX,
+                break_on_ns: u64::MAX,
+                rec: Recorder::new(),
+                // Kept for the worker's contract; a monitor's history lives in its snapshots.
+                timeline: crate::result::TimelineRecorder::new(
+                    crate::result::timeline::DEFAULT_WIDTH_NS,
+                ),
+                linear: Vec::new(),
+                ring: producers[i].take(),
+                live: Arc::new(Live::new()),
+                stop: stop.clone(),
+                tripped: Arc::new(AtomicBool::new(false)),
+                done: done.clone(),
+                bell: bell.clone(),
+                tally: Some(tallies[i].clone() as Arc<dyn rt::Tap>),
+                spikes: spike_prods.get_mut(i).and_then(Option::take).map(|ring| {
+                    crate::measure::cyclic::worker::SpikeOut {
+                        threshold_ns: cfg.trace_threshold_ns.unwrap_or(u64::MAX),
+                        series: i as u32,
+                        cpu: Some(cfg.cpus[i] as u32),
+                        tid: 0,
+                        ring,
+                    }
+                }),
+            };
+            move || move || w.run()
+        })
+        .map_err(|e| Error::Env(format!("cannot start measuring threads: {e}")))
+}
+
+/// Ends the trace: the spikes left are attributed and named, counted into the cause totals
+/// and kept for the last snapshot, whose trace is the finished report.
+fn finish_trace<'c>(
+    mut t: crate::trace::session::Tracer,
+    spike_cons: &mut [rtrb::Consumer<crate::trace::session::RawSpike>],
+    spikes_lost: u64,
+    c: &'c Arc<causes::Causes>,
+    interval: &mut snapshot::Interval,
+    warnings: &mut Vec<String>,
+) -> snapshot::TraceNow<'c> {
+    for r in spike_cons.iter_mut() {
+        while let Ok(s) = r.pop() {
+            t.offer(s);
+        }
+    }
+    t.dropped(spikes_lost);
+    let mut header = t.finish();
+    let rest = std::mem::take(&mut header.spikes);
+    c.add(&rest);
+    interval.keep(rest, std::mem::take(&mut header.actions));
+    warnings.extend(header.warnings.iter().cloned());
+    let events = (header.events, header.lost_events);
+    header.per_cpu.clear();
+    snapshot::TraceNow {
+        causes: c,
+        header,
+        events,
+    }
+}
+
+/// Starts the endpoint and says where it serves.
 fn start_endpoint(cfg: &MonitorConfig, shared: Arc<Shared>) -> Result<http::Server> {
+    let server = serve(cfg, shared)?;
+    let scheme = if cfg.web.as_ref().is_some_and(|w| w.tls.is_some()) {
+        "https"
+    } else {
+        "http"
+    };
+    crate::note!("latlab monitor: serving {scheme}://{}/metrics", server.addr);
+    Ok(server)
+}
+
+/// The endpoint: `/metrics`, `/status`, and 404 for anything else.
+fn serve(cfg: &MonitorConfig, shared: Arc<Shared>) -> Result<http::Server> {
     let registry = Arc::new(metrics::registry(shared.clone()));
     let id = cfg.monitor_id.clone();
     let handler: Arc<http::Handler> = Arc::new(move |path: &str, accept: &str| match path {
@@ -525,9 +458,29 @@ fn start_endpoint(cfg: &MonitorConfig, shared: Arc<Shared>) -> Result<http::Serv
 impl crate::driver::Measurement for MonitorConfig {
     type Outcome = MonitorOutcome;
     const KIND: &'static str = "monitor";
+    /// SIGHUP prints the monitor's status instead of ending it.
+    const KEEPS_HANGUP: bool = true;
 
     fn planned(&self) -> Option<Duration> {
         self.duration_ns.map(Duration::from_nanos)
+    }
+
+    fn trace_request(&self) -> Option<crate::trace::session::Request> {
+        Some(crate::trace::session::Request {
+            cpus: self.cpus.clone(),
+            threshold_ns: self.trace_threshold_ns?,
+            names: self.cpus.iter().map(|c| format!("cpu{c}")).collect(),
+            stacks: self.trace_stacks,
+            save: self.trace_save.clone(),
+            actions: self.trace_actions.clone(),
+            limits: self.trace_limits.clone(),
+            needs_root: "--trace needs root (it reads the kernel's tracepoints through tracefs)",
+            ..Default::default()
+        })
+    }
+
+    fn measured_cpus(&self) -> Option<crate::config::CpuSet> {
+        Some(crate::config::CpuSet::from_cpus(self.cpus.iter().copied()))
     }
 
     fn footprint(&self) -> crate::driver::Footprint {

@@ -6,39 +6,23 @@
 //! (`HRTICK` is the fair class's); older kernels have `HRTICK` alone: the one that exists is
 //! used.
 //!
-//! The change is a knob like a plan's: journaled (the write that undoes it, `NO_<FEATURE>`)
-//! before it is made, read back, undone on every exit path (end, error, Ctrl-C, a second
-//! Ctrl-C through an exit hook) and by `latlab restore` after SIGKILL. debugfs is found in
-//! /proc/mounts or mounted at /sys/kernel/debug for the run (shared and unmounted like
-//! `--trace`'s tracefs). `LATLAB_DEBUGFS_ROOT` points it at a fake tree, for tests.
+//! The change is a setting the driver holds for the run (`driver::Ctx::settings`): journaled
+//! (the write that undoes it, `NO_<FEATURE>`) before it is made, read back, undone on every
+//! exit path (end, error, Ctrl-C, a second Ctrl-C through an exit hook) and by `latlab restore`
+//! after SIGKILL. debugfs is found in /proc/mounts or mounted at /sys/kernel/debug (and left
+//! mounted, like `--trace`'s tracefs: see `trace::lifecycle`). `LATLAB_DEBUGFS_ROOT` points it
+//! at a fake tree, for tests.
 
+use super::Knobs;
 use crate::error::{Error, Result};
-use crate::experiment::knobs::{self, Knobs};
-use crate::trace::lifecycle::{self, MountLease, DEBUGFS};
+use crate::trace::lifecycle::{self, DEBUGFS};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
 /// Where debugfs is mounted when latlab mounts it.
 pub const DEFAULT_MOUNT: &str = "/sys/kernel/debug";
 
-/// The journaled change of the run in progress, where the exit hook can reach it.
-static ACTIVE: Mutex<Option<Knobs>> = Mutex::new(None);
-
-/// Puts the feature back now (idempotent); returns what failed.
-fn restore_active() -> Vec<String> {
-    let k = ACTIVE.lock().map(|mut a| a.take()).unwrap_or(None);
-    k.map(Knobs::restore).unwrap_or_default()
-}
-
-/// The exit hook of a second Ctrl-C (which runs no destructors).
-fn restore_on_exit() {
-    for f in restore_active() {
-        crate::note!("latlab: --hrtick: could not restore {f}; run 'latlab restore'");
-    }
-}
-
-/// HRTICK held on for a run; turned back off (and debugfs unmounted, if latlab mounted it)
-/// when dropped.
+/// HRTICK turned on for a run, through the run's held settings (which put it back when the
+/// driver releases them, on every way out).
 #[derive(Debug)]
 pub struct Hrtick {
     /// The feature turned on (`HRTICK_DL` or `HRTICK`).
@@ -47,26 +31,24 @@ pub struct Hrtick {
     pub file: PathBuf,
     /// False when the feature was on already (then nothing was changed or journaled).
     pub changed: bool,
-    lease: Option<MountLease>,
 }
 
 impl Hrtick {
-    /// Turns the high-resolution tick for deadline tasks on, journaled. Exit 3 when debugfs
-    /// cannot be mounted, the kernel has no features file or no HRTICK feature, refuses access
-    /// to it (this VM: Operation not permitted), or another latlab holds the settings lock.
-    pub fn enable() -> Result<Hrtick> {
-        let dir = crate::io::state_dir();
-        let (root, lease) = match knobs::debugfs_root_override() {
-            Some(r) => (r, None),
+    /// Turns the high-resolution tick for deadline tasks on, journaled in `held` (the run's
+    /// settings, taken from the driver). Exit 3 when debugfs cannot be mounted, the kernel has
+    /// no features file or no HRTICK feature, or refuses access to it (this VM: Operation not
+    /// permitted).
+    pub fn enable(held: &mut Knobs) -> Result<Hrtick> {
+        let root = match super::debugfs_root_override() {
+            Some(r) => r,
             None => lifecycle::acquire_fs(
                 DEBUGFS,
-                &dir,
+                &crate::io::state_dir(),
                 Path::new(DEFAULT_MOUNT),
                 crate::sys::mount::mount_debugfs,
                 || lifecycle::mounted("debugfs"),
             )?,
         };
-        // The lease (if any) is dropped with the error: a debugfs latlab mounted goes again.
         let file = features_file(&root)?;
         let text = read_features(&file)?;
         let feature = pick_feature(&text).ok_or_else(|| {
@@ -76,31 +58,13 @@ impl Hrtick {
                 text.trim()
             ))
         })?;
-        let mut k = Knobs::new().map_err(|e| Error::Env(format!("--hrtick: {e}")))?;
-        let changed = match k.enable_feature(&file, feature) {
-            Ok(c) => c,
-            Err(e) => {
-                let failed = k.restore();
-                let kept = if failed.is_empty() {
-                    String::new()
-                } else {
-                    format!(
-                        " (and could not put it back: {}; run 'latlab restore')",
-                        failed.join("; ")
-                    )
-                };
-                return Err(Error::Env(format!("--hrtick: {e}{kept}")));
-            }
-        };
-        crate::rt::at_exit(restore_on_exit);
-        if let Ok(mut a) = ACTIVE.lock() {
-            *a = Some(k);
-        }
+        let changed = held
+            .enable_feature(&file, feature)
+            .map_err(|e| Error::Env(format!("--hrtick: {e}")))?;
         Ok(Hrtick {
             feature: feature.to_string(),
             file,
             changed,
-            lease,
         })
     }
 
@@ -122,27 +86,6 @@ impl Hrtick {
             )
         }
     }
-
-    /// Turns the feature back off now and releases debugfs; returns what failed.
-    pub fn restore(mut self) -> Vec<String> {
-        let failed = restore_active();
-        drop(self.lease.take());
-        failed
-    }
-}
-
-impl Drop for Hrtick {
-    fn drop(&mut self) {
-        for f in restore_active() {
-            crate::note!("latlab: --hrtick: could not restore {f}; run 'latlab restore'");
-        }
-    }
-}
-
-/// `latlab restore`'s part: unmounts a debugfs latlab mounted for runs that are all dead (the
-/// features file is put back by the knob journal first). One line per thing done.
-pub fn release_mount(dir: &Path) -> Vec<String> {
-    lifecycle::release_fs(DEBUGFS, dir, 0)
 }
 
 /// The scheduler features file under debugfs `root`: `sched/features` (Linux 5.13 on), else

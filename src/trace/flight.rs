@@ -82,7 +82,7 @@ struct Shared {
 }
 
 /// A running trace: the instances, the reader thread, the per-CPU logs and the task table.
-pub struct Recorder {
+pub struct FlightRecorder {
     shared: Arc<Shared>,
     reader: Option<JoinHandle<()>>,
     instance: Option<Instance>,
@@ -183,7 +183,7 @@ fn drain(
     }
 }
 
-impl Recorder {
+impl FlightRecorder {
     /// Starts reading `cpus` of `instance` (and every CPU of `procs`), keeping `keep_ns` per
     /// CPU.
     pub fn start(
@@ -193,7 +193,8 @@ impl Recorder {
         header: PageHeader,
         dec: Decoder,
         keep_ns: u64,
-    ) -> Result<Recorder> {
+        reader_cpus: Option<Vec<usize>>,
+    ) -> Result<FlightRecorder> {
         let open = |p: &std::path::Path| {
             std::fs::OpenOptions::new()
                 .read(true)
@@ -224,6 +225,11 @@ impl Recorder {
         let reader = std::thread::Builder::new()
             .name("latlab-trace".into())
             .spawn(move || {
+                // Off the measured CPUs where there are others (a refusal leaves it where the
+                // driver's thread may run: the events are still read, only closer by).
+                if let Some(c) = reader_cpus.filter(|c| !c.is_empty()) {
+                    let _ = crate::sys::sched::pin_to_cpus(c);
+                }
                 let mut buf = vec![0u8; header.page_size];
                 loop {
                     let last = sh.stop.load(Ordering::Acquire);
@@ -249,7 +255,7 @@ impl Recorder {
         for i in std::iter::once(&instance).chain(procs.as_ref()) {
             super::lifecycle::attach_reader(i.id, shared.stop.clone(), closed.clone());
         }
-        Ok(Recorder {
+        Ok(FlightRecorder {
             shared,
             reader: Some(reader),
             instance: Some(instance),
@@ -404,7 +410,7 @@ impl Recorder {
     }
 }
 
-impl Drop for Recorder {
+impl Drop for FlightRecorder {
     fn drop(&mut self) {
         self.stop();
         // The instances' own drops remove them (pipes were closed with the reader); the
