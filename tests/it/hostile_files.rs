@@ -228,12 +228,12 @@ fn output_paths_are_refused_before_measuring() {
     }
     refused(&["report", "{}", "-o", "x.html"], &paths[1], 2, d.path());
     let json = d.path().join("r.json");
-    assert!(latlab()
+    let out = latlab()
         .args(["cyclic", "-t", "1", "-l", "5", "--no-store", "--json"])
         .arg(&json)
-        .status()
-        .unwrap()
-        .success());
+        .output()
+        .unwrap();
+    crate::util::assert_exit(&out, 0);
     let mut child = latlab()
         .arg("report")
         .arg(&json)
