@@ -275,3 +275,17 @@ fn monitor_no_store_prints_no_run_id_and_the_fleet_page_escapes_bidi_overrides()
     assert!(page.contains("evil"), "the host is missing");
     assert!(!page.contains('\u{202e}'), "U+202E reached the page");
 }
+
+#[test]
+fn a_request_sent_with_a_half_close_is_answered() {
+    let mon = Monitor::start(&["-a", "0", "-i", "1ms", "--no-store", "-D", "60s"]);
+    let mut s = TcpStream::connect(mon.addr).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.0\r\nHost: t\r\n\r\n")
+        .unwrap();
+    s.shutdown(std::net::Shutdown::Write).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+    let mut buf = Vec::new();
+    let _ = s.read_to_end(&mut buf);
+    let text = String::from_utf8_lossy(&buf);
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+}

@@ -359,65 +359,78 @@ fn refuse_now(mut c: Conn, r: &Response) {
     let _ = c.sock.shutdown(std::net::Shutdown::Both);
 }
 
+/// How a connection's input stands after reading what it had.
+#[derive(Debug, PartialEq)]
+enum Input {
+    /// Still open: more may come.
+    Open,
+    /// The client closed its side (what it sent before still counts).
+    Ended,
+    /// Broken (a reset, a TLS error): nothing more to do.
+    Broken,
+}
+
 /// Reads what the connection has for us (never waiting) and says whether its head is
 /// complete.
 fn progress(c: &mut Conn) -> Step {
-    let ok = match c.tls.as_mut() {
+    let input = match c.tls.as_mut() {
         None => read_plain(&mut c.sock, &mut c.head, &mut c.last),
         Some(t) => pump_tls(t, &mut c.sock, &mut c.head, &mut c.last),
     };
-    if !ok {
+    if input == Input::Broken {
         return Step::Close;
     }
     match parse_head(&c.head) {
         Some(h) => Step::Ready(h),
+        None if input == Input::Ended => Step::Close,
         None => Step::Wait,
     }
 }
 
-/// Reads plain bytes until the socket would block; false when the client went away.
-fn read_plain(sock: &mut TcpStream, head: &mut Vec<u8>, last: &mut Instant) -> bool {
+/// Reads plain bytes until the socket would block.
+fn read_plain(sock: &mut TcpStream, head: &mut Vec<u8>, last: &mut Instant) -> Input {
     let mut buf = [0u8; 2048];
     while head.len() < MAX_REQUEST {
         let room = (MAX_REQUEST - head.len()).min(buf.len());
         match sock.read(&mut buf[..room]) {
-            Ok(0) => return false,
+            Ok(0) => return Input::Ended,
             Ok(n) => {
                 head.extend_from_slice(&buf[..n]);
                 *last = Instant::now();
             }
-            Err(e) if e.kind() == ErrorKind::WouldBlock => return true,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return Input::Open,
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(_) => return false,
+            Err(_) => return Input::Broken,
         }
     }
-    true
+    Input::Open
 }
 
 /// Moves a TLS connection on as far as it goes without waiting: records in, handshake
-/// messages out, plaintext into `head`; false when the client went away or broke TLS.
+/// messages out, plaintext into `head`.
 fn pump_tls(
     t: &mut rustls::ServerConnection,
     sock: &mut TcpStream,
     head: &mut Vec<u8>,
     last: &mut Instant,
-) -> bool {
+) -> Input {
+    let mut ended = false;
     loop {
         let mut more = false;
-        if t.wants_read() {
+        if t.wants_read() && !ended {
             match t.read_tls(sock) {
-                Ok(0) => return false,
+                Ok(0) => ended = true,
                 Ok(_) => {
                     more = true;
                     *last = Instant::now();
                     if t.process_new_packets().is_err() {
                         let _ = t.write_tls(sock);
-                        return false;
+                        return Input::Broken;
                     }
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => {}
                 Err(e) if e.kind() == ErrorKind::Interrupted => more = true,
-                Err(_) => return false,
+                Err(_) => return Input::Broken,
             }
         }
         let mut buf = [0u8; 2048];
@@ -427,7 +440,11 @@ fn pump_tls(
                 Ok(0) => break,
                 Ok(n) => head.extend_from_slice(&buf[..n]),
                 Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                Err(_) => return false,
+                // The peer closed without close_notify: what came before still counts.
+                Err(_) => {
+                    ended = true;
+                    break;
+                }
             }
         }
         while t.wants_write() {
@@ -435,11 +452,11 @@ fn pump_tls(
                 Ok(_) => {}
                 Err(e) if e.kind() == ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(_) => return false,
+                Err(_) => return Input::Broken,
             }
         }
         if !more {
-            return true;
+            return if ended { Input::Ended } else { Input::Open };
         }
     }
 }
