@@ -1,33 +1,14 @@
 //! Small, shared file I/O that every layer may use: opening an input only when it is a regular
 //! file (never waiting on a FIFO or reading a device that never ends), reading it with a size
 //! limit, and where latlab keeps its restore journal. It imports nothing of latlab's but the
-//! error type.
+//! error type and `output`'s words for a file's type.
 
 use crate::error::{Error, Result};
 use std::fs::{File, FileType, OpenOptions};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-/// What a file type is, in words, for messages ("a FIFO", "a directory" ...).
-pub fn kind_of(t: &FileType) -> &'static str {
-    if t.is_file() {
-        "a regular file"
-    } else if t.is_dir() {
-        "a directory"
-    } else if t.is_fifo() {
-        "a FIFO"
-    } else if t.is_char_device() {
-        "a character device"
-    } else if t.is_block_device() {
-        "a block device"
-    } else if t.is_socket() {
-        "a socket"
-    } else if t.is_symlink() {
-        "a symbolic link"
-    } else {
-        "not a regular file"
-    }
-}
+pub use crate::output::kind_of;
 
 fn refuse(t: &FileType, want: &str) -> std::io::Error {
     std::io::Error::new(

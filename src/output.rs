@@ -7,6 +7,27 @@ use std::io::Write;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
+/// What a file type is, in words, for messages ("a FIFO", "a directory" ...).
+pub fn kind_of(t: &std::fs::FileType) -> &'static str {
+    if t.is_file() {
+        "a regular file"
+    } else if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_symlink() {
+        "a symbolic link"
+    } else {
+        "not a regular file"
+    }
+}
+
 /// Writes `text` to stdout and flushes. A reader that went away (EPIPE, e.g. `| head -1` or
 /// `| true`) is not an error: the result was already saved.
 pub fn stdout(text: &str) -> std::io::Result<()> {
@@ -99,11 +120,11 @@ pub fn check_output(path: &Path, devices: bool) -> std::io::Result<()> {
     if let Ok(m) = std::fs::metadata(path) {
         let t = m.file_type();
         if t.is_fifo() || t.is_socket() {
-            return Err(refuse(crate::io::kind_of(&t)));
+            return Err(refuse(kind_of(&t)));
         }
         if !t.is_file() {
             if !devices {
-                return Err(refuse(crate::io::kind_of(&t)));
+                return Err(refuse(kind_of(&t)));
             }
             // A device is written in place: it must open for writing (without waiting).
             OpenOptions::new()
@@ -153,7 +174,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
             if t.is_fifo() || t.is_socket() {
                 return Err(std::io::Error::new(
                     std::io::ErrorKind::InvalidInput,
-                    format!("{}, not a file latlab writes", crate::io::kind_of(&t)),
+                    format!("{}, not a file latlab writes", kind_of(&t)),
                 ));
             }
             let mut f = OpenOptions::new()
@@ -204,8 +225,8 @@ pub fn write_atomic_until(
 
 /// Creates (or truncates) `path` for writing without following a symlink in its last
 /// component (O_NOFOLLOW): for logs that must be readable at their final path while written.
-/// The file is opened non-blocking: a FIFO without a reader fails at once (ENXIO) instead of
-/// holding latlab at `open`, and writes into a FIFO whose reader stalls return `WouldBlock`
+/// The file is opened non-blocking: a FIFO without a reader fails within a second (ENXIO)
+/// instead of holding latlab at `open`, and writes into a FIFO whose reader stalls return `WouldBlock`
 /// (see [`write_patiently`]). A directory or a socket is refused.
 pub fn create_nofollow(path: &Path) -> std::io::Result<File> {
     if let Ok(m) = std::fs::symlink_metadata(path) {
@@ -213,23 +234,35 @@ pub fn create_nofollow(path: &Path) -> std::io::Result<File> {
         if t.is_dir() || t.is_socket() {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::InvalidInput,
-                format!("{}, not a file latlab writes", crate::io::kind_of(&t)),
+                format!("{}, not a file latlab writes", kind_of(&t)),
             ));
         }
     }
-    OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
-        .mode(0o644)
-        .open(path)
-        .map_err(|e| match e.raw_os_error() {
-            Some(libc::ENXIO) => {
-                std::io::Error::new(e.kind(), "a FIFO nobody reads (open it for reading first)")
+    let open = || {
+        OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
+            .mode(0o644)
+            .open(path)
+    };
+    // A FIFO whose reader is about to open it is given a moment (at most a second).
+    let t0 = std::time::Instant::now();
+    loop {
+        match open() {
+            Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
+                if t0.elapsed() >= std::time::Duration::from_secs(1) {
+                    return Err(std::io::Error::new(
+                        e.kind(),
+                        "a FIFO nobody reads (open it for reading first)",
+                    ));
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
             }
-            _ => e,
-        })
+            r => return r,
+        }
+    }
 }
 
 /// Writes all of `bytes` to a non-blocking `out`, waiting while it would block (a FIFO whose

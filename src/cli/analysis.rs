@@ -76,6 +76,11 @@ pub struct CompareArgs {
     /// Store to read `run:ID` sets from.
     #[arg(long)]
     pub store: Option<String>,
+    /// Keep runs whose ground moved while they measured (the clocksource, a plan's setting or
+    /// another real-time task changed: `Run::ground`); a selector naming several runs leaves
+    /// them out by default and says which.
+    #[arg(long = "include-disturbed")]
+    pub include_disturbed: bool,
     /// With one latlab run on a side, test its samples as if they were independent (they are
     /// not: spikes come in bursts and run-to-run variation is invisible); without it, one run
     /// a side shows its figures but proves no difference.
@@ -150,6 +155,11 @@ pub struct ReportArgs {
     /// The results store stored runs are read from.
     #[arg(long)]
     pub store: Option<String>,
+    /// Keep runs whose ground moved while they measured (the clocksource, a plan's setting or
+    /// another real-time task changed: `Run::ground`); a selector naming several runs leaves
+    /// them out by default and says which.
+    #[arg(long = "include-disturbed")]
+    pub include_disturbed: bool,
     /// `linear`: also draw histograms in linear 1 µs bins with log y (OSADL's look), beside
     /// the log-x ones.
     #[arg(long, value_enum, default_value = "log")]
@@ -210,6 +220,11 @@ pub struct GateArgs {
     /// Store to read run ids from.
     #[arg(long)]
     pub store: Option<String>,
+    /// Keep runs whose ground moved while they measured (the clocksource, a plan's setting or
+    /// another real-time task changed: `Run::ground`); a selector naming several runs leaves
+    /// them out by default and says which.
+    #[arg(long = "include-disturbed")]
+    pub include_disturbed: bool,
 }
 
 const GATE_AFTER_HELP: &str = "\

@@ -47,6 +47,8 @@ pub struct ReadOpts {
     pub scale: f64,
     /// Store `run:ID` sets are read from.
     pub store: Option<String>,
+    /// Keep runs whose ground moved while they measured (`--include-disturbed`).
+    pub include_disturbed: bool,
 }
 
 /// A labelled data set.
@@ -119,7 +121,8 @@ pub fn load(spec: &OsStr, o: &ReadOpts) -> Result<Source> {
     if sels.is_empty() {
         return Err(Error::Usage(format!("set '{label}': no file named")));
     }
-    let mut resolver = super::select::Resolver::new(o.store.as_deref());
+    let mut resolver =
+        super::select::Resolver::new(o.store.as_deref()).include_disturbed(o.include_disturbed);
     let mut items = Vec::new();
     for s in &sels {
         match &s.sel {
@@ -282,6 +285,7 @@ pub fn run_latency(run: &Run, name: &str, scale: f64) -> Result<Dist> {
         series: None,
         scale,
         store: None,
+        include_disturbed: false,
     };
     Ok(run_dist(run, name, &o)?.0)
 }

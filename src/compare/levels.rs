@@ -25,6 +25,7 @@ pub fn compare_levels(
         series: None,
         scale,
         store: None,
+        include_disturbed: false,
     };
     let mut sources = Vec::new();
     for (label, runs) in levels {

@@ -172,6 +172,7 @@ pub struct Resolved {
 pub struct Resolver {
     spec: Option<String>,
     store: Option<Box<dyn Store>>,
+    include_disturbed: bool,
 }
 
 impl Resolver {
@@ -180,7 +181,16 @@ impl Resolver {
         Resolver {
             spec: spec.map(str::to_string),
             store: None,
+            include_disturbed: false,
         }
+    }
+
+    /// Keeps disturbed runs (`--include-disturbed`): by default a selector naming several runs
+    /// (`exp:`, `tag:`, a level) leaves out every run whose ground moved while it measured
+    /// (`Run::disturbed`), and says which; a run named by its id or file is always kept.
+    pub fn include_disturbed(mut self, yes: bool) -> Self {
+        self.include_disturbed = yes;
+        self
     }
 
     /// The store, opened on first use.
@@ -275,35 +285,61 @@ impl Resolver {
                 tags: BTreeMap::new(),
             }]),
             Selector::Stdin => Err(bad(&item.text, "standard input takes value files only")),
-            Selector::Run(id) => Ok(vec![self.get(id)?]),
+            Selector::Run(_) => {
+                let ids = self.ids(item)?;
+                ids.iter().map(|id| self.get(id)).collect()
+            }
             _ => {
                 // A run that does not read back is left out with a warning, not fatal: the
                 // others a selector names are still compared.
                 let ids = self.ids(item)?;
-                let mut out = Vec::with_capacity(ids.len());
-                let mut skipped = Vec::new();
+                let mut runs = Vec::with_capacity(ids.len());
+                let mut skipped = 0usize;
                 for id in &ids {
                     match self.get(id) {
-                        Ok(r) => out.push(r),
+                        Ok(r) => runs.push(r),
                         Err(Error::Usage(why)) => {
                             crate::note!("latlab: warning: {}: {why}; left out", item.text);
-                            skipped.push(id.clone());
+                            skipped += 1;
                         }
                         Err(e) => return Err(e),
                     }
                 }
-                if out.is_empty() {
+                if runs.is_empty() {
                     return Err(bad(
                         &item.text,
                         format!(
-                            "none of its {} run(s) reads back (`latlab runs check` lists them)",
-                            skipped.len()
+                            "none of its {skipped} run(s) reads back (`latlab runs check` lists them)"
                         ),
                     ));
                 }
-                Ok(out)
+                Ok(self.without_disturbed(&item.text, runs))
             }
         }
+    }
+
+    /// `runs` less the disturbed ones (unless they are wanted), said on stderr with what moved.
+    fn without_disturbed(&self, what: &str, runs: Vec<Resolved>) -> Vec<Resolved> {
+        if self.include_disturbed {
+            return runs;
+        }
+        let (out, kept): (Vec<Resolved>, Vec<Resolved>) =
+            runs.into_iter().partition(|r| r.run.disturbed());
+        if !out.is_empty() {
+            let named: Vec<String> = out
+                .iter()
+                .map(|r| {
+                    let moved: Vec<&str> = r.run.ground.iter().map(|g| g.what.as_str()).collect();
+                    format!("{} ({} changed)", r.name, moved.join(", "))
+                })
+                .collect();
+            crate::note!(
+                "latlab: {what}: left out {} disturbed run(s): {}; --include-disturbed keeps them",
+                out.len(),
+                named.join("; ")
+            );
+        }
+        kept
     }
 
     /// Every run of a whole list, in order; a run named twice is refused (a run counts once).
@@ -331,6 +367,7 @@ pub fn experiment_levels(
     exp: &str,
     store: Option<&str>,
     flag: &str,
+    include_disturbed: bool,
 ) -> Result<Vec<(String, Vec<Resolved>)>> {
     let item = Item {
         text: format!("exp:{exp}"),
@@ -338,6 +375,7 @@ pub fn experiment_levels(
         bare: false,
     };
     let runs = Resolver::new(store)
+        .include_disturbed(include_disturbed)
         .runs(&item)
         .map_err(|e| Error::flag(flag, exp, e))?;
     let tags: Vec<_> = runs.iter().map(|r| &r.tags).collect();

@@ -630,6 +630,7 @@ fn analysis(
             series: None,
             scale: 1e-3,
             store: None,
+            include_disturbed: false,
         };
         let sets: Vec<ministat::DataSet> = levels
             .iter()

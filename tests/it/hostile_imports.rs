@@ -3,7 +3,7 @@
 //! store holds always reads back, and one that does not (written by an older latlab) is listed
 //! by `runs check` and left out of selectors with a warning.
 
-use crate::util::latlab;
+use crate::util::{have, latlab, read_json, run_tool, skip, Dir};
 use std::process::Command;
 
 fn pmq(receiver: &str, samples: &str) -> String {
@@ -14,8 +14,8 @@ fn pmq(receiver: &str, samples: &str) -> String {
 
 #[test]
 fn imported_figures_out_of_range_or_order_are_refused_naming_file_line_and_field() {
-    let d = tempfile::tempdir().unwrap();
-    let db = d.path().join("s.db");
+    let d = Dir::new();
+    let db = d.join("s.db");
     let store = format!("sqlite:{}", db.display());
     let cases = [
         (
@@ -50,18 +50,15 @@ fn imported_figures_out_of_range_or_order_are_refused_naming_file_line_and_field
         ),
     ];
     for (text, field) in &cases {
-        let f = d.path().join("pmq.json");
-        std::fs::write(&f, text).unwrap();
+        let f = d.write("pmq.json", text);
         let out = latlab()
-            .args(["runs", "import", "--from", "pmqtest", "--store", &store])
+            .words("runs import --from pmqtest --store")
+            .arg(&store)
             .arg(&f)
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{field}: {err}");
+            .assert_refused(2, field);
         assert!(
-            err.contains("pmq.json") && err.contains("line ") && err.contains(field),
-            "{field}: {err}"
+            out.stderr.contains("pmq.json") && out.stderr.contains("line "),
+            "{field}: {out}"
         );
         assert!(!db.exists(), "{field}: a refused import touched the store");
     }
@@ -77,93 +74,70 @@ fn imported_figures_out_of_range_or_order_are_refused_naming_file_line_and_field
         ),
         ("{\"histogram\": {\"10\": 5}, \"cycles\": 5, \"min\": 10, \"max\": 11}", "avg"),
     ] {
-        let f = d.path().join("ct.json");
-        std::fs::write(&f, format!("{{\"thread\": {{\"0\": {thread}}}}}\n")).unwrap();
+        let f = d.write("ct.json", format!("{{\"thread\": {{\"0\": {thread}}}}}\n"));
         let out = latlab()
-            .args(["runs", "import", "--from", "cyclictest", "--store", &store])
+            .words("runs import --from cyclictest --store")
+            .arg(&store)
             .arg(&f)
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{field}: {err}");
-        assert!(err.contains("ct.json") && err.contains(field), "{err}");
+            .assert_refused(2, field);
+        assert!(out.stderr.contains("ct.json"), "{out}");
         assert!(!db.exists());
     }
 }
 
 #[test]
 fn a_run_that_does_not_read_back_is_listed_by_runs_check_and_left_out_by_selectors() {
-    if !latlab::sys::process::command_exists("python3") {
-        return crate::util::skip("runs check", "no python3 to damage a stored run");
+    if !have("python3") {
+        return skip("runs check", "no python3 to damage a stored run");
     }
-    let d = tempfile::tempdir().unwrap();
-    let db = d.path().join("s.db");
+    let d = Dir::new();
+    let db = d.join("s.db");
     let store = format!("sqlite:{}", db.display());
     let mut ids = Vec::new();
     for _ in 0..3 {
-        let j = d.path().join("r.json");
-        let out = latlab()
-            .args([
-                "cyclic", "-t", "1", "-l", "200", "-i", "200us", "--tag", "set=a",
-            ])
-            .args(["--store", &store, "--json"])
+        let j = d.join("r.json");
+        latlab()
+            .words("cyclic -t 1 -l 200 -i 200us --tag set=a --store")
+            .arg(&store)
+            .arg("--json")
             .arg(&j)
-            .output()
-            .unwrap();
-        crate::util::assert_exit(&out, 0);
-        ids.push(
-            crate::util::read_json(&j)["id"]
-                .as_str()
-                .unwrap()
-                .to_string(),
-        );
+            .assert_ok();
+        ids.push(read_json(&j)["id"].as_str().unwrap().to_string());
     }
-    let out = latlab()
-        .args(["runs", "check", "--store", &store])
-        .output()
-        .unwrap();
-    crate::util::assert_exit(&out, 0);
+    latlab().words("runs check --store").arg(&store).assert_ok();
     // An older latlab stored a mean JSON could not hold (written as null).
     let script = format!(
         "import sqlite3,json\nc=sqlite3.connect({db:?})\nb=json.loads(c.execute('select body from runs where id=?',({id:?},)).fetchone()[0])\nb['series'][0]['mean_ns']=None\nc.execute('update runs set body=? where id=?',(json.dumps(b),{id:?}))\nc.commit()\n",
         db = db.display().to_string(),
         id = ids[0]
     );
-    assert!(Command::new("python3")
-        .args(["-c", &script])
-        .status()
-        .unwrap()
-        .success());
+    run_tool(Command::new("python3").args(["-c", &script]));
     let out = latlab()
-        .args(["runs", "check", "--store", &store])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(1), "{text}");
-    assert!(text.contains(&ids[0]) && !text.contains(&ids[1]), "{text}");
+        .words("runs check --store")
+        .arg(&store)
+        .assert_exit(1);
+    assert!(
+        out.stdout.contains(&ids[0]) && !out.stdout.contains(&ids[1]),
+        "{out}"
+    );
     // A selector leaves it out, with a warning naming it, and judges the others.
     let out = latlab()
-        .args(["gate", "p99<1s", "tag:set=a", "--store", &store])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
+        .words("gate p99<1s tag:set=a --store")
+        .arg(&store)
+        .output();
     assert!(
-        matches!(out.status.code(), Some(0) | Some(4)),
-        "gate failed on the damaged run: {err}"
+        matches!(out.code(), Some(0) | Some(4)),
+        "gate failed on the damaged run: {out}"
     );
-    assert!(err.contains(&ids[0]) && err.contains("left out"), "{err}");
+    assert!(
+        out.stderr.contains(&ids[0]) && out.stderr.contains("left out"),
+        "{out}"
+    );
     // Asked for by id, it is exit 2 naming `runs check`.
-    let out = latlab()
-        .args([
-            "gate",
-            "p99<1s",
-            &format!("run:{}", ids[0]),
-            "--store",
-            &store,
-        ])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("runs check"), "{err}");
+    latlab()
+        .words("gate p99<1s")
+        .arg(format!("run:{}", ids[0]))
+        .arg("--store")
+        .arg(&store)
+        .assert_refused(2, "runs check");
 }

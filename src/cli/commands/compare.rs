@@ -43,6 +43,7 @@ pub fn run(a: &CompareArgs) -> Result<String> {
             crate::config::DisplayUnit::Us => 1e-3,
         },
         store: a.store.clone(),
+        include_disturbed: a.include_disturbed,
     };
     // A per-run figure of latlab runs: the runs are kept whole, so sets of repeated runs are
     // compared per metric over the runs (`--metric` leads the verdict sentence), never as a
@@ -125,8 +126,12 @@ pub fn run(a: &CompareArgs) -> Result<String> {
 /// `compare --experiment EXP`: every level against the baseline, per metric over the runs.
 fn experiment(a: &CompareArgs, exp: &str) -> Result<String> {
     check(a)?;
-    let levels =
-        crate::compare::select::experiment_levels(exp, a.store.as_deref(), "--experiment")?;
+    let levels = crate::compare::select::experiment_levels(
+        exp,
+        a.store.as_deref(),
+        "--experiment",
+        a.include_disturbed,
+    )?;
     let levels: Vec<(String, Vec<(crate::result::Run, String)>)> = levels
         .into_iter()
         .map(|(l, rs)| (l, rs.into_iter().map(|r| (r.run, r.name)).collect()))

@@ -70,7 +70,9 @@ fn judge_all(a: &GateArgs) -> Result<()> {
     }
     let items = crate::compare::select::parse(&a.inputs)?;
     // The run is the unit of replication: the same run given twice is refused.
-    let runs = crate::compare::select::Resolver::new(a.store.as_deref()).all(&items)?;
+    let runs = crate::compare::select::Resolver::new(a.store.as_deref())
+        .include_disturbed(a.include_disturbed)
+        .all(&items)?;
     let mut results = Vec::new();
     for req in &reqs {
         let mut counts = Vec::new();
