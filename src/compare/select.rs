@@ -329,7 +329,13 @@ impl Resolver {
             let named: Vec<String> = out
                 .iter()
                 .map(|r| {
-                    let moved: Vec<&str> = r.run.ground.iter().map(|g| g.what.as_str()).collect();
+                    let moved: Vec<&str> = r
+                        .run
+                        .ground
+                        .iter()
+                        .map(|g| g.what.as_str())
+                        .filter(|w| *w != crate::result::COMPANY)
+                        .collect();
                     format!("{} ({} changed)", r.name, moved.join(", "))
                 })
                 .collect();

@@ -72,10 +72,16 @@ pub struct GroundChange {
     pub at_s: Option<f64>,
 }
 
+/// What a [`GroundChange`] names when another process's real-time task appeared on the
+/// measured CPUs: a warning, not a disturbance (a shared machine has company all the time).
+pub const COMPANY: &str = "real-time company on the measured CPUs";
+
 impl Run {
-    /// True when something the result depends on changed while it was measured.
+    /// True when a setting the result depends on (the clocksource, a plan's level, RT
+    /// throttling, a governor, ...) changed while it was measured. New real-time company is
+    /// recorded too, but only warned about.
     pub fn disturbed(&self) -> bool {
-        !self.ground.is_empty()
+        self.ground.iter().any(|g| g.what != COMPANY)
     }
 }
 
