@@ -5,21 +5,16 @@
 //! Makefile), built into latlab and written out at the start: `units` files (default 32) that
 //! each include the template under their own name.
 
-use super::spec::LoadSpec;
-use crate::result::LoadReport;
+use super::spec::{LoadSpec, DEFAULT_UNITS};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The template every unit includes.
 const TEMPLATE: &str = include_str!("build/template.h");
 /// The Makefile.
 const MAKEFILE: &str = include_str!("build/Makefile");
-/// Units written when `units=` is not given.
-pub const DEFAULT_UNITS: u64 = 32;
-/// The most units a build may have.
-pub const MAX_UNITS: u64 = 4096;
 /// Prefix of scratch directories (`latlab-build-PID`).
 const PREFIX: &str = "latlab-build-";
 
@@ -95,13 +90,13 @@ fn default_jobs() -> u64 {
     crate::sys::sched::affinity().map_or(2, |s| 2 * s.len() as u64)
 }
 
-/// Builds over and over until `stop`; `progress` counts the builds done.
+/// Builds over and over until `stop`; `progress` counts the builds done. Returns the builds
+/// done and a note saying how (for the load's report).
 pub fn run(
     spec: &LoadSpec,
     stop: &Arc<AtomicBool>,
     progress: &Arc<AtomicU64>,
-    t0: Instant,
-) -> std::io::Result<LoadReport> {
+) -> std::io::Result<(u64, String)> {
     let units = spec.num("units", DEFAULT_UNITS).unwrap_or(DEFAULT_UNITS);
     let jobs = spec.num("jobs", 0).unwrap_or(0);
     let jobs = if jobs == 0 { default_jobs() } else { jobs };
@@ -140,7 +135,7 @@ pub fn run(
             String::new()
         }
     );
-    Ok(super::kinds::report(spec, builds, "builds", t0, Some(note)))
+    Ok((builds, note))
 }
 
 #[cfg(test)]

@@ -154,7 +154,8 @@ pub fn run(
         }
         LoadKind::Io => io_load(spec, stop, progress, t0),
         LoadKind::Net => net_load(spec, stop, progress, t0),
-        LoadKind::Build => super::build::run(spec, stop, progress, t0),
+        LoadKind::Build => super::build::run(spec, stop, progress)
+            .map(|(builds, note)| report(spec, builds, "builds", t0, Some(note))),
         LoadKind::Exec => {
             let cmd = spec.str("cmd", "true");
             let mut loops = 0u64;

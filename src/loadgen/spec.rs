@@ -4,6 +4,11 @@ use crate::error::{Error, Result};
 use std::collections::BTreeMap;
 use std::fmt;
 
+/// Units a build load writes when `units=` is not given.
+pub const DEFAULT_UNITS: u64 = 32;
+/// The most units a build load may have.
+pub const MAX_UNITS: u64 = 4096;
+
 /// The kinds of load latlab can drive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -303,8 +308,8 @@ impl LoadSpec {
                 if self.num("jobs", 1)? > 4096 {
                     return Err("jobs: at most 4096".into());
                 }
-                if self.num("units", super::build::DEFAULT_UNITS)? > super::build::MAX_UNITS {
-                    return Err(format!("units: at most {}", super::build::MAX_UNITS));
+                if self.num("units", DEFAULT_UNITS)? > MAX_UNITS {
+                    return Err(format!("units: at most {}", MAX_UNITS));
                 }
                 for tool in ["make", "cc"] {
                     if !crate::sys::process::command_exists(tool) {

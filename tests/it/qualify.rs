@@ -4,27 +4,13 @@
 //! in a real browser; `--resume` of a finished, foreign or unknown run is refused (exit 2); two
 //! qualifications are compared on their intervals. Each measures for seconds.
 
-use crate::util::{latlab, scratch, skip};
+use crate::util::{latlab, rt_test, scratch, skip, test_name, Running, TestCommand};
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime};
-
-fn need_root(test: &str) -> bool {
-    // SAFETY: no arguments.
-    if unsafe { libc::geteuid() } != 0
-        || std::thread::available_parallelism().map_or(1, |n| n.get()) < 2
-    {
-        skip(
-            test,
-            "needs root and 2 CPUs (SCHED_FIFO threads on the measured CPU)",
-        );
-        return false;
-    }
-    true
-}
 
 /// A scratch directory and store of one test.
 fn place(name: &str) -> (PathBuf, String) {
@@ -34,7 +20,7 @@ fn place(name: &str) -> (PathBuf, String) {
     (d, store)
 }
 
-fn qualify(dir: &Path, store: &str, args: &[&str]) -> Command {
+fn qualify(dir: &Path, store: &str, args: &[&str]) -> TestCommand {
     let mut c = latlab();
     c.current_dir(dir)
         .env("LATLAB_NO_PROGRESS", "1")
@@ -43,12 +29,12 @@ fn qualify(dir: &Path, store: &str, args: &[&str]) -> Command {
     c
 }
 
-/// Starts a qualification and returns it with a channel of its stderr lines.
-fn spawn(mut c: Command) -> (Child, mpsc::Receiver<String>) {
-    c.stdout(Stdio::null()).stderr(Stdio::piped());
-    c.process_group(0);
-    let mut child = c.spawn().unwrap();
-    let err = child.stderr.take().unwrap();
+/// Starts a qualification (in a process group of its own; killed if the test fails first)
+/// and returns it with a channel of its stderr lines.
+fn spawn(mut c: TestCommand) -> (Running, mpsc::Receiver<String>) {
+    c.command().process_group(0);
+    let mut child = c.spawn_with(Stdio::null(), Stdio::piped());
+    let err = child.child().stderr.take().unwrap();
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         for l in BufReader::new(err).lines().map_while(|l| l.ok()) {
@@ -183,34 +169,24 @@ fn killed_and_resumed(name: &str, every_process: bool) -> (serde_json::Value, Pa
         // SAFETY: signalling the process this test started.
         unsafe { libc::kill(pid as i32, libc::SIGKILL) };
     }
-    let _ = child.wait();
+    let _ = child.child().wait();
     assert!(gone(&workers), "load workers outlived latlab: {workers:?}");
     if let Some(b) = before {
         assert_eq!(dma_latency(), Some(b), "/dev/cpu_dma_latency not released");
     }
     assert!(!d.join("q.json").exists() && !d.join("q.xml").exists());
     // Nothing final, the checkpoints stored and marked in progress.
-    let out = latlab()
+    let list = latlab()
         .args(["runs", "list", "--kind", "qualify", "--store", &store])
-        .output()
-        .unwrap();
-    let list = String::from_utf8_lossy(&out.stdout).into_owned();
+        .assert_ok()
+        .stdout
+        .clone();
     assert!(
         list.contains("qualify=interval") && !list.contains("qualify=finished"),
         "{list}"
     );
     // Resumed: the newest unfinished qualification, with its own settings.
-    let out = qualify(&d, &store, &["--resume"])
-        .env("LATLAB_NO_PROGRESS", "1")
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{err}\n{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    qualify(&d, &store, &["--resume"]).assert_ok();
     let r = json(&d.join("q.json"));
     let q = &r["qualification"];
     assert_eq!(q["state"], "finished", "{q}");
@@ -263,10 +239,8 @@ fn killed_and_resumed(name: &str, every_process: bool) -> (serde_json::Value, Pa
 
 #[test]
 fn a_sigkill_mid_run_loses_at_most_one_interval_and_resume_finishes_it() {
-    let test = "a_sigkill_mid_run_loses_at_most_one_interval_and_resume_finishes_it";
-    if !need_root(test) {
-        return;
-    }
+    let Some(_x) = rt_test() else { return };
+    let test = &test_name();
     let (r, d, store) = killed_and_resumed("sigkill", false);
     validate_junit(test, &d.join("q.xml"));
     let xml = std::fs::read_to_string(d.join("q.xml")).unwrap();
@@ -301,16 +275,10 @@ fn a_sigkill_mid_run_loses_at_most_one_interval_and_resume_finishes_it() {
     }
     // `latlab report` of the final result draws the same page.
     let id = r["id"].as_str().unwrap();
-    let out = latlab()
+    latlab()
         .current_dir(&d)
         .args(["report", id, "-o", "again.html", "--store", &store])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .assert_ok();
     assert!(std::fs::read_to_string(d.join("again.html"))
         .unwrap()
         .contains("id=\"verdict\""));
@@ -318,26 +286,17 @@ fn a_sigkill_mid_run_loses_at_most_one_interval_and_resume_finishes_it() {
 
 #[test]
 fn kill_9_of_every_latlab_process_loses_at_most_one_interval() {
-    let test = "kill_9_of_every_latlab_process_loses_at_most_one_interval";
-    if !need_root(test) {
-        return;
-    }
+    let Some(_x) = rt_test() else { return };
     killed_and_resumed("killall", true);
 }
 
 #[test]
 fn resume_refuses_finished_foreign_and_unknown_runs() {
-    let test = "resume_refuses_finished_foreign_and_unknown_runs";
-    if !need_root(test) {
-        return;
-    }
+    let Some(_x) = rt_test() else { return };
     let (d, store) = place("refuse");
     let run = |args: &[&str]| {
-        let out = qualify(&d, &store, args).output().unwrap();
-        (
-            out.status.code(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
+        let out = qualify(&d, &store, args).output();
+        (out.code(), out.stderr.clone())
     };
     // Nothing to resume yet.
     let (code, err) = run(&["--resume"]);
@@ -372,11 +331,10 @@ fn resume_refuses_finished_foreign_and_unknown_runs() {
         assert!(err.contains("is finished"), "{err}");
     }
     // A run of another kind is foreign.
-    let out = latlab()
+    let cyc = latlab()
         .args(["cyclic", "-D", "1s", "-q", "--store", &store, "--json", "-"])
-        .output()
-        .unwrap();
-    let cyc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        .assert_ok()
+        .json();
     let (code, err) = run(&["--resume", cyc["id"].as_str().unwrap()]);
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("not part of a qualification"), "{err}");
@@ -399,10 +357,8 @@ fn resume_refuses_finished_foreign_and_unknown_runs() {
             &sel(&finals[0]),
             &sel(&finals[1]),
         ])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        .output();
+    let (err, text) = (out.stderr.clone(), out.stdout.clone());
     assert!(err.contains("checkpoint intervals are its runs"), "{err}");
     let n = finals[0]["qualification"]["intervals"]
         .as_array()

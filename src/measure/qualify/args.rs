@@ -110,6 +110,6 @@ impl crate::driver::Lowering for QualifyArgs {
     }
 
     fn run(self, online: &CpuSet, command_line: Vec<String>) -> Result<()> {
-        super::resume::start(self, online, command_line)
+        super::start(self, online, command_line)
     }
 }

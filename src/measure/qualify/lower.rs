@@ -134,6 +134,13 @@ impl QualifyConfig {
                 .transpose()?,
             on_threshold: a.trace.on_threshold.clone(),
             on_threshold_max: a.trace.on_threshold_max,
+            trace_budget: a.trace.trace_budget.clone(),
+            on_threshold_env: a
+                .trace
+                .on_threshold_env
+                .iter()
+                .map(|e| e.split_once('=').map_or(e.as_str(), |(n, _)| n).to_string())
+                .collect(),
             junit: a.junit.as_deref().map(|p| absolute("--junit", p)).transpose()?,
             report: a.report.as_deref().map(|p| absolute("--report", p)).transpose()?,
             json: a.json.as_deref().map(|p| absolute("--json", p)).transpose()?,
@@ -153,6 +160,8 @@ impl QualifyConfig {
         }
         crate::store::parse_tags(&cfg.tags)?;
         cfg.derive()?;
+        // This segment passes the values as given (NAME=VALUE included).
+        cfg.derived.limits = a.trace.limits()?;
         Ok(cfg)
     }
 
@@ -171,10 +180,18 @@ impl QualifyConfig {
             trace: self.trace_threshold_ns.is_some(),
             on_threshold: self.on_threshold.clone(),
             on_threshold_max: self.on_threshold_max,
+            trace_budget: self.trace_budget.clone(),
+            // Only the names are stored: latlab's own values, for the names it has.
+            on_threshold_env: self
+                .on_threshold_env
+                .iter()
+                .filter(|n| std::env::var_os(n).is_some())
+                .cloned()
+                .collect(),
             ..Default::default()
         };
         self.derived.actions = trace.actions()?;
-        self.derived.actions_max = trace.actions_max()?;
+        self.derived.limits = trace.limits()?;
         Ok(())
     }
 }

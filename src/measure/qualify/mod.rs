@@ -58,6 +58,13 @@ pub struct QualifyConfig {
     pub on_threshold: Vec<String>,
     /// `--on-threshold-max`.
     pub on_threshold_max: Option<u32>,
+    /// `--trace-budget`, as written.
+    #[serde(default)]
+    pub trace_budget: Option<String>,
+    /// `--on-threshold-env`: the variables' names only (a value is never stored; a resumed
+    /// segment passes latlab's own value of each name it has).
+    #[serde(default)]
+    pub on_threshold_env: Vec<String>,
     /// `--junit` (absolute).
     pub junit: Option<PathBuf>,
     /// `--report` (absolute).
@@ -82,8 +89,8 @@ pub struct Derived {
     pub requirements: Vec<crate::gate::requirement::Requirement>,
     /// The `--on-threshold` rules, parsed.
     pub actions: Vec<crate::trace::actions::Rule>,
-    /// `--on-threshold-max`, validated.
-    pub actions_max: u32,
+    /// The actions' bounds: `--on-threshold-max`, `--trace-budget`, `--on-threshold-env`.
+    pub limits: crate::trace::actions::Limits,
     /// The segments before this one (a resumed qualification).
     pub before: Option<Arc<resume::Before>>,
     /// The qualification's lock, held while a segment measures.
@@ -110,6 +117,15 @@ impl QualifyConfig {
         let left = self.duration_ns as f64 / 1e9 - self.measured_before_s();
         Duration::from_secs_f64(left.max(0.0))
     }
+}
+
+/// `latlab qualify`: a new qualification, or a resumed one (`resume::start`).
+fn start(
+    a: args::QualifyArgs,
+    online: &crate::config::CpuSet,
+    command_line: Vec<String>,
+) -> Result<()> {
+    resume::start(a, online, command_line)
 }
 
 /// A finished segment: the final result and what its text needs.
@@ -164,7 +180,7 @@ impl crate::driver::Measurement for QualifyConfig {
             stacks: self.trace_stacks,
             save: self.trace_save.clone(),
             actions: self.derived.actions.clone(),
-            actions_max: self.derived.actions_max,
+            limits: self.derived.limits.clone(),
             needs_root: "--trace needs root (it reads the kernel's tracepoints through tracefs)",
             ..Default::default()
         })

@@ -1,19 +1,18 @@
 //! Starting a segment: a new qualification, or `--resume` of one the store holds (found by its
 //! id, any of its runs' ids, or as the newest unfinished one of this host), refused when it is
 //! finished, of another kind or another host (exit 2) or being measured now (exit 3); its
-//! stored checkpoints are read back into what the final result needs of them ([`Before`]).
+//! stored checkpoints are read back into what the final result needs of them
+//! (`summary::Before`).
 //! One process measures a qualification at a time: an `flock` on a file in the per-boot state
 //! directory, which a dead process lets go of by dying.
 
 use super::args::QualifyArgs;
+pub use super::summary::{Before, SegmentSpan};
 use super::QualifyConfig;
 use crate::config::CpuSet;
 use crate::error::{Error, Result};
-use crate::gate::judge::RunCount;
-use crate::result::qualification::{IntervalFigures, State};
-use crate::result::sysfacts::SystemFacts;
-use crate::result::{LoadReport, Run};
-use crate::stats::Recorder;
+use crate::result::qualification::State;
+use crate::result::Run;
 use crate::store::{Filter, RunRow, Store};
 use std::collections::BTreeMap;
 use std::io::{Read, Seek, Write};
@@ -23,45 +22,6 @@ use std::sync::Arc;
 pub const TAG_QUALIFICATION: &str = "qualification";
 /// Tag of a run's role: `interval`, or the final result's state (`finished`, `interrupted`).
 pub const TAG_ROLE: &str = "qualify";
-
-/// What earlier segments of a qualification left in the store.
-#[derive(Debug, Default)]
-pub struct Before {
-    /// Segments so far.
-    pub segments: u32,
-    /// Seconds measured.
-    pub measured_s: f64,
-    /// The first start, RFC 3339.
-    pub first_started: String,
-    /// Every stored interval, oldest first.
-    pub intervals: Vec<IntervalFigures>,
-    /// Per requirement (in the config's order), each interval counted.
-    pub counts: Vec<Vec<RunCount>>,
-    /// Per measured CPU: everything its intervals recorded, merged; overruns; lost samples.
-    pub merged: Vec<(usize, Recorder, u64, u64)>,
-    /// Per segment with a stored interval: its number, first interval's start, last
-    /// checkpoint's end and boot id.
-    pub ends: Vec<SegmentSpan>,
-    /// Per segment: its system facts.
-    pub facts: Vec<SystemFacts>,
-    /// Per load (in `--load` order): what every earlier segment's checkpoints counted.
-    pub loads: Vec<LoadReport>,
-    /// Every explained spike the intervals kept.
-    pub spikes: Vec<crate::result::trace::SpikeRecord>,
-}
-
-/// Where an earlier segment's stored intervals begin and end.
-#[derive(Debug, Clone)]
-pub struct SegmentSpan {
-    /// Its number.
-    pub number: u32,
-    /// Its first interval's start, RFC 3339.
-    pub started: String,
-    /// Its last checkpoint's end.
-    pub ended: String,
-    /// The boot it ran in.
-    pub boot_id: String,
-}
 
 /// The qualification's lock, held by the process measuring it.
 #[derive(Debug)]

@@ -3,7 +3,6 @@
 //! gaps between segments, facts that changed between them, and each requirement judged with
 //! gate's semantics on the intervals as replicates (as `latlab gate` judges runs).
 
-use super::resume::Before;
 use super::QualifyConfig;
 use crate::gate::judge::{judge, text, Outcome, RunCount};
 use crate::gate::junit;
@@ -14,6 +13,45 @@ use crate::result::sysfacts::SystemFacts;
 use crate::result::trace::{SpikeRecord, TraceReport};
 use crate::result::{LoadReport, Run, Series};
 use crate::stats::Recorder;
+
+/// What earlier segments of a qualification left in the store.
+#[derive(Debug, Default)]
+pub struct Before {
+    /// Segments so far.
+    pub segments: u32,
+    /// Seconds measured.
+    pub measured_s: f64,
+    /// The first start, RFC 3339.
+    pub first_started: String,
+    /// Every stored interval, oldest first.
+    pub intervals: Vec<IntervalFigures>,
+    /// Per requirement (in the config's order), each interval counted.
+    pub counts: Vec<Vec<RunCount>>,
+    /// Per measured CPU: everything its intervals recorded, merged; overruns; lost samples.
+    pub merged: Vec<(usize, Recorder, u64, u64)>,
+    /// Per segment with a stored interval: its number, first interval's start, last
+    /// checkpoint's end and boot id.
+    pub ends: Vec<SegmentSpan>,
+    /// Per segment: its system facts.
+    pub facts: Vec<SystemFacts>,
+    /// Per load (in `--load` order): what every earlier segment's checkpoints counted.
+    pub loads: Vec<LoadReport>,
+    /// Every explained spike the intervals kept.
+    pub spikes: Vec<crate::result::trace::SpikeRecord>,
+}
+
+/// Where an earlier segment's stored intervals begin and end.
+#[derive(Debug, Clone)]
+pub struct SegmentSpan {
+    /// Its number.
+    pub number: u32,
+    /// Its first interval's start, RFC 3339.
+    pub started: String,
+    /// Its last checkpoint's end.
+    pub ended: String,
+    /// The boot it ran in.
+    pub boot_id: String,
+}
 
 /// Spikes the final result keeps as records: the worst of the whole qualification.
 const KEPT_SPIKES: usize = 50;
@@ -94,7 +132,7 @@ pub fn before(cfg: &QualifyConfig, runs: &[Run]) -> Before {
         match b.ends.last_mut() {
             Some(e) if e.number == q.segment => e.ended = run.ended.clone(),
             _ => {
-                b.ends.push(super::resume::SegmentSpan {
+                b.ends.push(SegmentSpan {
                     number: q.segment,
                     started: run.started.clone(),
                     ended: run.ended.clone(),
