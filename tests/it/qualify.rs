@@ -225,6 +225,17 @@ fn killed_and_resumed(name: &str, every_process: bool) -> (serde_json::Value, Pa
     let measured = q["measured_s"].as_f64().unwrap();
     assert!((7.0..9.5).contains(&measured), "measured {measured}");
     assert_eq!(r["series"][0]["cpu"], 1);
+    // The cpu load: its total over both segments from their checkpoints, and this segment's
+    // final report.
+    let loads = r["loads"].as_array().unwrap();
+    assert_eq!(loads.len(), 2, "{loads:?}");
+    assert!(
+        loads[0]["note"]
+            .as_str()
+            .is_some_and(|n| n.contains("all 2 segment(s)"))
+            && loads[0]["count"].as_u64() > loads[1]["count"].as_u64(),
+        "{loads:?}"
+    );
     assert!(q["system"]["kernel_release"]
         .as_str()
         .is_some_and(|k| !k.is_empty()));

@@ -395,10 +395,12 @@ pub fn finish(
         t.spikes = spikes;
         base.trace = Some(t);
     }
-    // Every segment's loads as their checkpoints counted them (the driver adds this
-    // segment's final reports).
+    // After a resume, every segment's loads as their checkpoints counted them (the driver adds
+    // this segment's final reports; a single segment has those alone).
     let mut loads: Vec<LoadReport> = b.map(|b| b.loads.clone()).unwrap_or_default();
-    add_loads(&mut loads, &seg.loads);
+    if b.is_some() {
+        add_loads(&mut loads, &seg.loads);
+    }
     for mut l in loads {
         l.note = Some(format!(
             "all {} segment(s), from their checkpoints",
@@ -481,6 +483,7 @@ mod tests {
         r.ended = crate::result::rfc3339(start + Duration::from_secs(10));
         r.duration_s = 10.0;
         r.series = vec![s];
+        r.loads = vec![load(10)];
         r.qualification = Some(Box::new(Qualification {
             id: "Q".into(),
             state: State::InProgress,
@@ -504,6 +507,20 @@ mod tests {
             changed: vec![],
         }));
         r
+    }
+
+    /// A hackbench load's report of `count` messages in 10 s.
+    fn load(count: u64) -> LoadReport {
+        LoadReport {
+            spec: "hackbench".into(),
+            kind: "hackbench".into(),
+            count,
+            unit: "messages".into(),
+            seconds: 10.0,
+            rate_per_s: count as f64 / 10.0,
+            note: None,
+            cpus: None,
+        }
     }
 
     #[test]
@@ -542,7 +559,7 @@ mod tests {
             spikes: vec![],
             trace: None,
             interrupted: false,
-            loads: vec![],
+            loads: vec![load(5)],
         };
         let base = Run::new("qualify", SystemTime::now(), vec![], serde_json::Value::Null, Environment::capture());
         let (run, cases) = finish(&c, base, seg, crate::config::Policy::Fifo, 95);
@@ -559,6 +576,11 @@ mod tests {
         // max<1ms on three intervals, every maximum below: met.
         assert_eq!(q.verdicts[0].verdict, "met", "{:?}", q.verdicts);
         assert_eq!(cases.len(), 1);
+        // The loads over every segment, from their checkpoints: 3 intervals of 10, this
+        // segment's 5.
+        assert_eq!(run.loads.len(), 1, "{:?}", run.loads);
+        assert_eq!(run.loads[0].count, 35);
+        assert!(run.loads[0].note.as_deref().unwrap().contains("all 3 segment(s)"));
         assert_eq!(run.started, crate::result::rfc3339(UNIX_EPOCH + Duration::from_secs(1_800_000_000)));
     }
 }
