@@ -140,6 +140,7 @@ impl Checkpoints<'_> {
         }
         if let Some(t) = &run.trace {
             self.seg.spikes.extend(t.spikes.iter().cloned());
+            self.seg.actions.extend(t.actions.iter().cloned());
         }
         self.seg.intervals.extend(summary::figures(&run));
         let t0 = Instant::now();
@@ -201,6 +202,7 @@ impl<'c> Checkpoints<'c> {
                 recs: Vec::new(),
                 measured_s: 0.0,
                 spikes: Vec::new(),
+                actions: Vec::new(),
                 trace: None,
                 interrupted: false,
                 loads: Vec::new(),

@@ -38,6 +38,8 @@ pub struct Before {
     pub loads: Vec<LoadReport>,
     /// Every explained spike the intervals kept.
     pub spikes: Vec<crate::result::trace::SpikeRecord>,
+    /// Every `--on-threshold` firing of the intervals, in order.
+    pub actions: Vec<crate::result::trace::Firing>,
 }
 
 /// Where an earlier segment's stored intervals begin and end.
@@ -164,6 +166,7 @@ pub fn before(cfg: &QualifyConfig, runs: &[Run]) -> Before {
         add_loads(&mut b.loads, &run.loads);
         if let Some(t) = &run.trace {
             b.spikes.extend(t.spikes.iter().cloned());
+            b.actions.extend(t.actions.iter().cloned());
         }
     }
     b
@@ -189,6 +192,8 @@ pub struct Segment {
     pub measured_s: f64,
     /// Its explained spikes.
     pub spikes: Vec<SpikeRecord>,
+    /// Its intervals' `--on-threshold` firings, in order.
+    pub actions: Vec<crate::result::trace::Firing>,
     /// The finished trace report (`--trace`), its spikes taken out.
     pub trace: Option<TraceReport>,
     /// Stopped by a signal.
@@ -393,6 +398,11 @@ pub fn finish(
         t.spikes_not_kept = spikes.len().saturating_sub(KEPT_SPIKES) as u64;
         spikes.truncate(KEPT_SPIKES);
         t.spikes = spikes;
+        // Each interval took its own firings; the final result lists them all.
+        let mut actions = b.map(|b| b.actions.clone()).unwrap_or_default();
+        actions.extend(seg.actions.iter().cloned());
+        actions.extend(std::mem::take(&mut t.actions));
+        t.actions = actions;
         base.trace = Some(t);
     }
     // After a resume, every segment's loads as their checkpoints counted them (the driver adds
@@ -557,6 +567,7 @@ mod tests {
             recs: vec![(1, rec, 0, 0)],
             measured_s: 20.0,
             spikes: vec![],
+            actions: vec![],
             trace: None,
             interrupted: false,
             loads: vec![load(5)],
