@@ -7,7 +7,8 @@
 #     CPU 1 measured): RSS and store size sampled every 30 s, each checkpoint's cost (the
 #     time to store it, recorded in the next interval's qualification.checkpoint_ms).
 # Run as root WITHOUT the machine-wide lock (an hour is too long to hold it): other work on the
-# machine disturbs it, and the doc says so. Output: $OUT (default /tmp/qualify-hour).
+# machine disturbs it, and the doc says so. Output: $OUT (default /tmp/qualify-hour);
+# `python3 bench/qualify-hour.py $OUT` prints the tables of docs/benchmarks.md.
 set -u
 LATLAB=${LATLAB:-./target/release/latlab}
 OUT=${OUT:-/tmp/qualify-hour}
@@ -33,7 +34,7 @@ pid=$!
 t0=$(date +%s)
 while kill -0 "$pid" 2> /dev/null; do
   rss=$(awk '/VmRSS/ {print $2}' /proc/$pid/status 2> /dev/null)
-  size=$(stat -c %s "$OUT/hour.db" 2> /dev/null || echo 0)
+  size=$(cat "$OUT/hour.db" "$OUT/hour.db-wal" 2> /dev/null | wc -c)
   echo "$(( $(date +%s) - t0 )) ${rss:-0} $size" >> "$OUT/samples"
   sleep 30
 done
