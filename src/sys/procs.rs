@@ -5,6 +5,10 @@
 
 use std::path::Path;
 
+/// What EAGAIN from clone or fork means, said after the error.
+pub const LIMIT_HINT: &str =
+    " (the process limit, RLIMIT_NPROC or the cgroup's pids.max, is reached)";
+
 /// One task of another process.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Task {
