@@ -300,7 +300,7 @@ impl Watch {
         for (tid, text) in company(&self.proc, &self.cpus) {
             if !before.contains_key(&tid) {
                 changes.push(GroundChange {
-                    what: "real-time company on the measured CPUs".into(),
+                    what: crate::result::COMPANY.into(),
                     from: "(none)".into(),
                     to: text,
                     at_s: None,

@@ -380,7 +380,12 @@ fn execute(
                     return Ok(());
                 }
                 Child::Saved(run, name) if run.disturbed() => {
-                    let why: Vec<String> = run.ground.iter().map(|g| g.what.clone()).collect();
+                    let why: Vec<String> = run
+                        .ground
+                        .iter()
+                        .filter(|g| g.what != crate::result::COMPANY)
+                        .map(|g| g.what.clone())
+                        .collect();
                     let again = on_disturbed == OnDisturbed::Rerun
                         && attempt < MAX_RERUNS
                         && !control.was_interrupted();

@@ -1,32 +1,17 @@
 //! `latlab gate`: met / violated / undecided with exit codes 0 / 1 / 4 on runs whose
 //! histograms are known exactly, the single-run rule, stored runs, and the planner.
 
-use crate::util::latlab;
+use crate::util::{latlab, Dir};
 use std::path::Path;
 
 /// A real cyclic result to use as the template of synthetic runs.
 fn template(dir: &Path) -> serde_json::Value {
     let out = latlab()
-        .args([
-            "cyclic",
-            "-t",
-            "1",
-            "-l",
-            "20",
-            "-i",
-            "200us",
-            "-q",
-            "--no-store",
-        ])
-        .args(["--json", "t.json"])
+        .words("cyclic -t 1 -l 20 -i 200us -q --no-store")
+        .words("--json t.json")
         .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .output();
+    out.assert_ok();
     serde_json::from_slice(&std::fs::read(dir.join("t.json")).unwrap()).unwrap()
 }
 
@@ -47,22 +32,13 @@ fn synthetic(dir: &Path, t: &serde_json::Value, name: &str, n: u64, slow: u64, s
 }
 
 fn gate(dir: &Path, args: &[&str]) -> (Option<i32>, String, String) {
-    let out = latlab()
-        .arg("gate")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let out = latlab().arg("gate").args(args).current_dir(dir).output();
+    (out.status.code(), out.stdout.clone(), out.stderr.clone())
 }
 
 #[test]
 fn three_outcomes_with_their_exit_codes() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Dir::new();
     let d = dir.path();
     let t = template(d);
     for i in 1..=3 {
@@ -122,7 +98,7 @@ fn three_outcomes_with_their_exit_codes() {
 
 #[test]
 fn one_run_is_no_verdict_unless_independence_is_assumed() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Dir::new();
     let d = dir.path();
     let t = template(d);
     synthetic(d, &t, "one.json", 100_000, 0, 100.0);
@@ -139,17 +115,16 @@ fn one_run_is_no_verdict_unless_independence_is_assumed() {
 
 #[test]
 fn stored_runs_are_gated_by_id() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = format!("sqlite:{}", dir.path().join("s.db").display());
+    let dir = Dir::new();
+    let store = format!("sqlite:{}", dir.join("s.db").display());
     let mut ids = Vec::new();
     for _ in 0..2 {
         let out = latlab()
             .args([
                 "cyclic", "-t", "1", "-l", "50", "-i", "200us", "-q", "--store", &store,
             ])
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
+            .output();
+        let err = &out.stderr;
         let line = err.lines().find(|l| l.contains(" stored in ")).unwrap();
         ids.push(format!("run:{}", line.split_whitespace().nth(2).unwrap()));
     }
@@ -163,7 +138,7 @@ fn stored_runs_are_gated_by_id() {
 
 #[test]
 fn planner_and_bad_requirements() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Dir::new();
     let (code, out, _) = gate(dir.path(), &["--plan-for", "p99.99<50us", "--rate", "1000"]);
     assert_eq!(code, Some(0), "{out}");
     // ln(0.05) / ln(1 - 1e-4) = 29955.8 samples: 30 s at 1 kHz.
@@ -188,39 +163,21 @@ fn planner_and_bad_requirements() {
 /// not counted as two replicates (which would turn "undecided" into "met").
 #[test]
 fn the_same_run_twice_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Dir::new();
     let out = latlab()
-        .args([
-            "cyclic",
-            "-l",
-            "50",
-            "-i",
-            "200us",
-            "-q",
-            "--no-store",
-            "--json",
-            "r.json",
-        ])
+        .words("cyclic -l 50 -i 200us -q --no-store --json r.json")
         .current_dir(dir.path())
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    std::fs::copy(dir.path().join("r.json"), dir.path().join("copy.json")).unwrap();
+        .output();
+    out.assert_ok();
+    std::fs::copy(dir.join("r.json"), dir.join("copy.json")).unwrap();
     for args in [
         &["gate", "p99.9<1s", "r.json", "r.json"][..],
         &["gate", "p99.9<1s", "r.json", "copy.json"][..],
         &["compare", "a=r.json,copy.json", "b=r.json"][..],
     ] {
-        let out = latlab()
-            .args(args)
-            .current_dir(dir.path())
-            .output()
-            .unwrap();
+        let out = latlab().args(args).current_dir(dir.path()).output();
         assert_eq!(out.status.code(), Some(2), "{args:?}");
-        assert!(
-            String::from_utf8_lossy(&out.stderr).contains("are the same run"),
-            "{args:?}"
-        );
+        assert!(out.stderr.contains("are the same run"), "{args:?}");
     }
 }
 
@@ -229,7 +186,7 @@ fn the_same_run_twice_is_refused() {
 /// that validates against the JUnit schema; `--bisect` maps the outcomes to 0/1/125.
 #[test]
 fn max_requirements_junit_and_bisect() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Dir::new();
     let d = dir.path();
     let t = template(d);
     synthetic(d, &t, "a.json", 100_000, 0, 100.0);
@@ -314,7 +271,7 @@ fn max_requirements_junit_and_bisect() {
 /// (not "no samples"), max<T judges it on its exact max, compare --metric max compares it.
 #[test]
 fn runs_without_a_histogram_are_gated_on_their_max() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Dir::new();
     let d = dir.path();
     let store = format!("sqlite:{}", d.join("s.db").display());
     for (i, max) in [12u64, 15, 11, 14].iter().enumerate() {
@@ -332,14 +289,9 @@ fn runs_without_a_histogram_are_gated_on_their_max() {
                 "runs", "import", "--from", "pmqtest", "--store", &store, "--tag", tag,
             ])
             .arg(&f)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let o = String::from_utf8_lossy(&out.stdout);
+            .output();
+        out.assert_ok();
+        let o = &out.stdout;
         // Dated by pmqtest's own start time.
         assert!(
             o.contains(&format!("imported run 20261122T154{i}00Z-")),
@@ -359,8 +311,7 @@ fn runs_without_a_histogram_are_gated_on_their_max() {
     // compare: the distribution is not there; the exact per-run figures are.
     let out = latlab()
         .args(["compare", "--store", &store, "tag:side=a", "tag:side=b"])
-        .output()
-        .unwrap();
+        .output();
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("no histogram"));
+    assert!(out.stderr.contains("no histogram"));
 }
