@@ -33,8 +33,23 @@ const MIGRATIONS: &[&str] = &["
 "];
 
 /// Indexes added on open, whatever the schema version (an index changes no stored data, so an
-/// older latlab still reads the store): runs are listed newest first.
-const INDEXES: &str = "CREATE INDEX IF NOT EXISTS runs_started ON runs(started DESC, id);";
+/// older latlab still reads the store): runs are listed newest first. Both cover what a
+/// listing reads, so `runs list` never reads the runs' rows, whose bodies fill a page each.
+const INDEXES: &str = "
+    CREATE INDEX IF NOT EXISTS runs_listed ON runs(started DESC, id, kind, host, interrupted);
+    CREATE INDEX IF NOT EXISTS tags_listed ON tags(run_id, key, value);
+";
+
+/// `runs list`'s query (kind, host, start-time bound): each run with its tags (a row per
+/// tag), newest first, from the two covering indexes alone.
+const LIST: &str = "SELECT r.id, r.kind, r.started, r.host, r.interrupted, t.key, t.value \
+    FROM runs r LEFT JOIN tags t ON t.run_id = r.id \
+    WHERE (?1 IS NULL OR r.kind = ?1) AND (?2 IS NULL OR r.host = ?2) \
+    AND (?3 IS NULL OR r.started >= ?3) \
+    ORDER BY r.started DESC, r.id";
+
+/// The names of [`INDEXES`].
+const INDEX_NAMES: &str = "'runs_listed', 'tags_listed'";
 
 /// The tables a latlab store holds.
 const TABLES: &[&str] = &["meta", "runs", "tags"];
@@ -232,7 +247,9 @@ impl SqliteStore {
         }
         let indexed: i64 = tx
             .query_row(
-                "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'runs_started'",
+                &format!(
+                    "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN ({INDEX_NAMES})"
+                ),
                 [],
                 |r| r.get(0),
             )
@@ -250,7 +267,7 @@ impl SqliteStore {
             )
             .map_err(|e| env_err(&self.path, e))?;
         }
-        if indexed == 0 {
+        if indexed < 2 {
             tx.execute_batch(INDEXES)
                 .map_err(|e| env_err(&self.path, format!("cannot add an index: {}", brief(&e))))?;
         }
@@ -324,16 +341,9 @@ impl Store for SqliteStore {
     }
 
     fn list(&self, f: &Filter) -> Result<Vec<RunRow>> {
-        // One query: each run with its tags (a row per tag, in key order), newest first.
         let mut st = self
             .conn
-            .prepare(
-                "SELECT r.id, r.kind, r.started, r.host, r.interrupted, t.key, t.value \
-                 FROM runs r LEFT JOIN tags t ON t.run_id = r.id \
-                 WHERE (?1 IS NULL OR r.kind = ?1) AND (?2 IS NULL OR r.host = ?2) \
-                 AND (?3 IS NULL OR r.started >= ?3) \
-                 ORDER BY r.started DESC, r.id, t.key",
-            )
+            .prepare(LIST)
             .map_err(|e| env_err(&self.path, e))?;
         let rows = st
             .query_map(params![f.kind, f.host, f.started_from], |r| {
@@ -407,21 +417,44 @@ mod tests {
     fn index_exists(s: &SqliteStore) -> bool {
         s.conn
             .query_row(
-                "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'runs_started'",
+                &format!(
+                    "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN ({INDEX_NAMES})"
+                ),
                 [],
                 |r| r.get::<_, i64>(0),
             )
             .unwrap()
-            == 1
+            == 2
+    }
+
+    fn plan(s: &SqliteStore) -> String {
+        let mut st = s
+            .conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {LIST}"))
+            .unwrap();
+        let rows = st
+            .query_map(
+                params![None::<String>, None::<String>, None::<String>],
+                |r| r.get::<_, String>(3),
+            )
+            .unwrap();
+        rows.map(|r| r.unwrap()).collect::<Vec<_>>().join("; ")
     }
 
     #[test]
-    fn the_start_time_index_is_made_and_added_to_a_store_that_lacks_it() {
+    fn the_listing_indexes_are_made_and_added_to_a_store_that_lacks_them() {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("runs.db");
         let s = SqliteStore::open(&p).unwrap();
         assert!(index_exists(&s));
-        s.conn.execute_batch("DROP INDEX runs_started").unwrap();
+        // A listing reads the two covering indexes, never the runs' rows (their bodies).
+        let plan = plan(&s);
+        assert!(
+            plan.contains("COVERING INDEX runs_listed")
+                && plan.contains("COVERING INDEX tags_listed"),
+            "{plan}"
+        );
+        s.conn.execute_batch("DROP INDEX runs_listed").unwrap();
         drop(s);
         let s = SqliteStore::open(&p).unwrap();
         assert!(index_exists(&s), "an older store gets the index on open");
