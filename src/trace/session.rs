@@ -5,7 +5,8 @@
 
 use super::attribute::{attribute, Note};
 use super::flight::FlightRecorder;
-use super::procs::{from_proc, Identity};
+use super::groups::{Namer, Root};
+use super::procs::Identity;
 pub use super::raw::RawSpike;
 use super::tracefs::{journal_file, TraceFs, PROCS_SUFFIX};
 use crate::error::Result;
@@ -36,8 +37,9 @@ pub struct Tracer {
     report: TraceReport,
     spinner: bool,
     save: Option<(std::path::PathBuf, String)>,
-    /// Identities of tasks older than the trace, read from /proc while they lived.
-    older: std::collections::HashMap<i32, Identity>,
+    /// Names culprit groups (latlab's loads and itself, kernel workers, commands) from what
+    /// /proc said of each task while it lived.
+    namer: Namer,
     /// `--trace-save FILE.dat`: where to write the raw pages as a trace.dat.
     dat: Option<std::path::PathBuf>,
     /// The tracefs root, the events traced and the page size (for the trace.dat).
@@ -99,6 +101,9 @@ pub struct Request {
     pub reader_cpus: Option<Vec<usize>>,
     /// How a refusal for want of root is explained (`--trace needs root`).
     pub needs_root: &'static str,
+    /// Processes latlab started whose trees are groups of their own (`--load` workers); the
+    /// driver fills it in.
+    pub roots: Vec<Root>,
 }
 
 impl Tracer {
@@ -182,6 +187,8 @@ impl Tracer {
             r.keep_ns.unwrap_or(KEEP_NS),
             r.reader_cpus.clone(),
         )?;
+        let mut namer = Namer::system(r.roots.clone());
+        namer.scan_roots();
         let roots = super::hw::Roots::default();
         let counters = super::hw::Counters::read(&roots, &r.cpus);
         let watch = super::hw::Watch::new(roots, &r.cpus, &counters, mono_now(), !nmi_traced);
@@ -191,7 +198,7 @@ impl Tracer {
             pending: Vec::new(),
             spinner: false,
             save: None,
-            older: Default::default(),
+            namer,
             dat: None,
             root: fs.root.clone(),
             events,
@@ -211,6 +218,11 @@ impl Tracer {
                 ..TraceReport::default()
             },
         })
+    }
+
+    /// One more process whose whole tree is one culprit group (`latlab sched -- CMD`).
+    pub fn add_root(&mut self, r: Root) {
+        self.namer.add_root(r);
     }
 
     /// Names one more series (a task that appeared); its index for [`RawSpike::series`].
@@ -354,13 +366,9 @@ impl Tracer {
                 mono_now(),
             ));
         }
-        // A task older than the trace is named from /proc now, while it may still exist.
+        // What /proc says of each task, read now, while it may still exist.
         for t in why.components.iter().filter_map(|c| c.task.as_ref()) {
-            if self.rec.identity(t.pid).is_none() && !self.older.contains_key(&t.pid) {
-                if let Some(id) = from_proc(std::path::Path::new("/proc"), t.pid) {
-                    self.older.insert(t.pid, id);
-                }
-            }
+            self.namer.observe(t.pid, &self.rec.lineage(t.pid));
         }
         let series = self
             .names
@@ -442,14 +450,12 @@ impl Tracer {
     fn name_groups(&self, spikes: &mut [SpikeRecord]) {
         for c in spikes.iter_mut().flat_map(|s| s.why.components.iter_mut()) {
             let Some(t) = &c.task else { continue };
-            let id = self
-                .rec
-                .identity(t.pid)
-                .or_else(|| self.older.get(&t.pid).cloned())
-                .unwrap_or_else(|| Identity {
-                    group: t.comm.clone(),
-                    chain: vec![t.comm.clone()],
-                });
+            let id: Identity = self.namer.identity(
+                t.pid,
+                &t.comm,
+                &self.rec.lineage(t.pid),
+                self.rec.identity(t.pid),
+            );
             c.group = Some(id.group);
             c.chain = id.chain;
         }
@@ -466,14 +472,18 @@ impl Tracer {
         self.report.spikes = rest;
         done.sort_by_key(|s| (s.expected_ns, s.cpu));
         self.name_groups(&mut done);
-        let needed: std::collections::HashSet<i32> = self
+        let mut needed: std::collections::HashSet<i32> = Default::default();
+        for pid in self
             .report
             .spikes
             .iter()
             .flat_map(|s| &s.why.components)
             .filter_map(|c| c.task.as_ref().map(|t| t.pid))
-            .collect();
-        self.older.retain(|pid, _| needed.contains(pid));
+        {
+            needed.insert(pid);
+            needed.extend(self.rec.lineage(pid).older);
+        }
+        self.namer.retain(&needed);
         done
     }
 

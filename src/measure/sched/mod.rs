@@ -177,6 +177,11 @@ fn run(cfg: &SchedConfig, ctx: &mut Ctx<'_>) -> Result<SchedOutcome> {
             let k = child::Child::spawn(argv)?;
             confined = Confined::to(&home);
             matcher.adopt(k.pid());
+            // Everything the command starts is one culprit group.
+            tracer.add_root(crate::trace::groups::Root::command(
+                k.pid(),
+                argv.first().map_or("", String::as_str),
+            ));
             Some(k)
         }
         _ => None,
