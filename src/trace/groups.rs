@@ -126,6 +126,18 @@ impl Namer {
     /// were started before the trace may be gone by the time a spike they caused is
     /// attributed, and the trace never saw them born.
     pub fn scan_roots(&mut self) {
+        // latlab's own threads too (a helper may end before its spikes are attributed).
+        self.read(self.self_pid);
+        let me = self.self_pid;
+        for t in std::fs::read_dir(self.proc.join(format!("{me}/task")))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            if let Some(tid) = t.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) {
+                self.tgid.entry(tid).or_insert(me);
+            }
+        }
         if self.roots.is_empty() {
             return;
         }

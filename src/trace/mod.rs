@@ -15,6 +15,7 @@ pub mod files;
 pub mod flight;
 pub mod format;
 pub mod groups;
+pub mod host;
 pub mod hw;
 pub mod lifecycle;
 pub mod page;

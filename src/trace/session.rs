@@ -60,15 +60,19 @@ pub struct Tracer {
     counters: super::hw::Counters,
     /// Counter readings during the run, to check each spike's unexplained time against.
     watch: super::hw::Watch,
+    /// Bare metal or a guest, under which hypervisor.
+    host: super::host::Host,
+    /// On a guest: each traced CPU's steal, read every 10 ms by `sampler`.
+    steal: Option<std::sync::Arc<super::host::StealLog>>,
+    sampler: Option<super::host::Sampler>,
+    /// Steal's unit in /proc/stat (ns).
+    tick_ns: u64,
 }
 
 /// CLOCK_MONOTONIC now (ns).
 fn mono_now() -> u64 {
     crate::sys::clock::now_ns(libc::CLOCK_MONOTONIC)
 }
-
-/// Steal time's unit in /proc/stat: USER_HZ ticks, 100 per second on Linux.
-const STEAL_TICK_NS: u64 = 10_000_000;
 
 /// What a measurement asks the driver to trace (`driver::Measurement::trace`): the driver
 /// starts the session before the measurement and hands it over through its `Ctx`.
@@ -178,6 +182,7 @@ impl Tracer {
         };
         let page_size = header.page_size;
         let nmi_traced = events.iter().any(|e| e == "nmi/nmi_handler");
+        let host = super::host::Host::here();
         let rec = FlightRecorder::start(
             inst,
             procs,
@@ -187,10 +192,20 @@ impl Tracer {
             r.keep_ns.unwrap_or(KEEP_NS),
             r.reader_cpus.clone(),
         )?;
+        // On a guest, steal is read every 10 ms, from now on.
+        let steal = host.vm.then(|| {
+            std::sync::Arc::new(super::host::StealLog::new(
+                crate::sys::roots::Roots::host(),
+                &r.cpus,
+            ))
+        });
+        let sampler = steal
+            .clone()
+            .and_then(|log| super::host::Sampler::start(log, r.reader_cpus.clone()));
         let mut namer = Namer::system(r.roots.clone());
         namer.scan_roots();
         let roots = super::hw::Roots::default();
-        let counters = super::hw::Counters::read(&roots, &r.cpus);
+        let counters = super::hw::Counters::read(&roots, &r.cpus, !host.vm);
         let watch = super::hw::Watch::new(roots, &r.cpus, &counters, mono_now(), !nmi_traced);
         Ok(Tracer {
             rec,
@@ -210,13 +225,21 @@ impl Tracer {
             kallsyms: None,
             counters,
             watch,
+            steal,
+            sampler,
+            tick_ns: super::host::steal_tick_ns(),
             report: TraceReport {
                 threshold_ns: r.threshold_ns,
                 cpus: r.cpus.clone(),
-                idle_note: super::hw::idle_note(),
+                idle_note: host.idle_note(),
                 nmi_traced,
+                hypervisor: host
+                    .vm
+                    .then(|| host.hypervisor.clone().unwrap_or_else(|| "VM".into())),
+                steal_tick_ns: host.vm.then(super::host::steal_tick_ns),
                 ..TraceReport::default()
             },
+            host,
         })
     }
 
@@ -349,6 +372,16 @@ impl Tracer {
         if let Some(k) = &self.kallsyms {
             why.stack = why.stack_addrs.iter().map(|&a| k.name(a)).collect();
         }
+        // On a guest: a late timer the steal around it covers is the host's.
+        let steal = self.steal.as_ref().and_then(|log| {
+            log.judge(
+                &mut why,
+                cpu,
+                (s.expected, s.actual),
+                self.tick_ns,
+                mono_now(),
+            )
+        });
         // Time nothing visible explains: checked against the counters read around it.
         let residual: u64 = why
             .components
@@ -362,7 +395,7 @@ impl Tracer {
                 (s.expected, s.actual),
                 residual,
                 why.nmis.zip(why.nmi_ns),
-                STEAL_TICK_NS,
+                steal,
                 mono_now(),
             ));
         }
@@ -496,6 +529,8 @@ impl Tracer {
             idle_note: self.report.idle_note.clone(),
             nmi_traced: self.report.nmi_traced,
             exec_chains: self.rec.names_commands(),
+            hypervisor: self.report.hypervisor.clone(),
+            steal_tick_ns: self.report.steal_tick_ns,
             ..TraceReport::default()
         }
     }
@@ -529,6 +564,8 @@ impl Tracer {
             std::thread::sleep(Duration::from_millis(ms));
         }
         self.rec.stop();
+        // The last steal reading is taken when the last spikes are checked.
+        drop(self.sampler.take());
         for s in std::mem::take(&mut self.pending) {
             self.attribute(s, Duration::ZERO);
         }
@@ -546,13 +583,12 @@ impl Tracer {
         self.name_groups(&mut spikes);
         self.report.spikes = spikes;
         self.report.exec_chains = self.rec.names_commands();
-        let now = super::hw::Counters::read(&super::hw::Roots::default(), &self.report.cpus);
-        let (counted, mut warn) = self.counters.delta(&now, STEAL_TICK_NS);
-        warn.extend(super::hw::residual_warnings(
-            &self.report.spikes,
+        let now = super::hw::Counters::read(
+            &super::hw::Roots::default(),
             &self.report.cpus,
-        ));
-        self.report.counted = counted;
+            !self.host.vm,
+        );
+        let (counted, mut warn) = self.counters.delta(&now, self.tick_ns, &self.host);
         if !self.report.nmi_traced {
             warn.push(
                 "--trace: the kernel has no nmi:nmi_handler event: NMIs are counted over the run \
@@ -560,6 +596,9 @@ impl Tracer {
                     .into(),
             );
         }
+        let unexplained = super::hw::residual_warnings(&self.report.spikes, &warn, self.tick_ns);
+        warn.extend(unexplained);
+        self.report.counted = counted;
         self.report.warnings.extend(warn);
         self.report.per_cpu = super::culprits::summarise(&self.report.spikes, &self.report.cpus);
         if let Some(path) = self.dat.take() {

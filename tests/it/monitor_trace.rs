@@ -7,7 +7,7 @@ use crate::trace::trace_unavailable;
 use crate::util::{exclusive, expect_exit, has_thread, latlab, skip};
 use std::time::{Duration, Instant};
 
-const CAUSES: [&str; 5] = ["irq", "softirq", "thread", "timer", "unattributed"];
+const CAUSES: [&str; 6] = ["irq", "softirq", "thread", "timer", "host", "unattributed"];
 
 #[test]
 fn monitor_trace_names_a_hogs_group_on_its_cpu_and_stores_the_causes() {

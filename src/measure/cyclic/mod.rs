@@ -482,9 +482,7 @@ impl crate::driver::Measurement for CyclicConfig {
             text.push_str(&report::render_histogram(o));
         }
         text.push_str(&report::render(o, self.unit));
-        if let Some(t) = &o.run.trace {
-            text.push_str(&crate::export::why::why(t, self.unit));
-        }
+        text.push_str(&crate::export::why::why_for(&o.run, self.unit));
         text.into()
     }
 }

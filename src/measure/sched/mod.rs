@@ -255,6 +255,10 @@ fn run(cfg: &SchedConfig, ctx: &mut Ctx<'_>) -> Result<SchedOutcome> {
     drop(confined);
     let losses = tracer.recorder().losses();
     let mut trace = tracer.finish();
+    // What the trace could not measure is the run's to say (once, among its warnings).
+    for w in &trace.warnings {
+        ctx.warn(w.clone());
+    }
     let events_per_s = if duration_s > 0.0 {
         trace.events as f64 / duration_s
     } else {
