@@ -68,17 +68,6 @@ pub fn set_policy_raw(policy: libc::c_int, prio: i32) -> Result<(), std::io::Err
     }
 }
 
-/// Sets the calling thread's nice value (SCHED_OTHER weight; below 0 needs root).
-pub fn set_nice(nice: i32) -> Result<(), std::io::Error> {
-    // SAFETY: who 0 with PRIO_PROCESS is the calling thread on Linux; no memory is touched.
-    let r = unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, nice) };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
-}
-
 /// The CPU the calling thread is running on now.
 pub fn current_cpu() -> Option<usize> {
     // SAFETY: no arguments.

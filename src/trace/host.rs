@@ -253,9 +253,10 @@ pub struct Sampler {
 
 impl Sampler {
     /// Starts sampling into `log` on `cpus` (housekeeping; None: wherever latlab may run), at
-    /// the highest SCHED_OTHER weight where allowed (never real-time: it must not delay a
-    /// measured thread), so a busy machine's load does not starve it. None if no thread could
-    /// be started (steal is then read when a spike is checked).
+    /// latlab's own SCHED_OTHER weight: never real-time and never boosted, since a helper
+    /// waking every 10 ms must not preempt a measured SCHED_OTHER thread. A reading the
+    /// sampler missed is taken when a spike is checked. None if no thread could be started
+    /// (steal is then read when a spike is checked).
     pub fn start(log: std::sync::Arc<StealLog>, cpus: Option<Vec<usize>>) -> Option<Sampler> {
         use std::sync::atomic::{AtomicBool, Ordering};
         let stop = std::sync::Arc::new(AtomicBool::new(false));
@@ -267,7 +268,6 @@ impl Sampler {
                 if let Some(c) = cpus.filter(|c| !c.is_empty()) {
                     let _ = crate::sys::sched::pin_to_cpus(c);
                 }
-                let _ = crate::sys::sched::set_nice(-20);
                 while !st.load(Ordering::Acquire) {
                     log.sample(crate::sys::clock::now_ns(libc::CLOCK_MONOTONIC));
                     std::thread::sleep(SAMPLE_EVERY);
