@@ -24,7 +24,7 @@ pub struct Entry {
     args: fn(clap::Command) -> clap::Command,
     /// Lowers parsed arguments without running (the plan checker): the expected length of one
     /// run (ns) when known, or why a plan cannot run it.
-    check: fn(&clap::ArgMatches, &CpuSet) -> std::result::Result<Option<u64>, String>,
+    check: fn(&clap::ArgMatches, &CpuSet) -> std::result::Result<Planned, String>,
     /// Lowers parsed arguments and runs the measurement through the driver.
     run: fn(&clap::ArgMatches, &CpuSet, Vec<String>) -> Result<()>,
     /// Renders a stored run of its kind as it printed it, when it can.
@@ -56,6 +56,15 @@ pub const fn entry<A: Lowering>(name: &'static str, about: &'static str, plannab
     }
 }
 
+/// What the configuration says of one run before it is made (the plan checker's answer).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Planned {
+    /// Its expected length (ns), when it has a deadline.
+    pub ns: Option<u64>,
+    /// Samples per second, all series together, when the measurement knows it.
+    pub rate: Option<f64>,
+}
+
 fn parsed<A: Lowering>(m: &clap::ArgMatches) -> Result<A> {
     A::from_arg_matches(m).map_err(|e| Error::Usage(e.to_string()))
 }
@@ -63,14 +72,17 @@ fn parsed<A: Lowering>(m: &clap::ArgMatches) -> Result<A> {
 fn check<A: Lowering>(
     m: &clap::ArgMatches,
     online: &CpuSet,
-) -> std::result::Result<Option<u64>, String> {
+) -> std::result::Result<Planned, String> {
     let a = parsed::<A>(m).map_err(|e| e.to_string())?;
     for s in &a.common().load {
         crate::loadgen::LoadSpec::parse(s).map_err(|e| e.to_string())?;
     }
     let c = a.lower(online).map_err(|e| e.to_string())?;
     a.check_in_plan(&c)?;
-    Ok(a.planned_ns(&c))
+    Ok(Planned {
+        ns: a.planned_ns(&c),
+        rate: crate::driver::Measurement::planned_rate(&c),
+    })
 }
 
 fn run<A: Lowering>(
@@ -107,7 +119,7 @@ impl Entry {
 
     /// Lowers its parsed arguments as the run would, without running: the expected length of
     /// one run (ns) when known, or the first problem.
-    pub fn check(&self, m: &clap::ArgMatches) -> std::result::Result<Option<u64>, String> {
+    pub fn check(&self, m: &clap::ArgMatches) -> std::result::Result<Planned, String> {
         self.no_option_as_value(m).map_err(|e| e.to_string())?;
         (self.check)(m, &CpuSet::online_here())
     }

@@ -133,12 +133,62 @@ fn list(cpus: &[usize]) -> String {
         .join(",")
 }
 
+/// latlab's own threads that do not measure (some run at a real-time priority to stay in
+/// control: the signal thread at FIFO 99), by name.
+const HELPERS: &[&str] = &[
+    "latlab-signals",
+    "latlab-trace",
+    "latlab-ground",
+    "latlab-live",
+    "latlab-watchdog",
+    "latlab-samples",
+    "latlab-http",
+    "latlab-http-conn",
+    "latlab-probe",
+];
+
+/// Whether thread name `comm` is a latlab measuring thread (`latlab-<series>`).
+fn measuring(comm: &str) -> bool {
+    comm.starts_with("latlab-") && !HELPERS.contains(&comm)
+}
+
+/// This process's ancestors (a plan runs its measurements as children: its threads are not
+/// company).
+fn ancestors(proc: &Path) -> Vec<i32> {
+    let mut out = Vec::new();
+    let mut pid = crate::sys::process::getpid();
+    for _ in 0..64 {
+        let ppid = std::fs::read_to_string(proc.join(format!("{pid}/stat")))
+            .ok()
+            .and_then(|s| {
+                s.get(s.rfind(')')? + 1..)?
+                    .split_whitespace()
+                    .nth(1)?
+                    .parse::<i32>()
+                    .ok()
+            });
+        match ppid {
+            Some(p) if p > 1 => {
+                out.push(p);
+                pid = p;
+            }
+            _ => break,
+        }
+    }
+    out
+}
+
 /// Real-time company found on the measured CPUs at the start: a warning each, and whether any
-/// of it is another latlab's measuring thread (two measurements on the same CPUs).
+/// of it is another latlab's measuring thread (two measurements on the same CPUs). latlab's
+/// helper threads and this process's ancestors (a plan's runner) are not company.
 pub fn company_at_start(cpus: &[usize]) -> (Vec<String>, bool) {
-    let tasks =
-        crate::sys::procs::rt_tasks_on(Path::new("/proc"), cpus, crate::sys::process::getpid());
-    let latlab = tasks.iter().any(|t| t.comm.starts_with("latlab-"));
+    let proc = Path::new("/proc");
+    let family = ancestors(proc);
+    let tasks: Vec<_> = crate::sys::procs::rt_tasks_on(proc, cpus, crate::sys::process::getpid())
+        .into_iter()
+        .filter(|t| !family.contains(&t.pid) && !HELPERS.contains(&t.comm.as_str()))
+        .collect();
+    let latlab = tasks.iter().any(|t| measuring(&t.comm));
     let warnings = tasks
         .iter()
         .map(|t| {
@@ -152,7 +202,7 @@ pub fn company_at_start(cpus: &[usize]) -> (Vec<String>, bool) {
                 t.policy,
                 t.prio,
                 list(&t.allowed),
-                if t.comm.starts_with("latlab-") {
+                if measuring(&t.comm) {
                     ": another latlab measurement on the same CPUs, each disturbs the other"
                 } else {
                     ""
@@ -247,7 +297,7 @@ impl Watch {
         for (tid, text) in company(&self.proc, &self.cpus) {
             if !before.contains_key(&tid) {
                 changes.push(GroundChange {
-                    what: "real-time company on the measured CPUs".into(),
+                    what: crate::result::COMPANY.into(),
                     from: "(none)".into(),
                     to: text,
                     at_s: None,

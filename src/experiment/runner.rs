@@ -103,6 +103,7 @@ pub fn dry_run(path: &Path, sets: &[String]) -> Result<String> {
             plan.design.repeats
         ));
     }
+    s.push_str(&estimability(&plan));
     let e = plan.estimate;
     s.push_str(&match (e.known_ns, e.unknown_runs) {
         (k, 0) => format!("total time: about {} of measurement\n", human(k)),
@@ -115,6 +116,83 @@ pub fn dry_run(path: &Path, sets: &[String]) -> Result<String> {
         ),
     });
     Ok(s)
+}
+
+/// The per-run figures a plan's comparison uses, with the samples each needs to be estimable
+/// (`crate::compare::per_run::FIGURES`; max and mean need one).
+fn needs() -> Vec<(&'static str, u64)> {
+    crate::compare::per_run::FIGURES
+        .iter()
+        .map(|&(name, q)| (name, q.map_or(1, crate::stats::dist::min_n_for)))
+        .collect()
+}
+
+/// Before measuring: the samples each combination's runs will have (rate × duration, less
+/// the reserve for overruns) and, per compared figure, whether that is enough, and if not the
+/// run length that is (`--set duration=...`). One line per distinct plan of the runs.
+pub fn estimability(plan: &Plan) -> String {
+    use crate::compare::analysis::thousands;
+    use crate::compare::decide::{seconds_for, OVERRUN_RESERVE};
+    let combos = plan.combinations();
+    let mut seen: Vec<(u64, u64)> = Vec::new();
+    let mut s = String::new();
+    for (c, p) in combos.iter().zip(&plan.planned) {
+        let (Some(ns), Some(rate)) = (p.ns, p.rate) else {
+            if seen.is_empty() && s.is_empty() {
+                s.push_str(
+                    "  samples per run: not known before measuring (the measurement does not \
+                     plan its rate); the runs' own counts decide which percentiles compare\n",
+                );
+            }
+            continue;
+        };
+        let key = (ns, rate.to_bits());
+        if seen.contains(&key) {
+            continue;
+        }
+        seen.push(key);
+        let secs = ns as f64 / 1e9;
+        let nominal = rate * secs;
+        let expected = (nominal * (1.0 - OVERRUN_RESERVE)).floor() as u64;
+        let who = if combos.len() > 1 && plan.planned.iter().any(|q| *q != *p) {
+            format!(" ({})", plan.label(c))
+        } else {
+            String::new()
+        };
+        s.push_str(&format!(
+            "  samples per run{who}: {} ({}/s x {} s), about {} after {} % for overruns\n",
+            thousands(nominal.round() as u64),
+            crate::stats::cfmt::g(rate, 4),
+            crate::stats::cfmt::g(secs, 4),
+            thousands(expected),
+            OVERRUN_RESERVE * 100.0
+        ));
+        let (ok, short): (Vec<_>, Vec<_>) = needs().into_iter().partition(|(_, n)| expected >= *n);
+        let names = |v: &[(&str, u64)]| {
+            v.iter()
+                .map(|(m, n)| {
+                    if *n > 1 {
+                        format!("{m} (needs {})", thousands(*n))
+                    } else {
+                        m.to_string()
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        if !ok.is_empty() {
+            s.push_str(&format!("  compared, estimable: {}\n", names(&ok)));
+        }
+        for (m, n) in &short {
+            let d = seconds_for(*n, rate);
+            s.push_str(&format!(
+                "  not estimable at this length: {m} (needs {}): runs of {d} s would give it \
+                 (--set duration={d}s)\n",
+                thousands(*n)
+            ));
+        }
+    }
+    s
 }
 
 /// Runs the plan at `path` (with `--set` overrides); returns the final report. The store goes
@@ -161,10 +239,12 @@ pub fn run(
     {
         eprintln!("  note on factor {}: {}", f.0.name, f.1);
     }
+    eprint!("{}", estimability(&plan));
     // Results come back on each child's stdout (`--json -`), never through temporary files,
     // so a SIGKILLed plan leaves nothing behind.
     let mut files: Vec<Vec<(Run, String)>> = vec![Vec::new(); combos.len()];
     let outcome = execute(
+        &plan_name(path),
         &plan,
         &combos,
         &order,
@@ -234,8 +314,16 @@ enum Child {
     Nothing,
 }
 
+/// The plan's file name as a tag value (no commas: tag lists split on them).
+fn plan_name(path: &Path) -> String {
+    path.file_name().map_or("plan".into(), |n| {
+        n.to_string_lossy().replace([',', '\n'], "_")
+    })
+}
+
 #[allow(clippy::too_many_arguments)]
 fn execute(
+    plan_file: &str,
     plan: &Plan,
     combos: &[Vec<usize>],
     order: &[(usize, u32)],
@@ -255,6 +343,7 @@ fn execute(
         .flatten()
         .map(|p| p.display().to_string())
         .collect();
+    let mut warned: Vec<&'static str> = Vec::new();
     for (i, &(ci, r)) in order.iter().enumerate() {
         if control.was_interrupted() {
             break;
@@ -276,14 +365,27 @@ fn execute(
         );
         let mut attempt = 0;
         loop {
-            let c = command(&exe, plan, combo, exp, store, (ci, r), &watch.join("\n"));
+            let c = command(
+                &exe,
+                plan,
+                combo,
+                (exp, plan_file),
+                store,
+                (ci, r),
+                &watch.join("\n"),
+            );
             match run_child(c, control, i + 1, &plan.label(combo))? {
                 Child::Nothing => {
                     eprintln!("{progress}: interrupted before it saved a result");
                     return Ok(());
                 }
                 Child::Saved(run, name) if run.disturbed() => {
-                    let why: Vec<String> = run.ground.iter().map(|g| g.what.clone()).collect();
+                    let why: Vec<String> = run
+                        .ground
+                        .iter()
+                        .filter(|g| g.what != crate::result::COMPANY)
+                        .map(|g| g.what.clone())
+                        .collect();
                     let again = on_disturbed == OnDisturbed::Rerun
                         && attempt < MAX_RERUNS
                         && !control.was_interrupted();
@@ -316,6 +418,7 @@ fn execute(
                         name.trim_start_matches("run:"),
                         run_warnings(&run)
                     );
+                    short_run_note(&run, &mut warned);
                     files[ci].push((*run, name));
                 }
             }
@@ -339,7 +442,7 @@ fn command(
     exe: &Path,
     plan: &Plan,
     combo: &[usize],
-    exp: &str,
+    (exp, plan_file): (&str, &str),
     store: Option<&str>,
     (ci, r): (usize, u32),
     watch: &str,
@@ -363,6 +466,9 @@ fn command(
         // experiment puts the baseline first whatever order the runs were made in.
         "--tag",
         &format!("combination={ci}"),
+        // The plan file it came from, for `runs list --experiments`.
+        "--tag",
+        &format!("plan={plan_file}"),
     ]);
     for (f, &l) in plan.factors.iter().zip(combo) {
         c.arg("--tag").arg(format!("{}={}", f.name, f.levels[l]));
@@ -426,6 +532,37 @@ fn run_child(mut c: Command, control: &Control, n: usize, label: &str) -> Result
             "run {n} ({label}) failed ({status}): {}",
             err.trim()
         ))),
+    }
+}
+
+/// Says, once per figure, when a run came out too short for a figure the comparison uses
+/// (overruns under load can take a planned 10 000 below it), with the length that is enough
+/// at the rate the run achieved.
+fn short_run_note(run: &Run, warned: &mut Vec<&'static str>) {
+    let n: u64 = run
+        .series
+        .iter()
+        .filter(|s| s.unit == "ns")
+        .flat_map(|s| s.histogram.buckets.iter().map(|b| b[1]))
+        .fold(0, u64::saturating_add);
+    if n == 0 || run.duration_s <= 0.0 {
+        return;
+    }
+    let rate = n as f64 / run.duration_s;
+    for (m, need) in needs() {
+        if n < need
+            && need > 1
+            && !warned.contains(&m)
+            && rate * run.duration_s * 1.2 >= need as f64
+        {
+            warned.push(m);
+            let d = crate::compare::decide::seconds_for(need, rate);
+            eprintln!(
+                "    note: this run has {n} samples, {m} needs {}: not estimable from runs this \
+                 long; runs of {d} s would give it (--set duration={d}s)",
+                crate::compare::analysis::thousands(need)
+            );
+        }
     }
 }
 
@@ -498,6 +635,7 @@ fn analysis(
             series: None,
             scale: 1e-3,
             store: None,
+            include_disturbed: false,
         };
         let sets: Vec<ministat::DataSet> = levels
             .iter()

@@ -36,7 +36,7 @@ pub enum PlotKind {
 /// Which latency histograms a report draws (`--hist`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum HistMode {
-    /// Log-x bins (20 a decade) when the tail is long, linear otherwise.
+    /// Log-x bins (20 a decade) for latencies, of a single run as of an experiment.
     #[default]
     Log,
     /// Also linear 1 µs bins with log y, beside the log-x one (OSADL's latency plots).
@@ -98,13 +98,18 @@ fn loaded(r: select::Resolved) -> Loaded {
 }
 
 /// Every run stored under experiment `exp`, oldest first.
-pub fn load_experiment(exp: &str, store: Option<&str>) -> Result<Vec<Loaded>> {
+pub fn load_experiment(
+    exp: &str,
+    store: Option<&str>,
+    include_disturbed: bool,
+) -> Result<Vec<Loaded>> {
     let item = select::Item {
         text: format!("exp:{exp}"),
         sel: select::Selector::Exp(exp.to_string()),
         bare: false,
     };
     let runs = select::Resolver::new(store)
+        .include_disturbed(include_disturbed)
         .runs(&item)
         .map_err(|e| Error::flag("--experiment", exp, e))?;
     Ok(runs.into_iter().map(loaded).collect())
@@ -117,6 +122,7 @@ pub fn load_groups(
     experiment: Option<&str>,
     inputs: &[String],
     store: Option<&str>,
+    include_disturbed: bool,
 ) -> Result<(Vec<Loaded>, Vec<Group>, Option<String>)> {
     let mut items = select::parse(inputs)?;
     let mut experiment = experiment.map(str::to_string);
@@ -134,10 +140,10 @@ pub fn load_groups(
     let mut loaded_runs = Vec::new();
     let mut gs = Vec::new();
     if let Some(exp) = &experiment {
-        loaded_runs = load_experiment(exp, store)?;
+        loaded_runs = load_experiment(exp, store, include_disturbed)?;
         gs = groups(&loaded_runs, true);
     }
-    let mut res = select::Resolver::new(store);
+    let mut res = select::Resolver::new(store).include_disturbed(include_disturbed);
     for item in &items {
         let runs = res.runs(item)?;
         let first = loaded_runs.len();

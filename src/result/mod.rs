@@ -72,10 +72,16 @@ pub struct GroundChange {
     pub at_s: Option<f64>,
 }
 
+/// What a [`GroundChange`] names when another process's real-time task appeared on the
+/// measured CPUs: a warning, not a disturbance (a shared machine has company all the time).
+pub const COMPANY: &str = "real-time company on the measured CPUs";
+
 impl Run {
-    /// True when something the result depends on changed while it was measured.
+    /// True when a setting the result depends on (the clocksource, a plan's level, RT
+    /// throttling, a governor, ...) changed while it was measured. New real-time company is
+    /// recorded too, but only warned about.
     pub fn disturbed(&self) -> bool {
-        !self.ground.is_empty()
+        self.ground.iter().any(|g| g.what != COMPANY)
     }
 }
 
@@ -102,6 +108,14 @@ impl Run {
         }
         run.check_counts()
             .map_err(|e| crate::Error::Usage(format!("{name}: {e}")))?;
+        Ok(run)
+    }
+
+    /// Reads a stored run's JSON: a latlab run of this schema whose counts add up. Every run
+    /// passes this before a store keeps it, so a stored run always reads back.
+    pub fn from_stored(text: &str) -> std::result::Result<Run, String> {
+        let run: Run = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        run.check_counts()?;
         Ok(run)
     }
 
@@ -157,6 +171,15 @@ impl Run {
             ground: Vec::new(),
         }
     }
+}
+
+/// Checks that `run` reads back as it would be stored (no number JSON cannot hold: an
+/// infinite or NaN figure is written as null and would make the stored run unreadable).
+pub fn check_round_trip(run: &Run) -> std::result::Result<(), String> {
+    let text = serde_json::to_string(run).map_err(|e| e.to_string())?;
+    Run::from_stored(&text)
+        .map(|_| ())
+        .map_err(|e| format!("run {} would not read back once stored ({e})", run.id))
 }
 
 /// One thread's or CPU's measurements.

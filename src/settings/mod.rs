@@ -348,13 +348,7 @@ pub const RESTORER: crate::io::Restorer = crate::io::Restorer {
 /// Removes the journal at `path` when it was written before this boot; says so.
 fn forget_if_stale(path: &Path) -> Option<String> {
     let written = std::fs::symlink_metadata(path).ok()?.modified().ok()?;
-    let btime: u64 = std::fs::read_to_string("/proc/stat")
-        .ok()?
-        .lines()
-        .find_map(|l| l.strip_prefix("btime "))?
-        .trim()
-        .parse()
-        .ok()?;
+    let btime = crate::sys::procs::boot_unix_s(Path::new("/proc"))?;
     let boot = std::time::UNIX_EPOCH + std::time::Duration::from_secs(btime);
     if written >= boot {
         return None;

@@ -53,14 +53,18 @@ fn stat_fields(text: &str) -> Option<Vec<&str>> {
 pub fn started_unix_s(proc_root: &Path, pid: i32) -> Option<u64> {
     let stat = std::fs::read_to_string(proc_root.join(format!("{pid}/stat"))).ok()?;
     let ticks: u64 = stat_fields(&stat)?.get(19)?.parse().ok()?;
-    let btime: u64 = std::fs::read_to_string(proc_root.join("stat"))
+    Some(boot_unix_s(proc_root)? + ticks / 100)
+}
+
+/// Seconds since the epoch at which the machine booted (`btime` of /proc/stat).
+pub fn boot_unix_s(proc_root: &Path) -> Option<u64> {
+    std::fs::read_to_string(proc_root.join("stat"))
         .ok()?
         .lines()
         .find_map(|l| l.strip_prefix("btime "))?
         .trim()
         .parse()
-        .ok()?;
-    Some(btime + ticks / 100)
+        .ok()
 }
 
 /// The real uid of process `pid`.

@@ -3,7 +3,7 @@
 //! use is refused under `--strict` (exit 3 naming the CPU) and, without it, reported where it
 //! really ran (the CPU read back), with a warning — for every measurement that pins threads.
 
-use crate::util;
+use crate::util::{self, Dir, TestCommand};
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -28,23 +28,16 @@ impl Cpuset {
     }
 
     /// `latlab ARGS` started inside the cpuset (the shell moves itself in, then execs).
-    fn latlab(&self, args: &[&str]) -> Command {
-        let mut c = util::latlab();
-        let bin = c.get_program().to_owned();
+    fn latlab(&self, args: &[&str]) -> TestCommand {
         let mut sh = Command::new("sh");
         sh.arg("-c")
             .arg(format!(
                 "echo $$ > {}/cgroup.procs && exec \"$0\" \"$@\"",
                 self.0.display()
             ))
-            .arg(bin)
-            .args(args);
-        for (k, v) in c.get_envs() {
-            if let Some(v) = v {
-                sh.env(k, v);
-            }
-        }
-        c = sh;
+            .arg(util::LATLAB);
+        let mut c = TestCommand::wrapping(sh);
+        c.args(args);
         c
     }
 }
@@ -61,26 +54,21 @@ impl Drop for Cpuset {
     }
 }
 
-fn setup(test: &str) -> Option<Cpuset> {
-    if let Some(why) = util::rt_unavailable() {
-        util::skip(test, &why);
+/// The cpuset, or None after saying (through `skip`) why there is none.
+fn setup() -> Option<Cpuset> {
+    if util::skipped(util::rt_unavailable()) {
         return None;
     }
-    match Cpuset::cpu0() {
-        Ok(c) => Some(c),
-        Err(why) => {
-            util::skip(test, &why);
-            None
-        }
-    }
+    let set = Cpuset::cpu0();
+    (!util::skipped(set.as_ref().err().cloned())).then(|| set.unwrap())
 }
 
 #[test]
 fn strict_refuses_a_cpu_outside_the_cpuset_for_every_pinning_measurement() {
-    let Some(set) = setup("strict_refuses_a_cpu_outside_the_cpuset") else {
-        return;
-    };
+    // The lock first: both tests use this process's one cpuset, which the first to end
+    // removes.
     let _x = util::exclusive();
+    let Some(set) = setup() else { return };
     for args in [
         &["cyclic", "-t", "1", "-a", "1", "-D", "1s", "-q"][..],
         &["noise", "--cpus", "1", "-D", "1s", "-q"],
@@ -89,20 +77,15 @@ fn strict_refuses_a_cpu_outside_the_cpuset_for_every_pinning_measurement() {
     ] {
         let mut all: Vec<&str> = args.to_vec();
         all.extend(["--strict", "--no-store"]);
-        let out = set.latlab(&all).output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(3), "{args:?}: {err}");
-        assert!(err.contains("CPU(s) 1"), "{args:?}: {err}");
+        set.latlab(&all).assert_refused(3, "CPU(s) 1");
     }
 }
 
 #[test]
 fn without_strict_the_result_names_where_each_thread_really_ran() {
-    let Some(set) = setup("without_strict_the_result_names_where_each_thread_really_ran") else {
-        return;
-    };
     let _x = util::exclusive();
-    let dir = tempfile::tempdir().unwrap();
+    let Some(set) = setup() else { return };
+    let dir = Dir::new();
     for (name, args) in [
         (
             "cyclic",
@@ -110,13 +93,11 @@ fn without_strict_the_result_names_where_each_thread_really_ran() {
         ),
         ("noise", &["noise", "--cpus", "1", "-D", "1s", "-q"]),
     ] {
-        let json = dir.path().join(format!("{name}.json"));
+        let json = dir.join(format!("{name}.json"));
         let mut all: Vec<&str> = args.to_vec();
         let j = json.to_str().unwrap().to_string();
         all.extend(["--no-store", "--json", &j]);
-        let out = set.latlab(&all).output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(0), "{name}: {err}");
+        set.latlab(&all).assert_ok();
         let v = util::read_json(&json);
         let series = v["series"].as_array().unwrap();
         assert!(!series.is_empty(), "{name}: no series");

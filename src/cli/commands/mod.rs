@@ -25,7 +25,10 @@ pub fn run(parsed: Parsed, argv: Vec<String>) -> Result<()> {
         }
         Parsed::Other(cmd) => cmd,
     };
-    if !matches!(cmd, Command::Restore | Command::LoadWorker(_)) {
+    if !matches!(
+        cmd,
+        Command::Restore | Command::LoadWorker(_) | Command::ActionWorker(_)
+    ) {
         pending_notice();
     }
     if matches!(
@@ -55,6 +58,7 @@ pub fn run(parsed: Parsed, argv: Vec<String>) -> Result<()> {
                 .map_err(|e| Error::io("stdout", e))
         }
         Command::LoadWorker(a) => crate::loadgen::worker_main(&a.spec),
+        Command::ActionWorker(a) => crate::trace::actions::worker_main(a.parent, &a.cmd),
         Command::Runs(c) => runs::run(c),
         Command::Run(a) => {
             let text = if a.dry_run {
@@ -160,7 +164,7 @@ fn samples_cmd(a: &SamplesArgs) -> Result<()> {
                     f(m.max_ns as f64),
                     f(m.mean_ns),
                     f(m.stddev_ns),
-                    f(m.percentiles.p99 as f64),
+                    m.percentiles.supported(m.count)[2].map_or("-".to_string(), |p| f(p as f64)),
                     lost,
                 ]
             })

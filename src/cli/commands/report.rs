@@ -35,8 +35,12 @@ pub fn report_cmd(a: &ReportArgs) -> Result<()> {
             "report needs runs (ID, run:ID or FILE.json) or --experiment ID".into(),
         ));
     }
-    let (mut loaded, gs, experiment) =
-        load_groups(a.experiment.as_deref(), &a.inputs, a.store.as_deref())?;
+    let (mut loaded, gs, experiment) = load_groups(
+        a.experiment.as_deref(),
+        &a.inputs,
+        a.store.as_deref(),
+        a.include_disturbed,
+    )?;
     crate::report::know_kinds(&mut loaded, crate::table::facts);
     let (analysis, notes) = compare(&loaded, &gs);
     let page = html::page(

@@ -297,7 +297,7 @@ pub fn render(o: &CtxswOutcome, cfg: &CtxswConfig) -> String {
             u.fmt_ns(m.min_ns as f64),
             u.fmt_ns(m.percentiles.p50 as f64),
             u.fmt_ns(m.mean_ns),
-            u.fmt_ns(m.percentiles.p99 as f64),
+            m.percentiles.supported(m.count)[2].map_or("-".to_string(), |p| u.fmt_ns(p as f64)),
             u.fmt_ns(m.max_ns as f64),
             cyc(m.min_ns as f64),
             cyc(m.percentiles.p50 as f64),

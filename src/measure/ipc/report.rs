@@ -67,8 +67,8 @@ pub fn render(o: &IpcOutcome, cfg: &IpcConfig) -> String {
                 x.count.to_string(),
                 u.fmt_ns(x.min_ns as f64),
                 u.fmt_ns(x.mean_ns),
-                u.fmt_ns(x.percentiles.p50 as f64),
-                u.fmt_ns(x.percentiles.p99 as f64),
+                x.percentiles.supported(x.count)[0].map_or("-".to_string(), |p| u.fmt_ns(p as f64)),
+                x.percentiles.supported(x.count)[2].map_or("-".to_string(), |p| u.fmt_ns(p as f64)),
                 u.fmt_ns(x.max_ns as f64),
                 ser.overruns.to_string(),
             ]

@@ -297,6 +297,21 @@ fn sysjitter(o: &NoiseOutcome, cfg: &NoiseConfig) -> String {
                     "{:.3}",
                     100.0 - i["available_pct"].as_f64().unwrap_or(100.0)
                 ),
+                // A percentile of the interruptions only where their count supports it.
+                "median_ns" | "p90_ns" | "p99_ns" | "p99_9_ns" => {
+                    let q = match key {
+                        "median_ns" => 0.5,
+                        "p90_ns" => 0.9,
+                        "p99_ns" => 0.99,
+                        _ => 0.999,
+                    };
+                    let n = i["count"].as_u64().unwrap_or(0);
+                    if n >= crate::stats::dist::min_n_for(q) {
+                        f(i[key].as_f64().unwrap_or(0.0))
+                    } else {
+                        "-".into()
+                    }
+                }
                 k => f(i[k].as_f64().unwrap_or(0.0)),
             };
             row.push(cell);
@@ -413,7 +428,7 @@ mod tests {
             trace_threshold_ns: None,
             trace_save: None,
             trace_actions: Vec::new(),
-            trace_actions_max: 10,
+            trace_limits: Default::default(),
         };
         let mut gaps = LatHistogram::new();
         let mut intr = Recorder::new();

@@ -36,8 +36,8 @@ pub fn render(o: &PiOutcome, cfg: &PiConfig) -> String {
                 o.inversions.to_string(),
                 o.medium_runs.to_string(),
                 u.fmt_ns(x.min_ns as f64),
-                u.fmt_ns(x.percentiles.p50 as f64),
-                u.fmt_ns(x.percentiles.p99 as f64),
+                x.percentiles.supported(x.count)[0].map_or("-".to_string(), |p| u.fmt_ns(p as f64)),
+                x.percentiles.supported(x.count)[2].map_or("-".to_string(), |p| u.fmt_ns(p as f64)),
                 u.fmt_ns(x.max_ns as f64),
             ]],
         ));

@@ -217,7 +217,8 @@ pub fn render(run: &Run, u: DisplayUnit, why: bool) -> String {
     for w in &run.warnings {
         s.push_str(&format!("warning: {w}\n"));
     }
-    s
+    // Task names come from the traced programs: escapes in them are shown, never obeyed.
+    crate::output::printable(&s).into_owned()
 }
 
 fn thread_row(x: &Series, u: DisplayUnit) -> Vec<String> {
@@ -269,7 +270,8 @@ fn thread_row(x: &Series, u: DisplayUnit) -> Vec<String> {
         x.summary.count.to_string(),
         v(x.summary.min_ns as f64),
         v(x.summary.mean_ns),
-        v(x.summary.percentiles.p99 as f64),
+        x.summary.percentiles.supported(x.summary.count)[2]
+            .map_or("-".to_string(), |p| v(p as f64)),
         v(x.summary.max_ns as f64),
         n("preemptions").to_string(),
         if n("preemptions") > 0 {

@@ -506,12 +506,13 @@ pub fn render(o: &TcpOutcome, cfg: &TcpConfig, unit: DisplayUnit) -> String {
     if cfg.mode == Mode::Rr {
         if let Some(r) = o.run.series.get(1) {
             let m = &r.summary;
+            let [p50, _, p99, p999, _] = m
+                .percentiles
+                .supported(m.count)
+                .map(|v| v.map_or("-".to_string(), |v| unit.fmt_ns(v as f64)));
             s.push_str(&format!(
-                "round trip ({unit}): min {} p50 {} p99 {} p99.9 {} max {}\n",
+                "round trip ({unit}): min {} p50 {p50} p99 {p99} p99.9 {p999} max {}\n",
                 unit.fmt_ns(m.min_ns as f64),
-                unit.fmt_ns(m.percentiles.p50 as f64),
-                unit.fmt_ns(m.percentiles.p99 as f64),
-                unit.fmt_ns(m.percentiles.p99_9 as f64),
                 unit.fmt_ns(m.max_ns as f64)
             ));
         }
