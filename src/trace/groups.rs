@@ -61,8 +61,9 @@ struct Proc {
     line: Vec<i32>,
     /// Its name (/proc/TGID/comm: a kernel worker's with its workqueue).
     comm: String,
-    /// Another latlab: its command line.
-    latlab: Option<String>,
+    /// Another latlab, the outermost in its line (its load workers and their children are
+    /// that latlab's): its pid and command line.
+    latlab: Option<(i32, String)>,
 }
 
 /// Names the culprit group of every task a spike charges.
@@ -237,14 +238,24 @@ impl Namer {
             .to_string();
         // Kernel threads (children of kthreadd) are never latlab.
         let kernel = tgid == 2 || line.get(1) == Some(&2);
-        let latlab = (!kernel && tgid != self.self_pid && self.is_latlab(tgid)).then(|| {
-            let mut c = crate::sys::procs::command_line(&self.proc, tgid)
+        // Never another latlab inside this latlab's own line (its load workers run its binary).
+        let outer = if kernel || line.contains(&self.self_pid) {
+            None
+        } else {
+            line.iter()
+                .rev()
+                .copied()
+                .filter(|&p| p > 1)
+                .find(|&p| self.is_latlab(p))
+        };
+        let latlab = outer.map(|p| {
+            let mut c = crate::sys::procs::command_line(&self.proc, p)
                 .filter(|c| !c.is_empty())
                 .unwrap_or_else(|| comm.clone());
             if c.chars().count() > MAX_COMMAND {
                 c = c.chars().take(MAX_COMMAND).collect::<String>() + "...";
             }
-            c
+            (p, c)
         });
         self.procs.insert(
             tgid,
@@ -323,8 +334,8 @@ impl Namer {
         if own {
             return one(SELF.into());
         }
-        if let Some((tgid, cmd)) = process.and_then(|(t, p)| p.latlab.as_ref().map(|c| (t, c))) {
-            return one(format!("{cmd} (another latlab, pid {tgid})"));
+        if let Some((pid, cmd)) = process.and_then(|(_, p)| p.latlab.as_ref()) {
+            return one(format!("{cmd} (another latlab, pid {pid})"));
         }
         let id = match exec_id {
             Some(id) if lin.exec => id,
@@ -431,6 +442,10 @@ mod tests {
         f.process(22, 20, 20, "hackbench", &[]);
         // Another latlab (renamed binary) measuring with thread 31.
         f.process(30, 100, 30, "xq7z", &[(31, "latlab-T0")]);
+        // Its load worker (latlab's binary under another name) and that worker's child: the
+        // other latlab's, one group.
+        f.process(32, 30, 32, "latlab-hackbenc", &[]);
+        f.process(33, 32, 32, "hackbench", &[]);
         // A shell that is nothing of latlab's.
         f.process(40, 100, 40, "sh", &[]);
         f.process(23, 22, 20, "hackbench", &[]);
@@ -466,6 +481,12 @@ mod tests {
             name(&mut n, 31, "latlab-T0", lin(&[], 31, false)),
             "xq7z -x (another latlab, pid 30)"
         );
+        for (pid, comm) in [(32, "latlab-hackbenc"), (33, "hackbench")] {
+            assert_eq!(
+                name(&mut n, pid, comm, lin(&[], pid, false)),
+                "xq7z -x (another latlab, pid 30)"
+            );
+        }
         assert_eq!(name(&mut n, 40, "sh", lin(&[], 40, false)), "sh");
         // A thread latlab made during the trace, gone by the end, is latlab's; a program it
         // ran is not.
