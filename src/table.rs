@@ -28,6 +28,8 @@ pub struct Entry {
     run: fn(&clap::ArgMatches, &CpuSet, Vec<String>) -> Result<()>,
     /// Renders a stored run of its kind as it printed it, when it can.
     show: fn(&crate::result::Run, crate::config::DisplayUnit) -> Option<String>,
+    /// Lowers parsed arguments without running: the config's `Debug` text.
+    lowered: fn(&clap::ArgMatches, &CpuSet) -> Result<String>,
 }
 
 impl std::fmt::Debug for Entry {
@@ -50,7 +52,12 @@ const fn entry<A: Lowering>(name: &'static str, about: &'static str, plannable: 
         check: check::<A>,
         run: run::<A>,
         show: <A::Config as crate::driver::Measurement>::render_stored,
+        lowered: lowered::<A>,
     }
+}
+
+fn lowered<A: Lowering>(m: &clap::ArgMatches, online: &CpuSet) -> Result<String> {
+    Ok(format!("{:?}", parsed::<A>(m)?.lower(online)?))
 }
 
 fn parsed<A: Lowering>(m: &clap::ArgMatches) -> Result<A> {
@@ -62,7 +69,7 @@ fn check<A: Lowering>(
     online: &CpuSet,
 ) -> std::result::Result<Option<u64>, String> {
     let a = parsed::<A>(m).map_err(|e| e.to_string())?;
-    for s in &a.common().load {
+    for s in &a.common().loads.load {
         crate::load::LoadSpec::parse(s).map_err(|e| e.to_string())?;
     }
     let c = a.lower(online).map_err(|e| e.to_string())?;
@@ -153,21 +160,6 @@ pub static TABLE: &[Entry] = &[
     ),
 ];
 
-/// An option that needs a value takes the next word whatever it looks like, as getopt does, so
-/// `-i -5us` is "-i/--interval -5us: ..." (naming the flag) rather than "unexpected argument
-/// '-5'". Options whose value is optional (`-t [N]`, `-a [CPUSET]`) keep clap's rule, so
-/// `-t -a` still reads as two flags.
-fn getopt_values(a: clap::Arg) -> clap::Arg {
-    let needs_value = a.get_action().takes_values()
-        && !a.is_positional()
-        && a.get_num_args().is_none_or(|r| r.min_values() > 0);
-    if needs_value {
-        a.allow_hyphen_values(true)
-    } else {
-        a
-    }
-}
-
 /// The entry named `name`.
 pub fn find(name: &str) -> Option<&'static Entry> {
     TABLE.iter().find(|e| e.name == name)
@@ -199,7 +191,7 @@ impl Entry {
         (self.args)(clap::Command::new(self.name))
             .about(self.about)
             .long_about(None)
-            .mut_args(getopt_values)
+            .mut_args(crate::driver::args::getopt_values)
     }
 
     /// Lowers its parsed arguments as the run would, without running: the expected length of
@@ -227,12 +219,7 @@ impl Entry {
                 let looks_like_option = c.next() == Some('-')
                     && c.next().is_some_and(|d| !(d.is_ascii_digit() || d == '.'));
                 if looks_like_option {
-                    let flag = match (a.get_short(), a.get_long()) {
-                        (Some(s), Some(l)) => format!("-{s}/--{l}"),
-                        (None, Some(l)) => format!("--{l}"),
-                        (Some(s), None) => format!("-{s}"),
-                        (None, None) => a.get_id().to_string(),
-                    };
+                    let flag = crate::driver::args::flag_name(a);
                     return Err(Error::Usage(format!(
                         "{flag}: needs a value, but the next word is the option '{v}'"
                     )));
@@ -249,6 +236,13 @@ impl Entry {
         unit: crate::config::DisplayUnit,
     ) -> Option<String> {
         (self.show)(run, unit)
+    }
+
+    /// Lowers its parsed arguments against `online` without running: the config's `Debug`
+    /// text, or the error the run would exit with (tests compare configs through it).
+    pub fn lowered(&self, m: &clap::ArgMatches, online: &CpuSet) -> Result<String> {
+        self.no_option_as_value(m)?;
+        (self.lowered)(m, online)
     }
 
     /// Lowers its parsed arguments and runs it through the driver.

@@ -52,9 +52,6 @@ pub struct MonitorArgs {
     /// Do not lock memory.
     #[arg(long = "no-mlock")]
     pub no_mlock: bool,
-    /// Write the last snapshot as JSON to FILE, or `-` for stdout.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
 
     /// Kernel tracing (`--trace`): late wake-ups by cause and culprit group on the endpoint
     /// and in every snapshot.
@@ -66,7 +63,8 @@ pub struct MonitorArgs {
     #[arg(long = "trace-culprits", value_name = "N", requires = "trace")]
     pub trace_culprits: Option<usize>,
 
-    /// Where snapshots are kept, extra tags (host= and monitor= are always added), loads.
+    /// Output (the last snapshot), where snapshots are kept, extra tags (host= and monitor=
+    /// are always added), loads.
     #[command(flatten)]
     pub common: MeasureArgs,
 }
@@ -78,10 +76,6 @@ impl crate::driver::Lowering for MonitorArgs {
         &self.common
     }
 
-    fn json(&self) -> Option<&std::path::Path> {
-        self.json.as_deref()
-    }
-
     fn lower(&self, online: &CpuSet) -> Result<Self::Config> {
         let host = crate::result::Environment::hostname();
         super::MonitorConfig::from_args(self, online, &host)
@@ -89,7 +83,7 @@ impl crate::driver::Lowering for MonitorArgs {
 
     fn run(self, online: &CpuSet, command_line: Vec<String>) -> Result<()> {
         let config = self.lower(online)?;
-        let mut common = self.common.to_common(self.json.as_deref())?;
+        let mut common = self.common_options()?;
         common.tags = config.tags.clone();
         crate::driver::execute(config, &common, command_line)
     }

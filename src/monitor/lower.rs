@@ -146,7 +146,7 @@ impl MonitorConfig {
             monitor_id,
             duration_ns,
             mlock: !a.no_mlock,
-            strict: a.common.strict,
+            strict: a.common.strict(),
             store: a.common.store.store.clone(),
             no_store: a.common.store.no_store,
             tags,

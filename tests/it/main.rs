@@ -13,6 +13,7 @@ mod cyclic;
 mod deadline;
 mod fuzz;
 mod gate;
+mod grammar;
 mod import;
 mod import_rt;
 mod ipc;

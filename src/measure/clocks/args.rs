@@ -5,7 +5,6 @@ use crate::config::DisplayUnit;
 use crate::driver::args::MeasureArgs;
 use crate::error::Result;
 use clap::Args;
-use std::path::PathBuf;
 
 /// Arguments of `latlab clocks`.
 #[derive(Debug, Args)]
@@ -33,9 +32,6 @@ pub struct ClocksArgs {
     /// values keep three significant digits in us.
     #[arg(long, value_enum, default_value_t = DisplayUnit::Ns)]
     pub unit: DisplayUnit,
-    /// Write the result as JSON to FILE, or `-` for stdout.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
 
     /// Loads and where the result is kept.
     #[command(flatten)]
@@ -47,10 +43,6 @@ impl crate::driver::Lowering for ClocksArgs {
 
     fn common(&self) -> &MeasureArgs {
         &self.common
-    }
-
-    fn json(&self) -> Option<&std::path::Path> {
-        self.json.as_deref()
     }
 
     fn lower(&self, _online: &CpuSet) -> Result<Self::Config> {

@@ -5,7 +5,6 @@ use crate::config::CpuSet;
 use crate::driver::args::MeasureArgs;
 use crate::error::Result;
 use clap::Args;
-use std::path::PathBuf;
 
 /// Arguments of `latlab contend`.
 #[derive(Debug, Args)]
@@ -28,9 +27,6 @@ pub struct ContendArgs {
     /// Priority level every thread enqueues at.
     #[arg(long, default_value_t = 50)]
     pub level: usize,
-    /// Write the result as JSON to FILE, or `-` for stdout.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
 
     /// Loads and where the result is kept.
     #[command(flatten)]
@@ -42,10 +38,6 @@ impl crate::driver::Lowering for ContendArgs {
 
     fn common(&self) -> &MeasureArgs {
         &self.common
-    }
-
-    fn json(&self) -> Option<&std::path::Path> {
-        self.json.as_deref()
     }
 
     fn lower(&self, online: &CpuSet) -> Result<Self::Config> {

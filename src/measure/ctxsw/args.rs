@@ -5,7 +5,6 @@ use crate::config::DisplayUnit;
 use crate::driver::args::MeasureArgs;
 use crate::error::Result;
 use clap::Args;
-use std::path::PathBuf;
 
 /// Arguments of `latlab ctxsw`.
 #[derive(Debug, Args)]
@@ -52,9 +51,6 @@ pub struct CtxswArgs {
     /// Unit on screen.
     #[arg(long, value_enum, default_value_t = DisplayUnit::Us)]
     pub unit: DisplayUnit,
-    /// Write the result as JSON to FILE, or `-` for stdout.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
 
     /// Loads and where the result is kept.
     #[command(flatten)]
@@ -75,10 +71,6 @@ impl crate::driver::Lowering for CtxswArgs {
 
     fn common(&self) -> &MeasureArgs {
         &self.common
-    }
-
-    fn json(&self) -> Option<&std::path::Path> {
-        self.json.as_deref()
     }
 
     fn lower(&self, online: &CpuSet) -> Result<Self::Config> {

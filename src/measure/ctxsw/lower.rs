@@ -75,7 +75,7 @@ impl CtxswConfig {
             ioperm_both: a.ioperm_in_both,
             seed_output: a.seed_output,
             unit: a.unit,
-            strict: a.common.strict,
+            strict: a.common.strict(),
         })
     }
 }

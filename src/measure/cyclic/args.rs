@@ -113,10 +113,6 @@ pub struct CyclicArgs {
     #[arg(long = "no-mlock", conflicts_with = "mlock")]
     pub no_mlock: bool,
 
-    /// No live view; print only the final result.
-    #[arg(short = 'q', long = "quiet")]
-    pub quiet: bool,
-
     /// Print a cyclictest-style histogram with 1 µs buckets up to this many µs.
     #[arg(short = 'h', long = "histogram", value_name = "US")]
     pub histogram: Option<String>,
@@ -143,10 +139,6 @@ pub struct CyclicArgs {
     /// Unit for latencies on screen.
     #[arg(long, value_enum, default_value_t = DisplayUnit::Us)]
     pub unit: DisplayUnit,
-
-    /// Write the whole result as JSON (schema latlab.run/1) to FILE, or `-` for stdout.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
 
     /// Layout of the --json file: latlab's, or cyclictest's (rt-tests) for existing parsers.
     #[arg(long, value_enum, default_value = "latlab", value_name = "FORMAT")]
@@ -217,28 +209,21 @@ impl crate::driver::Lowering for CyclicArgs {
         &self.common
     }
 
-    fn json(&self) -> Option<&std::path::Path> {
-        self.json.as_deref()
-    }
-
     fn lower(&self, online: &CpuSet) -> Result<Self::Config> {
         crate::measure::cyclic::config::CyclicConfig::from_args(self, online)
     }
 
     fn run(self, online: &CpuSet, command_line: Vec<String>) -> Result<()> {
         let rt_tests = self.json_format == JsonFormat::RtTests;
-        if rt_tests && self.json.as_deref().is_none_or(|p| p.as_os_str() == "-") {
+        let json = self.common.output.json.clone();
+        if rt_tests && json.as_deref().is_none_or(|p| p.as_os_str() == "-") {
             return Err(crate::error::Error::Usage(
                 "--json-format rt-tests needs --json FILE (a file, not stdout)".into(),
             ));
         }
         let config = self.lower(online)?;
-        let r = crate::driver::execute(
-            config,
-            &self.common.to_common(self.json.as_deref())?,
-            command_line,
-        );
-        match (&self.json, rt_tests) {
+        let r = crate::driver::execute(config, &self.common_options()?, command_line);
+        match (&json, rt_tests) {
             (Some(p), true) if p.exists() => crate::export::rt_tests::rewrite_file(p).and(r),
             _ => r,
         }

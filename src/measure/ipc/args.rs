@@ -7,7 +7,6 @@ use crate::config::{parse_time_ns, seconds, BareUnit, CpuSet, DisplayUnit, Polic
 use crate::driver::args::MeasureArgs;
 use crate::error::{Error, Result};
 use clap::Args;
-use std::path::PathBuf;
 
 /// Arguments of `latlab ipc`. Times take units (ns, us, ms, s); a bare number is µs for the
 /// interval and seconds for the duration, as in rt-tests.
@@ -71,9 +70,6 @@ pub struct IpcArgs {
     /// Unit on screen.
     #[arg(long, value_enum, default_value_t = DisplayUnit::Us)]
     pub unit: DisplayUnit,
-    /// Write the result as JSON to FILE, or `-` for stdout.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
 
     /// Loads and where the result is kept.
     #[command(flatten)]
@@ -258,10 +254,6 @@ impl crate::driver::Lowering for IpcArgs {
 
     fn common(&self) -> &MeasureArgs {
         &self.common
-    }
-
-    fn json(&self) -> Option<&std::path::Path> {
-        self.json.as_deref()
     }
 
     fn lower(&self, online: &CpuSet) -> Result<IpcConfig> {

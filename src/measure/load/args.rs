@@ -4,7 +4,6 @@ use crate::config::{seconds, CpuSet};
 use crate::driver::MeasureArgs;
 use crate::error::Result;
 use clap::Args;
-use std::path::PathBuf;
 
 /// Arguments of `latlab load`.
 #[derive(Debug, Args)]
@@ -16,11 +15,9 @@ pub struct LoadArgs {
     /// Run this long (default: hackbench does one run; others run until Ctrl-C).
     #[arg(value_parser = seconds, short = 'D', long, value_name = "TIME")]
     pub duration: Option<u64>,
-    /// Write the result (kind load: the achieved rate) as JSON to FILE, or `-` for stdout.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
 
-    /// Where the result is kept (and other loads to run beside this one).
+    /// Output (kind load: the achieved rate), where the result is kept (and other loads to
+    /// run beside this one).
     #[command(flatten)]
     pub common: MeasureArgs,
 }
@@ -30,10 +27,6 @@ impl crate::driver::Lowering for LoadArgs {
 
     fn common(&self) -> &MeasureArgs {
         &self.common
-    }
-
-    fn json(&self) -> Option<&std::path::Path> {
-        self.json.as_deref()
     }
 
     fn lower(&self, _online: &CpuSet) -> Result<Self::Config> {

@@ -4,7 +4,6 @@ use crate::config::CpuSet;
 use crate::driver::args::MeasureArgs;
 use crate::error::Result;
 use clap::Args;
-use std::path::PathBuf;
 
 /// Arguments of `latlab migrate`.
 #[derive(Debug, Args)]
@@ -30,9 +29,6 @@ pub struct MigrateArgs {
     /// Test hook: lower the highest task below the lowest half-way through.
     #[arg(long, hide = true)]
     pub inject_inversion: bool,
-    /// Write the result as JSON to FILE, or `-` for stdout.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
 
     /// Loads and where the result is kept.
     #[command(flatten)]
@@ -44,10 +40,6 @@ impl crate::driver::Lowering for MigrateArgs {
 
     fn common(&self) -> &MeasureArgs {
         &self.common
-    }
-
-    fn json(&self) -> Option<&std::path::Path> {
-        self.json.as_deref()
     }
 
     fn lower(&self, online: &CpuSet) -> Result<Self::Config> {

@@ -6,7 +6,6 @@ use crate::driver::args::MeasureArgs;
 use crate::error::Result;
 use crate::trace::args::TraceArgs;
 use clap::Args;
-use std::path::PathBuf;
 
 /// Arguments of `latlab noise`.
 #[derive(Debug, Args)]
@@ -45,15 +44,9 @@ pub struct NoiseArgs {
     /// Spin at RT priority on every CPU even with RT throttling off (the machine may hang).
     #[arg(long)]
     pub force: bool,
-    /// No live view and no per-repeat lines.
-    #[arg(short = 'q', long)]
-    pub quiet: bool,
     /// Unit on screen.
     #[arg(long, value_enum, default_value_t = DisplayUnit::Us)]
     pub unit: DisplayUnit,
-    /// Write the result as JSON to FILE, or `-` for stdout.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
 
     /// Kernel tracing options (`--trace`): explain interruptions at or above the threshold.
     #[command(flatten)]
@@ -77,10 +70,6 @@ impl crate::driver::Lowering for NoiseArgs {
 
     fn common(&self) -> &MeasureArgs {
         &self.common
-    }
-
-    fn json(&self) -> Option<&std::path::Path> {
-        self.json.as_deref()
     }
 
     fn lower(&self, online: &CpuSet) -> Result<Self::Config> {

@@ -7,7 +7,6 @@ use crate::driver::args::MeasureArgs;
 use crate::error::{Error, Result};
 use crate::sys::pimutex::Protocol;
 use clap::Args;
-use std::path::PathBuf;
 
 /// Arguments of `latlab pi`. Times take units (ns, us, ms, s); a bare number is µs, except
 /// the duration's (seconds).
@@ -49,9 +48,6 @@ pub struct PiArgs {
     /// Unit on screen.
     #[arg(long, value_enum, default_value_t = DisplayUnit::Us)]
     pub unit: DisplayUnit,
-    /// Write the result as JSON to FILE, or `-` for stdout.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
 
     /// Loads and where the result is kept.
     #[command(flatten)]
@@ -165,10 +161,6 @@ impl crate::driver::Lowering for PiArgs {
 
     fn common(&self) -> &MeasureArgs {
         &self.common
-    }
-
-    fn json(&self) -> Option<&std::path::Path> {
-        self.json.as_deref()
     }
 
     fn lower(&self, online: &CpuSet) -> Result<PiConfig> {

@@ -50,9 +50,6 @@ pub struct SchedArgs {
     /// Unit on screen.
     #[arg(long, value_enum, default_value_t = DisplayUnit::Us)]
     pub unit: DisplayUnit,
-    /// Write the result as JSON to FILE, or `-` for stdout.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
     /// The command to run and measure (after `--`), with every thread and child it makes;
     /// latlab ends when it exits and exits with its status.
     #[arg(last = true, value_name = "CMD")]
@@ -214,10 +211,6 @@ impl crate::driver::Lowering for SchedArgs {
 
     fn common(&self) -> &MeasureArgs {
         &self.common
-    }
-
-    fn json(&self) -> Option<&std::path::Path> {
-        self.json.as_deref()
     }
 
     fn lower(&self, online: &CpuSet) -> Result<SchedConfig> {

@@ -5,7 +5,6 @@ use crate::config::{seconds, DisplayUnit};
 use crate::driver::args::MeasureArgs;
 use crate::error::Result;
 use clap::Args;
-use std::path::PathBuf;
 
 /// Arguments of `latlab tcp`.
 #[derive(Debug, Args)]
@@ -62,9 +61,6 @@ pub struct TcpArgs {
     /// Unit for round trips.
     #[arg(long, value_enum, default_value_t = DisplayUnit::Us)]
     pub unit: DisplayUnit,
-    /// Write the result as JSON to FILE, or `-` for stdout.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
 
     /// Loads and where the result is kept.
     #[command(flatten)]
@@ -76,10 +72,6 @@ impl crate::driver::Lowering for TcpArgs {
 
     fn common(&self) -> &MeasureArgs {
         &self.common
-    }
-
-    fn json(&self) -> Option<&std::path::Path> {
-        self.json.as_deref()
     }
 
     fn lower(&self, online: &CpuSet) -> Result<Self::Config> {
