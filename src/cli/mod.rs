@@ -31,6 +31,10 @@ pub enum Command {
     /// Runs one --load in a worker process (internal).
     #[command(hide = true)]
     LoadWorker(LoadWorkerArgs),
+    /// Runs one --on-threshold shell: command in a process group that dies with latlab
+    /// (internal).
+    #[command(hide = true)]
+    ActionWorker(ActionWorkerArgs),
     /// Run an experiment plan (TOML): factors x levels x repeats, knobs restored, runs stored
     /// under one experiment id, each level compared with the baseline.
     Run(RunArgs),
@@ -113,6 +117,16 @@ pub fn sub_named<'c>(cmd: &'c clap::Command, argv: &[std::ffi::OsString]) -> &'c
     argv.get(1)
         .and_then(|n| cmd.find_subcommand(n))
         .unwrap_or(cmd)
+}
+
+/// Arguments of the hidden `action-worker`.
+#[derive(Debug, Args)]
+pub struct ActionWorkerArgs {
+    /// The latlab process whose death ends the command.
+    pub parent: i32,
+    /// The shell command.
+    #[arg(allow_hyphen_values = true)]
+    pub cmd: String,
 }
 
 /// Arguments of the hidden `load-worker`.

@@ -19,11 +19,15 @@ pub enum RunsCmd {
         #[arg(long)]
         host: Option<String>,
         /// Only runs started since this long ago (7d, 12h) or this time (RFC 3339, UTC).
-        #[arg(long, value_name = "TIME")]
+        #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
         since: Option<String>,
         /// The store.
         #[arg(long)]
         store: Option<String>,
+        /// One line per experiment instead of per run: its id, first start, plan, kind, run
+        /// count and levels with their runs (the other filters choose the runs counted).
+        #[arg(long)]
+        experiments: bool,
     },
     /// Print a stored run: the table its measurement printed (a per-series summary for other
     /// kinds), or with --json its whole JSON result with its tags.
@@ -71,8 +75,15 @@ pub enum RunsCmd {
         #[arg(value_name = "FILE", requires = "from")]
         more: Vec<PathBuf>,
         /// Most runs one import may create (hackbench makes one per `Time:` line).
-        #[arg(long, value_name = "N", default_value_t = crate::import::DEFAULT_MAX_RUNS, requires = "from")]
+        #[arg(long, value_name = "N", default_value_t = crate::import::DEFAULT_MAX_RUNS, requires = "from", allow_hyphen_values = true)]
         max_runs: u64,
+    },
+    /// List the stored runs that do not read back as latlab runs (stored by an older latlab:
+    /// selectors leave them out with a warning); exit 1 when there are any.
+    Check {
+        /// The store.
+        #[arg(long)]
+        store: Option<String>,
     },
     /// Delete a stored run.
     Delete {
@@ -100,6 +111,17 @@ pub struct RunArgs {
     /// order=interleaved, seed=7, metric=max, or a dotted key such as design.repeats=3.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
+    /// When another latlab holds the machine's settings lock (a plan, `clocks
+    /// --clocksource`, `cyclic --hrtick`, `restore`, whatever its user), wait for it instead of
+    /// refusing (exit 3 naming the holder). Ctrl-C ends the wait.
+    #[arg(long)]
+    pub wait: bool,
+    /// A run whose ground moved (the clocksource, a plan's setting, RT throttling or another
+    /// process's real-time task changed while it measured; see README "A shared machine"):
+    /// rerun it (left out of the analysis, made again up to twice), keep it (marked disturbed)
+    /// or stop the plan.
+    #[arg(long, value_enum, default_value = "rerun", value_name = "WHAT")]
+    pub on_disturbed: crate::experiment::runner::OnDisturbed,
 }
 
 /// Every kind a stored run can have: the measurements' (from the table), then the tools runs

@@ -3,6 +3,7 @@
 //! iperf3 `-J`) become latlab runs, histograms kept, tagged `tool=NAME`, so `compare` and `gate`
 //! treat them like latlab's own.
 
+mod check;
 mod formats;
 mod pairs;
 mod rtla;
@@ -84,7 +85,8 @@ impl Built {
         let (mut n, mut sum, mut sq) = (0u64, 0f64, 0f64);
         for &(v, c) in &self.pairs {
             h.record_n(v, c);
-            n += c;
+            // The readers refuse counts that wrap; saturate rather than wrap regardless.
+            n = n.saturating_add(c);
             sum += v as f64 * c as f64;
             sq += (v as f64) * (v as f64) * c as f64;
         }
@@ -163,6 +165,51 @@ pub(crate) fn run_of(tool: Tool, file: &str, kernel: Option<String>, host: Optio
     r
 }
 
+/// Dates an imported run by the tool's own start time: its `started`, `ended` (start +
+/// duration) and its id, so the id sorts with the run's time, not the import's.
+pub(crate) fn set_start(run: &mut Run, t: std::time::SystemTime) {
+    run.started = crate::result::rfc3339(t);
+    let end = t + std::time::Duration::from_secs_f64(run.duration_s.clamp(0.0, 1e9));
+    run.ended = crate::result::rfc3339(end);
+    run.id = crate::result::new_run_id(t);
+}
+
+/// rt-tests' time stamps (`Sun, 22 Nov 2026 15:46:35 +0000`, strftime's "%a, %d %b %Y
+/// %H:%M:%S %z") as a time; None when the text is not one.
+pub(crate) fn rt_time(text: &str) -> Option<std::time::SystemTime> {
+    let w: Vec<&str> = text.split_whitespace().collect();
+    let [_, day, mon, year, hms, tz] = w.as_slice() else {
+        return None;
+    };
+    let day: i64 = day.parse().ok()?;
+    let months = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let m = months.iter().position(|x| x == mon)? as i64 + 1;
+    let y: i64 = year.parse().ok()?;
+    let mut it = hms.split(':').map(|x| x.parse::<i64>().ok());
+    let (hh, mm, ss) = (it.next()??, it.next()??, it.next()??);
+    if !(1..=31).contains(&day) || hh > 23 || mm > 59 || ss > 60 || tz.len() != 5 {
+        return None;
+    }
+    let sign = match &tz[..1] {
+        "+" => 1,
+        "-" => -1,
+        _ => return None,
+    };
+    let off = sign * (tz[1..3].parse::<i64>().ok()? * 3600 + tz[3..5].parse::<i64>().ok()? * 60);
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let (yy, mo) = if m <= 2 { (y - 1, m + 9) } else { (y, m - 3) };
+    let era = yy.div_euclid(400);
+    let yoe = yy - era * 400;
+    let doy = (153 * mo + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let secs = days * 86_400 + hh * 3600 + mm * 60 + ss - off;
+    let secs = u64::try_from(secs).ok()?;
+    Some(std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs))
+}
+
 /// The default bound on the runs one import may create (`--max-runs`).
 pub const DEFAULT_MAX_RUNS: u64 = 10_000;
 
@@ -180,12 +227,23 @@ pub fn run(
 ) -> Result<()> {
     let mut t: BTreeMap<String, String> = crate::store::parse_tags(tags)?.into_iter().collect();
     t.insert("tool".into(), tool.name().into());
-    let mut st = crate::store::open(store)?;
+    // Opened once the first file has been read and checked: a bad first file leaves the
+    // store untouched (not even created).
+    let mut st: Option<Box<dyn crate::store::Store>> = None;
     let (mut done, mut made) = (0usize, 0u64);
     for file in files {
         let name = file.display().to_string();
         let parsed = crate::io::read_text_limited(file, MAX_IMPORT_BYTES, tool.name())
-            .and_then(|text| parse(tool, &text, &name, max_runs - made));
+            .and_then(|text| parse(tool, &text, &name, max_runs.saturating_sub(made)))
+            .and_then(|runs| {
+                // Every run of the file reads back as stored before any is kept.
+                for r in &runs {
+                    r.check_counts()
+                        .and_then(|_| crate::result::check_round_trip(r))
+                        .map_err(|e| bad(&name, e))?;
+                }
+                Ok(runs)
+            });
         let runs = match parsed {
             Ok(r) => r,
             Err(e) if done == 0 => return Err(e),
@@ -196,6 +254,12 @@ pub fn run(
                     files.len() - done
                 )))
             }
+        };
+        if st.is_none() {
+            st = Some(crate::store::open(store)?);
+        }
+        let Some(st) = st.as_mut() else {
+            return Err(Error::Env("the store could not be opened".into()));
         };
         let mut out = String::new();
         for r in &runs {
@@ -216,7 +280,7 @@ pub fn run(
         done += 1;
         print(&out)?;
     }
-    if files.len() > 1 {
+    if let (true, Some(st)) = (files.len() > 1, &st) {
         print(&format!(
             "{done} file(s), {made} run(s) imported into {}\n",
             st.location()
@@ -228,4 +292,29 @@ pub fn run(
 /// Shorthand for a bad-input error naming the file.
 pub(crate) fn bad(file: &str, why: impl std::fmt::Display) -> Error {
     Error::Usage(format!("{file}: {why}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rt_tests_time_stamps_are_read() {
+        let t = rt_time("Sun, 22 Nov 2026 15:46:35 +0000").unwrap();
+        assert_eq!(crate::result::rfc3339(t), "2026-11-22T15:46:35.000000Z");
+        let t = rt_time("Sun, 22 Nov 2026 16:46:35 +0100").unwrap();
+        assert_eq!(crate::result::rfc3339(t), "2026-11-22T15:46:35.000000Z");
+        assert_eq!(
+            crate::result::rfc3339(rt_time("Thu, 29 Feb 2024 00:00:00 +0000").unwrap()),
+            "2024-02-29T00:00:00.000000Z"
+        );
+        for bad in [
+            "",
+            "Sun, 22 Foo 2026 15:46:35 +0000",
+            "22 Nov 2026",
+            "Sun, 22 Nov 2026 25:00:00 +0000",
+        ] {
+            assert!(rt_time(bad).is_none(), "{bad}");
+        }
+    }
 }

@@ -2,7 +2,9 @@
 //! JSON schema v1 (docs/json-schema.md).
 
 pub mod env;
+pub mod kind;
 pub mod timeline;
+pub mod trace;
 
 pub use env::Environment;
 pub use timeline::{Timeline, TimelineRecorder};
@@ -49,7 +51,38 @@ pub struct Run {
     pub loads: Vec<LoadReport>,
     /// `--trace`: every spike over the threshold with what delayed it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub trace: Option<crate::trace::spikes::TraceReport>,
+    pub trace: Option<trace::TraceReport>,
+    /// What the result depends on that changed while it was measured (the clocksource, RT
+    /// throttling, a plan's setting, new real-time company): a run with any is disturbed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ground: Vec<GroundChange>,
+}
+
+/// One change of what a run depends on, seen while it ran.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GroundChange {
+    /// What changed (`clocksource`, `CPU 1 scaling_governor`, a setting's path).
+    pub what: String,
+    /// Its value before.
+    pub from: String,
+    /// Its value after.
+    pub to: String,
+    /// Seconds into the run when the change was seen (None: found only at the end).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_s: Option<f64>,
+}
+
+/// What a [`GroundChange`] names when another process's real-time task appeared on the
+/// measured CPUs: a warning, not a disturbance (a shared machine has company all the time).
+pub const COMPANY: &str = "real-time company on the measured CPUs";
+
+impl Run {
+    /// True when a setting the result depends on (the clocksource, a plan's level, RT
+    /// throttling, a governor, ...) changed while it was measured. New real-time company is
+    /// recorded too, but only warned about.
+    pub fn disturbed(&self) -> bool {
+        self.ground.iter().any(|g| g.what != COMPANY)
+    }
 }
 
 /// Largest latlab JSON result read.
@@ -75,6 +108,14 @@ impl Run {
         }
         run.check_counts()
             .map_err(|e| crate::Error::Usage(format!("{name}: {e}")))?;
+        Ok(run)
+    }
+
+    /// Reads a stored run's JSON: a latlab run of this schema whose counts add up. Every run
+    /// passes this before a store keeps it, so a stored run always reads back.
+    pub fn from_stored(text: &str) -> std::result::Result<Run, String> {
+        let run: Run = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        run.check_counts()?;
         Ok(run)
     }
 
@@ -127,8 +168,18 @@ impl Run {
             samples_path: None,
             loads: Vec::new(),
             trace: None,
+            ground: Vec::new(),
         }
     }
+}
+
+/// Checks that `run` reads back as it would be stored (no number JSON cannot hold: an
+/// infinite or NaN figure is written as null and would make the stored run unreadable).
+pub fn check_round_trip(run: &Run) -> std::result::Result<(), String> {
+    let text = serde_json::to_string(run).map_err(|e| e.to_string())?;
+    Run::from_stored(&text)
+        .map(|_| ())
+        .map_err(|e| format!("run {} would not read back once stored ({e})", run.id))
 }
 
 /// One thread's or CPU's measurements.

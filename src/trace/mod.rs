@@ -1,6 +1,6 @@
 //! `--trace`: why a wake-up was late, from plain kernel tracepoints. A private tracefs instance
 //! (`tracefs`), a binary reader of its per-CPU ring-buffer pages (`format`, `page`, `event`)
-//! feeding a per-CPU flight recorder (`recorder`), and the attribution of every spike over a
+//! feeding a per-CPU flight recorder (`flight`), and the attribution of every spike over a
 //! threshold to IRQs, softirqs, threads and an unattributed rest (`attribute`, `spikes`).
 //! `lifecycle` makes sure no instance or mount outlives the process, whatever ends it.
 
@@ -10,17 +10,18 @@ pub mod attribute;
 pub mod culprits;
 pub mod dat;
 pub mod event;
+pub mod event_log;
 pub mod files;
+pub mod flight;
 pub mod format;
 pub mod hw;
 pub mod lifecycle;
 pub mod page;
 pub mod procs;
 pub mod raw;
-pub mod recorder;
-pub mod spikes;
+pub mod saving;
+pub mod session;
 pub mod stacks;
-pub mod timeline;
 pub mod tracefs;
 
 pub use lifecycle::cleanup_on_exit;

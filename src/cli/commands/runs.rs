@@ -3,8 +3,10 @@
 use super::since::parse_since;
 use crate::cli::RunsCmd;
 use crate::error::{Error, Result};
-use crate::export::table;
-use crate::store::{export, import, open, parse_tags, Bundle, Filter, BUNDLE_FORMAT};
+use crate::export::columns;
+use crate::store::{
+    export, import, open, open_for_reading, parse_tags, Bundle, Filter, BUNDLE_FORMAT,
+};
 
 /// Largest bundle `runs import` reads.
 pub const MAX_BUNDLE_BYTES: u64 = 256 << 20;
@@ -18,16 +20,17 @@ pub fn run(c: RunsCmd) -> Result<()> {
             host,
             since,
             store,
+            experiments,
         } => {
             let cutoff = since.as_deref().map(parse_since).transpose()?;
-            let st = open(store.as_deref())?;
+            let st = open_for_reading(store.as_deref())?;
             let f = Filter {
                 kind,
                 tags: parse_tags(&tag)?.into_iter().collect(),
                 host,
                 started_from: cutoff.map(crate::store::since_bound),
             };
-            let rows: Vec<Vec<String>> = st
+            let listed: Vec<crate::store::RunRow> = st
                 .list(&f)?
                 .into_iter()
                 .filter(|r| {
@@ -35,6 +38,12 @@ pub fn run(c: RunsCmd) -> Result<()> {
                         humantime::parse_rfc3339_weak(&r.started).is_ok_and(|t| t >= c)
                     })
                 })
+                .collect();
+            if experiments {
+                return out(&experiment_table(listed));
+            }
+            let rows: Vec<Vec<String>> = listed
+                .into_iter()
                 .map(|r| {
                     let tags: Vec<String> =
                         r.tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
@@ -52,10 +61,10 @@ pub fn run(c: RunsCmd) -> Result<()> {
                     ]
                 })
                 .collect();
-            out(&table::render_left(
+            out(&crate::output::printable(&columns::render_left(
                 &["id", "kind", "started", "host", "interrupted", "tags"],
                 &rows,
-            ))
+            )))
         }
         RunsCmd::Show {
             id,
@@ -63,7 +72,7 @@ pub fn run(c: RunsCmd) -> Result<()> {
             unit,
             store,
         } => {
-            let e = open(store.as_deref())?.get(&id)?;
+            let e = open_for_reading(store.as_deref())?.get(&id)?;
             let raw = || serde_json::to_string_pretty(&e).map_err(|e| Error::Env(e.to_string()));
             if json {
                 return out(&(raw()? + "\n"));
@@ -77,7 +86,7 @@ pub fn run(c: RunsCmd) -> Result<()> {
             }
         }
         RunsCmd::Export { ids, all, store } => {
-            let st = open(store.as_deref())?;
+            let st = open_for_reading(store.as_deref())?;
             let ids: Vec<String> = if all {
                 st.list(&Filter::default())?
                     .into_iter()
@@ -136,6 +145,16 @@ pub fn run(c: RunsCmd) -> Result<()> {
                     b.format
                 )));
             }
+            // Every run reads back before any is imported: a bad one leaves the store as it was.
+            for (i, e) in b.runs.iter().enumerate() {
+                crate::result::Run::from_stored(&e.run.to_string()).map_err(|why| {
+                    Error::Usage(format!(
+                        "{name}: run {} ({}): not a readable latlab run ({why}); nothing imported",
+                        i + 1,
+                        e.run.get("id").and_then(|v| v.as_str()).unwrap_or("?")
+                    ))
+                })?;
+            }
             let mut st = open(store.as_deref())?;
             // From here on a signal stops the import between two runs, with a count.
             let control = crate::driver::signals::control();
@@ -156,12 +175,97 @@ pub fn run(c: RunsCmd) -> Result<()> {
                 st.location()
             ))
         }
+        RunsCmd::Check { store } => {
+            let st = open_for_reading(store.as_deref())?;
+            let rows = st.list(&Filter::default())?;
+            let mut bad = Vec::new();
+            for r in &rows {
+                let why = match st.get(&r.id) {
+                    Ok(e) => crate::result::Run::from_stored(&e.run.to_string()).err(),
+                    Err(e) => Some(e.to_string()),
+                };
+                if let Some(why) = why {
+                    bad.push(vec![r.id.clone(), r.kind.clone(), r.started.clone(), why]);
+                }
+            }
+            if bad.is_empty() {
+                return out(&format!(
+                    "all {} run(s) in {} read back\n",
+                    rows.len(),
+                    st.location()
+                ));
+            }
+            out(&columns::render_left(
+                &["id", "kind", "started", "why"],
+                &bad,
+            ))?;
+            Err(Error::CheckFailed(format!(
+                "{} of {} run(s) in {} do not read back (`latlab runs delete ID` removes one)",
+                bad.len(),
+                rows.len(),
+                st.location()
+            )))
+        }
         RunsCmd::Delete { id, store } => {
-            let mut st = open(store.as_deref())?;
+            let mut st = open_for_reading(store.as_deref())?;
             st.delete(&id)?;
             out(&format!("deleted run {id} from {}\n", st.location()))
         }
     }
+}
+
+/// `runs list --experiments`: one row per experiment (runs tagged `experiment=`), newest
+/// first: its first start, the plan file it ran (tag `plan`, from `latlab run`), its kind, how
+/// many runs, and each level with its run count, the baseline first.
+fn experiment_table(rows: Vec<crate::store::RunRow>) -> String {
+    use std::collections::BTreeMap;
+    let mut by: BTreeMap<String, Vec<crate::store::RunRow>> = BTreeMap::new();
+    for r in rows {
+        if let Some(e) = r.tags.get("experiment").cloned() {
+            by.entry(e).or_default().push(r);
+        }
+    }
+    let mut exps: Vec<(String, Vec<crate::store::RunRow>)> = by.into_iter().collect();
+    for (_, runs) in &mut exps {
+        runs.sort_by(|a, b| a.started.cmp(&b.started));
+    }
+    exps.sort_by(|a, b| b.1[0].started.cmp(&a.1[0].started));
+    let table: Vec<Vec<String>> = exps
+        .iter()
+        .map(|(e, runs)| {
+            let tags: Vec<_> = runs.iter().map(|r| &r.tags).collect();
+            let levels: Vec<String> = crate::compare::levels::group(&tags)
+                .iter()
+                .map(|l| format!("{} ({})", l.label, l.runs.len()))
+                .collect();
+            let mut kinds: Vec<&str> = runs.iter().map(|r| r.kind.as_str()).collect();
+            kinds.sort_unstable();
+            kinds.dedup();
+            let plan = runs
+                .iter()
+                .find_map(|r| r.tags.get("plan"))
+                .map_or("-".to_string(), String::clone);
+            vec![
+                e.clone(),
+                runs[0].started.clone(),
+                plan,
+                kinds.join(","),
+                runs.len().to_string(),
+                levels.join(", "),
+            ]
+        })
+        .collect();
+    columns::render_left(
+        &[
+            "experiment",
+            "started",
+            "plan",
+            "kind",
+            "runs",
+            "levels (runs)",
+        ],
+        &table,
+    )
 }
 
 /// Prints to stdout; a reader that went away is not an error.

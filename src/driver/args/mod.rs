@@ -41,11 +41,11 @@ impl MeasureArgs {
             no_store: self.store.no_store,
             tags: self.store.tag.clone(),
             loads: {
-                let mut loads: Vec<crate::load::LoadSpec> = self
+                let mut loads: Vec<crate::loadgen::LoadSpec> = self
                     .loads
                     .load
                     .iter()
-                    .map(|s| crate::load::LoadSpec::parse(s))
+                    .map(|s| crate::loadgen::LoadSpec::parse(s))
                     .collect::<Result<_>>()?;
                 if let Some(h) = &self.loads.housekeeping {
                     let set = h.online("--housekeeping", &CpuSet::online_here())?;

@@ -67,7 +67,7 @@ pub struct TcpArgs {
 
 /// A size in bytes: `64k`, `1M`, `1G`, or a bare number of bytes; from 1 byte to 1 GiB.
 fn size(v: &str) -> std::result::Result<usize, String> {
-    crate::load::spec::parse_size(v)
+    crate::loadgen::spec::parse_size(v)
         .filter(|&n| n > 0 && n <= 1 << 30)
         .map(|n| n as usize)
         .ok_or_else(|| "expected a size from 1 byte to 1G (k, M, G allowed)".to_string())
