@@ -122,6 +122,9 @@ impl CyclicConfig {
             (None, None) => ("-i/--interval", "1000".to_string()),
         };
         let interval_ns = a.period.as_ref().or(interval).map_or(1_000_000, |t| t.ns);
+        if interval_ns > 3_600_000_000_000 {
+            return Err(Error::flag(period_flag, &period_text, "at most one hour"));
+        }
         let given = |flag: &str, v: &Option<Time>| -> Option<Given> {
             v.as_ref().map(|t| Given {
                 ns: t.ns,
