@@ -4,6 +4,7 @@
 
 use super::charts::{self, Buckets};
 use super::svg::{esc, num};
+use super::timecharts;
 use super::{Group, Loaded};
 use crate::compare::analysis::Analysis;
 use crate::result::kind::Chart;
@@ -301,7 +302,7 @@ fn run_section(l: &Loaded, linear: bool) -> String {
     }
     match l.facts.chart {
         Chart::Gaps => {
-            for c in charts::noise(r) {
+            for c in timecharts::noise(r) {
                 s.push_str(&figure(&c, None));
             }
         }
@@ -314,7 +315,7 @@ fn run_section(l: &Loaded, linear: bool) -> String {
             }
         }
         Chart::Bars => {
-            if let Some(c) = charts::series_bars(r) {
+            if let Some(c) = timecharts::series_bars(r) {
                 s.push_str(&figure(&c, None));
             }
         }
@@ -333,7 +334,7 @@ fn run_section(l: &Loaded, linear: bool) -> String {
             Some("read the tail off directly: the curve at 1e-3 is the p99.9, its last point the maximum"),
         ));
     }
-    if let Some((c, n)) = charts::timeline(r) {
+    if let Some((c, n)) = timecharts::timeline(r) {
         let cap = n.unwrap_or_else(|| {
             l.facts
                 .timeline_caption

@@ -62,7 +62,7 @@ pub fn run(parsed: Parsed, argv: Vec<String>) -> Result<()> {
         Command::Runs(c) => runs::run(c),
         Command::Run(a) => {
             let text = if a.dry_run {
-                crate::experiment::runner::dry_run(&a.plan, &a.set)?
+                crate::experiment::dry::dry_run(&a.plan, &a.set)?
             } else {
                 // A second Ctrl-C ends the measurement child at once, but the plan itself goes
                 // on to put every setting back before it exits.
