@@ -30,9 +30,14 @@ pub fn check_measurement(
             .trim_start_matches("error: ")
             .to_string()
     };
-    let m = crate::cli::command()
-        .try_get_matches_from(&argv)
-        .map_err(first_line)?;
+    let argv: Vec<std::ffi::OsString> = argv.into_iter().map(Into::into).collect();
+    let mut cmd = crate::cli::command();
+    let m = cmd.try_get_matches_from_mut(&argv).map_err(|e| {
+        first_line(crate::driver::args::name_the_flag(
+            e,
+            crate::cli::sub_named(&cmd, &argv),
+        ))
+    })?;
     let Some((_, sub)) = m.subcommand() else {
         return Err(format!("'{command}' is not a measurement"));
     };

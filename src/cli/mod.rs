@@ -99,13 +99,24 @@ where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
-    let m = command().try_get_matches_from(argv)?;
+    let argv: Vec<std::ffi::OsString> = argv.into_iter().map(Into::into).collect();
+    let mut cmd = command();
+    let m = cmd
+        .try_get_matches_from_mut(&argv)
+        .map_err(|e| crate::driver::args::name_the_flag(e, sub_named(&cmd, &argv)))?;
     if let Some((name, sub)) = m.subcommand() {
         if let Some(e) = crate::table::find(name) {
             return Ok(Parsed::Measure(e, sub.clone()));
         }
     }
     Ok(Parsed::Other(Cli::from_arg_matches(&m)?.command))
+}
+
+/// The subcommand `argv` names (its flags are the ones a bad value belongs to), else `cmd`.
+pub fn sub_named<'c>(cmd: &'c clap::Command, argv: &[std::ffi::OsString]) -> &'c clap::Command {
+    argv.get(1)
+        .and_then(|n| cmd.find_subcommand(n))
+        .unwrap_or(cmd)
 }
 
 /// Arguments of the hidden `action-worker`.

@@ -3,6 +3,7 @@
 pub mod bounds;
 pub mod cpuset;
 pub mod units;
+pub mod values;
 
 /// Scheduling policies live with the scheduler calls in `sys`; re-exported for configs.
 pub use crate::sys::policy::{self, Policy};

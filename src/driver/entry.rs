@@ -29,6 +29,8 @@ pub struct Entry {
     run: fn(&clap::ArgMatches, &CpuSet, Vec<String>) -> Result<()>,
     /// Renders a stored run of its kind as it printed it, when it can.
     show: fn(&crate::result::Run, crate::config::DisplayUnit) -> Option<String>,
+    /// Lowers parsed arguments without running: the config's `Debug` text.
+    lowered: fn(&clap::ArgMatches, &CpuSet) -> Result<String>,
 }
 
 impl std::fmt::Debug for Entry {
@@ -53,7 +55,12 @@ pub const fn entry<A: Lowering>(name: &'static str, about: &'static str, plannab
         check: check::<A>,
         run: run::<A>,
         show: <A::Config as crate::driver::Measurement>::render_stored,
+        lowered: lowered::<A>,
     }
+}
+
+fn lowered<A: Lowering>(m: &clap::ArgMatches, online: &CpuSet) -> Result<String> {
+    Ok(format!("{:?}", parsed::<A>(m)?.lower(online)?))
 }
 
 /// What the configuration says of one run before it is made (the plan checker's answer).
@@ -74,7 +81,7 @@ fn check<A: Lowering>(
     online: &CpuSet,
 ) -> std::result::Result<Planned, String> {
     let a = parsed::<A>(m).map_err(|e| e.to_string())?;
-    for s in &a.common().load {
+    for s in &a.common().loads.load {
         crate::loadgen::LoadSpec::parse(s).map_err(|e| e.to_string())?;
     }
     let c = a.lower(online).map_err(|e| e.to_string())?;
@@ -93,28 +100,13 @@ fn run<A: Lowering>(
     parsed::<A>(m)?.run(online, command_line)
 }
 
-/// An option that needs a value takes the next word whatever it looks like, as getopt does, so
-/// `-i -5us` is "-i/--interval -5us: ..." (naming the flag) rather than "unexpected argument
-/// '-5'". Options whose value is optional (`-t [N]`, `-a [CPUSET]`) keep clap's rule, so
-/// `-t -a` still reads as two flags.
-fn getopt_values(a: clap::Arg) -> clap::Arg {
-    let needs_value = a.get_action().takes_values()
-        && !a.is_positional()
-        && a.get_num_args().is_none_or(|r| r.min_values() > 0);
-    if needs_value {
-        a.allow_hyphen_values(true)
-    } else {
-        a
-    }
-}
-
 impl Entry {
     /// Its clap subcommand: name, help and arguments.
     pub fn command(&self) -> clap::Command {
         (self.args)(clap::Command::new(self.name))
             .about(self.about)
             .long_about(None)
-            .mut_args(getopt_values)
+            .mut_args(crate::driver::args::getopt_values)
     }
 
     /// Lowers its parsed arguments as the run would, without running: the expected length of
@@ -142,12 +134,7 @@ impl Entry {
                 let looks_like_option = c.next() == Some('-')
                     && c.next().is_some_and(|d| !(d.is_ascii_digit() || d == '.'));
                 if looks_like_option {
-                    let flag = match (a.get_short(), a.get_long()) {
-                        (Some(s), Some(l)) => format!("-{s}/--{l}"),
-                        (None, Some(l)) => format!("--{l}"),
-                        (Some(s), None) => format!("-{s}"),
-                        (None, None) => a.get_id().to_string(),
-                    };
+                    let flag = crate::driver::args::flag_name(a);
                     return Err(Error::Usage(format!(
                         "{flag}: needs a value, but the next word is the option '{v}'"
                     )));
@@ -164,6 +151,13 @@ impl Entry {
         unit: crate::config::DisplayUnit,
     ) -> Option<String> {
         (self.show)(run, unit)
+    }
+
+    /// Lowers its parsed arguments against `online` without running: the config's `Debug`
+    /// text, or the error the run would exit with (tests compare configs through it).
+    pub fn lowered(&self, m: &clap::ArgMatches, online: &CpuSet) -> Result<String> {
+        self.no_option_as_value(m)?;
+        (self.lowered)(m, online)
     }
 
     /// Lowers its parsed arguments and runs it through the driver.

@@ -155,6 +155,8 @@ pub struct Common {
     pub loads: Vec<LoadSpec>,
     /// `--strict`: refuse instead of degrading.
     pub strict: bool,
+    /// Warnings about the command line itself (an old spelling), recorded with the result.
+    pub warnings: Vec<String>,
 }
 
 /// The store a result goes to, opened before measuring so a bad store fails before any time
@@ -403,7 +405,8 @@ pub fn execute_with<M: Measurement>(
     let json = common.json.as_deref().map(JsonSink::open).transpose()?;
     let mut keeper = Keeper::open(common, store, &control)?;
     let footprint = m.footprint();
-    let mut warnings = outranking(&footprint, common)?;
+    let mut warnings = common.warnings.clone();
+    warnings.extend(outranking(&footprint, common)?);
     warnings.extend(overlapping(m.measured_cpus().as_ref(), common));
     let environment = crate::result::Environment::capture();
     let mut prep_warnings = Vec::new();

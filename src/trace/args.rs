@@ -13,9 +13,14 @@ pub struct TraceArgs {
     #[arg(long)]
     pub trace: bool,
 
-    /// Latency from which a wake-up is explained (µs or with unit). Default 100us.
-    #[arg(long = "trace-threshold", value_name = "TIME", requires = "trace")]
-    pub trace_threshold: Option<String>,
+    /// Latency from which a wake-up is explained: a bare number is µs. Default 100.
+    #[arg(
+        long = "trace-threshold",
+        value_name = "TIME",
+        requires = "trace",
+        value_parser = crate::config::values::short_time
+    )]
+    pub trace_threshold: Option<crate::config::values::Time>,
 
     /// Write each explained spike's events (from 1 ms before the expected wake-up to the
     /// actual one) to FILE as a readable timeline; a FILE ending in `.dat` gets the raw trace
@@ -23,16 +28,21 @@ pub struct TraceArgs {
     #[arg(long = "trace-save", value_name = "FILE", requires = "trace")]
     pub trace_save: Option<std::path::PathBuf>,
 
-    /// When a spike reaches US (µs, or with a unit): `trace` (save its window as a trace.dat
+    /// When a spike reaches US (a bare number is µs, or with a unit): `trace` (save its window as a trace.dat
     /// beside --trace-save, or as latlab-PID-spike-N.dat), `shell:CMD` (sh -c CMD with
     /// LATLAB_CPU, LATLAB_LATENCY_NS/_US, LATLAB_SERIES, LATLAB_SEQ, LATLAB_PID), `signal:PID:SIG`
     /// or `stop` (end the run). Repeatable; each firing is recorded in the JSON.
     #[arg(long = "on-threshold", value_name = "US:ACTION", requires = "trace")]
     pub on_threshold: Vec<String>,
 
-    /// Most firings of each --on-threshold rule in a run (default 10).
-    #[arg(long = "on-threshold-max", value_name = "N", requires = "trace")]
-    pub on_threshold_max: Option<u32>,
+    /// Most firings of each --on-threshold rule in a run. Default 10.
+    #[arg(
+        long = "on-threshold-max",
+        value_name = "N",
+        requires = "trace",
+        value_parser = crate::config::values::count
+    )]
+    pub on_threshold_max: Option<u64>,
 
     /// Bytes `--trace-save` and `trace` actions may write in one run (k, M, G; default 1G):
     /// windows beyond it are not saved (counted), a trace.dat beyond it keeps its newest pages.
@@ -120,8 +130,8 @@ impl TraceArgs {
     /// The validated `--on-threshold-max`.
     pub fn actions_max(&self) -> Result<u32> {
         match self.on_threshold_max {
-            Some(0) => Err(Error::flag("--on-threshold-max", 0, "must be above zero")),
-            Some(n) => Ok(n),
+            Some(n) => u32::try_from(n)
+                .map_err(|_| Error::flag("--on-threshold-max", n, "at most 4294967295")),
             None => Ok(crate::trace::actions::DEFAULT_MAX),
         }
     }
@@ -131,16 +141,9 @@ impl TraceArgs {
         if !self.trace {
             return Ok(None);
         }
-        match self.trace_threshold.as_deref() {
-            None => Ok(Some(crate::trace::session::DEFAULT_THRESHOLD_NS)),
-            Some(v) => {
-                let ns = parse_time_ns(v, BareUnit::Micros)
-                    .map_err(|e| Error::flag("--trace-threshold", v, e))?;
-                if ns == 0 {
-                    return Err(Error::flag("--trace-threshold", v, "must be above zero"));
-                }
-                Ok(Some(ns))
-            }
-        }
+        Ok(Some(self.trace_threshold.as_ref().map_or(
+            crate::trace::session::DEFAULT_THRESHOLD_NS,
+            |t| t.ns,
+        )))
     }
 }

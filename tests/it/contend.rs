@@ -60,7 +60,7 @@ fn contend_and_migrate_bad_input() {
         (vec!["contend", "--sync", "rcu"], "rcu"),
         (vec!["contend", "--level", "100"], "--level"),
         (vec!["contend", "-n", "0"], "--iterations"),
-        (vec!["migrate", "-t", "500"], "--tasks"),
+        (vec!["migrate", "-t", "500"], "-t/--threads"),
         (vec!["migrate", "-p", "97"], "--prio"),
         (vec!["migrate", "-r", "0"], "--run-time"),
     ] {

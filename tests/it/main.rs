@@ -13,6 +13,7 @@ mod cyclic;
 mod deadline;
 mod fuzz;
 mod gate;
+mod grammar;
 mod harness;
 mod hostile_actions;
 mod hostile_files;

@@ -1,43 +1,43 @@
 //! `latlab clocks`'s raw arguments (clap), lowered in `lower.rs`.
 
+use crate::config::values;
 use crate::config::CpuSet;
-use crate::config::DisplayUnit;
+use crate::driver::args::groups::UnitArg;
 use crate::driver::args::MeasureArgs;
 use crate::error::Result;
 use clap::Args;
-use std::path::PathBuf;
 
 /// Arguments of `latlab clocks`.
 #[derive(Debug, Args)]
+#[command(mut_arg("unit", |a| a.default_value("ns").help(
+    "Unit for resolution and granularity (costs per call are always in ns; the JSON always \
+     in ns). Sub-microsecond values keep three significant digits in us."
+)))]
 pub struct ClocksArgs {
-    /// Sources to measure, comma-separated (default: all): realtime, monotonic, monotonic_raw,
-    /// boottime, tai, realtime_coarse, monotonic_coarse, process_cputime, thread_cputime,
-    /// gettimeofday, time, rdtsc, rdtscp.
+    /// Sources to measure, comma-separated: realtime, monotonic, monotonic_raw, boottime, tai,
+    /// realtime_coarse, monotonic_coarse, process_cputime, thread_cputime, gettimeofday, time,
+    /// rdtsc, rdtscp, or all. Default: all.
     #[arg(long, value_name = "LIST")]
     pub clocks: Option<String>,
     /// Measure under each of these clocksources (e.g. tsc,kvm-clock, or all); the original is
     /// restored afterwards, also on Ctrl-C and errors.
     #[arg(long, value_name = "LIST")]
     pub clocksource: Option<String>,
-    /// Also check monotonicity across CPUs for this long (monotonic, monotonic_raw, rdtsc);
-    /// a backward step fails the check (exit 1).
-    #[arg(long, value_name = "SECONDS")]
-    pub check_monotonic: Option<String>,
+    /// Also check monotonicity across CPUs for this long (monotonic, monotonic_raw, rdtsc): a
+    /// bare number is seconds. A backward step fails the check (exit 1).
+    #[arg(long, value_name = "TIME", value_parser = values::run_length)]
+    pub check_monotonic: Option<u64>,
     /// Batches timed per source.
-    #[arg(long, default_value_t = 2000)]
-    pub batches: usize,
+    #[arg(long, value_name = "N", default_value = "2000", value_parser = values::count)]
+    pub batches: u64,
     /// Calls per batch.
-    #[arg(long, default_value_t = 100)]
-    pub batch: usize,
-    /// Unit for resolution and granularity (costs per call are always in ns). Sub-microsecond
-    /// values keep three significant digits in us.
-    #[arg(long, value_enum, default_value_t = DisplayUnit::Ns)]
-    pub unit: DisplayUnit,
-    /// Write the result as JSON to FILE, or `-` for stdout.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
+    #[arg(long, value_name = "N", default_value = "100", value_parser = values::count)]
+    pub batch: u64,
+    /// `--unit`.
+    #[command(flatten)]
+    pub unit: UnitArg,
 
-    /// Loads and where the result is kept.
+    /// Output, loads and where the result is kept.
     #[command(flatten)]
     pub common: MeasureArgs,
 }
@@ -47,10 +47,6 @@ impl crate::driver::Lowering for ClocksArgs {
 
     fn common(&self) -> &MeasureArgs {
         &self.common
-    }
-
-    fn json(&self) -> Option<&std::path::Path> {
-        self.json.as_deref()
     }
 
     fn lower(&self, _online: &CpuSet) -> Result<Self::Config> {

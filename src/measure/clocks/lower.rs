@@ -14,6 +14,10 @@ impl ClocksConfig {
             Some(list) => {
                 let mut v = Vec::new();
                 for n in list.split(',').map(str::trim) {
+                    if n == "all" {
+                        v.extend(probes::ALL.iter().map(|p| p.name().to_string()));
+                        continue;
+                    }
                     if probes::by_name(n).is_none() {
                         let known: Vec<&str> = probes::ALL.iter().map(|p| p.name()).collect();
                         return Err(Error::flag(
@@ -51,18 +55,7 @@ impl ClocksConfig {
                 v
             }
         };
-        let check_monotonic_ns = match &a.check_monotonic {
-            None => 0,
-            Some(v) => crate::config::parse_time_ns(v, crate::config::BareUnit::Seconds)
-                .map_err(|e| Error::flag("--check-monotonic", v, e))?,
-        };
-        if a.batches == 0 || a.batch == 0 {
-            return Err(Error::flag(
-                "--batches/--batch",
-                format!("{}x{}", a.batches, a.batch),
-                "both must be at least 1",
-            ));
-        }
+        let check_monotonic_ns = a.check_monotonic.unwrap_or(0);
         let calls = (a.batches as u128)
             .saturating_mul(a.batch as u128)
             .saturating_mul(probes.len() as u128)
@@ -77,9 +70,9 @@ impl ClocksConfig {
             probes,
             clocksources,
             check_monotonic_ns,
-            batches: a.batches,
-            batch: a.batch,
-            unit: a.unit,
+            batches: a.batches as usize,
+            batch: a.batch as usize,
+            unit: *a.unit,
         })
     }
 }

@@ -1,38 +1,41 @@
 //! `latlab contend`'s raw arguments (clap), lowered in `lower.rs`.
 
-use crate::config::seconds;
+use crate::config::values;
 use crate::config::CpuSet;
+use crate::driver::args::groups::{more_help, Affinity, DurationArg, IterationsArg, PriorityArg};
 use crate::driver::args::MeasureArgs;
 use crate::error::Result;
 use clap::Args;
-use std::path::PathBuf;
 
 /// Arguments of `latlab contend`.
 #[derive(Debug, Args)]
+#[command(mut_arg("affinity", |a| more_help(a, "One thread each. Default: every online CPU.")))]
+#[command(mut_arg("priority", |a| more_help(a, "SCHED_FIFO, shared by every thread.")
+    .default_value("50")))]
+#[command(mut_arg("iterations", |a| more_help(a, "Per thread (default: run for --duration).")))]
+#[command(mut_arg("duration", |a| more_help(a, "When no iteration count is given.")
+    .default_value("2s")))]
 pub struct ContendArgs {
-    /// CPUs, one thread each (default: all online).
-    #[arg(long, value_name = "CPUSET")]
-    pub cpus: Option<String>,
+    /// `-a/--affinity` (`--cpus`).
+    #[command(flatten)]
+    pub affinity: Affinity,
     /// Synchronisation of the shared structure.
     #[arg(long, value_enum, default_value_t = crate::measure::contend::Sync::Mutex)]
     pub sync: crate::measure::contend::Sync,
-    /// SCHED_FIFO priority shared by every thread.
-    #[arg(short = 'p', long, default_value_t = 50, allow_negative_numbers = true)]
-    pub priority: i32,
-    /// Iterations per thread (default: run for --duration).
-    #[arg(short = 'n', long)]
-    pub iterations: Option<u64>,
-    /// Run length when no iteration count is given.
-    #[arg(value_parser = seconds, short = 'D', long, default_value = "2s", allow_negative_numbers = true)]
-    pub duration: u64,
+    /// `-p/--priority`.
+    #[command(flatten)]
+    pub priority: PriorityArg,
+    /// `-n/--iterations`.
+    #[command(flatten)]
+    pub iterations: IterationsArg,
+    /// `-D/--duration`.
+    #[command(flatten)]
+    pub duration: DurationArg,
     /// Priority level every thread enqueues at.
-    #[arg(long, default_value_t = 50)]
-    pub level: usize,
-    /// Write the result as JSON to FILE, or `-` for stdout.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
+    #[arg(long, value_name = "N", default_value = "50", value_parser = values::amount)]
+    pub level: u64,
 
-    /// Loads and where the result is kept.
+    /// Output, loads and where the result is kept.
     #[command(flatten)]
     pub common: MeasureArgs,
 }
@@ -42,10 +45,6 @@ impl crate::driver::Lowering for ContendArgs {
 
     fn common(&self) -> &MeasureArgs {
         &self.common
-    }
-
-    fn json(&self) -> Option<&std::path::Path> {
-        self.json.as_deref()
     }
 
     fn lower(&self, online: &CpuSet) -> Result<Self::Config> {

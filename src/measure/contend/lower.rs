@@ -9,35 +9,30 @@ use crate::measure::contend::{ContendConfig, LEVELS};
 impl ContendConfig {
     /// Validates raw arguments.
     pub fn from_args(a: &ContendArgs, online: &CpuSet) -> Result<ContendConfig> {
-        let cpus: Vec<usize> = match &a.cpus {
+        let cpus: Vec<usize> = match a.affinity.online(online)? {
             None => online.iter().collect(),
-            Some(v) => CpuSet::parse_online("--cpus", v, online)?.iter().collect(),
+            Some(set) => set.iter().collect(),
         };
-        Policy::Fifo
-            .check_prio(a.priority)
-            .map_err(|e| Error::Usage(format!("-p/--priority: {e}")))?;
-        if a.level == 0 || a.level >= LEVELS {
+        let prio = a.priority.for_policy(Policy::Fifo, 50)?;
+        if a.level == 0 || a.level >= LEVELS as u64 {
             return Err(Error::flag(
                 "--level",
                 a.level,
                 format!("use 1 to {}", LEVELS - 1),
             ));
         }
-        let duration_ns = a.duration;
-        if a.iterations == Some(0) {
-            return Err(Error::flag("-n/--iterations", 0, "must be at least 1"));
-        }
-        if let Some(n) = a.iterations {
+        let duration_ns = a.duration.unwrap_or(2_000_000_000);
+        if let Some(n) = *a.iterations {
             crate::config::bounds::work("-n/--iterations", n, u128::from(n), 1)?;
         }
         Ok(ContendConfig {
             cpus,
             sync: a.sync,
-            prio: a.priority,
+            prio,
             policy: Policy::Fifo,
-            iterations: a.iterations,
+            iterations: *a.iterations,
             duration_ns,
-            level: a.level,
+            level: a.level as usize,
         })
     }
 }

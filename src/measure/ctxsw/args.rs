@@ -1,44 +1,50 @@
 //! `latlab ctxsw`'s raw arguments (clap), lowered in `lower.rs`.
 
+use crate::config::values;
 use crate::config::CpuSet;
-use crate::config::DisplayUnit;
+use crate::driver::args::groups::{
+    more_help, Affinity, IterationsArg, RealTime, RingArg, TasksArg, UnitArg,
+};
 use crate::driver::args::MeasureArgs;
 use crate::error::Result;
 use clap::Args;
-use std::path::PathBuf;
 
 /// Arguments of `latlab ctxsw`.
 #[derive(Debug, Args)]
 #[command(after_help = CTXSW_AFTER_HELP)]
+#[command(mut_arg("affinity", |a| more_help(a, "The tasks are spread over them, round-robin. \
+    Default: the first online CPU, so every task shares one CPU.")))]
+#[command(mut_arg("iterations", |a| a.default_value("10000")))]
+#[command(mut_arg("tasks", |a| more_help(a, "Every task, of the ring or of the pair.")))]
+#[command(mut_arg("policy", |a| more_help(a, "Of every task: fifo, rr, other, batch or idle. \
+    Default fifo.")))]
+#[command(mut_arg("priority", |a| more_help(a, "Of every task. Default 50.")))]
+#[command(mut_arg("ring", |a| a.default_value("2")))]
 pub struct CtxswArgs {
     /// Methods, comma-separated: yield, pipe, futex (default: all three).
     #[arg(long, value_enum, value_delimiter = ',')]
     pub method: Vec<crate::measure::ctxsw::Method>,
-    /// Tasks are threads or forked processes.
-    #[arg(long, value_enum, default_value_t = crate::measure::ctxsw::methods::TaskKind::Threads)]
-    pub tasks: crate::measure::ctxsw::methods::TaskKind,
-    /// CPUs the tasks are spread over, round-robin (default: the first online CPU, so every
-    /// task shares one CPU).
-    #[arg(long, value_name = "CPUSET")]
-    pub cpus: Option<String>,
-    /// Timed iterations per method.
-    #[arg(short = 'n', long, default_value_t = 10_000)]
-    pub iterations: usize,
+    /// `--tasks`.
+    #[command(flatten)]
+    pub tasks: TasksArg,
+    /// `-a/--affinity` (`--cpus`).
+    #[command(flatten)]
+    pub affinity: Affinity,
+    /// `-n/--iterations`.
+    #[command(flatten)]
+    pub iterations: IterationsArg,
     /// Untimed iterations first (the seed skips 10).
-    #[arg(long, default_value_t = 100)]
-    pub warmup: usize,
-    /// Tasks in the pipe ring.
-    #[arg(long, default_value_t = 2)]
-    pub ring: usize,
+    #[arg(long, value_name = "N", default_value = "100", value_parser = values::amount)]
+    pub warmup: u64,
+    /// `--ring`.
+    #[command(flatten)]
+    pub ring: RingArg,
     /// KiB of its own memory each pipe task touches per hop (lmbench's size).
-    #[arg(long, value_name = "KB", default_value_t = 0)]
-    pub touch: usize,
-    /// Policy of every task (default fifo).
-    #[arg(long)]
-    pub policy: Option<crate::sys::policy::Policy>,
-    /// Priority of every task (default 50).
-    #[arg(short = 'p', long, allow_negative_numbers = true)]
-    pub priority: Option<i32>,
+    #[arg(long, value_name = "KB", default_value = "0", value_parser = values::amount)]
+    pub touch: u64,
+    /// `-p/--priority`, `--policy`.
+    #[command(flatten)]
+    pub rt: RealTime,
     /// x86 port access phases for the yield method: none, all (none, 0x80, 0xffff as in the
     /// seed) or ports, comma-separated.
     #[arg(long, value_name = "PHASES")]
@@ -49,14 +55,11 @@ pub struct CtxswArgs {
     /// Also print the seed's lines ("default no ioperm: scheduling latency: N cycles").
     #[arg(long)]
     pub seed_output: bool,
-    /// Unit on screen.
-    #[arg(long, value_enum, default_value_t = DisplayUnit::Us)]
-    pub unit: DisplayUnit,
-    /// Write the result as JSON to FILE, or `-` for stdout.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
+    /// `--unit`.
+    #[command(flatten)]
+    pub unit: UnitArg,
 
-    /// Loads and where the result is kept.
+    /// Output, loads and where the result is kept.
     #[command(flatten)]
     pub common: MeasureArgs,
 }
@@ -75,10 +78,6 @@ impl crate::driver::Lowering for CtxswArgs {
 
     fn common(&self) -> &MeasureArgs {
         &self.common
-    }
-
-    fn json(&self) -> Option<&std::path::Path> {
-        self.json.as_deref()
     }
 
     fn lower(&self, online: &CpuSet) -> Result<Self::Config> {

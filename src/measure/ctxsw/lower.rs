@@ -9,31 +9,27 @@ use crate::measure::ctxsw::{parse_ioperm, CtxswConfig, Method};
 impl CtxswConfig {
     /// Validates raw arguments against the online CPUs.
     pub fn from_args(a: &CtxswArgs, online: &CpuSet) -> Result<CtxswConfig> {
-        let cpus: Vec<usize> = match &a.cpus {
+        let cpus: Vec<usize> = match a.affinity.online(online)? {
             None => vec![online.iter().next().unwrap_or(0)],
-            Some(v) => CpuSet::parse_online("--cpus", v, online)?.iter().collect(),
+            Some(set) => set.iter().collect(),
         };
-        let policy: Policy = match &a.policy {
-            Some(p) => *p,
-            None => Policy::Fifo,
-        };
-        let prio = a.priority.unwrap_or(if policy.is_rt() { 50 } else { 0 });
-        policy
-            .check_prio(prio)
-            .map_err(|e| Error::Usage(format!("-p/--priority: {e}")))?;
-        if a.iterations == 0 || a.iterations > 100_000_000 {
+        use Policy::*;
+        let policy = a.rt.policy.or(Fifo, &[Fifo, Rr, Other, Batch, Idle])?;
+        let prio = a.rt.priority.for_policy(policy, 50)?;
+        let iterations = a.iterations.unwrap_or(10_000);
+        if iterations > 100_000_000 {
             return Err(Error::flag(
                 "-n/--iterations",
-                a.iterations,
+                iterations,
                 "use 1 to 100000000",
             ));
         }
-        if a.ring < 2 || a.ring > 1024 {
-            return Err(Error::flag(
-                "--ring",
-                a.ring,
-                "a ring needs 2 to 1024 tasks",
-            ));
+        if a.warmup > 100_000_000 {
+            return Err(Error::flag("--warmup", a.warmup, "use 0 to 100000000"));
+        }
+        let ring = a.ring.unwrap_or(2);
+        if !(2..=1024).contains(&ring) {
+            return Err(Error::flag("--ring", ring, "a ring needs 2 to 1024 tasks"));
         }
         if a.touch > 1 << 20 {
             return Err(Error::flag(
@@ -56,26 +52,26 @@ impl CtxswConfig {
         }
         if methods.contains(&Method::Yield) && cpus.len() > 1 {
             return Err(Error::flag(
-                "--cpus",
+                a.affinity.given().map_or("-a/--affinity", |g| g.0),
                 CpuSet::from_cpus(cpus.iter().copied()),
                 "the yield method needs both tasks on one CPU (use --method pipe or futex across CPUs)",
             ));
         }
         Ok(CtxswConfig {
             methods,
-            tasks: a.tasks,
+            tasks: *a.tasks,
             cpus,
-            iterations: a.iterations,
-            warmup: a.warmup,
-            ring: a.ring,
-            touch_kb: a.touch,
+            iterations: iterations as usize,
+            warmup: a.warmup as usize,
+            ring: ring as usize,
+            touch_kb: a.touch as usize,
             policy,
             prio,
             ioperm,
             ioperm_both: a.ioperm_in_both,
             seed_output: a.seed_output,
-            unit: a.unit,
-            strict: a.common.strict,
+            unit: *a.unit,
+            strict: a.common.strict(),
         })
     }
 }

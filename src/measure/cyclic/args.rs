@@ -1,7 +1,10 @@
 //! `latlab cyclic`'s raw arguments (clap), lowered in `lower.rs`.
 
+use crate::config::values::{self, Time};
 use crate::config::CpuSet;
-use crate::config::{seconds, DisplayUnit};
+use crate::driver::args::groups::{
+    more_help, Affinity, NoMlock, RealTime, ThreadsArg, Timing, UnitArg,
+};
 use crate::driver::args::MeasureArgs;
 use crate::error::Result;
 use crate::sys::clock::Clock;
@@ -10,49 +13,49 @@ use clap::Args;
 use std::path::PathBuf;
 
 /// Arguments of `latlab cyclic`. Times take units (ns, us, ms, s, m, h); a bare number is µs for
-/// intervals and thresholds and seconds for durations, as in cyclictest.
+/// intervals, thresholds and deadline times and seconds for the duration, as in cyclictest.
 #[derive(Debug, Args)]
 #[command(after_help = CYCLIC_AFTER_HELP, disable_help_flag = true)]
+#[command(mut_arg("threads", |a| more_help(a, "Without N, one per CPU (of --affinity, or all \
+    online CPUs), each pinned to its CPU. Default 1.")))]
+#[command(mut_arg("priority", |a| more_help(a, "Of the first thread (0 means SCHED_OTHER, as \
+    in cyclictest). Default 80 for real-time policies.")))]
+#[command(mut_arg("policy", |a| more_help(a, "Default fifo (other with -p 0). deadline: \
+    SCHED_DEADLINE threads with --runtime/--deadline/--period (see below).")))]
+#[command(mut_arg("interval", |a| more_help(a, "Of the first thread. Default 1000.")))]
+#[command(mut_arg("loops", |a| more_help(a, "Each thread stops after this many wake-ups. \
+    Default: run until --duration or Ctrl-C.")))]
+#[command(mut_arg("duration", |a| more_help(a, "Default: until --loops or Ctrl-C.")))]
+#[command(mut_arg("affinity", |a| more_help(a, "The threads are pinned round-robin to them.")))]
 pub struct CyclicArgs {
-    /// Number of measuring threads; without N, one per CPU (of --affinity, or all online CPUs),
-    /// each pinned to its CPU.
-    #[arg(short = 't', long = "threads", value_name = "N", num_args = 0..=1)]
-    pub threads: Option<Option<String>>,
+    /// `-t/--threads [N]`.
+    #[command(flatten)]
+    pub threads: ThreadsArg,
 
-    /// Priority of the first thread (1-99 for fifo/rr; 0 means SCHED_OTHER as in cyclictest).
-    /// Default 80 for real-time policies.
-    #[arg(
-        short = 'p',
-        long = "priority",
-        value_name = "PRIO",
-        allow_negative_numbers = true
-    )]
-    pub priority: Option<i32>,
-
-    /// Scheduling policy: fifo, rr, other, batch, idle, deadline. Default fifo (other when
-    /// -p 0). deadline: SCHED_DEADLINE threads with --runtime/--deadline/--period (see below).
-    #[arg(long, value_name = "POLICY", value_parser = crate::sys::policy::Policy::parse_any)]
-    pub policy: Option<crate::sys::policy::Policy>,
+    /// `-p/--priority`, `--policy`.
+    #[command(flatten)]
+    pub rt: RealTime,
 
     /// SCHED_DEADLINE runtime: CPU time each thread is given per period (with --policy
-    /// deadline). Default 60 % of the deadline, as cyclicdeadline.
-    #[arg(long, value_name = "TIME", allow_negative_numbers = true)]
-    pub runtime: Option<String>,
+    /// deadline); a bare number is µs. Without it, 60 % of the deadline, as cyclicdeadline.
+    #[arg(long, value_name = "TIME", value_parser = values::short_time)]
+    pub runtime: Option<Time>,
 
     /// SCHED_DEADLINE relative deadline: each job must be done this long after its period
-    /// starts (with --policy deadline). Default: the period.
-    #[arg(long, value_name = "TIME", allow_negative_numbers = true)]
-    pub deadline: Option<String>,
+    /// starts (with --policy deadline); a bare number is µs. Default: the period.
+    #[arg(long, value_name = "TIME", value_parser = values::short_time)]
+    pub deadline: Option<Time>,
 
-    /// SCHED_DEADLINE period (with --policy deadline; the same as -i, give one of them).
-    /// Default 1000 µs.
-    #[arg(long, value_name = "TIME", allow_negative_numbers = true)]
-    pub period: Option<String>,
+    /// SCHED_DEADLINE period (with --policy deadline; the same as -i, give one of them); a bare
+    /// number is µs. Default 1000.
+    #[arg(long, value_name = "TIME", value_parser = values::short_time)]
+    pub period: Option<Time>,
 
-    /// With --policy deadline: CPU time each job spins after recording its wake-up (default 0).
-    /// More than --runtime overloads the thread on purpose: its jobs are throttled and miss.
-    #[arg(long, value_name = "TIME", allow_negative_numbers = true)]
-    pub work: Option<String>,
+    /// With --policy deadline: CPU time each job spins after recording its wake-up; a bare
+    /// number is µs. Default 0. More than --runtime overloads the thread on purpose: its jobs
+    /// are throttled and miss.
+    #[arg(long, value_name = "TIME", value_parser = values::short_time_or_zero)]
+    pub work: Option<Time>,
 
     /// With --policy deadline: turn the scheduler's high-resolution tick on for the run
     /// (HRTICK_DL, or HRTICK on kernels with one flag) through debugfs sched/features,
@@ -64,67 +67,40 @@ pub struct CyclicArgs {
     #[arg(long)]
     pub priospread: bool,
 
-    /// Period of the first thread: 1000 (µs), 500us, 1ms. Default 1000 µs.
-    #[arg(
-        short = 'i',
-        long = "interval",
-        value_name = "TIME",
-        allow_negative_numbers = true
-    )]
-    pub interval: Option<String>,
+    /// `-D/--duration`, `-i/--interval`, `-l/--loops`.
+    #[command(flatten)]
+    pub timing: Timing,
 
-    /// Added to the period of each further thread (cyclictest's distance). Default 500 µs.
+    /// Added to the period of each further thread (cyclictest's distance); a bare number is µs.
+    /// Default 500.
     #[arg(
         short = 'd',
         long = "distance",
         value_name = "TIME",
-        allow_negative_numbers = true
+        value_parser = values::short_time_or_zero
     )]
-    pub distance: Option<String>,
+    pub distance: Option<Time>,
 
-    /// Stop each thread after this many wake-ups. Default: run until --duration or Ctrl-C.
-    #[arg(
-        short = 'l',
-        long = "loops",
-        value_name = "N",
-        allow_negative_numbers = true
-    )]
-    pub loops: Option<String>,
-
-    /// Stop after this long: 10 (s), 10s, 5m, 1h. Default: until --loops or Ctrl-C.
-    #[arg(
-        value_parser = seconds,
-        short = 'D',
-        long = "duration",
-        value_name = "TIME",
-        allow_negative_numbers = true
-    )]
-    pub duration: Option<u64>,
-
-    /// Pin threads round-robin to these CPUs (0-3,6); without a list, to all online CPUs.
-    #[arg(short = 'a', long = "affinity", value_name = "CPUSET", num_args = 0..=1)]
-    pub affinity: Option<Option<String>>,
+    /// `-a/--affinity`.
+    #[command(flatten)]
+    pub affinity: Affinity,
 
     /// Lock memory with mlockall (the default; kept for cyclictest users).
-    #[arg(short = 'm', long = "mlock")]
+    #[arg(short = 'm', long = "mlock", conflicts_with = "no_mlock")]
     pub mlock: bool,
 
-    /// Do not lock memory.
-    #[arg(long = "no-mlock", conflicts_with = "mlock")]
-    pub no_mlock: bool,
-
-    /// No live view; print only the final result.
-    #[arg(short = 'q', long = "quiet")]
-    pub quiet: bool,
+    /// `--no-mlock`.
+    #[command(flatten)]
+    pub no_mlock: NoMlock,
 
     /// Print a cyclictest-style histogram with 1 µs buckets up to this many µs.
-    #[arg(short = 'h', long = "histogram", value_name = "US")]
-    pub histogram: Option<String>,
+    #[arg(short = 'h', long = "histogram", value_name = "US", value_parser = values::count)]
+    pub histogram: Option<u64>,
 
-    /// Stop the run when a latency exceeds this (µs or with unit); reports thread, CPU, value and
-    /// loop, and exits 1.
-    #[arg(short = 'b', long = "break-on", value_name = "TIME")]
-    pub break_on: Option<String>,
+    /// Stop the run when a latency exceeds this (a bare number is µs); reports thread, CPU,
+    /// value and loop, and exits 1.
+    #[arg(short = 'b', long = "break-on", value_name = "TIME", value_parser = values::short_time)]
+    pub break_on: Option<Time>,
 
     /// Clock to sleep on and read.
     #[arg(long, value_enum, default_value_t = Clock::Monotonic)]
@@ -135,18 +111,14 @@ pub struct CyclicArgs {
     pub relative: bool,
 
     /// A group of threads: policy=fifo,threads=16,prio=80,priospread,interval=1000us,offset=50us,
-    /// affinity=0-1 (deadline groups: runtime=, deadline=, period=, work=). Repeatable; keys
-    /// left out take the values of the plain flags.
+    /// affinity=0-1 (deadline groups: runtime=, deadline=, period=, work=; bare times are µs).
+    /// Repeatable; keys left out take the values of the plain flags.
     #[arg(long = "group", value_name = "SPEC")]
     pub group: Vec<String>,
 
-    /// Unit for latencies on screen.
-    #[arg(long, value_enum, default_value_t = DisplayUnit::Us)]
-    pub unit: DisplayUnit,
-
-    /// Write the whole result as JSON (schema latlab.run/1) to FILE, or `-` for stdout.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
+    /// `--unit`.
+    #[command(flatten)]
+    pub unit: UnitArg,
 
     /// Layout of the --json file: latlab's, or cyclictest's (rt-tests) for existing parsers.
     #[arg(long, value_enum, default_value = "latlab", value_name = "FORMAT")]
@@ -156,9 +128,9 @@ pub struct CyclicArgs {
     #[arg(long, value_name = "FILE")]
     pub samples: Option<PathBuf>,
 
-    /// Hold /dev/cpu_dma_latency at this many µs during the run. Default 0.
-    #[arg(long = "dma-latency", value_name = "US", default_value_t = 0)]
-    pub dma_latency: i32,
+    /// Hold /dev/cpu_dma_latency at this many µs during the run.
+    #[arg(long = "dma-latency", value_name = "US", default_value = "0", value_parser = values::amount)]
+    pub dma_latency: u64,
 
     /// Do not touch /dev/cpu_dma_latency.
     #[arg(long = "no-dma-latency")]
@@ -172,7 +144,7 @@ pub struct CyclicArgs {
     #[command(flatten)]
     pub trace: TraceArgs,
 
-    /// Loads and where the result is kept.
+    /// Output, loads and where the result is kept.
     #[command(flatten)]
     pub common: MeasureArgs,
 }
@@ -221,28 +193,21 @@ impl crate::driver::Lowering for CyclicArgs {
         &self.common
     }
 
-    fn json(&self) -> Option<&std::path::Path> {
-        self.json.as_deref()
-    }
-
     fn lower(&self, online: &CpuSet) -> Result<Self::Config> {
         crate::measure::cyclic::config::CyclicConfig::from_args(self, online)
     }
 
     fn run(self, online: &CpuSet, command_line: Vec<String>) -> Result<()> {
         let rt_tests = self.json_format == JsonFormat::RtTests;
-        if rt_tests && self.json.as_deref().is_none_or(|p| p.as_os_str() == "-") {
+        let json = self.common.output.json.clone();
+        if rt_tests && json.as_deref().is_none_or(|p| p.as_os_str() == "-") {
             return Err(crate::error::Error::Usage(
                 "--json-format rt-tests needs --json FILE (a file, not stdout)".into(),
             ));
         }
         let config = self.lower(online)?;
-        let r = crate::driver::execute(
-            config,
-            &self.common.to_common(self.json.as_deref())?,
-            command_line,
-        );
-        match (&self.json, rt_tests) {
+        let r = crate::driver::execute(config, &self.common_options()?, command_line);
+        match (&json, rt_tests) {
             (Some(p), true) if p.exists() => crate::export::rt_tests::rewrite_file(p).and(r),
             _ => r,
         }

@@ -2,6 +2,7 @@
 //! failure an exit-2 message naming the flag and the value.
 
 use super::args::CyclicArgs;
+use crate::config::values::Time;
 use crate::config::{parse_offset_ns, parse_time_ns, BareUnit, CpuSet, Policy};
 use crate::error::{Error, Result};
 use crate::measure::cyclic::config::{
@@ -98,89 +99,61 @@ fn check_deadline(
     Ok(())
 }
 
-fn time_flag(flag: &str, v: &str, bare: BareUnit) -> Result<u64> {
-    parse_time_ns(v, bare).map_err(|e| Error::flag(flag, v, e))
-}
-
-fn count_flag(flag: &str, v: &str) -> Result<u64> {
-    let n: u64 = v
-        .trim()
-        .parse()
-        .map_err(|_| Error::flag(flag, v, "expected a whole number greater than zero"))?;
-    if n == 0 {
-        return Err(Error::flag(flag, v, "must be greater than zero"));
-    }
-    Ok(n)
-}
-
 impl CyclicConfig {
     /// Validates raw arguments against the online CPUs.
     pub fn from_args(a: &CyclicArgs, online: &CpuSet) -> Result<CyclicConfig> {
-        let policy = match &a.policy {
-            Some(p) => *p,
-            None if a.priority == Some(0) => Policy::Other,
+        let policy = match *a.rt.policy {
+            Some(p) => p,
+            None if *a.rt.priority == Some(0) => Policy::Other,
             None => Policy::Fifo,
         };
-        let prio = a.priority.unwrap_or(if policy.is_rt() { 80 } else { 0 });
-        if let (Some(_), Some(p)) = (&a.interval, &a.period) {
+        let prio = a.rt.priority.unwrap_or(if policy.is_rt() { 80 } else { 0 });
+        let interval = a.timing.interval.as_ref();
+        if let (Some(_), Some(p)) = (interval, &a.period) {
             return Err(Error::flag(
                 "--period",
                 p,
                 "-i/--interval sets the period too; give one of them",
             ));
         }
-        let (period_flag, period_text) = match (&a.interval, &a.period) {
-            (_, Some(p)) => ("--period", p.clone()),
-            (Some(i), None) => ("-i/--interval", i.clone()),
+        let (period_flag, period_text) = match (interval, &a.period) {
+            (_, Some(p)) => ("--period", p.text.clone()),
+            (Some(i), None) => ("-i/--interval", i.text.clone()),
             (None, None) => ("-i/--interval", "1000".to_string()),
         };
-        let interval_ns = match (&a.interval, &a.period) {
-            (_, Some(v)) => time_flag("--period", v, BareUnit::Micros)?,
-            (Some(v), None) => time_flag("-i/--interval", v, BareUnit::Micros)?,
-            (None, None) => 1_000_000,
-        };
-        let given = |flag: &str, v: &Option<String>| -> Result<Option<Given>> {
-            v.as_deref()
-                .map(|t| {
-                    Ok(Given {
-                        ns: time_flag(flag, t, BareUnit::Micros)?,
-                        flag: flag.to_string(),
-                        text: t.to_string(),
-                    })
-                })
-                .transpose()
+        let interval_ns = a.period.as_ref().or(interval).map_or(1_000_000, |t| t.ns);
+        if interval_ns > 3_600_000_000_000 {
+            return Err(Error::flag(period_flag, &period_text, "at most one hour"));
+        }
+        let given = |flag: &str, v: &Option<Time>| -> Option<Given> {
+            v.as_ref().map(|t| Given {
+                ns: t.ns,
+                flag: flag.to_string(),
+                text: t.text.clone(),
+            })
         };
         let dl = DlSpec {
-            runtime: given("--runtime", &a.runtime)?,
-            deadline: given("--deadline", &a.deadline)?,
-            work: match a.work.as_deref() {
-                // No work is a valid amount of work.
-                Some(t) => Some(Given {
-                    ns: parse_offset_ns(t, BareUnit::Micros)
-                        .map_err(|e| Error::flag("--work", t, e))?,
-                    flag: "--work".into(),
-                    text: t.to_string(),
-                }),
-                None => None,
-            },
+            runtime: given("--runtime", &a.runtime),
+            deadline: given("--deadline", &a.deadline),
+            // No work is a valid amount of work.
+            work: given("--work", &a.work),
             period_flag: period_flag.to_string(),
             period_text,
         };
-        let distance_ns = match &a.distance {
-            Some(v) => parse_offset_ns(v, BareUnit::Micros)
-                .map_err(|e| Error::flag("-d/--distance", v, e))?,
-            None => 500_000,
-        };
-        let affinity = match &a.affinity {
-            None => None,
-            Some(None) => Some(online.clone()),
-            Some(Some(v)) => Some(CpuSet::parse_online("-a/--affinity", v, online)?),
-        };
-        let (threads, per_cpu) = match &a.threads {
+        let distance_ns = a.distance.as_ref().map_or(500_000, |t| t.ns);
+        let affinity = a.affinity.online(online)?;
+        let (threads, per_cpu) = match *a.threads {
             None => (1, false),
             Some(None) => (affinity.as_ref().unwrap_or(online).len(), true),
-            Some(Some(v)) => (count_flag("-t/--threads", v)? as usize, false),
+            Some(Some(n)) => (usize::try_from(n).unwrap_or(usize::MAX), false),
         };
+        if threads > MAX_THREADS {
+            return Err(Error::flag(
+                "-t/--threads",
+                threads,
+                format!("latlab runs at most {MAX_THREADS} measuring threads"),
+            ));
+        }
         let base = GroupSpec {
             policy,
             prio,
@@ -207,6 +180,14 @@ impl CyclicConfig {
             g
         };
 
+        let asked = groups
+            .iter()
+            .fold(0usize, |n, g| n.saturating_add(g.threads));
+        if asked > MAX_THREADS {
+            return Err(Error::Usage(format!(
+                "{asked} threads requested: latlab runs at most {MAX_THREADS} measuring threads"
+            )));
+        }
         let mut threads = Vec::new();
         let mut notes = Vec::new();
         for g in &groups {
@@ -225,46 +206,23 @@ impl CyclicConfig {
                         .to_string(),
                 );
             }
-            if threads.len() > MAX_THREADS {
-                return Err(Error::Usage(format!(
-                    "{} threads requested: latlab runs at most {MAX_THREADS} measuring threads",
-                    groups.iter().map(|g| g.threads).sum::<usize>()
-                )));
-            }
         }
 
-        let loops = a
-            .loops
-            .as_deref()
-            .map(|v| count_flag("-l/--loops", v))
-            .transpose()?;
-        let duration_ns = a.duration;
-        let break_on_ns = a
-            .break_on
-            .as_deref()
-            .map(|v| time_flag("-b/--break-on", v, BareUnit::Micros))
-            .transpose()?;
-        let histogram_us = match a.histogram.as_deref() {
-            None => None,
-            Some(v) => {
-                let n = count_flag("-h/--histogram", v)?;
-                if n > MAX_HIST_US {
-                    return Err(Error::flag(
-                        "-h/--histogram",
-                        v,
-                        format!("at most {MAX_HIST_US} µs buckets; the full range is always kept in the HDR histogram"),
-                    ));
-                }
-                Some(n)
+        let loops = *a.timing.loops;
+        let duration_ns = *a.timing.duration;
+        let break_on_ns = a.break_on.as_ref().map(|t| t.ns);
+        let histogram_us = match a.histogram {
+            Some(n) if n > MAX_HIST_US => {
+                return Err(Error::flag(
+                    "-h/--histogram",
+                    n,
+                    format!("at most {MAX_HIST_US} µs buckets; the full range is always kept in the HDR histogram"),
+                ));
             }
+            h => h,
         };
-        if a.dma_latency < 0 {
-            return Err(Error::flag(
-                "--dma-latency",
-                a.dma_latency,
-                "must be 0 or more µs",
-            ));
-        }
+        let dma_latency = i32::try_from(a.dma_latency)
+            .map_err(|_| Error::flag("--dma-latency", a.dma_latency, "at most 2147483647 µs"))?;
         let trace_threshold_ns = a.trace.threshold_ns()?;
         if trace_threshold_ns.is_some() && a.clock != Clock::Monotonic {
             return Err(Error::flag(
@@ -275,11 +233,14 @@ impl CyclicConfig {
         }
         let any_dl = threads.iter().any(|t| t.deadline.is_some());
         if !any_dl {
+            fn text(t: &Option<Time>) -> Option<&str> {
+                t.as_ref().map(|t| t.text.as_str())
+            }
             let plain = [
-                ("--runtime", a.runtime.as_deref()),
-                ("--deadline", a.deadline.as_deref()),
-                ("--period", a.period.as_deref()),
-                ("--work", a.work.as_deref()),
+                ("--runtime", text(&a.runtime)),
+                ("--deadline", text(&a.deadline)),
+                ("--period", text(&a.period)),
+                ("--work", text(&a.work)),
                 ("--hrtick", a.hrtick.then_some("")),
             ];
             if let Some((flag, v)) = plain.iter().find_map(|(f, v)| v.map(|v| (f, v))) {
@@ -297,9 +258,9 @@ impl CyclicConfig {
                 "deadline threads wake at the kernel's period starts, not after relative sleeps; drop --relative with --policy deadline",
             ));
         }
-        if let (Some(n), Some(v)) = (loops, a.loops.as_deref()) {
+        if let Some(n) = loops {
             let longest = threads.iter().map(|t| t.interval_ns).max().unwrap_or(1);
-            crate::config::bounds::work("-l/--loops", v, u128::from(n), longest)?;
+            crate::config::bounds::work("-l/--loops", n, u128::from(n), longest)?;
         }
         Ok(CyclicConfig {
             threads,
@@ -309,12 +270,12 @@ impl CyclicConfig {
             duration_ns,
             break_on_ns,
             histogram_us,
-            mlock: !a.no_mlock,
-            dma_latency_us: (!a.no_dma_latency).then_some(a.dma_latency),
-            strict: a.common.strict,
-            quiet: a.quiet,
-            unit: a.unit,
-            json: a.json.clone(),
+            mlock: !a.no_mlock.no_mlock,
+            dma_latency_us: (!a.no_dma_latency).then_some(dma_latency),
+            strict: a.common.strict(),
+            quiet: a.common.quiet(),
+            unit: *a.unit,
+            json: a.common.output.json.clone(),
             samples: a.samples.clone(),
             trace_threshold_ns,
             trace_save: a.trace.trace_save.clone(),
@@ -571,6 +532,10 @@ mod tests {
             (&["-p", "120"], "priority"),
             (&["-a", "7"], "not online"),
             (&["-t", "5000"], "at most 1024"),
+            // Refused before a thread is planned, however many are asked.
+            (&["-t", "18446744073709551615"], "-t/--threads"),
+            (&["--group", "threads=18446744073709551615"], "at most 1024"),
+            (&["--dma-latency", "4294967296"], "--dma-latency"),
             (&["--policy", "edf"], "--policy"),
             (&["--group", "policy=fifo,threads=x"], "threads=x"),
             (&["--group", "bogus=1"], "unknown key"),

@@ -3,79 +3,72 @@
 
 use super::methods::Method;
 use super::IpcConfig;
-use crate::config::{parse_time_ns, seconds, BareUnit, CpuSet, DisplayUnit, Policy, TaskKind};
+use crate::config::values;
+use crate::config::{CpuSet, Policy, TaskKind};
+use crate::driver::args::groups::{
+    more_help, Affinity, PeerCpus, RealTime, RingArg, TasksArg, Timing, UnitArg, AFFINITY,
+};
 use crate::driver::args::MeasureArgs;
 use crate::error::{Error, Result};
 use clap::Args;
-use std::path::PathBuf;
 
 /// Arguments of `latlab ipc`. Times take units (ns, us, ms, s); a bare number is µs for the
 /// interval and seconds for the duration, as in rt-tests.
 #[derive(Debug, Args)]
 #[command(after_help = IPC_AFTER_HELP)]
+#[command(mut_arg("affinity", |a| more_help(a, "One CPU: both tasks run on it (rt-tests' -a \
+    NUM). With --ring, the ring's threads alternate over one or two CPUs. Default: unpinned. \
+    (Two CPUs for the pair, sender first, is the old spelling of --sender-cpu/--receiver-cpu: \
+    deprecated.)")))]
+#[command(mut_arg("sender_cpu", |a| more_help(a, "The sender sends the message.")))]
+#[command(mut_arg("receiver_cpu", |a| more_help(a, "The receiver's wake-up is measured.")))]
+#[command(mut_arg("policy", |a| more_help(a, "Of both tasks: fifo, rr or other. Default fifo.")))]
+#[command(mut_arg("priority", |a| more_help(a, "Of the receiver; the sender runs one below. \
+    Default 80 (0 with --policy other).")))]
+#[command(mut_arg("tasks", |a| more_help(a, "Here: the sender (rt-tests runs it as a thread).")))]
+#[command(mut_arg("ring", |a| more_help(a, "signaltest's measurement: N threads, 2 to 64, pass \
+    a signal round a ring (with --method sigwait); the series is the round-trip time.")))]
+#[command(mut_arg("interval", |a| more_help(a, "Time between sends. Default 1000 (with --ring, \
+    between bursts: 10ms, signaltest's pause).")))]
+#[command(mut_arg("loops", |a| more_help(a, "Messages per method. Default: until --duration or \
+    Ctrl-C.")))]
+#[command(mut_arg("duration", |a| more_help(a, "Per method. Default: until --loops or Ctrl-C.")))]
 pub struct IpcArgs {
     /// Methods, comma-separated: pmq, posix-sem, sysv-sem, sigwait, signal, futex, eventfd,
     /// pipe, or all (the default), run one after the other, one series each.
     #[arg(long, value_name = "METHODS", default_value = "all")]
     pub method: String,
-    /// One CPU for both tasks, or two: the sender's, then the receiver's (default: unpinned).
-    #[arg(short = 'a', long = "affinity", value_name = "CPUSET")]
-    pub affinity: Option<String>,
-    /// Policy of both tasks: fifo, rr, other (default fifo).
-    #[arg(long)]
-    pub policy: Option<crate::sys::policy::Policy>,
-    /// Priority of the receiver; the sender runs one below (default 80 for fifo/rr).
-    #[arg(short = 'p', long, allow_negative_numbers = true)]
-    pub priority: Option<i32>,
+    /// `-a/--affinity`.
+    #[command(flatten)]
+    pub affinity: Affinity,
+    /// `--sender-cpu`, `--receiver-cpu`.
+    #[command(flatten)]
+    pub cpus: PeerCpus,
+    /// `-p/--priority`, `--policy`.
+    #[command(flatten)]
+    pub rt: RealTime,
     /// Priority of the sender (default: one below the receiver's; rt-tests' programs run both
     /// at the same priority, so the receiver waits for the sender to block on the answer).
-    #[arg(long, value_name = "PRIO", allow_negative_numbers = true)]
+    #[arg(long, value_name = "PRIO", value_parser = values::priority)]
     pub sender_priority: Option<i32>,
-    /// The sender is a thread of latlab (the default, as rt-tests runs it) or a forked
-    /// process (its own address space: the wake-up crosses processes).
-    #[arg(long, value_enum, default_value_t = TaskKind::Threads)]
-    pub tasks: TaskKind,
-    /// signaltest's measurement: N threads pass a signal round a ring (with `--method
-    /// sigwait`); the series is the round-trip time. Threads alternate over the `-a` CPUs.
-    #[arg(long, value_name = "N", allow_negative_numbers = true)]
-    pub ring: Option<String>,
-    /// With --ring: round trips back to back per interval (signaltest: 16). Default 16.
-    #[arg(long, value_name = "K", allow_negative_numbers = true)]
-    pub burst: Option<String>,
-    /// Time between sends: 1000 (µs), 500us, 1ms. Default 1000 µs (with --ring, between
-    /// bursts: 10 ms, signaltest's pause).
-    #[arg(
-        short = 'i',
-        long = "interval",
-        value_name = "TIME",
-        allow_negative_numbers = true
-    )]
-    pub interval: Option<String>,
-    /// Messages per method. Default: until --duration or Ctrl-C.
-    #[arg(
-        short = 'l',
-        long = "loops",
-        value_name = "N",
-        allow_negative_numbers = true
-    )]
-    pub loops: Option<String>,
-    /// Time per method: 10 (s), 10s, 5m. Default: until --loops or Ctrl-C.
-    #[arg(
-        value_parser = seconds,
-        short = 'D',
-        long = "duration",
-        value_name = "TIME",
-        allow_negative_numbers = true
-    )]
-    pub duration: Option<u64>,
-    /// Unit on screen.
-    #[arg(long, value_enum, default_value_t = DisplayUnit::Us)]
-    pub unit: DisplayUnit,
-    /// Write the result as JSON to FILE, or `-` for stdout.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
+    /// `--tasks`.
+    #[command(flatten)]
+    pub tasks: TasksArg,
+    /// `--ring`.
+    #[command(flatten)]
+    pub ring: RingArg,
+    /// With --ring: round trips back to back per interval (signaltest: 16), at most 100000.
+    /// Default 16.
+    #[arg(long, value_name = "K", value_parser = values::count)]
+    pub burst: Option<u64>,
+    /// `-D/--duration`, `-i/--interval`, `-l/--loops`.
+    #[command(flatten)]
+    pub timing: Timing,
+    /// `--unit`.
+    #[command(flatten)]
+    pub unit: UnitArg,
 
-    /// Loads and where the result is kept.
+    /// Output, loads and where the result is kept.
     #[command(flatten)]
     pub common: MeasureArgs,
 }
@@ -90,6 +83,9 @@ reaches late counts as an overrun (whole intervals missed).
 rt-tests equivalents: pmqtest -> --method pmq; ptsematest -> posix-sem; svsematest ->
 sysv-sem; sigwaittest -> sigwait; their -f -> --tasks processes; signaltest -t N ->
 --method sigwait --ring N (round trips of one signal through N threads).";
+
+/// The longest burst `--burst` takes.
+const MAX_BURST: u64 = 100_000;
 
 fn parse_methods(v: &str) -> Result<Vec<Method>> {
     let mut out = Vec::new();
@@ -120,67 +116,36 @@ impl IpcArgs {
     /// Validates the arguments against the online CPUs.
     pub fn to_config(&self, online: &CpuSet) -> Result<IpcConfig> {
         let methods = parse_methods(&self.method)?;
-        let cpus = match &self.affinity {
-            None => [None, None],
-            Some(v) => {
-                // In the order given (sender, then receiver): not a set, which would sort it.
-                let usage = "give one CPU (both tasks) or two, sender first: 1 or 0,1";
-                let parts: Vec<&str> = v.split(',').map(str::trim).collect();
-                if parts.is_empty() || parts.len() > 2 {
-                    return Err(Error::flag("-a/--affinity", v, usage));
-                }
-                let mut cpus = Vec::new();
-                for p in parts {
-                    let c: usize = p
-                        .parse()
-                        .map_err(|_| Error::flag("-a/--affinity", v, usage))?;
-                    // Checked against the online CPUs the way every other -a is.
-                    CpuSet::parse_online("-a/--affinity", p, online)?;
-                    cpus.push(c);
-                }
-                match cpus[..] {
-                    [c] => [Some(c), Some(c)],
-                    [s, r] => [Some(s), Some(r)],
-                    _ => return Err(Error::flag("-a/--affinity", v, usage)),
-                }
-            }
-        };
-        let policy: Policy = self.policy.unwrap_or(Policy::Fifo);
-        if !matches!(policy, Policy::Fifo | Policy::Rr | Policy::Other) {
-            return Err(Error::flag("--policy", policy, "use fifo, rr or other"));
-        }
-        let prio = self.priority.unwrap_or(if policy.is_rt() { 80 } else { 0 });
-        policy
-            .check_prio(prio)
-            .map_err(|e| Error::Usage(format!("-p/--priority: {e}")))?;
+        let cpus = self.cpus(online)?;
+        use Policy::*;
+        let policy = self.rt.policy.or(Fifo, &[Fifo, Rr, Other])?;
+        let prio = self.rt.priority.for_policy(policy, 80)?;
         if let Some(p) = self.sender_priority {
             policy
                 .check_prio(p)
                 .map_err(|e| Error::Usage(format!("--sender-priority: {e}")))?;
         }
-        let ring = match &self.ring {
+        let ring = match *self.ring {
             None => None,
-            Some(v) => {
-                let n: usize = v
-                    .trim()
-                    .parse()
+            Some(n) => {
+                let n = usize::try_from(n)
                     .ok()
                     .filter(|n| (2..=64).contains(n))
                     .ok_or_else(|| {
-                        Error::flag("--ring", v, "expected a number of threads from 2 to 64")
+                        Error::flag("--ring", n, "expected a number of threads from 2 to 64")
                     })?;
                 if methods != [Method::Sigwait] {
                     return Err(Error::flag(
                         "--ring",
-                        v,
+                        n,
                         "the ring passes a signal with sigwait, as signaltest: use it with \
                          --method sigwait",
                     ));
                 }
-                if self.tasks == TaskKind::Processes {
+                if *self.tasks == TaskKind::Processes {
                     return Err(Error::flag(
                         "--ring",
-                        v,
+                        n,
                         "the ring's tasks are threads, as signaltest's (no --tasks processes)",
                     ));
                 }
@@ -194,62 +159,107 @@ impl IpcArgs {
                 Some(n)
             }
         };
-        let burst = match (&self.burst, ring) {
+        let burst = match (self.burst, ring) {
             (None, _) => 16,
             (Some(v), None) => return Err(Error::flag("--burst", v, "only with --ring")),
-            (Some(v), Some(_)) => v.trim().parse().ok().filter(|&k| k > 0).ok_or_else(|| {
-                Error::flag("--burst", v, "expected a whole number greater than zero")
-            })?,
+            (Some(v), Some(_)) if v > MAX_BURST => {
+                return Err(Error::flag(
+                    "--burst",
+                    v,
+                    format!(
+                        "at most {MAX_BURST} round trips back to back (signaltest's is 16; more \
+                         leaves no pause to speak of)"
+                    ),
+                ))
+            }
+            (Some(v), Some(_)) => v,
         };
-        let interval_ns = match &self.interval {
+        let interval_ns = match &*self.timing.interval {
             None if ring.is_some() => 10_000_000,
             None => 1_000_000,
-            Some(v) => {
-                let ns = parse_time_ns(v, BareUnit::Micros)
-                    .map_err(|e| Error::flag("-i/--interval", v, e))?;
-                if ns < 1_000 {
+            Some(t) => {
+                if t.ns < 1_000 {
                     return Err(Error::flag(
                         "-i/--interval",
-                        v,
+                        t,
                         "must be at least 1 µs (a wake-up takes microseconds; the rt-tests \
                          programs take whole µs too)",
                     ));
                 }
-                crate::config::bounds::duration("-i/--interval", v, ns)?
+                crate::config::bounds::duration("-i/--interval", t, t.ns)?
             }
         };
-        let loops = match &self.loops {
-            None => None,
-            Some(v) => {
-                let n: u64 = v.trim().parse().ok().filter(|&n| n > 0).ok_or_else(|| {
-                    Error::flag("-l/--loops", v, "expected a whole number greater than zero")
-                })?;
-                // With -D, the duration bounds the run, however many loops are asked.
-                if self.duration.is_none() {
-                    crate::config::bounds::work("-l/--loops", v, u128::from(n), interval_ns)?;
-                }
-                Some(n)
-            }
-        };
-        let duration_ns = match self.duration {
-            None => None,
-            Some(0) => return Err(Error::flag("-D/--duration", 0, "must be greater than zero")),
-            Some(d) => Some(crate::config::bounds::duration("-D/--duration", d, d)?),
-        };
+        let loops = *self.timing.loops;
+        let duration_ns = *self.timing.duration;
+        if let (Some(n), None) = (loops, duration_ns) {
+            // With -D, the duration bounds the run, however many loops are asked.
+            crate::config::bounds::work("-l/--loops", n, u128::from(n), interval_ns)?;
+        }
         Ok(IpcConfig {
             methods,
             cpus,
             policy,
             prio,
             sender_prio: self.sender_priority,
-            tasks: self.tasks,
+            tasks: *self.tasks,
             ring,
             burst,
             interval_ns,
             loops,
             duration_ns,
-            unit: self.unit,
+            unit: *self.unit,
         })
+    }
+
+    /// The CPUs of the sender and the receiver: `-a` with one CPU (both), `--sender-cpu` and
+    /// `--receiver-cpu`, or the deprecated `-a S,R` (sender first, as given).
+    fn cpus(&self, online: &CpuSet) -> Result<[Option<usize>; 2]> {
+        let (sender, receiver) = self.cpus.online(online)?;
+        let Some(given) = &self.affinity.affinity else {
+            return Ok([sender, receiver]);
+        };
+        if sender.is_some() || receiver.is_some() {
+            return Err(Error::Usage(
+                "-a/--affinity and --sender-cpu/--receiver-cpu exclude each other: give one \
+                 CPU with -a, or place each task with its own flag"
+                    .into(),
+            ));
+        }
+        let set = self.affinity.online(online)?.unwrap_or_default();
+        let text = given
+            .as_ref()
+            .map_or_else(|| set.to_string(), |l| l.text.clone());
+        if let Some(pair) = self.old_pair() {
+            return Ok([Some(pair[0]), Some(pair[1])]);
+        }
+        let mut cpus = set.iter();
+        match (cpus.next(), cpus.next(), cpus.next()) {
+            (Some(c), None, _) => Ok([Some(c), Some(c)]),
+            // The ring alternates over two CPUs.
+            (Some(a), Some(b), None) if self.ring.is_some() => Ok([Some(a), Some(b)]),
+            _ => Err(Error::flag(
+                AFFINITY,
+                text,
+                "give one CPU (both tasks), or place each task with --sender-cpu and \
+                 --receiver-cpu",
+            )),
+        }
+    }
+
+    /// `-a S,R` as it was written (two CPU numbers, sender first), when it was.
+    fn old_pair(&self) -> Option<[usize; 2]> {
+        let Some(Some(l)) = &self.affinity.affinity else {
+            return None;
+        };
+        let parts: Vec<usize> = l
+            .text
+            .split(',')
+            .map(|p| p.trim().parse().ok())
+            .collect::<Option<_>>()?;
+        match parts[..] {
+            [s, r] if s != r => Some([s, r]),
+            _ => None,
+        }
     }
 }
 
@@ -260,8 +270,14 @@ impl crate::driver::Lowering for IpcArgs {
         &self.common
     }
 
-    fn json(&self) -> Option<&std::path::Path> {
-        self.json.as_deref()
+    fn deprecations(&self) -> Vec<String> {
+        match self.old_pair() {
+            Some([s, r]) if self.ring.is_none() => vec![format!(
+                "ipc -a {s},{r} (the sender's CPU, then the receiver's) is deprecated: use \
+                 --sender-cpu {s} --receiver-cpu {r}; -a will take only the CPUs measured"
+            )],
+            _ => Vec::new(),
+        }
     }
 
     fn lower(&self, online: &CpuSet) -> Result<IpcConfig> {
@@ -275,7 +291,8 @@ mod tests {
 
     fn lower(args: &[&str]) -> Result<IpcConfig> {
         let argv = ["latlab", "ipc"].iter().chain(args);
-        let a: IpcArgs = crate::driver::args::parse_args("ipc", argv).unwrap();
+        let a: IpcArgs = crate::driver::args::parse_args("ipc", argv)
+            .map_err(|e| Error::Usage(e.to_string()))?;
         a.to_config(&CpuSet::from_cpus([0, 1]))
     }
 
@@ -295,6 +312,43 @@ mod tests {
             lower(&["--sender-priority", "80"]).unwrap().sender_prio(),
             80
         );
+        // The explicit flags place the pair as the old -a S,R did; -a takes one CPU.
+        assert_eq!(
+            lower(&["--sender-cpu", "1", "--receiver-cpu", "0"])
+                .unwrap()
+                .cpus,
+            [Some(1), Some(0)]
+        );
+        assert_eq!(
+            lower(&["--receiver-cpu", "1"]).unwrap().cpus,
+            [None, Some(1)]
+        );
+        assert_eq!(
+            lower(&["--ring", "3", "--method", "sigwait", "-a", "0-1"])
+                .unwrap()
+                .cpus,
+            [Some(0), Some(1)]
+        );
+    }
+
+    #[test]
+    fn only_the_old_pair_spelling_is_deprecated() {
+        use crate::driver::Lowering;
+        let warned = |args: &[&str]| {
+            let argv = ["latlab", "ipc"].iter().chain(args);
+            let a: IpcArgs = crate::driver::args::parse_args("ipc", argv).unwrap();
+            a.deprecations()
+        };
+        let w = warned(&["-a", "1,0"]);
+        assert!(w[0].contains("--sender-cpu 1 --receiver-cpu 0"), "{w:?}");
+        for args in [
+            &["-a", "1"][..],
+            &["-a", "1,1"],
+            &["--sender-cpu", "1", "--receiver-cpu", "0"],
+            &["--ring", "3", "--method", "sigwait", "-a", "0,1"],
+        ] {
+            assert!(warned(args).is_empty(), "{args:?}");
+        }
     }
 
     #[test]
@@ -308,6 +362,9 @@ mod tests {
             (&["-i", "1ns"], "-i/--interval"),
             (&["-i", "0"], "-i/--interval"),
             (&["-l", "0"], "-l/--loops"),
+            (&["-a", "0-1"], "-a/--affinity"),
+            (&["-a", "1", "--sender-cpu", "0"], "-a/--affinity"),
+            (&["--sender-cpu", "7"], "--sender-cpu"),
             (&["-p", "100"], "-p/--priority"),
             (&["--policy", "batch"], "--policy"),
             (&["--sender-priority", "0"], "--sender-priority"),

@@ -1,26 +1,26 @@
 //! `latlab load`'s raw arguments (clap).
 
-use crate::config::{seconds, CpuSet};
+use crate::config::CpuSet;
+use crate::driver::args::groups::{more_help, DurationArg};
 use crate::driver::MeasureArgs;
 use crate::error::Result;
 use clap::Args;
-use std::path::PathBuf;
 
 /// Arguments of `latlab load`.
 #[derive(Debug, Args)]
+#[command(mut_arg("duration", |a| more_help(a, "Default: hackbench does one run; others run \
+    until Ctrl-C.")))]
 pub struct LoadArgs {
     /// KIND[:key=value,...]: hackbench (groups, fds, loops, datasize, mode=process|thread,
     /// ipc=socket|pipe), cpu (threads, policy, prio), memory (threads, size), io (path, direct,
     /// block, size), net (size), exec:CMD.
     pub spec: String,
-    /// Run this long (default: hackbench does one run; others run until Ctrl-C).
-    #[arg(value_parser = seconds, short = 'D', long, value_name = "TIME")]
-    pub duration: Option<u64>,
-    /// Write the result (kind load: the achieved rate) as JSON to FILE, or `-` for stdout.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
+    /// `-D/--duration`.
+    #[command(flatten)]
+    pub duration: DurationArg,
 
-    /// Where the result is kept (and other loads to run beside this one).
+    /// Output (kind load: the achieved rate), where the result is kept (and other loads to
+    /// run beside this one).
     #[command(flatten)]
     pub common: MeasureArgs,
 }
@@ -32,15 +32,11 @@ impl crate::driver::Lowering for LoadArgs {
         &self.common
     }
 
-    fn json(&self) -> Option<&std::path::Path> {
-        self.json.as_deref()
-    }
-
     fn lower(&self, _online: &CpuSet) -> Result<Self::Config> {
         Ok(super::Foreground {
             spec: crate::loadgen::LoadSpec::parse(&self.spec)?,
             load: self.spec.clone(),
-            duration_ns: self.duration,
+            duration_ns: *self.duration,
         })
     }
 }

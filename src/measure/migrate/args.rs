@@ -1,40 +1,53 @@
 //! `latlab migrate`'s raw arguments (clap), lowered in `lower.rs`.
 
+use crate::config::values::{self, Time};
 use crate::config::CpuSet;
+use crate::driver::args::groups::{more_help, LoopsArg, PriorityArg, ThreadsArg};
 use crate::driver::args::MeasureArgs;
 use crate::error::Result;
 use clap::Args;
-use std::path::PathBuf;
 
 /// Arguments of `latlab migrate`.
 #[derive(Debug, Args)]
+#[command(mut_arg("threads", |a| more_help(a, "SCHED_FIFO threads, 2 to 64. Default: online \
+    CPUs + 1.")))]
+#[command(mut_arg("priority", |a| more_help(a, "Of the lowest thread; thread i runs at \
+    PRIO + i. (--prio is kept as another name.)").alias("prio").default_value("2")))]
+#[command(mut_arg("loops", |a| more_help(a, "Iterations, 1 to 100000.").default_value("20")))]
 pub struct MigrateArgs {
-    /// Number of SCHED_FIFO tasks (default: online CPUs + 1).
-    #[arg(short = 't', long)]
-    pub tasks: Option<usize>,
-    /// Priority of the lowest task; task i runs at prio + i.
-    #[arg(short = 'p', long, default_value_t = 2, allow_negative_numbers = true)]
-    pub prio: i32,
-    /// Iterations.
-    #[arg(short = 'l', long, default_value_t = 20)]
-    pub loops: usize,
-    /// Busy time of each task per iteration (µs or with unit).
-    #[arg(short = 'r', long, default_value = "20ms")]
-    pub run_time: String,
-    /// Pause between iterations.
-    #[arg(short = 's', long, default_value = "50ms")]
-    pub sleep_time: String,
-    /// Tolerance of the priority-order check.
-    #[arg(long, default_value = "1000us")]
-    pub max_err: String,
+    /// `-t/--threads N`.
+    #[command(flatten)]
+    pub threads: ThreadsArg,
+    /// The old spelling of -t/--threads N (deprecated: elsewhere --tasks is threads or
+    /// processes).
+    #[arg(
+        long = "tasks",
+        value_name = "N",
+        hide = true,
+        conflicts_with = "threads",
+        value_parser = values::count
+    )]
+    pub tasks: Option<u64>,
+    /// `-p/--priority`.
+    #[command(flatten)]
+    pub priority: PriorityArg,
+    /// `-l/--loops`.
+    #[command(flatten)]
+    pub loops: LoopsArg,
+    /// Busy time of each thread per iteration: a bare number is µs.
+    #[arg(short = 'r', long, value_name = "TIME", default_value = "20ms", value_parser = values::short_time)]
+    pub run_time: Time,
+    /// Pause between iterations: a bare number is µs.
+    #[arg(short = 's', long, value_name = "TIME", default_value = "50ms", value_parser = values::short_time)]
+    pub sleep_time: Time,
+    /// Tolerance of the priority-order check: a bare number is µs.
+    #[arg(long, value_name = "TIME", default_value = "1000us", value_parser = values::short_time)]
+    pub max_err: Time,
     /// Test hook: lower the highest task below the lowest half-way through.
     #[arg(long, hide = true)]
     pub inject_inversion: bool,
-    /// Write the result as JSON to FILE, or `-` for stdout.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
 
-    /// Loads and where the result is kept.
+    /// Output, loads and where the result is kept.
     #[command(flatten)]
     pub common: MeasureArgs,
 }
@@ -46,8 +59,16 @@ impl crate::driver::Lowering for MigrateArgs {
         &self.common
     }
 
-    fn json(&self) -> Option<&std::path::Path> {
-        self.json.as_deref()
+    fn deprecations(&self) -> Vec<String> {
+        self.tasks
+            .map(|n| {
+                format!(
+                    "migrate --tasks {n} is deprecated (elsewhere --tasks means threads or \
+                     processes): use -t/--threads {n}; --tasks N goes in the next release"
+                )
+            })
+            .into_iter()
+            .collect()
     }
 
     fn lower(&self, online: &CpuSet) -> Result<Self::Config> {

@@ -2,7 +2,7 @@
 //! each failure an exit-2 message naming the flag and the value.
 
 use super::args::MonitorArgs;
-use crate::config::{parse_time_ns, BareUnit, CpuSet, Policy};
+use crate::config::{CpuSet, Policy};
 use crate::error::{Error, Result};
 use crate::measure::monitor::{MonitorConfig, DEFAULT_LISTEN};
 use std::net::SocketAddr;
@@ -18,55 +18,34 @@ fn valid_id(s: &str) -> bool {
 impl MonitorConfig {
     /// Validates the arguments (exit 2 naming the flag).
     pub fn from_args(a: &MonitorArgs, online: &CpuSet, host: &str) -> Result<MonitorConfig> {
-        let cpus = match &a.affinity {
-            Some(v) => CpuSet::parse_online("-a/--affinity", v, online)?,
-            None => online.clone(),
-        };
-        let time = |flag: &str, v: &Option<String>, bare: BareUnit| {
-            v.as_deref()
-                .map(|t| parse_time_ns(t, bare).map_err(|e| Error::flag(flag, t, e)))
-                .transpose()
-        };
-        let interval_ns =
-            time("-i/--interval", &a.interval, BareUnit::Micros)?.unwrap_or(1_000_000);
+        let cpus = a.affinity.online(online)?.unwrap_or_else(|| online.clone());
+        let interval_ns = a.interval.as_ref().map_or(1_000_000, |t| t.ns);
         if interval_ns < 10_000 {
             return Err(Error::flag(
                 "-i/--interval",
-                a.interval.as_deref().unwrap_or(""),
+                a.interval.as_ref().map_or("", |t| &t.text),
                 "at least 10 µs",
             ));
         }
-        let snapshot_every_ns = time("--snapshot-every", &a.snapshot_every, BareUnit::Seconds)?
-            .unwrap_or(300_000_000_000);
+        let snapshot_every_ns = a.snapshot_every;
         if snapshot_every_ns < 1_000_000_000 {
             return Err(Error::flag(
                 "--snapshot-every",
-                a.snapshot_every.as_deref().unwrap_or(""),
+                format!("{} s", snapshot_every_ns as f64 / 1e9),
                 "at least 1 s",
             ));
         }
-        let window_ns = time("--window", &a.window, BareUnit::Seconds)?
-            .unwrap_or(super::window::DEFAULT_WINDOW_NS);
+        let window_ns = a.window;
         if !(1_000_000_000..=3_600_000_000_000).contains(&window_ns) {
             return Err(Error::flag(
                 "--window",
-                a.window.as_deref().unwrap_or(""),
+                format!("{} s", window_ns as f64 / 1e9),
                 "between 1 s and 1 h",
             ));
         }
-        let threshold_ns = time("--threshold", &a.threshold, BareUnit::Micros)?;
-        let duration_ns = time("-D/--duration", &a.duration, BareUnit::Seconds)?;
-        if let (Some(ns), Some(v)) = (duration_ns, a.duration.as_deref()) {
-            crate::config::bounds::duration("-D/--duration", v, ns)?;
-        }
+        let threshold_ns = a.threshold.as_ref().map(|t| t.ns);
+        let duration_ns = *a.duration;
         let prio = a.priority.unwrap_or(80);
-        if !(0..=99).contains(&prio) {
-            return Err(Error::flag(
-                "-p/--priority",
-                prio,
-                "expected 0 (SCHED_OTHER) or 1-99",
-            ));
-        }
         let policy = if prio == 0 {
             Policy::Other
         } else {
@@ -110,7 +89,6 @@ impl MonitorConfig {
             }
         }
         let trace_culprits = match a.trace_culprits {
-            Some(0) => return Err(Error::flag("--trace-culprits", 0, "must be above zero")),
             Some(n) if n > 1000 => {
                 return Err(Error::flag(
                     "--trace-culprits",
@@ -118,7 +96,7 @@ impl MonitorConfig {
                     "at most 1000 (each is a series per CPU)",
                 ))
             }
-            Some(n) => n,
+            Some(n) => n as usize,
             None => super::causes::DEFAULT_TOP,
         };
         // The host and monitor tags, unless the user gave their own (a container's hostname
@@ -145,8 +123,8 @@ impl MonitorConfig {
             web,
             monitor_id,
             duration_ns,
-            mlock: !a.no_mlock,
-            strict: a.common.strict,
+            mlock: !a.no_mlock.no_mlock,
+            strict: a.common.strict(),
             store: a.common.store.store.clone(),
             no_store: a.common.store.no_store,
             tags,
@@ -156,6 +134,7 @@ impl MonitorConfig {
             trace_actions: a.trace.actions()?,
             trace_limits: a.trace.limits()?,
             trace_culprits,
+            quiet: a.common.quiet(),
         })
     }
 }

@@ -86,6 +86,9 @@ pub struct MonitorConfig {
     pub trace_limits: crate::trace::actions::Limits,
     /// `--trace-culprits`: culprit groups with a series of their own, per CPU.
     pub trace_culprits: usize,
+    /// `-q/--quiet`: no "serving" note (unless the port was picked by the kernel).
+    #[serde(skip)]
+    pub quiet: bool,
 }
 
 /// A finished monitor: the last interval's snapshot (stored by the driver) and whole-session
@@ -442,7 +445,9 @@ fn start_endpoint(cfg: &MonitorConfig, shared: Arc<Shared>) -> Result<http::Serv
     } else {
         "http"
     };
-    crate::note!("latlab monitor: serving {scheme}://{}/metrics", server.addr);
+    if !cfg.quiet || cfg.listen.port() == 0 {
+        crate::note!("latlab monitor: serving {scheme}://{}/metrics", server.addr);
+    }
     Ok(server)
 }
 

@@ -86,7 +86,12 @@ impl WebConfig {
         let bad = |key: &str, why: String| {
             Error::flag("--web-config", path.display(), format!("{key}: {why}"))
         };
-        let text = crate::io::read_text_limited(path, MAX_CONFIG_BYTES, "--web-config")?;
+        // A file that cannot be read is named by its flag too: `--web-config x.yml: why`.
+        let text = crate::io::read_text_limited(path, MAX_CONFIG_BYTES, "--web-config")
+            .map_err(|e| match e {
+                Error::Usage(m) => Error::Usage(format!("--web-config {m}")),
+                e => e,
+            })?;
         let file: File = if text.trim().is_empty() {
             File {
                 tls_server_config: None,

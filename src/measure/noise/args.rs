@@ -1,65 +1,69 @@
 //! `latlab noise`'s raw arguments (clap), lowered in `lower.rs`.
 
+use crate::config::values;
 use crate::config::CpuSet;
-use crate::config::{seconds, DisplayUnit};
+use crate::driver::args::groups::{
+    more_help, Affinity, DurationArg, RealTime, RepeatArg, ThresholdArg, UnitArg,
+};
 use crate::driver::args::MeasureArgs;
 use crate::error::Result;
 use crate::trace::args::TraceArgs;
 use clap::Args;
-use std::path::PathBuf;
 
 /// Arguments of `latlab noise`.
 #[derive(Debug, Args)]
 #[command(after_help = NOISE_AFTER_HELP)]
+#[command(mut_arg("affinity", |a| more_help(a, "One spinning thread each. Default: every \
+    online CPU but the main CPU (all when there is one).")))]
+#[command(mut_arg("duration", |a| more_help(a, "Of each measurement. Default 5.")))]
+#[command(mut_arg("threshold", |a| more_help(a, "Gaps at or above this count as \
+    interruptions. Default 1.")))]
+#[command(mut_arg("policy", |a| more_help(a, "Of the spinners: fifo, rr, other, batch or idle. \
+    Default fifo.")))]
+#[command(mut_arg("priority", |a| more_help(a, "Of the spinners. Default 50 (as in the seed).")))]
+#[command(mut_arg("repeat", |a| more_help(a, "Measurements, aggregated per CPU (outliers \
+    flagged, never dropped).")))]
+#[command(mut_arg("quiet", |a| more_help(a, "No per-repeat lines either.")))]
 pub struct NoiseArgs {
-    /// CPUs to measure (default: every online CPU but the main CPU; all when there is one).
-    #[arg(long, value_name = "CPUSET")]
-    pub cpus: Option<String>,
-    /// CPU of the control thread (default 0, as in the seed).
-    #[arg(long, value_name = "CPU")]
+    /// `-a/--affinity` (`--cpus`).
+    #[command(flatten)]
+    pub affinity: Affinity,
+    /// CPU of the control thread. Default: the first online CPU (0, as in the seed).
+    #[arg(long, value_name = "CPU", value_parser = values::cpu)]
     pub main_cpu: Option<usize>,
-    /// Length of each measurement: 5 (s), 500ms, 1m. Default 5 s.
-    #[arg(value_parser = seconds, short = 'D', long, value_name = "TIME", allow_negative_numbers = true)]
-    pub duration: Option<u64>,
-    /// Gaps at or above this count as interruptions (µs or with unit). Default 1 µs.
-    #[arg(long, value_name = "TIME", allow_negative_numbers = true)]
-    pub threshold: Option<String>,
-    /// Spinner policy: fifo (default), rr, other, batch, idle.
-    #[arg(long)]
-    pub policy: Option<crate::sys::policy::Policy>,
-    /// Spinner priority (default 50, as in the seed).
-    #[arg(short = 'p', long, allow_negative_numbers = true)]
-    pub priority: Option<i32>,
-    /// Timestamp: tsc (calibrated; default on x86 with constant TSC) or monotonic.
+    /// `-D/--duration`.
+    #[command(flatten)]
+    pub duration: DurationArg,
+    /// `--threshold`.
+    #[command(flatten)]
+    pub threshold: ThresholdArg,
+    /// `-p/--priority`, `--policy`.
+    #[command(flatten)]
+    pub rt: RealTime,
+    /// Timestamp: tsc (calibrated; the default on x86 with constant TSC) or monotonic.
     #[arg(long, value_enum)]
     pub clock: Option<crate::measure::noise::config::NoiseClock>,
     /// Run a shell command on --disturb-cpu a third of the way into each measurement.
     #[arg(long, value_name = "CMD")]
     pub disturb: Option<String>,
     /// CPU for the disturbing command (default: the main CPU).
-    #[arg(long, value_name = "CPU")]
+    #[arg(long, value_name = "CPU", value_parser = values::cpu)]
     pub disturb_cpu: Option<usize>,
-    /// Number of measurements, aggregated per CPU (outliers flagged, never dropped).
-    #[arg(long, default_value_t = 1)]
-    pub repeat: u32,
+    /// `--repeat`.
+    #[command(flatten)]
+    pub repeat: RepeatArg,
     /// Spin at RT priority on every CPU even with RT throttling off (the machine may hang).
     #[arg(long)]
     pub force: bool,
-    /// No live view and no per-repeat lines.
-    #[arg(short = 'q', long)]
-    pub quiet: bool,
-    /// Unit on screen.
-    #[arg(long, value_enum, default_value_t = DisplayUnit::Us)]
-    pub unit: DisplayUnit,
-    /// Write the result as JSON to FILE, or `-` for stdout.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
+    /// `--unit`.
+    #[command(flatten)]
+    pub unit: UnitArg,
 
     /// Kernel tracing options (`--trace`): explain interruptions at or above the threshold.
     #[command(flatten)]
     pub trace: TraceArgs,
 
-    /// Loads and where the result is kept.
+    /// Output, loads and where the result is kept.
     #[command(flatten)]
     pub common: MeasureArgs,
 }
@@ -77,10 +81,6 @@ impl crate::driver::Lowering for NoiseArgs {
 
     fn common(&self) -> &MeasureArgs {
         &self.common
-    }
-
-    fn json(&self) -> Option<&std::path::Path> {
-        self.json.as_deref()
     }
 
     fn lower(&self, online: &CpuSet) -> Result<Self::Config> {

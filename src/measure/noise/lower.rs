@@ -2,7 +2,7 @@
 //! failure an exit-2 message naming the flag and the value.
 
 use super::args::NoiseArgs;
-use crate::config::{parse_time_ns, BareUnit, CpuSet, Policy};
+use crate::config::{CpuSet, Policy};
 use crate::error::{Error, Result};
 use crate::measure::noise::config::{NoiseClock, NoiseConfig, MAX_REPEAT};
 
@@ -19,34 +19,21 @@ impl NoiseConfig {
                 format!("CPU is not online (online: {online})"),
             ));
         }
-        let cpus: Vec<usize> = match &a.cpus {
-            Some(v) => CpuSet::parse_online("--cpus", v, online)?.iter().collect(),
+        let cpus: Vec<usize> = match a.affinity.online(online)? {
+            Some(set) => set.iter().collect(),
             None if online.len() > 1 => online.iter().filter(|&c| c != main_cpu).collect(),
             None => online.iter().collect(),
         };
-        let policy: Policy = match &a.policy {
-            Some(p) => *p,
-            None => Policy::Fifo,
-        };
-        let prio = a.priority.unwrap_or(if policy.is_rt() { 50 } else { 0 });
-        policy
-            .check_prio(prio)
-            .map_err(|e| Error::Usage(format!("-p/--priority: {e}")))?;
+        use Policy::*;
+        let policy = a.rt.policy.or(Fifo, &[Fifo, Rr, Other, Batch, Idle])?;
+        let prio = a.rt.priority.for_policy(policy, 50)?;
         let duration_ns = a.duration.unwrap_or(5_000_000_000);
-        let threshold_ns = match &a.threshold {
-            Some(v) => {
-                parse_time_ns(v, BareUnit::Micros).map_err(|e| Error::flag("--threshold", v, e))?
-            }
-            None => 1_000,
-        };
-        if a.repeat == 0 || a.repeat > MAX_REPEAT {
-            return Err(Error::flag(
-                "--repeat",
-                a.repeat,
-                format!("use 1 to {MAX_REPEAT}"),
-            ));
-        }
-        crate::config::bounds::work("--repeat", a.repeat, u128::from(a.repeat), duration_ns)?;
+        let threshold_ns = a.threshold.as_ref().map_or(1_000, |t| t.ns);
+        let repeat = u32::try_from(*a.repeat)
+            .ok()
+            .filter(|&r| r <= MAX_REPEAT)
+            .ok_or_else(|| Error::flag("--repeat", *a.repeat, format!("use 1 to {MAX_REPEAT}")))?;
+        crate::config::bounds::work("--repeat", repeat, u128::from(repeat), duration_ns)?;
 
         let clock = match a.clock {
             Some(NoiseClock::Tsc) if !tsc_ok => {
@@ -95,14 +82,14 @@ impl NoiseConfig {
             duration_ns,
             threshold_ns,
             clock,
-            repeat: a.repeat,
+            repeat,
             disturb: a.disturb.clone(),
             disturb_cpu,
             force: a.force,
-            strict: a.common.strict,
-            quiet: a.quiet,
-            unit: a.unit,
-            json: a.json.clone(),
+            strict: a.common.strict(),
+            quiet: a.common.quiet(),
+            unit: *a.unit,
+            json: a.common.output.json.clone(),
             trace_threshold_ns: a.trace.threshold_ns()?,
             trace_save: a.trace.trace_save.clone(),
             trace_actions: a.trace.actions()?,

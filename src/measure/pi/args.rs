@@ -2,58 +2,56 @@
 //! checked, each failure an exit-2 message naming the flag and the value.
 
 use super::PiConfig;
-use crate::config::{parse_time_ns, seconds, BareUnit, CpuSet, DisplayUnit};
+use crate::config::values::{self, Time};
+use crate::config::CpuSet;
+use crate::driver::args::groups::{more_help, Affinity, PriorityArg, Timing, UnitArg, AFFINITY};
 use crate::driver::args::MeasureArgs;
 use crate::error::{Error, Result};
 use crate::sys::pimutex::Protocol;
 use clap::Args;
-use std::path::PathBuf;
 
 /// Arguments of `latlab pi`. Times take units (ns, us, ms, s); a bare number is µs, except
 /// the duration's (seconds).
 #[derive(Debug, Args)]
 #[command(after_help = PI_AFTER_HELP)]
+#[command(mut_arg("affinity", |a| more_help(a, "pi measures one CPU, all three tasks on it: \
+    the same as --cpu.")))]
+#[command(mut_arg("priority", |a| more_help(a, "SCHED_FIFO priority of the high task, 3 to 99; \
+    medium runs one below, low two below.").default_value("80")))]
+#[command(mut_arg("interval", |a| more_help(a, "Time between cycles: at least twice the \
+    critical section plus the spin.").default_value("20ms")))]
+#[command(mut_arg("loops", |a| more_help(a, "Cycles to run. Default: until --duration.")))]
+#[command(mut_arg("duration", |a| more_help(a, "Default 5s when -l is not given.")))]
 pub struct PiArgs {
     /// The mutex's priority protocol: inherit (PTHREAD_PRIO_INHERIT), none, or protect
     /// (PTHREAD_PRIO_PROTECT, ceiling = the high task's priority).
     #[arg(long, value_enum, default_value_t = Protocol::Inherit)]
     pub protocol: Protocol,
     /// The CPU all three tasks share (default: the last online CPU).
-    #[arg(short = 'a', long = "affinity", value_name = "CPU")]
-    pub affinity: Option<String>,
-    /// SCHED_FIFO priority of the high task; medium runs one below, low two below (default 80).
-    #[arg(short = 'p', long, allow_negative_numbers = true)]
-    pub priority: Option<i32>,
-    /// The low task's critical section: how long it spins holding the mutex. Default 100 µs.
-    #[arg(long = "cs", value_name = "TIME", allow_negative_numbers = true)]
-    pub critical_section: Option<String>,
-    /// How long the medium task spins each cycle (at most 100 ms, under the RT throttle).
-    /// Default 2 ms.
-    #[arg(long, value_name = "TIME", allow_negative_numbers = true)]
-    pub spin: Option<String>,
-    /// Time between cycles: at least twice the critical section plus the spin. Default 20 ms.
-    #[arg(short = 'i', long, value_name = "TIME", allow_negative_numbers = true)]
-    pub interval: Option<String>,
-    /// Cycles to run. Default: until --duration (5 s when neither is given).
-    #[arg(short = 'l', long, value_name = "N", allow_negative_numbers = true)]
-    pub loops: Option<String>,
-    /// How long to run: 10 (s), 10s, 5m.
-    #[arg(
-        value_parser = seconds,
-        short = 'D',
-        long = "duration",
-        value_name = "TIME",
-        allow_negative_numbers = true
-    )]
-    pub duration: Option<u64>,
-    /// Unit on screen.
-    #[arg(long, value_enum, default_value_t = DisplayUnit::Us)]
-    pub unit: DisplayUnit,
-    /// Write the result as JSON to FILE, or `-` for stdout.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
+    #[arg(long = "cpu", value_name = "CPU", value_parser = values::cpu, conflicts_with = "affinity")]
+    pub cpu: Option<usize>,
+    /// `-a/--affinity`: the same, as a set of one CPU.
+    #[command(flatten)]
+    pub affinity: Affinity,
+    /// `-p/--priority`.
+    #[command(flatten)]
+    pub priority: PriorityArg,
+    /// The low task's critical section: how long it spins holding the mutex, at most 100ms; a
+    /// bare number is µs.
+    #[arg(long = "cs", value_name = "TIME", default_value = "100us", value_parser = values::short_time)]
+    pub critical_section: Time,
+    /// How long the medium task spins each cycle, at most 100ms (under the RT throttle); a bare
+    /// number is µs.
+    #[arg(long, value_name = "TIME", default_value = "2ms", value_parser = values::short_time)]
+    pub spin: Time,
+    /// `-D/--duration`, `-i/--interval`, `-l/--loops`.
+    #[command(flatten)]
+    pub timing: Timing,
+    /// `--unit`.
+    #[command(flatten)]
+    pub unit: UnitArg,
 
-    /// Loads and where the result is kept.
+    /// Output, loads and where the result is kept.
     #[command(flatten)]
     pub common: MeasureArgs,
 }
@@ -64,35 +62,31 @@ Each cycle: low (FIFO p-2) locks the mutex, wakes high (p), which blocks on it, 
 medium started while high was waiting; any inversion fails the run (exit 1), as pi_stress
 fails. With inherit or protect, high waits about one critical section.";
 
-fn time(flag: &str, v: &Option<String>, default_ns: u64) -> Result<u64> {
-    match v {
-        None => Ok(default_ns),
-        Some(v) => {
-            let ns = parse_time_ns(v, BareUnit::Micros).map_err(|e| Error::flag(flag, v, e))?;
-            if ns == 0 {
-                return Err(Error::flag(flag, v, "must be greater than zero"));
-            }
-            Ok(ns)
-        }
-    }
-}
-
 impl PiArgs {
     /// Validates the arguments against the online CPUs.
     pub fn to_config(&self, online: &CpuSet) -> Result<PiConfig> {
-        let cpu = match &self.affinity {
-            None => online.iter().last().unwrap_or(0),
-            Some(v) => {
-                let set = CpuSet::parse_online("-a/--affinity", v, online)?;
-                if set.len() != 1 {
-                    return Err(Error::flag(
-                        "-a/--affinity",
-                        v,
-                        "give one CPU: the inversion needs all three tasks on it",
-                    ));
+        let cpu = match (self.cpu, self.affinity.online(online)?) {
+            (Some(c), _) if !online.contains(c) => {
+                return Err(Error::flag(
+                    "--cpu",
+                    c,
+                    format!("CPU is not online (online: {online})"),
+                ))
+            }
+            (Some(c), _) => c,
+            (None, None) => online.iter().last().unwrap_or(0),
+            (None, Some(set)) => {
+                let cpus: Vec<usize> = set.iter().collect();
+                match cpus[..] {
+                    [c] => c,
+                    _ => {
+                        return Err(Error::flag(
+                            self.affinity.given().map_or(AFFINITY, |g| g.0),
+                            set,
+                            "give one CPU: the inversion needs all three tasks on it",
+                        ))
+                    }
                 }
-                let first = set.iter().next().unwrap_or(0);
-                first
             }
         };
         let prio = self.priority.unwrap_or(80);
@@ -103,59 +97,46 @@ impl PiArgs {
                 "use 3 to 99 (medium and low run one and two below)",
             ));
         }
-        let cs_ns = time("--cs", &self.critical_section, 100_000)?;
-        let spin_ns = time("--spin", &self.spin, 2_000_000)?;
-        if spin_ns > 100_000_000 {
-            return Err(Error::flag(
-                "--spin",
-                self.spin.as_deref().unwrap_or(""),
-                "at most 100ms (a longer real-time spin meets the RT throttle)",
-            ));
+        let (cs, spin) = (&self.critical_section, &self.spin);
+        for (flag, t) in [("--spin", spin), ("--cs", cs)] {
+            if t.ns > 100_000_000 {
+                return Err(Error::flag(
+                    flag,
+                    t,
+                    "at most 100ms (a longer real-time spin meets the RT throttle)",
+                ));
+            }
         }
-        if cs_ns > 100_000_000 {
-            return Err(Error::flag(
-                "--cs",
-                self.critical_section.as_deref().unwrap_or(""),
-                "at most 100ms (a longer real-time spin meets the RT throttle)",
-            ));
-        }
-        let interval_ns = time("-i/--interval", &self.interval, 20_000_000)?;
-        if interval_ns < 2 * (cs_ns + spin_ns) {
+        let interval = self.timing.interval.as_ref();
+        let interval_ns = interval.map_or(20_000_000, |t| t.ns);
+        if interval_ns < 2 * (cs.ns + spin.ns) {
             return Err(Error::flag(
                 "-i/--interval",
-                self.interval.as_deref().unwrap_or("20ms"),
+                interval.map_or("20ms", |t| &t.text),
                 format!(
                     "must be at least twice the critical section plus the spin ({} µs)",
-                    2 * (cs_ns + spin_ns) / 1000
+                    2 * (cs.ns + spin.ns) / 1000
                 ),
             ));
         }
-        let loops = match &self.loops {
-            None => None,
-            Some(v) => {
-                let n: u64 = v.trim().parse().ok().filter(|&n| n > 0).ok_or_else(|| {
-                    Error::flag("-l/--loops", v, "expected a whole number greater than zero")
-                })?;
-                crate::config::bounds::work("-l/--loops", v, u128::from(n), interval_ns)?;
-                Some(n)
-            }
-        };
-        let duration_ns = match self.duration {
+        let loops = *self.timing.loops;
+        if let Some(n) = loops {
+            crate::config::bounds::work("-l/--loops", n, u128::from(n), interval_ns)?;
+        }
+        let duration_ns = match *self.timing.duration {
             None if loops.is_none() => Some(5_000_000_000),
-            None => None,
-            Some(0) => return Err(Error::flag("-D/--duration", 0, "must be greater than zero")),
-            Some(d) => Some(crate::config::bounds::duration("-D/--duration", d, d)?),
+            d => d,
         };
         Ok(PiConfig {
             protocol: self.protocol,
             cpu,
             prio,
-            cs_ns,
-            spin_ns,
+            cs_ns: cs.ns,
+            spin_ns: spin.ns,
             interval_ns,
             loops,
             duration_ns,
-            unit: self.unit,
+            unit: *self.unit,
         })
     }
 }
@@ -165,10 +146,6 @@ impl crate::driver::Lowering for PiArgs {
 
     fn common(&self) -> &MeasureArgs {
         &self.common
-    }
-
-    fn json(&self) -> Option<&std::path::Path> {
-        self.json.as_deref()
     }
 
     fn lower(&self, online: &CpuSet) -> Result<PiConfig> {
@@ -182,7 +159,8 @@ mod tests {
 
     fn lower(args: &[&str]) -> Result<PiConfig> {
         let argv = ["latlab", "pi"].iter().chain(args);
-        let a: PiArgs = crate::driver::args::parse_args("pi", argv).unwrap();
+        let a: PiArgs =
+            crate::driver::args::parse_args("pi", argv).map_err(|e| Error::Usage(e.to_string()))?;
         a.to_config(&CpuSet::from_cpus([0, 1]))
     }
 
@@ -192,6 +170,11 @@ mod tests {
         assert_eq!((c.cpu, c.prio, c.protocol), (1, 80, Protocol::Inherit));
         assert_eq!(c.duration_ns, Some(5_000_000_000));
         assert_eq!(lower(&["-l", "7"]).unwrap().duration_ns, None);
+        assert_eq!(lower(&["--cpu", "0"]).unwrap().cpu, 0);
+        assert_eq!(lower(&["-a", "0"]).unwrap().cpu, 0);
+        // A bare number is µs, as the help says (the default is 2ms = 2000).
+        assert_eq!(lower(&["--spin", "2"]).unwrap().spin_ns, 2_000);
+        assert_eq!(lower(&[]).unwrap().spin_ns, 2_000_000);
         for (args, flag) in [
             (&["-a", "0,1"][..], "-a/--affinity"),
             (&["-p", "2"], "-p/--priority"),
@@ -199,6 +182,7 @@ mod tests {
             (&["--cs", "0"], "--cs"),
             (&["-i", "1ms"], "-i/--interval"),
             (&["-l", "-3"], "-l/--loops"),
+            (&["--cpu", "7"], "--cpu"),
         ] {
             let e = lower(args).unwrap_err();
             assert_eq!(e.exit_code(), 2, "{args:?}");

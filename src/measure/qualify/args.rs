@@ -49,9 +49,6 @@ pub struct QualifyArgs {
     /// Write the qualification report (self-contained HTML) to FILE.
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
-    /// Write the final result as JSON to FILE, or `-` for stdout.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
     /// Continue a qualification that was killed or interrupted (ID: its id, or any of its
     /// runs; without ID the newest unfinished one of this host) with its own settings, loads
     /// and id, for the rest of its duration.
@@ -95,10 +92,6 @@ impl crate::driver::Lowering for QualifyArgs {
 
     fn common(&self) -> &MeasureArgs {
         &self.common
-    }
-
-    fn json(&self) -> Option<&std::path::Path> {
-        self.json.as_deref()
     }
 
     fn lower(&self, online: &CpuSet) -> Result<Self::Config> {

@@ -31,9 +31,10 @@ impl QualifyConfig {
         };
         let housekeeping = a
             .common
+            .loads
             .housekeeping
-            .as_deref()
-            .map(|h| CpuSet::parse_online("--housekeeping", h, online))
+            .as_ref()
+            .map(|h| h.online("--housekeeping", online))
             .transpose()?;
         let cpus = match (&a.affinity, &housekeeping) {
             (Some(v), _) => CpuSet::parse_online("-a/--affinity", v, online)?,
@@ -43,7 +44,11 @@ impl QualifyConfig {
         if cpus.is_empty() {
             return Err(Error::flag(
                 "--housekeeping",
-                a.common.housekeeping.as_deref().unwrap_or(""),
+                a.common
+                    .loads
+                    .housekeeping
+                    .as_ref()
+                    .map_or("", |h| h.text.as_str()),
                 "leaves no CPU to measure; name the measured CPUs with -a",
             ));
         }
@@ -100,13 +105,13 @@ impl QualifyConfig {
                 .map_err(|e| Error::flag("--require", r, e))?;
             requirements.extend(list.into_iter().map(|q| q.text));
         }
-        let loads: Vec<String> = match (a.common.load.is_empty(), a.no_loads) {
+        let loads: Vec<String> = match (a.common.loads.load.is_empty(), a.no_loads) {
             (false, true) => {
                 return Err(Error::Usage(
                     "--no-loads and --load: give one of them".into(),
                 ))
             }
-            (false, false) => a.common.load.clone(),
+            (false, false) => a.common.loads.load.clone(),
             (true, false) => DEFAULT_LOADS.iter().map(|s| s.to_string()).collect(),
             (true, true) => Vec::new(),
         };
@@ -133,7 +138,7 @@ impl QualifyConfig {
                 .map(|p| absolute("--trace-save", p))
                 .transpose()?,
             on_threshold: a.trace.on_threshold.clone(),
-            on_threshold_max: a.trace.on_threshold_max,
+            on_threshold_max: Some(u64::from(a.trace.actions_max()?)),
             trace_budget: a.trace.trace_budget.clone(),
             on_threshold_env: a
                 .trace
@@ -143,10 +148,17 @@ impl QualifyConfig {
                 .collect(),
             junit: a.junit.as_deref().map(|p| absolute("--junit", p)).transpose()?,
             report: a.report.as_deref().map(|p| absolute("--report", p)).transpose()?,
-            json: a.json.as_deref().map(|p| absolute("--json", p)).transpose()?,
+            json: a
+                .common
+                .output
+                .json
+                .as_deref()
+                .map(|p| absolute("--json", p))
+                .transpose()?,
             tags: a.common.store.tag.clone(),
             mlock: !a.no_mlock,
-            strict: a.common.strict,
+            strict: a.common.rt.strict,
+            quiet: a.common.quiet(),
             derived: Default::default(),
         };
         if let Some(p) = &cfg.trace_save {

@@ -57,7 +57,7 @@ pub struct QualifyConfig {
     /// `--on-threshold` rules, as written.
     pub on_threshold: Vec<String>,
     /// `--on-threshold-max`.
-    pub on_threshold_max: Option<u32>,
+    pub on_threshold_max: Option<u64>,
     /// `--trace-budget`, as written.
     #[serde(default)]
     pub trace_budget: Option<String>,
@@ -77,6 +77,10 @@ pub struct QualifyConfig {
     pub mlock: bool,
     /// `--strict`.
     pub strict: bool,
+    /// `-q/--quiet`: no progress bar and no line per checkpoint (this command line's, never
+    /// stored: a resumed qualification takes the resuming command's).
+    #[serde(skip)]
+    pub quiet: bool,
     /// What is parsed from the text above, and what a resumed segment brings along.
     #[serde(skip)]
     pub derived: Derived,

@@ -10,6 +10,7 @@ use std::io::IsTerminal;
 pub struct Progress {
     bar: Option<ProgressBar>,
     planned_s: f64,
+    quiet: bool,
 }
 
 /// The figures shown.
@@ -42,10 +43,11 @@ fn hms(s: f64) -> String {
 
 impl Progress {
     /// A bar when stderr is a terminal (and `LATLAB_NO_PROGRESS` is unset), plain lines
-    /// otherwise.
-    pub fn new(planned_s: f64, done_s: f64) -> Progress {
-        let terminal =
-            std::io::stderr().is_terminal() && std::env::var_os("LATLAB_NO_PROGRESS").is_none();
+    /// otherwise; nothing at all when `quiet`.
+    pub fn new(planned_s: f64, done_s: f64, quiet: bool) -> Progress {
+        let terminal = !quiet
+            && std::io::stderr().is_terminal()
+            && std::env::var_os("LATLAB_NO_PROGRESS").is_none();
         let bar = terminal.then(|| {
             let b = ProgressBar::with_draw_target(
                 Some(planned_s.ceil() as u64),
@@ -61,7 +63,11 @@ impl Progress {
             b.set_position(done_s as u64);
             b
         });
-        Progress { bar, planned_s }
+        Progress {
+            bar,
+            planned_s,
+            quiet,
+        }
     }
 
     /// Redraws the bar (nothing in a pipe).
@@ -95,6 +101,7 @@ impl Progress {
         );
         match &self.bar {
             Some(b) => b.println(text),
+            None if self.quiet => {}
             None => crate::note!("{text}"),
         }
     }

@@ -111,6 +111,7 @@ pub fn start(a: QualifyArgs, online: &CpuSet, command_line: Vec<String>) -> Resu
         }
     }
     cfg.derived.lock = Some(Arc::new(Lock::take(&cfg.id)?));
+    cfg.quiet = a.common.quiet();
     let margs = crate::driver::MeasureArgs {
         store: crate::driver::StoreArgs {
             store: store_spec,
@@ -122,11 +123,22 @@ pub fn start(a: QualifyArgs, online: &CpuSet, command_line: Vec<String>) -> Resu
                 .chain([format!("{TAG_QUALIFICATION}={}", cfg.id)])
                 .collect(),
         },
-        load: cfg.loads.clone(),
-        housekeeping: cfg.housekeeping.clone(),
-        strict: cfg.strict,
+        loads: crate::driver::args::Loads {
+            load: cfg.loads.clone(),
+            housekeeping: cfg
+                .housekeeping
+                .as_deref()
+                .map(crate::config::values::cpus)
+                .transpose()
+                .map_err(|e| Error::flag("--housekeeping", cfg.housekeeping.as_deref().unwrap_or(""), e))?,
+        },
+        rt: crate::driver::args::Strict { strict: cfg.strict },
+        output: crate::driver::args::Output {
+            quiet: a.common.output.quiet,
+            json: cfg.json.clone(),
+        },
     };
-    let common = margs.to_common(cfg.json.as_deref())?;
+    let common = margs.to_common()?;
     crate::driver::execute(cfg, &common, command_line)
 }
 
@@ -142,10 +154,10 @@ fn refuse_settings(a: &QualifyArgs) -> Result<()> {
         ("--confidence", a.confidence.is_some()),
         ("--junit", a.junit.is_some()),
         ("--report", a.report.is_some()),
-        ("--json", a.json.is_some()),
+        ("--json", a.common.output.json.is_some()),
         ("--no-loads", a.no_loads),
-        ("--load", !a.common.load.is_empty()),
-        ("--housekeeping", a.common.housekeeping.is_some()),
+        ("--load", !a.common.loads.load.is_empty()),
+        ("--housekeeping", a.common.loads.housekeeping.is_some()),
         ("--trace", a.trace.trace),
         ("--tag", !a.common.store.tag.is_empty()),
     ];

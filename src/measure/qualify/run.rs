@@ -272,7 +272,11 @@ pub fn run(cfg: &QualifyConfig, ctx: &mut Ctx<'_>) -> Result<QualifyOutcome> {
         crate::samples::rings(n, crate::measure::cyclic::ring_capacity(cfg.interval_ns));
     let producers: Vec<_> = producers.into_iter().map(Some).collect();
     let facts = SystemFacts::capture(&cfg.cpus);
-    let progress = Progress::new(cfg.duration_ns as f64 / 1e9, cfg.measured_before_s());
+    let progress = Progress::new(
+        cfg.duration_ns as f64 / 1e9,
+        cfg.measured_before_s(),
+        cfg.quiet,
+    );
     rt::install_wake_handler();
     let done = Arc::new(AtomicUsize::new(0));
     let bell = Arc::new(rt::Doorbell::default());

@@ -3,7 +3,8 @@
 
 use super::target::{self, Target};
 use super::SchedConfig;
-use crate::config::{parse_time_ns, seconds, BareUnit, CpuSet, DisplayUnit};
+use crate::config::CpuSet;
+use crate::driver::args::groups::{more_help, Affinity, DurationArg, ThresholdArg, UnitArg};
 use crate::driver::args::MeasureArgs;
 use crate::error::{Error, Result};
 use clap::Args;
@@ -13,6 +14,13 @@ use std::path::{Path, PathBuf};
 /// the duration's (seconds).
 #[derive(Debug, Args)]
 #[command(after_help = SCHED_AFTER_HELP)]
+#[command(mut_arg("affinity", |a| more_help(a, "Only delays on these CPUs are measured (a \
+    task's wake-up counts on the CPU it was switched in on); scheduler events are read on every \
+    CPU. Default: every CPU.")))]
+#[command(mut_arg("duration", |a| more_help(a, "Default: until the command (or every --pid \
+    process) exits, or Ctrl-C.")))]
+#[command(mut_arg("threshold", |a| more_help(a, "Delays at or over this are explained (who ran \
+    instead). Default 100.")))]
 pub struct SchedArgs {
     /// Every thread of these processes (and threads they start later).
     #[arg(long, value_name = "PID[,PID]")]
@@ -30,29 +38,18 @@ pub struct SchedArgs {
     /// Every task (latlab's own excepted); the event rate is printed.
     #[arg(long)]
     pub all: bool,
-    /// Measure only delays on these CPUs (a task's wake-up counts on the CPU it was switched
-    /// in on). Scheduler events are read on every CPU: a wake-up is recorded on the waker's.
-    #[arg(short = 'a', long = "affinity", value_name = "CPUSET")]
-    pub affinity: Option<String>,
-    /// How long to measure: 10 (s), 10s, 5m. Default: until the command (or every --pid
-    /// process) exits, or Ctrl-C.
-    #[arg(
-        value_parser = seconds,
-        short = 'D',
-        long = "duration",
-        value_name = "TIME",
-        allow_negative_numbers = true
-    )]
-    pub duration: Option<u64>,
-    /// Delays at or over this are explained (who ran instead). Default 100 µs.
-    #[arg(long, value_name = "TIME", allow_negative_numbers = true)]
-    pub threshold: Option<String>,
-    /// Unit on screen.
-    #[arg(long, value_enum, default_value_t = DisplayUnit::Us)]
-    pub unit: DisplayUnit,
-    /// Write the result as JSON to FILE, or `-` for stdout.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
+    /// `-a/--affinity`.
+    #[command(flatten)]
+    pub affinity: Affinity,
+    /// `-D/--duration`.
+    #[command(flatten)]
+    pub duration: DurationArg,
+    /// `--threshold`.
+    #[command(flatten)]
+    pub threshold: ThresholdArg,
+    /// `--unit`.
+    #[command(flatten)]
+    pub unit: UnitArg,
     /// The command to run and measure (after `--`), with every thread and child it makes;
     /// latlab ends when it exits and exits with its status.
     #[arg(last = true, value_name = "CMD")]
@@ -160,38 +157,20 @@ impl SchedArgs {
             }
             Target::Command(self.command.clone())
         };
-        let cpus = match &self.affinity {
-            None => None,
-            Some(v) => Some(
-                CpuSet::parse_online("-a/--affinity", v, online)?
-                    .iter()
-                    .collect(),
-            ),
-        };
-        let threshold_ns = match &self.threshold {
-            None => crate::trace::session::DEFAULT_THRESHOLD_NS,
-            Some(v) => {
-                let ns = parse_time_ns(v, BareUnit::Micros)
-                    .map_err(|e| Error::flag("--threshold", v, e))?;
-                if ns == 0 {
-                    return Err(Error::flag("--threshold", v, "must be greater than zero"));
-                }
-                ns
-            }
-        };
-        if self.duration == Some(0) {
-            return Err(Error::flag(
-                "-D/--duration",
-                "0",
-                "must be greater than zero",
-            ));
-        }
+        let cpus = self
+            .affinity
+            .online(online)?
+            .map(|set| set.iter().collect());
+        let threshold_ns = self
+            .threshold
+            .as_ref()
+            .map_or(crate::trace::session::DEFAULT_THRESHOLD_NS, |t| t.ns);
         Ok(SchedConfig {
             target,
             cpus,
-            duration_ns: self.duration,
+            duration_ns: *self.duration,
             threshold_ns,
-            unit: self.unit,
+            unit: *self.unit,
             notes: self
                 .comm
                 .as_ref()
@@ -216,10 +195,6 @@ impl crate::driver::Lowering for SchedArgs {
         &self.common
     }
 
-    fn json(&self) -> Option<&std::path::Path> {
-        self.json.as_deref()
-    }
-
     fn lower(&self, online: &CpuSet) -> Result<SchedConfig> {
         self.to_config(online)
     }
@@ -238,7 +213,8 @@ mod tests {
 
     fn lower(args: &[&str]) -> Result<SchedConfig> {
         let argv = ["latlab", "sched"].iter().chain(args);
-        let a: SchedArgs = crate::driver::args::parse_args("sched", argv).unwrap();
+        let a: SchedArgs = crate::driver::args::parse_args("sched", argv)
+            .map_err(|e| Error::Usage(e.to_string()))?;
         a.to_config(&CpuSet::from_cpus([0, 1]))
     }
 
