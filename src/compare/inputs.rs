@@ -86,9 +86,8 @@ enum Item {
     Loaded(Box<Run>, String),
 }
 
-/// Parses `[LABEL=]LIST`, LIST being run selectors (`crate::compare::select`) or value files,
-/// separated by commas or spaces; paths need not be UTF-8.
-pub fn load(spec: &OsStr, o: &ReadOpts) -> Result<Source> {
+/// Splits `[LABEL=]LIST` into its label (when one is given) and the list.
+pub fn split_label(spec: &OsStr) -> (Option<String>, &OsStr) {
     let b = spec.as_bytes();
     let label_end = b.iter().position(|&c| c == b'=').filter(|&i| {
         i > 0
@@ -96,13 +95,20 @@ pub fn load(spec: &OsStr, o: &ReadOpts) -> Result<Source> {
                 .iter()
                 .any(|c| b"/:,".contains(c) || c.is_ascii_whitespace())
     });
-    let (label, rest) = match label_end {
+    match label_end {
         Some(i) => (
             Some(String::from_utf8_lossy(&b[..i]).into_owned()),
-            &b[i + 1..],
+            OsStr::from_bytes(&b[i + 1..]),
         ),
-        None => (None, b),
-    };
+        None => (None, spec),
+    }
+}
+
+/// Parses `[LABEL=]LIST`, LIST being run selectors (`crate::compare::select`) or value files,
+/// separated by commas or spaces; paths need not be UTF-8.
+pub fn load(spec: &OsStr, o: &ReadOpts) -> Result<Source> {
+    let (label, rest) = split_label(spec);
+    let rest = rest.as_bytes();
     let sels = super::select::parse(&[OsStr::from_bytes(rest)])?;
     let text = String::from_utf8_lossy(rest).into_owned();
     let label = label.unwrap_or_else(|| super::select::default_label(&sels, &text));

@@ -10,6 +10,7 @@ pub mod html;
 pub mod png;
 pub mod spikes;
 pub mod svg;
+pub mod tail;
 
 use crate::compare::analysis::{Analysis, Settings};
 use crate::compare::select;

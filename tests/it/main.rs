@@ -39,6 +39,7 @@ mod report;
 mod sched;
 mod store;
 mod table;
+mod tail;
 mod tcp;
 mod trace;
 mod util;

@@ -2,6 +2,7 @@
 //! run's events from its HDR histograms (bounded by the exact maximum), judges, prints, and
 //! returns the exit code's error: violated is exit 1, undecided exit 4.
 
+use super::extrapolate::{extrapolate, Extrapolation};
 use crate::cli::GateArgs;
 use crate::error::{Error, Result};
 use crate::gate::bounds::quantile_ranks;
@@ -48,21 +49,37 @@ pub fn run(a: &GateArgs) -> Result<()> {
         max_ns = max_ns.max(m);
     }
     let j = judge(&req, &counts, a.confidence, a.assume_independent_samples);
+    let ext = if a.extrapolate && j.outcome == Outcome::Undecided {
+        let refs: Vec<(&Run, &str)> = runs.iter().map(|r| (&r.run, r.name.as_str())).collect();
+        Some(extrapolate(&refs, &req, a.confidence, a.series.as_deref())?)
+    } else {
+        None
+    };
+    let verdict = match &ext {
+        Some(e) if j.single_run.is_none() => e.outcome,
+        _ => j.verdict(),
+    };
     let out = if a.json {
-        serde_json::to_string_pretty(&serde_json::json!({
+        let mut v = serde_json::json!({
             "requirement": req.text,
             "confidence": a.confidence,
             "runs": counts.iter().map(|c| &c.name).collect::<Vec<_>>(),
-            "verdict": j.verdict(),
+            "verdict": verdict,
             "judgement": j,
-        }))
-        .unwrap_or_default()
-            + "\n"
+        });
+        if let Some(e) = &ext {
+            v["extrapolation"] = serde_json::to_value(e).unwrap_or_default();
+        }
+        serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
     } else {
-        render(&req, &counts, &j, &Dist::merge(&dists), max_ns, a)
+        let mut s = render(&req, &counts, &j, &Dist::merge(&dists), max_ns, a);
+        if let Some(e) = &ext {
+            s.push_str(&render_extrapolation(e, &j, verdict));
+        }
+        s
     };
     crate::output::stdout(&out).map_err(|e| Error::io("stdout", e))?;
-    match j.verdict() {
+    match verdict {
         Outcome::Met => Ok(()),
         Outcome::Violated => Err(Error::CheckFailed(format!(
             "requirement {} violated",
@@ -244,6 +261,39 @@ fn render(
     if let Some(m) = &j.to_decide {
         s.push_str(&format!("  to decide: {m}\n"));
     }
+    s
+}
+
+/// What `--extrapolate` adds to the text.
+fn render_extrapolation(e: &Extrapolation, j: &Judgement, verdict: Outcome) -> String {
+    let mut s = String::new();
+    if let Some(f) = &e.refusal {
+        s.push_str(&format!(
+            "extrapolation: none, the tail cannot be modelled: {}\n  what would help: {}\n",
+            f.reason, f.help
+        ));
+        return s;
+    }
+    if let (Some((r, lo, hi)), Some(f)) = (e.rate, &e.fit) {
+        s.push_str(&format!(
+            "extrapolation (generalized Pareto tail above {} us, shape {}, {} clusters; Anderson-Darling p = {}): rate {} with bounds [{}, {}] -> {}\n",
+            g(f.threshold / 1e3, 4),
+            g(f.xi, 3),
+            f.clusters,
+            g(f.gof_p, 2),
+            g(r, 3),
+            g(lo, 3),
+            g(hi, 3),
+            text(e.outcome)
+        ));
+    }
+    if j.single_run.is_some() && e.outcome != Outcome::Undecided {
+        s.push_str("  one run: the fit's outcome is not a verdict either (the run is the unit of replication)\n");
+    }
+    s.push_str(&format!(
+        "verdict with extrapolation: {}\n",
+        text(verdict).to_uppercase()
+    ));
     s
 }
 
