@@ -181,6 +181,12 @@ fn tail_section(t: &super::tail::Section) -> String {
             esc(why),
             esc(help)
         );
+        if let Some(c) = &t.chart {
+            s.push_str(&figure(
+                c,
+                Some("the data's tail, with no fit (latlab tail)"),
+            ));
+        }
         return s;
     }
     if let Some(c) = &t.chart {

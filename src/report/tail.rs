@@ -28,12 +28,14 @@ pub fn section(run: &crate::result::Run, name: &str) -> Option<Section> {
         return None;
     }
     let r = crate::tail::estimate_runs(&[(run, name)], &Request::per_sample(&AT)).ok()?;
-    let mut s = Section::default();
+    let mut s = Section {
+        chart: chart(&r),
+        ..Default::default()
+    };
     if let Some(f) = &r.refusal {
         s.refusal = Some((f.reason.clone(), f.help.clone()));
         return Some(s);
     }
-    s.chart = chart(&r);
     let us = |v: Option<f64>, none: &str| v.map_or(none.to_string(), |v| g(v / 1e3, 4));
     let row = |label: String, q: &crate::tail::Quantile| {
         [
@@ -74,35 +76,40 @@ pub fn section(run: &crate::result::Run, name: &str) -> Option<Section> {
     Some(s)
 }
 
-/// The log-log exceedance chart of a fitted report (latency in µs).
+/// The log-log exceedance chart of a report (latency in µs): the data's tail, and where the
+/// tail was fitted the curve, its band and the threshold.
 pub fn chart(r: &Report) -> Option<String> {
-    let m = r.model.as_ref()?;
-    let n = m.n as f64;
+    let n = r.samples as f64;
+    if r.top.is_empty() || n <= 0.0 {
+        return None;
+    }
     let k = 1e-3;
-    let empirical: Vec<(f64, f64)> = m
+    let empirical: Vec<(f64, f64)> = r
         .top
         .iter()
         .enumerate()
         .map(|(i, &v)| (v * k, (i + 1) as f64 / n))
         .collect();
-    let p_u = 0.99 * m.exceedances as f64 / n;
-    let p_min = (0.01 / n).min(r.quantiles.iter().map(|q| q.p).fold(1.0, f64::min));
-    // 13 probabilities from the threshold's down to p_min, log-spaced.
-    let steps = 12;
-    let ps: Vec<f64> = (0..=steps)
-        .map(|i| p_u * (p_min / p_u).powf(i as f64 / steps as f64))
-        .collect();
+    let lowest = empirical.last().map_or(1.0, |p| p.1);
     let mut fitted = Vec::new();
     let mut band = Vec::new();
-    for &p in &ps {
-        let l = m.per_sample(p);
-        if let Some(v) = l.value {
-            fitted.push((v * k, p));
-            band.push((
-                p,
-                l.low.unwrap_or(v) * k,
-                l.high.map_or(f64::INFINITY, |h| h * k),
-            ));
+    let mut p_min = 1.0 / n;
+    if let Some(m) = &r.model {
+        let p_u = 0.99 * m.exceedances as f64 / n;
+        p_min = (0.01 / n).min(r.quantiles.iter().map(|q| q.p).fold(1.0, f64::min));
+        // 13 probabilities from the threshold's down to p_min, log-spaced.
+        let steps = 12;
+        for i in 0..=steps {
+            let p = p_u * (p_min / p_u).powf(i as f64 / steps as f64);
+            let l = m.per_sample(p);
+            if let Some(v) = l.value {
+                fitted.push((v * k, p));
+                band.push((
+                    p,
+                    l.low.unwrap_or(v) * k,
+                    l.high.map_or(f64::INFINITY, |h| h * k),
+                ));
+            }
         }
     }
     let xs = empirical
@@ -114,25 +121,27 @@ pub fn chart(r: &Report) -> Option<String> {
     // The band may run off far: keep the axis to a few decades past the data.
     let data_max = empirical.first().map_or(1.0, |p| p.0);
     x.hi = x.hi.min(10f64.powf((data_max * 1000.0).log10().ceil()));
-    let mut y = Axis::fit(
-        [p_min, p_u.max(empirical.last().map_or(p_u, |p| p.1))],
-        true,
-        "probability per sample of exceeding",
-    );
+    let mut y = Axis::fit([p_min, lowest], true, "probability per sample of exceeding");
     y.hi = y.hi.min(1.0);
     let plot = TailPlot {
         empirical,
         fitted,
         band,
-        threshold: m.threshold * k,
+        threshold: r.model.as_ref().map(|m| m.threshold * k),
         labels: [
             "data".into(),
-            format!("GPD fit (ξ = {})", g(m.fit.xi, 2)),
+            r.model.as_ref().map_or(String::new(), |m| {
+                format!("GPD fit (ξ = {})", g(m.fit.xi, 2))
+            }),
             "95 % band".into(),
         ],
     };
     Some(svg::tail_chart(
-        "Tail: exceedance probability per sample (log-log), fit beyond the data",
+        if r.model.is_some() {
+            "Tail: exceedance probability per sample (log-log), fit beyond the data"
+        } else {
+            "Tail: exceedance probability per sample (log-log), no fit"
+        },
         x,
         y,
         &plot,

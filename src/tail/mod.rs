@@ -168,6 +168,9 @@ pub struct Report {
     /// The fitted model, for charts and further questions.
     #[serde(skip)]
     pub model: Option<Model>,
+    /// The data's largest values, descending (for charts, refused or not).
+    #[serde(skip)]
+    pub top: Vec<f64>,
 }
 
 impl Report {
@@ -206,6 +209,11 @@ pub fn estimate(data: &Loaded, req: &Request) -> Result<Report> {
         candidates: Vec::new(),
         notes: data.notes.clone(),
         model: None,
+        top: {
+            let mut v: Vec<f64> = data.sample.top.iter().map(|e| e.value).collect();
+            v.sort_by(|a, b| b.total_cmp(a));
+            v
+        },
     };
     match evt::estimate(&data.sample, &req.config) {
         Err(Refusal {

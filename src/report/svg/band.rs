@@ -13,8 +13,8 @@ pub struct TailPlot {
     pub fitted: Vec<(f64, f64)>,
     /// The band: at probability y, latencies from x_low to x_high.
     pub band: Vec<(f64, f64, f64)>,
-    /// The threshold (x), marked.
-    pub threshold: f64,
+    /// The threshold (x), marked (None: no fit).
+    pub threshold: Option<f64>,
     /// Legend texts: empirical, fitted, band.
     pub labels: [String; 3],
 }
@@ -41,15 +41,17 @@ pub fn tail_chart(title: &str, x: Axis, y: Axis, p: &TailPlot) -> String {
         );
     }
     // The threshold.
-    let tx = f.px(p.threshold);
-    let _ = write!(
-        f.out,
-        r##"<g class="threshold"><line x1="{tx:.1}" y1="{}" x2="{tx:.1}" y2="{}" stroke="#555" stroke-dasharray="4 3"/><text x="{:.1}" y="{}" font-size="11" fill="#555">threshold</text></g>"##,
-        f.py(f.y.hi),
-        f.py(f.y.lo),
-        tx + 3.0,
-        f.py(f.y.hi) + 12.0
-    );
+    if let Some(t) = p.threshold {
+        let tx = f.px(t);
+        let _ = write!(
+            f.out,
+            r##"<g class="threshold"><line x1="{tx:.1}" y1="{}" x2="{tx:.1}" y2="{}" stroke="#555" stroke-dasharray="4 3"/><text x="{:.1}" y="{}" font-size="11" fill="#555">threshold</text></g>"##,
+            f.py(f.y.hi),
+            f.py(f.y.lo),
+            tx + 3.0,
+            f.py(f.y.hi) + 12.0
+        );
+    }
     // The fitted curve.
     if p.fitted.len() >= 2 {
         let mut d = String::new();
@@ -73,21 +75,23 @@ pub fn tail_chart(title: &str, x: Axis, y: Axis, p: &TailPlot) -> String {
         f.out.push_str(&marker(a, b, 0, 2.0));
     }
     f.out.push_str("</g>");
-    let entries = vec![
-        (p.labels[0].clone(), 0usize, false),
-        (p.labels[1].clone(), 1usize, true),
-    ];
+    let mut entries = vec![(p.labels[0].clone(), 0usize, false)];
+    if !p.fitted.is_empty() {
+        entries.push((p.labels[1].clone(), 1usize, true));
+    }
     f.legend(&entries);
-    // The band's legend entry, drawn by hand (the shared legend knows lines and bars).
-    let (lx, ly) = (f.px(f.x.hi) + 12.0, 34.0 + 8.0 + 2.0 * 17.0);
-    let _ = write!(
-        f.out,
-        r#"<g class="legend-band" font-size="11"><rect x="{lx:.1}" y="{:.1}" width="26" height="10" fill="{}" fill-opacity="0.18"/><text x="{:.1}" y="{:.1}">{}</text></g>"#,
-        ly - 5.0,
-        PALETTE[1],
-        lx + 32.0,
-        ly + 4.0,
-        esc(&p.labels[2])
-    );
+    if p.band.len() >= 2 {
+        // The band's legend entry, drawn by hand (the shared legend knows lines and bars).
+        let (lx, ly) = (f.px(f.x.hi) + 12.0, 34.0 + 8.0 + 2.0 * 17.0);
+        let _ = write!(
+            f.out,
+            r#"<g class="legend-band" font-size="11"><rect x="{lx:.1}" y="{:.1}" width="26" height="10" fill="{}" fill-opacity="0.18"/><text x="{:.1}" y="{:.1}">{}</text></g>"#,
+            ly - 5.0,
+            PALETTE[1],
+            lx + 32.0,
+            ly + 4.0,
+            esc(&p.labels[2])
+        );
+    }
     f.finish()
 }

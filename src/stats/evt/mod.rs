@@ -296,16 +296,27 @@ pub fn estimate(s: &Sample, cfg: &Config) -> Result<Model, Refusal> {
         if gap.p < cfg.regime_alpha {
             return Err(second_regime(&cands[last], &desc, gap, cands.clone()));
         }
-        let best = ps.iter().copied().fold(0.0, f64::max);
+        let best = cands.iter().map(|c| c.gof_p).fold(0.0, f64::max);
+        let lo = cands.iter().map(|c| c.xi).fold(f64::INFINITY, f64::min);
+        let hi = cands.iter().map(|c| c.xi).fold(f64::NEG_INFINITY, f64::max);
+        let g = |x: f64, d: usize| crate::stats::cfmt::g(x, d);
         return Err(Refusal {
             kind: RefusalKind::FitRejected,
             reason: format!(
                 "the generalized Pareto fit is rejected at every threshold tried ({} thresholds \
-                 from {} down to {} clusters; best Anderson-Darling p = {})",
+                 from {} down to {} clusters; best Anderson-Darling p = {}; the fitted shape \
+                 ranges from {} to {} across them{})",
                 cands.len(),
                 cands[0].clusters,
                 cands[cands.len() - 1].clusters,
-                crate::stats::cfmt::g(best, 2)
+                g(best, 2),
+                g(lo, 2),
+                g(hi, 2),
+                if hi - lo > 0.5 {
+                    ": the tail changes character, several regimes"
+                } else {
+                    ""
+                }
             ),
             help: "the tail is not one smooth shape at this size: a longer run lets the \
                    threshold move higher; discrete or rounded values (ties) also fail the test; \
