@@ -8,9 +8,10 @@ cd "$(dirname "$0")/.."
 # PostgreSQL (the shared store), chromium (reports loaded in a real headless browser;
 # screenshots land in target/tmp/report-screenshots/), rt-tests and iperf3 (real output to
 # import), prometheus (promtool checks `latlab monitor`'s page, and a private Prometheus
-# started by tests/it/monitor.rs scrapes it), linux-perf (`perf sched` beside `latlab sched`).
+# started by tests/it/monitor.rs scrapes it), linux-perf (`perf sched` beside `latlab sched`),
+# libxml2-utils (xmllint checks `gate --junit` against tests/fixtures/junit/junit.xsd).
 # Installed only when missing.
-PKGS=(ministat postgresql chromium rt-tests iperf3 prometheus trace-cmd lintian linux-perf)
+PKGS=(ministat postgresql chromium rt-tests iperf3 prometheus trace-cmd lintian linux-perf libxml2-utils)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -2,6 +2,9 @@
 //! 2 bad usage, 3 environment can't do it, 4 a gate undecided).
 
 fn main() {
+    // Before any thread starts: a command that may mount tracefs or debugfs does it in a mount
+    // namespace of its own, so nothing outside sees the mount come or go (trace::lifecycle).
+    latlab::trace::lifecycle::isolate_mounts(std::env::args_os().skip(1));
     // Signals first: a Ctrl-C in the first millisecond must end the run cleanly, not kill it.
     // A load worker keeps its own plain flags (see load::worker_main).
     if std::env::args_os()

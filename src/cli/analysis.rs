@@ -76,6 +76,11 @@ pub struct CompareArgs {
     /// Store to read `run:ID` sets from.
     #[arg(long)]
     pub store: Option<String>,
+    /// Keep runs whose ground moved while they measured (the clocksource, a plan's setting or
+    /// another real-time task changed: `Run::ground`); a selector naming several runs leaves
+    /// them out by default and says which.
+    #[arg(long = "include-disturbed")]
+    pub include_disturbed: bool,
     /// With one latlab run on a side, test its samples as if they were independent (they are
     /// not: spikes come in bursts and run-to-run variation is invisible); without it, one run
     /// a side shows its figures but proves no difference.
@@ -92,16 +97,24 @@ const COMPARE_AFTER_HELP: &str = "\
 Per set: N, min, p50, p90, p99, p99.9, max, mean, stddev. Against the baseline: differences of
 p50, p99 and p99.9 with percentile-bootstrap intervals (each set resampled exactly through its
 order statistics, so a million samples cost no more than ten), Welch's t for the mean, and the
-Mann-Whitney U test for the whole distribution with P(set > baseline). With several sets,
-intervals are Bonferroni-split and p-values Holm-adjusted. A quantile is compared only when
-every set has at least 10/(1-q) samples (p99.9: 10000).
+Mann-Whitney U test for the whole distribution with P(set > baseline) (exact with ties up to 20
+a side). With several sets, intervals are Bonferroni-split and p-values Holm-adjusted. A
+quantile is compared (and shown) only when every set has at least 10/(1-q) samples (p99.9:
+10000). The change in % has an interval for the ratio set / baseline (the bootstrap replicates'
+ratio; Fieller's for the mean), so it never passes -100 %.
 
 The run is the unit of replication. Sets of latlab results with at least two runs each are
 compared through per-run figures: each run's p50, p99, p99.9, max and mean, one row per metric,
-Welch's t across runs, Holm across metrics x sets with each interval at the level of the Holm
-step that decided it. `--experiment EXP` compares every level of an experiment with its
-baseline. Text and Markdown end with a sentence per set to paste; figures are rounded to their
-interval.
+on the ratio scale: Welch's t on the logarithms of the per-run figures (run-to-run variation of
+latency figures is a factor and their logs are near symmetric; the interval of the ratio of
+geometric means never passes -100 %; 5 runs a side are too few for a bootstrap over runs),
+Holm across metrics x sets with each interval at the level of the Holm step that decided it.
+Baseline and value are the geometric means of the per-run figures, the interval in the unit is
+the ratio's times the baseline. `--experiment EXP` compares every level of an experiment with
+its baseline. Text and Markdown print baseline, value and difference at one precision (they add
+up as shown) and end with a sentence per set to paste: the conditions (measurement, runs x
+duration, load, kernel), then per metric before -> after, the change with its interval, the
+test and the adjusted p, or what would decide it.
 With one run on a side, run-to-run variation is unknown and no difference is proven, unless
 --assume-independent-samples tests the samples themselves (optimistic: samples are bursty).
 Value files are taken as one replicate per value, as ministat does.
@@ -142,6 +155,11 @@ pub struct ReportArgs {
     /// The results store stored runs are read from.
     #[arg(long)]
     pub store: Option<String>,
+    /// Keep runs whose ground moved while they measured (the clocksource, a plan's setting or
+    /// another real-time task changed: `Run::ground`); a selector naming several runs leaves
+    /// them out by default and says which.
+    #[arg(long = "include-disturbed")]
+    pub include_disturbed: bool,
     /// `linear`: also draw histograms in linear 1 µs bins with log y (OSADL's look), beside
     /// the log-x ones.
     #[arg(long, value_enum, default_value = "log")]
@@ -165,7 +183,8 @@ Bonferroni across hosts); fewer than 5 snapshots on a side: cannot decide.";
 #[derive(Debug, Args)]
 #[command(after_help = GATE_AFTER_HELP)]
 pub struct GateArgs {
-    /// The requirement: pQ<TIME (p99.9<100us) or rate(>TIME)<RATE (rate(>200us)<1e-6).
+    /// The requirement: pQ<TIME (p99.9<100us), max<TIME (max<10ms) or rate(>TIME)<RATE
+    /// (rate(>200us)<1e-6); several separated by commas (p99.9<100us,max<10ms).
     #[arg(value_name = "REQUIREMENT", required_unless_present = "plan_for")]
     pub requirement: Option<String>,
     /// Runs judged together: FILE.json, run:ID (or a bare id), exp:ID, exp:ID/K=V,
@@ -190,9 +209,22 @@ pub struct GateArgs {
     /// Print the judgement as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Also write the verdicts as JUnit XML (one testcase per requirement: violated is a
+    /// failure, undecided skipped), for GitLab's and Jenkins' test reports.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Exit for `git bisect run`: 0 met, 1 violated, 125 undecided (skip this commit); bad
+    /// usage 128 (stops the bisection), no privilege or kernel support 125.
+    #[arg(long)]
+    pub bisect: bool,
     /// Store to read run ids from.
     #[arg(long)]
     pub store: Option<String>,
+    /// Keep runs whose ground moved while they measured (the clocksource, a plan's setting or
+    /// another real-time task changed: `Run::ground`); a selector naming several runs leaves
+    /// them out by default and says which.
+    #[arg(long = "include-disturbed")]
+    pub include_disturbed: bool,
     /// When the counts cannot decide (the rate lies beyond the data), decide from the fitted
     /// tail (`latlab tail`) if the fit passes its checks; else undecided, saying why.
     #[arg(long)]
@@ -200,7 +232,12 @@ pub struct GateArgs {
 }
 
 const GATE_AFTER_HELP: &str = "\
-Each requirement is a rate: p99.9<100us means at most 0.1% of samples at or above 100 us.
+max<10ms is met when every run's exact maximum is below 10 ms and violated when any run's is
+at or above it (one run: shown, but undecided unless --assume-independent-samples). Runs
+imported without a histogram (pmqtest, cyclictest without -h) hold only min, mean and max:
+max<TIME judges them, pQ and rate requirements cannot.
+
+Each other requirement is a rate: p99.9<100us means at most 0.1% of samples at or above 100 us.
 Events are counted in the runs' HDR histograms (a bucket straddling the threshold counts as
 an event for the upper bound only; the exact maximum clears buckets below it). The pooled rate
 gets exact one-sided Clopper-Pearson bounds (zero events: about 3/n at 95%, the rule of three);
@@ -210,6 +247,10 @@ more samples (and seconds at the runs' rate) would decide.
 
 The run is the unit of replication: on one run the outcome is printed but the verdict is
 undecided (exit 4) unless --assume-independent-samples.
+
+Several requirements (p99.9<100us,max<10ms) are judged on the same runs: exit 1 when any is
+violated, else 4 when any is undecided. --junit FILE writes one JUnit testcase per
+requirement; --bisect maps met/violated/undecided to 0/1/125 for `git bisect run`.
 
 --extrapolate: an undecided requirement is judged on the runs' fitted tail (peaks over
 threshold, generalized Pareto; see latlab tail --help): met when the fit's upper bound of the
@@ -221,6 +262,8 @@ Exit codes: 0 met, 1 violated, 2 bad usage, 3 environment, 4 undecided.
 
 Examples:
   latlab gate 'p99.9<100us' r1.json r2.json r3.json
+  latlab gate 'p99.9<100us,max<10ms' exp:EXP/kernel=new --junit gate.xml
+  latlab gate --bisect 'max<1ms' a.json b.json c.json   # the last step of a bisect script
   latlab gate 'rate(>200us)<1e-6' run:ab12 run:cd34 --confidence 0.99
   latlab gate --plan-for 'p99.99<50us' --rate 1000";
 
@@ -292,6 +335,10 @@ pub struct TailArgs {
     /// Store to read stored runs from.
     #[arg(long)]
     pub store: Option<String>,
+    /// Keep runs whose ground moved while they measured (a selector naming several runs
+    /// leaves them out by default and says which).
+    #[arg(long = "include-disturbed")]
+    pub include_disturbed: bool,
 }
 
 const TAIL_AFTER_HELP: &str = "\

@@ -16,7 +16,7 @@ pub fn install() {
 pub fn check_measurement(
     command: &str,
     args: &[String],
-) -> std::result::Result<Option<u64>, String> {
+) -> std::result::Result<crate::experiment::plan::Planned, String> {
     let Some(entry) = crate::table::find(command).filter(|e| e.plannable) else {
         return Err(format!("'{command}' is not a measurement a plan can run"));
     };

@@ -24,6 +24,10 @@ pub enum RunsCmd {
         /// The store.
         #[arg(long)]
         store: Option<String>,
+        /// One line per experiment instead of per run: its id, first start, plan, kind, run
+        /// count and levels with their runs (the other filters choose the runs counted).
+        #[arg(long)]
+        experiments: bool,
     },
     /// Print a stored run: the table its measurement printed (a per-series summary for other
     /// kinds), or with --json its whole JSON result with its tags.
@@ -100,6 +104,17 @@ pub struct RunArgs {
     /// order=interleaved, seed=7, metric=max, or a dotted key such as design.repeats=3.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
+    /// When another latlab holds the machine's settings lock (a plan, `clocks
+    /// --clocksource`, `cyclic --hrtick`, `restore`, whatever its user), wait for it instead of
+    /// refusing (exit 3 naming the holder). Ctrl-C ends the wait.
+    #[arg(long)]
+    pub wait: bool,
+    /// A run whose ground moved (the clocksource, a plan's setting, RT throttling or another
+    /// process's real-time task changed while it measured; see README "A shared machine"):
+    /// rerun it (left out of the analysis, made again up to twice), keep it (marked disturbed)
+    /// or stop the plan.
+    #[arg(long, value_enum, default_value = "rerun", value_name = "WHAT")]
+    pub on_disturbed: crate::experiment::runner::OnDisturbed,
 }
 
 /// Every kind a stored run can have: the measurements' (from the table), then the tools runs

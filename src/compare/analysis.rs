@@ -105,6 +105,10 @@ pub struct MetricCmp {
     pub ci: Option<(f64, f64)>,
     /// Relative change, per cent of the baseline.
     pub change_pct: f64,
+    /// Interval of the relative change in per cent, from an interval of the ratio value /
+    /// baseline (never below −100 %); None where no ratio is defined (a figure ≤ 0).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub change_ci: Option<(f64, f64)>,
     /// Holm-adjusted p-value, for tests.
     pub p_adjusted: Option<f64>,
     /// Confidence of this row's interval (the Holm step that decided it; see `per_run`).
@@ -112,6 +116,9 @@ pub struct MetricCmp {
     /// Why the metric was not compared, when it was not (`runs of 3000 samples, need 10000`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// What would decide a metric left undecided (more runs, longer runs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to_decide: Option<String>,
     /// How the figure was obtained.
     pub method: String,
     /// The verdict.
@@ -150,6 +157,10 @@ pub struct Analysis {
     pub headline: String,
     /// The typical length of one run in seconds (the median), when known.
     pub run_secs: Option<f64>,
+    /// The conditions the runs were measured under (measurement and its settings, runs x
+    /// duration, load, kernel), which the verdict sentence starts with; None for value files.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conditions: Option<String>,
 }
 
 fn summary(s: &Source) -> SetSummary {
@@ -266,8 +277,8 @@ fn analyse_samples(sources: &[Source], st: &Settings) -> Analysis {
         for (name, q) in quantiles {
             let (bv, sv) = (base.dist.quantile(q), s.dist.quantile(q));
             let estimable = base.dist.n() >= min_n_for(q) && s.dist.n() >= min_n_for(q);
-            let (ci, v) = if estimable {
-                let r = quantile_diff_streams(
+            let (ci, ratio, v) = if estimable {
+                let (r, ratio) = quantile_diff_streams(
                     &base.dist,
                     &s.dist,
                     q,
@@ -276,9 +287,9 @@ fn analyse_samples(sources: &[Source], st: &Settings) -> Analysis {
                     &base.label,
                     &s.label,
                 );
-                (Some(r), verdict(r.0, r.1, st.higher_is_better))
+                (Some(r), ratio, verdict(r.0, r.1, st.higher_is_better))
             } else {
-                (None, Verdict::NotEstimable)
+                (None, None, Verdict::NotEstimable)
             };
             metrics.push(MetricCmp {
                 metric: name.into(),
@@ -287,6 +298,7 @@ fn analyse_samples(sources: &[Source], st: &Settings) -> Analysis {
                 diff: sv - bv,
                 ci,
                 change_pct: pct(sv - bv, bv),
+                change_ci: ratio.map(pct_of_ratio),
                 p_adjusted: None,
                 ci_level: ci.map(|_| ci_conf),
                 note: (!estimable).then(|| {
@@ -297,7 +309,12 @@ fn analyse_samples(sources: &[Source], st: &Settings) -> Analysis {
                         thousands(min_n_for(q))
                     )
                 }),
-                method: format!("bootstrap, {} replicates", st.replicates),
+                method: format!(
+                    "bootstrap, {} replicates (change: percentile interval of the replicates' \
+                     ratio)",
+                    st.replicates
+                ),
+                to_decide: None,
                 verdict: v,
             });
         }
@@ -310,10 +327,15 @@ fn analyse_samples(sources: &[Source], st: &Settings) -> Analysis {
             diff: w.diff,
             ci: Some(w.ci),
             change_pct: pct(w.diff, base.dist.mean()),
+            change_ci: w.ratio_ci.map(pct_of_ratio),
             p_adjusted: Some(w_adj[i - 1]),
             ci_level: Some(w_levels[i - 1]),
             note: None,
-            method: format!("Welch's t, df {:.1}", w.df),
+            to_decide: None,
+            method: format!(
+                "Welch's t, df {:.1} (change: Fieller's interval of the ratio of means)",
+                w.df
+            ),
             verdict: wv,
         });
         let m = &mws[i - 1];
@@ -329,9 +351,11 @@ fn analyse_samples(sources: &[Source], st: &Settings) -> Analysis {
             diff: m.prob_b_greater - 0.5,
             ci: None,
             change_pct: 0.0,
+            change_ci: None,
             p_adjusted: Some(mw_adj[i - 1]),
             ci_level: None,
             note: None,
+            to_decide: None,
             method: format!(
                 "Mann-Whitney U {} ({}), P({} > {}) = {:.3}",
                 m.u_b,
@@ -362,6 +386,7 @@ fn analyse_samples(sources: &[Source], st: &Settings) -> Analysis {
         warnings,
         headline: "p99".into(),
         run_secs: None,
+        conditions: None,
     }
 }
 
@@ -392,12 +417,24 @@ fn quantile_diff_streams(
     st: &Settings,
     la: &str,
     lb: &str,
-) -> (f64, f64) {
+) -> ((f64, f64), Option<(f64, f64)>) {
     // Independent, position-free streams for each set: draw each set's replicates separately.
     let (mut ra, mut rb) = (stream(st.seed, la, q), stream(st.seed, lb, q));
     let qa = replicates(a, q, st.replicates, &mut ra);
     let qb = replicates(b, q, st.replicates, &mut rb);
-    percentile_interval(qa.iter().zip(&qb).map(|(x, y)| y - x).collect(), conf)
+    let diff = percentile_interval(qa.iter().zip(&qb).map(|(x, y)| y - x).collect(), conf);
+    // The same replicates as ratios: positive figures only (a ratio of a 0 is undefined), and
+    // a replicate's ratio is above 1 exactly when its difference is above 0, so the two
+    // intervals always agree on the verdict.
+    let positive = qa.iter().chain(&qb).all(|&x| x > 0.0);
+    let ratio = positive
+        .then(|| percentile_interval(qa.iter().zip(&qb).map(|(x, y)| y / x).collect(), conf));
+    (diff, ratio)
+}
+
+/// A ratio interval as a change in per cent of the baseline.
+pub(super) fn pct_of_ratio((lo, hi): (f64, f64)) -> (f64, f64) {
+    ((lo - 1.0) * 100.0, (hi - 1.0) * 100.0)
 }
 
 pub(super) fn pct(diff: f64, base: f64) -> f64 {

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 /// Tags that say which run of a plan a run was, not which level: never part of a label.
-pub const BOOKKEEPING: [&str; 3] = ["experiment", "repeat", "combination"];
+pub const BOOKKEEPING: [&str; 4] = ["experiment", "repeat", "combination", "plan"];
 
 /// One level combination: its label (`clocksource=tsc`) and the indices of its runs.
 #[derive(Debug, Clone, PartialEq, Eq)]

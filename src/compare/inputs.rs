@@ -47,6 +47,8 @@ pub struct ReadOpts {
     pub scale: f64,
     /// Store `run:ID` sets are read from.
     pub store: Option<String>,
+    /// Keep runs whose ground moved while they measured (`--include-disturbed`).
+    pub include_disturbed: bool,
 }
 
 /// A labelled data set.
@@ -78,6 +80,10 @@ pub struct RunInfo {
 
 pub use crate::result::MAX_JSON_BYTES;
 
+/// Words of the error a run without a histogram (an imported pmqtest run) gives where its
+/// distribution is needed; `compare --metric max|mean|min` then reads its exact figures.
+pub const NO_HISTOGRAM: &str = "but no histogram";
+
 /// One item of a set: a stored run, a file, or standard input.
 #[derive(Debug, Clone)]
 enum Item {
@@ -86,8 +92,12 @@ enum Item {
     Loaded(Box<Run>, String),
 }
 
-/// Splits `[LABEL=]LIST` into its label (when one is given) and the list.
+/// Splits `[LABEL=]LIST` into its label (when one is given) and the list. A whole argument
+/// that names an existing file has no label (`a=b.json`).
 pub fn split_label(spec: &OsStr) -> (Option<String>, &OsStr) {
+    if !spec.is_empty() && Path::new(spec).exists() {
+        return (None, spec);
+    }
     let b = spec.as_bytes();
     let label_end = b.iter().position(|&c| c == b'=').filter(|&i| {
         i > 0
@@ -107,6 +117,12 @@ pub fn split_label(spec: &OsStr) -> (Option<String>, &OsStr) {
 /// Parses `[LABEL=]LIST`, LIST being run selectors (`crate::compare::select`) or value files,
 /// separated by commas or spaces; paths need not be UTF-8.
 pub fn load(spec: &OsStr, o: &ReadOpts) -> Result<Source> {
+    // A whole argument that names an existing file is that file (`my run.json`, `a=b.json`),
+    // labelled with its name.
+    if !spec.is_empty() && Path::new(spec).exists() {
+        let p = PathBuf::from(spec);
+        return load_items(p.display().to_string(), &[Item::File(p)], o);
+    }
     let (label, rest) = split_label(spec);
     let rest = rest.as_bytes();
     let sels = super::select::parse(&[OsStr::from_bytes(rest)])?;
@@ -115,7 +131,8 @@ pub fn load(spec: &OsStr, o: &ReadOpts) -> Result<Source> {
     if sels.is_empty() {
         return Err(Error::Usage(format!("set '{label}': no file named")));
     }
-    let mut resolver = super::select::Resolver::new(o.store.as_deref());
+    let mut resolver =
+        super::select::Resolver::new(o.store.as_deref()).include_disturbed(o.include_disturbed);
     let mut items = Vec::new();
     for s in &sels {
         match &s.sel {
@@ -178,7 +195,24 @@ fn load_items(label: String, items: &[Item], o: &ReadOpts) -> Result<Source> {
                 )));
             }
             json += 1;
-            let (d, series) = run_dist(&run, &name, o)?;
+            let (d, series) = match run_dist(&run, &name, o) {
+                Ok(x) => x,
+                // A run with only exact figures (an imported pmqtest run) gives them.
+                Err(e)
+                    if matches!(o.metric, Metric::Min | Metric::Max | Metric::Mean)
+                        && e.to_string().contains(NO_HISTOGRAM) =>
+                {
+                    let all: Vec<_> = run.series.iter().collect();
+                    let chosen: Vec<_> = all
+                        .into_iter()
+                        .filter(|s| o.series.as_ref().is_none_or(|n| *n == s.name))
+                        .collect();
+                    let empty = Dist::from_values(vec![0.0]);
+                    values.push(scalar(&empty, &chosen, o.metric, o.scale));
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
             total = total.checked_add(d.n()).ok_or_else(|| {
                 Error::Usage(format!("set '{label}': {name}: sample counts overflow"))
             })?;
@@ -260,6 +294,7 @@ pub fn run_latency(run: &Run, name: &str, scale: f64) -> Result<Dist> {
         series: None,
         scale,
         store: None,
+        include_disturbed: false,
     };
     Ok(run_dist(run, name, &o)?.0)
 }
@@ -320,6 +355,16 @@ fn run_dist<'r>(
         .collect();
     let d = Dist::merge(&parts);
     if d.n() == 0 {
+        let counted: u64 = series.iter().map(|s| s.summary.count).sum();
+        if counted > 0 {
+            let names: Vec<&str> = series.iter().map(|s| s.name.as_str()).collect();
+            return Err(Error::Usage(format!(
+                "{p}: series {} hold {counted} samples {NO_HISTOGRAM} ({} kept only their min, \
+                 mean and max): compare one figure per run with --metric max, mean or min",
+                names.join(", "),
+                run.kind
+            )));
+        }
         return Err(Error::Usage(format!(
             "{p}: the selected series hold no samples"
         )));

@@ -25,6 +25,7 @@ pub fn compare_levels(
         series: None,
         scale,
         store: None,
+        include_disturbed: false,
     };
     let mut sources = Vec::new();
     for (label, runs) in levels {
@@ -51,6 +52,11 @@ pub fn compare_levels(
     }
     let mut a = analyse(&sources, st);
     a.headline = headline.to_string();
+    let runs: Vec<(String, Vec<&Run>)> = levels
+        .iter()
+        .map(|(l, rs)| (l.clone(), rs.iter().map(|r| &r.0).collect()))
+        .collect();
+    a.conditions = super::conditions::conditions(&runs);
     (Some(a), notes)
 }
 

@@ -2,6 +2,8 @@
 //! comparison of latency distributions (`inputs` → `analysis` → `render`).
 
 pub mod analysis;
+pub mod conditions;
+pub mod decide;
 pub mod grouping;
 pub mod inputs;
 pub mod levels;

@@ -3,6 +3,14 @@
 //! Welch's t, so the variation between runs (which no single run shows) is part of every
 //! interval. One row per metric and set; never a percentile of percentiles.
 //!
+//! The scale is the ratio: the test runs on the logarithms of the per-run figures, so its
+//! interval is one for the ratio of geometric means (value / baseline), shown as a change in
+//! per cent that can never pass −100 %, and in the unit as that ratio times the baseline.
+//! Latency figures vary from run to run by a factor (a spike-prone run has every tail figure
+//! a few times larger), their logarithms are close to symmetric, and 5 runs a side are too
+//! few for a bootstrap over runs. A figure ≤ 0 has no logarithm: that metric falls back to
+//! Welch's t on the figures and shows no relative interval.
+//!
 //! Multiplicity: Holm across every metric × set. Each interval is Welch's at the confidence of
 //! the Holm step that decided its test (a rejected test: its own step, 1 − α/(m − j); a test
 //! not rejected: the step where Holm stopped), so a difference is proven exactly when its
@@ -41,6 +49,95 @@ fn figure(s: &Source, i: usize, name: &str, q: Option<f64>) -> f64 {
 
 fn mean(v: &[f64]) -> f64 {
     v.iter().sum::<f64>() / v.len() as f64
+}
+
+/// Every per-run figure positive: their ratio is defined and the test runs on their logs.
+fn positive(b: &[f64], v: &[f64]) -> bool {
+    b.iter().chain(v).all(|&x| x > 0.0 && x.is_finite())
+}
+
+fn logs(v: &[f64]) -> Dist {
+    Dist::from_values(v.iter().map(|x| x.ln()).collect())
+}
+
+/// The test of one metric at `conf`: Welch's t on the logs of positive figures (the ratio of
+/// geometric means), else on the figures themselves.
+fn test(b: &[f64], v: &[f64], conf: f64) -> crate::stats::hypothesis::Welch {
+    if positive(b, v) {
+        welch(&logs(b), &logs(v), conf)
+    } else {
+        welch(
+            &Dist::from_values(b.to_vec()),
+            &Dist::from_values(v.to_vec()),
+            conf,
+        )
+    }
+}
+
+/// A tested row: adjusted p `adj`, interval at the Holm step's `level`. On the ratio scale
+/// the baseline and value are geometric means (value = baseline × ratio) and the interval in
+/// the unit is the ratio's times the baseline, so every column tells the same story.
+fn tested_row(
+    name: &str,
+    b: &[f64],
+    v: &[f64],
+    adj: f64,
+    level: f64,
+    alpha: f64,
+    st: &Settings,
+) -> MetricCmp {
+    let w = test(b, v, level);
+    let counts = format!("{} vs {} runs", b.len(), v.len());
+    let (base, value, diff, ci, change_ci, method) = if positive(b, v) {
+        let gb = (b.iter().map(|x| x.ln()).sum::<f64>() / b.len() as f64).exp();
+        let r = w.diff.exp();
+        let (lo, hi) = (w.ci.0.exp(), w.ci.1.exp());
+        (
+            gb,
+            gb * r,
+            gb * (r - 1.0),
+            (gb * (lo - 1.0), gb * (hi - 1.0)),
+            Some(((lo - 1.0) * 100.0, (hi - 1.0) * 100.0)),
+            format!(
+                "Welch's t on the logs of the runs' {name} ({counts}), df {:.1}: the ratio of \
+                 geometric means",
+                w.df
+            ),
+        )
+    } else {
+        let (bv, sv) = (mean(b), mean(v));
+        (
+            bv,
+            sv,
+            w.diff,
+            w.ci,
+            None,
+            format!(
+                "Welch's t over the runs' {name} ({counts}), df {:.1}: a figure <= 0, so no \
+                 ratio",
+                w.df
+            ),
+        )
+    };
+    let verdict = decide(adj, alpha, w.ci, w.diff, st.higher_is_better);
+    let to_decide = (verdict == Verdict::NoDifferenceProven)
+        .then(|| super::decide::runs_for(b, v, positive(b, v), level))
+        .flatten();
+    MetricCmp {
+        metric: name.into(),
+        base,
+        value,
+        diff,
+        ci: Some(ci),
+        change_pct: pct(diff, base),
+        change_ci,
+        p_adjusted: Some(adj),
+        ci_level: Some(level),
+        note: None,
+        to_decide,
+        method,
+        verdict,
+    }
 }
 
 fn run_name(s: &Source, i: usize) -> String {
@@ -89,11 +186,7 @@ pub fn analyse(sources: &[Source], st: &Settings) -> Analysis {
     for (f, _) in FIGURES.iter().enumerate() {
         for i in 1..sources.len() {
             if per[f][0].len() >= 2 && per[f][i].len() >= 2 {
-                let w = welch(
-                    &Dist::from_values(per[f][0].clone()),
-                    &Dist::from_values(per[f][i].clone()),
-                    st.confidence,
-                );
+                let w = test(&per[f][0], &per[f][i], st.confidence);
                 tests.push((f, i, w.p));
             }
         }
@@ -109,33 +202,8 @@ pub fn analyse(sources: &[Source], st: &Settings) -> Analysis {
         let mut metrics = Vec::new();
         for (f, &(name, q)) in FIGURES.iter().enumerate() {
             let (b, v) = (&per[f][0], &per[f][i]);
-            let (bv, sv) = (mean(b), mean(v));
             let row = match decided.get(&(f, i)) {
-                Some(&(adj, level)) => {
-                    let w = welch(
-                        &Dist::from_values(b.clone()),
-                        &Dist::from_values(v.clone()),
-                        level,
-                    );
-                    MetricCmp {
-                        metric: name.into(),
-                        base: bv,
-                        value: sv,
-                        diff: w.diff,
-                        ci: Some(w.ci),
-                        change_pct: pct(w.diff, bv),
-                        p_adjusted: Some(adj),
-                        ci_level: Some(level),
-                        note: None,
-                        method: format!(
-                            "Welch's t over runs' {name} ({} vs {} runs), df {:.1}",
-                            b.len(),
-                            v.len(),
-                            w.df
-                        ),
-                        verdict: decide(adj, alpha, w.ci, w.diff, st.higher_is_better),
-                    }
-                }
+                Some(&(adj, level)) => tested_row(name, b, v, adj, level, alpha, st),
                 None => {
                     let need = q.map_or(1, min_n_for);
                     let short: Vec<u64> = [base, s]
@@ -143,8 +211,11 @@ pub fn analyse(sources: &[Source], st: &Settings) -> Analysis {
                         .flat_map(|x| x.runs.iter().map(Dist::n))
                         .filter(|&n| n < need)
                         .collect();
-                    let note = if short.is_empty() {
-                        "fewer than 2 runs on a side".to_string()
+                    let (note, to_decide) = if short.is_empty() {
+                        (
+                            "fewer than 2 runs on a side".to_string(),
+                            Some("2 runs of each level at least, 5 for a useful verdict".into()),
+                        )
                     } else {
                         let (lo, hi) = (short.iter().min().unwrap(), short.iter().max().unwrap());
                         let of = if lo == hi {
@@ -152,8 +223,12 @@ pub fn analyse(sources: &[Source], st: &Settings) -> Analysis {
                         } else {
                             format!("{lo} to {hi}")
                         };
-                        format!("runs of {of} samples, need {}", thousands(need))
+                        (
+                            format!("runs of {of} samples, need {}", thousands(need)),
+                            super::decide::duration_for(need, [base, s]),
+                        )
                     };
+                    let (bv, sv) = (mean(b), mean(v));
                     MetricCmp {
                         metric: name.into(),
                         base: bv,
@@ -161,9 +236,11 @@ pub fn analyse(sources: &[Source], st: &Settings) -> Analysis {
                         diff: sv - bv,
                         ci: None,
                         change_pct: pct(sv - bv, bv),
+                        change_ci: None,
                         p_adjusted: None,
                         ci_level: None,
                         note: Some(note),
+                        to_decide,
                         method: "not compared".into(),
                         verdict: Verdict::NotEstimable,
                     }
@@ -190,15 +267,17 @@ pub fn analyse(sources: &[Source], st: &Settings) -> Analysis {
         sets: sources.iter().map(set_summary).collect(),
         comparisons,
         replication: format!(
-            "the run: each run's p50, p99, p99.9, max and mean, compared across runs with \
-            Welch's t; Holm over {} tests (metrics x sets), each interval at the level of the \
-            Holm step that decided it (baseline and value columns are means of the per-run \
-            figures)",
+            "the run: each run's p50, p99, p99.9, max and mean, compared across runs on the \
+            ratio scale (Welch's t on the logarithms of the per-run figures: run-to-run \
+            variation is a factor, and a ratio's interval never passes -100 %); Holm over {} \
+            tests (metrics x sets), each interval at the level of the Holm step that decided \
+            it; baseline and value are geometric means of the per-run figures",
             tests.len()
         ),
         warnings: short_run_warnings(&excluded),
         headline: "p99".into(),
         run_secs: secs.get(secs.len() / 2).copied(),
+        conditions: None,
     };
     if a.comparisons
         .iter()

@@ -2,7 +2,7 @@
 //! or JSON.
 
 use super::analysis::{Analysis, Verdict};
-use crate::export::table;
+use crate::export::columns;
 use crate::stats::cfmt::g;
 
 /// Output formats of `latlab compare`.
@@ -36,6 +36,13 @@ fn rows(a: &Analysis) -> Tables {
         .sets
         .iter()
         .map(|s| {
+            let q = |p: f64, v: f64| {
+                if s.n >= crate::stats::dist::min_n_for(p) {
+                    num(v)
+                } else {
+                    "-".to_string()
+                }
+            };
             vec![
                 s.label.clone(),
                 s.n.to_string(),
@@ -45,10 +52,11 @@ fn rows(a: &Analysis) -> Tables {
                     s.runs.to_string()
                 },
                 num(s.min),
-                num(s.p50),
-                num(s.p90),
-                num(s.p99),
-                num(s.p99_9),
+                // A percentile only where the set's N supports it (p99.9: 10 000).
+                q(0.5, s.p50),
+                q(0.9, s.p90),
+                q(0.99, s.p99),
+                q(0.999, s.p99_9),
                 num(s.max),
                 num(s.mean),
                 num(s.stddev),
@@ -70,8 +78,8 @@ fn rows(a: &Analysis) -> Tables {
     for c in &a.comparisons {
         for m in &c.metrics {
             let dist = m.metric == "distribution";
-            // Every figure of a row rounded to what its interval supports.
-            let f = |x: f64| super::verdict::fig(x, m.ci);
+            // Baseline, value, difference and interval at one precision: they add up.
+            let [b, v, d, ci] = super::verdict::columns(m);
             cmp_rows.push(vec![
                 c.label.clone(),
                 if dist {
@@ -79,10 +87,10 @@ fn rows(a: &Analysis) -> Tables {
                 } else {
                     m.metric.clone()
                 },
-                if dist { g(m.base, 3) } else { f(m.base) },
-                if dist { g(m.value, 3) } else { f(m.value) },
-                if dist { "-".into() } else { f(m.diff) },
-                m.ci.map_or("-".into(), |(lo, hi)| format!("[{}, {}]", f(lo), f(hi))),
+                if dist { g(m.base, 3) } else { b },
+                if dist { g(m.value, 3) } else { v },
+                if dist { "-".into() } else { d },
+                ci,
                 if dist || m.change_pct.is_nan() {
                     "-".into()
                 } else {
@@ -166,9 +174,9 @@ pub fn render(a: &Analysis, format: Format) -> String {
             let t = rows(a);
             let mut out = header(a);
             out.push_str(&format!("unit of replication: {}\n\n", a.replication));
-            out.push_str(&table::render(&t.set_head, &t.set_rows));
+            out.push_str(&columns::render(&t.set_head, &t.set_rows));
             out.push('\n');
-            out.push_str(&table::render(&t.cmp_head, &t.cmp_rows));
+            out.push_str(&columns::render(&t.cmp_head, &t.cmp_rows));
             for w in &a.warnings {
                 out.push_str(&format!("warning: {w}\n"));
             }

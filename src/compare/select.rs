@@ -3,7 +3,9 @@
 //! experiment), `exp:ID/K=V[,K=V]` (one level of it) and `tag:K=V[,K=V]` (every stored run with
 //! those tags). Items are separated by commas or white space, in one argument or several; a
 //! bare `K=V` after `tag:`/`exp:ID/` adds to its tags, a bare id after `run:` is another run.
-//! A selector that cannot be read or matches nothing names itself (exit 2).
+//! An argument that names an existing file as a whole is that file, whatever characters its
+//! name holds (spaces, commas, `=`, a `run:` prefix): it is never split. A selector that
+//! cannot be read or matches nothing names itself (exit 2).
 
 use crate::error::{Error, Result};
 use crate::result::Run;
@@ -43,7 +45,8 @@ pub struct Item {
 
 /// The grammar, for messages.
 pub const GRAMMAR: &str =
-    "run:ID, exp:ID, exp:ID/K=V, tag:K=V[,K=V] or a FILE.json, separated by commas or spaces";
+    "run:ID, exp:ID, exp:ID/K=V, tag:K=V[,K=V] or a FILE.json, separated by commas or spaces \
+     (an argument that names an existing file is that file, whatever it contains)";
 
 fn bad(text: &str, why: impl std::fmt::Display) -> Error {
     Error::Usage(format!(
@@ -80,6 +83,16 @@ fn tokens(b: &[u8]) -> impl Iterator<Item = &[u8]> {
 pub fn parse<S: AsRef<OsStr>>(args: &[S]) -> Result<Vec<Item>> {
     let mut out: Vec<Item> = Vec::new();
     for arg in args {
+        // A whole argument that names an existing file is that file, never split.
+        let whole = Path::new(arg.as_ref());
+        if !arg.as_ref().is_empty() && whole.exists() {
+            out.push(Item {
+                text: whole.display().to_string(),
+                sel: Selector::File(whole.to_path_buf()),
+                bare: false,
+            });
+            continue;
+        }
         for tok in tokens(arg.as_ref().as_bytes()) {
             let text = String::from_utf8_lossy(tok).into_owned();
             let path = Path::new(OsStr::from_bytes(tok));
@@ -159,6 +172,7 @@ pub struct Resolved {
 pub struct Resolver {
     spec: Option<String>,
     store: Option<Box<dyn Store>>,
+    include_disturbed: bool,
 }
 
 impl Resolver {
@@ -167,7 +181,16 @@ impl Resolver {
         Resolver {
             spec: spec.map(str::to_string),
             store: None,
+            include_disturbed: false,
         }
+    }
+
+    /// Keeps disturbed runs (`--include-disturbed`): by default a selector naming several runs
+    /// (`exp:`, `tag:`, a level) leaves out every run whose ground moved while it measured
+    /// (`Run::disturbed`), and says which; a run named by its id or file is always kept.
+    pub fn include_disturbed(mut self, yes: bool) -> Self {
+        self.include_disturbed = yes;
+        self
     }
 
     /// The store, opened on first use.
@@ -258,11 +281,47 @@ impl Resolver {
                 tags: BTreeMap::new(),
             }]),
             Selector::Stdin => Err(bad(&item.text, "standard input takes value files only")),
-            _ => {
+            Selector::Run(_) => {
                 let ids = self.ids(item)?;
                 ids.iter().map(|id| self.get(id)).collect()
             }
+            _ => {
+                let ids = self.ids(item)?;
+                let runs: Vec<Resolved> =
+                    ids.iter().map(|id| self.get(id)).collect::<Result<_>>()?;
+                Ok(self.without_disturbed(&item.text, runs))
+            }
         }
+    }
+
+    /// `runs` less the disturbed ones (unless they are wanted), said on stderr with what moved.
+    fn without_disturbed(&self, what: &str, runs: Vec<Resolved>) -> Vec<Resolved> {
+        if self.include_disturbed {
+            return runs;
+        }
+        let (out, kept): (Vec<Resolved>, Vec<Resolved>) =
+            runs.into_iter().partition(|r| r.run.disturbed());
+        if !out.is_empty() {
+            let named: Vec<String> = out
+                .iter()
+                .map(|r| {
+                    let moved: Vec<&str> = r
+                        .run
+                        .ground
+                        .iter()
+                        .map(|g| g.what.as_str())
+                        .filter(|w| *w != crate::result::COMPANY)
+                        .collect();
+                    format!("{} ({} changed)", r.name, moved.join(", "))
+                })
+                .collect();
+            crate::note!(
+                "latlab: {what}: left out {} disturbed run(s): {}; --include-disturbed keeps them",
+                out.len(),
+                named.join("; ")
+            );
+        }
+        kept
     }
 
     /// Every run of a whole list, in order; a run named twice is refused (a run counts once).
@@ -290,6 +349,7 @@ pub fn experiment_levels(
     exp: &str,
     store: Option<&str>,
     flag: &str,
+    include_disturbed: bool,
 ) -> Result<Vec<(String, Vec<Resolved>)>> {
     let item = Item {
         text: format!("exp:{exp}"),
@@ -297,6 +357,7 @@ pub fn experiment_levels(
         bare: false,
     };
     let runs = Resolver::new(store)
+        .include_disturbed(include_disturbed)
         .runs(&item)
         .map_err(|e| Error::flag(flag, exp, e))?;
     let tags: Vec<_> = runs.iter().map(|r| &r.tags).collect();
@@ -378,9 +439,40 @@ mod tests {
         assert_eq!(sels(&["-"]), vec![Selector::Stdin]);
         let me = env!("CARGO_MANIFEST_DIR").to_string() + "/Cargo.toml";
         assert_eq!(sels(&[me.as_str()]), vec![Selector::File(me.into())]);
+        assert_eq!(sels(&[""]), Vec::<Selector>::new());
         let items = parse(&["tag:a=1,b=2"]).unwrap();
         assert_eq!(items[0].text, "tag:a=1,b=2");
         assert_eq!(default_label(&parse(&["exp:E/k=v"]).unwrap(), "x"), "k=v");
+    }
+
+    /// An argument naming an existing file is that file, whatever it holds; the same text that
+    /// names no file is split as a list.
+    #[test]
+    fn a_file_name_with_spaces_commas_and_equals_is_one_file() {
+        let dir = std::env::temp_dir().join(format!("latlab-select-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for name in [
+            "my run.json",
+            "a,b.json",
+            "k=v.json",
+            "run:x.json",
+            "tag:a=b",
+            " lead",
+        ] {
+            let p = dir.join(name);
+            std::fs::write(&p, "{}").unwrap();
+            let arg = p.display().to_string();
+            assert_eq!(
+                sels(&[arg.as_str()]),
+                vec![Selector::File(p.clone())],
+                "{name}"
+            );
+        }
+        // Not a file: split as before, and the missing part named.
+        let missing = dir.join("nope one.json").display().to_string();
+        let e = parse(&[missing.as_str()]).unwrap_err().to_string();
+        assert!(e.contains("no such file"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -1,7 +1,9 @@
-//! Figures rounded to what their interval supports, and the verdict sentence a person pastes
-//! into a mailing-list post: "kvm-clock vs tsc, 5 vs 5 runs of 3 s: p99 +14 % [-12 %, +32 %],
-//! no difference proven (p = 0.29); p99.9 not estimable: runs of 3000 samples, need 10 000".
-//! Text and Markdown use these; JSON keeps full precision.
+//! Figures rounded to what their interval supports (baseline, value and difference at one
+//! precision, so the columns add up as shown), p-values as people write them, and the verdict
+//! sentence a person pastes into a patch mail: conditions first, then per metric the absolute
+//! figures before → after, the change with its interval, the test and the adjusted p, and for a
+//! metric left open what would decide it. Text and Markdown use these; JSON keeps full
+//! precision.
 
 use super::analysis::{Analysis, Comparison, MetricCmp, Verdict};
 
@@ -66,49 +68,94 @@ fn signed(s: String) -> String {
     }
 }
 
-/// A p-value with two significant digits (`p < 0.001` below that).
+/// A p-value in a sentence: `p = 0.29`, `p > 0.99`, `p < 1e-6`.
 pub fn p_text(p: f64) -> String {
     let v = p_value(p);
-    if v.starts_with('<') {
+    if v.starts_with('<') || v.starts_with('>') {
         format!("p {v}")
     } else {
         format!("p = {v}")
     }
 }
 
-/// A p-value alone: two significant digits, `< 0.001` below that.
+/// A p-value alone, as people write them: two significant digits (`0.29`, `0.047`,
+/// `0.0012`, `3.4e-5`), `> 0.99` for the ones that round to 1 and `< 1e-6` below that.
 pub fn p_value(p: f64) -> String {
-    if p < 0.001 {
-        "< 0.001".into()
+    if p.is_nan() {
+        "-".into()
+    } else if p > 0.99 {
+        "> 0.99".into()
+    } else if p < 1e-6 {
+        "< 1e-6".into()
+    } else if p < 1e-3 {
+        let s = format!("{p:.1e}");
+        s.replace(".0e", "e")
     } else {
         crate::stats::cfmt::g(p, 2)
     }
 }
 
-/// The row's change and interval in per cent of the baseline, rounded to the interval:
-/// `+14 % [-12 %, +32 %]`; without an interval, the change alone.
-pub fn change_text(m: &MetricCmp) -> String {
-    let pct = |x: f64| x / m.base * 100.0;
-    if m.base == 0.0 || !m.base.is_finite() {
-        return match m.ci {
-            Some((lo, hi)) => format!(
-                "{} [{}, {}]",
-                signed(fig(m.diff, m.ci)),
-                signed(fig(lo, m.ci)),
-                signed(fig(hi, m.ci))
-            ),
-            None => signed(sig(m.diff)),
-        };
+/// The rounding unit (power of ten) shared by a row's baseline, value, difference and interval:
+/// two significant digits of the interval's width, and never fewer than three significant
+/// digits of the smaller figure (so a change of a few per cent shows in the columns that make
+/// it), at most seven significant digits in all.
+pub fn row_unit(base: f64, value: f64, ci: Option<(f64, f64)>) -> i32 {
+    let mag = |x: f64| x.abs().log10().floor() as i32;
+    let mut e = i32::MAX;
+    if let Some(u) = ci.and_then(|(lo, hi)| unit_for(hi - lo)) {
+        e = u;
     }
-    match m.ci {
+    let small = base.abs().min(value.abs());
+    if small > 0.0 && small.is_finite() {
+        e = e.min(mag(small) - 2);
+    }
+    let big = base.abs().max(value.abs());
+    if big > 0.0 && big.is_finite() {
+        e = e.max(mag(big) - 6);
+    }
+    if e == i32::MAX {
+        0
+    } else {
+        e
+    }
+}
+
+/// A row's baseline, value, difference and interval as shown: one rounding unit for all, the
+/// difference being the shown value less the shown baseline, so they add up exactly.
+pub fn columns(m: &MetricCmp) -> [String; 4] {
+    let e = row_unit(m.base, m.value, m.ci);
+    let k = 10f64.powi(e);
+    let (b, v) = ((m.base / k).round(), (m.value / k).round());
+    let d = if m.base.is_finite() && m.value.is_finite() {
+        at((v - b) * k, e)
+    } else {
+        at(m.diff, e)
+    };
+    [
+        at(m.base, e),
+        at(m.value, e),
+        d,
+        m.ci.map_or("-".into(), |(lo, hi)| {
+            format!("[{}, {}]", at(lo, e), at(hi, e))
+        }),
+    ]
+}
+
+/// The row's change in per cent of the baseline with the interval of the ratio (never below
+/// −100 %), rounded to two significant digits of the interval's width: `+14 % [-12 %, +32 %]`;
+/// without a ratio interval, the change alone (or the difference, when the baseline is 0).
+pub fn change_text(m: &MetricCmp) -> String {
+    if m.base == 0.0 || !m.base.is_finite() || !m.change_pct.is_finite() {
+        return signed(sig(m.diff));
+    }
+    match m.change_ci {
         Some((lo, hi)) => {
-            let (a, b) = (pct(lo), pct(hi));
-            let e = unit_for((b - a).abs()).unwrap_or(0);
+            let e = unit_for((hi - lo).abs()).unwrap_or(0).min(0);
             format!(
                 "{} % [{} %, {} %]",
                 signed(at(m.change_pct, e)),
-                signed(at(a.min(b), e)),
-                signed(at(a.max(b), e))
+                signed(at(lo.min(hi), e)),
+                signed(at(lo.max(hi), e))
             )
         }
         None => format!("{} %", signed(at(m.change_pct, 0))),
@@ -149,59 +196,97 @@ fn short_labels(a: &str, b: &str) -> (String, String) {
     }
 }
 
-fn metric_part(m: &MetricCmp) -> String {
+/// `µs` for `us`: the unit as a sentence shows it.
+fn unit_text(unit: &str) -> String {
+    match unit {
+        "us" => " µs".into(),
+        "" => String::new(),
+        u => format!(" {u}"),
+    }
+}
+
+/// One metric's part of the sentence: a decided one in full (before → after, change with its
+/// interval, test, adjusted p), one left open said so, with what would decide it.
+fn metric_part(m: &MetricCmp, unit: &str) -> String {
+    let p = m
+        .p_adjusted
+        .map_or(String::new(), |p| format!(", Holm-adjusted {}", p_text(p)));
+    let decide = m
+        .to_decide
+        .as_deref()
+        .map_or(String::new(), |d| format!("; {d}"));
     match m.verdict {
         Verdict::NotEstimable => format!(
-            "{} not estimable{}",
+            "{} not estimable{}{decide}",
             m.metric,
             m.note
                 .as_deref()
                 .map_or(String::new(), |n| format!(": {n}"))
         ),
         Verdict::RunVariationUnknown => format!(
-            "{} {}, not tested: 1 run on a side",
+            "{} {}, not tested: 1 run on a side; repeat each configuration (5 runs) to decide",
             m.metric,
             change_text(m)
         ),
+        Verdict::NoDifferenceProven => {
+            format!(
+                "{}: no difference proven ({}{p}{decide})",
+                m.metric,
+                change_text(m)
+            )
+        }
         v => {
-            let p = m
-                .p_adjusted
-                .map_or(String::new(), |p| format!(" ({})", p_text(p)));
-            format!("{} {}, {}{p}", m.metric, change_text(m), v.text())
+            let [b, val, _, _] = columns(m);
+            format!(
+                "{} {b} → {val}{}, {} {} ({}{p})",
+                m.metric,
+                unit_text(unit),
+                change_text(m),
+                v.text(),
+                test_name(&m.method)
+            )
         }
     }
 }
 
-/// The metrics a sentence states: the headline first, p99.9 beside a p99 headline, then every
-/// other metric with a proven difference.
-fn stated<'a>(c: &'a Comparison, headline: &str) -> Vec<&'a MetricCmp> {
-    let rank = |m: &MetricCmp| {
-        if m.metric == headline {
-            Some(0)
-        } else if headline == "p99" && m.metric == "p99.9" {
-            Some(1)
-        } else if matches!(m.verdict, Verdict::Better | Verdict::Worse) {
-            Some(2)
-        } else {
-            None
-        }
-    };
-    let mut v: Vec<(usize, &MetricCmp)> = c
-        .metrics
-        .iter()
-        .filter_map(|m| rank(m).map(|r| (r, m)))
-        .collect();
-    v.sort_by_key(|x| x.0);
-    v.into_iter().map(|x| x.1).collect()
+/// The test a row's method names, short: `Welch's t on log per-run figures`.
+fn test_name(method: &str) -> &'static str {
+    if method.starts_with("Welch's t on the logs") {
+        "Welch's t on the logs of per-run figures"
+    } else if method.starts_with("Welch's t over the runs") {
+        "Welch's t over per-run figures"
+    } else if method.starts_with("bootstrap") {
+        "bootstrap of the samples"
+    } else if method.starts_with("Welch") {
+        "Welch's t"
+    } else {
+        "Mann-Whitney U"
+    }
 }
 
-/// One sentence per set compared with the baseline.
+/// The metrics a sentence states: the headline first, then the others in the table's order
+/// (the distribution test, a sample-level figure, only when it decided something).
+fn stated<'a>(c: &'a Comparison, headline: &str) -> Vec<&'a MetricCmp> {
+    let mut v: Vec<&MetricCmp> = c
+        .metrics
+        .iter()
+        .filter(|m| {
+            m.metric != "distribution" || matches!(m.verdict, Verdict::Better | Verdict::Worse)
+        })
+        .collect();
+    v.sort_by_key(|m| m.metric != headline);
+    v
+}
+
+/// One sentence per set compared with the baseline: the conditions, then each metric.
 pub fn sentences(a: &Analysis) -> Vec<String> {
     a.comparisons
         .iter()
         .map(|c| {
             let (new, base) = short_labels(&c.label, &c.baseline);
-            let runs = if c.runs.0 > 0 && c.runs.1 > 0 {
+            let runs = if a.conditions.is_some() {
+                String::new()
+            } else if c.runs.0 > 0 && c.runs.1 > 0 {
                 let len = a.run_secs.map_or(String::new(), |s| {
                     format!(" of {} s", crate::stats::cfmt::g(s, 2))
                 });
@@ -211,12 +296,16 @@ pub fn sentences(a: &Analysis) -> Vec<String> {
             };
             let mut parts: Vec<String> = stated(c, &a.headline)
                 .into_iter()
-                .map(metric_part)
+                .map(|m| metric_part(m, &a.settings.unit))
                 .collect();
             if parts.is_empty() {
                 parts.push("nothing compared".into());
             }
-            format!("{new} vs {base}{runs}: {}.", parts.join("; "))
+            let lead = a
+                .conditions
+                .as_deref()
+                .map_or(String::new(), |c| format!("{c}; "));
+            format!("{lead}{new} vs {base}{runs}: {}.", parts.join("; "))
         })
         .collect()
 }
@@ -280,7 +369,77 @@ mod tests {
         assert_eq!(sig(1.0), "1");
         assert_eq!(sig(19.9), "19.9");
         assert_eq!(p_text(0.2871), "p = 0.29");
-        assert_eq!(p_text(0.0001), "p < 0.001");
+        assert_eq!(p_text(1.0), "p > 0.99");
+        assert_eq!(p_text(0.995), "p > 0.99");
+        assert_eq!(p_text(1e-9), "p < 1e-6");
+        assert_eq!(p_value(0.0012), "0.0012");
+        assert_eq!(p_value(0.047), "0.047");
+        assert_eq!(p_value(3.4e-5), "3.4e-5");
+        assert_eq!(p_value(2e-4), "2e-4");
+    }
+
+    fn row(base: f64, value: f64, ci: Option<(f64, f64)>) -> MetricCmp {
+        MetricCmp {
+            metric: "p99".into(),
+            base,
+            value,
+            diff: value - base,
+            ci,
+            change_pct: (value - base) / base * 100.0,
+            change_ci: None,
+            p_adjusted: None,
+            ci_level: None,
+            note: None,
+            to_decide: None,
+            method: String::new(),
+            verdict: Verdict::NoDifferenceProven,
+        }
+    }
+
+    /// The issue's rows: `130 110 -10` and `20 20 0 ... -10 %` no longer happen: the shown
+    /// baseline less the shown value is the shown difference, and a change shows.
+    #[test]
+    fn columns_add_up_as_shown() {
+        for (b, v, ci) in [
+            (134.6, 114.4, Some((-60.0, 20.0))),
+            (20.4, 18.4, Some((-9.0, 5.0))),
+            (2412.0, 1389.0, Some((-5800.0, 3800.0))),
+            (14.04, 13.86, Some((-1.0, 0.6))),
+            (17.2, 15.5, None),
+            (0.0441, 0.0474, Some((-0.1, 0.1))),
+        ] {
+            let [sb, sv, sd, _] = columns(&row(b, v, ci));
+            let (pb, pv, pd): (f64, f64, f64) = (
+                sb.parse().unwrap(),
+                sv.parse().unwrap(),
+                sd.parse().unwrap(),
+            );
+            assert!(
+                ((pv - pb) - pd).abs() < 1e-9 * pb.abs().max(1.0),
+                "{b} {v}: {sb} {sv} {sd}"
+            );
+            assert!(
+                !sd.trim_start_matches('-')
+                    .chars()
+                    .all(|c| c == '0' || c == '.'),
+                "{b} {v}: {sb} {sv} {sd}"
+            );
+            assert!(sb != sv, "{b} {v}: {sb} {sv}");
+        }
+        assert_eq!(
+            columns(&row(20.4, 18.4, Some((-9.0, 5.0))))[..3],
+            ["20.4", "18.4", "-2.0"]
+        );
+    }
+
+    #[test]
+    fn a_relative_interval_is_a_ratio_and_never_passes_minus_100() {
+        let mut m = row(2400.0, 1400.0, Some((-5800.0, 3800.0)));
+        m.change_ci = Some((-99.4, 160.0));
+        let t = change_text(&m);
+        assert_eq!(t, "-42 % [-99 %, +160 %]");
+        m.change_ci = None;
+        assert_eq!(change_text(&m), "-42 %");
     }
 
     #[test]
@@ -302,10 +461,16 @@ mod tests {
             diff: 14.0,
             ci,
             change_pct: 14.0,
+            change_ci: ci,
             p_adjusted: p,
             ci_level: ci.map(|_| 0.99),
             note: (v == Verdict::NotEstimable).then(|| "runs of 3000 samples, need 10 000".into()),
-            method: String::new(),
+            to_decide: match v {
+                Verdict::NotEstimable => Some("runs of 11 s would give it".into()),
+                Verdict::NoDifferenceProven => Some("about 40 runs of each level would".into()),
+                _ => None,
+            },
+            method: "Welch's t on the logs of the runs' p99".into(),
             verdict: v,
         };
         let c = Comparison {
@@ -318,12 +483,7 @@ mod tests {
                     Some((-1.0, 3.0)),
                     Some(0.5),
                 ),
-                m(
-                    "p99",
-                    Verdict::NoDifferenceProven,
-                    Some((-12.0, 32.0)),
-                    Some(0.2871),
-                ),
+                m("p99", Verdict::Worse, Some((6.0, 23.0)), Some(0.0031)),
                 m("p99.9", Verdict::NotEstimable, None, None),
             ],
             runs: (5, 5),
@@ -344,12 +504,16 @@ mod tests {
             warnings: Vec::new(),
             headline: "p99".into(),
             run_secs: Some(3.0),
+            conditions: Some("cyclic -t 1 -a 1 -i 1ms, 5 x 3 s runs per level".into()),
         };
         assert_eq!(
             sentences(&a),
             [
-                "kvm-clock vs tsc, 5 vs 5 runs of 3 s: p99 +14 % [-12 %, +32 %], no difference \
-              proven (p = 0.29); p99.9 not estimable: runs of 3000 samples, need 10 000."
+                "cyclic -t 1 -a 1 -i 1ms, 5 x 3 s runs per level; kvm-clock vs tsc: p99 100 → \
+                 114 µs, +14 % [+6 %, +23 %] worse (Welch's t on the logs of per-run figures, \
+                 Holm-adjusted p = 0.0031); p50: no difference proven (+14.0 % [-1.0 %, +3.0 %], \
+                 Holm-adjusted p = 0.5; about 40 runs of each level would); p99.9 not \
+                 estimable: runs of 3000 samples, need 10 000; runs of 11 s would give it."
             ]
         );
     }

@@ -56,10 +56,10 @@ impl MeasureArgs {
             no_store: self.store.no_store,
             tags: self.store.tag.clone(),
             loads: {
-                let mut loads: Vec<crate::load::LoadSpec> = self
+                let mut loads: Vec<crate::loadgen::LoadSpec> = self
                     .load
                     .iter()
-                    .map(|s| crate::load::LoadSpec::parse(s))
+                    .map(|s| crate::loadgen::LoadSpec::parse(s))
                     .collect::<Result<_>>()?;
                 if let Some(h) = &self.housekeeping {
                     let set = CpuSet::parse_online("--housekeeping", h, &CpuSet::online_here())?;

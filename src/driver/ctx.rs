@@ -25,6 +25,9 @@ pub struct Ctx<'a> {
     prepared: rt::Prepared,
     warnings: Vec<String>,
     keeper: &'a mut dyn Keep,
+    placement: rt::PlacementLog,
+    tracer: Option<crate::trace::session::Tracer>,
+    settings: Option<crate::settings::Knobs>,
 }
 
 impl<'a> Ctx<'a> {
@@ -38,6 +41,8 @@ impl<'a> Ctx<'a> {
         prepared: rt::Prepared,
         warnings: Vec<String>,
         keeper: &'a mut dyn Keep,
+        placement: rt::PlacementLog,
+        tracer: Option<crate::trace::session::Tracer>,
     ) -> Ctx<'a> {
         Ctx {
             control,
@@ -49,7 +54,58 @@ impl<'a> Ctx<'a> {
             prepared,
             warnings,
             keeper,
+            placement,
+            tracer,
+            settings: None,
         }
+    }
+
+    /// The system settings this run changes (`--hrtick`, `clocks --clocksource`): taken on
+    /// first use under the machine-wide settings lock (exit 3 naming the holder when another
+    /// latlab has it), journaled before each change, and put back by the driver when the
+    /// measurement returns, whatever the way (a second Ctrl-C replays the journal; after
+    /// SIGKILL, `latlab restore`).
+    pub fn settings(&mut self) -> Result<&mut crate::settings::Knobs> {
+        let held = match self.settings.take() {
+            Some(k) => k,
+            None => {
+                let k = crate::settings::Knobs::new()?;
+                crate::rt::at_exit(crate::settings::restore_own_on_exit);
+                k
+            }
+        };
+        Ok(self.settings.insert(held))
+    }
+
+    /// The files of the settings the run holds now (real paths).
+    pub fn held_files(&self) -> Vec<std::path::PathBuf> {
+        self.settings
+            .as_ref()
+            .map(crate::settings::Knobs::files)
+            .unwrap_or_default()
+    }
+
+    /// Puts every setting the run changed back now and gives the lock up; returns what could
+    /// not be put back (the journal is then kept for `latlab restore`).
+    pub fn restore_settings(&mut self) -> Vec<String> {
+        self.settings
+            .take()
+            .map(crate::settings::Knobs::restore)
+            .unwrap_or_default()
+    }
+
+    /// The tracing session the driver started for the measurement's `trace_request` (taken
+    /// once; None without `--trace`).
+    pub fn take_tracer(&mut self) -> Option<crate::trace::session::Tracer> {
+        self.tracer.take()
+    }
+
+    /// The run's placement log: every pin, policy or CPU move a thread of the run could not
+    /// get goes here (the driver records them, or exits 3 under `--strict`). Threads placed by
+    /// [`Ctx::spawn_workers`] report by themselves; code that places a thread itself clones
+    /// this into it.
+    pub fn placement(&self) -> &rt::PlacementLog {
+        &self.placement
     }
 
     /// The stop and interrupt flags: a measurement ends within a second of either and returns
@@ -143,6 +199,6 @@ impl<'a> Ctx<'a> {
         T: FnOnce() -> R,
         R: Send + 'static,
     {
-        rt::spawn_workers(placements, barrier, make)
+        rt::spawn_workers(placements, barrier, &self.placement, make)
     }
 }

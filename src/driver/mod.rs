@@ -9,6 +9,8 @@
 
 pub mod args;
 mod ctx;
+pub mod entry;
+pub mod ground;
 pub mod signals;
 #[cfg(test)]
 mod tests;
@@ -20,7 +22,7 @@ pub use args::{Lowering, MeasureArgs, StoreArgs};
 
 use crate::error::{Error, Result};
 use crate::export::json::JsonSink;
-use crate::load::{LoadSet, LoadSpec};
+use crate::loadgen::{LoadSet, LoadSpec};
 use crate::result::Run;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -73,9 +75,24 @@ pub trait Measurement {
     /// The kind its runs are stored as.
     const KIND: &'static str;
 
+    /// What the layers below the table need to know about its runs (higher is better, the
+    /// metric a plan compares by default, how a page draws them).
+    const FACTS: crate::result::kind::Facts = crate::result::kind::Facts::LATENCY;
+
+    /// A hang-up (SIGHUP: a closed terminal or ssh session) is its own business (the
+    /// monitor's status line) rather than the end of the run, as SIGTERM is.
+    const KEEPS_HANGUP: bool = false;
+
     /// How long the measurement is planned to take, if it has a deadline; the driver stops
     /// the loads then, whatever they do, so no load can hold the run past its end.
     fn planned(&self) -> Option<Duration>;
+
+    /// Samples one run is planned to have per second, all its series together, when the
+    /// configuration says (cyclic: each thread's wake-ups): a plan knows before measuring
+    /// whether its runs are long enough for the percentiles it compares.
+    fn planned_rate(&self) -> Option<f64> {
+        None
+    }
 
     /// Its real-time footprint.
     fn footprint(&self) -> Footprint;
@@ -83,6 +100,19 @@ pub trait Measurement {
     /// The CPUs its measuring threads are pinned to, when known: a load confined to CPUs
     /// (`cpus=`, `--housekeeping`) that overlap them is warned about.
     fn measured_cpus(&self) -> Option<crate::config::CpuSet> {
+        None
+    }
+
+    /// The CPUs its own threads are pinned to (by default its measured CPUs): the driver
+    /// checks them against the CPUs this process may use before anything starts.
+    fn pinned_cpus(&self) -> Option<crate::config::CpuSet> {
+        self.measured_cpus()
+    }
+
+    /// What it asks to be traced (`--trace`), if anything: the driver starts the session
+    /// after the loads and before [`Measurement::measure`], which takes it with
+    /// `ctx.take_tracer()`. A measurement that declares nothing is never traced.
+    fn trace_request(&self) -> Option<crate::trace::session::Request> {
         None
     }
 
@@ -205,12 +235,70 @@ fn overlapping(measured: Option<&crate::config::CpuSet>, c: &Common) -> Vec<Stri
         .collect()
 }
 
+/// Real-time tasks of other processes allowed on the measured CPUs: a warning each; another
+/// latlab measuring there too is exit 3 under `--strict` (each would disturb the other).
+fn company(pinned: Option<&crate::config::CpuSet>, strict: bool) -> Result<Vec<String>> {
+    let Some(cpus) = pinned else {
+        return Ok(Vec::new());
+    };
+    let cpus: Vec<usize> = cpus.iter().collect();
+    let (warnings, twin) = ground::company_at_start(&cpus);
+    if strict && twin {
+        return Err(Error::Env(format!(
+            "--strict: {}",
+            warnings
+                .iter()
+                .find(|w| w.contains("another latlab"))
+                .cloned()
+                .unwrap_or_default()
+        )));
+    }
+    Ok(warnings)
+}
+
+/// The online CPUs other than `measured` (None when there are none, or nothing is measured).
+fn housekeeping(measured: Option<&crate::config::CpuSet>) -> Option<Vec<usize>> {
+    let m = measured?;
+    let rest: Vec<usize> = crate::config::CpuSet::online_here()
+        .iter()
+        .filter(|&c| !m.contains(c))
+        .collect();
+    (!rest.is_empty()).then_some(rest)
+}
+
+/// Measured CPUs this process may not run on (a cpuset or `taskset` narrower than them, or an
+/// offline CPU): exit 3 naming them under `--strict`, before anything starts; else a warning
+/// (each thread's own placement is recorded as it happens).
+fn unplaceable(measured: Option<&crate::config::CpuSet>, strict: bool) -> Result<Vec<String>> {
+    let Some(m) = measured else {
+        return Ok(Vec::new());
+    };
+    let Ok(allowed) = crate::sys::sched::affinity() else {
+        return Ok(Vec::new());
+    };
+    let refused: Vec<usize> = m.iter().filter(|c| !allowed.contains(c)).collect();
+    if refused.is_empty() {
+        return Ok(Vec::new());
+    }
+    let list = |v: &[usize]| v.iter().map(usize::to_string).collect::<Vec<_>>().join(",");
+    let why = format!(
+        "the measured CPU(s) {} are outside the CPUs this process may use ({}: a cpuset, \
+         taskset or offline CPU); threads meant for them cannot be pinned there",
+        list(&refused),
+        list(&allowed)
+    );
+    if strict {
+        return Err(Error::Env(format!("--strict: {why}")));
+    }
+    Ok(vec![why])
+}
+
 /// Runs `m` through the whole lifecycle and returns its exit status as a `Result`
 /// (`Err(CheckFailed)` when a requested check tripped).
 pub fn execute<M: Measurement>(m: M, common: &Common, command_line: Vec<String>) -> Result<()> {
     // A hang-up (a closed terminal or ssh session) ends a measurement as SIGTERM does: saved,
     // restored, reaped. The monitor keeps SIGHUP for its status.
-    if M::KIND != "monitor" {
+    if !M::KEEPS_HANGUP {
         signals::stop_on_hangup();
     }
     let mut out = std::io::stdout();
@@ -266,9 +354,37 @@ pub fn execute_with<M: Measurement>(
         &mut prep_warnings,
     )?;
 
+    let placement_log = crate::rt::PlacementLog::default();
+    warnings.extend(unplaceable(m.pinned_cpus().as_ref(), common.strict)?);
+    warnings.extend(company(m.pinned_cpus().as_ref(), common.strict)?);
+
     let loads = LoadSet::start(&common.loads, &control)?;
     let dog = watchdog::Watchdog::start(loads.pids(), m.planned(), control.clone());
-    let measured = {
+    // --trace: the session starts once the loads run and before the measuring threads; its
+    // reader stays off the measured CPUs where there are others.
+    let tracer = match m.trace_request() {
+        None => None,
+        Some(mut r) => {
+            if r.reader_cpus.is_none() {
+                r.reader_cpus = housekeeping(m.pinned_cpus().as_ref());
+            }
+            match crate::trace::session::Tracer::begin(&r, control.stop.clone()) {
+                Ok(t) => Some(t),
+                Err(e) => {
+                    dog.finish();
+                    let _ = loads.stop();
+                    return Err(e);
+                }
+            }
+        }
+    };
+    // What the result depends on, read now and watched until the measurement returns.
+    let watched: Vec<usize> = m.pinned_cpus().map_or_else(
+        || crate::config::CpuSet::online_here().iter().collect(),
+        |c| c.iter().collect(),
+    );
+    let watch = ground::Watch::start(&watched, housekeeping(m.pinned_cpus().as_ref()));
+    let (measured, unrestored, held) = {
         let mut ctx = Ctx::new(
             control.clone(),
             environment,
@@ -278,17 +394,36 @@ pub fn execute_with<M: Measurement>(
             prepared,
             prep_warnings,
             &mut keeper,
+            placement_log.clone(),
+            tracer,
         );
-        m.measure(&mut ctx)
+        let measured = m.measure(&mut ctx);
+        // Settings go back before anything is written, on every way out of the measurement.
+        let held = ctx.held_files();
+        let failed = ctx.restore_settings();
+        (measured, failed, held)
     };
+    let moved = watch.finish(&held);
     dog.finish();
     let (reports, load_warnings) = loads.stop();
+    if measured.is_err() {
+        for f in &unrestored {
+            crate::note!("latlab: could not restore {f}; run 'latlab restore'");
+        }
+    }
     let mut outcome = measured?;
 
     let run = M::result(&mut outcome);
     run.loads.extend(reports);
     warnings.extend(load_warnings);
-    let placement = crate::rt::take_placement_failures();
+    warnings.extend(moved.iter().map(ground::warning));
+    run.ground.extend(moved);
+    warnings.extend(
+        unrestored
+            .iter()
+            .map(|f| format!("could not restore {f}; run 'latlab restore'")),
+    );
+    let placement = placement_log.failures();
     warnings.extend(placement.iter().cloned());
     run.warnings.extend(warnings);
     if control.was_interrupted() {

@@ -1,8 +1,5 @@
-//! Whole experiments: plans (TOML), system knobs with an on-disk restore journal, and the runner
-//! that crosses factors, repeats and compares (`latlab run`, `latlab restore`).
+//! Whole experiments: plans (TOML) and the runner that crosses factors, repeats and compares
+//! (`latlab run`); the system settings a plan changes are `crate::settings`'.
 
-pub mod clocksource;
-pub mod hrtick;
-pub mod knobs;
 pub mod plan;
 pub mod runner;

@@ -2,7 +2,6 @@
 //! measurement stored under one experiment id; knobs journaled and always restored; at the end
 //! each combination against the baseline, ministat-style and tail-aware.
 
-use super::knobs::Knobs;
 use super::plan::{shell_join, shell_quote, Order, Plan};
 use crate::compare::analysis::Settings;
 use crate::compare::inputs::{load_runs, Metric, ReadOpts};
@@ -11,6 +10,7 @@ use crate::compare::render::{render, Format};
 use crate::error::{Error, Result};
 use crate::result::Run;
 use crate::rt::Control;
+use crate::settings::Knobs;
 use crate::stats::ministat;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
@@ -103,6 +103,7 @@ pub fn dry_run(path: &Path, sets: &[String]) -> Result<String> {
             plan.design.repeats
         ));
     }
+    s.push_str(&estimability(&plan));
     let e = plan.estimate;
     s.push_str(&match (e.known_ns, e.unknown_runs) {
         (k, 0) => format!("total time: about {} of measurement\n", human(k)),
@@ -117,15 +118,104 @@ pub fn dry_run(path: &Path, sets: &[String]) -> Result<String> {
     Ok(s)
 }
 
+/// The per-run figures a plan's comparison uses, with the samples each needs to be estimable
+/// (`crate::compare::per_run::FIGURES`; max and mean need one).
+fn needs() -> Vec<(&'static str, u64)> {
+    crate::compare::per_run::FIGURES
+        .iter()
+        .map(|&(name, q)| (name, q.map_or(1, crate::stats::dist::min_n_for)))
+        .collect()
+}
+
+/// Before measuring: the samples each combination's runs will have (rate × duration, less
+/// the reserve for overruns) and, per compared figure, whether that is enough, and if not the
+/// run length that is (`--set duration=...`). One line per distinct plan of the runs.
+pub fn estimability(plan: &Plan) -> String {
+    use crate::compare::analysis::thousands;
+    use crate::compare::decide::{seconds_for, OVERRUN_RESERVE};
+    let combos = plan.combinations();
+    let mut seen: Vec<(u64, u64)> = Vec::new();
+    let mut s = String::new();
+    for (c, p) in combos.iter().zip(&plan.planned) {
+        let (Some(ns), Some(rate)) = (p.ns, p.rate) else {
+            if seen.is_empty() && s.is_empty() {
+                s.push_str(
+                    "  samples per run: not known before measuring (the measurement does not \
+                     plan its rate); the runs' own counts decide which percentiles compare\n",
+                );
+            }
+            continue;
+        };
+        let key = (ns, rate.to_bits());
+        if seen.contains(&key) {
+            continue;
+        }
+        seen.push(key);
+        let secs = ns as f64 / 1e9;
+        let nominal = rate * secs;
+        let expected = (nominal * (1.0 - OVERRUN_RESERVE)).floor() as u64;
+        let who = if combos.len() > 1 && plan.planned.iter().any(|q| *q != *p) {
+            format!(" ({})", plan.label(c))
+        } else {
+            String::new()
+        };
+        s.push_str(&format!(
+            "  samples per run{who}: {} ({}/s x {} s), about {} after {} % for overruns\n",
+            thousands(nominal.round() as u64),
+            crate::stats::cfmt::g(rate, 4),
+            crate::stats::cfmt::g(secs, 4),
+            thousands(expected),
+            OVERRUN_RESERVE * 100.0
+        ));
+        let (ok, short): (Vec<_>, Vec<_>) = needs().into_iter().partition(|(_, n)| expected >= *n);
+        let names = |v: &[(&str, u64)]| {
+            v.iter()
+                .map(|(m, n)| {
+                    if *n > 1 {
+                        format!("{m} (needs {})", thousands(*n))
+                    } else {
+                        m.to_string()
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        if !ok.is_empty() {
+            s.push_str(&format!("  compared, estimable: {}\n", names(&ok)));
+        }
+        for (m, n) in &short {
+            let d = seconds_for(*n, rate);
+            s.push_str(&format!(
+                "  not estimable at this length: {m} (needs {}): runs of {d} s would give it \
+                 (--set duration={d}s)\n",
+                thousands(*n)
+            ));
+        }
+    }
+    s
+}
+
 /// Runs the plan at `path` (with `--set` overrides); returns the final report. The store goes
 /// to each measurement through the environment (`LATLAB_STORE`), never on its command line.
 ///
 /// `control` carries the interrupt flags (the caller routes signals to them and keeps the
-/// process alive on a second one, so every setting is put back).
-pub fn run(path: &Path, store: Option<&str>, sets: &[String], control: &Control) -> Result<String> {
-    let plan = Plan::load_with(path, sets)?;
-    // One plan at a time: the lock is taken before anything else happens.
-    let mut knobs = Knobs::new()?;
+/// process alive on a second one, so every setting is put back); `kinds` tells what the
+/// plan's measurement is (its default metric, whether higher is better).
+pub fn run(
+    path: &Path,
+    opts: &Options<'_>,
+    control: &Control,
+    kinds: crate::result::kind::Kinds,
+) -> Result<String> {
+    let (store, wait) = (opts.store, opts.wait);
+    let plan = Plan::load_with(path, opts.sets)?;
+    // One owner of system settings per machine: the lock is taken before anything else
+    // happens (`--wait`: waited for, until a signal).
+    let mut knobs = if wait {
+        Knobs::new_waiting(&|| !control.was_interrupted())?
+    } else {
+        Knobs::new()?
+    };
     let combos = plan.combinations();
     let started = std::time::SystemTime::now();
     let exp = format!("exp-{}", crate::result::new_run_id(started));
@@ -149,11 +239,21 @@ pub fn run(path: &Path, store: Option<&str>, sets: &[String], control: &Control)
     {
         eprintln!("  note on factor {}: {}", f.0.name, f.1);
     }
+    eprint!("{}", estimability(&plan));
     // Results come back on each child's stdout (`--json -`), never through temporary files,
     // so a SIGKILLed plan leaves nothing behind.
     let mut files: Vec<Vec<(Run, String)>> = vec![Vec::new(); combos.len()];
     let outcome = execute(
-        &plan, &combos, &order, &exp, store, &mut knobs, control, &mut files,
+        &plan_name(path),
+        &plan,
+        &combos,
+        &order,
+        &exp,
+        store,
+        &mut knobs,
+        control,
+        &mut files,
+        opts.on_disturbed,
     );
     // Whatever happened, put every setting back.
     let failed = knobs.restore();
@@ -173,12 +273,57 @@ pub fn run(path: &Path, store: Option<&str>, sets: &[String], control: &Control)
             ""
         }
     );
-    report.push_str(&analysis(&plan, &combos, &files)?);
+    let facts = kinds(&plan.measure.command);
+    report.push_str(&analysis(&plan, &facts, &combos, &files)?);
     Ok(report)
+}
+
+/// How `latlab run` runs a plan besides the plan itself.
+#[derive(Debug, Clone, Default)]
+pub struct Options<'a> {
+    /// The store the runs go to.
+    pub store: Option<&'a str>,
+    /// `--set KEY=VALUE` overrides.
+    pub sets: &'a [String],
+    /// `--wait` for another latlab's settings lock.
+    pub wait: bool,
+    /// `--on-disturbed`.
+    pub on_disturbed: OnDisturbed,
+}
+
+/// What a plan does with a run whose ground moved (`--on-disturbed`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum OnDisturbed {
+    /// Keep it out of the analysis and make the run again (at most [`MAX_RERUNS`] times).
+    #[default]
+    Rerun,
+    /// Keep it (marked disturbed in the store) and go on.
+    Keep,
+    /// Keep it and stop the plan (every setting is put back).
+    Stop,
+}
+
+/// How often one run of a plan is made again because its ground moved.
+pub const MAX_RERUNS: u32 = 2;
+
+/// One measurement child's end.
+enum Child {
+    /// It saved a result: the run and its store name.
+    Saved(Box<Run>, String),
+    /// Interrupted before it could save anything.
+    Nothing,
+}
+
+/// The plan's file name as a tag value (no commas: tag lists split on them).
+fn plan_name(path: &Path) -> String {
+    path.file_name().map_or("plan".into(), |n| {
+        n.to_string_lossy().replace([',', '\n'], "_")
+    })
 }
 
 #[allow(clippy::too_many_arguments)]
 fn execute(
+    plan_file: &str,
     plan: &Plan,
     combos: &[Vec<usize>],
     order: &[(usize, u32)],
@@ -187,9 +332,18 @@ fn execute(
     knobs: &mut Knobs,
     control: &Control,
     files: &mut [Vec<(Run, String)>],
+    on_disturbed: OnDisturbed,
 ) -> Result<()> {
     let exe = std::env::current_exe()
         .map_err(|e| Error::Env(format!("cannot find latlab's own binary: {e}")))?;
+    // Every setting the plan puts in force is watched by its runs (driver::ground).
+    let watch: Vec<String> = plan
+        .knob_files
+        .iter()
+        .flatten()
+        .map(|p| p.display().to_string())
+        .collect();
+    let mut warned: Vec<&'static str> = Vec::new();
     for (i, &(ci, r)) in order.iter().enumerate() {
         if control.was_interrupted() {
             break;
@@ -203,100 +357,72 @@ fn execute(
                 shell(cmd, &format!("factor {} level {} pre", f.name, f.levels[l]))?;
             }
         }
-        let mut c = Command::new(&exe);
-        c.arg(&plan.measure.command)
-            .args(plan.args_for(combo))
-            .arg("--json")
-            .arg("-");
-        // The store (it may carry a password) goes by environment: `ps` shows argv.
-        if let Some(s) = store {
-            c.env("LATLAB_STORE", s);
-        }
-        c.args([
-            "--tag",
-            &format!("experiment={exp}"),
-            "--tag",
-            &format!("repeat={r}"),
-            // Which level combination (0: the baseline), so a later compare or report of the
-            // experiment puts the baseline first whatever order the runs were made in.
-            "--tag",
-            &format!("combination={ci}"),
-        ]);
-        for (f, &l) in plan.factors.iter().zip(combo) {
-            c.arg("--tag").arg(format!("{}={}", f.name, f.levels[l]));
-        }
-        c.stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        // The measurement dies with the plan: a SIGKILLed runner leaves nothing running.
-        crate::sys::process::die_with_us(&mut c);
-        let mut child = c
-            .spawn()
-            .map_err(|e| Error::Env(format!("cannot start the measurement: {e}")))?;
-        // Both pipes are drained while the child runs, so a chatty child never blocks on a
-        // full pipe (and so never deadlocks the runner).
-        let drain = |p: Option<Box<dyn std::io::Read + Send>>| {
-            std::thread::spawn(move || {
-                let mut text = String::new();
-                if let Some(mut p) = p {
-                    let _ = std::io::Read::read_to_string(&mut p, &mut text);
+        let progress = format!(
+            "[{}/{}] {} repeat {r}",
+            i + 1,
+            order.len(),
+            plan.label(combo)
+        );
+        let mut attempt = 0;
+        loop {
+            let c = command(
+                &exe,
+                plan,
+                combo,
+                (exp, plan_file),
+                store,
+                (ci, r),
+                &watch.join("\n"),
+            );
+            match run_child(c, control, i + 1, &plan.label(combo))? {
+                Child::Nothing => {
+                    eprintln!("{progress}: interrupted before it saved a result");
+                    return Ok(());
                 }
-                text
-            })
-        };
-        let out_reader = drain(child.stdout.take().map(|p| Box::new(p) as _));
-        let err_reader = drain(child.stderr.take().map(|p| Box::new(p) as _));
-        let mut forwarded = false;
-        let status = loop {
-            if let Ok(Some(s)) = child.try_wait() {
-                break s;
+                Child::Saved(run, name) if run.disturbed() => {
+                    let why: Vec<String> = run
+                        .ground
+                        .iter()
+                        .filter(|g| g.what != crate::result::COMPANY)
+                        .map(|g| g.what.clone())
+                        .collect();
+                    let again = on_disturbed == OnDisturbed::Rerun
+                        && attempt < MAX_RERUNS
+                        && !control.was_interrupted();
+                    crate::note!(
+                        "{progress}: run {} disturbed ({} changed){}",
+                        name.trim_start_matches("run:"),
+                        why.join(", "),
+                        if again {
+                            "; left out and made again"
+                        } else {
+                            ""
+                        }
+                    );
+                    if again {
+                        attempt += 1;
+                        continue;
+                    }
+                    let stop = on_disturbed == OnDisturbed::Stop;
+                    files[ci].push((*run, name));
+                    if stop {
+                        return Err(Error::Env(format!(
+                            "{progress}: the ground moved under the run (--on-disturbed stop): {}",
+                            why.join(", ")
+                        )));
+                    }
+                }
+                Child::Saved(run, name) => {
+                    crate::note!(
+                        "{progress}: run {}{}",
+                        name.trim_start_matches("run:"),
+                        run_warnings(&run)
+                    );
+                    short_run_note(&run, &mut warned);
+                    files[ci].push((*run, name));
+                }
             }
-            if control.was_interrupted() && !forwarded {
-                // The child saves its result and ends.
-                crate::sys::process::signal(child.id() as i32, libc::SIGINT);
-                forwarded = true;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        let out = out_reader.join().unwrap_or_default();
-        let err = err_reader.join().unwrap_or_default();
-        let result = (!out.trim().is_empty())
-            .then(|| crate::result::Run::parse(&out, &format!("run {}", i + 1)).ok())
-            .flatten();
-        let id = err
-            .lines()
-            .find_map(|l| {
-                l.strip_prefix("latlab: run ")
-                    .and_then(|r| r.split_whitespace().next())
-            })
-            .unwrap_or("-");
-        if let Some(run) = result.filter(|_| status.code().is_some_and(|c| c <= 1)) {
-            crate::note!(
-                "[{}/{}] {} repeat {}: run {id}{}",
-                i + 1,
-                order.len(),
-                plan.label(combo),
-                r,
-                run_warnings(&run)
-            );
-            files[ci].push((run, format!("run:{id}")));
-        } else if forwarded {
-            // Interrupted before it could save anything (e.g. still starting): nothing to keep.
-            eprintln!(
-                "[{}/{}] {} repeat {}: interrupted before it saved a result",
-                i + 1,
-                order.len(),
-                plan.label(combo),
-                r
-            );
             break;
-        } else {
-            return Err(Error::Env(format!(
-                "run {} ({}) failed ({status}): {}",
-                i + 1,
-                plan.label(combo),
-                err.trim()
-            )));
         }
         for (f, &l) in plan.factors.iter().zip(combo) {
             if let Some(cmd) = f.post.get(&f.levels[l]) {
@@ -308,6 +434,136 @@ fn execute(
         }
     }
     Ok(())
+}
+
+/// The command line of one run of the plan: the measurement with its level's arguments, its
+/// result on stdout, its tags, the store and the settings to watch through the environment.
+fn command(
+    exe: &Path,
+    plan: &Plan,
+    combo: &[usize],
+    (exp, plan_file): (&str, &str),
+    store: Option<&str>,
+    (ci, r): (usize, u32),
+    watch: &str,
+) -> Command {
+    let mut c = Command::new(exe);
+    c.arg(&plan.measure.command)
+        .args(plan.args_for(combo))
+        .arg("--json")
+        .arg("-");
+    // The store (it may carry a password) goes by environment: `ps` shows argv.
+    if let Some(s) = store {
+        c.env("LATLAB_STORE", s);
+    }
+    c.env(crate::driver::ground::WATCH_ENV, watch);
+    c.args([
+        "--tag",
+        &format!("experiment={exp}"),
+        "--tag",
+        &format!("repeat={r}"),
+        // Which level combination (0: the baseline), so a later compare or report of the
+        // experiment puts the baseline first whatever order the runs were made in.
+        "--tag",
+        &format!("combination={ci}"),
+        // The plan file it came from, for `runs list --experiments`.
+        "--tag",
+        &format!("plan={plan_file}"),
+    ]);
+    for (f, &l) in plan.factors.iter().zip(combo) {
+        c.arg("--tag").arg(format!("{}={}", f.name, f.levels[l]));
+    }
+    c.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // The measurement dies with the plan: a SIGKILLed runner leaves nothing running.
+    crate::sys::process::die_with_us(&mut c);
+    c
+}
+
+/// Runs one measurement child to its end, forwarding a Ctrl-C to it; its result comes back on
+/// its stdout. A child that failed is the plan's error (exit 3 with its message).
+fn run_child(mut c: Command, control: &Control, n: usize, label: &str) -> Result<Child> {
+    let mut child = c
+        .spawn()
+        .map_err(|e| Error::Env(format!("cannot start the measurement: {e}")))?;
+    // Both pipes are drained while the child runs, so a chatty child never blocks on a
+    // full pipe (and so never deadlocks the runner).
+    let drain = |p: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            if let Some(mut p) = p {
+                let _ = std::io::Read::read_to_string(&mut p, &mut text);
+            }
+            text
+        })
+    };
+    let out_reader = drain(child.stdout.take().map(|p| Box::new(p) as _));
+    let err_reader = drain(child.stderr.take().map(|p| Box::new(p) as _));
+    let mut forwarded = false;
+    let status = loop {
+        if let Ok(Some(s)) = child.try_wait() {
+            break s;
+        }
+        if control.was_interrupted() && !forwarded {
+            // The child saves its result and ends.
+            crate::sys::process::signal(child.id() as i32, libc::SIGINT);
+            forwarded = true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let out = out_reader.join().unwrap_or_default();
+    let err = err_reader.join().unwrap_or_default();
+    let result = (!out.trim().is_empty())
+        .then(|| crate::result::Run::parse(&out, &format!("run {n}")).ok())
+        .flatten();
+    let id = err
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("latlab: run ")
+                .and_then(|r| r.split_whitespace().next())
+        })
+        .unwrap_or("-");
+    match result.filter(|_| status.code().is_some_and(|c| c <= 1)) {
+        Some(run) => Ok(Child::Saved(Box::new(run), format!("run:{id}"))),
+        // Interrupted before it could save anything (e.g. still starting): nothing to keep.
+        None if forwarded => Ok(Child::Nothing),
+        None => Err(Error::Env(format!(
+            "run {n} ({label}) failed ({status}): {}",
+            err.trim()
+        ))),
+    }
+}
+
+/// Says, once per figure, when a run came out too short for a figure the comparison uses
+/// (overruns under load can take a planned 10 000 below it), with the length that is enough
+/// at the rate the run achieved.
+fn short_run_note(run: &Run, warned: &mut Vec<&'static str>) {
+    let n: u64 = run
+        .series
+        .iter()
+        .filter(|s| s.unit == "ns")
+        .flat_map(|s| s.histogram.buckets.iter().map(|b| b[1]))
+        .fold(0, u64::saturating_add);
+    if n == 0 || run.duration_s <= 0.0 {
+        return;
+    }
+    let rate = n as f64 / run.duration_s;
+    for (m, need) in needs() {
+        if n < need
+            && need > 1
+            && !warned.contains(&m)
+            && rate * run.duration_s * 1.2 >= need as f64
+        {
+            warned.push(m);
+            let d = crate::compare::decide::seconds_for(need, rate);
+            eprintln!(
+                "    note: this run has {n} samples, {m} needs {}: not estimable from runs this \
+                 long; runs of {d} s would give it (--set duration={d}s)",
+                crate::compare::analysis::thousands(need)
+            );
+        }
+    }
 }
 
 /// A run's warnings (e.g. a disturbing command that failed), for its progress line.
@@ -330,20 +586,38 @@ fn shell(cmd: &str, what: &str) -> Result<()> {
     Ok(())
 }
 
-fn analysis(plan: &Plan, combos: &[Vec<usize>], files: &[Vec<(Run, String)>]) -> Result<String> {
-    let tcp = plan.measure.command == "tcp";
-    let metric = match plan.analysis.metric.as_deref() {
-        None if tcp => Metric::Latency,
-        None => Metric::P99,
-        Some("latency") => Metric::Latency,
-        Some("min") => Metric::Min,
-        Some("max") => Metric::Max,
-        Some("mean") => Metric::Mean,
-        Some("p50") => Metric::P50,
-        Some("p99.9") => Metric::P999,
-        Some(_) => Metric::P99,
+fn analysis(
+    plan: &Plan,
+    facts: &crate::result::kind::Facts,
+    combos: &[Vec<usize>],
+    files: &[Vec<(Run, String)>],
+) -> Result<String> {
+    // One figure per repeat (a throughput), not a distribution of latencies.
+    let figures = !facts.distributions;
+    let metric = match plan
+        .analysis
+        .metric
+        .as_deref()
+        .unwrap_or(facts.default_metric)
+    {
+        "latency" => Metric::Latency,
+        "min" => Metric::Min,
+        "max" => Metric::Max,
+        "mean" => Metric::Mean,
+        "p50" => Metric::P50,
+        "p99.9" => Metric::P999,
+        _ => Metric::P99,
     };
-    let unit = if tcp { "10^6 bit/s" } else { "us" };
+    let unit = match files
+        .iter()
+        .flatten()
+        .find_map(|(r, _)| r.series.first())
+        .map_or("ns", |s| s.unit.as_str())
+    {
+        "kbit/s" => "10^6 bit/s".to_string(),
+        "ns" => "us".to_string(),
+        u => u.to_string(),
+    };
     let levels: Vec<(String, Vec<(Run, String)>)> = combos
         .iter()
         .zip(files)
@@ -353,7 +627,7 @@ fn analysis(plan: &Plan, combos: &[Vec<usize>], files: &[Vec<(Run, String)>]) ->
     let mut s = String::new();
     // ministat's view of the plan's metric, one figure per run (never a percentile of
     // percentiles: ministat shows the figures themselves).
-    if (metric != Metric::Latency || tcp) && levels.len() >= 2 && levels.len() <= 7 {
+    if (metric != Metric::Latency || figures) && levels.len() >= 2 && levels.len() <= 7 {
         let opts = ReadOpts {
             column: 1,
             delim: b" \t".to_vec(),
@@ -361,6 +635,7 @@ fn analysis(plan: &Plan, combos: &[Vec<usize>], files: &[Vec<(Run, String)>]) ->
             series: None,
             scale: 1e-3,
             store: None,
+            include_disturbed: false,
         };
         let sets: Vec<ministat::DataSet> = levels
             .iter()
@@ -377,7 +652,7 @@ fn analysis(plan: &Plan, combos: &[Vec<usize>], files: &[Vec<(Run, String)>]) ->
         if sets.len() == levels.len() {
             s.push_str(&format!(
                 "\nper combination: {} ({unit}); baseline {}\n\n",
-                metric_name(metric, tcp),
+                metric_name(metric, figures),
                 levels[0].0
             ));
             s.push_str(&ministat::report(&sets, &ministat::Options::default()));
@@ -388,8 +663,11 @@ fn analysis(plan: &Plan, combos: &[Vec<usize>], files: &[Vec<(Run, String)>]) ->
         confidence: 0.95,
         replicates: 10_000,
         seed: 1,
-        higher_is_better: plan.analysis.higher_is_better.unwrap_or(tcp),
-        unit: unit.into(),
+        higher_is_better: plan
+            .analysis
+            .higher_is_better
+            .unwrap_or(facts.higher_is_better),
+        unit,
         assume_independent: false,
     };
     let headline = match metric {
@@ -425,9 +703,9 @@ fn analysis(plan: &Plan, combos: &[Vec<usize>], files: &[Vec<(Run, String)>]) ->
     Ok(s)
 }
 
-fn metric_name(m: Metric, tcp: bool) -> &'static str {
+fn metric_name(m: Metric, figures: bool) -> &'static str {
     match m {
-        Metric::Latency if tcp => "throughput of each run",
+        Metric::Latency if figures => "throughput of each run",
         Metric::Latency => "all latency samples",
         Metric::Min => "min of each run",
         Metric::Max => "max of each run",

@@ -1,5 +1,6 @@
 //! Writers of results: JSON (schema v1) and plain-text tables.
 
+pub mod columns;
 pub mod json;
 pub mod rt_tests;
-pub mod table;
+pub mod why;

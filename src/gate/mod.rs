@@ -4,4 +4,5 @@
 
 pub mod bounds;
 pub mod judge;
+pub mod junit;
 pub mod requirement;

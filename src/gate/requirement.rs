@@ -1,6 +1,7 @@
-//! A gate's requirement, parsed strictly: `p99.9<100us` (a quantile below a latency) or
-//! `rate(>200us)<1e-6` (the fraction of samples above a latency below a rate). Both become
-//! "the rate of an event is below a limit", which exact binomial bounds can judge.
+//! A gate's requirement, parsed strictly: `p99.9<100us` (a quantile below a latency),
+//! `rate(>200us)<1e-6` (the fraction of samples above a latency below a rate) or `max<10ms`
+//! (every sample below a latency). The first two become "the rate of an event is below a
+//! limit", which exact binomial bounds can judge; the third is judged on each run's exact max.
 
 use crate::config::{parse_time_ns, BareUnit};
 
@@ -11,6 +12,8 @@ pub enum Event {
     AtLeast(u64),
     /// The sample is above this many ns (a rate requirement).
     Above(u64),
+    /// Some sample is at or above this many ns: judged on each run's exact maximum (`max<T`).
+    Max(u64),
 }
 
 /// A parsed requirement.
@@ -26,18 +29,33 @@ pub struct Requirement {
     pub limit: f64,
 }
 
+/// Parses a list of requirements separated by commas or semicolons
+/// (`p99.9<100us,max<10ms`); each is judged on the same runs.
+pub fn parse_list(text: &str) -> Result<Vec<Requirement>, String> {
+    let v: Vec<Requirement> = text
+        .split([',', ';'])
+        .filter(|p| !p.trim().is_empty())
+        .map(Requirement::parse)
+        .collect::<Result<_, _>>()?;
+    if v.is_empty() {
+        return Err("no requirement given".into());
+    }
+    Ok(v)
+}
+
 impl Requirement {
     /// The latency threshold in ns.
     pub fn threshold_ns(&self) -> u64 {
         match self.event {
-            Event::AtLeast(t) | Event::Above(t) => t,
+            Event::AtLeast(t) | Event::Above(t) | Event::Max(t) => t,
         }
     }
 
     /// Parses `p99.9<100us`, `p99.99 < 50us` or `rate(>200us)<1e-6`; a bare time is µs.
     pub fn parse(text: &str) -> Result<Requirement, String> {
         let t: String = text.chars().filter(|c| !c.is_whitespace()).collect();
-        let form = "expected pQ<TIME (p99.9<100us) or rate(>TIME)<RATE (rate(>200us)<1e-6)";
+        let form = "expected pQ<TIME (p99.9<100us), max<TIME (max<10ms) or rate(>TIME)<RATE \
+                    (rate(>200us)<1e-6)";
         let (lhs, rhs) = t
             .split_once('<')
             .ok_or_else(|| format!("no '<' in '{text}': {form}"))?;
@@ -56,10 +74,22 @@ impl Requirement {
                 limit,
             });
         }
+        if lhs == "max" {
+            let at = parse_time_ns(rhs, BareUnit::Micros)?;
+            if at == 0 {
+                return Err(format!("max<{rhs}: no latency is below 0"));
+            }
+            return Ok(Requirement {
+                text: t.clone(),
+                quantile: None,
+                event: Event::Max(at),
+                limit: 0.0,
+            });
+        }
         let pct: f64 = lhs
             .strip_prefix('p')
             .and_then(|p| p.parse().ok())
-            .ok_or_else(|| format!("'{lhs}' is neither pQ nor rate(>TIME): {form}"))?;
+            .ok_or_else(|| format!("'{lhs}' is not pQ, max or rate(>TIME): {form}"))?;
         if !(pct > 0.0 && pct < 100.0) {
             return Err(format!(
                 "percentile {pct} must be between 0 and 100 (exclusive)"
@@ -96,6 +126,12 @@ mod tests {
             Requirement::parse("p99.99<50").unwrap().event,
             Event::AtLeast(50_000)
         );
+        assert_eq!(
+            Requirement::parse("max < 10ms").unwrap().event,
+            Event::Max(10_000_000)
+        );
+        let e = Requirement::parse("min<1us").unwrap_err();
+        assert!(e.contains("max<TIME") && e.contains("not pQ, max"), "{e}");
         for bad in [
             "p99.9",
             "p100<1us",
@@ -103,6 +139,9 @@ mod tests {
             "rate(>1us)<2",
             "rate(1us)<0.1",
             "p99<fast",
+            "max<0",
+            "max<",
+            "max>1ms",
             "",
         ] {
             assert!(Requirement::parse(bad).is_err(), "{bad}");

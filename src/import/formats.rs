@@ -184,6 +184,9 @@ fn rt_tests(tool: Tool, text: &str, file: &str) -> Result<Run> {
         return Err(bad(file, "no threads in \"thread\""));
     }
     run.duration_s = dur;
+    if let Some(t) = v["start_time"].as_str().and_then(super::rt_time) {
+        super::set_start(&mut run, t);
+    }
     Ok(run)
 }
 
@@ -287,6 +290,12 @@ fn iperf3(text: &str, file: &str) -> Result<Run> {
         .map(String::from);
     let mut r = run_of(Tool::Iperf3, file, None, host);
     r.duration_s = secs;
+    if let Some(t) = v["start"]["timestamp"]["timesecs"].as_u64() {
+        super::set_start(
+            &mut r,
+            std::time::UNIX_EPOCH + std::time::Duration::from_secs(t),
+        );
+    }
     r.parameters["iperf3_version"] = v["start"]["version"].clone();
     r.parameters["test_start"] = v["start"]["test_start"].clone();
     // As `latlab tcp`: one throughput figure per run, in kbit/s.
@@ -332,6 +341,10 @@ mod tests {
         assert_eq!(s.summary.count, 50);
         assert_eq!((s.summary.min_ns, s.summary.max_ns), (26_000, 6_715_000));
         assert_eq!(r[0].duration_s, 2.0);
+        // Dated by the tool's own start, not the import's.
+        assert_eq!(r[0].started, "2026-11-22T15:46:35.000000Z");
+        assert_eq!(r[0].ended, "2026-11-22T15:46:37.000000Z");
+        assert!(r[0].id.starts_with("20261122T154635Z-"), "{}", r[0].id);
         assert_eq!(r[0].environment.kernel_release, "6.1.0-rt");
         assert!(
             r[0].warnings[0].contains("3 samples beyond"),

@@ -163,6 +163,51 @@ pub(crate) fn run_of(tool: Tool, file: &str, kernel: Option<String>, host: Optio
     r
 }
 
+/// Dates an imported run by the tool's own start time: its `started`, `ended` (start +
+/// duration) and its id, so the id sorts with the run's time, not the import's.
+pub(crate) fn set_start(run: &mut Run, t: std::time::SystemTime) {
+    run.started = crate::result::rfc3339(t);
+    let end = t + std::time::Duration::from_secs_f64(run.duration_s.clamp(0.0, 1e9));
+    run.ended = crate::result::rfc3339(end);
+    run.id = crate::result::new_run_id(t);
+}
+
+/// rt-tests' time stamps (`Sun, 22 Nov 2026 15:46:35 +0000`, strftime's "%a, %d %b %Y
+/// %H:%M:%S %z") as a time; None when the text is not one.
+pub(crate) fn rt_time(text: &str) -> Option<std::time::SystemTime> {
+    let w: Vec<&str> = text.split_whitespace().collect();
+    let [_, day, mon, year, hms, tz] = w.as_slice() else {
+        return None;
+    };
+    let day: i64 = day.parse().ok()?;
+    let months = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let m = months.iter().position(|x| x == mon)? as i64 + 1;
+    let y: i64 = year.parse().ok()?;
+    let mut it = hms.split(':').map(|x| x.parse::<i64>().ok());
+    let (hh, mm, ss) = (it.next()??, it.next()??, it.next()??);
+    if !(1..=31).contains(&day) || hh > 23 || mm > 59 || ss > 60 || tz.len() != 5 {
+        return None;
+    }
+    let sign = match &tz[..1] {
+        "+" => 1,
+        "-" => -1,
+        _ => return None,
+    };
+    let off = sign * (tz[1..3].parse::<i64>().ok()? * 3600 + tz[3..5].parse::<i64>().ok()? * 60);
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let (yy, mo) = if m <= 2 { (y - 1, m + 9) } else { (y, m - 3) };
+    let era = yy.div_euclid(400);
+    let yoe = yy - era * 400;
+    let doy = (153 * mo + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let secs = days * 86_400 + hh * 3600 + mm * 60 + ss - off;
+    let secs = u64::try_from(secs).ok()?;
+    Some(std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs))
+}
+
 /// The default bound on the runs one import may create (`--max-runs`).
 pub const DEFAULT_MAX_RUNS: u64 = 10_000;
 
@@ -228,4 +273,29 @@ pub fn run(
 /// Shorthand for a bad-input error naming the file.
 pub(crate) fn bad(file: &str, why: impl std::fmt::Display) -> Error {
     Error::Usage(format!("{file}: {why}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rt_tests_time_stamps_are_read() {
+        let t = rt_time("Sun, 22 Nov 2026 15:46:35 +0000").unwrap();
+        assert_eq!(crate::result::rfc3339(t), "2026-11-22T15:46:35.000000Z");
+        let t = rt_time("Sun, 22 Nov 2026 16:46:35 +0100").unwrap();
+        assert_eq!(crate::result::rfc3339(t), "2026-11-22T15:46:35.000000Z");
+        assert_eq!(
+            crate::result::rfc3339(rt_time("Thu, 29 Feb 2024 00:00:00 +0000").unwrap()),
+            "2024-02-29T00:00:00.000000Z"
+        );
+        for bad in [
+            "",
+            "Sun, 22 Foo 2026 15:46:35 +0000",
+            "22 Nov 2026",
+            "Sun, 22 Nov 2026 25:00:00 +0000",
+        ] {
+            assert!(rt_time(bad).is_none(), "{bad}");
+        }
+    }
 }

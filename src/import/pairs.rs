@@ -98,9 +98,16 @@ pub fn parse(tool: Tool, text: &str, file: &str) -> Result<Run> {
         return Err(bad(file, "no threads in \"thread\""));
     }
     run.warnings.push(format!(
-        "{} keeps no histogram: each series has its exact min/avg/max and count only",
+        "{} keeps no histogram: each series has its exact min/avg/max and count only \
+         (gate max<TIME and compare --metric max|mean|min use them)",
         tool.name()
     ));
+    if let Some(t) = v["start_time"].as_str().and_then(super::rt_time) {
+        if let Some(end) = v["end_time"].as_str().and_then(super::rt_time) {
+            run.duration_s = end.duration_since(t).map_or(0.0, |d| d.as_secs_f64());
+        }
+        super::set_start(&mut run, t);
+    }
     Ok(run)
 }
 

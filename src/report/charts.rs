@@ -267,11 +267,13 @@ pub fn exceedance_of_run(run: &Run) -> Option<String> {
     ))
 }
 
-/// Distributions as log-y histograms, one curve each (OSADL style).
+/// Distributions as log-y histograms, one curve each (OSADL style); latencies on a log x axis.
 pub fn histogram_of(title: &str, dists: &[(String, Buckets)], unit: &str) -> String {
     let (scale, uname) = display_unit(unit);
     let refs: Vec<&Buckets> = dists.iter().map(|d| &d.1).collect();
-    let log = wants_log_x(&refs);
+    // Latencies always on a log x axis (20 bins a decade): a linear one squashes an 8-60 µs
+    // body into one column beside a millisecond spike. Other units when their tail is long.
+    let log = unit == "ns" || wants_log_x(&refs);
     let xs = refs
         .iter()
         .flat_map(|b| b.iter().map(|&(v, _)| v as f64 * scale));
@@ -597,13 +599,11 @@ pub fn forest(a: &Analysis) -> Option<String> {
                 .iter()
                 .filter(|m| m.metric != "distribution")
                 .map(move |m| {
-                    let pct = |x: f64| x / m.base * 100.0;
                     let ok = m.base != 0.0 && m.base.is_finite() && m.change_pct.is_finite();
-                    // A metric not compared keeps its row, with no bar: it says why.
-                    let (estimate, ci) = match m.ci.filter(|_| ok) {
-                        Some((lo, hi)) => {
-                            (m.change_pct, (pct(lo).min(pct(hi)), pct(lo).max(pct(hi))))
-                        }
+                    // A metric not compared keeps its row, with no bar: it says why. The bar
+                    // is the ratio's interval, so it never reaches below -100 %.
+                    let (estimate, ci) = match m.change_ci.filter(|_| ok) {
+                        Some((lo, hi)) => (m.change_pct, (lo.min(hi), lo.max(hi))),
                         None => (f64::NAN, (f64::NAN, f64::NAN)),
                     };
                     ForestRow {
@@ -743,6 +743,10 @@ mod tests {
             run: r,
             name: "big.json".into(),
             tags: Default::default(),
+            facts: crate::result::kind::Facts {
+                chart: crate::result::kind::Chart::Histogram,
+                ..Default::default()
+            },
         }];
         let groups = super::super::groups(&loaded, false);
         let page = super::super::html::page(&loaded, &groups, None, None, &[], false);
@@ -768,6 +772,7 @@ mod tests {
             run: r,
             name: "one.json".into(),
             tags: Default::default(),
+            facts: Default::default(),
         }];
         let groups = super::super::groups(&loaded, false);
         let page = super::super::html::page(&loaded, &groups, None, None, &[], true);
@@ -813,6 +818,7 @@ mod tests {
                     run: a.clone(),
                     name: "a".into(),
                     tags: Default::default(),
+                    facts: Default::default(),
                 },
                 super::super::Loaded {
                     run: b.clone(),
@@ -820,6 +826,7 @@ mod tests {
                     tags: tag
                         .map(|t| [("clocksource".to_string(), t.to_string())].into())
                         .unwrap_or_default(),
+                    facts: Default::default(),
                 },
             ];
             let groups = super::super::groups(&loaded, false);

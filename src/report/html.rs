@@ -6,6 +6,7 @@ use super::charts::{self, Buckets};
 use super::svg::{esc, num};
 use super::{Group, Loaded};
 use crate::compare::analysis::Analysis;
+use crate::result::kind::Chart;
 use crate::result::Run;
 use std::fmt::Write;
 
@@ -22,7 +23,8 @@ td.l,th.l{text-align:left}.warn{background:#fff4d6;border-left:4px solid #E69F00
 figure{margin:1em 0}figcaption{font-size:.85em;color:#444}svg.chart{max-width:100%;height:auto}\
 code{font-size:.85em;word-break:break-all}.meta{color:#555;font-size:.9em}\
 #environment table{table-layout:fixed;width:100%}#environment th{width:12em}\
-#environment td{overflow-wrap:anywhere;white-space:normal}.verdict{font-weight:bold}";
+#environment td{overflow-wrap:anywhere;white-space:normal}.verdict{font-weight:bold}\
+td.diff{background:#fff4d6;font-weight:bold}td.mixed{background:#fde0dc;font-weight:bold}";
 
 /// A table row of escaped cells (`th` when `head`), the first cell left-aligned.
 pub(super) fn row(cells: &[String], head: bool) -> String {
@@ -44,11 +46,9 @@ pub(super) fn figure(svg: &str, caption: Option<&str>) -> String {
     format!("<figure>{svg}{cap}</figure>")
 }
 
-fn environment(runs: &[Loaded]) -> String {
-    let Some(first) = runs.first() else {
-        return String::new();
-    };
-    let e = &first.run.environment;
+/// The environment facts shown, in order: name and value of a run.
+fn env_rows(r: &Run) -> Vec<(&'static str, String)> {
+    let e = &r.environment;
     let throttle = match (e.sched_rt_runtime_us, e.sched_rt_period_us) {
         (Some(-1), _) => "off (sched_rt_runtime_us = -1)".to_string(),
         (Some(r), Some(p)) => format!("{r} µs of every {p} µs"),
@@ -61,7 +61,7 @@ fn environment(runs: &[Loaded]) -> String {
             s.to_string()
         }
     };
-    let rows = [
+    vec![
         ("host", e.hostname.clone()),
         ("kernel", e.kernel_release.clone()),
         ("kernel version", e.kernel_version.clone()),
@@ -83,18 +83,94 @@ fn environment(runs: &[Loaded]) -> String {
         ),
         ("kernel command line", e.kernel_cmdline.clone()),
         ("latlab", e.tool_version.clone()),
-    ];
+    ]
+}
+
+/// One group's value of each fact: the value its runs share, or each value with its run count
+/// when they differ (a surprise inside one level).
+fn group_env(loaded: &[Loaded], g: &Group) -> Vec<(String, bool)> {
+    let per: Vec<Vec<(&'static str, String)>> =
+        g.runs.iter().map(|&i| env_rows(&loaded[i].run)).collect();
+    let Some(first) = per.first() else {
+        return Vec::new();
+    };
+    (0..first.len())
+        .map(|k| {
+            let mut vals: Vec<(String, usize)> = Vec::new();
+            for p in &per {
+                match vals.iter_mut().find(|v| v.0 == p[k].1) {
+                    Some(v) => v.1 += 1,
+                    None => vals.push((p[k].1.clone(), 1)),
+                }
+            }
+            if vals.len() == 1 {
+                (vals.remove(0).0, false)
+            } else {
+                let t: Vec<String> = vals
+                    .into_iter()
+                    .map(|(v, n)| format!("{v} ({n} run(s))"))
+                    .collect();
+                (t.join("; "), true)
+            }
+        })
+        .collect()
+}
+
+/// The environment: one column per level (the baseline first) with the facts that differ
+/// from the baseline's highlighted, so a tsc-vs-kvm-clock page says each level's clocksource;
+/// a difference no run's tags name (a factor of the plan) is flagged as a surprise.
+fn environment(runs: &[Loaded], groups: &[Group]) -> String {
+    let Some(first) = runs.first() else {
+        return String::new();
+    };
+    let one = vec![Group {
+        label: "all runs".into(),
+        runs: (0..runs.len()).collect(),
+    }];
+    let cols: &[Group] = if groups.len() > 1 { groups } else { &one };
+    let names: Vec<&'static str> = env_rows(&first.run).into_iter().map(|r| r.0).collect();
+    let values: Vec<Vec<(String, bool)>> = cols.iter().map(|g| group_env(runs, g)).collect();
     let mut s = String::from("<section id=\"environment\"><h2>Environment</h2><table>");
-    for (k, v) in rows {
-        let _ = write!(
-            s,
-            "<tr><th class=\"l\">{k}</th><td class=\"l\">{}</td></tr>",
-            esc(&v)
-        );
+    if cols.len() > 1 {
+        s.push_str("<tr><th class=\"l\"></th>");
+        for g in cols {
+            let _ = write!(
+                s,
+                "<th class=\"l\">{} ({} run(s))</th>",
+                esc(&g.label),
+                g.runs.len()
+            );
+        }
+        s.push_str("</tr>");
+    }
+    for (k, name) in names.iter().enumerate() {
+        let _ = write!(s, "<tr><th class=\"l\">{name}</th>");
+        for v in &values {
+            let Some((val, mixed)) = v.get(k) else {
+                s.push_str("<td></td>");
+                continue;
+            };
+            let differs = values[0].get(k).is_some_and(|b| b.0 != *val);
+            let cls = if *mixed {
+                " class=\"l mixed\""
+            } else if differs {
+                " class=\"l diff\""
+            } else {
+                " class=\"l\""
+            };
+            let _ = write!(s, "<td{cls}>{}</td>", esc(val));
+        }
+        s.push_str("</tr>");
     }
     s.push_str("</table>");
+    if cols.len() > 1 {
+        s.push_str(
+            "<p class=\"meta\">highlighted: what differs from the baseline's environment</p>",
+        );
+    }
     // A difference one of the run's own tags names (a plan's factor, `clocksource=kvm-clock`)
     // is the experiment, not a surprise.
+    let e = &first.run.environment;
     let differ: Vec<&str> = runs
         .iter()
         .filter(|l| {
@@ -114,7 +190,7 @@ fn environment(runs: &[Loaded]) -> String {
     if !differ.is_empty() {
         let _ = write!(
             s,
-            "<p class=\"warn\">These runs differ from the first in host, kernel, preemption or clocksource: {}</p>",
+            "<p class=\"warn\">These runs differ from the first in host, kernel, preemption or clocksource, and no factor of theirs says so: {}</p>",
             esc(&differ.join(", "))
         );
     }
@@ -138,7 +214,12 @@ fn percentile_table(run: &Run) -> String {
         let (sc, _) = charts::display_unit(&x.unit);
         // Rounded as the text output and the chart legends round them.
         let f = |v: u64| crate::compare::verdict::sig(v as f64 * sc);
-        let p = &x.summary.percentiles;
+        // A percentile only where the series' count supports it, as compare asks.
+        let [p50, p90, p99, p999, p9999] = x
+            .summary
+            .percentiles
+            .supported(x.summary.count)
+            .map(|v| v.map_or("-".to_string(), f));
         s.push_str(&row(
             &[
                 x.name.clone(),
@@ -147,11 +228,11 @@ fn percentile_table(run: &Run) -> String {
                 x.summary.count.to_string(),
                 f(x.summary.min_ns),
                 crate::compare::verdict::sig(x.summary.mean_ns * sc),
-                f(p.p50),
-                f(p.p90),
-                f(p.p99),
-                f(p.p99_9),
-                f(p.p99_99),
+                p50,
+                p90,
+                p99,
+                p999,
+                p9999,
                 f(x.summary.max_ns),
                 x.overruns.to_string(),
             ],
@@ -257,24 +338,21 @@ fn run_section(l: &Loaded, linear: bool) -> String {
         }
         s.push_str("</table>");
     }
-    match r.kind.as_str() {
-        "noise" => {
+    match l.facts.chart {
+        Chart::Gaps => {
             for c in charts::noise(r) {
                 s.push_str(&figure(&c, None));
             }
+        }
+        Chart::Histogram | Chart::Bars => {}
+    }
+    match l.facts.chart {
+        Chart::Gaps | Chart::Histogram => {
             if let Some((c, n)) = charts::histogram(r) {
-                s.push_str(&figure(
-                    &c,
-                    n.as_deref().or(Some("gaps between loop iterations")),
-                ));
+                s.push_str(&figure(&c, n.as_deref().or(l.facts.histogram_caption)));
             }
         }
-        "cyclic" => {
-            if let Some((c, n)) = charts::histogram(r) {
-                s.push_str(&figure(&c, n.as_deref()));
-            }
-        }
-        _ => {
+        Chart::Bars => {
             if let Some(c) = charts::series_bars(r) {
                 s.push_str(&figure(&c, None));
             }
@@ -299,12 +377,10 @@ fn run_section(l: &Loaded, linear: bool) -> String {
     }
     if let Some((c, n)) = charts::timeline(r) {
         let cap = n.unwrap_or_else(|| {
-            if r.kind == "noise" {
-                "interruptions only (gaps at or above the threshold); repeats follow one another"
-                    .into()
-            } else {
-                "from the result's timeline; empty intervals are skipped".into()
-            }
+            l.facts
+                .timeline_caption
+                .unwrap_or("from the result's timeline; empty intervals are skipped")
+                .into()
         });
         s.push_str(&figure(&c, Some(&cap)));
     }
@@ -349,7 +425,8 @@ fn comparison(
             charts::MAX_LINES
         );
     }
-    if first.kind != "tcp" && dists.iter().any(|d| !d.1.is_empty()) {
+    let distributions = loaded[groups[0].runs[0]].facts.distributions;
+    if distributions && dists.iter().any(|d| !d.1.is_empty()) {
         s.push_str(&figure(
             &charts::exceedance(
                 "Distributions overlaid (exceedance: 1 - CDF, log y, down to 1/N)",
@@ -400,8 +477,8 @@ fn comparison(
         for c in &a.comparisons {
             for m in &c.metrics {
                 use crate::compare::analysis::Verdict;
-                use crate::compare::verdict::{change_text, fig};
-                let f = |x: f64| fig(x, m.ci);
+                use crate::compare::verdict::{change_text, columns};
+                let [b, v, d, ci] = columns(m);
                 let tested = !matches!(
                     m.verdict,
                     Verdict::NotEstimable | Verdict::RunVariationUnknown
@@ -410,10 +487,10 @@ fn comparison(
                     &[
                         c.label.clone(),
                         m.metric.clone(),
-                        f(m.base),
-                        f(m.value),
-                        f(m.diff),
-                        m.ci.map_or("-".into(), |(lo, hi)| format!("[{}, {}]", f(lo), f(hi))),
+                        b,
+                        v,
+                        d,
+                        ci,
                         if m.change_pct.is_finite() {
                             change_text(m)
                         } else {
@@ -512,7 +589,7 @@ pub fn page(
         now = crate::result::rfc3339(std::time::SystemTime::now()),
         n = loaded.len()
     );
-    s.push_str(&environment(loaded));
+    s.push_str(&environment(loaded, groups));
     // Every run's warnings, one line per condition with the runs it applies to.
     let ws = crate::compare::verdict::group_warnings(
         loaded

@@ -37,7 +37,7 @@ pub enum PlotKind {
 /// Which latency histograms a report draws (`--hist`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum HistMode {
-    /// Log-x bins (20 a decade) when the tail is long, linear otherwise.
+    /// Log-x bins (20 a decade) for latencies, of a single run as of an experiment.
     #[default]
     Log,
     /// Also linear 1 µs bins with log y, beside the log-x one (OSADL's latency plots).
@@ -53,6 +53,15 @@ pub struct Loaded {
     pub name: String,
     /// Its tags in the store.
     pub tags: BTreeMap<String, String>,
+    /// What its kind is (the defaults until [`know_kinds`] is told).
+    pub facts: crate::result::kind::Facts,
+}
+
+/// Tells the loaded runs what their kinds are (the command layer passes the table's answer).
+pub fn know_kinds(loaded: &mut [Loaded], kinds: crate::result::kind::Kinds) {
+    for l in loaded {
+        l.facts = kinds(&l.run.kind);
+    }
 }
 
 /// Runs shown and compared together.
@@ -85,17 +94,23 @@ fn loaded(r: select::Resolved) -> Loaded {
         run: r.run,
         name: r.name,
         tags: r.tags,
+        facts: Default::default(),
     }
 }
 
 /// Every run stored under experiment `exp`, oldest first.
-pub fn load_experiment(exp: &str, store: Option<&str>) -> Result<Vec<Loaded>> {
+pub fn load_experiment(
+    exp: &str,
+    store: Option<&str>,
+    include_disturbed: bool,
+) -> Result<Vec<Loaded>> {
     let item = select::Item {
         text: format!("exp:{exp}"),
         sel: select::Selector::Exp(exp.to_string()),
         bare: false,
     };
     let runs = select::Resolver::new(store)
+        .include_disturbed(include_disturbed)
         .runs(&item)
         .map_err(|e| Error::flag("--experiment", exp, e))?;
     Ok(runs.into_iter().map(loaded).collect())
@@ -108,6 +123,7 @@ pub fn load_groups(
     experiment: Option<&str>,
     inputs: &[String],
     store: Option<&str>,
+    include_disturbed: bool,
 ) -> Result<(Vec<Loaded>, Vec<Group>, Option<String>)> {
     let mut items = select::parse(inputs)?;
     let mut experiment = experiment.map(str::to_string);
@@ -125,10 +141,10 @@ pub fn load_groups(
     let mut loaded_runs = Vec::new();
     let mut gs = Vec::new();
     if let Some(exp) = &experiment {
-        loaded_runs = load_experiment(exp, store)?;
+        loaded_runs = load_experiment(exp, store, include_disturbed)?;
         gs = groups(&loaded_runs, true);
     }
-    let mut res = select::Resolver::new(store);
+    let mut res = select::Resolver::new(store).include_disturbed(include_disturbed);
     for item in &items {
         let runs = res.runs(item)?;
         let first = loaded_runs.len();
@@ -203,7 +219,7 @@ pub fn compare(loaded: &[Loaded], groups: &[Group]) -> (Option<Analysis>, Vec<St
         return (None, Vec::new());
     }
     let first = &loaded[groups[0].runs[0]].run;
-    let tcp = first.kind == "tcp";
+    let higher_is_better = loaded[groups[0].runs[0]].facts.higher_is_better;
     let unit = first.series.first().map_or("ns", |s| s.unit.as_str());
     let (scale, shown) = match unit {
         "ns" => (1e-3, "µs".to_string()),
@@ -225,7 +241,7 @@ pub fn compare(loaded: &[Loaded], groups: &[Group]) -> (Option<Analysis>, Vec<St
         confidence: 0.95,
         replicates: 2000,
         seed: 1,
-        higher_is_better: tcp,
+        higher_is_better,
         unit: shown,
         // The run is the unit: a verdict on single runs is never proven.
         assume_independent: false,

@@ -4,9 +4,10 @@
 
 use super::svg::esc;
 use super::{Group, Loaded};
+use crate::result::trace::SpikeRecord;
+use crate::result::trace::{Cause, CpuCauses};
 use crate::result::Run;
-use crate::trace::culprits::{summarise, Cause, CpuCauses};
-use crate::trace::spikes::SpikeRecord;
+use crate::trace::culprits::summarise;
 use std::fmt::Write;
 
 /// Cause kinds in bar order, with their colours.
@@ -103,7 +104,7 @@ fn bars(per: &[CpuCauses]) -> String {
 }
 
 /// The causes of one traced run, per CPU (its stored summary, or summed from its spikes).
-fn per_cpu(t: &crate::trace::spikes::TraceReport) -> Vec<CpuCauses> {
+fn per_cpu(t: &crate::result::trace::TraceReport) -> Vec<CpuCauses> {
     if t.per_cpu.is_empty() {
         summarise(&t.spikes, &t.cpus)
     } else {
@@ -125,7 +126,7 @@ pub fn levels(loaded: &[Loaded], groups: &[Group]) -> String {
     }
     let mut rows = Vec::new();
     for g in groups {
-        let traced: Vec<&crate::trace::spikes::TraceReport> = g
+        let traced: Vec<&crate::result::trace::TraceReport> = g
             .runs
             .iter()
             .filter_map(|&i| loaded.get(i).and_then(|l| l.run.trace.as_ref()))
@@ -238,7 +239,7 @@ fn worst_row(sp: &SpikeRecord) -> String {
             let pol = c
                 .task
                 .as_ref()
-                .map(|t| crate::trace::attribute::policy_label(t.prio))
+                .map(|t| crate::result::trace::policy_label(t.prio))
                 .unwrap_or_default();
             format!("{} ({pol})", c.group.clone().unwrap_or_default())
         })
@@ -303,8 +304,8 @@ pub fn section(r: &Run) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::culprits::Cause;
-    use crate::trace::spikes::TraceReport;
+    use crate::result::trace::Cause;
+    use crate::result::trace::TraceReport;
 
     fn loaded(name: &str, causes: Option<Vec<(&str, &str, u64)>>) -> Loaded {
         let env: crate::result::Environment = serde_json::from_value(serde_json::json!({
@@ -351,6 +352,7 @@ mod tests {
             run,
             name: name.into(),
             tags: Default::default(),
+            facts: Default::default(),
         }
     }
 

@@ -2,7 +2,9 @@
 //! JSON schema v1 (docs/json-schema.md).
 
 pub mod env;
+pub mod kind;
 pub mod timeline;
+pub mod trace;
 
 pub use env::Environment;
 pub use timeline::{Timeline, TimelineRecorder};
@@ -49,7 +51,38 @@ pub struct Run {
     pub loads: Vec<LoadReport>,
     /// `--trace`: every spike over the threshold with what delayed it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub trace: Option<crate::trace::spikes::TraceReport>,
+    pub trace: Option<trace::TraceReport>,
+    /// What the result depends on that changed while it was measured (the clocksource, RT
+    /// throttling, a plan's setting, new real-time company): a run with any is disturbed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ground: Vec<GroundChange>,
+}
+
+/// One change of what a run depends on, seen while it ran.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GroundChange {
+    /// What changed (`clocksource`, `CPU 1 scaling_governor`, a setting's path).
+    pub what: String,
+    /// Its value before.
+    pub from: String,
+    /// Its value after.
+    pub to: String,
+    /// Seconds into the run when the change was seen (None: found only at the end).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_s: Option<f64>,
+}
+
+/// What a [`GroundChange`] names when another process's real-time task appeared on the
+/// measured CPUs: a warning, not a disturbance (a shared machine has company all the time).
+pub const COMPANY: &str = "real-time company on the measured CPUs";
+
+impl Run {
+    /// True when a setting the result depends on (the clocksource, a plan's level, RT
+    /// throttling, a governor, ...) changed while it was measured. New real-time company is
+    /// recorded too, but only warned about.
+    pub fn disturbed(&self) -> bool {
+        self.ground.iter().any(|g| g.what != COMPANY)
+    }
 }
 
 /// Largest latlab JSON result read.
@@ -127,6 +160,7 @@ impl Run {
             samples_path: None,
             loads: Vec::new(),
             trace: None,
+            ground: Vec::new(),
         }
     }
 }

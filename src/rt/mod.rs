@@ -76,16 +76,34 @@ pub struct Applied {
     pub policy: Policy,
     /// Priority in force.
     pub prio: i32,
-    /// Problems met while placing the thread.
+    /// The CPU the thread was on once placed, read back from the kernel (its one allowed CPU
+    /// when the pin held, else the CPU it happened to be on): the CPU a result names.
+    pub cpu: Option<usize>,
+    /// Whether the pin that was asked for held (true when none was asked).
+    pub pinned: bool,
+    /// Problems met while placing the thread (also in the run's placement log).
     pub warnings: Vec<String>,
 }
 
+impl Applied {
+    /// The CPU a result names for a thread that asked for `asked`: the CPU read back when a
+    /// CPU was asked for (where it really ran, even when the pin was refused), none when the
+    /// thread was never meant to be pinned.
+    pub fn cpu_for(&self, asked: Option<usize>) -> Option<usize> {
+        asked.and(self.cpu).or(asked)
+    }
+}
+
 /// Places the calling thread: pin, set policy (falling back to SCHED_OTHER on refusal), and
-/// prefault `stack_bytes` of stack.
-pub fn place_current(p: &Placement, stack_bytes: usize) -> Applied {
+/// prefault `stack_bytes` of stack. Every refusal goes to `log` (the run's placement log,
+/// which the driver turns into warnings, or exit 3 under `--strict`) and to the returned
+/// `warnings`.
+pub fn place_current(p: &Placement, stack_bytes: usize, log: &PlacementLog) -> Applied {
     let mut warnings = Vec::new();
+    let mut pinned = true;
     if let Some(cpu) = p.cpu {
         if let Err(e) = sys::sched::pin_to_cpu(cpu) {
+            pinned = false;
             warnings.push(format!("{}: could not pin to CPU {cpu}: {e}", p.name));
         }
     }
@@ -97,45 +115,69 @@ pub fn place_current(p: &Placement, stack_bytes: usize) -> Applied {
         ));
         policy = Policy::Other;
         prio = 0;
-        checked(sys::sched::set_policy(policy, prio), || {
+        log.check(sys::sched::set_policy(policy, prio), || {
             format!("{}: could not return to SCHED_OTHER", p.name)
         });
+    }
+    let cpu = read_back_cpu();
+    if !pinned {
+        if let Some(w) = warnings.first_mut() {
+            if let Some(c) = cpu {
+                w.push_str(&format!("; it ran unpinned, on CPU {c} when it started"));
+            }
+        }
+    }
+    for w in &warnings {
+        log.failed(w.clone());
     }
     sys::mem::prefault_stack(stack_bytes);
     Applied {
         policy,
         prio,
+        cpu,
+        pinned,
         warnings,
     }
 }
 
-/// Placement failures (a pin or a policy change refused) met on any thread during the run,
-/// collected by the driver into the result's warnings (exit 3 under `--strict`).
-static PLACEMENT_FAILURES: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+/// The CPU the calling thread is confined to (its affinity holds one CPU), else the one it is
+/// on now.
+pub fn read_back_cpu() -> Option<usize> {
+    match sys::sched::affinity() {
+        Ok(v) if v.len() == 1 => Some(v[0]),
+        _ => sys::sched::current_cpu(),
+    }
+}
 
-/// Records a failed pin or policy change (never silently dropped). Not for the hot path: only
-/// thread set-up calls it.
-pub fn placement_failed(what: String) {
-    if let Ok(mut v) = PLACEMENT_FAILURES.lock() {
-        if !v.contains(&what) {
-            v.push(what);
+/// Where one run's placement failures go (a pin, a policy change or a CPU move refused on any
+/// of its threads): a handle the driver makes for each run and hands out through its `Ctx`,
+/// so nothing of one run leaks into another. The driver records them as warnings, or ends the
+/// run with exit 3 under `--strict`.
+#[derive(Debug, Clone, Default)]
+pub struct PlacementLog(Arc<std::sync::Mutex<Vec<String>>>);
+
+impl PlacementLog {
+    /// Records a failure (never silently dropped; a repeat of the same text is kept once).
+    /// Not for the hot path: only thread set-up calls it.
+    pub fn failed(&self, what: String) {
+        if let Ok(mut v) = self.0.lock() {
+            if !v.contains(&what) {
+                v.push(what);
+            }
         }
     }
-}
 
-/// Checks a placement call: an error becomes a recorded failure described by `what`.
-pub fn checked(r: std::io::Result<()>, what: impl FnOnce() -> String) {
-    if let Err(e) = r {
-        placement_failed(format!("{}: {e}", what()));
+    /// Checks a placement call: an error becomes a recorded failure described by `what`.
+    pub fn check(&self, r: std::io::Result<()>, what: impl FnOnce() -> String) {
+        if let Err(e) = r {
+            self.failed(format!("{}: {e}", what()));
+        }
     }
-}
 
-/// Takes the placement failures recorded so far.
-pub fn take_placement_failures() -> Vec<String> {
-    PLACEMENT_FAILURES
-        .lock()
-        .map(|mut v| std::mem::take(&mut *v))
-        .unwrap_or_default()
+    /// The failures recorded so far (kept).
+    pub fn failures(&self) -> Vec<String> {
+        self.0.lock().map(|v| v.clone()).unwrap_or_default()
+    }
 }
 
 /// Stack size given to measuring threads, prefaulted before the barrier.
@@ -148,6 +190,7 @@ pub const PREFAULT: usize = 128 * 1024;
 pub fn spawn_workers<S, T, R>(
     placements: &[Placement],
     barrier: Arc<Barrier>,
+    log: &PlacementLog,
     mut make: impl FnMut(usize) -> S,
 ) -> std::io::Result<Vec<std::thread::JoinHandle<(Applied, R)>>>
 where
@@ -160,11 +203,12 @@ where
         let setup = make(i);
         let b = barrier.clone();
         let p = p.clone();
+        let log = log.clone();
         let h = std::thread::Builder::new()
             .name(format!("latlab-{}", p.name))
             .stack_size(WORKER_STACK)
             .spawn(move || {
-                let applied = place_current(&p, PREFAULT);
+                let applied = place_current(&p, PREFAULT, &log);
                 let body = setup();
                 b.wait();
                 (applied, body())

@@ -1,6 +1,8 @@
-//! Two-sample tests for latency comparisons: Mann-Whitney U (exact without ties for small
-//! samples, normal approximation with tie and continuity correction otherwise), Welch's t, and
-//! Holm–Bonferroni adjustment. Two-sided throughout.
+//! Two-sample tests for latency comparisons: Mann-Whitney U (exact for small samples: without
+//! ties up to n1·n2 = 2500, with ties the exact permutation distribution of the mid-rank sum up
+//! to 20 a side, as R's coin and exactRankTests compute it; normal approximation with tie and
+//! continuity correction beyond), Welch's t, and Holm–Bonferroni adjustment. Two-sided
+//! throughout.
 //!
 //! statrs has no Mann-Whitney test, and the usual hand-written exact p-value is wrong when the
 //! first sample is the smaller one; this one is symmetric by construction and pinned to
@@ -11,6 +13,10 @@ use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
 
 /// Largest n1·n2 for which the exact distribution is used (no ties).
 pub const EXACT_LIMIT: u64 = 2500;
+
+/// Largest sample on either side for which tied samples get the exact permutation
+/// distribution (C(40, 20) arrangements at most, counted by a small dynamic programme).
+pub const EXACT_TIES_LIMIT: u64 = 20;
 
 /// Result of a Mann-Whitney U test of `b` against `a`.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,6 +40,8 @@ pub fn mann_whitney(a: &Dist, b: &Dist) -> MannWhitney {
     // equal): a difference of rank sums cancels catastrophically when one set is 1e13 times
     // the other.
     let (mut a_below, mut u_b, mut ties) = (0f64, 0f64, 0f64);
+    // (a count, b count) per distinct value, for the exact distribution under ties.
+    let mut groups: Vec<(u64, u64)> = Vec::new();
     let pa: Vec<(f64, u64)> = a.pairs().collect();
     let pb: Vec<(f64, u64)> = b.pairs().collect();
     while i < pa.len() || j < pb.len() {
@@ -55,6 +63,9 @@ pub fn mann_whitney(a: &Dist, b: &Dist) -> MannWhitney {
         } else {
             0
         };
+        if groups.len() <= (2 * EXACT_TIES_LIMIT) as usize {
+            groups.push((ca, cb));
+        }
         let (ca, cb) = (ca as f64, cb as f64);
         u_b += cb * (a_below + ca / 2.0);
         a_below += ca;
@@ -71,6 +82,14 @@ pub fn mann_whitney(a: &Dist, b: &Dist) -> MannWhitney {
             u_b,
             prob_b_greater: prob,
             p,
+            exact: true,
+        };
+    }
+    if a.n() <= EXACT_TIES_LIMIT && b.n() <= EXACT_TIES_LIMIT {
+        return MannWhitney {
+            u_b,
+            prob_b_greater: prob,
+            p: exact_ties_p(&groups, b.n(), u_b),
             exact: true,
         };
     }
@@ -123,6 +142,52 @@ pub fn exact_p(m: usize, n: usize, u: usize) -> f64 {
     (2.0 * tail / total).min(1.0)
 }
 
+/// Two-sided exact permutation p-value of b's U = `u_b` when samples tie: every way of
+/// choosing which `n2` of the pooled samples are b's is equally likely; b's mid-rank sum is
+/// counted over them per tie group (`groups`: a's and b's count of each distinct value, in
+/// order), and p = 2·min(P(R ≤ r), P(R ≥ r)), at most 1 (SciPy's permutation test and
+/// coin's exact test agree on it).
+pub fn exact_ties_p(groups: &[(u64, u64)], n2: u64, u_b: f64) -> f64 {
+    let n2 = n2 as usize;
+    let total: u64 = groups.iter().map(|g| g.0 + g.1).sum();
+    // Twice a mid-rank is an integer: 2·(ranks before) + size + 1.
+    let max_s = 2 * (total as usize) * n2 + 1;
+    // dp[k][s]: arrangements with k of b's samples placed and twice their rank sum s.
+    let mut dp = vec![vec![0u64; max_s + 1]; n2 + 1];
+    dp[0][0] = 1;
+    let mut before = 0u64;
+    for &(ca, cb) in groups {
+        let t = ca + cb;
+        let r2 = (2 * before + t + 1) as usize;
+        let mut next = vec![vec![0u64; max_s + 1]; n2 + 1];
+        for (k, row) in dp.iter().enumerate() {
+            for (s, &ways) in row.iter().enumerate().filter(|x| *x.1 > 0) {
+                for j in 0..=(t as usize).min(n2 - k) {
+                    let s2 = s + j * r2;
+                    if s2 <= max_s {
+                        next[k + j][s2] += ways * binomial(t, j as u64);
+                    }
+                }
+            }
+        }
+        dp = next;
+        before += t;
+    }
+    let counts = &dp[n2];
+    let all: u64 = counts.iter().sum();
+    // Twice b's rank sum: 2·U + n2·(n2 + 1).
+    let obs = ((2.0 * u_b).round() as usize) + n2 * (n2 + 1);
+    let le: u64 = counts[..=obs.min(max_s)].iter().sum();
+    let ge: u64 = counts[obs.min(max_s + 1)..].iter().sum();
+    (2.0 * le.min(ge) as f64 / all as f64).min(1.0)
+}
+
+/// C(n, k), exact for the sizes the exact tests use (n ≤ 40).
+fn binomial(n: u64, k: u64) -> u64 {
+    let k = k.min(n - k.min(n));
+    (0..k).fold(1u64, |acc, i| acc * (n - i) / (i + 1))
+}
+
 /// Welch's unequal-variance t-test of mean(b) − mean(a).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Welch {
@@ -134,6 +199,11 @@ pub struct Welch {
     pub df: f64,
     /// Two-sided p-value.
     pub p: f64,
+    /// Interval of the ratio mean(b) / mean(a) at the same confidence (Fieller's, with the
+    /// same t quantile, so it holds 1 exactly when `ci` holds 0), cut at 0 below since both
+    /// sets are non-negative. None when a set holds negative values or mean(a) is not
+    /// distinguishable from 0 (the ratio is then unbounded).
+    pub ratio_ci: Option<(f64, f64)>,
 }
 
 /// Welch's t-test at `confidence` (e.g. 0.95). Values anywhere in f64's range are handled:
@@ -156,6 +226,7 @@ pub fn welch(a: &Dist, b: &Dist, confidence: f64) -> Welch {
             ci: (w.ci.0 * k, w.ci.1 * k),
             df: w.df,
             p: w.p,
+            ratio_ci: w.ratio_ci,
         };
     }
     welch_unscaled(a, b, confidence)
@@ -163,16 +234,25 @@ pub fn welch(a: &Dist, b: &Dist, confidence: f64) -> Welch {
 
 fn welch_unscaled(a: &Dist, b: &Dist, confidence: f64) -> Welch {
     let (na, nb) = (a.n() as f64, b.n() as f64);
-    let (va, vb) = (a.var() / na, b.var() / nb);
-    let diff = b.mean() - a.mean();
+    // Each mean measured from one of its own values, the two values' difference taken apart:
+    // a common offset (1e9 + noise) cancels exactly instead of costing the difference its
+    // last digits, and swapping the sets negates the difference exactly.
+    let (sa, sb) = (a.shift(), b.shift());
+    let ((ma, va), (mb, vb)) = (a.moments(sa), b.moments(sb));
+    let (va, vb) = (va / na, vb / nb);
+    let diff = (sb - sa) + (mb - ma);
     let se2 = va + vb;
+    let positive = a.min() >= 0.0 && b.min() >= 0.0;
+    let (mean_a, mean_b) = (sa + ma, sb + mb);
     if se2 == 0.0 {
         let p = if diff == 0.0 { 1.0 } else { 0.0 };
+        let r = mean_b / mean_a;
         return Welch {
             diff,
             ci: (diff, diff),
             df: f64::INFINITY,
             p,
+            ratio_ci: (positive && mean_a > 0.0).then_some((r, r)),
         };
     }
     let df = se2 * se2 / (va * va / (na - 1.0) + vb * vb / (nb - 1.0));
@@ -182,6 +262,7 @@ fn welch_unscaled(a: &Dist, b: &Dist, confidence: f64) -> Welch {
             ci: (f64::NAN, f64::NAN),
             df,
             p: f64::NAN,
+            ratio_ci: None,
         };
     };
     let p = (2.0 * t.sf((diff / se2.sqrt()).abs())).min(1.0);
@@ -192,7 +273,29 @@ fn welch_unscaled(a: &Dist, b: &Dist, confidence: f64) -> Welch {
         ci: (diff - half, diff + half),
         df,
         p,
+        ratio_ci: fieller((mean_a, va), (mean_b, vb), q)
+            .filter(|_| positive)
+            .map(|(lo, hi)| (lo.max(0.0), hi)),
     }
+}
+
+/// Fieller's interval for mean_b / mean_a from (mean, squared standard error) of each,
+/// independent, with quantile `q`: the ρ where (mean_b − ρ·mean_a)² ≤ q²·(se_b² + ρ²·se_a²).
+/// None when mean_a is within q standard errors of 0 (the set is then unbounded).
+pub fn fieller(a: (f64, f64), b: (f64, f64), q: f64) -> Option<(f64, f64)> {
+    let ((ma, sa2), (mb, sb2)) = (a, b);
+    let q2 = q * q;
+    let aa = ma * ma - q2 * sa2;
+    if aa.is_nan() || aa <= 0.0 {
+        return None;
+    }
+    // Half the discriminant of aa·ρ² − 2·ma·mb·ρ + (mb² − q²·sb²).
+    let disc = q2 * (ma * ma * sb2 + mb * mb * sa2) - q2 * q2 * sa2 * sb2;
+    if disc.is_nan() || disc < 0.0 {
+        return None;
+    }
+    let (mid, half) = (ma * mb / aa, disc.sqrt() / aa);
+    Some((mid - half, mid + half))
 }
 
 /// Holm–Bonferroni adjusted p-values, in the input order.
@@ -211,7 +314,7 @@ pub fn holm(p: &[f64]) -> Vec<f64> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn d(v: &[f64]) -> Dist {
@@ -289,14 +392,70 @@ mod tests {
         assert!(close(r.p, 0.1796118992997885, 1e-9), "{}", r.p);
     }
 
+    // Reference values: scipy.stats.mannwhitneyu(b, a, alternative="two-sided",
+    // method=scipy.stats.PermutationMethod(n_resamples=numpy.inf)), SciPy 1.17.1: the exact
+    // permutation distribution, ties included.
     #[test]
-    fn ties_use_normal_approximation_like_scipy() {
-        let a = d(&[1.0, 2.0, 2.0, 3.0, 3.0, 3.0, 4.0]);
-        let b = d(&[3.0, 3.0, 4.0, 4.0, 5.0, 5.0, 6.0]);
-        let r = mann_whitney(&a, &b);
-        assert!(!r.exact);
-        assert_eq!(r.u_b, 43.0);
-        assert!(close(r.p, 0.01785429278938296, 1e-9), "{}", r.p);
+    fn ties_in_small_samples_use_the_exact_permutation_distribution() {
+        let cases: [(&[f64], &[f64], f64, f64); 6] = [
+            (&[0.0, 0.0, 0.0], &[2.0, 2.0, 2.0], 9.0, 0.1),
+            (
+                &[1.0, 2.0, 2.0, 3.0],
+                &[2.0, 3.0, 3.0, 4.0, 5.0],
+                17.0,
+                0.15873015873015872,
+            ),
+            (
+                &[1.0, 2.0, 2.0, 3.0, 3.0, 3.0, 4.0],
+                &[3.0, 3.0, 4.0, 4.0, 5.0, 5.0, 6.0],
+                43.0,
+                0.02156177156177156,
+            ),
+            (&[5.0; 5], &[5.0, 5.0, 5.0, 5.0, 6.0], 15.0, 1.0),
+            (
+                &[0.0, 2.0, 4.0, 1.0, 3.0, 0.0, 2.0, 4.0, 1.0, 3.0],
+                &[1.0, 4.0, 1.0, 4.0, 1.0, 4.0, 1.0, 4.0, 1.0, 4.0],
+                60.0,
+                0.516778886747927,
+            ),
+            (
+                &[0.0, 1.0, 2.0, 3.0, 0.0, 1.0, 2.0, 3.0, 0.0, 1.0, 2.0, 3.0],
+                &[1.0, 3.0, 5.0, 2.0, 4.0, 1.0, 3.0, 5.0, 2.0, 4.0, 1.0],
+                97.5,
+                0.05487849073796038,
+            ),
+        ];
+        for (a, b, u, p) in cases {
+            for (x, y, u) in [(a, b, u), (b, a, (a.len() * b.len()) as f64 - u)] {
+                let r = mann_whitney(&d(x), &d(y));
+                assert!(r.exact, "{x:?} {y:?}");
+                assert_eq!(r.u_b, u, "{x:?} {y:?}");
+                assert!(close(r.p, p, 1e-12), "{x:?} {y:?}: {} vs {p}", r.p);
+            }
+        }
+    }
+
+    /// With three samples a side the exact test can never reach p < 0.05 (its smallest p is
+    /// 0.1), so identical groups are never "proven" different, ties or not.
+    #[test]
+    fn three_against_three_never_rejects() {
+        for bits in 0u32..4096 {
+            let v: Vec<f64> = (0..6).map(|i| f64::from((bits >> (2 * i)) & 3)).collect();
+            let r = mann_whitney(&d(&v[..3]), &d(&v[3..]));
+            assert!(r.p >= 0.1 - 1e-12, "{v:?}: {}", r.p);
+        }
+    }
+
+    #[test]
+    fn twenty_a_side_with_ties_is_exact_and_symmetric() {
+        let a: Vec<f64> = (0..20).map(|i| f64::from(i % 7)).collect();
+        let b: Vec<f64> = (0..20).map(|i| f64::from(i % 5 + 1)).collect();
+        let (r, s) = (mann_whitney(&d(&a), &d(&b)), mann_whitney(&d(&b), &d(&a)));
+        assert!(r.exact && s.exact);
+        assert!(close(r.p, s.p, 1e-12) && r.p > 0.0 && r.p <= 1.0);
+        // 21 a side: the normal approximation again.
+        let a: Vec<f64> = (0..21).map(|i| f64::from(i % 7)).collect();
+        assert!(!mann_whitney(&d(&a), &d(&b)).exact);
     }
 
     #[test]
@@ -308,6 +467,69 @@ mod tests {
         assert!(close(w.diff, 3.16, 1e-12));
         assert!(close(w.p, 0.0004878735516763953, 1e-6), "{}", w.p);
         assert!(close(w.df, 8.280497658085201, 1e-9), "{}", w.df);
+    }
+
+    /// Values with a large common offset (1e9 + Irwin-Hall noise, 10⁵ a side): the means'
+    /// difference keeps its digits. Reference: the exact mean and variance of the same f64
+    /// values (Python's fractions), then scipy.stats.t.sf (SciPy 1.17.1): p = 0.08396364148555507
+    /// (SciPy's own ttest_ind, summing pairwise, gives 0.083962535).
+    #[test]
+    fn welch_keeps_its_digits_under_a_large_offset() {
+        let w = welch(&offset_set(1, 0.0), &offset_set(2, 0.0115), 0.95);
+        assert!(close(w.diff, 0.0077495298194885254, 1e-9), "{}", w.diff);
+        assert!(close(w.df, 199983.84789165217, 1e-9), "{}", w.df);
+        // The t distribution's tail at 2·10⁵ degrees of freedom is good to about 1e-9 here.
+        assert!(close(w.p, 0.08396364148555507, 1e-8), "{}", w.p);
+    }
+
+    /// 10⁵ values 1e9 + (sum of 12 uniforms − 6), the uniforms from a 32-bit LCG (the same
+    /// arithmetic as the Python reference, so the same f64 values).
+    pub(crate) fn offset_set(seed: u64, shift: f64) -> Dist {
+        let mut s = seed;
+        let v = (0..100_000)
+            .map(|_| {
+                let mut z = 0.0;
+                for _ in 0..12 {
+                    s = (s * 1_664_525 + 1_013_904_223) % (1 << 32);
+                    z += s as f64 / 4_294_967_296.0;
+                }
+                1e9 + (z - 6.0) + shift
+            })
+            .collect();
+        Dist::from_values(v)
+    }
+
+    /// Fieller's ratio interval holds 1 exactly when Welch's difference interval holds 0 (the
+    /// same t quantile), never goes below 0 for non-negative data, and is None when the
+    /// baseline mean is not distinguishable from 0.
+    #[test]
+    fn the_ratio_interval_agrees_with_the_difference_interval() {
+        let sets: [(&[f64], &[f64]); 4] = [
+            (
+                &[20.1, 22.3, 19.8, 21.0, 20.5],
+                &[23.0, 24.1, 22.8, 25.2, 23.9, 24.4],
+            ),
+            (&[10.0, 11.0, 9.0, 10.5], &[10.2, 10.9, 9.4, 10.1]),
+            (&[2400.0, 900.0, 5000.0], &[1400.0, 100.0, 300.0]),
+            (&[1.0, 1.0, 100.0], &[1.0, 1.0, 1.0]),
+        ];
+        for (a, b) in sets {
+            let w = welch(&d(a), &d(b), 0.95);
+            let holds0 = w.ci.0 <= 0.0 && w.ci.1 >= 0.0;
+            match w.ratio_ci {
+                Some((lo, hi)) => {
+                    assert!(lo >= 0.0 && lo <= hi, "{a:?} {b:?}: {lo} {hi}");
+                    assert_eq!(holds0, lo <= 1.0 && hi >= 1.0, "{a:?} {b:?}: {w:?}");
+                }
+                None => assert!(holds0, "an unbounded ratio proves nothing: {w:?}"),
+            }
+        }
+        // A hand-checked case: means 10 and 12, squared standard errors 1 and 1, q = 2:
+        // (12 − 10ρ)² = 4(1 + ρ²) ⇔ 96ρ² − 240ρ + 140 = 0 ⇔ ρ = (240 ± √3840)/192.
+        let (lo, hi) = fieller((10.0, 1.0), (12.0, 1.0), 2.0).unwrap();
+        let r = 3840f64.sqrt();
+        assert!(close(lo, (240.0 - r) / 192.0, 1e-12) && close(hi, (240.0 + r) / 192.0, 1e-12));
+        assert_eq!(fieller((1.0, 1.0), (12.0, 1.0), 2.0), None);
     }
 
     #[test]

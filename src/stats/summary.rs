@@ -154,6 +154,20 @@ pub struct Percentiles {
 }
 
 impl Percentiles {
+    /// p50, p90, p99, p99.9 and p99.99, each where `count` samples support it (at least
+    /// 10/(1 − q): 20, 100, 1000, 10 000, 100 000, the rule `compare` applies) and None where
+    /// they do not: a table shows "-" rather than a p99.99 that is just the max.
+    pub fn supported(&self, count: u64) -> [Option<u64>; 5] {
+        let ok = |q: f64| count >= super::dist::min_n_for(q);
+        [
+            ok(0.5).then_some(self.p50),
+            ok(0.9).then_some(self.p90),
+            ok(0.99).then_some(self.p99),
+            ok(0.999).then_some(self.p99_9),
+            ok(0.9999).then_some(self.p99_99),
+        ]
+    }
+
     /// The same percentiles, none above `max` (a histogram bucket's top can exceed the exact
     /// maximum recorded in it).
     pub fn capped(self, max: u64) -> Self {
@@ -264,6 +278,18 @@ mod tests {
         sorted.sort_unstable();
         let p99 = sorted[(0.99f64 * 5000.0).ceil() as usize - 1] as f64;
         assert!((s.percentiles.p99 as f64 - p99).abs() <= p99 * 1e-3 + 1.0);
+    }
+
+    #[test]
+    fn a_percentile_is_shown_only_where_its_count_supports_it() {
+        let mut r = Recorder::new();
+        (1..=1987u64).for_each(|v| r.record(v * 1000));
+        let s = r.summary();
+        let got = s.percentiles.supported(s.count);
+        assert!(got[..3].iter().all(Option::is_some), "{got:?}");
+        assert_eq!(got[3..], [None, None]);
+        assert_eq!(s.percentiles.supported(100_000).iter().flatten().count(), 5);
+        assert_eq!(s.percentiles.supported(19).iter().flatten().count(), 0);
     }
 
     #[test]

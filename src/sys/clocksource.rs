@@ -1,5 +1,5 @@
 //! The kernel's clocksources: which it offers and which is in use (read only; switching one,
-//! journaled and restored, is `experiment::clocksource`).
+//! journaled and restored, is `settings::clocksource`).
 
 use crate::error::{Error, Result};
 use std::path::{Path, PathBuf};

@@ -1,5 +1,5 @@
-//! Mounting and unmounting tracefs (for `--trace`) and debugfs (for `cyclic --hrtick`) on a
-//! machine that has not mounted them.
+//! Mounting tracefs (for `--trace`) and debugfs (for `cyclic --hrtick`) on a machine that has
+//! not mounted them, in a mount namespace of latlab's own where it may have one.
 
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
@@ -32,14 +32,28 @@ fn mount_nodev(target: &Path, fs: &std::ffi::CStr) -> std::io::Result<()> {
     }
 }
 
-/// `umount <target>`.
-pub fn umount(target: &Path) -> std::io::Result<()> {
-    let t = cpath(target)?;
-    // SAFETY: t is a valid NUL-terminated string that outlives the call.
-    let r = unsafe { libc::umount2(t.as_ptr(), 0) };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
+/// Moves this process into a mount namespace of its own whose mounts follow the host's but
+/// never propagate back (`unshare --mount --propagation slave`), so a tracefs or debugfs latlab
+/// mounts is seen by nobody else and goes with its last process. Must run before any thread
+/// starts (the kernel refuses a multi-threaded caller). Needs CAP_SYS_ADMIN.
+pub fn private_mounts() -> std::io::Result<()> {
+    // SAFETY: plain system calls with constant arguments; no memory is shared with the kernel
+    // beyond the static strings.
+    unsafe {
+        if libc::unshare(libc::CLONE_NEWNS) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let root = c"/";
+        if libc::mount(
+            std::ptr::null(),
+            root.as_ptr(),
+            std::ptr::null(),
+            libc::MS_REC | libc::MS_SLAVE,
+            std::ptr::null(),
+        ) != 0
+        {
+            return Err(std::io::Error::last_os_error());
+        }
     }
+    Ok(())
 }

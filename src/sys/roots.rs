@@ -1,7 +1,7 @@
 //! Where the kernel's file interfaces are mounted: procfs, sysfs and (when latlab uses it)
 //! tracefs. Every reader takes a `Roots` instead of a hard-coded "/sys", so tests can build a
 //! fake tree in a temporary directory and point the code at it (below's custom procfs root is
-//! the model). Knob *writes* stay confined to the real /sys and /proc/sys (experiment::knobs).
+//! the model). Knob *writes* stay confined to the real /sys and /proc/sys (crate::settings).
 
 use std::path::{Path, PathBuf};
 

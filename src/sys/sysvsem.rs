@@ -166,6 +166,12 @@ fn key_of(id: libc::c_int) -> Option<u32> {
     })
 }
 
+/// SysV semaphore sets of dead latlab processes (`ipc`), for `latlab restore`.
+pub const RESTORER: crate::io::Restorer = crate::io::Restorer {
+    name: "SysV semaphore sets",
+    run: |dir| Ok(sweep_orphan_sets(dir)),
+};
+
 /// Removes the sets recorded in `registry` whose latlab is gone (no process with the recorded
 /// id and start time, and none left that operated on the set), if the set still carries that
 /// latlab's key; returns what was done, in words. Only plain files count as records; a record

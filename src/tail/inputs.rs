@@ -33,6 +33,8 @@ pub struct ReadOpts {
     pub store: Option<String>,
     /// Treat the samples as independent even when their order is known (no declustering).
     pub no_decluster: bool,
+    /// Keep disturbed runs that a selector naming several runs would leave out.
+    pub include_disturbed: bool,
 }
 
 /// One data set made of all inputs.
@@ -69,7 +71,8 @@ pub fn load(specs: &[OsString], o: &ReadOpts) -> Result<Loaded> {
             "tail needs data: a run, a file or a selector".into(),
         ));
     }
-    let mut resolver = select::Resolver::new(o.store.as_deref());
+    let mut resolver =
+        select::Resolver::new(o.store.as_deref()).include_disturbed(o.include_disturbed);
     let mut parts = Vec::new();
     let mut names = Vec::new();
     let mut notes = Vec::new();

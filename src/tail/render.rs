@@ -114,7 +114,7 @@ pub fn text(r: &Report, unit: DisplayUnit) -> String {
             ]
         })
         .collect();
-    s.push_str(&crate::export::table::render(
+    s.push_str(&crate::export::columns::render(
         &[head.as_str(), "latency", "low", "high", "from"],
         &rows,
     ));

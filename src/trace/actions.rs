@@ -4,7 +4,8 @@
 //! at most `--on-threshold-max` times; every firing is recorded in the result.
 
 use crate::error::{Error, Result};
-use serde::{Deserialize, Serialize};
+use crate::result::trace::Firing;
+use serde::Serialize;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -100,24 +101,6 @@ pub fn parse(spec: &str, threshold: impl Fn(&str) -> Result<u64>) -> Result<Rule
         threshold_ns,
         action,
     })
-}
-
-/// One firing, as recorded in the result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Firing {
-    /// The rule's `--on-threshold` text.
-    pub rule: String,
-    /// Series (thread) of the spike.
-    pub series: String,
-    /// CPU.
-    pub cpu: usize,
-    /// Loop or interruption number.
-    pub seq: u64,
-    /// The spike's latency (ns).
-    pub latency_ns: u64,
-    /// What happened: `started pid N`, `sent signal S to N`, `stopped the run`, `saved FILE`,
-    /// or the error.
-    pub outcome: String,
 }
 
 /// What a spike looks like to an action.

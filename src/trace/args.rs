@@ -70,7 +70,7 @@ impl TraceArgs {
             return Ok(None);
         }
         match self.trace_threshold.as_deref() {
-            None => Ok(Some(crate::trace::spikes::DEFAULT_THRESHOLD_NS)),
+            None => Ok(Some(crate::trace::session::DEFAULT_THRESHOLD_NS)),
             Some(v) => {
                 let ns = parse_time_ns(v, BareUnit::Micros)
                     .map_err(|e| Error::flag("--trace-threshold", v, e))?;

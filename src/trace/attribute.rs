@@ -6,86 +6,7 @@
 //! trace could see. rtla's timerlat auto-analysis has the same shape, from timerlat events.
 
 use super::event::{softirq_name, Event, Kind, Name};
-use serde::{Deserialize, Serialize};
-
-/// One share of a spike's latency.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Component {
-    /// `irq`, `softirq`, `thread`, `self` (the measured thread), `idle`, `timer` (the timer
-    /// IRQ had not come yet while a task ran), `unattributed`
-    /// (a spinner interrupted by nothing visible) or `unknown` (not covered by the trace).
-    pub kind: String,
-    /// What: `local_timer`, `virtio0 (irq 25)`, `NET_RX`, `inject:4242 RT 99`, ...
-    pub name: String,
-    /// Nanoseconds of the latency it held the CPU.
-    pub ns: u64,
-    /// Share of the latency, 0..1.
-    pub share: f64,
-    /// For `thread`: the task, with the kernel priority it ran at here.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub task: Option<TaskRef>,
-    /// For `thread`: the command it belongs to (see `procs`), once known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub group: Option<String>,
-    /// For `thread`: the group's exec chain, newest first.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub chain: Vec<String>,
-}
-
-/// A task that held the CPU.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TaskRef {
-    /// Thread id.
-    pub pid: i32,
-    /// Its name then.
-    pub comm: String,
-    /// Kernel priority in force (0..99: real-time priority 99 - prio; 100..139: normal;
-    /// negative: deadline).
-    pub prio: i32,
-}
-
-/// The policy a kernel priority means: `RT 99`, `DL`, or `normal`.
-pub fn policy_label(prio: i32) -> String {
-    match prio {
-        p if p < 0 => "DL".into(),
-        p if p < 100 => format!("RT {}", 99 - p),
-        _ => "normal".into(),
-    }
-}
-
-/// The attribution of one spike.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Attribution {
-    /// Components, largest first; their `ns` add up to the latency.
-    pub components: Vec<Component>,
-    /// What ran on the CPU when the wake-up was due (`idle` when nothing did).
-    pub blocking: Option<String>,
-    /// Expected wake-up to the start of the hrtimer callback that woke the thread.
-    pub timer_delay_ns: Option<u64>,
-    /// Expected wake-up to the thread's switch-in.
-    pub switch_in_ns: Option<u64>,
-    /// `--trace-stacks`: the kernel stack of what the CPU ran when the thread was woken
-    /// (innermost first), symbolised.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub stack: Vec<String>,
-    /// The same stack's return addresses (symbolised into `stack`).
-    #[serde(skip)]
-    pub stack_addrs: Vec<u64>,
-    /// NMIs handled on the CPU during the spike (None: the kernel has no `nmi_handler`
-    /// event, so they were not counted per spike).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub nmis: Option<u32>,
-    /// Time in those NMI handlers (ns).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub nmi_ns: Option<u64>,
-    /// Caveats about this spike's attribution.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub notes: Vec<String>,
-    /// For time nothing visible explains (`idle`, `unattributed`): what it was checked
-    /// against (NMIs, steal, SMIs) and what could not be measured.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub residual: Option<super::hw::Residual>,
-}
+use crate::result::trace::{Attribution, Component, TaskRef};
 
 /// A task as a person reads it: `comm:pid RT 99`, `comm:pid` for a normal one.
 pub fn task_label(comm: &Name, pid: i32, prio: i32) -> String {
@@ -506,7 +427,7 @@ mod tests {
         assert_eq!(a.components[0].name, "inject:42 RT 99");
         let t = a.components[0].task.as_ref().unwrap();
         assert_eq!((t.pid, t.comm.as_str(), t.prio), (42, "inject", 0));
-        assert_eq!(policy_label(t.prio), "RT 99");
+        assert_eq!(crate::result::trace::policy_label(t.prio), "RT 99");
         assert_eq!(a.components[0].ns, 980);
         let late = a.components.iter().find(|c| c.kind == "timer").unwrap();
         assert_eq!(

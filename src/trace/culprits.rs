@@ -3,60 +3,9 @@
 //! exec chain and the policy/priority that held the CPU most; IRQs, softirqs and the rest by
 //! name. The tasks of a group are kept under it.
 
-use super::attribute::policy_label;
-use super::raw::SpikeRecord;
-use serde::{Deserialize, Serialize};
+use crate::result::trace::policy_label;
+use crate::result::trace::{Cause, CpuCauses, Member, SpikeRecord};
 use std::collections::BTreeMap;
-
-/// One task of a culprit group.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Member {
-    /// Thread id.
-    pub pid: i32,
-    /// Its name at switch-in (the last seen).
-    pub comm: String,
-    /// The policy it held the CPU at longest (`RT 99`, `normal`, `DL`).
-    pub policy: String,
-    /// Late time it held (ns).
-    pub ns: u64,
-}
-
-/// One cause of late time on a CPU.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Cause {
-    /// `thread`, `irq`, `softirq`, `timer`, `idle`, `self`, `unattributed`, `unknown`.
-    pub kind: String,
-    /// The command group for `thread`, else the component's name.
-    pub name: String,
-    /// For `thread`: the exec chain that held the most time, newest first.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub chain: Vec<String>,
-    /// For `thread`: the policy in force for most of the group's time.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub policy: Option<String>,
-    /// Late time (ns) summed over the CPU's spikes.
-    pub ns: u64,
-    /// Share of the CPU's late time, 0..1.
-    pub share: f64,
-    /// For `thread`: its tasks, most time first.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub members: Vec<Member>,
-}
-
-/// The causes of one CPU's spikes.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CpuCauses {
-    /// CPU.
-    pub cpu: usize,
-    /// Spikes on it.
-    pub spikes: u64,
-    /// Their summed latency (ns).
-    pub late_ns: u64,
-    /// The largest (ns).
-    pub max_ns: u64,
-    /// Causes, most time first.
-    pub causes: Vec<Cause>,
-}
 
 /// The key with the most time.
 fn top<K: Clone + Ord>(m: &BTreeMap<K, u64>) -> Option<K> {
@@ -168,7 +117,7 @@ pub fn phrase(c: &Cause) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::attribute::{Attribution, Component, TaskRef};
+    use crate::result::trace::{Attribution, Component, TaskRef};
 
     fn thread(pid: i32, comm: &str, prio: i32, group: &str, ns: u64) -> Component {
         Component {

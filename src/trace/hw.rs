@@ -3,7 +3,7 @@
 //! `MSR_SMI_COUNT`, through /dev/cpu/N/msr) and steal time on a VM (/proc/stat). What could not
 //! be measured is said, as a warning.
 
-use serde::{Deserialize, Serialize};
+use crate::result::trace::{CpuCounts, Residual, SpikeRecord};
 use std::path::{Path, PathBuf};
 
 /// Counters of one CPU at one moment (None: not readable here).
@@ -22,22 +22,6 @@ impl Default for Snap {
             steal_ticks: None,
         }
     }
-}
-
-/// What was counted on one traced CPU during the run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CpuCounts {
-    /// CPU.
-    pub cpu: usize,
-    /// NMIs during the run (/proc/interrupts), if readable.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub nmis: Option<u64>,
-    /// SMIs during the run (MSR 0x34), if readable.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub smis: Option<u64>,
-    /// Time the hypervisor ran something else on this vCPU (/proc/stat steal), ns.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub steal_ns: Option<u64>,
 }
 
 /// Counter roots (the real ones, or fakes in tests).
@@ -96,57 +80,6 @@ pub fn smi(dev_cpu: &Path, cpu: usize) -> Result<u64, String> {
 #[derive(Debug, Clone, Default)]
 pub struct Counters {
     snaps: Vec<(usize, Snap)>,
-}
-
-/// What a spike's time that nothing visible explains was checked against: the counters read
-/// around it, and what could not be read (said, not left out).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Residual {
-    /// Time nothing visible explains (ns): the spike's `idle` and `unattributed` components.
-    pub ns: u64,
-    /// What was measured, a phrase each (`NMIs: 0 in the spike (nmi_handler events)`).
-    pub measured: Vec<String>,
-    /// What could not be measured, and why (`SMIs: /dev/cpu/1/msr: No such file or
-    /// directory`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub unmeasured: Vec<String>,
-    /// Steal time on the CPU (ns) over `around_ns`, when readable.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub steal_ns: Option<u64>,
-    /// NMIs on the CPU over `around_ns` (/proc/interrupts), where the kernel has no
-    /// `nmi_handler` event (else the spike's `nmis` counts them exactly).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub nmis_around: Option<u64>,
-    /// The stretch steal and NMIs were counted over (ns): from the last counter reading before
-    /// the spike to the first after it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub around_ns: Option<u64>,
-    /// SMIs on the CPU over `smi_around_ns` (MSR 0x34), when readable.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub smis: Option<u64>,
-    /// The stretch SMIs were counted over (ns): from the previous reading of the MSR to the
-    /// one taken when the spike was attributed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub smi_around_ns: Option<u64>,
-}
-
-impl Residual {
-    /// One line: what was measured and what could not be.
-    pub fn phrase(&self) -> String {
-        let mut s = format!(
-            "{:.1} us nothing visible explains; measured: {}",
-            self.ns as f64 / 1e3,
-            if self.measured.is_empty() {
-                "nothing".to_string()
-            } else {
-                self.measured.join(", ")
-            }
-        );
-        if !self.unmeasured.is_empty() {
-            s.push_str(&format!("; not measured: {}", self.unmeasured.join(", ")));
-        }
-        s
-    }
 }
 
 /// Cheap counter readings (NMIs from /proc/interrupts, steal from /proc/stat: no IPI) taken
@@ -408,6 +341,83 @@ impl Counters {
         }
         (out, warn)
     }
+}
+
+/// What an idle CPU's unexplained delay means on this machine.
+pub fn idle_note() -> String {
+    let hv = std::fs::read_to_string("/sys/hypervisor/type")
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty());
+    let flag = std::fs::read_to_string("/proc/cpuinfo")
+        .map(|c| {
+            c.lines()
+                .any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == "hypervisor"))
+        })
+        .unwrap_or(false);
+    match (hv, flag) {
+        (Some(t), _) => format!("nothing visible ran: hypervisor/SMI/NMI (this is a VM: {t})"),
+        (None, true) => "nothing visible ran: hypervisor/SMI/NMI (this is a VM)".into(),
+        _ => "nothing visible ran: SMI/NMI or idle exit".into(),
+    }
+}
+
+/// Per CPU whose spikes have time nothing visible explains: how much, what it was checked
+/// against and what could not be measured (a warning, so it is never silent).
+pub fn residual_warnings(spikes: &[SpikeRecord], cpus: &[usize]) -> Vec<String> {
+    let mut out = Vec::new();
+    for &cpu in cpus {
+        let rs: Vec<&crate::result::trace::Residual> = spikes
+            .iter()
+            .filter(|s| s.cpu == cpu)
+            .filter_map(|s| s.why.residual.as_ref())
+            .collect();
+        if rs.is_empty() {
+            continue;
+        }
+        let ns: u64 = rs.iter().map(|r| r.ns).sum();
+        let sources = |f: fn(&crate::result::trace::Residual) -> &Vec<String>| {
+            let mut v: Vec<String> = rs
+                .iter()
+                .flat_map(|r| f(r).iter())
+                .map(|m| m.split(':').next().unwrap_or("").to_string())
+                .collect();
+            v.sort();
+            v.dedup();
+            v
+        };
+        let measured = sources(|r| &r.measured);
+        let mut unmeasured: Vec<String> = rs
+            .iter()
+            .flat_map(|r| r.unmeasured.iter().cloned())
+            .collect();
+        unmeasured.sort();
+        unmeasured.dedup();
+        let mut w = format!(
+            "--trace: {} spikes on CPU {cpu} hold {:.1} us nothing visible explains; checked against {} around each",
+            rs.len(),
+            ns as f64 / 1e3,
+            if measured.is_empty() {
+                "nothing".to_string()
+            } else {
+                measured.join(", ")
+            }
+        );
+        if !unmeasured.is_empty() {
+            w.push_str(&format!("; not measured: {}", unmeasured.join("; ")));
+        }
+        let smis: u64 = rs.iter().filter_map(|r| r.smis).sum();
+        let nmis: u64 = rs.iter().filter_map(|r| r.nmis_around).sum();
+        let steal: u64 = rs.iter().filter_map(|r| r.steal_ns).sum();
+        if smis + nmis + steal > 0 {
+            w.push_str(&format!(
+                " (around them: {smis} SMIs, {nmis} NMIs, {:.1} us steal)",
+                steal as f64 / 1e3
+            ));
+        }
+        out.push(w);
+    }
+    out
 }
 
 #[cfg(test)]

@@ -1,9 +1,6 @@
 //! The spike a measuring thread hands to the tracing session (plain numbers, passed through a
 //! ring without allocation), and the record it becomes once attributed.
 
-use super::attribute::Attribution;
-use serde::{Deserialize, Serialize};
-
 /// A spike as a measuring thread reports it (no allocation: plain numbers through a ring).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RawSpike {
@@ -19,22 +16,4 @@ pub struct RawSpike {
     pub seq: u64,
     /// The measuring thread's id (0: unknown).
     pub tid: i32,
-}
-
-/// One attributed spike in the run's JSON.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct SpikeRecord {
-    /// Series name.
-    pub series: String,
-    /// CPU.
-    pub cpu: usize,
-    /// Loop (cyclic) or interruption (noise) number.
-    pub seq: u64,
-    /// Expected wake-up, CLOCK_MONOTONIC ns.
-    pub expected_ns: u64,
-    /// Latency as the measurement saw it, ns.
-    pub latency_ns: u64,
-    /// Why.
-    #[serde(flatten)]
-    pub why: Attribution,
 }

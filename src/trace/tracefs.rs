@@ -6,7 +6,7 @@
 use super::event::Decoder;
 pub(super) use super::files::{poke, remove_instance};
 use super::format::{parse_format, parse_header_page, PageHeader};
-use super::lifecycle::{self, MountLease};
+use super::lifecycle;
 use crate::error::{Error, Result};
 use std::path::{Path, PathBuf};
 
@@ -78,16 +78,16 @@ pub fn cpumask(cpus: &[usize]) -> String {
 
 impl TraceFs {
     /// The system's tracefs: where /proc/mounts says it is, else mounted at
-    /// [`DEFAULT_MOUNT`]. Mount decisions are serialised by a lock in journal directory
-    /// `dir`; the lease is this run's share of a mount latlab made (None: someone else's).
-    pub fn system(dir: &Path) -> Result<(TraceFs, Option<MountLease>)> {
-        let (root, lease) = lifecycle::acquire(
+    /// [`DEFAULT_MOUNT`] (and left mounted: see `lifecycle`). Mount decisions are serialised
+    /// by a lock in state directory `dir`.
+    pub fn system(dir: &Path) -> Result<TraceFs> {
+        let root = lifecycle::acquire(
             dir,
             Path::new(DEFAULT_MOUNT),
             crate::sys::mount::mount_tracefs,
             lifecycle::mounted_tracefs,
         )?;
-        Ok((TraceFs { root }, lease))
+        Ok(TraceFs { root })
     }
 
     /// The page layout and a decoder for every event latlab enables; a missing required
@@ -194,9 +194,8 @@ impl TraceFs {
     }
 
     /// Creates the private instance `latlab-<pid><suffix>` for `cpus` (every CPU when empty)
-    /// with `events` enabled and tracing on. The
-    /// instance is journaled (with the mount point when it holds a `lease` on a mount latlab
-    /// made) before it exists, and registered for [`lifecycle::cleanup_on_exit`].
+    /// with `events` enabled and tracing on. The instance is journaled before it exists, and
+    /// registered for [`lifecycle::cleanup_on_exit`].
     pub fn create_instance(
         &self,
         suffix: &str,
@@ -204,14 +203,13 @@ impl TraceFs {
         events: &[String],
         buffer_kb: u64,
         journal: Option<PathBuf>,
-        lease: Option<MountLease>,
     ) -> Result<Instance> {
         let dir = self
             .root
             .join("instances")
             .join(format!("latlab-{}{suffix}", std::process::id()));
         if let Some(j) = &journal {
-            write_journal(j, &dir, lease.as_ref().map(|l| l.point.as_path()))?;
+            write_journal(j, &dir)?;
         }
         if let Err(e) = std::fs::create_dir(&dir) {
             if let Some(j) = &journal {
@@ -224,7 +222,7 @@ impl TraceFs {
         }
         let inst = Instance {
             dir: dir.clone(),
-            id: lifecycle::register(dir.clone(), journal, lease),
+            id: lifecycle::register(dir.clone(), journal),
         };
         write(&dir.join("tracing_on"), "0")?;
         write(&dir.join("trace_clock"), "mono")?;
@@ -296,17 +294,20 @@ pub fn journal_file(suffix: &str) -> PathBuf {
 struct Entry {
     pid: u32,
     instance: PathBuf,
+    /// Written by latlab before 0.2 (the mount it shared); read and ignored.
+    #[serde(default, skip_serializing)]
+    #[allow(dead_code)]
     umount: Option<PathBuf>,
 }
 
-fn write_journal(j: &Path, dir: &Path, umount: Option<&Path>) -> Result<()> {
+fn write_journal(j: &Path, dir: &Path) -> Result<()> {
     if let Some(d) = j.parent() {
         std::fs::create_dir_all(d).map_err(|e| Error::Env(format!("{}: {e}", d.display())))?;
     }
     let e = Entry {
         pid: std::process::id(),
         instance: dir.to_path_buf(),
-        umount: umount.map(Path::to_path_buf),
+        umount: None,
     };
     let text = serde_json::to_string(&e).map_err(|e| Error::Env(e.to_string()))?;
     crate::output::write_atomic(j, text.as_bytes())
@@ -326,6 +327,12 @@ fn is_latlab_instance(p: &Path) -> bool {
             .strip_prefix("latlab-")
             .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
 }
+
+/// Tracing instances and mounts of dead latlab processes, for `latlab restore`.
+pub const RESTORER: crate::io::Restorer = crate::io::Restorer {
+    name: "tracing instances",
+    run: |dir| Ok(restore_in(dir)),
+};
 
 /// `latlab restore`'s part for tracing: removes the instances (and mounts) that dead latlab
 /// processes journaled in `dir`; entries of live processes are left alone. One line each.
@@ -360,6 +367,20 @@ pub fn restore_in(dir: &Path) -> Vec<String> {
             ));
             continue;
         }
+        // The instance lives under a tracefs mount: mounted (in latlab's own namespace) if it
+        // is not. One that is gone (a reboot since) leaves only its journal entry.
+        if !e.instance.exists() {
+            let _ = TraceFs::system(dir);
+        }
+        if !e.instance.exists() {
+            let _ = std::fs::remove_file(&f);
+            out.push(format!(
+                "forgot {}: tracefs instance {} no longer exists",
+                f.display(),
+                e.instance.display()
+            ));
+            continue;
+        }
         let _ = poke(&e.instance.join("tracing_on"), "0");
         match remove_instance(&e.instance) {
             Ok(()) => out.push(format!("removed tracefs instance {}", e.instance.display())),
@@ -370,8 +391,10 @@ pub fn restore_in(dir: &Path) -> Vec<String> {
         }
         let _ = std::fs::remove_file(&f);
     }
-    // The mount latlab made, once none of its users is alive.
-    out.extend(lifecycle::release(dir, 0));
+    // What an older latlab kept to share its mounts: mounts now stay, so it goes.
+    for f in ["tracefs-mount.json", "debugfs-mount.json"] {
+        let _ = std::fs::remove_file(dir.join(f));
+    }
     out
 }
 
@@ -439,7 +462,6 @@ mod tests {
                 &["sched/sched_switch".into()],
                 1024,
                 Some(j.clone()),
-                None,
             )
             .unwrap_err();
         assert_eq!(err.exit_code(), 3);

@@ -1,9 +1,8 @@
 //! `latlab clocks`: every clock is either measured or explained; the clocksource always comes
 //! back, after a normal run and after SIGINT.
 
-use crate::util::{exclusive, latlab, read_json, skip};
+use crate::util::{exclusive, expect_exit, is_root, latlab, read_json, skipped, Dir};
 use std::process::Stdio;
-use std::time::{Duration, Instant};
 
 const CS: &str = "/sys/devices/system/clocksource/clocksource0";
 
@@ -23,8 +22,7 @@ impl Drop for Restore {
 }
 
 fn other_clocksource() -> Result<(String, String), String> {
-    // SAFETY: no arguments.
-    if unsafe { libc::geteuid() } != 0 {
+    if !is_root() {
         return Err("not root: switching the clocksource needs root".into());
     }
     let avail = std::fs::read_to_string(format!("{CS}/available_clocksource"))
@@ -37,20 +35,20 @@ fn other_clocksource() -> Result<(String, String), String> {
     Ok((cur, other.to_string()))
 }
 
+/// `other_clocksource`, or None after saying (through `skip`) why there is none.
+fn other_clocksource_or_skip() -> Option<(String, String)> {
+    let found = other_clocksource();
+    (!skipped(found.clone().err())).then(|| found.unwrap())
+}
+
 #[test]
 fn every_clock_is_measured_or_explained() {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("c.json");
-    let out = latlab()
-        .args(["clocks", "--batches", "50", "--json"])
+    let dir = Dir::new();
+    let json = dir.join("c.json");
+    latlab()
+        .words("clocks --batches 50 --json")
         .arg(&json)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .assert_ok();
     let run = read_json(&json);
     let names: Vec<String> = run["series"]
         .as_array()
@@ -89,56 +87,27 @@ fn every_clock_is_measured_or_explained() {
 fn clocksource_is_restored_after_a_run_and_after_sigint() {
     // The original is read under the lock: another test may have switched it meanwhile.
     let _x = exclusive();
-    let (orig, other) = match other_clocksource() {
-        Ok(x) => x,
-        Err(why) => return skip("clocksource_is_restored_after_a_run_and_after_sigint", &why),
+    let Some((orig, other)) = other_clocksource_or_skip() else {
+        return;
     };
     let _restore = Restore(orig.clone());
     let out = latlab()
-        .args([
-            "clocks",
-            "--clocks",
-            "monotonic",
-            "--batches",
-            "20",
-            "--clocksource",
-        ])
+        .words("clocks --clocks monotonic --batches 20 --clocksource")
         .arg(format!("{other},{orig}"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains(&format!("clocksource {other}:")), "{text}");
+        .assert_ok();
+    let want = format!("clocksource {other}:");
+    assert!(out.stdout.contains(&want), "{out}");
     assert_eq!(current(), orig, "not restored after a normal run");
 
     // A long run under the other clocksource, interrupted while it is in force.
-    let child = latlab()
-        .args(["clocks", "--batches", "2000000", "--clocksource"])
+    let mut child = latlab()
+        .words("clocks --batches 2000000 --clocksource")
         .arg(&other)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let t0 = Instant::now();
-    while current() != other {
-        assert!(
-            t0.elapsed() < Duration::from_secs(20),
-            "latlab never switched the clocksource"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        String::from_utf8_lossy(&out.stdout).contains("(interrupted)"),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .spawn();
+    child.wait_until("switching the clocksource", |_| current() == other);
+    child.signal(libc::SIGINT);
+    let out = child.finish();
+    assert!(out.stdout.contains("(interrupted)"), "{out}");
     assert_eq!(current(), orig, "not restored after SIGINT");
 }
 
@@ -146,45 +115,22 @@ fn clocksource_is_restored_after_a_run_and_after_sigint() {
 fn a_sigkilled_clocksource_switch_is_undone_by_latlab_restore() {
     // The original is read under the lock: another test may have switched it meanwhile.
     let _x = exclusive();
-    let (orig, other) = match other_clocksource() {
-        Ok(x) => x,
-        Err(why) => {
-            return skip(
-                "a_sigkilled_clocksource_switch_is_undone_by_latlab_restore",
-                &why,
-            )
-        }
+    let Some((orig, other)) = other_clocksource_or_skip() else {
+        return;
     };
     let _restore = Restore(orig.clone());
     let mut child = latlab()
-        .args(["clocks", "--batches", "2000000", "--clocksource"])
+        .words("clocks --batches 2000000 --clocksource")
         .arg(&other)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let t0 = Instant::now();
-    while current() != other {
-        assert!(
-            t0.elapsed() < Duration::from_secs(20),
-            "latlab never switched the clocksource"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
-    let _ = child.wait();
+        .spawn_with(Stdio::null(), Stdio::null());
+    child.wait_until("switching the clocksource", |_| current() == other);
+    child.kill();
     assert_eq!(
         current(),
         other,
         "nothing left to restore: the test proves nothing"
     );
-    let out = latlab().arg("restore").output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    latlab().arg("restore").assert_ok();
     assert_eq!(
         current(),
         orig,
@@ -200,6 +146,6 @@ fn clocks_bad_input() {
         (vec!["--check-monotonic", "0"], "--check-monotonic"),
         (vec!["--batches", "0"], "--batches"),
     ] {
-        crate::util::expect_exit(&["clocks"], &args, 2, want);
+        expect_exit(&["clocks"], &args, 2, want);
     }
 }

@@ -1,7 +1,7 @@
 //! `latlab compare` (tail-aware mode): reproducibility, formats, JSON results as input, bad
 //! input.
 
-use crate::util::latlab;
+use crate::util::{latlab, read_json, Dir, Output};
 use std::path::Path;
 
 fn write_values(dir: &Path, name: &str, v: impl Iterator<Item = f64>) {
@@ -9,18 +9,13 @@ fn write_values(dir: &Path, name: &str, v: impl Iterator<Item = f64>) {
     std::fs::write(dir.join(name), text).unwrap();
 }
 
-fn compare(dir: &Path, args: &[&str]) -> std::process::Output {
-    latlab()
-        .arg("compare")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap()
+fn compare(dir: &Path, args: &[&str]) -> Output {
+    latlab().arg("compare").args(args).current_dir(dir).output()
 }
 
 #[test]
 fn same_seed_same_output_and_a_shift_is_found() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Dir::new();
     write_values(
         dir.path(),
         "base",
@@ -33,9 +28,9 @@ fn same_seed_same_output_and_a_shift_is_found() {
     );
     let a = compare(dir.path(), &["base", "slow", "--seed", "9"]);
     let b = compare(dir.path(), &["base", "slow", "--seed", "9"]);
-    assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
+    a.assert_ok();
     assert_eq!(a.stdout, b.stdout, "same seed, different output");
-    let text = String::from_utf8_lossy(&a.stdout);
+    let text = &a.stdout;
     assert!(text.contains("seed 9"));
     let p50 = text
         .lines()
@@ -45,22 +40,22 @@ fn same_seed_same_output_and_a_shift_is_found() {
     // p99.9 from 3000 samples is flagged, not compared.
     assert!(text.contains("p99.9 not estimable from fewer than 10 000 values, shown but not compared: base (3000), slow (3000)"), "{text}");
     let c = compare(dir.path(), &["base", "slow", "--seed", "10"]);
-    assert!(String::from_utf8_lossy(&c.stdout).contains("seed 10"));
+    assert!(c.stdout.contains("seed 10"));
 }
 
 #[test]
 fn markdown_and_json_formats() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Dir::new();
     write_values(dir.path(), "a", (0..50).map(|i| i as f64));
     write_values(dir.path(), "b", (0..50).map(|i| i as f64 + 0.5));
     let md = compare(dir.path(), &["a", "b", "--format", "markdown"]);
-    let md = String::from_utf8_lossy(&md.stdout);
+    let md = &md.stdout;
     assert!(
         md.contains("| set | N |") && md.contains("|---|---:|"),
         "{md}"
     );
     let js = compare(dir.path(), &["a", "b", "--format", "json"]);
-    let v: serde_json::Value = serde_json::from_slice(&js.stdout).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&js.stdout).unwrap();
     assert_eq!(v["sets"][1]["n"], 50);
     assert_eq!(v["comparisons"][0]["baseline"], "a");
     let metrics = v["comparisons"][0]["metrics"].as_array().unwrap();
@@ -69,7 +64,7 @@ fn markdown_and_json_formats() {
 
 #[test]
 fn latlab_json_results_are_sets() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Dir::new();
     for name in [
         "r1.json", "r2.json", "r3.json", "r4.json", "r5.json", "r6.json",
     ] {
@@ -78,20 +73,15 @@ fn latlab_json_results_are_sets() {
                 "cyclic", "-t", "2", "-l", "50", "-i", "100us", "-q", "--json", name,
             ])
             .current_dir(dir.path())
-            .output()
-            .unwrap();
-        assert!(out.status.success());
+            .output();
+        out.assert_ok();
     }
     let out = compare(
         dir.path(),
         &["base=r1.json", "new=r2.json", "--series", "T1"],
     );
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = &out.stdout;
+    out.assert_ok();
     assert!(text.contains("values in us"));
     let n_line = text.lines().find(|l| l.starts_with("base ")).unwrap();
     assert!(n_line.split_whitespace().nth(1) == Some("50"), "{n_line}");
@@ -105,31 +95,27 @@ fn latlab_json_results_are_sets() {
             "max",
         ],
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    out.assert_ok();
     // Three runs a side: per metric over the runs, the verdict sentence leading with max.
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = &out.stdout;
     assert!(text.contains("unit of replication: the run"), "{text}");
     assert!(text.contains("verdict: new vs base, 3 vs 3 runs"), "{text}");
-    assert!(text.contains(": max "), "{text}");
+    assert!(text.contains(": max"), "{text}");
     // One run a side: one figure per run, as ministat sees them (too few to compare).
     let out = compare(
         dir.path(),
         &["base=r1.json", "new=r4.json", "--metric", "max"],
     );
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("1 value(s)"));
+    assert!(out.stderr.contains("1 value(s)"));
     let out = compare(dir.path(), &["r1.json", "r2.json", "--series", "T9"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("no series T9"));
+    assert!(out.stderr.contains("no series T9"));
 }
 
 #[test]
 fn bad_input_exits_2_naming_file_and_line() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Dir::new();
     let d = dir.path();
     std::fs::write(d.join("ok"), "1\n2\n3\n4\n").unwrap();
     std::fs::write(d.join("word"), "1\n2\nthree\n4\n").unwrap();
@@ -160,7 +146,7 @@ fn bad_input_exits_2_naming_file_and_line() {
     ];
     for (args, want) in cases {
         let out = compare(d, args);
-        let err = String::from_utf8_lossy(&out.stderr);
+        let err = &out.stderr;
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(want), "{args:?}: stderr lacks {want}: {err}");
         assert!(!err.contains("panicked"), "{args:?}: {err}");
@@ -169,7 +155,7 @@ fn bad_input_exits_2_naming_file_and_line() {
 
 #[test]
 fn values_across_f64s_range_never_panic() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Dir::new();
     let d = dir.path();
     std::fs::write(d.join("small"), "1\n2\n3\n4\n5\n").unwrap();
     std::fs::write(d.join("e77"), "1e77\n2e77\n3e77\n4e77\n").unwrap();
@@ -184,7 +170,7 @@ fn values_across_f64s_range_never_panic() {
     ] {
         for extra in [&[][..], &["--format", "json"][..], &["--ministat"][..]] {
             let out = compare(d, &[&pair[..], extra].concat());
-            let err = String::from_utf8_lossy(&out.stderr);
+            let err = &out.stderr;
             assert!(
                 matches!(out.status.code(), Some(0 | 2)),
                 "{pair:?} {extra:?}: {err}"
@@ -197,7 +183,7 @@ fn values_across_f64s_range_never_panic() {
 #[test]
 fn file_names_that_are_not_utf8_open() {
     use std::os::unix::ffi::OsStrExt;
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Dir::new();
     let a = dir
         .path()
         .join(std::ffi::OsStr::from_bytes(b"base-\xff.txt"));
@@ -211,12 +197,8 @@ fn file_names_that_are_not_utf8_open() {
         &["ministat"][..],
         &["compare", "--ministat"][..],
     ] {
-        let out = latlab().args(sub).arg(&a).arg(&b).output().unwrap();
-        assert!(
-            out.status.success(),
-            "{sub:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let out = latlab().args(sub).arg(&a).arg(&b).output();
+        assert!(out.status.success(), "{sub:?}: {}", &out.stderr);
         assert!(!out.stdout.is_empty());
     }
 }
@@ -239,22 +221,15 @@ fn slowed(run: &serde_json::Value, k: f64) -> serde_json::Value {
 
 #[test]
 fn identical_runs_prove_nothing_and_a_real_shift_is_found() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Dir::new();
     let names: Vec<String> = (1..=6).map(|i| format!("c{i}.json")).collect();
     for name in &names {
         let out = latlab()
-            .args([
-                "cyclic", "-t", "1", "-a", "1", "-i", "1ms", "-D", "1s", "-q",
-            ])
+            .words("cyclic -t 1 -a 1 -i 1ms -D 1s -q")
             .args(["--no-store", "--json", name])
             .current_dir(dir.path())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+            .output();
+        out.assert_ok();
     }
     // One run a side, pairwise: figures shown, no difference proven.
     for i in 0..names.len() {
@@ -268,12 +243,8 @@ fn identical_runs_prove_nothing_and_a_real_shift_is_found() {
                 "json",
             ];
             let out = compare(dir.path(), &args);
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            out.assert_ok();
+            let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
             let why = v["replication"].as_str().unwrap();
             assert!(why.contains("run-to-run variation is unknown"), "{why}");
             for m in v["comparisons"][0]["metrics"].as_array().unwrap() {
@@ -292,22 +263,22 @@ fn identical_runs_prove_nothing_and_a_real_shift_is_found() {
             "--assume-independent-samples",
         ],
     );
-    assert!(String::from_utf8_lossy(&out.stdout).contains("ASSUMING samples are independent"));
+    assert!(out.stdout.contains("ASSUMING samples are independent"));
     // Three runs a side: per-run figures, the run as the unit.
     let out = compare(
         dir.path(),
         &["a=c1.json,c2.json,c3.json", "b=c4.json,c5.json,c6.json"],
     );
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = &out.stdout;
     assert!(text.contains("unit of replication: the run"), "{text}");
     let a = text.lines().find(|l| l.starts_with("a ")).unwrap();
     assert_eq!(a.split_whitespace().nth(2), Some("3"), "{text}");
     // The same runs made 3x slower on one side: found.
     for (i, name) in names.iter().enumerate() {
         let v: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(dir.path().join(name)).unwrap()).unwrap();
+            serde_json::from_slice(&std::fs::read(dir.join(name)).unwrap()).unwrap();
         let s = serde_json::to_vec(&slowed(&v, 3.0)).unwrap();
-        std::fs::write(dir.path().join(format!("s{}.json", i + 1)), s).unwrap();
+        std::fs::write(dir.join(format!("s{}.json", i + 1)), s).unwrap();
     }
     let out = compare(
         dir.path(),
@@ -318,7 +289,7 @@ fn identical_runs_prove_nothing_and_a_real_shift_is_found() {
             "b=s1.json,s2.json,s3.json,s4.json,s5.json,s6.json",
         ],
     );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
     let p50 = &v["comparisons"][0]["metrics"][0];
     assert_eq!(p50["metric"], "p50");
     assert_eq!(p50["verdict"], "worse", "{p50}");
@@ -326,26 +297,15 @@ fn identical_runs_prove_nothing_and_a_real_shift_is_found() {
 
 #[test]
 fn json_sets_use_the_exact_max() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Dir::new();
     let out = latlab()
-        .args([
-            "cyclic",
-            "-t",
-            "1",
-            "-l",
-            "200",
-            "-i",
-            "100us",
-            "-q",
-            "--no-store",
-        ])
-        .args(["--json", "m.json"])
+        .words("cyclic -t 1 -l 200 -i 100us -q --no-store")
+        .words("--json m.json")
         .current_dir(dir.path())
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+        .output();
+    out.assert_ok();
     let run: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.path().join("m.json")).unwrap()).unwrap();
+        serde_json::from_slice(&std::fs::read(dir.join("m.json")).unwrap()).unwrap();
     let max_us = run["series"][0]["max_ns"].as_u64().unwrap() as f64 * 1e-3;
     let out = compare(
         dir.path(),
@@ -358,7 +318,7 @@ fn json_sets_use_the_exact_max() {
             "100",
         ],
     );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
     let got = v["sets"][0]["max"].as_f64().unwrap();
     assert!((got - max_us).abs() < 1e-9, "max {got} vs exact {max_us}");
     assert!(v["sets"][0]["p99_9"].as_f64().unwrap() <= got);
@@ -366,17 +326,12 @@ fn json_sets_use_the_exact_max() {
 
 /// Runs `latlab` with `args` in `dir`, failing (instead of hanging the suite) if it has not
 /// finished after two minutes.
-fn bounded(dir: &Path, args: &[&str]) -> std::process::Output {
-    let mut child = latlab()
+fn bounded(dir: &Path, args: &[&str]) -> Output {
+    latlab()
         .args(args)
         .current_dir(dir)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let hung = format!("latlab {} hung", args.join(" "));
-    crate::util::wait_bounded(&mut child, std::time::Duration::from_secs(120), &hung);
-    child.wait_with_output().unwrap()
+        .limit(std::time::Duration::from_secs(120))
+        .output()
 }
 
 /// An hour at 10 kHz on two threads is 72 million samples: statistics whose degrees of freedom
@@ -384,19 +339,14 @@ fn bounded(dir: &Path, args: &[&str]) -> std::process::Output {
 /// never returned at 1.4e8, which hung `compare --assume-independent-samples`).
 #[test]
 fn hour_long_runs_compare_and_gate() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Dir::new();
     let out = latlab()
-        .args(["cyclic", "-t", "2", "-l", "300", "-i", "100us", "-q"])
-        .args(["--no-store", "--json", "m.json"])
+        .words("cyclic -t 2 -l 300 -i 100us -q")
+        .words("--no-store --json m.json")
         .current_dir(dir.path())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let mut big = crate::util::read_json(&dir.path().join("m.json"));
+        .output();
+    out.assert_ok();
+    let mut big = read_json(&dir.join("m.json"));
     big["duration_s"] = 3600.0.into();
     for s in big["series"].as_array_mut().unwrap() {
         let mut n = 0;
@@ -410,7 +360,7 @@ fn hour_long_runs_compare_and_gate() {
     let mut again = big.clone();
     again["id"] = "another-hour".into();
     for (name, v) in [("a.json", &big), ("a2.json", &again), ("b.json", &slow)] {
-        std::fs::write(dir.path().join(name), serde_json::to_vec(v).unwrap()).unwrap();
+        std::fs::write(dir.join(name), serde_json::to_vec(v).unwrap()).unwrap();
     }
     let out = bounded(
         dir.path(),
@@ -425,12 +375,8 @@ fn hour_long_runs_compare_and_gate() {
             "200",
         ],
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    out.assert_ok();
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
     let sets = &v["sets"];
     assert_eq!(sets[0]["n"].as_u64(), Some(72_000_000));
     let mean = v["comparisons"][0]["metrics"]
@@ -455,10 +401,5 @@ fn hour_long_runs_compare_and_gate() {
     assert_eq!(mean["verdict"], "worse", "{mean}");
     // The gate judges two such runs.
     let out = bounded(dir.path(), &["gate", "p99.9<10s", "a.json", "a2.json"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    assert_eq!(out.status.code(), Some(0), "{}", &out.stdout);
 }

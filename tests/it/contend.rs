@@ -1,28 +1,19 @@
 //! `latlab contend` and `latlab migrate`: table counts equal the iterations made; migrate
 //! passes on an idle machine and fails when priority order is broken on purpose.
 
-use crate::util::{exclusive, latlab, read_json, rt_unavailable, skip};
+use crate::util::{expect_exit, latlab, read_json, rt_test, Dir};
 
 #[test]
 fn contend_counts_equal_iterations_in_every_mode() {
-    if let Some(why) = rt_unavailable() {
-        return skip("contend_counts_equal_iterations_in_every_mode", &why);
-    }
-    let _x = exclusive();
-    let dir = tempfile::tempdir().unwrap();
+    let Some(_x) = rt_test() else { return };
+    let dir = Dir::new();
     for sync in ["mutex", "spin", "atomic", "percpu"] {
-        let json = dir.path().join(format!("{sync}.json"));
+        let json = dir.join(format!("{sync}.json"));
         let out = latlab()
             .args(["contend", "--sync", sync, "-n", "5000", "--json"])
             .arg(&json)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{sync}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let text = String::from_utf8_lossy(&out.stdout);
+            .assert_ok();
+        let text = &out.stdout;
         assert!(
             text.contains("CPU:\tName\tCount\tMax\tMin\tAverage\tTotal"),
             "{text}"
@@ -50,42 +41,17 @@ fn contend_counts_equal_iterations_in_every_mode() {
 
 #[test]
 fn migrate_passes_when_order_holds_and_fails_when_broken() {
-    if let Some(why) = rt_unavailable() {
-        return skip(
-            "migrate_passes_when_order_holds_and_fails_when_broken",
-            &why,
-        );
-    }
-    let _x = exclusive();
+    let Some(_x) = rt_test() else { return };
     // A wide tolerance: this shared host shows multi-ms hiccups; the injected inversion is 20 ms.
-    let ok = latlab()
-        .args(["migrate", "-l", "8", "-p", "90", "--max-err", "8ms"])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&ok.stdout);
-    assert!(
-        ok.status.success(),
-        "{text}{}",
-        String::from_utf8_lossy(&ok.stderr)
-    );
-    assert!(text.contains("Passed!"), "{text}");
+    let migrate = "migrate -l 8 -p 90 --max-err 8ms";
+    let ok = latlab().words(migrate).assert_ok();
+    assert!(ok.stdout.contains("Passed!"), "{ok}");
     let bad = latlab()
-        .args([
-            "migrate",
-            "-l",
-            "8",
-            "-p",
-            "90",
-            "--max-err",
-            "8ms",
-            "--inject-inversion",
-        ])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&bad.stdout);
-    assert_eq!(bad.status.code(), Some(1), "{text}");
-    assert!(text.contains("Failed!"), "{text}");
-    assert!(String::from_utf8_lossy(&bad.stderr).contains("priority-order violation"));
+        .words(migrate)
+        .arg("--inject-inversion")
+        .assert_exit(1);
+    assert!(bad.stdout.contains("Failed!"), "{bad}");
+    assert!(bad.stderr.contains("priority-order violation"), "{bad}");
 }
 
 #[test]
@@ -98,6 +64,6 @@ fn contend_and_migrate_bad_input() {
         (vec!["migrate", "-p", "97"], "--prio"),
         (vec!["migrate", "-r", "0"], "--run-time"),
     ] {
-        crate::util::expect_exit(&[], &args, 2, want);
+        expect_exit(&[], &args, 2, want);
     }
 }

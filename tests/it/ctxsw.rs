@@ -1,33 +1,27 @@
 //! `latlab ctxsw`: every method gives one sample per iteration, threads and processes; the
 //! ioperm phases say plainly when the kernel lacks them.
 
-use crate::util::{latlab, read_json, rt_unavailable, skip};
+use crate::util::{expect_exit, latlab, read_json, rt_unavailable, skipped, Dir};
 
 #[test]
 fn each_method_gives_one_sample_per_iteration() {
-    if let Some(why) = rt_unavailable() {
-        return skip("each_method_gives_one_sample_per_iteration", &why);
+    if skipped(rt_unavailable()) {
+        return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Dir::new();
     for (tasks, cpus, methods) in [
         ("threads", "0", "yield,pipe,futex"),
         ("processes", "0", "yield,pipe,futex"),
         ("threads", "0,1", "pipe,futex"),
     ] {
-        let json = dir.path().join(format!("{tasks}{cpus}.json"));
-        let out = latlab()
+        let json = dir.join(format!("{tasks}{cpus}.json"));
+        latlab()
             .args([
-                "ctxsw", "--tasks", tasks, "--cpus", cpus, "--method", methods, "-n", "777",
-                "--ring", "3", "--touch", "4", "--json",
+                "ctxsw", "--tasks", tasks, "--cpus", cpus, "--method", methods,
             ])
+            .words("-n 777 --ring 3 --touch 4 --json")
             .arg(&json)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{tasks} {cpus}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+            .assert_ok();
         let run = read_json(&json);
         let series = run["series"].as_array().unwrap();
         assert_eq!(series.len(), methods.split(',').count());
@@ -49,8 +43,8 @@ fn each_method_gives_one_sample_per_iteration() {
 
 #[test]
 fn ioperm_phases_or_a_clear_reason() {
-    if let Some(why) = rt_unavailable() {
-        return skip("ioperm_phases_or_a_clear_reason", &why);
+    if skipped(rt_unavailable()) {
+        return;
     }
     // What does this kernel say? (ioperm is per thread: ask on a throwaway one.)
     let enosys = std::thread::spawn(|| {
@@ -60,25 +54,18 @@ fn ioperm_phases_or_a_clear_reason() {
     })
     .join()
     .unwrap();
-    let out = latlab()
-        .args(["ctxsw", "--ioperm", "all", "--seed-output", "-n", "200"])
-        .output()
-        .unwrap();
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
+    let mut cmd = latlab();
+    cmd.words("ctxsw --ioperm all --seed-output -n 200");
     if enosys {
-        assert_eq!(out.status.code(), Some(3), "{stderr}");
-        assert!(stderr.contains("CONFIG_X86_IOPL_IOPERM"), "{stderr}");
+        cmd.assert_refused(3, "CONFIG_X86_IOPL_IOPERM");
     } else {
-        assert!(out.status.success(), "{stderr}");
+        let out = cmd.assert_ok();
         for line in [
             "default no ioperm: scheduling latency:",
             "turning on port 0x80 ioperm: scheduling latency:",
             "turning on port 0xffff ioperm: scheduling latency:",
         ] {
-            assert!(stdout.contains(line), "{stdout}");
+            assert!(out.stdout.contains(line), "{out}");
         }
     }
 }
@@ -95,6 +82,6 @@ fn ctxsw_bad_input() {
         (&["--method", "smoke"], "smoke", 2),
     ];
     for (args, want, code) in cases {
-        crate::util::expect_exit(&["ctxsw"], args, *code, want);
+        expect_exit(&["ctxsw"], args, *code, want);
     }
 }

@@ -2,32 +2,23 @@
 //! injected stalls and --break-on.
 
 use crate::util::{
-    exclusive, has_thread, latlab, read_json, rt_unavailable, skip, stall_repeatedly,
+    expect_exit, latlab, latlab_as_nobody, read_json, rt_test, rt_unavailable, skip, stall, Dir,
 };
 use latlab::samples::SampleLog;
 use latlab::stats::Recorder;
-use std::process::Stdio;
 use std::time::Duration;
 
 #[test]
 fn loops_give_exactly_n_samples_and_json_matches_the_sample_log() {
-    let dir = tempfile::tempdir().unwrap();
-    let (json, samples) = (dir.path().join("r.json"), dir.path().join("s.bin"));
+    let dir = Dir::new();
+    let (json, samples) = (dir.join("r.json"), dir.join("s.bin"));
     let out = latlab()
-        .args([
-            "cyclic", "-t", "2", "-l", "300", "-i", "200us", "-d", "100us", "-q", "--json",
-        ])
+        .words("cyclic -t 2 -l 300 -i 200us -d 100us -q --json")
         .arg(&json)
         .arg("--samples")
         .arg(&samples)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
+        .assert_ok();
+    let stdout = &out.stdout;
     assert!(
         stdout.contains("task") && stdout.contains("p99.9"),
         "{stdout}"
@@ -82,39 +73,20 @@ fn loops_give_exactly_n_samples_and_json_matches_the_sample_log() {
         .arg("samples")
         .arg(&samples)
         .arg("--csv")
-        .output()
-        .unwrap();
-    assert!(csv.status.success());
-    assert_eq!(
-        String::from_utf8_lossy(&csv.stdout).lines().count(),
-        1 + 600
-    );
+        .assert_ok();
+    assert_eq!(csv.stdout.lines().count(), 1 + 600);
 }
 
 #[test]
 fn group_specs_build_the_seed_004_thread_set() {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("r.json");
-    let out = latlab()
-        .args([
-            "cyclic",
-            "-l",
-            "20",
-            "-q",
-            "--group",
-            "policy=fifo,threads=4,prio=80,priospread,interval=1000us,offset=50us",
-            "--group",
-            "policy=other,threads=4,interval=1000us,offset=500us",
-            "--json",
-        ])
+    let dir = Dir::new();
+    let json = dir.join("r.json");
+    latlab()
+        .words("cyclic -l 20 -q --json")
         .arg(&json)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .words("--group policy=fifo,threads=4,prio=80,priospread,interval=1000us,offset=50us")
+        .words("--group policy=other,threads=4,interval=1000us,offset=500us")
+        .assert_ok();
     let run = read_json(&json);
     let s = run["series"].as_array().unwrap();
     assert_eq!(s.len(), 8);
@@ -129,33 +101,21 @@ fn group_specs_build_the_seed_004_thread_set() {
 }
 
 fn interrupted_run_is_saved(signal: libc::c_int) {
-    let dir = tempfile::tempdir().unwrap();
-    let (json, samples) = (dir.path().join("r.json"), dir.path().join("s.bin"));
-    let child = latlab()
-        .args(["cyclic", "-t", "2", "-i", "500us", "-D", "1h", "--json"])
+    let dir = Dir::new();
+    let (json, samples) = (dir.join("r.json"), dir.join("s.bin"));
+    let mut child = latlab()
+        .words("cyclic -t 2 -i 500us -D 1h --json")
         .arg(&json)
         .arg("--samples")
         .arg(&samples)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn();
     // Wait for the measuring threads, then for some samples: never a race against start-up.
-    let t0 = std::time::Instant::now();
-    while !has_thread(child.id(), "latlab-T1") {
-        assert!(t0.elapsed() < Duration::from_secs(30), "never started");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    child.wait_for_thread("latlab-T1");
     std::thread::sleep(Duration::from_millis(300));
-    // SAFETY: sending a signal to our own child.
-    unsafe { libc::kill(child.id() as i32, signal) };
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(String::from_utf8_lossy(&out.stdout).contains("(interrupted)"));
+    child.signal(signal);
+    let out = child.finish();
+    out.assert_ok();
+    assert!(out.stdout.contains("(interrupted)"), "{out}");
     let run = read_json(&json);
     assert_eq!(run["interrupted"], true);
     let log = SampleLog::read(&samples).unwrap();
@@ -209,33 +169,17 @@ fn bad_input_exits_2_naming_the_flag() {
         (&["--unit", "furlongs"], "--unit"),
     ];
     for (args, want) in cases {
-        let out = latlab()
-            .arg("cyclic")
-            .args(["-l", "1"])
-            .args(*args)
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert!(
-            err.contains(want),
-            "{args:?}: stderr does not name {want}: {err}"
-        );
-        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        expect_exit(&["cyclic", "-l", "1"], args, 2, want);
     }
-    let out = latlab()
-        .args(["samples", "/nonexistent-file"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent-file"));
+    latlab()
+        .words("samples /nonexistent-file")
+        .assert_refused(2, "/nonexistent-file");
 }
 
 #[test]
 fn help_explains_options_with_units() {
-    let out = latlab().args(["help", "cyclic"]).output().unwrap();
-    assert!(out.status.success());
-    let h = String::from_utf8_lossy(&out.stdout);
+    let out = latlab().words("help cyclic").assert_ok();
+    let h = &out.stdout;
     for want in [
         "--interval",
         "µs",
@@ -246,53 +190,34 @@ fn help_explains_options_with_units() {
     ] {
         assert!(h.contains(want), "help lacks {want}");
     }
-    let out = latlab().args(["cyclic", "--help"]).output().unwrap();
-    assert!(out.status.success());
+    latlab().words("cyclic --help").assert_ok();
 }
 
 #[test]
 fn injected_stall_is_reported_on_the_thread_pinned_there() {
-    if let Some(why) = rt_unavailable() {
-        return skip(
-            "injected_stall_is_reported_on_the_thread_pinned_there",
-            &why,
-        );
-    }
-    let _x = exclusive();
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("r.json");
-    let stall = Duration::from_millis(60);
+    let Some(_x) = rt_test() else { return };
+    let dir = Dir::new();
+    let json = dir.join("r.json");
+    let stall_for = Duration::from_millis(60);
     let interval = Duration::from_millis(1);
     let child = latlab()
-        .args([
-            "cyclic", "-t", "-p", "50", "-i", "1ms", "-d", "0", "-D", "6s", "-q", "--json",
-        ])
+        .words("cyclic -t -p 50 -i 1ms -d 0 -D 6s -q --json")
         .arg(&json)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn();
     // Three stalls a second apart: one is enough, and a busy machine may blunt one of them.
-    stall_repeatedly(
-        child.id(),
-        "latlab-T1",
-        1,
-        90,
-        Duration::from_millis(500),
-        stall,
-        3,
-    )
-    .join()
-    .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success());
+    stall(child.id(), "latlab-T1", 1)
+        .busy(stall_for)
+        .repeat(3, Duration::from_secs(1))
+        .run_now();
+    child.finish().assert_ok();
     let run = read_json(&json);
     let s = run["series"].as_array().unwrap();
     let t1 = s.iter().find(|x| x["cpu"] == 1).expect("a thread on CPU 1");
     assert_eq!(t1["policy"], "fifo");
     let max = t1["max_ns"].as_u64().unwrap() as u128;
     assert!(
-        max >= (stall - interval).as_nanos(),
-        "CPU 1 max {max} ns < injected stall {stall:?}"
+        max >= (stall_for - interval).as_nanos(),
+        "CPU 1 max {max} ns < injected stall {stall_for:?}"
     );
     assert!(
         t1["overruns"].as_u64().unwrap() >= 1,
@@ -302,39 +227,22 @@ fn injected_stall_is_reported_on_the_thread_pinned_there() {
 
 #[test]
 fn break_on_stops_the_run_and_names_thread_and_cpu() {
-    if let Some(why) = rt_unavailable() {
-        return skip("break_on_stops_the_run_and_names_thread_and_cpu", &why);
-    }
-    let _x = exclusive();
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("r.json");
+    let Some(_x) = rt_test() else { return };
+    let dir = Dir::new();
+    let json = dir.join("r.json");
     let child = latlab()
-        .args([
-            "cyclic", "-t", "1", "-a", "1", "-p", "50", "-i", "1ms", "-D", "20s", "-q", "-b",
-            "30ms", "--json",
-        ])
+        .words("cyclic -t 1 -a 1 -p 50 -i 1ms -D 20s -q -b 30ms --json")
         .arg(&json)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn();
     // Only CPU 1 is measured, so host noise on CPU 0 cannot trip the break first.
-    stall_repeatedly(
-        child.id(),
-        "latlab-T0",
-        1,
-        90,
-        Duration::from_millis(500),
-        Duration::from_millis(80),
-        3,
-    )
-    .join()
-    .unwrap();
-    let out = child.wait_with_output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(err.contains("on CPU 1"), "{err}");
-    assert!(err.contains("--break-on"), "{err}");
+    stall(child.id(), "latlab-T0", 1)
+        .busy(Duration::from_millis(80))
+        .repeat(3, Duration::from_secs(1))
+        .run_now();
+    let out = child.finish();
+    out.assert_exit(1);
+    assert!(out.stderr.contains("on CPU 1"), "{out}");
+    assert!(out.stderr.contains("--break-on"), "{out}");
     let run = read_json(&json);
     assert!(run["check_failure"].as_str().unwrap().contains("CPU 1"));
     assert!(
@@ -345,50 +253,19 @@ fn break_on_stops_the_run_and_names_thread_and_cpu() {
 
 #[test]
 fn without_rt_privilege_it_falls_back_or_refuses_under_strict() {
-    // SAFETY: no arguments.
-    let root = unsafe { libc::geteuid() } == 0;
-    let runuser = std::path::Path::new("/usr/sbin/runuser").exists()
-        || std::path::Path::new("/sbin/runuser").exists();
-    if !root || !runuser {
-        return skip(
-            "without_rt_privilege_it_falls_back_or_refuses_under_strict",
-            "needs root and runuser to drop to 'nobody'",
-        );
-    }
-    let dir = tempfile::tempdir().unwrap();
-    // SAFETY: making the scratch directory writable for 'nobody'.
-    unsafe {
-        libc::chmod(
-            std::ffi::CString::new(dir.path().to_str().unwrap())
-                .unwrap()
-                .as_ptr(),
-            0o777,
-        )
-    };
-    let json = dir.path().join("r.json");
-    // A copy in the world-readable scratch directory: the checkout itself may sit under a
-    // directory 'nobody' cannot enter (a `mktemp -d` clone is 0700).
-    let bin = dir.path().join("latlab");
-    std::fs::copy(env!("CARGO_BIN_EXE_latlab"), &bin).unwrap();
-    std::fs::set_permissions(&bin, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let dir = Dir::new();
+    let json = dir.join("r.json");
     let as_nobody = |extra: &[&std::ffi::OsStr]| {
-        std::process::Command::new("runuser")
-            .args([
-                "-u",
-                "nobody",
-                "--",
-                bin.to_str().unwrap(),
-                "cyclic",
-                "-l",
-                "20",
-                "-q",
-                "--no-store",
-            ])
-            .args(extra)
-            .output()
-            .unwrap()
+        latlab_as_nobody(&dir, &[]).map(|mut c| {
+            c.args(["cyclic", "-l", "20", "-q", "--no-store"])
+                .args(extra)
+                .output()
+                .unwrap()
+        })
     };
-    let out = as_nobody(&["--json".as_ref(), json.as_os_str()]);
+    let Some(out) = as_nobody(&["--json".as_ref(), json.as_os_str()]) else {
+        return;
+    };
     let err = String::from_utf8_lossy(&out.stderr);
     if err.contains("Permission denied") && !json.exists() {
         return skip(
@@ -403,7 +280,7 @@ fn without_rt_privilege_it_falls_back_or_refuses_under_strict() {
     assert!(warnings.contains("RLIMIT_RTPRIO"), "{warnings}");
     assert_eq!(run["series"][0]["policy"], "other");
     assert!(String::from_utf8_lossy(&out.stdout).contains("warning: "));
-    let strict = as_nobody(&["--strict".as_ref()]);
+    let strict = as_nobody(&["--strict".as_ref()]).unwrap();
     assert_eq!(
         strict.status.code(),
         Some(3),
@@ -434,45 +311,19 @@ fn locked_anonymous_kib(pid: u32) -> Vec<(String, u64)> {
 
 #[test]
 fn locked_memory_holds_no_large_helper_stacks() {
-    if let Some(why) = rt_unavailable() {
-        return skip("locked_memory_holds_no_large_helper_stacks", &why);
-    }
-    let _x = exclusive();
+    let Some(_x) = rt_test() else { return };
     // mlockall(MCL_CURRENT|MCL_FUTURE) makes every page of every thread stack present and
     // locked: helper threads (signals, privilege probe) with std's 2 MiB stacks cost more
     // start-up CPU than locking the binary. Everything else anonymous is far below 1 MiB.
-    let child = latlab()
-        .args([
-            "cyclic",
-            "-t",
-            "2",
-            "-i",
-            "1ms",
-            "-D",
-            "1h",
-            "-q",
-            "--no-store",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let t0 = std::time::Instant::now();
-    while !has_thread(child.id(), "latlab-T1") {
-        assert!(t0.elapsed() < Duration::from_secs(30), "never started");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let mut child = latlab()
+        .words("cyclic -t 2 -i 1ms -D 1h -q --no-store")
+        .spawn();
+    child.wait_for_thread("latlab-T1");
     std::thread::sleep(Duration::from_millis(200));
     let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap();
     let locked = locked_anonymous_kib(child.id());
-    // SAFETY: sending a signal to our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    child.signal(libc::SIGINT);
+    child.finish().assert_ok();
     let vmlck: u64 = status
         .lines()
         .find_map(|l| l.strip_prefix("VmLck:"))

@@ -10,6 +10,8 @@ use proptest::test_runner::{Config, TestRunner};
 use std::path::Path;
 use std::sync::OnceLock;
 
+use crate::util::{latlab, Dir};
+
 use latlab::compare::analyse;
 use latlab::compare::analysis::Settings;
 use latlab::compare::inputs::Source;
@@ -36,29 +38,13 @@ fn runner() -> TestRunner {
 fn run_json() -> &'static str {
     static JSON: OnceLock<String> = OnceLock::new();
     JSON.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("r.json");
-        let out = crate::util::latlab()
-            .args([
-                "cyclic",
-                "-l",
-                "30",
-                "-i",
-                "200us",
-                "-q",
-                "-t",
-                "2",
-                "--no-store",
-                "--json",
-            ])
+        let dir = Dir::new();
+        let p = dir.join("r.json");
+        let out = latlab()
+            .words("cyclic -l 30 -i 200us -q -t 2 --no-store --json")
             .arg(&p)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+            .output();
+        out.assert_ok();
         std::fs::read_to_string(&p).unwrap()
     })
 }
@@ -230,8 +216,8 @@ fn sample_logs_never_panic() {
 
 #[test]
 fn plans_never_panic() {
-    let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("plan.toml");
+    let dir = Dir::new();
+    let p = dir.join("plan.toml");
     let seeds = prop_oneof![
         mutated(example_plan("seed001-tcp-clocksource.toml")),
         mutated(example_plan("seed003-noise-disturb.toml")),
@@ -270,8 +256,8 @@ fn bundles_never_panic() {
 #[test]
 fn the_binary_exits_0_2_or_3_on_mutated_inputs() {
     // A few end-to-end cases through the real binary (each costs a process start).
-    let dir = tempfile::tempdir().unwrap();
-    let f = dir.path().join("in");
+    let dir = Dir::new();
+    let f = dir.join("in");
     let mut r = TestRunner::new(Config {
         cases: (cases() / 10).max(8),
         failure_persistence: None,
@@ -296,12 +282,12 @@ fn the_binary_exits_0_2_or_3_on_mutated_inputs() {
                 "import".to_string(),
                 f.display().to_string(),
                 "--store".to_string(),
-                format!("sqlite:{}", dir.path().join("s.db").display()),
+                format!("sqlite:{}", dir.join("s.db").display()),
             ],
         ] {
-            let out = crate::util::latlab().args(&args).output().unwrap();
+            let out = latlab().args(&args).output();
             let code = out.status.code();
-            let err = String::from_utf8_lossy(&out.stderr);
+            let err = &out.stderr;
             prop_assert!(
                 matches!(code, Some(0 | 2 | 3)) && !err.contains("panicked"),
                 "{args:?} exited {code:?}: {err}"

@@ -1,32 +1,17 @@
 //! `latlab gate`: met / violated / undecided with exit codes 0 / 1 / 4 on runs whose
 //! histograms are known exactly, the single-run rule, stored runs, and the planner.
 
-use crate::util::latlab;
+use crate::util::{latlab, Dir};
 use std::path::Path;
 
 /// A real cyclic result to use as the template of synthetic runs.
 fn template(dir: &Path) -> serde_json::Value {
     let out = latlab()
-        .args([
-            "cyclic",
-            "-t",
-            "1",
-            "-l",
-            "20",
-            "-i",
-            "200us",
-            "-q",
-            "--no-store",
-        ])
-        .args(["--json", "t.json"])
+        .words("cyclic -t 1 -l 20 -i 200us -q --no-store")
+        .words("--json t.json")
         .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .output();
+    out.assert_ok();
     serde_json::from_slice(&std::fs::read(dir.join("t.json")).unwrap()).unwrap()
 }
 
@@ -47,22 +32,13 @@ fn synthetic(dir: &Path, t: &serde_json::Value, name: &str, n: u64, slow: u64, s
 }
 
 fn gate(dir: &Path, args: &[&str]) -> (Option<i32>, String, String) {
-    let out = latlab()
-        .arg("gate")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let out = latlab().arg("gate").args(args).current_dir(dir).output();
+    (out.status.code(), out.stdout.clone(), out.stderr.clone())
 }
 
 #[test]
 fn three_outcomes_with_their_exit_codes() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Dir::new();
     let d = dir.path();
     let t = template(d);
     for i in 1..=3 {
@@ -90,10 +66,12 @@ fn three_outcomes_with_their_exit_codes() {
         out.contains("UNDECIDED") && err.contains("undecided"),
         "{out}"
     );
+    // Three runs: the time is per run, at the runs' rate, and more runs are an option.
     assert!(
-        out.contains("more samples") && out.contains("s more at this run"),
+        out.contains("more samples") && out.contains("s more per run at the runs' "),
         "{out}"
     );
+    assert!(!out.contains("this run's"), "{out}");
     // The rate form counts samples above the threshold.
     let (code, out, _) = gate(d, &["rate(>200us)<0.05", "bad1.json", "bad2.json"]);
     assert_eq!(code, Some(0), "{out}");
@@ -120,7 +98,7 @@ fn three_outcomes_with_their_exit_codes() {
 
 #[test]
 fn one_run_is_no_verdict_unless_independence_is_assumed() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Dir::new();
     let d = dir.path();
     let t = template(d);
     synthetic(d, &t, "one.json", 100_000, 0, 100.0);
@@ -137,17 +115,16 @@ fn one_run_is_no_verdict_unless_independence_is_assumed() {
 
 #[test]
 fn stored_runs_are_gated_by_id() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = format!("sqlite:{}", dir.path().join("s.db").display());
+    let dir = Dir::new();
+    let store = format!("sqlite:{}", dir.join("s.db").display());
     let mut ids = Vec::new();
     for _ in 0..2 {
         let out = latlab()
             .args([
                 "cyclic", "-t", "1", "-l", "50", "-i", "200us", "-q", "--store", &store,
             ])
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
+            .output();
+        let err = &out.stderr;
         let line = err.lines().find(|l| l.contains(" stored in ")).unwrap();
         ids.push(format!("run:{}", line.split_whitespace().nth(2).unwrap()));
     }
@@ -161,7 +138,7 @@ fn stored_runs_are_gated_by_id() {
 
 #[test]
 fn planner_and_bad_requirements() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Dir::new();
     let (code, out, _) = gate(dir.path(), &["--plan-for", "p99.99<50us", "--rate", "1000"]);
     assert_eq!(code, Some(0), "{out}");
     // ln(0.05) / ln(1 - 1e-4) = 29955.8 samples: 30 s at 1 kHz.
@@ -186,38 +163,155 @@ fn planner_and_bad_requirements() {
 /// not counted as two replicates (which would turn "undecided" into "met").
 #[test]
 fn the_same_run_twice_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Dir::new();
     let out = latlab()
-        .args([
-            "cyclic",
-            "-l",
-            "50",
-            "-i",
-            "200us",
-            "-q",
-            "--no-store",
-            "--json",
-            "r.json",
-        ])
+        .words("cyclic -l 50 -i 200us -q --no-store --json r.json")
         .current_dir(dir.path())
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    std::fs::copy(dir.path().join("r.json"), dir.path().join("copy.json")).unwrap();
+        .output();
+    out.assert_ok();
+    std::fs::copy(dir.join("r.json"), dir.join("copy.json")).unwrap();
     for args in [
         &["gate", "p99.9<1s", "r.json", "r.json"][..],
         &["gate", "p99.9<1s", "r.json", "copy.json"][..],
         &["compare", "a=r.json,copy.json", "b=r.json"][..],
     ] {
-        let out = latlab()
-            .args(args)
-            .current_dir(dir.path())
-            .output()
-            .unwrap();
+        let out = latlab().args(args).current_dir(dir.path()).output();
         assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(out.stderr.contains("are the same run"), "{args:?}");
+    }
+}
+
+/// `max<T`: met only when every run's exact max is below T, violated when any is at or above
+/// it, the single-run rule as for pQ; several requirements in one go, each a JUnit testcase
+/// that validates against the JUnit schema; `--bisect` maps the outcomes to 0/1/125.
+#[test]
+fn max_requirements_junit_and_bisect() {
+    let dir = Dir::new();
+    let d = dir.path();
+    let t = template(d);
+    synthetic(d, &t, "a.json", 100_000, 0, 100.0);
+    synthetic(d, &t, "b.json", 100_000, 0, 100.0);
+    synthetic(d, &t, "c.json", 100_000, 3, 100.0);
+    // The max of a and b is 10 µs, of c 500.1 µs.
+    let (code, out, _) = gate(d, &["max<100us", "a.json", "b.json"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("verdict: MET"), "{out}");
+    let (code, out, _) = gate(d, &["max<100us", "a.json", "c.json"]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("c.json (500.1 us)"), "{out}");
+    let (code, out, _) = gate(d, &["max<500.1us", "a.json", "c.json"]);
+    assert_eq!(code, Some(1), "a max at the limit is not below it: {out}");
+    let (code, out, _) = gate(d, &["max<1ms", "a.json"]);
+    assert_eq!(code, Some(4), "one run is no verdict: {out}");
+    assert!(out.contains("its outcome (met) is not a verdict"), "{out}");
+    let (code, _, _) = gate(d, &["max<1ms", "a.json", "--assume-independent-samples"]);
+    assert_eq!(code, Some(0));
+    // The old refusal names the forms now, max among them.
+    let (code, _, err) = gate(d, &["min<1ms", "a.json"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("max<TIME"), "{err}");
+
+    // Several requirements, a JUnit testcase each.
+    let (code, out, _) = gate(
+        d,
+        &[
+            "p99<100us,max<100us,p99.99<100us",
+            "a.json",
+            "c.json",
+            "--junit",
+            "gate.xml",
+        ],
+    );
+    assert_eq!(code, Some(1), "max<100us is violated: {out}");
+    let xml = std::fs::read_to_string(d.join("gate.xml")).unwrap();
+    assert_eq!(xml.matches("<testcase ").count(), 3, "{xml}");
+    assert!(
+        xml.contains("name=\"max&lt;100us\"") && xml.contains("<failure"),
+        "{xml}"
+    );
+    let xsd = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/junit/junit.xsd");
+    match std::process::Command::new("xmllint")
+        .args(["--noout", "--schema"])
+        .arg(&xsd)
+        .arg(d.join("gate.xml"))
+        .output()
+    {
+        Ok(v) => assert!(
+            v.status.success(),
+            "gate.xml does not validate:\n{}\n{xml}",
+            String::from_utf8_lossy(&v.stderr)
+        ),
+        Err(e) => crate::util::skip(
+            "max_requirements_junit_and_bisect (JUnit schema)",
+            &format!("xmllint (libxml2-utils) not installed: {e}"),
+        ),
+    }
+
+    // A JUnit file that cannot be written is bad usage naming the flag, before any judging.
+    let (code, _, err) = gate(d, &["max<100us", "a.json", "b.json", "--junit", "."]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--junit"), "{err}");
+
+    // --bisect: met 0, violated 1, undecided 125, bad usage 128.
+    for (args, want) in [
+        (vec!["max<100us", "a.json", "b.json"], 0),
+        (vec!["max<100us", "a.json", "c.json"], 1),
+        (vec!["max<100us", "a.json"], 125),
+        (vec!["min<100us", "a.json", "b.json"], 128),
+        (vec!["max<100us", "missing.json"], 128),
+    ] {
+        let mut a = args.clone();
+        a.push("--bisect");
+        let (code, _, err) = gate(d, &a);
+        assert_eq!(code, Some(want), "{args:?}: {err}");
+    }
+}
+
+/// A run imported from pmqtest holds 3798 samples but no histogram: a pQ requirement says so
+/// (not "no samples"), max<T judges it on its exact max, compare --metric max compares it.
+#[test]
+fn runs_without_a_histogram_are_gated_on_their_max() {
+    let dir = Dir::new();
+    let d = dir.path();
+    let store = format!("sqlite:{}", d.join("s.db").display());
+    for (i, max) in [12u64, 15, 11, 14].iter().enumerate() {
+        let text = format!(
+            r#"{{"start_time":"Sun, 22 Nov 2026 15:4{i}:00 +0000","end_time":"Sun, 22 Nov 2026 15:4{i}:04 +0000",
+               "sysinfo":{{"release":"6.1","nodename":"h"}},"thread":{{
+            "0":{{"sender":{{"cpu":0,"priority":79,"samples":3798,"interval":1000}},
+                 "receiver":{{"cpu":1,"priority":80,"timeoutcount":0,"min":3,"avg":4.5,"max":{max}}}}}}}}}"#
+        );
+        let f = d.join(format!("p{i}.json"));
+        std::fs::write(&f, text).unwrap();
+        let tag = if i < 2 { "side=a" } else { "side=b" };
+        let out = latlab()
+            .args([
+                "runs", "import", "--from", "pmqtest", "--store", &store, "--tag", tag,
+            ])
+            .arg(&f)
+            .output();
+        out.assert_ok();
+        let o = &out.stdout;
+        // Dated by pmqtest's own start time.
         assert!(
-            String::from_utf8_lossy(&out.stderr).contains("are the same run"),
-            "{args:?}"
+            o.contains(&format!("imported run 20261122T154{i}00Z-")),
+            "{o}"
         );
     }
+    let (code, _, err) = gate(d, &["p99<100us", "tag:side=a", "--store", &store]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("hold 3798 samples but no histogram") && err.contains("max<TIME"),
+        "{err}"
+    );
+    let (code, out, _) = gate(d, &["max<20us", "tag:side=a", "--store", &store]);
+    assert_eq!(code, Some(0), "{out}");
+    let (code, out, _) = gate(d, &["max<13us", "tag:side=a", "--store", &store]);
+    assert_eq!(code, Some(1), "{out}");
+    // compare: the distribution is not there; the exact per-run figures are.
+    let out = latlab()
+        .args(["compare", "--store", &store, "tag:side=a", "tag:side=b"])
+        .output();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stderr.contains("no histogram"));
 }

@@ -1,45 +1,22 @@
 //! `latlab runs import --from TOOL`: real output of rt-tests (cyclictest, oslat, hackbench)
 //! and iperf3, produced here, becomes stored runs that `gate` and `compare` read.
 
-use crate::util::{exclusive, latlab, skip};
+use crate::util::{exclusive, have, latlab, run_tool, skip, Dir};
 use std::path::Path;
 use std::process::Command;
-
-fn have(tool: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
 
 /// Imports `file` from `tool` into `store`; returns the run ids printed.
 fn import(store: &str, tool: &str, file: &Path) -> Vec<String> {
     let out = latlab()
         .args(["runs", "import", "--from", tool, "--store", store])
         .arg(file)
-        .args(["--tag", "suite=it"])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{tool}: {text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    text.lines()
+        .words("--tag suite=it")
+        .assert_ok();
+    out.stdout
+        .lines()
         .filter_map(|l| l.strip_prefix("imported run "))
         .map(|l| l.split_whitespace().next().unwrap().to_string())
         .collect()
-}
-
-fn run(cmd: &mut Command) -> std::process::Output {
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{cmd:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
 }
 
 #[test]
@@ -59,14 +36,16 @@ fn real_rt_tests_and_iperf3_output_become_runs() {
         return;
     }
     let _g = exclusive();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Dir::new();
     let d = dir.path();
     let store = format!("sqlite:{}", d.join("s.db").display());
     // cyclictest, with a histogram (-h) so the samples are kept.
     let ct = d.join("ct.json");
-    run(Command::new("cyclictest")
-        .args(["-D", "2", "-q", "-t", "1", "-h", "400"])
-        .arg(format!("--json={}", ct.display())));
+    run_tool(
+        Command::new("cyclictest")
+            .args(["-D", "2", "-q", "-t", "1", "-h", "400"])
+            .arg(format!("--json={}", ct.display())),
+    );
     let ids = import(&store, "cyclictest", &ct);
     assert_eq!(ids.len(), 1);
     let g = latlab()
@@ -78,20 +57,20 @@ fn real_rt_tests_and_iperf3_output_become_runs() {
             &store,
         ])
         .arg(format!("run:{}", ids[0]))
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&g.stdout);
+        .output();
+    let text = &g.stdout;
     assert_eq!(g.status.code(), Some(0), "{text}");
     assert!(!text.contains("samples: 0 "), "{text}");
     let c = latlab()
         .args(["compare", "--bootstrap", "100", "--store", &store])
         .arg(format!("a=run:{}", ids[0]))
         .arg(format!("b=run:{}", ids[0]))
-        .output()
-        .unwrap();
-    assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
-    let show = run(latlab().args(["runs", "show", "--json", &ids[0], "--store", &store]));
-    let v: serde_json::Value = serde_json::from_slice(&show.stdout).unwrap();
+        .output();
+    c.assert_ok();
+    let show = latlab()
+        .args(["runs", "show", "--json", &ids[0], "--store", &store])
+        .assert_ok();
+    let v: serde_json::Value = serde_json::from_str(&show.stdout).unwrap();
     assert_eq!(v["run"]["kind"], "cyclictest");
     assert_eq!(v["tags"]["tool"], "cyclictest");
     assert_eq!(v["tags"]["suite"], "it");
@@ -106,12 +85,12 @@ fn real_rt_tests_and_iperf3_output_become_runs() {
     assert!(in_hist > 0);
     // oslat.
     let os = d.join("os.json");
-    run(Command::new("oslat").args(["-D", "2", "--json"]).arg(&os));
+    run_tool(Command::new("oslat").args(["-D", "2", "--json"]).arg(&os));
     assert_eq!(import(&store, "oslat", &os).len(), 1);
     // hackbench: two runs, one per Time: line.
     let mut text = String::new();
     for _ in 0..2 {
-        let out = run(Command::new("hackbench").args(["-l", "20", "-g", "2"]));
+        let out = run_tool(Command::new("hackbench").args(["-l", "20", "-g", "2"]));
         text.push_str(&String::from_utf8_lossy(&out.stdout));
     }
     let hb = d.join("hb.txt");
@@ -143,44 +122,45 @@ fn real_rt_tests_and_iperf3_output_become_runs() {
     let ip = d.join("ip.json");
     std::fs::write(&ip, &out.stdout).unwrap();
     let ids = import(&store, "iperf3", &ip);
-    let show = run(latlab().args(["runs", "show", "--json", &ids[0], "--store", &store]));
-    let v: serde_json::Value = serde_json::from_slice(&show.stdout).unwrap();
+    let show = latlab()
+        .args(["runs", "show", "--json", &ids[0], "--store", &store])
+        .assert_ok();
+    let v: serde_json::Value = serde_json::from_str(&show.stdout).unwrap();
     assert_eq!(v["run"]["series"][0]["unit"], "kbit/s");
     assert!(v["run"]["series"][0]["max_ns"].as_u64().unwrap() > 0);
-    let list = run(latlab().args(["runs", "list", "--store", &store, "--tag", "suite=it"]));
-    assert_eq!(String::from_utf8_lossy(&list.stdout).lines().count(), 1 + 5);
+    let list = latlab()
+        .args(["runs", "list", "--store", &store, "--tag", "suite=it"])
+        .assert_ok();
+    assert_eq!(list.stdout.lines().count(), 1 + 5);
     // Not the tool's output: exit 2 naming the file.
     let bad = latlab()
         .args(["runs", "import", "--from", "iperf3", "--store", &store])
         .arg(&hb)
-        .output()
-        .unwrap();
+        .output();
     assert_eq!(bad.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&bad.stderr).contains("hb.txt"));
+    assert!(bad.stderr.contains("hb.txt"));
 }
 
 #[test]
 fn runs_list_validates_kind_and_aligns_columns() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = format!("sqlite:{}", dir.path().join("s.db").display());
+    let dir = Dir::new();
+    let store = format!("sqlite:{}", dir.join("s.db").display());
     let bad = latlab()
         .args(["runs", "list", "--kind", "cyclc", "--store", &store])
-        .output()
-        .unwrap();
+        .output();
     assert_eq!(bad.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&bad.stderr);
+    let err = &bad.stderr;
     assert!(
         err.contains("--kind") && err.contains("cyclictest"),
         "{err}"
     );
-    let hb = dir.path().join("hb.txt");
+    let hb = dir.join("hb.txt");
     std::fs::write(&hb, "Time: 0.5\nTime: 0.25\n").unwrap();
     assert_eq!(import(&store, "hackbench", &hb).len(), 2);
     let list = latlab()
         .args(["runs", "list", "--kind", "hackbench", "--store", &store])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&list.stdout);
+        .output();
+    let text = &list.stdout;
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 3, "{text}");
     // Left-aligned: every column starts where its header does.
@@ -193,25 +173,16 @@ fn runs_list_validates_kind_and_aligns_columns() {
 
 #[test]
 fn cyclic_writes_cyclictest_json_that_imports_back() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Dir::new();
     let d = dir.path();
     let store = format!("sqlite:{}", d.join("s.db").display());
     let f = d.join("rt.json");
-    run(latlab()
-        .args([
-            "cyclic",
-            "-t",
-            "2",
-            "-l",
-            "40",
-            "-i",
-            "200us",
-            "-q",
-            "--no-store",
-        ])
+    latlab()
+        .words("cyclic -t 2 -l 40 -i 200us -q --no-store")
         .arg("--json")
         .arg(&f)
-        .args(["--json-format", "rt-tests"]));
+        .words("--json-format rt-tests")
+        .assert_ok();
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&f).unwrap()).unwrap();
     assert_eq!(v["num_threads"], 2);
     for t in ["0", "1"] {
@@ -232,9 +203,11 @@ fn cyclic_writes_cyclictest_json_that_imports_back() {
     };
     if have("cyclictest") {
         let ct = d.join("ct.json");
-        run(Command::new("cyclictest")
-            .args(["-l", "20", "-q", "-t", "1", "-h", "100"])
-            .arg(format!("--json={}", ct.display())));
+        run_tool(
+            Command::new("cyclictest")
+                .args(["-l", "20", "-q", "-t", "1", "-h", "100"])
+                .arg(format!("--json={}", ct.display())),
+        );
         let real: serde_json::Value = serde_json::from_slice(&std::fs::read(&ct).unwrap()).unwrap();
         assert_eq!(keys(&v), keys(&real));
         assert_eq!(
@@ -249,22 +222,14 @@ fn cyclic_writes_cyclictest_json_that_imports_back() {
         );
     }
     let ids = import(&store, "cyclictest", &f);
-    let show = run(latlab().args(["runs", "show", "--json", &ids[0], "--store", &store]));
-    let s: serde_json::Value = serde_json::from_slice(&show.stdout).unwrap();
+    let show = latlab()
+        .args(["runs", "show", "--json", &ids[0], "--store", &store])
+        .assert_ok();
+    let s: serde_json::Value = serde_json::from_str(&show.stdout).unwrap();
     assert_eq!(s["run"]["series"][1]["count"], 40);
     let bad = latlab()
-        .args([
-            "cyclic",
-            "-l",
-            "5",
-            "--no-store",
-            "--json",
-            "-",
-            "--json-format",
-            "rt-tests",
-        ])
-        .output()
-        .unwrap();
+        .words("cyclic -l 5 --no-store --json - --json-format rt-tests")
+        .output();
     assert_eq!(bad.status.code(), Some(2));
 }
 
@@ -272,8 +237,8 @@ fn cyclic_writes_cyclictest_json_that_imports_back() {
 /// from the examples in the kernel's documentation, and `gate`, `compare` and `runs` read them.
 #[test]
 fn rtla_hist_tables_from_the_documentation_become_runs() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = format!("sqlite:{}", dir.path().join("r.db").display());
+    let dir = Dir::new();
+    let store = format!("sqlite:{}", dir.join("r.db").display());
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rtla");
     let timerlat = import(&store, "rtla-hist", &fixtures.join("timerlat-hist.txt"));
     let osnoise = import(&store, "rtla-hist", &fixtures.join("osnoise-hist.txt"));
@@ -283,46 +248,50 @@ fn rtla_hist_tables_from_the_documentation_become_runs() {
     let out = latlab()
         .args(["gate", "p99.9<100us", &timerlat[0], "--series", "Thr-001"])
         .args(["--assume-independent-samples", "--store", &store])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
+        .output();
+    let text = &out.stdout;
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(text.contains("600002"), "{text}");
     // IRQ against thread latency of the same run, as two sets.
-    let out = run(latlab().args([
-        "compare",
-        &format!("irq=run:{}", timerlat[0]),
-        &format!("thr=run:{}", timerlat[0]),
-        "--series",
-        "IRQ-000",
-        "--store",
-        &store,
-        "--bootstrap",
-        "200",
-    ]));
-    assert!(String::from_utf8_lossy(&out.stdout).contains("600002"));
-    let shown = run(latlab().args(["runs", "show", &timerlat[0], "--store", &store]));
-    let shown = String::from_utf8_lossy(&shown.stdout).into_owned();
+    let out = latlab()
+        .args([
+            "compare",
+            &format!("irq=run:{}", timerlat[0]),
+            &format!("thr=run:{}", timerlat[0]),
+            "--series",
+            "IRQ-000",
+            "--store",
+            &store,
+            "--bootstrap",
+            "200",
+        ])
+        .assert_ok();
+    assert!(out.stdout.contains("600002"));
+    let shown = latlab()
+        .args(["runs", "show", &timerlat[0], "--store", &store])
+        .assert_ok();
+    let shown = shown.stdout.clone();
     let row = shown
         .lines()
         .find(|l| l.starts_with("Thr-001 "))
         .expect(&shown);
     assert_eq!(row.split_whitespace().nth(3), Some("600002"), "{shown}");
-    let out = run(latlab().args(["runs", "list", "--kind", "rtla-hist", "--store", &store]));
-    let listed = String::from_utf8_lossy(&out.stdout).into_owned();
+    let out = latlab()
+        .args(["runs", "list", "--kind", "rtla-hist", "--store", &store])
+        .assert_ok();
+    let listed = out.stdout.clone();
     assert_eq!(
         listed.lines().filter(|l| l.contains(" rtla-hist ")).count(),
         2,
         "{listed}"
     );
     // Not an rtla table: exit 2 naming the file.
-    let bad = dir.path().join("bad.txt");
+    let bad = dir.join("bad.txt");
     std::fs::write(&bad, "Index CPU-000\n0 1 2\n").unwrap();
     let out = latlab()
         .args(["runs", "import", "--from", "rtla-hist", "--store", &store])
         .arg(&bad)
-        .output()
-        .unwrap();
+        .output();
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("bad.txt: line 2"));
+    assert!(out.stderr.contains("bad.txt: line 2"));
 }

@@ -3,9 +3,10 @@
 //! forked sender is placed as asked and never outlives latlab (Ctrl-C, SIGKILL); a SysV set a
 //! killed latlab left is removed; bad flags exit 2 naming themselves.
 
-use crate::lifecycle::ends_within;
-use crate::util::{assert_exit, latlab, none_left, read_json, rt_unavailable, skip, SpawnPiped};
-use std::time::{Duration, Instant};
+use crate::util::{
+    expect_exit, latlab, none_left, read_json, rt_unavailable, skipped, Dir, Running,
+};
+use std::time::Duration;
 
 const ALL: [&str; 8] = [
     "pmq",
@@ -20,41 +21,22 @@ const ALL: [&str; 8] = [
 
 #[test]
 fn every_method_times_every_message() {
-    if let Some(why) = rt_unavailable() {
-        return skip("every_method_times_every_message", &why);
+    if skipped(rt_unavailable()) {
+        return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Dir::new();
     for (cpus, tasks) in [
         ("0", "threads"),
         ("0,1", "threads"),
         ("1", "processes"),
         ("1,0", "processes"),
     ] {
-        let json = dir.path().join(format!("ipc{cpus}{tasks}.json"));
+        let json = dir.join(format!("ipc{cpus}{tasks}.json"));
         let out = latlab()
-            .args([
-                "ipc",
-                "--method",
-                "all",
-                "--tasks",
-                tasks,
-                "-a",
-                cpus,
-                "-l",
-                "257",
-                "-i",
-                "100us",
-                "--no-store",
-                "--json",
-            ])
+            .args(["ipc", "--method", "all", "--tasks", tasks, "-a", cpus])
+            .words("-l 257 -i 100us --no-store --json")
             .arg(&json)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{cpus}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+            .assert_ok();
         let run = read_json(&json);
         assert_eq!(run["kind"], "ipc");
         let series = run["series"].as_array().unwrap();
@@ -72,37 +54,19 @@ fn every_method_times_every_message() {
             assert!(s["max_ns"].as_u64().unwrap() >= s["min_ns"].as_u64().unwrap());
             assert_eq!(s["interval_ns"], 100_000);
         }
-        let text = String::from_utf8_lossy(&out.stdout);
-        assert!(text.contains("overruns"), "{text}");
+        assert!(out.stdout.contains("overruns"), "{out}");
     }
 }
 
 #[test]
 fn duration_bounds_the_run_and_counts_match() {
-    if let Some(why) = rt_unavailable() {
-        return skip("duration_bounds_the_run_and_counts_match", &why);
+    if skipped(rt_unavailable()) {
+        return;
     }
-    let out = latlab()
-        .args([
-            "ipc",
-            "--method",
-            "futex,sigwait",
-            "-D",
-            "200ms",
-            "-i",
-            "1ms",
-            "--no-store",
-            "--json",
-            "-",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let run: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let run = latlab()
+        .words("ipc --method futex,sigwait -D 200ms -i 1ms --no-store --json -")
+        .assert_ok()
+        .json();
     for s in run["series"].as_array().unwrap() {
         let n = s["count"].as_u64().unwrap();
         assert!(n > 0 && n <= 200, "{n}");
@@ -140,50 +104,26 @@ fn status_field(pid: u32, field: &str) -> String {
         .unwrap_or_default()
 }
 
-/// Starts a long `--tasks processes` run tagged `tag` and waits for its forked sender (the
-/// caller waits for the child it gets back).
-#[allow(clippy::zombie_processes)]
-fn start_forked(tag: &str, method: &str, json: &std::path::Path) -> (std::process::Child, u32) {
+/// Starts a long `--tasks processes` run tagged `tag` and waits for its forked sender.
+fn start_forked(tag: &str, method: &str, json: &std::path::Path) -> (Running, u32) {
     let mut child = latlab()
         .env("LATLAB_TEST_TAG", tag)
-        .args([
-            "ipc",
-            "--method",
-            method,
-            "--tasks",
-            "processes",
-            "-a",
-            "1",
-            "-p",
-            "60",
-            "-D",
-            "60",
-            "--no-store",
-            "--json",
-        ])
+        .args(["ipc", "--method", method])
+        .words("--tasks processes -a 1 -p 60 -D 60 --no-store --json")
         .arg(json)
-        .spawn_piped();
-    let t0 = Instant::now();
-    loop {
-        if let Some(&s) = forked_senders(child.id()).first() {
-            return (child, s);
-        }
-        if t0.elapsed() > Duration::from_secs(20) {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("no forked sender");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+        .spawn();
+    child.wait_until("forking its sender", |pid| !forked_senders(pid).is_empty());
+    let sender = forked_senders(child.id())[0];
+    (child, sender)
 }
 
 #[test]
 fn a_forked_sender_is_placed_and_ends_with_latlab() {
-    if let Some(why) = rt_unavailable() {
-        return skip("a_forked_sender_is_placed_and_ends_with_latlab", &why);
+    if skipped(rt_unavailable()) {
+        return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("int.json");
+    let dir = Dir::new();
+    let json = dir.join("int.json");
     let (child, sender) = start_forked("ipc-fork-int", "pmq", &json);
     // Its own process, pinned to the CPU asked, at the sender's priority (one below 60).
     assert_ne!(sender, child.id());
@@ -201,10 +141,8 @@ fn a_forked_sender_is_placed_and_ends_with_latlab() {
     // /proc/PID/sched's prio is 99 - rt_priority for real-time tasks.
     assert_eq!(prio, "40", "{sched}");
     std::thread::sleep(Duration::from_millis(300));
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let out = ends_within(child, Duration::from_secs(20), "ipc after SIGINT");
-    assert_exit(&out, 0);
+    child.signal(libc::SIGINT);
+    child.end_within(Duration::from_secs(20)).assert_ok();
     none_left("ipc-fork-int");
     let run = read_json(&json);
     assert_eq!(run["interrupted"], true);
@@ -218,12 +156,7 @@ fn a_forked_sender_is_placed_and_ends_with_latlab() {
     std::thread::sleep(Duration::from_millis(300));
     // SAFETY: killing latlab's child, which this test started.
     unsafe { libc::kill(sender as i32, libc::SIGKILL) };
-    let out = ends_within(
-        child,
-        Duration::from_secs(20),
-        "ipc hung after its sender died",
-    );
-    assert_exit(&out, 0);
+    child.end_within(Duration::from_secs(20)).assert_ok();
     let run = read_json(&json);
     let warnings = run["warnings"].to_string();
     assert!(warnings.contains("sender process ended"), "{warnings}");
@@ -232,19 +165,17 @@ fn a_forked_sender_is_placed_and_ends_with_latlab() {
     // The forked sender stopped (SIGSTOP), then Ctrl-C: latlab does not wait for it forever.
     let (child, sender) = start_forked("ipc-fork-stopped", "eventfd", &json);
     std::thread::sleep(Duration::from_millis(300));
-    // SAFETY: signalling latlab's child and latlab, which this test started.
-    unsafe {
-        libc::kill(sender as i32, libc::SIGSTOP);
-        libc::kill(child.id() as i32, libc::SIGINT);
-    }
-    ends_within(child, Duration::from_secs(20), "ipc with a stopped sender");
+    // SAFETY: signalling latlab's child, which this test started.
+    unsafe { libc::kill(sender as i32, libc::SIGSTOP) };
+    child.signal(libc::SIGINT);
+    child.end_within(Duration::from_secs(20));
     none_left("ipc-fork-stopped");
     let run = read_json(&json);
     assert_eq!(run["interrupted"], true);
     assert!(run["series"][0]["count"].as_u64().unwrap() > 0);
 
     // SIGKILL: the sender dies with latlab; its SysV set is found and removed afterwards.
-    let (mut child, _) = start_forked("ipc-fork-kill", "sysv-sem", &json);
+    let (child, _) = start_forked("ipc-fork-kill", "sysv-sem", &json);
     let key = 0xB700_0000u32 | child.id();
     let has_set = || {
         std::fs::read_to_string("/proc/sysvipc/sem")
@@ -257,51 +188,25 @@ fn a_forked_sender_is_placed_and_ends_with_latlab() {
         "no SysV set with latlab's key for {}",
         child.id()
     );
-    child.kill().unwrap();
-    child.wait().unwrap();
+    child.kill();
     none_left("ipc-fork-kill");
     assert!(has_set(), "the set should outlive a SIGKILL (until swept)");
-    let out = latlab().arg("restore").output().unwrap();
-    assert!(out.status.success());
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("removed SysV semaphore set"), "{text}");
+    let out = latlab().arg("restore").assert_ok();
+    assert!(out.stdout.contains("removed SysV semaphore set"), "{out}");
     assert!(!has_set(), "restore left the set");
 }
 
 #[test]
 fn a_ring_times_every_round_trip() {
-    if let Some(why) = rt_unavailable() {
-        return skip("a_ring_times_every_round_trip", &why);
+    if skipped(rt_unavailable()) {
+        return;
     }
     // signaltest's ring: 3 threads over 2 CPUs, rounds in bursts of 4.
-    let out = latlab()
-        .args([
-            "ipc",
-            "--method",
-            "sigwait",
-            "--ring",
-            "3",
-            "--burst",
-            "4",
-            "-a",
-            "0,1",
-            "-i",
-            "1ms",
-            "-l",
-            "101",
-            "--no-store",
-            "--json",
-            "-",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let run: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let run = latlab()
+        .words("ipc --method sigwait --ring 3 --burst 4 -a 0,1 -i 1ms -l 101")
+        .words("--no-store --json -")
+        .assert_ok()
+        .json();
     let s = &run["series"][0];
     assert_eq!(s["name"], "sigwait-ring");
     assert_eq!(s["count"], 101);
@@ -313,8 +218,8 @@ fn a_ring_times_every_round_trip() {
 
 #[test]
 fn ctrl_c_ends_a_long_interval_at_once() {
-    if let Some(why) = rt_unavailable() {
-        return skip("ctrl_c_ends_a_long_interval_at_once", &why);
+    if skipped(rt_unavailable()) {
+        return;
     }
     // A minute between messages: the signal lands on another thread, and the receiver's sleep
     // must be interrupted, not waited out.
@@ -327,19 +232,13 @@ fn ctrl_c_ends_a_long_interval_at_once() {
             .env("LATLAB_TEST_TAG", format!("ipc-long-{tasks}"))
             .args(["ipc", "--tasks", tasks, "--method"])
             .args(method.split(' '))
-            .args(["-i", "60s", "-l", "3", "--no-store", "--json", "-"])
-            .spawn_piped();
+            .words("-i 60s -l 3 --no-store --json -")
+            .spawn();
         std::thread::sleep(Duration::from_millis(700));
-        // SAFETY: signalling our own child.
-        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-        let out = ends_within(
-            child,
-            Duration::from_secs(20),
-            "ipc waited out its interval",
-        );
-        assert_exit(&out, 0);
-        let run: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        assert_eq!(run["interrupted"], true);
+        child.signal(libc::SIGINT);
+        let out = child.end_within(Duration::from_secs(20));
+        out.assert_ok();
+        assert_eq!(out.json()["interrupted"], true);
         none_left(&format!("ipc-long-{tasks}"));
     }
 }
@@ -357,14 +256,6 @@ fn bad_flags_exit_2_naming_them() {
         (&["-a", "1,0,0"], "-a/--affinity"),
         (&["-i", "999ns"], "-i/--interval"),
     ] {
-        let out = latlab()
-            .arg("ipc")
-            .args(args)
-            .arg("--no-store")
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains(flag), "{args:?}: {err}");
+        expect_exit(&["ipc", "--no-store"], args, 2, flag);
     }
 }

@@ -1,9 +1,8 @@
 //! Loads: every kind runs and reports a rate; no load process outlives latlab — after a normal
 //! end, SIGINT, or SIGKILL of latlab itself.
 
-use crate::util::{latlab, none_left, read_json, tagged};
-use std::process::Stdio;
-use std::time::{Duration, Instant};
+use crate::util::{expect_exit, has_thread, latlab, none_left, read_json, tagged, Dir};
+use std::time::Instant;
 
 fn tag(name: &str) -> String {
     format!(
@@ -15,8 +14,8 @@ fn tag(name: &str) -> String {
 
 #[test]
 fn every_load_kind_runs_and_reports_its_rate() {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("r.json");
+    let dir = Dir::new();
+    let json = dir.join("r.json");
     let t = tag("kinds");
     let loads = [
         "hackbench:groups=2,fds=4,loops=20",
@@ -34,12 +33,7 @@ fn every_load_kind_runs_and_reports_its_rate() {
     for l in loads {
         cmd.arg("--load").arg(l);
     }
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    cmd.assert_ok();
     let run = read_json(&json);
     let reports = run["loads"].as_array().unwrap();
     assert_eq!(reports.len(), loads.len(), "{reports:?}");
@@ -52,48 +46,23 @@ fn every_load_kind_runs_and_reports_its_rate() {
 }
 
 fn interrupted(signal: i32) {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("r.json");
+    let dir = Dir::new();
+    let json = dir.join("r.json");
     let t = tag("signal");
-    let child = latlab()
-        .args([
-            "cyclic",
-            "-D",
-            "1h",
-            "-q",
-            "--load",
-            "hackbench:groups=2,fds=5,loops=50",
-            "--load",
-            "exec:sleep 5",
-            "--load",
-            "net",
-            "--json",
-        ])
+    let mut child = latlab()
+        .words("cyclic -D 1h -q --load hackbench:groups=2,fds=5,loops=50")
+        .args(["--load", "exec:sleep 5", "--load", "net", "--json"])
         .arg(&json)
         .env("LATLAB_TEST_TAG", &t)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn();
     // Wait for the loads to be up rather than racing a fixed sleep against start-up.
-    let t0 = Instant::now();
-    while tagged(&t).len() <= 3 || !crate::util::has_thread(child.id(), "latlab-T0") {
-        assert!(
-            t0.elapsed() < Duration::from_secs(30),
-            "loads did not start: {:?}",
-            tagged(&t)
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, signal) };
-    let out = child.wait_with_output().unwrap();
+    child.wait_until("starting its loads", |pid| {
+        tagged(&t).len() > 3 && has_thread(pid, "latlab-T0")
+    });
+    child.signal(signal);
+    let out = child.finish();
     if signal == libc::SIGINT {
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        out.assert_ok();
         let run = read_json(&json);
         assert_eq!(run["interrupted"], true);
         assert_eq!(run["loads"].as_array().unwrap().len(), 3);
@@ -114,12 +83,9 @@ fn no_orphans_after_sigkill_of_latlab() {
 #[test]
 fn standalone_hackbench_prints_its_time() {
     let out = latlab()
-        .args(["load", "hackbench:groups=2,fds=4,loops=10"])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.lines().any(|l| l.starts_with("Time: ")), "{text}");
+        .words("load hackbench:groups=2,fds=4,loops=10")
+        .assert_ok();
+    assert!(out.stdout.lines().any(|l| l.starts_with("Time: ")), "{out}");
 }
 
 #[test]
@@ -132,6 +98,6 @@ fn load_bad_input() {
         ("exec:definitely-not-a-command", "definitely-not-a-command"),
         ("net:speed=fast", "unknown option 'speed'"),
     ] {
-        crate::util::expect_exit(&[], &["cyclic", "-l", "1", "--load", spec], 2, want);
+        expect_exit(&[], &["cyclic", "-l", "1", "--load", spec], 2, want);
     }
 }

@@ -2,7 +2,8 @@
 //! workers' affinity (read back from /proc while they run), the result records the set, and
 //! an overlap with the measured CPUs is warned about.
 
-use crate::util::{latlab, read_json, rt_unavailable, skip};
+use crate::util::{expect_exit, latlab, read_json, rt_unavailable, skipped, Dir};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 /// The affinity lists of every thread of every load worker whose parent is `parent`.
@@ -39,37 +40,17 @@ fn worker_affinities(parent: u32) -> Vec<String> {
 
 #[test]
 fn loads_run_on_the_cpus_asked_and_the_result_says_so() {
-    if let Some(why) = rt_unavailable() {
-        return skip("loads_run_on_the_cpus_asked_and_the_result_says_so", &why);
+    // (rt_unavailable also asks for the two CPUs the test needs.)
+    if skipped(rt_unavailable()) {
+        return;
     }
-    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
-        return skip("loads_run_on_the_cpus_asked", "needs two CPUs");
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("r.json");
+    let dir = Dir::new();
+    let json = dir.join("r.json");
     let child = latlab()
-        .args([
-            "ipc",
-            "--method",
-            "futex",
-            "-a",
-            "0",
-            "-D",
-            "3",
-            "--load",
-            "cpu:cpus=1,threads=2",
-            "--load",
-            "cpu",
-            "--housekeeping",
-            "1",
-            "--no-store",
-            "--json",
-        ])
+        .words("ipc --method futex -a 0 -D 3 --load cpu:cpus=1,threads=2 --load cpu")
+        .words("--housekeeping 1 --no-store --json")
         .arg(&json)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn_with(Stdio::null(), Stdio::piped());
     let t0 = Instant::now();
     let mut seen = Vec::new();
     while t0.elapsed() < Duration::from_secs(3) {
@@ -80,12 +61,7 @@ fn loads_run_on_the_cpus_asked_and_the_result_says_so() {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    child.finish().assert_ok();
     assert!(seen.len() >= 2, "no load workers seen: {seen:?}");
     assert!(seen.iter().all(|c| c == "1"), "{seen:?}");
     let run = read_json(&json);
@@ -103,30 +79,13 @@ fn loads_run_on_the_cpus_asked_and_the_result_says_so() {
 
 #[test]
 fn a_load_on_the_measured_cpus_is_warned_about() {
-    if let Some(why) = rt_unavailable() {
-        return skip("a_load_on_the_measured_cpus_is_warned_about", &why);
+    if skipped(rt_unavailable()) {
+        return;
     }
-    let out = latlab()
-        .args([
-            "pi",
-            "-a",
-            "0",
-            "-l",
-            "3",
-            "--load",
-            "cpu:cpus=0",
-            "--no-store",
-            "--json",
-            "-",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let run: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let run = latlab()
+        .words("pi -a 0 -l 3 --load cpu:cpus=0 --no-store --json -")
+        .assert_ok()
+        .json();
     let w = run["warnings"].to_string();
     assert!(w.contains("overlap the measured CPUs 0"), "{w}");
     assert_eq!(run["loads"][0]["cpus"], "0");
@@ -138,13 +97,6 @@ fn bad_cpu_lists_exit_2_naming_them() {
         (&["--load", "cpu:cpus=4096-"][..], "--load"),
         (&["--housekeeping", "77777"], "--housekeeping"),
     ] {
-        let out = latlab()
-            .args(["ipc", "-l", "1", "--no-store"])
-            .args(args)
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains(flag), "{args:?}: {err}");
+        expect_exit(&["ipc", "-l", "1", "--no-store"], args, 2, flag);
     }
 }

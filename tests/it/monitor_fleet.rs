@@ -5,7 +5,7 @@
 //! Chromium. Bad input is exit 2 naming the flag.
 
 use crate::report::{browse, chromium};
-use crate::util::{exclusive, expect_exit, latlab, rt_unavailable, skip, stall_repeatedly};
+use crate::util::{expect_exit, latlab, pg_store, rt_test, skip, stall, Dir};
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 use std::time::Duration;
@@ -57,19 +57,8 @@ fn table_row(html: &str, class: &str, n: usize) -> Vec<String> {
 #[test]
 fn three_monitors_in_one_postgresql_make_one_fleet_page() {
     let name = "three_monitors_in_one_postgresql_make_one_fleet_page";
-    let Some(pg) = std::env::var("LATLAB_TEST_PG")
-        .ok()
-        .filter(|v| !v.is_empty())
-    else {
-        return skip(
-            name,
-            "LATLAB_TEST_PG is not set (scripts/test.sh starts a server and sets it)",
-        );
-    };
-    if let Some(why) = rt_unavailable() {
-        return skip(name, &why);
-    }
-    let _x = exclusive();
+    let Some(pg) = pg_store() else { return };
+    let Some(_x) = rt_test() else { return };
     // Each host's own name where namespaces allow it; else one host with three monitor ids
     // (the page then names each `host/monitor`).
     let uts = uts_namespaces();
@@ -86,60 +75,33 @@ fn three_monitors_in_one_postgresql_make_one_fleet_page() {
             .as_millis()
     );
     let stalled = "fleet-b";
-    let stall = Duration::from_millis(80);
+    let stall_for = Duration::from_millis(80);
     for host in ["fleet-a", "fleet-b", "fleet-c"] {
         let mut c = latlab();
-        c.args(["monitor", "-a", "1", "-p", "50", "-i", "1ms"])
-            .args([
-                "--snapshot-every",
-                "1s",
-                "-D",
-                "4s",
-                "--listen",
-                "127.0.0.1:0",
-            ])
+        c.words("monitor -a 1 -p 50 -i 1ms --snapshot-every 1s -D 4s --listen 127.0.0.1:0")
             .args(["--monitor-id", host, "--store", &pg, "--tag", &run_tag]);
         if uts {
-            as_host(&mut c, host);
+            as_host(c.command(), host);
         }
-        let child = c
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
+        let child = c.spawn();
         if host == stalled {
-            stall_repeatedly(
-                child.id(),
-                "latlab-cpu1",
-                1,
-                90,
-                Duration::from_millis(500),
-                stall,
-                2,
-            )
-            .join()
-            .unwrap();
+            stall(child.id(), "latlab-cpu1", 1)
+                .busy(stall_for)
+                .repeat(2, Duration::from_secs(1))
+                .run_now();
         }
-        let out = child.wait_with_output().unwrap();
-        assert!(
-            out.status.success(),
-            "monitor {host}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        child.finish().assert_ok();
     }
-    let dir = tempfile::tempdir().unwrap();
-    let page = dir.path().join("fleet.html");
+    let dir = Dir::new();
+    let page = dir.join("fleet.html");
     let filter = format!("tag:{run_tag}");
     let out = latlab()
         .args([
             "report", "--fleet", "--since", "1h", &filter, "--store", &pg, "-o",
         ])
         .arg(&page)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{err}");
-    assert!(err.contains("fleet report of 3 host(s)"), "{err}");
+        .assert_ok();
+    assert!(out.stderr.contains("fleet report of 3 host(s)"), "{out}");
     let html = std::fs::read_to_string(&page).unwrap();
     assert!(
         html.contains("latlab fleet report: 3 host(s)"),
@@ -159,8 +121,8 @@ fn three_monitors_in_one_postgresql_make_one_fleet_page() {
     assert_eq!(first[2], stalled, "{first:?}");
     let worst_us: f64 = first[8].parse().unwrap_or_else(|_| panic!("{first:?}"));
     assert!(
-        worst_us >= 0.95 * stall.as_micros() as f64,
-        "worst window {worst_us} µs < the injected stall {stall:?}: {first:?}"
+        worst_us >= 0.95 * stall_for.as_micros() as f64,
+        "worst window {worst_us} µs < the injected stall {stall_for:?}: {first:?}"
     );
     let mut named = Vec::new();
     for n in 0..3 {
@@ -223,8 +185,8 @@ fn three_monitors_in_one_postgresql_make_one_fleet_page() {
 
 #[test]
 fn report_fleet_refuses_bad_input_naming_the_flag() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("f.html");
+    let dir = Dir::new();
+    let out = dir.join("f.html");
     let o = out.to_str().unwrap();
     expect_exit(
         &["report", "--fleet"],

@@ -1,7 +1,7 @@
 //! The Debian package (scripts/deb.sh): built from the test's binary, unpacked with `dpkg -x`,
 //! run from the unpacked tree, and checked by lintian (no errors).
 
-use crate::util::skip;
+use crate::util::{run_tool, skip, Dir};
 use std::process::Command;
 
 #[test]
@@ -10,19 +10,14 @@ fn the_debian_package_unpacks_and_runs_and_lintian_finds_no_error() {
         return skip("debian package", "dpkg-deb is not installed");
     }
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(root.join("scripts/deb.sh"))
-        .arg(dir.path().join("out"))
-        .env("LATLAB_BIN", env!("CARGO_BIN_EXE_latlab"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let dir = Dir::new();
+    let out = run_tool(
+        Command::new(root.join("scripts/deb.sh"))
+            .arg(dir.join("out"))
+            .env("LATLAB_BIN", env!("CARGO_BIN_EXE_latlab")),
     );
     let deb = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    let tree = dir.path().join("tree");
+    let tree = dir.join("tree");
     let x = Command::new("dpkg")
         .args(["-x", &deb])
         .arg(&tree)

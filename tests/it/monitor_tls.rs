@@ -2,79 +2,41 @@
 //! certificates made at test time (openssl CLI), curl as a client and a private Prometheus that
 //! scrapes over TLS with credentials; a bad web config is refused at start naming the key.
 
-use crate::monitor::{free_port, get, Monitor};
-use crate::util::{expect_exit, skip};
+use crate::monitor::{free_port, get, Monitor, Prometheus};
+use crate::util::{expect_exit, latlab, run_tool, skip, Dir};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// A CA and a server certificate for 127.0.0.1 signed by it, in `dir`.
 fn make_certs(dir: &Path) {
-    let run = |args: &[&str]| {
-        let out = Command::new("openssl")
-            .args(args)
-            .current_dir(dir)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "openssl {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
+    let run = |line: &str, last: &[&str]| {
+        run_tool(
+            Command::new("openssl")
+                .args(line.split_whitespace())
+                .args(last)
+                .current_dir(dir),
         );
     };
-    run(&[
-        "req",
-        "-x509",
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:P-256",
-        "-nodes",
-        "-keyout",
-        "ca.key",
-        "-out",
-        "ca.pem",
-        "-days",
-        "2",
-        "-subj",
-        "/CN=latlab test CA",
-    ]);
-    run(&[
-        "req",
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:P-256",
-        "-nodes",
-        "-keyout",
-        "server.key",
-        "-out",
-        "server.csr",
-        "-subj",
-        "/CN=127.0.0.1",
-    ]);
+    let key = "-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes";
+    run(
+        &format!("req -x509 {key} -keyout ca.key -out ca.pem -days 2 -subj"),
+        &["/CN=latlab test CA"],
+    );
+    run(
+        &format!("req {key} -keyout server.key -out server.csr -subj /CN=127.0.0.1"),
+        &[],
+    );
     std::fs::write(
         dir.join("ext.cnf"),
         "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
     )
     .unwrap();
-    run(&[
-        "x509",
-        "-req",
-        "-in",
-        "server.csr",
-        "-CA",
-        "ca.pem",
-        "-CAkey",
-        "ca.key",
-        "-CAcreateserial",
-        "-out",
-        "server.pem",
-        "-days",
-        "2",
-        "-extfile",
-        "ext.cnf",
-    ]);
+    run(
+        "x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem \
+         -days 2 -extfile ext.cnf",
+        &[],
+    );
 }
 
 /// curl's HTTP status for `url` with these extra arguments ("000" when it failed to connect).
@@ -103,17 +65,15 @@ fn tls_and_basic_auth_guard_the_endpoint_and_prometheus_scrapes_through_them() {
             return skip("monitor tls", &format!("{tool} is not installed"));
         }
     }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Dir::new();
     make_certs(dir.path());
     let hash = bcrypt::hash("s3cret pass", 5).unwrap();
-    let web = dir.path().join("web.yml");
-    std::fs::write(
-        &web,
+    let web = dir.write(
+        "web.yml",
         format!(
             "tls_server_config:\n  cert_file: server.pem\n  key_file: server.key\nbasic_auth_users:\n  prom: '{hash}'\n"
         ),
-    )
-    .unwrap();
+    );
     let mon = Monitor::start(&[
         "-a",
         "0",
@@ -128,7 +88,7 @@ fn tls_and_basic_auth_guard_the_endpoint_and_prometheus_scrapes_through_them() {
         web.to_str().unwrap(),
     ]);
     let url = format!("https://{}/metrics", mon.addr);
-    let ca = dir.path().join("ca.pem");
+    let ca = dir.join("ca.pem");
     let ca = ca.to_str().unwrap();
     assert_eq!(curl(&url, &["--cacert", ca]), "401");
     assert_eq!(curl(&url, &["--cacert", ca, "-u", "prom:wrong"]), "401");
@@ -148,65 +108,33 @@ fn tls_and_basic_auth_guard_the_endpoint_and_prometheus_scrapes_through_them() {
     );
 
     if latlab::sys::process::command_exists("prometheus") {
-        let pass = dir.path().join("pass");
-        std::fs::write(&pass, "s3cret pass").unwrap();
-        let cfg = dir.path().join("prometheus.yml");
-        std::fs::write(
-            &cfg,
-            format!(
-                "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: latlab\n    scheme: https\n    tls_config:\n      ca_file: {ca}\n    basic_auth:\n      username: prom\n      password_file: {}\n    static_configs:\n      - targets: ['{}']\n",
+        let pass = dir.write("pass", "s3cret pass");
+        let prom = Prometheus::start(
+            "1s",
+            &format!(
+                "    scheme: https\n    tls_config:\n      ca_file: {ca}\n    basic_auth:\n      username: prom\n      password_file: {}\n    static_configs:\n      - targets: ['{}']\n",
                 pass.display(),
                 mon.addr
             ),
-        )
-        .unwrap();
-        let api: std::net::SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
-        let mut prom = Command::new("prometheus")
-            .arg(format!("--config.file={}", cfg.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                dir.path().join("tsdb").display()
-            ))
-            .arg(format!("--web.listen-address={api}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let t0 = Instant::now();
-        let mut body = String::new();
-        while t0.elapsed() < Duration::from_secs(60) {
-            body = get(
-                api,
-                "/api/v1/query?query=latlab_window_end_timestamp_seconds",
-            )
-            .map(|(_, b)| b)
-            .unwrap_or_default();
-            if body.contains("\"job\":\"latlab\"") {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(500));
-        }
-        let up = get(api, "/api/v1/query?query=up")
-            .map(|(_, b)| b)
-            .unwrap_or_default();
-        let _ = prom.kill();
-        let _ = prom.wait();
+        );
+        let body = prom.wait_for("latlab_window_end_timestamp_seconds", "\"job\":\"latlab\"");
+        let up = prom.query("up");
+        drop(prom);
         assert!(body.contains("\"job\":\"latlab\""), "{body}");
         assert!(up.contains("\"1\"]"), "Prometheus's scrape is not up: {up}");
     } else {
         skip("monitor tls: prometheus", "prometheus is not installed");
     }
     // The monitor kept measuring throughout.
-    let (code, out, err) = mon.terminate();
-    assert_eq!(code, Some(0), "{err}");
-    assert!(out.contains("max"), "{out}");
+    let out = mon.terminate();
+    out.assert_ok();
+    assert!(out.stdout.contains("max"), "{out}");
 }
 
 #[test]
 fn a_bad_web_config_is_refused_at_start_naming_the_key() {
-    let dir = tempfile::tempdir().unwrap();
-    let web = dir.path().join("web.yml");
-    std::fs::write(&web, "basic_auth_users:\n  prom: not-a-hash\n").unwrap();
+    let dir = Dir::new();
+    let web = dir.write("web.yml", "basic_auth_users:\n  prom: not-a-hash\n");
     expect_exit(
         &["monitor"],
         &["--web-config", web.to_str().unwrap(), "-D", "1s"],
@@ -229,13 +157,10 @@ fn a_bad_web_config_is_refused_at_start_naming_the_key() {
 #[test]
 fn a_wide_listen_without_tls_and_auth_is_warned_at_start_and_in_status() {
     let port = free_port();
-    let child = crate::util::latlab()
-        .args(["monitor", "-a", "0", "-p", "0", "--no-store", "-D", "3s"])
+    let child = latlab()
+        .words("monitor -a 0 -p 0 --no-store -D 3s")
         .arg(format!("--listen=0.0.0.0:{port}"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn_with(Stdio::null(), Stdio::piped());
     let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
     let t0 = Instant::now();
     let mut status = None;
@@ -243,9 +168,8 @@ fn a_wide_listen_without_tls_and_auth_is_warned_at_start_and_in_status() {
         std::thread::sleep(Duration::from_millis(200));
         status = get(addr, "/status");
     }
-    let out = child.wait_with_output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
+    let out = child.finish();
     let (_, status) = status.expect("no /status");
     assert!(status.contains("warning: --listen 0.0.0.0"), "{status}");
-    assert!(err.contains("warning: --listen 0.0.0.0"), "{err}");
+    assert!(out.stderr.contains("warning: --listen 0.0.0.0"), "{out}");
 }

@@ -3,63 +3,25 @@
 //! passes `promtool check metrics`, and the snapshots stored carry the cause totals.
 
 use crate::monitor::{parse, promtool_check_metrics, scrape, value, Monitor};
-use crate::trace::trace_unavailable;
-use crate::util::{exclusive, expect_exit, has_thread, latlab, skip};
-use std::time::{Duration, Instant};
+use crate::util::{exec_bursts, expect_exit, has_thread, latlab, trace_test, Dir};
+use std::time::Duration;
 
 const CAUSES: [&str; 5] = ["irq", "softirq", "thread", "timer", "unattributed"];
 
 #[test]
 fn monitor_trace_names_a_hogs_group_on_its_cpu_and_stores_the_causes() {
-    let name = "monitor_trace_names_a_hogs_group_on_its_cpu_and_stores_the_causes";
-    if let Some(w) = trace_unavailable() {
-        return skip(name, &w);
-    }
-    let _x = exclusive();
-    let dir = tempfile::tempdir().unwrap();
-    let store = format!("sqlite:{}", dir.path().join("m.db").display());
-    let mon = Monitor::start(&[
-        "-a",
-        "0,1",
-        "-p",
-        "80",
-        "-i",
-        "1ms",
-        "--trace",
-        "--trace-threshold",
-        "500us",
-        "--snapshot-every",
-        "2s",
-        "--store",
-        &store,
-        "-D",
-        "60s",
-    ]);
-    let pid = mon.child.id();
-    let t0 = Instant::now();
-    while !has_thread(pid, "latlab-cpu1") {
-        assert!(
-            t0.elapsed() < Duration::from_secs(30),
-            "no measuring thread"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let Some(_x) = trace_test() else { return };
+    let dir = Dir::new();
+    let store = format!("sqlite:{}", dir.join("m.db").display());
+    let mut mon = Monitor::start_words(&format!(
+        "-a 0,1 -p 80 -i 1ms --trace --trace-threshold 500us --snapshot-every 2s -D 60s \
+         --store {store}"
+    ));
+    mon.child
+        .wait_until("measuring on CPU 1", |pid| has_thread(pid, "latlab-cpu1"));
     std::thread::sleep(Duration::from_millis(300));
     // A FIFO-99 spinner on CPU 1 every 400 ms, each under four names and its own PIDs.
-    let mut bursts = Vec::new();
-    for _ in 0..8 {
-        bursts.push(
-            std::process::Command::new("timeout")
-                .args(["0.05", "chrt", "-f", "99", "taskset", "-c", "1"])
-                .args(["sh", "-c", "while :; do :; done"])
-                .spawn()
-                .unwrap(),
-        );
-        std::thread::sleep(Duration::from_millis(400));
-    }
-    for mut b in bursts {
-        b.wait().unwrap();
-    }
+    exec_bursts(1, 8, Duration::from_millis(400));
     // Spikes are named half a second after they end (every fork and exec read by then).
     std::thread::sleep(Duration::from_millis(1500));
     let page = scrape(mon.addr, Duration::from_secs(10));
@@ -108,23 +70,17 @@ fn monitor_trace_names_a_hogs_group_on_its_cpu_and_stores_the_causes() {
     );
     promtool_check_metrics(&page);
 
-    let (code, out, err) = mon.terminate();
-    assert_eq!(code, Some(0), "{err}");
-    assert!(out.contains("late time by cause"), "{out}");
-    assert!(out.contains("sh "), "{out}");
+    let out = mon.terminate();
+    out.assert_ok();
+    assert!(out.stdout.contains("late time by cause"), "{out}");
+    assert!(out.stdout.contains("sh "), "{out}");
 
     // Every snapshot carries its interval's cause totals; together they hold at least what
     // the endpoint had counted, and one names the hog's group with its chain and priority.
-    let exp = latlab()
+    let bundle = latlab()
         .args(["runs", "export", "--all", "--store", &store])
-        .output()
-        .unwrap();
-    assert!(
-        exp.status.success(),
-        "{}",
-        String::from_utf8_lossy(&exp.stderr)
-    );
-    let bundle: serde_json::Value = serde_json::from_slice(&exp.stdout).unwrap();
+        .assert_ok()
+        .json();
     let runs: Vec<&serde_json::Value> = bundle["runs"]
         .as_array()
         .unwrap()

@@ -2,40 +2,21 @@
 //! every time); with inheritance or a ceiling it never does (exit 0, every time). The verdict
 //! is the scheduling order seen, not a threshold on time.
 
-use crate::util::{latlab, rt_unavailable, skip};
+use crate::util::{expect_exit, latlab, rt_unavailable, skipped};
 
 fn pi(protocol: &str) -> (Option<i32>, serde_json::Value, String) {
     let out = latlab()
-        .args([
-            "pi",
-            "--protocol",
-            protocol,
-            "-l",
-            "15",
-            "-i",
-            "8ms",
-            "--spin",
-            "1ms",
-            "--cs",
-            "50us",
-            "--no-store",
-            "--json",
-            "-",
-        ])
-        .output()
-        .unwrap();
-    let run = serde_json::from_slice(&out.stdout).unwrap_or_default();
-    (
-        out.status.code(),
-        run,
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+        .args(["pi", "--protocol", protocol])
+        .words("-l 15 -i 8ms --spin 1ms --cs 50us --no-store --json -")
+        .output();
+    let run = serde_json::from_str(&out.stdout).unwrap_or_default();
+    (out.code(), run, out.stderr)
 }
 
 #[test]
 fn none_inverts_and_inherit_does_not_repeatably() {
-    if let Some(why) = rt_unavailable() {
-        return skip("none_inverts_and_inherit_does_not_repeatably", &why);
+    if skipped(rt_unavailable()) {
+        return;
     }
     for round in 0..3 {
         let (code, run, err) = pi("none");
@@ -65,14 +46,6 @@ fn bad_flags_exit_2_naming_them() {
         (&["--spin", "5s"], "--spin"),
         (&["-i", "100us"], "-i/--interval"),
     ] {
-        let out = latlab()
-            .arg("pi")
-            .args(args)
-            .arg("--no-store")
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains(flag), "{args:?}: {err}");
+        expect_exit(&["pi", "--no-store"], args, 2, flag);
     }
 }

@@ -2,29 +2,9 @@
 //! result file, a stored run and an experiment, single charts, bad input, and every kind of
 //! report loaded in a real headless browser (Debian's chromium) with a screenshot kept.
 
-use crate::util::{latlab, skip};
+use crate::util::{latlab, run_tool, skip, Dir};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-fn ok(c: &mut Command) -> std::process::Output {
-    let out = c.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{:?}: {}",
-        c,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
-fn stored_id(out: &std::process::Output) -> String {
-    let err = String::from_utf8_lossy(&out.stderr);
-    let line = err
-        .lines()
-        .find(|l| l.contains(" stored in "))
-        .expect("no 'stored in' line");
-    line.split_whitespace().nth(2).unwrap().to_string()
-}
 
 fn store_of(dir: &Path) -> String {
     format!("sqlite:{}", dir.join("s.db").display())
@@ -40,12 +20,16 @@ fn cyclic(dir: &Path, store: &str, tags: &[&str], args: &[&str]) -> (PathBuf, St
     for t in tags {
         c.args(["--tag", t]);
     }
-    let out = ok(&mut c);
-    (json, stored_id(&out))
+    (json, c.assert_ok().stored_id())
 }
 
 fn report(args: &[&str], out: &Path) -> String {
-    ok(latlab().arg("report").args(args).arg("-o").arg(out));
+    latlab()
+        .arg("report")
+        .args(args)
+        .arg("-o")
+        .arg(out)
+        .assert_ok();
     std::fs::read_to_string(out).unwrap()
 }
 
@@ -55,7 +39,7 @@ fn charts(html: &str, kind: &str) -> usize {
 
 #[test]
 fn a_real_run_keeps_a_timeline_and_reports_from_file_and_store() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Dir::new();
     let store = store_of(dir.path());
     let (json, id) = cyclic(
         dir.path(),
@@ -92,26 +76,26 @@ fn a_real_run_keeps_a_timeline_and_reports_from_file_and_store() {
             assert!(p.as_u64() <= m.as_u64());
         }
     }
-    let html = report(&[json.to_str().unwrap()], &dir.path().join("f.html"));
+    let html = report(&[json.to_str().unwrap()], &dir.join("f.html"));
     assert!(html.starts_with("<!DOCTYPE html>") && html.trim_end().ends_with("</html>"));
     // Self-contained: no script, nothing fetched (the only URL is the SVG namespace).
     assert!(!html.contains("<script") && !html.contains("src=") && !html.contains("href="));
     assert!(html.contains("Environment") && html.contains("Percentiles"));
     assert_eq!(charts(&html, "line"), 2, "histogram and timeline");
     assert!(html.contains(r#"data-label="T0"#) && html.contains(r#"data-label="T1"#));
-    let by_id = report(&["--store", &store, &id], &dir.path().join("i.html"));
+    let by_id = report(&["--store", &store, &id], &dir.join("i.html"));
     assert_eq!(charts(&by_id, "line"), 2);
     assert!(by_id.contains(&format!("run:{id}")));
     let by_run = report(
         &["--store", &store, &format!("run:{id}")],
-        &dir.path().join("r.html"),
+        &dir.join("r.html"),
     );
     assert_eq!(charts(&by_run, "line"), 2);
 }
 
 #[test]
 fn an_experiment_is_grouped_compared_and_judged() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Dir::new();
     let store = store_of(dir.path());
     for level in ["a", "b"] {
         for r in 0..3 {
@@ -129,7 +113,7 @@ fn an_experiment_is_grouped_compared_and_judged() {
     }
     let html = report(
         &["--store", &store, "--experiment", "e1"],
-        &dir.path().join("e.html"),
+        &dir.join("e.html"),
     );
     assert!(html.contains("experiment e1"));
     assert!(html.contains("level=a (3 run(s))") && html.contains("level=b (3 run(s))"));
@@ -141,16 +125,15 @@ fn an_experiment_is_grouped_compared_and_judged() {
     assert_eq!(html.matches(r#"<section class="run""#).count(), 6);
     let out = latlab()
         .args(["report", "--store", &store, "--experiment", "nope", "-o"])
-        .arg(dir.path().join("n.html"))
-        .output()
-        .unwrap();
+        .arg(dir.join("n.html"))
+        .output();
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--experiment nope"));
+    assert!(out.stderr.contains("--experiment nope"));
 }
 
 #[test]
 fn plots_are_svg_old_results_still_read_and_bad_input_is_exit_2() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Dir::new();
     let store = store_of(dir.path());
     let (json, _) = cyclic(
         dir.path(),
@@ -159,23 +142,29 @@ fn plots_are_svg_old_results_still_read_and_bad_input_is_exit_2() {
         &["-t", "2", "-l", "200", "-i", "500us"],
     );
     for kind in ["hist", "timeline", "cdf"] {
-        let svg = dir.path().join(format!("{kind}.svg"));
-        ok(latlab()
+        let svg = dir.join(format!("{kind}.svg"));
+        latlab()
             .arg("plot")
             .arg(&json)
             .args(["--kind", kind, "--svg"])
-            .arg(&svg));
+            .arg(&svg)
+            .assert_ok();
         let s = std::fs::read_to_string(&svg).unwrap();
         assert!(s.starts_with("<svg") && s.ends_with("</svg>"), "{kind}");
         assert_eq!(s.matches(r#"<g class="series""#).count(), 2, "{kind}");
         assert_eq!(s.matches(r#"class="legend-entry""#).count(), 2, "{kind}");
         assert!(s.contains(r#"class="xlabel""#) && s.contains(r#"class="ylabel""#));
     }
-    let png = dir.path().join("hist.png");
-    ok(latlab().arg("plot").arg(&json).arg("--png").arg(&png));
+    let png = dir.join("hist.png");
+    latlab()
+        .arg("plot")
+        .arg(&json)
+        .arg("--png")
+        .arg(&png)
+        .assert_ok();
     let bytes = std::fs::read(&png).unwrap();
     assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
-    let out = latlab().arg("plot").arg(&json).output().unwrap();
+    let out = latlab().arg("plot").arg(&json).output();
     assert_eq!(out.status.code(), Some(2), "no output named");
     // A v1 result from before timelines: reports still work, a timeline plot says why not.
     let mut v: serde_json::Value =
@@ -183,38 +172,35 @@ fn plots_are_svg_old_results_still_read_and_bad_input_is_exit_2() {
     for s in v["series"].as_array_mut().unwrap() {
         s.as_object_mut().unwrap().remove("timeline");
     }
-    let old = dir.path().join("old.json");
+    let old = dir.join("old.json");
     std::fs::write(&old, serde_json::to_string(&v).unwrap()).unwrap();
-    let html = report(&[old.to_str().unwrap()], &dir.path().join("o.html"));
+    let html = report(&[old.to_str().unwrap()], &dir.join("o.html"));
     assert_eq!(charts(&html, "line"), 1, "histogram only");
     let out = latlab()
         .arg("plot")
         .arg(&old)
-        .args(["--kind", "timeline", "--svg"])
-        .arg(dir.path().join("x.svg"))
-        .output()
-        .unwrap();
+        .words("--kind timeline --svg")
+        .arg(dir.join("x.svg"))
+        .output();
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("no timeline"));
-    let bad = dir.path().join("bad.json");
+    assert!(out.stderr.contains("no timeline"));
+    let bad = dir.join("bad.json");
     std::fs::write(&bad, "{\"schema\": 3}").unwrap();
     for input in [bad.to_str().unwrap(), "/nonexistent/r.json"] {
         let out = latlab()
             .args(["report", input, "-o"])
-            .arg(dir.path().join("b.html"))
-            .output()
-            .unwrap();
+            .arg(dir.join("b.html"))
+            .output();
         assert_eq!(out.status.code(), Some(2), "{input}");
-        assert!(String::from_utf8_lossy(&out.stderr).contains(input));
+        assert!(out.stderr.contains(input));
     }
     let out = latlab()
         .args(["report", "--store", &store, "no-such-id", "-o"])
-        .arg(dir.path().join("b.html"))
-        .output()
-        .unwrap();
+        .arg(dir.join("b.html"))
+        .output();
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("no-such-id"));
-    let out = latlab().args(["report", "-o", "x.html"]).output().unwrap();
+    assert!(out.stderr.contains("no-such-id"));
+    let out = latlab().words("report -o x.html").output();
     assert_eq!(out.status.code(), Some(2));
 }
 
@@ -233,7 +219,7 @@ pub(crate) fn chromium() -> Option<String> {
 /// Loads `page` headless: the dumped DOM and a screenshot at `png`.
 pub(crate) fn browse(browser: &str, page: &Path, png: &Path) -> (String, String) {
     let base = |c: &mut Command| {
-        let profile = tempfile::tempdir().unwrap();
+        let profile = Dir::new();
         c.args([
             "--headless",
             "--no-sandbox",
@@ -246,13 +232,7 @@ pub(crate) fn browse(browser: &str, page: &Path, png: &Path) -> (String, String)
             "--window-size=1200,2000",
         ])
         .arg(format!("--user-data-dir={}", profile.path().display()));
-        let out = c.output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        out
+        run_tool(c)
     };
     let url = format!("file://{}", page.display());
     let dom = base(Command::new(browser).arg("--dump-dom").arg(&url));
@@ -276,7 +256,7 @@ fn every_kind_of_report_renders_in_a_real_browser() {
         );
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Dir::new();
     let store = store_of(dir.path());
     let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-screenshots");
     std::fs::create_dir_all(&shots).unwrap();
@@ -295,23 +275,16 @@ fn every_kind_of_report_renders_in_a_real_browser() {
             "cpu:threads=1",
         ],
     );
-    let noise = dir.path().join("noise.json");
-    ok(latlab()
-        .args([
-            "noise",
-            "-D",
-            "1s",
-            "--repeat",
-            "2",
-            "-q",
-            "--no-store",
-            "--json",
-        ])
-        .arg(&noise));
-    let ctxsw = dir.path().join("ctxsw.json");
-    ok(latlab()
-        .args(["ctxsw", "-n", "300", "--no-store", "--json"])
-        .arg(&ctxsw));
+    let noise = dir.join("noise.json");
+    latlab()
+        .words("noise -D 1s --repeat 2 -q --no-store --json")
+        .arg(&noise)
+        .assert_ok();
+    let ctxsw = dir.join("ctxsw.json");
+    latlab()
+        .words("ctxsw -n 300 --no-store --json")
+        .arg(&ctxsw)
+        .assert_ok();
     let (b, _) = cyclic(dir.path(), &store, &["x=b"], &["-l", "300", "-i", "200us"]);
     // (name, report inputs, least number of charts)
     let cases: [(&str, Vec<&Path>, usize); 4] = [
@@ -321,13 +294,14 @@ fn every_kind_of_report_renders_in_a_real_browser() {
         ("comparison", vec![&cyc, &b], 5),
     ];
     for (name, inputs, least) in cases {
-        let page = dir.path().join(format!("{name}.html"));
-        ok(latlab()
+        let page = dir.join(format!("{name}.html"));
+        latlab()
             .arg("report")
             .args(&inputs)
-            .args(["--hist", "linear"])
+            .words("--hist linear")
             .arg("-o")
-            .arg(&page));
+            .arg(&page)
+            .assert_ok();
         let png = shots.join(format!("{name}.png"));
         let (dom, log) = browse(&browser, &page, &png);
         let svgs = dom.matches("<svg").count();

@@ -4,11 +4,13 @@
 //! explained by the hog's group, and credited to the peer; `-- CMD` gives the same and passes
 //! the command's status on; targets that do not exist are refused; signals leave nothing.
 
-use crate::trace::{instance_of, trace_unavailable};
-use crate::util::{exclusive, latlab, mono_ns, read_json, scratch, skip};
+use crate::util::{
+    expect_exit, instance_of, latlab, mono_ns, read_json, scratch, skip, trace_test,
+    tracefs_mounts, Running, TestCommand,
+};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The workload's binary (cargo builds examples with the tests).
 pub(crate) fn wakepair() -> PathBuf {
@@ -35,18 +37,13 @@ fn hog_link() -> (PathBuf, String) {
     (p, name)
 }
 
-/// Waits until latlab `pid` has its tracefs instance (tracing is on).
-fn wait_tracing(pid: u32) {
-    let t0 = Instant::now();
-    while instance_of(pid).is_empty() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(20),
-            "latlab never started tracing"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+/// Starts `cmd` and waits until it has its tracefs instance (tracing is on).
+fn start_tracing(cmd: &mut TestCommand, stdio: fn() -> Stdio) -> Running {
+    let mut l = cmd.spawn_with(stdio(), stdio());
+    l.wait_until("tracing", |pid| !instance_of(pid).is_empty());
     // The reader opens its pipes right after.
     std::thread::sleep(Duration::from_millis(200));
+    l
 }
 
 /// Workload settings shared by the tests: 20 periods of 100 ms, wake-ups 300 µs into the hog's
@@ -180,27 +177,17 @@ fn scenario(args: &[&str], under: bool) -> Option<Outcome> {
         // The hog is started first, on a time base far enough ahead for latlab to start.
         let t0 = mono_ns() + 1_500_000_000;
         let (hog, name) = start_hog(t0);
-        let out = cmd
-            .arg("--")
-            .arg(wakepair())
-            .args(pair_args(t0))
-            .output()
-            .unwrap();
+        let out = cmd.arg("--").arg(wakepair()).args(pair_args(t0)).output();
         // The workload's JSON line is on latlab's stdout, before latlab's report.
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        let line = text
+        let line = out
+            .stdout
             .lines()
             .find(|l| l.starts_with("{\"waiter\""))
-            .unwrap_or_else(|| panic!("no workload output: {text}"))
+            .unwrap_or_else(|| panic!("no workload output: {out}"))
             .to_string();
         (out, line.into_bytes(), hog, name)
     } else {
-        let l = cmd
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        wait_tracing(l.id());
+        let l = start_tracing(&mut cmd, Stdio::piped);
         let t0 = mono_ns() + 400_000_000;
         let (hog, name) = start_hog(t0);
         let pair = Command::new(wakepair())
@@ -208,21 +195,16 @@ fn scenario(args: &[&str], under: bool) -> Option<Outcome> {
             .output()
             .unwrap();
         assert!(pair.status.success());
-        (l.wait_with_output().unwrap(), pair.stdout, hog, name)
+        (l.finish(), pair.stdout, hog, name)
     };
     let hog_out = hog.wait_with_output().unwrap();
     assert!(hog_out.status.success(), "the hog needs root");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    out.assert_ok();
     let (_, _, seen) = wakes(&pair_out);
     if !hog_delayed(&seen) {
         return None;
     }
-    Some((read_json(&json), seen, name, text))
+    Some((read_json(&json), seen, name, out.stdout))
 }
 
 /// A scenario's run, what the workload saw, the hog's name and latlab's stdout.
@@ -240,10 +222,7 @@ fn scenario_with_hog(args: &[&str], under: bool) -> Outcome {
 
 #[test]
 fn a_delayed_wake_up_is_found_with_the_hog_that_ran_and_the_peer_that_woke_it() {
-    if let Some(w) = trace_unavailable() {
-        return skip("sched_delayed_wake_up", &w);
-    }
-    let _x = exclusive();
+    let Some(_x) = trace_test() else { return };
     let (run, seen, name, text) = scenario_with_hog(&["--comm", "waiter", "-D", "5"], false);
     assert_eq!(run["kind"], "sched");
     check_run(&run, &seen, &name);
@@ -257,10 +236,7 @@ fn a_delayed_wake_up_is_found_with_the_hog_that_ran_and_the_peer_that_woke_it() 
 
 #[test]
 fn a_command_run_under_sched_is_measured_with_its_threads_and_its_status_is_passed_on() {
-    if let Some(w) = trace_unavailable() {
-        return skip("sched_command", &w);
-    }
-    let _x = exclusive();
+    let Some(_x) = trace_test() else { return };
     let (run, seen, name, _) = scenario_with_hog(&[], true);
     check_run(&run, &seen, &name);
     let names: Vec<&str> = run["series"]
@@ -273,16 +249,9 @@ fn a_command_run_under_sched_is_measured_with_its_threads_and_its_status_is_pass
     assert_eq!(run["parameters"]["command_status"], 0);
 
     // The command's status is latlab's.
-    let out = latlab()
+    latlab()
         .args(["sched", "--no-store", "--", "sh", "-c", "exit 7"])
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(7),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .assert_exit(7);
 }
 
 #[test]
@@ -304,58 +273,41 @@ fn targets_that_do_not_exist_are_refused_naming_them() {
         (vec!["--comm", "x", "--all"], "give one target"),
         (vec!["--all", "--threshold", "-5"], "--threshold"),
     ] {
-        let out = latlab().arg("sched").args(&args).output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains(needle), "{args:?}: {err}");
+        expect_exit(&["sched"], &args, 2, needle);
     }
 }
 
 /// The tracefs instances of `pid` are gone and tracefs is mounted as it was.
 fn no_instance_left(pid: u32, mounted_before: bool) {
     assert!(instance_of(pid).is_empty(), "instance of {pid} left");
-    let mounted = std::fs::read_to_string("/proc/mounts")
-        .unwrap()
-        .contains(" tracefs ");
+    let mounted = !tracefs_mounts().is_empty();
     assert_eq!(mounted, mounted_before, "tracefs mount state changed");
 }
 
 #[test]
 fn interrupted_and_killed_runs_leave_no_instance_and_keep_what_they_measured() {
-    if let Some(w) = trace_unavailable() {
-        return skip("sched_signals", &w);
-    }
-    let _x = exclusive();
-    let mounted = std::fs::read_to_string("/proc/mounts")
-        .unwrap()
-        .contains(" tracefs ");
+    let Some(_x) = trace_test() else { return };
+    let mounted = !tracefs_mounts().is_empty();
     // SIGINT: saved, marked interrupted, the command under it stopped and reaped with what it
-    // started, even what ignores SIGTERM.
+    // started, even what ignores SIGTERM (within 20 s, where waiting for it would take 31).
     let json = scratch().join("sched-int.json");
-    let l = latlab()
-        .args(["sched", "--no-store", "--json"])
-        .arg(&json)
-        .args(["--", "sh", "-c", "trap '' TERM; sleep 31; true"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_tracing(l.id());
-    std::thread::sleep(Duration::from_millis(300));
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(l.id() as i32, libc::SIGINT) };
-    let pid = l.id();
-    let t = Instant::now();
-    let out = l.wait_with_output().unwrap();
-    assert!(
-        t.elapsed() < Duration::from_secs(10),
-        "took {:?}",
-        t.elapsed()
+    let l = start_tracing(
+        latlab().words("sched --no-store --json").arg(&json).args([
+            "--",
+            "sh",
+            "-c",
+            "trap '' TERM; sleep 31; true",
+        ]),
+        Stdio::piped,
     );
+    std::thread::sleep(Duration::from_millis(300));
+    l.signal(libc::SIGINT);
+    let pid = l.id();
+    let out = l.end_within(Duration::from_secs(20));
     let run = read_json(&json);
     assert_eq!(run["interrupted"], true);
     // latlab stopped the command: that status is its own doing, recorded, not passed on.
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    out.assert_ok();
     assert_eq!(
         run["parameters"]["command_stopped"],
         128 + libc::SIGKILL,
@@ -369,49 +321,28 @@ fn interrupted_and_killed_runs_leave_no_instance_and_keep_what_they_measured() {
     assert!(sleeping.stdout.is_empty(), "sleep 31 left running");
 
     // SIGKILL: the instance stays until `latlab restore`, which removes it.
-    let l = latlab()
-        .args(["sched", "--all", "--no-store", "-D", "30"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let l = start_tracing(latlab().words("sched --all --no-store -D 30"), Stdio::null);
     let pid = l.id();
-    wait_tracing(pid);
-    let mut l = l;
-    l.kill().unwrap();
-    l.wait().unwrap();
-    let r = latlab().arg("restore").output().unwrap();
-    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    l.kill();
+    latlab().arg("restore").assert_ok();
     no_instance_left(pid, mounted);
 }
 
 #[test]
 fn two_runs_at_once_and_a_name_that_appears_later_and_exits_early() {
-    if let Some(w) = trace_unavailable() {
-        return skip("sched_two_at_once", &w);
-    }
-    let _x = exclusive();
+    let Some(_x) = trace_test() else { return };
     let dir = scratch();
     let start = |name: &str| {
-        latlab()
-            .args([
-                "sched",
-                "--comm",
-                "waiter",
-                "-D",
-                "4",
-                "--no-store",
-                "--json",
-            ])
+        let mut l = latlab()
+            .words("sched --comm waiter -D 4 --no-store --json")
             .arg(dir.join(name))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap()
+            .spawn();
+        l.wait_until("tracing", |pid| !instance_of(pid).is_empty());
+        l
     };
     let (a, b) = (start("sched-a.json"), start("sched-b.json"));
-    wait_tracing(a.id());
-    wait_tracing(b.id());
+    // The readers open their pipes right after.
+    std::thread::sleep(Duration::from_millis(200));
     // Nothing named `waiter` exists yet: it appears a second later and exits before the end.
     std::thread::sleep(Duration::from_secs(1));
     let t0 = mono_ns() + 200_000_000;
@@ -430,12 +361,7 @@ fn two_runs_at_once_and_a_name_that_appears_later_and_exits_early() {
     let (_, _, seen) = wakes(&pair.stdout);
     for (l, name) in [(a, "sched-a.json"), (b, "sched-b.json")] {
         let pid = l.id();
-        let out = l.wait_with_output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        l.finish().assert_ok();
         let run = read_json(&dir.join(name));
         let w = run["series"]
             .as_array()
@@ -477,16 +403,13 @@ fn perf() -> Option<&'static Path> {
 
 #[test]
 fn perf_sched_and_latlab_agree_on_the_same_events() {
-    if let Some(w) = trace_unavailable() {
-        return skip("sched_vs_perf", &w);
-    }
     let Some(perf) = perf() else {
         return skip(
             "sched_vs_perf",
             "perf is not installed (Debian's linux-perf)",
         );
     };
-    let _x = exclusive();
+    let Some(_x) = trace_test() else { return };
     let dir = scratch();
     let json = dir.join("sched-perf.json");
     let data = dir.join("perf-sched.data");
@@ -498,7 +421,9 @@ fn perf_sched_and_latlab_agree_on_the_same_events() {
         .unwrap();
     // The workload starts first and sleeps until t0: its threads' creation and pinning (a
     // migration, whose wake-up the two tools time differently) happen before either traces.
-    let t0 = mono_ns() + 3_000_000_000;
+    // Five seconds for both tools to start, a wide margin on a busy machine (the workload
+    // then runs 2.5 s; both tools trace past its end).
+    let t0 = mono_ns() + 5_000_000_000;
     let pair = Command::new(wakepair())
         .args([
             "--t0",
@@ -511,26 +436,16 @@ fn perf_sched_and_latlab_agree_on_the_same_events() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let l = latlab()
-        .args([
-            "sched",
-            "--comm",
-            "waiter",
-            "-D",
-            "9",
-            "--no-store",
-            "--json",
-        ])
-        .arg(&json)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_tracing(l.id());
+    let l = start_tracing(
+        latlab()
+            .words("sched --comm waiter -D 11 --no-store --json")
+            .arg(&json),
+        Stdio::piped,
+    );
     let rec = Command::new(perf)
         .args(["sched", "record", "-o"])
         .arg(&data)
-        .args(["--", "sleep", "7"])
+        .args(["--", "sleep", "9"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -541,7 +456,7 @@ fn perf_sched_and_latlab_agree_on_the_same_events() {
     );
     let pair = pair.wait_with_output().unwrap();
     let rec = rec.wait_with_output().unwrap();
-    let out = l.wait_with_output().unwrap();
+    let out = l.finish();
     let _ = busy.kill();
     let _ = busy.wait();
     assert!(
@@ -549,11 +464,7 @@ fn perf_sched_and_latlab_agree_on_the_same_events() {
         "{}",
         String::from_utf8_lossy(&rec.stderr)
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    out.assert_ok();
     let (waiter, _, seen) = wakes(&pair.stdout);
     // `perf sched latency` (perf 6.1) ignores sched_waking, which `perf sched record` records
     // instead of sched_wakeup here, and counts one switch per task: timehist reads it.

@@ -1,7 +1,7 @@
 //! The table of measurements seen from the command line: options every measurement shares
 //! (`--strict`), getopt-style values that name their flag, and planned work that is bounded.
 
-use crate::util::{expect_exit, latlab};
+use crate::util::{expect_exit, latlab, latlab_as_nobody, Dir};
 
 /// Every measurement `latlab help` lists before the other commands.
 const MEASUREMENTS: &[&str] = &[
@@ -11,9 +11,8 @@ const MEASUREMENTS: &[&str] = &[
 #[test]
 fn every_measurement_takes_the_common_options_after_its_own() {
     for m in MEASUREMENTS {
-        let out = latlab().args([m, "--help"]).output().unwrap();
-        assert!(out.status.success(), "{m} --help");
-        let help = String::from_utf8_lossy(&out.stdout);
+        let out = latlab().args([m, "--help"]).assert_ok();
+        let help = &out.stdout;
         let common = help
             .find("Common options:")
             .unwrap_or_else(|| panic!("{m}: no common options heading:\n{help}"));
@@ -32,8 +31,8 @@ fn every_measurement_takes_the_common_options_after_its_own() {
 
 #[test]
 fn help_lists_the_measurements_first_in_table_order() {
-    let out = latlab().arg("--help").output().unwrap();
-    let help = String::from_utf8_lossy(&out.stdout);
+    let out = latlab().arg("--help").output();
+    let help = &out.stdout;
     let at: Vec<usize> = MEASUREMENTS
         .iter()
         .map(|m| {
@@ -65,20 +64,14 @@ fn a_negative_value_names_its_flag() {
 
 #[test]
 fn an_option_where_a_value_belongs_is_refused_naming_the_option() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = latlab()
+    let dir = Dir::new();
+    latlab()
         .current_dir(dir.path())
-        .args(["cyclic", "-l", "5", "-q", "--store", "--no-store"])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+        .words("cyclic -l 5 -q --store --no-store")
+        .assert_refused(2, "'--no-store'")
+        .assert_refused_naming("--store");
     assert!(
-        err.contains("--store") && err.contains("'--no-store'"),
-        "{err}"
-    );
-    assert!(
-        !dir.path().join("--no-store").exists(),
+        !dir.join("--no-store").exists(),
         "a store file named --no-store was made"
     );
     expect_exit(&["cyclic"], &["--json", "--quiet", "-l", "5"], 2, "--json");
@@ -90,15 +83,9 @@ fn an_option_where_a_value_belongs_is_refused_naming_the_option() {
         2,
         "must be greater than zero",
     );
-    let out = latlab()
-        .args(["cyclic", "-l", "5", "-q", "--no-store", "--json", "-"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    latlab()
+        .words("cyclic -l 5 -q --no-store --json -")
+        .assert_ok();
 }
 
 #[test]
@@ -145,68 +132,28 @@ fn absurd_planned_work_is_refused_before_it_starts() {
 #[test]
 fn optional_values_still_read_as_flags() {
     // `-t -a` is two flags (cyclictest's habit), not -t with the value "-a".
-    let out = latlab()
-        .args([
-            "cyclic",
-            "-t",
-            "-a",
-            "-l",
-            "3",
-            "-q",
-            "--no-store",
-            "-p",
-            "0",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    latlab()
+        .words("cyclic -t -a -l 3 -q --no-store -p 0")
+        .assert_ok();
 }
 
-/// Runs latlab as `nobody` from a world-readable copy of the binary, with its state and store
-/// in `dir`; None (and a skip line) where that cannot be done.
-fn as_nobody(test: &str, dir: &std::path::Path, args: &[&str]) -> Option<std::process::Output> {
-    // SAFETY: no arguments.
-    let root = unsafe { libc::geteuid() } == 0;
-    if !root || !std::path::Path::new("/usr/sbin/runuser").exists() {
-        crate::util::skip(test, "needs root and runuser to drop to 'nobody'");
-        return None;
-    }
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777)).unwrap();
-    let bin = dir.join("latlab");
-    if !bin.exists() {
-        std::fs::copy(env!("CARGO_BIN_EXE_latlab"), &bin).unwrap();
-        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
-    let state = dir.join("state");
-    Some(
-        std::process::Command::new("runuser")
-            .args(["-u", "nobody", "--", "env"])
-            .arg(format!("XDG_STATE_HOME={}", state.display()))
-            .arg(format!("HOME={}", dir.display()))
-            .arg("LATLAB_JOURNAL=")
-            .arg(&bin)
-            .args(args)
-            .current_dir(dir)
-            .output()
-            .unwrap(),
-    )
+/// Runs latlab as `nobody` with its state and store in `dir`; None (after a skip) where that
+/// cannot be done.
+fn as_nobody(dir: &Dir, args: &[&str]) -> Option<std::process::Output> {
+    let vars = [
+        format!("XDG_STATE_HOME={}", dir.join("state").display()),
+        format!("HOME={}", dir.path().display()),
+        "LATLAB_JOURNAL=".to_string(),
+    ];
+    let mut c = latlab_as_nobody(dir, &vars)?;
+    Some(c.args(args).current_dir(dir.path()).output().unwrap())
 }
 
 #[test]
 fn strict_refuses_and_nothing_is_journaled_that_cannot_change_as_nobody() {
-    let dir = tempfile::tempdir().unwrap();
-    let t = "strict_refuses_and_nothing_is_journaled_that_cannot_change_as_nobody";
+    let dir = Dir::new();
     // --strict holds for every measurement: contend's FIFO 50 is refused, not degraded.
-    let Some(out) = as_nobody(
-        t,
-        dir.path(),
-        &["contend", "--strict", "-D", "1s", "--no-store"],
-    ) else {
+    let Some(out) = as_nobody(&dir, &["contend", "--strict", "-D", "1s", "--no-store"]) else {
         return;
     };
     let err = String::from_utf8_lossy(&out.stderr);
@@ -225,15 +172,15 @@ fn strict_refuses_and_nothing_is_journaled_that_cannot_change_as_nobody() {
         "monotonic",
         "--no-store",
     ];
-    let out = as_nobody(t, dir.path(), &args).unwrap();
+    let out = as_nobody(&dir, &args).unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "{err}");
     assert!(err.contains("--clocksource"), "{err}");
     assert!(
-        !dir.path().join("state/latlab/restore.json").exists(),
+        !dir.join("state/latlab/restore.json").exists(),
         "a journal was left behind"
     );
-    let out = as_nobody(t, dir.path(), &["runs", "list", "--store", "sqlite:r.db"]).unwrap();
+    let out = as_nobody(&dir, &["runs", "list", "--store", "sqlite:r.db"]).unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("restore"), "a later start warns: {err}");
 }

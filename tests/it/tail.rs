@@ -2,7 +2,7 @@
 //! refusals with exit 4, the JSON shape, bad input naming the flag or file (exit 2), and where
 //! the tail shows elsewhere (compare --tail-at, gate --extrapolate, the report).
 
-use crate::util::{expect_exit, latlab};
+use crate::util::{expect_exit, latlab, Dir};
 use latlab::result::{Run, Series};
 use latlab::stats::summary::Recorder;
 use std::path::{Path, PathBuf};
@@ -24,19 +24,10 @@ fn write_values(dir: &Path, name: &str, v: &[f64]) -> PathBuf {
 }
 
 fn tail(dir: &Path, args: &[&str]) -> (Option<i32>, String, String) {
-    let out = latlab()
-        .arg("tail")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let out = latlab().arg("tail").args(args).current_dir(dir).output();
+    let err = out.stderr.clone();
     assert!(!err.contains("panicked"), "{args:?}: {err}");
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        err,
-    )
+    (out.code(), out.stdout.clone(), err)
 }
 
 /// A run of the latencies `ns` (one series, in this order) over `secs`, optionally with its
@@ -96,7 +87,7 @@ fn bursty_ns(seed: u64) -> Vec<u64> {
 
 #[test]
 fn a_value_file_gets_levels_with_intervals_and_the_json_shape() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Dir::new();
     let d = dir.path();
     write_values(d, "v.txt", &values(20_000));
     let (code, out, err) = tail(d, &["v.txt", "--at", "1e-5,1e-7", "--json"]);
@@ -131,15 +122,14 @@ fn a_value_file_gets_levels_with_intervals_and_the_json_shape() {
     // Standard input too.
     let out = latlab()
         .args(["tail", "-", "--at", "1e-5"])
-        .stdin(std::fs::File::open(d.join("v.txt")).unwrap())
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
+        .stdin(std::fs::read(d.join("v.txt")).unwrap())
+        .output();
+    assert_eq!(out.code(), Some(0));
 }
 
 #[test]
 fn refusals_exit_4_with_the_reason_and_what_would_help() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Dir::new();
     let d = dir.path();
     // Too few.
     write_values(d, "few.txt", &values(200));
@@ -163,7 +153,7 @@ fn refusals_exit_4_with_the_reason_and_what_would_help() {
 
 #[test]
 fn runs_from_histograms_and_from_their_sample_log() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Dir::new();
     let d = dir.path();
     let ns = bursty_ns(31);
     run_file(d, "h.json", &ns, 200.0, false);
@@ -227,7 +217,7 @@ fn runs_from_histograms_and_from_their_sample_log() {
 
 #[test]
 fn bad_input_is_exit_2_naming_the_flag_or_file() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Dir::new();
     let d = dir.path();
     let v = write_values(d, "v.txt", &values(2000));
     let v = v.to_str().unwrap();
@@ -279,7 +269,7 @@ fn bad_input_is_exit_2_naming_the_flag_or_file() {
 
 #[test]
 fn compare_gate_and_report_show_the_tail() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Dir::new();
     let d = dir.path();
     write_values(d, "a.txt", &values(20_000));
     let b: Vec<f64> = values(20_000).iter().map(|x| x * 1.5).collect();
@@ -287,9 +277,8 @@ fn compare_gate_and_report_show_the_tail() {
     let out = latlab()
         .args(["compare", "a.txt", "b.txt", "--tail-at", "1e-6"])
         .current_dir(d)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
+        .output();
+    let text = out.stdout.clone();
     assert!(
         text.contains("tail: the latency exceeded with probability 1e-06"),
         "{text}"
@@ -306,9 +295,8 @@ fn compare_gate_and_report_show_the_tail() {
             "json",
         ])
         .current_dir(d)
-        .output()
-        .unwrap();
-    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        .output();
+    let j: serde_json::Value = out.json();
     assert_eq!(j["tail"].as_array().unwrap().len(), 2);
     assert!(j["tail"][1]["quantile"]["high"].as_f64().unwrap() > 0.0);
     expect_exit(
@@ -341,12 +329,12 @@ fn compare_gate_and_report_show_the_tail() {
         .collect();
     let mut args = vec!["gate".to_string(), "rate(>200us)<1e-9".to_string()];
     args.extend(runs.iter().cloned());
-    let out = latlab().args(&args).output().unwrap();
-    assert_eq!(out.status.code(), Some(4));
+    let out = latlab().args(&args).output();
+    assert_eq!(out.code(), Some(4));
     args.push("--extrapolate".into());
-    let out = latlab().args(&args).output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{text}");
+    let out = latlab().args(&args).output();
+    let text = out.stdout.clone();
+    assert_eq!(out.code(), Some(0), "{text}");
     assert!(text.contains("extrapolation (generalized Pareto"), "{text}");
     assert!(text.contains("verdict with extrapolation: MET"), "{text}");
     // Runs too short for a tail: the requirement stays undecided, saying why.
@@ -366,9 +354,9 @@ fn compare_gate_and_report_show_the_tail() {
     let mut args = vec!["gate".to_string(), "rate(>200us)<1e-9".to_string()];
     args.extend(short);
     args.push("--extrapolate".into());
-    let out = latlab().args(&args).output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(4), "{text}");
+    let out = latlab().args(&args).output();
+    let text = out.stdout.clone();
+    assert_eq!(out.code(), Some(4), "{text}");
     assert!(
         text.contains("the tail cannot be modelled: too few"),
         "{text}"
@@ -379,13 +367,8 @@ fn compare_gate_and_report_show_the_tail() {
     let out = latlab()
         .args(["report", rep.to_str().unwrap(), "-o"])
         .arg(d.join("r.html"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .output();
+    assert!(out.status.success(), "{}", out.stderr.clone());
     let html = std::fs::read_to_string(d.join("r.html")).unwrap();
     assert!(html.contains("Tail beyond the data"), "no tail section");
     assert!(html.contains(r#"data-kind="tail""#));

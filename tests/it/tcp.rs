@@ -1,7 +1,7 @@
 //! `latlab tcp`: the bytes and transactions it reports are the ones that moved; `--repeat`
 //! feeds ministat; only loopback is ever used.
 
-use crate::util::{latlab, read_json};
+use crate::util::{expect_exit, latlab, read_json, Dir};
 
 fn runs(json: &std::path::Path) -> Vec<serde_json::Value> {
     read_json(json)["series"][0]["extra"]["runs"]
@@ -12,21 +12,14 @@ fn runs(json: &std::path::Path) -> Vec<serde_json::Value> {
 
 #[test]
 fn stream_receiver_count_equals_bytes_sent() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Dir::new();
     for tasks in ["threads", "processes"] {
-        let json = dir.path().join(format!("{tasks}.json"));
-        let out = latlab()
-            .args([
-                "tcp", "-D", "300ms", "-m", "10000", "--tasks", tasks, "--json",
-            ])
+        let json = dir.join(format!("{tasks}.json"));
+        latlab()
+            .words("tcp -D 300ms -m 10000 --tasks")
+            .args([tasks, "--json"])
             .arg(&json)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+            .assert_ok();
         for r in runs(&json) {
             let sent = r["sent"].as_u64().unwrap();
             assert!(sent > 0);
@@ -42,29 +35,12 @@ fn stream_receiver_count_equals_bytes_sent() {
 
 #[test]
 fn rr_counts_equal_transactions() {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("rr.json");
-    let out = latlab()
-        .args([
-            "tcp",
-            "--mode",
-            "rr",
-            "-D",
-            "300ms",
-            "-r",
-            "64",
-            "--response-size",
-            "512",
-            "--json",
-        ])
+    let dir = Dir::new();
+    let json = dir.join("rr.json");
+    latlab()
+        .words("tcp --mode rr -D 300ms -r 64 --response-size 512 --json")
         .arg(&json)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .assert_ok();
     let r = &runs(&json)[0];
     assert_eq!(r["sent"], r["received"]);
     let run = read_json(&json);
@@ -74,19 +50,14 @@ fn rr_counts_equal_transactions() {
 
 #[test]
 fn repeat_prints_one_figure_per_line_for_ministat() {
-    let out = latlab()
-        .args(["tcp", "-D", "200ms", "--repeat", "3"])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let text = String::from_utf8_lossy(&out.stdout);
-    let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 3, "{text}");
+    let out = latlab().words("tcp -D 200ms --repeat 3").assert_ok();
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(lines.len(), 3, "{out}");
     assert!(
         lines
             .iter()
             .all(|l| l.parse::<f64>().is_ok_and(|v| v > 0.0)),
-        "{text}"
+        "{out}"
     );
 }
 
@@ -102,7 +73,7 @@ fn tcp_bad_input() {
         (vec!["-D", "-1"], "--duration"),
         (vec!["--sender-cpu", "999"], "--sender-cpu"),
     ] {
-        crate::util::expect_exit(&["tcp"], &args, 2, want);
+        expect_exit(&["tcp"], &args, 2, want);
     }
 }
 
@@ -110,16 +81,8 @@ fn tcp_bad_input() {
 /// as a measurement.
 #[test]
 fn a_run_that_moved_no_data_is_flagged() {
-    let out = latlab()
-        .args(["tcp", "-D", "1ns", "--no-store", "--json", "-"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
+    let out = latlab().words("tcp -D 1ns --no-store --json -").assert_ok();
+    let text = &out.stdout;
     let json = &text[..text.rfind('}').unwrap() + 1];
     let v: serde_json::Value = serde_json::from_str(json).unwrap();
     let received = v["series"][0]["extra"]["runs"][0]["received"]

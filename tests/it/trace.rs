@@ -2,180 +2,121 @@
 //! gone (and the mount as found) after a normal end, after SIGINT, after a second SIGINT, with
 //! two traced runs at once, and (through `latlab restore`) after SIGKILL.
 
-use crate::util::{exclusive, has_thread, latlab, mono_ns, read_json, rt_unavailable, skip};
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use crate::util::{
+    exec_bursts, expect_exit, have, instance_of, latlab, pin, read_json, run_tool, skip, stall,
+    trace_test, tracefs_mounts, Dir, Injected, Output, Running, TestCommand,
+};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
-/// Why tracing tests cannot run here, if they cannot.
-pub(crate) fn trace_unavailable() -> Option<String> {
-    if let Some(w) = rt_unavailable() {
-        return Some(w);
-    }
-    let mounted = std::fs::read_to_string("/proc/mounts")
-        .unwrap_or_default()
-        .contains(" tracefs ");
-    if !mounted && !Path::new("/sys/kernel/tracing").is_dir() {
-        return Some("no tracefs and no /sys/kernel/tracing to mount it on".into());
-    }
-    None
-}
-
-/// Instances named after `pid` (the traced CPUs' and the process events') in any mounted
-/// tracefs.
-pub(crate) fn instance_of(pid: u32) -> Vec<PathBuf> {
-    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
-    mounts
-        .lines()
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            (f.len() > 2 && f[2] == "tracefs").then(|| PathBuf::from(f[1]))
-        })
-        .flat_map(|m| {
-            [
-                m.join(format!("instances/latlab-{pid}")),
-                m.join(format!("instances/latlab-{pid}-procs")),
-            ]
-        })
-        .filter(|p| p.exists())
-        .collect()
-}
-
-/// Where tracefs is mounted now, if anywhere.
-fn tracefs_mounts() -> Vec<String> {
-    std::fs::read_to_string("/proc/mounts")
-        .unwrap_or_default()
-        .lines()
-        .filter(|l| l.split_whitespace().nth(2) == Some("tracefs"))
-        .map(|l| l.split_whitespace().nth(1).unwrap_or("").to_string())
-        .collect()
-}
-
-/// A traced cyclic run on CPU 1 until interrupted, journaling in `journal`.
-fn traced_run(journal: &Path, extra_env: &[(&str, &str)]) -> std::process::Child {
-    latlab()
-        .env("LATLAB_JOURNAL", journal)
+/// A traced cyclic run on CPU 1 until interrupted, journaling in `journal`, once its tracefs
+/// instance is there.
+fn traced_run(journal: &Path, extra_env: &[(&str, &str)]) -> Running {
+    let mut child = latlab()
+        .journal(journal)
         .envs(extra_env.iter().copied())
-        .args(["cyclic", "-t", "1", "-a", "1", "-i", "1ms", "-D", "1h"])
-        .args(["--trace", "-q", "--no-store"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
+        .words("cyclic -t 1 -a 1 -i 1ms -D 1h --trace -q --no-store")
+        .spawn();
+    child.wait_until("tracing", |pid| !instance_of(pid).is_empty());
+    child
 }
 
-fn wait_for_instance(pid: u32) {
-    let t0 = Instant::now();
-    while instance_of(pid).is_empty() {
-        assert!(t0.elapsed() < Duration::from_secs(20), "no instance");
-        std::thread::sleep(Duration::from_millis(20));
+/// A traced cyclic run at priority 80 on CPU 1 (`cyclic -t 1 -a 1 -p 80 -i 1ms`), journaling
+/// in `dir`; the caller adds the duration and what else it tests.
+fn traced_cyclic(dir: &Dir) -> TestCommand {
+    let mut c = latlab();
+    c.journal(dir.join("restore.json"))
+        .words("cyclic -t 1 -a 1 -p 80 -i 1ms --trace -q --no-store");
+    c
+}
+
+/// Runs `cmd` while a thread named `inject` stalls CPU 1 at SCHED_FIFO 99 for 3 ms, once the
+/// run has its thread `thread`: first `lead` + `gap` after, then `gap` apart, `times` times.
+/// Returns what the run wrote, what the stalls were and the run's pid.
+fn run_injected(
+    cmd: &mut TestCommand,
+    thread: &'static str,
+    (lead, gap, times): (u64, u64, usize),
+) -> (Output, Injected, u32) {
+    let child = cmd.spawn();
+    let pid = child.id();
+    let gap = Duration::from_millis(gap);
+    let inj = stall(child.id(), thread, 1)
+        .prio(99)
+        .busy(Duration::from_millis(3))
+        .after(Duration::from_millis(lead) + gap)
+        .repeat(times, gap)
+        .start();
+    let out = child.finish();
+    (out, inj.join().unwrap(), pid)
+}
+
+/// An ordinary thread on CPU 1 sending UDP over loopback as fast as it can (the receive path
+/// runs as NET_RX softirq on that CPU) until dropped; `stop` returns how many it sent.
+struct Flood {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<u64>>,
+    _rx: std::net::UdpSocket,
+}
+
+impl Flood {
+    fn start() -> Flood {
+        let rx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let to = rx.local_addr().unwrap();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let s2 = stop.clone();
+        let thread = std::thread::spawn(move || {
+            pin(1);
+            let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+            let buf = [7u8; 1400];
+            let mut n = 0u64;
+            while !s2.load(std::sync::atomic::Ordering::Relaxed) {
+                n += u64::from(tx.send_to(&buf, to).is_ok());
+            }
+            n
+        });
+        Flood {
+            stop,
+            thread: Some(thread),
+            _rx: rx,
+        }
+    }
+
+    fn stop(mut self) -> u64 {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread.take().unwrap().join().unwrap()
     }
 }
 
-fn sigint(pid: u32) {
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(pid as i32, libc::SIGINT) };
-}
-
-/// A thread named `inject`, SCHED_FIFO 99 on `cpu`, that busy-waits `busy` every `gap`, `times`
-/// times, once `pid` has its thread `thread`; returns its tid and the busy windows (MONOTONIC).
-fn inject(
-    pid: u32,
-    thread: &'static str,
-    cpu: usize,
-    busy: Duration,
-    lead: Duration,
-    gap: Duration,
-    times: usize,
-) -> std::thread::JoinHandle<(i32, Vec<(u64, u64)>)> {
-    std::thread::Builder::new()
-        .name("inject".into())
-        .spawn(move || {
-            // SAFETY: plain libc calls on the calling thread with valid arguments.
-            unsafe {
-                let mut set: libc::cpu_set_t = std::mem::zeroed();
-                libc::CPU_SET(cpu, &mut set);
-                assert_eq!(
-                    libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set),
-                    0
-                );
-                let p = libc::sched_param { sched_priority: 99 };
-                assert_eq!(libc::sched_setscheduler(0, libc::SCHED_FIFO, &p), 0);
-            }
-            // SAFETY: no arguments.
-            let tid = unsafe { libc::gettid() };
-            let t0 = Instant::now();
-            while !has_thread(pid, thread) {
-                assert!(t0.elapsed() < Duration::from_secs(30), "no {thread}");
-                std::thread::sleep(Duration::from_millis(2));
-            }
-            std::thread::sleep(lead);
-            let mut windows = Vec::new();
-            for _ in 0..times {
-                std::thread::sleep(gap);
-                let (a, t) = (mono_ns(), Instant::now());
-                while t.elapsed() < busy {
-                    std::hint::spin_loop();
-                }
-                windows.push((a, mono_ns()));
-            }
-            (tid, windows)
-        })
-        .unwrap()
+impl Drop for Flood {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 #[test]
 fn an_injected_thread_is_named_on_its_cpu_and_only_there() {
-    let Some(()) = trace_unavailable().map_or(Some(()), |w| {
-        skip("an_injected_thread_is_named_on_its_cpu_and_only_there", &w);
-        None
-    }) else {
-        return;
-    };
-    let _x = exclusive();
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("r.json");
-    let child = latlab()
-        .env("LATLAB_JOURNAL", dir.path().join("restore.json"))
-        .args([
-            "cyclic", "-t", "2", "-a", "0,1", "-p", "80", "-i", "1ms", "-D", "10s",
-        ])
-        .args([
-            "--trace",
-            "--trace-threshold",
-            "500us",
-            "-q",
-            "--no-store",
-            "--json",
-        ])
+    let Some(_x) = trace_test() else { return };
+    let dir = Dir::new();
+    let json = dir.join("r.json");
+    let mut cmd = latlab();
+    cmd.journal(dir.join("restore.json"))
+        .words("cyclic -t 2 -a 0,1 -p 80 -i 1ms -D 10s")
+        .words("--trace --trace-threshold 500us -q --no-store --json")
         .arg(&json)
         .arg("--trace-save")
-        .arg(dir.path().join("timeline.txt"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let stalls = 20;
-    let inj = inject(
-        pid,
-        "latlab-T1",
-        1,
-        Duration::from_millis(3),
-        Duration::from_millis(500),
-        Duration::from_millis(400),
-        stalls,
-    );
-    let out = child.wait_with_output().unwrap();
-    let (tid, windows) = inj.join().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
-    let text = String::from_utf8_lossy(&out.stdout);
+        .arg(dir.join("timeline.txt"));
+    let (out, Injected { tid, windows }, pid) = run_injected(&mut cmd, "latlab-T1", (500, 400, 20));
+    out.assert_ok();
+    let text = &out.stdout;
     assert!(text.contains("why (--trace"), "{text}");
     assert!(instance_of(pid).is_empty(), "instance left behind");
 
     let run = read_json(&json);
-    check_culprit(&run, &text, tid, &windows, 1_000_000, "thread");
+    check_culprit(&run, text, tid, &windows, 1_000_000, "thread");
     // NMIs, SMIs and steal: counted per CPU where readable, and what was not is a warning.
     let t = &run["trace"];
     assert_eq!(
@@ -204,7 +145,7 @@ fn an_injected_thread_is_named_on_its_cpu_and_only_there() {
     }
     assert!(text.contains("counted: CPU 0: "), "{text}");
     // The saved timeline shows the culprit's switch to the measuring thread.
-    let tl = std::fs::read_to_string(dir.path().join("timeline.txt")).unwrap();
+    let tl = dir.read("timeline.txt");
     assert!(tl.contains("== T1 CPU 1 #"), "{tl}");
     assert!(
         tl.contains(&format!("sched_switch inject:{tid} RT 99")),
@@ -289,99 +230,55 @@ fn check_culprit(
 
 #[test]
 fn noise_names_the_injected_thread() {
-    if let Some(w) = trace_unavailable() {
-        skip("noise_names_the_injected_thread", &w);
-        return;
-    }
-    let _x = exclusive();
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("r.json");
+    let Some(_x) = trace_test() else { return };
+    let dir = Dir::new();
+    let json = dir.join("r.json");
     // Shorter than the RT runtime (950 ms of 1 s): no throttling gap in the way.
-    let child = latlab()
-        .env("LATLAB_JOURNAL", dir.path().join("restore.json"))
-        .args(["noise", "--cpus", "1", "--priority", "80", "-D", "800ms"])
-        .args([
-            "--trace",
-            "--trace-threshold",
-            "500us",
-            "-q",
-            "--no-store",
-            "--json",
-        ])
-        .arg(&json)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let inj = inject(
-        pid,
-        "latlab-cpu1",
-        1,
-        Duration::from_millis(3),
-        Duration::from_millis(20),
-        Duration::from_millis(120),
-        4,
-    );
-    let out = child.wait_with_output().unwrap();
-    let (tid, windows) = inj.join().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut cmd = latlab();
+    cmd.journal(dir.join("restore.json"))
+        .words("noise --cpus 1 --priority 80 -D 800ms")
+        .words("--trace --trace-threshold 500us -q --no-store --json")
+        .arg(&json);
+    let (out, Injected { tid, windows }, pid) = run_injected(&mut cmd, "latlab-cpu1", (20, 120, 4));
+    out.assert_ok();
     assert!(instance_of(pid).is_empty(), "instance left behind");
-    check_culprit(&read_json(&json), &text, tid, &windows, 1_000_000, "thread");
+    check_culprit(
+        &read_json(&json),
+        &out.stdout,
+        tid,
+        &windows,
+        1_000_000,
+        "thread",
+    );
 }
 
 #[test]
 fn the_instance_is_removed_after_sigint_and_restore_removes_it_after_sigkill() {
-    if let Some(w) = trace_unavailable() {
-        skip(
-            "the_instance_is_removed_after_sigint_and_restore_removes_it_after_sigkill",
-            &w,
-        );
-        return;
-    }
-    let _x = exclusive();
-    let dir = tempfile::tempdir().unwrap();
-    let journal = dir.path().join("restore.json");
+    let Some(_x) = trace_test() else { return };
+    let dir = Dir::new();
+    let journal = dir.join("restore.json");
     let mounts = tracefs_mounts();
     let start = || traced_run(&journal, &[]);
     // SIGINT: a clean end removes everything.
     let child = start();
     let pid = child.id();
-    wait_for_instance(pid);
     std::thread::sleep(Duration::from_millis(500));
-    sigint(pid);
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(String::from_utf8_lossy(&out.stdout).contains("why (--trace"));
+    child.signal(libc::SIGINT);
+    let out = child.finish();
+    out.assert_ok();
+    assert!(out.stdout.contains("why (--trace"), "{out}");
     assert!(instance_of(pid).is_empty(), "instance left after SIGINT");
     assert_eq!(tracefs_mounts(), mounts, "mount state changed");
-    assert!(!dir.path().join(format!("trace-{pid}.json")).exists());
+    assert!(!dir.join(format!("trace-{pid}.json")).exists());
 
     // SIGKILL: the journal is left, and `latlab restore` removes the instance.
-    let mut child = start();
+    let child = start();
     let pid = child.id();
-    wait_for_instance(pid);
-    child.kill().unwrap();
-    child.wait().unwrap();
-    let j = dir.path().join(format!("trace-{pid}.json"));
+    child.kill();
+    let j = dir.join(format!("trace-{pid}.json"));
     assert!(j.exists(), "no trace journal after SIGKILL");
-    let out = latlab()
-        .env("LATLAB_JOURNAL", &journal)
-        .arg("restore")
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = latlab().journal(&journal).arg("restore").assert_ok();
+    let text = &out.stdout;
     assert!(text.contains("removed tracefs instance"), "{text}");
     assert!(instance_of(pid).is_empty(), "restore left the instance");
     assert!(!j.exists());
@@ -392,82 +289,65 @@ fn the_instance_is_removed_after_sigint_and_restore_removes_it_after_sigkill() {
 
 #[test]
 fn a_second_sigint_leaves_no_instance_and_no_mount() {
-    if let Some(w) = trace_unavailable() {
-        skip("a_second_sigint_leaves_no_instance_and_no_mount", &w);
-        return;
-    }
-    let _x = exclusive();
-    let dir = tempfile::tempdir().unwrap();
-    let journal = dir.path().join("restore.json");
+    let Some(_x) = trace_test() else { return };
+    let dir = Dir::new();
+    let journal = dir.join("restore.json");
     let mounts = tracefs_mounts();
     // Twice within 100 ms (a terminal and `timeout` deliver one request twice): a clean end.
     let child = traced_run(&journal, &[]);
     let pid = child.id();
-    wait_for_instance(pid);
-    sigint(pid);
+    child.signal(libc::SIGINT);
     std::thread::sleep(Duration::from_millis(50));
-    sigint(pid);
-    let out = child.wait_with_output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
+    child.signal(libc::SIGINT);
+    child.finish().assert_ok();
     assert!(instance_of(pid).is_empty(), "instance left after SIGINT x2");
-    assert!(!dir.path().join(format!("trace-{pid}.json")).exists());
+    assert!(!dir.join(format!("trace-{pid}.json")).exists());
     assert_eq!(tracefs_mounts(), mounts, "mount state changed");
     // A real second Ctrl-C while the run is still ending (its teardown held open by a test
-    // delay): exit 130 at once, and the exit path removes the instance and the mount.
-    let child = traced_run(&journal, &[("LATLAB_TEST_TRACE_FINISH_DELAY_MS", "5000")]);
+    // delay of a minute): exit 130 long before the delay is over, and the exit path removes
+    // the instance and the mount. (The bound is half the delay, not a time the exit must
+    // meet: only a run that waited out its teardown reaches it.)
+    let delay = Duration::from_secs(60);
+    let ms = delay.as_millis().to_string();
+    let child = traced_run(&journal, &[("LATLAB_TEST_TRACE_FINISH_DELAY_MS", &ms)]);
     let pid = child.id();
-    wait_for_instance(pid);
-    sigint(pid);
+    child.signal(libc::SIGINT);
     std::thread::sleep(Duration::from_millis(800));
     assert!(!instance_of(pid).is_empty(), "the run ended too early");
-    sigint(pid);
     let t0 = Instant::now();
-    let out = child.wait_with_output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(130), "{err}");
-    assert!(t0.elapsed() < Duration::from_secs(4), "not ended at once");
-    assert!(err.contains("second interrupt"), "{err}");
+    child.signal(libc::SIGINT);
+    let out = child.end_within(delay / 2);
+    let waited = t0.elapsed();
+    out.assert_exit(130);
+    assert!(waited < delay / 2, "not ended at once: {waited:?}");
+    assert!(out.stderr.contains("second interrupt"), "{out}");
     assert!(
         instance_of(pid).is_empty(),
         "instance left after a second SIGINT"
     );
-    assert!(!dir.path().join(format!("trace-{pid}.json")).exists());
+    assert!(!dir.join(format!("trace-{pid}.json")).exists());
     assert_eq!(tracefs_mounts(), mounts, "mount state changed");
 }
 
 #[test]
 fn two_traced_runs_at_once_both_end_cleanly() {
-    if let Some(w) = trace_unavailable() {
-        skip("two_traced_runs_at_once_both_end_cleanly", &w);
-        return;
-    }
-    let _x = exclusive();
-    let dir = tempfile::tempdir().unwrap();
-    let journal = dir.path().join("restore.json");
+    let Some(_x) = trace_test() else { return };
+    let dir = Dir::new();
+    let journal = dir.join("restore.json");
     let mounts = tracefs_mounts();
     for round in 0..4 {
         let run = || {
             latlab()
-                .env("LATLAB_JOURNAL", &journal)
-                .args(["cyclic", "-t", "1", "-a", "1", "-i", "1ms", "-D", "1s"])
-                .args(["--trace", "-q", "--no-store"])
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
+                .journal(&journal)
+                .words("cyclic -t 1 -a 1 -i 1ms -D 1s --trace -q --no-store")
                 .spawn()
-                .unwrap()
         };
         let (a, b) = (run(), run());
         let (pa, pb) = (a.id(), b.id());
-        for (pid, out) in [(pa, a.wait_with_output()), (pb, b.wait_with_output())] {
-            let out = out.unwrap();
-            let err = String::from_utf8_lossy(&out.stderr);
-            assert!(out.status.success(), "round {round}, pid {pid}: {err}");
-            assert!(
-                String::from_utf8_lossy(&out.stdout).contains("why (--trace"),
-                "round {round}: {err}"
-            );
-            assert!(!err.contains("umount"), "round {round}: {err}");
+        for (pid, out) in [(pa, a.finish()), (pb, b.finish())] {
+            out.assert_ok();
+            assert!(out.stdout.contains("why (--trace"), "round {round}: {out}");
+            assert!(!out.stderr.contains("umount"), "round {round}: {out}");
             assert!(instance_of(pid).is_empty(), "round {round}: instance left");
         }
         assert_eq!(
@@ -476,7 +356,7 @@ fn two_traced_runs_at_once_both_end_cleanly() {
             "round {round}: mount state changed"
         );
         assert!(
-            !dir.path().join("tracefs-mount.json").exists(),
+            !dir.join("tracefs-mount.json").exists(),
             "round {round}: a mount user list left behind"
         );
     }
@@ -484,80 +364,30 @@ fn two_traced_runs_at_once_both_end_cleanly() {
 
 #[test]
 fn trace_flags_are_checked() {
-    crate::util::expect_exit(
-        &["cyclic"],
-        &["--trace", "--clock", "realtime", "-l", "1"],
-        2,
-        "--trace",
-    );
-    crate::util::expect_exit(
-        &["cyclic"],
-        &["--trace", "--trace-threshold", "0", "-l", "1"],
-        2,
-        "--trace-threshold",
-    );
-    crate::util::expect_exit(
-        &["cyclic"],
-        &["--trace-threshold", "5us", "-l", "1"],
-        2,
-        "--trace",
-    );
+    for (args, flag) in [
+        ("--trace --clock realtime", "--trace"),
+        ("--trace --trace-threshold 0", "--trace-threshold"),
+        ("--trace-threshold 5us", "--trace"),
+    ] {
+        latlab()
+            .words("cyclic -l 1")
+            .words(args)
+            .assert_refused(2, flag);
+    }
 }
 
 #[test]
 fn a_loopback_flood_on_the_cpu_shows_as_net_rx_softirq() {
-    if let Some(w) = trace_unavailable() {
-        skip("a_loopback_flood_on_the_cpu_shows_as_net_rx_softirq", &w);
-        return;
-    }
-    let _x = exclusive();
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("r.json");
-    let rx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-    let to = rx.local_addr().unwrap();
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let s2 = stop.clone();
-    // An ordinary thread on CPU 1 sending UDP over loopback as fast as it can: the receive
-    // path runs as NET_RX softirq on that CPU.
-    let flood = std::thread::spawn(move || {
-        // SAFETY: plain libc call on the calling thread with a valid set.
-        unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            libc::CPU_SET(1, &mut set);
-            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-        }
-        let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-        let buf = [7u8; 1400];
-        let mut n = 0u64;
-        while !s2.load(std::sync::atomic::Ordering::Relaxed) {
-            n += u64::from(tx.send_to(&buf, to).is_ok());
-        }
-        n
-    });
-    let out = latlab()
-        .env("LATLAB_JOURNAL", dir.path().join("restore.json"))
-        .args([
-            "cyclic", "-t", "1", "-a", "1", "-p", "80", "-i", "1ms", "-D", "3s",
-        ])
-        .args([
-            "--trace",
-            "--trace-threshold",
-            "20us",
-            "-q",
-            "--no-store",
-            "--json",
-        ])
+    let Some(_x) = trace_test() else { return };
+    let dir = Dir::new();
+    let json = dir.join("r.json");
+    let flood = Flood::start();
+    let out = traced_cyclic(&dir)
+        .words("-D 3s --trace-threshold 20us --json")
         .arg(&json)
-        .output()
-        .unwrap();
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    let sent = flood.join().unwrap();
-    drop(rx);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .output();
+    let sent = flood.stop();
+    out.assert_ok();
     let run = read_json(&json);
     let spikes = run["trace"]["spikes"].as_array().unwrap();
     let net = spikes
@@ -574,66 +404,29 @@ fn a_loopback_flood_on_the_cpu_shows_as_net_rx_softirq() {
         net > 0,
         "{} spikes, none with NET_RX softirq time ({sent} datagrams sent): {}",
         spikes.len(),
-        String::from_utf8_lossy(&out.stdout)
+        out.stdout
     );
 }
 
 #[test]
 fn an_exec_chain_is_one_culprit_with_its_real_priority() {
-    if let Some(w) = trace_unavailable() {
-        skip("an_exec_chain_is_one_culprit_with_its_real_priority", &w);
-        return;
-    }
-    let _x = exclusive();
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("r.json");
+    let Some(_x) = trace_test() else { return };
+    let dir = Dir::new();
+    let json = dir.join("r.json");
     let mut child = latlab()
-        .env("LATLAB_JOURNAL", dir.path().join("restore.json"))
-        .args(["cyclic", "-t", "2", "-a", "0,1", "-p", "80", "-i", "1ms"])
-        .args(["-D", "7s", "--trace", "--trace-threshold", "500us"])
-        .args(["-q", "--no-store", "--json"])
+        .journal(dir.join("restore.json"))
+        .words("cyclic -t 2 -a 0,1 -p 80 -i 1ms -D 7s --trace --trace-threshold 500us")
+        .words("-q --no-store --json")
         .arg(&json)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let t0 = Instant::now();
-    while !has_thread(pid, "latlab-T1") {
-        assert!(t0.elapsed() < Duration::from_secs(30), "no T1");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+        .spawn();
+    child.wait_for_thread("latlab-T1");
     std::thread::sleep(Duration::from_millis(300));
     // Every 500 ms a new FIFO-99 spinner on CPU 1, started as people start one: its 50 ms
     // are spent under four names and a dozen PIDs over the run.
-    let mut bursts = Vec::new();
-    for _ in 0..10 {
-        bursts.push(
-            std::process::Command::new("timeout")
-                .args(["0.05", "chrt", "-f", "99", "taskset", "-c", "1"])
-                .args(["sh", "-c", "while :; do :; done"])
-                .spawn()
-                .unwrap(),
-        );
-        std::thread::sleep(Duration::from_millis(500));
-    }
-    for mut b in bursts {
-        b.wait().unwrap();
-    }
-    let mut stdout = String::new();
-    use std::io::Read;
-    child
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut stdout)
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    exec_bursts(1, 10, Duration::from_millis(500));
+    let out = child.finish();
+    out.assert_ok();
+    let stdout = &out.stdout;
     let run = read_json(&json);
     let per = run["trace"]["per_cpu"].as_array().unwrap();
     let cpu = |c: u64| per.iter().find(|x| x["cpu"] == c).unwrap();
@@ -686,19 +479,13 @@ fn an_exec_chain_is_one_culprit_with_its_real_priority() {
     );
     // The run's page has the spike section: the causes per CPU and the worst spikes, with
     // the same group, chain and priority.
-    let page = dir.path().join("page.html");
-    let rep = latlab()
+    let page = dir.join("page.html");
+    latlab()
         .args(["report"])
         .arg(&json)
         .arg("-o")
         .arg(&page)
-        .output()
-        .unwrap();
-    assert!(
-        rep.status.success(),
-        "{}",
-        String::from_utf8_lossy(&rep.stderr)
-    );
+        .assert_ok();
     let html = std::fs::read_to_string(&page).unwrap();
     assert!(
         html.contains(r#"data-kind="spike-causes""#),
@@ -730,87 +517,46 @@ fn headless_dom(page: &Path) -> Option<String> {
         skip("the spike section in a browser", "no chromium");
         return None;
     };
-    let profile = tempfile::tempdir().unwrap();
-    let out = std::process::Command::new(b)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--no-first-run",
-        ])
-        .arg(format!("--user-data-dir={}", profile.path().display()))
-        .arg("--dump-dom")
-        .arg(format!("file://{}", page.display()))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let profile = Dir::new();
+    let out = run_tool(
+        std::process::Command::new(b)
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+            ])
+            .arg(format!("--user-data-dir={}", profile.path().display()))
+            .arg("--dump-dom")
+            .arg(format!("file://{}", page.display())),
     );
     Some(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 #[test]
 fn a_saved_dat_opens_in_trace_cmd_with_the_culprits_switches() {
-    if let Some(w) = trace_unavailable() {
-        skip(
-            "a_saved_dat_opens_in_trace_cmd_with_the_culprits_switches",
-            &w,
-        );
-        return;
-    }
-    if std::process::Command::new("trace-cmd")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        skip(
+    if !have("trace-cmd") {
+        return skip(
             "a_saved_dat_opens_in_trace_cmd_with_the_culprits_switches",
             "no trace-cmd (Debian package trace-cmd)",
         );
-        return;
     }
-    let _x = exclusive();
-    let dir = tempfile::tempdir().unwrap();
-    let dat = dir.path().join("spikes.dat");
-    let child = latlab()
-        .env("LATLAB_JOURNAL", dir.path().join("restore.json"))
-        .args([
-            "cyclic", "-t", "1", "-a", "1", "-p", "80", "-i", "1ms", "-D", "3s",
-        ])
-        .args(["--trace", "--trace-threshold", "500us", "-q", "--no-store"])
-        .arg("--trace-save")
-        .arg(&dat)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let inj = inject(
-        pid,
-        "latlab-T0",
-        1,
-        Duration::from_millis(3),
-        Duration::from_millis(300),
-        Duration::from_millis(200),
-        5,
+    let Some(_x) = trace_test() else { return };
+    let dir = Dir::new();
+    let dat = dir.join("spikes.dat");
+    let mut cmd = traced_cyclic(&dir);
+    cmd.words("-D 3s --trace-threshold 500us --trace-save")
+        .arg(&dat);
+    let (out, inj, _) = run_injected(&mut cmd, "latlab-T0", (300, 200, 5));
+    let tid = inj.tid;
+    out.assert_ok();
+    let rep = run_tool(
+        std::process::Command::new("trace-cmd")
+            .arg("report")
+            .arg(&dat),
     );
-    let out = child.wait_with_output().unwrap();
-    let (tid, _) = inj.join().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let rep = std::process::Command::new("trace-cmd")
-        .arg("report")
-        .arg(&dat)
-        .output()
-        .unwrap();
     let text = String::from_utf8_lossy(&rep.stdout);
     let err = String::from_utf8_lossy(&rep.stderr);
-    assert!(rep.status.success(), "trace-cmd report failed: {err}");
     // The culprit's switches, on CPU 1, at its real priority (kernel prio 0 = RT 99), among
     // them the ends of its stalls: the CPU handed back to the measuring thread.
     let culprit = format!("inject:{tid} [0]");
@@ -833,29 +579,18 @@ fn a_saved_dat_opens_in_trace_cmd_with_the_culprits_switches() {
 
 #[test]
 fn on_threshold_actions_fire_per_spike_up_to_their_maximum() {
-    crate::util::expect_exit(
-        &["cyclic"],
-        &["--trace", "--on-threshold", "5:nap", "-l", "1"],
-        2,
-        "--on-threshold",
-    );
-    crate::util::expect_exit(
-        &["cyclic"],
-        &["--trace", "--on-threshold", "5:signal:0:TERM", "-l", "1"],
-        2,
-        "--on-threshold",
-    );
-    if let Some(w) = trace_unavailable() {
-        skip(
-            "on_threshold_actions_fire_per_spike_up_to_their_maximum",
-            &w,
+    for rule in ["5:nap", "5:signal:0:TERM"] {
+        expect_exit(
+            &["cyclic"],
+            &["--trace", "--on-threshold", rule, "-l", "1"],
+            2,
+            "--on-threshold",
         );
-        return;
     }
-    let _x = exclusive();
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("r.json");
-    let log = dir.path().join("fired.txt");
+    let Some(_x) = trace_test() else { return };
+    let dir = Dir::new();
+    let json = dir.join("r.json");
+    let log = dir.join("fired.txt");
     let mut target = std::process::Command::new("sleep")
         .arg("60")
         .spawn()
@@ -865,36 +600,14 @@ fn on_threshold_actions_fire_per_spike_up_to_their_maximum() {
         log.display()
     );
     let signal = format!("1ms:signal:{}:TERM", target.id());
-    let child = latlab()
-        .env("LATLAB_JOURNAL", dir.path().join("restore.json"))
-        .args([
-            "cyclic", "-t", "1", "-a", "1", "-p", "80", "-i", "1ms", "-D", "3s",
-        ])
-        .args(["--trace", "--trace-threshold", "1ms", "-q", "--no-store"])
+    let mut cmd = traced_cyclic(&dir);
+    cmd.words("-D 3s --trace-threshold 1ms")
         .args(["--on-threshold", &shell, "--on-threshold", &signal])
         .args(["--on-threshold-max", "3", "--json"])
-        .arg(&json)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let inj = inject(
-        pid,
-        "latlab-T0",
-        1,
-        Duration::from_millis(3),
-        Duration::from_millis(300),
-        Duration::from_millis(200),
-        6,
-    );
-    let out = child.wait_with_output().unwrap();
-    inj.join().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .arg(&json);
+    run_injected(&mut cmd, "latlab-T0", (300, 200, 6))
+        .0
+        .assert_ok();
     // signal: reached its target.
     let st = target.wait().unwrap();
     use std::os::unix::process::ExitStatusExt;
@@ -929,139 +642,74 @@ fn on_threshold_actions_fire_per_spike_up_to_their_maximum() {
 
 #[test]
 fn stop_ends_the_run_and_break_on_saves_the_window_that_stopped_it() {
-    if let Some(w) = trace_unavailable() {
-        skip(
-            "stop_ends_the_run_and_break_on_saves_the_window_that_stopped_it",
-            &w,
-        );
-        return;
-    }
-    let _x = exclusive();
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("r.json");
+    let Some(_x) = trace_test() else { return };
+    let dir = Dir::new();
+    let json = dir.join("r.json");
+    // A minute's run: ended by the spike that stops it (or fails at half of it).
     let run = |extra: &[&str]| {
-        let child = latlab()
-            .env("LATLAB_JOURNAL", dir.path().join("restore.json"))
+        let child = traced_cyclic(&dir)
             .current_dir(dir.path())
-            .args([
-                "cyclic", "-t", "1", "-a", "1", "-p", "80", "-i", "1ms", "-D", "60s",
-            ])
-            .args(["--trace", "--trace-threshold", "2ms", "-q", "--no-store"])
+            .words("-D 60s --trace-threshold 2ms")
             .args(extra)
             .arg("--json")
             .arg(&json)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let pid = child.id();
-        let inj = inject(
-            pid,
-            "latlab-T0",
-            1,
-            Duration::from_millis(5),
-            Duration::from_millis(300),
-            Duration::from_millis(100),
-            3,
-        );
-        let t0 = Instant::now();
-        let out = child.wait_with_output().unwrap();
+            .spawn();
+        let inj = stall(child.id(), "latlab-T0", 1)
+            .prio(99)
+            .busy(Duration::from_millis(5))
+            .after(Duration::from_millis(400))
+            .repeat(3, Duration::from_millis(100))
+            .start();
+        let out = child.end_within(Duration::from_secs(30));
         inj.join().unwrap();
-        (out, t0.elapsed())
+        out
     };
-    let (out, took) = run(&["--on-threshold", "2ms:stop"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(took < Duration::from_secs(30), "stop did not end the run");
+    run(&["--on-threshold", "2ms:stop"]).assert_ok();
     let r = read_json(&json);
     assert_eq!(r["interrupted"], false);
     assert_eq!(r["trace"]["actions"][0]["outcome"], "stopped the run");
     // -b: the window of the spike that stopped the run, beside --trace-save.
-    let (out, _) = run(&["-b", "2ms", "--trace-save", "why.txt"]);
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run(&["-b", "2ms", "--trace-save", "why.txt"]).assert_exit(1);
     let r = read_json(&json);
     let f = &r["trace"]["actions"][0];
     assert_eq!(f["rule"], "-b", "{f}");
-    let saved = dir.path().join("why-spike-1.dat");
+    let saved = dir.join("why-spike-1.dat");
     assert_eq!(f["outcome"], "saved why-spike-1.dat", "{f}");
     // A window trace-cmd reads, with the stall's switches in it.
-    if let Ok(rep) = std::process::Command::new("trace-cmd")
-        .arg("report")
-        .arg(&saved)
-        .output()
-    {
-        assert!(
-            rep.status.success(),
-            "{}",
-            String::from_utf8_lossy(&rep.stderr)
+    if !have("trace-cmd") {
+        return skip(
+            "the saved window read by trace-cmd",
+            "no trace-cmd (Debian package trace-cmd)",
         );
-        let text = String::from_utf8_lossy(&rep.stdout);
-        assert!(text.contains("inject:"), "{text}");
     }
+    let rep = run_tool(
+        std::process::Command::new("trace-cmd")
+            .arg("report")
+            .arg(&saved),
+    );
+    let text = String::from_utf8_lossy(&rep.stdout);
+    assert!(text.contains("inject:"), "{text}");
 }
 
 #[test]
 fn trace_stacks_show_network_receive_frames_under_a_loopback_flood() {
-    crate::util::expect_exit(
+    expect_exit(
         &["noise"],
         &["--trace", "--trace-stacks", "-D", "1s"],
         2,
         "--trace-stacks",
     );
-    if let Some(w) = trace_unavailable() {
-        skip(
-            "trace_stacks_show_network_receive_frames_under_a_loopback_flood",
-            &w,
-        );
-        return;
-    }
-    let _x = exclusive();
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("r.json");
-    let rx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-    let to = rx.local_addr().unwrap();
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let s2 = stop.clone();
-    let flood = std::thread::spawn(move || {
-        // SAFETY: plain libc call on the calling thread with a valid set.
-        unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            libc::CPU_SET(1, &mut set);
-            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-        }
-        let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-        let buf = [7u8; 1400];
-        while !s2.load(std::sync::atomic::Ordering::Relaxed) {
-            let _ = tx.send_to(&buf, to);
-        }
-    });
-    let out = latlab()
-        .env("LATLAB_JOURNAL", dir.path().join("restore.json"))
-        .args([
-            "cyclic", "-t", "1", "-a", "1", "-p", "80", "-i", "1ms", "-D", "3s",
-        ])
-        .args(["--trace", "--trace-stacks", "--trace-threshold", "20us"])
-        .args(["-q", "--no-store", "--json"])
+    let Some(_x) = trace_test() else { return };
+    let dir = Dir::new();
+    let json = dir.join("r.json");
+    let flood = Flood::start();
+    let out = traced_cyclic(&dir)
+        .words("-D 3s --trace-stacks --trace-threshold 20us --json")
         .arg(&json)
-        .output()
-        .unwrap();
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    flood.join().unwrap();
-    drop(rx);
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .output();
+    flood.stop();
+    out.assert_ok();
+    let text = &out.stdout;
     let run = read_json(&json);
     let stacks: Vec<Vec<String>> = run["trace"]["spikes"]
         .as_array()
@@ -1105,39 +753,42 @@ fn trace_stacks_show_network_receive_frames_under_a_loopback_flood() {
 
 #[test]
 fn unexplained_time_names_what_was_measured_and_what_could_not_be() {
-    let name = "unexplained_time_names_what_was_measured_and_what_could_not_be";
-    if let Some(w) = trace_unavailable() {
-        return skip(name, &w);
-    }
-    let _x = exclusive();
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("r.json");
+    let Some(_x) = trace_test() else { return };
+    let dir = Dir::new();
+    let json = dir.join("r.json");
     // Every wake-up is later than 1 µs; an idle CPU's part of it nothing visible explains.
-    let out = latlab()
-        .args(["cyclic", "-t", "1", "-a", "1", "-i", "1ms", "-l", "300"])
-        .args([
-            "--trace",
-            "--trace-threshold",
-            "1us",
-            "-q",
-            "--no-store",
-            "--json",
-        ])
-        .arg(&json)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let run = read_json(&json);
+    // That needs CPU 1 to idle at least once: on a shared host another tenant may keep it busy
+    // for a whole run (every spike then names that tenant), so up to three runs.
+    let unexplained = |run: &serde_json::Value| {
+        run["trace"]["spikes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s.get("residual").is_some())
+    };
+    let mut run = serde_json::Value::Null;
+    for _ in 0..3 {
+        latlab()
+            .words("cyclic -t 1 -a 1 -i 1ms -l 300")
+            .words("--trace --trace-threshold 1us -q --no-store --json")
+            .arg(&json)
+            .assert_ok();
+        run = read_json(&json);
+        if unexplained(&run) {
+            break;
+        }
+    }
     let spikes = run["trace"]["spikes"].as_array().unwrap();
     let with: Vec<&serde_json::Value> = spikes
         .iter()
         .filter(|s| s.get("residual").is_some())
         .collect();
-    assert!(!with.is_empty(), "no spike with unexplained time");
+    assert!(
+        !with.is_empty(),
+        "no spike with unexplained time in three runs; the last had {} spikes: {:.3000}",
+        spikes.len(),
+        serde_json::to_string(&run["trace"]).unwrap()
+    );
     for s in &with {
         let r = &s["residual"];
         let unexplained: u64 = s["components"]

@@ -46,6 +46,7 @@ pub fn run(a: &CompareArgs) -> Result<String> {
             crate::config::DisplayUnit::Us => 1e-3,
         },
         store: a.store.clone(),
+        include_disturbed: a.include_disturbed,
     };
     // A per-run figure of latlab runs: the runs are kept whole, so sets of repeated runs are
     // compared per metric over the runs (`--metric` leads the verdict sentence), never as a
@@ -63,11 +64,30 @@ pub fn run(a: &CompareArgs) -> Result<String> {
     if headline.is_some() {
         opts.metric = Metric::Latency;
     }
-    let mut sources = a
+    let loaded = a
         .sets
         .iter()
         .map(|s| load(s.as_os_str(), &opts))
-        .collect::<Result<Vec<_>>>()?;
+        .collect::<Result<Vec<_>>>();
+    let mut sources = match loaded {
+        // Runs without a histogram (imported pmqtest runs): their exact max, mean or min,
+        // one figure per run.
+        Err(e)
+            if matches!(a.metric, Metric::Max | Metric::Mean | Metric::Min)
+                && e.to_string().contains(crate::compare::inputs::NO_HISTOGRAM) =>
+        {
+            let mut o = opts.clone();
+            o.metric = a.metric;
+            let s = a
+                .sets
+                .iter()
+                .map(|s| load(s.as_os_str(), &o))
+                .collect::<Result<Vec<_>>>()?;
+            let an = crate::compare::analyse(&s, &settings_of(a, &a.unit.to_string()));
+            return Ok(render::render(&an, a.format));
+        }
+        r => r?,
+    };
     let per_metric = headline.is_some()
         && !a.assume_independent_samples
         && sources.iter().all(|s| s.from_json && s.runs.len() >= 2);
@@ -112,6 +132,7 @@ pub fn run(a: &CompareArgs) -> Result<String> {
         delim: a.delimiter.as_bytes().to_vec(),
         store: a.store.clone(),
         no_decluster: false,
+        include_disturbed: a.include_disturbed,
     };
     let sets: Vec<(String, Result<crate::tail::Loaded>)> = a
         .sets
@@ -188,7 +209,7 @@ fn with_tail(
     if a.format == render::Format::Markdown {
         out.push_str(&render::markdown_table(&head, &table));
     } else {
-        out.push_str(&crate::export::table::render_left(&head, &table));
+        out.push_str(&crate::export::columns::render_left(&head, &table));
     }
     Ok(out)
 }
@@ -196,8 +217,12 @@ fn with_tail(
 /// `compare --experiment EXP`: every level against the baseline, per metric over the runs.
 fn experiment(a: &CompareArgs, exp: &str) -> Result<String> {
     check(a)?;
-    let levels =
-        crate::compare::select::experiment_levels(exp, a.store.as_deref(), "--experiment")?;
+    let levels = crate::compare::select::experiment_levels(
+        exp,
+        a.store.as_deref(),
+        "--experiment",
+        a.include_disturbed,
+    )?;
     let levels: Vec<(String, Vec<(crate::result::Run, String)>)> = levels
         .into_iter()
         .map(|(l, rs)| (l, rs.into_iter().map(|r| (r.run, r.name)).collect()))
@@ -258,6 +283,17 @@ fn experiment(a: &CompareArgs, exp: &str) -> Result<String> {
         })
         .collect();
     with_tail(&an, a, p, sets)
+}
+
+fn settings_of(a: &CompareArgs, unit: &str) -> analysis::Settings {
+    analysis::Settings {
+        confidence: a.confidence / 100.0,
+        replicates: a.bootstrap,
+        seed: a.seed,
+        higher_is_better: a.higher_is_better,
+        unit: unit.to_string(),
+        assume_independent: a.assume_independent_samples,
+    }
 }
 
 /// The flags every form of compare checks.

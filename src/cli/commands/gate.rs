@@ -7,13 +7,40 @@ use crate::cli::GateArgs;
 use crate::error::{Error, Result};
 use crate::gate::bounds::quantile_ranks;
 use crate::gate::judge::{judge, samples_to_decide, text, Judgement, Outcome, RunCount};
+use crate::gate::junit;
 use crate::gate::requirement::{Event, Requirement};
 use crate::result::Run;
 use crate::stats::cfmt::g;
 use crate::stats::dist::Dist;
 
-/// Runs `latlab gate`; the report goes to stdout whatever the outcome.
+/// Runs `latlab gate`; the report goes to stdout whatever the outcome. With `--bisect` the
+/// exit code is `git bisect run`'s: 0 met, 1 violated, 125 undecided or an environment that
+/// cannot measure, 128 (abort) for bad usage; the message is printed first.
 pub fn run(a: &GateArgs) -> Result<()> {
+    let r = judge_all(a);
+    if !a.bisect {
+        return r;
+    }
+    let code = match &r {
+        Ok(()) => return Ok(()),
+        Err(Error::CheckFailed(_)) => 1,
+        Err(Error::Undecided(_)) => 125,
+        Err(Error::Usage(_)) => 128,
+        Err(e) => {
+            if e.exit_code() == 3 {
+                125
+            } else {
+                e.exit_code()
+            }
+        }
+    };
+    if let Err(e) = &r {
+        crate::output::stderr(&format!("latlab: {e}\n"));
+    }
+    Err(Error::Passed(code))
+}
+
+fn judge_all(a: &GateArgs) -> Result<()> {
     if !(a.confidence > 0.5 && a.confidence < 1.0) {
         return Err(Error::flag(
             "--confidence",
@@ -27,78 +54,148 @@ pub fn run(a: &GateArgs) -> Result<()> {
     }
     let Some(req_text) = &a.requirement else {
         return Err(Error::Usage(
-            "gate needs a REQUIREMENT (p99.9<100us, rate(>200us)<1e-6) or --plan-for".into(),
+            "gate needs a REQUIREMENT (p99.9<100us, max<10ms, rate(>200us)<1e-6) or --plan-for"
+                .into(),
         ));
     };
-    let req = Requirement::parse(req_text).map_err(|e| Error::flag("REQUIREMENT", req_text, e))?;
+    let reqs = crate::gate::requirement::parse_list(req_text)
+        .map_err(|e| Error::flag("REQUIREMENT", req_text, e))?;
     if a.inputs.is_empty() {
         return Err(Error::Usage(
             "gate needs at least one run: a latlab JSON result or a stored run id".into(),
         ));
     }
+    if let Some(j) = &a.junit {
+        crate::output::check_writable(j)
+            .map_err(|e| Error::flag("--junit", j.display(), format!("cannot be written: {e}")))?;
+    }
     let items = crate::compare::select::parse(&a.inputs)?;
     // The run is the unit of replication: the same run given twice is refused.
-    let runs = crate::compare::select::Resolver::new(a.store.as_deref()).all(&items)?;
-    let mut counts = Vec::new();
-    let mut dists = Vec::new();
-    let mut max_ns = 0u64;
-    for r in &runs {
-        let (c, d, m) = count(&r.run, &r.name, &req, a.series.as_deref())?;
-        counts.push(c);
-        dists.push(d);
-        max_ns = max_ns.max(m);
-    }
-    let j = judge(&req, &counts, a.confidence, a.assume_independent_samples);
-    let ext = if a.extrapolate && j.outcome == Outcome::Undecided {
-        let refs: Vec<(&Run, &str)> = runs.iter().map(|r| (&r.run, r.name.as_str())).collect();
-        Some(extrapolate(&refs, &req, a.confidence, a.series.as_deref())?)
-    } else {
-        None
-    };
-    let verdict = match &ext {
-        Some(e) if j.single_run.is_none() => e.outcome,
-        _ => j.verdict(),
-    };
-    let out = if a.json {
-        let mut v = serde_json::json!({
-            "requirement": req.text,
-            "confidence": a.confidence,
-            "runs": counts.iter().map(|c| &c.name).collect::<Vec<_>>(),
-            "verdict": verdict,
-            "judgement": j,
-        });
-        if let Some(e) = &ext {
-            v["extrapolation"] = serde_json::to_value(e).unwrap_or_default();
+    let runs = crate::compare::select::Resolver::new(a.store.as_deref())
+        .include_disturbed(a.include_disturbed)
+        .all(&items)?;
+    let mut results = Vec::new();
+    for req in &reqs {
+        let mut counts = Vec::new();
+        let mut dists = Vec::new();
+        let mut max_ns = 0u64;
+        for r in &runs {
+            let (c, d, m) = count(&r.run, &r.name, req, a.series.as_deref())?;
+            counts.push(c);
+            dists.extend(d);
+            max_ns = max_ns.max(m);
         }
+        let j = judge(req, &counts, a.confidence, a.assume_independent_samples);
+        let mut text = render(req, &counts, &j, &Dist::merge(&dists), max_ns, a);
+        // --extrapolate: a rate the counts cannot decide, decided from the fitted tail.
+        let ext = if a.extrapolate
+            && j.outcome == Outcome::Undecided
+            && !matches!(req.event, Event::Max(_))
+        {
+            let refs: Vec<(&Run, &str)> = runs.iter().map(|r| (&r.run, r.name.as_str())).collect();
+            Some(extrapolate(&refs, req, a.confidence, a.series.as_deref())?)
+        } else {
+            None
+        };
+        let verdict = match &ext {
+            Some(e) if j.single_run.is_none() => e.outcome,
+            _ => j.verdict(),
+        };
+        if let Some(e) = &ext {
+            text.push_str(&render_extrapolation(e, &j, verdict));
+        }
+        results.push((req, counts, j, text, verdict, ext));
+    }
+    let out = if a.json {
+        let v: Vec<_> = results
+            .iter()
+            .map(|(req, counts, j, _, verdict, ext)| {
+                let mut v = serde_json::json!({
+                    "requirement": req.text,
+                    "confidence": a.confidence,
+                    "runs": counts.iter().map(|c| &c.name).collect::<Vec<_>>(),
+                    "verdict": verdict,
+                    "judgement": j,
+                });
+                if let Some(e) = ext {
+                    v["extrapolation"] = serde_json::to_value(e).unwrap_or_default();
+                }
+                v
+            })
+            .collect();
+        let v = if v.len() == 1 {
+            v.into_iter().next().unwrap_or_default()
+        } else {
+            serde_json::Value::Array(v)
+        };
         serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
     } else {
-        let mut s = render(&req, &counts, &j, &Dist::merge(&dists), max_ns, a);
-        if let Some(e) = &ext {
-            s.push_str(&render_extrapolation(e, &j, verdict));
-        }
-        s
+        results
+            .iter()
+            .map(|r| r.3.as_str())
+            .collect::<Vec<_>>()
+            .join("\n")
     };
+    // The JUnit file first: a CI job reads it even when the job's log was cut.
+    if let Some(path) = &a.junit {
+        let cases: Vec<junit::Case> = results
+            .iter()
+            .map(|(req, counts, _, text, verdict, _)| junit::Case {
+                name: req.text.clone(),
+                outcome: *verdict,
+                message: verdict_line(text),
+                detail: text.clone(),
+                seconds: counts.iter().map(|c| c.duration_s).sum(),
+            })
+            .collect();
+        crate::output::write_atomic(path, junit::xml(&cases).as_bytes())
+            .map_err(|e| Error::io(path.display().to_string(), e))?;
+    }
     crate::output::stdout(&out).map_err(|e| Error::io("stdout", e))?;
-    match verdict {
-        Outcome::Met => Ok(()),
-        Outcome::Violated => Err(Error::CheckFailed(format!(
+    let failed: Vec<&str> = results
+        .iter()
+        .filter(|r| r.4 == Outcome::Violated)
+        .map(|r| r.0.text.as_str())
+        .collect();
+    let open: Vec<&str> = results
+        .iter()
+        .filter(|r| r.4 == Outcome::Undecided)
+        .map(|r| r.0.text.as_str())
+        .collect();
+    if !failed.is_empty() {
+        Err(Error::CheckFailed(format!(
             "requirement {} violated",
-            req.text
-        ))),
-        Outcome::Undecided => Err(Error::Undecided(format!(
+            failed.join(", ")
+        )))
+    } else if !open.is_empty() {
+        Err(Error::Undecided(format!(
             "requirement {} undecided",
-            req.text
-        ))),
+            open.join(", ")
+        )))
+    } else {
+        Ok(())
     }
 }
 
-/// Counts one run: (counts, its distribution in µs, its exact maximum in ns).
+/// The `verdict: ...` line of a requirement's report (the JUnit message): the extrapolated
+/// one where there is one.
+fn verdict_line(text: &str) -> String {
+    text.lines()
+        .find(|l| l.starts_with("verdict with extrapolation:"))
+        .or_else(|| text.lines().find(|l| l.starts_with("verdict:")))
+        .unwrap_or("")
+        .to_string()
+}
+
+/// Counts one run: (counts, its distribution in µs when it has a histogram, its exact maximum
+/// in ns). `max<T` needs only the exact maxima, so a run imported without a histogram
+/// (pmqtest keeps none) is judged on it; the other requirements say why they cannot be.
 fn count(
     run: &Run,
     name: &str,
     req: &Requirement,
     series: Option<&str>,
-) -> Result<(RunCount, Dist, u64)> {
+) -> Result<(RunCount, Option<Dist>, u64)> {
     let chosen: Vec<_> = run
         .series
         .iter()
@@ -114,6 +211,44 @@ fn count(
         return Err(Error::Usage(format!(
             "{name}: series {} holds {}, not latencies: gate judges latency requirements",
             s.name, s.unit
+        )));
+    }
+    let summarised: u64 = chosen.iter().map(|s| s.summary.count).sum();
+    let max_of = chosen.iter().map(|s| s.summary.max_ns).max().unwrap_or(0);
+    if let Event::Max(t) = req.event {
+        if summarised == 0 {
+            return Err(Error::Usage(format!(
+                "{name}: the selected series hold no samples"
+            )));
+        }
+        let over = u64::from(max_of >= t);
+        let c = RunCount {
+            name: name.to_string(),
+            n: summarised,
+            m_lo: over,
+            m_hi: over,
+            duration_s: run.duration_s,
+            max_ns: max_of,
+        };
+        return Ok((c, None, max_of));
+    }
+    let in_hist: u64 = chosen
+        .iter()
+        .flat_map(|s| s.histogram.buckets.iter().map(|b| b[1]))
+        .fold(0u64, u64::saturating_add);
+    if in_hist == 0 && summarised > 0 {
+        let names: Vec<&str> = chosen.iter().map(|s| s.name.as_str()).collect();
+        return Err(Error::Usage(format!(
+            "{name}: series {} hold {summarised} samples but no histogram ({} kept only their \
+             min, mean and max): {} cannot be counted on them; max<TIME judges their exact \
+             maximum",
+            names.join(", "),
+            if run.kind == "cyclictest" {
+                "cyclictest without -h/--histogram".to_string()
+            } else {
+                run.kind.clone()
+            },
+            req.text
         )));
     }
     let (mut n, mut lo, mut hi, mut max) = (0u64, 0u64, 0u64, 0u64);
@@ -132,7 +267,7 @@ fn count(
             let bottom = hdr.lowest_equivalent(v);
             n = n.saturating_add(c);
             let (sure, maybe) = match req.event {
-                Event::AtLeast(t) => (bottom >= t, v >= t && smax >= t),
+                Event::AtLeast(t) | Event::Max(t) => (bottom >= t, v >= t && smax >= t),
                 Event::Above(t) => (bottom > t, v > t && smax > t),
             };
             lo += if sure { c } else { 0 };
@@ -144,11 +279,11 @@ fn count(
             if let (Some(c), Some(above)) = (b["count"].as_u64(), b["above_ns"].as_u64()) {
                 let bottom_of_max = hdr.lowest_equivalent(smax);
                 let sure_at_max = match req.event {
-                    Event::AtLeast(t) => bottom_of_max >= t,
+                    Event::AtLeast(t) | Event::Max(t) => bottom_of_max >= t,
                     Event::Above(t) => bottom_of_max > t,
                 };
                 let sure_past = match req.event {
-                    Event::AtLeast(t) => above >= t,
+                    Event::AtLeast(t) | Event::Max(t) => above >= t,
                     Event::Above(t) => above > t,
                 };
                 if sure_at_max && !sure_past {
@@ -169,8 +304,55 @@ fn count(
         m_lo: lo,
         m_hi: hi.max(lo),
         duration_s: run.duration_s,
+        max_ns: max,
     };
-    Ok((c, Dist::merge(&parts), max))
+    Ok((c, Some(Dist::merge(&parts)), max))
+}
+
+/// `max<T`'s report: each run's exact maximum against T.
+fn render_max(req: &Requirement, runs: &[RunCount], j: &Judgement) -> String {
+    let t = req.threshold_ns();
+    let us = |ns: u64| crate::compare::verdict::sig(ns as f64 / 1e3);
+    let mut s = format!(
+        "requirement: {} (every run's exact maximum below {} us)\n",
+        req.text,
+        us(t)
+    );
+    s.push_str(&format!(
+        "runs: {}; samples: {}; maxima: {}\n",
+        runs.len(),
+        j.n,
+        runs.iter()
+            .map(|r| format!("{} {} us", r.name, us(r.max_ns)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    let over: Vec<String> = runs
+        .iter()
+        .filter(|r| r.max_ns >= t)
+        .map(|r| format!("{} ({} us)", r.name, us(r.max_ns)))
+        .collect();
+    s.push_str(&format!("verdict: {}", text(j.verdict()).to_uppercase()));
+    match j.outcome {
+        Outcome::Met => s.push_str(&format!(" (every maximum below {} us)", us(t))),
+        _ => s.push_str(&format!(
+            " ({} of {} run(s) at or above {} us: {})",
+            over.len(),
+            runs.len(),
+            us(t),
+            over.join(", ")
+        )),
+    }
+    s.push('\n');
+    if let Some(w) = &j.single_run {
+        s.push_str(&format!("  {w}\n"));
+    } else if runs.len() == 1 {
+        s.push_str("  ASSUMING this run stands for the others (--assume-independent-samples)\n");
+    }
+    if let Some(m) = &j.to_decide {
+        s.push_str(&format!("  to decide: {m}\n"));
+    }
+    s
 }
 
 fn render(
@@ -181,6 +363,9 @@ fn render(
     max_ns: u64,
     a: &GateArgs,
 ) -> String {
+    if matches!(req.event, Event::Max(_)) {
+        return render_max(req, runs, j);
+    }
     let conf = g(a.confidence * 100.0, 6);
     let t = g(req.threshold_ns() as f64 / 1e3, 6);
     let secs: f64 = runs.iter().map(|r| r.duration_s).sum();

@@ -12,7 +12,7 @@ mod tail;
 
 use crate::cli::{Command, Parsed, SamplesArgs};
 use crate::error::{Error, Result};
-use crate::export::table;
+use crate::export::columns;
 use crate::samples::SampleLog;
 use crate::stats::Recorder;
 use std::io::Write;
@@ -58,7 +58,7 @@ pub fn run(parsed: Parsed, argv: Vec<String>) -> Result<()> {
             crate::output::stdout(&format!("{}\n", pages.join("\n")))
                 .map_err(|e| Error::io("stdout", e))
         }
-        Command::LoadWorker(a) => crate::load::worker_main(&a.spec),
+        Command::LoadWorker(a) => crate::loadgen::worker_main(&a.spec),
         Command::Runs(c) => runs::run(c),
         Command::Run(a) => {
             let text = if a.dry_run {
@@ -70,39 +70,17 @@ pub fn run(parsed: Parsed, argv: Vec<String>) -> Result<()> {
                 // A hang-up must not end the plan with its settings changed either.
                 crate::driver::signals::stop_on_hangup();
                 let control = crate::driver::signals::control();
-                crate::experiment::runner::run(&a.plan, a.store.as_deref(), &a.set, &control)?
+                let opts = crate::experiment::runner::Options {
+                    store: a.store.as_deref(),
+                    sets: &a.set,
+                    wait: a.wait,
+                    on_disturbed: a.on_disturbed,
+                };
+                crate::experiment::runner::run(&a.plan, &opts, &control, crate::table::facts)?
             };
             crate::output::stdout(&text).map_err(|e| Error::io("stdout", e))
         }
-        Command::Restore => {
-            // Tracing instances first: they do not need the knob journal's lock.
-            let state = crate::io::state_dir();
-            let mut text = String::new();
-            for l in crate::trace::tracefs::restore_in(&state) {
-                text.push_str(&l);
-                text.push('\n');
-            }
-            // SysV semaphore sets of an `ipc` that was killed.
-            for l in crate::sys::sysvsem::sweep_orphan_sets(&state) {
-                text.push_str(&l);
-                text.push('\n');
-            }
-            let knobs = crate::experiment::knobs::restore_from_journal()?;
-            // A debugfs mounted for `--hrtick`, once its features file is back.
-            let unmounted = crate::experiment::hrtick::release_mount(&state);
-            // "Nothing to restore" only when nothing was: else say just that no settings were.
-            match knobs.strip_prefix("nothing to restore") {
-                Some(rest) if !text.is_empty() || !unmounted.is_empty() => {
-                    text.push_str(&format!("no system settings to put back{rest}"))
-                }
-                _ => text.push_str(&knobs),
-            }
-            for l in unmounted {
-                text.push_str(&l);
-                text.push('\n');
-            }
-            crate::output::stdout(&text).map_err(|e| Error::io("stdout", e))
-        }
+        Command::Restore => restore(),
         Command::Compare(a) => {
             let text = compare::run(&a)?;
             crate::output::stdout(&text).map_err(|e| Error::io("stdout", e))
@@ -113,9 +91,42 @@ pub fn run(parsed: Parsed, argv: Vec<String>) -> Result<()> {
     }
 }
 
+/// `latlab restore`: every feature's restorer in the table's order; what one could not do is
+/// said after what the others did.
+fn restore() -> Result<()> {
+    // The machine-wide state, then a user's own directory, where latlab kept it before.
+    let state = crate::io::state_dir();
+    let mut dirs = vec![state.clone()];
+    let legacy = crate::io::user_state_dir();
+    let chosen = std::env::var_os("LATLAB_JOURNAL").is_some_and(|v| !v.is_empty());
+    if !chosen && legacy != state && legacy.is_dir() {
+        dirs.push(legacy);
+    }
+    let mut text = String::new();
+    let mut failed = None;
+    for dir in &dirs {
+        for r in crate::table::RESTORERS {
+            match (r.run)(dir) {
+                Ok(lines) => lines.iter().for_each(|l| {
+                    text.push_str(l);
+                    text.push('\n');
+                }),
+                Err(e) => {
+                    failed.get_or_insert(e);
+                }
+            }
+        }
+    }
+    if text.is_empty() && failed.is_none() {
+        text.push_str("nothing to restore\n");
+    }
+    crate::output::stdout(&text).map_err(|e| Error::io("stdout", e))?;
+    failed.map_or(Ok(()), Err)
+}
+
 /// Warns about settings a plan changed and could not restore.
 fn pending_notice() {
-    if let Some(n) = crate::experiment::knobs::pending_notice() {
+    if let Some(n) = crate::settings::pending_notice() {
         crate::note!("{n}");
     }
 }
@@ -153,7 +164,7 @@ fn samples_cmd(a: &SamplesArgs) -> Result<()> {
                     f(m.max_ns as f64),
                     f(m.mean_ns),
                     f(m.stddev_ns),
-                    f(m.percentiles.p99 as f64),
+                    m.percentiles.supported(m.count)[2].map_or("-".to_string(), |p| f(p as f64)),
                     lost,
                 ]
             })
@@ -162,7 +173,7 @@ fn samples_cmd(a: &SamplesArgs) -> Result<()> {
         write!(
             o,
             "{}",
-            table::render(
+            columns::render(
                 &["series", "cpu", "count", "min", "max", "average", "sigma", "p99", "lost"],
                 &rows
             )

@@ -35,8 +35,13 @@ pub fn report_cmd(a: &ReportArgs) -> Result<()> {
             "report needs runs (ID, run:ID or FILE.json) or --experiment ID".into(),
         ));
     }
-    let (loaded, gs, experiment) =
-        load_groups(a.experiment.as_deref(), &a.inputs, a.store.as_deref())?;
+    let (mut loaded, gs, experiment) = load_groups(
+        a.experiment.as_deref(),
+        &a.inputs,
+        a.store.as_deref(),
+        a.include_disturbed,
+    )?;
+    crate::report::know_kinds(&mut loaded, crate::table::facts);
     let (analysis, notes) = compare(&loaded, &gs);
     let page = html::page(
         &loaded,
@@ -92,6 +97,7 @@ fn fleet_cmd(a: &ReportArgs) -> Result<()> {
             .map_err(|e| Error::Usage(format!("-o {}: {e}", a.output.display())))?;
     }
     let f = fleet::load(&fleet::Query {
+        kind: <crate::measure::monitor::MonitorConfig as crate::driver::Measurement>::KIND,
         since,
         tags,
         store: a.store.clone(),

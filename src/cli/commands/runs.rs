@@ -3,7 +3,7 @@
 use super::since::parse_since;
 use crate::cli::RunsCmd;
 use crate::error::{Error, Result};
-use crate::export::table;
+use crate::export::columns;
 use crate::store::{export, import, open, parse_tags, Bundle, Filter, BUNDLE_FORMAT};
 
 /// Largest bundle `runs import` reads.
@@ -18,6 +18,7 @@ pub fn run(c: RunsCmd) -> Result<()> {
             host,
             since,
             store,
+            experiments,
         } => {
             let cutoff = since.as_deref().map(parse_since).transpose()?;
             let st = open(store.as_deref())?;
@@ -27,7 +28,7 @@ pub fn run(c: RunsCmd) -> Result<()> {
                 host,
                 started_from: cutoff.map(crate::store::since_bound),
             };
-            let rows: Vec<Vec<String>> = st
+            let listed: Vec<crate::store::RunRow> = st
                 .list(&f)?
                 .into_iter()
                 .filter(|r| {
@@ -35,6 +36,12 @@ pub fn run(c: RunsCmd) -> Result<()> {
                         humantime::parse_rfc3339_weak(&r.started).is_ok_and(|t| t >= c)
                     })
                 })
+                .collect();
+            if experiments {
+                return out(&experiment_table(listed));
+            }
+            let rows: Vec<Vec<String>> = listed
+                .into_iter()
                 .map(|r| {
                     let tags: Vec<String> =
                         r.tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
@@ -52,7 +59,7 @@ pub fn run(c: RunsCmd) -> Result<()> {
                     ]
                 })
                 .collect();
-            out(&table::render_left(
+            out(&columns::render_left(
                 &["id", "kind", "started", "host", "interrupted", "tags"],
                 &rows,
             ))
@@ -162,6 +169,60 @@ pub fn run(c: RunsCmd) -> Result<()> {
             out(&format!("deleted run {id} from {}\n", st.location()))
         }
     }
+}
+
+/// `runs list --experiments`: one row per experiment (runs tagged `experiment=`), newest
+/// first: its first start, the plan file it ran (tag `plan`, from `latlab run`), its kind, how
+/// many runs, and each level with its run count, the baseline first.
+fn experiment_table(rows: Vec<crate::store::RunRow>) -> String {
+    use std::collections::BTreeMap;
+    let mut by: BTreeMap<String, Vec<crate::store::RunRow>> = BTreeMap::new();
+    for r in rows {
+        if let Some(e) = r.tags.get("experiment").cloned() {
+            by.entry(e).or_default().push(r);
+        }
+    }
+    let mut exps: Vec<(String, Vec<crate::store::RunRow>)> = by.into_iter().collect();
+    for (_, runs) in &mut exps {
+        runs.sort_by(|a, b| a.started.cmp(&b.started));
+    }
+    exps.sort_by(|a, b| b.1[0].started.cmp(&a.1[0].started));
+    let table: Vec<Vec<String>> = exps
+        .iter()
+        .map(|(e, runs)| {
+            let tags: Vec<_> = runs.iter().map(|r| &r.tags).collect();
+            let levels: Vec<String> = crate::compare::levels::group(&tags)
+                .iter()
+                .map(|l| format!("{} ({})", l.label, l.runs.len()))
+                .collect();
+            let mut kinds: Vec<&str> = runs.iter().map(|r| r.kind.as_str()).collect();
+            kinds.sort_unstable();
+            kinds.dedup();
+            let plan = runs
+                .iter()
+                .find_map(|r| r.tags.get("plan"))
+                .map_or("-".to_string(), String::clone);
+            vec![
+                e.clone(),
+                runs[0].started.clone(),
+                plan,
+                kinds.join(","),
+                runs.len().to_string(),
+                levels.join(", "),
+            ]
+        })
+        .collect();
+    columns::render_left(
+        &[
+            "experiment",
+            "started",
+            "plan",
+            "kind",
+            "runs",
+            "levels (runs)",
+        ],
+        &table,
+    )
 }
 
 /// Prints to stdout; a reader that went away is not an error.

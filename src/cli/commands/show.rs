@@ -4,7 +4,7 @@
 //! gets one table of its series' figures.
 
 use crate::config::DisplayUnit;
-use crate::export::table;
+use crate::export::columns;
 use crate::result::{Run, Series};
 use std::collections::BTreeMap;
 
@@ -20,7 +20,7 @@ pub fn render(run: &Run, tags: &BTreeMap<String, String>, unit: DisplayUnit) -> 
         None => s.push_str(&generic(run, unit)),
     }
     if let Some(t) = &run.trace {
-        s.push_str(&crate::trace::spikes::why(t, unit));
+        s.push_str(&crate::export::why::why(t, unit));
     }
     s.push_str(&format!(
         "started {}  host {}",
@@ -73,17 +73,22 @@ fn generic(run: &Run, unit: DisplayUnit) -> String {
         .iter()
         .map(|x| {
             let (shown, f) = formatter(x, unit);
-            let p = &x.summary.percentiles;
+            // A percentile only where the count supports it, as compare asks.
+            let [p50, p90, p99, p999, _] = x
+                .summary
+                .percentiles
+                .supported(x.summary.count)
+                .map(|v| v.map_or("-".to_string(), |v| f(v as f64)));
             let mut row = vec![
                 x.name.clone(),
                 shown,
                 x.cpu.map_or("-".into(), |c| c.to_string()),
                 x.summary.count.to_string(),
                 f(x.summary.min_ns as f64),
-                f(p.p50 as f64),
-                f(p.p90 as f64),
-                f(p.p99 as f64),
-                f(p.p99_9 as f64),
+                p50,
+                p90,
+                p99,
+                p999,
                 f(x.summary.max_ns as f64),
                 f(x.summary.mean_ns),
                 f(x.summary.stddev_ns),
@@ -97,7 +102,7 @@ fn generic(run: &Run, unit: DisplayUnit) -> String {
             row
         })
         .collect();
-    s.push_str(&table::render(&header, &rows));
+    s.push_str(&columns::render(&header, &rows));
     for w in &run.warnings {
         s.push_str(&format!("warning: {w}\n"));
     }

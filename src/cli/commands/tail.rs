@@ -37,6 +37,7 @@ pub fn run(a: &TailArgs) -> Result<()> {
         delim: a.delimiter.as_bytes().to_vec(),
         store: a.store.clone(),
         no_decluster: a.no_decluster,
+        include_disturbed: a.include_disturbed,
     };
     let data = tail::inputs::load(&a.inputs, &opts)?;
     let req = Request {

@@ -3,10 +3,12 @@
 //! from the table of measurements, and the flags and tags the runner sets itself.
 
 /// How a plan checks a measurement's command line as the run would (parse, build its
-/// configuration) and learns its expected length (ns) when it has one. The command-line layer
-/// registers it at start-up, so this module never depends on the command line (its unit tests
-/// register a stand-in).
-pub type Checker = fn(&str, &[String]) -> std::result::Result<Option<u64>, String>;
+/// configuration) and learns what one run is planned to be. The command-line layer registers
+/// it at start-up, so this module never depends on the command line (its unit tests register
+/// a stand-in).
+pub type Checker = fn(&str, &[String]) -> std::result::Result<Planned, String>;
+
+pub use crate::driver::entry::Planned;
 
 pub(super) static CHECKER: std::sync::OnceLock<Checker> = std::sync::OnceLock::new();
 
@@ -36,4 +38,4 @@ pub const RUNNER_FLAGS: &[(&str, &str)] = &[
     ("no_store", "--no-store"),
 ];
 /// Tag keys the runner sets on every run.
-pub const RUNNER_TAGS: &[&str] = &["experiment", "repeat"];
+pub const RUNNER_TAGS: &[&str] = &["experiment", "repeat", "combination", "plan"];

@@ -1,9 +1,9 @@
 //! Experiment plans (`latlab run PLAN.toml`): a measurement with its options, factors with
 //! levels, repeats and order. Errors name the file, line and column.
 
-use super::knobs;
 use crate::error::{Error, Result};
 use crate::io::read_text_limited;
+use crate::settings as knobs;
 use serde::Deserialize;
 
 mod checker;
@@ -12,7 +12,7 @@ mod shell;
 
 use checker::CHECKER;
 pub use checker::{
-    measurements, set_checker, set_measurements, Checker, RUNNER_FLAGS, RUNNER_TAGS,
+    measurements, set_checker, set_measurements, Checker, Planned, RUNNER_FLAGS, RUNNER_TAGS,
 };
 use set::apply_set;
 pub use set::SET_KEYS;
@@ -136,6 +136,10 @@ pub struct Plan {
     /// Expected length of the whole plan (filled by validation).
     #[serde(skip)]
     pub estimate: Estimate,
+    /// What each level combination's runs are planned to be, in `combinations()` order
+    /// (filled by validation).
+    #[serde(skip)]
+    pub planned: Vec<Planned>,
 }
 
 impl Factor {
@@ -333,6 +337,7 @@ impl Plan {
             .get()
             .ok_or_else(|| Error::Env("internal: no measurement checker registered".into()))?;
         let mut estimate = Estimate::default();
+        self.planned.clear();
         for combo in self.combinations() {
             let args = self.args_for(&combo);
             let one = check(&self.measure.command, &args).map_err(|e| {
@@ -345,7 +350,8 @@ impl Plan {
                 ))
             })?;
             let r = u64::from(self.design.repeats);
-            match one {
+            self.planned.push(one);
+            match one.ns {
                 Some(ns) => {
                     estimate.known_ns = estimate.known_ns.saturating_add(ns.saturating_mul(r))
                 }
@@ -365,6 +371,11 @@ impl Plan {
             }
             for file in &v {
                 knobs::check_writable(file).map_err(|e| Error::Env(format!("{ctx}knob {e}")))?;
+                // Every level the kernel would refuse is refused now, before any run.
+                for level in &f.levels {
+                    knobs::check_level(file, level)
+                        .map_err(|e| Error::Env(format!("{ctx}level {e}")))?;
+                }
             }
             files.push(v);
         }
@@ -416,7 +427,7 @@ mod tests {
     /// Stands in for the command line's checker (which `cli` registers; its real checks are
     /// tested end to end through `latlab run --dry-run` in tests/it/plan.rs): `tcp` with `-D`
     /// and `--nodelay`.
-    fn fake_check(command: &str, args: &[String]) -> std::result::Result<Option<u64>, String> {
+    fn fake_check(command: &str, args: &[String]) -> std::result::Result<Planned, String> {
         if command != "tcp" {
             return Err(format!("'{command}' is not a measurement"));
         }
@@ -433,7 +444,7 @@ mod tests {
                 other => return Err(format!("unexpected argument '{other}'")),
             }
         }
-        Ok(ns)
+        Ok(Planned { ns, rate: None })
     }
 
     fn write(text: &str) -> (tempfile::TempDir, PathBuf) {

@@ -10,8 +10,7 @@ pub use crate::sys::timesrc as probes;
 use crate::config::{CpuSet, DisplayUnit};
 use crate::driver::Ctx;
 use crate::error::Result;
-use crate::experiment::clocksource::ClocksourceGuard;
-use crate::export::table;
+use crate::export::columns;
 use crate::result::{Run, Series};
 use crate::rt::Control;
 use crate::stats::Recorder;
@@ -190,15 +189,21 @@ pub struct MonoCheck {
 /// then reads its clock (after that load has completed): reading less than a value another CPU
 /// published earlier is a step back in time. Value and CPU are published together as
 /// `value << 8 | cpu` (CPU numbers above 255 are reported modulo 256).
-pub fn check_monotonic(p: Probe, cpus: &[usize], dur: Duration, stop_all: &Control) -> MonoCheck {
+pub fn check_monotonic(
+    p: Probe,
+    cpus: &[usize],
+    dur: Duration,
+    stop_all: &Control,
+    log: &crate::rt::PlacementLog,
+) -> MonoCheck {
     let last = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(AtomicBool::new(false));
     let handles: Vec<_> = cpus
         .iter()
         .map(|&cpu| {
-            let (last, stop) = (last.clone(), stop.clone());
+            let (last, stop, log) = (last.clone(), stop.clone(), log.clone());
             std::thread::spawn(move || {
-                crate::rt::checked(crate::sys::sched::pin_to_cpu(cpu), || {
+                log.check(crate::sys::sched::pin_to_cpu(cpu), || {
                     format!("monotonicity check: pin to CPU {cpu} refused")
                 });
                 let mut ex = Vec::with_capacity(100);
@@ -271,10 +276,10 @@ pub fn run(cfg: ClocksConfig, ctx: &mut Ctx<'_>) -> Result<ClocksOutcome> {
         .collect();
     let mut results = Vec::new();
     {
-        let guard = if cfg.clocksources.is_empty() {
+        let setting = if cfg.clocksources.is_empty() {
             None
         } else {
-            Some(ClocksourceGuard::new(
+            Some(crate::settings::clocksource::writable(
                 &crate::sys::roots::Roots::host().sys_root,
             )?)
         };
@@ -284,8 +289,8 @@ pub fn run(cfg: ClocksConfig, ctx: &mut Ctx<'_>) -> Result<ClocksOutcome> {
             cfg.clocksources.clone()
         };
         'outer: for cs in &sources {
-            if let Some(g) = &guard {
-                g.switch(cs)?;
+            if let Some(path) = &setting {
+                crate::settings::clocksource::switch(ctx.settings()?, path, cs)?;
                 std::thread::sleep(Duration::from_millis(50));
             }
             for &p in &probes {
@@ -295,7 +300,11 @@ pub fn run(cfg: ClocksConfig, ctx: &mut Ctx<'_>) -> Result<ClocksOutcome> {
                 results.push(measure(p, cs, &cfg, ticks, tpn, &control.stop));
             }
         }
-        // The guard puts the original clocksource back here, whatever happened above.
+    }
+    // The original clocksource goes back now, before the monotonicity checks (and, whatever
+    // happened above, when the driver releases the run's settings).
+    for f in ctx.restore_settings() {
+        ctx.warn(format!("could not restore {f}; run 'latlab restore'"));
     }
     let mut checks = Vec::new();
     if cfg.check_monotonic_ns > 0 && !control.was_interrupted() {
@@ -308,7 +317,7 @@ pub fn run(cfg: ClocksConfig, ctx: &mut Ctx<'_>) -> Result<ClocksOutcome> {
             if !cfg.probes.iter().any(|n| n == name) {
                 continue;
             }
-            checks.push(check_monotonic(p, &cpus, dur, &control));
+            checks.push(check_monotonic(p, &cpus, dur, &control, ctx.placement()));
         }
     }
     let mut check_failure = None;
@@ -461,7 +470,7 @@ pub fn render(o: &ClocksOutcome, cfg: &ClocksConfig) -> String {
                 r.path.to_string(),
             ]);
         }
-        s.push_str(&table::render(
+        s.push_str(&columns::render(
             &[
                 "clock",
                 "min",

@@ -171,13 +171,16 @@ pub fn run(cfg: ContendConfig, ctx: &mut Ctx<'_>) -> Result<ContendOutcome> {
     let started = SystemTime::now();
     let t0 = Instant::now();
     let mut iterations = Vec::new();
+    let log = ctx.placement().clone();
+    // Where each CPU's thread really ran (read back), by the CPU it was meant for.
+    let mut ran = std::collections::BTreeMap::new();
     std::thread::scope(|s| {
         let hs: Vec<_> = cfg
             .cpus
             .iter()
             .enumerate()
             .map(|(me, &cpu)| {
-                let (probe, shared, stop, barrier) = (&probe, &shared, &stop, &barrier);
+                let (probe, shared, stop, barrier, log) = (&probe, &shared, &stop, &barrier, &log);
                 let (sync, level, limit) =
                     (cfg.sync, cfg.level, cfg.iterations.unwrap_or(u64::MAX));
                 s.spawn(move || {
@@ -189,6 +192,7 @@ pub fn run(cfg: ContendConfig, ctx: &mut Ctx<'_>) -> Result<ContendOutcome> {
                             prio,
                         },
                         rt::PREFAULT,
+                        log,
                     );
                     let mut rec = probe.recorder(cpu);
                     barrier.wait();
@@ -205,7 +209,7 @@ pub fn run(cfg: ContendConfig, ctx: &mut Ctx<'_>) -> Result<ContendOutcome> {
                         rec.stop(1, t);
                         n += 1;
                     }
-                    (cpu, n, applied.warnings)
+                    (cpu, n, applied.cpu_for(Some(cpu)))
                 })
             })
             .collect();
@@ -227,9 +231,9 @@ pub fn run(cfg: ContendConfig, ctx: &mut Ctx<'_>) -> Result<ContendOutcome> {
         }
         stop.store(true, Ordering::Relaxed);
         for h in hs {
-            if let Ok((cpu, n, w)) = h.join() {
+            if let Ok((cpu, n, ran_on)) = h.join() {
                 iterations.push((cpu, n));
-                warnings.extend(w);
+                ran.insert(cpu, ran_on);
             }
         }
     });
@@ -238,7 +242,7 @@ pub fn run(cfg: ContendConfig, ctx: &mut Ctx<'_>) -> Result<ContendOutcome> {
     for (cpu, secs) in probe.stats() {
         for (name, r) in probe.names().iter().zip(secs) {
             let mut sr = Series::from_recorder(format!("cpu{cpu}/{name}"), &r);
-            sr.cpu = Some(cpu);
+            sr.cpu = ran.get(&cpu).copied().flatten().or(Some(cpu));
             sr.policy = policy.to_string();
             sr.prio = prio;
             sr.extra = Some(serde_json::json!({ "total_ns": r.sum as u64, "sync": cfg.sync }));
@@ -293,6 +297,10 @@ impl crate::driver::Measurement for ContendConfig {
         self.iterations
             .is_none()
             .then(|| Duration::from_nanos(self.duration_ns))
+    }
+
+    fn measured_cpus(&self) -> Option<crate::config::CpuSet> {
+        Some(crate::config::CpuSet::from_cpus(self.cpus.iter().copied()))
     }
 
     fn footprint(&self) -> crate::driver::Footprint {

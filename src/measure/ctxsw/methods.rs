@@ -3,7 +3,7 @@
 //! `futex` ping-pong. Each runs its partner tasks as threads or forked processes and times the
 //! measuring task's round trips in ticks; sample vectors are allocated before the loop.
 
-use crate::sys::ipc::{self, Pipe, SharedPage};
+use crate::sys::taskpair::{self, Pipe, SharedPage};
 use crate::sys::tsc::Ticks;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
@@ -30,6 +30,8 @@ pub struct Setup {
     pub ticks: Ticks,
     /// Set on Ctrl-C/SIGTERM: the measuring loops end and keep what they timed.
     pub stop: Arc<std::sync::atomic::AtomicBool>,
+    /// The run's placement log (a forked task's refusals stay in its own copy).
+    pub log: crate::rt::PlacementLog,
 }
 
 impl Setup {
@@ -63,14 +65,14 @@ fn start_partner(
     let cpu = s.cpu(task);
     match s.kind {
         TaskKind::Threads => {
-            let (policy, prio) = (s.policy, s.prio);
+            let (policy, prio, log) = (s.policy, s.prio, s.log.clone());
             std::thread::Builder::new()
                 .name(format!("latlab-task{task}"))
                 .spawn(move || {
-                    crate::rt::checked(crate::sys::sched::pin_to_cpu(cpu), || {
+                    log.check(crate::sys::sched::pin_to_cpu(cpu), || {
                         format!("ctxsw task: pin to CPU {cpu} refused")
                     });
-                    crate::rt::checked(crate::sys::sched::set_policy_raw(policy, prio), || {
+                    log.check(crate::sys::sched::set_policy_raw(policy, prio), || {
                         format!("ctxsw task: policy {policy} priority {prio} refused")
                     });
                     body();
@@ -78,7 +80,7 @@ fn start_partner(
                 .map(Partner::Thread)
         }
         TaskKind::Processes => {
-            ipc::fork_task(Some(cpu), s.policy, s.prio, body).map(Partner::Process)
+            taskpair::fork_task(Some(cpu), s.policy, s.prio, body).map(Partner::Process)
         }
     }
 }
@@ -88,8 +90,8 @@ fn finish(p: Partner, kill: bool) {
         Partner::Thread(h) => {
             let _ = h.join();
         }
-        Partner::Process(pid) if kill => ipc::kill_task(pid),
-        Partner::Process(pid) => ipc::wait_task(pid),
+        Partner::Process(pid) if kill => taskpair::kill_task(pid),
+        Partner::Process(pid) => taskpair::wait_task(pid),
     }
 }
 
@@ -99,14 +101,14 @@ fn on_measuring_thread<T: Send + 'static>(
     body: impl FnOnce() -> T + Send + 'static,
 ) -> T {
     let cpu = s.cpu(0);
-    let (policy, prio) = (s.policy, s.prio);
+    let (policy, prio, log) = (s.policy, s.prio, s.log.clone());
     std::thread::Builder::new()
         .name("latlab-task0".into())
         .spawn(move || {
-            crate::rt::checked(crate::sys::sched::pin_to_cpu(cpu), || {
+            log.check(crate::sys::sched::pin_to_cpu(cpu), || {
                 format!("ctxsw task: pin to CPU {cpu} refused")
             });
-            crate::rt::checked(crate::sys::sched::set_policy_raw(policy, prio), || {
+            log.check(crate::sys::sched::set_policy_raw(policy, prio), || {
                 format!("ctxsw task: policy {policy} priority {prio} refused")
             });
             crate::sys::mem::prefault_stack(64 * 1024);
@@ -127,7 +129,7 @@ pub fn yield_pair(s: &Setup, measuring_prep: Prep, partner_prep: Prep) -> std::i
     let partner = start_partner(s, 1, move || {
         partner_prep();
         while stop.word(0).load(Ordering::Relaxed) == 0 {
-            ipc::yield_now();
+            taskpair::yield_now();
         }
     })?;
     let (iters, warm, ticks, stop) = (s.iterations, s.warmup, s.ticks, s.stop.clone());
@@ -139,7 +141,7 @@ pub fn yield_pair(s: &Setup, measuring_prep: Prep, partner_prep: Prep) -> std::i
                 break;
             }
             let t1 = ticks.read();
-            ipc::yield_now();
+            taskpair::yield_now();
             let t2 = ticks.read();
             if i >= warm {
                 v.push(t2.wrapping_sub(t1));
@@ -190,20 +192,20 @@ pub fn pipe_ring(s: &Setup, n: usize, touch_kb: usize) -> std::io::Result<Raw> {
             if processes {
                 for &fd in all.iter() {
                     if fd != rd && fd != wr {
-                        ipc::close(fd);
+                        taskpair::close(fd);
                     }
                 }
             }
-            while ipc::get(rd) {
+            while taskpair::get(rd) {
                 touch(&mut buf);
-                if !ipc::put(wr) {
+                if !taskpair::put(wr) {
                     break;
                 }
             }
             // Pass the end on round the ring.
             match owned_wr {
                 Some(w) => drop(w),
-                None => ipc::close(wr),
+                None => taskpair::close(wr),
             }
         })?);
     }
@@ -219,8 +221,8 @@ pub fn pipe_ring(s: &Setup, n: usize, touch_kb: usize) -> std::io::Result<Raw> {
                 break;
             }
             let t1 = ticks.read();
-            ipc::put(wr);
-            ipc::get(rd);
+            taskpair::put(wr);
+            taskpair::get(rd);
             touch(&mut buf);
             let t2 = ticks.read();
             if i >= warm {
@@ -252,8 +254,8 @@ pub fn hop_overhead(ticks: Ticks, touch_kb: usize, reps: usize) -> u64 {
     let mut v = Vec::with_capacity(reps);
     for _ in 0..reps {
         let t1 = ticks.read();
-        ipc::put(w);
-        ipc::get(r);
+        taskpair::put(w);
+        taskpair::get(r);
         touch(&mut buf);
         v.push(ticks.read().wrapping_sub(t1));
     }
@@ -275,11 +277,11 @@ pub fn futex_pair(s: &Setup) -> std::io::Result<Raw> {
                 break;
             }
             if v == 0 {
-                ipc::futex_wait(w, 0);
+                taskpair::futex_wait(w, 0);
                 continue;
             }
             w.store(0, Ordering::Release);
-            ipc::futex_wake(w, 1);
+            taskpair::futex_wake(w, 1);
         }
     })?;
     let (iters, warm, ticks, stop) = (s.iterations, s.warmup, s.ticks, s.stop.clone());
@@ -293,9 +295,9 @@ pub fn futex_pair(s: &Setup) -> std::io::Result<Raw> {
             }
             let t1 = ticks.read();
             w.store(1, Ordering::Release);
-            ipc::futex_wake(w, 1);
+            taskpair::futex_wake(w, 1);
             while w.load(Ordering::Acquire) == 1 {
-                ipc::futex_wait(w, 1);
+                taskpair::futex_wait(w, 1);
             }
             let t2 = ticks.read();
             if i >= warm {
@@ -305,7 +307,7 @@ pub fn futex_pair(s: &Setup) -> std::io::Result<Raw> {
         v
     });
     page.word(0).store(2, Ordering::Release);
-    ipc::futex_wake(page.word(0), 1);
+    taskpair::futex_wake(page.word(0), 1);
     finish(partner, false);
     Ok(Raw {
         samples,

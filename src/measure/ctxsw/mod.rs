@@ -9,7 +9,7 @@ pub mod methods;
 use crate::config::{CpuSet, DisplayUnit, Policy};
 use crate::driver::Ctx;
 use crate::error::{Error, Result};
-use crate::export::table;
+use crate::export::columns;
 use crate::result::{Run, Series};
 
 use crate::stats::Recorder;
@@ -142,7 +142,7 @@ pub fn run(mut cfg: CtxswConfig, ctx: &mut Ctx<'_>) -> Result<CtxswOutcome> {
     let online = CpuSet::online_here();
     let spare: Vec<usize> = online.iter().filter(|c| !cfg.cpus.contains(c)).collect();
     if !spare.is_empty() {
-        crate::rt::checked(sys::sched::pin_to_cpus(spare), || {
+        ctx.placement().check(sys::sched::pin_to_cpus(spare), || {
             "ctxsw control thread: could not move off the measured CPUs".into()
         });
     }
@@ -157,6 +157,7 @@ pub fn run(mut cfg: CtxswConfig, ctx: &mut Ctx<'_>) -> Result<CtxswOutcome> {
         warmup: cfg.warmup,
         ticks,
         stop: ctx.control().stop.clone(),
+        log: ctx.placement().clone(),
     };
     let started = SystemTime::now();
     let t0 = Instant::now();
@@ -296,7 +297,7 @@ pub fn render(o: &CtxswOutcome, cfg: &CtxswConfig) -> String {
             u.fmt_ns(m.min_ns as f64),
             u.fmt_ns(m.percentiles.p50 as f64),
             u.fmt_ns(m.mean_ns),
-            u.fmt_ns(m.percentiles.p99 as f64),
+            m.percentiles.supported(m.count)[2].map_or("-".to_string(), |p| u.fmt_ns(p as f64)),
             u.fmt_ns(m.max_ns as f64),
             cyc(m.min_ns as f64),
             cyc(m.percentiles.p50 as f64),
@@ -304,7 +305,7 @@ pub fn render(o: &CtxswOutcome, cfg: &CtxswConfig) -> String {
             u.fmt_ns(r.raw.overhead_per_sample as f64 / o.ticks_per_ns),
         ]);
     }
-    s.push_str(&table::render(
+    s.push_str(&columns::render(
         &[
             "method",
             "samples",
@@ -346,6 +347,10 @@ impl crate::driver::Measurement for CtxswConfig {
 
     fn planned(&self) -> Option<std::time::Duration> {
         None
+    }
+
+    fn measured_cpus(&self) -> Option<crate::config::CpuSet> {
+        Some(crate::config::CpuSet::from_cpus(self.cpus.iter().copied()))
     }
 
     fn footprint(&self) -> crate::driver::Footprint {

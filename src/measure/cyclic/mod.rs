@@ -5,6 +5,7 @@
 pub mod args;
 pub mod config;
 pub mod deadline;
+mod dl_run;
 mod lower;
 
 pub mod report;
@@ -71,8 +72,8 @@ fn trace_cpus(cfg: &CyclicConfig) -> Vec<usize> {
 }
 
 fn drain_spikes(
-    t: &mut crate::trace::spikes::Tracer,
-    rings: &mut [rtrb::Consumer<crate::trace::spikes::RawSpike>],
+    t: &mut crate::trace::session::Tracer,
+    rings: &mut [rtrb::Consumer<crate::trace::session::RawSpike>],
 ) {
     for r in rings {
         while let Ok(s) = r.pop() {
@@ -81,93 +82,69 @@ fn drain_spikes(
     }
 }
 
-/// What a run with SCHED_DEADLINE threads prepares before they start.
-struct DeadlineSetup {
-    limits: deadline::Limits,
-    /// Every deadline thread's reservation (for a refusal's numbers).
-    reservations: Vec<crate::sys::deadline::DlParams>,
-    /// SIGXCPU is counted, so threads may ask for SCHED_FLAG_DL_OVERRUN.
-    signal: bool,
-    /// `--hrtick`, held on for the run.
-    hrtick: Option<crate::experiment::hrtick::Hrtick>,
-}
+/// The raw sample log (`--samples`): one ring per thread and the writer thread draining them.
+type SampleRings = (
+    Option<Vec<Option<rtrb::Producer<u64>>>>,
+    Option<SampleWriter>,
+);
 
-/// Checks the kernel's limits, turns HRTICK on (`--hrtick`) and counts SIGXCPU, for a plan
-/// with deadline threads.
-fn prepare_deadline(cfg: &CyclicConfig, ctx: &Ctx<'_>) -> Result<Option<DeadlineSetup>> {
-    let reservations: Vec<_> = deadline::threads(cfg).iter().map(|(_, p)| *p).collect();
-    if reservations.is_empty() {
-        return Ok(None);
-    }
-    let limits = deadline::Limits::read(
-        &crate::sys::roots::Roots::host(),
-        ctx.environment().cpus_online,
-    );
-    deadline::check_periods(cfg, &limits)?;
-    let hrtick = if cfg.hrtick {
-        Some(crate::experiment::hrtick::Hrtick::enable()?)
-    } else {
-        None
+fn start_samples(cfg: &CyclicConfig) -> Result<SampleRings> {
+    let Some(path) = &cfg.samples else {
+        return Ok((None, None));
     };
-    Ok(Some(DeadlineSetup {
-        limits,
-        reservations,
-        signal: crate::sys::deadline::count_sigxcpu().is_ok(),
-        hrtick,
-    }))
+    let hdr: Vec<SeriesHeader> = cfg
+        .threads
+        .iter()
+        .map(|t| SeriesHeader {
+            name: t.name.clone(),
+            cpu: t.cpu,
+        })
+        .collect();
+    let cap = cfg
+        .threads
+        .iter()
+        .map(|t| ring_capacity(t.interval_ns))
+        .max()
+        .unwrap_or(1 << 16);
+    let (prods, cons) = samples::rings(cfg.threads.len(), cap);
+    let writer = SampleWriter::start(path, &hdr, cons)?;
+    Ok((Some(prods.into_iter().map(Some).collect()), Some(writer)))
 }
 
-/// Runs the measurement described by `cfg`.
-pub fn run(mut cfg: CyclicConfig, ctx: &mut Ctx<'_>) -> Result<CyclicOutcome> {
-    let mut warnings = Vec::new();
-    adapt(&mut cfg, ctx);
-    let n = cfg.threads.len();
-    let mut dl_setup = prepare_deadline(&cfg, ctx)?;
-    if dl_setup.is_some() {
-        warnings.extend(cfg.notes.iter().cloned());
-        warnings.extend(deadline::hrtick_advice(&cfg));
-        warnings.extend(
-            dl_setup
-                .as_ref()
-                .and_then(|d| d.hrtick.as_ref())
-                .map(|h| h.warning()),
-        );
-    }
-    let dl_signal = dl_setup.as_ref().is_some_and(|d| d.signal);
-    // Set by each deadline thread before the barrier: whether it got its reservation (and the
-    // overrun signal), or the kernel's refusal.
-    let dl_results: Vec<Arc<std::sync::Mutex<Option<std::io::Result<bool>>>>> =
-        (0..n).map(|_| Arc::default()).collect();
+/// What the control thread shares with the measuring threads of one run.
+struct Team {
+    tripped: Arc<AtomicBool>,
+    done: Arc<AtomicUsize>,
+    bell: Arc<rt::Doorbell>,
+    live: Vec<Arc<Live>>,
+    /// Each deadline thread's switch, set before the barrier.
+    dl: Vec<dl_run::Outcome>,
+    barrier: Arc<Barrier>,
+}
 
-    let (producers, writer) = match &cfg.samples {
-        None => (None, None),
-        Some(path) => {
-            let hdr: Vec<SeriesHeader> = cfg
-                .threads
-                .iter()
-                .map(|t| SeriesHeader {
-                    name: t.name.clone(),
-                    cpu: t.cpu,
-                })
-                .collect();
-            let cap = cfg
-                .threads
-                .iter()
-                .map(|t| ring_capacity(t.interval_ns))
-                .max()
-                .unwrap_or(1 << 16);
-            let (prods, cons) = samples::rings(n, cap);
-            (Some(prods), Some(SampleWriter::start(path, &hdr, cons)?))
+impl Team {
+    fn new(n: usize) -> Team {
+        Team {
+            tripped: Arc::new(AtomicBool::new(false)),
+            done: Arc::new(AtomicUsize::new(0)),
+            bell: Arc::new(rt::Doorbell::default()),
+            live: (0..n).map(|_| Arc::new(Live::new())).collect(),
+            dl: (0..n).map(|_| Arc::default()).collect(),
+            barrier: Arc::new(Barrier::new(n + 1)),
         }
-    };
-    let mut producers = producers.map(|p| p.into_iter().map(Some).collect::<Vec<_>>());
+    }
+}
 
-    let control = ctx.control().clone();
-    rt::install_wake_handler();
-    let tripped = Arc::new(AtomicBool::new(false));
-    let done = Arc::new(AtomicUsize::new(0));
-    let bell = Arc::new(rt::Doorbell::default());
-    let live: Vec<Arc<Live>> = (0..n).map(|_| Arc::new(Live::new())).collect();
+/// Spawns one placed worker per thread plan behind the team's barrier; each allocates and
+/// prefaults everything (and switches to SCHED_DEADLINE) before it waits there.
+fn spawn(
+    cfg: &CyclicConfig,
+    ctx: &Ctx<'_>,
+    team: &Team,
+    mut samples: Option<Vec<Option<rtrb::Producer<u64>>>>,
+    mut spikes: Vec<Option<rtrb::Producer<crate::trace::session::RawSpike>>>,
+    dl_signal: bool,
+) -> Result<Vec<std::thread::JoinHandle<(rt::Applied, WorkerOut)>>> {
     // A deadline thread starts as SCHED_OTHER and switches itself once set up.
     let placements: Vec<Placement> = cfg
         .threads
@@ -183,145 +160,145 @@ pub fn run(mut cfg: CyclicConfig, ctx: &mut Ctx<'_>) -> Result<CyclicOutcome> {
             prio: t.prio,
         })
         .collect();
-    // --trace: the instance and its reader start before the threads, and one spike ring per
-    // thread (preallocated; the control thread drains them).
-    let mut tracer = match cfg.trace_threshold_ns {
-        None => None,
-        Some(th) => Some(
-            crate::trace::spikes::Tracer::start_stacks(
-                &trace_cpus(&cfg),
-                th,
-                cfg.threads.iter().map(|t| t.name.clone()).collect(),
-                cfg.trace_stacks,
-            )?
-            .saving(cfg.trace_save.clone())
-            .acting(
-                cfg.trace_actions.clone(),
-                cfg.trace_actions_max,
-                control.stop.clone(),
-            )
-            .breaking(cfg.break_on_ns),
-        ),
-    };
-    let (mut spike_prods, mut spike_cons): (Vec<_>, Vec<_>) = if tracer.is_some() {
-        (0..n).map(|_| rtrb::RingBuffer::new(SPIKE_RING)).unzip()
-    } else {
-        (Vec::new(), Vec::new())
-    };
-    let mut spike_prods: Vec<Option<_>> = spike_prods.drain(..).map(Some).collect();
-    let barrier = Arc::new(Barrier::new(n + 1));
     let hist_len = cfg.histogram_us.unwrap_or(0) as usize;
-    let handles = ctx
-        .spawn_workers(&placements, barrier.clone(), |i| {
-            let t = &cfg.threads[i];
-            let ring = producers.as_mut().and_then(|p| p[i].take());
-            let (clock, interval_ns, relative) = (cfg.clock.id(), t.interval_ns, cfg.relative);
-            let (loops, break_on_ns) = (
-                cfg.loops.unwrap_or(u64::MAX),
-                cfg.break_on_ns.unwrap_or(u64::MAX),
-            );
-            let (live, stop, tripped, done) = (
-                live[i].clone(),
-                control.stop.clone(),
-                tripped.clone(),
-                done.clone(),
-            );
-            let bell = bell.clone();
-            let dl_plan = t.deadline;
-            let dl_result = dl_results[i].clone();
-            let spikes =
-                spike_prods
-                    .get_mut(i)
-                    .and_then(Option::take)
-                    .map(|ring| worker::SpikeOut {
-                        threshold_ns: cfg.trace_threshold_ns.unwrap_or(u64::MAX),
-                        series: i as u32,
-                        cpu: t.cpu.map(|c| c as u32),
-                        tid: 0,
-                        ring,
-                    });
-            move || {
-                let w = Worker {
-                    clock,
-                    interval_ns,
-                    relative,
-                    loops,
-                    break_on_ns,
-                    rec: Recorder::new(),
-                    timeline: crate::result::TimelineRecorder::new(
-                        crate::result::timeline::DEFAULT_WIDTH_NS,
-                    ),
-                    linear: vec![0; hist_len],
-                    ring,
-                    live,
-                    stop,
-                    tripped,
-                    done,
-                    bell,
-                    tally: None,
-                    spikes,
-                };
-                // Last thing before the barrier: everything is allocated and prefaulted.
-                let switched = dl_plan.map(|d| deadline::switch(&d.params, dl_signal));
-                let ok = matches!(switched, Some(Ok(_)));
-                if let (Some(r), Ok(mut slot)) = (switched, dl_result.lock()) {
-                    *slot = Some(r);
-                }
-                move || match dl_plan {
-                    None => w.run(),
-                    Some(d) if ok => w.run_deadline(DeadlineJob {
-                        deadline_ns: d.params.deadline_ns,
-                        runtime_ns: d.params.runtime_ns,
-                        work_ns: d.work_ns,
-                    }),
-                    Some(_) => w.skip(),
-                }
+    let stop = ctx.control().stop.clone();
+    ctx.spawn_workers(&placements, team.barrier.clone(), |i| {
+        let t = &cfg.threads[i];
+        let (clock, interval_ns, relative) = (cfg.clock.id(), t.interval_ns, cfg.relative);
+        let (loops, break_on_ns) = (
+            cfg.loops.unwrap_or(u64::MAX),
+            cfg.break_on_ns.unwrap_or(u64::MAX),
+        );
+        let ring = samples.as_mut().and_then(|p| p[i].take());
+        let (live, stop, tripped, done, bell) = (
+            team.live[i].clone(),
+            stop.clone(),
+            team.tripped.clone(),
+            team.done.clone(),
+            team.bell.clone(),
+        );
+        let spikes = spikes
+            .get_mut(i)
+            .and_then(Option::take)
+            .map(|ring| worker::SpikeOut {
+                threshold_ns: cfg.trace_threshold_ns.unwrap_or(u64::MAX),
+                series: i as u32,
+                cpu: t.cpu.map(|c| c as u32),
+                tid: 0,
+                ring,
+            });
+        let (dl_plan, dl_result) = (t.deadline, team.dl[i].clone());
+        move || {
+            // Allocated on the measuring thread, placed and before the barrier.
+            let w = Worker {
+                clock,
+                interval_ns,
+                relative,
+                loops,
+                break_on_ns,
+                rec: Recorder::new(),
+                timeline: crate::result::TimelineRecorder::new(
+                    crate::result::timeline::DEFAULT_WIDTH_NS,
+                ),
+                linear: vec![0; hist_len],
+                ring,
+                live,
+                stop,
+                tripped,
+                done,
+                bell,
+                tally: None,
+                spikes,
+            };
+            // Last thing before the barrier: everything is allocated and prefaulted.
+            let switched = dl_plan.map(|d| deadline::switch(&d.params, dl_signal));
+            let ok = matches!(switched, Some(Ok(_)));
+            if let (Some(r), Ok(mut slot)) = (switched, dl_result.lock()) {
+                *slot = Some(r);
             }
-        })
-        .map_err(|e| Error::Env(format!("cannot start measuring threads: {e}")))?;
-
-    barrier.wait();
-    // A deadline thread the kernel refused: stop the others at once; the refusal is the
-    // result (exit 3).
-    let refused = cfg.threads.iter().zip(&dl_results).find_map(|(t, r)| {
-        match r.lock().ok()?.take() {
-            Some(Err(e)) => Some((t.name.clone(), e)),
-            Some(Ok(signal)) => {
-                if signal != dl_signal {
-                    warnings.push(format!("{}: the kernel does not know SCHED_FLAG_DL_OVERRUN; no SIGXCPU on overruns", t.name));
-                }
-                None
+            move || match dl_plan {
+                None => w.run(),
+                Some(d) if ok => w.run_deadline(DeadlineJob {
+                    deadline_ns: d.params.deadline_ns,
+                    runtime_ns: d.params.runtime_ns,
+                    work_ns: d.work_ns,
+                }),
+                Some(_) => w.skip(),
             }
-            None => None,
         }
-    });
-    if refused.is_some() {
-        control.stop.store(true, Ordering::Release);
-    }
-    let started = SystemTime::now();
-    let t0 = Instant::now();
-    let display = (!cfg.quiet && report::stdout_is_terminal() && !report::json_to_stdout(&cfg))
-        .then(|| report::live_view(&cfg, live.clone(), control.stop.clone()));
+    })
+    .map_err(|e| Error::Env(format!("cannot start measuring threads: {e}")))
+}
 
+/// The control thread's watch: until the deadline, a signal or every worker's end, attributing
+/// the spikes the workers hand over as the trace's reader gets past them.
+fn watch(
+    cfg: &CyclicConfig,
+    control: &rt::Control,
+    team: &Team,
+    t0: Instant,
+    tracer: &mut Option<crate::trace::session::Tracer>,
+    spike_cons: &mut [rtrb::Consumer<crate::trace::session::RawSpike>],
+) {
+    let n = cfg.threads.len();
     let deadline = cfg.duration_ns.map(|d| t0 + Duration::from_nanos(d));
     loop {
         if control.was_interrupted() || deadline.is_some_and(|d| Instant::now() >= d) {
             control.stop.store(true, Ordering::Release);
         }
-        if control.stop.load(Ordering::Acquire) || done.load(Ordering::Acquire) == n {
+        if control.stop.load(Ordering::Acquire) || team.done.load(Ordering::Acquire) == n {
             break;
         }
         // Workers ring when they end; signals and the deadline are noticed within 100 ms.
         let left = deadline.map_or(Duration::from_millis(100), |d| {
             d.saturating_duration_since(Instant::now())
         });
-        bell.wait(left.min(Duration::from_millis(100)));
+        team.bell.wait(left.min(Duration::from_millis(100)));
         if let Some(t) = tracer.as_mut() {
-            drain_spikes(t, &mut spike_cons);
+            drain_spikes(t, spike_cons);
             t.poll();
         }
     }
     control.stop.store(true, Ordering::Release);
+}
+
+/// Runs the measurement described by `cfg`.
+pub fn run(mut cfg: CyclicConfig, ctx: &mut Ctx<'_>) -> Result<CyclicOutcome> {
+    let mut warnings = Vec::new();
+    adapt(&mut cfg, ctx);
+    let n = cfg.threads.len();
+    let dl = dl_run::Setup::prepare(&cfg, ctx, &mut warnings)?;
+    let (producers, writer) = start_samples(&cfg)?;
+    let control = ctx.control().clone();
+    rt::install_wake_handler();
+    // --trace: the driver started the session (`trace_request`); one spike ring per thread
+    // (preallocated; the control thread drains them).
+    let mut tracer = ctx.take_tracer();
+    let (spike_prods, mut spike_cons): (Vec<_>, Vec<_>) = if tracer.is_some() {
+        (0..n)
+            .map(|_| rtrb::RingBuffer::new(SPIKE_RING))
+            .map(|(p, c)| (Some(p), c))
+            .unzip()
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    let team = Team::new(n);
+    let dl_signal = dl.as_ref().is_some_and(|d| d.signal);
+    let handles = spawn(&cfg, ctx, &team, producers, spike_prods, dl_signal)?;
+    team.barrier.wait();
+    // A deadline thread the kernel refused: stop the others at once; the refusal is the
+    // result (exit 3).
+    let refused = dl
+        .as_ref()
+        .and_then(|d| d.refused(&cfg.threads, &team.dl, &mut warnings));
+    if refused.is_some() {
+        control.stop.store(true, Ordering::Release);
+    }
+    let started = SystemTime::now();
+    let t0 = Instant::now();
+    let display = (!cfg.quiet && report::stdout_is_terminal() && !report::json_to_stdout(&cfg))
+        .then(|| report::live_view(&cfg, team.live.clone(), control.stop.clone()));
+    watch(&cfg, &control, &team, t0, &mut tracer, &mut spike_cons);
     for h in &handles {
         rt::wake(h);
     }
@@ -342,9 +319,39 @@ pub fn run(mut cfg: CyclicConfig, ctx: &mut Ctx<'_>) -> Result<CyclicOutcome> {
         t.finish()
     });
     warnings.extend(trace.iter().flat_map(|t| t.warnings.iter().cloned()));
+    let samples_path = finish_samples(writer, &cfg, &outs, &mut warnings)?;
+    // A refused thread ends the run here (HRTICK goes back with the driver's settings).
+    let sigxcpu = crate::sys::deadline::sigxcpu_count();
+    if let Some(d) = &dl {
+        d.finish(refused)?;
+    }
+    let (series, linear, check_failure) = collect(&cfg, outs);
+    let mut parameters = serde_json::to_value(&cfg).unwrap_or(serde_json::Value::Null);
+    if let (Some(d), Some(map)) = (&dl, parameters.as_object_mut()) {
+        map.insert("deadline".into(), d.parameters(sigxcpu));
+    }
+    ctx.warnings().extend(warnings);
+    let run = Run {
+        interrupted: control.was_interrupted(),
+        check_failure,
+        samples_path,
+        series,
+        duration_s: elapsed.as_secs_f64(),
+        trace,
+        ..ctx.run_at(started, parameters)
+    };
+    Ok(CyclicOutcome { run, linear })
+}
 
+/// Ends the sample log with each thread's lost count; a loss is a warning.
+fn finish_samples(
+    writer: Option<SampleWriter>,
+    cfg: &CyclicConfig,
+    outs: &[(rt::Applied, WorkerOut)],
+    warnings: &mut Vec<String>,
+) -> Result<Option<String>> {
     let lost: Vec<u64> = outs.iter().map(|(_, o)| o.lost).collect();
-    let samples_path = match (writer, &cfg.samples) {
+    let path = match (writer, &cfg.samples) {
         (Some(w), Some(p)) => {
             w.finish(&lost)?;
             Some(p.display().to_string())
@@ -355,49 +362,29 @@ pub fn run(mut cfg: CyclicConfig, ctx: &mut Ctx<'_>) -> Result<CyclicOutcome> {
     if total_lost > 0 {
         warnings.push(format!("the sample log lost {total_lost} samples: its writer fell behind (per thread in lost_samples)"));
     }
+    Ok(path)
+}
 
-    if let Some((name, e)) = refused {
-        let (limits, reservations) = dl_setup
-            .as_ref()
-            .map(|d| (d.limits.clone(), d.reservations.clone()))
-            .unwrap_or_default();
-        let err = deadline::refusal(&name, &e, &reservations, &limits);
-        if let Some(h) = dl_setup.and_then(|d| d.hrtick) {
-            for f in h.restore() {
-                crate::note!("latlab: --hrtick: could not restore {f}; run 'latlab restore'");
-            }
-        }
-        return Err(err);
-    }
-    let sigxcpu = crate::sys::deadline::sigxcpu_count();
-    // HRTICK goes back before the result is written.
-    if let Some(h) = dl_setup.as_mut().and_then(|d| d.hrtick.take()) {
-        for f in h.restore() {
-            warnings.push(format!(
-                "--hrtick: could not restore {f}; run 'latlab restore'"
-            ));
-        }
-    }
+/// Per-thread linear histograms (`-h`) with their overflow counts.
+type Linear = Vec<(Vec<u64>, u64)>;
 
-    let mut series = Vec::with_capacity(n);
-    let mut linear = Vec::with_capacity(n);
+/// The series of the run, the `-h` histograms and `--break-on`'s failure, from what each
+/// worker returned.
+fn collect(
+    cfg: &CyclicConfig,
+    outs: Vec<(rt::Applied, WorkerOut)>,
+) -> (Vec<Series>, Linear, Option<String>) {
+    let mut series = Vec::with_capacity(outs.len());
+    let mut linear = Vec::with_capacity(outs.len());
     let mut check_failure = None;
     for ((applied, out), plan) in outs.into_iter().zip(&cfg.threads) {
-        warnings.extend(applied.warnings);
+        // Placement failures reach the warnings through the run's placement log.
         let mut s = Series::from_recorder(plan.name.clone(), &out.rec);
-        s.cpu = plan.cpu;
+        s.cpu = applied.cpu_for(plan.cpu);
         s.policy = applied.policy.to_string();
-        if let (Some(d), Some(p)) = (out.deadline, plan.deadline) {
+        if let Some(extra) = dl_run::series_extra(out.deadline, plan) {
             s.policy = Policy::Deadline.to_string();
-            s.extra = Some(serde_json::json!({
-                "runtime_ns": p.params.runtime_ns,
-                "deadline_ns": p.params.deadline_ns,
-                "period_ns": p.params.period_ns,
-                "work_ns": p.work_ns,
-                "jobs": d.jobs,
-                "deadline_misses": d.misses,
-                "runtime_overruns": d.runtime_overruns,
-            }));
+            s.extra = Some(extra);
         }
         s.prio = applied.prio;
         s.interval_ns = Some(plan.interval_ns);
@@ -405,10 +392,7 @@ pub fn run(mut cfg: CyclicConfig, ctx: &mut Ctx<'_>) -> Result<CyclicOutcome> {
         s.lost_samples = out.lost;
         s.timeline = Some(out.timeline.clone());
         if let Some((lat, loop_no)) = out.tripped_at {
-            let cpu = plan
-                .cpu
-                .or(out.cpu)
-                .map_or("?".to_string(), |c| c.to_string());
+            let cpu = s.cpu.or(out.cpu).map_or("?".to_string(), |c| c.to_string());
             check_failure = Some(format!(
                 "--break-on: {} on CPU {cpu} woke {} {} late at loop {loop_no} (threshold {} {})",
                 plan.name,
@@ -421,39 +405,44 @@ pub fn run(mut cfg: CyclicConfig, ctx: &mut Ctx<'_>) -> Result<CyclicOutcome> {
         series.push(s);
         linear.push((out.linear, out.linear_overflow));
     }
-    let interrupted = control.was_interrupted();
-    let mut parameters = serde_json::to_value(&cfg).unwrap_or(serde_json::Value::Null);
-    if let (Some(d), Some(map)) = (&dl_setup, parameters.as_object_mut()) {
-        map.insert(
-            "deadline".into(),
-            serde_json::json!({
-                "runtime_overruns_from": deadline::OVERRUN_METHOD,
-                "dl_overrun_signal": d.signal,
-                "sigxcpu": sigxcpu,
-                "sched_rt_runtime_us": d.limits.rt_runtime_us,
-                "sched_rt_period_us": d.limits.rt_period_us,
-            }),
-        );
-    }
-    ctx.warnings().extend(warnings);
-    let run = Run {
-        interrupted,
-        check_failure,
-        samples_path,
-        series,
-        duration_s: elapsed.as_secs_f64(),
-        trace,
-        ..ctx.run_at(started, parameters)
-    };
-    Ok(CyclicOutcome { run, linear })
+    (series, linear, check_failure)
 }
 
 impl crate::driver::Measurement for CyclicConfig {
     type Outcome = CyclicOutcome;
     const KIND: &'static str = "cyclic";
+    const FACTS: crate::result::kind::Facts = crate::result::kind::Facts {
+        chart: crate::result::kind::Chart::Histogram,
+        ..crate::result::kind::Facts::LATENCY
+    };
 
     fn planned(&self) -> Option<Duration> {
         self.duration_ns.map(Duration::from_nanos)
+    }
+
+    fn planned_rate(&self) -> Option<f64> {
+        // One wake-up per interval per thread (-l bounds the count, not the rate).
+        let r: f64 = self
+            .threads
+            .iter()
+            .map(|t| 1e9 / t.interval_ns.max(1) as f64)
+            .sum();
+        (r > 0.0).then_some(r)
+    }
+
+    fn trace_request(&self) -> Option<crate::trace::session::Request> {
+        Some(crate::trace::session::Request {
+            cpus: trace_cpus(self),
+            threshold_ns: self.trace_threshold_ns?,
+            names: self.threads.iter().map(|t| t.name.clone()).collect(),
+            stacks: self.trace_stacks,
+            save: self.trace_save.clone(),
+            actions: self.trace_actions.clone(),
+            actions_max: self.trace_actions_max,
+            break_on: self.break_on_ns,
+            needs_root: "--trace needs root (it reads the kernel's tracepoints through tracefs)",
+            ..Default::default()
+        })
     }
 
     fn measured_cpus(&self) -> Option<crate::config::CpuSet> {
@@ -504,7 +493,7 @@ impl crate::driver::Measurement for CyclicConfig {
         }
         text.push_str(&report::render(o, self.unit));
         if let Some(t) = &o.run.trace {
-            text.push_str(&crate::trace::spikes::why(t, self.unit));
+            text.push_str(&crate::export::why::why(t, self.unit));
         }
         text.into()
     }

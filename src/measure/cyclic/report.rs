@@ -3,7 +3,7 @@
 
 use super::CyclicOutcome;
 use crate::config::DisplayUnit;
-use crate::export::table;
+use crate::export::columns;
 use crate::measure::cyclic::config::CyclicConfig;
 use crate::rt::Live;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -114,7 +114,12 @@ pub fn render(o: &CyclicOutcome, unit: DisplayUnit) -> String {
         .series
         .iter()
         .map(|x| {
-            let p = &x.summary.percentiles;
+            // A percentile only where the thread's count supports it (p99.9: 10 000 samples).
+            let [p50, p90, p99, p999, p9999] = x
+                .summary
+                .percentiles
+                .supported(x.summary.count)
+                .map(|v| v.map_or("-".to_string(), |v| f(v as f64)));
             let mut row = vec![
                 x.name.trim_start_matches('T').to_string(),
                 x.summary.count.to_string(),
@@ -126,11 +131,11 @@ pub fn render(o: &CyclicOutcome, unit: DisplayUnit) -> String {
                 x.policy.clone(),
                 x.cpu.map_or("-".into(), |c| c.to_string()),
                 f(x.interval_ns.unwrap_or(0) as f64),
-                f(p.p50 as f64),
-                f(p.p90 as f64),
-                f(p.p99 as f64),
-                f(p.p99_9 as f64),
-                f(p.p99_99 as f64),
+                p50,
+                p90,
+                p99,
+                p999,
+                p9999,
                 x.overruns.to_string(),
             ];
             if deadline {
@@ -148,7 +153,7 @@ pub fn render(o: &CyclicOutcome, unit: DisplayUnit) -> String {
     if deadline {
         head.extend(["misses", "throttled"]);
     }
-    s.push_str(&table::render(&head, &rows));
+    s.push_str(&columns::render(&head, &rows));
     if deadline {
         let d = &run.parameters["deadline"];
         s.push_str(&format!(

@@ -6,7 +6,7 @@ use crate::rt::Live;
 use crate::stats::Recorder;
 use crate::sys::clock;
 use crate::sys::deadline as dl;
-use crate::trace::spikes::RawSpike;
+use crate::trace::session::RawSpike;
 use rtrb::Producer;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;

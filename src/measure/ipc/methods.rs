@@ -3,9 +3,9 @@
 //! sender sends, the receiver wakes and answers on the same mechanism, as rt-tests does. The
 //! sender's timestamp goes through shared memory; nothing here allocates after set-up.
 
-use crate::sys::ipc::{self, Pipe, SharedPage};
-use crate::sys::rtipc::{self, EventFd, MsgQueue, PosixSem};
+use crate::sys::ipcprim::{self, EventFd, MsgQueue, PosixSem};
 use crate::sys::sysvsem::SysvSem;
+use crate::sys::taskpair::{self, Pipe, SharedPage};
 use std::sync::atomic::{AtomicI32, Ordering};
 
 /// A wake-up mechanism.
@@ -103,7 +103,7 @@ pub enum Chan {
         /// Process and thread id of each side.
         tid: [[AtomicI32; 2]; 2],
         /// The handler, uninstalled when the channel drops.
-        _handler: rtipc::HandlerGuard,
+        _handler: ipcprim::HandlerGuard,
     },
     /// A token count per side in a futex word (words 0 and 1).
     Futex(SharedPage),
@@ -130,7 +130,7 @@ impl Chan {
         processes: bool,
         registry: Option<&std::path::Path>,
     ) -> std::io::Result<Chan> {
-        let sigs = [rtipc::rt_signal(2), rtipc::rt_signal(3)];
+        let sigs = [ipcprim::rt_signal(2), ipcprim::rt_signal(3)];
         let id = || [AtomicI32::new(0), AtomicI32::new(0)];
         let tids = || [id(), id()];
         Ok(match m {
@@ -146,7 +146,7 @@ impl Chan {
             Method::Signal => Chan::Signal {
                 sig: sigs,
                 tid: tids(),
-                _handler: rtipc::HandlerGuard::install(sigs[RECEIVER])?,
+                _handler: ipcprim::HandlerGuard::install(sigs[RECEIVER])?,
             },
             Method::Futex => Chan::Futex(SharedPage::new()?),
             Method::Eventfd => Chan::Eventfd([EventFd::new()?, EventFd::new()?]),
@@ -159,19 +159,19 @@ impl Chan {
     pub fn side(&self, me: usize) -> std::io::Result<Side> {
         let mut s = Side {
             me,
-            set: rtipc::set_of(0),
-            suspend_mask: rtipc::set_of(0),
+            set: ipcprim::set_of(0),
+            suspend_mask: ipcprim::set_of(0),
             handled: false,
         };
         match self {
             Chan::Sigwait { sig, tid } | Chan::Signal { sig, tid, .. } => {
                 tid[me][0].store(crate::sys::process::getpid(), Ordering::SeqCst);
                 tid[me][1].store(crate::sys::sched::gettid(), Ordering::SeqCst);
-                rtipc::block_signals(&[sig[me]])?;
-                s.set = rtipc::set_of(sig[me]);
+                ipcprim::block_signals(&[sig[me]])?;
+                s.set = ipcprim::set_of(sig[me]);
                 if matches!(self, Chan::Signal { .. }) && me == RECEIVER {
                     s.handled = true;
-                    s.suspend_mask = rtipc::mask_without(sig[me]);
+                    s.suspend_mask = ipcprim::mask_without(sig[me]);
                 }
             }
             _ => {}
@@ -188,7 +188,7 @@ impl Chan {
             Chan::SysvSem(s) => s.post(to as u16),
             Chan::Sigwait { sig, tid } | Chan::Signal { sig, tid, .. } => {
                 let [pid, tid] = &tid[to];
-                rtipc::signal_task(
+                ipcprim::signal_task(
                     pid.load(Ordering::Relaxed),
                     tid.load(Ordering::Relaxed),
                     sig[to],
@@ -196,11 +196,11 @@ impl Chan {
             }
             Chan::Futex(p) => {
                 p.word(to).fetch_add(1, Ordering::Release);
-                ipc::futex_wake(p.word(to), 1);
+                taskpair::futex_wake(p.word(to), 1);
                 true
             }
             Chan::Eventfd(e) => e[to].post(),
-            Chan::Pipe(p) => retry(|| ipc::put(p[to].wfd())),
+            Chan::Pipe(p) => retry(|| taskpair::put(p[to].wfd())),
         }
     }
 
@@ -226,21 +226,21 @@ impl Chan {
             Chan::Pmq(q) => q[me].recv().is_some(),
             Chan::PosixSem(s) => s[me].wait(),
             Chan::SysvSem(s) => s.wait(me as u16),
-            Chan::Sigwait { .. } => rtipc::wait_signal(&side.set),
+            Chan::Sigwait { .. } => ipcprim::wait_signal(&side.set),
             Chan::Signal { .. } if side.handled => {
-                rtipc::HANDLED_AT.store(0, Ordering::Relaxed);
-                while rtipc::HANDLED_AT.load(Ordering::Acquire) == 0 {
-                    rtipc::suspend(&side.suspend_mask);
+                ipcprim::HANDLED_AT.store(0, Ordering::Relaxed);
+                while ipcprim::HANDLED_AT.load(Ordering::Acquire) == 0 {
+                    ipcprim::suspend(&side.suspend_mask);
                 }
-                return Some(rtipc::HANDLED_AT.load(Ordering::Acquire));
+                return Some(ipcprim::HANDLED_AT.load(Ordering::Acquire));
             }
-            Chan::Signal { .. } => rtipc::wait_signal(&side.set),
+            Chan::Signal { .. } => ipcprim::wait_signal(&side.set),
             Chan::Futex(p) => {
                 let w = p.word(me);
                 loop {
                     let v = w.load(Ordering::Acquire);
                     if v == 0 {
-                        ipc::futex_wait(w, 0);
+                        taskpair::futex_wait(w, 0);
                     } else if w
                         .compare_exchange(v, v - 1, Ordering::AcqRel, Ordering::Relaxed)
                         .is_ok()
@@ -250,7 +250,7 @@ impl Chan {
                 }
             }
             Chan::Eventfd(e) => e[me].wait(),
-            Chan::Pipe(p) => retry(|| ipc::get(p[me].rfd())),
+            Chan::Pipe(p) => retry(|| taskpair::get(p[me].rfd())),
         };
         ok.then(|| crate::sys::clock::now_ns(libc::CLOCK_MONOTONIC))
     }

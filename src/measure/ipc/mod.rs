@@ -7,6 +7,7 @@
 
 pub mod args;
 pub mod methods;
+mod pair;
 pub mod report;
 pub mod ring;
 
@@ -14,10 +15,11 @@ use crate::config::{DisplayUnit, Policy, TaskKind};
 use crate::driver::Ctx;
 use crate::error::{Error, Result};
 use crate::result::{Run, Series};
-use crate::rt::{Applied, Placement};
+use crate::rt::Applied;
 use crate::stats::Recorder;
-use crate::sys::{self, clock, ipc::SharedBox};
+use crate::sys::{self, taskpair::SharedBox};
 use methods::{Chan, Method, RECEIVER, SENDER};
+use pair::{start_pair, Ended, Shared};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, SystemTime};
@@ -86,329 +88,6 @@ pub struct IpcOutcome {
     pub run: Run,
     /// Per method.
     pub methods: Vec<MethodOut>,
-}
-
-/// What the two tasks share besides the channel: in memory shared across fork, so the same
-/// code serves threads and a forked sender.
-struct Shared {
-    chan: Chan,
-    stamp: AtomicU64,
-    sent: AtomicU64,
-    quit: AtomicBool,
-    broken: AtomicBool,
-    /// Set by a forked sender once it is ready to take the first "ready".
-    child_ready: AtomicBool,
-    /// When the receiver began waiting for the current message (CLOCK_MONOTONIC ns; 0: not
-    /// waiting): a forked sender that never answers is found by it.
-    waiting_since: AtomicU64,
-}
-
-/// The shared state, as both sides hold it.
-type SharedRef = Arc<SharedBox<Shared>>;
-
-/// How long a forked sender may take to get ready (copying and locking the parent's memory).
-const CHILD_READY_WITHIN: Duration = Duration::from_secs(10);
-
-/// Starts the sender and the receiver for one method, pinned and at their priorities, behind
-/// a barrier the caller passes last: the one place a run's tasks are set up. With
-/// `--tasks processes` the sender's thread forks the sender (which inherits its CPU and
-/// policy) before the start and then only waits for it.
-#[allow(clippy::type_complexity)]
-fn start_pair(
-    ctx: &Ctx<'_>,
-    cfg: &IpcConfig,
-    shared: &SharedRef,
-    barrier: &Arc<Barrier>,
-) -> Result<Vec<std::thread::JoinHandle<(Applied, Ended)>>> {
-    let placements = [
-        Placement {
-            name: "ipc-sender".into(),
-            cpu: cfg.cpus[SENDER],
-            policy: cfg.policy,
-            prio: cfg.sender_prio(),
-        },
-        Placement {
-            name: "ipc-receiver".into(),
-            cpu: cfg.cpus[RECEIVER],
-            policy: cfg.policy,
-            prio: cfg.prio,
-        },
-    ];
-    let pace = Pace {
-        interval: cfg.interval_ns,
-        loops: cfg.loops.unwrap_or(u64::MAX),
-        duration: cfg.duration_ns,
-    };
-    let stop = ctx.control().stop.clone();
-    let measured = cfg.cpus;
-    let fork = (cfg.tasks == TaskKind::Processes).then_some((
-        cfg.cpus[SENDER],
-        cfg.policy.as_libc(),
-        cfg.sender_prio(),
-    ));
-    ctx.spawn_workers(&placements, barrier.clone(), |i| {
-        let sh = shared.clone();
-        let stop = stop.clone();
-        move || -> Box<dyn FnOnce() -> Ended> {
-            match (i, fork) {
-                (SENDER, Some((cpu, policy, prio))) => match fork_sender(&sh, cpu, policy, prio) {
-                    Ok(pid) => Box::new(move || wait_sender(&sh, pid, &stop, measured, pace)),
-                    Err(why) => {
-                        fail(&sh);
-                        Box::new(|| Ended::NoSender(why))
-                    }
-                },
-                _ => {
-                    let side = sh.chan.side(i);
-                    let rec = Recorder::new();
-                    Box::new(move || match (i, side) {
-                        (_, Err(_)) => {
-                            fail(&sh);
-                            Ended::Failed
-                        }
-                        (SENDER, Ok(s)) => {
-                            send_loop(&sh, &s);
-                            Ended::Sender
-                        }
-                        (_, Ok(s)) => {
-                            let (rec, overruns) = receive_loop(&sh, &s, pace, &stop, rec);
-                            Ended::Receiver(rec, overruns)
-                        }
-                    })
-                }
-            }
-        }
-    })
-    .map_err(|e| spawn_error("spawning the ipc threads", e))
-}
-
-/// A refusal to start threads, naming the limit when that is the cause.
-fn spawn_error(what: &str, e: std::io::Error) -> Error {
-    if e.raw_os_error() == Some(libc::EAGAIN) {
-        Error::Env(format!(
-            "{what}: {e} (the process limit, RLIMIT_NPROC or the cgroup's pids.max, is reached)"
-        ))
-    } else {
-        Error::io(what, e)
-    }
-}
-
-/// Marks the pair broken and wakes both sides, so neither waits for the other forever.
-fn fail(sh: &Shared) {
-    sh.broken.store(true, Ordering::SeqCst);
-    sh.quit.store(true, Ordering::SeqCst);
-    sh.chan.nudge(RECEIVER);
-    sh.chan.nudge(SENDER);
-}
-
-/// Forks the sender from the (placed) sender thread and waits until it is ready; None when it
-/// could not be forked or did not get ready (it is then killed).
-fn fork_sender(
-    sh: &SharedRef,
-    cpu: Option<usize>,
-    policy: i32,
-    prio: i32,
-) -> std::result::Result<i32, String> {
-    let child = sh.clone();
-    let pid = sys::ipc::fork_task(cpu, policy, prio, move || {
-        // Memory locks are not inherited across fork: lock the child's own pages.
-        let _ = sys::mem::mlockall();
-        match child.chan.side(SENDER) {
-            Ok(side) => {
-                child.child_ready.store(true, Ordering::SeqCst);
-                send_loop(&child, &side);
-            }
-            Err(_) => child.broken.store(true, Ordering::SeqCst),
-        }
-    })
-    .map_err(|e| {
-        let hint = if e.raw_os_error() == Some(libc::EAGAIN) {
-            " (the process limit, RLIMIT_NPROC or the cgroup's pids.max, is reached)"
-        } else {
-            ""
-        };
-        format!("could not fork the sender: {e}{hint}")
-    })?;
-    let t0 = std::time::Instant::now();
-    while !sh.child_ready.load(Ordering::SeqCst) {
-        let why = if sh.broken.load(Ordering::SeqCst) {
-            "the forked sender could not set itself up"
-        } else if sys::ipc::task_ended(pid) {
-            "the forked sender ended before it was ready"
-        } else if t0.elapsed() > CHILD_READY_WITHIN {
-            "the forked sender was not ready within 10 s"
-        } else {
-            std::thread::sleep(Duration::from_millis(1));
-            continue;
-        };
-        sys::ipc::kill_task(pid);
-        return Err(why.into());
-    }
-    Ok(pid)
-}
-
-/// How long a forked sender may take to end once the run is over before it is killed (one
-/// stopped with SIGSTOP, say, would hold the receiver forever).
-const CHILD_END_WITHIN: Duration = Duration::from_secs(2);
-
-/// The sender thread's part when the sender is a process: watch it (at SCHED_OTHER, off the
-/// measured CPUs where there are others) and reap it; kill it if it outlives the run; if it
-/// ended before the receiver let it go, the pair is broken.
-fn wait_sender(
-    sh: &Shared,
-    pid: i32,
-    stop: &AtomicBool,
-    measured: [Option<usize>; 2],
-    pace: Pace,
-) -> Ended {
-    let _ = sys::sched::set_policy_raw(libc::SCHED_OTHER, 0);
-    let others: Vec<usize> = crate::config::CpuSet::online_here()
-        .iter()
-        .filter(|c| !measured.contains(&Some(*c)))
-        .collect();
-    if !others.is_empty() {
-        let _ = sys::sched::pin_to_cpus(others);
-    }
-    let clk = libc::CLOCK_MONOTONIC;
-    // Past the planned end (with room for overruns), a receiver still waiting means a sender
-    // that will not answer (stopped, say).
-    let late_after = pace.planned_ns().map(|p| {
-        clock::now_ns(clk)
-            .saturating_add(p)
-            .saturating_add((p / 2).max(CHILD_END_WITHIN.as_nanos() as u64))
-    });
-    let mut over_since: Option<std::time::Instant> = None;
-    let status = loop {
-        if let Some(s) = sys::ipc::try_wait_task(pid) {
-            break s;
-        }
-        let now = clock::now_ns(clk);
-        let waiting = sh.waiting_since.load(Ordering::Relaxed);
-        let stuck = late_after.is_some_and(|t| now > t)
-            && waiting != 0
-            && now.saturating_sub(waiting) > CHILD_END_WITHIN.as_nanos() as u64;
-        let over = stop.load(Ordering::Relaxed) || sh.quit.load(Ordering::Relaxed);
-        if stuck
-            || (over
-                && over_since
-                    .get_or_insert_with(std::time::Instant::now)
-                    .elapsed()
-                    > CHILD_END_WITHIN)
-        {
-            sys::ipc::kill_task(pid);
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    if status != Some(0) || !sh.quit.load(Ordering::SeqCst) {
-        fail(sh);
-        return Ended::Failed;
-    }
-    Ended::Sender
-}
-
-/// What a thread hands back.
-enum Ended {
-    Sender,
-    Receiver(Recorder, u64),
-    Failed,
-    /// The sender process could not be started, and why.
-    NoSender(String),
-}
-
-/// The receiver's schedule.
-#[derive(Clone, Copy)]
-struct Pace {
-    interval: u64,
-    loops: u64,
-    duration: Option<u64>,
-}
-
-impl Pace {
-    /// How long one method should take (None: until Ctrl-C).
-    fn planned_ns(&self) -> Option<u64> {
-        match (self.duration, self.loops) {
-            (Some(d), _) => Some(d),
-            (None, u64::MAX) => None,
-            (None, n) => Some(n.saturating_mul(self.interval)),
-        }
-    }
-}
-
-/// The sender, as rt-tests' programs run it: waits until the receiver says it is ready, stamps
-/// the clock and sends at once; until the receiver says quit. Only plain system calls and
-/// atomics (it may run in a forked child).
-fn send_loop(sh: &Shared, side: &methods::Side) {
-    loop {
-        if sh.chan.recv(side).is_none() {
-            sh.broken.store(true, Ordering::SeqCst);
-            break;
-        }
-        if sh.quit.load(Ordering::Acquire) {
-            break;
-        }
-        let t = clock::now_ns(libc::CLOCK_MONOTONIC);
-        sh.stamp.store(t, Ordering::Release);
-        if !sh.chan.send(RECEIVER, t) {
-            sh.broken.store(true, Ordering::SeqCst);
-            break;
-        }
-        sh.sent.fetch_add(1, Ordering::Relaxed);
-    }
-    if sh.broken.load(Ordering::SeqCst) {
-        sh.chan.nudge(RECEIVER);
-    }
-}
-
-/// The receiver keeps the schedule: at each interval it tells the sender it is ready, then
-/// times the wake-up against the sender's stamp; until `loops`, the duration or the stop flag,
-/// then tells the sender to quit. A period it reaches late counts the intervals missed.
-fn receive_loop(
-    sh: &Shared,
-    side: &methods::Side,
-    pace: Pace,
-    stop: &AtomicBool,
-    mut rec: Recorder,
-) -> (Recorder, u64) {
-    let clk = libc::CLOCK_MONOTONIC;
-    let begin = clock::now_ns(clk);
-    let end = pace.duration.map_or(u64::MAX, |d| begin.saturating_add(d));
-    let mut next = begin + pace.interval;
-    let (mut got, mut overruns) = (0u64, 0u64);
-    while got < pace.loops && next < end && !sh.broken.load(Ordering::Relaxed) {
-        while clock::sleep_until_ns(clk, next) == libc::EINTR && !stop.load(Ordering::Relaxed) {}
-        if stop.load(Ordering::Relaxed) {
-            break;
-        }
-        if !sh.chan.send(SENDER, 0) {
-            sh.broken.store(true, Ordering::SeqCst);
-            break;
-        }
-        sh.waiting_since
-            .store(clock::now_ns(clk).max(1), Ordering::Relaxed);
-        let got_one = sh.chan.recv(side);
-        sh.waiting_since.store(0, Ordering::Relaxed);
-        match got_one {
-            Some(now) if !sh.broken.load(Ordering::Acquire) => {
-                rec.record(now.saturating_sub(sh.stamp.load(Ordering::Acquire)));
-            }
-            _ => {
-                sh.broken.store(true, Ordering::SeqCst);
-                break;
-            }
-        }
-        got += 1;
-        next += pace.interval;
-        let now = clock::now_ns(clk);
-        if now >= next {
-            let missed = (now - next) / pace.interval + 1;
-            overruns += missed;
-            next += missed * pace.interval;
-        }
-    }
-    sh.quit.store(true, Ordering::SeqCst);
-    sh.chan.nudge(SENDER);
-    (rec, overruns)
 }
 
 /// Runs one method; with the reason when the pair broke before the end (what it timed is kept).
@@ -525,6 +204,8 @@ fn fallback() -> Applied {
     Applied {
         policy: Policy::Other,
         prio: 0,
+        cpu: None,
+        pinned: false,
         warnings: Vec::new(),
     }
 }
@@ -532,7 +213,7 @@ fn fallback() -> Applied {
 fn series_of(cfg: &IpcConfig, m: &MethodOut) -> Series {
     if let Some(n) = cfg.ring {
         let mut s = Series::from_recorder("sigwait-ring".into(), &m.rec);
-        s.cpu = cfg.cpus[0];
+        s.cpu = m.applied[0].cpu_for(cfg.cpus[0]);
         s.policy = m.applied[0].policy.to_string();
         s.prio = m.applied[0].prio;
         s.interval_ns = Some(cfg.interval_ns);
@@ -546,14 +227,14 @@ fn series_of(cfg: &IpcConfig, m: &MethodOut) -> Series {
         return s;
     }
     let mut s = Series::from_recorder(m.method.name().into(), &m.rec);
-    s.cpu = cfg.cpus[RECEIVER];
+    s.cpu = m.applied[RECEIVER].cpu_for(cfg.cpus[RECEIVER]);
     s.policy = m.applied[RECEIVER].policy.to_string();
     s.prio = m.applied[RECEIVER].prio;
     s.interval_ns = Some(cfg.interval_ns);
     s.overruns = m.overruns;
     s.extra = Some(serde_json::json!({
         "sent": m.sent,
-        "sender_cpu": cfg.cpus[SENDER],
+        "sender_cpu": m.applied[SENDER].cpu_for(cfg.cpus[SENDER]),
         "sender_policy": m.applied[SENDER].policy.to_string(),
         "sender_prio": m.applied[SENDER].prio,
         "tasks": cfg.tasks,
@@ -566,7 +247,6 @@ fn run(cfg: &IpcConfig, ctx: &mut Ctx<'_>) -> Result<IpcOutcome> {
     let t0 = std::time::Instant::now();
     let mut outs = Vec::new();
     let mut first_error = None;
-    let mut warned: Vec<String> = Vec::new();
     for &m in &cfg.methods {
         if ctx.control().should_stop() {
             break;
@@ -584,15 +264,7 @@ fn run(cfg: &IpcConfig, ctx: &mut Ctx<'_>) -> Result<IpcOutcome> {
                 continue;
             }
         };
-        for a in &o.applied {
-            for w in &a.warnings {
-                // Each method's tasks meet the same refusals: say each once.
-                if !warned.contains(w) {
-                    warned.push(w.clone());
-                    ctx.warn(w.clone());
-                }
-            }
-        }
+        // Placement refusals reach the warnings through the run's placement log, each once.
         match broken {
             // Nothing collected at all: a plain failure.
             Some(why) if o.rec.count == 0 && outs.is_empty() => return Err(Error::Env(why)),

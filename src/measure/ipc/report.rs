@@ -1,7 +1,7 @@
 //! `latlab ipc`'s text report: one row per method, like `cyclic`'s per-thread table.
 
 use super::{cpus_text, IpcConfig, IpcOutcome};
-use crate::export::table;
+use crate::export::columns;
 
 /// The report.
 pub fn render(o: &IpcOutcome, cfg: &IpcConfig) -> String {
@@ -67,14 +67,14 @@ pub fn render(o: &IpcOutcome, cfg: &IpcConfig) -> String {
                 x.count.to_string(),
                 u.fmt_ns(x.min_ns as f64),
                 u.fmt_ns(x.mean_ns),
-                u.fmt_ns(x.percentiles.p50 as f64),
-                u.fmt_ns(x.percentiles.p99 as f64),
+                x.percentiles.supported(x.count)[0].map_or("-".to_string(), |p| u.fmt_ns(p as f64)),
+                x.percentiles.supported(x.count)[2].map_or("-".to_string(), |p| u.fmt_ns(p as f64)),
                 u.fmt_ns(x.max_ns as f64),
                 ser.overruns.to_string(),
             ]
         })
         .collect();
-    s.push_str(&table::render(
+    s.push_str(&columns::render(
         &[
             "method", "sent", "timed", "min", "avg", "median", "p99", "max", "overruns",
         ],

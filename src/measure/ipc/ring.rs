@@ -9,7 +9,7 @@ use crate::driver::Ctx;
 use crate::error::{Error, Result};
 use crate::rt::{Applied, Placement};
 use crate::stats::Recorder;
-use crate::sys::{clock, rtipc};
+use crate::sys::{clock, ipcprim};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 
@@ -24,7 +24,7 @@ struct Ring {
 
 impl Ring {
     fn signal(&self, to: usize) -> bool {
-        rtipc::signal_task(
+        ipcprim::signal_task(
             crate::sys::process::getpid(),
             self.tids[to].load(Ordering::Relaxed),
             self.sig,
@@ -59,7 +59,7 @@ fn lead(ring: &Ring, set: &libc::sigset_t, cfg: &IpcConfig, stop: &AtomicBool) -
         }
         for _ in 0..burst {
             let t = clock::now_ns(clk);
-            if !ring.signal(1) || !rtipc::wait_signal(set) {
+            if !ring.signal(1) || !ipcprim::wait_signal(set) {
                 ring.broken.store(true, Ordering::SeqCst);
                 break 'run;
             }
@@ -85,7 +85,7 @@ fn lead(ring: &Ring, set: &libc::sigset_t, cfg: &IpcConfig, stop: &AtomicBool) -
 /// Any other thread: pass the signal on until told to quit.
 fn pass(ring: &Ring, me: usize, set: &libc::sigset_t) {
     let next = (me + 1) % ring.tids.len();
-    while rtipc::wait_signal(set) && !ring.quit.load(Ordering::SeqCst) {
+    while ipcprim::wait_signal(set) && !ring.quit.load(Ordering::SeqCst) {
         if !ring.signal(next) {
             ring.broken.store(true, Ordering::SeqCst);
             break;
@@ -96,7 +96,7 @@ fn pass(ring: &Ring, me: usize, set: &libc::sigset_t) {
 /// Runs the ring of `n` threads; the outcome as one method (`sigwait`) with the round trips.
 pub fn measure(ctx: &Ctx<'_>, cfg: &IpcConfig, n: usize) -> Result<(MethodOut, Option<String>)> {
     let ring = Arc::new(Ring {
-        sig: rtipc::rt_signal(2),
+        sig: ipcprim::rt_signal(2),
         tids: (0..n).map(|_| AtomicI32::new(0)).collect(),
         quit: AtomicBool::new(false),
         broken: AtomicBool::new(false),
@@ -120,8 +120,8 @@ pub fn measure(ctx: &Ctx<'_>, cfg: &IpcConfig, n: usize) -> Result<(MethodOut, O
             let c = c.clone();
             move || {
                 ring.tids[i].store(crate::sys::sched::gettid(), Ordering::SeqCst);
-                let blocked = rtipc::block_signals(&[ring.sig]).is_ok();
-                let set = rtipc::set_of(ring.sig);
+                let blocked = ipcprim::block_signals(&[ring.sig]).is_ok();
+                let set = ipcprim::set_of(ring.sig);
                 move || -> Option<(Recorder, u64)> {
                     if !blocked {
                         ring.broken.store(true, Ordering::SeqCst);
@@ -139,7 +139,7 @@ pub fn measure(ctx: &Ctx<'_>, cfg: &IpcConfig, n: usize) -> Result<(MethodOut, O
                 }
             }
         })
-        .map_err(|e| super::spawn_error("spawning the ring's threads", e))?;
+        .map_err(|e| super::pair::spawn_error("spawning the ring's threads", e))?;
     barrier.wait();
     super::await_workers(ctx, &handles);
     let mut applied: Vec<Applied> = Vec::new();

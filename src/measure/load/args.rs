@@ -38,7 +38,7 @@ impl crate::driver::Lowering for LoadArgs {
 
     fn lower(&self, _online: &CpuSet) -> Result<Self::Config> {
         Ok(super::Foreground {
-            spec: crate::load::LoadSpec::parse(&self.spec)?,
+            spec: crate::loadgen::LoadSpec::parse(&self.spec)?,
             load: self.spec.clone(),
             duration_ns: self.duration,
         })

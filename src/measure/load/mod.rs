@@ -1,4 +1,4 @@
-//! `latlab load KIND[:opts]` as a measurement (the loads themselves are `crate::load`): the load runs in the foreground through the
+//! `latlab load KIND[:opts]` as a measurement (the loads themselves are `crate::loadgen`): the load runs in the foreground through the
 //! driver (signals, outputs, store), and its achieved rate becomes a run of kind `load`.
 //! hackbench without a duration does one run and prints `Time:` as hackbench does; its run
 //! also has a `time` series (ns) like an imported hackbench run, so `compare` and `gate` read
@@ -8,7 +8,7 @@ pub mod args;
 
 use crate::driver::{Ctx, Footprint, Measurement, Text};
 use crate::error::{Error, Result};
-use crate::load::{kinds, LoadKind, LoadSet, LoadSpec};
+use crate::loadgen::{kinds, LoadKind, LoadSet, LoadSpec};
 use crate::result::{LoadReport, Run, Series};
 use crate::stats::Recorder;
 use std::time::{Duration, Instant};

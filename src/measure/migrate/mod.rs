@@ -10,11 +10,10 @@ mod lower;
 use crate::config::{CpuSet, DisplayUnit, Policy};
 use crate::driver::Ctx;
 use crate::error::Result;
-use crate::export::table;
+use crate::export::columns;
 use crate::result::{Run, Series};
-use crate::rt;
 use crate::stats::Recorder;
-use crate::sys::{self, ipc};
+use crate::sys::{self, taskpair};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -45,92 +44,15 @@ pub struct MigrateOutcome {
     pub violations: Vec<String>,
 }
 
-/// Runs the stress and the check.
-pub fn run(cfg: MigrateConfig, ctx: &mut Ctx<'_>) -> Result<MigrateOutcome> {
-    let warnings: Vec<String> = Vec::new();
-    let top = cfg.base_prio + cfg.tasks as i32;
-    let control = ctx.control().clone();
-    let ncpu = CpuSet::online_here().len().max(1);
-    let gen = AtomicU32::new(0);
-    let cell = || {
-        (0..cfg.loops)
-            .map(|_| AtomicU64::new(0))
-            .collect::<Vec<_>>()
-    };
-    let starts: Vec<Vec<AtomicU64>> = (0..cfg.tasks).map(|_| cell()).collect();
-    let ends: Vec<Vec<AtomicU64>> = (0..cfg.tasks).map(|_| cell()).collect();
-    let release: Vec<AtomicU64> = cell();
-    let started = SystemTime::now();
-    let t0 = Instant::now();
-    let mono = || sys::clock::now_ns(libc::CLOCK_MONOTONIC);
-    let mut done_loops = 0usize;
-    std::thread::scope(|s| {
-        for i in 0..cfg.tasks {
-            let (gen, starts, ends, cfg) = (&gen, &starts, &ends, &cfg);
-            s.spawn(move || {
-                let prio = cfg.base_prio + i as i32;
-                rt::checked(sys::sched::set_policy(Policy::Fifo, prio), || {
-                    format!("migrate task: FIFO {prio} refused")
-                });
-                let highest = i + 1 == cfg.tasks;
-                for it in 0..cfg.loops {
-                    if highest {
-                        rt::checked(sys::sched::pin_to_cpu(it % ncpu), || {
-                            format!("migrate task: pin to CPU {} refused", it % ncpu)
-                        });
-                    }
-                    if highest && cfg.inject_inversion && it == cfg.loops / 2 {
-                        rt::checked(sys::sched::set_policy(Policy::Fifo, 1), || {
-                            "migrate task: FIFO 1 refused".into()
-                        });
-                    }
-                    loop {
-                        let g = gen.load(Ordering::Acquire);
-                        if g as usize > it {
-                            break;
-                        }
-                        ipc::futex_wait(gen, g);
-                    }
-                    if gen.load(Ordering::Acquire) == u32::MAX {
-                        return;
-                    }
-                    let a = mono();
-                    starts[i][it].store(a, Ordering::Relaxed);
-                    while mono() < a + cfg.run_ns {
-                        std::hint::spin_loop();
-                    }
-                    ends[i][it].store(mono(), Ordering::Relaxed);
-                }
-            });
-        }
-        // The controller sits above every task so each release is one instant.
-        rt::checked(sys::sched::set_policy(Policy::Fifo, top + 1), || {
-            format!("migrate control thread: FIFO {} refused", top + 1)
-        });
-        for (it, rel) in release.iter().enumerate() {
-            std::thread::sleep(Duration::from_nanos(
-                cfg.sleep_ns
-                    + if it == 0 {
-                        0
-                    } else {
-                        cfg.run_ns * cfg.tasks as u64
-                    },
-            ));
-            if control.was_interrupted() {
-                break;
-            }
-            rel.store(mono(), Ordering::Relaxed);
-            gen.store(it as u32 + 1, Ordering::Release);
-            ipc::futex_wake(&gen, i32::MAX);
-            done_loops = it + 1;
-        }
-        std::thread::sleep(Duration::from_nanos(cfg.run_ns * (cfg.tasks as u64 + 1)));
-        gen.store(u32::MAX, Ordering::Release);
-        ipc::futex_wake(&gen, i32::MAX);
-        rt::checked(sys::sched::set_policy(Policy::Other, 0), || {
-            "migrate control thread: return to SCHED_OTHER refused".into()
-        });
-    });
+/// The priority-order check over the iterations done: a higher-priority task that never
+/// started, started later than a lower one by more than the allowed error, or finished behind
+/// it, is a violation.
+fn check_order(
+    cfg: &MigrateConfig,
+    starts: &[Vec<AtomicU64>],
+    ends: &[Vec<AtomicU64>],
+    done_loops: usize,
+) -> Vec<String> {
     let load = |v: &Vec<AtomicU64>, it: usize| v[it].load(Ordering::Relaxed);
     let mut violations = Vec::new();
     for it in 0..done_loops {
@@ -165,6 +87,98 @@ pub fn run(cfg: MigrateConfig, ctx: &mut Ctx<'_>) -> Result<MigrateOutcome> {
             }
         }
     }
+    violations
+}
+
+/// Runs the stress and the check.
+pub fn run(cfg: MigrateConfig, ctx: &mut Ctx<'_>) -> Result<MigrateOutcome> {
+    let warnings: Vec<String> = Vec::new();
+    let top = cfg.base_prio + cfg.tasks as i32;
+    let control = ctx.control().clone();
+    let ncpu = CpuSet::online_here().len().max(1);
+    let gen = AtomicU32::new(0);
+    let cell = || {
+        (0..cfg.loops)
+            .map(|_| AtomicU64::new(0))
+            .collect::<Vec<_>>()
+    };
+    let starts: Vec<Vec<AtomicU64>> = (0..cfg.tasks).map(|_| cell()).collect();
+    let ends: Vec<Vec<AtomicU64>> = (0..cfg.tasks).map(|_| cell()).collect();
+    let release: Vec<AtomicU64> = cell();
+    let started = SystemTime::now();
+    let t0 = Instant::now();
+    let mono = || sys::clock::now_ns(libc::CLOCK_MONOTONIC);
+    let mut done_loops = 0usize;
+    let log = ctx.placement().clone();
+    std::thread::scope(|s| {
+        for i in 0..cfg.tasks {
+            let (gen, starts, ends, cfg, log) = (&gen, &starts, &ends, &cfg, &log);
+            s.spawn(move || {
+                let prio = cfg.base_prio + i as i32;
+                log.check(sys::sched::set_policy(Policy::Fifo, prio), || {
+                    format!("migrate task: FIFO {prio} refused")
+                });
+                let highest = i + 1 == cfg.tasks;
+                for it in 0..cfg.loops {
+                    if highest {
+                        log.check(sys::sched::pin_to_cpu(it % ncpu), || {
+                            format!("migrate task: pin to CPU {} refused", it % ncpu)
+                        });
+                    }
+                    if highest && cfg.inject_inversion && it == cfg.loops / 2 {
+                        log.check(sys::sched::set_policy(Policy::Fifo, 1), || {
+                            "migrate task: FIFO 1 refused".into()
+                        });
+                    }
+                    loop {
+                        let g = gen.load(Ordering::Acquire);
+                        if g as usize > it {
+                            break;
+                        }
+                        taskpair::futex_wait(gen, g);
+                    }
+                    if gen.load(Ordering::Acquire) == u32::MAX {
+                        return;
+                    }
+                    let a = mono();
+                    starts[i][it].store(a, Ordering::Relaxed);
+                    while mono() < a + cfg.run_ns {
+                        std::hint::spin_loop();
+                    }
+                    ends[i][it].store(mono(), Ordering::Relaxed);
+                }
+            });
+        }
+        // The controller sits above every task so each release is one instant.
+        log.check(sys::sched::set_policy(Policy::Fifo, top + 1), || {
+            format!("migrate control thread: FIFO {} refused", top + 1)
+        });
+        for (it, rel) in release.iter().enumerate() {
+            std::thread::sleep(Duration::from_nanos(
+                cfg.sleep_ns
+                    + if it == 0 {
+                        0
+                    } else {
+                        cfg.run_ns * cfg.tasks as u64
+                    },
+            ));
+            if control.was_interrupted() {
+                break;
+            }
+            rel.store(mono(), Ordering::Relaxed);
+            gen.store(it as u32 + 1, Ordering::Release);
+            taskpair::futex_wake(&gen, i32::MAX);
+            done_loops = it + 1;
+        }
+        std::thread::sleep(Duration::from_nanos(cfg.run_ns * (cfg.tasks as u64 + 1)));
+        gen.store(u32::MAX, Ordering::Release);
+        taskpair::futex_wake(&gen, i32::MAX);
+        log.check(sys::sched::set_policy(Policy::Other, 0), || {
+            "migrate control thread: return to SCHED_OTHER refused".into()
+        });
+    });
+    let load = |v: &Vec<AtomicU64>, it: usize| v[it].load(Ordering::Relaxed);
+    let violations = check_order(&cfg, &starts, &ends, done_loops);
     let mut series = Vec::new();
     for (i, task_starts) in starts.iter().enumerate() {
         let mut r = Recorder::new();
@@ -225,7 +239,7 @@ pub fn render(o: &MigrateOutcome, cfg: &MigrateConfig) -> String {
             ]
         })
         .collect();
-    s.push_str(&table::render(
+    s.push_str(&columns::render(
         &["task", "prio", "loops", "min", "avg", "max"],
         &rows,
     ));

@@ -127,33 +127,14 @@ pub fn run(mut cfg: NoiseConfig, ctx: &mut Ctx<'_>) -> Result<NoiseOutcome> {
     let mut disturbances = Vec::new();
     // --trace: spinners starve an ordinary reader, so each CPU keeps a whole measurement
     // (at most two minutes) and interruptions are attributed after it.
-    let mut tracer = match cfg.trace_threshold_ns {
-        None => None,
-        Some(th) => Some(
-            crate::trace::spikes::Tracer::start_keeping(
-                &cfg.cpus,
-                th,
-                cfg.cpus.iter().map(|c| format!("cpu{c}")).collect(),
-                cfg.duration_ns
-                    .saturating_add(2_000_000_000)
-                    .min(120_000_000_000),
-            )?
-            .spinning()
-            .saving(cfg.trace_save.clone())
-            .acting(
-                cfg.trace_actions.clone(),
-                cfg.trace_actions_max,
-                control.stop.clone(),
-            ),
-        ),
-    };
+    let mut tracer = ctx.take_tracer();
     for r in 0..cfg.repeat {
         // The first repeat always runs (it ends at once when a signal came already), so an
         // early Ctrl-C still gives a saved, interrupted result.
         if r > 0 && control.was_interrupted() {
             break;
         }
-        let (outs, dist) = one_measurement(&cfg, source, ticks_per_ns, &control)?;
+        let (outs, dist) = one_measurement(&cfg, source, ticks_per_ns, &control, ctx.placement())?;
         if let (Some(t), Some(th)) = (tracer.as_mut(), cfg.trace_threshold_ns) {
             offer_interruptions(t, &cfg.cpus, &outs, th);
         }
@@ -167,7 +148,7 @@ pub fn run(mut cfg: NoiseConfig, ctx: &mut Ctx<'_>) -> Result<NoiseOutcome> {
         disturbances.push(dist);
     }
     saved.restore();
-    let trace = tracer.map(crate::trace::spikes::Tracer::finish);
+    let trace = tracer.map(crate::trace::session::Tracer::finish);
     warnings.extend(trace.iter().flat_map(|t| t.warnings.iter().cloned()));
     if repeats.is_empty() {
         return Err(Error::Env(
@@ -206,14 +187,14 @@ pub fn run(mut cfg: NoiseConfig, ctx: &mut Ctx<'_>) -> Result<NoiseOutcome> {
 
 /// Hands a measurement's interruptions at or above `th` to the tracer and attributes them.
 fn offer_interruptions(
-    t: &mut crate::trace::spikes::Tracer,
+    t: &mut crate::trace::session::Tracer,
     cpus: &[usize],
     outs: &[SpinOut],
     th: u64,
 ) {
     for (i, (o, &cpu)) in outs.iter().zip(cpus).enumerate() {
         for (k, e) in o.events.iter().enumerate().filter(|(_, e)| e.dur_ns >= th) {
-            t.offer(crate::trace::spikes::RawSpike {
+            t.offer(crate::trace::session::RawSpike {
                 series: i as u32,
                 cpu: cpu as u32,
                 expected: e.start_ns,
@@ -232,6 +213,7 @@ fn one_measurement(
     source: Source,
     tpn: f64,
     control: &Control,
+    log: &rt::PlacementLog,
 ) -> Result<(Vec<SpinOut>, Option<Disturbance>)> {
     let stop = Arc::new(AtomicBool::new(false));
     let placements: Vec<Placement> = cfg
@@ -254,7 +236,7 @@ fn one_measurement(
     let lives: Vec<Arc<Live>> = placements.iter().map(|_| Arc::new(Live::new())).collect();
     let threshold_ticks = ((cfg.threshold_ns as f64) * tpn).ceil().max(1.0) as u64;
     let spin_ticks = ((cfg.duration_ns as f64) * tpn) as u64;
-    let handles = rt::spawn_workers(&placements, barrier.clone(), |i| {
+    let handles = rt::spawn_workers(&placements, barrier.clone(), log, |i| {
         let (stop, live) = (stop.clone(), lives[i].clone());
         let interrupt = control.stop.clone();
         move || {
@@ -318,9 +300,10 @@ fn one_measurement(
     stop.store(true, Ordering::Release);
     let mut outs = Vec::with_capacity(cfg.cpus.len());
     for h in handles {
-        let (_, o) = h
+        let (applied, mut o) = h
             .join()
             .map_err(|_| Error::Env("a spinning thread panicked".into()))?;
+        o.ran_on = applied.cpu;
         outs.push(o);
     }
     if let Some(d) = display {
@@ -455,7 +438,8 @@ fn build_series(
         }
         out.push(Series {
             name: format!("cpu{cpu}"),
-            cpu: Some(cpu),
+            // Where the spinner really ran (read back), not the CPU it was meant for.
+            cpu: per.iter().find_map(|o| o.ran_on).or(Some(cpu)),
             policy: cfg.policy.to_string(),
             prio: cfg.prio,
             interval_ns: None,
@@ -478,11 +462,44 @@ fn build_series(
 impl crate::driver::Measurement for NoiseConfig {
     type Outcome = NoiseOutcome;
     const KIND: &'static str = "noise";
+    const FACTS: crate::result::kind::Facts = crate::result::kind::Facts {
+        chart: crate::result::kind::Chart::Gaps,
+        histogram_caption: Some("gaps between loop iterations"),
+        timeline_caption: Some(
+            "interruptions only (gaps at or above the threshold); repeats follow one another",
+        ),
+        ..crate::result::kind::Facts::LATENCY
+    };
 
     fn planned(&self) -> Option<Duration> {
         Some(Duration::from_nanos(
             self.duration_ns.saturating_mul(self.repeat as u64),
         ))
+    }
+
+    fn trace_request(&self) -> Option<crate::trace::session::Request> {
+        Some(crate::trace::session::Request {
+            cpus: self.cpus.clone(),
+            threshold_ns: self.trace_threshold_ns?,
+            names: self.cpus.iter().map(|c| format!("cpu{c}")).collect(),
+            // Spinners starve an ordinary reader: each CPU keeps a whole measurement (at most
+            // two minutes) and interruptions are attributed after it.
+            keep_ns: Some(
+                self.duration_ns
+                    .saturating_add(2_000_000_000)
+                    .min(120_000_000_000),
+            ),
+            spinner: true,
+            save: self.trace_save.clone(),
+            actions: self.trace_actions.clone(),
+            actions_max: self.trace_actions_max,
+            needs_root: "--trace needs root (it reads the kernel's tracepoints through tracefs)",
+            ..Default::default()
+        })
+    }
+
+    fn measured_cpus(&self) -> Option<crate::config::CpuSet> {
+        Some(crate::config::CpuSet::from_cpus(self.cpus.iter().copied()))
     }
 
     fn footprint(&self) -> crate::driver::Footprint {
@@ -509,7 +526,7 @@ impl crate::driver::Measurement for NoiseConfig {
     fn render(&self, o: &NoiseOutcome) -> crate::driver::Text {
         let mut text = report::render(o, self);
         if let Some(t) = &o.run.trace {
-            text.push_str(&crate::trace::spikes::why(t, self.unit));
+            text.push_str(&crate::export::why::why(t, self.unit));
         }
         text.into()
     }

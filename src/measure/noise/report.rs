@@ -5,7 +5,7 @@
 use super::worker::SpinOut;
 use super::{Disturbance, NoiseOutcome};
 use crate::config::DisplayUnit;
-use crate::export::table;
+use crate::export::columns;
 use crate::measure::noise::config::NoiseConfig;
 
 /// A repeat whose max exceeds this many times the median of all repeats is an outlier.
@@ -83,8 +83,23 @@ fn stats(v: &[u64]) -> (f64, f64, u64) {
     (median, mean, s.last().copied().unwrap_or(0))
 }
 
-/// The full report.
+/// The full report: the header, the seed's max gap per CPU, sysjitter's table, the
+/// disturbance and the warnings.
 pub fn render(o: &NoiseOutcome, cfg: &NoiseConfig) -> String {
+    let mut s = header(o, cfg);
+    s.push_str(&max_gaps(o, cfg));
+    s.push_str(&own_gaps(o, cfg));
+    s.push('\n');
+    s.push_str(&sysjitter(o, cfg));
+    s.push_str(&disturbance(o, cfg));
+    for w in &o.run.warnings {
+        s.push_str(&format!("warning: {w}\n"));
+    }
+    s
+}
+
+/// The run's header: CPUs, policy, clock, repeats, threshold, kernel.
+fn header(o: &NoiseOutcome, cfg: &NoiseConfig) -> String {
     let run = &o.run;
     let u = cfg.unit;
     let f = |v: f64| u.fmt_ns(v);
@@ -116,7 +131,15 @@ pub fn render(o: &NoiseOutcome, cfg: &NoiseConfig) -> String {
         "kernel {} ({})  main CPU {}  latencies in {u}\n\n",
         run.environment.kernel_release, run.environment.preemption, cfg.main_cpu
     ));
-    // Seed-style: max gap per CPU.
+    s
+}
+
+/// Seed-style: the max gap per CPU, over the repeats with their outliers when several.
+fn max_gaps(o: &NoiseOutcome, cfg: &NoiseConfig) -> String {
+    let run = &o.run;
+    let u = cfg.unit;
+    let f = |v: f64| u.fmt_ns(v);
+    let mut s = String::new();
     let multi = o.repeats.len() > 1;
     let mut rows = Vec::new();
     for ser in &run.series {
@@ -167,7 +190,7 @@ pub fn render(o: &NoiseOutcome, cfg: &NoiseConfig) -> String {
     }
     if multi {
         s.push_str("max gap per CPU over repeats (outliers: max above 10x the median; shown, never dropped)\n");
-        s.push_str(&table::render(
+        s.push_str(&columns::render(
             &[
                 "cpu",
                 "median max",
@@ -181,9 +204,17 @@ pub fn render(o: &NoiseOutcome, cfg: &NoiseConfig) -> String {
             &rows,
         ));
     } else {
-        s.push_str(&table::render(&["cpu", "max gap"], &rows));
+        s.push_str(&columns::render(&["cpu", "max gap"], &rows));
     }
-    // Gaps latlab caused itself (its RT spinner throttled) are not in the max: say so.
+    s
+}
+
+/// Gaps latlab caused itself (its RT spinner throttled) are not in the max: said here.
+fn own_gaps(o: &NoiseOutcome, cfg: &NoiseConfig) -> String {
+    let run = &o.run;
+    let u = cfg.unit;
+    let f = |v: f64| u.fmt_ns(v);
+    let mut s = String::new();
     let own: Vec<String> = run
         .series
         .iter()
@@ -205,8 +236,15 @@ pub fn render(o: &NoiseOutcome, cfg: &NoiseConfig) -> String {
             own.join(", ")
         ));
     }
-    s.push('\n');
-    // sysjitter-style: one column per CPU.
+    s
+}
+
+/// sysjitter-style: one column per CPU.
+fn sysjitter(o: &NoiseOutcome, cfg: &NoiseConfig) -> String {
+    let run = &o.run;
+    let u = cfg.unit;
+    let f = |v: f64| u.fmt_ns(v);
+    let mut s = String::new();
     let labels = [
         ("loops/s", "loops_per_sec"),
         ("int_n", "count"),
@@ -259,6 +297,21 @@ pub fn render(o: &NoiseOutcome, cfg: &NoiseConfig) -> String {
                     "{:.3}",
                     100.0 - i["available_pct"].as_f64().unwrap_or(100.0)
                 ),
+                // A percentile of the interruptions only where their count supports it.
+                "median_ns" | "p90_ns" | "p99_ns" | "p99_9_ns" => {
+                    let q = match key {
+                        "median_ns" => 0.5,
+                        "p90_ns" => 0.9,
+                        "p99_ns" => 0.99,
+                        _ => 0.999,
+                    };
+                    let n = i["count"].as_u64().unwrap_or(0);
+                    if n >= crate::stats::dist::min_n_for(q) {
+                        f(i[key].as_f64().unwrap_or(0.0))
+                    } else {
+                        "-".into()
+                    }
+                }
                 k => f(i[k].as_f64().unwrap_or(0.0)),
             };
             row.push(cell);
@@ -266,8 +319,16 @@ pub fn render(o: &NoiseOutcome, cfg: &NoiseConfig) -> String {
         sj.push(row);
     }
     let head_refs: Vec<&str> = head.iter().map(String::as_str).collect();
-    s.push_str(&table::render(&head_refs, &sj));
-    // Disturbance.
+    s.push_str(&columns::render(&head_refs, &sj));
+    s
+}
+
+/// `--disturb`: per CPU, interruptions during the command and outside it.
+fn disturbance(o: &NoiseOutcome, cfg: &NoiseConfig) -> String {
+    let run = &o.run;
+    let u = cfg.unit;
+    let f = |v: f64| u.fmt_ns(v);
+    let mut s = String::new();
     if let Some(cmd) = &cfg.disturb {
         s.push_str(&format!(
             "\ndisturbance: '{cmd}' on CPU {}\n",
@@ -298,9 +359,6 @@ pub fn render(o: &NoiseOutcome, cfg: &NoiseConfig) -> String {
                 }
             }
         }
-    }
-    for w in &run.warnings {
-        s.push_str(&format!("warning: {w}\n"));
     }
     s
 }
@@ -381,6 +439,7 @@ mod tests {
             }
         }
         let out = SpinOut {
+            ran_on: None,
             iterations: 4,
             runtime_ns: 5_000_000_000,
             gaps,

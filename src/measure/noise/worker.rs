@@ -52,6 +52,8 @@ pub struct Event {
 pub struct SpinOut {
     /// Loop iterations (= gaps).
     pub iterations: u64,
+    /// The CPU the spinner ran on, read back when it was placed (set by the control thread).
+    pub ran_on: Option<usize>,
     /// Time spun, ns.
     pub runtime_ns: u64,
     /// Every gap, ns (HDR).
@@ -145,6 +147,7 @@ impl Spinner {
             }
         }
         SpinOut {
+            ran_on: None,
             iterations: n,
             runtime_ns: to_ns(end_ticks.wrapping_sub(tick0)),
             gaps,

@@ -1,7 +1,7 @@
 //! `latlab pi`'s text report: the cycles, the high task's waits, and the verdict.
 
 use super::{PiConfig, PiOutcome};
-use crate::export::table;
+use crate::export::columns;
 
 /// The report.
 pub fn render(o: &PiOutcome, cfg: &PiConfig) -> String {
@@ -21,7 +21,7 @@ pub fn render(o: &PiOutcome, cfg: &PiConfig) -> String {
     if let Some(ser) = o.run.series.first() {
         let x = &ser.summary;
         s.push_str(&format!("high task's wait for the mutex, {u}\n"));
-        s.push_str(&table::render(
+        s.push_str(&columns::render(
             &[
                 "cycles",
                 "inversions",
@@ -36,8 +36,8 @@ pub fn render(o: &PiOutcome, cfg: &PiConfig) -> String {
                 o.inversions.to_string(),
                 o.medium_runs.to_string(),
                 u.fmt_ns(x.min_ns as f64),
-                u.fmt_ns(x.percentiles.p50 as f64),
-                u.fmt_ns(x.percentiles.p99 as f64),
+                x.percentiles.supported(x.count)[0].map_or("-".to_string(), |p| u.fmt_ns(p as f64)),
+                x.percentiles.supported(x.count)[2].map_or("-".to_string(), |p| u.fmt_ns(p as f64)),
                 u.fmt_ns(x.max_ns as f64),
             ]],
         ));

@@ -169,7 +169,7 @@ impl SchedArgs {
             ),
         };
         let threshold_ns = match &self.threshold {
-            None => crate::trace::spikes::DEFAULT_THRESHOLD_NS,
+            None => crate::trace::session::DEFAULT_THRESHOLD_NS,
             Some(v) => {
                 let ns = parse_time_ns(v, BareUnit::Micros)
                     .map_err(|e| Error::flag("--threshold", v, e))?;

@@ -14,7 +14,7 @@ use crate::config::DisplayUnit;
 use crate::driver::Ctx;
 use crate::error::Result;
 use crate::result::Run;
-use crate::trace::spikes::{RawSpike, Tracer};
+use crate::trace::session::{RawSpike, Tracer};
 use serde::Serialize;
 use std::time::{Duration, Instant, SystemTime};
 use target::{Matcher, Target};
@@ -159,18 +159,13 @@ fn any_alive(pids: &[i32]) -> bool {
 fn run(cfg: &SchedConfig, ctx: &mut Ctx<'_>) -> Result<SchedOutcome> {
     let all: Vec<usize> = crate::config::CpuSet::online_here().iter().collect();
     let home = housekeeping(cfg, &all);
-    // The reader thread is started confined to the housekeeping CPUs, and so is this one.
+    // The reader thread runs on the housekeeping CPUs (`trace_request`), and so does this one.
     let mut confined = Confined::to(&home);
-    let mut tracer = Tracer::start_tasks(&all, cfg.threshold_ns, EXTRA).map_err(|e| {
-        if crate::sys::sched::euid() == 0 {
-            e
-        } else {
-            crate::error::Error::Env(format!(
-                "latlab sched needs root (it reads the kernel's sched tracepoints through \
-                 tracefs): run it as root, e.g. with sudo ({e})"
-            ))
-        }
-    })?;
+    let Some(mut tracer) = ctx.take_tracer() else {
+        return Err(crate::error::Error::Env(
+            "latlab sched: the scheduler trace did not start".into(),
+        ));
+    };
     let started = SystemTime::now();
     let t0 = Instant::now();
     let start_ns = now_mono();
@@ -273,6 +268,33 @@ fn run(cfg: &SchedConfig, ctx: &mut Ctx<'_>) -> Result<SchedOutcome> {
             }
         }
     }
+    warn_after(ctx, cfg, &tracker, &losses, trace.events, duration_s);
+    let params = parameters(
+        cfg,
+        &trace,
+        events_per_s,
+        &out.processes,
+        (&ended_by, status, &stopped),
+    );
+    let run = Run {
+        series: out.series,
+        duration_s,
+        trace: Some(trace),
+        ..ctx.run_at(started, params)
+    };
+    Ok(SchedOutcome { run, status })
+}
+
+/// What the run leaves to be said: no task matched, tasks beyond the cap, lost events, the
+/// event rate of `--all`.
+fn warn_after(
+    ctx: &mut Ctx<'_>,
+    cfg: &SchedConfig,
+    tracker: &Tracker<Matcher>,
+    losses: &[(usize, Vec<(u64, u64)>)],
+    events: u64,
+    duration_s: f64,
+) {
     if tracker.tasks.is_empty() {
         ctx.warn(format!(
             "no task matched {} during the run",
@@ -286,7 +308,7 @@ fn run(cfg: &SchedConfig, ctx: &mut Ctx<'_>) -> Result<SchedOutcome> {
             track::MAX_TASKS
         ));
     }
-    for (cpu, l) in &losses {
+    for (cpu, l) in losses {
         let n: u64 = l.iter().map(|x| x.1).sum();
         if n > 0 {
             ctx.warn(format!(
@@ -296,35 +318,44 @@ fn run(cfg: &SchedConfig, ctx: &mut Ctx<'_>) -> Result<SchedOutcome> {
         }
     }
     if matches!(cfg.target, Target::All) {
+        let rate = if duration_s > 0.0 {
+            events as f64 / duration_s
+        } else {
+            0.0
+        };
         ctx.warn(format!(
-            "--all: {:.0} events/s read ({} events in {duration_s:.1} s)",
-            events_per_s, trace.events
+            "--all: {rate:.0} events/s read ({events} events in {duration_s:.1} s)"
         ));
     }
+}
+
+/// The run's parameters: the config, the target in words, the trace's figures, the
+/// processes merged, and how the run ended (and the command with it).
+fn parameters(
+    cfg: &SchedConfig,
+    trace: &crate::result::trace::TraceReport,
+    events_per_s: f64,
+    processes: &[serde_json::Value],
+    (ended_by, status, stopped): (&Option<String>, Option<i32>, &Option<i32>),
+) -> serde_json::Value {
     let mut params = serde_json::to_value(cfg).unwrap_or_default();
     if let Some(o) = params.as_object_mut() {
         o.insert("target_text".into(), cfg.target.describe().into());
         o.insert("events".into(), trace.events.into());
         o.insert("events_per_s".into(), events_per_s.round().into());
         o.insert("lost_events".into(), trace.lost_events.into());
-        o.insert("processes".into(), out.processes.clone().into());
-        if let Some(e) = &ended_by {
+        o.insert("processes".into(), processes.to_vec().into());
+        if let Some(e) = ended_by {
             o.insert("ended_by".into(), e.clone().into());
         }
         if let Some(s) = status {
             o.insert("command_status".into(), s.into());
         }
         if let Some(s) = stopped {
-            o.insert("command_stopped".into(), s.into());
+            o.insert("command_stopped".into(), (*s).into());
         }
     }
-    let run = Run {
-        series: out.series,
-        duration_s,
-        trace: Some(trace),
-        ..ctx.run_at(started, params)
-    };
-    Ok(SchedOutcome { run, status })
+    params
 }
 
 impl crate::driver::Measurement for SchedConfig {
@@ -339,6 +370,26 @@ impl crate::driver::Measurement for SchedConfig {
         self.cpus
             .as_ref()
             .map(|c| crate::config::CpuSet::from_cpus(c.iter().copied()))
+    }
+
+    fn trace_request(&self) -> Option<crate::trace::session::Request> {
+        let all: Vec<usize> = crate::config::CpuSet::online_here().iter().collect();
+        let home = housekeeping(self, &all);
+        Some(crate::trace::session::Request {
+            // A wake-up is recorded on the waker's CPU: every CPU is traced.
+            cpus: all,
+            threshold_ns: self.threshold_ns,
+            extra: EXTRA,
+            reader_cpus: (!home.is_empty()).then_some(home),
+            needs_root: "latlab sched needs root (it reads the kernel's sched tracepoints \
+                         through tracefs)",
+            ..Default::default()
+        })
+    }
+
+    fn pinned_cpus(&self) -> Option<crate::config::CpuSet> {
+        // The CPUs that count are watched, not run on: latlab's threads are not pinned there.
+        None
     }
 
     fn footprint(&self) -> crate::driver::Footprint {

@@ -5,7 +5,7 @@
 
 use super::track::Task;
 use crate::config::DisplayUnit;
-use crate::export::table;
+use crate::export::columns;
 use crate::result::{Run, Series};
 use crate::stats::Recorder;
 use std::collections::BTreeMap;
@@ -163,7 +163,7 @@ pub fn render(run: &Run, u: DisplayUnit, why: bool) -> String {
         let mut sorted = threads.clone();
         sorted.sort_by_key(|x| std::cmp::Reverse(x.summary.max_ns));
         let rows: Vec<Vec<String>> = sorted.iter().take(ROWS).map(|x| thread_row(x, u)).collect();
-        s.push_str(&table::render(
+        s.push_str(&columns::render(
             &[
                 "thread", "tid", "prio", "cpu", "wake-ups", "min", "avg", "p99", "max", "preempt",
                 "max", "migr", "woken by",
@@ -211,7 +211,7 @@ pub fn render(run: &Run, u: DisplayUnit, why: bool) -> String {
     if let Some(t) = &run.trace {
         s.push_str(&worst(t, u));
         if why {
-            s.push_str(&crate::trace::spikes::why(t, u));
+            s.push_str(&crate::export::why::why(t, u));
         }
     }
     for w in &run.warnings {
@@ -269,7 +269,8 @@ fn thread_row(x: &Series, u: DisplayUnit) -> Vec<String> {
         x.summary.count.to_string(),
         v(x.summary.min_ns as f64),
         v(x.summary.mean_ns),
-        v(x.summary.percentiles.p99 as f64),
+        x.summary.percentiles.supported(x.summary.count)[2]
+            .map_or("-".to_string(), |p| v(p as f64)),
         v(x.summary.max_ns as f64),
         n("preemptions").to_string(),
         if n("preemptions") > 0 {
@@ -283,11 +284,11 @@ fn thread_row(x: &Series, u: DisplayUnit) -> Vec<String> {
 }
 
 /// The worst delays, each with what held the CPU.
-fn worst(t: &crate::trace::spikes::TraceReport, u: DisplayUnit) -> String {
+fn worst(t: &crate::result::trace::TraceReport, u: DisplayUnit) -> String {
     if t.spikes.is_empty() {
         return String::new();
     }
-    let mut v: Vec<&crate::trace::spikes::SpikeRecord> = t.spikes.iter().collect();
+    let mut v: Vec<&crate::result::trace::SpikeRecord> = t.spikes.iter().collect();
     v.sort_by_key(|x| std::cmp::Reverse(x.latency_ns));
     let mut s = format!(
         "worst delays (>= {} {u}), who ran instead:\n",
@@ -304,7 +305,7 @@ fn worst(t: &crate::trace::spikes::TraceReport, u: DisplayUnit) -> String {
                     (Some(g), Some(task)) => format!(
                         "{} ({g}, {})",
                         task.comm,
-                        crate::trace::attribute::policy_label(task.prio)
+                        crate::result::trace::policy_label(task.prio)
                     ),
                     _ => c.name.clone(),
                 };

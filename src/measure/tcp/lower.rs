@@ -10,7 +10,7 @@ use std::net::IpAddr;
 fn size(flag: &str, v: &Option<String>) -> Result<Option<usize>> {
     v.as_deref()
         .map(|s| {
-            crate::load::spec::parse_size(s)
+            crate::loadgen::spec::parse_size(s)
                 .filter(|&n| n > 0 && n <= 1 << 30)
                 .map(|n| n as usize)
                 .ok_or_else(|| {

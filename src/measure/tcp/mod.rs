@@ -8,7 +8,7 @@ mod lower;
 use crate::config::DisplayUnit;
 use crate::driver::Ctx;
 use crate::error::{Error, Result};
-use crate::export::table;
+use crate::export::columns;
 use crate::result::{Run, Series};
 use crate::rt::Control;
 use crate::stats::Recorder;
@@ -120,9 +120,14 @@ fn accept_one(l: &TcpListener, give_up: &std::sync::atomic::AtomicBool) -> Optio
 }
 
 /// The server side: stream sink or rr responder. Returns (units received, end time ns).
-fn serve(l: &TcpListener, cfg: &TcpConfig, give_up: &std::sync::atomic::AtomicBool) -> (u64, u64) {
+fn serve(
+    l: &TcpListener,
+    cfg: &TcpConfig,
+    give_up: &std::sync::atomic::AtomicBool,
+    log: &crate::rt::PlacementLog,
+) -> (u64, u64) {
     if let Some(c) = cfg.receiver_cpu {
-        crate::rt::checked(sys::sched::pin_to_cpu(c), || {
+        log.check(sys::sched::pin_to_cpu(c), || {
             format!("tcp: pin to CPU {c} refused")
         });
     }
@@ -161,9 +166,10 @@ fn client(
     cfg: &TcpConfig,
     rtt: &mut Recorder,
     control: &Control,
+    log: &crate::rt::PlacementLog,
 ) -> Result<(u64, u64, u64)> {
     if let Some(c) = cfg.sender_cpu {
-        crate::rt::checked(sys::sched::pin_to_cpu(c), || {
+        log.check(sys::sched::pin_to_cpu(c), || {
             format!("tcp: pin to CPU {c} refused")
         });
     }
@@ -291,36 +297,43 @@ fn read_all(s: &mut TcpStream, buf: &mut [u8], stalled: &dyn Fn() -> bool) -> st
 }
 
 /// One run with the receiver in a thread or a forked process.
-fn one_run(cfg: &TcpConfig, rtt: &mut Recorder, control: &Control) -> Result<RunFigures> {
+fn one_run(
+    cfg: &TcpConfig,
+    rtt: &mut Recorder,
+    control: &Control,
+    log: &crate::rt::PlacementLog,
+) -> Result<RunFigures> {
     let l = bind(cfg)?;
     let addr = l.local_addr().map_err(|e| Error::Env(e.to_string()))?;
     let (sent, start, end_c, received, end_s) = if cfg.processes {
-        let p = sys::ipc::Pipe::new().map_err(|e| Error::Env(e.to_string()))?;
+        let p = sys::taskpair::Pipe::new().map_err(|e| Error::Env(e.to_string()))?;
         let c = cfg.clone();
         let never = std::sync::atomic::AtomicBool::new(false);
+        // A forked receiver's placement failures stay in its own copy of the log.
+        let child_log = log.clone();
         let w = p.wfd();
-        let pid = sys::ipc::fork_task(cfg.receiver_cpu, libc::SCHED_OTHER, 0, move || {
-            let (n, t) = serve(&l, &c, &never);
+        let pid = sys::taskpair::fork_task(cfg.receiver_cpu, libc::SCHED_OTHER, 0, move || {
+            let (n, t) = serve(&l, &c, &never, &child_log);
             let mut msg = [0u8; 16];
             msg[..8].copy_from_slice(&n.to_le_bytes());
             msg[8..].copy_from_slice(&t.to_le_bytes());
-            sys::ipc::write_all(w, &msg);
+            sys::taskpair::write_all(w, &msg);
         })
         .map_err(|e| Error::Env(format!("fork: {e}")))?;
         // Only the receiver may hold the write end: if it dies, the read below sees EOF
         // instead of waiting for ever.
-        let sys::ipc::Pipe { r, w } = p;
+        let sys::taskpair::Pipe { r, w } = p;
         drop(w);
-        let res = client(addr, cfg, rtt, control);
+        let res = client(addr, cfg, rtt, control, log);
         if res.is_err() {
             // A client that failed leaves the receiver waiting: end it.
-            sys::ipc::kill_task(pid);
+            sys::taskpair::kill_task(pid);
         }
         let mut msg = [0u8; 16];
-        let got = sys::ipc::read_full(std::os::fd::AsRawFd::as_raw_fd(&r), &mut msg);
+        let got = sys::taskpair::read_full(std::os::fd::AsRawFd::as_raw_fd(&r), &mut msg);
         drop(r);
         if res.is_ok() {
-            sys::ipc::wait_task(pid);
+            sys::taskpair::wait_task(pid);
         }
         let (sent, start, end_c) = res?;
         if got != 16 {
@@ -335,8 +348,9 @@ fn one_run(cfg: &TcpConfig, rtt: &mut Recorder, control: &Control) -> Result<Run
         let c = cfg.clone();
         let give_up = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let g = give_up.clone();
-        let server = std::thread::spawn(move || serve(&l, &c, &g));
-        let r = client(addr, cfg, rtt, control);
+        let server_log = log.clone();
+        let server = std::thread::spawn(move || serve(&l, &c, &g, &server_log));
+        let r = client(addr, cfg, rtt, control, log);
         if r.is_err() {
             give_up.store(true, std::sync::atomic::Ordering::Relaxed);
         }
@@ -383,7 +397,7 @@ pub fn run(cfg: TcpConfig, ctx: &mut Ctx<'_>) -> Result<TcpOutcome> {
         if control.was_interrupted() {
             break;
         }
-        runs.push(one_run(&cfg, &mut rtt, &control)?);
+        runs.push(one_run(&cfg, &mut rtt, &control, ctx.placement())?);
     }
     let mut figures = Recorder::new();
     for r in &runs {
@@ -485,16 +499,20 @@ pub fn render(o: &TcpOutcome, cfg: &TcpConfig, unit: DisplayUnit) -> String {
         Mode::Stream => ("bytes sent", "bytes received"),
         Mode::Rr => ("transactions", "answered"),
     };
-    s.push_str(&table::render(&["run", what, sent, recv, "seconds"], &rows));
+    s.push_str(&columns::render(
+        &["run", what, sent, recv, "seconds"],
+        &rows,
+    ));
     if cfg.mode == Mode::Rr {
         if let Some(r) = o.run.series.get(1) {
             let m = &r.summary;
+            let [p50, _, p99, p999, _] = m
+                .percentiles
+                .supported(m.count)
+                .map(|v| v.map_or("-".to_string(), |v| unit.fmt_ns(v as f64)));
             s.push_str(&format!(
-                "round trip ({unit}): min {} p50 {} p99 {} p99.9 {} max {}\n",
+                "round trip ({unit}): min {} p50 {p50} p99 {p99} p99.9 {p999} max {}\n",
                 unit.fmt_ns(m.min_ns as f64),
-                unit.fmt_ns(m.percentiles.p50 as f64),
-                unit.fmt_ns(m.percentiles.p99 as f64),
-                unit.fmt_ns(m.percentiles.p99_9 as f64),
                 unit.fmt_ns(m.max_ns as f64)
             ));
         }
@@ -508,11 +526,28 @@ pub fn render(o: &TcpOutcome, cfg: &TcpConfig, unit: DisplayUnit) -> String {
 impl crate::driver::Measurement for TcpConfig {
     type Outcome = TcpOutcome;
     const KIND: &'static str = "tcp";
+    /// One figure per repeat (throughput or transaction rate), higher is better: a plan
+    /// compares the repeats' figures, and pages draw no latency distributions.
+    const FACTS: crate::result::kind::Facts = crate::result::kind::Facts {
+        higher_is_better: true,
+        default_metric: "latency",
+        distributions: false,
+        ..crate::result::kind::Facts::LATENCY
+    };
 
     fn planned(&self) -> Option<std::time::Duration> {
         Some(std::time::Duration::from_nanos(
             self.duration_ns.saturating_mul(self.repeat as u64),
         ))
+    }
+
+    fn measured_cpus(&self) -> Option<crate::config::CpuSet> {
+        let cpus: Vec<usize> = self
+            .sender_cpu
+            .into_iter()
+            .chain(self.receiver_cpu)
+            .collect();
+        (!cpus.is_empty()).then(|| crate::config::CpuSet::from_cpus(cpus))
     }
 
     fn footprint(&self) -> crate::driver::Footprint {

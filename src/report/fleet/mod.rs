@@ -143,6 +143,8 @@ impl Member {
 /// What `report --fleet` reads.
 #[derive(Debug, Clone)]
 pub struct Query {
+    /// The kind of the runs read (the monitor's snapshots).
+    pub kind: &'static str,
     /// Snapshots that started before this are not read.
     pub since: SystemTime,
     /// Only snapshots with all these tags.
@@ -270,7 +272,7 @@ pub fn rank(members: &mut [Member]) {
 pub fn load(q: &Query) -> Result<Fleet> {
     let st = crate::store::open(q.store.as_deref())?;
     let rows = st.list(&Filter {
-        kind: Some("monitor".into()),
+        kind: Some(q.kind.into()),
         tags: q.tags.clone(),
         host: None,
         started_from: Some(crate::store::since_bound(q.since)),
@@ -543,6 +545,7 @@ mod tests {
         save("elsewhere", "elsewhere", ago(3), 50_000.0, "other");
         drop(st);
         let q = Query {
+            kind: "monitor",
             since: now - DEFAULT_SINCE,
             tags: vec![("site".into(), "lab".into())],
             store: Some(format!("sqlite:{}", path.display())),

@@ -389,6 +389,7 @@ mod tests {
             members,
             location: "postgres://me:***@db/x".into(),
             query: Query {
+                kind: "monitor",
                 since: SystemTime::UNIX_EPOCH,
                 tags: vec![("site".into(), "lab<1>".into())],
                 store: None,

@@ -1,0 +1,386 @@
+//! The ground a run stands on, watched: what its result depends on is read when it starts and
+//! again when it ends — the clocksource, RT throttling, each measured CPU's frequency governor
+//! and limits, the isolated and nohz_full CPUs, every setting a plan put in force (handed down
+//! in `LATLAB_WATCH`), and the real-time tasks of other processes allowed on the measured
+//! CPUs. The cheap ones (the clocksource, RT throttling, the plan's settings) are also polled
+//! while it runs, from a thread off the measured CPUs, so a change says when it happened. Each
+//! change becomes a [`GroundChange`] in the result: what, from, to, and when.
+
+use crate::result::GroundChange;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How often the cheap settings are read during a run.
+const POLL: Duration = Duration::from_millis(200);
+
+/// The environment variable a plan sets for its runs: the settings it put in force, one path
+/// per line, watched like the clocksource.
+pub const WATCH_ENV: &str = "LATLAB_WATCH";
+
+/// One setting read from a file, and whether it is cheap enough to poll.
+#[derive(Debug, Clone)]
+struct Item {
+    what: String,
+    path: PathBuf,
+    poll: bool,
+}
+
+/// Whether `c` is a change of one of the files the run changed itself (its held settings).
+fn own(c: &GroundChange, items: &[Item], held: &[PathBuf]) -> bool {
+    items.iter().any(|i| {
+        i.what == c.what
+            && held
+                .iter()
+                .any(|h| h == &i.path || std::fs::canonicalize(&i.path).is_ok_and(|p| &p == h))
+    })
+}
+
+fn read(path: &Path) -> Option<String> {
+    use std::io::Read;
+    let f = std::fs::File::open(path).ok()?;
+    let mut s = String::new();
+    f.take(4096).read_to_string(&mut s).ok()?;
+    Some(s.trim().to_string())
+}
+
+/// What is watched for a run on `cpus` under roots `sys` and `proc`.
+fn items(sys: &Path, proc: &Path, cpus: &[usize], plan: &[PathBuf]) -> Vec<Item> {
+    let mut v = vec![
+        Item {
+            what: "clocksource".into(),
+            path: sys.join("devices/system/clocksource/clocksource0/current_clocksource"),
+            poll: true,
+        },
+        Item {
+            what: "sched_rt_runtime_us".into(),
+            path: proc.join("sys/kernel/sched_rt_runtime_us"),
+            poll: true,
+        },
+        Item {
+            what: "sched_rt_period_us".into(),
+            path: proc.join("sys/kernel/sched_rt_period_us"),
+            poll: true,
+        },
+        Item {
+            what: "isolated CPUs".into(),
+            path: sys.join("devices/system/cpu/isolated"),
+            poll: false,
+        },
+        Item {
+            what: "nohz_full CPUs".into(),
+            path: sys.join("devices/system/cpu/nohz_full"),
+            poll: false,
+        },
+    ];
+    for c in cpus {
+        for f in ["scaling_governor", "scaling_min_freq", "scaling_max_freq"] {
+            v.push(Item {
+                what: format!("CPU {c} {f}"),
+                path: sys.join(format!("devices/system/cpu/cpu{c}/cpufreq/{f}")),
+                poll: false,
+            });
+        }
+    }
+    for p in plan {
+        v.push(Item {
+            what: p.display().to_string(),
+            path: p.clone(),
+            poll: true,
+        });
+    }
+    v
+}
+
+/// The settings a plan put in force, from [`WATCH_ENV`].
+fn plan_settings() -> Vec<PathBuf> {
+    std::env::var(WATCH_ENV)
+        .unwrap_or_default()
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with('/'))
+        .map(PathBuf::from)
+        .collect()
+}
+
+/// The real-time tasks of other processes allowed on `cpus`, as text keyed by task.
+fn company(proc: &Path, cpus: &[usize]) -> Vec<(i32, String)> {
+    crate::sys::procs::rt_tasks_on(proc, cpus, crate::sys::process::getpid())
+        .into_iter()
+        .map(|t| {
+            (
+                t.tid,
+                format!(
+                    "{} {} {} (pid {}, thread {} '{}', CPUs {})",
+                    t.policy,
+                    t.prio,
+                    t.command,
+                    t.pid,
+                    t.tid,
+                    t.comm,
+                    list(&t.allowed)
+                ),
+            )
+        })
+        .collect()
+}
+
+fn list(cpus: &[usize]) -> String {
+    cpus.iter()
+        .map(usize::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// latlab's own threads that do not measure (some run at a real-time priority to stay in
+/// control: the signal thread at FIFO 99), by name.
+const HELPERS: &[&str] = &[
+    "latlab-signals",
+    "latlab-trace",
+    "latlab-ground",
+    "latlab-live",
+    "latlab-watchdog",
+    "latlab-samples",
+    "latlab-http",
+    "latlab-http-conn",
+    "latlab-probe",
+];
+
+/// Whether thread name `comm` is a latlab measuring thread (`latlab-<series>`).
+fn measuring(comm: &str) -> bool {
+    comm.starts_with("latlab-") && !HELPERS.contains(&comm)
+}
+
+/// This process's ancestors (a plan runs its measurements as children: its threads are not
+/// company).
+fn ancestors(proc: &Path) -> Vec<i32> {
+    let mut out = Vec::new();
+    let mut pid = crate::sys::process::getpid();
+    for _ in 0..64 {
+        let ppid = std::fs::read_to_string(proc.join(format!("{pid}/stat")))
+            .ok()
+            .and_then(|s| {
+                s.get(s.rfind(')')? + 1..)?
+                    .split_whitespace()
+                    .nth(1)?
+                    .parse::<i32>()
+                    .ok()
+            });
+        match ppid {
+            Some(p) if p > 1 => {
+                out.push(p);
+                pid = p;
+            }
+            _ => break,
+        }
+    }
+    out
+}
+
+/// Real-time company found on the measured CPUs at the start: a warning each, and whether any
+/// of it is another latlab's measuring thread (two measurements on the same CPUs). latlab's
+/// helper threads and this process's ancestors (a plan's runner) are not company.
+pub fn company_at_start(cpus: &[usize]) -> (Vec<String>, bool) {
+    let proc = Path::new("/proc");
+    let family = ancestors(proc);
+    let tasks: Vec<_> = crate::sys::procs::rt_tasks_on(proc, cpus, crate::sys::process::getpid())
+        .into_iter()
+        .filter(|t| !family.contains(&t.pid) && !HELPERS.contains(&t.comm.as_str()))
+        .collect();
+    let latlab = tasks.iter().any(|t| measuring(&t.comm));
+    let warnings = tasks
+        .iter()
+        .map(|t| {
+            format!(
+                "another process's real-time task may run on the measured CPUs: pid {} ({}), \
+                 thread {} '{}', {} priority {}, allowed on CPUs {}{}",
+                t.pid,
+                t.command,
+                t.tid,
+                t.comm,
+                t.policy,
+                t.prio,
+                list(&t.allowed),
+                if measuring(&t.comm) {
+                    ": another latlab measurement on the same CPUs, each disturbs the other"
+                } else {
+                    ""
+                }
+            )
+        })
+        .collect();
+    (warnings, latlab)
+}
+
+/// A running watch; [`Watch::finish`] ends it and returns what changed.
+pub struct Watch {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<Vec<GroundChange>>>,
+    items: Vec<Item>,
+    first: Vec<Option<String>>,
+    company: Vec<(i32, String)>,
+    cpus: Vec<usize>,
+    proc: PathBuf,
+}
+
+impl Watch {
+    /// Reads everything for a run on `cpus` and starts polling the cheap settings on
+    /// `housekeeping` CPUs (where there are any).
+    pub fn start(cpus: &[usize], housekeeping: Option<Vec<usize>>) -> Watch {
+        Watch::start_in(Path::new("/sys"), Path::new("/proc"), cpus, housekeeping)
+    }
+
+    /// [`Watch::start`] under chosen roots (tests).
+    pub fn start_in(sys: &Path, proc: &Path, cpus: &[usize], hk: Option<Vec<usize>>) -> Watch {
+        let items = items(sys, proc, cpus, &plan_settings());
+        let first: Vec<Option<String>> = items.iter().map(|i| read(&i.path)).collect();
+        let stop = Arc::new(AtomicBool::new(false));
+        let t0 = Instant::now();
+        let polled: Vec<(Item, Option<String>)> = items
+            .iter()
+            .zip(&first)
+            .filter(|(i, v)| i.poll && v.is_some())
+            .map(|(i, v)| (i.clone(), v.clone()))
+            .collect();
+        let s = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("latlab-ground".into())
+            .stack_size(crate::sys::mem::HELPER_STACK)
+            .spawn(move || {
+                if let Some(c) = hk.filter(|c| !c.is_empty()) {
+                    let _ = crate::sys::sched::pin_to_cpus(c);
+                }
+                poll(polled, &s, t0)
+            })
+            .ok();
+        Watch {
+            stop,
+            thread,
+            items,
+            first,
+            company: company(proc, cpus),
+            cpus: cpus.to_vec(),
+            proc: proc.to_path_buf(),
+        }
+    }
+
+    /// Stops polling and reads everything again: every change, in the order seen, but those
+    /// of the files in `held` (the settings the run changed itself).
+    pub fn finish(mut self, held: &[PathBuf]) -> Vec<GroundChange> {
+        self.stop.store(true, Ordering::Release);
+        let mut changes = self
+            .thread
+            .take()
+            .and_then(|t| t.join().ok())
+            .unwrap_or_default();
+        for (i, first) in self.items.iter().zip(&self.first) {
+            let now = read(&i.path);
+            // What polling saw last, else what the start saw.
+            let last = changes
+                .iter()
+                .rev()
+                .find(|c| c.what == i.what)
+                .map(|c| Some(c.to.clone()))
+                .unwrap_or_else(|| first.clone());
+            if now != last && (now.is_some() || last.is_some()) {
+                changes.push(GroundChange {
+                    what: i.what.clone(),
+                    from: last.unwrap_or_else(|| "(unreadable)".into()),
+                    to: now.unwrap_or_else(|| "(unreadable)".into()),
+                    at_s: None,
+                });
+            }
+        }
+        changes.retain(|c| !own(c, &self.items, held));
+        let before: std::collections::BTreeMap<i32, String> = self.company.into_iter().collect();
+        for (tid, text) in company(&self.proc, &self.cpus) {
+            if !before.contains_key(&tid) {
+                changes.push(GroundChange {
+                    what: crate::result::COMPANY.into(),
+                    from: "(none)".into(),
+                    to: text,
+                    at_s: None,
+                });
+            }
+        }
+        changes
+    }
+}
+
+/// Polls `items` until `stop`: a change each time a value differs from the one before.
+fn poll(
+    mut items: Vec<(Item, Option<String>)>,
+    stop: &AtomicBool,
+    t0: Instant,
+) -> Vec<GroundChange> {
+    let mut changes = Vec::new();
+    while !stop.load(Ordering::Acquire) {
+        std::thread::sleep(POLL);
+        for (i, last) in items.iter_mut() {
+            let now = read(&i.path);
+            if now != *last {
+                changes.push(GroundChange {
+                    what: i.what.clone(),
+                    from: last.clone().unwrap_or_else(|| "(unreadable)".into()),
+                    to: now.clone().unwrap_or_else(|| "(unreadable)".into()),
+                    at_s: Some(t0.elapsed().as_secs_f64()),
+                });
+                *last = now;
+            }
+        }
+    }
+    changes
+}
+
+/// A change as a warning: `clocksource changed from tsc to kvm-clock 3.2 s into the run`.
+pub fn warning(c: &GroundChange) -> String {
+    format!(
+        "the ground moved: {} changed from {} to {} {} (the run was measured partly under each)",
+        c.what,
+        c.from,
+        c.to,
+        match c.at_s {
+            Some(t) => format!("{t:.1} s into the run"),
+            None => "between the start and the end of the run".into(),
+        }
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_setting_changed_during_the_run_is_seen_with_its_time_and_one_at_the_end_too() {
+        let d = tempfile::tempdir().unwrap();
+        let sys = d.path().join("sys");
+        let proc = d.path().join("proc");
+        let cs = sys.join("devices/system/clocksource/clocksource0");
+        std::fs::create_dir_all(&cs).unwrap();
+        std::fs::create_dir_all(proc.join("sys/kernel")).unwrap();
+        std::fs::create_dir_all(sys.join("devices/system/cpu/cpu1/cpufreq")).unwrap();
+        std::fs::write(cs.join("current_clocksource"), "tsc\n").unwrap();
+        std::fs::write(proc.join("sys/kernel/sched_rt_runtime_us"), "950000\n").unwrap();
+        let gov = sys.join("devices/system/cpu/cpu1/cpufreq/scaling_governor");
+        std::fs::write(&gov, "performance\n").unwrap();
+        let w = Watch::start_in(&sys, &proc, &[1], None);
+        std::thread::sleep(POLL * 2);
+        std::fs::write(cs.join("current_clocksource"), "kvm-clock\n").unwrap();
+        std::thread::sleep(POLL * 3);
+        std::fs::write(&gov, "powersave\n").unwrap();
+        let c = w.finish(&[]);
+        assert_eq!(c.len(), 2, "{c:?}");
+        assert_eq!(
+            (c[0].what.as_str(), c[0].from.as_str(), c[0].to.as_str()),
+            ("clocksource", "tsc", "kvm-clock")
+        );
+        assert!(c[0].at_s.is_some_and(|t| t > 0.0), "{c:?}");
+        assert_eq!(c[1].what, "CPU 1 scaling_governor");
+        assert_eq!(c[1].at_s, None);
+        assert!(warning(&c[0]).contains("from tsc to kvm-clock"));
+        // Nothing moved: nothing said.
+        let w = Watch::start_in(&sys, &proc, &[1], None);
+        assert!(w.finish(&[]).is_empty());
+    }
+}

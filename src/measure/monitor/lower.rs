@@ -1,0 +1,182 @@
+//! Lowers `latlab monitor`'s raw arguments (cli) into its validated config: every flag checked,
+//! each failure an exit-2 message naming the flag and the value.
+
+use super::args::MonitorArgs;
+use crate::config::{parse_time_ns, BareUnit, CpuSet, Policy};
+use crate::error::{Error, Result};
+use crate::measure::monitor::{MonitorConfig, DEFAULT_LISTEN};
+use std::net::SocketAddr;
+
+/// A monitor id: 1-64 letters, digits, '_', '-' or '.'.
+fn valid_id(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 64
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+}
+
+impl MonitorConfig {
+    /// Validates the arguments (exit 2 naming the flag).
+    pub fn from_args(a: &MonitorArgs, online: &CpuSet, host: &str) -> Result<MonitorConfig> {
+        let cpus = match &a.affinity {
+            Some(v) => CpuSet::parse_online("-a/--affinity", v, online)?,
+            None => online.clone(),
+        };
+        let time = |flag: &str, v: &Option<String>, bare: BareUnit| {
+            v.as_deref()
+                .map(|t| parse_time_ns(t, bare).map_err(|e| Error::flag(flag, t, e)))
+                .transpose()
+        };
+        let interval_ns =
+            time("-i/--interval", &a.interval, BareUnit::Micros)?.unwrap_or(1_000_000);
+        if interval_ns < 10_000 {
+            return Err(Error::flag(
+                "-i/--interval",
+                a.interval.as_deref().unwrap_or(""),
+                "at least 10 µs",
+            ));
+        }
+        let snapshot_every_ns = time("--snapshot-every", &a.snapshot_every, BareUnit::Seconds)?
+            .unwrap_or(300_000_000_000);
+        if snapshot_every_ns < 1_000_000_000 {
+            return Err(Error::flag(
+                "--snapshot-every",
+                a.snapshot_every.as_deref().unwrap_or(""),
+                "at least 1 s",
+            ));
+        }
+        let window_ns = time("--window", &a.window, BareUnit::Seconds)?
+            .unwrap_or(super::window::DEFAULT_WINDOW_NS);
+        if !(1_000_000_000..=3_600_000_000_000).contains(&window_ns) {
+            return Err(Error::flag(
+                "--window",
+                a.window.as_deref().unwrap_or(""),
+                "between 1 s and 1 h",
+            ));
+        }
+        let threshold_ns = time("--threshold", &a.threshold, BareUnit::Micros)?;
+        let duration_ns = time("-D/--duration", &a.duration, BareUnit::Seconds)?;
+        if let (Some(ns), Some(v)) = (duration_ns, a.duration.as_deref()) {
+            crate::config::bounds::duration("-D/--duration", v, ns)?;
+        }
+        let prio = a.priority.unwrap_or(80);
+        if !(0..=99).contains(&prio) {
+            return Err(Error::flag(
+                "-p/--priority",
+                prio,
+                "expected 0 (SCHED_OTHER) or 1-99",
+            ));
+        }
+        let policy = if prio == 0 {
+            Policy::Other
+        } else {
+            Policy::Fifo
+        };
+        let listen_text = a.listen.as_deref().unwrap_or(DEFAULT_LISTEN);
+        let listen: SocketAddr = listen_text.parse().map_err(|e| {
+            Error::flag(
+                "--listen",
+                listen_text,
+                format!("{e} (expected ADDRESS:PORT, e.g. 127.0.0.1:9477)"),
+            )
+        })?;
+        let web = a
+            .web_config
+            .as_deref()
+            .map(super::webconfig::WebConfig::load)
+            .transpose()?
+            .map(std::sync::Arc::new);
+        let monitor_id = a.monitor_id.clone().unwrap_or_else(|| host.to_string());
+        let monitor_id = if a.monitor_id.is_none() && !valid_id(&monitor_id) {
+            "default".to_string()
+        } else {
+            monitor_id
+        };
+        if !valid_id(&monitor_id) {
+            return Err(Error::flag(
+                "--monitor-id",
+                &monitor_id,
+                "use 1-64 letters, digits, '_', '-' or '.'",
+            ));
+        }
+        let trace_threshold_ns = a.trace.threshold_ns()?;
+        if let Some(p) = &a.trace.trace_save {
+            if !crate::trace::dat::wanted(p) {
+                return Err(Error::flag(
+                    "--trace-save",
+                    p.display(),
+                    "a monitor keeps only a trace.dat (FILE.dat: the last 64 MiB per CPU); a timeline of every spike of an endless run would grow without bound",
+                ));
+            }
+        }
+        let trace_culprits = match a.trace_culprits {
+            Some(0) => return Err(Error::flag("--trace-culprits", 0, "must be above zero")),
+            Some(n) if n > 1000 => {
+                return Err(Error::flag(
+                    "--trace-culprits",
+                    n,
+                    "at most 1000 (each is a series per CPU)",
+                ))
+            }
+            Some(n) => n,
+            None => super::causes::DEFAULT_TOP,
+        };
+        // The host and monitor tags, unless the user gave their own (a container's hostname
+        // says little; `--tag host=rack3-node7` names it for `report --fleet`).
+        let mut tags = a.common.store.tag.clone();
+        for (k, v) in [("host", host), ("monitor", monitor_id.as_str())] {
+            if !tags
+                .iter()
+                .any(|t| t.split_once('=').is_some_and(|(tk, _)| tk.trim() == k))
+            {
+                tags.push(format!("{k}={v}"));
+            }
+        }
+        crate::store::parse_tags(&tags)?;
+        Ok(MonitorConfig {
+            cpus: cpus.iter().collect(),
+            interval_ns,
+            policy,
+            prio,
+            listen,
+            snapshot_every_ns,
+            threshold_ns,
+            window_ns,
+            web,
+            monitor_id,
+            duration_ns,
+            mlock: !a.no_mlock,
+            strict: a.common.strict,
+            store: a.common.store.store.clone(),
+            no_store: a.common.store.no_store,
+            tags,
+            trace_threshold_ns,
+            trace_stacks: a.trace.trace_stacks,
+            trace_save: a.trace.trace_save.clone(),
+            trace_actions: a.trace.actions()?,
+            trace_actions_max: a.trace.actions_max()?,
+            trace_culprits,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lower(args: &[&str]) -> MonitorConfig {
+        let argv = ["latlab", "monitor"].iter().chain(args);
+        let a: MonitorArgs = crate::driver::args::parse_args("monitor", argv).unwrap();
+        MonitorConfig::from_args(&a, &CpuSet::from_cpus([0, 1]), "box").unwrap()
+    }
+
+    #[test]
+    fn host_and_monitor_tags_yield_to_the_users() {
+        let c = lower(&[]);
+        assert!(c.tags.iter().any(|t| t == "host=box"), "{:?}", c.tags);
+        let c = lower(&["--tag", "host=rack3-node7", "--tag", "team=rt"]);
+        let hosts: Vec<_> = c.tags.iter().filter(|t| t.starts_with("host=")).collect();
+        assert_eq!(hosts, ["host=rack3-node7"]);
+        assert!(c.tags.iter().any(|t| t.starts_with("monitor=")));
+    }
+}

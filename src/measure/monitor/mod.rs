@@ -1,0 +1,504 @@
+//! `latlab monitor`: a long-running `cyclic` measurement for a fleet. Measuring threads (cyclic's
+//! worker) publish per-CPU buckets and counters through atomics (`tally`); housekeeping threads,
+//! pinned off the measured CPUs where any are left, serve them as OpenMetrics (`metrics`, over
+//! `http`) and store a snapshot run of each interval (`snapshot`). SIGTERM/SIGINT end it with a
+//! last snapshot (stored by the driver); SIGHUP prints the status, as `/status` shows it.
+
+pub mod args;
+mod lower;
+
+pub mod causes;
+pub mod http;
+pub mod metrics;
+pub mod snapshot;
+mod state;
+pub mod tally;
+pub mod webconfig;
+pub mod window;
+
+use crate::config::{CpuSet, Policy};
+use crate::driver::Ctx;
+use crate::error::{Error, Result};
+use crate::measure::cyclic::worker::{Worker, WorkerOut};
+use crate::result::Run;
+use crate::rt::{self, Live, Placement};
+use crate::stats::Recorder;
+use metrics::Shared;
+use serde::Serialize;
+use state::shared_state;
+pub use state::status;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+use tally::Tally;
+
+/// Where the endpoint listens unless `--listen` says otherwise (loopback only).
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:9477";
+
+/// A validated `latlab monitor`.
+#[derive(Debug, Clone, Serialize)]
+pub struct MonitorConfig {
+    /// Measured CPUs, one thread each.
+    pub cpus: Vec<usize>,
+    /// Period (ns).
+    pub interval_ns: u64,
+    /// Policy of the measuring threads.
+    pub policy: Policy,
+    /// Their priority.
+    pub prio: i32,
+    /// Endpoint address.
+    pub listen: SocketAddr,
+    /// Time between stored snapshots (ns).
+    pub snapshot_every_ns: u64,
+    /// Exceedance threshold (ns).
+    pub threshold_ns: Option<u64>,
+    /// Length of the aligned windows (ns).
+    pub window_ns: u64,
+    /// TLS and basic authentication of the endpoint (`--web-config`).
+    #[serde(skip)]
+    pub web: Option<Arc<webconfig::WebConfig>>,
+    /// Name of this monitor (tag `monitor=`).
+    pub monitor_id: String,
+    /// Stop after this long (ns); None: until SIGTERM/SIGINT.
+    pub duration_ns: Option<u64>,
+    /// Lock memory.
+    pub mlock: bool,
+    /// Refuse instead of degrading.
+    pub strict: bool,
+    /// The store snapshots go to (never serialised: it may name a server).
+    #[serde(skip)]
+    pub store: Option<String>,
+    /// Snapshots are not stored.
+    pub no_store: bool,
+    /// Tags every snapshot carries (host, monitor, `--tag`).
+    #[serde(skip)]
+    pub tags: Vec<String>,
+    /// `--trace`: explain wake-ups at or above this latency (ns).
+    pub trace_threshold_ns: Option<u64>,
+    /// `--trace-stacks`.
+    pub trace_stacks: bool,
+    /// `--trace-save FILE.dat`: the run's last raw trace pages.
+    pub trace_save: Option<std::path::PathBuf>,
+    /// `--on-threshold` rules.
+    pub trace_actions: Vec<crate::trace::actions::Rule>,
+    /// `--on-threshold-max`.
+    pub trace_actions_max: u32,
+    /// `--trace-culprits`: culprit groups with a series of their own, per CPU.
+    pub trace_culprits: usize,
+}
+
+/// A finished monitor: the last interval's snapshot (stored by the driver) and whole-session
+/// figures for the text report.
+pub struct MonitorOutcome {
+    /// The last snapshot.
+    pub run: Run,
+    /// (CPU, whole-session recorder, overruns, lost) per thread.
+    pub session: Vec<(usize, Recorder, u64, u64)>,
+    /// Snapshots stored during the run (the last one not counted).
+    pub snapshots: u64,
+    /// Where the endpoint listened.
+    pub listen: SocketAddr,
+    /// `--trace`: the session's cause totals per CPU (empty without).
+    pub causes: Vec<(usize, causes::CpuTotals)>,
+}
+
+/// Spikes one thread can hand over between two visits of the control thread.
+const SPIKE_RING: usize = 4096;
+/// How long after a spike ends its groups are named (the reader has then read every fork and
+/// exec before it, whichever CPU recorded them).
+const SETTLE_NS: u64 = 500_000_000;
+
+/// Hands the spikes the measuring threads reported to the tracer, attributes those it can, and
+/// folds the settled ones into the totals and the interval.
+fn trace_step(
+    t: &mut crate::trace::session::Tracer,
+    rings: &mut [rtrb::Consumer<crate::trace::session::RawSpike>],
+    causes: &causes::Causes,
+    interval: &mut snapshot::Interval,
+) {
+    for r in rings.iter_mut() {
+        while let Ok(s) = r.pop() {
+            t.offer(s);
+        }
+    }
+    t.poll();
+    let now = crate::sys::clock::now_ns(libc::CLOCK_MONOTONIC);
+    let settled = t.take_settled(now.saturating_sub(SETTLE_NS));
+    causes.add(&settled);
+    causes.set_counts(&t.counts());
+    interval.keep(settled, t.take_actions());
+}
+
+/// Trace events read and lost so far, all CPUs.
+fn event_counts(t: &crate::trace::session::Tracer) -> (u64, u64) {
+    t.counts()
+        .iter()
+        .fold((0, 0), |(r, l), c| (r + c.1, l + c.2))
+}
+
+/// Pins the calling (control) thread, and so every housekeeping thread it starts, to the online
+/// CPUs not measured; returns a warning when none is left.
+fn pin_housekeeping(cfg: &MonitorConfig, log: &rt::PlacementLog) -> Option<String> {
+    let online = CpuSet::online_here();
+    let measured = CpuSet::from_cpus(cfg.cpus.iter().copied());
+    let hk = online.difference(&measured);
+    if hk.is_empty() {
+        return Some(format!(
+            "no housekeeping CPU is left (all of {online} are measured): the endpoint and snapshot threads share CPUs with the measuring threads"
+        ));
+    }
+    let what = format!("monitor housekeeping threads: could not pin to CPUs {hk}");
+    log.check(crate::sys::sched::pin_to_cpus(hk.iter()), || what);
+    None
+}
+
+/// Runs the monitor until the deadline or a signal.
+pub fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> {
+    let env = driver.environment().clone();
+    let mut warnings = std::mem::take(driver.warnings());
+    let mut policy = cfg.policy;
+    let mut prio = cfg.prio;
+    if !driver.rt_granted() {
+        (policy, prio) = (Policy::Other, 0);
+    }
+    let mut saved_state = crate::sys::sched::ThreadState::save();
+    warnings.extend(pin_housekeeping(cfg, driver.placement()));
+
+    let n = cfg.cpus.len();
+    // --trace: the instance and its reader start (on the housekeeping CPUs) before the threads.
+    let control = driver.control().clone();
+    let mut tracer = driver.take_tracer();
+    let cause_totals = tracer
+        .as_ref()
+        .map(|_| Arc::new(causes::Causes::new(&cfg.cpus, cfg.trace_culprits)));
+    let (mut spike_prods, mut spike_cons): (Vec<_>, Vec<_>) = if tracer.is_some() {
+        (0..n).map(|_| rtrb::RingBuffer::new(SPIKE_RING)).unzip()
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    let spike_prods: Vec<Option<_>> = spike_prods.drain(..).map(Some).collect();
+    let tallies: Vec<Arc<Tally>> = (0..n)
+        .map(|_| Arc::new(Tally::new(cfg.threshold_ns.unwrap_or(u64::MAX))))
+        .collect();
+    let shared = Arc::new(shared_state(cfg, &env, &tallies, cause_totals.clone()));
+    if let Some(w) = &shared.exposure {
+        crate::note!("latlab monitor: warning: {w}");
+    }
+    let server = start_endpoint(cfg, shared.clone())?;
+    let listen = server.addr;
+
+    let (producers, mut consumers) =
+        crate::samples::rings(n, crate::measure::cyclic::ring_capacity(cfg.interval_ns));
+    let producers: Vec<_> = producers.into_iter().map(Some).collect();
+    rt::install_wake_handler();
+    let hup = Arc::new(AtomicBool::new(false));
+    let _ = signal_hook::flag::register(libc::SIGHUP, hup.clone());
+    let done = Arc::new(AtomicUsize::new(0));
+    let bell = Arc::new(rt::Doorbell::default());
+    let barrier = Arc::new(Barrier::new(n + 1));
+    let handles = spawn(
+        cfg,
+        (policy, prio),
+        driver,
+        &barrier,
+        (producers, spike_prods),
+        (&tallies, &done, &bell),
+    )?;
+    barrier.wait();
+
+    let ctx = snapshot::Context { cfg, policy, prio };
+    let mut interval = snapshot::Interval::new(&tallies);
+    let every = Duration::from_nanos(cfg.snapshot_every_ns);
+    let t0 = Instant::now();
+    let deadline = cfg.duration_ns.map(|d| t0 + Duration::from_nanos(d));
+    let mut next_snapshot = t0 + every;
+    let mut seq = 0u64;
+    loop {
+        // First, so a window closes as soon after its boundary as the wait allows.
+        shared.windows.tick(&tallies, window::unix_now_ns());
+        interval.drain(&mut consumers);
+        if let (Some(t), Some(c)) = (tracer.as_mut(), &cause_totals) {
+            trace_step(t, &mut spike_cons, c, &mut interval);
+        }
+        if hup.swap(false, Ordering::Relaxed) {
+            crate::note!("{}", status(&shared, &cfg.monitor_id).trim_end());
+        }
+        if control.was_interrupted() || deadline.is_some_and(|d| Instant::now() >= d) {
+            control.stop.store(true, Ordering::Release);
+        }
+        if control.stop.load(Ordering::Acquire) || done.load(Ordering::Acquire) == n {
+            break;
+        }
+        if Instant::now() >= next_snapshot {
+            seq += 1;
+            let now = match (&tracer, &cause_totals) {
+                (Some(t), Some(c)) => Some(snapshot::TraceNow {
+                    causes: c,
+                    header: t.header(),
+                    events: event_counts(t),
+                }),
+                _ => None,
+            };
+            let run = interval.take(&ctx, driver, seq, &tallies, warnings.clone(), now);
+            if !cfg.no_store {
+                keep_snapshot(driver, &run, &shared);
+            }
+            next_snapshot += every;
+            while next_snapshot <= Instant::now() {
+                next_snapshot += every;
+            }
+        }
+        bell.wait(
+            Duration::from_millis(100).min(shared.windows.until_close(window::unix_now_ns())),
+        );
+    }
+    control.stop.store(true, Ordering::Release);
+    for h in &handles {
+        rt::wake(h);
+    }
+    let mut outs: Vec<(rt::Applied, WorkerOut)> = Vec::with_capacity(n);
+    for h in handles {
+        outs.push(
+            h.join()
+                .map_err(|_| Error::Env("a measuring thread panicked".into()))?,
+        );
+    }
+    server.stop();
+    saved_state.restore();
+    interval.drain(&mut consumers);
+    // Placement failures reach the warnings through the run's placement log.
+    let total_lost: u64 = outs.iter().map(|(_, o)| o.lost).sum();
+    if total_lost > 0 {
+        warnings.push(format!(
+            "the snapshot thread lost {total_lost} samples (it fell behind); the endpoint counted them"
+        ));
+    }
+    // --trace: what is left is attributed and named now; the finished report (hardware
+    // counts, warnings) is the last snapshot's trace.
+    let spikes_lost = outs.iter().map(|(_, o)| o.spikes_lost).sum();
+    let now = match (tracer.take(), &cause_totals) {
+        (Some(t), Some(c)) => Some(finish_trace(
+            t,
+            &mut spike_cons,
+            spikes_lost,
+            c,
+            &mut interval,
+            &mut warnings,
+        )),
+        _ => None,
+    };
+    let mut run = interval.take(&ctx, driver, seq + 1, &tallies, warnings, now);
+    run.interrupted = control.was_interrupted();
+    let session = outs
+        .into_iter()
+        .zip(&cfg.cpus)
+        .map(|((_, o), &c)| (c, o.rec, o.overruns, o.lost))
+        .collect();
+    Ok(MonitorOutcome {
+        run,
+        session,
+        snapshots: shared.snapshots.load(Ordering::Relaxed),
+        listen,
+        causes: cause_totals.map(|c| c.read()).unwrap_or_default(),
+    })
+}
+
+/// Stores a snapshot now; a failure is counted (and said) and the monitor goes on.
+fn keep_snapshot(driver: &mut Ctx<'_>, run: &Run, shared: &Shared) {
+    match driver.keep(run) {
+        Ok(()) => {
+            shared.snapshots.fetch_add(1, Ordering::Relaxed);
+        }
+        Err(e) => {
+            shared.snapshot_failures.fetch_add(1, Ordering::Relaxed);
+            crate::note!("latlab monitor: snapshot {} not stored: {e}", run.id);
+        }
+    }
+}
+
+/// The per-CPU raw-sample rings and spike rings of the measuring threads, one each.
+type Rings = (
+    Vec<Option<rtrb::Producer<u64>>>,
+    Vec<Option<rtrb::Producer<crate::trace::session::RawSpike>>>,
+);
+
+/// Spawns one measuring thread per CPU (cyclic's worker, publishing through its CPU's tally)
+/// behind `barrier`.
+fn spawn(
+    cfg: &MonitorConfig,
+    (policy, prio): (Policy, i32),
+    driver: &Ctx<'_>,
+    barrier: &Arc<Barrier>,
+    (mut producers, mut spike_prods): Rings,
+    (tallies, done, bell): (&[Arc<Tally>], &Arc<AtomicUsize>, &Arc<rt::Doorbell>),
+) -> Result<Vec<std::thread::JoinHandle<(rt::Applied, WorkerOut)>>> {
+    let placements: Vec<Placement> = cfg
+        .cpus
+        .iter()
+        .map(|&c| Placement {
+            name: format!("cpu{c}"),
+            cpu: Some(c),
+            policy,
+            prio,
+        })
+        .collect();
+    let stop = driver.control().stop.clone();
+    driver
+        .spawn_workers(&placements, barrier.clone(), |i| {
+            let w = Worker {
+                clock: libc::CLOCK_MONOTONIC,
+                interval_ns: cfg.interval_ns,
+                relative: false,
+                loops: u64::MAX,
+                break_on_ns: u64::MAX,
+                rec: Recorder::new(),
+                // Kept for the worker's contract; a monitor's history lives in its snapshots.
+                timeline: crate::result::TimelineRecorder::new(
+                    crate::result::timeline::DEFAULT_WIDTH_NS,
+                ),
+                linear: Vec::new(),
+                ring: producers[i].take(),
+                live: Arc::new(Live::new()),
+                stop: stop.clone(),
+                tripped: Arc::new(AtomicBool::new(false)),
+                done: done.clone(),
+                bell: bell.clone(),
+                tally: Some(tallies[i].clone() as Arc<dyn rt::Tap>),
+                spikes: spike_prods.get_mut(i).and_then(Option::take).map(|ring| {
+                    crate::measure::cyclic::worker::SpikeOut {
+                        threshold_ns: cfg.trace_threshold_ns.unwrap_or(u64::MAX),
+                        series: i as u32,
+                        cpu: Some(cfg.cpus[i] as u32),
+                        tid: 0,
+                        ring,
+                    }
+                }),
+            };
+            move || move || w.run()
+        })
+        .map_err(|e| Error::Env(format!("cannot start measuring threads: {e}")))
+}
+
+/// Ends the trace: the spikes left are attributed and named, counted into the cause totals
+/// and kept for the last snapshot, whose trace is the finished report.
+fn finish_trace<'c>(
+    mut t: crate::trace::session::Tracer,
+    spike_cons: &mut [rtrb::Consumer<crate::trace::session::RawSpike>],
+    spikes_lost: u64,
+    c: &'c Arc<causes::Causes>,
+    interval: &mut snapshot::Interval,
+    warnings: &mut Vec<String>,
+) -> snapshot::TraceNow<'c> {
+    for r in spike_cons.iter_mut() {
+        while let Ok(s) = r.pop() {
+            t.offer(s);
+        }
+    }
+    t.dropped(spikes_lost);
+    let mut header = t.finish();
+    let rest = std::mem::take(&mut header.spikes);
+    c.add(&rest);
+    interval.keep(rest, std::mem::take(&mut header.actions));
+    warnings.extend(header.warnings.iter().cloned());
+    let events = (header.events, header.lost_events);
+    header.per_cpu.clear();
+    snapshot::TraceNow {
+        causes: c,
+        header,
+        events,
+    }
+}
+
+/// Starts the endpoint and says where it serves.
+fn start_endpoint(cfg: &MonitorConfig, shared: Arc<Shared>) -> Result<http::Server> {
+    let server = serve(cfg, shared)?;
+    let scheme = if cfg.web.as_ref().is_some_and(|w| w.tls.is_some()) {
+        "https"
+    } else {
+        "http"
+    };
+    crate::note!("latlab monitor: serving {scheme}://{}/metrics", server.addr);
+    Ok(server)
+}
+
+/// The endpoint: `/metrics`, `/status`, and 404 for anything else.
+fn serve(cfg: &MonitorConfig, shared: Arc<Shared>) -> Result<http::Server> {
+    let registry = Arc::new(metrics::registry(shared.clone()));
+    let id = cfg.monitor_id.clone();
+    let handler: Arc<http::Handler> = Arc::new(move |path: &str, accept: &str| match path {
+        "/metrics" => {
+            shared.scrapes.fetch_add(1, Ordering::Relaxed);
+            let page = metrics::render(&registry);
+            if metrics::wants_openmetrics(accept) {
+                http::Response {
+                    status: 200,
+                    content_type: metrics::CONTENT_TYPE,
+                    body: page,
+                }
+            } else {
+                http::Response {
+                    status: 200,
+                    content_type: metrics::CLASSIC_CONTENT_TYPE,
+                    body: metrics::to_classic(&page),
+                }
+            }
+        }
+        "/status" => http::Response::text(200, status(&shared, &id)),
+        "/" => http::Response::text(200, "latlab monitor: /metrics, /status\n"),
+        _ => http::Response::text(404, "not found (try /metrics or /status)\n"),
+    });
+    http::Server::start(cfg.listen, handler, cfg.web.clone())
+        .map_err(|e| Error::Env(format!("--listen {}: cannot listen there: {e}", cfg.listen)))
+}
+
+impl crate::driver::Measurement for MonitorConfig {
+    type Outcome = MonitorOutcome;
+    const KIND: &'static str = "monitor";
+    /// SIGHUP prints the monitor's status instead of ending it.
+    const KEEPS_HANGUP: bool = true;
+
+    fn planned(&self) -> Option<Duration> {
+        self.duration_ns.map(Duration::from_nanos)
+    }
+
+    fn trace_request(&self) -> Option<crate::trace::session::Request> {
+        Some(crate::trace::session::Request {
+            cpus: self.cpus.clone(),
+            threshold_ns: self.trace_threshold_ns?,
+            names: self.cpus.iter().map(|c| format!("cpu{c}")).collect(),
+            stacks: self.trace_stacks,
+            save: self.trace_save.clone(),
+            actions: self.trace_actions.clone(),
+            actions_max: self.trace_actions_max,
+            needs_root: "--trace needs root (it reads the kernel's tracepoints through tracefs)",
+            ..Default::default()
+        })
+    }
+
+    fn measured_cpus(&self) -> Option<crate::config::CpuSet> {
+        Some(crate::config::CpuSet::from_cpus(self.cpus.iter().copied()))
+    }
+
+    fn footprint(&self) -> crate::driver::Footprint {
+        crate::driver::Footprint {
+            min_rt_prio: self.policy.is_rt().then_some(self.prio),
+            rt: self.policy.is_rt().then_some((self.policy, self.prio)),
+            mlock: self.mlock,
+            dma_latency_us: None,
+            rt_required: false,
+        }
+    }
+
+    fn measure(&mut self, ctx: &mut Ctx<'_>) -> Result<MonitorOutcome> {
+        run(self, ctx)
+    }
+
+    fn result(o: &mut MonitorOutcome) -> &mut Run {
+        &mut o.run
+    }
+
+    fn render(&self, o: &MonitorOutcome) -> crate::driver::Text {
+        snapshot::render(self, o).into()
+    }
+}

@@ -1,0 +1,297 @@
+//! Snapshots: the samples of one interval, drained from the measuring threads' rings by the
+//! control thread, become one stored run (kind `monitor`, one series per CPU); and the text
+//! report at the end of a monitor.
+
+use super::causes::{Causes, CpuTotals, CAUSES};
+use super::tally::Tally;
+use super::{MonitorConfig, MonitorOutcome};
+use crate::config::Policy;
+use crate::result::trace::{SpikeRecord, TraceReport};
+use crate::result::{Run, Series};
+use crate::stats::Recorder;
+use rtrb::Consumer;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+/// What every snapshot of a monitor shares.
+pub struct Context<'a> {
+    /// The monitor.
+    pub cfg: &'a MonitorConfig,
+    /// Policy in force.
+    pub policy: Policy,
+    /// Priority in force.
+    pub prio: i32,
+}
+
+/// Counters at the start of an interval, to take differences from.
+#[derive(Debug, Clone, Copy, Default)]
+struct Counts {
+    overruns: u64,
+    lost: u64,
+    exceeded: u64,
+}
+
+impl Counts {
+    fn of(t: &Tally) -> Counts {
+        Counts {
+            overruns: t.overruns.load(Relaxed),
+            lost: t.lost.load(Relaxed),
+            exceeded: t.exceeded.load(Relaxed),
+        }
+    }
+}
+
+/// Attributed spikes an interval keeps to summarise its causes; beyond, only the totals count
+/// them.
+const MAX_INTERVAL_SPIKES: usize = 10_000;
+/// Spikes a snapshot stores as records: the interval's worst.
+const STORED_SPIKES: usize = 20;
+
+/// What `--trace` adds to a snapshot when it is taken.
+pub struct TraceNow<'a> {
+    /// The session's cause totals.
+    pub causes: &'a Causes,
+    /// The trace report's fixed part (and at the end, the finished report: counted hardware
+    /// events, warnings), its spikes taken out.
+    pub header: TraceReport,
+    /// Trace events read and lost so far (all CPUs).
+    pub events: (u64, u64),
+}
+
+/// The traced part of an interval.
+#[derive(Default)]
+struct Traced {
+    /// Its attributed spikes (at most [`MAX_INTERVAL_SPIKES`]).
+    spikes: Vec<SpikeRecord>,
+    /// Further spikes, counted only.
+    over: u64,
+    /// The cause totals at its start, per CPU.
+    base: Vec<CpuTotals>,
+    /// Trace events read and lost at its start.
+    events: (u64, u64),
+    /// `--on-threshold` firings in it.
+    actions: Vec<crate::result::trace::Firing>,
+}
+
+/// The interval being collected.
+pub struct Interval {
+    started: SystemTime,
+    recs: Vec<Recorder>,
+    base: Vec<Counts>,
+    traced: Traced,
+}
+
+impl Interval {
+    /// A new interval starting now.
+    pub fn new(tallies: &[Arc<Tally>]) -> Interval {
+        Interval {
+            started: SystemTime::now(),
+            recs: tallies.iter().map(|_| Recorder::new()).collect(),
+            base: tallies.iter().map(|t| Counts::of(t)).collect(),
+            traced: Traced {
+                base: vec![CpuTotals::default(); tallies.len()],
+                ..Traced::default()
+            },
+        }
+    }
+
+    /// Keeps attributed spikes (and `--on-threshold` firings) for the interval's snapshot.
+    pub fn keep(&mut self, spikes: Vec<SpikeRecord>, actions: Vec<crate::result::trace::Firing>) {
+        let t = &mut self.traced;
+        for s in spikes {
+            if t.spikes.len() < MAX_INTERVAL_SPIKES {
+                t.spikes.push(s);
+            } else {
+                t.over += 1;
+            }
+        }
+        t.actions.extend(actions);
+    }
+
+    /// The interval's `trace`: its causes per CPU from every spike kept, its worst spikes, the
+    /// events read and lost in it; and the cause totals per CPU since its start.
+    fn take_trace(&mut self, now: &TraceNow, cpus: &[usize]) -> (TraceReport, Vec<CpuTotals>) {
+        let t = std::mem::take(&mut self.traced);
+        let totals: Vec<CpuTotals> = now.causes.read().into_iter().map(|x| x.1).collect();
+        let deltas = totals
+            .iter()
+            .zip(
+                t.base
+                    .iter()
+                    .chain(std::iter::repeat(&CpuTotals::default())),
+            )
+            .map(|(a, b)| a.since(b))
+            .collect();
+        let mut report = now.header.clone();
+        report.per_cpu = crate::trace::culprits::summarise(&t.spikes, cpus);
+        let mut worst = t.spikes;
+        worst.sort_by_key(|s| std::cmp::Reverse(s.latency_ns));
+        report.spikes_not_kept = worst.len().saturating_sub(STORED_SPIKES) as u64 + t.over;
+        worst.truncate(STORED_SPIKES);
+        worst.sort_by_key(|s| (s.expected_ns, s.cpu));
+        report.spikes = worst;
+        report.events = now.events.0.saturating_sub(t.events.0);
+        report.lost_events = now.events.1.saturating_sub(t.events.1);
+        report.actions.extend(t.actions);
+        self.traced = Traced {
+            base: totals,
+            events: now.events,
+            ..Traced::default()
+        };
+        (report, deltas)
+    }
+
+    /// Records everything waiting in the rings.
+    pub fn drain(&mut self, rings: &mut [Consumer<u64>]) {
+        for (ring, rec) in rings.iter_mut().zip(&mut self.recs) {
+            let n = ring.slots();
+            if n == 0 {
+                continue;
+            }
+            if let Ok(chunk) = ring.read_chunk(n) {
+                for v in chunk {
+                    rec.record(v);
+                }
+            }
+        }
+    }
+
+    /// Ends the interval as run number `seq` and starts the next one.
+    pub fn take(
+        &mut self,
+        ctx: &Context,
+        driver: &crate::driver::Ctx<'_>,
+        seq: u64,
+        tallies: &[Arc<Tally>],
+        warnings: Vec<String>,
+        trace: Option<TraceNow>,
+    ) -> Run {
+        let cfg = ctx.cfg;
+        let (trace, causes) = match trace {
+            Some(now) => {
+                let (r, d) = self.take_trace(&now, &cfg.cpus);
+                (Some(r), d)
+            }
+            None => (None, Vec::new()),
+        };
+        let mut series = Vec::with_capacity(tallies.len());
+        for (i, t) in tallies.iter().enumerate() {
+            let now = Counts::of(t);
+            let base = self.base[i];
+            let mut s = Series::from_recorder(format!("cpu{}", cfg.cpus[i]), &self.recs[i]);
+            s.cpu = Some(cfg.cpus[i]);
+            s.policy = ctx.policy.to_string();
+            s.prio = ctx.prio;
+            s.interval_ns = Some(cfg.interval_ns);
+            s.overruns = now.overruns - base.overruns;
+            s.lost_samples = now.lost - base.lost;
+            let mut extra = serde_json::json!({
+                "threshold_exceeded": now.exceeded - base.exceeded,
+            });
+            // --trace: this CPU's late time and wake-ups by cause in the interval, as the
+            // endpoint's counters count them.
+            if let (Some(c), Some(o)) = (causes.get(i), extra.as_object_mut()) {
+                if let Some(j) = c.to_json().as_object() {
+                    o.extend(j.clone());
+                }
+            }
+            s.extra = Some(extra);
+            series.push(s);
+            self.base[i] = now;
+            self.recs[i].reset();
+        }
+        let mut parameters = serde_json::to_value(cfg).unwrap_or(serde_json::Value::Null);
+        if let Some(o) = parameters.as_object_mut() {
+            o.insert("snapshot".into(), seq.into());
+        }
+        let run = Run {
+            series,
+            trace,
+            ..driver.run_with(self.started, parameters, warnings)
+        };
+        self.started = SystemTime::now();
+        run
+    }
+}
+
+/// The text report: the whole session per CPU, and where the snapshots went.
+pub fn render(cfg: &MonitorConfig, o: &MonitorOutcome) -> String {
+    let rows: Vec<Vec<String>> = o
+        .session
+        .iter()
+        .map(|(cpu, rec, overruns, lost)| {
+            let s = rec.summary();
+            let us = |ns: f64| format!("{:.1}", ns / 1e3);
+            vec![
+                cpu.to_string(),
+                s.count.to_string(),
+                us(if s.count == 0 { 0.0 } else { s.min_ns as f64 }),
+                us(s.mean_ns),
+                us(s.max_ns as f64),
+                overruns.to_string(),
+                lost.to_string(),
+            ]
+        })
+        .collect();
+    let mut out = format!(
+        "monitor {} (http://{}/metrics): latencies in us over the whole session\n",
+        cfg.monitor_id, o.listen
+    );
+    out.push_str(&crate::export::columns::render(
+        &["cpu", "count", "min", "avg", "max", "overruns", "lost"],
+        &rows,
+    ));
+    if !o.causes.is_empty() {
+        out.push_str(&render_causes(cfg, &o.causes));
+    }
+    out.push_str(&format!(
+        "{} snapshots stored during the run, plus the last interval's ({})\n",
+        o.snapshots, o.run.id
+    ));
+    out
+}
+
+/// `--trace`: the session's late time per CPU by cause (shares) and its largest culprit groups.
+fn render_causes(cfg: &MonitorConfig, causes: &[(usize, CpuTotals)]) -> String {
+    let mut head = vec!["cpu".to_string(), "late wake-ups".into(), "late ms".into()];
+    head.extend(CAUSES.iter().map(|c| format!("{c} %")));
+    head.push("top culprit groups (ms)".into());
+    let rows: Vec<Vec<String>> = causes
+        .iter()
+        .map(|(cpu, t)| {
+            let late: u64 = t.late_ns.iter().sum();
+            let mut row = vec![
+                cpu.to_string(),
+                t.wakeups.iter().sum::<u64>().to_string(),
+                format!("{:.2}", late as f64 / 1e6),
+            ];
+            row.extend(
+                t.late_ns
+                    .iter()
+                    .map(|&ns| format!("{:.0}", 100.0 * ns as f64 / late.max(1) as f64)),
+            );
+            let mut groups: Vec<(&str, u64)> = t
+                .groups
+                .iter()
+                .map(|(g, ns)| (g.as_str(), *ns))
+                .chain([(super::causes::OTHER, t.other_ns)])
+                .filter(|g| g.1 > 0)
+                .collect();
+            groups.sort_by_key(|g| std::cmp::Reverse(g.1));
+            let top: Vec<String> = groups
+                .iter()
+                .take(3)
+                .map(|(g, ns)| format!("{g} {:.2}", *ns as f64 / 1e6))
+                .collect();
+            row.push(top.join(", "));
+            row
+        })
+        .collect();
+    let head: Vec<&str> = head.iter().map(String::as_str).collect();
+    format!(
+        "late time by cause over the session (--trace, wake-ups >= {} us):\n{}",
+        cfg.trace_threshold_ns.unwrap_or(0) as f64 / 1e3,
+        crate::export::columns::render(&head, &rows)
+    )
+}

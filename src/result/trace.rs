@@ -1,0 +1,286 @@
+//! The trace part of a run (`Run::trace`): what `--trace` found, as data. The tracing session
+//! (`crate::trace`) fills it; reports and renderers read it; the result model needs nothing
+//! else of tracing.
+
+use serde::{Deserialize, Serialize};
+
+/// The trace part of a run.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct TraceReport {
+    /// Spikes at or above this were attributed (ns).
+    pub threshold_ns: u64,
+    /// CPUs traced.
+    pub cpus: Vec<usize>,
+    /// Events decoded.
+    pub events: u64,
+    /// Events the kernel lost (reader too slow); attribution near them may be incomplete.
+    pub lost_events: u64,
+    /// What an idle CPU's delay means here.
+    pub idle_note: String,
+    /// Spikes the threads could not hand over (their ring was full) or beyond the record cap.
+    pub spikes_dropped: u64,
+    /// Every attributed spike (a monitor snapshot: the interval's worst).
+    pub spikes: Vec<SpikeRecord>,
+    /// Attributed spikes counted in `per_cpu` but not kept in `spikes` (a monitor snapshot
+    /// keeps only its interval's worst).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub spikes_not_kept: u64,
+    /// Every `--on-threshold` firing (and `-b`'s saved window), in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub actions: Vec<Firing>,
+    /// Firings not done because their rule had reached `--on-threshold-max`.
+    #[serde(default)]
+    pub actions_suppressed: u64,
+    /// Per traced CPU: NMIs, SMIs and steal time counted over the run, where readable.
+    #[serde(default)]
+    pub counted: Vec<CpuCounts>,
+    /// Whether NMIs were traced (then each spike has `nmis`).
+    #[serde(default)]
+    pub nmi_traced: bool,
+    /// What time nothing visible explains was checked against, and what could not be.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+    /// Per traced CPU: its spikes' causes, thread time grouped by command.
+    #[serde(default)]
+    pub per_cpu: Vec<CpuCauses>,
+    /// False when the kernel has no process events: groups are then process names from
+    /// /proc (or the name at switch-in for a task gone by then), without exec chains.
+    #[serde(default)]
+    pub exec_chains: bool,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// One attributed spike in the run's JSON.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SpikeRecord {
+    /// Series name.
+    pub series: String,
+    /// CPU.
+    pub cpu: usize,
+    /// Loop (cyclic) or interruption (noise) number.
+    pub seq: u64,
+    /// Expected wake-up, CLOCK_MONOTONIC ns.
+    pub expected_ns: u64,
+    /// Latency as the measurement saw it, ns.
+    pub latency_ns: u64,
+    /// Why.
+    #[serde(flatten)]
+    pub why: Attribution,
+}
+
+/// One share of a spike's latency.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Component {
+    /// `irq`, `softirq`, `thread`, `self` (the measured thread), `idle`, `timer` (the timer
+    /// IRQ had not come yet while a task ran), `unattributed`
+    /// (a spinner interrupted by nothing visible) or `unknown` (not covered by the trace).
+    pub kind: String,
+    /// What: `local_timer`, `virtio0 (irq 25)`, `NET_RX`, `inject:4242 RT 99`, ...
+    pub name: String,
+    /// Nanoseconds of the latency it held the CPU.
+    pub ns: u64,
+    /// Share of the latency, 0..1.
+    pub share: f64,
+    /// For `thread`: the task, with the kernel priority it ran at here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<TaskRef>,
+    /// For `thread`: the command it belongs to (see `procs`), once known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    /// For `thread`: the group's exec chain, newest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub chain: Vec<String>,
+}
+
+/// A task that held the CPU.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskRef {
+    /// Thread id.
+    pub pid: i32,
+    /// Its name then.
+    pub comm: String,
+    /// Kernel priority in force (0..99: real-time priority 99 - prio; 100..139: normal;
+    /// negative: deadline).
+    pub prio: i32,
+}
+
+/// The policy a kernel priority means: `RT 99`, `DL`, or `normal`.
+pub fn policy_label(prio: i32) -> String {
+    match prio {
+        p if p < 0 => "DL".into(),
+        p if p < 100 => format!("RT {}", 99 - p),
+        _ => "normal".into(),
+    }
+}
+
+/// The attribution of one spike.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Attribution {
+    /// Components, largest first; their `ns` add up to the latency.
+    pub components: Vec<Component>,
+    /// What ran on the CPU when the wake-up was due (`idle` when nothing did).
+    pub blocking: Option<String>,
+    /// Expected wake-up to the start of the hrtimer callback that woke the thread.
+    pub timer_delay_ns: Option<u64>,
+    /// Expected wake-up to the thread's switch-in.
+    pub switch_in_ns: Option<u64>,
+    /// `--trace-stacks`: the kernel stack of what the CPU ran when the thread was woken
+    /// (innermost first), symbolised.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stack: Vec<String>,
+    /// The same stack's return addresses (symbolised into `stack`).
+    #[serde(skip)]
+    pub stack_addrs: Vec<u64>,
+    /// NMIs handled on the CPU during the spike (None: the kernel has no `nmi_handler`
+    /// event, so they were not counted per spike).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nmis: Option<u32>,
+    /// Time in those NMI handlers (ns).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nmi_ns: Option<u64>,
+    /// Caveats about this spike's attribution.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    /// For time nothing visible explains (`idle`, `unattributed`): what it was checked
+    /// against (NMIs, steal, SMIs) and what could not be measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub residual: Option<Residual>,
+}
+
+/// What was counted on one traced CPU during the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CpuCounts {
+    /// CPU.
+    pub cpu: usize,
+    /// NMIs during the run (/proc/interrupts), if readable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nmis: Option<u64>,
+    /// SMIs during the run (MSR 0x34), if readable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub smis: Option<u64>,
+    /// Time the hypervisor ran something else on this vCPU (/proc/stat steal), ns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steal_ns: Option<u64>,
+}
+
+/// What a spike's time that nothing visible explains was checked against: the counters read
+/// around it, and what could not be read (said, not left out).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Residual {
+    /// Time nothing visible explains (ns): the spike's `idle` and `unattributed` components.
+    pub ns: u64,
+    /// What was measured, a phrase each (`NMIs: 0 in the spike (nmi_handler events)`).
+    pub measured: Vec<String>,
+    /// What could not be measured, and why (`SMIs: /dev/cpu/1/msr: No such file or
+    /// directory`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unmeasured: Vec<String>,
+    /// Steal time on the CPU (ns) over `around_ns`, when readable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steal_ns: Option<u64>,
+    /// NMIs on the CPU over `around_ns` (/proc/interrupts), where the kernel has no
+    /// `nmi_handler` event (else the spike's `nmis` counts them exactly).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nmis_around: Option<u64>,
+    /// The stretch steal and NMIs were counted over (ns): from the last counter reading before
+    /// the spike to the first after it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub around_ns: Option<u64>,
+    /// SMIs on the CPU over `smi_around_ns` (MSR 0x34), when readable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub smis: Option<u64>,
+    /// The stretch SMIs were counted over (ns): from the previous reading of the MSR to the
+    /// one taken when the spike was attributed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub smi_around_ns: Option<u64>,
+}
+
+impl Residual {
+    /// One line: what was measured and what could not be.
+    pub fn phrase(&self) -> String {
+        let mut s = format!(
+            "{:.1} us nothing visible explains; measured: {}",
+            self.ns as f64 / 1e3,
+            if self.measured.is_empty() {
+                "nothing".to_string()
+            } else {
+                self.measured.join(", ")
+            }
+        );
+        if !self.unmeasured.is_empty() {
+            s.push_str(&format!("; not measured: {}", self.unmeasured.join(", ")));
+        }
+        s
+    }
+}
+
+/// One task of a culprit group.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Member {
+    /// Thread id.
+    pub pid: i32,
+    /// Its name at switch-in (the last seen).
+    pub comm: String,
+    /// The policy it held the CPU at longest (`RT 99`, `normal`, `DL`).
+    pub policy: String,
+    /// Late time it held (ns).
+    pub ns: u64,
+}
+
+/// One cause of late time on a CPU.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Cause {
+    /// `thread`, `irq`, `softirq`, `timer`, `idle`, `self`, `unattributed`, `unknown`.
+    pub kind: String,
+    /// The command group for `thread`, else the component's name.
+    pub name: String,
+    /// For `thread`: the exec chain that held the most time, newest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub chain: Vec<String>,
+    /// For `thread`: the policy in force for most of the group's time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<String>,
+    /// Late time (ns) summed over the CPU's spikes.
+    pub ns: u64,
+    /// Share of the CPU's late time, 0..1.
+    pub share: f64,
+    /// For `thread`: its tasks, most time first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub members: Vec<Member>,
+}
+
+/// The causes of one CPU's spikes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CpuCauses {
+    /// CPU.
+    pub cpu: usize,
+    /// Spikes on it.
+    pub spikes: u64,
+    /// Their summed latency (ns).
+    pub late_ns: u64,
+    /// The largest (ns).
+    pub max_ns: u64,
+    /// Causes, most time first.
+    pub causes: Vec<Cause>,
+}
+
+/// One firing, as recorded in the result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Firing {
+    /// The rule's `--on-threshold` text.
+    pub rule: String,
+    /// Series (thread) of the spike.
+    pub series: String,
+    /// CPU.
+    pub cpu: usize,
+    /// Loop or interruption number.
+    pub seq: u64,
+    /// The spike's latency (ns).
+    pub latency_ns: u64,
+    /// What happened: `started pid N`, `sent signal S to N`, `stopped the run`, `saved FILE`,
+    /// or the error.
+    pub outcome: String,
+}

@@ -1,0 +1,252 @@
+//! Other processes as /proc shows them, for the warnings a shared machine needs: who holds
+//! latlab's settings lock (command line, owner, start time), and which real-time tasks of other
+//! processes may run on the CPUs a run measures. Reads only; every reader takes its /proc root,
+//! so tests give it a fake tree.
+
+use std::path::Path;
+
+/// One task of another process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Task {
+    /// Process id.
+    pub pid: i32,
+    /// Thread id.
+    pub tid: i32,
+    /// The thread's name (`comm`).
+    pub comm: String,
+    /// The process's command line, words joined by spaces (its `comm` for a kernel thread).
+    pub command: String,
+    /// `SCHED_FIFO`, `SCHED_RR` or `SCHED_DEADLINE`, as `fifo`, `rr`, `deadline`.
+    pub policy: &'static str,
+    /// Real-time priority (0 for deadline).
+    pub prio: u32,
+    /// CPUs it may run on.
+    pub allowed: Vec<usize>,
+}
+
+/// `/proc/PID/cmdline` with NULs as spaces (bounded), or None for a process that is gone.
+pub fn command_line(proc_root: &Path, pid: i32) -> Option<String> {
+    let raw = std::fs::read(proc_root.join(format!("{pid}/cmdline"))).ok()?;
+    let mut s: String = String::from_utf8_lossy(&raw[..raw.len().min(512)])
+        .split('\0')
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    if raw.len() > 512 {
+        s.push_str(" ...");
+    }
+    // Names are shown in messages: no terminal escapes.
+    Some(
+        s.chars()
+            .map(|c| if c.is_control() { '?' } else { c })
+            .collect(),
+    )
+}
+
+/// The fields after the command name of `/proc/.../stat` (field 3 on).
+fn stat_fields(text: &str) -> Option<Vec<&str>> {
+    Some(text[text.rfind(')')? + 1..].split_whitespace().collect())
+}
+
+/// Seconds since the epoch at which process `pid` started, from its start (field 22, clock
+/// ticks since boot) and the boot time (`btime` of /proc/stat).
+pub fn started_unix_s(proc_root: &Path, pid: i32) -> Option<u64> {
+    let stat = std::fs::read_to_string(proc_root.join(format!("{pid}/stat"))).ok()?;
+    let ticks: u64 = stat_fields(&stat)?.get(19)?.parse().ok()?;
+    Some(boot_unix_s(proc_root)? + ticks / 100)
+}
+
+/// Seconds since the epoch at which the machine booted (`btime` of /proc/stat).
+pub fn boot_unix_s(proc_root: &Path) -> Option<u64> {
+    std::fs::read_to_string(proc_root.join("stat"))
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("btime "))?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// The real uid of process `pid`.
+pub fn uid(proc_root: &Path, pid: i32) -> Option<u32> {
+    std::fs::read_to_string(proc_root.join(format!("{pid}/status")))
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// Process `pid` in words: `pid 4242 (latlab run plan.toml; uid 0; started 20:01:02 UTC)`,
+/// or just `pid 4242` when /proc no longer shows it.
+pub fn describe(proc_root: &Path, pid: i32) -> String {
+    let Some(cmd) = command_line(proc_root, pid) else {
+        return format!("pid {pid}");
+    };
+    let mut parts = vec![cmd];
+    if let Some(u) = uid(proc_root, pid) {
+        parts.push(format!("uid {u}"));
+    }
+    if let Some(t) = started_unix_s(proc_root, pid) {
+        let secs = t % 86_400;
+        parts.push(format!(
+            "started {:02}:{:02}:{:02} UTC, {} s ago",
+            secs / 3600,
+            secs / 60 % 60,
+            secs % 60,
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs())
+                .saturating_sub(t)
+        ));
+    }
+    format!("pid {pid} ({})", parts.join("; "))
+}
+
+/// A CPU list as the kernel writes it (`0-3,6`).
+fn cpu_list(text: &str) -> Vec<usize> {
+    let mut v = Vec::new();
+    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
+        let mut ends = part.splitn(2, '-').map(|x| x.trim().parse::<usize>());
+        match (ends.next(), ends.next()) {
+            (Some(Ok(a)), None) => v.push(a),
+            (Some(Ok(a)), Some(Ok(b))) if b >= a && b - a < 4096 => v.extend(a..=b),
+            _ => {}
+        }
+    }
+    v
+}
+
+/// Every real-time task (FIFO, RR, deadline) of processes other than `except` (and not kernel
+/// threads: those are the kernel's own, per CPU by design), whose allowed CPUs meet `cpus`.
+pub fn rt_tasks_on(proc_root: &Path, cpus: &[usize], except: i32) -> Vec<Task> {
+    let mut out = Vec::new();
+    let Ok(dir) = std::fs::read_dir(proc_root) else {
+        return out;
+    };
+    for e in dir.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        if pid == except {
+            continue;
+        }
+        let Some(command) = command_line(proc_root, pid) else {
+            continue;
+        };
+        // A kernel thread has an empty command line.
+        if command.is_empty() {
+            continue;
+        }
+        let Ok(tasks) = std::fs::read_dir(proc_root.join(format!("{pid}/task"))) else {
+            continue;
+        };
+        for t in tasks.flatten() {
+            let Some(tid) = t.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+                continue;
+            };
+            let base = proc_root.join(format!("{pid}/task/{tid}"));
+            let Ok(stat) = std::fs::read_to_string(base.join("stat")) else {
+                continue;
+            };
+            let Some(f) = stat_fields(&stat) else {
+                continue;
+            };
+            // Fields 40 (rt_priority) and 41 (policy), counted from 1; `f` starts at field 3.
+            let (Some(prio), Some(pol)) = (
+                f.get(37).and_then(|v| v.parse::<u32>().ok()),
+                f.get(38).and_then(|v| v.parse::<u32>().ok()),
+            ) else {
+                continue;
+            };
+            let policy = match pol {
+                1 => "fifo",
+                2 => "rr",
+                6 => "deadline",
+                _ => continue,
+            };
+            let status = std::fs::read_to_string(base.join("status")).unwrap_or_default();
+            let allowed = status
+                .lines()
+                .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+                .map(cpu_list)
+                .unwrap_or_default();
+            if !allowed.iter().any(|c| cpus.contains(c)) {
+                continue;
+            }
+            let comm = stat
+                .split_once('(')
+                .and_then(|(_, r)| r.rsplit_once(')'))
+                .map(|(c, _)| {
+                    c.chars()
+                        .map(|c| if c.is_control() { '?' } else { c })
+                        .collect()
+                })
+                .unwrap_or_default();
+            out.push(Task {
+                pid,
+                tid,
+                comm,
+                command: command.clone(),
+                policy,
+                prio,
+                allowed,
+            });
+        }
+    }
+    out.sort_by_key(|t| (t.pid, t.tid));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stat(comm: &str, prio: u32, policy: u32) -> String {
+        // pid (comm) state ppid ... : 37 fields after the name, then rt_priority and policy.
+        let mut f: Vec<String> = (3..=52).map(|_| "0".to_string()).collect();
+        f[0] = "S".into();
+        f[19] = "500".into();
+        f[37] = prio.to_string();
+        f[38] = policy.to_string();
+        format!("42 ({comm}) {}", f.join(" "))
+    }
+
+    #[test]
+    fn real_time_tasks_on_the_measured_cpus_are_found_with_their_process() {
+        let d = tempfile::tempdir().unwrap();
+        let r = d.path();
+        std::fs::write(r.join("stat"), "cpu 1 2 3\nbtime 1000\n").unwrap();
+        let add = |pid: i32, tid: i32, cmd: &[u8], comm: &str, prio, pol, cpus: &str| {
+            let t = r.join(format!("{pid}/task/{tid}"));
+            std::fs::create_dir_all(&t).unwrap();
+            std::fs::write(r.join(format!("{pid}/cmdline")), cmd).unwrap();
+            std::fs::write(r.join(format!("{pid}/stat")), stat(comm, prio, pol)).unwrap();
+            std::fs::write(t.join("stat"), stat(comm, prio, pol)).unwrap();
+            std::fs::write(
+                t.join("status"),
+                format!("Name:\t{comm}\nCpus_allowed_list:\t{cpus}\n"),
+            )
+            .unwrap();
+        };
+        add(10, 10, b"hog\0--cpu\x001\0", "hog (1)", 99, 1, "1");
+        add(11, 11, b"other\0", "other", 0, 0, "0-1");
+        add(12, 12, b"", "ksoftirqd/1", 1, 1, "1");
+        add(13, 14, b"latlab\0cyclic\0", "latlab-cpu0", 80, 1, "0");
+        add(15, 15, b"rr\0", "rr", 5, 2, "0-3");
+        let got = rt_tasks_on(r, &[1], 99);
+        let seen: Vec<(i32, &str, u32, &str)> = got
+            .iter()
+            .map(|t| (t.pid, t.policy, t.prio, t.comm.as_str()))
+            .collect();
+        assert_eq!(seen, vec![(10, "fifo", 99, "hog (1)"), (15, "rr", 5, "rr")]);
+        assert_eq!(got[0].command, "hog --cpu 1");
+        assert!(rt_tasks_on(r, &[1], 10).iter().all(|t| t.pid != 10));
+        assert_eq!(started_unix_s(r, 10), Some(1005));
+        assert!(describe(r, 10).starts_with("pid 10 (hog --cpu 1; "));
+        assert_eq!(describe(r, 77), "pid 77");
+        assert_eq!(cpu_list("0-2,5"), vec![0, 1, 2, 5]);
+    }
+}

@@ -1,0 +1,447 @@
+//! The flight recorder: one housekeeping thread reads every traced CPU's `trace_pipe_raw`
+//! (non-blocking, whole pages), decodes the records and keeps the last `keep_ns` of events per
+//! CPU in memory. Lost events are counted, never fatal. Attribution copies a window out.
+
+use super::event::{Decoder, Event};
+use super::format::PageHeader;
+use super::page;
+use super::procs::{Identity, ProcTable};
+use super::tracefs::Instance;
+use crate::error::{Error, Result};
+use std::collections::VecDeque;
+use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// One CPU's recent events.
+#[derive(Debug, Default)]
+pub struct CpuLog {
+    /// Events, oldest first.
+    pub events: VecDeque<Event>,
+    /// Everything recorded before this trace-clock time has been read (the pipe was empty).
+    pub complete_to: u64,
+    /// Events the kernel lost (ring full before the reader came).
+    pub lost: u64,
+    /// Events decoded.
+    pub read: u64,
+    /// Pages that could not be walked to the end.
+    pub bad_pages: u64,
+    /// Where the kernel lost events: (time stamp of the page that reported it, count), the
+    /// first [`MAX_LOSSES`] kept.
+    pub losses: Vec<(u64, u64)>,
+}
+
+/// Losses kept with their time per CPU (beyond, only counted).
+pub const MAX_LOSSES: usize = 4096;
+
+impl CpuLog {
+    /// Adds an event and drops those older than `keep_ns` before it.
+    pub fn push(&mut self, e: Event, keep_ns: u64) {
+        self.events.push_back(e);
+        self.read += 1;
+        let horizon = e.ts.saturating_sub(keep_ns);
+        while self.events.front().is_some_and(|f| f.ts < horizon) {
+            self.events.pop_front();
+        }
+    }
+
+    /// The events after `after` up to `upto`, in order.
+    pub fn between(&self, after: u64, upto: u64) -> Vec<Event> {
+        let from = self.events.partition_point(|e| e.ts <= after);
+        let to = self.events.partition_point(|e| e.ts <= upto);
+        self.events.range(from..to.max(from)).copied().collect()
+    }
+
+    /// The events up to `to`, starting at the last context switch at or before `from` (so a
+    /// replay knows which task ran at `from`), or at the oldest kept event.
+    pub fn window(&self, from: u64, to: u64) -> Vec<Event> {
+        let end = self.events.partition_point(|e| e.ts <= to);
+        let at = self.events.partition_point(|e| e.ts <= from);
+        let start = (0..at)
+            .rev()
+            .find(|&i| matches!(self.events[i].kind, super::event::Kind::Switch { .. }))
+            .unwrap_or(0);
+        self.events.range(start..end.max(start)).copied().collect()
+    }
+}
+
+struct Shared {
+    cpus: Vec<usize>,
+    logs: Vec<Mutex<CpuLog>>,
+    procs: Mutex<ProcTable>,
+    stop: Arc<AtomicBool>,
+    /// Raw pages kept per CPU (for a trace.dat), newest last.
+    pages: Vec<Mutex<VecDeque<Box<[u8]>>>>,
+    /// Bytes of raw pages kept per CPU, oldest dropped beyond (0: none kept).
+    pages_cap: AtomicUsize,
+    /// Where a page header keeps its time stamp.
+    ts_offset: usize,
+}
+
+/// A running trace: the instances, the reader thread, the per-CPU logs and the task table.
+pub struct FlightRecorder {
+    shared: Arc<Shared>,
+    reader: Option<JoinHandle<()>>,
+    instance: Option<Instance>,
+    /// The process-events instance (every CPU), if the kernel has those events.
+    procs: Option<Instance>,
+}
+
+/// Reads every page available on a process-events pipe into the task table.
+fn drain_procs(
+    f: &mut std::fs::File,
+    buf: &mut [u8],
+    h: &PageHeader,
+    dec: &Decoder,
+    t: &Mutex<ProcTable>,
+) {
+    loop {
+        match f.read(buf) {
+            Ok(0) => return,
+            Ok(n) => {
+                let mut t = t.lock().unwrap_or_else(|p| p.into_inner());
+                let _ = page::walk(&buf[..n], h, |ts, b| {
+                    if let Some(e) = dec.decode(ts, b) {
+                        t.event(&e);
+                    }
+                });
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return,
+        }
+    }
+}
+
+fn now_mono() -> u64 {
+    crate::sys::clock::now_ns(libc::CLOCK_MONOTONIC)
+}
+
+/// Reads every page available on one pipe into `log`.
+fn drain(
+    f: &mut std::fs::File,
+    buf: &mut [u8],
+    h: &PageHeader,
+    dec: &Decoder,
+    log: &Mutex<CpuLog>,
+    keep_ns: u64,
+    raw: (&Mutex<VecDeque<Box<[u8]>>>, usize),
+) {
+    loop {
+        let before = now_mono();
+        match f.read(buf) {
+            // Empty. A pipe whose file description a child closed (at its exec, the fd being
+            // close-on-exec) answers 0 instead of EAGAIN from then on (the kernel's flush marks
+            // the shared reader closed): both mean "nothing more now".
+            Ok(0) => {
+                let mut l = log.lock().unwrap_or_else(|p| p.into_inner());
+                l.complete_to = l.complete_to.max(before);
+                return;
+            }
+            Ok(n) => {
+                if raw.1 > 0 {
+                    let mut q = raw.0.lock().unwrap_or_else(|p| p.into_inner());
+                    q.push_back(buf[..n].into());
+                    while q.len() * h.page_size > raw.1 {
+                        q.pop_front();
+                    }
+                }
+                let mut l = log.lock().unwrap_or_else(|p| p.into_inner());
+                let mut decoded = Vec::new();
+                let r = page::walk(&buf[..n], h, |ts, b| {
+                    if let Some(e) = dec.decode(ts, b) {
+                        decoded.push(e);
+                    }
+                });
+                match r {
+                    Ok(info) => {
+                        l.lost += info.missed;
+                        if info.missed > 0 && l.losses.len() < MAX_LOSSES {
+                            let at = buf
+                                .get(h.ts_offset..h.ts_offset + 8)
+                                .and_then(|b| b.try_into().ok())
+                                .map_or(0, u64::from_le_bytes);
+                            l.losses.push((at, info.missed));
+                        }
+                    }
+                    Err(_) => l.bad_pages += 1,
+                }
+                for e in decoded {
+                    l.push(e, keep_ns);
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                let mut l = log.lock().unwrap_or_else(|p| p.into_inner());
+                l.complete_to = l.complete_to.max(before);
+                return;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return,
+        }
+    }
+}
+
+impl FlightRecorder {
+    /// Starts reading `cpus` of `instance` (and every CPU of `procs`), keeping `keep_ns` per
+    /// CPU.
+    pub fn start(
+        instance: Instance,
+        procs: Option<Instance>,
+        cpus: &[usize],
+        header: PageHeader,
+        dec: Decoder,
+        keep_ns: u64,
+        reader_cpus: Option<Vec<usize>>,
+    ) -> Result<FlightRecorder> {
+        let open = |p: &std::path::Path| {
+            std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(p)
+                .map_err(|e| Error::Env(format!("--trace: {}: {e}", p.display())))
+        };
+        let mut files = Vec::new();
+        for &c in cpus {
+            files.push(open(&instance.pipe(c))?);
+        }
+        let mut proc_files = Vec::new();
+        for p in procs.iter().flat_map(Instance::all_pipes) {
+            proc_files.push(open(&p)?);
+        }
+        let shared = Arc::new(Shared {
+            cpus: cpus.to_vec(),
+            logs: cpus.iter().map(|_| Mutex::new(CpuLog::default())).collect(),
+            procs: Mutex::new(ProcTable::default()),
+            stop: Arc::new(AtomicBool::new(false)),
+            pages: cpus.iter().map(|_| Mutex::new(VecDeque::new())).collect(),
+            pages_cap: AtomicUsize::new(0),
+            ts_offset: header.ts_offset,
+        });
+        let sh = shared.clone();
+        let closed = Arc::new(AtomicBool::new(false));
+        let cl = closed.clone();
+        let reader = std::thread::Builder::new()
+            .name("latlab-trace".into())
+            .spawn(move || {
+                // Off the measured CPUs where there are others (a refusal leaves it where the
+                // driver's thread may run: the events are still read, only closer by).
+                if let Some(c) = reader_cpus.filter(|c| !c.is_empty()) {
+                    let _ = crate::sys::sched::pin_to_cpus(c);
+                }
+                let mut buf = vec![0u8; header.page_size];
+                loop {
+                    let last = sh.stop.load(Ordering::Acquire);
+                    // Process events first: a spike's culprit is born before it runs.
+                    for f in proc_files.iter_mut() {
+                        drain_procs(f, &mut buf, &header, &dec, &sh.procs);
+                    }
+                    let cap = sh.pages_cap.load(Ordering::Relaxed);
+                    for ((f, log), raw) in files.iter_mut().zip(&sh.logs).zip(&sh.pages) {
+                        drain(f, &mut buf, &header, &dec, log, keep_ns, (raw, cap));
+                    }
+                    if last {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                // The instance can be removed once its pipes are closed.
+                drop(files);
+                drop(proc_files);
+                cl.store(true, Ordering::Release);
+            })
+            .map_err(|e| Error::Env(format!("--trace: cannot start the reader thread: {e}")))?;
+        for i in std::iter::once(&instance).chain(procs.as_ref()) {
+            super::lifecycle::attach_reader(i.id, shared.stop.clone(), closed.clone());
+        }
+        Ok(FlightRecorder {
+            shared,
+            reader: Some(reader),
+            instance: Some(instance),
+            procs,
+        })
+    }
+
+    /// The events on `cpu` from the last switch before `from` up to `to`, once the reader has
+    /// read past `to` (waiting at most `patience`); None for a CPU not traced.
+    pub fn window(&self, cpu: usize, from: u64, to: u64, patience: Duration) -> Option<Vec<Event>> {
+        let i = self.shared.cpus.iter().position(|&c| c == cpu)?;
+        let t0 = std::time::Instant::now();
+        loop {
+            let l = self.shared.logs[i]
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            if l.complete_to > to || t0.elapsed() >= patience || self.reader.is_none() {
+                return Some(l.window(from, to));
+            }
+            drop(l);
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Every event on `cpu` after `after` up to `upto` still kept (None: a CPU not traced).
+    pub fn between(&self, cpu: usize, after: u64, upto: u64) -> Option<Vec<Event>> {
+        let i = self.shared.cpus.iter().position(|&c| c == cpu)?;
+        let l = self.shared.logs[i]
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        Some(l.between(after, upto))
+    }
+
+    /// The time up to which every traced CPU has been read (the oldest read horizon).
+    pub fn watermark(&self) -> u64 {
+        self.shared
+            .logs
+            .iter()
+            .map(|l| l.lock().unwrap_or_else(|p| p.into_inner()).complete_to)
+            .min()
+            .unwrap_or(0)
+    }
+
+    /// The traced CPUs.
+    pub fn cpus(&self) -> &[usize] {
+        &self.shared.cpus
+    }
+
+    /// Per traced CPU: where the kernel lost events, (page time stamp, count).
+    pub fn losses(&self) -> Vec<(usize, Vec<(u64, u64)>)> {
+        self.shared
+            .cpus
+            .iter()
+            .zip(&self.shared.logs)
+            .map(|(&c, l)| {
+                let l = l.lock().unwrap_or_else(|p| p.into_inner());
+                (c, l.losses.clone())
+            })
+            .collect()
+    }
+
+    /// True when the reader has read everything on `cpu` up to `to` (or has stopped).
+    pub fn has_read(&self, cpu: usize, to: u64) -> bool {
+        let Some(i) = self.shared.cpus.iter().position(|&c| c == cpu) else {
+            return true;
+        };
+        self.reader.is_none()
+            || self.shared.logs[i]
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .complete_to
+                > to
+    }
+
+    /// Stops tracing, reads what is left, and stops the reader (the instance stays until
+    /// drop, so windows can still be taken).
+    pub fn stop(&mut self) {
+        for i in self.instance.iter().chain(self.procs.iter()) {
+            i.stop();
+        }
+        self.shared.stop.store(true, Ordering::Release);
+        if let Some(r) = self.reader.take() {
+            let _ = r.join();
+        }
+    }
+
+    /// The command `pid` belongs to, when the trace saw it born or exec.
+    pub fn identity(&self, pid: i32) -> Option<Identity> {
+        self.shared
+            .procs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .identity(pid)
+    }
+
+    /// Keeps up to `bytes` of raw pages per CPU from now on (for a trace.dat).
+    pub fn keep_pages(&self, bytes: usize) {
+        self.shared.pages_cap.store(bytes, Ordering::Relaxed);
+    }
+
+    /// The raw pages kept, per traced CPU, oldest first.
+    pub fn take_pages(&self) -> Vec<(usize, Vec<Box<[u8]>>)> {
+        self.shared
+            .cpus
+            .iter()
+            .zip(&self.shared.pages)
+            .map(|(&c, q)| {
+                let mut q = q.lock().unwrap_or_else(|p| p.into_inner());
+                (c, std::mem::take(&mut *q).into())
+            })
+            .collect()
+    }
+
+    /// Copies of the raw pages kept, per traced CPU, from the last page starting at or before
+    /// `from` to the last starting at or before `to`.
+    pub fn pages_between(&self, from: u64, to: u64) -> Vec<(usize, Vec<Vec<u8>>)> {
+        let o = self.shared.ts_offset;
+        let ts = |p: &[u8]| {
+            p.get(o..o + 8)
+                .map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
+        };
+        self.shared
+            .cpus
+            .iter()
+            .zip(&self.shared.pages)
+            .map(|(&c, q)| {
+                let q = q.lock().unwrap_or_else(|p| p.into_inner());
+                let start = q.partition_point(|p| ts(p) <= from).saturating_sub(1);
+                let end = q.partition_point(|p| ts(p) <= to);
+                let v = q.range(start..end.max(start)).map(|p| p.to_vec()).collect();
+                (c, v)
+            })
+            .collect()
+    }
+
+    /// True when process events are traced.
+    pub fn names_commands(&self) -> bool {
+        self.procs.is_some()
+    }
+
+    /// Per traced CPU: (cpu, events read, events lost, unreadable pages).
+    pub fn counts(&self) -> Vec<(usize, u64, u64, u64)> {
+        self.shared
+            .cpus
+            .iter()
+            .zip(&self.shared.logs)
+            .map(|(&c, l)| {
+                let l = l.lock().unwrap_or_else(|p| p.into_inner());
+                (c, l.read, l.lost, l.bad_pages)
+            })
+            .collect()
+    }
+}
+
+impl Drop for FlightRecorder {
+    fn drop(&mut self) {
+        self.stop();
+        // The instances' own drops remove them (pipes were closed with the reader); the
+        // process-events one first, since the main one may hold the mount.
+        drop(self.procs.take());
+        drop(self.instance.take());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::event::Kind;
+
+    #[test]
+    fn log_keeps_only_the_recent_past() {
+        let mut l = CpuLog::default();
+        for ts in [100, 200, 300, 1000] {
+            l.push(
+                Event {
+                    ts,
+                    pid: 0,
+                    kind: Kind::IrqExit,
+                },
+                500,
+            );
+        }
+        let ts: Vec<u64> = l.events.iter().map(|e| e.ts).collect();
+        assert_eq!(ts, vec![1000]);
+        assert_eq!(l.read, 4);
+        assert_eq!(l.window(0, 999).len(), 0);
+        assert_eq!(l.window(0, 1000).len(), 1);
+    }
+}

@@ -1,0 +1,567 @@
+//! The tracing session a measurement holds: starts the instance and the flight recorder on
+//! the measured CPUs, takes the spikes the measuring threads report (over the threshold),
+//! attributes each once the recorder has read past it, and ends with a report for the run's
+//! JSON (`trace`) and the "why" summary printed after the table.
+
+use super::attribute::{attribute, Note};
+use super::flight::FlightRecorder;
+use super::procs::{from_proc, Identity};
+pub use super::raw::RawSpike;
+use super::tracefs::{journal_file, TraceFs, PROCS_SUFFIX};
+use crate::error::Result;
+use crate::result::trace::{SpikeRecord, TraceReport};
+use std::time::Duration;
+
+/// Default `--trace-threshold`: 100 µs (well above this VM's typical wake-up, well below its
+/// multi-millisecond spikes).
+pub const DEFAULT_THRESHOLD_NS: u64 = 100_000;
+/// How much history each CPU keeps: enough for the control thread to come by.
+const KEEP_NS: u64 = 2_000_000_000;
+/// Per-CPU trace buffer.
+const BUFFER_KB: u64 = 4096;
+/// Per-CPU buffer of the process-events instance (forks and execs are rare).
+const PROCS_BUFFER_KB: u64 = 256;
+/// Raw pages kept per CPU for `--trace-save FILE.dat` (the run's last 64 MiB per CPU).
+const DAT_BYTES_PER_CPU: usize = 64 << 20;
+/// How far before a spike's expected wake-up its saved window starts.
+const WINDOW_LEAD_NS: u64 = 100_000_000;
+/// Spikes kept as records; beyond, only counted.
+const MAX_RECORDS: usize = 10_000;
+
+/// A tracing session.
+pub struct Tracer {
+    rec: FlightRecorder,
+    names: Vec<String>,
+    pending: Vec<RawSpike>,
+    report: TraceReport,
+    spinner: bool,
+    save: Option<(std::path::PathBuf, String)>,
+    /// Identities of tasks older than the trace, read from /proc while they lived.
+    older: std::collections::HashMap<i32, Identity>,
+    /// `--trace-save FILE.dat`: where to write the raw pages as a trace.dat.
+    dat: Option<std::path::PathBuf>,
+    /// The tracefs root, the events traced and the page size (for the trace.dat).
+    root: std::path::PathBuf,
+    events: Vec<String>,
+    page_size: usize,
+    /// `--on-threshold` rules.
+    actions: Option<super::actions::Actions>,
+    /// `-b`: save the window of the first spike at or above this.
+    break_on: Option<u64>,
+    /// Windows to save once attributed: (series, seq, rule text).
+    windows: Vec<(u32, u64, String)>,
+    /// Windows saved so far.
+    saved: usize,
+    /// `--trace-stacks`: the kernel's symbols.
+    kallsyms: Option<super::stacks::Kallsyms>,
+    /// NMI, SMI and steal counters at the start.
+    counters: super::hw::Counters,
+    /// Counter readings during the run, to check each spike's unexplained time against.
+    watch: super::hw::Watch,
+}
+
+/// CLOCK_MONOTONIC now (ns).
+fn mono_now() -> u64 {
+    crate::sys::clock::now_ns(libc::CLOCK_MONOTONIC)
+}
+
+/// Steal time's unit in /proc/stat: USER_HZ ticks, 100 per second on Linux.
+const STEAL_TICK_NS: u64 = 10_000_000;
+
+/// What a measurement asks the driver to trace (`driver::Measurement::trace`): the driver
+/// starts the session before the measurement and hands it over through its `Ctx`.
+#[derive(Debug, Clone, Default)]
+pub struct Request {
+    /// CPUs traced.
+    pub cpus: Vec<usize>,
+    /// Spikes at or above this are attributed (ns).
+    pub threshold_ns: u64,
+    /// The measuring threads' series names (thread `latlab-<name>`), in series order.
+    pub names: Vec<String>,
+    /// History kept per CPU (ns); None: two seconds, enough for the control thread to come by.
+    pub keep_ns: Option<u64>,
+    /// The measuring threads spin (noise): their own time inside a gap is unattributed.
+    pub spinner: bool,
+    /// `--trace-stacks`: the kernel stack at each wake-up of the measuring threads.
+    pub stacks: bool,
+    /// More `sched` events besides what attribution reads (`latlab sched`).
+    pub extra: &'static [&'static str],
+    /// `--trace-save FILE`.
+    pub save: Option<std::path::PathBuf>,
+    /// `--on-threshold` rules and `--on-threshold-max`.
+    pub actions: Vec<super::actions::Rule>,
+    /// Most firings of each rule.
+    pub actions_max: u32,
+    /// `-b`: save the window of the first spike at or above this (ns).
+    pub break_on: Option<u64>,
+    /// CPUs the reader thread runs on (housekeeping: off the measured CPUs); None: wherever
+    /// the driver's thread may run.
+    pub reader_cpus: Option<Vec<usize>>,
+    /// How a refusal for want of root is explained (`--trace needs root`).
+    pub needs_root: &'static str,
+}
+
+impl Tracer {
+    /// Starts the session `r` asks for on the system's tracefs (mounting it if needed);
+    /// `stop` ends the run when an `--on-threshold ...:stop` rule fires.
+    pub fn begin(
+        r: &Request,
+        stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    ) -> Result<Tracer> {
+        let j = journal_file("");
+        let started = TraceFs::system(j.parent().unwrap_or(std::path::Path::new(".")))
+            .and_then(|fs| Tracer::begin_in(&fs, Some(j), r));
+        let t = match started {
+            Err(e) if crate::sys::sched::euid() != 0 && !r.needs_root.is_empty() => {
+                return Err(crate::error::Error::Env(format!(
+                    "{}: run it as root, e.g. with sudo ({e})",
+                    r.needs_root
+                )))
+            }
+            t => t?,
+        };
+        let mut t = t
+            .saving(r.save.clone())
+            .acting(r.actions.clone(), r.actions_max, stop)
+            .breaking(r.break_on);
+        t.spinner = r.spinner;
+        if r.stacks {
+            // Unreadable or hidden symbols: addresses in hex.
+            t.kallsyms = Some(
+                super::stacks::Kallsyms::load(std::path::Path::new("/proc/kallsyms"))
+                    .unwrap_or_default(),
+            );
+        }
+        Ok(t)
+    }
+
+    /// The instance and flight recorder of [`Tracer::begin`] on a chosen tracefs (tests); no
+    /// saving, actions or stacks' symbols.
+    pub fn begin_in(
+        fs: &TraceFs,
+        journal: Option<std::path::PathBuf>,
+        r: &Request,
+    ) -> Result<Tracer> {
+        let (header, mut dec, mut events) = fs.layouts()?;
+        let proc_events = fs.proc_events(&mut dec)?;
+        events.extend(fs.optional_events(&mut dec, "sched", r.extra)?);
+        let procs_journal = journal
+            .as_ref()
+            .map(|j| j.with_file_name(format!("trace-{}{PROCS_SUFFIX}.json", std::process::id())));
+        if r.stacks {
+            fs.stack_event(&mut dec)?;
+        }
+        let inst = fs.create_instance("", &r.cpus, &events, BUFFER_KB, journal)?;
+        if r.stacks {
+            let comms: Vec<String> = r
+                .names
+                .iter()
+                .map(|n| format!("latlab-{n}").chars().take(15).collect())
+                .collect();
+            fs.stack_trigger(&inst, &comms)?;
+        }
+        let procs = if proc_events.is_empty() {
+            None
+        } else {
+            Some(fs.create_instance(
+                PROCS_SUFFIX,
+                &[],
+                &proc_events,
+                PROCS_BUFFER_KB,
+                procs_journal,
+            )?)
+        };
+        let page_size = header.page_size;
+        let nmi_traced = events.iter().any(|e| e == "nmi/nmi_handler");
+        let rec = FlightRecorder::start(
+            inst,
+            procs,
+            &r.cpus,
+            header,
+            dec,
+            r.keep_ns.unwrap_or(KEEP_NS),
+            r.reader_cpus.clone(),
+        )?;
+        let roots = super::hw::Roots::default();
+        let counters = super::hw::Counters::read(&roots, &r.cpus);
+        let watch = super::hw::Watch::new(roots, &r.cpus, &counters, mono_now(), !nmi_traced);
+        Ok(Tracer {
+            rec,
+            names: r.names.clone(),
+            pending: Vec::new(),
+            spinner: false,
+            save: None,
+            older: Default::default(),
+            dat: None,
+            root: fs.root.clone(),
+            events,
+            page_size,
+            actions: None,
+            break_on: None,
+            windows: Vec::new(),
+            saved: 0,
+            kallsyms: None,
+            counters,
+            watch,
+            report: TraceReport {
+                threshold_ns: r.threshold_ns,
+                cpus: r.cpus.clone(),
+                idle_note: super::hw::idle_note(),
+                nmi_traced,
+                ..TraceReport::default()
+            },
+        })
+    }
+
+    /// Names one more series (a task that appeared); its index for [`RawSpike::series`].
+    pub fn add_series(&mut self, name: String) -> u32 {
+        self.names.push(name);
+        (self.names.len() - 1) as u32
+    }
+
+    /// The flight recorder (its events, read horizon and losses).
+    pub fn recorder(&self) -> &FlightRecorder {
+        &self.rec
+    }
+
+    /// `--trace-save`: keep each spike's events as a timeline, written to `path` at the end;
+    /// a `.dat` path gets the raw pages instead, as a trace-cmd `trace.dat`.
+    fn saving(mut self, path: Option<std::path::PathBuf>) -> Tracer {
+        match path {
+            Some(p) if super::dat::wanted(&p) => {
+                self.rec.keep_pages(DAT_BYTES_PER_CPU);
+                self.dat = Some(p);
+            }
+            p => self.save = p.map(|p| (p, String::new())),
+        }
+        self
+    }
+
+    /// `--on-threshold`: `rules`, each firing at most `max` times; `stop` ends the run.
+    pub fn acting(
+        mut self,
+        rules: Vec<super::actions::Rule>,
+        max: u32,
+        stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    ) -> Tracer {
+        if rules.is_empty() {
+            return self;
+        }
+        let a = super::actions::Actions::new(rules, max, stop);
+        if a.saves_windows() {
+            self.rec.keep_pages(DAT_BYTES_PER_CPU);
+        }
+        self.actions = Some(a);
+        self
+    }
+
+    /// `-b`: save the trace window of the spike that stops the run (the first at or above
+    /// `ns`).
+    fn breaking(mut self, ns: Option<u64>) -> Tracer {
+        if ns.is_some() {
+            self.rec.keep_pages(DAT_BYTES_PER_CPU);
+        }
+        self.break_on = ns;
+        self
+    }
+
+    /// Takes a spike to attribute (and fires the `--on-threshold` rules it reaches).
+    pub fn offer(&mut self, s: RawSpike) {
+        let latency_ns = s.actual.saturating_sub(s.expected);
+        if let Some(a) = self.actions.as_mut() {
+            let series = self.names.get(s.series as usize).map_or("", String::as_str);
+            let sp = super::actions::Spike {
+                series,
+                cpu: s.cpu as usize,
+                seq: s.seq,
+                latency_ns,
+            };
+            for rule in a.fire(&sp, &mut self.report.actions) {
+                self.windows.push((s.series, s.seq, rule));
+            }
+        }
+        if self.break_on.is_some_and(|b| latency_ns >= b) {
+            self.break_on = None;
+            self.windows.push((s.series, s.seq, "-b".into()));
+        }
+        if self.report.spikes.len() + self.pending.len() >= MAX_RECORDS {
+            self.report.spikes_dropped += 1;
+        } else {
+            self.pending.push(s);
+        }
+    }
+
+    /// Counts spikes a thread could not hand over.
+    pub fn dropped(&mut self, n: u64) {
+        self.report.spikes_dropped += n;
+    }
+
+    /// Attributes the pending spikes the recorder has read past.
+    pub fn poll(&mut self) {
+        self.watch.tick(mono_now());
+        let mut keep = Vec::new();
+        for s in std::mem::take(&mut self.pending) {
+            if self.rec.has_read(s.cpu as usize, s.actual) {
+                self.attribute(s, Duration::ZERO);
+            } else {
+                keep.push(s);
+            }
+        }
+        self.pending = keep;
+    }
+
+    fn attribute(&mut self, s: RawSpike, patience: Duration) {
+        let cpu = s.cpu as usize;
+        let events = self
+            .rec
+            .window(cpu, s.expected, s.actual, patience)
+            .unwrap_or_default();
+        let tid = (s.tid > 0).then_some(s.tid);
+        let note = Note {
+            text: self.report.idle_note.clone(),
+            spinner: self.spinner,
+        };
+        let mut why = attribute(&events, s.expected, s.actual, tid, &note);
+        if self.report.nmi_traced {
+            let (n, ns) = events
+                .iter()
+                .filter(|e| e.ts >= s.expected && e.ts <= s.actual)
+                .filter_map(|e| match e.kind {
+                    super::event::Kind::Nmi { delta_ns } => Some(delta_ns),
+                    _ => None,
+                })
+                .fold((0u32, 0u64), |(n, t), d| (n + 1, t + d));
+            why.nmis = Some(n);
+            why.nmi_ns = Some(ns);
+        }
+        if let Some(k) = &self.kallsyms {
+            why.stack = why.stack_addrs.iter().map(|&a| k.name(a)).collect();
+        }
+        // Time nothing visible explains: checked against the counters read around it.
+        let residual: u64 = why
+            .components
+            .iter()
+            .filter(|c| c.kind == "idle" || c.kind == "unattributed")
+            .map(|c| c.ns)
+            .sum();
+        if residual > 0 {
+            why.residual = Some(self.watch.residual(
+                cpu,
+                (s.expected, s.actual),
+                residual,
+                why.nmis.zip(why.nmi_ns),
+                STEAL_TICK_NS,
+                mono_now(),
+            ));
+        }
+        // A task older than the trace is named from /proc now, while it may still exist.
+        for t in why.components.iter().filter_map(|c| c.task.as_ref()) {
+            if self.rec.identity(t.pid).is_none() && !self.older.contains_key(&t.pid) {
+                if let Some(id) = from_proc(std::path::Path::new("/proc"), t.pid) {
+                    self.older.insert(t.pid, id);
+                }
+            }
+        }
+        let series = self
+            .names
+            .get(s.series as usize)
+            .cloned()
+            .unwrap_or_default();
+        if let Some((_, text)) = self.save.as_mut() {
+            text.push_str(&super::event_log::render(&series, cpu, &s, &why, &events));
+        }
+        let due: Vec<String> = self
+            .windows
+            .iter()
+            .filter(|w| w.0 == s.series && w.1 == s.seq)
+            .map(|w| w.2.clone())
+            .collect();
+        if !due.is_empty() {
+            self.windows.retain(|w| !(w.0 == s.series && w.1 == s.seq));
+            let outcome = match self.save_window(&s) {
+                Ok(p) => format!("saved {}", p.display()),
+                Err(e) => format!("could not save the window: {e}"),
+            };
+            for rule in due {
+                self.report.actions.push(crate::result::trace::Firing {
+                    rule,
+                    series: series.clone(),
+                    cpu,
+                    seq: s.seq,
+                    latency_ns: s.actual.saturating_sub(s.expected),
+                    outcome: outcome.clone(),
+                });
+            }
+        }
+        self.report.spikes.push(SpikeRecord {
+            series,
+            cpu,
+            seq: s.seq,
+            expected_ns: s.expected,
+            latency_ns: s.actual.saturating_sub(s.expected),
+            why,
+        });
+    }
+
+    /// Writes the window of spike `s` (every traced CPU, from [`WINDOW_LEAD_NS`] before the
+    /// expected wake-up to the actual one) as a trace.dat beside `--trace-save` (or in the
+    /// current directory): `<name>-spike-<n>.dat`.
+    fn save_window(&mut self, s: &RawSpike) -> std::io::Result<std::path::PathBuf> {
+        self.saved += 1;
+        let base = match (&self.dat, &self.save) {
+            (Some(p), _) | (None, Some((p, _))) => p.with_extension(""),
+            _ => std::path::PathBuf::from(format!("latlab-{}", std::process::id())),
+        };
+        let path = std::path::PathBuf::from(format!("{}-spike-{}.dat", base.display(), self.saved));
+        let meta = super::dat::meta(&self.root, &self.events, self.page_size)?;
+        let pages = self
+            .rec
+            .pages_between(s.expected.saturating_sub(WINDOW_LEAD_NS), s.actual);
+        let n = pages.iter().map(|p| p.0 + 1).max().unwrap_or(0);
+        let mut cpus: Vec<Vec<Vec<u8>>> = vec![Vec::new(); n];
+        for (c, ps) in pages {
+            cpus[c] = ps;
+        }
+        super::dat::write(&path, &meta, &cpus)?;
+        Ok(path)
+    }
+
+    /// Writes the kept raw pages as a trace.dat (CPUs not traced have no data).
+    fn write_dat(&self, path: &std::path::Path) -> std::io::Result<()> {
+        let meta = super::dat::meta(&self.root, &self.events, self.page_size)?;
+        let pages = self.rec.take_pages();
+        let n = pages.iter().map(|p| p.0 + 1).max().unwrap_or(0);
+        let mut cpus: Vec<Vec<Vec<u8>>> = vec![Vec::new(); n];
+        for (c, ps) in pages {
+            cpus[c] = ps.into_iter().map(Vec::from).collect();
+        }
+        super::dat::write(path, &meta, &cpus)
+    }
+
+    /// Names the command group and exec chain of every thread component of `spikes`.
+    fn name_groups(&self, spikes: &mut [SpikeRecord]) {
+        for c in spikes.iter_mut().flat_map(|s| s.why.components.iter_mut()) {
+            let Some(t) = &c.task else { continue };
+            let id = self
+                .rec
+                .identity(t.pid)
+                .or_else(|| self.older.get(&t.pid).cloned())
+                .unwrap_or_else(|| Identity {
+                    group: t.comm.clone(),
+                    chain: vec![t.comm.clone()],
+                });
+            c.group = Some(id.group);
+            c.chain = id.chain;
+        }
+    }
+
+    /// Takes the attributed spikes that ended before `settled_ns` (CLOCK_MONOTONIC), their
+    /// groups named, for a session that never ends (`monitor`): by then the reader has read
+    /// every fork and exec before them. Tasks named from /proc that no remaining spike needs are
+    /// forgotten, so the session's memory stays flat.
+    pub fn take_settled(&mut self, settled_ns: u64) -> Vec<SpikeRecord> {
+        let (mut done, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.report.spikes)
+            .into_iter()
+            .partition(|s| s.expected_ns.saturating_add(s.latency_ns) < settled_ns);
+        self.report.spikes = rest;
+        done.sort_by_key(|s| (s.expected_ns, s.cpu));
+        self.name_groups(&mut done);
+        let needed: std::collections::HashSet<i32> = self
+            .report
+            .spikes
+            .iter()
+            .flat_map(|s| &s.why.components)
+            .filter_map(|c| c.task.as_ref().map(|t| t.pid))
+            .collect();
+        self.older.retain(|pid, _| needed.contains(pid));
+        done
+    }
+
+    /// The report's fixed part (threshold, CPUs, what idle means, whether NMIs and execs are
+    /// traced), without spikes or counts: what each monitor snapshot's `trace` starts from.
+    pub fn header(&self) -> TraceReport {
+        TraceReport {
+            threshold_ns: self.report.threshold_ns,
+            cpus: self.report.cpus.clone(),
+            idle_note: self.report.idle_note.clone(),
+            nmi_traced: self.report.nmi_traced,
+            exec_chains: self.rec.names_commands(),
+            ..TraceReport::default()
+        }
+    }
+
+    /// Takes the `--on-threshold` firings recorded so far (a monitor stores them with the
+    /// snapshot of their interval).
+    pub fn take_actions(&mut self) -> Vec<crate::result::trace::Firing> {
+        std::mem::take(&mut self.report.actions)
+    }
+
+    /// Per traced CPU: (cpu, events read, events lost, unreadable pages) so far.
+    pub fn counts(&self) -> Vec<(usize, u64, u64, u64)> {
+        self.rec.counts()
+    }
+
+    /// Attributes every pending spike, waiting up to `patience` each for the reader.
+    pub fn settle(&mut self, patience: Duration) {
+        for s in std::mem::take(&mut self.pending) {
+            self.attribute(s, patience);
+        }
+    }
+
+    /// Stops tracing (after the measuring threads ended), attributes what is left, removes
+    /// the instance and returns the report.
+    pub fn finish(mut self) -> TraceReport {
+        // Tests widen the window in which a second Ctrl-C finds the instance alive.
+        if let Some(ms) = std::env::var("LATLAB_TEST_TRACE_FINISH_DELAY_MS")
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+        {
+            std::thread::sleep(Duration::from_millis(ms));
+        }
+        self.rec.stop();
+        for s in std::mem::take(&mut self.pending) {
+            self.attribute(s, Duration::ZERO);
+        }
+        if let Some(a) = self.actions.as_mut() {
+            a.finish();
+            self.report.actions_suppressed = a.suppressed;
+        }
+        for (_, read, lost, _) in self.rec.counts() {
+            self.report.events += read;
+            self.report.lost_events += lost;
+        }
+        self.report.spikes.sort_by_key(|s| (s.expected_ns, s.cpu));
+        // Groups once every fork and exec has been read.
+        let mut spikes = std::mem::take(&mut self.report.spikes);
+        self.name_groups(&mut spikes);
+        self.report.spikes = spikes;
+        self.report.exec_chains = self.rec.names_commands();
+        let now = super::hw::Counters::read(&super::hw::Roots::default(), &self.report.cpus);
+        let (counted, mut warn) = self.counters.delta(&now, STEAL_TICK_NS);
+        warn.extend(super::hw::residual_warnings(
+            &self.report.spikes,
+            &self.report.cpus,
+        ));
+        self.report.counted = counted;
+        if !self.report.nmi_traced {
+            warn.push(
+                "--trace: the kernel has no nmi:nmi_handler event: NMIs are counted over the run \
+                 (/proc/interrupts), not per spike"
+                    .into(),
+            );
+        }
+        self.report.warnings.extend(warn);
+        self.report.per_cpu = super::culprits::summarise(&self.report.spikes, &self.report.cpus);
+        if let Some(path) = self.dat.take() {
+            if let Err(e) = self.write_dat(&path) {
+                crate::note!("latlab: --trace-save {}: {e}", path.display());
+            }
+        }
+        if let Some((path, text)) = self.save.take() {
+            if let Err(e) = crate::output::write_atomic(&path, text.as_bytes()) {
+                crate::note!("latlab: --trace-save {}: {e}", path.display());
+            }
+        }
+        self.report
+    }
+}

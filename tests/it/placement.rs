@@ -1,0 +1,120 @@
+//! Thread placement on a machine that does not give latlab every CPU: inside a cpuset (cgroup
+//! v1, as this host mounts it) or under `taskset`, a thread meant for a CPU the process may not
+//! use is refused under `--strict` (exit 3 naming the CPU) and, without it, reported where it
+//! really ran (the CPU read back), with a warning — for every measurement that pins threads.
+
+use crate::util::{self, Dir, TestCommand};
+use std::path::PathBuf;
+use std::process::Command;
+
+/// A cgroup v1 cpuset holding CPU 0 only, removed on drop.
+struct Cpuset(PathBuf);
+
+impl Cpuset {
+    fn cpu0() -> Result<Cpuset, String> {
+        let root = PathBuf::from("/sys/fs/cgroup/cpuset");
+        if !root.join("cpuset.cpus").exists() {
+            return Err("no cgroup v1 cpuset hierarchy at /sys/fs/cgroup/cpuset".into());
+        }
+        let dir = root.join(format!("latlab-test-{}", std::process::id()));
+        let _ = std::fs::create_dir(&dir);
+        let set = |f: &str, v: &str| {
+            std::fs::write(dir.join(f), v).map_err(|e| format!("{}: {e}", dir.join(f).display()))
+        };
+        let made = Cpuset(dir.clone());
+        set("cpuset.cpus", "0")?;
+        set("cpuset.mems", "0")?;
+        Ok(made)
+    }
+
+    /// `latlab ARGS` started inside the cpuset (the shell moves itself in, then execs).
+    fn latlab(&self, args: &[&str]) -> TestCommand {
+        let mut sh = Command::new("sh");
+        sh.arg("-c")
+            .arg(format!(
+                "echo $$ > {}/cgroup.procs && exec \"$0\" \"$@\"",
+                self.0.display()
+            ))
+            .arg(util::LATLAB);
+        let mut c = TestCommand::wrapping(sh);
+        c.args(args);
+        c
+    }
+}
+
+impl Drop for Cpuset {
+    fn drop(&mut self) {
+        // Its processes have ended; an empty cpuset can be removed.
+        for _ in 0..50 {
+            if std::fs::remove_dir(&self.0).is_ok() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    }
+}
+
+/// The cpuset, or None after saying (through `skip`) why there is none.
+fn setup() -> Option<Cpuset> {
+    if util::skipped(util::rt_unavailable()) {
+        return None;
+    }
+    let set = Cpuset::cpu0();
+    (!util::skipped(set.as_ref().err().cloned())).then(|| set.unwrap())
+}
+
+#[test]
+fn strict_refuses_a_cpu_outside_the_cpuset_for_every_pinning_measurement() {
+    // The lock first: both tests use this process's one cpuset, which the first to end
+    // removes.
+    let _x = util::exclusive();
+    let Some(set) = setup() else { return };
+    for args in [
+        &["cyclic", "-t", "1", "-a", "1", "-D", "1s", "-q"][..],
+        &["noise", "--cpus", "1", "-D", "1s", "-q"],
+        &["contend", "--cpus", "1", "-D", "1s"],
+        &["pi", "-a", "1", "-D", "1s"],
+    ] {
+        let mut all: Vec<&str> = args.to_vec();
+        all.extend(["--strict", "--no-store"]);
+        set.latlab(&all).assert_refused(3, "CPU(s) 1");
+    }
+}
+
+#[test]
+fn without_strict_the_result_names_where_each_thread_really_ran() {
+    let _x = util::exclusive();
+    let Some(set) = setup() else { return };
+    let dir = Dir::new();
+    for (name, args) in [
+        (
+            "cyclic",
+            &["cyclic", "-t", "1", "-a", "1", "-D", "1s", "-q"][..],
+        ),
+        ("noise", &["noise", "--cpus", "1", "-D", "1s", "-q"]),
+    ] {
+        let json = dir.join(format!("{name}.json"));
+        let mut all: Vec<&str> = args.to_vec();
+        let j = json.to_str().unwrap().to_string();
+        all.extend(["--no-store", "--json", &j]);
+        set.latlab(&all).assert_ok();
+        let v = util::read_json(&json);
+        let series = v["series"].as_array().unwrap();
+        assert!(!series.is_empty(), "{name}: no series");
+        for s in series {
+            assert_eq!(
+                s["cpu"], 0,
+                "{name}: the series must name the CPU read back: {s}"
+            );
+        }
+        let warnings = v["warnings"].to_string();
+        assert!(
+            warnings.contains("could not pin to CPU 1") && warnings.contains("on CPU 0"),
+            "{name}: {warnings}"
+        );
+        assert!(
+            warnings.contains("outside the CPUs this process may use"),
+            "{name}: {warnings}"
+        );
+    }
+}
