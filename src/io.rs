@@ -1,12 +1,70 @@
-//! Small, shared file I/O that every layer may use: reading an input with a size limit (so
-//! `/dev/zero` or a huge file is refused at once, naming it) and where latlab keeps its restore
-//! journal. It imports nothing of latlab's but the error type.
+//! Small, shared file I/O that every layer may use: opening an input only when it is a regular
+//! file (never waiting on a FIFO or reading a device that never ends), reading it with a size
+//! limit, and where latlab keeps its restore journal. It imports nothing of latlab's but the
+//! error type and `output`'s words for a file's type.
 
 use crate::error::{Error, Result};
+use std::fs::{File, FileType, OpenOptions};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
+pub use crate::output::kind_of;
+
+fn refuse(t: &FileType, want: &str) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::InvalidInput,
+        format!("{}, not {want}", kind_of(t)),
+    )
+}
+
+/// Opens `path` for reading when it is a regular file (or, with `block_devices`, a block
+/// device), and only then: its type is looked at before it is opened, and again on the open
+/// file. The open never waits: O_NONBLOCK, so a FIFO without a writer cannot hold latlab at
+/// `open`, and a FIFO, a character device (`/dev/zero`) or a directory is refused. A regular
+/// file larger than `limit` bytes is refused before a byte is read. The error says what the
+/// path is; callers name the path and the flag.
+pub fn open_typed(path: &Path, limit: Option<u64>, block_devices: bool) -> std::io::Result<File> {
+    let fits = |t: &FileType| t.is_file() || (block_devices && t.is_block_device());
+    let want = if block_devices {
+        "a regular file or a block device"
+    } else {
+        "a regular file"
+    };
+    let m = std::fs::metadata(path)?;
+    if !fits(&m.file_type()) {
+        return Err(refuse(&m.file_type(), want));
+    }
+    let f = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
+        .open(path)?;
+    // The path may have been swapped between the two looks: the open file decides.
+    let m = f.metadata()?;
+    if !fits(&m.file_type()) {
+        return Err(refuse(&m.file_type(), want));
+    }
+    if let Some(limit) = limit.filter(|_| m.file_type().is_file()) {
+        if m.len() > limit {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!(
+                    "{} bytes, larger than latlab reads ({limit} bytes)",
+                    m.len()
+                ),
+            ));
+        }
+    }
+    Ok(f)
+}
+
+/// [`open_typed`] for a regular file as bad input: exit 2 naming the path.
+pub fn open_input(path: &Path, limit: Option<u64>) -> Result<File> {
+    open_typed(path, limit, false).map_err(|e| Error::Usage(format!("{}: {e}", path.display())))
+}
+
 /// Reads a whole file as UTF-8 text, refusing one larger than `limit` bytes before reading it
-/// all (`/dev/zero` fails at once). `-` is stdin. Errors are bad input (exit 2) naming the file.
+/// all, and anything but a regular file (`/dev/zero`, a FIFO, a directory: exit 2 at once,
+/// never a wait). `-` is stdin. Errors are bad input (exit 2) naming the file.
 pub fn read_text_limited(path: &Path, limit: u64, what: &str) -> Result<String> {
     use std::io::Read;
     let name = path.display().to_string();
@@ -17,7 +75,11 @@ pub fn read_text_limited(path: &Path, limit: u64, what: &str) -> Result<String> 
             .take(limit + 1)
             .read_to_end(&mut bytes)
     } else {
-        std::fs::File::open(path).and_then(|f| f.take(limit + 1).read_to_end(&mut bytes))
+        let f = open_typed(path, Some(limit), false).map_err(|e| match e.kind() {
+            std::io::ErrorKind::InvalidInput => Error::Usage(format!("{name}: {e}; not a {what}")),
+            _ => Error::Usage(format!("{name}: {e}")),
+        })?;
+        f.take(limit + 1).read_to_end(&mut bytes)
     };
     r.map_err(|e| Error::Usage(format!("{name}: {e}")))?;
     if bytes.len() as u64 > limit {
@@ -103,4 +165,42 @@ pub struct Restorer {
     /// Puts back what dead latlab processes left, given the state directory: one line per
     /// thing done, none when nothing of its kind was left.
     pub run: fn(&Path) -> crate::error::Result<Vec<String>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_regular_files_are_read_and_never_waited_on() {
+        let d = tempfile::tempdir().unwrap();
+        let fifo = d.path().join("fifo");
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        for (p, says) in [
+            (fifo.as_path(), "a FIFO"),
+            (Path::new("/dev/zero"), "a character device"),
+            (d.path(), "a directory"),
+        ] {
+            let e = read_text_limited(p, 100, "plan").unwrap_err().to_string();
+            assert!(
+                e.contains(says) && e.contains(&p.display().to_string()),
+                "{e}"
+            );
+        }
+        let big = d.path().join("big");
+        std::fs::write(&big, vec![b'x'; 101]).unwrap();
+        let e = read_text_limited(&big, 100, "plan")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("101 bytes"), "{e}");
+        std::fs::write(&big, b"ok").unwrap();
+        assert_eq!(read_text_limited(&big, 100, "plan").unwrap(), "ok");
+        let dangling = d.path().join("link");
+        std::os::unix::fs::symlink(d.path().join("gone"), &dangling).unwrap();
+        assert!(read_text_limited(&dangling, 100, "plan").is_err());
+    }
 }

@@ -6,10 +6,11 @@ fn main() {
     // namespace of its own, so nothing outside sees the mount come or go (trace::lifecycle).
     latlab::trace::lifecycle::isolate_mounts(std::env::args_os().skip(1));
     // Signals first: a Ctrl-C in the first millisecond must end the run cleanly, not kill it.
-    // A load worker keeps its own plain flags (see load::worker_main).
+    // A load worker keeps its own plain flags (see load::worker_main); an action worker
+    // keeps the default dispositions (it is killed with its group).
     if std::env::args_os()
         .nth(1)
-        .is_none_or(|a| a != "load-worker")
+        .is_none_or(|a| a != "load-worker" && a != "action-worker")
     {
         latlab::driver::signals::install();
     }

@@ -7,6 +7,27 @@ use std::io::Write;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
+/// What a file type is, in words, for messages ("a FIFO", "a directory" ...).
+pub fn kind_of(t: &std::fs::FileType) -> &'static str {
+    if t.is_file() {
+        "a regular file"
+    } else if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_symlink() {
+        "a symbolic link"
+    } else {
+        "not a regular file"
+    }
+}
+
 /// Writes `text` to stdout and flushes. A reader that went away (EPIPE, e.g. `| head -1` or
 /// `| true`) is not an error: the result was already saved.
 pub fn stdout(text: &str) -> std::io::Result<()> {
@@ -20,6 +41,34 @@ pub fn to(o: &mut dyn Write, text: &str) -> std::io::Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         r => r,
     }
+}
+
+/// True for characters a terminal or a page would act on rather than show: C0 controls but
+/// newline and tab (ANSI/OSC escapes start with ESC), DEL, C1 controls, and the bidirectional
+/// and invisible format characters that reorder or hide text (U+202E and friends).
+pub fn is_hidden_control(c: char) -> bool {
+    let u = c as u32;
+    (u < 0x20 && c != '\n' && c != '\t')
+        || (0x7f..=0x9f).contains(&u)
+        || matches!(u, 0x061c | 0x200b..=0x200f | 0x202a..=0x202e | 0x2060..=0x2069 | 0xfeff)
+}
+
+/// `text` safe to print on a terminal: every [`is_hidden_control`] character shown as an
+/// escape (`\u{1b}`), so a task or tag named with ANSI/OSC sequences cannot move the cursor,
+/// retitle the terminal or reorder the line.
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(is_hidden_control) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut o = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if is_hidden_control(c) {
+            o.push_str(&format!("\\u{{{:x}}}", c as u32));
+        } else {
+            o.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(o)
 }
 
 /// Writes `text` to stderr, ignoring every error (a closed stderr must not stop a run).
@@ -46,25 +95,42 @@ fn parent_of(path: &Path) -> PathBuf {
 }
 
 /// Checks, before any time is spent measuring, that a file can later be written at `path`
-/// atomically: the directory exists and takes a new file, and `path` is not a directory.
+/// atomically: the directory exists and takes a new file, and `path` is not a directory or a
+/// FIFO (writing into a FIFO waits for a reader that may never come). A device (`/dev/null`)
+/// is written in place and must open for writing.
 pub fn check_writable(path: &Path) -> std::io::Result<()> {
+    check_output(path, true)
+}
+
+/// [`check_writable`], with devices refused unless `devices`: a file latlab names others
+/// after (`--trace-save X` also writes `X-spike-N.dat` beside it) must be a real file.
+pub fn check_output(path: &Path, devices: bool) -> std::io::Result<()> {
+    let refuse = |what: &str| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{what}, not a file latlab writes"),
+        )
+    };
     if path.is_dir() {
         return Err(std::io::Error::new(
             std::io::ErrorKind::IsADirectory,
             "is a directory",
         ));
     }
-    if let Ok(m) = std::fs::symlink_metadata(path) {
+    if let Ok(m) = std::fs::metadata(path) {
         let t = m.file_type();
-        if !t.is_file() && !t.is_symlink() {
-            // A device, FIFO or socket is written in place: it must open for writing. A FIFO
-            // is not opened here (that would block until a reader comes).
-            if !t.is_fifo() {
-                OpenOptions::new()
-                    .write(true)
-                    .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-                    .open(path)?;
+        if t.is_fifo() || t.is_socket() {
+            return Err(refuse(kind_of(&t)));
+        }
+        if !t.is_file() {
+            if !devices {
+                return Err(refuse(kind_of(&t)));
             }
+            // A device is written in place: it must open for writing (without waiting).
+            OpenOptions::new()
+                .write(true)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
+                .open(path)?;
             return Ok(());
         }
     }
@@ -105,9 +171,15 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
                     "is a directory",
                 ));
             }
+            if t.is_fifo() || t.is_socket() {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    format!("{}, not a file latlab writes", kind_of(&t)),
+                ));
+            }
             let mut f = OpenOptions::new()
                 .write(true)
-                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
                 .open(path)?;
             return f.write_all(bytes).and_then(|_| f.flush());
         }
@@ -124,21 +196,113 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     Ok(())
 }
 
+/// As [`write_atomic`] for a new regular file, written in 1 MiB pieces and cut short once
+/// `stop()` says so (a trace window being written when the run ends): returns how many bytes
+/// the file holds.
+pub fn write_atomic_until(
+    path: &Path,
+    bytes: &[u8],
+    stop: &dyn Fn() -> bool,
+) -> std::io::Result<usize> {
+    let mut t = tempfile::Builder::new()
+        .prefix(".latlab-")
+        .tempfile_in(parent_of(path))?;
+    let mut written = 0;
+    for piece in bytes.chunks(1 << 20) {
+        if stop() {
+            break;
+        }
+        t.write_all(piece)?;
+        written += piece.len();
+    }
+    t.as_file().sync_data()?;
+    use std::os::unix::fs::PermissionsExt;
+    t.as_file()
+        .set_permissions(std::fs::Permissions::from_mode(0o644))?;
+    t.persist(path).map_err(|e| e.error)?;
+    Ok(written)
+}
+
 /// Creates (or truncates) `path` for writing without following a symlink in its last
 /// component (O_NOFOLLOW): for logs that must be readable at their final path while written.
+/// The file is opened non-blocking: a FIFO without a reader fails within a second (ENXIO)
+/// instead of holding latlab at `open`, and writes into a FIFO whose reader stalls return `WouldBlock`
+/// (see [`write_patiently`]). A directory or a socket is refused.
 pub fn create_nofollow(path: &Path) -> std::io::Result<File> {
-    OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .mode(0o644)
-        .open(path)
+    if let Ok(m) = std::fs::symlink_metadata(path) {
+        let t = m.file_type();
+        if t.is_dir() || t.is_socket() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("{}, not a file latlab writes", kind_of(&t)),
+            ));
+        }
+    }
+    let open = || {
+        OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
+            .mode(0o644)
+            .open(path)
+    };
+    // A FIFO whose reader is about to open it is given a moment (at most a second).
+    let t0 = std::time::Instant::now();
+    loop {
+        match open() {
+            Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
+                if t0.elapsed() >= std::time::Duration::from_secs(1) {
+                    return Err(std::io::Error::new(
+                        e.kind(),
+                        "a FIFO nobody reads (open it for reading first)",
+                    ));
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            r => return r,
+        }
+    }
+}
+
+/// Writes all of `bytes` to a non-blocking `out`, waiting while it would block (a FIFO whose
+/// reader is slow) but giving up with `TimedOut` once `give_up()` says so: a reader that
+/// stopped reading cannot hold latlab past its end.
+pub fn write_patiently(
+    out: &mut impl Write,
+    mut bytes: &[u8],
+    give_up: &dyn Fn() -> bool,
+) -> std::io::Result<()> {
+    while !bytes.is_empty() {
+        match out.write(bytes) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => bytes = &bytes[n..],
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                if give_up() {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        "its reader stopped reading",
+                    ));
+                }
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_characters_are_shown_not_obeyed() {
+        assert_eq!(printable("a\tb\n"), "a\tb\n");
+        assert_eq!(printable("x\x1b]0;pwn\x07y"), "x\\u{1b}]0;pwn\\u{7}y");
+        assert_eq!(printable("host\u{202e}gpj"), "host\\u{202e}gpj");
+    }
 
     #[test]
     fn atomic_write_replaces_a_planted_symlink_instead_of_following_it() {

@@ -11,11 +11,11 @@
 use crate::error::{Error, Result};
 use rtrb::{Consumer, Producer, RingBuffer};
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Read, Write};
+use std::io::{BufReader, Read};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// File magic.
 pub const MAGIC: &[u8; 8] = b"LATLABSM";
@@ -24,6 +24,10 @@ pub const VERSION: u32 = 1;
 const TRAILER: u32 = 0xFFFF_FFFF;
 /// Most samples in one block.
 const MAX_BLOCK: usize = 4096;
+/// How long the end of a run waits for a log's reader (a FIFO) that stopped reading.
+const READER_GRACE: Duration = Duration::from_millis(500);
+/// Largest sample log `latlab samples` and `compare` read (it is read whole: 8 bytes a sample).
+pub const MAX_LOG_BYTES: u64 = 4 << 30;
 
 /// A series as named in the log header.
 #[derive(Debug, Clone, PartialEq)]
@@ -57,10 +61,13 @@ impl SampleWriter {
     ) -> Result<SampleWriter> {
         let pstr = path.display().to_string();
         // Never through a symlink someone planted at the path.
-        let file = crate::output::create_nofollow(path)
+        let mut out = crate::output::create_nofollow(path)
             .map_err(|e| Error::Usage(format!("--samples {pstr}: {e}")))?;
-        let mut out = BufWriter::with_capacity(1 << 20, file);
-        write_header(&mut out, series).map_err(|e| Error::io(&pstr, e))?;
+        let mut head = Vec::new();
+        write_header(&mut head, series).map_err(|e| Error::io(&pstr, e))?;
+        let t0 = Instant::now();
+        crate::output::write_patiently(&mut out, &head, &|| t0.elapsed() > READER_GRACE)
+            .map_err(|e| Error::Usage(format!("--samples {pstr}: {e}")))?;
         let done = Arc::new(AtomicBool::new(false));
         let lost = Arc::new(std::sync::Mutex::new(vec![0u64; series.len()]));
         let (d, l) = (done.clone(), lost.clone());
@@ -94,7 +101,8 @@ impl SampleWriter {
     }
 }
 
-fn write_header(out: &mut impl Write, series: &[SeriesHeader]) -> std::io::Result<()> {
+fn write_header(out: &mut Vec<u8>, series: &[SeriesHeader]) -> std::io::Result<()> {
+    use std::io::Write;
     out.write_all(MAGIC)?;
     out.write_all(&VERSION.to_le_bytes())?;
     out.write_all(&(series.len() as u32).to_le_bytes())?;
@@ -109,25 +117,36 @@ fn write_header(out: &mut impl Write, series: &[SeriesHeader]) -> std::io::Resul
 }
 
 fn drain(
-    mut out: BufWriter<File>,
+    mut out: File,
     mut consumers: Vec<Consumer<u64>>,
     done: Arc<AtomicBool>,
     lost: Arc<std::sync::Mutex<Vec<u64>>>,
 ) -> std::io::Result<u64> {
     let mut written = 0u64;
-    let mut buf: Vec<u8> = Vec::with_capacity(8 + 8 * MAX_BLOCK);
+    let mut buf: Vec<u8> = Vec::with_capacity(1 << 20);
+    // Once the run has ended, a reader (a FIFO) that stopped reading is waited on briefly,
+    // then given up on: what it took is complete blocks, and the run goes on to save.
+    let ended: std::cell::Cell<Option<Instant>> = std::cell::Cell::new(None);
+    let give_up = || {
+        if !done.load(Ordering::Acquire) {
+            return false;
+        }
+        let t = ended.get().unwrap_or_else(Instant::now);
+        ended.set(Some(t));
+        t.elapsed() > READER_GRACE
+    };
     loop {
         // Read `done` before draining, so nothing pushed before it was set is left behind.
         let finishing = done.load(Ordering::Acquire);
+        buf.clear();
         let mut moved = 0usize;
         for (idx, c) in consumers.iter_mut().enumerate() {
             loop {
                 let n = c.slots().min(MAX_BLOCK);
-                if n == 0 {
+                if n == 0 || buf.len() >= 1 << 20 {
                     break;
                 }
                 let chunk = c.read_chunk(n).expect("slots() said n are readable");
-                buf.clear();
                 buf.extend_from_slice(&(idx as u32).to_le_bytes());
                 buf.extend_from_slice(&(n as u32).to_le_bytes());
                 let (a, b) = chunk.as_slices();
@@ -135,30 +154,29 @@ fn drain(
                     buf.extend_from_slice(&v.to_le_bytes());
                 }
                 chunk.commit_all();
-                out.write_all(&buf)?;
-                written += n as u64;
                 moved += n;
             }
         }
-        if finishing {
+        // Complete blocks reach the file at once: a SIGKILL leaves every one of them.
+        crate::output::write_patiently(&mut out, &buf, &give_up)?;
+        written += moved as u64;
+        if finishing && moved == 0 {
             break;
         }
         if moved == 0 {
             std::thread::sleep(Duration::from_millis(2));
-        } else {
-            // Complete blocks reach the file at once: a SIGKILL leaves every one of them.
-            out.flush()?;
         }
     }
     let lost = lost.lock().map(|l| l.clone()).unwrap_or_default();
-    out.write_all(&TRAILER.to_le_bytes())?;
-    out.write_all(&(lost.len() as u32).to_le_bytes())?;
+    buf.clear();
+    buf.extend_from_slice(&TRAILER.to_le_bytes());
+    buf.extend_from_slice(&(lost.len() as u32).to_le_bytes());
     for l in &lost {
-        out.write_all(&l.to_le_bytes())?;
+        buf.extend_from_slice(&l.to_le_bytes());
     }
-    out.flush()?;
+    crate::output::write_patiently(&mut out, &buf, &give_up)?;
     // A FIFO or a terminal cannot be synced; a regular file must be.
-    match out.get_ref().sync_data() {
+    match out.sync_data() {
         Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {}
         r => r?,
     }
@@ -180,7 +198,7 @@ impl SampleLog {
     /// Reads a sample log; errors name the path and what is wrong at which byte offset.
     pub fn read(path: &Path) -> Result<SampleLog> {
         let p = path.display().to_string();
-        let f = File::open(path).map_err(|e| Error::Usage(format!("{p}: {e}")))?;
+        let f = crate::io::open_input(path, Some(MAX_LOG_BYTES))?;
         Self::from_reader(BufReader::new(f)).map_err(|e| Error::Usage(format!("{p}: {e}")))
     }
 

@@ -147,7 +147,12 @@ pub struct ReportArgs {
     pub fleet: bool,
     /// With --fleet: read the snapshots started since this long ago (7d, 12h) or this time
     /// (RFC 3339, UTC). Default 8d: the last day and the week before it.
-    #[arg(long, value_name = "TIME", requires = "fleet")]
+    #[arg(
+        long,
+        value_name = "TIME",
+        requires = "fleet",
+        allow_hyphen_values = true
+    )]
     pub since: Option<String>,
     /// The HTML file to write.
     #[arg(short = 'o', long = "output", value_name = "FILE")]

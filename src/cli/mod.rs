@@ -33,6 +33,10 @@ pub enum Command {
     /// Runs one --load in a worker process (internal).
     #[command(hide = true)]
     LoadWorker(LoadWorkerArgs),
+    /// Runs one --on-threshold shell: command in a process group that dies with latlab
+    /// (internal).
+    #[command(hide = true)]
+    ActionWorker(ActionWorkerArgs),
     /// Run an experiment plan (TOML): factors x levels x repeats, knobs restored, runs stored
     /// under one experiment id, each level compared with the baseline.
     Run(RunArgs),
@@ -107,6 +111,16 @@ where
         }
     }
     Ok(Parsed::Other(Cli::from_arg_matches(&m)?.command))
+}
+
+/// Arguments of the hidden `action-worker`.
+#[derive(Debug, Args)]
+pub struct ActionWorkerArgs {
+    /// The latlab process whose death ends the command.
+    pub parent: i32,
+    /// The shell command.
+    #[arg(allow_hyphen_values = true)]
+    pub cmd: String,
 }
 
 /// Arguments of the hidden `load-worker`.

@@ -19,7 +19,7 @@ pub enum RunsCmd {
         #[arg(long)]
         host: Option<String>,
         /// Only runs started since this long ago (7d, 12h) or this time (RFC 3339, UTC).
-        #[arg(long, value_name = "TIME")]
+        #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
         since: Option<String>,
         /// The store.
         #[arg(long)]
@@ -75,8 +75,15 @@ pub enum RunsCmd {
         #[arg(value_name = "FILE", requires = "from")]
         more: Vec<PathBuf>,
         /// Most runs one import may create (hackbench makes one per `Time:` line).
-        #[arg(long, value_name = "N", default_value_t = crate::import::DEFAULT_MAX_RUNS, requires = "from")]
+        #[arg(long, value_name = "N", default_value_t = crate::import::DEFAULT_MAX_RUNS, requires = "from", allow_hyphen_values = true)]
         max_runs: u64,
+    },
+    /// List the stored runs that do not read back as latlab runs (stored by an older latlab:
+    /// selectors leave them out with a warning); exit 1 when there are any.
+    Check {
+        /// The store.
+        #[arg(long)]
+        store: Option<String>,
     },
     /// Delete a stored run.
     Delete {

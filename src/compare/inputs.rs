@@ -231,8 +231,9 @@ fn load_items(label: String, items: &[Item], o: &ReadOpts) -> Result<Source> {
             Item::Stdin => read_set(std::io::stdin().lock(), "<stdin>", o.column, &o.delim),
             Item::File(p) => {
                 let name = p.display().to_string();
-                let f = std::fs::File::open(p).map_err(|e| Error::Usage(format!("{name}: {e}")))?;
-                let size = f.metadata().ok().filter(|m| m.is_file()).map(|m| m.len());
+                let f =
+                    crate::io::open_input(p, Some(crate::stats::ministat::read::MAX_VALUES_BYTES))?;
+                let size = f.metadata().ok().map(|m| m.len());
                 read_set_sized(f, size, &name, o.column, &o.delim)
             }
             Item::Loaded(..) => {
@@ -301,7 +302,7 @@ pub fn run_latency(run: &Run, name: &str, scale: f64) -> Result<Dist> {
 
 fn looks_like_json(p: &Path) -> Result<bool> {
     let name = p.display();
-    let mut f = std::fs::File::open(p).map_err(|e| Error::Usage(format!("{name}: {e}")))?;
+    let mut f = crate::io::open_input(p, None)?;
     let mut head = [0u8; 64];
     let n = f
         .read(&mut head)

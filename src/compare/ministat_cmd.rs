@@ -2,10 +2,12 @@
 //! `ministat`): ministat's command line, parsed like glibc `getopt("AC:c:d:snw:")` with GNU
 //! argument permutation, its messages and exit codes.
 
+use crate::stats::ministat::read::MAX_VALUES_BYTES;
 use crate::stats::ministat::{self, read_set, read_set_sized, Options, ReadError};
 use crate::stats::student::LEVELS;
 use std::ffi::{OsStr, OsString};
 use std::io::{IsTerminal, Write};
+use std::path::Path;
 
 const USAGE: &str = "Usage: ministat [-C column] [-c confidence] [-d delimiter(s)] [-Ans] [-w width] [file [file ...]]\n\tconfidence = {80%, 90%, 95%, 98%, 99%, 99.5%}\n\t-A : print statistics only. suppress the graph.\n\t-C : column number to extract (starts and defaults to 1)\n\t-d : delimiter(s) string, default to \" \\t\"\n\t-n : print summary statistics only, no graph/test\n\t-s : print avg/median/stddev bars on separate lines\n\t-w : width of graph/test output (default 74 or terminal width)\n";
 
@@ -213,11 +215,15 @@ pub fn run<A: AsRef<OsStr>>(args: &[A], tty_width: Option<usize>, out: &mut dyn 
         if n == "-" {
             read_set(std::io::stdin().lock(), "<stdin>", p.column, &p.delim)
         } else {
-            match std::fs::File::open(os) {
+            // Only a regular file (never waited on: a FIFO or /dev/zero is refused at once).
+            match crate::io::open_typed(Path::new(os), Some(MAX_VALUES_BYTES), false) {
                 Ok(f) => {
-                    let size = f.metadata().ok().filter(|m| m.is_file()).map(|m| m.len());
+                    let size = f.metadata().ok().map(|m| m.len());
                     read_set_sized(f, size, &n, p.column, &p.delim)
                 }
+                Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => Err(ReadError::Refused(
+                    format!("latlab: {n}: {e} (or - for stdin)"),
+                )),
                 Err(e) => Err(ReadError::Open(format!(
                     "ministat: Cannot open {n}: {}",
                     c_strerror(&e)

@@ -196,7 +196,7 @@ impl Resolver {
     /// The store, opened on first use.
     pub fn store(&mut self) -> Result<&dyn Store> {
         if self.store.is_none() {
-            self.store = Some(crate::store::open(self.spec.as_deref())?);
+            self.store = Some(crate::store::open_for_reading(self.spec.as_deref())?);
         }
         Ok(self.store.as_deref().expect("opened above"))
     }
@@ -260,11 +260,15 @@ impl Resolver {
         ))
     }
 
-    /// One stored run by id.
+    /// One stored run by id; one that does not read back (stored by an older latlab) is exit
+    /// 2 naming it and `latlab runs check`.
     pub fn get(&mut self, id: &str) -> Result<Resolved> {
         let e = self.store()?.get(id)?;
-        let run: Run = serde_json::from_value(e.run)
-            .map_err(|err| Error::Env(format!("stored run {id}: {err}")))?;
+        let run = Run::from_stored(&e.run.to_string()).map_err(|err| {
+            Error::Usage(format!(
+                "stored run {id} does not read back as a latlab run ({err}); `latlab runs check` lists such runs"
+            ))
+        })?;
         Ok(Resolved {
             run,
             name: format!("run:{id}"),
@@ -286,9 +290,29 @@ impl Resolver {
                 ids.iter().map(|id| self.get(id)).collect()
             }
             _ => {
+                // A run that does not read back is left out with a warning, not fatal: the
+                // others a selector names are still compared.
                 let ids = self.ids(item)?;
-                let runs: Vec<Resolved> =
-                    ids.iter().map(|id| self.get(id)).collect::<Result<_>>()?;
+                let mut runs = Vec::with_capacity(ids.len());
+                let mut skipped = 0usize;
+                for id in &ids {
+                    match self.get(id) {
+                        Ok(r) => runs.push(r),
+                        Err(Error::Usage(why)) => {
+                            crate::note!("latlab: warning: {}: {why}; left out", item.text);
+                            skipped += 1;
+                        }
+                        Err(e) => return Err(e),
+                    }
+                }
+                if runs.is_empty() {
+                    return Err(bad(
+                        &item.text,
+                        format!(
+                            "none of its {skipped} run(s) reads back (`latlab runs check` lists them)"
+                        ),
+                    ));
+                }
                 Ok(self.without_disturbed(&item.text, runs))
             }
         }

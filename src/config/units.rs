@@ -142,6 +142,19 @@ impl fmt::Display for DisplayUnit {
     }
 }
 
+/// A size in bytes: `123`, `4k`, `64M`, `1G` (powers of 1024); None when malformed or when
+/// it does not fit in 64 bits.
+pub fn parse_bytes(v: &str) -> Option<u64> {
+    let v = v.trim();
+    let (num, mult) = match v.chars().last()? {
+        'k' | 'K' => (&v[..v.len() - 1], 1u64 << 10),
+        'm' | 'M' => (&v[..v.len() - 1], 1 << 20),
+        'g' | 'G' => (&v[..v.len() - 1], 1 << 30),
+        _ => (v, 1),
+    };
+    num.parse::<u64>().ok()?.checked_mul(mult)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

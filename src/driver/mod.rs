@@ -165,12 +165,16 @@ struct Keeper {
 }
 
 impl Keeper {
-    fn open(c: &Common, given: Option<Box<dyn crate::store::Store>>) -> Result<Keeper> {
+    fn open(
+        c: &Common,
+        given: Option<Box<dyn crate::store::Store>>,
+        control: &crate::rt::Control,
+    ) -> Result<Keeper> {
         let tags = crate::store::parse_tags(&c.tags)?;
         let store = match given {
             _ if c.no_store => None,
             Some(s) => Some(s),
-            None => Some(crate::store::open(c.store.as_deref())?),
+            None => open_unless_interrupted(c.store.clone(), control)?,
         };
         Ok(Keeper { store, tags })
     }
@@ -187,6 +191,36 @@ impl Keeper {
 impl ctx::Keep for Keeper {
     fn keep(&mut self, run: &Run) -> Result<()> {
         Keeper::keep(self, run)
+    }
+}
+
+/// Opens the store on a helper thread, waiting for it only while no signal has come: a
+/// server that does not answer (PostgreSQL's connect waits up to 5 s) or a SQLite file
+/// another process holds locked cannot keep a Ctrl-C waiting. Interrupted, the run goes on
+/// without a store (it then ends at once; its JSON is still written) and says so.
+fn open_unless_interrupted(
+    spec: Option<String>,
+    control: &crate::rt::Control,
+) -> Result<Option<Box<dyn crate::store::Store>>> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("latlab-store".into())
+        .spawn(move || {
+            let _ = tx.send(crate::store::open_send(spec.as_deref()));
+        })
+        .map_err(|e| Error::Env(format!("cannot start a thread to open the store: {e}")))?;
+    loop {
+        match rx.recv_timeout(Duration::from_millis(20)) {
+            Ok(r) => return r.map(|s| Some(s as Box<dyn crate::store::Store>)),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(Error::Env("the store could not be opened".into()))
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) if control.was_interrupted() => {
+                crate::note!("latlab: interrupted while opening the store: this run is not stored");
+                return Ok(None);
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+        }
     }
 }
 
@@ -338,7 +372,7 @@ pub fn execute_with<M: Measurement>(
         store,
     } = io;
     let json = common.json.as_deref().map(JsonSink::open).transpose()?;
-    let mut keeper = Keeper::open(common, store)?;
+    let mut keeper = Keeper::open(common, store, &control)?;
     let footprint = m.footprint();
     let mut warnings = outranking(&footprint, common)?;
     warnings.extend(overlapping(m.measured_cpus().as_ref(), common));
@@ -436,6 +470,10 @@ pub fn execute_with<M: Measurement>(
         Some(j @ JsonSink::File(_)) => j.write(run),
         _ => Ok(()),
     };
+    if let Err(e) = &written {
+        // The stored run says what became of its JSON.
+        run.warnings.push(format!("--json: not written: {e}"));
+    }
     let stored = keeper.keep(run);
 
     let mut text = m.render(&outcome);
@@ -447,6 +485,8 @@ pub fn execute_with<M: Measurement>(
         text.report
             .push_str("(interrupted: stopped early; the figures cover what was measured)\n");
     }
+    // Names in a report come from other programs (task names, culprits): shown, not obeyed.
+    text.report = crate::output::printable(&text.report).into_owned();
     let stdout_taken = json.as_ref().is_some_and(JsonSink::is_stdout) || text.figures.is_some();
     if stdout_taken {
         crate::output::stderr(&text.report);

@@ -2,30 +2,16 @@
 //! measurement stored under one experiment id; knobs journaled and always restored; at the end
 //! each combination against the baseline, ministat-style and tail-aware.
 
-use super::plan::{shell_join, shell_quote, Order, Plan};
-use crate::compare::analysis::Settings;
-use crate::compare::inputs::{load_runs, Metric, ReadOpts};
-use crate::compare::levels::compare_levels;
-use crate::compare::render::{render, Format};
+use super::plan::{Order, Plan};
 use crate::error::{Error, Result};
 use crate::result::Run;
 use crate::rt::Control;
 use crate::settings::Knobs;
-use crate::stats::ministat;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
-
-/// Formats a length in nanoseconds for people (`1h 2m 3s`, `250ms`).
-fn human(ns: u64) -> String {
-    let d = Duration::from_nanos(ns);
-    if d < Duration::from_secs(1) {
-        return format!("{}ms", d.as_millis());
-    }
-    humantime::format_duration(Duration::from_secs(d.as_secs())).to_string()
-}
 
 /// The order runs are made in: (combination index, repeat number from 1), and the seed.
 fn schedule(plan: &Plan, n_combos: usize, seed: u64) -> Vec<(usize, u32)> {
@@ -48,151 +34,6 @@ fn schedule(plan: &Plan, n_combos: usize, seed: u64) -> Vec<(usize, u32)> {
         }
     }
     order
-}
-
-/// Checks the plan at `path` (with `--set` overrides) exactly as a run would, changing
-/// nothing, and lists the level combinations, their command lines (shell-quoted, ready to
-/// paste) and the time the plan will take.
-pub fn dry_run(path: &Path, sets: &[String]) -> Result<String> {
-    let plan = Plan::load_with(path, sets)?;
-    let combos = plan.combinations();
-    let runs = combos.len() as u64 * u64::from(plan.design.repeats);
-    let mut s = format!(
-        "{}: valid; {} combination(s) x {} repeat(s) = {runs} run(s), order {:?}\n",
-        path.display(),
-        combos.len(),
-        plan.design.repeats,
-        plan.design.order
-    );
-    for c in &combos {
-        let mut words = vec!["latlab".to_string(), plan.measure.command.clone()];
-        words.extend(plan.args_for(c));
-        s.push_str(&format!("  {}: {}\n", plan.label(c), shell_join(&words)));
-        for (f, &l) in plan.factors.iter().zip(c) {
-            let level = &f.levels[l];
-            if let Some(cmd) = f.pre.get(level) {
-                s.push_str(&format!(
-                    "      before each run: sh -c {}\n",
-                    shell_quote(cmd)
-                ));
-            }
-            if let Some(cmd) = f.post.get(level) {
-                s.push_str(&format!(
-                    "      after each run: sh -c {}\n",
-                    shell_quote(cmd)
-                ));
-            }
-        }
-    }
-    for (f, files) in plan.factors.iter().zip(&plan.knob_files) {
-        for file in files {
-            s.push_str(&format!(
-                "  factor {} writes {} (restored at the end)\n",
-                f.name,
-                file.display()
-            ));
-        }
-        if let Some(n) = &f.note {
-            s.push_str(&format!("  note on factor {}: {n}\n", f.name));
-        }
-    }
-    if plan.design.repeats < 2 && combos.len() > 1 {
-        s.push_str(&format!(
-            "  note: repeats = {}: no level can be compared with the baseline (the run is the \
-             unit of replication); a verdict needs repeats = 2 or more, 5 for a useful one\n",
-            plan.design.repeats
-        ));
-    }
-    s.push_str(&estimability(&plan));
-    let e = plan.estimate;
-    s.push_str(&match (e.known_ns, e.unknown_runs) {
-        (k, 0) => format!("total time: about {} of measurement\n", human(k)),
-        (0, u) => format!(
-            "total time: unknown ({u} run(s) last as long as their work: loops or iterations)\n"
-        ),
-        (k, u) => format!(
-            "total time: at least {} of measurement, plus {u} run(s) that last as long as their work\n",
-            human(k)
-        ),
-    });
-    Ok(s)
-}
-
-/// The per-run figures a plan's comparison uses, with the samples each needs to be estimable
-/// (`crate::compare::per_run::FIGURES`; max and mean need one).
-fn needs() -> Vec<(&'static str, u64)> {
-    crate::compare::per_run::FIGURES
-        .iter()
-        .map(|&(name, q)| (name, q.map_or(1, crate::stats::dist::min_n_for)))
-        .collect()
-}
-
-/// Before measuring: the samples each combination's runs will have (rate × duration, less
-/// the reserve for overruns) and, per compared figure, whether that is enough, and if not the
-/// run length that is (`--set duration=...`). One line per distinct plan of the runs.
-pub fn estimability(plan: &Plan) -> String {
-    use crate::compare::analysis::thousands;
-    use crate::compare::decide::{seconds_for, OVERRUN_RESERVE};
-    let combos = plan.combinations();
-    let mut seen: Vec<(u64, u64)> = Vec::new();
-    let mut s = String::new();
-    for (c, p) in combos.iter().zip(&plan.planned) {
-        let (Some(ns), Some(rate)) = (p.ns, p.rate) else {
-            if seen.is_empty() && s.is_empty() {
-                s.push_str(
-                    "  samples per run: not known before measuring (the measurement does not \
-                     plan its rate); the runs' own counts decide which percentiles compare\n",
-                );
-            }
-            continue;
-        };
-        let key = (ns, rate.to_bits());
-        if seen.contains(&key) {
-            continue;
-        }
-        seen.push(key);
-        let secs = ns as f64 / 1e9;
-        let nominal = rate * secs;
-        let expected = (nominal * (1.0 - OVERRUN_RESERVE)).floor() as u64;
-        let who = if combos.len() > 1 && plan.planned.iter().any(|q| *q != *p) {
-            format!(" ({})", plan.label(c))
-        } else {
-            String::new()
-        };
-        s.push_str(&format!(
-            "  samples per run{who}: {} ({}/s x {} s), about {} after {} % for overruns\n",
-            thousands(nominal.round() as u64),
-            crate::stats::cfmt::g(rate, 4),
-            crate::stats::cfmt::g(secs, 4),
-            thousands(expected),
-            OVERRUN_RESERVE * 100.0
-        ));
-        let (ok, short): (Vec<_>, Vec<_>) = needs().into_iter().partition(|(_, n)| expected >= *n);
-        let names = |v: &[(&str, u64)]| {
-            v.iter()
-                .map(|(m, n)| {
-                    if *n > 1 {
-                        format!("{m} (needs {})", thousands(*n))
-                    } else {
-                        m.to_string()
-                    }
-                })
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        if !ok.is_empty() {
-            s.push_str(&format!("  compared, estimable: {}\n", names(&ok)));
-        }
-        for (m, n) in &short {
-            let d = seconds_for(*n, rate);
-            s.push_str(&format!(
-                "  not estimable at this length: {m} (needs {}): runs of {d} s would give it \
-                 (--set duration={d}s)\n",
-                thousands(*n)
-            ));
-        }
-    }
-    s
 }
 
 /// Runs the plan at `path` (with `--set` overrides); returns the final report. The store goes
@@ -239,7 +80,7 @@ pub fn run(
     {
         eprintln!("  note on factor {}: {}", f.0.name, f.1);
     }
-    eprint!("{}", estimability(&plan));
+    eprint!("{}", super::dry::estimability(&plan));
     // Results come back on each child's stdout (`--json -`), never through temporary files,
     // so a SIGKILLed plan leaves nothing behind.
     let mut files: Vec<Vec<(Run, String)>> = vec![Vec::new(); combos.len()];
@@ -274,7 +115,7 @@ pub fn run(
         }
     );
     let facts = kinds(&plan.measure.command);
-    report.push_str(&analysis(&plan, &facts, &combos, &files)?);
+    report.push_str(&super::summary::analysis(&plan, &facts, &combos, &files)?);
     Ok(report)
 }
 
@@ -549,7 +390,7 @@ fn short_run_note(run: &Run, warned: &mut Vec<&'static str>) {
         return;
     }
     let rate = n as f64 / run.duration_s;
-    for (m, need) in needs() {
+    for (m, need) in super::dry::needs() {
         if n < need
             && need > 1
             && !warned.contains(&m)
@@ -584,134 +425,4 @@ fn shell(cmd: &str, what: &str) -> Result<()> {
         return Err(Error::Env(format!("{what} '{cmd}' failed ({s})")));
     }
     Ok(())
-}
-
-fn analysis(
-    plan: &Plan,
-    facts: &crate::result::kind::Facts,
-    combos: &[Vec<usize>],
-    files: &[Vec<(Run, String)>],
-) -> Result<String> {
-    // One figure per repeat (a throughput), not a distribution of latencies.
-    let figures = !facts.distributions;
-    let metric = match plan
-        .analysis
-        .metric
-        .as_deref()
-        .unwrap_or(facts.default_metric)
-    {
-        "latency" => Metric::Latency,
-        "min" => Metric::Min,
-        "max" => Metric::Max,
-        "mean" => Metric::Mean,
-        "p50" => Metric::P50,
-        "p99.9" => Metric::P999,
-        _ => Metric::P99,
-    };
-    let unit = match files
-        .iter()
-        .flatten()
-        .find_map(|(r, _)| r.series.first())
-        .map_or("ns", |s| s.unit.as_str())
-    {
-        "kbit/s" => "10^6 bit/s".to_string(),
-        "ns" => "us".to_string(),
-        u => u.to_string(),
-    };
-    let levels: Vec<(String, Vec<(Run, String)>)> = combos
-        .iter()
-        .zip(files)
-        .filter(|(_, f)| !f.is_empty())
-        .map(|(c, f)| (plan.label(c), f.clone()))
-        .collect();
-    let mut s = String::new();
-    // ministat's view of the plan's metric, one figure per run (never a percentile of
-    // percentiles: ministat shows the figures themselves).
-    if (metric != Metric::Latency || figures) && levels.len() >= 2 && levels.len() <= 7 {
-        let opts = ReadOpts {
-            column: 1,
-            delim: b" \t".to_vec(),
-            metric,
-            series: None,
-            scale: 1e-3,
-            store: None,
-            include_disturbed: false,
-        };
-        let sets: Vec<ministat::DataSet> = levels
-            .iter()
-            .filter_map(|(label, runs)| {
-                let src = load_runs(label, runs, &opts).ok()?;
-                let text: String = src
-                    .dist
-                    .pairs()
-                    .flat_map(|(v, c)| std::iter::repeat_n(format!("{v}\n"), c as usize))
-                    .collect();
-                ministat::read_set(text.as_bytes(), label, 1, b" \t").ok()
-            })
-            .collect();
-        if sets.len() == levels.len() {
-            s.push_str(&format!(
-                "\nper combination: {} ({unit}); baseline {}\n\n",
-                metric_name(metric, figures),
-                levels[0].0
-            ));
-            s.push_str(&ministat::report(&sets, &ministat::Options::default()));
-            s.push('\n');
-        }
-    }
-    let settings = Settings {
-        confidence: 0.95,
-        replicates: 10_000,
-        seed: 1,
-        higher_is_better: plan
-            .analysis
-            .higher_is_better
-            .unwrap_or(facts.higher_is_better),
-        unit,
-        assume_independent: false,
-    };
-    let headline = match metric {
-        Metric::P50 => "p50",
-        Metric::P999 => "p99.9",
-        Metric::Max => "max",
-        Metric::Mean => "mean",
-        _ => "p99",
-    };
-    let (an, notes) = compare_levels(&levels, &settings, 1e-3, headline);
-    match an {
-        Some(mut an) => {
-            an.warnings.extend(notes);
-            // The runs' own warnings, one line per condition with the runs it applies to.
-            an.warnings.extend(crate::compare::verdict::group_warnings(
-                levels.iter().flat_map(|(_, runs)| {
-                    runs.iter()
-                        .map(|(r, n)| (n.as_str(), r.warnings.as_slice()))
-                }),
-            ));
-            s.push_str(&format!(
-                "\neach level against {}, per metric over the runs:\n",
-                levels[0].0
-            ));
-            s.push_str(&render(&an, Format::Table));
-        }
-        None => {
-            for n in notes {
-                s.push_str(&format!("{n}\n"));
-            }
-        }
-    }
-    Ok(s)
-}
-
-fn metric_name(m: Metric, figures: bool) -> &'static str {
-    match m {
-        Metric::Latency if figures => "throughput of each run",
-        Metric::Latency => "all latency samples",
-        Metric::Min => "min of each run",
-        Metric::Max => "max of each run",
-        Metric::Mean => "mean of each run",
-        Metric::P50 => "p50 of each run",
-        Metric::P99 => "p99 of each run",
-        Metric::P999 => "p99.9 of each run",
-    }
 }

@@ -1,6 +1,7 @@
 //! The readers, one per tool: rt-tests JSON (cyclictest and oslat share it), hackbench text,
 //! iperf3 JSON. Each returns finished runs or an error naming the file and what is wrong.
 
+use super::check::Source;
 use super::{bad, keep_beyond, mark_beyond, run_of, Built, Tool};
 use crate::error::Result;
 use crate::result::Run;
@@ -69,6 +70,7 @@ fn rt_duration(v: &Value) -> Option<f64> {
 
 fn rt_tests(tool: Tool, text: &str, file: &str) -> Result<Run> {
     let v = json(text, file, tool.name())?;
+    let src = Source { text, file };
     let threads = v["thread"].as_object().ok_or_else(|| {
         bad(
             file,
@@ -93,17 +95,26 @@ fn rt_tests(tool: Tool, text: &str, file: &str) -> Result<Run> {
     ids.sort_by_key(|(k, _)| k.parse::<u64>().unwrap_or(u64::MAX));
     for (id, t) in ids {
         let field = |f: &str| format!("thread {id}: {f}");
+        let path = |f: &'static str| ["thread", id.as_str(), f];
         let mut pairs = Vec::new();
         let mut in_hist = 0u64;
         let mut top = 0u64;
         if let Some(h) = t["histogram"].as_object() {
             for (k, c) in h {
-                let at: f64 = k.parse().map_err(|_| {
-                    bad(
-                        file,
-                        format!("{}: bucket '{k}' is not a number", field("histogram")),
-                    )
-                })?;
+                let at: f64 = k
+                    .parse()
+                    .ok()
+                    .filter(|x: &f64| {
+                        x.is_finite()
+                            && (0.0..=crate::stats::histogram::HIGHEST_NS as f64)
+                                .contains(&(x * scale))
+                    })
+                    .ok_or_else(|| {
+                        src.at(
+                            &["thread", id.as_str(), "histogram", k.as_str()],
+                            format!("bucket '{k}' is not a latency up to one hour"),
+                        )
+                    })?;
                 let c = c.as_u64().ok_or_else(|| {
                     bad(
                         file,
@@ -118,13 +129,27 @@ fn rt_tests(tool: Tool, text: &str, file: &str) -> Result<Run> {
                 pairs.push((ns, c));
             }
         }
-        let min = num(&t["min"], file, &field("min"))?.map(|x| (x * scale) as u64);
-        let max = num(&t["max"], file, &field("max"))?.map(|x| (x * scale) as u64);
-        let mean = num(&t["avg"], file, &field("avg"))?.map(|x| x * scale);
-        if let Some(d) = num(&t["duration"], file, &field("duration"))? {
+        let _ = field;
+        let min = src.latency(&t["min"], &path("min"), scale)?;
+        let max = src.latency(&t["max"], &path("max"), scale)?;
+        let mean = src.time(&t["avg"], &path("avg"), scale)?;
+        if let Some(d) = num(&t["duration"], file, &format!("thread {id}: duration"))? {
             dur = d;
         }
         let cycles = t["cycles"].as_u64();
+        if cycles.unwrap_or(0) > 0 || !pairs.is_empty() {
+            // The tools always write these for a thread that measured anything.
+            src.required(min, &path("min"))?;
+            src.required(max, &path("max"))?;
+            src.required(mean, &path("avg"))?;
+        }
+        src.ordered(&["thread", id.as_str()], min, mean, max)?;
+        if let Some(mx) = max.filter(|&m| m < top && !pairs.is_empty()) {
+            return Err(src.at(
+                &path("max"),
+                format!("{mx} ns is below the histogram's bucket at {top} ns that holds samples"),
+            ));
+        }
         // Samples past the histogram: (count, the value they are known to exceed, ns).
         let mut beyond: Option<(u64, u64)> = None;
         if pairs.is_empty() {
@@ -235,6 +260,15 @@ fn hackbench(text: &str, file: &str, max_runs: u64) -> Result<Vec<Run>> {
                     format!("line {}: '{}' is not a time in seconds", i + 1, rest.trim()),
                 )
             })?;
+        if secs * 1e9 > crate::stats::histogram::HIGHEST_NS as f64 {
+            return Err(bad(
+                file,
+                format!(
+                    "line {}: Time: {secs} s is beyond the one hour a run may take",
+                    i + 1
+                ),
+            ));
+        }
         let ns = (secs * 1e9).round() as u64;
         let mut r = skeleton.clone();
         r.id = crate::result::new_run_id(std::time::SystemTime::now());
@@ -298,7 +332,13 @@ fn iperf3(text: &str, file: &str) -> Result<Run> {
     }
     r.parameters["iperf3_version"] = v["start"]["version"].clone();
     r.parameters["test_start"] = v["start"]["test_start"].clone();
-    // As `latlab tcp`: one throughput figure per run, in kbit/s.
+    // As `latlab tcp`: one throughput figure per run, in kbit/s (exact in a JSON number).
+    if bps / 1e3 > (1u64 << 53) as f64 {
+        return Err(Source { text, file }.at(
+            &["end", "sum_received", "bits_per_second"],
+            format!("{bps} is beyond any throughput latlab keeps"),
+        ));
+    }
     let kbit = (bps / 1e3).round() as u64;
     let mut s = Built {
         name: "throughput".into(),
@@ -362,7 +402,7 @@ mod tests {
             (
                 Tool::Cyclictest,
                 r#"{"thread":{"0":{"min":-1}}}"#,
-                "thread 0: min",
+                "line 1: thread.0.min",
             ),
             (Tool::Hackbench, "Time: fast\n", "line 1"),
             (Tool::Hackbench, "nothing\n", "no 'Time:'"),

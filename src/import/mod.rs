@@ -3,6 +3,7 @@
 //! iperf3 `-J`) become latlab runs, histograms kept, tagged `tool=NAME`, so `compare` and `gate`
 //! treat them like latlab's own.
 
+mod check;
 mod formats;
 mod pairs;
 mod rtla;
@@ -84,7 +85,8 @@ impl Built {
         let (mut n, mut sum, mut sq) = (0u64, 0f64, 0f64);
         for &(v, c) in &self.pairs {
             h.record_n(v, c);
-            n += c;
+            // The readers refuse counts that wrap; saturate rather than wrap regardless.
+            n = n.saturating_add(c);
             sum += v as f64 * c as f64;
             sq += (v as f64) * (v as f64) * c as f64;
         }
@@ -225,12 +227,23 @@ pub fn run(
 ) -> Result<()> {
     let mut t: BTreeMap<String, String> = crate::store::parse_tags(tags)?.into_iter().collect();
     t.insert("tool".into(), tool.name().into());
-    let mut st = crate::store::open(store)?;
+    // Opened once the first file has been read and checked: a bad first file leaves the
+    // store untouched (not even created).
+    let mut st: Option<Box<dyn crate::store::Store>> = None;
     let (mut done, mut made) = (0usize, 0u64);
     for file in files {
         let name = file.display().to_string();
         let parsed = crate::io::read_text_limited(file, MAX_IMPORT_BYTES, tool.name())
-            .and_then(|text| parse(tool, &text, &name, max_runs - made));
+            .and_then(|text| parse(tool, &text, &name, max_runs.saturating_sub(made)))
+            .and_then(|runs| {
+                // Every run of the file reads back as stored before any is kept.
+                for r in &runs {
+                    r.check_counts()
+                        .and_then(|_| crate::result::check_round_trip(r))
+                        .map_err(|e| bad(&name, e))?;
+                }
+                Ok(runs)
+            });
         let runs = match parsed {
             Ok(r) => r,
             Err(e) if done == 0 => return Err(e),
@@ -241,6 +254,12 @@ pub fn run(
                     files.len() - done
                 )))
             }
+        };
+        if st.is_none() {
+            st = Some(crate::store::open(store)?);
+        }
+        let Some(st) = st.as_mut() else {
+            return Err(Error::Env("the store could not be opened".into()));
         };
         let mut out = String::new();
         for r in &runs {
@@ -261,7 +280,7 @@ pub fn run(
         done += 1;
         print(&out)?;
     }
-    if files.len() > 1 {
+    if let (true, Some(st)) = (files.len() > 1, &st) {
         print(&format!(
             "{done} file(s), {made} run(s) imported into {}\n",
             st.location()

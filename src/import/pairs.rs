@@ -3,6 +3,7 @@
 //! min/avg/max in µs. They keep no histogram, so a series holds the exact figures and the
 //! count only (said in a warning); its name is latlab ipc's method, so `compare` lines them up.
 
+use super::check::Source;
 use super::{bad, run_of, Built, Tool};
 use crate::error::Result;
 use crate::result::Run;
@@ -18,20 +19,6 @@ fn method(tool: Tool) -> &'static str {
     }
 }
 
-fn us(v: &Value, file: &str, field: &str) -> Result<Option<f64>> {
-    match v {
-        Value::Null => Ok(None),
-        Value::Number(n) => match n.as_f64() {
-            Some(x) if x.is_finite() && x >= 0.0 => Ok(Some(x * 1000.0)),
-            _ => Err(bad(
-                file,
-                format!("{field}: {n} is not a non-negative number"),
-            )),
-        },
-        other => Err(bad(file, format!("{field}: {other} is not a number"))),
-    }
-}
-
 /// Parses one file.
 pub fn parse(tool: Tool, text: &str, file: &str) -> Result<Run> {
     let v: Value = serde_json::from_str(text).map_err(|e| {
@@ -40,6 +27,7 @@ pub fn parse(tool: Tool, text: &str, file: &str) -> Result<Run> {
             format!("not {} JSON: {e} (line {})", tool.name(), e.line()),
         )
     })?;
+    let src = Source { text, file };
     let threads = v["thread"].as_object().ok_or_else(|| {
         bad(
             file,
@@ -66,10 +54,29 @@ pub fn parse(tool: Tool, text: &str, file: &str) -> Result<Run> {
                 ),
             ));
         }
-        let field = |f: &str| format!("thread {id}: {f}");
-        let samples = s["samples"]
-            .as_u64()
-            .ok_or_else(|| bad(file, format!("{}: not a count", field("sender.samples"))))?;
+        let at = |side: &'static str, f: &'static str| ["thread", id.as_str(), side, f];
+        let samples = src.required(
+            src.count(&s["samples"], &at("sender", "samples"))?,
+            &at("sender", "samples"),
+        )?;
+        let min = src.latency(&r["min"], &at("receiver", "min"), 1000.0)?;
+        let max = src.latency(&r["max"], &at("receiver", "max"), 1000.0)?;
+        let mean = src.time(&r["avg"], &at("receiver", "avg"), 1000.0)?;
+        if samples > 0 {
+            src.required(min, &at("receiver", "min"))?;
+            src.required(max, &at("receiver", "max"))?;
+            src.required(mean, &at("receiver", "avg"))?;
+        }
+        src.ordered(&["thread", id.as_str(), "receiver"], min, mean, max)?;
+        let interval_ns = match s["interval"].as_u64() {
+            None => None,
+            Some(i) => Some(i.checked_mul(1000).ok_or_else(|| {
+                src.at(
+                    &at("sender", "interval"),
+                    format!("{i} us does not fit in 64 bits of ns"),
+                )
+            })?),
+        };
         let built = Built {
             name: if i == 0 {
                 method(tool).to_string()
@@ -79,10 +86,10 @@ pub fn parse(tool: Tool, text: &str, file: &str) -> Result<Run> {
             cpu: r["cpu"].as_u64().map(|c| c as usize),
             unit: "ns".into(),
             pairs: Vec::new(),
-            min: us(&r["min"], file, &field("receiver.min"))?.map(|x| x as u64),
-            max: us(&r["max"], file, &field("receiver.max"))?.map(|x| x as u64),
-            mean: us(&r["avg"], file, &field("receiver.avg"))?,
-            interval_ns: s["interval"].as_u64().map(|i| i * 1000),
+            min,
+            max,
+            mean,
+            interval_ns,
         };
         let mut series = built.series();
         series.summary.count = samples;

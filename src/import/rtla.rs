@@ -186,6 +186,15 @@ pub fn parse(text: &str, file: &str) -> Result<Run> {
             }
             _ => None,
         };
+        let contradiction = contradiction.or_else(|| match (c.min, c.avg, c.max) {
+            (Some(lo), Some(a), _) if a + 10.0 < lo => {
+                Some(format!("avg {a} ns is below min {lo} ns"))
+            }
+            (_, Some(a), Some(hi)) if a > hi + 10.0 => {
+                Some(format!("avg {a} ns is above max {hi} ns"))
+            }
+            _ => None,
+        });
         if let Some(why) = contradiction {
             return Err(bad(file, format!("{}: {why}", c.name)));
         }

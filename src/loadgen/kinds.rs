@@ -174,10 +174,11 @@ fn io_load(spec: &LoadSpec, stop: &Arc<AtomicBool>, t0: Instant) -> std::io::Res
     let mut note = None;
     let (file, len) = match spec.opts.get("path") {
         Some(p) => {
+            // Never waits at open (a FIFO swapped in since the check is not waited on).
             let open = |flags| {
                 std::fs::OpenOptions::new()
                     .read(true)
-                    .custom_flags(flags)
+                    .custom_flags(flags | libc::O_NONBLOCK)
                     .open(p)
             };
             let f = if direct {

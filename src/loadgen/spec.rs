@@ -69,6 +69,28 @@ impl fmt::Display for LoadKind {
     }
 }
 
+/// Most threads one `cpu` or `memory` load may start (each is a task of the machine: more
+/// would only push latlab toward the PID limit).
+pub const MAX_LOAD_THREADS: u64 = 1024;
+/// Largest `block=` of an `io` load, and largest `size=` of a `net` load's writes.
+pub const MAX_BLOCK: u64 = 64 << 20;
+/// Largest scratch file an `io` load without `path=` writes.
+pub const MAX_SCRATCH: u64 = 1 << 30;
+
+/// The machine's memory (bytes), from /proc/meminfo, if readable.
+fn mem_total() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kb: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    kb.checked_mul(1024)
+}
+
 /// A parsed, validated load.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct LoadSpec {
@@ -190,6 +212,15 @@ impl LoadSpec {
             .unwrap_or_else(|| default.to_string())
     }
 
+    /// A whole-number option with a default, at most `max`.
+    fn num_at_most(&self, key: &str, default: u64, max: u64) -> std::result::Result<u64, String> {
+        let n = self.num(key, default)?;
+        if n > max {
+            return Err(format!("{key}={}: at most {max}", self.opts[key]));
+        }
+        Ok(n)
+    }
+
     fn validate(&self) -> std::result::Result<(), String> {
         match self.kind {
             LoadKind::Hackbench => {
@@ -210,7 +241,11 @@ impl LoadSpec {
                 if !["socket", "pipe"].contains(&self.str("ipc", "socket").as_str()) {
                     return Err("ipc must be socket or pipe".into());
                 }
-                if self.num("groups", 10)? * self.num("fds", 20)? * 2 > 4000 {
+                let tasks = self
+                    .num("groups", 10)?
+                    .saturating_mul(self.num("fds", 20)?)
+                    .saturating_mul(2);
+                if tasks > 4000 {
                     return Err(
                         "more than 4000 tasks (groups x fds x 2): the machine cannot hold that"
                             .into(),
@@ -218,7 +253,7 @@ impl LoadSpec {
                 }
             }
             LoadKind::Cpu => {
-                self.num("threads", 1)?;
+                self.num_at_most("threads", 1, MAX_LOAD_THREADS)?;
                 let policy: crate::config::Policy = self.str("policy", "other").parse()?;
                 let prio = self
                     .opts
@@ -231,21 +266,31 @@ impl LoadSpec {
                 policy.check_prio(prio.unwrap_or(if policy.is_rt() { 1 } else { 0 }))?;
             }
             LoadKind::Memory => {
-                self.num("threads", 1)?;
-                self.num("size", 256 << 20)?;
+                let threads = self.num_at_most("threads", 1, MAX_LOAD_THREADS)?;
+                let size = self.num("size", 256 << 20)?;
+                // Every thread streams through its own buffer: together at most half the
+                // machine's memory, so the load cannot push the machine into the OOM killer.
+                let half = mem_total().map_or(u64::MAX, |m| m / 2);
+                if threads.saturating_mul(size) > half {
+                    return Err(format!(
+                        "threads x size = {} x {size} bytes: more than half the machine's memory ({half} bytes)",
+                        threads
+                    ));
+                }
             }
             LoadKind::Io => {
-                self.num("block", 1 << 20)?;
-                self.num("size", 64 << 20)?;
+                self.num_at_most("block", 1 << 20, MAX_BLOCK)?;
+                self.num_at_most("size", 64 << 20, MAX_SCRATCH)?;
                 if let Some(p) = self.opts.get("path") {
-                    std::fs::File::open(p).map_err(|e| format!("path={p}: {e}"))?;
+                    crate::io::open_typed(std::path::Path::new(p), None, true)
+                        .map_err(|e| format!("path={p}: {e}"))?;
                 }
                 if !["0", "1"].contains(&self.str("direct", "0").as_str()) {
                     return Err("direct must be 0 or 1".into());
                 }
             }
             LoadKind::Net => {
-                self.num("size", 64 << 10)?;
+                self.num_at_most("size", 64 << 10, MAX_BLOCK)?;
             }
             LoadKind::Exec => {}
         }
@@ -255,14 +300,7 @@ impl LoadSpec {
 
 /// Parses `123`, `4k`, `64M`, `1G` (powers of 1024).
 pub fn parse_size(v: &str) -> Option<u64> {
-    let v = v.trim();
-    let (num, mult) = match v.chars().last()? {
-        'k' | 'K' => (&v[..v.len() - 1], 1u64 << 10),
-        'm' | 'M' => (&v[..v.len() - 1], 1 << 20),
-        'g' | 'G' => (&v[..v.len() - 1], 1 << 30),
-        _ => (v, 1),
-    };
-    num.parse::<u64>().ok()?.checked_mul(mult)
+    crate::config::parse_bytes(v)
 }
 
 #[cfg(test)]
@@ -299,6 +337,14 @@ mod tests {
             "exec:no-such-cmd-xyz",
             "memory:size=lots",
             "hackbench:groups=1000",
+            "hackbench:groups=18446744073709551615",
+            "cpu:threads=18446744073709551615",
+            "cpu:threads=1025",
+            "memory:size=18446744073709551615",
+            "memory:threads=1024,size=1G",
+            "io:block=18446744073709551615",
+            "io:path=/dev/zero",
+            "net:size=1G",
         ] {
             let e = LoadSpec::parse(bad).unwrap_err();
             assert_eq!(e.exit_code(), 2, "{bad}");

@@ -4,6 +4,7 @@
 
 use super::charts::{self, Buckets};
 use super::svg::{esc, num};
+use super::timecharts;
 use super::{Group, Loaded};
 use crate::compare::analysis::Analysis;
 use crate::result::kind::Chart;
@@ -340,7 +341,7 @@ fn run_section(l: &Loaded, linear: bool) -> String {
     }
     match l.facts.chart {
         Chart::Gaps => {
-            for c in charts::noise(r) {
+            for c in timecharts::noise(r) {
                 s.push_str(&figure(&c, None));
             }
         }
@@ -353,7 +354,7 @@ fn run_section(l: &Loaded, linear: bool) -> String {
             }
         }
         Chart::Bars => {
-            if let Some(c) = charts::series_bars(r) {
+            if let Some(c) = timecharts::series_bars(r) {
                 s.push_str(&figure(&c, None));
             }
         }
@@ -375,7 +376,7 @@ fn run_section(l: &Loaded, linear: bool) -> String {
     if let Some(t) = super::tail::section(r, &l.name) {
         s.push_str(&tail_section(&t));
     }
-    if let Some((c, n)) = charts::timeline(r) {
+    if let Some((c, n)) = timecharts::timeline(r) {
         let cap = n.unwrap_or_else(|| {
             l.facts
                 .timeline_caption

@@ -111,6 +111,14 @@ impl Run {
         Ok(run)
     }
 
+    /// Reads a stored run's JSON: a latlab run of this schema whose counts add up. Every run
+    /// passes this before a store keeps it, so a stored run always reads back.
+    pub fn from_stored(text: &str) -> std::result::Result<Run, String> {
+        let run: Run = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        run.check_counts()?;
+        Ok(run)
+    }
+
     /// Refuses histograms whose counts do not fit in 64 bits once added up (they would wrap).
     pub fn check_counts(&self) -> std::result::Result<(), String> {
         let mut all = 0u64;
@@ -163,6 +171,15 @@ impl Run {
             ground: Vec::new(),
         }
     }
+}
+
+/// Checks that `run` reads back as it would be stored (no number JSON cannot hold: an
+/// infinite or NaN figure is written as null and would make the stored run unreadable).
+pub fn check_round_trip(run: &Run) -> std::result::Result<(), String> {
+    let text = serde_json::to_string(run).map_err(|e| e.to_string())?;
+    Run::from_stored(&text)
+        .map(|_| ())
+        .map_err(|e| format!("run {} would not read back once stored ({e})", run.id))
 }
 
 /// One thread's or CPU's measurements.

@@ -31,6 +31,21 @@ pub struct TraceReport {
     /// Firings not done because their rule had reached `--on-threshold-max`.
     #[serde(default)]
     pub actions_suppressed: u64,
+    /// `shell:` firings not done because `trace::actions::MAX_SHELLS` were still running.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub actions_busy: u64,
+    /// Trace windows not saved because `--trace-budget` would have been passed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub actions_over_budget: u64,
+    /// Trace windows not saved, or cut, because the run had ended (signal or `-D`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub actions_after_end: u64,
+    /// `shell:` commands still running at the end of the run, killed with their group.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub shells_killed: u64,
+    /// Bytes of trace files (`--trace-save`, windows) written in the run.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub bytes_saved: u64,
     /// Per traced CPU: NMIs, SMIs and steal time counted over the run, where readable.
     #[serde(default)]
     pub counted: Vec<CpuCounts>,

@@ -166,15 +166,22 @@ pub(super) fn lock_is_held(journal: &Path) -> bool {
 }
 
 pub(super) fn read_journal(path: &Path) -> Result<Option<Journal>> {
+    // Never waits at open (a FIFO planted at the path), and reads only a regular file.
     let f = match std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NOFOLLOW)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path)
     {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(Error::Env(format!("{}: {e}", path.display()))),
     };
+    if !f.metadata().is_ok_and(|m| m.is_file()) {
+        return Err(Error::Env(format!(
+            "{}: not a regular file; not a latlab journal",
+            path.display()
+        )));
+    }
     let mut text = String::new();
     f.take(MAX_JOURNAL_BYTES + 1)
         .read_to_string(&mut text)

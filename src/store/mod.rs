@@ -52,10 +52,12 @@ pub struct Filter {
 /// A safe `Filter::started_from` for runs started at or after `t`: the UTC date a day
 /// earlier (`2026-11-16`), so a start time written with any precision or UTC offset still
 /// sorts after it.
+/// A bound that would fall before the epoch is the epoch (no run starts earlier).
 pub fn since_bound(t: std::time::SystemTime) -> String {
     let day_before = t
         .checked_sub(std::time::Duration::from_secs(86_400))
-        .unwrap_or(std::time::UNIX_EPOCH);
+        .unwrap_or(std::time::UNIX_EPOCH)
+        .max(std::time::UNIX_EPOCH);
     humantime::format_rfc3339_seconds(day_before).to_string()[..10].to_string()
 }
 
@@ -153,7 +155,17 @@ impl RunKeys {
                 .get("samples_path")
                 .and_then(|v| v.as_str())
                 .map(String::from),
-            body: serde_json::to_string(&redacted(body)).map_err(|e| Error::Env(e.to_string()))?,
+            body: {
+                let text = serde_json::to_string(&redacted(body))
+                    .map_err(|e| Error::Env(e.to_string()))?;
+                // A run is kept only if it reads back: a store never holds one it cannot show.
+                crate::result::Run::from_stored(&text).map_err(|e| {
+                    Error::Usage(format!(
+                        "run {id}: not stored: it would not read back as a latlab run ({e})"
+                    ))
+                })?;
+                text
+            },
             id,
         })
     }
@@ -276,6 +288,12 @@ pub fn parse_spec(spec: &str, from: &str) -> Result<Spec> {
 /// Opens the store named by `spec` (`sqlite:PATH`, a plain path, or `postgres://...`), else
 /// `$LATLAB_STORE`, else the default SQLite file.
 pub fn open(spec: Option<&str>) -> Result<Box<dyn Store>> {
+    open_send(spec).map(|s| s as Box<dyn Store>)
+}
+
+/// [`open`], as a store that may be opened on another thread (the driver opens it there, so
+/// a signal is not kept waiting by a server that does not answer or a file someone locks).
+pub fn open_send(spec: Option<&str>) -> Result<Box<dyn Store + Send>> {
     let (spec, from) = match spec {
         Some(s) => (Some(s.to_string()), "--store"),
         None => (
@@ -295,6 +313,27 @@ pub fn open(spec: Option<&str>) -> Result<Box<dyn Store>> {
         }
         Spec::Sqlite(path) => Ok(Box::new(sqlite::SqliteStore::open(&path)?)),
     }
+}
+
+/// As [`open`], for commands that only read (list, show, export, compare, gate, report): a
+/// SQLite store that does not exist yet is an empty one, and no file is created for it.
+pub fn open_for_reading(spec: Option<&str>) -> Result<Box<dyn Store>> {
+    let (given, from) = match spec {
+        Some(s) => (Some(s.to_string()), "--store"),
+        None => (
+            std::env::var("LATLAB_STORE").ok().filter(|v| !v.is_empty()),
+            "LATLAB_STORE",
+        ),
+    };
+    let path = match given.as_deref().map(|s| parse_spec(s, from)).transpose()? {
+        None => default_path(),
+        Some(Spec::Sqlite(p)) => p,
+        Some(Spec::Postgres(_)) => return open(spec),
+    };
+    if std::fs::symlink_metadata(&path).is_err() {
+        return Ok(Box::new(sqlite::SqliteStore::open_empty(&path)?));
+    }
+    open(spec)
 }
 
 const HIDDEN: &str = "***";

@@ -50,7 +50,7 @@ fn brief(e: &rusqlite::Error) -> String {
 fn check_header(path: &Path) -> std::result::Result<(), String> {
     use std::io::Read;
     let mut head = Vec::with_capacity(16);
-    std::fs::File::open(path)
+    crate::io::open_typed(path, None, false)
         .and_then(|f| f.take(16).read_to_end(&mut head))
         .map_err(|e| format!("cannot read it ({e})"))?;
     if head.is_empty() || head == b"SQLite format 3\0" {
@@ -173,6 +173,18 @@ impl SqliteStore {
         }
         conn.pragma_update(None, "foreign_keys", "ON")
             .map_err(|e| env_err(path, brief(&e)))?;
+        let mut store = SqliteStore {
+            conn,
+            path: path.to_path_buf(),
+        };
+        store.migrate()?;
+        Ok(store)
+    }
+
+    /// An empty store in memory standing for `path`, which does not exist: what a reading
+    /// command sees there, without creating the file.
+    pub fn open_empty(path: &Path) -> Result<SqliteStore> {
+        let conn = Connection::open_in_memory().map_err(|e| env_err(path, brief(&e)))?;
         let mut store = SqliteStore {
             conn,
             path: path.to_path_buf(),

@@ -15,6 +15,7 @@ pub mod mount;
 pub mod net;
 pub mod pimutex;
 pub mod policy;
+pub mod poll;
 pub mod privilege;
 pub mod process;
 pub mod procs;

@@ -186,6 +186,26 @@ pub fn signal(pid: i32, sig: libc::c_int) {
     }
 }
 
+/// Sends `sig` to process `pid` (0: only checks that it exists and may be signalled) and says
+/// what kill(2) answered. `pid` must be positive (never a group, never every process).
+pub fn signal_checked(pid: i32, sig: libc::c_int) -> std::io::Result<()> {
+    if pid <= 0 {
+        return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+    }
+    // SAFETY: kill with a positive pid signals that one process; no memory is involved.
+    if unsafe { libc::kill(pid, sig) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// True when this process leads its own process group (as a worker latlab started does).
+pub fn leads_own_group() -> bool {
+    // SAFETY: getpgrp and getpid take no arguments and cannot fail.
+    unsafe { libc::getpgrp() == libc::getpid() }
+}
+
 /// This process's id.
 pub fn getpid() -> i32 {
     std::process::id() as i32

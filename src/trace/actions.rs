@@ -2,6 +2,14 @@
 //! trace window (`trace`), run a shell command (`shell:CMD`, told the CPU and latency through
 //! its environment), send a signal (`signal:PID:SIG`) or end the run (`stop`). Each rule fires
 //! at most `--on-threshold-max` times; every firing is recorded in the result.
+//!
+//! Actions are bounded so that none can hold the run or the machine: `shell:` commands run at
+//! most [`MAX_SHELLS`] at a time, each under a small supervisor (`latlab action-worker`) that
+//! leads its own process group and kills that group if latlab dies (a parent-death signal), with
+//! a minimal environment (no `PGPASSWORD`, no store URL: only [`KEPT_ENV`] and what
+//! `--on-threshold-env` passes); whatever still runs when the run ends is killed, group and all.
+//! `signal:` refuses PID 1 and latlab itself, checks its target at start, and records what
+//! kill(2) said. Trace windows share the run's disk budget (`--trace-budget`, in `saving`).
 
 use crate::error::{Error, Result};
 use crate::result::trace::Firing;
@@ -37,7 +45,76 @@ pub struct Rule {
 
 /// Default `--on-threshold-max`: firings per rule in a run.
 pub const DEFAULT_MAX: u32 = 10;
+/// Default `--trace-budget`: bytes `--trace-save` and `trace` actions may write in a run.
+pub const DEFAULT_BUDGET: u64 = 1 << 30;
+/// `shell:` commands running at once; a firing beyond is suppressed and counted.
+pub const MAX_SHELLS: usize = 4;
+/// The variables a `shell:` command inherits from latlab's environment (besides the
+/// `LATLAB_*` ones describing the spike and what `--on-threshold-env` passes).
+pub const KEPT_ENV: &[&str] = &[
+    "PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ", "TERM",
+];
+/// How long the end of a run waits for `shell:` commands still running before it kills them.
+const SHELL_GRACE: Duration = Duration::from_millis(100);
 
+/// The bounds a run's actions work within (recorded in the run's parameters; of the
+/// variables passed to `shell:` commands only the names, since a value may be a secret).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Limits {
+    /// `--on-threshold-max`: firings per rule.
+    pub max: u32,
+    /// `--trace-budget`: bytes of trace files a run may write.
+    pub budget: u64,
+    /// `--on-threshold-env`: variables passed to `shell:` commands.
+    #[serde(serialize_with = "names_only")]
+    pub env: Vec<(String, String)>,
+}
+
+fn names_only<S: serde::Serializer>(
+    env: &[(String, String)],
+    s: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    s.collect_seq(env.iter().map(|(k, _)| k))
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max: DEFAULT_MAX,
+            budget: DEFAULT_BUDGET,
+            env: Vec::new(),
+        }
+    }
+}
+
+/// `--on-threshold-env NAME` (latlab's own value) or `NAME=VALUE`; exit 2 naming the flag.
+pub fn parse_env(spec: &str) -> Result<(String, String)> {
+    let (name, value) = match spec.split_once('=') {
+        Some((n, v)) => (n, Some(v.to_string())),
+        None => (spec, None),
+    };
+    let ok = !name.is_empty()
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !ok {
+        return Err(Error::flag(
+            "--on-threshold-env",
+            spec,
+            "expected NAME or NAME=VALUE (letters, digits and '_')",
+        ));
+    }
+    let value = match value {
+        Some(v) => v,
+        None => std::env::var(name).map_err(|_| {
+            Error::flag(
+                "--on-threshold-env",
+                spec,
+                "latlab has no such variable to pass (give NAME=VALUE)",
+            )
+        })?,
+    };
+    Ok((name.to_string(), value))
+}
 const FLAG: &str = "--on-threshold";
 
 /// A signal by number or name (`TERM`, `SIGUSR1`, `10`).
@@ -86,6 +163,16 @@ pub fn parse(spec: &str, threshold: impl Fn(&str) -> Result<u64>) -> Result<Rule
                 .ok()
                 .filter(|&p| p > 0)
                 .ok_or_else(|| bad("signal: the PID must be a positive number"))?;
+            if pid == 1 {
+                return Err(bad(
+                    "signal: PID 1 is init (on a systemd host SIGINT to it reboots); refused",
+                ));
+            }
+            if pid == crate::sys::process::getpid() {
+                return Err(bad(
+                    "signal: that PID is latlab itself; use `stop` to end the run",
+                ));
+            }
             let sig = signal_number(sig)
                 .ok_or_else(|| bad("signal: unknown signal (a number, or TERM, USR1 ...)"))?;
             Action::Signal(pid, sig)
@@ -101,6 +188,32 @@ pub fn parse(spec: &str, threshold: impl Fn(&str) -> Result<u64>) -> Result<Rule
         threshold_ns,
         action,
     })
+}
+
+/// Checks, at start, that every `signal:` target exists and may be signalled: a missing one is
+/// exit 2 naming it, one latlab may not signal exit 3.
+pub fn check_targets(rules: &[Rule]) -> Result<()> {
+    for r in rules {
+        if let Action::Signal(pid, _) = r.action {
+            match crate::sys::process::signal_checked(pid, 0) {
+                Ok(()) => {}
+                Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {
+                    return Err(Error::flag(
+                        FLAG,
+                        &r.spec,
+                        format!("signal: no process {pid}"),
+                    ))
+                }
+                Err(e) => {
+                    return Err(Error::Env(format!(
+                        "{FLAG} {}: signal: cannot signal process {pid} ({e}); run as its owner or root",
+                        r.spec
+                    )))
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// What a spike looks like to an action.
@@ -120,26 +233,31 @@ pub struct Spike<'a> {
 #[derive(Debug, Default)]
 pub struct Actions {
     rules: Vec<Rule>,
-    max: u32,
+    limits: Limits,
     fired: Vec<u32>,
     stop: Option<Arc<AtomicBool>>,
+    /// Running `shell:` supervisors (each leads its process group).
     children: Vec<Child>,
     /// Firings not done because their rule had reached its maximum.
     pub suppressed: u64,
+    /// `shell:` firings not done because [`MAX_SHELLS`] were still running.
+    pub busy: u64,
+    /// `shell:` commands still running at the end of the run, killed then.
+    pub killed: u64,
 }
 
-/// How long the end of a run waits for `shell:` commands before killing them.
-const SHELL_GRACE: Duration = Duration::from_secs(10);
-
 impl Actions {
-    /// `rules`, each firing at most `max` times; `stop` ends the run.
-    pub fn new(rules: Vec<Rule>, max: u32, stop: Arc<AtomicBool>) -> Actions {
+    /// `rules` within `limits`; `stop` ends the run.
+    pub fn new(rules: Vec<Rule>, limits: Limits, stop: Arc<AtomicBool>) -> Actions {
         Actions {
             fired: vec![0; rules.len()],
             rules,
-            max,
+            limits,
             stop: Some(stop),
-            ..Actions::default()
+            children: Vec::new(),
+            suppressed: 0,
+            busy: 0,
+            killed: 0,
         }
     }
 
@@ -153,12 +271,18 @@ impl Actions {
     /// are done now and recorded.
     pub fn fire(&mut self, s: &Spike, record: &mut Vec<Firing>) -> Vec<String> {
         let mut windows = Vec::new();
+        self.children
+            .retain_mut(|c| matches!(c.try_wait(), Ok(None)));
         for (i, r) in self.rules.iter().enumerate() {
             if s.latency_ns < r.threshold_ns {
                 continue;
             }
-            if self.fired[i] >= self.max {
+            if self.fired[i] >= self.limits.max {
                 self.suppressed += 1;
+                continue;
+            }
+            if matches!(r.action, Action::Shell(_)) && self.children.len() >= MAX_SHELLS {
+                self.busy += 1;
                 continue;
             }
             self.fired[i] += 1;
@@ -167,7 +291,7 @@ impl Actions {
                     windows.push(r.spec.clone());
                     continue;
                 }
-                Action::Shell(cmd) => match shell(cmd, s) {
+                Action::Shell(cmd) => match shell(cmd, s, &self.limits.env) {
                     Ok(c) => {
                         let o = format!("started pid {}", c.id());
                         self.children.push(c);
@@ -175,10 +299,10 @@ impl Actions {
                     }
                     Err(e) => format!("could not start: {e}"),
                 },
-                Action::Signal(pid, sig) => {
-                    crate::sys::process::signal(*pid, *sig);
-                    format!("sent signal {sig} to {pid}")
-                }
+                Action::Signal(pid, sig) => match crate::sys::process::signal_checked(*pid, *sig) {
+                    Ok(()) => format!("sent signal {sig} to {pid}"),
+                    Err(e) => format!("could not send signal {sig} to {pid}: {e}"),
+                },
                 Action::Stop => {
                     if let Some(f) = &self.stop {
                         f.store(true, Ordering::SeqCst);
@@ -198,7 +322,8 @@ impl Actions {
         windows
     }
 
-    /// Waits for the `shell:` commands (killing those still running after a grace period).
+    /// Ends the `shell:` commands: those still running after a moment are killed with their
+    /// whole process group (the run never waits on them).
     pub fn finish(&mut self) {
         let t0 = Instant::now();
         for c in &mut self.children {
@@ -207,9 +332,10 @@ impl Actions {
                     Ok(Some(_)) | Err(_) => break,
                     Ok(None) if t0.elapsed() >= SHELL_GRACE => {
                         crate::sys::process::kill_group(c);
+                        self.killed += 1;
                         break;
                     }
-                    Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+                    Ok(None) => std::thread::sleep(Duration::from_millis(5)),
                 }
             }
         }
@@ -217,15 +343,40 @@ impl Actions {
     }
 }
 
-/// Starts `sh -c CMD` in its own process group, its output on latlab's stderr, with the
-/// spike in its environment.
-fn shell(cmd: &str, s: &Spike) -> std::io::Result<Child> {
+impl Drop for Actions {
+    fn drop(&mut self) {
+        // A session that ends by an error still leaves nothing running.
+        for c in &mut self.children {
+            crate::sys::process::kill_group(c);
+        }
+    }
+}
+
+/// Starts `sh -c CMD` under latlab's supervisor (`latlab action-worker`), in a process group
+/// of its own that dies with latlab, its output on latlab's stderr, with the spike and only
+/// [`KEPT_ENV`] and `env` in its environment.
+fn shell(cmd: &str, s: &Spike, env: &[(String, String)]) -> std::io::Result<Child> {
     use std::os::fd::AsFd;
     use std::os::unix::process::CommandExt;
     let err = std::io::stderr().as_fd().try_clone_to_owned()?;
-    Command::new("/bin/sh")
-        .arg("-c")
+    let exe = std::env::current_exe()?;
+    let mut c = Command::new(exe);
+    c.arg("action-worker")
+        .arg(crate::sys::process::getpid().to_string())
         .arg(cmd)
+        .env_clear();
+    for k in KEPT_ENV {
+        if let Some(v) = std::env::var_os(k) {
+            c.env(k, v);
+        }
+    }
+    if std::env::var_os("PATH").is_none() {
+        c.env(
+            "PATH",
+            "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        );
+    }
+    c.envs(env.iter().map(|(k, v)| (k, v)))
         .env("LATLAB_CPU", s.cpu.to_string())
         .env("LATLAB_LATENCY_NS", s.latency_ns.to_string())
         .env(
@@ -237,8 +388,37 @@ fn shell(cmd: &str, s: &Spike) -> std::io::Result<Child> {
         .env("LATLAB_PID", std::process::id().to_string())
         .stdin(Stdio::null())
         .stdout(Stdio::from(err))
-        .process_group(0)
-        .spawn()
+        .process_group(0);
+    crate::sys::process::die_with_us(&mut c);
+    c.spawn()
+}
+
+/// The hidden `latlab action-worker PARENT CMD`: runs `sh -c CMD` in this process's group (which
+/// it leads) and exits with its status; if latlab (`parent`) dies first, the whole group is
+/// killed (a parent-death signal alone would reach only this process, not the command's own
+/// children).
+pub fn worker_main(parent: i32, cmd: &str) -> Result<()> {
+    // Only as latlab starts it: leading a group of its own (its death kills that group, which
+    // must never be a shell's or a script's).
+    if !crate::sys::process::leads_own_group() {
+        return Err(Error::Usage(
+            "action-worker is internal: latlab starts it for --on-threshold shell:".into(),
+        ));
+    }
+    crate::sys::process::kill_group_when_parent_dies(parent);
+    let status = Command::new("/bin/sh")
+        .arg("-c")
+        .arg(cmd)
+        .stdin(Stdio::null())
+        .status();
+    let code = match status {
+        Ok(s) => s.code().unwrap_or_else(|| {
+            use std::os::unix::process::ExitStatusExt;
+            128 + s.signal().unwrap_or(0)
+        }),
+        Err(_) => 127,
+    };
+    std::process::exit(code);
 }
 
 #[cfg(test)]
@@ -267,6 +447,7 @@ mod tests {
             parse("1:signal:42:SIGTERM", us).unwrap().action,
             Action::Signal(42, libc::SIGTERM)
         );
+        let me = format!("5:signal:{}:USR1", std::process::id());
         for bad in [
             "trace",
             "x:trace",
@@ -277,6 +458,8 @@ mod tests {
             "5:signal:42",
             "5:signal:42:NOPE",
             "5:signal:-3:TERM",
+            "5:signal:1:USR1",
+            me.as_str(),
         ] {
             let e = parse(bad, us).unwrap_err();
             assert_eq!(e.exit_code(), 2, "{bad}");
@@ -291,7 +474,14 @@ mod tests {
             parse("100:stop", us).unwrap(),
             parse("5:trace", us).unwrap(),
         ];
-        let mut a = Actions::new(rules, 2, stop.clone());
+        let mut a = Actions::new(
+            rules,
+            Limits {
+                max: 2,
+                ..Limits::default()
+            },
+            stop.clone(),
+        );
         let mut rec = Vec::new();
         let s = |lat: u64| Spike {
             series: "T0",

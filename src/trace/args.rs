@@ -34,6 +34,21 @@ pub struct TraceArgs {
     #[arg(long = "on-threshold-max", value_name = "N", requires = "trace")]
     pub on_threshold_max: Option<u32>,
 
+    /// Bytes `--trace-save` and `trace` actions may write in one run (k, M, G; default 1G):
+    /// windows beyond it are not saved (counted), a trace.dat beyond it keeps its newest pages.
+    #[arg(long = "trace-budget", value_name = "SIZE", requires = "trace")]
+    pub trace_budget: Option<String>,
+
+    /// A variable `shell:` actions get (repeatable): NAME (latlab's value) or NAME=VALUE. They
+    /// get only PATH, HOME, USER, LOGNAME, LANG, LC_ALL, TZ, TERM and the LATLAB_* ones
+    /// otherwise (never PGPASSWORD or LATLAB_STORE unless named here).
+    #[arg(
+        long = "on-threshold-env",
+        value_name = "NAME[=VALUE]",
+        requires = "trace"
+    )]
+    pub on_threshold_env: Vec<String>,
+
     /// Record the kernel stack of what the CPU ran when each measuring thread was woken
     /// (a stacktrace trigger), named from /proc/kallsyms; attached to every spike, the
     /// worst one's shown (cyclic and monitor).
@@ -42,9 +57,11 @@ pub struct TraceArgs {
 }
 
 impl TraceArgs {
-    /// The validated `--on-threshold` rules.
+    /// The validated `--on-threshold` rules (a `signal:` target is checked to exist now), with
+    /// the files they and `--trace-save` will write checked before anything is measured.
     pub fn actions(&self) -> Result<Vec<crate::trace::actions::Rule>> {
-        self.on_threshold
+        let rules = self
+            .on_threshold
             .iter()
             .map(|v| {
                 crate::trace::actions::parse(v, |x| {
@@ -52,7 +69,52 @@ impl TraceArgs {
                         .map_err(|e| Error::flag("--on-threshold", x, e))
                 })
             })
-            .collect()
+            .collect::<Result<Vec<_>>>()?;
+        crate::trace::actions::check_targets(&rules)?;
+        if let Some(p) = &self.trace_save {
+            // Not a directory, FIFO or device (windows are written beside it, named after it).
+            crate::output::check_output(p, false)
+                .map_err(|e| Error::flag("--trace-save", p.display(), e))?;
+        } else if rules
+            .iter()
+            .any(|r| r.action == crate::trace::actions::Action::Trace)
+        {
+            let here = std::path::Path::new("latlab-spike.dat");
+            crate::output::check_output(here, false).map_err(|e| {
+                Error::flag(
+                    "--on-threshold",
+                    "trace",
+                    format!("windows are saved in the current directory: {e}"),
+                )
+            })?;
+        }
+        Ok(rules)
+    }
+
+    /// The bounds of the run's actions: `--on-threshold-max`, `--trace-budget`,
+    /// `--on-threshold-env`.
+    pub fn limits(&self) -> Result<crate::trace::actions::Limits> {
+        let budget = match self.trace_budget.as_deref() {
+            None => crate::trace::actions::DEFAULT_BUDGET,
+            Some(v) => crate::config::parse_bytes(v)
+                .filter(|&b| b > 0)
+                .ok_or_else(|| {
+                    Error::flag(
+                        "--trace-budget",
+                        v,
+                        "expected a size above zero (bytes, or with k, M, G)",
+                    )
+                })?,
+        };
+        Ok(crate::trace::actions::Limits {
+            max: self.actions_max()?,
+            budget,
+            env: self
+                .on_threshold_env
+                .iter()
+                .map(|e| crate::trace::actions::parse_env(e))
+                .collect::<Result<_>>()?,
+        })
     }
 
     /// The validated `--on-threshold-max`.

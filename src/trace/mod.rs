@@ -1,6 +1,6 @@
 //! `--trace`: why a wake-up was late, from plain kernel tracepoints. A private tracefs instance
 //! (`tracefs`), a binary reader of its per-CPU ring-buffer pages (`format`, `page`, `event`)
-//! feeding a per-CPU flight recorder (`recorder`), and the attribution of every spike over a
+//! feeding a per-CPU flight recorder (`flight`), and the attribution of every spike over a
 //! threshold to IRQs, softirqs, threads and an unattributed rest (`attribute`, `spikes`).
 //! `lifecycle` makes sure no instance or mount outlives the process, whatever ends it.
 
@@ -19,6 +19,7 @@ pub mod lifecycle;
 pub mod page;
 pub mod procs;
 pub mod raw;
+pub mod saving;
 pub mod session;
 pub mod stacks;
 pub mod tracefs;

@@ -40,18 +40,14 @@ pub struct Tracer {
     older: std::collections::HashMap<i32, Identity>,
     /// `--trace-save FILE.dat`: where to write the raw pages as a trace.dat.
     dat: Option<std::path::PathBuf>,
-    /// The tracefs root, the events traced and the page size (for the trace.dat).
-    root: std::path::PathBuf,
-    events: Vec<String>,
-    page_size: usize,
+    /// Writes trace files within the run's budget and end.
+    saver: super::saving::Saver,
     /// `--on-threshold` rules.
     actions: Option<super::actions::Actions>,
     /// `-b`: save the window of the first spike at or above this.
     break_on: Option<u64>,
     /// Windows to save once attributed: (series, seq, rule text).
     windows: Vec<(u32, u64, String)>,
-    /// Windows saved so far.
-    saved: usize,
     /// `--trace-stacks`: the kernel's symbols.
     kallsyms: Option<super::stacks::Kallsyms>,
     /// NMI, SMI and steal counters at the start.
@@ -88,10 +84,10 @@ pub struct Request {
     pub extra: &'static [&'static str],
     /// `--trace-save FILE`.
     pub save: Option<std::path::PathBuf>,
-    /// `--on-threshold` rules and `--on-threshold-max`.
+    /// `--on-threshold` rules.
     pub actions: Vec<super::actions::Rule>,
-    /// Most firings of each rule.
-    pub actions_max: u32,
+    /// Their bounds: firings per rule, the disk budget, what `shell:` commands get.
+    pub limits: super::actions::Limits,
     /// `-b`: save the window of the first spike at or above this (ns).
     pub break_on: Option<u64>,
     /// CPUs the reader thread runs on (housekeeping: off the measured CPUs); None: wherever
@@ -122,7 +118,7 @@ impl Tracer {
         };
         let mut t = t
             .saving(r.save.clone())
-            .acting(r.actions.clone(), r.actions_max, stop)
+            .acting(r.actions.clone(), r.limits.clone(), stop)
             .breaking(r.break_on);
         t.spinner = r.spinner;
         if r.stacks {
@@ -193,13 +189,10 @@ impl Tracer {
             save: None,
             older: Default::default(),
             dat: None,
-            root: fs.root.clone(),
-            events,
-            page_size,
+            saver: super::saving::Saver::new(fs.root.clone(), events, page_size),
             actions: None,
             break_on: None,
             windows: Vec::new(),
-            saved: 0,
             kallsyms: None,
             counters,
             watch,
@@ -237,22 +230,34 @@ impl Tracer {
         self
     }
 
-    /// `--on-threshold`: `rules`, each firing at most `max` times; `stop` ends the run.
+    /// `--on-threshold`: `rules` within `limits` (firings per rule, disk budget, the
+    /// environment of `shell:` commands); `stop` ends the run.
     pub fn acting(
         mut self,
         rules: Vec<super::actions::Rule>,
-        max: u32,
+        limits: super::actions::Limits,
         stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     ) -> Tracer {
+        self.saver.budget(limits.budget);
         if rules.is_empty() {
             return self;
         }
-        let a = super::actions::Actions::new(rules, max, stop);
+        let a = super::actions::Actions::new(rules, limits, stop);
         if a.saves_windows() {
             self.rec.keep_pages(DAT_BYTES_PER_CPU);
         }
         self.actions = Some(a);
         self
+    }
+
+    /// Tells the session when the run ends (a signal sets `interrupted`; `deadline` is the
+    /// planned end): trace windows due after it are not written, one being written is cut.
+    pub fn ends(
+        &mut self,
+        interrupted: std::sync::Arc<std::sync::atomic::AtomicBool>,
+        deadline: Option<std::time::Instant>,
+    ) {
+        self.saver.ends(interrupted, deadline);
     }
 
     /// `-b`: save the trace window of the spike that stops the run (the first at or above
@@ -378,10 +383,7 @@ impl Tracer {
             .collect();
         if !due.is_empty() {
             self.windows.retain(|w| !(w.0 == s.series && w.1 == s.seq));
-            let outcome = match self.save_window(&s) {
-                Ok(p) => format!("saved {}", p.display()),
-                Err(e) => format!("could not save the window: {e}"),
-            };
+            let outcome = self.save_window(&s);
             for rule in due {
                 self.report.actions.push(crate::result::trace::Firing {
                     rule,
@@ -405,37 +407,20 @@ impl Tracer {
 
     /// Writes the window of spike `s` (every traced CPU, from [`WINDOW_LEAD_NS`] before the
     /// expected wake-up to the actual one) as a trace.dat beside `--trace-save` (or in the
-    /// current directory): `<name>-spike-<n>.dat`.
-    fn save_window(&mut self, s: &RawSpike) -> std::io::Result<std::path::PathBuf> {
-        self.saved += 1;
+    /// current directory): `<name>-spike-<n>.dat`, within the run's budget and end. Returns
+    /// the outcome to record.
+    fn save_window(&mut self, s: &RawSpike) -> String {
         let base = match (&self.dat, &self.save) {
             (Some(p), _) | (None, Some((p, _))) => p.with_extension(""),
             _ => std::path::PathBuf::from(format!("latlab-{}", std::process::id())),
         };
-        let path = std::path::PathBuf::from(format!("{}-spike-{}.dat", base.display(), self.saved));
-        let meta = super::dat::meta(&self.root, &self.events, self.page_size)?;
+        if self.saver.past_end() {
+            return self.saver.window(&base, Vec::new());
+        }
         let pages = self
             .rec
             .pages_between(s.expected.saturating_sub(WINDOW_LEAD_NS), s.actual);
-        let n = pages.iter().map(|p| p.0 + 1).max().unwrap_or(0);
-        let mut cpus: Vec<Vec<Vec<u8>>> = vec![Vec::new(); n];
-        for (c, ps) in pages {
-            cpus[c] = ps;
-        }
-        super::dat::write(&path, &meta, &cpus)?;
-        Ok(path)
-    }
-
-    /// Writes the kept raw pages as a trace.dat (CPUs not traced have no data).
-    fn write_dat(&self, path: &std::path::Path) -> std::io::Result<()> {
-        let meta = super::dat::meta(&self.root, &self.events, self.page_size)?;
-        let pages = self.rec.take_pages();
-        let n = pages.iter().map(|p| p.0 + 1).max().unwrap_or(0);
-        let mut cpus: Vec<Vec<Vec<u8>>> = vec![Vec::new(); n];
-        for (c, ps) in pages {
-            cpus[c] = ps.into_iter().map(Vec::from).collect();
-        }
-        super::dat::write(path, &meta, &cpus)
+        self.saver.window(&base, pages)
     }
 
     /// Names the command group and exec chain of every thread component of `spikes`.
@@ -525,6 +510,8 @@ impl Tracer {
         if let Some(a) = self.actions.as_mut() {
             a.finish();
             self.report.actions_suppressed = a.suppressed;
+            self.report.actions_busy = a.busy;
+            self.report.shells_killed = a.killed;
         }
         for (_, read, lost, _) in self.rec.counts() {
             self.report.events += read;
@@ -553,15 +540,42 @@ impl Tracer {
         self.report.warnings.extend(warn);
         self.report.per_cpu = super::culprits::summarise(&self.report.spikes, &self.report.cpus);
         if let Some(path) = self.dat.take() {
-            if let Err(e) = self.write_dat(&path) {
-                crate::note!("latlab: --trace-save {}: {e}", path.display());
-            }
+            let pages = self.rec.take_pages();
+            self.saver.dat(&path, pages);
         }
         if let Some((path, text)) = self.save.take() {
-            if let Err(e) = crate::output::write_atomic(&path, text.as_bytes()) {
-                crate::note!("latlab: --trace-save {}: {e}", path.display());
-            }
+            self.saver.timeline(&path, &text);
         }
+        self.report.actions_over_budget = self.saver.over_budget;
+        self.report.actions_after_end = self.saver.after_end;
+        self.report.bytes_saved = self.saver.spent();
+        if self.saver.over_budget > 0 {
+            self.saver.warnings.push(format!(
+                "--trace-budget: {} trace windows not saved (the run's trace files would have passed the budget)",
+                self.saver.over_budget
+            ));
+        }
+        if self.saver.after_end > 0 {
+            self.saver.warnings.push(format!(
+                "{} trace windows not saved or cut: the run had ended",
+                self.saver.after_end
+            ));
+        }
+        if self.report.actions_busy > 0 {
+            self.saver.warnings.push(format!(
+                "--on-threshold: {} shell: firings not started ({} were still running)",
+                self.report.actions_busy,
+                super::actions::MAX_SHELLS
+            ));
+        }
+        if self.report.shells_killed > 0 {
+            self.saver.warnings.push(format!(
+                "--on-threshold: {} shell: commands still running at the end were killed",
+                self.report.shells_killed
+            ));
+        }
+        let w = std::mem::take(&mut self.saver.warnings);
+        self.report.warnings.extend(w);
         self.report
     }
 }

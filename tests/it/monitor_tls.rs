@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// A CA and a server certificate for 127.0.0.1 signed by it, in `dir`.
-fn make_certs(dir: &Path) {
+pub(crate) fn make_certs(dir: &Path) {
     let run = |line: &str, last: &[&str]| {
         run_tool(
             Command::new("openssl")
@@ -40,7 +40,7 @@ fn make_certs(dir: &Path) {
 }
 
 /// curl's HTTP status for `url` with these extra arguments ("000" when it failed to connect).
-fn curl(url: &str, extra: &[&str]) -> String {
+pub(crate) fn curl(url: &str, extra: &[&str]) -> String {
     let out = Command::new("curl")
         .args([
             "-s",

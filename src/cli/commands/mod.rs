@@ -27,7 +27,10 @@ pub fn run(parsed: Parsed, argv: Vec<String>) -> Result<()> {
         }
         Parsed::Other(cmd) => cmd,
     };
-    if !matches!(cmd, Command::Restore | Command::LoadWorker(_)) {
+    if !matches!(
+        cmd,
+        Command::Restore | Command::LoadWorker(_) | Command::ActionWorker(_)
+    ) {
         pending_notice();
     }
     if matches!(
@@ -59,10 +62,11 @@ pub fn run(parsed: Parsed, argv: Vec<String>) -> Result<()> {
                 .map_err(|e| Error::io("stdout", e))
         }
         Command::LoadWorker(a) => crate::loadgen::worker_main(&a.spec),
+        Command::ActionWorker(a) => crate::trace::actions::worker_main(a.parent, &a.cmd),
         Command::Runs(c) => runs::run(c),
         Command::Run(a) => {
             let text = if a.dry_run {
-                crate::experiment::runner::dry_run(&a.plan, &a.set)?
+                crate::experiment::dry::dry_run(&a.plan, &a.set)?
             } else {
                 // A second Ctrl-C ends the measurement child at once, but the plan itself goes
                 // on to put every setting back before it exits.

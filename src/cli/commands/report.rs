@@ -129,7 +129,7 @@ pub fn plot_cmd(a: &PlotArgs) -> Result<()> {
                 .ok_or_else(|| none("no histogram to draw"))?
                 .0
         }
-        PlotKind::Timeline => charts::timeline(&l.run)
+        PlotKind::Timeline => crate::report::timecharts::timeline(&l.run)
             .ok_or_else(|| {
                 none("no timeline (a result without one, or a measurement that does not keep one)")
             })?

@@ -4,7 +4,9 @@ use super::since::parse_since;
 use crate::cli::RunsCmd;
 use crate::error::{Error, Result};
 use crate::export::columns;
-use crate::store::{export, import, open, parse_tags, Bundle, Filter, BUNDLE_FORMAT};
+use crate::store::{
+    export, import, open, open_for_reading, parse_tags, Bundle, Filter, BUNDLE_FORMAT,
+};
 
 /// Largest bundle `runs import` reads.
 pub const MAX_BUNDLE_BYTES: u64 = 256 << 20;
@@ -21,7 +23,7 @@ pub fn run(c: RunsCmd) -> Result<()> {
             experiments,
         } => {
             let cutoff = since.as_deref().map(parse_since).transpose()?;
-            let st = open(store.as_deref())?;
+            let st = open_for_reading(store.as_deref())?;
             let f = Filter {
                 kind,
                 tags: parse_tags(&tag)?.into_iter().collect(),
@@ -59,10 +61,10 @@ pub fn run(c: RunsCmd) -> Result<()> {
                     ]
                 })
                 .collect();
-            out(&columns::render_left(
+            out(&crate::output::printable(&columns::render_left(
                 &["id", "kind", "started", "host", "interrupted", "tags"],
                 &rows,
-            ))
+            )))
         }
         RunsCmd::Show {
             id,
@@ -70,7 +72,7 @@ pub fn run(c: RunsCmd) -> Result<()> {
             unit,
             store,
         } => {
-            let e = open(store.as_deref())?.get(&id)?;
+            let e = open_for_reading(store.as_deref())?.get(&id)?;
             let raw = || serde_json::to_string_pretty(&e).map_err(|e| Error::Env(e.to_string()));
             if json {
                 return out(&(raw()? + "\n"));
@@ -84,7 +86,7 @@ pub fn run(c: RunsCmd) -> Result<()> {
             }
         }
         RunsCmd::Export { ids, all, store } => {
-            let st = open(store.as_deref())?;
+            let st = open_for_reading(store.as_deref())?;
             let ids: Vec<String> = if all {
                 st.list(&Filter::default())?
                     .into_iter()
@@ -143,6 +145,16 @@ pub fn run(c: RunsCmd) -> Result<()> {
                     b.format
                 )));
             }
+            // Every run reads back before any is imported: a bad one leaves the store as it was.
+            for (i, e) in b.runs.iter().enumerate() {
+                crate::result::Run::from_stored(&e.run.to_string()).map_err(|why| {
+                    Error::Usage(format!(
+                        "{name}: run {} ({}): not a readable latlab run ({why}); nothing imported",
+                        i + 1,
+                        e.run.get("id").and_then(|v| v.as_str()).unwrap_or("?")
+                    ))
+                })?;
+            }
             let mut st = open(store.as_deref())?;
             // From here on a signal stops the import between two runs, with a count.
             let control = crate::driver::signals::control();
@@ -163,8 +175,39 @@ pub fn run(c: RunsCmd) -> Result<()> {
                 st.location()
             ))
         }
+        RunsCmd::Check { store } => {
+            let st = open_for_reading(store.as_deref())?;
+            let rows = st.list(&Filter::default())?;
+            let mut bad = Vec::new();
+            for r in &rows {
+                let why = match st.get(&r.id) {
+                    Ok(e) => crate::result::Run::from_stored(&e.run.to_string()).err(),
+                    Err(e) => Some(e.to_string()),
+                };
+                if let Some(why) = why {
+                    bad.push(vec![r.id.clone(), r.kind.clone(), r.started.clone(), why]);
+                }
+            }
+            if bad.is_empty() {
+                return out(&format!(
+                    "all {} run(s) in {} read back\n",
+                    rows.len(),
+                    st.location()
+                ));
+            }
+            out(&columns::render_left(
+                &["id", "kind", "started", "why"],
+                &bad,
+            ))?;
+            Err(Error::CheckFailed(format!(
+                "{} of {} run(s) in {} do not read back (`latlab runs delete ID` removes one)",
+                bad.len(),
+                rows.len(),
+                st.location()
+            )))
+        }
         RunsCmd::Delete { id, store } => {
-            let mut st = open(store.as_deref())?;
+            let mut st = open_for_reading(store.as_deref())?;
             st.delete(&id)?;
             out(&format!("deleted run {id} from {}\n", st.location()))
         }

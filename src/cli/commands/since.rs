@@ -4,13 +4,19 @@ use crate::error::{Error, Result};
 
 /// `--since`: a time ago (`7d`, `12h`) or a time (RFC 3339, UTC); anything else is exit 2
 /// naming the flag.
+/// A time before the epoch (`--since 100000d`) is the epoch: nothing was stored before it.
 pub fn parse_since(v: &str) -> Result<std::time::SystemTime> {
+    let at_least_epoch = |t: std::time::SystemTime| t.max(std::time::UNIX_EPOCH);
     if let Ok(t) = humantime::parse_rfc3339_weak(v) {
-        return Ok(t);
+        return Ok(at_least_epoch(t));
     }
     humantime::parse_duration(v)
         .ok()
-        .and_then(|d| std::time::SystemTime::now().checked_sub(d))
+        .map(|d| {
+            std::time::SystemTime::now()
+                .checked_sub(d)
+                .map_or(std::time::UNIX_EPOCH, at_least_epoch)
+        })
         .ok_or_else(|| {
             Error::flag(
                 "--since",

@@ -77,8 +77,8 @@ pub struct CyclicConfig {
     pub trace_save: Option<PathBuf>,
     /// `--on-threshold` rules.
     pub trace_actions: Vec<crate::trace::actions::Rule>,
-    /// `--on-threshold-max`.
-    pub trace_actions_max: u32,
+    /// `--on-threshold-max`, `--trace-budget`, `--on-threshold-env`.
+    pub trace_limits: crate::trace::actions::Limits,
     /// `--trace-stacks`.
     pub trace_stacks: bool,
     /// `--hrtick`: turn the scheduler's high-resolution tick on for the run (deadline only).

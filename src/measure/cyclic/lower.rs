@@ -319,7 +319,7 @@ impl CyclicConfig {
             trace_threshold_ns,
             trace_save: a.trace.trace_save.clone(),
             trace_actions: a.trace.actions()?,
-            trace_actions_max: a.trace.actions_max()?,
+            trace_limits: a.trace.limits()?,
             trace_stacks: a.trace.trace_stacks,
             hrtick: a.hrtick,
             notes,

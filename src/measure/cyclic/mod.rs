@@ -242,6 +242,9 @@ fn watch(
 ) {
     let n = cfg.threads.len();
     let deadline = cfg.duration_ns.map(|d| t0 + Duration::from_nanos(d));
+    if let Some(t) = tracer.as_mut() {
+        t.ends(control.interrupted.clone(), deadline);
+    }
     loop {
         if control.was_interrupted() || deadline.is_some_and(|d| Instant::now() >= d) {
             control.stop.store(true, Ordering::Release);
@@ -353,7 +356,14 @@ fn finish_samples(
     let lost: Vec<u64> = outs.iter().map(|(_, o)| o.lost).collect();
     let path = match (writer, &cfg.samples) {
         (Some(w), Some(p)) => {
-            w.finish(&lost)?;
+            // A log that could not be written to the end (disk full, a reader that stopped)
+            // is a warning of the run: the measurement itself is kept.
+            if let Err(e) = w.finish(&lost) {
+                warnings.push(format!(
+                    "--samples {}: {e}; the log holds only the blocks written before",
+                    p.display()
+                ));
+            }
             Some(p.display().to_string())
         }
         _ => None,
@@ -438,7 +448,7 @@ impl crate::driver::Measurement for CyclicConfig {
             stacks: self.trace_stacks,
             save: self.trace_save.clone(),
             actions: self.trace_actions.clone(),
-            actions_max: self.trace_actions_max,
+            limits: self.trace_limits.clone(),
             break_on: self.break_on_ns,
             needs_root: "--trace needs root (it reads the kernel's tracepoints through tracefs)",
             ..Default::default()

@@ -154,7 +154,7 @@ impl MonitorConfig {
             trace_stacks: a.trace.trace_stacks,
             trace_save: a.trace.trace_save.clone(),
             trace_actions: a.trace.actions()?,
-            trace_actions_max: a.trace.actions_max()?,
+            trace_limits: a.trace.limits()?,
             trace_culprits,
         })
     }

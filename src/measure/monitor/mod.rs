@@ -82,8 +82,8 @@ pub struct MonitorConfig {
     pub trace_save: Option<std::path::PathBuf>,
     /// `--on-threshold` rules.
     pub trace_actions: Vec<crate::trace::actions::Rule>,
-    /// `--on-threshold-max`.
-    pub trace_actions_max: u32,
+    /// `--on-threshold-max`, `--trace-budget`, `--on-threshold-env`.
+    pub trace_limits: crate::trace::actions::Limits,
     /// `--trace-culprits`: culprit groups with a series of their own, per CPU.
     pub trace_culprits: usize,
 }
@@ -212,6 +212,9 @@ pub fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> 
     let every = Duration::from_nanos(cfg.snapshot_every_ns);
     let t0 = Instant::now();
     let deadline = cfg.duration_ns.map(|d| t0 + Duration::from_nanos(d));
+    if let Some(t) = tracer.as_mut() {
+        t.ends(control.interrupted.clone(), deadline);
+    }
     let mut next_snapshot = t0 + every;
     let mut seq = 0u64;
     loop {
@@ -470,7 +473,7 @@ impl crate::driver::Measurement for MonitorConfig {
             stacks: self.trace_stacks,
             save: self.trace_save.clone(),
             actions: self.trace_actions.clone(),
-            actions_max: self.trace_actions_max,
+            limits: self.trace_limits.clone(),
             needs_root: "--trace needs root (it reads the kernel's tracepoints through tracefs)",
             ..Default::default()
         })

@@ -245,10 +245,14 @@ pub fn render(cfg: &MonitorConfig, o: &MonitorOutcome) -> String {
     if !o.causes.is_empty() {
         out.push_str(&render_causes(cfg, &o.causes));
     }
-    out.push_str(&format!(
-        "{} snapshots stored during the run, plus the last interval's ({})\n",
-        o.snapshots, o.run.id
-    ));
+    if cfg.no_store {
+        out.push_str("--no-store: no snapshot was stored\n");
+    } else {
+        out.push_str(&format!(
+            "{} snapshots stored during the run, plus the last interval's ({})\n",
+            o.snapshots, o.run.id
+        ));
+    }
     out
 }
 

@@ -1,16 +1,30 @@
 //! `--web-config FILE`: TLS and basic authentication for the monitor's endpoint, in the
 //! Prometheus exporter-toolkit format that node_exporter reads (`tls_server_config` with
 //! `cert_file`/`key_file`, `basic_auth_users` with bcrypt hashes). Everything is checked at
-//! start: a bad file is refused (exit 2) naming the key.
+//! start, in bounded time: a bad file is refused (exit 2) naming the key; the certificate and
+//! key must be regular files of at most [`MAX_PEM_BYTES`], and a bcrypt cost above
+//! [`MAX_BCRYPT_COST`] is refused (a hash is checked by its form, never by hashing, so no cost
+//! is paid at start). Verified credentials are remembered, so a scraper pays bcrypt once.
 
 use crate::error::{Error, Result};
 use base64::Engine;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use serde::Deserialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+
+/// Largest web configuration file read.
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+/// Largest certificate or key file read (a chain of PEM certificates is a few KiB).
+pub const MAX_PEM_BYTES: u64 = 1 << 20;
+/// Highest bcrypt cost accepted. exporter-toolkit's docs make hashes with `htpasswd -nBC 10`
+/// and say a cost of 10 takes about 70 ms; every step doubles it, so 12 is about 0.3 s per
+/// verification (a scraper's first request) and 31 would be days.
+pub const MAX_BCRYPT_COST: u32 = 12;
+/// Verified (user, password) pairs remembered: a scraper's later requests skip bcrypt.
+const AUTH_CACHE: usize = 64;
 
 /// The file as written (exporter-toolkit's keys; others are refused by name).
 #[derive(Debug, Deserialize)]
@@ -36,6 +50,34 @@ pub struct WebConfig {
     pub tls: Option<Arc<rustls::ServerConfig>>,
     /// User name → bcrypt hash; empty: no authentication.
     users: BTreeMap<String, String>,
+    /// Credentials verified so far (user → password), at most [`AUTH_CACHE`].
+    verified: Mutex<HashMap<String, Vec<u8>>>,
+}
+
+/// Reads a PEM file named in the web config: a regular file (never a FIFO or a device: exit 2
+/// at once), at most [`MAX_PEM_BYTES`].
+fn read_pem(path: &Path) -> std::result::Result<Vec<u8>, String> {
+    use std::io::Read;
+    let f = crate::io::open_typed(path, Some(MAX_PEM_BYTES), false).map_err(|e| e.to_string())?;
+    let mut bytes = Vec::new();
+    f.take(MAX_PEM_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| e.to_string())?;
+    Ok(bytes)
+}
+
+/// Checks a bcrypt hash by its form ($2a$/$2b$/$2y$, a cost, 53 characters of salt and hash)
+/// and returns its cost, without hashing anything.
+fn bcrypt_cost(hash: &str) -> Option<u32> {
+    if hash.len() != 60 || !["$2a$", "$2b$", "$2y$"].iter().any(|p| hash.starts_with(p)) {
+        return None;
+    }
+    hash.parse::<bcrypt::HashParts>().ok().map(|h| h.get_cost())
+}
+
+/// Equal byte strings, in time that depends only on their lengths.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 impl WebConfig {
@@ -44,7 +86,7 @@ impl WebConfig {
         let bad = |key: &str, why: String| {
             Error::flag("--web-config", path.display(), format!("{key}: {why}"))
         };
-        let text = crate::io::read_text_limited(path, 1 << 20, "--web-config")?;
+        let text = crate::io::read_text_limited(path, MAX_CONFIG_BYTES, "--web-config")?;
         let file: File = if text.trim().is_empty() {
             File {
                 tls_server_config: None,
@@ -65,17 +107,20 @@ impl WebConfig {
                 let key = t.key_file.ok_or_else(|| {
                     bad("tls_server_config.key_file", "missing (required)".into())
                 })?;
-                let certs: Vec<CertificateDer<'static>> =
-                    CertificateDer::pem_file_iter(resolve(&cert))
-                        .and_then(|it| it.collect::<std::result::Result<Vec<_>, _>>())
-                        .map_err(|e| bad("tls_server_config.cert_file", format!("{cert}: {e}")))?;
+                let cert_pem = read_pem(&resolve(&cert))
+                    .map_err(|e| bad("tls_server_config.cert_file", format!("{cert}: {e}")))?;
+                let key_pem = read_pem(&resolve(&key))
+                    .map_err(|e| bad("tls_server_config.key_file", format!("{key}: {e}")))?;
+                let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&cert_pem)
+                    .collect::<std::result::Result<Vec<_>, _>>()
+                    .map_err(|e| bad("tls_server_config.cert_file", format!("{cert}: {e}")))?;
                 if certs.is_empty() {
                     return Err(bad(
                         "tls_server_config.cert_file",
                         format!("{cert}: no certificate in it"),
                     ));
                 }
-                let pk = PrivateKeyDer::from_pem_file(resolve(&key))
+                let pk = PrivateKeyDer::from_pem_slice(&key_pem)
                     .map_err(|e| bad("tls_server_config.key_file", format!("{key}: {e}")))?;
                 let versions: &[&rustls::SupportedProtocolVersion] = match t.min_version.as_deref()
                 {
@@ -111,19 +156,32 @@ impl WebConfig {
                     format!("{user:?}: a user name is not empty and has no ':'"),
                 ));
             }
-            // A bcrypt hash: $2a$/$2b$/$2y$, a cost, 53 characters of salt and hash.
-            let ok = hash.len() == 60
-                && ["$2a$", "$2b$", "$2y$"].iter().any(|p| hash.starts_with(p))
-                && bcrypt::verify("", hash).is_ok();
-            if !ok {
-                return Err(bad(
-                    &format!("basic_auth_users.{user}"),
-                    "not a bcrypt hash (make one with `htpasswd -nBC 10 \"\" | tr -d ':\\n'`)"
-                        .into(),
-                ));
+            match bcrypt_cost(hash) {
+                None => {
+                    return Err(bad(
+                        &format!("basic_auth_users.{user}"),
+                        "not a bcrypt hash (make one with `htpasswd -nBC 10 \"\" | tr -d ':\\n'`)"
+                            .into(),
+                    ))
+                }
+                Some(cost) if cost > MAX_BCRYPT_COST => {
+                    return Err(bad(
+                        &format!("basic_auth_users.{user}"),
+                        format!(
+                        "bcrypt cost {cost} is above {MAX_BCRYPT_COST}, the most latlab verifies \
+                             (each step doubles the time a scrape waits; exporter-toolkit's docs \
+                             use 10: `htpasswd -nBC 10 \"\" | tr -d ':\\n'`)"
+                    ),
+                    ))
+                }
+                Some(_) => {}
             }
         }
-        Ok(WebConfig { tls, users })
+        Ok(WebConfig {
+            tls,
+            users,
+            verified: Mutex::new(HashMap::new()),
+        })
     }
 
     /// True when requests must authenticate.
@@ -151,8 +209,27 @@ impl WebConfig {
         let Some((user, pass)) = text.split_once(':') else {
             return false;
         };
+        let known = self
+            .verified
+            .lock()
+            .ok()
+            .and_then(|v| v.get(user).map(|p| same(p, pass.as_bytes())));
+        if known == Some(true) {
+            return true;
+        }
         match self.users.get(user) {
-            Some(hash) => bcrypt::verify(pass, hash).unwrap_or(false),
+            Some(hash) => {
+                let ok = bcrypt::verify(pass, hash).unwrap_or(false);
+                if ok {
+                    if let Ok(mut v) = self.verified.lock() {
+                        if v.len() >= AUTH_CACHE {
+                            v.clear();
+                        }
+                        v.insert(user.to_string(), pass.as_bytes().to_vec());
+                    }
+                }
+                ok
+            }
             // Spend the same time on an unknown user as on a wrong password.
             None => {
                 if let Some(any) = self.users.values().next() {
@@ -221,11 +298,27 @@ mod tests {
                 "tls_server_config.cert_file",
             ),
             ("http_server_config2: {}\n", "http_server_config2"),
+            (
+                "tls_server_config:\n  cert_file: /dev/zero\n  key_file: /dev/zero\n",
+                "/dev/zero: a character device",
+            ),
         ] {
             let p = write(d.path(), "bad.yml", text);
             let e = WebConfig::load(&p).unwrap_err();
             assert_eq!(e.exit_code(), 2);
             assert!(e.to_string().contains(key), "{text}: {e}");
         }
+        // A cost above the cap is refused at once (verifying one would take days).
+        let h31 = bcrypt::hash("x", 4).unwrap().replacen("$04$", "$31$", 1);
+        let p = write(
+            d.path(),
+            "slow.yml",
+            &format!("basic_auth_users:\n  p: '{h31}'\n"),
+        );
+        let e = WebConfig::load(&p).unwrap_err().to_string();
+        assert!(
+            e.contains("bcrypt cost 31") && e.contains("slow.yml"),
+            "{e}"
+        );
     }
 }

@@ -56,6 +56,6 @@ pub struct NoiseConfig {
     pub trace_save: Option<PathBuf>,
     /// `--on-threshold` rules.
     pub trace_actions: Vec<crate::trace::actions::Rule>,
-    /// `--on-threshold-max`.
-    pub trace_actions_max: u32,
+    /// `--on-threshold-max`, `--trace-budget`, `--on-threshold-env`.
+    pub trace_limits: crate::trace::actions::Limits,
 }

@@ -106,7 +106,7 @@ impl NoiseConfig {
             trace_threshold_ns: a.trace.threshold_ns()?,
             trace_save: a.trace.trace_save.clone(),
             trace_actions: a.trace.actions()?,
-            trace_actions_max: a.trace.actions_max()?,
+            trace_limits: a.trace.limits()?,
         })
     }
 }

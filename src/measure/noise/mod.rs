@@ -128,6 +128,11 @@ pub fn run(mut cfg: NoiseConfig, ctx: &mut Ctx<'_>) -> Result<NoiseOutcome> {
     // --trace: spinners starve an ordinary reader, so each CPU keeps a whole measurement
     // (at most two minutes) and interruptions are attributed after it.
     let mut tracer = ctx.take_tracer();
+    // Windows are saved after each measurement (the spinners starve the reader meanwhile):
+    // a signal ends the saving, one window cut where it was.
+    if let Some(t) = tracer.as_mut() {
+        t.ends(control.interrupted.clone(), None);
+    }
     for r in 0..cfg.repeat {
         // The first repeat always runs (it ends at once when a signal came already), so an
         // early Ctrl-C still gives a saved, interrupted result.
@@ -492,7 +497,7 @@ impl crate::driver::Measurement for NoiseConfig {
             spinner: true,
             save: self.trace_save.clone(),
             actions: self.trace_actions.clone(),
-            actions_max: self.trace_actions_max,
+            limits: self.trace_limits.clone(),
             needs_root: "--trace needs root (it reads the kernel's tracepoints through tracefs)",
             ..Default::default()
         })

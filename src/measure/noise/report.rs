@@ -428,7 +428,7 @@ mod tests {
             trace_threshold_ns: None,
             trace_save: None,
             trace_actions: Vec::new(),
-            trace_actions_max: 10,
+            trace_limits: Default::default(),
         };
         let mut gaps = LatHistogram::new();
         let mut intr = Recorder::new();

@@ -14,6 +14,20 @@ pub struct Child {
 /// How long a command asked to stop (SIGTERM) gets before SIGKILL.
 const GRACE: Duration = Duration::from_secs(1);
 
+/// The running command's pid (0: none), for the exit hook of a second Ctrl-C.
+static RUNNING: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+/// On a second Ctrl-C (latlab ends at once): the command and everything it started get
+/// SIGKILL, so none outlives the SIGTERM the first one sent.
+fn kill_on_exit() {
+    let root = RUNNING.swap(0, std::sync::atomic::Ordering::SeqCst);
+    if root > 0 {
+        let mut family = descendants(root);
+        family.push(root);
+        kill_all(&family, libc::SIGKILL);
+    }
+}
+
 /// Its status as a shell reports it: the exit code, or 128 + the signal that killed it.
 fn code(s: std::process::ExitStatus) -> i32 {
     s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0))
@@ -25,11 +39,13 @@ impl Child {
         let (cmd, args) = argv
             .split_first()
             .ok_or_else(|| Error::Usage("--: no command after it".into()))?;
-        std::process::Command::new(cmd)
+        let c = std::process::Command::new(cmd)
             .args(args)
             .spawn()
-            .map(|c| Child { c })
-            .map_err(|e| Error::flag("--", cmd, format!("cannot run it: {e}")))
+            .map_err(|e| Error::flag("--", cmd, format!("cannot run it: {e}")))?;
+        RUNNING.store(c.id() as i32, std::sync::atomic::Ordering::SeqCst);
+        crate::rt::at_exit(kill_on_exit);
+        Ok(Child { c })
     }
 
     /// Its process id.
@@ -67,7 +83,9 @@ impl Child {
             }
         }
         kill_all(&family, libc::SIGKILL);
-        self.c.wait().map(code).unwrap_or(128 + libc::SIGKILL)
+        let s = self.c.wait().map(code).unwrap_or(128 + libc::SIGKILL);
+        RUNNING.store(0, std::sync::atomic::Ordering::SeqCst);
+        s
     }
 }
 

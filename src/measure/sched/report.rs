@@ -217,7 +217,8 @@ pub fn render(run: &Run, u: DisplayUnit, why: bool) -> String {
     for w in &run.warnings {
         s.push_str(&format!("warning: {w}\n"));
     }
-    s
+    // Task names come from the traced programs: escapes in them are shown, never obeyed.
+    crate::output::printable(&s).into_owned()
 }
 
 fn thread_row(x: &Series, u: DisplayUnit) -> Vec<String> {

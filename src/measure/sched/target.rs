@@ -76,6 +76,12 @@ pub fn cgroup(v: &str, root: &Path) -> Result<String> {
     if rel.split('/').any(|c| c == "..") {
         return Err(Error::flag("--cgroup", v, "'..' is not allowed"));
     }
+    if rel.is_empty() {
+        // An empty value (or the root itself) would be every task on the machine.
+        return Err(Error::Usage(format!(
+            "--cgroup '{v}': names the root cgroup, every task of the machine: give a cgroup below it, or --all"
+        )));
+    }
     if !root.join(rel).join("cgroup.procs").exists() {
         return Err(Error::flag(
             "--cgroup",

@@ -270,7 +270,7 @@ pub fn rank(members: &mut [Member]) {
 /// ranked. One member's last eight days of runs are in memory at a time. An empty result is exit 2 naming
 /// `--fleet` and `--since`.
 pub fn load(q: &Query) -> Result<Fleet> {
-    let st = crate::store::open(q.store.as_deref())?;
+    let st = crate::store::open_for_reading(q.store.as_deref())?;
     let rows = st.list(&Filter {
         kind: Some(q.kind.into()),
         tags: q.tags.clone(),

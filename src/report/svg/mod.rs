@@ -57,6 +57,11 @@ pub fn esc(s: &str) -> String {
             '"' => o.push_str("&quot;"),
             '\'' => o.push_str("&#39;"),
             c if (c as u32) < 0x20 && c != '\n' && c != '\t' => o.push(' '),
+            // Bidirectional overrides and invisible format characters would reorder or hide
+            // what follows (a host tag with U+202E): shown as an escape instead.
+            c if crate::output::is_hidden_control(c) => {
+                o.push_str(&format!("\\u{{{:x}}}", c as u32))
+            }
             c => o.push(c),
         }
     }

@@ -6,6 +6,9 @@ use std::io::Read;
 
 /// ministat's line buffer (`BUFSIZ`): longer lines are split by `fgets`.
 pub const LINE_MAX: usize = 8191;
+/// Largest value file `compare` and `ministat` read (1 GiB: about 10^8 values); stdin is not
+/// limited.
+pub const MAX_VALUES_BYTES: u64 = 1 << 30;
 
 /// A data set: name, values and the order statistics ministat prints.
 #[derive(Debug, Clone, PartialEq)]

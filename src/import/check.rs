@@ -1,0 +1,236 @@
+//! Imported figures are checked as a measurement's would be before anything is stored: every
+//! number finite and within the result schema's range (a latency at most one hour, the
+//! histogram's top), a series' min ≤ avg ≤ max, its count without wrap-around, the keys a tool
+//! always writes present. A fault is exit 2 naming the file, the line and the field; the line
+//! of a JSON field is found by [`line_of`].
+
+use super::bad;
+use crate::error::{Error, Result};
+use crate::stats::histogram::HIGHEST_NS;
+use serde_json::Value;
+
+/// A JSON file being imported: its text and name, for messages that point into it.
+pub(crate) struct Source<'a> {
+    /// The file's text.
+    pub text: &'a str,
+    /// Its name.
+    pub file: &'a str,
+}
+
+impl Source<'_> {
+    /// Bad input at the JSON field `path` (`["thread", "0", "avg"]`): names the file, the
+    /// field's line and the field.
+    pub fn at(&self, path: &[&str], why: impl std::fmt::Display) -> Error {
+        let field = path.join(".");
+        // A missing field is pointed at by the object that should hold it.
+        let line = (0..=path.len())
+            .rev()
+            .find_map(|n| line_of(self.text, &path[..n]).filter(|_| n > 0));
+        match line {
+            Some(l) => bad(self.file, format!("line {l}: {field}: {why}")),
+            None => bad(self.file, format!("{field}: {why}")),
+        }
+    }
+
+    /// A count at `path`: None when absent or null; an error unless a whole number that fits
+    /// in 64 bits.
+    pub fn count(&self, v: &Value, path: &[&str]) -> Result<Option<u64>> {
+        match v {
+            Value::Null => Ok(None),
+            Value::Number(n) => n.as_u64().map(Some).ok_or_else(|| {
+                self.at(
+                    path,
+                    format!("{n} is not a count (a whole number below 2^64)"),
+                )
+            }),
+            other => Err(self.at(path, format!("{other} is not a count"))),
+        }
+    }
+
+    /// A latency at `path` given in units of `scale` ns (1000: µs): None when absent or
+    /// null; an error unless it is a finite number from 0 to one hour.
+    pub fn latency(&self, v: &Value, path: &[&str], scale: f64) -> Result<Option<u64>> {
+        Ok(self.time(v, path, scale)?.map(|x| x.round() as u64))
+    }
+
+    /// As [`Source::latency`], kept as a fraction of a ns (an average).
+    pub fn time(&self, v: &Value, path: &[&str], scale: f64) -> Result<Option<f64>> {
+        match v {
+            Value::Null => Ok(None),
+            Value::Number(n) => match n.as_f64().map(|x| x * scale) {
+                Some(x) if x.is_finite() && (0.0..=HIGHEST_NS as f64).contains(&x) => Ok(Some(x)),
+                Some(x) if x.is_finite() && x > 0.0 => Err(self.at(
+                    path,
+                    format!(
+                        "{n} is beyond the {} s a latency may be (the histogram's range)",
+                        HIGHEST_NS / 1_000_000_000
+                    ),
+                )),
+                _ => Err(self.at(path, format!("{n} is not a non-negative finite number"))),
+            },
+            other => Err(self.at(path, format!("{other} is not a number"))),
+        }
+    }
+
+    /// Requires `v` (at `path`) present.
+    pub fn required<T>(&self, v: Option<T>, path: &[&str]) -> Result<T> {
+        v.ok_or_else(|| self.at(path, "missing (the tool always writes it)"))
+    }
+
+    /// Checks min ≤ avg ≤ max of one series whose fields live under `base`.
+    pub fn ordered(
+        &self,
+        base: &[&str],
+        min: Option<u64>,
+        avg: Option<f64>,
+        max: Option<u64>,
+    ) -> Result<()> {
+        let field = |f: &'static str| {
+            let mut p = base.to_vec();
+            p.push(f);
+            p
+        };
+        if let (Some(lo), Some(hi)) = (min, max) {
+            if lo > hi {
+                return Err(self.at(&field("min"), format!("{lo} ns is above max {hi} ns")));
+            }
+        }
+        if let Some(a) = avg {
+            // The tools print the average rounded (two decimals of a µs): allow that much.
+            let slack = 10.0;
+            if min.is_some_and(|lo| a + slack < lo as f64) {
+                return Err(self.at(
+                    &field("avg"),
+                    format!("{a} ns is below min {} ns", min.unwrap_or(0)),
+                ));
+            }
+            if max.is_some_and(|hi| a > hi as f64 + slack) {
+                return Err(self.at(
+                    &field("avg"),
+                    format!("{a} ns is above max {} ns", max.unwrap_or(0)),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One level of the JSON being scanned.
+enum Frame {
+    /// An object: the key of the value being read, and whether a key comes next.
+    Obj(Option<String>, bool),
+    /// An array: the index of the value being read.
+    Arr(usize),
+}
+
+/// The 1-based line where the value at `path` (object keys and array indices) starts in the
+/// JSON `text`, if it is there. A small scanner: strings (with escapes), nesting and commas.
+pub(crate) fn line_of(text: &str, path: &[&str]) -> Option<usize> {
+    let b = text.as_bytes();
+    let mut stack: Vec<Frame> = Vec::new();
+    let (mut i, mut line) = (0usize, 1usize);
+    let here = |stack: &[Frame]| -> bool {
+        stack.len() == path.len()
+            && stack.iter().zip(path).all(|(f, p)| match f {
+                Frame::Obj(Some(k), _) => k == p,
+                Frame::Obj(None, _) => false,
+                Frame::Arr(n) => n.to_string() == *p,
+            })
+    };
+    while i < b.len() {
+        let c = b[i];
+        match c {
+            b'\n' => line += 1,
+            b' ' | b'\t' | b'\r' | b':' => {}
+            b',' => match stack.last_mut() {
+                Some(Frame::Obj(_, want)) => *want = true,
+                Some(Frame::Arr(n)) => *n += 1,
+                None => {}
+            },
+            b'}' | b']' => {
+                stack.pop();
+            }
+            b'"' => {
+                let start_line = line;
+                let mut s = Vec::new();
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    if b[i] == b'\\' {
+                        i += 1;
+                    }
+                    if let Some(&x) = b.get(i) {
+                        if x == b'\n' {
+                            line += 1;
+                        }
+                        s.push(x);
+                    }
+                    i += 1;
+                }
+                if let Some(Frame::Obj(key, want @ true)) = stack.last_mut() {
+                    *key = Some(String::from_utf8_lossy(&s).into_owned());
+                    *want = false;
+                } else if here(&stack) {
+                    return Some(start_line);
+                }
+            }
+            b'{' | b'[' => {
+                if here(&stack) {
+                    return Some(line);
+                }
+                stack.push(if c == b'{' {
+                    Frame::Obj(None, true)
+                } else {
+                    Frame::Arr(0)
+                });
+            }
+            _ => {
+                if here(&stack) {
+                    return Some(line);
+                }
+                while i + 1 < b.len() && !b",}] \t\r\n".contains(&b[i + 1]) {
+                    i += 1;
+                }
+            }
+        }
+        i += 1;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_the_line_of_a_field() {
+        let t = "{\"a\": 1,\n \"thread\": {\n  \"0\": {\"min\": 3,\n   \"avg\": 1e308,\n   \"s\": \"x,}\"},\n  \"1\": [1, {\"avg\": 2}]}}";
+        assert_eq!(line_of(t, &["thread", "0", "avg"]), Some(4));
+        assert_eq!(line_of(t, &["thread", "0", "min"]), Some(3));
+        assert_eq!(line_of(t, &["thread", "1", "1", "avg"]), Some(6));
+        assert_eq!(line_of(t, &["a"]), Some(1));
+        assert_eq!(line_of(t, &["thread", "2"]), None);
+    }
+
+    #[test]
+    fn out_of_range_and_disordered_figures_are_refused_naming_line_and_field() {
+        let text = "{\n\"avg\": 1e308,\n\"min\": 5}";
+        let s = Source {
+            text,
+            file: "p.json",
+        };
+        let v: Value = serde_json::from_str(text).unwrap();
+        let e = s.time(&v["avg"], &["avg"], 1000.0).unwrap_err().to_string();
+        assert!(
+            e.contains("p.json") && e.contains("line 2") && e.contains("avg"),
+            "{e}"
+        );
+        let e = s
+            .ordered(&[], Some(5000), Some(1000.0), Some(9000))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("avg") && e.contains("below min"), "{e}");
+        assert!(s.ordered(&[], Some(9), None, Some(5)).is_err());
+        assert!(s.ordered(&[], Some(5), Some(7.0), Some(9)).is_ok());
+        assert!(s.required(None::<u64>, &["max"]).is_err());
+    }
+}

@@ -1,0 +1,280 @@
+//! Hostile input (issue 34): files that never end or never open, output paths that cannot be
+//! written, numbers that overflow, times before the epoch. Each is refused at once with exit 2
+//! naming the flag or the path — never a panic, never a wait.
+
+use crate::util::{expect_exit, have, latlab, read_json, rt_test, skip, Dir, TestCommand, LATLAB};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+/// How long a refusal may take before the test calls it a wait (only a hang reaches it).
+const HANG: Duration = Duration::from_secs(30);
+
+/// A FIFO nobody writes, /dev/zero, a directory and a dangling link.
+fn hostile(d: &Dir) -> Vec<PathBuf> {
+    vec![
+        d.fifo("fifo"),
+        PathBuf::from("/dev/zero"),
+        d.mkdir("dir"),
+        d.dangling_link("gone"),
+    ]
+}
+
+/// Runs latlab with `args` (`{}` replaced by `path`) in `cwd`: it must end by itself with
+/// `code`, naming the path, without a panic.
+fn refused(args: &[&str], path: &Path, code: i32, cwd: &Path) {
+    let p = path.to_str().unwrap();
+    let argv: Vec<String> = args.iter().map(|a| a.replace("{}", p)).collect();
+    let name = path.file_name().unwrap().to_str().unwrap();
+    latlab()
+        .args(&argv)
+        .current_dir(cwd)
+        .limit(HANG)
+        .assert_refused(code, name);
+}
+
+#[test]
+fn every_file_input_refuses_a_fifo_a_device_a_directory_and_a_dangling_link_at_once() {
+    let d = Dir::new();
+    let paths = hostile(&d);
+    let store = format!("sqlite:{}", d.join("s.db").display());
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["run", "{}", "--dry-run"],
+        vec!["compare", "{}", "{}"],
+        vec!["gate", "p99<1ms", "{}"],
+        vec!["report", "{}", "-o", "out.html"],
+        vec!["plot", "{}", "--svg", "out.svg"],
+        vec!["samples", "{}"],
+        vec!["runs", "import", "{}", "--store", &store],
+        vec![
+            "runs",
+            "import",
+            "--from",
+            "cyclictest",
+            "{}",
+            "--store",
+            &store,
+        ],
+        vec![
+            "runs",
+            "import",
+            "--from",
+            "rtla-hist",
+            "{}",
+            "--store",
+            &store,
+        ],
+        vec![
+            "monitor",
+            "-a",
+            "0",
+            "-p",
+            "0",
+            "--no-store",
+            "--web-config",
+            "{}",
+        ],
+        vec![
+            "cyclic",
+            "-t",
+            "1",
+            "-l",
+            "1",
+            "--no-store",
+            "--load",
+            "io:path={}",
+        ],
+    ];
+    for args in &cases {
+        for p in &paths {
+            refused(args, p, 2, d.path());
+        }
+    }
+    // ministat keeps its own exit code for a file that is not there (1); anything else that
+    // is not a regular file is latlab's refusal (2).
+    for p in &paths {
+        let code = if p.ends_with("gone") { 1 } else { 2 };
+        refused(&["ministat", "{}"], p, code, d.path());
+    }
+    assert!(
+        !d.join("s.db").exists(),
+        "a refused import created the store"
+    );
+}
+
+#[test]
+fn a_web_configs_certificate_and_key_are_typed_and_bounded() {
+    let d = Dir::new();
+    for p in hostile(&d) {
+        for (key, other) in [("cert_file", "key_file"), ("key_file", "cert_file")] {
+            let web = d.write(
+                format!("web-{key}.yml"),
+                format!(
+                    "tls_server_config:\n  {key}: {}\n  {other}: {}\n",
+                    p.display(),
+                    p.display()
+                ),
+            );
+            let w = web.to_str().unwrap().to_string();
+            refused(
+                &[
+                    "monitor",
+                    "-a",
+                    "0",
+                    "-p",
+                    "0",
+                    "--no-store",
+                    "--web-config",
+                    &w,
+                ],
+                &p,
+                2,
+                d.path(),
+            );
+        }
+    }
+}
+
+#[test]
+fn a_bcrypt_cost_above_the_cap_is_refused_at_start_naming_file_and_cost() {
+    let d = Dir::new();
+    // A well-formed hash of cost 31 (checking it would take about 36 hours).
+    let h = bcrypt::hash("x", 4).unwrap().replacen("$04$", "$31$", 1);
+    let web = d.write(
+        "slow-web.yml",
+        format!("basic_auth_users:\n  prom: '{h}'\n"),
+    );
+    let out = latlab()
+        .words("monitor -a 0 -p 0 --no-store -D 10s --web-config")
+        .arg(&web)
+        .limit(HANG)
+        .assert_refused(2, "slow-web.yml");
+    out.assert_refused_naming("cost 31");
+}
+
+#[test]
+fn output_paths_are_refused_before_measuring() {
+    let d = Dir::new();
+    let dir = d.mkdir("dir");
+    let fifo = d.fifo("fifo");
+    let missing = d.join("no/such/folder/x.dat");
+    for (flag, p) in [
+        ("--trace-save", dir.as_path()),
+        ("--trace-save", missing.as_path()),
+        ("--trace-save", Path::new("/dev/full")),
+        ("--trace-save", fifo.as_path()),
+        ("--json", fifo.as_path()),
+        ("--samples", fifo.as_path()),
+    ] {
+        let mut c = latlab();
+        c.words("cyclic -t 1 -l 1000 --no-store");
+        if flag == "--trace-save" {
+            c.arg("--trace");
+        }
+        c.arg(flag).arg(p).limit(HANG).assert_refused(2, flag);
+    }
+    let json = d.join("r.json");
+    latlab()
+        .words("cyclic -t 1 -l 5 --no-store --json")
+        .arg(&json)
+        .assert_ok();
+    latlab()
+        .arg("report")
+        .arg(&json)
+        .arg("-o")
+        .arg(&fifo)
+        .limit(HANG)
+        .assert_refused(2, "fifo");
+}
+
+#[test]
+fn a_sample_log_that_fills_its_disk_mid_run_is_a_warning_in_the_saved_result() {
+    let Some(_x) = rt_test() else { return };
+    if !have("unshare") {
+        return skip("sample log on a full disk", "no unshare(1)");
+    }
+    let d = Dir::new();
+    let small = d.mkdir("small");
+    let json = d.join("r.json");
+    // A 64 KiB tmpfs in a mount namespace of the test's own (gone with it): the log fills it
+    // in about a second at 10 kHz.
+    let script = format!(
+        "mount -t tmpfs -o size=64k none {s} && exec \"$0\" cyclic -t 1 -a 1 -i 100us -D 3s -q --no-store --samples {s}/log.samples --json {j}",
+        s = small.display(),
+        j = json.display()
+    );
+    let mut sh = Command::new("unshare");
+    sh.args(["-m", "--propagation", "private", "sh", "-c", &script])
+        .arg(LATLAB);
+    TestCommand::wrapping(sh).assert_ok();
+    let run = read_json(&json);
+    let w = run["warnings"].to_string();
+    assert!(w.contains("--samples"), "{w}");
+    assert!(run["series"][0]["count"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn numbers_that_overflow_and_times_before_the_epoch_never_panic() {
+    let d = Dir::new();
+    let store = format!("sqlite:{}", d.join("s.db").display());
+    latlab()
+        .words("runs list --since 1970-01-01T00:00:00Z --store")
+        .arg(&store)
+        .assert_ok();
+    let out = latlab()
+        .words("report --fleet --since 100000d --store")
+        .arg(&store)
+        .arg("-o")
+        .arg(d.join("f.html"))
+        .assert_exit(2);
+    assert!(!out.stderr.contains("panicked"), "{out}");
+    expect_exit(&["runs", "list"], &["--since", "-1d"], 2, "--since");
+    expect_exit(
+        &["report", "--fleet", "-o", "x.html"],
+        &["--since", "-1d"],
+        2,
+        "--since",
+    );
+    expect_exit(
+        &["runs", "import", "--from", "cyclictest", "x.json"],
+        &["--max-runs", "-1"],
+        2,
+        "--max-runs",
+    );
+    for (spec, says) in [
+        ("cpu:threads=18446744073709551615", "threads"),
+        ("cpu:threads=100000", "at most 1024"),
+        ("memory:size=18446744073709551615", "memory"),
+        ("memory:threads=18446744073709551615", "threads"),
+        ("hackbench:groups=18446744073709551615,fds=20", "4000"),
+        ("io:block=18446744073709551615", "block"),
+        ("net:size=18446744073709551615", "size"),
+    ] {
+        expect_exit(
+            &["cyclic", "-t", "1", "-l", "1", "--no-store"],
+            &["--load", spec],
+            2,
+            says,
+        );
+    }
+}
+
+#[test]
+fn a_read_only_command_never_creates_a_store() {
+    let d = Dir::new();
+    let db = d.join("new.db");
+    let store = format!("sqlite:{}", db.display());
+    latlab()
+        .words("report --fleet --store")
+        .arg(&store)
+        .arg("-o")
+        .arg(d.join("f.html"))
+        .assert_exit(2);
+    latlab().words("runs list --store").arg(&store).assert_ok();
+    latlab().words("runs check --store").arg(&store).assert_ok();
+    assert!(
+        !db.exists(),
+        "a command that only reads created {}",
+        db.display()
+    );
+}
