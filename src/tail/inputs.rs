@@ -152,20 +152,20 @@ enum Kind {
     Values,
 }
 
-/// Opens a file once (a FIFO cannot be read twice) and tells its kind from its first bytes:
-/// the kind, a reader from the start, and its size when it is a regular file.
+/// Opens a regular file (`io::open_typed`: a FIFO, a device or a directory is refused, never
+/// waited on; no size limit, since sample logs are large and each kind bounds its own reading)
+/// and tells its kind from its first bytes: the kind, a reader from the start, and its size.
 fn open(p: &Path) -> Result<(Kind, impl Read, Option<u64>)> {
     let name = p.display();
-    let mut f = std::fs::File::open(p).map_err(|e| Error::Usage(format!("{name}: {e}")))?;
+    let mut f = crate::io::open_typed(p, None, false).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => Error::Usage(format!("{name}: no such file")),
+        _ => Error::Usage(format!("{name}: {e}")),
+    })?;
     let meta = f
         .metadata()
         .map_err(|e| Error::Usage(format!("{name}: {e}")))?;
-    if meta.is_dir() {
-        return Err(Error::Usage(format!("{name}: is a directory, not a file")));
-    }
     let mut head = vec![0u8; 64];
     let mut n = 0;
-    // A FIFO may deliver its start in pieces.
     while n < head.len() {
         match f.read(&mut head[n..]) {
             Ok(0) => break,

@@ -257,6 +257,14 @@ fn bad_input_is_exit_2_naming_the_flag_or_file() {
         "junk.txt",
     );
     expect_exit(&["tail"], &["/dev/zero", "--at", "1e-6"], 2, "/dev/zero");
+    // A FIFO without a writer is refused at once, never waited on.
+    let fifo = dir.fifo("fifo");
+    expect_exit(
+        &["tail"],
+        &[fifo.to_str().unwrap(), "--at", "1e-6"],
+        2,
+        "fifo",
+    );
     // A run and a value file do not pool.
     let r = run_file(d, "r.json", &bursty_ns(31)[..5000], 5.0, false);
     expect_exit(
