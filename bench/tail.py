@@ -16,7 +16,7 @@ calibration on real runs. Results go to docs/benchmarks.md.
 
 Run cargo and measurements under the machine's lock (flock /tmp/latlab-heavy.lock ...).
 """
-import argparse, json, os, statistics, subprocess, sys, tempfile
+import argparse, json, os, shutil, statistics, subprocess, sys, tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import measure, machine
 
@@ -73,15 +73,15 @@ def speed(a):
             wall, cpu, rss, code = measure([a.latlab, "tail", p, "--at", "1e-9"])
             if code not in (0, 4):
                 sys.exit(f"{k}: exit {code}")
-            times[k].append((wall, cpu, rss))
+            times[k].append((wall, cpu, rss, code))
     print(f"machine: {machine()}")
-    print("| input | median wall | median CPU | max RSS |")
-    print("|---|---|---|---|")
+    print("| input | median wall | median CPU | max RSS | exit (0 answered, 4 refused) |")
+    print("|---|---|---|---|---|")
     for k, t in times.items():
         print(f"| {k} | {statistics.median(x[0] for x in t):.3f} s | "
-              f"{statistics.median(x[1] for x in t):.3f} s | {max(x[2] for x in t) // 1024} MiB |")
-    for p in (hist, log):
-        os.remove(p)
+              f"{statistics.median(x[1] for x in t):.3f} s | {max(x[2] for x in t) // 1024} MiB | "
+              f"{sorted(set(x[3] for x in t))} |")
+    shutil.rmtree(d)
 
 def cargo_test(name, env):
     e = dict(os.environ, CARGO_BUILD_JOBS="2", **env)
