@@ -12,7 +12,7 @@
 use super::inputs::Source;
 use crate::stats::bootstrap::{percentile_interval, replicates};
 use crate::stats::dist::{min_n_for, Dist};
-use crate::stats::hypothesis::{holm, mann_whitney, welch};
+use crate::stats::hypothesis::{holm, mann_whitney, welch, MannWhitney};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
@@ -233,24 +233,9 @@ fn analyse_samples(sources: &[Source], st: &Settings) -> Analysis {
     let k = sources.len().saturating_sub(1).max(1);
     let alpha = 1.0 - st.confidence;
     let ci_conf = 1.0 - alpha / k as f64;
-    let mut warnings = Vec::new();
     let base = &sources[0];
     let quantiles = [("p50", 0.5), ("p99", 0.99), ("p99.9", 0.999)];
-    // One warning per quantile, naming every set it applies to.
-    for (name, q) in quantiles {
-        let short: Vec<String> = sources
-            .iter()
-            .filter(|s| s.dist.n() < min_n_for(q))
-            .map(|s| format!("{} ({})", s.label, s.dist.n()))
-            .collect();
-        if !short.is_empty() {
-            warnings.push(format!(
-                "{name} not estimable from fewer than {} values, shown but not compared: {}",
-                thousands(min_n_for(q)),
-                short.join(", ")
-            ));
-        }
-    }
+    let warnings = short_warnings(sources, &quantiles);
     // Tests first, so their p-values can be Holm-adjusted across comparisons.
     let mws: Vec<_> = sources[1..]
         .iter()
@@ -275,48 +260,7 @@ fn analyse_samples(sources: &[Source], st: &Settings) -> Analysis {
     for (i, s) in sources.iter().enumerate().skip(1) {
         let mut metrics = Vec::new();
         for (name, q) in quantiles {
-            let (bv, sv) = (base.dist.quantile(q), s.dist.quantile(q));
-            let estimable = base.dist.n() >= min_n_for(q) && s.dist.n() >= min_n_for(q);
-            let (ci, ratio, v) = if estimable {
-                let (r, ratio) = quantile_diff_streams(
-                    &base.dist,
-                    &s.dist,
-                    q,
-                    ci_conf,
-                    st,
-                    &base.label,
-                    &s.label,
-                );
-                (Some(r), ratio, verdict(r.0, r.1, st.higher_is_better))
-            } else {
-                (None, None, Verdict::NotEstimable)
-            };
-            metrics.push(MetricCmp {
-                metric: name.into(),
-                base: bv,
-                value: sv,
-                diff: sv - bv,
-                ci,
-                change_pct: pct(sv - bv, bv),
-                change_ci: ratio.map(pct_of_ratio),
-                p_adjusted: None,
-                ci_level: ci.map(|_| ci_conf),
-                note: (!estimable).then(|| {
-                    format!(
-                        "{} vs {} values, need {}",
-                        base.dist.n(),
-                        s.dist.n(),
-                        thousands(min_n_for(q))
-                    )
-                }),
-                method: format!(
-                    "bootstrap, {} replicates (change: percentile interval of the replicates' \
-                     ratio)",
-                    st.replicates
-                ),
-                to_decide: None,
-                verdict: v,
-            });
+            metrics.push(quantile_cmp(base, s, name, q, ci_conf, st));
         }
         let w = &ws[i - 1];
         let wv = decide(w_adj[i - 1], alpha, w.ci, w.diff, st.higher_is_better);
@@ -338,38 +282,14 @@ fn analyse_samples(sources: &[Source], st: &Settings) -> Analysis {
             ),
             verdict: wv,
         });
-        let m = &mws[i - 1];
-        let mv = if mw_adj[i - 1] < alpha {
-            Verdict::NoDifferenceProven.pick_sign(m.prob_b_greater - 0.5, st.higher_is_better)
-        } else {
-            Verdict::NoDifferenceProven
-        };
-        metrics.push(MetricCmp {
-            metric: "distribution".into(),
-            base: 0.5,
-            value: m.prob_b_greater,
-            diff: m.prob_b_greater - 0.5,
-            ci: None,
-            change_pct: 0.0,
-            change_ci: None,
-            p_adjusted: Some(mw_adj[i - 1]),
-            ci_level: None,
-            note: None,
-            to_decide: None,
-            method: format!(
-                "Mann-Whitney U {} ({}), P({} > {}) = {:.3}",
-                m.u_b,
-                if m.exact {
-                    "exact"
-                } else {
-                    "normal approx., tie-corrected"
-                },
-                s.label,
-                base.label,
-                m.prob_b_greater
-            ),
-            verdict: mv,
-        });
+        metrics.push(distribution_cmp(
+            base,
+            s,
+            &mws[i - 1],
+            mw_adj[i - 1],
+            alpha,
+            st,
+        ));
         comparisons.push(Comparison {
             label: s.label.clone(),
             baseline: base.label.clone(),
@@ -387,6 +307,115 @@ fn analyse_samples(sources: &[Source], st: &Settings) -> Analysis {
         headline: "p99".into(),
         run_secs: None,
         conditions: None,
+    }
+}
+
+/// One warning per quantile some set has too few values to estimate, naming every such set.
+fn short_warnings(sources: &[Source], quantiles: &[(&str, f64)]) -> Vec<String> {
+    let mut warnings = Vec::new();
+    for &(name, q) in quantiles {
+        let short: Vec<String> = sources
+            .iter()
+            .filter(|s| s.dist.n() < min_n_for(q))
+            .map(|s| format!("{} ({})", s.label, s.dist.n()))
+            .collect();
+        if !short.is_empty() {
+            warnings.push(format!(
+                "{name} not estimable from fewer than {} values, shown but not compared: {}",
+                thousands(min_n_for(q)),
+                short.join(", ")
+            ));
+        }
+    }
+    warnings
+}
+
+/// One quantile of `s` against the baseline: a bootstrap interval of the difference and of
+/// the ratio, or not estimable (with the values each side has and needs).
+fn quantile_cmp(
+    base: &Source,
+    s: &Source,
+    name: &str,
+    q: f64,
+    ci_conf: f64,
+    st: &Settings,
+) -> MetricCmp {
+    let (bv, sv) = (base.dist.quantile(q), s.dist.quantile(q));
+    let estimable = base.dist.n() >= min_n_for(q) && s.dist.n() >= min_n_for(q);
+    let (ci, ratio, v) = if estimable {
+        let (r, ratio) =
+            quantile_diff_streams(&base.dist, &s.dist, q, ci_conf, st, &base.label, &s.label);
+        (Some(r), ratio, verdict(r.0, r.1, st.higher_is_better))
+    } else {
+        (None, None, Verdict::NotEstimable)
+    };
+    MetricCmp {
+        metric: name.into(),
+        base: bv,
+        value: sv,
+        diff: sv - bv,
+        ci,
+        change_pct: pct(sv - bv, bv),
+        change_ci: ratio.map(pct_of_ratio),
+        p_adjusted: None,
+        ci_level: ci.map(|_| ci_conf),
+        note: (!estimable).then(|| {
+            format!(
+                "{} vs {} values, need {}",
+                base.dist.n(),
+                s.dist.n(),
+                thousands(min_n_for(q))
+            )
+        }),
+        method: format!(
+            "bootstrap, {} replicates (change: percentile interval of the replicates' \
+             ratio)",
+            st.replicates
+        ),
+        to_decide: None,
+        verdict: v,
+    }
+}
+
+/// The whole distributions compared: Mann-Whitney's U, P(s > baseline), Holm-adjusted `p_adj`.
+fn distribution_cmp(
+    base: &Source,
+    s: &Source,
+    m: &MannWhitney,
+    p_adj: f64,
+    alpha: f64,
+    st: &Settings,
+) -> MetricCmp {
+    let mv = if p_adj < alpha {
+        Verdict::NoDifferenceProven.pick_sign(m.prob_b_greater - 0.5, st.higher_is_better)
+    } else {
+        Verdict::NoDifferenceProven
+    };
+    MetricCmp {
+        metric: "distribution".into(),
+        base: 0.5,
+        value: m.prob_b_greater,
+        diff: m.prob_b_greater - 0.5,
+        ci: None,
+        change_pct: 0.0,
+        change_ci: None,
+        p_adjusted: Some(p_adj),
+        ci_level: None,
+        note: None,
+        to_decide: None,
+        method: format!(
+            "Mann-Whitney U {} ({}), P({} > {}) = {:.3}",
+            m.u_b,
+            if m.exact {
+                "exact"
+            } else {
+                "normal approx., tie-corrected"
+            },
+            s.label,
+            base.label,
+            m.prob_b_greater
+        ),
+        verdict: mv,
     }
 }
 

@@ -22,6 +22,37 @@ struct Column {
 /// Parses `rtla timerlat hist` / `rtla osnoise hist` output (with or without `--with-zeros`,
 /// `-b`, `--nano`, `--no-header`, `--no-summary`; the index column is required).
 pub fn parse(text: &str, file: &str) -> Result<Run> {
+    let Table {
+        scale,
+        tracer,
+        duration,
+        cols,
+    } = read(text, file)?;
+    let tool = Tool::RtlaHist;
+    let mut run = run_of(tool, file, None, None);
+    run.duration_s = duration.unwrap_or(0.0);
+    run.parameters["tracer"] = tracer.clone().unwrap_or_else(|| "unknown".into()).into();
+    run.parameters["time_unit"] = if scale == 1.0 { "ns" } else { "us" }.into();
+    for c in cols {
+        add_column(&mut run, c, scale, file)?;
+    }
+    if run.series.is_empty() {
+        return Err(bad(file, "no column of the table has samples"));
+    }
+    Ok(run)
+}
+
+/// The table as read: the header's facts and the columns.
+struct Table {
+    scale: f64,
+    tracer: Option<String>,
+    duration: Option<f64>,
+    cols: Vec<Column>,
+}
+
+/// Reads the header, the column names and every row of the table (the all-CPU summary and
+/// anything after the table are left).
+fn read(text: &str, file: &str) -> Result<Table> {
     let at = |i: usize, why: String| bad(file, format!("line {}: {why}", i + 1));
     let mut scale = 1000.0; // µs unless the header says ns
     let mut tracer = None;
@@ -154,81 +185,76 @@ pub fn parse(text: &str, file: &str) -> Result<Run> {
             "no 'Index' header: not rtla timerlat/osnoise hist output",
         ));
     }
-    let tool = Tool::RtlaHist;
-    let mut run = run_of(tool, file, None, None);
-    run.duration_s = duration.unwrap_or(0.0);
-    run.parameters["tracer"] = tracer.clone().unwrap_or_else(|| "unknown".into()).into();
-    run.parameters["time_unit"] = if scale == 1.0 { "ns" } else { "us" }.into();
-    for c in cols {
-        let total = c.count.unwrap_or(c.total);
-        if total == 0 {
-            run.warnings
-                .push(format!("{}: no samples; left out", c.name));
-            continue;
-        }
-        let mut pairs = c.pairs;
-        let top = pairs.iter().map(|p| p.0).max().unwrap_or(0);
-        let bottom = pairs.iter().map(|p| p.0).min().unwrap_or(0);
-        let max = c.max.map(|m| m as u64);
-        // rtla's min/max are exact and the rows' indexes are bucket floors: a summary that
-        // contradicts the histogram is not rtla output.
-        let contradiction = match (c.min, c.max) {
-            (Some(lo), Some(hi)) if lo > hi => Some(format!("min {lo} ns is above max {hi} ns")),
-            (_, Some(hi)) if (top as f64) > hi => Some(format!(
-                "max {hi} ns is below the bucket at {top} ns that holds samples"
-            )),
-            (Some(lo), _)
-                if !pairs.is_empty() && lo >= bottom as f64 + bucket_ns(&pairs, scale) =>
-            {
-                Some(format!(
-                    "min {lo} ns is above the lowest bucket holding samples ({bottom} ns)"
-                ))
-            }
-            _ => None,
-        };
-        let contradiction = contradiction.or_else(|| match (c.min, c.avg, c.max) {
-            (Some(lo), Some(a), _) if a + 10.0 < lo => {
-                Some(format!("avg {a} ns is below min {lo} ns"))
-            }
-            (_, Some(a), Some(hi)) if a > hi + 10.0 => {
-                Some(format!("avg {a} ns is above max {hi} ns"))
-            }
-            _ => None,
-        });
-        if let Some(why) = contradiction {
-            return Err(bad(file, format!("{}: {why}", c.name)));
-        }
-        let mut beyond = None;
-        if c.over > 0 {
-            // rtla counts samples past its last bucket only as `over`: keep them at the max.
-            beyond = Some((c.over, top));
-            let w = keep_beyond(&mut pairs, &c.name, c.over, top, max.unwrap_or(top));
-            run.warnings.push(w);
-        }
-        if c.total != total {
-            run.warnings.push(format!(
-                "{}: the histogram holds {} samples but rtla counted {total}",
-                c.name, c.total
-            ));
-        }
-        let built = Built {
-            name: c.name.clone(),
-            cpu: c.name.rsplit('-').next().and_then(|n| n.parse().ok()),
-            unit: "ns".into(),
-            pairs,
-            min: c.min.map(|m| m as u64),
-            max,
-            mean: c.avg,
-            interval_ns: None,
-        };
-        let mut s = built.series();
-        mark_beyond(&mut s, beyond);
-        run.series.push(s);
+    Ok(Table {
+        scale,
+        tracer,
+        duration,
+        cols,
+    })
+}
+
+/// One column checked against its own summary (a contradiction is not rtla output) and added
+/// to `run` as a series; a column without samples is a warning.
+fn add_column(run: &mut Run, c: Column, scale: f64, file: &str) -> Result<()> {
+    let total = c.count.unwrap_or(c.total);
+    if total == 0 {
+        run.warnings
+            .push(format!("{}: no samples; left out", c.name));
+        return Ok(());
     }
-    if run.series.is_empty() {
-        return Err(bad(file, "no column of the table has samples"));
+    let mut pairs = c.pairs;
+    let top = pairs.iter().map(|p| p.0).max().unwrap_or(0);
+    let bottom = pairs.iter().map(|p| p.0).min().unwrap_or(0);
+    let max = c.max.map(|m| m as u64);
+    // rtla's min/max are exact and the rows' indexes are bucket floors: a summary that
+    // contradicts the histogram is not rtla output.
+    let contradiction = match (c.min, c.max) {
+        (Some(lo), Some(hi)) if lo > hi => Some(format!("min {lo} ns is above max {hi} ns")),
+        (_, Some(hi)) if (top as f64) > hi => Some(format!(
+            "max {hi} ns is below the bucket at {top} ns that holds samples"
+        )),
+        (Some(lo), _) if !pairs.is_empty() && lo >= bottom as f64 + bucket_ns(&pairs, scale) => {
+            Some(format!(
+                "min {lo} ns is above the lowest bucket holding samples ({bottom} ns)"
+            ))
+        }
+        _ => None,
+    };
+    let contradiction = contradiction.or_else(|| match (c.min, c.avg, c.max) {
+        (Some(lo), Some(a), _) if a + 10.0 < lo => Some(format!("avg {a} ns is below min {lo} ns")),
+        (_, Some(a), Some(hi)) if a > hi + 10.0 => Some(format!("avg {a} ns is above max {hi} ns")),
+        _ => None,
+    });
+    if let Some(why) = contradiction {
+        return Err(bad(file, format!("{}: {why}", c.name)));
     }
-    Ok(run)
+    let mut beyond = None;
+    if c.over > 0 {
+        // rtla counts samples past its last bucket only as `over`: keep them at the max.
+        beyond = Some((c.over, top));
+        let w = keep_beyond(&mut pairs, &c.name, c.over, top, max.unwrap_or(top));
+        run.warnings.push(w);
+    }
+    if c.total != total {
+        run.warnings.push(format!(
+            "{}: the histogram holds {} samples but rtla counted {total}",
+            c.name, c.total
+        ));
+    }
+    let built = Built {
+        name: c.name.clone(),
+        cpu: c.name.rsplit('-').next().and_then(|n| n.parse().ok()),
+        unit: "ns".into(),
+        pairs,
+        min: c.min.map(|m| m as u64),
+        max,
+        mean: c.avg,
+        interval_ns: None,
+    };
+    let mut s = built.series();
+    mark_beyond(&mut s, beyond);
+    run.series.push(s);
+    Ok(())
 }
 
 /// rtla's `Duration:` value, `D HH:MM:SS`, in seconds (at most about 30 years).

@@ -21,94 +21,21 @@ pub fn run(c: RunsCmd) -> Result<()> {
             since,
             store,
             experiments,
-        } => {
-            let cutoff = since.as_deref().map(parse_since).transpose()?;
-            let st = open_for_reading(store.as_deref())?;
-            let f = Filter {
-                kind,
-                tags: parse_tags(&tag)?.into_iter().collect(),
-                host,
-                started_from: cutoff.map(crate::store::since_bound),
-            };
-            let listed: Vec<crate::store::RunRow> = st
-                .list(&f)?
-                .into_iter()
-                .filter(|r| {
-                    cutoff.is_none_or(|c| {
-                        humantime::parse_rfc3339_weak(&r.started).is_ok_and(|t| t >= c)
-                    })
-                })
-                .collect();
-            if experiments {
-                return out(&experiment_table(listed));
-            }
-            let rows: Vec<Vec<String>> = listed
-                .into_iter()
-                .map(|r| {
-                    let tags: Vec<String> =
-                        r.tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                    vec![
-                        r.id,
-                        r.kind,
-                        r.started,
-                        r.host,
-                        if r.interrupted {
-                            "yes".into()
-                        } else {
-                            "".into()
-                        },
-                        tags.join(","),
-                    ]
-                })
-                .collect();
-            out(&crate::output::printable(&columns::render_left(
-                &["id", "kind", "started", "host", "interrupted", "tags"],
-                &rows,
-            )))
-        }
+        } => list(
+            kind,
+            &tag,
+            host,
+            since.as_deref(),
+            store.as_deref(),
+            experiments,
+        ),
         RunsCmd::Show {
             id,
             json,
             unit,
             store,
-        } => {
-            let e = open_for_reading(store.as_deref())?.get(&id)?;
-            let raw = || serde_json::to_string_pretty(&e).map_err(|e| Error::Env(e.to_string()));
-            if json {
-                return out(&(raw()? + "\n"));
-            }
-            match serde_json::from_value::<crate::result::Run>(e.run.clone()) {
-                Ok(run) => out(&super::show::render(&run, &e.tags, unit)),
-                Err(why) => Err(Error::Usage(format!(
-                    "run {id}: its stored result does not read as a latlab run ({why}); \
-                     `latlab runs show --json {id}` prints it as stored"
-                ))),
-            }
-        }
-        RunsCmd::Export { ids, all, store } => {
-            let st = open_for_reading(store.as_deref())?;
-            let ids: Vec<String> = if all {
-                st.list(&Filter::default())?
-                    .into_iter()
-                    .map(|r| r.id)
-                    .collect()
-            } else {
-                // Any run list: run:ID, exp:ID, exp:ID/K=V, tag:K=V (or bare ids).
-                let items = crate::compare::select::parse(&ids)?;
-                let mut res = crate::compare::select::Resolver::new(store.as_deref());
-                let mut all = Vec::new();
-                for item in &items {
-                    for id in res.ids(item)? {
-                        if !all.contains(&id) {
-                            all.push(id);
-                        }
-                    }
-                }
-                all
-            };
-            let b = export(st.as_ref(), &ids)?;
-            out(&(serde_json::to_string_pretty(&b).map_err(|e| Error::Env(e.to_string()))? + "\n"))
-        }
+        } => show(&id, json, unit, store.as_deref()),
+        RunsCmd::Export { ids, all, store } => export_runs(&ids, all, store.as_deref()),
         RunsCmd::Import {
             file,
             store,
@@ -129,89 +56,188 @@ pub fn run(c: RunsCmd) -> Result<()> {
             store,
             from: None,
             ..
-        } => {
-            let name = file.display().to_string();
-            let text = crate::io::read_text_limited(&file, MAX_BUNDLE_BYTES, "latlab bundle")?;
-            let b: Bundle = serde_json::from_str(&text).map_err(|e| {
-                Error::Usage(format!(
-                    "{name}: not a latlab bundle: {e} (line {}, column {})",
-                    e.line(),
-                    e.column()
-                ))
-            })?;
-            if b.format != BUNDLE_FORMAT {
-                return Err(Error::Usage(format!(
-                    "{name}: format '{}' is not {BUNDLE_FORMAT}",
-                    b.format
-                )));
-            }
-            // Every run reads back before any is imported: a bad one leaves the store as it was.
-            for (i, e) in b.runs.iter().enumerate() {
-                crate::result::Run::from_stored(&e.run.to_string()).map_err(|why| {
-                    Error::Usage(format!(
-                        "{name}: run {} ({}): not a readable latlab run ({why}); nothing imported",
-                        i + 1,
-                        e.run.get("id").and_then(|v| v.as_str()).unwrap_or("?")
-                    ))
-                })?;
-            }
-            let mut st = open(store.as_deref())?;
-            // From here on a signal stops the import between two runs, with a count.
-            let control = crate::driver::signals::control();
-            crate::driver::signals::exit_on_first_signal_off();
-            let (new, old) = import(st.as_mut(), &b, &|| control.was_interrupted())?;
-            if control.was_interrupted() {
-                crate::note!(
-                    "latlab: interrupted: {new} new run(s) imported, {old} already present, {} \
-                     not reached, into {}; run the same import again to finish (runs already \
-                     present are skipped)",
-                    b.runs.len() - new - old,
-                    st.location()
-                );
-                std::process::exit(130);
-            }
-            out(&format!(
-                "imported {new} new run(s), {old} already present, into {}\n",
-                st.location()
-            ))
-        }
-        RunsCmd::Check { store } => {
-            let st = open_for_reading(store.as_deref())?;
-            let rows = st.list(&Filter::default())?;
-            let mut bad = Vec::new();
-            for r in &rows {
-                let why = match st.get(&r.id) {
-                    Ok(e) => crate::result::Run::from_stored(&e.run.to_string()).err(),
-                    Err(e) => Some(e.to_string()),
-                };
-                if let Some(why) = why {
-                    bad.push(vec![r.id.clone(), r.kind.clone(), r.started.clone(), why]);
-                }
-            }
-            if bad.is_empty() {
-                return out(&format!(
-                    "all {} run(s) in {} read back\n",
-                    rows.len(),
-                    st.location()
-                ));
-            }
-            out(&columns::render_left(
-                &["id", "kind", "started", "why"],
-                &bad,
-            ))?;
-            Err(Error::CheckFailed(format!(
-                "{} of {} run(s) in {} do not read back (`latlab runs delete ID` removes one)",
-                bad.len(),
-                rows.len(),
-                st.location()
-            )))
-        }
+        } => import_bundle(&file, store.as_deref()),
+        RunsCmd::Check { store } => check(store.as_deref()),
         RunsCmd::Delete { id, store } => {
             let mut st = open_for_reading(store.as_deref())?;
             st.delete(&id)?;
             out(&format!("deleted run {id} from {}\n", st.location()))
         }
     }
+}
+
+/// `runs list`: the stored runs a filter selects, or (`--experiments`) their experiments.
+fn list(
+    kind: Option<String>,
+    tag: &[String],
+    host: Option<String>,
+    since: Option<&str>,
+    store: Option<&str>,
+    experiments: bool,
+) -> Result<()> {
+    let cutoff = since.map(parse_since).transpose()?;
+    let st = open_for_reading(store)?;
+    let f = Filter {
+        kind,
+        tags: parse_tags(tag)?.into_iter().collect(),
+        host,
+        started_from: cutoff.map(crate::store::since_bound),
+    };
+    let listed: Vec<crate::store::RunRow> = st
+        .list(&f)?
+        .into_iter()
+        .filter(|r| {
+            cutoff.is_none_or(|c| humantime::parse_rfc3339_weak(&r.started).is_ok_and(|t| t >= c))
+        })
+        .collect();
+    if experiments {
+        return out(&experiment_table(listed));
+    }
+    let rows: Vec<Vec<String>> = listed
+        .into_iter()
+        .map(|r| {
+            let tags: Vec<String> = r.tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            vec![
+                r.id,
+                r.kind,
+                r.started,
+                r.host,
+                if r.interrupted {
+                    "yes".into()
+                } else {
+                    "".into()
+                },
+                tags.join(","),
+            ]
+        })
+        .collect();
+    out(&crate::output::printable(&columns::render_left(
+        &["id", "kind", "started", "host", "interrupted", "tags"],
+        &rows,
+    )))
+}
+
+/// `runs show`: one stored run as latlab's table, or as stored (`--json`).
+fn show(id: &str, json: bool, unit: crate::config::DisplayUnit, store: Option<&str>) -> Result<()> {
+    let e = open_for_reading(store)?.get(id)?;
+    let raw = || serde_json::to_string_pretty(&e).map_err(|e| Error::Env(e.to_string()));
+    if json {
+        return out(&(raw()? + "\n"));
+    }
+    match serde_json::from_value::<crate::result::Run>(e.run.clone()) {
+        Ok(run) => out(&super::show::render(&run, &e.tags, unit)),
+        Err(why) => Err(Error::Usage(format!(
+            "run {id}: its stored result does not read as a latlab run ({why}); \
+             `latlab runs show --json {id}` prints it as stored"
+        ))),
+    }
+}
+
+/// `runs export`: a bundle of the runs a run list names (or `--all`), on stdout.
+fn export_runs(ids: &[String], all: bool, store: Option<&str>) -> Result<()> {
+    let st = open_for_reading(store)?;
+    let ids: Vec<String> = if all {
+        st.list(&Filter::default())?
+            .into_iter()
+            .map(|r| r.id)
+            .collect()
+    } else {
+        // Any run list: run:ID, exp:ID, exp:ID/K=V, tag:K=V (or bare ids).
+        let items = crate::compare::select::parse(ids)?;
+        let mut res = crate::compare::select::Resolver::new(store);
+        let mut all = Vec::new();
+        for item in &items {
+            for id in res.ids(item)? {
+                if !all.contains(&id) {
+                    all.push(id);
+                }
+            }
+        }
+        all
+    };
+    let b = export(st.as_ref(), &ids)?;
+    out(&(serde_json::to_string_pretty(&b).map_err(|e| Error::Env(e.to_string()))? + "\n"))
+}
+
+/// `runs import FILE` (no `--from`): a latlab bundle, every run checked before any is stored.
+fn import_bundle(file: &std::path::Path, store: Option<&str>) -> Result<()> {
+    let name = file.display().to_string();
+    let text = crate::io::read_text_limited(file, MAX_BUNDLE_BYTES, "latlab bundle")?;
+    let b: Bundle = serde_json::from_str(&text).map_err(|e| {
+        Error::Usage(format!(
+            "{name}: not a latlab bundle: {e} (line {}, column {})",
+            e.line(),
+            e.column()
+        ))
+    })?;
+    if b.format != BUNDLE_FORMAT {
+        return Err(Error::Usage(format!(
+            "{name}: format '{}' is not {BUNDLE_FORMAT}",
+            b.format
+        )));
+    }
+    // Every run reads back before any is imported: a bad one leaves the store as it was.
+    for (i, e) in b.runs.iter().enumerate() {
+        crate::result::Run::from_stored(&e.run.to_string()).map_err(|why| {
+            Error::Usage(format!(
+                "{name}: run {} ({}): not a readable latlab run ({why}); nothing imported",
+                i + 1,
+                e.run.get("id").and_then(|v| v.as_str()).unwrap_or("?")
+            ))
+        })?;
+    }
+    let mut st = open(store)?;
+    // From here on a signal stops the import between two runs, with a count.
+    let control = crate::driver::signals::control();
+    crate::driver::signals::exit_on_first_signal_off();
+    let (new, old) = import(st.as_mut(), &b, &|| control.was_interrupted())?;
+    if control.was_interrupted() {
+        crate::note!(
+            "latlab: interrupted: {new} new run(s) imported, {old} already present, {} \
+             not reached, into {}; run the same import again to finish (runs already \
+             present are skipped)",
+            b.runs.len() - new - old,
+            st.location()
+        );
+        std::process::exit(130);
+    }
+    out(&format!(
+        "imported {new} new run(s), {old} already present, into {}\n",
+        st.location()
+    ))
+}
+
+/// `runs check`: every stored run read back; the ones that do not are listed, exit 1.
+fn check(store: Option<&str>) -> Result<()> {
+    let st = open_for_reading(store)?;
+    let rows = st.list(&Filter::default())?;
+    let mut bad = Vec::new();
+    for r in &rows {
+        let why = match st.get(&r.id) {
+            Ok(e) => crate::result::Run::from_stored(&e.run.to_string()).err(),
+            Err(e) => Some(e.to_string()),
+        };
+        if let Some(why) = why {
+            bad.push(vec![r.id.clone(), r.kind.clone(), r.started.clone(), why]);
+        }
+    }
+    if bad.is_empty() {
+        return out(&format!(
+            "all {} run(s) in {} read back\n",
+            rows.len(),
+            st.location()
+        ));
+    }
+    out(&columns::render_left(
+        &["id", "kind", "started", "why"],
+        &bad,
+    ))?;
+    Err(Error::CheckFailed(format!(
+        "{} of {} run(s) in {} do not read back (`latlab runs delete ID` removes one)",
+        bad.len(),
+        rows.len(),
+        st.location()
+    )))
 }
 
 /// `runs list --experiments`: one row per experiment (runs tagged `experiment=`), newest
