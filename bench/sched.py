@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """`latlab sched --all` vs `perf sched record -a` on the same hackbench load, interleaved
 (bare, latlab, perf, bare, ...): the tracer's CPU time (user+sys, from wait4), the slowdown of
-hackbench itself, and the events each side read; then the highest event rate latlab's reader
-sustains before the kernel loses an event (hackbench groups raised until a loss).
+hackbench itself, and the events each side read; perf's side is also counted with the
+`perf sched timehist` that turns its capture into per-thread figures (latlab computes those
+live, so its peer is record + timehist); then the highest event rate latlab's reader sustains
+before the kernel loses an event (hackbench groups raised until a loss; --no-sustained skips).
 
-usage: bench/sched.py [--rounds 5] [--groups 10] [--loops 200]
+usage: bench/sched.py [--rounds 5] [--groups 10] [--loops 200] [--no-sustained]
 """
 import argparse, json, os, re, signal, statistics, subprocess, sys, tempfile, time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -23,6 +25,14 @@ def traced(cmd, groups, loops, json_path=None):
     p.send_signal(signal.SIGINT)
     _, status, ru = os.wait4(p.pid, 0)
     return h, ru.ru_utime + ru.ru_stime
+
+def cpu_of(cmd):
+    """Runs cmd to its end (output discarded); returns its CPU seconds (user+sys, from wait4)."""
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, ru = os.wait4(p.pid, 0)
+    if status != 0:
+        raise SystemExit(f"{' '.join(cmd)}: exit status {status}")
+    return ru.ru_utime + ru.ru_stime
 
 def sustained(latlab, loops, tmp):
     """Raises hackbench's groups until latlab's reader loses events; returns [(groups, ev/s, lost)]."""
@@ -48,25 +58,32 @@ def main():
     ap.add_argument("--groups", type=int, default=10)
     ap.add_argument("--loops", type=int, default=200)
     ap.add_argument("--latlab", default="target/release/latlab")
+    ap.add_argument("--no-sustained", action="store_true")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="latlab-bench-sched-")
     data = os.path.join(tmp, "perf.data")
-    bare, lh, lc, ph, pc = [], [], [], [], []
+    bare, lh, lc, ph, pc, tc = [], [], [], [], [], []
     for i in range(a.rounds):
         bare.append(hackbench(a.groups, a.loops))
         h, c = traced([a.latlab, "sched", "--all", "--no-store"], a.groups, a.loops)
         lh.append(h); lc.append(c)
         h, c = traced(["perf", "sched", "record", "-a", "-o", data], a.groups, a.loops)
         ph.append(h); pc.append(c)
+        tc.append(cpu_of(["perf", "sched", "timehist", "-i", data]))
         print(f"round {i+1}: hackbench bare {bare[-1]:.3f} s | under latlab {lh[-1]:.3f} s "
-              f"(latlab cpu {lc[-1]:.3f} s) | under perf {ph[-1]:.3f} s (perf cpu {pc[-1]:.3f} s)",
-              flush=True)
+              f"(latlab cpu {lc[-1]:.3f} s) | under perf {ph[-1]:.3f} s (perf record cpu "
+              f"{pc[-1]:.3f} s, timehist cpu {tc[-1]:.3f} s)", flush=True)
     m = statistics.median
     print(f"median tracer CPU: latlab {m(lc):.3f} s, perf {m(pc):.3f} s, ratio {m(lc)/m(pc):.2f} "
           f"(spread latlab {min(lc):.3f}-{max(lc):.3f}, perf {min(pc):.3f}-{max(pc):.3f})")
+    both = [p + t for p, t in zip(pc, tc)]
+    ratios = sorted(l / b for l, b in zip(lc, both))
+    print(f"median perf record + timehist CPU {m(both):.3f} s (spread {min(both):.3f}-"
+          f"{max(both):.3f}); latlab / (record + timehist): ratio of medians "
+          f"{m(lc)/m(both):.2f}, per-round ratios {ratios[0]:.2f}-{ratios[-1]:.2f}")
     print(f"median hackbench: bare {m(bare):.3f} s, under latlab {m(lh):.3f} s "
           f"({m(lh)/m(bare):.2f}x), under perf {m(ph):.3f} s ({m(ph)/m(bare):.2f}x)")
-    rows = sustained(a.latlab, a.loops, tmp)
+    rows = [] if a.no_sustained else sustained(a.latlab, a.loops, tmp)
     ok = [r for r in rows if r[2] == 0]
     if ok:
         print(f"highest rate read with 0 lost events: {max(r[1] for r in ok):.0f} events/s")

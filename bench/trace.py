@@ -5,11 +5,32 @@ p99 latency (mean and max over threads), CPU time (user + system of the latlab p
 for the traced runs, events read and lost, then the ratio of medians traced/untraced with the
 spread of the per-pair ratios. `--stacks` traces with `--trace-stacks` too.
 
-usage: bench/trace.py [--rounds 8] [--duration 10] [--stacks] [--latlab PATH]
+`--plus-event SYS/NAME` adds a third arm, interleaved with the other two (A B C A B C): traced
+with that event also enabled in latlab's instance (written into its `enable` as soon as the
+instance appears), so the cost of one more event per wake-up is measured with the same binary
+(the event latlab's tracing used to enable, say).
+
+usage: bench/trace.py [--rounds 8] [--duration 10] [--stacks] [--plus-event SYS/NAME]
+                      [--latlab PATH]
 """
 import argparse, json, os, statistics, subprocess, sys, tempfile, time
 
-def one(exe, a, out, trace):
+TRACEFS = "/sys/kernel/tracing"
+
+def plus_event(pid, event):
+    """Enables `event` in latlab's instance of process `pid` once it exists (within 3 s)."""
+    path = f"{TRACEFS}/instances/latlab-{pid}/events/{event}/enable"
+    end = time.monotonic() + 3
+    while time.monotonic() < end:
+        try:
+            with open(path, "w") as f:
+                f.write("1")
+            return
+        except OSError:
+            time.sleep(0.002)
+    raise SystemExit(f"{path}: did not appear within 3 s")
+
+def one(exe, a, out, trace, plus=None):
     cmd = [exe, "cyclic", "-t", "-a", "-p", "80", "-i", "1000us", "-D", f"{a.duration}s",
            "-q", "--no-store", "--json", out]
     if trace:
@@ -17,6 +38,8 @@ def one(exe, a, out, trace):
         if a.stacks:
             cmd += ["--trace-stacks"]
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if plus:
+        plus_event(p.pid, plus)
     _, status, ru = os.wait4(p.pid, 0)
     if status != 0:
         raise SystemExit(f"{' '.join(cmd)}: exit status {status}")
@@ -34,15 +57,21 @@ def main():
     p.add_argument("--stacks", action="store_true")
     p.add_argument("--duration", type=int, default=10)
     p.add_argument("--latlab", default="target/release/latlab")
+    p.add_argument("--plus-event")
     a = p.parse_args()
     d = tempfile.mkdtemp()
-    A, B = [], []
+    A, B, C = [], [], []
     for i in range(a.rounds):
         A.append(one(a.latlab, a, f"{d}/a.json", False))
         B.append(one(a.latlab, a, f"{d}/b.json", True))
         print(f"round {i+1}: plain avg {A[-1][0]:.2f} us p99 {A[-1][1]:.1f} us | traced avg "
               f"{B[-1][0]:.2f} us p99 {B[-1][1]:.1f} us, {B[-1][2]} events "
               f"({B[-1][2]/a.duration:.0f}/s), {B[-1][3]} lost, {B[-1][4]} spikes | CPU {A[-1][5]:.2f} s / {B[-1][5]:.2f} s", flush=True)
+        if a.plus_event:
+            C.append(one(a.latlab, a, f"{d}/c.json", True, a.plus_event))
+            print(f"         + {a.plus_event}: avg {C[-1][0]:.2f} us p99 {C[-1][1]:.1f} us, "
+                  f"{C[-1][2]} events ({C[-1][2]/a.duration:.0f}/s), {C[-1][3]} lost | "
+                  f"CPU {C[-1][5]:.2f} s", flush=True)
     ma, mb = statistics.median(x[0] for x in A), statistics.median(x[0] for x in B)
     pa, pb = statistics.median(x[1] for x in A), statistics.median(x[1] for x in B)
     print(f"median avg: plain {ma:.2f} us, traced {mb:.2f} us, ratio {mb/ma:.2f}")
@@ -52,7 +81,15 @@ def main():
     r = sorted(b[0] / a_[0] for a_, b in zip(A, B))
     print(f"per-pair avg ratios: min {r[0]:.2f}, median {statistics.median(r):.2f}, "
           f"max {r[-1]:.2f}")
-    print(f"lost events over all traced runs: {sum(x[3] for x in B)}")
+    if C:
+        mc = statistics.median(x[0] for x in C)
+        rc = sorted(c[0] / a_[0] for a_, c in zip(A, C))
+        print(f"+ {a.plus_event}: median avg {mc:.2f} us, ratio to plain {mc/ma:.2f} (per-round "
+              f"{rc[0]:.2f}-{rc[-1]:.2f}), median p99 ratio "
+              f"{statistics.median(x[1] for x in C)/pa:.2f}, events/s "
+              f"{statistics.median(x[2] for x in C)/a.duration:.0f} against "
+              f"{statistics.median(x[2] for x in B)/a.duration:.0f}")
+    print(f"lost events over all traced runs: {sum(x[3] for x in B + C)}")
     print(f"machine: {os.uname().release}, {os.cpu_count()} CPUs; "
           f"{a.rounds} rounds x {a.duration} s, {time.strftime('%Y-%m-%d')}")
 

@@ -75,7 +75,7 @@ impl SampleWriter {
             .name("latlab-samples".into())
             .stack_size(crate::sys::mem::HELPER_STACK)
             .spawn(move || drain(out, consumers, d, l))
-            .map_err(|e| Error::Env(format!("cannot start the sample writer thread: {e}")))?;
+            .map_err(|e| crate::rt::start_error("cannot start the sample writer thread", e))?;
         Ok(SampleWriter {
             done,
             lost,

@@ -269,6 +269,9 @@ impl Watch {
     /// of the files in `held` (the settings the run changed itself).
     pub fn finish(mut self, held: &[PathBuf]) -> Vec<GroundChange> {
         self.stop.store(true, Ordering::Release);
+        if let Some(t) = &self.thread {
+            t.thread().unpark();
+        }
         let mut changes = self
             .thread
             .take()
@@ -315,8 +318,15 @@ fn poll(
     t0: Instant,
 ) -> Vec<GroundChange> {
     let mut changes = Vec::new();
-    while !stop.load(Ordering::Acquire) {
-        std::thread::sleep(POLL);
+    loop {
+        // Woken early by `finish` (an unpark), so the end of a run never waits for a poll.
+        let due = Instant::now() + POLL;
+        while !stop.load(Ordering::Acquire) && Instant::now() < due {
+            std::thread::park_timeout(due.saturating_duration_since(Instant::now()));
+        }
+        if stop.load(Ordering::Acquire) {
+            break;
+        }
         for (i, last) in items.iter_mut() {
             let now = read(&i.path);
             if now != *last {

@@ -208,7 +208,7 @@ fn open_unless_interrupted(
         .spawn(move || {
             let _ = tx.send(crate::store::open_send(spec.as_deref()));
         })
-        .map_err(|e| Error::Env(format!("cannot start a thread to open the store: {e}")))?;
+        .map_err(|e| crate::rt::start_error("cannot start a thread to open the store", e))?;
     loop {
         match rx.recv_timeout(Duration::from_millis(20)) {
             Ok(r) => return r.map(|s| Some(s as Box<dyn crate::store::Store>)),

@@ -327,7 +327,7 @@ fn command(
 fn run_child(mut c: Command, control: &Control, n: usize, label: &str) -> Result<Child> {
     let mut child = c
         .spawn()
-        .map_err(|e| Error::Env(format!("cannot start the measurement: {e}")))?;
+        .map_err(|e| crate::rt::start_error("cannot start the measurement", e))?;
     // Both pipes are drained while the child runs, so a chatty child never blocks on a
     // full pipe (and so never deadlocks the runner).
     let drain = |p: Option<Box<dyn std::io::Read + Send>>| {

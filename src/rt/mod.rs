@@ -218,6 +218,16 @@ where
     Ok(handles)
 }
 
+/// A refusal to start a task (thread or process), naming the limit when that is the cause:
+/// EAGAIN from clone/fork means RLIMIT_NPROC or the cgroup's pids.max is reached.
+pub fn start_error(what: &str, e: std::io::Error) -> crate::error::Error {
+    if e.raw_os_error() == Some(libc::EAGAIN) {
+        crate::error::Error::Env(format!("{what}: {e}{}", crate::sys::procs::LIMIT_HINT))
+    } else {
+        crate::error::Error::io(what, e)
+    }
+}
+
 /// Installs a no-op SIGUSR2 handler so `wake` can interrupt a worker's sleep (clock_nanosleep
 /// then returns EINTR and the worker sees the stop flag).
 pub fn install_wake_handler() {

@@ -61,6 +61,37 @@ pub fn since_bound(t: std::time::SystemTime) -> String {
     humantime::format_rfc3339_seconds(day_before).to_string()[..10].to_string()
 }
 
+/// Runs listed from rows of (run, one of its tags) in run order, a run without tags having one
+/// row with no tag: each run once with all its tags, those matching `f.tags` kept.
+pub(crate) fn group_listed(
+    rows: impl IntoIterator<Item = (RunRow, Option<(String, String)>)>,
+    f: &Filter,
+) -> Vec<RunRow> {
+    let mut out: Vec<RunRow> = Vec::new();
+    let keep = |r: RunRow, out: &mut Vec<RunRow>| {
+        if f.tags.iter().all(|(k, v)| r.tags.get(k) == Some(v)) {
+            out.push(r);
+        }
+    };
+    let mut cur: Option<RunRow> = None;
+    for (run, tag) in rows {
+        let same = cur.as_ref().is_some_and(|c| c.id == run.id);
+        if !same {
+            if let Some(c) = cur.take() {
+                keep(c, &mut out);
+            }
+            cur = Some(run);
+        }
+        if let (Some((k, v)), Some(c)) = (tag, cur.as_mut()) {
+            c.tags.insert(k, v);
+        }
+    }
+    if let Some(c) = cur {
+        keep(c, &mut out);
+    }
+    out
+}
+
 /// One run in a bundle: the run and its tags.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct BundleEntry {
@@ -516,6 +547,47 @@ mod tests {
             assert!(later >= b.as_str(), "{later}");
         }
         assert!("2026-11-15T23:59:59.999999Z" < b.as_str());
+    }
+
+    fn row(id: &str) -> RunRow {
+        RunRow {
+            id: id.into(),
+            kind: "cyclic".into(),
+            started: "2026-11-25T00:00:00Z".into(),
+            host: "h".into(),
+            interrupted: false,
+            tags: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn listed_rows_are_grouped_into_runs_with_all_their_tags_in_order_then_filtered() {
+        let t = |k: &str, v: &str| Some((k.to_string(), v.to_string()));
+        let rows = vec![
+            (row("b"), t("kernel", "6.1")),
+            (row("b"), t("patch", "x")),
+            (row("a"), None),
+            (row("c"), t("kernel", "6.2")),
+        ];
+        let all = group_listed(rows.clone(), &Filter::default());
+        let ids: Vec<&str> = all.iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(ids, ["b", "a", "c"]);
+        assert_eq!(all[0].tags.len(), 2);
+        assert!(all[1].tags.is_empty());
+        let f = Filter {
+            tags: [("kernel".to_string(), "6.1".to_string())].into(),
+            ..Filter::default()
+        };
+        let kept = group_listed(rows.clone(), &f);
+        assert_eq!(kept.len(), 1);
+        assert_eq!(kept[0].tags["patch"], "x");
+        // A tag filter on a run's second tag keeps it too.
+        let f = Filter {
+            tags: [("patch".to_string(), "x".to_string())].into(),
+            ..Filter::default()
+        };
+        assert_eq!(group_listed(rows, &f)[0].id, "b");
+        assert!(group_listed(Vec::new(), &Filter::default()).is_empty());
     }
 
     #[test]

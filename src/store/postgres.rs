@@ -99,6 +99,18 @@ impl PostgresStore {
             )
             .map_err(err)?;
         }
+        // Indexes added whatever the schema version (they change no stored data; an older
+        // latlab reads the store as before): runs are listed newest first.
+        let indexed = tx
+            .query_one("SELECT to_regclass('latlab_runs_started') IS NOT NULL", &[])
+            .map_err(err)?
+            .get::<_, bool>(0);
+        if !indexed {
+            tx.batch_execute(
+                "CREATE INDEX IF NOT EXISTS latlab_runs_started ON latlab_runs(started DESC, id)",
+            )
+            .map_err(err)?;
+        }
         tx.commit().map_err(err)
     }
 
@@ -249,29 +261,36 @@ impl Store for SharedPostgres {
 
     fn list(&self, f: &Filter) -> Result<Vec<RunRow>> {
         let mut s = self.0.borrow_mut();
+        // One query: each run with its tags (a row per tag, in key order), newest first.
         let rows = s
             .client
             .query(
-                "SELECT id, kind, started, host, interrupted FROM latlab_runs WHERE ($1::TEXT IS NULL OR kind = $1) AND ($2::TEXT IS NULL OR host = $2) AND ($3::TEXT IS NULL OR started >= $3) ORDER BY started DESC, id",
+                "SELECT r.id, r.kind, r.started, r.host, r.interrupted, t.key, t.value \
+                 FROM latlab_runs r LEFT JOIN latlab_tags t ON t.run_id = r.id \
+                 WHERE ($1::TEXT IS NULL OR r.kind = $1) AND ($2::TEXT IS NULL OR r.host = $2) \
+                 AND ($3::TEXT IS NULL OR r.started >= $3) \
+                 ORDER BY r.started DESC, r.id, t.key",
                 &[&f.kind, &f.host, &f.started_from],
             )
             .map_err(|e| s.err(e))?;
-        let mut out = Vec::new();
-        for r in rows {
-            let id: String = r.get(0);
-            let tags = s.tags_of(&id)?;
-            if f.tags.iter().all(|(k, v)| tags.get(k) == Some(v)) {
-                out.push(RunRow {
-                    id,
+        let rows = rows.iter().map(|r| {
+            let tag = match (r.get::<_, Option<String>>(5), r.get::<_, Option<String>>(6)) {
+                (Some(k), Some(v)) => Some((k, v)),
+                _ => None,
+            };
+            (
+                RunRow {
+                    id: r.get(0),
                     kind: r.get(1),
                     started: r.get(2),
                     host: r.get(3),
                     interrupted: r.get(4),
-                    tags,
-                });
-            }
-        }
-        Ok(out)
+                    tags: BTreeMap::new(),
+                },
+                tag,
+            )
+        });
+        Ok(super::group_listed(rows, f))
     }
 
     fn get(&self, id: &str) -> Result<BundleEntry> {

@@ -32,6 +32,25 @@ const MIGRATIONS: &[&str] = &["
     CREATE INDEX tags_kv ON tags(key, value);
 "];
 
+/// Indexes added on open, whatever the schema version (an index changes no stored data, so an
+/// older latlab still reads the store): runs are listed newest first. Both cover what a
+/// listing reads, so `runs list` never reads the runs' rows, whose bodies fill a page each.
+const INDEXES: &str = "
+    CREATE INDEX IF NOT EXISTS runs_listed ON runs(started DESC, id, kind, host, interrupted);
+    CREATE INDEX IF NOT EXISTS tags_listed ON tags(run_id, key, value);
+";
+
+/// `runs list`'s query (kind, host, start-time bound): each run with its tags (a row per
+/// tag), newest first, from the two covering indexes alone.
+const LIST: &str = "SELECT r.id, r.kind, r.started, r.host, r.interrupted, t.key, t.value \
+    FROM runs r LEFT JOIN tags t ON t.run_id = r.id \
+    WHERE (?1 IS NULL OR r.kind = ?1) AND (?2 IS NULL OR r.host = ?2) \
+    AND (?3 IS NULL OR r.started >= ?3) \
+    ORDER BY r.started DESC, r.id";
+
+/// The names of [`INDEXES`].
+const INDEX_NAMES: &str = "'runs_listed', 'tags_listed'";
+
 /// The tables a latlab store holds.
 const TABLES: &[&str] = &["meta", "runs", "tags"];
 
@@ -226,6 +245,15 @@ impl SqliteStore {
                 self.path.display()
             )));
         }
+        let indexed: i64 = tx
+            .query_row(
+                &format!(
+                    "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN ({INDEX_NAMES})"
+                ),
+                [],
+                |r| r.get(0),
+            )
+            .map_err(|e| env_err(&self.path, e))?;
         for (i, sql) in MIGRATIONS.iter().enumerate().skip(v as usize) {
             tx.execute_batch(sql).map_err(|e| {
                 env_err(
@@ -238,6 +266,10 @@ impl SqliteStore {
                 params![(i + 1).to_string()],
             )
             .map_err(|e| env_err(&self.path, e))?;
+        }
+        if indexed < 2 {
+            tx.execute_batch(INDEXES)
+                .map_err(|e| env_err(&self.path, format!("cannot add an index: {}", brief(&e))))?;
         }
         tx.commit().map_err(|e| env_err(&self.path, e))?;
         Ok(())
@@ -311,29 +343,33 @@ impl Store for SqliteStore {
     fn list(&self, f: &Filter) -> Result<Vec<RunRow>> {
         let mut st = self
             .conn
-            .prepare("SELECT id, kind, started, host, interrupted FROM runs WHERE (?1 IS NULL OR kind = ?1) AND (?2 IS NULL OR host = ?2) AND (?3 IS NULL OR started >= ?3) ORDER BY started DESC, id")
+            .prepare(LIST)
             .map_err(|e| env_err(&self.path, e))?;
         let rows = st
             .query_map(params![f.kind, f.host, f.started_from], |r| {
-                Ok(RunRow {
-                    id: r.get(0)?,
-                    kind: r.get(1)?,
-                    started: r.get(2)?,
-                    host: r.get(3)?,
-                    interrupted: r.get::<_, i64>(4)? != 0,
-                    tags: BTreeMap::new(),
-                })
+                let tag = match (
+                    r.get::<_, Option<String>>(5)?,
+                    r.get::<_, Option<String>>(6)?,
+                ) {
+                    (Some(k), Some(v)) => Some((k, v)),
+                    _ => None,
+                };
+                Ok((
+                    RunRow {
+                        id: r.get(0)?,
+                        kind: r.get(1)?,
+                        started: r.get(2)?,
+                        host: r.get(3)?,
+                        interrupted: r.get::<_, i64>(4)? != 0,
+                        tags: BTreeMap::new(),
+                    },
+                    tag,
+                ))
             })
+            .map_err(|e| env_err(&self.path, e))?
+            .collect::<std::result::Result<Vec<_>, _>>()
             .map_err(|e| env_err(&self.path, e))?;
-        let mut out = Vec::new();
-        for r in rows {
-            let mut r = r.map_err(|e| env_err(&self.path, e))?;
-            r.tags = self.tags_of(&r.id)?;
-            if f.tags.iter().all(|(k, v)| r.tags.get(k) == Some(v)) {
-                out.push(r);
-            }
-        }
-        Ok(out)
+        Ok(super::group_listed(rows, f))
     }
 
     fn get(&self, id: &str) -> Result<BundleEntry> {
@@ -371,5 +407,97 @@ impl Store for SqliteStore {
 
     fn location(&self) -> String {
         self.path.display().to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn index_exists(s: &SqliteStore) -> bool {
+        s.conn
+            .query_row(
+                &format!(
+                    "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN ({INDEX_NAMES})"
+                ),
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .unwrap()
+            == 2
+    }
+
+    fn plan(s: &SqliteStore) -> String {
+        let mut st = s
+            .conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {LIST}"))
+            .unwrap();
+        let rows = st
+            .query_map(
+                params![None::<String>, None::<String>, None::<String>],
+                |r| r.get::<_, String>(3),
+            )
+            .unwrap();
+        rows.map(|r| r.unwrap()).collect::<Vec<_>>().join("; ")
+    }
+
+    #[test]
+    fn the_listing_indexes_are_made_and_added_to_a_store_that_lacks_them() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("runs.db");
+        let s = SqliteStore::open(&p).unwrap();
+        assert!(index_exists(&s));
+        // A listing reads the two covering indexes, never the runs' rows (their bodies).
+        let plan = plan(&s);
+        assert!(
+            plan.contains("COVERING INDEX runs_listed")
+                && plan.contains("COVERING INDEX tags_listed"),
+            "{plan}"
+        );
+        s.conn.execute_batch("DROP INDEX runs_listed").unwrap();
+        drop(s);
+        let s = SqliteStore::open(&p).unwrap();
+        assert!(index_exists(&s), "an older store gets the index on open");
+    }
+
+    #[test]
+    fn runs_are_listed_newest_first_with_all_their_tags_in_one_query() {
+        let d = tempfile::tempdir().unwrap();
+        let s = SqliteStore::open(&d.path().join("runs.db")).unwrap();
+        for (id, started) in [
+            ("a", "2026-11-01"),
+            ("b", "2026-11-03"),
+            ("c", "2026-11-02"),
+        ] {
+            s.conn
+                .execute(
+                    "INSERT INTO runs VALUES (?1, 'cyclic', ?2, ?2, 'h', 0, NULL, '{}')",
+                    params![id, started],
+                )
+                .unwrap();
+        }
+        for (id, k, v) in [
+            ("b", "kernel", "6.1"),
+            ("b", "patch", "x"),
+            ("a", "kernel", "6.2"),
+        ] {
+            s.conn
+                .execute("INSERT INTO tags VALUES (?1, ?2, ?3)", params![id, k, v])
+                .unwrap();
+        }
+        let all = s.list(&Filter::default()).unwrap();
+        let ids: Vec<&str> = all.iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(ids, ["b", "c", "a"]);
+        assert_eq!(all[0].tags.len(), 2);
+        assert!(all[1].tags.is_empty());
+        assert_eq!(all[2].tags["kernel"], "6.2");
+        let f = Filter {
+            tags: vec![("patch".into(), "x".into())],
+            started_from: Some("2026-11-02".into()),
+            ..Filter::default()
+        };
+        let kept = s.list(&f).unwrap();
+        assert_eq!(kept.len(), 1);
+        assert_eq!(kept[0].tags["kernel"], "6.1");
     }
 }

@@ -13,7 +13,14 @@ pub fn probe_policy(policy: Policy, prio: i32) -> Result<(), String> {
         .name("latlab-probe".into())
         .stack_size(super::mem::PROBE_STACK)
         .spawn(move || super::sched::set_policy(policy, prio))
-        .map_err(|e| format!("cannot start the privilege probe thread: {e}"))?
+        .map_err(|e| {
+            let hint = if e.raw_os_error() == Some(libc::EAGAIN) {
+                super::procs::LIMIT_HINT
+            } else {
+                ""
+            };
+            format!("cannot start the privilege probe thread: {e}{hint}")
+        })?
         .join()
         .map_err(|_| "privilege probe thread panicked".to_string())?;
     match result {

@@ -5,6 +5,10 @@
 
 use std::path::Path;
 
+/// What EAGAIN from clone or fork means, said after the error.
+pub const LIMIT_HINT: &str =
+    " (the process limit, RLIMIT_NPROC or the cgroup's pids.max, is reached)";
+
 /// One task of another process.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Task {
@@ -119,8 +123,30 @@ fn cpu_list(text: &str) -> Vec<usize> {
     v
 }
 
+/// The kernel's flag for a kernel thread in `/proc/.../stat` (field 9).
+const PF_KTHREAD: u64 = 0x0020_0000;
+
+/// A task's real-time policy and priority from its `stat` fields (field 3 on), None for any
+/// other policy.
+fn rt_policy(f: &[&str]) -> Option<(&'static str, u32)> {
+    // Fields 40 (rt_priority) and 41 (policy), counted from 1; `f` starts at field 3.
+    let prio = f.get(37)?.parse::<u32>().ok()?;
+    let policy = match f.get(38)?.parse::<u32>().ok()? {
+        1 => "fifo",
+        2 => "rr",
+        6 => "deadline",
+        _ => return None,
+    };
+    Some((policy, prio))
+}
+
 /// Every real-time task (FIFO, RR, deadline) of processes other than `except` (and not kernel
 /// threads: those are the kernel's own, per CPU by design), whose allowed CPUs meet `cpus`.
+///
+/// Cheap on a machine of ordinary tasks (it runs at the start and end of every measurement):
+/// one `stat` read per process decides most of them (a kernel thread by its flag, a process of
+/// one thread by its own policy); only the threads of a multi-threaded process are listed, and
+/// only a real-time task's command line and allowed CPUs are read.
 pub fn rt_tasks_on(proc_root: &Path, cpus: &[usize], except: i32) -> Vec<Task> {
     let mut out = Vec::new();
     let Ok(dir) = std::fs::read_dir(proc_root) else {
@@ -133,39 +159,52 @@ pub fn rt_tasks_on(proc_root: &Path, cpus: &[usize], except: i32) -> Vec<Task> {
         if pid == except {
             continue;
         }
-        let Some(command) = command_line(proc_root, pid) else {
+        let Ok(stat) = std::fs::read_to_string(proc_root.join(format!("{pid}/stat"))) else {
             continue;
         };
-        // A kernel thread has an empty command line.
-        if command.is_empty() {
+        let Some(f) = stat_fields(&stat) else {
+            continue;
+        };
+        // Field 9: flags; field 20: threads; field 3: state (a zombie runs nothing).
+        let flags = f.get(6).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        if flags & PF_KTHREAD != 0 || f.first() == Some(&"Z") {
             continue;
         }
-        let Ok(tasks) = std::fs::read_dir(proc_root.join(format!("{pid}/task"))) else {
+        let threads = f.get(17).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        let mut found: Vec<(i32, String)> = Vec::new();
+        if threads == 1 {
+            if rt_policy(&f).is_some() {
+                found.push((pid, stat.clone()));
+            }
+        } else if let Ok(tasks) = std::fs::read_dir(proc_root.join(format!("{pid}/task"))) {
+            for t in tasks.flatten() {
+                let Some(tid) = t.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+                    continue;
+                };
+                let path = proc_root.join(format!("{pid}/task/{tid}/stat"));
+                let Ok(ts) = std::fs::read_to_string(path) else {
+                    continue;
+                };
+                if stat_fields(&ts).is_some_and(|tf| rt_policy(&tf).is_some()) {
+                    found.push((tid, ts));
+                }
+            }
+        }
+        if found.is_empty() {
+            continue;
+        }
+        // A kernel thread has an empty command line (where its flag did not say so).
+        let Some(command) = command_line(proc_root, pid).filter(|c| !c.is_empty()) else {
             continue;
         };
-        for t in tasks.flatten() {
-            let Some(tid) = t.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+        for (tid, stat) in found {
+            let Some((policy, prio)) = stat_fields(&stat).and_then(|f| rt_policy(&f)) else {
                 continue;
             };
-            let base = proc_root.join(format!("{pid}/task/{tid}"));
-            let Ok(stat) = std::fs::read_to_string(base.join("stat")) else {
-                continue;
-            };
-            let Some(f) = stat_fields(&stat) else {
-                continue;
-            };
-            // Fields 40 (rt_priority) and 41 (policy), counted from 1; `f` starts at field 3.
-            let (Some(prio), Some(pol)) = (
-                f.get(37).and_then(|v| v.parse::<u32>().ok()),
-                f.get(38).and_then(|v| v.parse::<u32>().ok()),
-            ) else {
-                continue;
-            };
-            let policy = match pol {
-                1 => "fifo",
-                2 => "rr",
-                6 => "deadline",
-                _ => continue,
+            let base = if tid == pid && threads == 1 {
+                proc_root.join(pid.to_string())
+            } else {
+                proc_root.join(format!("{pid}/task/{tid}"))
             };
             let status = std::fs::read_to_string(base.join("status")).unwrap_or_default();
             let allowed = status
@@ -248,5 +287,40 @@ mod tests {
         assert!(describe(r, 10).starts_with("pid 10 (hog --cpu 1; "));
         assert_eq!(describe(r, 77), "pid 77");
         assert_eq!(cpu_list("0-2,5"), vec![0, 1, 2, 5]);
+    }
+
+    #[test]
+    fn a_single_threaded_process_is_read_from_its_own_stat_and_kernel_threads_by_their_flag() {
+        let d = tempfile::tempdir().unwrap();
+        let r = d.path();
+        // stat with flags (field 9) and thread count (field 20) set; no task/ directory.
+        let with = |comm: &str, pol: u32, flags: u64, threads: u32| {
+            let mut f: Vec<String> = stat(comm, 50, pol)
+                .split(") ")
+                .nth(1)
+                .unwrap()
+                .split(' ')
+                .map(String::from)
+                .collect();
+            f[6] = flags.to_string();
+            f[17] = threads.to_string();
+            format!("1 ({comm}) {}", f.join(" "))
+        };
+        let add = |pid: i32, stat: String, cmd: &[u8]| {
+            std::fs::create_dir_all(r.join(pid.to_string())).unwrap();
+            std::fs::write(r.join(format!("{pid}/stat")), stat).unwrap();
+            std::fs::write(r.join(format!("{pid}/cmdline")), cmd).unwrap();
+            std::fs::write(r.join(format!("{pid}/status")), "Cpus_allowed_list:\t0-1\n").unwrap();
+        };
+        add(20, with("solo", 1, 0, 1), b"solo\0");
+        add(21, with("kworker", 1, PF_KTHREAD, 1), b"not-empty\0");
+        add(22, with("plain", 0, 0, 1), b"plain\0");
+        let got = rt_tasks_on(r, &[0], 1);
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!((got[0].pid, got[0].tid, got[0].policy), (20, 20, "fifo"));
+        assert_eq!(
+            (got[0].command.as_str(), got[0].allowed.clone()),
+            ("solo", vec![0, 1])
+        );
     }
 }

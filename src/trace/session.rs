@@ -97,6 +97,20 @@ pub struct Request {
     pub needs_root: &'static str,
 }
 
+/// The end of an hrtimer callback, which attribution does not read (the callback runs inside
+/// the timer interrupt, whose entry and exit it does read).
+const UNREAD: &str = "timer/hrtimer_expire_exit";
+
+/// The events of [`TraceFs::layouts`] that are enabled: all of them for `latlab sched`
+/// (`extra` events asked for: it tells hrtimer time apart), and without [`UNREAD`] for
+/// attribution alone, so the measured CPU writes one event fewer per timer wake-up.
+fn enabled_events(events: Vec<String>, extra: &[&str]) -> Vec<String> {
+    if !extra.is_empty() {
+        return events;
+    }
+    events.into_iter().filter(|e| e != UNREAD).collect()
+}
+
 impl Tracer {
     /// Starts the session `r` asks for on the system's tracefs (mounting it if needed);
     /// `stop` ends the run when an `--on-threshold ...:stop` rule fires.
@@ -138,7 +152,8 @@ impl Tracer {
         journal: Option<std::path::PathBuf>,
         r: &Request,
     ) -> Result<Tracer> {
-        let (header, mut dec, mut events) = fs.layouts()?;
+        let (header, mut dec, events) = fs.layouts()?;
+        let mut events = enabled_events(events, r.extra);
         let proc_events = fs.proc_events(&mut dec)?;
         events.extend(fs.optional_events(&mut dec, "sched", r.extra)?);
         let procs_journal = journal
@@ -577,5 +592,25 @@ impl Tracer {
         let w = std::mem::take(&mut self.saver.warnings);
         self.report.warnings.extend(w);
         self.report
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attribution_alone_leaves_the_hrtimer_exit_off_and_sched_keeps_it() {
+        let all: Vec<String> = super::super::tracefs::REQUIRED
+            .iter()
+            .map(|(s, n)| format!("{s}/{n}"))
+            .collect();
+        let attribution = enabled_events(all.clone(), &[]);
+        assert!(!attribution.iter().any(|e| e == UNREAD), "{attribution:?}");
+        assert!(attribution
+            .iter()
+            .any(|e| e == "timer/hrtimer_expire_entry"));
+        assert_eq!(attribution.len(), all.len() - 1);
+        assert_eq!(enabled_events(all.clone(), &["sched_wakeup"]), all);
     }
 }

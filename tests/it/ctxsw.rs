@@ -1,7 +1,7 @@
 //! `latlab ctxsw`: every method gives one sample per iteration, threads and processes; the
 //! ioperm phases say plainly when the kernel lacks them.
 
-use crate::util::{expect_exit, latlab, read_json, rt_unavailable, skipped, Dir};
+use crate::util::{expect_exit, latlab, latlab_as_nobody, read_json, rt_unavailable, skipped, Dir};
 
 #[test]
 fn each_method_gives_one_sample_per_iteration() {
@@ -83,5 +83,36 @@ fn ctxsw_bad_input() {
     ];
     for (args, want, code) in cases {
         expect_exit(&["ctxsw"], args, *code, want);
+    }
+}
+
+/// A task that cannot start (the process limit reached) is named as such, exit 3, no panic:
+/// run as `nobody` under `prlimit --nproc=2` (a second task at most), every measurement that
+/// starts several.
+#[test]
+fn a_process_limit_is_named_not_a_panic() {
+    let dir = Dir::new();
+    for cmd in [
+        &["ctxsw", "-n", "1000"][..],
+        &["ipc", "-l", "100"],
+        &["cyclic", "-t", "4", "-l", "100"],
+        &["noise", "-D", "1"],
+        &["pi", "-D", "1"],
+    ] {
+        let Some(c) = latlab_as_nobody(&dir, &[]) else {
+            return;
+        };
+        // prlimit runs as nobody and lowers its own limit before it execs latlab.
+        let bin = c.get_args().last().unwrap().to_os_string();
+        let mut args: Vec<std::ffi::OsString> = c.get_args().map(|a| a.to_os_string()).collect();
+        args.pop();
+        let mut p = std::process::Command::new("runuser");
+        p.args(&args[..]).args(["prlimit", "--nproc=2"]).arg(&bin);
+        p.args(cmd).arg("--no-store");
+        let out = p.output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{cmd:?}: {err}");
+        assert_eq!(out.status.code(), Some(3), "{cmd:?}: {err}");
+        assert!(err.contains("RLIMIT_NPROC"), "{cmd:?}: {err}");
     }
 }

@@ -99,7 +99,7 @@ fn finish(p: Partner, kill: bool) {
 fn on_measuring_thread<T: Send + 'static>(
     s: &Setup,
     body: impl FnOnce() -> T + Send + 'static,
-) -> T {
+) -> std::io::Result<T> {
     let cpu = s.cpu(0);
     let (policy, prio, log) = (s.policy, s.prio, s.log.clone());
     std::thread::Builder::new()
@@ -114,9 +114,9 @@ fn on_measuring_thread<T: Send + 'static>(
             crate::sys::mem::prefault_stack(64 * 1024);
             body()
         })
-        .expect("spawning the measuring thread")
+        ?
         .join()
-        .expect("the measuring thread panicked")
+        .map_err(|_| std::io::Error::other("the measuring thread panicked"))
 }
 
 /// `ioperm` hook: called on the measuring task (and partners when asked) before timing.
@@ -152,7 +152,8 @@ pub fn yield_pair(s: &Setup, measuring_prep: Prep, partner_prep: Prep) -> std::i
     page.word(0).store(1, Ordering::Relaxed);
     finish(partner, false);
     Ok(Raw {
-        samples,
+        // The partner is stopped first, whether or not the measuring thread started.
+        samples: samples?,
         switches_per_sample: 2.0,
         overhead_per_sample: 0,
     })
@@ -212,7 +213,7 @@ pub fn pipe_ring(s: &Setup, n: usize, touch_kb: usize) -> std::io::Result<Raw> {
     let (iters, warm, ticks, stop) = (s.iterations, s.warmup, s.ticks, s.stop.clone());
     let rd = reads[0].as_raw_fd();
     let wr = writes[1 % n].as_ref().map_or(-1, |w| w.as_raw_fd());
-    let (samples, overhead) = on_measuring_thread(s, move || {
+    let measured = on_measuring_thread(s, move || {
         let mut buf = vec![0u8; touch_kb * 1024];
         let hop = hop_overhead(ticks, touch_kb, iters.clamp(100, 20_000));
         let mut v = Vec::with_capacity(iters);
@@ -239,6 +240,7 @@ pub fn pipe_ring(s: &Setup, n: usize, touch_kb: usize) -> std::io::Result<Raw> {
     }
     drop(writes);
     drop(reads);
+    let (samples, overhead) = measured?;
     Ok(Raw {
         samples,
         switches_per_sample: n as f64,
@@ -310,7 +312,7 @@ pub fn futex_pair(s: &Setup) -> std::io::Result<Raw> {
     taskpair::futex_wake(page.word(0), 1);
     finish(partner, false);
     Ok(Raw {
-        samples,
+        samples: samples?,
         switches_per_sample: 2.0,
         overhead_per_sample: 0,
     })

@@ -161,7 +161,7 @@ pub fn run(mut cfg: CtxswConfig, ctx: &mut Ctx<'_>) -> Result<CtxswOutcome> {
     };
     let started = SystemTime::now();
     let t0 = Instant::now();
-    let io = |e: std::io::Error| Error::Env(format!("cannot set up the tasks: {e}"));
+    let io = |e: std::io::Error| crate::rt::start_error("cannot set up the tasks", e);
     let mut results = Vec::new();
     for &m in &cfg.methods {
         match m {

@@ -227,7 +227,7 @@ fn spawn(
             }
         }
     })
-    .map_err(|e| Error::Env(format!("cannot start measuring threads: {e}")))
+    .map_err(|e| crate::rt::start_error("cannot start measuring threads", e))
 }
 
 /// The control thread's watch: until the deadline, a signal or every worker's end, attributing

@@ -7,7 +7,7 @@ use super::methods::{self, Chan, RECEIVER, SENDER};
 use super::IpcConfig;
 use crate::config::TaskKind;
 use crate::driver::Ctx;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::rt::{Applied, Placement};
 use crate::stats::Recorder;
 use crate::sys::{self, clock, taskpair::SharedBox};
@@ -106,18 +106,7 @@ pub(super) fn start_pair(
             }
         }
     })
-    .map_err(|e| spawn_error("spawning the ipc threads", e))
-}
-
-/// A refusal to start threads, naming the limit when that is the cause.
-pub(super) fn spawn_error(what: &str, e: std::io::Error) -> Error {
-    if e.raw_os_error() == Some(libc::EAGAIN) {
-        Error::Env(format!(
-            "{what}: {e} (the process limit, RLIMIT_NPROC or the cgroup's pids.max, is reached)"
-        ))
-    } else {
-        Error::io(what, e)
-    }
+    .map_err(|e| crate::rt::start_error("spawning the ipc threads", e))
 }
 
 /// Marks the pair broken and wakes both sides, so neither waits for the other forever.
@@ -150,7 +139,7 @@ pub(super) fn fork_sender(
     })
     .map_err(|e| {
         let hint = if e.raw_os_error() == Some(libc::EAGAIN) {
-            " (the process limit, RLIMIT_NPROC or the cgroup's pids.max, is reached)"
+            crate::sys::procs::LIMIT_HINT
         } else {
             ""
         };

@@ -139,7 +139,7 @@ pub fn measure(ctx: &Ctx<'_>, cfg: &IpcConfig, n: usize) -> Result<(MethodOut, O
                 }
             }
         })
-        .map_err(|e| super::pair::spawn_error("spawning the ring's threads", e))?;
+        .map_err(|e| crate::rt::start_error("spawning the ring's threads", e))?;
     barrier.wait();
     super::await_workers(ctx, &handles);
     let mut applied: Vec<Applied> = Vec::new();

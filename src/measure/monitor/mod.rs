@@ -380,7 +380,7 @@ fn spawn(
             };
             move || move || w.run()
         })
-        .map_err(|e| Error::Env(format!("cannot start measuring threads: {e}")))
+        .map_err(|e| crate::rt::start_error("cannot start measuring threads", e))
 }
 
 /// Ends the trace: the spikes left are attributed and named, counted into the cause totals

@@ -257,7 +257,7 @@ fn one_measurement(
             move || s.run()
         }
     })
-    .map_err(|e| Error::Env(format!("cannot start spinning threads: {e}")))?;
+    .map_err(|e| crate::rt::start_error("cannot start spinning threads", e))?;
     barrier.wait();
     let t0 = Instant::now();
     let display = (!cfg.quiet

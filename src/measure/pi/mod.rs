@@ -186,7 +186,7 @@ fn start_three(
             }
         }
     })
-    .map_err(|e| Error::io("spawning the pi threads", e))
+    .map_err(|e| crate::rt::start_error("spawning the pi threads", e))
 }
 
 fn run(cfg: &PiConfig, ctx: &mut Ctx<'_>) -> Result<PiOutcome> {
