@@ -173,6 +173,7 @@ pub struct Resolver {
     spec: Option<String>,
     store: Option<Box<dyn Store>>,
     include_disturbed: bool,
+    keep_whole: bool,
 }
 
 impl Resolver {
@@ -182,7 +183,46 @@ impl Resolver {
             spec: spec.map(str::to_string),
             store: None,
             include_disturbed: false,
+            keep_whole: false,
         }
+    }
+
+    /// Keeps a qualification's final result whole (`report` draws its own page) instead of
+    /// the checkpoint intervals it is made of.
+    pub fn keep_whole(mut self, yes: bool) -> Self {
+        self.keep_whole = yes;
+        self
+    }
+
+    /// A run made of stored runs (a qualification's final result, whose checkpoint intervals
+    /// are its replicates) is those runs, said on stderr; as it is when they are not all in
+    /// the store.
+    fn replicated(&mut self, r: Resolved) -> Result<Vec<Resolved>> {
+        let ids = match r.run.qualification.as_deref() {
+            Some(q) if !self.keep_whole && q.interval.is_none() && !q.intervals.is_empty() => {
+                q.replicates()
+            }
+            _ => return Ok(vec![r]),
+        };
+        let mut out = Vec::with_capacity(ids.len());
+        for id in &ids {
+            match self.get(id) {
+                Ok(x) => out.push(x),
+                Err(_) => {
+                    crate::note!(
+                        "latlab: {}: its checkpoint interval {id} is not in the store; the final result is taken whole (one run)",
+                        r.name
+                    );
+                    return Ok(vec![r]);
+                }
+            }
+        }
+        crate::note!(
+            "latlab: {} is a qualification's final result: its {} checkpoint intervals are its runs (the unit of replication)",
+            r.name,
+            out.len()
+        );
+        Ok(out)
     }
 
     /// Keeps disturbed runs (`--include-disturbed`): by default a selector naming several runs
@@ -279,15 +319,22 @@ impl Resolver {
     /// The runs `item` names: stored runs, or a latlab JSON result file.
     pub fn runs(&mut self, item: &Item) -> Result<Vec<Resolved>> {
         match &item.sel {
-            Selector::File(p) => Ok(vec![Resolved {
-                run: read_run(p)?,
-                name: p.display().to_string(),
-                tags: BTreeMap::new(),
-            }]),
+            Selector::File(p) => {
+                let r = Resolved {
+                    run: read_run(p)?,
+                    name: p.display().to_string(),
+                    tags: BTreeMap::new(),
+                };
+                self.replicated(r)
+            }
             Selector::Stdin => Err(bad(&item.text, "standard input takes value files only")),
             Selector::Run(_) => {
-                let ids = self.ids(item)?;
-                ids.iter().map(|id| self.get(id)).collect()
+                let mut out = Vec::new();
+                for id in self.ids(item)? {
+                    let r = self.get(&id)?;
+                    out.extend(self.replicated(r)?);
+                }
+                Ok(out)
             }
             _ => {
                 // A run that does not read back is left out with a warning, not fatal: the

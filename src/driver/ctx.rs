@@ -12,6 +12,10 @@ use std::time::SystemTime;
 /// Keeps runs in the store the driver opened before measuring.
 pub(crate) trait Keep {
     fn keep(&mut self, run: &Run) -> Result<()>;
+    /// Keeps `run` with these tags beside the run's own (`--tag`, the measurement's).
+    fn keep_tagged(&mut self, run: &Run, extra: &[(&str, &str)]) -> Result<()>;
+    /// Adds a tag to the result the measurement returns (stored by the driver).
+    fn tag_result(&mut self, key: &str, value: &str);
 }
 
 /// The measurement's view of its run; see the module doc.
@@ -28,6 +32,7 @@ pub struct Ctx<'a> {
     placement: rt::PlacementLog,
     tracer: Option<crate::trace::session::Tracer>,
     settings: Option<crate::settings::Knobs>,
+    loads: crate::loadgen::LoadProgress,
 }
 
 impl<'a> Ctx<'a> {
@@ -57,7 +62,21 @@ impl<'a> Ctx<'a> {
             placement,
             tracer,
             settings: None,
+            loads: crate::loadgen::LoadProgress::default(),
         }
+    }
+
+    /// The running loads' progress, read by [`Ctx::load_progress`].
+    pub(crate) fn with_loads(mut self, loads: crate::loadgen::LoadProgress) -> Ctx<'a> {
+        self.loads = loads;
+        self
+    }
+
+    /// What each `--load` has achieved so far, as it last reported (about once a second), in
+    /// `--load` order: a measurement that stores results mid-run (a qualification's
+    /// checkpoints) records its loads' statistics with them.
+    pub fn load_progress(&self) -> Vec<Option<crate::result::LoadReport>> {
+        self.loads.now()
     }
 
     /// The system settings this run changes (`--hrtick`, `clocks --clocksource`): taken on
@@ -184,6 +203,19 @@ impl<'a> Ctx<'a> {
     /// under `--no-store`. The run the measurement returns is stored by the driver.
     pub fn keep(&mut self, run: &Run) -> Result<()> {
         self.keeper.keep(run)
+    }
+
+    /// [`Ctx::keep`] with tags of this run's own beside the common ones (a qualification's
+    /// checkpoint interval carries its experiment id; its final result does not), without a
+    /// word on stderr: the measurement says what it keeps.
+    pub fn keep_tagged(&mut self, run: &Run, extra: &[(&str, &str)]) -> Result<()> {
+        self.keeper.keep_tagged(run, extra)
+    }
+
+    /// Tags the result this measurement returns, when the driver stores it (a qualification's
+    /// final result says whether it finished).
+    pub fn tag_result(&mut self, key: &str, value: &str) {
+        self.keeper.tag_result(key, value);
     }
 
     /// Spawns one pinned worker per placement behind a common barrier (see

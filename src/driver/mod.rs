@@ -162,6 +162,8 @@ pub struct Common {
 struct Keeper {
     store: Option<Box<dyn crate::store::Store>>,
     tags: BTreeMap<String, String>,
+    /// Tags the measurement gave its result (`Ctx::tag_result`).
+    result_tags: Vec<(String, String)>,
 }
 
 impl Keeper {
@@ -176,13 +178,32 @@ impl Keeper {
             Some(s) => Some(s),
             None => open_unless_interrupted(c.store.clone(), control)?,
         };
-        Ok(Keeper { store, tags })
+        Ok(Keeper {
+            store,
+            tags,
+            result_tags: Vec::new(),
+        })
     }
 
     fn keep(&mut self, run: &Run) -> Result<()> {
-        if let Some(st) = self.store.as_mut() {
-            st.save(run, &self.tags)?;
+        let extra = std::mem::take(&mut self.result_tags);
+        let extra: Vec<(&str, &str)> = extra
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        self.keep_tagged(run, &extra)?;
+        if let Some(st) = self.store.as_ref() {
             crate::note!("latlab: run {} stored in {}", run.id, st.location());
+        }
+        Ok(())
+    }
+
+    /// Saves without a word (the measurement says what it keeps).
+    fn keep_tagged(&mut self, run: &Run, extra: &[(&str, &str)]) -> Result<()> {
+        if let Some(st) = self.store.as_mut() {
+            let mut tags = self.tags.clone();
+            tags.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+            st.save(run, &tags)?;
         }
         Ok(())
     }
@@ -191,6 +212,14 @@ impl Keeper {
 impl ctx::Keep for Keeper {
     fn keep(&mut self, run: &Run) -> Result<()> {
         Keeper::keep(self, run)
+    }
+
+    fn keep_tagged(&mut self, run: &Run, extra: &[(&str, &str)]) -> Result<()> {
+        Keeper::keep_tagged(self, run, extra)
+    }
+
+    fn tag_result(&mut self, key: &str, value: &str) {
+        self.result_tags.push((key.to_string(), value.to_string()));
     }
 }
 
@@ -430,7 +459,8 @@ pub fn execute_with<M: Measurement>(
             &mut keeper,
             placement_log.clone(),
             tracer,
-        );
+        )
+        .with_loads(loads.progress());
         let measured = m.measure(&mut ctx);
         // Settings go back before anything is written, on every way out of the measurement.
         let held = ctx.held_files();

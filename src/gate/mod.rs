@@ -3,6 +3,7 @@
 //! and a planner saying how long a run must be to decide at all.
 
 pub mod bounds;
+pub mod count;
 pub mod judge;
 pub mod junit;
 pub mod requirement;

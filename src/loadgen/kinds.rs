@@ -9,7 +9,7 @@ use std::time::Instant;
 
 pub use crate::result::LoadReport;
 
-fn report(
+pub(super) fn report(
     spec: &LoadSpec,
     count: u64,
     unit: &str,
@@ -33,6 +33,16 @@ fn report(
     }
 }
 
+/// What a kind's reports count.
+pub fn unit_of(kind: LoadKind) -> &'static str {
+    match kind {
+        LoadKind::Hackbench => "messages",
+        LoadKind::Cpu | LoadKind::Exec => "loops",
+        LoadKind::Memory | LoadKind::Io | LoadKind::Net => "bytes",
+        LoadKind::Build => "builds",
+    }
+}
+
 /// The hackbench configuration a spec describes.
 pub fn hackbench_of(spec: &LoadSpec) -> Hackbench {
     Hackbench {
@@ -45,8 +55,13 @@ pub fn hackbench_of(spec: &LoadSpec) -> Hackbench {
     }
 }
 
-/// Runs `spec` until `stop` is set.
-pub fn run(spec: &LoadSpec, stop: &Arc<AtomicBool>) -> std::io::Result<LoadReport> {
+/// Runs `spec` until `stop` is set, keeping `progress` at the count done so far (what its
+/// report will count), for the reports a worker prints while it runs.
+pub fn run(
+    spec: &LoadSpec,
+    stop: &Arc<AtomicBool>,
+    progress: &Arc<AtomicU64>,
+) -> std::io::Result<LoadReport> {
     let t0 = Instant::now();
     match spec.kind {
         LoadKind::Hackbench => {
@@ -57,6 +72,7 @@ pub fn run(spec: &LoadSpec, stop: &Arc<AtomicBool>) -> std::io::Result<LoadRepor
             while !stop.load(Ordering::Relaxed) {
                 if h.run_once_unless(stop)?.is_some() {
                     runs += 1;
+                    progress.store(runs * h.messages(), Ordering::Relaxed);
                 }
             }
             let mut r = report(spec, runs * h.messages(), "messages", t0, None);
@@ -65,6 +81,7 @@ pub fn run(spec: &LoadSpec, stop: &Arc<AtomicBool>) -> std::io::Result<LoadRepor
         }
         LoadKind::Cpu => {
             let n = spec.num("threads", 1).unwrap_or(1) as usize;
+            let total = progress.clone();
             let policy: crate::config::Policy = spec
                 .str("policy", "other")
                 .parse()
@@ -74,7 +91,6 @@ pub fn run(spec: &LoadSpec, stop: &Arc<AtomicBool>) -> std::io::Result<LoadRepor
                 .get("prio")
                 .and_then(|p| p.parse().ok())
                 .unwrap_or(if policy.is_rt() { 1 } else { 0 });
-            let total = Arc::new(AtomicU64::new(0));
             let hs: Vec<_> = (0..n)
                 .map(|_| {
                     let (stop, total) = (stop.clone(), total.clone());
@@ -109,7 +125,7 @@ pub fn run(spec: &LoadSpec, stop: &Arc<AtomicBool>) -> std::io::Result<LoadRepor
         LoadKind::Memory => {
             let n = spec.num("threads", 1).unwrap_or(1) as usize;
             let size = spec.num("size", 256 << 20).unwrap_or(256 << 20) as usize;
-            let total = Arc::new(AtomicU64::new(0));
+            let total = progress.clone();
             let hs: Vec<_> = (0..n)
                 .map(|_| {
                     let (stop, total) = (stop.clone(), total.clone());
@@ -136,8 +152,10 @@ pub fn run(spec: &LoadSpec, stop: &Arc<AtomicBool>) -> std::io::Result<LoadRepor
                 None,
             ))
         }
-        LoadKind::Io => io_load(spec, stop, t0),
-        LoadKind::Net => net_load(spec, stop, t0),
+        LoadKind::Io => io_load(spec, stop, progress, t0),
+        LoadKind::Net => net_load(spec, stop, progress, t0),
+        LoadKind::Build => super::build::run(spec, stop, progress)
+            .map(|(builds, note)| report(spec, builds, "builds", t0, Some(note))),
         LoadKind::Exec => {
             let cmd = spec.str("cmd", "true");
             let mut loops = 0u64;
@@ -149,6 +167,7 @@ pub fn run(spec: &LoadSpec, stop: &Arc<AtomicBool>) -> std::io::Result<LoadRepor
                 loop {
                     if let Ok(Some(_)) = c.try_wait() {
                         loops += 1;
+                        progress.store(loops, Ordering::Relaxed);
                         // Whatever the command left running in its group goes with it.
                         crate::sys::process::signal_group(group, libc::SIGKILL);
                         break;
@@ -167,7 +186,12 @@ pub fn run(spec: &LoadSpec, stop: &Arc<AtomicBool>) -> std::io::Result<LoadRepor
     }
 }
 
-fn io_load(spec: &LoadSpec, stop: &Arc<AtomicBool>, t0: Instant) -> std::io::Result<LoadReport> {
+fn io_load(
+    spec: &LoadSpec,
+    stop: &Arc<AtomicBool>,
+    progress: &AtomicU64,
+    t0: Instant,
+) -> std::io::Result<LoadReport> {
     use std::os::unix::fs::{FileExt, OpenOptionsExt};
     let block = spec.num("block", 1 << 20).unwrap_or(1 << 20) as usize;
     let direct = spec.str("direct", "0") == "1";
@@ -246,11 +270,17 @@ fn io_load(spec: &LoadSpec, stop: &Arc<AtomicBool>, t0: Instant) -> std::io::Res
             pos += n as u64;
         }
         total += n as u64;
+        progress.store(total, Ordering::Relaxed);
     }
     Ok(report(spec, total, "bytes", t0, note))
 }
 
-fn net_load(spec: &LoadSpec, stop: &Arc<AtomicBool>, t0: Instant) -> std::io::Result<LoadReport> {
+fn net_load(
+    spec: &LoadSpec,
+    stop: &Arc<AtomicBool>,
+    progress: &AtomicU64,
+    t0: Instant,
+) -> std::io::Result<LoadReport> {
     let size = spec.num("size", 64 << 10).unwrap_or(64 << 10) as usize;
     let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
     let addr = listener.local_addr()?;
@@ -274,6 +304,7 @@ fn net_load(spec: &LoadSpec, stop: &Arc<AtomicBool>, t0: Instant) -> std::io::Re
         if out.write_all(&buf).is_err() {
             break;
         }
+        progress.fetch_add(buf.len() as u64, Ordering::Relaxed);
     }
     drop(out);
     let total = sink.join().unwrap_or(0);

@@ -4,6 +4,7 @@
 //! warms them up before a measurement and stops, reaps and reports them after it — and kills
 //! them on every other way out.
 
+pub mod build;
 pub mod hackbench;
 pub mod kinds;
 pub mod spec;
@@ -27,9 +28,34 @@ pub const STOP_GRACE: Duration = Duration::from_secs(10);
 /// The environment variable that tells a load worker which process it must die with.
 const PARENT_ENV: &str = "LATLAB_LOAD_PARENT";
 
+/// How often a load worker reports its progress (one JSON line on its stdout).
+pub const PROGRESS_EVERY: Duration = Duration::from_secs(1);
+
+/// What each running load reported last (its progress so far; after the stop, its final
+/// report), shared with the measurement (`driver::Ctx::load_progress`).
+#[derive(Debug, Clone, Default)]
+pub struct LoadProgress(Arc<std::sync::Mutex<Vec<Option<LoadReport>>>>);
+
+impl LoadProgress {
+    /// The latest report of each load, in `--load` order (None: none yet).
+    pub fn now(&self) -> Vec<Option<LoadReport>> {
+        self.0.lock().map(|v| v.clone()).unwrap_or_default()
+    }
+
+    fn set(&self, i: usize, r: LoadReport) {
+        if let Ok(mut v) = self.0.lock() {
+            if v.len() <= i {
+                v.resize(i + 1, None);
+            }
+            v[i] = Some(r);
+        }
+    }
+}
+
 /// Running loads.
 pub struct LoadSet {
-    running: Vec<(LoadSpec, Child)>,
+    running: Vec<(LoadSpec, Child, Option<std::thread::JoinHandle<()>>)>,
+    progress: LoadProgress,
 }
 
 impl LoadSet {
@@ -39,6 +65,7 @@ impl LoadSet {
     pub fn start(specs: &[LoadSpec], control: &crate::rt::Control) -> Result<LoadSet> {
         let mut set = LoadSet {
             running: Vec::new(),
+            progress: LoadProgress::default(),
         };
         if specs.is_empty() {
             return Ok(set);
@@ -63,13 +90,20 @@ impl LoadSet {
                     ))
                 })?;
             }
-            let child = c
+            let mut child = c
                 .spawn()
                 .map_err(|e| Error::Env(format!("--load {}: cannot start: {e}", s.text)))?;
-            set.running.push((s.clone(), child));
+            // Its reports are read as they come, so the pipe never fills and the latest is
+            // known at any time.
+            let (out, progress, i) = (child.stdout.take(), set.progress.clone(), set.running.len());
+            let reader = std::thread::Builder::new()
+                .name("latlab-load-reader".into())
+                .spawn(move || read_reports(out, &progress, i))
+                .ok();
+            set.running.push((s.clone(), child, reader));
         }
         control.sleep(WARM_UP);
-        for (s, c) in set.running.iter_mut() {
+        for (s, c, _) in set.running.iter_mut() {
             if let Ok(Some(status)) = c.try_wait() {
                 let mut err = String::new();
                 if let Some(e) = c.stderr.as_mut() {
@@ -87,7 +121,12 @@ impl LoadSet {
 
     /// The pids of the load workers (each leads its own process group).
     pub fn pids(&self) -> Vec<i32> {
-        self.running.iter().map(|(_, c)| c.id() as i32).collect()
+        self.running.iter().map(|(_, c, _)| c.id() as i32).collect()
+    }
+
+    /// The loads' progress as they report it, for the measurement.
+    pub fn progress(&self) -> LoadProgress {
+        self.progress.clone()
     }
 
     /// True when no load runs.
@@ -100,17 +139,9 @@ impl LoadSet {
     pub fn stop(mut self) -> (Vec<LoadReport>, Vec<String>) {
         let mut reports = Vec::new();
         let mut warnings = Vec::new();
-        for (s, mut c) in std::mem::take(&mut self.running) {
+        for (i, (s, mut c, reader)) in std::mem::take(&mut self.running).into_iter().enumerate() {
             let pid = c.id() as i32;
             crate::sys::process::signal(pid, libc::SIGTERM);
-            let mut out = c.stdout.take();
-            let reader = std::thread::spawn(move || {
-                let mut text = String::new();
-                if let Some(o) = out.as_mut() {
-                    let _ = o.read_to_string(&mut text);
-                }
-                text
-            });
             let t0 = Instant::now();
             while t0.elapsed() < STOP_GRACE {
                 if let Ok(Some(_)) = c.try_wait() {
@@ -120,12 +151,11 @@ impl LoadSet {
             }
             kill_group(pid);
             let _ = c.wait();
-            let text = reader.join().unwrap_or_default();
-            match text
-                .lines()
-                .last()
-                .and_then(|l| serde_json::from_str::<LoadReport>(l).ok())
-            {
+            if let Some(r) = reader {
+                let _ = r.join();
+            }
+            let last = self.progress.now().get(i).cloned().flatten();
+            match last.filter(|r| r.note.as_deref() != Some(PROGRESS_NOTE)) {
                 Some(mut r) => {
                     r.cpus = s.cpus().map(|c| c.to_string());
                     reports.push(r)
@@ -140,13 +170,32 @@ impl LoadSet {
     }
 }
 
+/// The note of a report printed while the load runs (the final one has its own).
+const PROGRESS_NOTE: &str = "in progress";
+
+/// Reads a worker's report lines until its stdout closes, keeping the latest.
+fn read_reports(out: Option<std::process::ChildStdout>, progress: &LoadProgress, i: usize) {
+    use std::io::BufRead;
+    let Some(out) = out else {
+        return;
+    };
+    for line in std::io::BufReader::new(out).lines() {
+        let Ok(line) = line else {
+            break;
+        };
+        if let Ok(r) = serde_json::from_str::<LoadReport>(&line) {
+            progress.set(i, r);
+        }
+    }
+}
+
 fn kill_group(pid: i32) {
     crate::sys::process::signal_group(pid, libc::SIGKILL);
 }
 
 impl Drop for LoadSet {
     fn drop(&mut self) {
-        for (_, c) in self.running.iter_mut() {
+        for (_, c, _) in self.running.iter_mut() {
             kill_group(c.id() as i32);
             let _ = c.wait();
         }
@@ -166,7 +215,35 @@ pub fn worker_main(spec_text: &str) -> Result<()> {
     for sig in [libc::SIGTERM, libc::SIGINT] {
         let _ = signal_hook::flag::register(sig, stop.clone());
     }
-    let r = kinds::run(&spec, &stop).map_err(|e| Error::Env(format!("--load {spec_text}: {e}")))?;
+    // Progress: the count so far, one line a second, until the load ends.
+    let count = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let ended = Arc::new(AtomicBool::new(false));
+    let ticker = {
+        let (spec, count, ended) = (spec.clone(), count.clone(), ended.clone());
+        std::thread::spawn(move || {
+            let t0 = Instant::now();
+            let mut next = t0 + PROGRESS_EVERY;
+            while !ended.load(std::sync::atomic::Ordering::Relaxed) {
+                if Instant::now() >= next {
+                    let n = count.load(std::sync::atomic::Ordering::Relaxed);
+                    let r = kinds::report(
+                        &spec,
+                        n,
+                        kinds::unit_of(spec.kind),
+                        t0,
+                        Some(PROGRESS_NOTE.into()),
+                    );
+                    println!("{}", serde_json::to_string(&r).unwrap_or_default());
+                    next += PROGRESS_EVERY;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        })
+    };
+    let r = kinds::run(&spec, &stop, &count);
+    ended.store(true, std::sync::atomic::Ordering::Relaxed);
+    let _ = ticker.join();
+    let r = r.map_err(|e| Error::Env(format!("--load {spec_text}: {e}")))?;
     println!("{}", serde_json::to_string(&r).unwrap_or_default());
     Ok(())
 }

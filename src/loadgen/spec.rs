@@ -4,6 +4,11 @@ use crate::error::{Error, Result};
 use std::collections::BTreeMap;
 use std::fmt;
 
+/// Units a build load writes when `units=` is not given.
+pub const DEFAULT_UNITS: u64 = 32;
+/// The most units a build load may have.
+pub const MAX_UNITS: u64 = 4096;
+
 /// The kinds of load latlab can drive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -20,6 +25,9 @@ pub enum LoadKind {
     Net,
     /// A command run in a loop.
     Exec,
+    /// A parallel build (`make -j`) of a bundled C tree in a scratch directory, over and over,
+    /// as rteval's kernel build (nothing is downloaded).
+    Build,
 }
 
 const KEYS: &[(LoadKind, &[&str])] = &[
@@ -32,6 +40,7 @@ const KEYS: &[(LoadKind, &[&str])] = &[
     (LoadKind::Io, &["path", "direct", "block", "size"]),
     (LoadKind::Net, &["size"]),
     (LoadKind::Exec, &["cmd"]),
+    (LoadKind::Build, &["jobs", "units"]),
 ];
 
 impl LoadKind {
@@ -43,6 +52,7 @@ impl LoadKind {
             "io" => LoadKind::Io,
             "net" => LoadKind::Net,
             "exec" => LoadKind::Exec,
+            "build" => LoadKind::Build,
             _ => return None,
         })
     }
@@ -65,6 +75,7 @@ impl fmt::Display for LoadKind {
             LoadKind::Io => "io",
             LoadKind::Net => "net",
             LoadKind::Exec => "exec",
+            LoadKind::Build => "build",
         })
     }
 }
@@ -120,7 +131,7 @@ impl LoadSpec {
         let (kind_s, rest) = text.split_once(':').unwrap_or((text, ""));
         let kind = LoadKind::parse(kind_s.trim()).ok_or_else(|| {
             bad(format!(
-                "unknown load kind '{kind_s}' (use hackbench, cpu, memory, io, net or exec)"
+                "unknown load kind '{kind_s}' (use hackbench, cpu, memory, io, net, exec or build)"
             ))
         })?;
         let mut opts = BTreeMap::new();
@@ -293,6 +304,21 @@ impl LoadSpec {
                 self.num_at_most("size", 64 << 10, MAX_BLOCK)?;
             }
             LoadKind::Exec => {}
+            LoadKind::Build => {
+                if self.num("jobs", 1)? > 4096 {
+                    return Err("jobs: at most 4096".into());
+                }
+                if self.num("units", DEFAULT_UNITS)? > MAX_UNITS {
+                    return Err(format!("units: at most {}", MAX_UNITS));
+                }
+                for tool in ["make", "cc"] {
+                    if !crate::sys::process::command_exists(tool) {
+                        return Err(format!(
+                            "the build load needs '{tool}' on PATH (Debian: apt-get install make gcc)"
+                        ));
+                    }
+                }
+            }
         }
         Ok(())
     }

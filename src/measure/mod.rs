@@ -52,4 +52,7 @@ measurements! {
     monitor => monitor::args::MonitorArgs,
         "Monitor latency continuously: cyclic threads on chosen CPUs, a Prometheus/OpenMetrics endpoint, a snapshot run stored every few minutes (docs/monitoring.md)",
         plannable: false;
+    qualify => qualify::args::QualifyArgs,
+        "Qualify a machine for real-time work, for hours or days (rteval's job): cyclic threads on the measured CPUs, loads on the housekeeping CPUs, a checkpoint stored every 10 minutes so a kill loses at most one (--resume continues), system facts, and each --require judged on the intervals (exit 0/1/4), --junit and an HTML --report",
+        plannable: false;
 }

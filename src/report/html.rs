@@ -199,7 +199,7 @@ fn environment(runs: &[Loaded], groups: &[Group]) -> String {
     s
 }
 
-fn percentile_table(run: &Run) -> String {
+pub(super) fn percentile_table(run: &Run) -> String {
     let mut s = String::from("<table class=\"percentiles\">");
     let unit = run.series.first().map_or("ns", |x| x.unit.as_str());
     let (scale, uname) = charts::display_unit(unit);

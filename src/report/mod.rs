@@ -8,6 +8,7 @@ pub mod charts;
 pub mod fleet;
 pub mod html;
 pub mod png;
+pub mod qualify;
 pub mod spikes;
 pub mod svg;
 pub mod tail;
@@ -145,7 +146,9 @@ pub fn load_groups(
         loaded_runs = load_experiment(exp, store, include_disturbed)?;
         gs = groups(&loaded_runs, true);
     }
-    let mut res = select::Resolver::new(store).include_disturbed(include_disturbed);
+    let mut res = select::Resolver::new(store)
+        .include_disturbed(include_disturbed)
+        .keep_whole(true);
     for item in &items {
         let runs = res.runs(item)?;
         let first = loaded_runs.len();

@@ -3,6 +3,8 @@
 
 pub mod env;
 pub mod kind;
+pub mod qualification;
+pub mod sysfacts;
 pub mod timeline;
 pub mod trace;
 
@@ -56,6 +58,10 @@ pub struct Run {
     /// throttling, a plan's setting, new real-time company): a run with any is disturbed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ground: Vec<GroundChange>,
+    /// `latlab qualify`: which qualification, segment and checkpoint interval this run is, or
+    /// (the final result) the intervals, gaps, system facts and verdicts it spans.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qualification: Option<Box<qualification::Qualification>>,
 }
 
 /// One change of what a run depends on, seen while it ran.
@@ -169,6 +175,7 @@ impl Run {
             loads: Vec::new(),
             trace: None,
             ground: Vec::new(),
+            qualification: None,
         }
     }
 }

@@ -78,6 +78,26 @@ impl Recorder {
         self.hist.add(&other.hist);
     }
 
+    /// A recorder holding what a stored series summarised: its histogram, count, exact min and
+    /// max, and the sums its mean and (sample) standard deviation imply (rounded), so stored
+    /// intervals merge into one.
+    pub fn from_stored(s: &Summary, hist: &super::HistogramData) -> Recorder {
+        let n = s.count as f64;
+        let sum = (s.mean_ns * n).round().max(0.0);
+        let var = s.stddev_ns * s.stddev_ns;
+        let sum_sq = ((n - 1.0).max(0.0) * var + n * s.mean_ns * s.mean_ns)
+            .round()
+            .max(0.0);
+        Recorder {
+            count: s.count,
+            min: if s.count == 0 { u64::MAX } else { s.min_ns },
+            max: s.max_ns,
+            sum: sum as u128,
+            sum_sq: sum_sq as u128,
+            hist: LatHistogram::from_data(hist),
+        }
+    }
+
     /// Mean in ns (0 when empty).
     pub fn mean(&self) -> f64 {
         if self.count == 0 {

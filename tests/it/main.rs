@@ -40,6 +40,7 @@ mod noise;
 mod pi;
 mod placement;
 mod plan;
+mod qualify;
 mod readme;
 mod report;
 mod sched;

@@ -6,10 +6,10 @@ use super::extrapolate::{extrapolate, Extrapolation};
 use crate::cli::GateArgs;
 use crate::error::{Error, Result};
 use crate::gate::bounds::quantile_ranks;
+use crate::gate::count::count;
 use crate::gate::judge::{judge, samples_to_decide, text, Judgement, Outcome, RunCount};
 use crate::gate::junit;
 use crate::gate::requirement::{Event, Requirement};
-use crate::result::Run;
 use crate::stats::cfmt::g;
 use crate::stats::dist::Dist;
 
@@ -92,7 +92,8 @@ fn judge_all(a: &GateArgs) -> Result<()> {
             && j.outcome == Outcome::Undecided
             && !matches!(req.event, Event::Max(_))
         {
-            let refs: Vec<(&Run, &str)> = runs.iter().map(|r| (&r.run, r.name.as_str())).collect();
+            let refs: Vec<(&crate::result::Run, &str)> =
+                runs.iter().map(|r| (&r.run, r.name.as_str())).collect();
             Some(extrapolate(&refs, req, a.confidence, a.series.as_deref())?)
         } else {
             None
@@ -185,128 +186,6 @@ fn verdict_line(text: &str) -> String {
         .or_else(|| text.lines().find(|l| l.starts_with("verdict:")))
         .unwrap_or("")
         .to_string()
-}
-
-/// Counts one run: (counts, its distribution in µs when it has a histogram, its exact maximum
-/// in ns). `max<T` needs only the exact maxima, so a run imported without a histogram
-/// (pmqtest keeps none) is judged on it; the other requirements say why they cannot be.
-fn count(
-    run: &Run,
-    name: &str,
-    req: &Requirement,
-    series: Option<&str>,
-) -> Result<(RunCount, Option<Dist>, u64)> {
-    let chosen: Vec<_> = run
-        .series
-        .iter()
-        .filter(|s| series.is_none_or(|n| n == s.name))
-        .collect();
-    if chosen.is_empty() {
-        return Err(Error::Usage(format!(
-            "{name}: no series {}",
-            series.unwrap_or("at all")
-        )));
-    }
-    if let Some(s) = chosen.iter().find(|s| s.unit != "ns") {
-        return Err(Error::Usage(format!(
-            "{name}: series {} holds {}, not latencies: gate judges latency requirements",
-            s.name, s.unit
-        )));
-    }
-    let summarised: u64 = chosen.iter().map(|s| s.summary.count).sum();
-    let max_of = chosen.iter().map(|s| s.summary.max_ns).max().unwrap_or(0);
-    if let Event::Max(t) = req.event {
-        if summarised == 0 {
-            return Err(Error::Usage(format!(
-                "{name}: the selected series hold no samples"
-            )));
-        }
-        let over = u64::from(max_of >= t);
-        let c = RunCount {
-            name: name.to_string(),
-            n: summarised,
-            m_lo: over,
-            m_hi: over,
-            duration_s: run.duration_s,
-            max_ns: max_of,
-        };
-        return Ok((c, None, max_of));
-    }
-    let in_hist: u64 = chosen
-        .iter()
-        .flat_map(|s| s.histogram.buckets.iter().map(|b| b[1]))
-        .fold(0u64, u64::saturating_add);
-    if in_hist == 0 && summarised > 0 {
-        let names: Vec<&str> = chosen.iter().map(|s| s.name.as_str()).collect();
-        return Err(Error::Usage(format!(
-            "{name}: series {} hold {summarised} samples but no histogram ({} kept only their \
-             min, mean and max): {} cannot be counted on them; max<TIME judges their exact \
-             maximum",
-            names.join(", "),
-            if run.kind == "cyclictest" {
-                "cyclictest without -h/--histogram".to_string()
-            } else {
-                run.kind.clone()
-            },
-            req.text
-        )));
-    }
-    let (mut n, mut lo, mut hi, mut max) = (0u64, 0u64, 0u64, 0u64);
-    let mut parts = Vec::new();
-    for s in &chosen {
-        let h = &s.histogram;
-        let hdr = hdrhistogram::Histogram::<u64>::new_with_bounds(
-            h.lowest_ns.max(1),
-            h.highest_ns.max(2 * h.lowest_ns.max(1)),
-            h.significant_digits.clamp(1, 5),
-        )
-        .map_err(|e| Error::Usage(format!("{name}: series {}: bad histogram: {e}", s.name)))?;
-        let smax = s.summary.max_ns;
-        max = max.max(smax);
-        for &[v, c] in &h.buckets {
-            let bottom = hdr.lowest_equivalent(v);
-            n = n.saturating_add(c);
-            let (sure, maybe) = match req.event {
-                Event::AtLeast(t) | Event::Max(t) => (bottom >= t, v >= t && smax >= t),
-                Event::Above(t) => (bottom > t, v > t && smax > t),
-            };
-            lo += if sure { c } else { 0 };
-            hi += if maybe || sure { c } else { 0 };
-        }
-        // Imported runs: samples past the tool's histogram sit at the exact max, but all that
-        // is known of them is that they exceed `above_ns`.
-        if let Some(b) = s.extra.as_ref().map(|e| &e["beyond_histogram"]) {
-            if let (Some(c), Some(above)) = (b["count"].as_u64(), b["above_ns"].as_u64()) {
-                let bottom_of_max = hdr.lowest_equivalent(smax);
-                let sure_at_max = match req.event {
-                    Event::AtLeast(t) | Event::Max(t) => bottom_of_max >= t,
-                    Event::Above(t) => bottom_of_max > t,
-                };
-                let sure_past = match req.event {
-                    Event::AtLeast(t) | Event::Max(t) => above >= t,
-                    Event::Above(t) => above > t,
-                };
-                if sure_at_max && !sure_past {
-                    lo = lo.saturating_sub(c);
-                }
-            }
-        }
-        parts.push(Dist::from_histogram(h, 1e-3));
-    }
-    if n == 0 {
-        return Err(Error::Usage(format!(
-            "{name}: the selected series hold no samples"
-        )));
-    }
-    let c = RunCount {
-        name: name.to_string(),
-        n,
-        m_lo: lo,
-        m_hi: hi.max(lo),
-        duration_s: run.duration_s,
-        max_ns: max,
-    };
-    Ok((c, Some(Dist::merge(&parts)), max))
 }
 
 /// `max<T`'s report: each run's exact maximum against T.

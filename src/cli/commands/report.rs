@@ -42,6 +42,20 @@ pub fn report_cmd(a: &ReportArgs) -> Result<()> {
         a.include_disturbed,
     )?;
     crate::report::know_kinds(&mut loaded, crate::table::facts);
+    // One qualification's final result: its own page (verdict first, OSADL's histograms).
+    if let [one] = loaded.as_slice() {
+        if one
+            .run
+            .qualification
+            .as_ref()
+            .is_some_and(|q| q.interval.is_none())
+        {
+            let page = crate::report::qualify::page(&one.run);
+            write(&a.output, &page, "-o")?;
+            crate::note!("qualification report written to {}", a.output.display());
+            return Ok(());
+        }
+    }
     let (analysis, notes) = compare(&loaded, &gs);
     let page = html::page(
         &loaded,

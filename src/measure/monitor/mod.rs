@@ -111,7 +111,7 @@ const SETTLE_NS: u64 = 500_000_000;
 
 /// Hands the spikes the measuring threads reported to the tracer, attributes those it can, and
 /// folds the settled ones into the totals and the interval.
-fn trace_step(
+pub(crate) fn trace_step(
     t: &mut crate::trace::session::Tracer,
     rings: &mut [rtrb::Consumer<crate::trace::session::RawSpike>],
     causes: &causes::Causes,
@@ -131,7 +131,7 @@ fn trace_step(
 }
 
 /// Trace events read and lost so far, all CPUs.
-fn event_counts(t: &crate::trace::session::Tracer) -> (u64, u64) {
+pub(crate) fn event_counts(t: &crate::trace::session::Tracer) -> (u64, u64) {
     t.counts()
         .iter()
         .fold((0, 0), |(r, l), c| (r + c.1, l + c.2))
@@ -139,9 +139,9 @@ fn event_counts(t: &crate::trace::session::Tracer) -> (u64, u64) {
 
 /// Pins the calling (control) thread, and so every housekeeping thread it starts, to the online
 /// CPUs not measured; returns a warning when none is left.
-fn pin_housekeeping(cfg: &MonitorConfig, log: &rt::PlacementLog) -> Option<String> {
+pub(crate) fn pin_housekeeping(cpus: &[usize], log: &rt::PlacementLog) -> Option<String> {
     let online = CpuSet::online_here();
-    let measured = CpuSet::from_cpus(cfg.cpus.iter().copied());
+    let measured = CpuSet::from_cpus(cpus.iter().copied());
     let hk = online.difference(&measured);
     if hk.is_empty() {
         return Some(format!(
@@ -163,7 +163,7 @@ pub fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> 
         (policy, prio) = (Policy::Other, 0);
     }
     let mut saved_state = crate::sys::sched::ThreadState::save();
-    warnings.extend(pin_housekeeping(cfg, driver.placement()));
+    warnings.extend(pin_housekeeping(&cfg.cpus, driver.placement()));
 
     let n = cfg.cpus.len();
     // --trace: the instance and its reader start (on the housekeeping CPUs) before the threads.
@@ -197,8 +197,13 @@ pub fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> 
     let done = Arc::new(AtomicUsize::new(0));
     let bell = Arc::new(rt::Doorbell::default());
     let barrier = Arc::new(Barrier::new(n + 1));
+    let probe = Probe {
+        cpus: &cfg.cpus,
+        interval_ns: cfg.interval_ns,
+        trace_threshold_ns: cfg.trace_threshold_ns,
+    };
     let handles = spawn(
-        cfg,
+        &probe,
         (policy, prio),
         driver,
         &barrier,
@@ -207,7 +212,13 @@ pub fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> 
     )?;
     barrier.wait();
 
-    let ctx = snapshot::Context { cfg, policy, prio };
+    let ctx = snapshot::Context {
+        cpus: &cfg.cpus,
+        interval_ns: cfg.interval_ns,
+        policy,
+        prio,
+        parameters: serde_json::to_value(cfg).unwrap_or(serde_json::Value::Null),
+    };
     let mut interval = snapshot::Interval::new(&tallies);
     let every = Duration::from_nanos(cfg.snapshot_every_ns);
     let t0 = Instant::now();
@@ -321,15 +332,25 @@ fn keep_snapshot(driver: &mut Ctx<'_>, run: &Run, shared: &Shared) {
 }
 
 /// The per-CPU raw-sample rings and spike rings of the measuring threads, one each.
-type Rings = (
+pub(crate) type Rings = (
     Vec<Option<rtrb::Producer<u64>>>,
     Vec<Option<rtrb::Producer<crate::trace::session::RawSpike>>>,
 );
 
+/// The measuring threads of a long-running cyclic measurement (a monitor, a qualification).
+pub(crate) struct Probe<'a> {
+    /// One thread per CPU.
+    pub cpus: &'a [usize],
+    /// Their period (ns).
+    pub interval_ns: u64,
+    /// `--trace`: wake-ups at or above this go to the spike rings.
+    pub trace_threshold_ns: Option<u64>,
+}
+
 /// Spawns one measuring thread per CPU (cyclic's worker, publishing through its CPU's tally)
 /// behind `barrier`.
-fn spawn(
-    cfg: &MonitorConfig,
+pub(crate) fn spawn(
+    cfg: &Probe<'_>,
     (policy, prio): (Policy, i32),
     driver: &Ctx<'_>,
     barrier: &Arc<Barrier>,
@@ -385,7 +406,7 @@ fn spawn(
 
 /// Ends the trace: the spikes left are attributed and named, counted into the cause totals
 /// and kept for the last snapshot, whose trace is the finished report.
-fn finish_trace<'c>(
+pub(crate) fn finish_trace<'c>(
     mut t: crate::trace::session::Tracer,
     spike_cons: &mut [rtrb::Consumer<crate::trace::session::RawSpike>],
     spikes_lost: u64,

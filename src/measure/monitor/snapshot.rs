@@ -14,14 +14,18 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-/// What every snapshot of a monitor shares.
+/// What every snapshot of a run shares (a monitor's, a qualification's checkpoints).
 pub struct Context<'a> {
-    /// The monitor.
-    pub cfg: &'a MonitorConfig,
+    /// The measured CPUs, one series each.
+    pub cpus: &'a [usize],
+    /// The measuring threads' period (ns).
+    pub interval_ns: u64,
     /// Policy in force.
     pub policy: Policy,
     /// Priority in force.
     pub prio: i32,
+    /// The run's parameters (the validated config); each snapshot adds its number.
+    pub parameters: serde_json::Value,
 }
 
 /// Counters at the start of an interval, to take differences from.
@@ -96,6 +100,11 @@ impl Interval {
         }
     }
 
+    /// When the interval began.
+    pub fn started(&self) -> SystemTime {
+        self.started
+    }
+
     /// Keeps attributed spikes (and `--on-threshold` firings) for the interval's snapshot.
     pub fn keep(&mut self, spikes: Vec<SpikeRecord>, actions: Vec<crate::result::trace::Firing>) {
         let t = &mut self.traced;
@@ -167,10 +176,9 @@ impl Interval {
         warnings: Vec<String>,
         trace: Option<TraceNow>,
     ) -> Run {
-        let cfg = ctx.cfg;
         let (trace, causes) = match trace {
             Some(now) => {
-                let (r, d) = self.take_trace(&now, &cfg.cpus);
+                let (r, d) = self.take_trace(&now, ctx.cpus);
                 (Some(r), d)
             }
             None => (None, Vec::new()),
@@ -179,11 +187,11 @@ impl Interval {
         for (i, t) in tallies.iter().enumerate() {
             let now = Counts::of(t);
             let base = self.base[i];
-            let mut s = Series::from_recorder(format!("cpu{}", cfg.cpus[i]), &self.recs[i]);
-            s.cpu = Some(cfg.cpus[i]);
+            let mut s = Series::from_recorder(format!("cpu{}", ctx.cpus[i]), &self.recs[i]);
+            s.cpu = Some(ctx.cpus[i]);
             s.policy = ctx.policy.to_string();
             s.prio = ctx.prio;
-            s.interval_ns = Some(cfg.interval_ns);
+            s.interval_ns = Some(ctx.interval_ns);
             s.overruns = now.overruns - base.overruns;
             s.lost_samples = now.lost - base.lost;
             let mut extra = serde_json::json!({
@@ -201,7 +209,7 @@ impl Interval {
             self.base[i] = now;
             self.recs[i].reset();
         }
-        let mut parameters = serde_json::to_value(cfg).unwrap_or(serde_json::Value::Null);
+        let mut parameters = ctx.parameters.clone();
         if let Some(o) = parameters.as_object_mut() {
             o.insert("snapshot".into(), seq.into());
         }
