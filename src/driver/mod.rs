@@ -431,6 +431,7 @@ pub fn execute_with<M: Measurement>(
             if r.reader_cpus.is_none() {
                 r.reader_cpus = housekeeping(m.pinned_cpus().as_ref());
             }
+            r.roots.extend(loads.roots());
             match crate::trace::session::Tracer::begin(&r, control.stop.clone()) {
                 Ok(t) => Some(t),
                 Err(e) => {

@@ -1,19 +1,55 @@
 //! The "why" summary printed after a traced run's table (`--trace`): per CPU, its spikes and
 //! the causes of their late time, the worst spike's stack and unexplained time, and what was
-//! counted. Rendered from the run's trace part alone, so `runs show` prints it as the run did.
+//! counted. Rendered from the run alone, so `runs show` prints it as the run did. Warnings the
+//! run prints itself are not repeated here.
 
 use crate::config::DisplayUnit;
-use crate::result::trace::TraceReport;
+use crate::result::trace::{steal_text, TraceReport};
+use crate::result::Run;
 use crate::trace::culprits;
 
-/// The "why" summary: per CPU, the spikes and what held most of their late time.
+/// The summary of `run`'s trace (nothing for a run that was not traced): titled for its kind
+/// (`latlab sched` always traces, so its block is not called `--trace`'s), the trace's
+/// warnings left out where the run's own warnings already say them.
+pub fn why_for(run: &Run, unit: DisplayUnit) -> String {
+    let Some(t) = &run.trace else {
+        return String::new();
+    };
+    let title = if run.kind == "sched" {
+        format!(
+            "causes per CPU (delays >= {} {unit}, every CPU's share of its late time)",
+            unit.fmt_ns(t.threshold_ns as f64)
+        )
+    } else {
+        format!(
+            "why (--trace, spikes >= {} {unit}; {} events read, {} lost)",
+            unit.fmt_ns(t.threshold_ns as f64),
+            t.events,
+            t.lost_events
+        )
+    };
+    let unsaid: Vec<&String> = t
+        .warnings
+        .iter()
+        .filter(|w| !run.warnings.contains(w))
+        .collect();
+    why_titled(t, unit, &title, &unsaid)
+}
+
+/// The "why" summary of a trace with all its warnings (a trace outside a run).
 pub fn why(r: &TraceReport, unit: DisplayUnit) -> String {
-    let mut s = format!(
-        "why (--trace, spikes >= {} {unit}; {} events read, {} lost):\n",
+    let title = format!(
+        "why (--trace, spikes >= {} {unit}; {} events read, {} lost)",
         unit.fmt_ns(r.threshold_ns as f64),
         r.events,
         r.lost_events
     );
+    let all: Vec<&String> = r.warnings.iter().collect();
+    why_titled(r, unit, &title, &all)
+}
+
+fn why_titled(r: &TraceReport, unit: DisplayUnit, title: &str, warnings: &[&String]) -> String {
+    let mut s = format!("{title}:\n");
     // A run stored before per-CPU causes were recorded: summed now.
     let per = if r.per_cpu.is_empty() {
         culprits::summarise(&r.spikes, &r.cpus)
@@ -88,8 +124,12 @@ pub fn why(r: &TraceReport, unit: DisplayUnit) -> String {
             if let Some(n) = c.smis {
                 parts.push(format!("{n} SMIs"));
             }
-            if let Some(n) = c.steal_ns {
-                parts.push(format!("steal {} {unit}", unit.fmt_ns(n as f64)));
+            // Steal at /proc/stat's resolution (whole ticks), never to a fraction.
+            let tick = r.steal_tick_ns.unwrap_or(10_000_000);
+            match (c.steal_ticks, c.steal_ns) {
+                (Some(t), _) => parts.push(format!("steal {}", steal_text(t, tick))),
+                (None, Some(n)) => parts.push(format!("steal {}", steal_text(n / tick, tick))),
+                _ => {}
             }
             format!("CPU {}: {}", c.cpu, parts.join(", "))
         })
@@ -97,7 +137,7 @@ pub fn why(r: &TraceReport, unit: DisplayUnit) -> String {
     if !hidden.is_empty() {
         s.push_str(&format!("  counted: {}\n", hidden.join("; ")));
     }
-    for w in &r.warnings {
+    for w in warnings {
         s.push_str(&format!("  {w}\n"));
     }
     if r.spikes_dropped > 0 {

@@ -154,11 +154,10 @@ impl Hackbench {
     ) -> std::io::Result<Option<Duration>> {
         let (tx, rx) = std::sync::mpsc::channel();
         let me = self.clone();
-        std::thread::Builder::new()
-            .name("latlab-hackbench".into())
-            .spawn(move || {
-                let _ = tx.send(me.run_once());
-            })?;
+        // Unnamed: the thread (and the tasks it forks) carry the load's name.
+        std::thread::Builder::new().spawn(move || {
+            let _ = tx.send(me.run_once());
+        })?;
         loop {
             match rx.recv_timeout(Duration::from_millis(10)) {
                 Ok(r) => return r.map(Some),

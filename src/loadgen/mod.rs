@@ -27,6 +27,27 @@ pub const STOP_GRACE: Duration = Duration::from_secs(10);
 
 /// The environment variable that tells a load worker which process it must die with.
 const PARENT_ENV: &str = "LATLAB_LOAD_PARENT";
+/// The environment variable that tells a load worker its name (its tasks' `comm`).
+const NAME_ENV: &str = "LATLAB_LOAD_NAME";
+
+/// The name each load's tasks carry (`comm`, 15 bytes) and its culprit group is named by: its
+/// kind (`hackbench`), numbered from the second load of a kind on (`cpu#2`).
+pub fn names(specs: &[LoadSpec]) -> Vec<String> {
+    let mut seen: std::collections::BTreeMap<String, usize> = Default::default();
+    specs
+        .iter()
+        .map(|s| {
+            let kind = s.kind.to_string();
+            let n = seen.entry(kind.clone()).or_insert(0);
+            *n += 1;
+            if *n == 1 {
+                kind
+            } else {
+                format!("{kind}#{n}")
+            }
+        })
+        .collect()
+}
 
 /// How often a load worker reports its progress (one JSON line on its stdout).
 pub const PROGRESS_EVERY: Duration = Duration::from_secs(1);
@@ -56,6 +77,8 @@ impl LoadProgress {
 pub struct LoadSet {
     running: Vec<(LoadSpec, Child, Option<std::thread::JoinHandle<()>>)>,
     progress: LoadProgress,
+    /// Each load's name (see [`names`]).
+    names: Vec<String>,
 }
 
 impl LoadSet {
@@ -66,14 +89,16 @@ impl LoadSet {
         let mut set = LoadSet {
             running: Vec::new(),
             progress: LoadProgress::default(),
+            names: names(specs),
         };
         if specs.is_empty() {
             return Ok(set);
         }
         let exe = std::env::current_exe()
             .map_err(|e| Error::Env(format!("cannot find latlab's own binary: {e}")))?;
-        for s in specs {
+        for (s, name) in specs.iter().zip(names(specs)) {
             let mut c = Command::new(&exe);
+            c.env(NAME_ENV, name);
             c.arg("load-worker")
                 .arg(&s.text)
                 .stdin(Stdio::null())
@@ -127,6 +152,15 @@ impl LoadSet {
     /// The loads' progress as they report it, for the measurement.
     pub fn progress(&self) -> LoadProgress {
         self.progress.clone()
+    }
+
+    /// Each load worker's tree as one culprit group for `--trace`: `hackbench (latlab load)`.
+    pub fn roots(&self) -> Vec<crate::trace::groups::Root> {
+        self.running
+            .iter()
+            .zip(&self.names)
+            .map(|((_, c, _), n)| crate::trace::groups::Root::load(c.id() as i32, n))
+            .collect()
     }
 
     /// True when no load runs.
@@ -206,6 +240,9 @@ impl Drop for LoadSet {
 /// as one JSON line.
 pub fn worker_main(spec_text: &str) -> Result<()> {
     let spec = LoadSpec::parse(spec_text)?;
+    // Every task of the load carries its name (threads and children inherit it).
+    let name = std::env::var(NAME_ENV).unwrap_or_else(|_| spec.kind.to_string());
+    crate::sys::process::set_comm(&name);
     if let Some(parent) = std::env::var(PARENT_ENV).ok().and_then(|p| p.parse().ok()) {
         crate::sys::process::kill_group_when_parent_dies(parent);
     }

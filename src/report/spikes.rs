@@ -16,11 +16,21 @@ const KINDS: &[(&str, &str)] = &[
     ("irq", "#1f77b4"),
     ("softirq", "#17becf"),
     ("timer", "#ff7f0e"),
+    ("host", "#9467bd"),
     ("idle", "#7f7f7f"),
     ("unattributed", "#bcbd22"),
     ("self", "#2ca02c"),
     ("unknown", "#c7c7c7"),
 ];
+/// A cause kind as the legend and tables name it: the kind, or for a late timer what it
+/// means (`interrupts off or host`, `host (steal)`: the words of the text and the metrics).
+fn legend(kind: &str) -> &str {
+    match kind {
+        "timer" | "host" => crate::result::trace::cause_name(kind),
+        k => k,
+    }
+}
+
 /// Worst spikes listed.
 const WORST: usize = 10;
 /// Stack frames shown per spike.
@@ -47,7 +57,19 @@ fn stacked(data_kind: &str, rows: &[(String, Vec<(&str, f64)>)]) -> String {
     let (w, h) = (640.0, 22.0);
     let longest = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(0);
     let left = (longest.min(28) as f64 * 7.0 + 10.0).max(60.0);
-    let height = 30.0 + h * 1.5 * rows.len() as f64;
+    // The legend wraps onto as many lines as the chart's width needs.
+    let mut places = Vec::new();
+    let (mut lx, mut line) = (left, 0usize);
+    for (kind, colour) in KINDS {
+        let wide = 30.0 + 7.0 * legend(kind).len() as f64;
+        if lx + wide > left + w && lx > left {
+            (lx, line) = (left, line + 1);
+        }
+        places.push((lx, line, *kind, *colour));
+        lx += wide;
+    }
+    let bars_h = 8.0 + h * 1.5 * rows.len() as f64;
+    let height = bars_h + 18.0 * (line + 1) as f64 + 4.0;
     let mut s = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" data-kind=\"{}\" width=\"{}\" height=\"{height}\" font-family=\"sans-serif\" font-size=\"12\">",
         esc(data_kind),
@@ -72,23 +94,23 @@ fn stacked(data_kind: &str, rows: &[(String, Vec<(&str, f64)>)]) -> String {
             let bw = w * share.min(1.0);
             let _ = write!(
                 s,
-                "<rect x=\"{x:.1}\" y=\"{y}\" width=\"{bw:.1}\" height=\"{h}\" fill=\"{colour}\"><title>{} {kind} {:.0} %</title></rect>",
+                "<rect x=\"{x:.1}\" y=\"{y}\" width=\"{bw:.1}\" height=\"{h}\" fill=\"{colour}\"><title>{} {} {:.0} %</title></rect>",
                 esc(label),
+                legend(kind),
                 share * 100.0
             );
             x += bw;
         }
     }
-    let ly = height - 8.0;
-    let mut x = left;
-    for (kind, colour) in KINDS {
+    for (x, line, kind, colour) in places {
+        let ly = bars_h + 18.0 * line as f64 + 14.0;
         let _ = write!(
             s,
-            "<rect x=\"{x}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{colour}\"/><text x=\"{}\" y=\"{ly}\">{kind}</text>",
+            "<rect x=\"{x}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{colour}\"/><text x=\"{}\" y=\"{ly}\">{}</text>",
             ly - 9.0,
-            x + 13.0
+            x + 13.0,
+            legend(kind)
         );
-        x += 30.0 + 7.0 * kind.len() as f64;
     }
     s.push_str("</svg>");
     s
@@ -193,7 +215,7 @@ pub fn levels(loaded: &[Loaded], groups: &[Group]) -> String {
     s.push_str(&stacked("level-causes", &bars_rows));
     s.push_str("<table class=\"level-causes\"><tr><th class=\"l\">level</th><th>traced runs</th><th>spikes</th><th>late ms</th>");
     for (k, _) in KINDS {
-        let _ = write!(s, "<th>{k} %</th>");
+        let _ = write!(s, "<th>{} %</th>", legend(k));
     }
     s.push_str("<th class=\"l\">largest culprit group</th></tr>");
     for r in &rows {
@@ -231,7 +253,13 @@ fn worst_row(sp: &SpikeRecord) -> String {
         .components
         .iter()
         .take(3)
-        .map(|c| format!("{:.0} % {} {}", c.share * 100.0, c.kind, c.name))
+        .map(|c| {
+            format!(
+                "{:.0} % {}",
+                c.share * 100.0,
+                crate::trace::culprits::component_phrase(&c.kind, &c.name)
+            )
+        })
         .collect();
     let culprit = sp.why.components.iter().find(|c| c.kind == "thread");
     let group = culprit

@@ -62,10 +62,67 @@ pub struct TraceReport {
     /// /proc (or the name at switch-in for a task gone by then), without exec chains.
     #[serde(default)]
     pub exec_chains: bool,
+    /// The hypervisor this guest runs under (`KVM`, ...; `VM` when unnamed); absent on bare
+    /// metal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hypervisor: Option<String>,
+    /// Steal's resolution (ns): /proc/stat counts USER_HZ ticks (10 ms). Absent where steal
+    /// was not read (bare metal).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steal_tick_ns: Option<u64>,
 }
 
 fn is_zero(n: &u64) -> bool {
     *n == 0
+}
+
+/// A late timer interrupt (`timer`): the hrtimer had not fired while a task ran, so
+/// interrupts were off or the virtual CPU was not running; never the running task's doing.
+pub const IRQS_OFF_OR_HOST: &str = "interrupts off or host";
+/// A late timer interrupt the steal counted around it covers (`host`): the hypervisor ran
+/// something else on this virtual CPU.
+pub const HOST_STEAL: &str = "host (steal)";
+
+/// Every cause kind (a component's or a cause's `kind`, the monitor's `cause` label) with the
+/// name the text, the report and the metrics' help give it.
+pub const CAUSE_NAMES: &[(&str, &str)] = &[
+    ("thread", "another thread"),
+    ("irq", "IRQ"),
+    ("softirq", "softirq"),
+    ("timer", IRQS_OFF_OR_HOST),
+    ("host", HOST_STEAL),
+    ("idle", "nothing visible ran"),
+    ("unattributed", "unattributed"),
+    ("self", "the measured thread"),
+    ("unknown", "before the trace"),
+];
+
+/// The name of cause kind `kind` (the kind itself when unknown).
+pub fn cause_name(kind: &str) -> &str {
+    CAUSE_NAMES
+        .iter()
+        .find(|k| k.0 == kind)
+        .map_or(kind, |k| k.1)
+}
+
+/// Steal at its real resolution: `0 ticks (under 10 ms)`, `1 tick (10 ms)`, `6 ticks
+/// (60 ms)`, for ticks of `tick_ns`.
+pub fn steal_text(ticks: u64, tick_ns: u64) -> String {
+    let ms = tick_ns / 1_000_000;
+    match ticks {
+        0 => format!("0 ticks (under {ms} ms)"),
+        1 => format!("1 tick ({ms} ms)"),
+        n => format!("{n} ticks ({} ms)", n * ms),
+    }
+}
+
+/// Steal counted on a CPU around a spike.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StealAround {
+    /// Steal ticks (`TraceReport::steal_tick_ns` each) between the readings around it.
+    pub ticks: u64,
+    /// From the last reading before the spike to the first after it (ns).
+    pub span_ns: u64,
 }
 
 /// One attributed spike in the run's JSON.
@@ -90,8 +147,9 @@ pub struct SpikeRecord {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Component {
     /// `irq`, `softirq`, `thread`, `self` (the measured thread), `idle`, `timer` (the timer
-    /// IRQ had not come yet while a task ran), `unattributed`
-    /// (a spinner interrupted by nothing visible) or `unknown` (not covered by the trace).
+    /// IRQ had not come yet while a task ran: "interrupts off or host"), `host` (the same,
+    /// covered by the steal counted around it: "host (steal)"), `unattributed` (a spinner
+    /// interrupted by nothing visible) or `unknown` (not covered by the trace).
     pub kind: String,
     /// What: `local_timer`, `virtio0 (irq 25)`, `NET_RX`, `inject:4242 RT 99`, ...
     pub name: String,
@@ -163,6 +221,10 @@ pub struct Attribution {
     /// against (NMIs, steal, SMIs) and what could not be measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub residual: Option<Residual>,
+    /// On a VM, for a spike with a late timer: the steal counted around it (what decided
+    /// between `timer` and `host`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steal: Option<StealAround>,
 }
 
 /// What was counted on one traced CPU during the run.
@@ -176,9 +238,13 @@ pub struct CpuCounts {
     /// SMIs during the run (MSR 0x34), if readable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub smis: Option<u64>,
-    /// Time the hypervisor ran something else on this vCPU (/proc/stat steal), ns.
+    /// Time the hypervisor ran something else on this vCPU (/proc/stat steal), ns: a whole
+    /// number of `steal_ticks`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steal_ns: Option<u64>,
+    /// The same in /proc/stat's ticks (`TraceReport::steal_tick_ns` each).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steal_ticks: Option<u64>,
 }
 
 /// What a spike's time that nothing visible explains was checked against: the counters read
@@ -193,17 +259,23 @@ pub struct Residual {
     /// directory`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unmeasured: Vec<String>,
-    /// Steal time on the CPU (ns) over `around_ns`, when readable.
+    /// Steal time on the CPU (ns) over `around_ns`, when readable: `steal_ticks` ticks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steal_ns: Option<u64>,
+    /// The same in /proc/stat's ticks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steal_ticks: Option<u64>,
     /// NMIs on the CPU over `around_ns` (/proc/interrupts), where the kernel has no
     /// `nmi_handler` event (else the spike's `nmis` counts them exactly).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nmis_around: Option<u64>,
-    /// The stretch steal and NMIs were counted over (ns): from the last counter reading before
-    /// the spike to the first after it.
+    /// The stretch NMIs were counted over (ns): from the last counter reading before the spike
+    /// to the first after it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub around_ns: Option<u64>,
+    /// The stretch steal was counted over (ns), the same way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steal_around_ns: Option<u64>,
     /// SMIs on the CPU over `smi_around_ns` (MSR 0x34), when readable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub smis: Option<u64>,
@@ -214,9 +286,10 @@ pub struct Residual {
 }
 
 impl Residual {
-    /// One line: what was measured and what could not be.
+    /// One line: what was measured around it (what could not be is said once per run, among
+    /// the run's warnings, not per spike).
     pub fn phrase(&self) -> String {
-        let mut s = format!(
+        format!(
             "{:.1} us nothing visible explains; measured: {}",
             self.ns as f64 / 1e3,
             if self.measured.is_empty() {
@@ -224,11 +297,7 @@ impl Residual {
             } else {
                 self.measured.join(", ")
             }
-        );
-        if !self.unmeasured.is_empty() {
-            s.push_str(&format!("; not measured: {}", self.unmeasured.join(", ")));
-        }
-        s
+        )
     }
 }
 

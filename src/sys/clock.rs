@@ -57,3 +57,14 @@ pub fn sleep_for_ns(clock: libc::clockid_t, ns: u64) -> i32 {
     // SAFETY: ts is a valid timespec; a null remainder is allowed.
     unsafe { libc::clock_nanosleep(clock, 0, &ts, std::ptr::null_mut()) }
 }
+
+/// One USER_HZ tick (ns): the unit of /proc/stat's times (100 per second on Linux).
+pub fn user_hz_tick_ns() -> u64 {
+    // SAFETY: sysconf reads a constant; no memory is touched.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if hz > 0 {
+        1_000_000_000 / hz as u64
+    } else {
+        10_000_000
+    }
+}

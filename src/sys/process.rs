@@ -17,6 +17,21 @@ pub unsafe fn die_with_parent(parent: libc::pid_t) {
     }
 }
 
+/// Names the calling thread `name` (its `comm`, cut to 15 bytes at a character boundary);
+/// threads and processes it starts afterwards inherit the name.
+pub fn set_comm(name: &str) {
+    let mut end = name.len().min(15);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    let mut buf = [0u8; 16];
+    buf[..end].copy_from_slice(&name.as_bytes()[..end]);
+    // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes from `buf`.
+    unsafe {
+        libc::prctl(libc::PR_SET_NAME, buf.as_ptr());
+    }
+}
+
 /// Makes `c` start at SCHED_OTHER (whatever the parent runs at) and die with this process
 /// (SIGKILL on parent death, race-free).
 pub fn die_with_us(c: &mut Command) {

@@ -6,7 +6,7 @@
 //! trace could see. rtla's timerlat auto-analysis has the same shape, from timerlat events.
 
 use super::event::{softirq_name, Event, Kind, Name};
-use crate::result::trace::{Attribution, Component, TaskRef};
+use crate::result::trace::{Attribution, Component, TaskRef, IRQS_OFF_OR_HOST};
 
 /// A task as a person reads it: `comm:pid RT 99`, `comm:pid` for a normal one.
 pub fn task_label(comm: &Name, pid: i32, prio: i32) -> String {
@@ -76,11 +76,11 @@ fn label(
                 format!("{} (own time)", task_label(c, *p, *pr)),
             ),
             // The timer has not fired yet: the task did not hold the woken thread off; the
-            // IRQ came late (interrupts off in that task, or the hypervisor).
-            Some((c, p, pr)) if woken == Wake::Pending && !note.spinner => (
-                "timer".into(),
-                format!("IRQ late while {} ran", task_label(c, *p, *pr)),
-            ),
+            // IRQ came late (interrupts off, or the host did not run the vCPU). Never charged
+            // to the task that happened to be current (the spike's `blocking` names it).
+            Some(_) if woken == Wake::Pending && !note.spinner => {
+                ("timer".into(), IRQS_OFF_OR_HOST.into())
+            }
             Some((c, p, pr)) => ("thread".into(), task_label(c, *p, *pr)),
         },
     };
@@ -430,10 +430,8 @@ mod tests {
         assert_eq!(crate::result::trace::policy_label(t.prio), "RT 99");
         assert_eq!(a.components[0].ns, 980);
         let late = a.components.iter().find(|c| c.kind == "timer").unwrap();
-        assert_eq!(
-            (late.ns, late.name.as_str()),
-            (5, "IRQ late while inject:42 RT 99 ran")
-        );
+        assert_eq!((late.ns, late.name.as_str()), (5, IRQS_OFF_OR_HOST));
+        assert!(late.task.is_none() && late.group.is_none());
         let total: u64 = a.components.iter().map(|c| c.ns).sum();
         assert_eq!(total, 1010);
         assert_eq!(a.blocking.as_deref(), Some("inject:42 RT 99"));

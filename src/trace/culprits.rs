@@ -83,10 +83,10 @@ pub fn summarise(spikes: &[SpikeRecord], cpus: &[usize]) -> Vec<CpuCauses> {
 }
 
 /// A cause as one phrase: `thread sh ← taskset ← chrt ← timeout RT 99 (12 tasks: sh:4242 RT
-/// 99, ...)`, `irq local_timer`.
+/// 99, ...)`, `irq local_timer`, `interrupts off or host (timer IRQ late)`, `host (steal)`.
 pub fn phrase(c: &Cause) -> String {
     if c.members.is_empty() {
-        return format!("{} {}", c.kind, c.name);
+        return component_phrase(&c.kind, &c.name);
     }
     let chain = if c.chain.len() > 1 {
         c.chain.join(" ← ")
@@ -112,6 +112,17 @@ pub fn phrase(c: &Cause) -> String {
         if n == 1 { "" } else { "s" },
         tasks.join(", ")
     )
+}
+
+/// A component or cause with no tasks as words: `irq local_timer`; a late timer by what it
+/// means, in the words the report, the JSON and the metrics' help use (`interrupts off or host
+/// (timer IRQ late)`, `host (steal)`).
+pub fn component_phrase(kind: &str, name: &str) -> String {
+    match kind {
+        "timer" => format!("{name} (timer IRQ late)"),
+        "host" => name.to_string(),
+        _ => format!("{kind} {name}"),
+    }
 }
 
 #[cfg(test)]

@@ -351,6 +351,15 @@ impl FlightRecorder {
             .identity(pid)
     }
 
+    /// The creators of `pid` the trace saw born, back to the first older than the trace.
+    pub fn lineage(&self, pid: i32) -> super::procs::Lineage {
+        self.shared
+            .procs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .lineage(pid)
+    }
+
     /// Keeps up to `bytes` of raw pages per CPU from now on (for a trace.dat).
     pub fn keep_pages(&self, bytes: usize) {
         self.shared.pages_cap.store(bytes, Ordering::Relaxed);

@@ -14,6 +14,8 @@ pub mod event_log;
 pub mod files;
 pub mod flight;
 pub mod format;
+pub mod groups;
+pub mod host;
 pub mod hw;
 pub mod lifecycle;
 pub mod page;

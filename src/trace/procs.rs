@@ -2,8 +2,8 @@
 //! and `sched_process_exec` on every CPU, a table of the tasks born or exec'd during the run
 //! gives each its group (the command it finally ran, or its creator's group for a thread or a
 //! fork that never exec'd) and its exec chain (`sh ← taskset ← chrt ← timeout`: the names it
-//! ran under, newest first, then its name at birth). Tasks older than the trace are named from
-//! /proc (the process's name, so threads join their process) while they still exist.
+//! ran under, newest first, then its name at birth), and its lineage (its creators back to the
+//! first one older than the trace), from which `groups` names what it belongs to.
 
 use super::event::{Event, Kind, Name};
 use std::collections::HashMap;
@@ -106,21 +106,43 @@ impl ProcTable {
     }
 }
 
-/// The identity of a task older than the trace, from /proc under `root`: its process's name
-/// (threads join their process). None once it has exited.
-pub fn from_proc(root: &std::path::Path, pid: i32) -> Option<Identity> {
-    let status = std::fs::read_to_string(root.join(format!("{pid}/status"))).ok()?;
-    let tgid = status
-        .lines()
-        .find_map(|l| l.strip_prefix("Tgid:"))
-        .and_then(|v| v.trim().parse::<i32>().ok())
-        .unwrap_or(pid);
-    let comm = std::fs::read_to_string(root.join(format!("{tgid}/comm"))).ok()?;
-    let n = comm.trim_end_matches('\n').to_string();
-    Some(Identity {
-        group: n.clone(),
-        chain: vec![n],
-    })
+/// Where a task came from, as far as the trace saw: the task and its creators born during the
+/// trace (the task first), the first creator older than the trace (or a task that exec'd
+/// without a recorded birth), and whether any of them exec'd.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Lineage {
+    /// The task and the creators born while tracing, the task first.
+    pub born: Vec<i32>,
+    /// The first creator the trace did not see born (None: the walk was cut short).
+    pub older: Option<i32>,
+    /// Whether the task or one of `born` ran a program (exec) during the trace.
+    pub exec: bool,
+}
+
+impl ProcTable {
+    /// The lineage of `pid` (a task never seen is its own `older`).
+    pub fn lineage(&self, pid: i32) -> Lineage {
+        let mut out = Lineage::default();
+        let mut p = pid;
+        for _ in 0..MAX_DEPTH {
+            let Some(t) = self.tasks.get(&p) else {
+                out.older = Some(p);
+                return out;
+            };
+            out.exec |= !t.execs.is_empty();
+            match t.birth {
+                Some((parent, _)) => {
+                    out.born.push(p);
+                    p = parent;
+                }
+                None => {
+                    out.older = Some(p);
+                    return out;
+                }
+            }
+        }
+        out
+    }
 }
 
 #[cfg(test)]
@@ -180,13 +202,17 @@ mod tests {
     }
 
     #[test]
-    fn proc_names_a_thread_by_its_process() {
-        let d = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(d.path().join("12")).unwrap();
-        std::fs::create_dir_all(d.path().join("10")).unwrap();
-        std::fs::write(d.path().join("12/status"), "Name:\tworker\nTgid:\t10\n").unwrap();
-        std::fs::write(d.path().join("10/comm"), "rustc\n").unwrap();
-        assert_eq!(from_proc(d.path(), 12).unwrap().group, "rustc");
-        assert_eq!(from_proc(d.path(), 13), None);
+    fn a_lineage_walks_births_to_the_first_older_creator() {
+        let mut t = ProcTable::default();
+        // 50 (older than the trace) makes thread 60, which forks 70; 70 execs.
+        for e in [fork(1, 50, 60, "hackbench"), fork(2, 60, 70, "hackbench")] {
+            t.event(&e);
+        }
+        let l = t.lineage(70);
+        assert_eq!((l.born, l.older, l.exec), (vec![70, 60], Some(50), false));
+        t.event(&exec(3, 70, "sh"));
+        assert!(t.lineage(70).exec);
+        assert_eq!(t.lineage(50).older, Some(50));
+        assert!(t.lineage(50).born.is_empty());
     }
 }

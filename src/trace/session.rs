@@ -5,7 +5,8 @@
 
 use super::attribute::{attribute, Note};
 use super::flight::FlightRecorder;
-use super::procs::{from_proc, Identity};
+use super::groups::{Namer, Root};
+use super::procs::Identity;
 pub use super::raw::RawSpike;
 use super::tracefs::{journal_file, TraceFs, PROCS_SUFFIX};
 use crate::error::Result;
@@ -36,8 +37,9 @@ pub struct Tracer {
     report: TraceReport,
     spinner: bool,
     save: Option<(std::path::PathBuf, String)>,
-    /// Identities of tasks older than the trace, read from /proc while they lived.
-    older: std::collections::HashMap<i32, Identity>,
+    /// Names culprit groups (latlab's loads and itself, kernel workers, commands) from what
+    /// /proc said of each task while it lived.
+    namer: Namer,
     /// `--trace-save FILE.dat`: where to write the raw pages as a trace.dat.
     dat: Option<std::path::PathBuf>,
     /// Writes trace files within the run's budget and end.
@@ -54,15 +56,19 @@ pub struct Tracer {
     counters: super::hw::Counters,
     /// Counter readings during the run, to check each spike's unexplained time against.
     watch: super::hw::Watch,
+    /// Bare metal or a guest, under which hypervisor.
+    host: super::host::Host,
+    /// On a guest: each traced CPU's steal, read every 10 ms by `sampler`.
+    steal: Option<std::sync::Arc<super::host::StealLog>>,
+    sampler: Option<super::host::Sampler>,
+    /// Steal's unit in /proc/stat (ns).
+    tick_ns: u64,
 }
 
 /// CLOCK_MONOTONIC now (ns).
 fn mono_now() -> u64 {
     crate::sys::clock::now_ns(libc::CLOCK_MONOTONIC)
 }
-
-/// Steal time's unit in /proc/stat: USER_HZ ticks, 100 per second on Linux.
-const STEAL_TICK_NS: u64 = 10_000_000;
 
 /// What a measurement asks the driver to trace (`driver::Measurement::trace`): the driver
 /// starts the session before the measurement and hands it over through its `Ctx`.
@@ -95,6 +101,9 @@ pub struct Request {
     pub reader_cpus: Option<Vec<usize>>,
     /// How a refusal for want of root is explained (`--trace needs root`).
     pub needs_root: &'static str,
+    /// Processes latlab started whose trees are groups of their own (`--load` workers); the
+    /// driver fills it in.
+    pub roots: Vec<Root>,
 }
 
 /// The end of an hrtimer callback, which attribution does not read (the callback runs inside
@@ -184,6 +193,7 @@ impl Tracer {
         };
         let page_size = header.page_size;
         let nmi_traced = events.iter().any(|e| e == "nmi/nmi_handler");
+        let host = super::host::Host::here();
         let rec = FlightRecorder::start(
             inst,
             procs,
@@ -193,8 +203,20 @@ impl Tracer {
             r.keep_ns.unwrap_or(KEEP_NS),
             r.reader_cpus.clone(),
         )?;
+        // On a guest, steal is read every 10 ms, from now on.
+        let steal = host.vm.then(|| {
+            std::sync::Arc::new(super::host::StealLog::new(
+                crate::sys::roots::Roots::host(),
+                &r.cpus,
+            ))
+        });
+        let sampler = steal
+            .clone()
+            .and_then(|log| super::host::Sampler::start(log, r.reader_cpus.clone()));
+        let mut namer = Namer::system(r.roots.clone());
+        namer.scan_roots();
         let roots = super::hw::Roots::default();
-        let counters = super::hw::Counters::read(&roots, &r.cpus);
+        let counters = super::hw::Counters::read(&roots, &r.cpus, !host.vm);
         let watch = super::hw::Watch::new(roots, &r.cpus, &counters, mono_now(), !nmi_traced);
         Ok(Tracer {
             rec,
@@ -202,7 +224,7 @@ impl Tracer {
             pending: Vec::new(),
             spinner: false,
             save: None,
-            older: Default::default(),
+            namer,
             dat: None,
             saver: super::saving::Saver::new(fs.root.clone(), events, page_size),
             actions: None,
@@ -211,14 +233,27 @@ impl Tracer {
             kallsyms: None,
             counters,
             watch,
+            steal,
+            sampler,
+            tick_ns: super::host::steal_tick_ns(),
             report: TraceReport {
                 threshold_ns: r.threshold_ns,
                 cpus: r.cpus.clone(),
-                idle_note: super::hw::idle_note(),
+                idle_note: host.idle_note(),
                 nmi_traced,
+                hypervisor: host
+                    .vm
+                    .then(|| host.hypervisor.clone().unwrap_or_else(|| "VM".into())),
+                steal_tick_ns: host.vm.then(super::host::steal_tick_ns),
                 ..TraceReport::default()
             },
+            host,
         })
+    }
+
+    /// One more process whose whole tree is one culprit group (`latlab sched -- CMD`).
+    pub fn add_root(&mut self, r: Root) {
+        self.namer.add_root(r);
     }
 
     /// Names one more series (a task that appeared); its index for [`RawSpike::series`].
@@ -357,6 +392,16 @@ impl Tracer {
         if let Some(k) = &self.kallsyms {
             why.stack = why.stack_addrs.iter().map(|&a| k.name(a)).collect();
         }
+        // On a guest: a late timer the steal around it covers is the host's.
+        let steal = self.steal.as_ref().and_then(|log| {
+            log.judge(
+                &mut why,
+                cpu,
+                (s.expected, s.actual),
+                self.tick_ns,
+                mono_now(),
+            )
+        });
         // Time nothing visible explains: checked against the counters read around it.
         let residual: u64 = why
             .components
@@ -370,17 +415,13 @@ impl Tracer {
                 (s.expected, s.actual),
                 residual,
                 why.nmis.zip(why.nmi_ns),
-                STEAL_TICK_NS,
+                steal,
                 mono_now(),
             ));
         }
-        // A task older than the trace is named from /proc now, while it may still exist.
+        // What /proc says of each task, read now, while it may still exist.
         for t in why.components.iter().filter_map(|c| c.task.as_ref()) {
-            if self.rec.identity(t.pid).is_none() && !self.older.contains_key(&t.pid) {
-                if let Some(id) = from_proc(std::path::Path::new("/proc"), t.pid) {
-                    self.older.insert(t.pid, id);
-                }
-            }
+            self.namer.observe(t.pid, &self.rec.lineage(t.pid));
         }
         let series = self
             .names
@@ -442,14 +483,12 @@ impl Tracer {
     fn name_groups(&self, spikes: &mut [SpikeRecord]) {
         for c in spikes.iter_mut().flat_map(|s| s.why.components.iter_mut()) {
             let Some(t) = &c.task else { continue };
-            let id = self
-                .rec
-                .identity(t.pid)
-                .or_else(|| self.older.get(&t.pid).cloned())
-                .unwrap_or_else(|| Identity {
-                    group: t.comm.clone(),
-                    chain: vec![t.comm.clone()],
-                });
+            let id: Identity = self.namer.identity(
+                t.pid,
+                &t.comm,
+                &self.rec.lineage(t.pid),
+                self.rec.identity(t.pid),
+            );
             c.group = Some(id.group);
             c.chain = id.chain;
         }
@@ -466,14 +505,18 @@ impl Tracer {
         self.report.spikes = rest;
         done.sort_by_key(|s| (s.expected_ns, s.cpu));
         self.name_groups(&mut done);
-        let needed: std::collections::HashSet<i32> = self
+        let mut needed: std::collections::HashSet<i32> = Default::default();
+        for pid in self
             .report
             .spikes
             .iter()
             .flat_map(|s| &s.why.components)
             .filter_map(|c| c.task.as_ref().map(|t| t.pid))
-            .collect();
-        self.older.retain(|pid, _| needed.contains(pid));
+        {
+            needed.insert(pid);
+            needed.extend(self.rec.lineage(pid).older);
+        }
+        self.namer.retain(&needed);
         done
     }
 
@@ -486,6 +529,8 @@ impl Tracer {
             idle_note: self.report.idle_note.clone(),
             nmi_traced: self.report.nmi_traced,
             exec_chains: self.rec.names_commands(),
+            hypervisor: self.report.hypervisor.clone(),
+            steal_tick_ns: self.report.steal_tick_ns,
             ..TraceReport::default()
         }
     }
@@ -519,6 +564,8 @@ impl Tracer {
             std::thread::sleep(Duration::from_millis(ms));
         }
         self.rec.stop();
+        // The last steal reading is taken when the last spikes are checked.
+        drop(self.sampler.take());
         for s in std::mem::take(&mut self.pending) {
             self.attribute(s, Duration::ZERO);
         }
@@ -538,13 +585,12 @@ impl Tracer {
         self.name_groups(&mut spikes);
         self.report.spikes = spikes;
         self.report.exec_chains = self.rec.names_commands();
-        let now = super::hw::Counters::read(&super::hw::Roots::default(), &self.report.cpus);
-        let (counted, mut warn) = self.counters.delta(&now, STEAL_TICK_NS);
-        warn.extend(super::hw::residual_warnings(
-            &self.report.spikes,
+        let now = super::hw::Counters::read(
+            &super::hw::Roots::default(),
             &self.report.cpus,
-        ));
-        self.report.counted = counted;
+            !self.host.vm,
+        );
+        let (counted, mut warn) = self.counters.delta(&now, self.tick_ns, &self.host);
         if !self.report.nmi_traced {
             warn.push(
                 "--trace: the kernel has no nmi:nmi_handler event: NMIs are counted over the run \
@@ -552,6 +598,9 @@ impl Tracer {
                     .into(),
             );
         }
+        let unexplained = super::hw::residual_warnings(&self.report.spikes, &warn, self.tick_ns);
+        warn.extend(unexplained);
+        self.report.counted = counted;
         self.report.warnings.extend(warn);
         self.report.per_cpu = super::culprits::summarise(&self.report.spikes, &self.report.cpus);
         if let Some(path) = self.dat.take() {

@@ -28,7 +28,7 @@ fn a_deadline_run_that_fits_gives_latencies_and_counts_misses() {
     let text = &out.stdout;
     assert!(text.contains("SCHED_DEADLINE periods"), "{text}");
     assert!(
-        text.contains("misses") && text.contains("throttled"),
+        text.contains("misses") && text.contains("over runtime") && !text.contains("throttled"),
         "{text}"
     );
     let run = read_json(&json);
@@ -51,6 +51,37 @@ fn a_deadline_run_that_fits_gives_latencies_and_counts_misses() {
         .unwrap()
         .contains("CLOCK_THREAD_CPUTIME_ID"));
     assert!(p["deadline"]["sigxcpu"].is_u64());
+    // The clock's count is checked against the kernel's signals on this machine: where they
+    // disagree a warning says so, where they agree none does.
+    let check = p["deadline"]["runtime_overruns_kernel_check"]
+        .as_str()
+        .unwrap();
+    let said = run["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| {
+            w.as_str()
+                .unwrap()
+                .contains("SIGXCPU (SCHED_FLAG_DL_OVERRUN: a runtime")
+        })
+        .count();
+    let (over, sig) = (
+        count(s, "runtime_overruns") > 0,
+        p["deadline"]["sigxcpu"].as_u64().unwrap() > 0,
+    );
+    match check {
+        "agrees" => assert_eq!((said, over, sig), (0, false, false), "{run:#}"),
+        "confirmed" => assert_eq!((said, over, sig), (0, true, true), "{run:#}"),
+        "unconfirmed" => assert_eq!((said, over, sig), (0, true, false), "{run:#}"),
+        "disagrees" => assert_eq!((said, over, sig), (1, false, true), "{run:#}"),
+        "not available" => assert_eq!(p["deadline"]["dl_overrun_signal"], false),
+        other => panic!("runtime_overruns_kernel_check {other}"),
+    }
+    assert!(
+        text.contains(&format!("({check})")) || check == "not available",
+        "{text}"
+    );
     // Short runtimes without --hrtick are said to be enforced at the tick.
     let w = run["warnings"].to_string();
     assert!(w.contains("HRTICK_DL"), "{w}");
@@ -129,6 +160,19 @@ fn an_overloaded_deadline_thread_misses_and_is_throttled() {
     assert!(count(s, "deadline_misses") > 0, "{s}");
     assert!(count(s, "runtime_overruns") > 0, "{s}");
     assert!(s["overruns"].as_u64().unwrap() > 0, "{s}");
+    // The kernel's word: confirmed where a tick found the thread over its runtime and it
+    // signalled, unconfirmed where none did (its signal is a lower bound); never "agrees"
+    // (nothing over runtime) nor "disagrees" (the kernel saw an overrun the clock did not).
+    let d = &run["parameters"]["deadline"];
+    let check = d["runtime_overruns_kernel_check"].as_str().unwrap();
+    match (
+        d["dl_overrun_signal"] == true,
+        d["sigxcpu"].as_u64().unwrap() > 0,
+    ) {
+        (true, true) => assert_eq!(check, "confirmed", "{d}"),
+        (true, false) => assert_eq!(check, "unconfirmed", "{d}"),
+        (false, _) => assert_eq!(check, "not available", "{d}"),
+    }
     assert_eq!(count(s, "work_ns"), 500_000);
 }
 

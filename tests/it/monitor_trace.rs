@@ -6,7 +6,7 @@ use crate::monitor::{parse, promtool_check_metrics, scrape, value, Monitor};
 use crate::util::{exec_bursts, expect_exit, has_thread, latlab, trace_test, Dir};
 use std::time::Duration;
 
-const CAUSES: [&str; 5] = ["irq", "softirq", "thread", "timer", "unattributed"];
+const CAUSES: [&str; 6] = ["irq", "softirq", "thread", "timer", "host", "unattributed"];
 
 #[test]
 fn monitor_trace_names_a_hogs_group_on_its_cpu_and_stores_the_causes() {

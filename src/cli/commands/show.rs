@@ -19,9 +19,7 @@ pub fn render(run: &Run, tags: &BTreeMap<String, String>, unit: DisplayUnit) -> 
         Some(own) => s.push_str(&own),
         None => s.push_str(&generic(run, unit)),
     }
-    if let Some(t) = &run.trace {
-        s.push_str(&crate::export::why::why(t, unit));
-    }
+    s.push_str(&crate::export::why::why_for(run, unit));
     s.push_str(&format!(
         "started {}  host {}",
         run.started, run.environment.hostname

@@ -187,9 +187,13 @@ task (runtime <= deadline <= period, each at least 1024 ns; -d adds to each furt
 and ends every job with sched_yield(); latency = time it runs - start of its period (an early
 wake-up re-anchors the periods, as cyclicdeadline does). Per thread: misses = jobs that ended
 after period start + deadline, and runtime overruns = jobs whose CPU time (the thread's CPU clock)
-exceeded the runtime, i.e. the kernel throttled them; both from the clock. SCHED_FLAG_DL_OVERRUN
-is asked for where the kernel has it, and the SIGXCPU signals it sends (one per process, per tick
-that finds an overrun, so not per thread) are counted beside them. Deadline threads cannot be
+exceeded the runtime (column 'over runtime'; interrupt time the kernel charges to the thread is in
+that clock, so it is not the kernel's throttling); both from the clock. SCHED_FLAG_DL_OVERRUN is
+asked for where the kernel has it, and the SIGXCPU signals it sends (one per process, per tick
+that finds a runtime exhausted, so not per thread) are counted beside them and checked against
+the column (parameters.deadline.runtime_overruns_kernel_check: agrees, confirmed, unconfirmed
+where the clock counted overruns and no signal came, which proves nothing, or disagrees with a
+warning where the kernel signalled and the clock counted none). Deadline threads cannot be
 pinned narrower than their root domain (the kernel refuses), so -a/-t N are not applied to them:
 they run unpinned and the result says so. Admission control (EBUSY) is exit 3 with the bandwidth
 asked and the limit (/proc/sys/kernel/sched_rt_runtime_us / sched_rt_period_us).

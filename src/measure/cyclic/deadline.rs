@@ -190,9 +190,48 @@ pub fn hrtick_advice(cfg: &CyclicConfig) -> Option<String> {
     ))
 }
 
+/// What the kernel said of the jobs the clock found over their runtime: its SIGXCPU signals
+/// (`SCHED_FLAG_DL_OVERRUN`). The kernel marks a thread whose runtime ran out, but signals it
+/// only when a tick finds it running, once for the whole process: a lower bound of the jobs
+/// it throttled (zero is possible under overload with a long tick), not a per-thread count.
+/// `agrees` when both are zero; `confirmed` when both are not; `unconfirmed` when the clock
+/// counted jobs over runtime and no signal came (the tolerance: nothing is claimed either way);
+/// `disagrees`, with a warning, when the kernel signalled an exhausted runtime and the clock
+/// saw none. `not available` where the kernel sends no overrun signal.
+pub fn kernel_check(over: u64, signal: bool, sigxcpu: u64) -> (&'static str, Option<String>) {
+    if !signal {
+        return ("not available", None);
+    }
+    match (over > 0, sigxcpu > 0) {
+        (false, false) => ("agrees", None),
+        (true, true) => ("confirmed", None),
+        (true, false) => ("unconfirmed", None),
+        (false, true) => (
+            "disagrees",
+            Some(format!(
+                "the kernel sent {sigxcpu} SIGXCPU (SCHED_FLAG_DL_OVERRUN: a runtime exhausted) \
+                 but no job used more than its runtime by the thread's CPU clock: the kernel's \
+                 runtime accounting charged more than the clock counted"
+            )),
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_clock_count_is_checked_against_the_kernels_signals() {
+        assert_eq!(kernel_check(0, true, 0), ("agrees", None));
+        assert_eq!(kernel_check(200, true, 40), ("confirmed", None));
+        assert_eq!(kernel_check(6, false, 0), ("not available", None));
+        // No signal is no proof: the kernel signals only when a tick finds the thread running.
+        assert_eq!(kernel_check(6, true, 0), ("unconfirmed", None));
+        let (v, w) = kernel_check(0, true, 3);
+        assert_eq!(v, "disagrees");
+        assert!(w.unwrap().contains("sent 3 SIGXCPU"));
+    }
 
     fn p(r: u64, d: u64, per: u64) -> DlParams {
         DlParams {

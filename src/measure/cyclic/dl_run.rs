@@ -97,12 +97,29 @@ impl Setup {
         }
     }
 
-    /// The run's `parameters.deadline`: how overruns were counted, the signals and limits.
-    pub fn parameters(&self, sigxcpu: u64) -> serde_json::Value {
+    /// The clock's count of jobs over their runtime against the kernel's SIGXCPU signals
+    /// ([`deadline::kernel_check`]): the verdict for `parameters`, and a warning where they
+    /// disagree.
+    pub fn kernel_check(
+        &self,
+        series: &[crate::result::Series],
+        sigxcpu: u64,
+    ) -> (&'static str, Option<String>) {
+        let over: u64 = series
+            .iter()
+            .filter_map(|s| s.extra.as_ref()?.get("runtime_overruns")?.as_u64())
+            .sum();
+        deadline::kernel_check(over, self.signal, sigxcpu)
+    }
+
+    /// The run's `parameters.deadline`: how overruns were counted, the signals and limits,
+    /// and whether the kernel's signals agree with the clock's count.
+    pub fn parameters(&self, sigxcpu: u64, kernel: &str) -> serde_json::Value {
         serde_json::json!({
             "runtime_overruns_from": deadline::OVERRUN_METHOD,
             "dl_overrun_signal": self.signal,
             "sigxcpu": sigxcpu,
+            "runtime_overruns_kernel_check": kernel,
             "sched_rt_runtime_us": self.limits.rt_runtime_us,
             "sched_rt_period_us": self.limits.rt_period_us,
         })

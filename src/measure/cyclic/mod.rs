@@ -331,7 +331,9 @@ pub fn run(mut cfg: CyclicConfig, ctx: &mut Ctx<'_>) -> Result<CyclicOutcome> {
     let (series, linear, check_failure) = collect(&cfg, outs);
     let mut parameters = serde_json::to_value(&cfg).unwrap_or(serde_json::Value::Null);
     if let (Some(d), Some(map)) = (&dl, parameters.as_object_mut()) {
-        map.insert("deadline".into(), d.parameters(sigxcpu));
+        let (verdict, warning) = d.kernel_check(&series, sigxcpu);
+        warnings.extend(warning);
+        map.insert("deadline".into(), d.parameters(sigxcpu, verdict));
     }
     ctx.warnings().extend(warnings);
     let run = Run {
@@ -502,9 +504,7 @@ impl crate::driver::Measurement for CyclicConfig {
             text.push_str(&report::render_histogram(o));
         }
         text.push_str(&report::render(o, self.unit));
-        if let Some(t) = &o.run.trace {
-            text.push_str(&crate::export::why::why(t, self.unit));
-        }
+        text.push_str(&crate::export::why::why_for(&o.run, self.unit));
         text.into()
     }
 }

@@ -151,17 +151,24 @@ pub fn render(o: &CyclicOutcome, unit: DisplayUnit) -> String {
         "p50", "p90", "p99", "p99.9", "p99.99", "overruns",
     ];
     if deadline {
-        head.extend(["misses", "throttled"]);
+        head.extend(["misses", "over runtime"]);
     }
     s.push_str(&columns::render(&head, &rows));
     if deadline {
         let d = &run.parameters["deadline"];
         s.push_str(&format!(
-            "misses: jobs that ended after period start + deadline; throttled: jobs that used \
-             more CPU than their runtime (the kernel throttled them), from the thread's CPU \
-             clock; SIGXCPU (SCHED_FLAG_DL_OVERRUN, whole process) {}\n",
+            "misses: jobs that ended after period start + deadline; over runtime: jobs whose \
+             CPU time by the thread's CPU clock (from one wake-up to the next, interrupt time \
+             charged to the thread included) exceeded their runtime; the kernel's own word, \
+             SIGXCPU (SCHED_FLAG_DL_OVERRUN, whole process, at most one per tick): {}\n",
             if d["dl_overrun_signal"].as_bool() == Some(true) {
-                d["sigxcpu"].as_u64().unwrap_or(0).to_string()
+                format!(
+                    "{} ({})",
+                    d["sigxcpu"].as_u64().unwrap_or(0),
+                    d["runtime_overruns_kernel_check"]
+                        .as_str()
+                        .unwrap_or("not checked")
+                )
             } else {
                 "not available".to_string()
             }

@@ -93,7 +93,8 @@ pub struct DeadlineOut {
     pub jobs: u64,
     /// Jobs that ended after their absolute deadline (period start + deadline).
     pub misses: u64,
-    /// Jobs whose CPU time exceeded the runtime: the kernel throttled them.
+    /// Jobs whose CPU time by the thread's CPU clock exceeded the runtime (interrupt time
+    /// charged to the thread included: not the kernel's own throttling count).
     pub runtime_overruns: u64,
 }
 
@@ -134,7 +135,7 @@ impl Tally {
 pub struct DeadlineJob {
     /// Relative deadline (ns).
     pub deadline_ns: u64,
-    /// Runtime (ns): a job that used more CPU than this was throttled.
+    /// Runtime (ns): a job that used more CPU than this by its CPU clock ran over it.
     pub runtime_ns: u64,
     /// CPU time to spin after recording the wake-up (ns).
     pub work_ns: u64,
@@ -291,7 +292,7 @@ impl Worker {
     /// wake-up before the counted start means the kernel's period began earlier (it may
     /// re-anchor a task's periods), so the count is re-anchored there, as cyclicdeadline
     /// does. Per job, from the clocks: a miss when it ended after `period start + deadline`;
-    /// a runtime overrun when it used more CPU than its runtime (so the kernel throttled it).
+    /// a runtime overrun when its CPU clock counted more than its runtime.
     pub fn run_deadline(mut self, job: DeadlineJob) -> WorkerOut {
         let clk = self.clock;
         let mut t = Tally::new();

@@ -8,11 +8,17 @@
 use crate::result::trace::SpikeRecord;
 use std::sync::Mutex;
 
-/// The cause kinds exported, in label order. The attribution's finer kinds fold into them:
-/// `idle` (nothing visible ran), `unknown` (before the trace saw the CPU) and `self` (the
-/// measured thread's own time after its switch-in) are `unattributed`: time no other
-/// context visible to the trace held.
-pub const CAUSES: [&str; 5] = ["irq", "softirq", "thread", "timer", "unattributed"];
+/// The cause kinds exported, in label order: the attribution's kinds, with `timer` (a late
+/// timer interrupt: "interrupts off or host") and `host` (the same, covered by the steal
+/// counted around it: "host (steal)"), as the text and the JSON name them. The finer kinds fold
+/// in: `idle` (nothing visible ran), `unknown` (before the trace saw the CPU) and `self` (the
+/// measured thread's own time after its switch-in) are `unattributed`: time no other context
+/// visible to the trace held.
+pub const CAUSES: [&str; N] = ["irq", "softirq", "thread", "timer", "host", "unattributed"];
+/// How many causes are exported.
+pub const N: usize = 6;
+/// The index of `unattributed` in [`CAUSES`].
+const UNATTRIBUTED: usize = N - 1;
 
 /// Culprit groups with a series of their own per CPU, unless `--trace-culprits` says.
 pub const DEFAULT_TOP: usize = 10;
@@ -27,7 +33,8 @@ pub fn cause_of(kind: &str) -> usize {
         "softirq" => 1,
         "thread" => 2,
         "timer" => 3,
-        _ => 4,
+        "host" => 4,
+        _ => UNATTRIBUTED,
     }
 }
 
@@ -35,9 +42,9 @@ pub fn cause_of(kind: &str) -> usize {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct CpuTotals {
     /// Late time (ns) by cause kind ([`CAUSES`] order).
-    pub late_ns: [u64; 5],
+    pub late_ns: [u64; N],
     /// Late wake-ups by their dominant cause kind.
-    pub wakeups: [u64; 5],
+    pub wakeups: [u64; N],
     /// Groups with a series of their own, in the order they got it, with their late time (ns)
     /// since then.
     pub groups: Vec<(String, u64)>,
@@ -50,7 +57,7 @@ pub struct CpuTotals {
 impl CpuTotals {
     /// The totals since `base` (an earlier reading of the same CPU).
     pub fn since(&self, base: &CpuTotals) -> CpuTotals {
-        let d = |a: &[u64; 5], b: &[u64; 5]| std::array::from_fn(|i| a[i].saturating_sub(b[i]));
+        let d = |a: &[u64; N], b: &[u64; N]| std::array::from_fn(|i| a[i].saturating_sub(b[i]));
         CpuTotals {
             late_ns: d(&self.late_ns, &base.late_ns),
             wakeups: d(&self.wakeups, &base.wakeups),
@@ -69,7 +76,7 @@ impl CpuTotals {
 
     /// Late time and wake-ups by cause as JSON (`{"irq": ns, ...}` twice).
     pub fn to_json(&self) -> serde_json::Value {
-        let map = |v: &[u64; 5]| {
+        let map = |v: &[u64; N]| {
             CAUSES
                 .iter()
                 .zip(v)
@@ -112,7 +119,7 @@ impl Causes {
                 continue;
             };
             let t = &mut all[i];
-            let mut by = [0u64; 5];
+            let mut by = [0u64; N];
             for c in &s.why.components {
                 by[cause_of(&c.kind)] += c.ns;
                 if c.kind != "thread" {
@@ -132,9 +139,9 @@ impl Causes {
             }
             // The kind that held most of this wake-up's lateness (ties go to the first kind);
             // a spike with no component is unattributed.
-            let dominant = match (0..5).rev().max_by_key(|&k| by[k]) {
+            let dominant = match (0..N).rev().max_by_key(|&k| by[k]) {
                 Some(k) if by[k] > 0 => k,
-                _ => 4,
+                _ => UNATTRIBUTED,
             };
             t.wakeups[dominant] += 1;
         }
@@ -213,13 +220,16 @@ mod tests {
                 ],
             ),
             spike(1, vec![comp("softirq", None, 90), comp("timer", None, 10)]),
+            spike(1, vec![comp("host", None, 40), comp("timer", None, 3)]),
             spike(7, vec![comp("irq", None, 5)]),
         ]);
         let r = c.read();
         assert_eq!(r[0].1, CpuTotals::default());
         let t = &r[1].1;
-        assert_eq!(t.late_ns, [200, 90, 700, 10, 100]);
-        assert_eq!(t.wakeups, [0, 1, 1, 0, 0]);
+        assert_eq!(t.late_ns, [200, 90, 700, 13, 40, 100]);
+        assert_eq!(t.wakeups, [0, 1, 1, 0, 1, 0]);
+        // A late timer is never a culprit group's time.
+        assert_eq!(t.groups.len(), 1);
         assert_eq!(t.groups, vec![("sh".to_string(), 700)]);
         let j = t.to_json();
         assert_eq!(j["late_ns_by_cause"]["unattributed"], 100);

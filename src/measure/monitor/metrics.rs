@@ -220,7 +220,7 @@ fn encode_causes(
     let all = c.read();
     let mut m = enc.encode_descriptor(
         "latlab_late_seconds",
-        "Lateness of the wake-ups at or above --trace-threshold on this CPU, by the kind of context that held the CPU (irq, softirq, thread, timer: the timer IRQ came late; unattributed: nothing visible to the trace).",
+        "Lateness of the wake-ups at or above --trace-threshold on this CPU, by the kind of context that held the CPU (irq, softirq, thread; timer: interrupts off or host, the timer IRQ came late; host: host (steal), a late timer IRQ the steal counted around it covers; unattributed: nothing visible to the trace).",
         None,
         MetricType::Counter,
     )?;

@@ -177,6 +177,11 @@ fn run(cfg: &SchedConfig, ctx: &mut Ctx<'_>) -> Result<SchedOutcome> {
             let k = child::Child::spawn(argv)?;
             confined = Confined::to(&home);
             matcher.adopt(k.pid());
+            // Everything the command starts is one culprit group.
+            tracer.add_root(crate::trace::groups::Root::command(
+                k.pid(),
+                argv.first().map_or("", String::as_str),
+            ));
             Some(k)
         }
         _ => None,
@@ -250,6 +255,10 @@ fn run(cfg: &SchedConfig, ctx: &mut Ctx<'_>) -> Result<SchedOutcome> {
     drop(confined);
     let losses = tracer.recorder().losses();
     let mut trace = tracer.finish();
+    // What the trace could not measure is the run's to say (once, among its warnings).
+    for w in &trace.warnings {
+        ctx.warn(w.clone());
+    }
     let events_per_s = if duration_s > 0.0 {
         trace.events as f64 / duration_s
     } else {

@@ -211,7 +211,7 @@ pub fn render(run: &Run, u: DisplayUnit, why: bool) -> String {
     if let Some(t) = &run.trace {
         s.push_str(&worst(t, u));
         if why {
-            s.push_str(&crate::export::why::why(t, u));
+            s.push_str(&crate::export::why::why_for(run, u));
         }
     }
     for w in &run.warnings {
@@ -308,9 +308,12 @@ fn worst(t: &crate::result::trace::TraceReport, u: DisplayUnit) -> String {
                         task.comm,
                         crate::result::trace::policy_label(task.prio)
                     ),
-                    _ => c.name.clone(),
+                    _ => crate::trace::culprits::component_phrase(&c.kind, &c.name),
                 };
-                format!("{:.0} % {} {who}", 100.0 * c.share, c.kind)
+                match (&c.group, &c.task) {
+                    (Some(_), Some(_)) => format!("{:.0} % {} {who}", 100.0 * c.share, c.kind),
+                    _ => format!("{:.0} % {who}", 100.0 * c.share),
+                }
             })
             .collect();
         s.push_str(&format!(

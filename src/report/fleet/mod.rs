@@ -7,6 +7,7 @@
 //! replication (`crate::compare::levels::compare_levels`, the run-as-unit comparison).
 //! Reading and deciding are here; the page is drawn in `page`.
 
+pub mod causes;
 pub mod page;
 
 use crate::compare::analysis::{MetricCmp, Settings, Verdict};
@@ -118,6 +119,8 @@ pub struct Member {
     pub kernel: String,
     /// The last day against the week before it.
     pub decision: Decision,
+    /// What made it late over the snapshots read (`monitor --trace`).
+    pub causes: causes::MemberCauses,
 }
 
 impl Member {
@@ -347,6 +350,7 @@ pub fn load(q: &Query) -> Result<Fleet> {
             .checked_sub(DAY + WEEK)
             .unwrap_or(SystemTime::UNIX_EPOCH);
         let mut runs: Vec<(SystemTime, Run, String)> = Vec::new();
+        let mut member_causes = causes::MemberCauses::default();
         for (t, id) in ids {
             let e = st.get(id)?;
             read += 1;
@@ -357,6 +361,7 @@ pub fn load(q: &Query) -> Result<Fleet> {
                     continue;
                 }
             };
+            member_causes.add(&run);
             let name = format!("run:{id}");
             let Ok(d) = crate::compare::inputs::run_latency(&run, &name, 1e-3) else {
                 empty += 1;
@@ -405,6 +410,7 @@ pub fn load(q: &Query) -> Result<Fleet> {
             snaps,
             kernel,
             decision,
+            causes: member_causes,
         });
     }
     if empty > 0 {
@@ -509,6 +515,7 @@ mod tests {
                 .collect(),
             kernel: String::new(),
             decision: Decision::cannot(0, 0, String::new()),
+            causes: Default::default(),
         }
     }
 

@@ -143,6 +143,71 @@ fn ranking(f: &Fleet) -> String {
     s
 }
 
+/// How the page names a cause kind: as the run's `why` text and the monitor's metric help do.
+fn cause_label(kind: &str) -> String {
+    match kind {
+        "timer" => format!("timer ({})", crate::result::trace::IRQS_OFF_OR_HOST),
+        "host" => crate::result::trace::HOST_STEAL.to_string(),
+        k => k.to_string(),
+    }
+}
+
+/// Per member, what made it late over the snapshots read: cause shares and culprit groups.
+fn causes(f: &Fleet) -> String {
+    let mut s = String::from(
+        "<section id=\"causes\"><h2>What made each host late</h2><table class=\"causes\">",
+    );
+    s.push_str(&row(
+        &[
+            "host",
+            "traced snapshots",
+            "late time by cause",
+            "top culprit groups",
+        ]
+        .map(String::from),
+        true,
+    ));
+    let pct = |v: &[(String, f64)], name: &dyn Fn(&str) -> String| -> String {
+        let parts: Vec<String> = v
+            .iter()
+            .map(|(k, x)| format!("{} {:.0} %", name(k), 100.0 * x))
+            .collect();
+        if parts.is_empty() {
+            "-".into()
+        } else {
+            parts.join("; ")
+        }
+    };
+    for m in &f.members {
+        let c = &m.causes;
+        let (by, groups) = if c.traced == 0 {
+            ("not traced (monitor --trace)".to_string(), "-".to_string())
+        } else {
+            (
+                pct(&c.shares(), &cause_label),
+                pct(&c.top_groups(super::causes::TOP_GROUPS), &|k| k.to_string()),
+            )
+        };
+        s.push_str(&row(
+            &[
+                m.label.clone(),
+                format!("{} of {}", c.traced, m.snaps.len()),
+                by,
+                groups,
+            ],
+            false,
+        ));
+    }
+    s.push_str(
+        "</table><p class=\"meta\">From the snapshots of monitors run with <code>--trace</code>, \
+         every snapshot read (--since) summed: the late time of wake-ups at or above the \
+         monitor's --trace-threshold by the kind of context that held the CPU (the counters of \
+         <code>latlab_late_seconds</code>), and the culprit groups' share of the late time of \
+         the spikes each snapshot kept.</p></section>",
+    );
+    s
+}
+
 fn changes(f: &Fleet) -> String {
     let mut s = String::from("<section id=\"changes\"><h2>Last day against the previous week</h2>");
     let differ: Vec<String> = f
@@ -348,6 +413,7 @@ pub fn page(f: &Fleet) -> String {
     }
     s.push_str(&changes(f));
     s.push_str(&ranking(f));
+    s.push_str(&causes(f));
     s.push_str(&over_time(f));
     s.push_str("</body></html>\n");
     s
@@ -381,6 +447,7 @@ mod tests {
                 outcome,
                 ..Decision::cannot(1, 2, "1 snapshot(s) in the last day".into())
             },
+            causes: Default::default(),
         }
     }
 
@@ -416,7 +483,7 @@ mod tests {
         ]);
         let p = page(&f);
         assert!(p.starts_with("<!DOCTYPE html>") && p.ends_with("</html>\n"));
-        for id in ["changes", "ranking", "over-time", "notes"] {
+        for id in ["changes", "ranking", "causes", "over-time", "notes"] {
             assert!(p.contains(&format!("id=\"{id}\"")), "{id}");
         }
         assert!(p.contains("stalled&lt;host&gt;") && !p.contains("stalled<host>"));
@@ -431,6 +498,42 @@ mod tests {
         // Overview plus one chart per host; a silent hour breaks each line (two pieces).
         assert_eq!(p.matches("<svg").count(), 3);
         assert!(p.contains("1 of 1 host(s) compared differ"), "{p}");
+        // Causes: a host never traced says so; a traced one its cause shares and groups.
+        let causes = p.split("class=\"causes\"").nth(1).unwrap();
+        assert_eq!(causes.matches("not traced (monitor --trace)").count(), 2);
+        let mut f = f;
+        let extra = serde_json::json!({"late_ns_by_cause": {"thread": 750, "host": 250}});
+        let t = crate::result::trace::TraceReport {
+            per_cpu: vec![crate::result::trace::CpuCauses {
+                cpu: 1,
+                spikes: 1,
+                late_ns: 1000,
+                max_ns: 1000,
+                causes: vec![crate::result::trace::Cause {
+                    kind: "thread".into(),
+                    name: "<hog> (latlab load)".into(),
+                    chain: Vec::new(),
+                    policy: None,
+                    ns: 750,
+                    share: 0.75,
+                    members: Vec::new(),
+                }],
+            }],
+            ..Default::default()
+        };
+        f.members[0].causes.add_traced([&extra], &t);
+        let p = page(&f);
+        let causes = p.split("class=\"causes\"").nth(1).unwrap();
+        assert!(causes.contains("<td>1 of 5</td>"), "{causes}");
+        assert!(
+            causes.contains("thread 75 %; host (steal) 25 %"),
+            "{causes}"
+        );
+        assert!(
+            causes.contains("&lt;hog&gt; (latlab load) 75 %"),
+            "{causes}"
+        );
+        assert_eq!(causes.matches("not traced").count(), 1);
         assert!(p.contains("Cannot decide for 1 host(s)."));
         assert!(p.contains("minutes before") || p.contains("hours before"));
         // The last chart (its title is written three times, its drawing follows).

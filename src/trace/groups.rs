@@ -1,0 +1,561 @@
+//! Culprit groups named by what they are rather than by the binary that runs them: latlab's own
+//! loads (`hackbench (latlab load)`: every process and thread of one `--load`), the command
+//! `latlab sched -- CMD` runs (its whole tree), latlab's own helper threads (`latlab (self)`),
+//! another latlab (its command line), kernel workers by their workqueue
+//! (`kworker/u8:*-ext4-rsv-conversion`); everything else by the command it ran (`procs`).
+//! What /proc says of a task is read while it lives (when its spike is attributed) and kept:
+//! most tasks of a load are gone by the end of the run.
+
+use super::procs::{Identity, Lineage};
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+/// The group of latlab's own threads (trace reader, watch, display, control).
+pub const SELF: &str = "latlab (self)";
+
+/// Tasks and processes remembered at most; beyond, new ones are named without /proc.
+const MAX_FACTS: usize = 200_000;
+/// Parents followed up from a process.
+const MAX_PARENTS: usize = 16;
+/// Threads of a process looked at to tell another latlab (its `latlab-` measuring threads).
+const MAX_THREADS_LOOKED: usize = 256;
+/// Characters of another latlab's command line kept in its group's name.
+const MAX_COMMAND: usize = 64;
+
+/// A process latlab started whose whole tree is one group: a load worker, a measured command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Root {
+    /// Its process id.
+    pub pid: i32,
+    /// The group's name, as shown.
+    pub group: String,
+}
+
+impl Root {
+    /// A `--load` worker named `name` (the load's kind): `hackbench (latlab load)`.
+    pub fn load(pid: i32, name: &str) -> Root {
+        Root {
+            pid,
+            group: format!("{name} (latlab load)"),
+        }
+    }
+
+    /// The command `latlab sched -- CMD` runs: `make (measured command)`.
+    pub fn command(pid: i32, argv0: &str) -> Root {
+        let base = Path::new(argv0)
+            .file_name()
+            .map_or_else(|| argv0.to_string(), |n| n.to_string_lossy().into_owned());
+        Root {
+            pid,
+            group: format!("{base} (measured command)"),
+        }
+    }
+}
+
+/// What /proc said about a process while it lived.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Proc {
+    /// Its process group.
+    pgid: i32,
+    /// The process, then its parents, nearest first.
+    line: Vec<i32>,
+    /// Its name (/proc/TGID/comm: a kernel worker's with its workqueue).
+    comm: String,
+    /// Another latlab, the outermost in its line (its load workers and their children are
+    /// that latlab's): its pid and command line.
+    latlab: Option<(i32, String)>,
+}
+
+/// Names the culprit group of every task a spike charges.
+#[derive(Debug, Clone)]
+pub struct Namer {
+    proc: PathBuf,
+    self_pid: i32,
+    /// latlab's own binary (device, inode), to tell another latlab however it is named.
+    self_exe: Option<(u64, u64)>,
+    roots: Vec<Root>,
+    /// Task -> its process id, read while the task lived.
+    tgid: HashMap<i32, i32>,
+    /// Process id -> what /proc said of it.
+    procs: HashMap<i32, Proc>,
+}
+
+fn file_id(p: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// A `/proc/PID/status` field as a number.
+fn status_field(proc: &Path, pid: i32, key: &str) -> Option<i32> {
+    std::fs::read_to_string(proc.join(format!("{pid}/status")))
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix(key))?
+        .trim()
+        .parse()
+        .ok()
+}
+
+impl Namer {
+    /// A namer reading /proc under `proc`, for latlab process `self_pid` and the processes it
+    /// started (`roots`).
+    pub fn new(proc: PathBuf, self_pid: i32, roots: Vec<Root>) -> Namer {
+        let self_exe = file_id(&proc.join(format!("{self_pid}/exe")));
+        Namer {
+            proc,
+            self_pid,
+            self_exe,
+            roots,
+            tgid: HashMap::new(),
+            procs: HashMap::new(),
+        }
+    }
+
+    /// latlab itself, with the processes it started.
+    pub fn system(roots: Vec<Root>) -> Namer {
+        Namer::new("/proc".into(), std::process::id() as i32, roots)
+    }
+
+    /// One more process whose tree is one group (a command started after the trace).
+    pub fn add_root(&mut self, r: Root) {
+        self.roots.retain(|x| x.pid != r.pid);
+        self.roots.push(r);
+        self.scan_roots();
+    }
+
+    /// Reads every task of the roots' trees now (once the trace runs): a load's tasks that
+    /// were started before the trace may be gone by the time a spike they caused is
+    /// attributed, and the trace never saw them born.
+    pub fn scan_roots(&mut self) {
+        // latlab's own threads too (a helper may end before its spikes are attributed).
+        self.read(self.self_pid);
+        let me = self.self_pid;
+        for t in std::fs::read_dir(self.proc.join(format!("{me}/task")))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            if let Some(tid) = t.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) {
+                self.tgid.entry(tid).or_insert(me);
+            }
+        }
+        if self.roots.is_empty() {
+            return;
+        }
+        // (pid, ppid, pgid) of every process.
+        let mut procs: Vec<(i32, i32, i32)> = Vec::new();
+        for e in std::fs::read_dir(&self.proc)
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+                continue;
+            };
+            let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+            let f: Vec<&str> = stat
+                .rfind(')')
+                .map_or(Vec::new(), |i| stat[i + 1..].split_whitespace().collect());
+            let num = |i: usize| f.get(i).and_then(|v| v.parse::<i32>().ok()).unwrap_or(0);
+            procs.push((pid, num(1), num(2)));
+        }
+        let parent: HashMap<i32, i32> = procs.iter().map(|p| (p.0, p.1)).collect();
+        let roots: HashSet<i32> = self.roots.iter().map(|r| r.pid).collect();
+        for &(pid, _, pgid) in &procs {
+            let mut p = pid;
+            let mut inside = roots.contains(&pgid);
+            for _ in 0..MAX_PARENTS {
+                if inside || p <= 1 {
+                    break;
+                }
+                inside = roots.contains(&p);
+                p = parent.get(&p).copied().unwrap_or(0);
+            }
+            if !inside {
+                continue;
+            }
+            self.read(pid);
+            for t in std::fs::read_dir(self.proc.join(format!("{pid}/task")))
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
+                if let Some(tid) = t.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) {
+                    if self.tgid.len() < MAX_FACTS {
+                        self.tgid.entry(tid).or_insert(pid);
+                    }
+                }
+            }
+        }
+    }
+
+    fn root_of(&self, pids: &[i32]) -> Option<&Root> {
+        self.roots.iter().find(|r| pids.contains(&r.pid))
+    }
+
+    /// Reads what /proc says of `pid` (and its process) now, unless already known or its
+    /// lineage already leads to a root.
+    pub fn observe(&mut self, pid: i32, lin: &Lineage) {
+        let mut walked = lin.born.clone();
+        walked.extend(lin.older);
+        if self.root_of(&walked).is_some() {
+            return;
+        }
+        self.read(pid);
+        if let Some(o) = lin.older {
+            self.read(o);
+        }
+    }
+
+    fn read(&mut self, pid: i32) {
+        if self.tgid.contains_key(&pid) || self.tgid.len() >= MAX_FACTS {
+            return;
+        }
+        let Some(tgid) = status_field(&self.proc, pid, "Tgid:") else {
+            return;
+        };
+        self.tgid.insert(pid, tgid);
+        if self.procs.contains_key(&tgid) || self.procs.len() >= MAX_FACTS {
+            return;
+        }
+        let stat =
+            std::fs::read_to_string(self.proc.join(format!("{tgid}/stat"))).unwrap_or_default();
+        let fields: Vec<&str> = stat
+            .rfind(')')
+            .map_or(Vec::new(), |i| stat[i + 1..].split_whitespace().collect());
+        let pgid = fields.get(2).and_then(|v| v.parse().ok()).unwrap_or(0);
+        let mut line = vec![tgid];
+        let mut p = fields.get(1).and_then(|v| v.parse::<i32>().ok());
+        while let Some(pp) = p.filter(|&x| x > 0 && line.len() < MAX_PARENTS) {
+            line.push(pp);
+            p = (pp > 1)
+                .then(|| status_field(&self.proc, pp, "PPid:"))
+                .flatten();
+        }
+        let comm = std::fs::read_to_string(self.proc.join(format!("{tgid}/comm")))
+            .unwrap_or_default()
+            .trim_end_matches('\n')
+            .to_string();
+        // Kernel threads (children of kthreadd) are never latlab.
+        let kernel = tgid == 2 || line.get(1) == Some(&2);
+        // Never another latlab inside this latlab's own line (its load workers run its binary).
+        let outer = if kernel || line.contains(&self.self_pid) {
+            None
+        } else {
+            line.iter()
+                .rev()
+                .copied()
+                .filter(|&p| p > 1)
+                .find(|&p| self.is_latlab(p))
+        };
+        let latlab = outer.map(|p| {
+            let mut c = crate::sys::procs::command_line(&self.proc, p)
+                .filter(|c| !c.is_empty())
+                .unwrap_or_else(|| comm.clone());
+            if c.chars().count() > MAX_COMMAND {
+                c = c.chars().take(MAX_COMMAND).collect::<String>() + "...";
+            }
+            (p, c)
+        });
+        self.procs.insert(
+            tgid,
+            Proc {
+                pgid,
+                line,
+                comm,
+                latlab,
+            },
+        );
+    }
+
+    /// Whether process `tgid` is a latlab: its binary is latlab's own (however named) or
+    /// called latlab, or one of its threads is a latlab measuring thread (`latlab-NAME`).
+    fn is_latlab(&self, tgid: i32) -> bool {
+        let exe = self.proc.join(format!("{tgid}/exe"));
+        if self.self_exe.is_some() && file_id(&exe) == self.self_exe {
+            return true;
+        }
+        if std::fs::read_link(&exe).is_ok_and(|t| {
+            t.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("latlab"))
+        }) {
+            return true;
+        }
+        std::fs::read_dir(self.proc.join(format!("{tgid}/task")))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .take(MAX_THREADS_LOOKED)
+            .any(|t| {
+                std::fs::read_to_string(t.path().join("comm"))
+                    .is_ok_and(|c| c.starts_with("latlab-"))
+            })
+    }
+
+    /// The process /proc showed `pid` in, and what it said of it.
+    fn process(&self, pid: i32) -> Option<(i32, &Proc)> {
+        let tgid = *self.tgid.get(&pid)?;
+        Some((tgid, self.procs.get(&tgid)?))
+    }
+
+    /// The group of task `pid` (named `comm` at switch-in) from its lineage in the trace, the
+    /// exec chain the trace saw (`exec_id`) and what /proc said while it lived.
+    pub fn identity(
+        &self,
+        pid: i32,
+        comm: &str,
+        lin: &Lineage,
+        exec_id: Option<Identity>,
+    ) -> Identity {
+        let one = |g: String| Identity {
+            chain: vec![g.clone()],
+            group: g,
+        };
+        let mine = self.process(pid);
+        let oldest = lin.older.and_then(|o| self.process(o));
+        // A root's tree: through the births the trace saw, the parents and process group
+        // /proc showed.
+        let mut related: Vec<i32> = lin.born.clone();
+        related.extend(lin.older);
+        for (_, p) in mine.iter().chain(oldest.iter()) {
+            related.extend(&p.line);
+            related.push(p.pgid);
+        }
+        if let Some(r) = self.root_of(&related) {
+            return one(r.group.clone());
+        }
+        // The task's process: its own, or (no program run since) its oldest creator's; a
+        // kernel thread kthreadd made is named by itself.
+        let process = mine.or(oldest.filter(|(tgid, _)| !lin.exec && *tgid != 2));
+        let own = process.map_or(
+            !lin.exec && lin.older == Some(self.self_pid),
+            |(tgid, _)| tgid == self.self_pid,
+        );
+        if own {
+            return one(SELF.into());
+        }
+        if let Some((pid, cmd)) = process.and_then(|(_, p)| p.latlab.as_ref()) {
+            return one(format!("{cmd} (another latlab, pid {pid})"));
+        }
+        let id = match exec_id {
+            Some(id) if lin.exec => id,
+            other => process
+                .map(|(_, p)| one(p.comm.clone()))
+                .or(other)
+                .unwrap_or_else(|| one(comm.to_string())),
+        };
+        match workqueue_group(&id.group).or_else(|| workqueue_group(comm)) {
+            Some(g) => one(g),
+            None => id,
+        }
+    }
+
+    /// Forgets what it read of tasks other than `keep` (a session that never ends).
+    pub fn retain(&mut self, keep: &HashSet<i32>) {
+        self.tgid.retain(|pid, _| keep.contains(pid));
+        let procs: HashSet<i32> = self.tgid.values().copied().collect();
+        self.procs.retain(|p, _| procs.contains(p));
+    }
+}
+
+/// A kernel worker's group: its workqueue, the worker number dropped
+/// (`kworker/u8:2-ext4-rsv-conversion` -> `kworker/u8:*-ext4-rsv-conversion`; a worker
+/// running its work shows `+` instead of `-`); None for any other name.
+pub fn workqueue_group(name: &str) -> Option<String> {
+    let rest = name.strip_prefix("kworker/")?;
+    // A rescuer is named by its workqueue already.
+    if rest.starts_with("R-") {
+        return Some(name.to_string());
+    }
+    let (pool, tail) = rest.split_once(':')?;
+    let tail = tail.trim_start_matches(|c: char| c.is_ascii_digit());
+    let (flags, wq) = match tail.find(['-', '+']) {
+        Some(i) => (&tail[..i], &tail[i + 1..]),
+        None => (tail, ""),
+    };
+    Some(if wq.is_empty() {
+        format!("kworker/{pool}:*{flags}")
+    } else {
+        format!("kworker/{pool}:*{flags}-{wq}")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fake /proc with processes (pid, ppid, pgid, comm, exe name, threads (tid, comm)).
+    struct Fake(tempfile::TempDir);
+
+    impl Fake {
+        fn new() -> Fake {
+            Fake(tempfile::tempdir().unwrap())
+        }
+
+        fn process(&self, pid: i32, ppid: i32, pgid: i32, comm: &str, threads: &[(i32, &str)]) {
+            let d = self.0.path().join(pid.to_string());
+            std::fs::create_dir_all(d.join("task")).unwrap();
+            std::fs::write(
+                d.join("status"),
+                format!("Name:\t{comm}\nTgid:\t{pid}\nPPid:\t{ppid}\n"),
+            )
+            .unwrap();
+            std::fs::write(
+                d.join("stat"),
+                format!("{pid} ({comm}) S {ppid} {pgid} {pgid} 0"),
+            )
+            .unwrap();
+            std::fs::write(d.join("comm"), format!("{comm}\n")).unwrap();
+            std::fs::write(d.join("cmdline"), format!("{comm}\0-x\0")).unwrap();
+            for (tid, tcomm) in threads {
+                let t = self.0.path().join(tid.to_string());
+                std::fs::create_dir_all(&t).unwrap();
+                std::fs::write(
+                    t.join("status"),
+                    format!("Name:\t{tcomm}\nTgid:\t{pid}\nPPid:\t{ppid}\n"),
+                )
+                .unwrap();
+                let tt = d.join("task").join(tid.to_string());
+                std::fs::create_dir_all(&tt).unwrap();
+                std::fs::write(tt.join("comm"), format!("{tcomm}\n")).unwrap();
+            }
+        }
+    }
+
+    fn lin(born: &[i32], older: i32, exec: bool) -> Lineage {
+        Lineage {
+            born: born.to_vec(),
+            older: Some(older),
+            exec,
+        }
+    }
+
+    #[test]
+    fn loads_self_another_latlab_and_commands_are_groups_of_their_own() {
+        let f = Fake::new();
+        f.process(1, 0, 1, "init", &[]);
+        f.process(100, 1, 100, "bash", &[]);
+        // latlab (10) with its trace reader thread 11; its load worker 20 (own process group)
+        // with a thread 21 and a forked child 22.
+        f.process(10, 100, 10, "latlab", &[(11, "latlab-trace")]);
+        f.process(20, 10, 20, "hackbench", &[(21, "hackbench")]);
+        f.process(22, 20, 20, "hackbench", &[]);
+        // Another latlab (renamed binary) measuring with thread 31.
+        f.process(30, 100, 30, "xq7z", &[(31, "latlab-T0")]);
+        // Its load worker (latlab's binary under another name) and that worker's child: the
+        // other latlab's, one group.
+        f.process(32, 30, 32, "latlab-hackbenc", &[]);
+        f.process(33, 32, 32, "hackbench", &[]);
+        // A shell that is nothing of latlab's.
+        f.process(40, 100, 40, "sh", &[]);
+        f.process(23, 22, 20, "hackbench", &[]);
+        let mut n = Namer::new(f.0.path().into(), 10, vec![Root::load(20, "hackbench")]);
+        // Read when the trace starts: a load task gone before its spike is attributed.
+        n.scan_roots();
+        std::fs::remove_dir_all(f.0.path().join("23")).unwrap();
+        let gone = lin(&[], 23, false);
+        n.observe(23, &gone);
+        assert_eq!(
+            n.identity(23, "hackbench", &gone, None).group,
+            "hackbench (latlab load)"
+        );
+        assert!(!n.tgid.contains_key(&40), "scanned beyond the roots");
+        let name = |n: &mut Namer, pid: i32, comm: &str, l: Lineage| {
+            n.observe(pid, &l);
+            n.identity(pid, comm, &l, None).group
+        };
+        for (pid, comm) in [(20, "hackbench"), (21, "hackbench"), (22, "hackbench")] {
+            assert_eq!(
+                name(&mut n, pid, comm, lin(&[], pid, false)),
+                "hackbench (latlab load)"
+            );
+        }
+        // A hackbench child born and gone during the trace: through its births.
+        let l = lin(&[77, 76], 21, false);
+        assert_eq!(
+            n.identity(77, "hackbench", &l, None).group,
+            "hackbench (latlab load)"
+        );
+        assert_eq!(name(&mut n, 11, "latlab-trace", lin(&[], 11, false)), SELF);
+        assert_eq!(
+            name(&mut n, 31, "latlab-T0", lin(&[], 31, false)),
+            "xq7z -x (another latlab, pid 30)"
+        );
+        for (pid, comm) in [(32, "latlab-hackbenc"), (33, "hackbench")] {
+            assert_eq!(
+                name(&mut n, pid, comm, lin(&[], pid, false)),
+                "xq7z -x (another latlab, pid 30)"
+            );
+        }
+        assert_eq!(name(&mut n, 40, "sh", lin(&[], 40, false)), "sh");
+        // A thread latlab made during the trace, gone by the end, is latlab's; a program it
+        // ran is not.
+        assert_eq!(
+            n.identity(90, "x", &lin(&[90], 10, false), None).group,
+            SELF
+        );
+        let perf = Identity {
+            group: "perf".into(),
+            chain: vec!["perf".into(), "latlab".into()],
+        };
+        assert_eq!(
+            n.identity(91, "perf", &lin(&[91], 10, true), Some(perf.clone())),
+            perf
+        );
+        // A command run under sched: its whole tree.
+        n.add_root(Root::command(40, "/bin/sh"));
+        f.process(41, 40, 100, "sleep", &[]);
+        assert_eq!(
+            name(&mut n, 41, "sleep", lin(&[], 41, false)),
+            "sh (measured command)"
+        );
+    }
+
+    #[test]
+    fn kernel_workers_group_by_workqueue() {
+        assert_eq!(
+            workqueue_group("kworker/u8:0-ext4-rsv-conversion"),
+            workqueue_group("kworker/u8:2-ext4-rsv-conversion")
+        );
+        assert_eq!(
+            workqueue_group("kworker/u8:2+ext4-rsv-conversion").unwrap(),
+            "kworker/u8:*-ext4-rsv-conversion"
+        );
+        assert_eq!(
+            workqueue_group("kworker/1:1H-kblockd").unwrap(),
+            "kworker/1:*H-kblockd"
+        );
+        assert_eq!(workqueue_group("kworker/0:3").unwrap(), "kworker/0:*");
+        assert_eq!(
+            workqueue_group("kworker/R-rcu_gp").unwrap(),
+            "kworker/R-rcu_gp"
+        );
+        assert_eq!(workqueue_group("kthreadd"), None);
+        // Through the namer: /proc's name (with the workqueue) wins over the switch-in name.
+        let f = Fake::new();
+        f.process(2, 0, 0, "kthreadd", &[]);
+        f.process(50, 2, 0, "kworker/u8:0-ext4-rsv-conversion", &[]);
+        f.process(52, 2, 0, "kworker/u8:2-ext4-rsv-conversion", &[]);
+        let mut n = Namer::new(f.0.path().into(), 10, vec![]);
+        let ids: Vec<String> = [50, 52]
+            .iter()
+            .map(|&p| {
+                let l = lin(&[], p, false);
+                n.observe(p, &l);
+                n.identity(p, "kworker/u8:0", &l, None).group
+            })
+            .collect();
+        assert_eq!(ids[0], ids[1]);
+        assert_eq!(ids[0], "kworker/u8:*-ext4-rsv-conversion");
+        // A worker born during the trace and gone: its switch-in name, number dropped.
+        let l = lin(&[60], 2, false);
+        let born = Identity {
+            group: "kthreadd".into(),
+            chain: vec!["kthreadd".into()],
+        };
+        assert_eq!(
+            n.identity(60, "kworker/u8:5", &l, Some(born)).group,
+            "kworker/u8:*"
+        );
+    }
+}
