@@ -25,6 +25,7 @@ pub mod stats;
 pub mod store;
 pub mod sys;
 pub mod table;
+pub mod tail;
 pub mod trace;
 
 pub use error::{Error, Result};

@@ -86,6 +86,11 @@ pub struct CompareArgs {
     /// a side shows its figures but proves no difference.
     #[arg(long)]
     pub assume_independent_samples: bool,
+    /// Also estimate each set's latency exceeded with probability P per sample, beyond the
+    /// data where P is rarer than the data show (`latlab tail`'s fit, with its interval or its
+    /// refusal).
+    #[arg(long, value_name = "P", allow_hyphen_values = true)]
+    pub tail_at: Option<f64>,
 }
 
 const COMPARE_AFTER_HELP: &str = "\
@@ -225,6 +230,10 @@ pub struct GateArgs {
     /// them out by default and says which.
     #[arg(long = "include-disturbed")]
     pub include_disturbed: bool,
+    /// When the counts cannot decide (the rate lies beyond the data), decide from the fitted
+    /// tail (`latlab tail`) if the fit passes its checks; else undecided, saying why.
+    #[arg(long)]
+    pub extrapolate: bool,
 }
 
 const GATE_AFTER_HELP: &str = "\
@@ -247,6 +256,12 @@ undecided (exit 4) unless --assume-independent-samples.
 Several requirements (p99.9<100us,max<10ms) are judged on the same runs: exit 1 when any is
 violated, else 4 when any is undecided. --junit FILE writes one JUnit testcase per
 requirement; --bisect maps met/violated/undecided to 0/1/125 for `git bisect run`.
+
+--extrapolate: an undecided requirement is judged on the runs' fitted tail (peaks over
+threshold, generalized Pareto; see latlab tail --help): met when the fit's upper bound of the
+rate is below the limit, violated when its lower bound is above (profile-likelihood bounds,
+one-sided at --confidence each). A tail that cannot be modelled leaves it undecided, with the
+reason. The single-run rule applies to the fit too.
 
 Exit codes: 0 met, 1 violated, 2 bad usage, 3 environment, 4 undecided.
 
@@ -276,3 +291,79 @@ pub struct PlotArgs {
     #[arg(long)]
     pub store: Option<String>,
 }
+
+/// Arguments of `latlab tail`.
+#[derive(Debug, Args)]
+#[command(after_help = TAIL_AFTER_HELP)]
+pub struct TailArgs {
+    /// The data, pooled: run:ID, FILE.json, exp:ID, exp:ID/K=V, tag:K=V[,K=V], a raw sample
+    /// log (--samples), or value files (one number per line, `-` for stdin); commas or spaces.
+    #[arg(value_name = "RUN|FILE", required = true)]
+    pub inputs: Vec<std::ffi::OsString>,
+    /// Probabilities: the latency exceeded with probability P per sample (or per --per).
+    #[arg(
+        long,
+        value_name = "P[,P...]",
+        value_delimiter = ',',
+        required = true,
+        allow_hyphen_values = true
+    )]
+    pub at: Vec<f64>,
+    /// Per unit of time (1h, 1d, 1y): P is the chance that the latency is exceeded at least
+    /// once in that time, at the data's rate of samples.
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
+    pub per: Option<String>,
+    /// Samples per second, for --per with value files and sample logs (runs carry theirs).
+    #[arg(long, value_name = "HZ", allow_hyphen_values = true)]
+    pub rate: Option<f64>,
+    /// Confidence of the intervals (a fraction).
+    #[arg(long, default_value_t = 0.95, allow_hyphen_values = true)]
+    pub confidence: f64,
+    /// Use only this series of each run (default: all series).
+    #[arg(long, value_name = "NAME")]
+    pub series: Option<String>,
+    /// Take the samples as independent even when their order is known (no declustering).
+    #[arg(long)]
+    pub no_decluster: bool,
+    /// Unit runs' latencies are shown in (JSON is always ns).
+    #[arg(long, value_enum, default_value_t = DisplayUnit::Us)]
+    pub unit: DisplayUnit,
+    /// Column of value files to read (1-based).
+    #[arg(short = 'C', long, default_value_t = 1)]
+    pub column: usize,
+    /// Delimiter characters of value files.
+    #[arg(short = 'd', long, default_value = " \t")]
+    pub delimiter: String,
+    /// Print the answer as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Store to read stored runs from.
+    #[arg(long)]
+    pub store: Option<String>,
+    /// Keep runs whose ground moved while they measured (a selector naming several runs
+    /// leaves them out by default and says which).
+    #[arg(long = "include-disturbed")]
+    pub include_disturbed: bool,
+}
+
+const TAIL_AFTER_HELP: &str = "\
+Peaks over threshold with a generalized Pareto fit. 20 thresholds are tried (from the top
+2.5 % of samples, at most 5000, down to 30 clusters); at each, bursts are declustered (runs
+declustering, run length from the Ferro-Segers extremal index; only where the sample order is
+known: value files in line order, runs whose --samples log is complete), the GPD is fitted to
+the cluster peaks by maximum likelihood and tested: Anderson-Darling (p-value from a table of
+its null distribution with estimated parameters) and the stability of the shape against a
+higher threshold. ForwardStop (FDR 0.10) picks the lowest threshold it does not reject. Intervals are profile-likelihood intervals that include the uncertainty
+of the rate over the threshold. A run read from its histograms has no order: every exceedance
+counts as independent (intervals too narrow if spikes come in bursts).
+
+It refuses (exit 4, with the reason and what would help) when fewer than 30 clusters exceed
+the thresholds, every threshold's fit is rejected, the shape leaves -0.5 ... 1, or a gap test
+on the largest values finds a far-out second regime.
+
+Exit codes: 0 answered, 2 bad usage, 4 refused.
+
+Examples:
+  latlab tail run:20260101T000000Z-ab12cd34 --at 1e-6,1e-9
+  latlab tail run.json --at 0.5 --per 1d
+  latlab tail latencies.txt --at 1e-5 --json";

@@ -2,7 +2,9 @@
 //! the rest declared here) parsed into raw arguments, then dispatched (`commands`). Only this
 //! layer reads raw arguments of the commands that are not measurements.
 
-pub use analysis::{CompareArgs, GateArgs, MinistatArgs, PlotArgs, ReportArgs, SamplesArgs};
+pub use analysis::{
+    CompareArgs, GateArgs, MinistatArgs, PlotArgs, ReportArgs, SamplesArgs, TailArgs,
+};
 pub use store::{RunArgs, RunsCmd};
 
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
@@ -54,6 +56,9 @@ pub enum Command {
     /// Judge a latency requirement on runs for CI: met (exit 0), violated (exit 1) or
     /// undecided (exit 4), with exact binomial bounds; --plan-for says how long to measure.
     Gate(GateArgs),
+    /// The latency exceeded with probability P per sample or per unit of time, beyond the
+    /// largest one seen: a generalized Pareto tail with intervals, or a refusal saying why not.
+    Tail(TailArgs),
     /// Print a shell completion script: `latlab completions bash > /etc/bash_completion.d/latlab`.
     Completions {
         /// The shell.

@@ -92,6 +92,28 @@ enum Item {
     Loaded(Box<Run>, String),
 }
 
+/// Splits `[LABEL=]LIST` into its label (when one is given) and the list. A whole argument
+/// that names an existing file has no label (`a=b.json`).
+pub fn split_label(spec: &OsStr) -> (Option<String>, &OsStr) {
+    if !spec.is_empty() && Path::new(spec).exists() {
+        return (None, spec);
+    }
+    let b = spec.as_bytes();
+    let label_end = b.iter().position(|&c| c == b'=').filter(|&i| {
+        i > 0
+            && !b[..i]
+                .iter()
+                .any(|c| b"/:,".contains(c) || c.is_ascii_whitespace())
+    });
+    match label_end {
+        Some(i) => (
+            Some(String::from_utf8_lossy(&b[..i]).into_owned()),
+            OsStr::from_bytes(&b[i + 1..]),
+        ),
+        None => (None, spec),
+    }
+}
+
 /// Parses `[LABEL=]LIST`, LIST being run selectors (`crate::compare::select`) or value files,
 /// separated by commas or spaces; paths need not be UTF-8.
 pub fn load(spec: &OsStr, o: &ReadOpts) -> Result<Source> {
@@ -101,20 +123,8 @@ pub fn load(spec: &OsStr, o: &ReadOpts) -> Result<Source> {
         let p = PathBuf::from(spec);
         return load_items(p.display().to_string(), &[Item::File(p)], o);
     }
-    let b = spec.as_bytes();
-    let label_end = b.iter().position(|&c| c == b'=').filter(|&i| {
-        i > 0
-            && !b[..i]
-                .iter()
-                .any(|c| b"/:,".contains(c) || c.is_ascii_whitespace())
-    });
-    let (label, rest) = match label_end {
-        Some(i) => (
-            Some(String::from_utf8_lossy(&b[..i]).into_owned()),
-            &b[i + 1..],
-        ),
-        None => (None, b),
-    };
+    let (label, rest) = split_label(spec);
+    let rest = rest.as_bytes();
     let sels = super::select::parse(&[OsStr::from_bytes(rest)])?;
     let text = String::from_utf8_lossy(rest).into_owned();
     let label = label.unwrap_or_else(|| super::select::default_label(&sels, &text));

@@ -204,6 +204,11 @@ pub fn render(a: &Analysis, format: Format) -> String {
     }
 }
 
+/// A GitHub-flavoured Markdown table.
+pub fn markdown_table(head: &[&str], rows: &[Vec<String>]) -> String {
+    markdown(head, rows)
+}
+
 fn markdown(head: &[&str], rows: &[Vec<String>]) -> String {
     let mut s = format!("| {} |\n", head.join(" | "));
     s.push_str(&format!(

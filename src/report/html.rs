@@ -253,6 +253,45 @@ pub(super) fn percentile_table(run: &Run) -> String {
     s
 }
 
+/// "Tail beyond the data": the chart and levels of `latlab tail`, or why there are none.
+fn tail_section(t: &super::tail::Section) -> String {
+    let mut s = String::from("<h3>Tail beyond the data</h3>");
+    if let Some((why, help)) = &t.refusal {
+        let _ = write!(
+            s,
+            "<p class=\"warn tail-refusal\">No extrapolation: {}. <i>What would help:</i> {}</p>",
+            esc(why),
+            esc(help)
+        );
+        if let Some(c) = &t.chart {
+            s.push_str(&figure(
+                c,
+                Some("the data's tail, with no fit (latlab tail)"),
+            ));
+        }
+        return s;
+    }
+    if let Some(c) = &t.chart {
+        s.push_str(&figure(
+            c,
+            Some("peaks over threshold: the generalized Pareto fit above the threshold with its 95 % profile-likelihood band, the data as points (latlab tail)"),
+        ));
+    }
+    s.push_str("<table class=\"tail\">");
+    s.push_str(&row(
+        &["P", "latency (µs)", "95 % interval (µs)"].map(String::from),
+        true,
+    ));
+    for r in &t.rows {
+        s.push_str(&row(r, false));
+    }
+    s.push_str("</table>");
+    if let Some(m) = &t.meta {
+        let _ = write!(s, "<p class=\"meta\">{}</p>", esc(m));
+    }
+    s
+}
+
 fn run_section(l: &Loaded, linear: bool) -> String {
     let r = &l.run;
     let mut s = String::new();
@@ -333,6 +372,9 @@ fn run_section(l: &Loaded, linear: bool) -> String {
             &c,
             Some("read the tail off directly: the curve at 1e-3 is the p99.9, its last point the maximum"),
         ));
+    }
+    if let Some(t) = super::tail::section(r, &l.name) {
+        s.push_str(&tail_section(&t));
     }
     if let Some((c, n)) = timecharts::timeline(r) {
         let cap = n.unwrap_or_else(|| {

@@ -11,6 +11,7 @@ pub mod png;
 pub mod qualify;
 pub mod spikes;
 pub mod svg;
+pub mod tail;
 pub mod timecharts;
 
 use crate::compare::analysis::{Analysis, Settings};

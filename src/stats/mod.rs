@@ -4,6 +4,7 @@
 pub mod bootstrap;
 pub mod cfmt;
 pub mod dist;
+pub mod evt;
 pub mod histogram;
 pub mod hypothesis;
 pub mod ministat;

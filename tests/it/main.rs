@@ -48,6 +48,7 @@ mod sched;
 mod shared;
 mod store;
 mod table;
+mod tail;
 mod tcp;
 mod trace;
 mod util;

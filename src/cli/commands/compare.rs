@@ -33,6 +33,9 @@ pub fn run(a: &CompareArgs) -> Result<String> {
         ));
     }
     check(a)?;
+    if let Some(p) = a.tail_at {
+        crate::tail::check_probabilities("--tail-at", &[p])?;
+    }
     let opts = ReadOpts {
         column: a.column,
         delim: a.delimiter.as_bytes().to_vec(),
@@ -120,7 +123,95 @@ pub fn run(a: &CompareArgs) -> Result<String> {
     if let Some(h) = headline.filter(|_| per_metric) {
         an.headline = h.to_string();
     }
-    Ok(render::render(&an, a.format))
+    let Some(p) = a.tail_at else {
+        return Ok(render::render(&an, a.format));
+    };
+    let topts = crate::tail::ReadOpts {
+        series: a.series.clone(),
+        column: a.column,
+        delim: a.delimiter.as_bytes().to_vec(),
+        store: a.store.clone(),
+        no_decluster: false,
+        include_disturbed: a.include_disturbed,
+    };
+    let sets: Vec<(String, Result<crate::tail::Loaded>)> = a
+        .sets
+        .iter()
+        .zip(&sources)
+        .map(|(spec, src)| {
+            let (_, rest) = crate::compare::inputs::split_label(spec);
+            (
+                src.label.clone(),
+                crate::tail::inputs::load(&[rest.to_os_string()], &topts),
+            )
+        })
+        .collect();
+    with_tail(&an, a, p, sets)
+}
+
+/// The comparison with each set's tail estimate at `p` (`--tail-at`) after it: a table in
+/// text and Markdown, a `tail` member in JSON.
+fn with_tail(
+    an: &analysis::Analysis,
+    a: &CompareArgs,
+    p: f64,
+    sets: Vec<(String, Result<crate::tail::Loaded>)>,
+) -> Result<String> {
+    let req = crate::tail::Request::per_sample(&[p]);
+    let mut rows = Vec::new();
+    for (label, data) in sets {
+        let r = crate::tail::estimate(&data?, &req)?;
+        rows.push((label, r));
+    }
+    if a.format == render::Format::Json {
+        let mut v = serde_json::to_value(an).unwrap_or_default();
+        v["tail"] = serde_json::json!(rows
+            .iter()
+            .map(|(l, r)| serde_json::json!({
+                "set": l,
+                "p": p,
+                "unit": r.unit,
+                "quantile": r.quantiles.first(),
+                "fit": r.fit,
+                "refusal": r.refusal,
+            }))
+            .collect::<Vec<_>>());
+        return Ok(serde_json::to_string_pretty(&v).unwrap_or_default() + "\n");
+    }
+    let mut out = render::render(an, a.format);
+    let f = |r: &crate::tail::Report, v: Option<f64>, none: &str| {
+        v.map_or(none.to_string(), |x| {
+            crate::tail::render::value(r, a.unit, x)
+        })
+    };
+    let table: Vec<Vec<String>> = rows
+        .iter()
+        .map(|(l, r)| match (&r.refusal, r.quantiles.first()) {
+            (Some(why), _) => vec![l.clone(), "refused".into(), why.reason.clone()],
+            (None, Some(q)) => vec![
+                l.clone(),
+                f(r, q.value, "-"),
+                format!("{} ... {}", f(r, q.low, "-"), f(r, q.high, "unbounded")),
+            ],
+            (None, None) => vec![l.clone(), "-".into(), String::new()],
+        })
+        .collect();
+    let unit = if rows.iter().any(|(_, r)| r.unit == "ns") {
+        format!(" ({})", a.unit)
+    } else {
+        String::new()
+    };
+    out.push_str(&format!(
+        "\ntail: the latency exceeded with probability {} per sample{unit}, a generalized Pareto fit per set (latlab tail), 95 % profile-likelihood interval\n",
+        crate::stats::cfmt::g(p, 3)
+    ));
+    let head = ["set", "latency", "interval"];
+    if a.format == render::Format::Markdown {
+        out.push_str(&render::markdown_table(&head, &table));
+    } else {
+        out.push_str(&crate::export::columns::render_left(&head, &table));
+    }
+    Ok(out)
 }
 
 /// `compare --experiment EXP`: every level against the baseline, per metric over the runs.
@@ -170,7 +261,28 @@ fn experiment(a: &CompareArgs, exp: &str) -> Result<String> {
                 .map(|(r, n)| (n.as_str(), r.warnings.as_slice()))
         }),
     ));
-    Ok(render::render(&an, a.format))
+    let Some(p) = a.tail_at else {
+        return Ok(render::render(&an, a.format));
+    };
+    crate::tail::check_probabilities("--tail-at", &[p])?;
+    let sets = levels
+        .iter()
+        .map(|(l, runs)| {
+            let refs: Vec<(&crate::result::Run, &str)> =
+                runs.iter().map(|(r, n)| (r, n.as_str())).collect();
+            (
+                l.clone(),
+                crate::tail::inputs::from_runs(
+                    &refs,
+                    &crate::tail::ReadOpts {
+                        series: a.series.clone(),
+                        ..Default::default()
+                    },
+                ),
+            )
+        })
+        .collect();
+    with_tail(&an, a, p, sets)
 }
 
 fn settings_of(a: &CompareArgs, unit: &str) -> analysis::Settings {

@@ -2,6 +2,7 @@
 //! run's events from its HDR histograms (bounded by the exact maximum), judges, prints, and
 //! returns the exit code's error: violated is exit 1, undecided exit 4.
 
+use super::extrapolate::{extrapolate, Extrapolation};
 use crate::cli::GateArgs;
 use crate::error::{Error, Result};
 use crate::gate::bounds::quantile_ranks;
@@ -85,20 +86,42 @@ fn judge_all(a: &GateArgs) -> Result<()> {
             max_ns = max_ns.max(m);
         }
         let j = judge(req, &counts, a.confidence, a.assume_independent_samples);
-        let text = render(req, &counts, &j, &Dist::merge(&dists), max_ns, a);
-        results.push((req, counts, j, text));
+        let mut text = render(req, &counts, &j, &Dist::merge(&dists), max_ns, a);
+        // --extrapolate: a rate the counts cannot decide, decided from the fitted tail.
+        let ext = if a.extrapolate
+            && j.outcome == Outcome::Undecided
+            && !matches!(req.event, Event::Max(_))
+        {
+            let refs: Vec<(&crate::result::Run, &str)> =
+                runs.iter().map(|r| (&r.run, r.name.as_str())).collect();
+            Some(extrapolate(&refs, req, a.confidence, a.series.as_deref())?)
+        } else {
+            None
+        };
+        let verdict = match &ext {
+            Some(e) if j.single_run.is_none() => e.outcome,
+            _ => j.verdict(),
+        };
+        if let Some(e) = &ext {
+            text.push_str(&render_extrapolation(e, &j, verdict));
+        }
+        results.push((req, counts, j, text, verdict, ext));
     }
     let out = if a.json {
         let v: Vec<_> = results
             .iter()
-            .map(|(req, counts, j, _)| {
-                serde_json::json!({
+            .map(|(req, counts, j, _, verdict, ext)| {
+                let mut v = serde_json::json!({
                     "requirement": req.text,
                     "confidence": a.confidence,
                     "runs": counts.iter().map(|c| &c.name).collect::<Vec<_>>(),
-                    "verdict": j.verdict(),
+                    "verdict": verdict,
                     "judgement": j,
-                })
+                });
+                if let Some(e) = ext {
+                    v["extrapolation"] = serde_json::to_value(e).unwrap_or_default();
+                }
+                v
             })
             .collect();
         let v = if v.len() == 1 {
@@ -118,9 +141,9 @@ fn judge_all(a: &GateArgs) -> Result<()> {
     if let Some(path) = &a.junit {
         let cases: Vec<junit::Case> = results
             .iter()
-            .map(|(req, counts, j, text)| junit::Case {
+            .map(|(req, counts, _, text, verdict, _)| junit::Case {
                 name: req.text.clone(),
-                outcome: j.verdict(),
+                outcome: *verdict,
                 message: verdict_line(text),
                 detail: text.clone(),
                 seconds: counts.iter().map(|c| c.duration_s).sum(),
@@ -132,12 +155,12 @@ fn judge_all(a: &GateArgs) -> Result<()> {
     crate::output::stdout(&out).map_err(|e| Error::io("stdout", e))?;
     let failed: Vec<&str> = results
         .iter()
-        .filter(|r| r.2.verdict() == Outcome::Violated)
+        .filter(|r| r.4 == Outcome::Violated)
         .map(|r| r.0.text.as_str())
         .collect();
     let open: Vec<&str> = results
         .iter()
-        .filter(|r| r.2.verdict() == Outcome::Undecided)
+        .filter(|r| r.4 == Outcome::Undecided)
         .map(|r| r.0.text.as_str())
         .collect();
     if !failed.is_empty() {
@@ -155,10 +178,12 @@ fn judge_all(a: &GateArgs) -> Result<()> {
     }
 }
 
-/// The `verdict: ...` line of a requirement's report (the JUnit message).
+/// The `verdict: ...` line of a requirement's report (the JUnit message): the extrapolated
+/// one where there is one.
 fn verdict_line(text: &str) -> String {
     text.lines()
-        .find(|l| l.starts_with("verdict:"))
+        .find(|l| l.starts_with("verdict with extrapolation:"))
+        .or_else(|| text.lines().find(|l| l.starts_with("verdict:")))
         .unwrap_or("")
         .to_string()
 }
@@ -300,6 +325,39 @@ fn render(
     if let Some(m) = &j.to_decide {
         s.push_str(&format!("  to decide: {m}\n"));
     }
+    s
+}
+
+/// What `--extrapolate` adds to the text.
+fn render_extrapolation(e: &Extrapolation, j: &Judgement, verdict: Outcome) -> String {
+    let mut s = String::new();
+    if let Some(f) = &e.refusal {
+        s.push_str(&format!(
+            "extrapolation: none, the tail cannot be modelled: {}\n  what would help: {}\n",
+            f.reason, f.help
+        ));
+        return s;
+    }
+    if let (Some((r, lo, hi)), Some(f)) = (e.rate, &e.fit) {
+        s.push_str(&format!(
+            "extrapolation (generalized Pareto tail above {} us, shape {}, {} clusters; Anderson-Darling p = {}): rate {} with bounds [{}, {}] -> {}\n",
+            g(f.threshold / 1e3, 4),
+            g(f.xi, 3),
+            f.clusters,
+            g(f.gof_p, 2),
+            g(r, 3),
+            g(lo, 3),
+            g(hi, 3),
+            text(e.outcome)
+        ));
+    }
+    if j.single_run.is_some() && e.outcome != Outcome::Undecided {
+        s.push_str("  one run: the fit's outcome is not a verdict either (the run is the unit of replication)\n");
+    }
+    s.push_str(&format!(
+        "verdict with extrapolation: {}\n",
+        text(verdict).to_uppercase()
+    ));
     s
 }
 

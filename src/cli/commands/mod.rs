@@ -2,11 +2,13 @@
 //! the driver, owner of its lifecycle); the other commands run directly.
 
 mod compare;
+mod extrapolate;
 mod gate;
 mod report;
 mod runs;
 mod show;
 mod since;
+mod tail;
 
 use crate::cli::{Command, Parsed, SamplesArgs};
 use crate::error::{Error, Result};
@@ -42,12 +44,14 @@ pub fn run(parsed: Parsed, argv: Vec<String>) -> Result<()> {
             | Command::Ministat(_)
             | Command::Report(_)
             | Command::Plot(_)
+            | Command::Tail(_)
     ) {
         crate::driver::signals::exit_on_first_signal();
     }
     match cmd {
         Command::Samples(a) => samples_cmd(&a),
         Command::Gate(a) => gate::run(&a),
+        Command::Tail(a) => tail::run(&a),
         Command::Completions { shell } => {
             let s = crate::cli::docs::completions(shell);
             crate::output::stdout(&String::from_utf8_lossy(&s)).map_err(|e| Error::io("stdout", e))

@@ -5,10 +5,12 @@
 //! This module holds what every chart shares (palette, axes, the frame, markers); each kind of
 //! chart is drawn in its own file.
 
+mod band;
 mod bars;
 mod forest;
 mod line;
 
+pub use band::{tail_chart, TailPlot};
 pub use bars::{bar_chart, Bars};
 pub use forest::{forest, ForestRow};
 pub use line::{line_chart, line_chart_kind};

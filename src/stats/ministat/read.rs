@@ -219,12 +219,50 @@ const BLOCK: usize = 1 << 20;
 /// `read_set` for a source whose size is known (a regular file): the values' array is sized once
 /// from the first block's line density instead of growing by copies.
 pub fn read_set_sized(
-    mut r: impl Read,
+    r: impl Read,
     size_hint: Option<u64>,
     name: &str,
     column: usize,
     delim: &[u8],
 ) -> Result<DataSet, ReadError> {
+    let State {
+        mut points,
+        zeros,
+        sy,
+        syy,
+        ..
+    } = read_points(r, size_hint, name, column, delim)?;
+    let (min, max, median) = order_stats(&mut points, &zeros);
+    Ok(DataSet {
+        name: name.to_string(),
+        points,
+        min,
+        max,
+        median,
+        sy,
+        syy,
+    })
+}
+
+/// The values of one data set in input order (`read_set_sized`'s reading rules and errors), for
+/// analyses that need the order (`latlab tail` declusters bursts).
+pub fn read_in_order(
+    r: impl Read,
+    size_hint: Option<u64>,
+    name: &str,
+    column: usize,
+    delim: &[u8],
+) -> Result<Vec<f64>, ReadError> {
+    Ok(read_points(r, size_hint, name, column, delim)?.points)
+}
+
+fn read_points<'a>(
+    mut r: impl Read,
+    size_hint: Option<u64>,
+    name: &'a str,
+    column: usize,
+    delim: &[u8],
+) -> Result<State<'a>, ReadError> {
     let mut is_delim = [false; 256];
     for &b in delim {
         is_delim[b as usize] = true;
@@ -287,23 +325,7 @@ pub fn read_set_sized(
             "Dataset {name} must contain at least 3 data points"
         )));
     }
-    let State {
-        mut points,
-        zeros,
-        sy,
-        syy,
-        ..
-    } = st;
-    let (min, max, median) = order_stats(&mut points, &zeros);
-    Ok(DataSet {
-        name: name.to_string(),
-        points,
-        min,
-        max,
-        median,
-        sy,
-        syy,
-    })
+    Ok(st)
 }
 
 /// What `read_set` accumulates line by line.

@@ -1,0 +1,63 @@
+//! The `latlab tail` command: flags checked, inputs read and estimated by `crate::tail`,
+//! printed; a refusal is exit 4 after its reason is printed.
+
+use crate::cli::TailArgs;
+use crate::error::{Error, Result};
+use crate::tail::{self, Per, ReadOpts, Request};
+
+/// Runs `latlab tail`; the answer (or the refusal) goes to stdout first.
+pub fn run(a: &TailArgs) -> Result<()> {
+    tail::check_probabilities("--at", &a.at)?;
+    if !(a.confidence > 0.5 && a.confidence < 1.0) {
+        return Err(Error::flag(
+            "--confidence",
+            a.confidence,
+            "must be between 0.5 and 1 (exclusive), e.g. 0.95",
+        ));
+    }
+    if let Some(r) = a.rate {
+        if !(r.is_finite() && r > 0.0) {
+            return Err(Error::flag("--rate", r, "samples per second, above zero"));
+        }
+    }
+    if a.column == 0 {
+        return Err(Error::flag("-C/--column", a.column, "columns count from 1"));
+    }
+    if a.delimiter.is_empty() {
+        return Err(Error::flag(
+            "-d/--delimiter",
+            "''",
+            "the delimiter set cannot be empty",
+        ));
+    }
+    let per = a.per.as_deref().map(Per::parse).transpose()?;
+    let opts = ReadOpts {
+        series: a.series.clone(),
+        column: a.column,
+        delim: a.delimiter.as_bytes().to_vec(),
+        store: a.store.clone(),
+        no_decluster: a.no_decluster,
+        include_disturbed: a.include_disturbed,
+    };
+    let data = tail::inputs::load(&a.inputs, &opts)?;
+    let req = Request {
+        at: a.at.clone(),
+        per,
+        rate: a.rate,
+        config: crate::stats::evt::Config {
+            confidence: a.confidence,
+            ..Default::default()
+        },
+    };
+    let r = tail::estimate(&data, &req)?;
+    let out = if a.json {
+        tail::render::json(&r)
+    } else {
+        tail::render::text(&r, a.unit)
+    };
+    crate::output::stdout(&out).map_err(|e| Error::io("stdout", e))?;
+    match &r.refusal {
+        Some(f) => Err(Error::Undecided(format!("tail: no estimate: {}", f.reason))),
+        None => Ok(()),
+    }
+}
