@@ -456,25 +456,42 @@ pub fn redact(spec: &str) -> String {
     format!("{scheme}{rest}")
 }
 
-/// A command line with the value of every `--store` (and `--store=`) redacted, for results
-/// and messages.
+/// A command line with the secrets in it redacted, for results and messages: the password of
+/// every `--store` (and `--store=`), and the value of every `--on-threshold-env NAME=VALUE`
+/// (kept as `NAME=<redacted>`: the value is for the action, not for the record).
 pub fn redact_argv(argv: &[String]) -> Vec<String> {
     let mut out = Vec::with_capacity(argv.len());
-    let mut next_is_store = false;
+    let mut next: Option<fn(&str) -> String> = None;
     for a in argv {
-        if next_is_store {
-            out.push(redact(a));
-            next_is_store = false;
+        if let Some(f) = next.take() {
+            out.push(f(a));
         } else if a == "--store" {
             out.push(a.clone());
-            next_is_store = true;
+            next = Some(redact);
+        } else if a == ENV_FLAG {
+            out.push(a.clone());
+            next = Some(redact_env);
         } else if let Some(v) = a.strip_prefix("--store=") {
             out.push(format!("--store={}", redact(v)));
+        } else if let Some(v) = a.strip_prefix(ENV_FLAG).and_then(|v| v.strip_prefix('=')) {
+            out.push(format!("{ENV_FLAG}={}", redact_env(v)));
         } else {
             out.push(a.clone());
         }
     }
     out
+}
+
+/// The flag whose value may carry a secret for a threshold action.
+const ENV_FLAG: &str = "--on-threshold-env";
+
+/// `NAME=VALUE` as `NAME=<redacted>`; a bare `NAME` (the value taken from latlab's own
+/// environment) as it is.
+pub fn redact_env(spec: &str) -> String {
+    match spec.split_once('=') {
+        Some((name, _)) => format!("{name}=<redacted>"),
+        None => spec.to_string(),
+    }
 }
 
 /// Checks an imported run: a latlab result whose numbers are in range (histogram counts that
@@ -627,6 +644,10 @@ mod tests {
             assert!(!redact_argv(&argv).join(" ").contains(secret));
             let eq = format!("--store={spec}");
             assert!(!redact_argv(&[eq]).join(" ").contains(secret));
+            let env = ["--on-threshold-env".to_string(), format!("TOKEN={secret}")];
+            assert_eq!(redact_argv(&env)[1], "TOKEN=<redacted>");
+            let env = [format!("--on-threshold-env=TOKEN={secret}")];
+            assert_eq!(redact_argv(&env)[0], "--on-threshold-env=TOKEN=<redacted>");
         }
         assert_eq!(
             redact("host=db user=me password=x dbname=y"),

@@ -99,7 +99,7 @@ pub fn parse_env(spec: &str) -> Result<(String, String)> {
     if !ok {
         return Err(Error::flag(
             "--on-threshold-env",
-            spec,
+            crate::store::redact_env(spec),
             "expected NAME or NAME=VALUE (letters, digits and '_')",
         ));
     }

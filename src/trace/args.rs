@@ -51,7 +51,9 @@ pub struct TraceArgs {
 
     /// A variable `shell:` actions get (repeatable): NAME (latlab's value) or NAME=VALUE. They
     /// get only PATH, HOME, USER, LOGNAME, LANG, LC_ALL, TZ, TERM and the LATLAB_* ones
-    /// otherwise (never PGPASSWORD or LATLAB_STORE unless named here).
+    /// otherwise (never PGPASSWORD or LATLAB_STORE unless named here). A VALUE given here is
+    /// redacted in the stored command line, but `ps` shows it while latlab runs: for a secret,
+    /// export it and give its NAME.
     #[arg(
         long = "on-threshold-env",
         value_name = "NAME[=VALUE]",
