@@ -195,7 +195,10 @@ pub fn name_the_flag(e: clap::Error, cmd: &clap::Command) -> clap::Error {
     let Some(why) = std::error::Error::source(&e).map(ToString::to_string) else {
         return e;
     };
-    let Some(flag) = find_arg(cmd, arg) else {
+    // Rendering an argument needs its command built (subcommands included), or clap panics.
+    let mut built = cmd.clone();
+    built.build();
+    let Some(flag) = find_arg(&built, arg) else {
         return e;
     };
     clap::Error::raw(
