@@ -135,8 +135,8 @@ fn three_monitors_in_one_postgresql_make_one_fleet_page() {
     assert_eq!(named, ["fleet-a", "fleet-b", "fleet-c"].map(label));
     assert_eq!(
         html.matches("<tr>").count(),
-        2 * (1 + 3),
-        "two tables of three hosts each"
+        3 * (1 + 3),
+        "three tables (ranking, changes, causes) of three hosts each"
     );
     // Minutes of data: no host has a previous week, so none gets a verdict.
     assert!(
