@@ -3,6 +3,7 @@
 //! forest plot and the verdicts. Plain HTML with inline CSS and SVG: no script, no network.
 
 use super::charts::{self, Buckets};
+use super::markup::{figure, row, CSS};
 use super::svg::{esc, num};
 use super::timecharts;
 use super::{Group, Loaded};
@@ -13,39 +14,6 @@ use std::fmt::Write;
 
 /// Runs given a section of their own (beyond this an experiment lists them in a table).
 const MAX_RUN_SECTIONS: usize = 6;
-
-/// The page style, shared with the fleet page.
-pub(super) const CSS: &str = "body{font-family:sans-serif;max-width:1000px;margin:1em auto;padding:0 1em;color:#111}\
-h1{font-size:1.5em}h2{font-size:1.25em;border-bottom:2px solid #0072B2;padding-bottom:2px;margin-top:1.6em}\
-h3{font-size:1.05em}table{border-collapse:collapse;margin:.5em 0;font-size:.9em}\
-td,th{border:1px solid #bbb;padding:2px 6px;text-align:right}th{background:#eee}\
-td.l,th.l{text-align:left}.warn{background:#fff4d6;border-left:4px solid #E69F00;padding:.4em .8em}\
-.bad{background:#fde0dc;border-left:4px solid #D55E00;padding:.4em .8em}\
-figure{margin:1em 0}figcaption{font-size:.85em;color:#444}svg.chart{max-width:100%;height:auto}\
-code{font-size:.85em;word-break:break-all}.meta{color:#555;font-size:.9em}\
-#environment table{table-layout:fixed;width:100%}#environment th{width:12em}\
-#environment td{overflow-wrap:anywhere;white-space:normal}.verdict{font-weight:bold}\
-td.diff{background:#fff4d6;font-weight:bold}td.mixed{background:#fde0dc;font-weight:bold}";
-
-/// A table row of escaped cells (`th` when `head`), the first cell left-aligned.
-pub(super) fn row(cells: &[String], head: bool) -> String {
-    let tag = if head { "th" } else { "td" };
-    let mut s = String::from("<tr>");
-    for (i, c) in cells.iter().enumerate() {
-        let cls = if i == 0 { " class=\"l\"" } else { "" };
-        let _ = write!(s, "<{tag}{cls}>{}</{tag}>", esc(c));
-    }
-    s.push_str("</tr>");
-    s
-}
-
-/// A chart in a `<figure>` with an optional caption.
-pub(super) fn figure(svg: &str, caption: Option<&str>) -> String {
-    let cap = caption.map_or(String::new(), |c| {
-        format!("<figcaption>{}</figcaption>", esc(c))
-    });
-    format!("<figure>{svg}{cap}</figure>")
-}
 
 /// The environment facts shown, in order: name and value of a run.
 fn env_rows(r: &Run) -> Vec<(&'static str, String)> {
@@ -253,45 +221,6 @@ pub(super) fn percentile_table(run: &Run) -> String {
     s
 }
 
-/// "Tail beyond the data": the chart and levels of `latlab tail`, or why there are none.
-fn tail_section(t: &super::tail::Section) -> String {
-    let mut s = String::from("<h3>Tail beyond the data</h3>");
-    if let Some((why, help)) = &t.refusal {
-        let _ = write!(
-            s,
-            "<p class=\"warn tail-refusal\">No extrapolation: {}. <i>What would help:</i> {}</p>",
-            esc(why),
-            esc(help)
-        );
-        if let Some(c) = &t.chart {
-            s.push_str(&figure(
-                c,
-                Some("the data's tail, with no fit (latlab tail)"),
-            ));
-        }
-        return s;
-    }
-    if let Some(c) = &t.chart {
-        s.push_str(&figure(
-            c,
-            Some("peaks over threshold: the generalized Pareto fit above the threshold with its 95 % profile-likelihood band, the data as points (latlab tail)"),
-        ));
-    }
-    s.push_str("<table class=\"tail\">");
-    s.push_str(&row(
-        &["P", "latency (µs)", "95 % interval (µs)"].map(String::from),
-        true,
-    ));
-    for r in &t.rows {
-        s.push_str(&row(r, false));
-    }
-    s.push_str("</table>");
-    if let Some(m) = &t.meta {
-        let _ = write!(s, "<p class=\"meta\">{}</p>", esc(m));
-    }
-    s
-}
-
 fn run_section(l: &Loaded, linear: bool) -> String {
     let r = &l.run;
     let mut s = String::new();
@@ -374,7 +303,7 @@ fn run_section(l: &Loaded, linear: bool) -> String {
         ));
     }
     if let Some(t) = super::tail::section(r, &l.name) {
-        s.push_str(&tail_section(&t));
+        s.push_str(&super::tail::tail_section(&t));
     }
     if let Some((c, n)) = timecharts::timeline(r) {
         let cap = n.unwrap_or_else(|| {

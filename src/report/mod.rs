@@ -7,6 +7,7 @@
 pub mod charts;
 pub mod fleet;
 pub mod html;
+pub mod markup;
 pub mod png;
 pub mod qualify;
 pub mod spikes;

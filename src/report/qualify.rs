@@ -5,7 +5,7 @@
 //! segments and their gaps. One self-contained page, like every latlab report.
 
 use super::charts::{self, Buckets};
-use super::html::{figure, row, CSS};
+use super::markup::{figure, row, CSS};
 use super::svg::{self, esc, Axis, Line};
 use crate::result::qualification::{Qualification, State};
 use crate::result::Run;

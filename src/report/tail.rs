@@ -2,9 +2,12 @@
 //! log-log exceedance plot (the data's tail, the fitted curve with its band, the threshold
 //! marked) beside the levels it predicts — or the reason it refuses.
 
+use super::markup::figure;
+use super::svg::esc;
 use super::svg::{self, Axis, TailPlot};
 use crate::stats::cfmt::g;
 use crate::tail::{Report, Request};
+use std::fmt::Write;
 
 /// Per-sample probabilities the report shows.
 const AT: [f64; 3] = [1e-6, 1e-9, 1e-12];
@@ -146,4 +149,43 @@ pub fn chart(r: &Report) -> Option<String> {
         y,
         &plot,
     ))
+}
+
+/// "Tail beyond the data": the chart and levels of `latlab tail`, or why there are none.
+pub(super) fn tail_section(t: &Section) -> String {
+    let mut s = String::from("<h3>Tail beyond the data</h3>");
+    if let Some((why, help)) = &t.refusal {
+        let _ = write!(
+            s,
+            "<p class=\"warn tail-refusal\">No extrapolation: {}. <i>What would help:</i> {}</p>",
+            esc(why),
+            esc(help)
+        );
+        if let Some(c) = &t.chart {
+            s.push_str(&figure(
+                c,
+                Some("the data's tail, with no fit (latlab tail)"),
+            ));
+        }
+        return s;
+    }
+    if let Some(c) = &t.chart {
+        s.push_str(&figure(
+            c,
+            Some("peaks over threshold: the generalized Pareto fit above the threshold with its 95 % profile-likelihood band, the data as points (latlab tail)"),
+        ));
+    }
+    s.push_str("<table class=\"tail\">");
+    s.push_str(&super::markup::row(
+        &["P", "latency (µs)", "95 % interval (µs)"].map(String::from),
+        true,
+    ));
+    for r in &t.rows {
+        s.push_str(&super::markup::row(r, false));
+    }
+    s.push_str("</table>");
+    if let Some(m) = &t.meta {
+        let _ = write!(s, "<p class=\"meta\">{}</p>", esc(m));
+    }
+    s
 }

@@ -186,27 +186,7 @@ fn attribute_in(
         })
     });
     // Names and priorities of the tasks seen, for tasks known only by `common_pid`.
-    let mut known: std::collections::HashMap<i32, (Name, i32)> = Default::default();
-    for e in events {
-        if let Kind::Switch {
-            prev_comm,
-            prev_pid,
-            prev_prio,
-            next_comm,
-            next_pid,
-            next_prio,
-            ..
-        } = e.kind
-        {
-            // A switch put back by `repaired` names nobody: keep what real records say.
-            if prev_comm != Name::new(b"?") {
-                known.insert(prev_pid, (prev_comm, prev_prio));
-            }
-            if next_comm != Name::new(b"?") {
-                known.insert(next_pid, (next_comm, next_prio));
-            }
-        }
-    }
+    let known = known_tasks(events);
     let task_of = |pid: i32| -> (Name, i32, i32) {
         let (c, p) = known.get(&pid).copied().unwrap_or((Name::new(b"?"), 120));
         (c, pid, p)
@@ -329,8 +309,41 @@ fn attribute_in(
         let (k, n, who) = label(&stack, &task, me, woken, idle_note);
         charge(k, n, actual - t, who);
     }
+    out.components = components(charged, latency);
+    out
+}
+
+/// The latest name and priority each task has in the window's switches (a switch put back by
+/// `repaired` names nobody and is left out).
+fn known_tasks(events: &[Event]) -> std::collections::HashMap<i32, (Name, i32)> {
+    let mut known: std::collections::HashMap<i32, (Name, i32)> = Default::default();
+    for e in events {
+        if let Kind::Switch {
+            prev_comm,
+            prev_pid,
+            prev_prio,
+            next_comm,
+            next_pid,
+            next_prio,
+            ..
+        } = e.kind
+        {
+            // A switch put back by `repaired` names nobody: keep what real records say.
+            if prev_comm != Name::new(b"?") {
+                known.insert(prev_pid, (prev_comm, prev_prio));
+            }
+            if next_comm != Name::new(b"?") {
+                known.insert(next_pid, (next_comm, next_prio));
+            }
+        }
+    }
+    known
+}
+
+/// The charged stretches as components, largest first, each with its share of the latency.
+fn components(mut charged: Vec<(String, String, u64, Task)>, latency: u64) -> Vec<Component> {
     charged.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.1.cmp(&b.1)));
-    out.components = charged
+    charged
         .into_iter()
         .map(|(kind, name, ns, who)| Component {
             kind,
@@ -345,8 +358,7 @@ fn attribute_in(
             group: None,
             chain: Vec::new(),
         })
-        .collect();
-    out
+        .collect()
 }
 
 fn blocking(stack: &[Ctx], task: &Task) -> String {

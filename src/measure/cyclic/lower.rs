@@ -211,16 +211,7 @@ impl CyclicConfig {
         let loops = *a.timing.loops;
         let duration_ns = *a.timing.duration;
         let break_on_ns = a.break_on.as_ref().map(|t| t.ns);
-        let histogram_us = match a.histogram {
-            Some(n) if n > MAX_HIST_US => {
-                return Err(Error::flag(
-                    "-h/--histogram",
-                    n,
-                    format!("at most {MAX_HIST_US} µs buckets; the full range is always kept in the HDR histogram"),
-                ));
-            }
-            h => h,
-        };
+        let histogram_us = histogram_us(a.histogram)?;
         let dma_latency = i32::try_from(a.dma_latency)
             .map_err(|_| Error::flag("--dma-latency", a.dma_latency, "at most 2147483647 µs"))?;
         let trace_threshold_ns = a.trace.threshold_ns()?;
@@ -231,33 +222,7 @@ impl CyclicConfig {
                 "needs --clock monotonic (trace events carry CLOCK_MONOTONIC times)",
             ));
         }
-        let any_dl = threads.iter().any(|t| t.deadline.is_some());
-        if !any_dl {
-            fn text(t: &Option<Time>) -> Option<&str> {
-                t.as_ref().map(|t| t.text.as_str())
-            }
-            let plain = [
-                ("--runtime", text(&a.runtime)),
-                ("--deadline", text(&a.deadline)),
-                ("--period", text(&a.period)),
-                ("--work", text(&a.work)),
-                ("--hrtick", a.hrtick.then_some("")),
-            ];
-            if let Some((flag, v)) = plain.iter().find_map(|(f, v)| v.map(|v| (f, v))) {
-                return Err(Error::flag(
-                    flag,
-                    v,
-                    "is a SCHED_DEADLINE setting: it needs --policy deadline (or a group with policy=deadline)",
-                ));
-            }
-        }
-        if any_dl && a.relative {
-            return Err(Error::flag(
-                "--relative",
-                "",
-                "deadline threads wake at the kernel's period starts, not after relative sleeps; drop --relative with --policy deadline",
-            ));
-        }
+        check_deadline_flags(a, threads.iter().any(|t| t.deadline.is_some()))?;
         if let Some(n) = loops {
             let longest = threads.iter().map(|t| t.interval_ns).max().unwrap_or(1);
             crate::config::bounds::work("-l/--loops", n, u128::from(n), longest)?;
@@ -285,6 +250,52 @@ impl CyclicConfig {
             hrtick: a.hrtick,
             notes,
         })
+    }
+}
+
+/// Deadline-only flags without a deadline thread, and `--relative` with one, are refused.
+fn check_deadline_flags(a: &CyclicArgs, any_dl: bool) -> Result<()> {
+    if !any_dl {
+        fn text(t: &Option<Time>) -> Option<&str> {
+            t.as_ref().map(|t| t.text.as_str())
+        }
+        let plain = [
+            ("--runtime", text(&a.runtime)),
+            ("--deadline", text(&a.deadline)),
+            ("--period", text(&a.period)),
+            ("--work", text(&a.work)),
+            ("--hrtick", a.hrtick.then_some("")),
+        ];
+        if let Some((flag, v)) = plain.iter().find_map(|(f, v)| v.map(|v| (f, v))) {
+            return Err(Error::flag(
+                flag,
+                v,
+                "is a SCHED_DEADLINE setting: it needs --policy deadline (or a group with policy=deadline)",
+            ));
+        }
+    }
+    if any_dl && a.relative {
+        return Err(Error::flag(
+            "--relative",
+            "",
+            "deadline threads wake at the kernel's period starts, not after relative sleeps; drop --relative with --policy deadline",
+        ));
+    }
+    Ok(())
+}
+
+/// `-h/--histogram N`, bounded.
+fn histogram_us(histogram: Option<u64>) -> Result<Option<u64>> {
+    match histogram {
+        Some(n) if n > MAX_HIST_US => Err(Error::flag(
+            "-h/--histogram",
+            n,
+            format!(
+                "at most {MAX_HIST_US} µs buckets; the full range is always kept in the HDR \
+                 histogram"
+            ),
+        )),
+        h => Ok(h),
     }
 }
 

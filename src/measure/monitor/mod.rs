@@ -270,27 +270,15 @@ pub fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> 
             Duration::from_millis(100).min(shared.windows.until_close(window::unix_now_ns())),
         );
     }
-    control.stop.store(true, Ordering::Release);
-    for h in &handles {
-        rt::wake(h);
-    }
-    let mut outs: Vec<(rt::Applied, WorkerOut)> = Vec::with_capacity(n);
-    for h in handles {
-        outs.push(
-            h.join()
-                .map_err(|_| Error::Env("a measuring thread panicked".into()))?,
-        );
-    }
+    let outs = stop_workers(&control, handles)?;
     server.stop();
     saved_state.restore();
     interval.drain(&mut consumers);
     // Placement failures reach the warnings through the run's placement log.
     let total_lost: u64 = outs.iter().map(|(_, o)| o.lost).sum();
-    if total_lost > 0 {
-        warnings.push(format!(
-            "the snapshot thread lost {total_lost} samples (it fell behind); the endpoint counted them"
-        ));
-    }
+    warnings.extend((total_lost > 0).then(|| {
+        format!("the snapshot thread lost {total_lost} samples (it fell behind); the endpoint counted them")
+    }));
     // --trace: what is left is attributed and named now; the finished report (hardware
     // counts, warnings) is the last snapshot's trace.
     let spikes_lost = outs.iter().map(|(_, o)| o.spikes_lost).sum();
@@ -307,11 +295,7 @@ pub fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> 
     };
     let mut run = interval.take(&ctx, driver, seq + 1, &tallies, warnings, now);
     run.interrupted = control.was_interrupted();
-    let session = outs
-        .into_iter()
-        .zip(&cfg.cpus)
-        .map(|((_, o), &c)| (c, o.rec, o.overruns, o.lost))
-        .collect();
+    let session = outs.into_iter().zip(&cfg.cpus).map(|((_, o), &c)| (c, o.rec, o.overruns, o.lost)).collect();
     Ok(MonitorOutcome {
         run,
         session,
@@ -319,6 +303,24 @@ pub fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> 
         listen,
         causes: cause_totals.map(|c| c.read()).unwrap_or_default(),
     })
+}
+
+/// Stops the measuring threads (waking any asleep) and collects what each kept.
+fn stop_workers(
+    control: &rt::Control,
+    handles: Vec<std::thread::JoinHandle<(rt::Applied, WorkerOut)>>,
+) -> Result<Vec<(rt::Applied, WorkerOut)>> {
+    control.stop.store(true, Ordering::Release);
+    for h in &handles {
+        rt::wake(h);
+    }
+    handles
+        .into_iter()
+        .map(|h| {
+            h.join()
+                .map_err(|_| Error::Env("a measuring thread panicked".into()))
+        })
+        .collect()
 }
 
 /// Stores a snapshot now; a failure is counted (and said) and the monitor goes on.

@@ -105,16 +105,7 @@ impl QualifyConfig {
                 .map_err(|e| Error::flag("--require", r, e))?;
             requirements.extend(list.into_iter().map(|q| q.text));
         }
-        let loads: Vec<String> = match (a.common.loads.load.is_empty(), a.no_loads) {
-            (false, true) => {
-                return Err(Error::Usage(
-                    "--no-loads and --load: give one of them".into(),
-                ))
-            }
-            (false, false) => a.common.loads.load.clone(),
-            (true, false) => DEFAULT_LOADS.iter().map(|s| s.to_string()).collect(),
-            (true, true) => Vec::new(),
-        };
+        let loads = loads_of(a)?;
         for l in &loads {
             crate::loadgen::LoadSpec::parse(l)?;
         }
@@ -206,6 +197,20 @@ impl QualifyConfig {
         self.derived.limits = trace.limits()?;
         Ok(())
     }
+}
+
+/// The loads: `--load`s given, none with `--no-loads`, rteval's pair otherwise.
+fn loads_of(a: &QualifyArgs) -> Result<Vec<String>> {
+    Ok(match (a.common.loads.load.is_empty(), a.no_loads) {
+        (false, true) => {
+            return Err(Error::Usage(
+                "--no-loads and --load: give one of them".into(),
+            ))
+        }
+        (false, false) => a.common.loads.load.clone(),
+        (true, false) => DEFAULT_LOADS.iter().map(|s| s.to_string()).collect(),
+        (true, true) => Vec::new(),
+    })
 }
 
 #[cfg(test)]

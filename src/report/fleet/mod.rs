@@ -280,31 +280,7 @@ pub fn load(q: &Query) -> Result<Fleet> {
         host: None,
         started_from: Some(crate::store::since_bound(q.since)),
     })?;
-    // Members: (host, monitor) -> its rows with their start times, oldest first.
-    let mut by: BTreeMap<(String, String), Vec<(SystemTime, String)>> = BTreeMap::new();
-    let mut undated = 0usize;
-    for r in rows.iter().rev() {
-        let Some(t) = at_of(r) else {
-            undated += 1;
-            continue;
-        };
-        if t < q.since {
-            continue;
-        }
-        let host = r
-            .tags
-            .get("host")
-            .cloned()
-            .unwrap_or_else(|| r.host.clone());
-        let monitor = r
-            .tags
-            .get("monitor")
-            .cloned()
-            .unwrap_or_else(|| host.clone());
-        by.entry((host, monitor))
-            .or_default()
-            .push((t, r.id.clone()));
-    }
+    let (by, undated) = group_members(&rows, q.since);
     let since = humantime::format_rfc3339_seconds(q.since);
     let tags = if q.tags.is_empty() {
         String::new()
@@ -326,14 +302,7 @@ pub fn load(q: &Query) -> Result<Fleet> {
         ));
     }
     // Bonferroni over the members that have enough snapshots to be compared at all.
-    let testable = by
-        .values()
-        .filter(|v| {
-            let times: Vec<SystemTime> = v.iter().map(|x| x.0).collect();
-            let (d, w) = split(&times);
-            d.len() >= MIN_SNAPSHOTS && w.len() >= MIN_SNAPSHOTS
-        })
-        .count();
+    let testable = by.values().filter(|v| comparable(v)).count();
     let confidence = 1.0 - ALPHA / testable.max(1) as f64;
     let mut per_host: BTreeMap<&str, usize> = BTreeMap::new();
     for (h, _) in by.keys() {
@@ -441,6 +410,48 @@ pub fn load(q: &Query) -> Result<Fleet> {
         compared: testable,
         notes,
     })
+}
+
+/// The snapshots of each member, (host, monitor) -> (start, run id), oldest first, started
+/// since `since`; and how many rows had no readable start time.
+#[allow(clippy::type_complexity)]
+fn group_members(
+    rows: &[crate::store::RunRow],
+    since: SystemTime,
+) -> (BTreeMap<(String, String), Vec<(SystemTime, String)>>, usize) {
+    let mut by: BTreeMap<(String, String), Vec<(SystemTime, String)>> = BTreeMap::new();
+    let mut undated = 0usize;
+    for r in rows.iter().rev() {
+        let Some(t) = at_of(r) else {
+            undated += 1;
+            continue;
+        };
+        if t < since {
+            continue;
+        }
+        let host = r
+            .tags
+            .get("host")
+            .cloned()
+            .unwrap_or_else(|| r.host.clone());
+        let monitor = r
+            .tags
+            .get("monitor")
+            .cloned()
+            .unwrap_or_else(|| host.clone());
+        by.entry((host, monitor))
+            .or_default()
+            .push((t, r.id.clone()));
+    }
+    (by, undated)
+}
+
+/// Whether a member has enough snapshots in the last day and in the week before it to be
+/// compared at all.
+fn comparable(snaps: &[(SystemTime, String)]) -> bool {
+    let times: Vec<SystemTime> = snaps.iter().map(|x| x.0).collect();
+    let (d, w) = split(&times);
+    d.len() >= MIN_SNAPSHOTS && w.len() >= MIN_SNAPSHOTS
 }
 
 #[cfg(test)]

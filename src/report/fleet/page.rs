@@ -5,7 +5,7 @@
 use super::{Fleet, Member, Outcome, ALPHA, MIN_SNAPSHOTS};
 use crate::compare::analysis::Verdict;
 use crate::compare::verdict::{change_text, sig};
-use crate::report::html::{figure, row, CSS};
+use crate::report::markup::{figure, row, CSS};
 use crate::report::svg::{esc, line_chart, Axis, Line};
 use std::fmt::Write;
 use std::time::{Duration, SystemTime};
