@@ -74,6 +74,9 @@ pub fn text(run: &Run, written: &[String]) -> String {
     for c in &q.changed {
         out.push_str(&format!("changed: {c}\n"));
     }
+    for w in &run.warnings {
+        out.push_str(&format!("warning: {w}\n"));
+    }
     if q.verdicts.is_empty() {
         out.push_str("no requirement given (--require 'p99.99<100us'): no verdict\n");
     }
