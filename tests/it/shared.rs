@@ -284,3 +284,34 @@ fn perf_keeps_its_capture_when_latlab_ends_first_on_a_machine_without_tracefs() 
         "perf's capture was broken: {text}"
     );
 }
+
+/// `latlab restore` run by a user who is not root, while settings a root latlab changed wait
+/// in the machine's journal: exit 3 saying that root must put them back (never "nothing to
+/// restore", which would leave the machine changed).
+#[test]
+fn restore_by_another_user_names_the_machines_pending_journal() {
+    let _x = exclusive();
+    let journal = Path::new("/run/latlab/restore.json");
+    if !is_root() || journal.exists() {
+        skip(
+            "restore_by_another_user_names_the_machines_pending_journal",
+            "needs root and no pending machine journal",
+        );
+        return;
+    }
+    let dir = Dir::new();
+    let Some(mut c) = crate::util::latlab_as_nobody(&dir, &["HOME=/tmp".into()]) else {
+        return;
+    };
+    std::fs::create_dir_all("/run/latlab").unwrap();
+    std::fs::write(journal, "{}").unwrap();
+    let out = c.env_remove("LATLAB_JOURNAL").arg("restore").output();
+    let _ = std::fs::remove_file(journal);
+    let out = out.unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("/run/latlab/restore.json") && err.contains("sudo latlab restore"),
+        "{err}"
+    );
+}

@@ -121,11 +121,29 @@ fn restore() -> Result<()> {
             }
         }
     }
+    let root = crate::sys::sched::euid() == 0;
+    // A user who is not root looked in their own directory: settings a root latlab changed
+    // wait in the machine's journal, which only root may put back.
+    let machine = std::path::Path::new(crate::io::MACHINE_DIR).join("restore.json");
+    if !root && !dirs.iter().any(|d| machine.starts_with(d)) && machine.exists() {
+        failed.get_or_insert(Error::Env(format!(
+            "settings a latlab run as root changed are pending in {}: `sudo latlab restore` \
+             puts them back",
+            machine.display()
+        )));
+    }
     if text.is_empty() && failed.is_none() {
         text.push_str("nothing to restore\n");
     }
     crate::output::stdout(&text).map_err(|e| Error::io("stdout", e))?;
-    failed.map_or(Ok(()), Err)
+    match failed {
+        // Not root and refused: say what to do, not only what the lock or journal said.
+        Some(e) if !root && e.to_string().contains("Permission denied") => Err(Error::Env(
+            format!("{e}; the state was left by a latlab run as root: `sudo latlab restore`"),
+        )),
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
 }
 
 /// Warns about settings a plan changed and could not restore.
