@@ -145,6 +145,12 @@ pub fn parse(spec: &str, threshold: impl Fn(&str) -> Result<u64>) -> Result<Rule
     let (t, act) = spec
         .split_once(':')
         .ok_or_else(|| bad("expected US:ACTION (trace, shell:CMD, signal:PID:SIG or stop)"))?;
+    // `shell:CMD` with no latency first: say what the value should look like.
+    if ["trace", "stop", "shell", "signal"].contains(&t) {
+        return Err(bad(
+            "expected US:ACTION, the latency first (500us:shell:CMD, 1ms:stop)",
+        ));
+    }
     let threshold_ns = threshold(t)?;
     if threshold_ns == 0 {
         return Err(bad("the latency must be above zero"));
@@ -435,6 +441,9 @@ mod tests {
     fn specs_parse_and_bad_ones_name_the_flag() {
         assert_eq!(parse("500:trace", us).unwrap().action, Action::Trace);
         assert_eq!(parse("500:stop", us).unwrap().threshold_ns, 500_000);
+        // An action without its latency says that the latency comes first.
+        let e = parse("shell:true", us).unwrap_err().to_string();
+        assert!(e.contains("the latency first"), "{e}");
         assert_eq!(
             parse("1:shell:echo $LATLAB_CPU:x", us).unwrap().action,
             Action::Shell("echo $LATLAB_CPU:x".into())
