@@ -421,8 +421,10 @@ pub fn finish(
     let mut facts: Vec<SystemFacts> = b.map(|b| b.facts.clone()).unwrap_or_default();
     facts.push(seg.facts.clone());
     let gaps = gaps(b, &seg);
-    let finished = !seg.interrupted;
-    base.interrupted = seg.interrupted;
+    // A signal in the last moment of a qualification that already measured all of its length
+    // does not make it unfinished (a --resume would add an empty segment and a false gap).
+    let finished = !seg.interrupted || measured_s >= cfg.duration_ns as f64 / 1e9;
+    base.interrupted = !finished;
     base.duration_s = measured_s;
     if let Some(f) = b.filter(|b| !b.first_started.is_empty()) {
         base.started = f.first_started.clone();
