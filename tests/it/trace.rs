@@ -938,3 +938,48 @@ fn loads_and_another_latlab_are_groups_named_by_what_they_are() {
         assert!(n.ends_with(&theirs), "{n} is not {theirs}: {names:?}");
     }
 }
+
+/// `latlab sched -- CMD` with a command that forks and execs: every task of its tree is one
+/// culprit group, "sh (measured command)", whatever each task exec'd (`yes`, `timeout`).
+#[test]
+fn a_forking_commands_tree_is_one_group() {
+    let Some(_x) = trace_test() else { return };
+    let dir = Dir::new();
+    let json = dir.join("s.json");
+    let out = latlab()
+        .words("sched --threshold 20us -q --no-store --json")
+        .arg(&json)
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "for i in 1 2 3 4 5 6; do timeout 0.4 yes > /dev/null & done; wait",
+        ])
+        .assert_ok();
+    let run = read_json(&json);
+    let causes = thread_causes(&run);
+    let names: Vec<&String> = causes.iter().map(|c| &c.1).collect();
+    for n in &names {
+        assert!(
+            !n.starts_with("yes") && !n.starts_with("timeout"),
+            "a task of the command named apart from it: {names:?}\n{}",
+            out.stdout
+        );
+    }
+    let tree: Vec<&serde_json::Value> = causes
+        .iter()
+        .filter(|c| c.1 == "sh (measured command)")
+        .map(|c| &c.2)
+        .collect();
+    assert!(
+        !tree.is_empty(),
+        "no command group: {names:?}\n{}",
+        out.stdout
+    );
+    let pids: std::collections::HashSet<i64> = tree
+        .iter()
+        .flat_map(|c| c["members"].as_array().unwrap())
+        .map(|m| m["pid"].as_i64().unwrap())
+        .collect();
+    assert!(pids.len() >= 2, "{tree:#?}");
+}
