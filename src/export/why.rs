@@ -9,13 +9,13 @@ use crate::result::Run;
 use crate::trace::culprits;
 
 /// The summary of `run`'s trace (nothing for a run that was not traced): titled for its kind
-/// (`latlab sched` always traces, so its block is not called `--trace`'s), the trace's
-/// warnings left out where the run's own warnings already say them.
-pub fn why_for(run: &Run, unit: DisplayUnit) -> String {
+/// (a kind whose runs are `always_traced`, `latlab sched`, does not call it `--trace`'s), the
+/// trace's warnings left out where the run's own warnings already say them.
+pub fn why_for(run: &Run, unit: DisplayUnit, always_traced: bool) -> String {
     let Some(t) = &run.trace else {
         return String::new();
     };
-    let title = if run.kind == "sched" {
+    let title = if always_traced {
         format!(
             "causes per CPU (delays >= {} {unit}, every CPU's share of its late time)",
             unit.fmt_ns(t.threshold_ns as f64)

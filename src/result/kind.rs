@@ -32,6 +32,9 @@ pub struct Facts {
     pub timeline_caption: Option<&'static str>,
     /// Caption of the histogram, when the kind's samples are not wake-up latencies.
     pub histogram_caption: Option<&'static str>,
+    /// Every run of the kind is traced (`sched`): its trace summary is the run's own causes
+    /// per CPU, not the optional `--trace` block.
+    pub always_traced: bool,
 }
 
 impl Facts {
@@ -44,6 +47,7 @@ impl Facts {
         distributions: true,
         timeline_caption: None,
         histogram_caption: None,
+        always_traced: false,
     };
 }
 

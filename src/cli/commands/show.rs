@@ -19,7 +19,11 @@ pub fn render(run: &Run, tags: &BTreeMap<String, String>, unit: DisplayUnit) -> 
         Some(own) => s.push_str(&own),
         None => s.push_str(&generic(run, unit)),
     }
-    s.push_str(&crate::export::why::why_for(run, unit));
+    s.push_str(&crate::export::why::why_for(
+        run,
+        unit,
+        crate::table::facts(&run.kind).always_traced,
+    ));
     s.push_str(&format!(
         "started {}  host {}",
         run.started, run.environment.hostname

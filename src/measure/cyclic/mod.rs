@@ -504,7 +504,7 @@ impl crate::driver::Measurement for CyclicConfig {
             text.push_str(&report::render_histogram(o));
         }
         text.push_str(&report::render(o, self.unit));
-        text.push_str(&crate::export::why::why_for(&o.run, self.unit));
+        text.push_str(&crate::export::why::why_for(&o.run, self.unit, false));
         text.into()
     }
 }

@@ -530,7 +530,7 @@ impl crate::driver::Measurement for NoiseConfig {
 
     fn render(&self, o: &NoiseOutcome) -> crate::driver::Text {
         let mut text = report::render(o, self);
-        text.push_str(&crate::export::why::why_for(&o.run, self.unit));
+        text.push_str(&crate::export::why::why_for(&o.run, self.unit, false));
         text.into()
     }
 }

@@ -368,6 +368,10 @@ fn parameters(
 }
 
 impl crate::driver::Measurement for SchedConfig {
+    const FACTS: crate::result::kind::Facts = crate::result::kind::Facts {
+        always_traced: true,
+        ..crate::result::kind::Facts::LATENCY
+    };
     type Outcome = SchedOutcome;
     const KIND: &'static str = "sched";
 

@@ -211,7 +211,7 @@ pub fn render(run: &Run, u: DisplayUnit, why: bool) -> String {
     if let Some(t) = &run.trace {
         s.push_str(&worst(t, u));
         if why {
-            s.push_str(&crate::export::why::why_for(run, u));
+            s.push_str(&crate::export::why::why_for(run, u, true));
         }
     }
     for w in &run.warnings {
