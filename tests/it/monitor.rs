@@ -170,7 +170,16 @@ fn metrics_page_parses_with_consistent_histograms_and_passes_promtool() {
     assert!(page.contains("latlab_monitor_info{"), "{page}");
     assert!(page.contains("kernel=\""), "{page}");
     // The max since start bounds the last window's.
-    let again = parse(&scrape(mon.addr, Duration::from_secs(10)));
+    // Still counting: a later scrape shows more (the page is refreshed as the monitor drains
+    // its rings, so two scrapes a moment apart may show the same count: wait, bounded).
+    let t1 = Instant::now();
+    let again = loop {
+        let again = parse(&scrape(mon.addr, Duration::from_secs(10)));
+        if histogram_count(&again, 0) > count || t1.elapsed() > Duration::from_secs(30) {
+            break again;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
     assert!(histogram_count(&again, 0) > count, "samples stopped");
     assert!(
         value(&again, "latlab_latency_max_seconds{cpu=\"0\"}")
