@@ -18,10 +18,20 @@ pub fn task_label(comm: &Name, pid: i32, prio: i32) -> String {
     format!("{}:{pid}{p}", comm.as_str())
 }
 
-#[derive(Clone)]
+/// An interrupt context open: an IRQ (number, -1 for a vector; name) or a softirq.
+#[derive(Clone, Copy)]
 enum Ctx {
-    Irq(String),
+    Irq(i32, Name),
     Softirq(u32),
+}
+
+/// How an IRQ is named: `name (irq N)`, or a vector's name.
+fn irq_label(irq: i32, name: &Name) -> String {
+    if irq >= 0 {
+        format!("{} (irq {irq})", name.as_str())
+    } else {
+        name.as_str().into_owned()
+    }
 }
 
 /// How to name time nothing visible explains.
@@ -48,43 +58,82 @@ enum Wake {
 /// The task running, as far as the events show.
 type Task = Option<(Name, i32, i32)>;
 
-/// What a stretch of time is charged to.
-fn label(
-    stack: &[Ctx],
-    task: &Task,
-    me: Option<i32>,
-    woken: Wake,
-    note: &Note,
-) -> (String, String, Task) {
+/// What a stretch of time is charged to, before it is put in words (once per component, not
+/// per stretch). Two charges are one component exactly when their words are the same: a
+/// task's priority counts by the class [`task_label`] shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Charge {
+    /// Another thread ran (`thread`, its label).
+    Thread(Name, i32, i32),
+    /// The measured thread's own time (`self`).
+    Own(Name, i32, i32),
+    /// An IRQ (`irq`).
+    Irq(i32, Name),
+    /// A softirq (`softirq`).
+    Softirq(u32),
+    /// Before the trace's first event (`unknown`).
+    Unknown,
+    /// Idle before the wake-up (`idle`, the note).
+    IdleBefore,
+    /// Idle after it (`idle`).
+    IdleAfter,
+    /// A spinner's own time (`unattributed`, the note).
+    Unattributed,
+    /// The timer had not fired (`timer`).
+    Timer,
+}
+
+/// A priority as [`task_label`] shows it: deadline, a real-time priority, or normal.
+fn prio_class(prio: i32) -> i32 {
+    match prio {
+        p if p < 0 => -1,
+        p if p < 100 => p,
+        _ => 100,
+    }
+}
+
+impl Charge {
+    /// The component's kind and name.
+    fn words(&self, note: &Note) -> (String, String) {
+        let (k, n) = match self {
+            Charge::Thread(c, p, pr) => ("thread", task_label(c, *p, *pr)),
+            Charge::Own(c, p, pr) => ("self", format!("{} (own time)", task_label(c, *p, *pr))),
+            Charge::Irq(irq, n) => ("irq", irq_label(*irq, n)),
+            Charge::Softirq(v) => ("softirq", softirq_name(*v).into()),
+            Charge::Unknown => ("unknown", NO_TRACE.into()),
+            Charge::IdleBefore => ("idle", note.text.clone()),
+            Charge::IdleAfter => ("idle", "CPU idle after the wake-up".into()),
+            Charge::Unattributed => ("unattributed", note.text.clone()),
+            Charge::Timer => ("timer", IRQS_OFF_OR_HOST.into()),
+        };
+        (k.into(), n)
+    }
+}
+
+/// What a stretch of time is charged to, and the task charged (a thread).
+fn label(stack: &[Ctx], task: &Task, me: Option<i32>, woken: Wake, note: &Note) -> (Charge, Task) {
     if let (None, Some((c, p, pr))) = (stack.last(), task) {
         if Some(*p) != me && *p != 0 && (woken != Wake::Pending || note.spinner) {
-            return ("thread".into(), task_label(c, *p, *pr), *task);
+            return (Charge::Thread(*c, *p, prio_class(*pr)), *task);
         }
     }
-    let (k, n) = match stack.last() {
-        Some(Ctx::Irq(n)) => ("irq".into(), n.clone()),
-        Some(Ctx::Softirq(v)) => ("softirq".into(), softirq_name(*v).into()),
+    let k = match stack.last() {
+        Some(Ctx::Irq(irq, n)) => Charge::Irq(*irq, *n),
+        Some(Ctx::Softirq(v)) => Charge::Softirq(*v),
         None => match task {
-            None => ("unknown".into(), NO_TRACE.into()),
-            Some((_, 0, _)) if woken != Wake::Done => ("idle".into(), note.text.clone()),
-            Some((_, 0, _)) => ("idle".into(), "CPU idle after the wake-up".into()),
-            Some((_, p, _)) if Some(*p) == me && note.spinner => {
-                ("unattributed".into(), note.text.clone())
-            }
-            Some((c, p, pr)) if Some(*p) == me => (
-                "self".into(),
-                format!("{} (own time)", task_label(c, *p, *pr)),
-            ),
+            None => Charge::Unknown,
+            Some((_, 0, _)) if woken != Wake::Done => Charge::IdleBefore,
+            Some((_, 0, _)) => Charge::IdleAfter,
+            Some((_, p, _)) if Some(*p) == me && note.spinner => Charge::Unattributed,
+            Some((c, p, pr)) if Some(*p) == me => Charge::Own(*c, *p, prio_class(*pr)),
             // The timer has not fired yet: the task did not hold the woken thread off; the
             // IRQ came late (interrupts off, or the host did not run the vCPU). Never charged
             // to the task that happened to be current (the spike's `blocking` names it).
-            Some(_) if woken == Wake::Pending && !note.spinner => {
-                ("timer".into(), IRQS_OFF_OR_HOST.into())
-            }
-            Some((c, p, pr)) => ("thread".into(), task_label(c, *p, *pr)),
+            Some(_) if woken == Wake::Pending && !note.spinner => Charge::Timer,
+            Some((c, p, pr)) => Charge::Thread(*c, *p, prio_class(*pr)),
         },
     };
-    (k, n, None)
+    (k, None)
 }
 
 const NO_TRACE: &str = "before the trace's first event on this CPU";
@@ -193,19 +242,18 @@ fn attribute_in(
     };
     let mut task: Task = events.first().map(|e| task_of(e.pid));
     let mut stack: Vec<Ctx> = Vec::new();
-    let mut charged: Vec<(String, String, u64, Task)> = Vec::new();
-    // Where each (kind, name) is in `charged`: a busy CPU's window holds hundreds of tasks.
-    let mut index: std::collections::HashMap<(String, String), usize> = Default::default();
-    let mut charge = |k: String, n: String, ns: u64, who: Task| {
+    let mut charged: Vec<(Charge, u64, Task)> = Vec::new();
+    // Where each charge is in `charged`: a busy CPU's window holds hundreds of tasks.
+    let mut index: super::FastMap<Charge, usize> = Default::default();
+    let mut charge = |k: Charge, ns: u64, who: Task| {
         if ns == 0 {
             return;
         }
-        match index.entry((k, n)) {
-            std::collections::hash_map::Entry::Occupied(o) => charged[*o.get()].2 += ns,
+        match index.entry(k) {
+            std::collections::hash_map::Entry::Occupied(o) => charged[*o.get()].1 += ns,
             std::collections::hash_map::Entry::Vacant(v) => {
-                let (k, n) = v.key().clone();
                 v.insert(charged.len());
-                charged.push((k, n, ns, who));
+                charged.push((k, ns, who));
             }
         }
     };
@@ -224,12 +272,7 @@ fn attribute_in(
     let mut t = expected;
     if let Some(f) = events.first() {
         if f.ts > expected {
-            charge(
-                "unknown".into(),
-                NO_TRACE.into(),
-                f.ts.min(actual) - expected,
-                None,
-            );
+            charge(Charge::Unknown, f.ts.min(actual) - expected, None);
             t = f.ts;
         }
     }
@@ -239,8 +282,8 @@ fn attribute_in(
             out.blocking = Some(blocking(&stack, &task));
         }
         if e.ts > t {
-            let (k, n, who) = label(&stack, &task, me, woken, idle_note);
-            charge(k, n, e.ts - t, who);
+            let (k, who) = label(&stack, &task, me, woken, idle_note);
+            charge(k, e.ts - t, who);
             t = e.ts;
         }
         // A task context other than the one the switches said: a switch went unrecorded.
@@ -258,13 +301,9 @@ fn attribute_in(
                     out.switch_in_ns = Some(e.ts - expected);
                 }
             }
-            Kind::IrqEntry { irq, name } => stack.push(Ctx::Irq(if irq >= 0 {
-                format!("{} (irq {irq})", name.as_str())
-            } else {
-                name.as_str().into_owned()
-            })),
+            Kind::IrqEntry { irq, name } => stack.push(Ctx::Irq(irq, name)),
             Kind::IrqExit => {
-                if let Some(i) = stack.iter().rposition(|c| matches!(c, Ctx::Irq(_))) {
+                if let Some(i) = stack.iter().rposition(|c| matches!(c, Ctx::Irq(..))) {
                     stack.truncate(i);
                 }
             }
@@ -306,17 +345,17 @@ fn attribute_in(
         if task.is_some_and(|x| Some(x.1) != me) && stack.is_empty() && woken == Wake::Done {
             out.notes.push(NO_SWITCH.into());
         }
-        let (k, n, who) = label(&stack, &task, me, woken, idle_note);
-        charge(k, n, actual - t, who);
+        let (k, who) = label(&stack, &task, me, woken, idle_note);
+        charge(k, actual - t, who);
     }
-    out.components = components(charged, latency);
+    out.components = components(charged, latency, idle_note);
     out
 }
 
 /// The latest name and priority each task has in the window's switches (a switch put back by
 /// `repaired` names nobody and is left out).
-fn known_tasks(events: &[Event]) -> std::collections::HashMap<i32, (Name, i32)> {
-    let mut known: std::collections::HashMap<i32, (Name, i32)> = Default::default();
+fn known_tasks(events: &[Event]) -> super::FastMap<i32, (Name, i32)> {
+    let mut known: super::FastMap<i32, (Name, i32)> = Default::default();
     for e in events {
         if let Kind::Switch {
             prev_comm,
@@ -341,7 +380,14 @@ fn known_tasks(events: &[Event]) -> std::collections::HashMap<i32, (Name, i32)> 
 }
 
 /// The charged stretches as components, largest first, each with its share of the latency.
-fn components(mut charged: Vec<(String, String, u64, Task)>, latency: u64) -> Vec<Component> {
+fn components(charged: Vec<(Charge, u64, Task)>, latency: u64, note: &Note) -> Vec<Component> {
+    let mut charged: Vec<(String, String, u64, Task)> = charged
+        .into_iter()
+        .map(|(k, ns, who)| {
+            let (kind, name) = k.words(note);
+            (kind, name, ns, who)
+        })
+        .collect();
     charged.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.1.cmp(&b.1)));
     charged
         .into_iter()
@@ -363,7 +409,7 @@ fn components(mut charged: Vec<(String, String, u64, Task)>, latency: u64) -> Ve
 
 fn blocking(stack: &[Ctx], task: &Task) -> String {
     match (stack.last(), task) {
-        (Some(Ctx::Irq(n)), _) => format!("irq {n}"),
+        (Some(Ctx::Irq(irq, n)), _) => format!("irq {}", irq_label(*irq, n)),
         (Some(Ctx::Softirq(v)), _) => format!("softirq {}", softirq_name(*v)),
         (None, None) => "unknown".into(),
         (None, Some((_, 0, _))) => "idle".into(),

@@ -351,6 +351,15 @@ impl FlightRecorder {
             .identity(pid)
     }
 
+    /// Times the trace saw `pid` born (a pid reused is born again).
+    pub fn births(&self, pid: i32) -> u32 {
+        self.shared
+            .procs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .births(pid)
+    }
+
     /// The creators of `pid` the trace saw born, back to the first older than the trace.
     pub fn lineage(&self, pid: i32) -> super::procs::Lineage {
         self.shared

@@ -78,6 +78,14 @@ pub struct Namer {
     tgid: HashMap<i32, i32>,
     /// Process id -> what /proc said of it.
     procs: HashMap<i32, Proc>,
+    /// Tasks /proc no longer showed, with their births in the trace then: not looked for
+    /// again until the pid is born again (a gone task charged by a thousand spikes costs one
+    /// failed open, not a thousand).
+    gone: HashMap<i32, u32>,
+    /// Parents read while walking a process's line (every process of a load shares them).
+    parents: HashMap<i32, Option<i32>>,
+    /// Whether a process of a line is a latlab (asked once per process).
+    latlabs: HashMap<i32, bool>,
 }
 
 fn file_id(p: &Path) -> Option<(u64, u64)> {
@@ -108,6 +116,9 @@ impl Namer {
             roots,
             tgid: HashMap::new(),
             procs: HashMap::new(),
+            gone: HashMap::new(),
+            parents: HashMap::new(),
+            latlabs: HashMap::new(),
         }
     }
 
@@ -201,19 +212,38 @@ impl Namer {
         if self.root_of(&walked).is_some() {
             return;
         }
-        self.read(pid);
-        if let Some(o) = lin.older {
-            self.read(o);
+        self.read_born(pid, lin.births);
+        if let Some(o) = lin.older.filter(|&o| o != pid) {
+            // The first creator older than the trace was never seen born.
+            self.read_born(o, 0);
         }
     }
 
     fn read(&mut self, pid: i32) {
+        self.read_born(pid, 0);
+    }
+
+    /// True when [`Namer::observe`] has nothing more to read of `pid`, born `births` times in
+    /// the trace: read already, or found gone since its last birth.
+    pub fn settled(&self, pid: i32, births: u32) -> bool {
+        self.tgid.contains_key(&pid) || self.gone.get(&pid) == Some(&births)
+    }
+
+    /// Reads `pid`, which the trace saw born `births` times, unless known or known gone.
+    fn read_born(&mut self, pid: i32, births: u32) {
         if self.tgid.contains_key(&pid) || self.tgid.len() >= MAX_FACTS {
             return;
         }
+        if self.gone.get(&pid) == Some(&births) {
+            return;
+        }
         let Some(tgid) = status_field(&self.proc, pid, "Tgid:") else {
+            if self.gone.len() < MAX_FACTS {
+                self.gone.insert(pid, births);
+            }
             return;
         };
+        self.gone.remove(&pid);
         self.tgid.insert(pid, tgid);
         if self.procs.contains_key(&tgid) || self.procs.len() >= MAX_FACTS {
             return;
@@ -228,9 +258,18 @@ impl Namer {
         let mut p = fields.get(1).and_then(|v| v.parse::<i32>().ok());
         while let Some(pp) = p.filter(|&x| x > 0 && line.len() < MAX_PARENTS) {
             line.push(pp);
-            p = (pp > 1)
-                .then(|| status_field(&self.proc, pp, "PPid:"))
-                .flatten();
+            p = match self.parents.get(&pp) {
+                Some(&known) => known,
+                None => {
+                    let up = (pp > 1)
+                        .then(|| status_field(&self.proc, pp, "PPid:"))
+                        .flatten();
+                    if self.parents.len() < MAX_FACTS {
+                        self.parents.insert(pp, up);
+                    }
+                    up
+                }
+            };
         }
         let comm = std::fs::read_to_string(self.proc.join(format!("{tgid}/comm")))
             .unwrap_or_default()
@@ -246,7 +285,7 @@ impl Namer {
                 .rev()
                 .copied()
                 .filter(|&p| p > 1)
-                .find(|&p| self.is_latlab(p))
+                .find(|&p| self.latlab_cached(p))
         };
         let latlab = outer.map(|p| {
             let mut c = crate::sys::procs::command_line(&self.proc, p)
@@ -266,6 +305,18 @@ impl Namer {
                 latlab,
             },
         );
+    }
+
+    /// [`Namer::is_latlab`], asked once per process.
+    fn latlab_cached(&mut self, tgid: i32) -> bool {
+        if let Some(&b) = self.latlabs.get(&tgid) {
+            return b;
+        }
+        let b = self.is_latlab(tgid);
+        if self.latlabs.len() < MAX_FACTS {
+            self.latlabs.insert(tgid, b);
+        }
+        b
     }
 
     /// Whether process `tgid` is a latlab: its binary is latlab's own (however named) or
@@ -355,6 +406,10 @@ impl Namer {
         self.tgid.retain(|pid, _| keep.contains(pid));
         let procs: HashSet<i32> = self.tgid.values().copied().collect();
         self.procs.retain(|p, _| procs.contains(p));
+        // Read again when needed: a pid may since have been reused.
+        self.gone.clear();
+        self.parents.clear();
+        self.latlabs.clear();
     }
 }
 
@@ -427,6 +482,7 @@ mod tests {
             born: born.to_vec(),
             older: Some(older),
             exec,
+            births: 0,
         }
     }
 
@@ -509,6 +565,28 @@ mod tests {
             name(&mut n, 41, "sleep", lin(&[], 41, false)),
             "sh (measured command)"
         );
+    }
+
+    #[test]
+    fn a_gone_task_is_looked_for_again_only_once_its_pid_is_born_again() {
+        let f = Fake::new();
+        f.process(1, 0, 1, "init", &[]);
+        let mut n = Namer::new(f.0.path().into(), 10, vec![]);
+        let l = |births| Lineage {
+            births,
+            ..lin(&[], 99, false)
+        };
+        n.observe(99, &l(0));
+        assert_eq!(n.gone.get(&99), Some(&0));
+        // The pid reappears: not looked for while the trace saw no new birth of it...
+        f.process(99, 1, 99, "late", &[]);
+        n.observe(99, &l(0));
+        assert!(!n.tgid.contains_key(&99));
+        // ...and read once it did.
+        n.observe(99, &l(1));
+        assert_eq!(n.tgid.get(&99), Some(&99));
+        assert!(n.gone.is_empty());
+        assert_eq!(n.identity(99, "x", &l(1), None).group, "late");
     }
 
     #[test]

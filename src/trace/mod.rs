@@ -27,3 +27,10 @@ pub mod stacks;
 pub mod tracefs;
 
 pub use lifecycle::cleanup_on_exit;
+
+/// A hash map with a fast, fixed hasher, for the tables the replay and attribution look up
+/// per event (keys are kernel pids and names, not chosen by an adversary).
+pub type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::FixedState>;
+
+/// A hash set with [`FastMap`]'s hasher.
+pub type FastSet<K> = std::collections::HashSet<K, foldhash::fast::FixedState>;

@@ -6,7 +6,6 @@
 //! first one older than the trace), from which `groups` names what it belongs to.
 
 use super::event::{Event, Kind, Name};
-use std::collections::HashMap;
 
 /// Tasks the table remembers at most; beyond, new ones are counted and left out.
 const MAX_TASKS: usize = 200_000;
@@ -19,6 +18,8 @@ struct Task {
     birth: Option<(i32, Name)>,
     /// Programs run: (time, name), in time order.
     execs: Vec<(u64, Name)>,
+    /// Times the trace saw this pid born (a pid the kernel reused is born again).
+    births: u32,
 }
 
 /// The command a task belongs to.
@@ -33,7 +34,7 @@ pub struct Identity {
 /// Every task born or exec'd while tracing.
 #[derive(Debug, Default)]
 pub struct ProcTable {
-    tasks: HashMap<i32, Task>,
+    tasks: super::FastMap<i32, Task>,
     /// Tasks not remembered (the table was full).
     pub left_out: u64,
 }
@@ -58,6 +59,7 @@ impl ProcTable {
             } => {
                 if let Some(t) = self.task(child_pid) {
                     t.birth = Some((parent_pid, child_comm));
+                    t.births = t.births.saturating_add(1);
                 }
             }
             Kind::Exec { pid, comm, .. } => {
@@ -68,6 +70,11 @@ impl ProcTable {
             }
             _ => {}
         }
+    }
+
+    /// Times the trace saw `pid` born.
+    pub fn births(&self, pid: i32) -> u32 {
+        self.tasks.get(&pid).map_or(0, |t| t.births)
     }
 
     /// The identity of `pid`, when the trace saw it born or exec.
@@ -117,12 +124,18 @@ pub struct Lineage {
     pub older: Option<i32>,
     /// Whether the task or one of `born` ran a program (exec) during the trace.
     pub exec: bool,
+    /// Times the trace saw the task's pid born: what /proc said of the pid (or that it was
+    /// gone) holds until it is born again.
+    pub births: u32,
 }
 
 impl ProcTable {
     /// The lineage of `pid` (a task never seen is its own `older`).
     pub fn lineage(&self, pid: i32) -> Lineage {
-        let mut out = Lineage::default();
+        let mut out = Lineage {
+            births: self.births(pid),
+            ..Lineage::default()
+        };
         let mut p = pid;
         for _ in 0..MAX_DEPTH {
             let Some(t) = self.tasks.get(&p) else {
@@ -214,5 +227,9 @@ mod tests {
         assert!(t.lineage(70).exec);
         assert_eq!(t.lineage(50).older, Some(50));
         assert!(t.lineage(50).born.is_empty());
+        // A pid reused: born again.
+        assert_eq!((t.lineage(70).births, t.lineage(50).births), (1, 0));
+        t.event(&fork(4, 60, 70, "hackbench"));
+        assert_eq!(t.lineage(70).births, 2);
     }
 }

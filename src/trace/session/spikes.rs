@@ -60,7 +60,9 @@ impl Tracer {
         }
         // What /proc says of each task, read now, while it may still exist.
         for t in why.components.iter().filter_map(|c| c.task.as_ref()) {
-            self.namer.observe(t.pid, &self.rec.lineage(t.pid));
+            if !self.namer.settled(t.pid, self.rec.births(t.pid)) {
+                self.namer.observe(t.pid, &self.rec.lineage(t.pid));
+            }
         }
         let series = self
             .names
@@ -121,15 +123,26 @@ impl Tracer {
     }
 
     /// Names the command group and exec chain of every thread component of `spikes`.
+    /// Each (pid, name) is worked out once per call: a spike names dozens of tasks, and the
+    /// same tasks recur from spike to spike.
     pub(super) fn name_groups(&self, spikes: &mut [SpikeRecord]) {
+        let mut known: crate::trace::FastMap<i32, Vec<(String, Identity)>> = Default::default();
         for c in spikes.iter_mut().flat_map(|s| s.why.components.iter_mut()) {
             let Some(t) = &c.task else { continue };
-            let id: Identity = self.namer.identity(
-                t.pid,
-                &t.comm,
-                &self.rec.lineage(t.pid),
-                self.rec.identity(t.pid),
-            );
+            let seen = known.entry(t.pid).or_default();
+            let id = match seen.iter().find(|(comm, _)| *comm == t.comm) {
+                Some((_, id)) => id.clone(),
+                None => {
+                    let id: Identity = self.namer.identity(
+                        t.pid,
+                        &t.comm,
+                        &self.rec.lineage(t.pid),
+                        self.rec.identity(t.pid),
+                    );
+                    seen.push((t.comm.clone(), id.clone()));
+                    id
+                }
+            };
             c.group = Some(id.group);
             c.chain = id.chain;
         }
