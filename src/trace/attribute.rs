@@ -61,7 +61,7 @@ type Task = Option<(Name, i32, i32)>;
 /// What a stretch of time is charged to, before it is put in words (once per component, not
 /// per stretch). Two charges are one component exactly when their words are the same: a
 /// task's priority counts by the class [`task_label`] shows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Charge {
     /// Another thread ran (`thread`, its label).
     Thread(Name, i32, i32),
@@ -81,6 +81,25 @@ enum Charge {
     Unattributed,
     /// The timer had not fired (`timer`).
     Timer,
+}
+
+impl std::hash::Hash for Charge {
+    /// By variant and number alone (a pid, an IRQ, a vector): names rarely tell two charges
+    /// apart where those do not, and `Eq` settles it.
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        let (tag, n) = match self {
+            Charge::Thread(_, p, _) => (0u64, *p as u32),
+            Charge::Own(_, p, _) => (1, *p as u32),
+            Charge::Irq(i, _) => (2, *i as u32),
+            Charge::Softirq(v) => (3, *v),
+            Charge::Unknown => (4, 0),
+            Charge::IdleBefore => (5, 0),
+            Charge::IdleAfter => (6, 0),
+            Charge::Unattributed => (7, 0),
+            Charge::Timer => (8, 0),
+        };
+        h.write_u64(tag << 32 | u64::from(n));
+    }
 }
 
 /// A priority as [`task_label`] shows it: deadline, a real-time priority, or normal.
@@ -210,7 +229,7 @@ fn repaired(events: &[Event]) -> Option<Vec<Event>> {
     if added.is_empty() {
         return None;
     }
-    let mut all: Vec<Event> = events.iter().copied().chain(added).collect();
+    let mut all: Vec<Event> = events.iter().cloned().chain(added).collect();
     // Stable: a put-back switch goes after the records it ties with.
     all.sort_by_key(|e| e.ts);
     Some(all)
@@ -245,17 +264,27 @@ fn attribute_in(
     let mut charged: Vec<(Charge, u64, Task)> = Vec::new();
     // Where each charge is in `charged`: a busy CPU's window holds hundreds of tasks.
     let mut index: super::FastMap<Charge, usize> = Default::default();
+    // Consecutive stretches are mostly charged to the same thing: no lookup then.
+    let mut last: Option<(Charge, usize)> = None;
     let mut charge = |k: Charge, ns: u64, who: Task| {
         if ns == 0 {
             return;
         }
-        match index.entry(k) {
-            std::collections::hash_map::Entry::Occupied(o) => charged[*o.get()].1 += ns,
+        if let Some((lk, i)) = last.filter(|(lk, _)| *lk == k) {
+            charged[i].1 += ns;
+            last = Some((lk, i));
+            return;
+        }
+        let i = match index.entry(k) {
+            std::collections::hash_map::Entry::Occupied(o) => *o.get(),
             std::collections::hash_map::Entry::Vacant(v) => {
                 v.insert(charged.len());
-                charged.push((k, ns, who));
+                charged.push((k, 0, who));
+                charged.len() - 1
             }
-        }
+        };
+        charged[i].1 += ns;
+        last = Some((k, i));
     };
     // Without a traced wake-up of the thread (no id, or the event was lost) every stretch
     // counts as after it: no `timer` component then.
@@ -322,9 +351,9 @@ fn attribute_in(
             | Kind::Runtime { .. }
             | Kind::Exit { .. } => {}
             // The stack the `stacktrace` trigger took at the thread's wake-up.
-            Kind::Stack { n, frames } => {
+            Kind::Stack { ref frames } => {
                 if woken == Wake::Done && out.stack_addrs.is_empty() {
-                    out.stack_addrs = frames[..n as usize].to_vec();
+                    out.stack_addrs = frames.to_vec();
                 }
             }
             Kind::Waking { pid, .. } => {

@@ -28,25 +28,45 @@ pub fn summarise(spikes: &[SpikeRecord], cpus: &[usize]) -> Vec<CpuCauses> {
     for &cpu in cpus {
         let on: Vec<&SpikeRecord> = spikes.iter().filter(|s| s.cpu == cpu).collect();
         let late: u64 = on.iter().map(|s| s.latency_ns).sum();
-        let mut acc: BTreeMap<(String, String), Acc> = BTreeMap::new();
+        // By kind, then name (the group for a thread): looked up by reference, a component's
+        // strings are copied only the first time they are met.
+        let mut acc: BTreeMap<String, BTreeMap<String, Acc>> = BTreeMap::new();
         for comp in on.iter().flat_map(|s| &s.why.components) {
-            let name = comp.group.clone().unwrap_or_else(|| comp.name.clone());
-            let a = acc.entry((comp.kind.clone(), name)).or_default();
+            let name = comp.group.as_deref().unwrap_or(&comp.name);
+            if !acc.contains_key(comp.kind.as_str()) {
+                acc.insert(comp.kind.clone(), BTreeMap::new());
+            }
+            let by_name = acc.get_mut(comp.kind.as_str()).expect("inserted");
+            if !by_name.contains_key(name) {
+                by_name.insert(name.to_string(), Acc::default());
+            }
+            let a = by_name.get_mut(name).expect("inserted");
             a.ns += comp.ns;
             if let Some(t) = &comp.task {
-                *a.chains.entry(comp.chain.clone()).or_default() += comp.ns;
+                match a.chains.get_mut(comp.chain.as_slice()) {
+                    Some(ns) => *ns += comp.ns,
+                    None => {
+                        a.chains.insert(comp.chain.clone(), comp.ns);
+                    }
+                }
                 *a.prios.entry(t.prio).or_default() += comp.ns;
                 let m = a
                     .members
                     .entry(t.pid)
                     .or_insert_with(|| (t.comm.clone(), BTreeMap::new(), 0));
-                m.0.clone_from(&t.comm);
+                if m.0 != t.comm {
+                    m.0.clone_from(&t.comm);
+                }
                 *m.1.entry(t.prio).or_default() += comp.ns;
                 m.2 += comp.ns;
             }
         }
         let mut causes: Vec<Cause> = acc
             .into_iter()
+            .flat_map(|(kind, m)| {
+                m.into_iter()
+                    .map(move |(name, a)| ((kind.clone(), name), a))
+            })
             .map(|((kind, name), a)| {
                 let mut members: Vec<Member> = a
                     .members

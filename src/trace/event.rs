@@ -31,8 +31,9 @@ impl std::fmt::Debug for Name {
     }
 }
 
-/// What happened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What happened. Small (the largest variant is a context switch's two names): every event
+/// read is copied into the flight recorder, and out of it for each replay and attribution.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Kind {
     /// `sched_switch`: `prev` leaves the CPU (in `prev_state`), `next` runs.
     Switch {
@@ -93,10 +94,9 @@ pub enum Kind {
     },
     /// `ftrace/kernel_stack`: a kernel stack (a `stacktrace` trigger fired), innermost first.
     Stack {
-        /// Frames recorded (at most [`STACK_DEPTH`] kept).
-        n: u8,
-        /// Return addresses.
-        frames: [u64; STACK_DEPTH],
+        /// Return addresses (at most [`STACK_DEPTH`] kept), boxed: the rare stack event must
+        /// not make every event as large as itself.
+        frames: Box<[u64]>,
     },
     /// `nmi/nmi_handler`: an NMI handler ran (recorded at its end).
     Nmi {
@@ -148,7 +148,7 @@ pub fn comm_of_path(path: &[u8]) -> Name {
 }
 
 /// One event: when (trace clock ns) and what.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Event {
     /// Time stamp, ns on the instance's trace clock.
     pub ts: u64,
@@ -307,11 +307,13 @@ impl Decoder {
                 let n = (int(b, size)?.max(0) as usize)
                     .min(b.len().saturating_sub(*at) / 8)
                     .min(STACK_DEPTH);
-                let mut frames = [0u64; STACK_DEPTH];
-                for (i, f) in frames.iter_mut().enumerate().take(n) {
+                let mut frames = vec![0u64; n];
+                for (i, f) in frames.iter_mut().enumerate() {
                     *f = u64::from_le_bytes(b.get(at + 8 * i..at + 8 * i + 8)?.try_into().ok()?);
                 }
-                Kind::Stack { n: n as u8, frames }
+                Kind::Stack {
+                    frames: frames.into(),
+                }
             }
             Layout::Nmi(f) => Kind::Nmi {
                 delta_ns: int(b, f)?.max(0) as u64,
@@ -421,5 +423,15 @@ mod tests {
             }
         );
         assert_eq!(comm_of_path(b"sh").as_str(), "sh");
+    }
+
+    #[test]
+    fn an_event_stays_small() {
+        // Two names, pids, priorities and a state: a context switch is the largest.
+        assert!(
+            std::mem::size_of::<Event>() <= 96,
+            "{}",
+            std::mem::size_of::<Event>()
+        );
     }
 }

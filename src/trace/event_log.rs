@@ -37,7 +37,7 @@ fn line(e: &Event) -> String {
         Kind::TimerExit => "hrtimer expire exit".into(),
         Kind::Exec { pid, comm, .. } => format!("exec {}:{pid}", comm.as_str()),
         Kind::Nmi { delta_ns } => format!("nmi handler ({delta_ns} ns)"),
-        Kind::Stack { n, .. } => format!("kernel stack ({n} frames)"),
+        Kind::Stack { ref frames } => format!("kernel stack ({} frames)", frames.len()),
         Kind::Fork {
             child_pid,
             child_comm,

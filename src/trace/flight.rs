@@ -40,9 +40,9 @@ pub const MAX_LOSSES: usize = 4096;
 impl CpuLog {
     /// Adds an event and drops those older than `keep_ns` before it.
     pub fn push(&mut self, e: Event, keep_ns: u64) {
+        let horizon = e.ts.saturating_sub(keep_ns);
         self.events.push_back(e);
         self.read += 1;
-        let horizon = e.ts.saturating_sub(keep_ns);
         while self.events.front().is_some_and(|f| f.ts < horizon) {
             self.events.pop_front();
         }
@@ -52,7 +52,7 @@ impl CpuLog {
     pub fn between(&self, after: u64, upto: u64) -> Vec<Event> {
         let from = self.events.partition_point(|e| e.ts <= after);
         let to = self.events.partition_point(|e| e.ts <= upto);
-        self.events.range(from..to.max(from)).copied().collect()
+        self.events.range(from..to.max(from)).cloned().collect()
     }
 
     /// The events up to `to`, starting at the last context switch at or before `from` (so a
@@ -64,7 +64,7 @@ impl CpuLog {
             .rev()
             .find(|&i| matches!(self.events[i].kind, super::event::Kind::Switch { .. }))
             .unwrap_or(0);
-        self.events.range(start..end.max(start)).copied().collect()
+        self.events.range(start..end.max(start)).cloned().collect()
     }
 }
 

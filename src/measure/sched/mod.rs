@@ -122,30 +122,34 @@ fn offer(tracker: &mut Tracker<Matcher>, tracer: &mut Tracer, names: &mut Vec<u3
 }
 
 /// Replays every event read after `after` up to `upto`, in time order across CPUs, with the
-/// places where the kernel lost events among them.
+/// places where the kernel lost events among them. The events are sorted by reference (time,
+/// CPU, then the order read), not moved about.
 fn replay(tracer: &Tracer, tracker: &mut Tracker<Matcher>, after: u64, upto: u64) {
     if upto <= after {
         return;
     }
     let rec = tracer.recorder();
-    let mut all: Vec<(u64, usize, Option<crate::trace::event::Event>)> = Vec::new();
+    let mut events: Vec<crate::trace::event::Event> = Vec::new();
+    // (time, CPU, index in `events`; usize::MAX: a loss)
+    let mut order: Vec<(u64, usize, usize)> = Vec::new();
     for &c in rec.cpus() {
         for e in rec.between(c, after, upto).unwrap_or_default() {
-            all.push((e.ts, c, Some(e)));
+            order.push((e.ts, c, events.len()));
+            events.push(e);
         }
     }
     for (c, l) in rec.losses() {
         for (ts, _) in l {
             if ts > after && ts <= upto {
-                all.push((ts, c, None));
+                order.push((ts, c, usize::MAX));
             }
         }
     }
-    all.sort_by_key(|x| (x.0, x.1));
-    for (ts, c, e) in &all {
-        match e {
-            Some(e) => tracker.event(*c, e),
-            None => tracker.lost(*ts),
+    order.sort_by_key(|x| (x.0, x.1));
+    for &(ts, c, i) in &order {
+        match events.get(i) {
+            Some(e) => tracker.event(c, e),
+            None => tracker.lost(ts),
         }
     }
 }
