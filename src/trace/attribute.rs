@@ -10,12 +10,18 @@ use crate::result::trace::{Attribution, Component, TaskRef, IRQS_OFF_OR_HOST};
 
 /// A task as a person reads it: `comm:pid RT 99`, `comm:pid` for a normal one.
 pub fn task_label(comm: &Name, pid: i32, prio: i32) -> String {
-    let p = match prio {
-        p if p < 0 => " DL".to_string(),
-        p if p < 100 => format!(" RT {}", 99 - p),
-        _ => String::new(),
-    };
-    format!("{}:{pid}{p}", comm.as_str())
+    use std::fmt::Write;
+    let mut s = String::with_capacity(32);
+    s.push_str(&comm.as_str());
+    let _ = write!(s, ":{pid}");
+    match prio {
+        p if p < 0 => s.push_str(" DL"),
+        p if p < 100 => {
+            let _ = write!(s, " RT {}", 99 - p);
+        }
+        _ => {}
+    }
+    s
 }
 
 /// An interrupt context open: an IRQ (number, -1 for a vector; name) or a softirq.
@@ -174,19 +180,75 @@ pub fn attribute(
     me: Option<i32>,
     idle_note: &Note,
 ) -> Attribution {
-    match repaired(events) {
-        Some(fixed) => attribute_in(&fixed, expected, actual, me, idle_note),
-        None => attribute_in(events, expected, actual, me, idle_note),
+    attribute_window(Window(events, &[]), expected, actual, me, idle_note)
+}
+
+/// A CPU's events, oldest first, in up to two runs (the halves of the flight recorder's ring):
+/// attributed where they are kept, not copied out.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Window<'a>(pub &'a [Event], pub &'a [Event]);
+
+impl<'a> Window<'a> {
+    /// The events in order.
+    pub fn iter(
+        &self,
+    ) -> std::iter::Chain<std::slice::Iter<'a, Event>, std::slice::Iter<'a, Event>> {
+        self.0.iter().chain(self.1.iter())
     }
 }
 
-/// The window with the switch-ins the kernel did not trace put back, where a
+/// [`attribute`] of the events of `w`.
+pub fn attribute_window(
+    w: Window<'_>,
+    expected: u64,
+    actual: u64,
+    me: Option<i32>,
+    idle_note: &Note,
+) -> Attribution {
+    let added = repaired(w.iter());
+    if added.is_empty() {
+        return attribute_in(w.iter(), expected, actual, me, idle_note);
+    }
+    if w.iter().is_sorted_by_key(|e| e.ts) {
+        // Both in time order: merged as they are read, a put-back switch after the records it
+        // ties with (what a stable sort of the two gives).
+        let merged = Merged {
+            a: w.iter().peekable(),
+            b: added.iter().peekable(),
+        };
+        return attribute_in(merged, expected, actual, me, idle_note);
+    }
+    let mut all: Vec<Event> = w.iter().cloned().chain(added).collect();
+    all.sort_by_key(|e| e.ts);
+    attribute_in(all.iter(), expected, actual, me, idle_note)
+}
+
+/// Two runs of events in time order, read as one (ties: `a` first).
+#[derive(Clone)]
+struct Merged<'a, A: Iterator<Item = &'a Event>> {
+    a: std::iter::Peekable<A>,
+    b: std::iter::Peekable<std::slice::Iter<'a, Event>>,
+}
+
+impl<'a, A: Iterator<Item = &'a Event>> Iterator for Merged<'a, A> {
+    type Item = &'a Event;
+
+    fn next(&mut self) -> Option<&'a Event> {
+        match (self.a.peek(), self.b.peek()) {
+            (Some(x), Some(y)) if y.ts < x.ts => self.b.next(),
+            (Some(_), _) => self.a.next(),
+            (None, _) => self.b.next(),
+        }
+    }
+}
+
+/// The switch-ins the kernel did not trace, to put back into the window where a
 /// `sched_stat_runtime` dates them: a task accounted `runtime` ns at `ts` while the recorded
 /// switches say another task runs was picked at `ts - runtime` (its run time is accounted from
 /// the moment it was picked). On 6.18 the switch from the idle task is rarely traced, so
-/// without this a real-time hog that took an idle CPU reads as idle time. None: nothing to
-/// repair.
-fn repaired(events: &[Event]) -> Option<Vec<Event>> {
+/// without this a real-time hog that took an idle CPU reads as idle time. In time order when
+/// the window is.
+fn repaired<'a>(events: impl Iterator<Item = &'a Event>) -> Vec<Event> {
     let mut curr = None;
     let mut last_switch = 0;
     // The latest record (pid, ts), and the latest one of another pid than it: a task cannot
@@ -226,17 +288,11 @@ fn repaired(events: &[Event]) -> Option<Vec<Event>> {
         }
         last = (e.pid, e.ts);
     }
-    if added.is_empty() {
-        return None;
-    }
-    let mut all: Vec<Event> = events.iter().cloned().chain(added).collect();
-    // Stable: a put-back switch goes after the records it ties with.
-    all.sort_by_key(|e| e.ts);
-    Some(all)
+    added
 }
 
-fn attribute_in(
-    events: &[Event],
+fn attribute_in<'a>(
+    events: impl Iterator<Item = &'a Event> + Clone,
     expected: u64,
     actual: u64,
     me: Option<i32>,
@@ -248,18 +304,23 @@ fn attribute_in(
         return out;
     }
     let me = me.or_else(|| {
-        events.iter().rev().find_map(|e| match e.kind {
-            Kind::Switch { next_pid, .. } => Some(next_pid),
-            _ => None,
-        })
+        events
+            .clone()
+            .filter_map(|e| match e.kind {
+                Kind::Switch { next_pid, .. } => Some(next_pid),
+                _ => None,
+            })
+            .last()
     });
     // Names and priorities of the tasks seen, for tasks known only by `common_pid`.
-    let known = known_tasks(events);
+    let known = known_tasks(events.clone());
+    let nobody = Name::new(b"?");
     let task_of = |pid: i32| -> (Name, i32, i32) {
-        let (c, p) = known.get(&pid).copied().unwrap_or((Name::new(b"?"), 120));
+        let (c, p) = known.get(&pid).copied().unwrap_or((nobody, 120));
         (c, pid, p)
     };
-    let mut task: Task = events.first().map(|e| task_of(e.pid));
+    let first = events.clone().next();
+    let mut task: Task = first.map(|e| task_of(e.pid));
     let mut stack: Vec<Ctx> = Vec::new();
     let mut charged: Vec<(Charge, u64, Task)> = Vec::new();
     // Where each charge is in `charged`: a busy CPU's window holds hundreds of tasks.
@@ -289,7 +350,7 @@ fn attribute_in(
     // Without a traced wake-up of the thread (no id, or the event was lost) every stretch
     // counts as after it: no `timer` component then.
     let seen_waking = events
-        .iter()
+        .clone()
         .any(|e| matches!(e.kind, Kind::Waking { pid, .. } if Some(pid) == me && e.ts >= expected));
     let mut woken = if seen_waking {
         Wake::Pending
@@ -299,13 +360,13 @@ fn attribute_in(
     let (mut last_timer, mut blocked) = (None::<u64>, false);
     // Time before the first event is not seen.
     let mut t = expected;
-    if let Some(f) = events.first() {
+    if let Some(f) = first {
         if f.ts > expected {
             charge(Charge::Unknown, f.ts.min(actual) - expected, None);
             t = f.ts;
         }
     }
-    for e in events.iter().filter(|e| e.ts <= actual) {
+    for e in events.filter(|e| e.ts <= actual) {
         if !blocked && e.ts > expected {
             blocked = true;
             out.blocking = Some(blocking(&stack, &task));
@@ -383,8 +444,9 @@ fn attribute_in(
 
 /// The latest name and priority each task has in the window's switches (a switch put back by
 /// `repaired` names nobody and is left out).
-fn known_tasks(events: &[Event]) -> super::FastMap<i32, (Name, i32)> {
+fn known_tasks<'a>(events: impl Iterator<Item = &'a Event>) -> super::FastMap<i32, (Name, i32)> {
     let mut known: super::FastMap<i32, (Name, i32)> = Default::default();
+    let nobody = Name::new(b"?");
     for e in events {
         if let Kind::Switch {
             prev_comm,
@@ -397,10 +459,10 @@ fn known_tasks(events: &[Event]) -> super::FastMap<i32, (Name, i32)> {
         } = e.kind
         {
             // A switch put back by `repaired` names nobody: keep what real records say.
-            if prev_comm != Name::new(b"?") {
+            if prev_comm != nobody {
                 known.insert(prev_pid, (prev_comm, prev_prio));
             }
-            if next_comm != Name::new(b"?") {
+            if next_comm != nobody {
                 known.insert(next_pid, (next_comm, next_prio));
             }
         }
@@ -604,7 +666,23 @@ mod tests {
         let a = attribute(&evs, 200, 2000, Some(7), &note("vm"));
         let t = &a.components[0];
         assert_eq!((t.kind.as_str(), t.ns), ("thread", 1800), "{a:?}");
-        assert_eq!(repaired(&evs).unwrap()[3].ts, 160);
+        // The put-back switch goes after the IRQ exit it ties with, as a stable sort puts it.
+        let added = repaired(evs.iter());
+        assert_eq!(added.len(), 1);
+        let merged: Vec<&Event> = Merged {
+            a: evs.iter().peekable(),
+            b: added.iter().peekable(),
+        }
+        .collect();
+        assert_eq!(merged.len(), evs.len() + 1);
+        assert_eq!(merged[3].ts, 160);
+        assert!(matches!(merged[3].kind, Kind::Switch { next_pid: 9, .. }));
+        assert!(matches!(merged[2].kind, Kind::IrqExit));
+        // A window in two runs (the ring's halves) reads as one.
+        for k in 0..=evs.len() {
+            let w = Window(&evs[..k], &evs[k..]);
+            assert_eq!(attribute_window(w, 200, 2000, Some(7), &note("vm")), a);
+        }
         assert_eq!(t.name, "hog:9 RT 99");
         assert!(a.components.iter().all(|c| c.kind != "idle"), "{a:?}");
     }

@@ -58,13 +58,27 @@ impl CpuLog {
     /// The events up to `to`, starting at the last context switch at or before `from` (so a
     /// replay knows which task ran at `from`), or at the oldest kept event.
     pub fn window(&self, from: u64, to: u64) -> Vec<Event> {
+        self.window_in_place(from, to).iter().cloned().collect()
+    }
+
+    /// [`CpuLog::window`] where the events are kept (the two halves of the ring).
+    pub fn window_in_place(&self, from: u64, to: u64) -> super::attribute::Window<'_> {
         let end = self.events.partition_point(|e| e.ts <= to);
         let at = self.events.partition_point(|e| e.ts <= from);
         let start = (0..at)
             .rev()
             .find(|&i| matches!(self.events[i].kind, super::event::Kind::Switch { .. }))
             .unwrap_or(0);
-        self.events.range(start..end.max(start)).cloned().collect()
+        let end = end.max(start);
+        let (a, b) = self.events.as_slices();
+        let cut = |s: &'_ [Event], lo: usize, hi: usize| (lo.min(s.len()), hi.min(s.len()));
+        let (a0, a1) = cut(a, start, end);
+        let (b0, b1) = cut(
+            b,
+            start.saturating_sub(a.len()),
+            end.saturating_sub(a.len()),
+        );
+        super::attribute::Window(&a[a0..a1], &b[b0..b1])
     }
 }
 
@@ -280,6 +294,29 @@ impl FlightRecorder {
         }
     }
 
+    /// Calls `f` with [`FlightRecorder::window`]'s events where they are kept, under the CPU's
+    /// lock (the reader waits meanwhile: `f` must be quick), instead of copying them out.
+    pub fn with_window<R>(
+        &self,
+        cpu: usize,
+        (from, to): (u64, u64),
+        patience: Duration,
+        f: impl FnOnce(super::attribute::Window<'_>) -> R,
+    ) -> Option<R> {
+        let i = self.shared.cpus.iter().position(|&c| c == cpu)?;
+        let t0 = std::time::Instant::now();
+        loop {
+            let l = self.shared.logs[i]
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            if l.complete_to > to || t0.elapsed() >= patience || self.reader.is_none() {
+                return Some(f(l.window_in_place(from, to)));
+            }
+            drop(l);
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     /// Every event on `cpu` after `after` up to `upto` still kept (None: a CPU not traced).
     pub fn between(&self, cpu: usize, after: u64, upto: u64) -> Option<Vec<Event>> {
         let i = self.shared.cpus.iter().position(|&c| c == cpu)?;
@@ -461,5 +498,40 @@ mod tests {
         assert_eq!(l.read, 4);
         assert_eq!(l.window(0, 999).len(), 0);
         assert_eq!(l.window(0, 1000).len(), 1);
+    }
+
+    #[test]
+    fn a_window_in_place_spans_the_rings_two_halves() {
+        let mut l = CpuLog::default();
+        let ev = |ts: u64| Event {
+            ts,
+            pid: 1,
+            kind: if ts % 10 == 0 {
+                Kind::Switch {
+                    prev_comm: Default::default(),
+                    prev_pid: 1,
+                    prev_prio: 120,
+                    prev_state: 0,
+                    next_comm: Default::default(),
+                    next_pid: 2,
+                    next_prio: 120,
+                }
+            } else {
+                Kind::IrqExit
+            },
+        };
+        for ts in 0..200 {
+            l.push(ev(ts), 40);
+        }
+        assert!(!l.events.as_slices().1.is_empty(), "the ring wrapped");
+        for (from, to) in [(170, 190), (159, 199), (0, 165), (185, 185)] {
+            let w = l.window_in_place(from, to);
+            let got: Vec<u64> = w.iter().map(|e| e.ts).collect();
+            // From the last switch at or before `from` (or the oldest kept) up to `to`.
+            let start = (from / 10 * 10).max(l.events[0].ts);
+            let want: Vec<u64> = (start..=to).collect();
+            assert_eq!(got, want, "{from}..{to}");
+            assert_eq!(l.window(from, to).len(), want.len());
+        }
     }
 }
