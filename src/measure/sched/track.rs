@@ -12,7 +12,8 @@
 
 use crate::stats::Recorder;
 use crate::trace::event::{softirq_name, Event, Kind, Name};
-use std::collections::{HashMap, HashSet};
+use crate::trace::FastMap;
+use std::collections::VecDeque;
 
 /// Decides which tasks are measured.
 pub trait Chooser {
@@ -179,21 +180,31 @@ struct CpuState {
     timer: bool,
     /// The task running, as the last switch named it.
     curr: (i32, Name),
+    /// The task whose exit was recorded here: its next switch-out is its last.
+    exiting: i32,
 }
 
 /// Tasks the tracker keeps at most; beyond, new tasks are only counted.
 pub const MAX_TASKS: usize = 20_000;
+
+/// How long (trace time) an exited task's tid is remembered as dead: its exit is followed at
+/// once by its last switch-out, after which no record names it until it is reused (with a
+/// fork). Then it is forgotten, so the tracker's state follows the tasks alive, not every
+/// task that ever exited.
+const DEAD_NS: u64 = 1_000_000_000;
 
 /// The replay.
 pub struct Tracker<C: Chooser> {
     chooser: C,
     /// Every task measured, in the order first seen.
     pub tasks: Vec<Task>,
-    live: HashMap<i32, usize>,
+    live: FastMap<i32, usize>,
     /// Tids the chooser refused, with the name it refused.
-    refused: HashMap<i32, Name>,
-    /// Tids that exited (their later records are their last switch-out).
-    dead: HashSet<i32>,
+    refused: FastMap<i32, Name>,
+    /// Tids that exited lately (their later records are their last switch-out), with when.
+    dead: FastMap<i32, u64>,
+    /// The same in time order, to forget them [`DEAD_NS`] later.
+    deaths: VecDeque<(u64, i32)>,
     cpus: Vec<CpuState>,
     /// Delays are recorded when switched in on these CPUs (None: any).
     measured: Option<Vec<usize>>,
@@ -201,7 +212,7 @@ pub struct Tracker<C: Chooser> {
     /// Delays at or over the threshold, for the caller to take.
     pub delays: Vec<Delay>,
     /// The latest name of every task seen switching (for naming wakers).
-    names: HashMap<i32, Name>,
+    names: FastMap<i32, Name>,
     /// Tasks not kept because [`MAX_TASKS`] were.
     pub overflow: u64,
     /// Events replayed.
@@ -220,14 +231,15 @@ impl<C: Chooser> Tracker<C> {
         Tracker {
             chooser,
             tasks: Vec::new(),
-            live: HashMap::new(),
-            refused: HashMap::new(),
-            dead: HashSet::new(),
+            live: FastMap::default(),
+            refused: FastMap::default(),
+            dead: FastMap::default(),
+            deaths: VecDeque::new(),
             cpus: Vec::new(),
             measured,
             threshold_ns,
             delays: Vec::new(),
-            names: HashMap::new(),
+            names: FastMap::default(),
             overflow: 0,
             events: 0,
         }
@@ -251,7 +263,7 @@ impl<C: Chooser> Tracker<C> {
         if let Some(&i) = self.live.get(&tid) {
             return Some(i);
         }
-        if tid <= 0 || self.dead.contains(&tid) {
+        if tid <= 0 || self.dead.contains_key(&tid) {
             return None;
         }
         if self.refused.get(&tid) == Some(comm) {
@@ -389,8 +401,31 @@ impl<C: Chooser> Tracker<C> {
             t.exited = true;
             let tid = t.tid;
             self.live.remove(&tid);
-            self.dead.insert(tid);
+            self.refused.remove(&tid);
+            self.dead.insert(tid, ts);
+            self.deaths.push_back((ts, tid));
         }
+        self.forget_dead(ts);
+    }
+
+    /// Forgets the tids that exited more than [`DEAD_NS`] before `now`.
+    fn forget_dead(&mut self, now: u64) {
+        while let Some(&(ts, tid)) = self.deaths.front() {
+            if now.saturating_sub(ts) <= DEAD_NS {
+                break;
+            }
+            self.deaths.pop_front();
+            // Unless it died again since (a reused tid).
+            if self.dead.get(&tid) == Some(&ts) {
+                self.dead.remove(&tid);
+            }
+        }
+    }
+
+    /// Entries the tracker keeps beside the tasks' figures (tests: they follow the tasks
+    /// alive, not every task that exited).
+    pub fn state_len(&self) -> usize {
+        self.live.len() + self.refused.len() + self.dead.len() + self.deaths.len() + self.names.len()
     }
 
     /// Replays one event recorded on `cpu`. Events must come in time order across CPUs.
@@ -422,15 +457,23 @@ impl<C: Chooser> Tracker<C> {
                 next_pid,
                 next_prio,
             } => {
-                if self.names.len() < MAX_TASKS * 4 {
-                    self.names.insert(prev_pid, prev_comm);
-                    self.names.insert(next_pid, next_comm);
-                }
-                {
+                let last_out = {
                     let c = self.cpu(cpu);
                     c.stack.clear();
                     c.timer = false;
                     c.curr = (next_pid, next_comm);
+                    let gone = prev_pid > 0 && c.exiting == prev_pid;
+                    if gone {
+                        c.exiting = 0;
+                    }
+                    gone
+                };
+                // A task that exited is not named again (it wakes nobody any more).
+                if self.names.len() < MAX_TASKS * 4 {
+                    if !last_out {
+                        self.names.insert(prev_pid, prev_comm);
+                    }
+                    self.names.insert(next_pid, next_comm);
                 }
                 if let Some(i) = self.live(prev_pid) {
                     self.tasks[i].last_ns = e.ts;
@@ -486,6 +529,9 @@ impl<C: Chooser> Tracker<C> {
             }
             Kind::Exit { pid } => {
                 self.names.remove(&pid);
+                // Not asked again: a tid reused is forked first (which asks again anyway).
+                self.refused.remove(&pid);
+                self.cpu(cpu).exiting = pid;
                 if let Some(i) = self.live(pid) {
                     self.tasks[i].exiting = true;
                     self.tasks[i].last_ns = e.ts;
@@ -782,6 +828,33 @@ mod tests {
         t.event(1, &sw(5_000_000, ("swapper", 0, 0), ("w", 7)));
         t.finish(5_000_100);
         assert_eq!((t.tasks[0].wake.count(), t.tasks[0].unmatched), (0, 1));
+    }
+
+    #[test]
+    fn exited_tasks_are_forgotten_and_their_figures_kept() {
+        let mut t = Tracker::new(W, None, u64::MAX);
+        let ev = |ts: u64, pid: i32, kind: Kind| Event { ts, pid, kind };
+        // 4000 tasks over 40 s, measured (w) and not (u), each forked, woken, run, exited.
+        for k in 0..4000 {
+            let (tid, ts) = (1000 + k, 10_000_000 * k as u64);
+            let name = if k % 2 == 0 { "w" } else { "u" };
+            let fork = Kind::Fork {
+                parent_pid: 1,
+                child_pid: tid,
+                child_comm: n(name),
+            };
+            t.event(0, &ev(ts, 1, fork));
+            t.event(0, &wake(ts + 10, 1, (name, tid)));
+            t.event(1, &sw(ts + 20, ("swapper", 0, 0), (name, tid)));
+            t.event(1, &ev(ts + 30, tid, Kind::Exit { pid: tid }));
+            t.event(1, &sw(ts + 40, (name, tid, 0x80), ("swapper", 0)));
+        }
+        t.finish(40_000_000_000);
+        assert_eq!(t.tasks.len(), 2000, "every measured task keeps its figures");
+        assert!(t.tasks.iter().all(|x| x.exited && x.wake.count() == 1));
+        // What is kept besides follows the tasks that exited in the last second (100 of
+        // them), not the 4000.
+        assert!(t.state_len() < 400, "{}", t.state_len());
     }
 
     #[test]
