@@ -7,6 +7,9 @@ live, so its peer is record + timehist); then the highest event rate latlab's re
 before the kernel loses an event (hackbench groups raised until a loss; --no-sustained skips).
 
 usage: bench/sched.py [--rounds 5] [--groups 10] [--loops 200] [--no-sustained]
+                     [--latlab BIN [--latlab BIN2]]
+Two --latlab binaries (before and after a change) run interleaved in every round, each against
+the same round's perf; the sustained rate is measured with the last one.
 """
 import argparse, json, os, re, signal, statistics, subprocess, sys, tempfile, time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -57,22 +60,47 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--groups", type=int, default=10)
     ap.add_argument("--loops", type=int, default=200)
-    ap.add_argument("--latlab", default="target/release/latlab")
+    ap.add_argument("--latlab", action="append", default=None,
+                    help="latlab binary (twice: before and after, interleaved)")
     ap.add_argument("--no-sustained", action="store_true")
     a = ap.parse_args()
+    bins = a.latlab or ["target/release/latlab"]
     tmp = tempfile.mkdtemp(prefix="latlab-bench-sched-")
     data = os.path.join(tmp, "perf.data")
-    bare, lh, lc, ph, pc, tc = [], [], [], [], [], []
+    bare, ph, pc, tc = [], [], [], []
+    lhs, lcs = [[] for _ in bins], [[] for _ in bins]
     for i in range(a.rounds):
         bare.append(hackbench(a.groups, a.loops))
-        h, c = traced([a.latlab, "sched", "--all", "--no-store"], a.groups, a.loops)
-        lh.append(h); lc.append(c)
+        # Each binary first in every other round.
+        for k in (range(len(bins)) if i % 2 == 0 else reversed(range(len(bins)))):
+            b = bins[k]
+            h, c = traced([b, "sched", "--all", "--no-store"], a.groups, a.loops)
+            lhs[k].append(h); lcs[k].append(c)
         h, c = traced(["perf", "sched", "record", "-a", "-o", data], a.groups, a.loops)
         ph.append(h); pc.append(c)
         tc.append(cpu_of(["perf", "sched", "timehist", "-i", data]))
-        print(f"round {i+1}: hackbench bare {bare[-1]:.3f} s | under latlab {lh[-1]:.3f} s "
-              f"(latlab cpu {lc[-1]:.3f} s) | under perf {ph[-1]:.3f} s (perf record cpu "
-              f"{pc[-1]:.3f} s, timehist cpu {tc[-1]:.3f} s)", flush=True)
+        under = " | ".join(f"under {b} {lhs[k][-1]:.3f} s (cpu {lcs[k][-1]:.3f} s)"
+                           for k, b in enumerate(bins))
+        print(f"round {i+1}: hackbench bare {bare[-1]:.3f} s | {under} | under perf "
+              f"{ph[-1]:.3f} s (perf record cpu {pc[-1]:.3f} s, timehist cpu {tc[-1]:.3f} s)",
+              flush=True)
+    m = statistics.median
+    for k, b in enumerate(bins):
+        if len(bins) > 1:
+            print(f"--- {b}")
+        report(lhs[k], lcs[k], bare, ph, pc, tc)
+    if len(bins) > 1:
+        per = sorted(y / x for x, y in zip(lcs[0], lcs[-1]))
+        print(f"{bins[-1]} / {bins[0]} tracer CPU: ratio of medians {m(lcs[-1])/m(lcs[0]):.2f}, "
+              f"per-round {per[0]:.2f}-{per[-1]:.2f}")
+    rows = [] if a.no_sustained else sustained(bins[-1], a.loops, tmp)
+    ok = [r for r in rows if r[2] == 0]
+    if ok:
+        print(f"highest rate read with 0 lost events: {max(r[1] for r in ok):.0f} events/s")
+    print(f"machine: {machine()}; {a.rounds} rounds, hackbench -g {a.groups} -l {a.loops} -P")
+
+def report(lh, lc, bare, ph, pc, tc):
+    """Prints one latlab's medians against perf's (same rounds)."""
     m = statistics.median
     print(f"median tracer CPU: latlab {m(lc):.3f} s, perf {m(pc):.3f} s, ratio {m(lc)/m(pc):.2f} "
           f"(spread latlab {min(lc):.3f}-{max(lc):.3f}, perf {min(pc):.3f}-{max(pc):.3f})")
@@ -83,11 +111,6 @@ def main():
           f"{m(lc)/m(both):.2f}, per-round ratios {ratios[0]:.2f}-{ratios[-1]:.2f}")
     print(f"median hackbench: bare {m(bare):.3f} s, under latlab {m(lh):.3f} s "
           f"({m(lh)/m(bare):.2f}x), under perf {m(ph):.3f} s ({m(ph)/m(bare):.2f}x)")
-    rows = [] if a.no_sustained else sustained(a.latlab, a.loops, tmp)
-    ok = [r for r in rows if r[2] == 0]
-    if ok:
-        print(f"highest rate read with 0 lost events: {max(r[1] for r in ok):.0f} events/s")
-    print(f"machine: {machine()}; {a.rounds} rounds, hackbench -g {a.groups} -l {a.loops} -P")
 
 if __name__ == "__main__":
     sys.exit(main())
