@@ -3,23 +3,32 @@
 //! exec chain and the policy/priority that held the CPU most; IRQs, softirqs and the rest by
 //! name. The tasks of a group are kept under it.
 
+use super::FastMap;
 use crate::result::trace::policy_label;
 use crate::result::trace::{Cause, CpuCauses, Member, SpikeRecord};
 use std::collections::BTreeMap;
 
-/// The key with the most time.
+/// The key with the most time (of equal times, the smallest key).
 fn top<K: Clone + Ord>(m: &BTreeMap<K, u64>) -> Option<K> {
     m.iter()
         .max_by(|a, b| a.1.cmp(b.1).then_with(|| b.0.cmp(a.0)))
         .map(|x| x.0.clone())
 }
 
+/// [`top`] of a hashed map (the same key: the order is total).
+fn top_chain(m: &FastMap<&[String], u64>) -> Option<Vec<String>> {
+    m.iter()
+        .max_by(|a, b| a.1.cmp(b.1).then_with(|| b.0.cmp(a.0)))
+        .map(|x| x.0.to_vec())
+}
+
+/// One cause's sums, keyed by the components' own strings (nothing copied per component).
 #[derive(Default)]
-struct Acc {
+struct Acc<'a> {
     ns: u64,
-    chains: BTreeMap<Vec<String>, u64>,
+    chains: FastMap<&'a [String], u64>,
     prios: BTreeMap<i32, u64>,
-    members: BTreeMap<i32, (String, BTreeMap<i32, u64>, u64)>,
+    members: BTreeMap<i32, (&'a str, BTreeMap<i32, u64>, u64)>,
 }
 
 /// Sums the components of `spikes` per CPU of `cpus`.
@@ -28,61 +37,44 @@ pub fn summarise(spikes: &[SpikeRecord], cpus: &[usize]) -> Vec<CpuCauses> {
     for &cpu in cpus {
         let on: Vec<&SpikeRecord> = spikes.iter().filter(|s| s.cpu == cpu).collect();
         let late: u64 = on.iter().map(|s| s.latency_ns).sum();
-        // By kind, then name (the group for a thread): looked up by reference, a component's
-        // strings are copied only the first time they are met.
-        let mut acc: BTreeMap<String, BTreeMap<String, Acc>> = BTreeMap::new();
+        // By kind, then name (the group for a thread).
+        let mut acc: FastMap<(&str, &str), Acc> = FastMap::default();
         for comp in on.iter().flat_map(|s| &s.why.components) {
             let name = comp.group.as_deref().unwrap_or(&comp.name);
-            if !acc.contains_key(comp.kind.as_str()) {
-                acc.insert(comp.kind.clone(), BTreeMap::new());
-            }
-            let by_name = acc.get_mut(comp.kind.as_str()).expect("inserted");
-            if !by_name.contains_key(name) {
-                by_name.insert(name.to_string(), Acc::default());
-            }
-            let a = by_name.get_mut(name).expect("inserted");
+            let a = acc.entry((comp.kind.as_str(), name)).or_default();
             a.ns += comp.ns;
             if let Some(t) = &comp.task {
-                match a.chains.get_mut(comp.chain.as_slice()) {
-                    Some(ns) => *ns += comp.ns,
-                    None => {
-                        a.chains.insert(comp.chain.clone(), comp.ns);
-                    }
-                }
+                *a.chains.entry(comp.chain.as_slice()).or_default() += comp.ns;
                 *a.prios.entry(t.prio).or_default() += comp.ns;
                 let m = a
                     .members
                     .entry(t.pid)
-                    .or_insert_with(|| (t.comm.clone(), BTreeMap::new(), 0));
-                if m.0 != t.comm {
-                    m.0.clone_from(&t.comm);
-                }
+                    .or_insert_with(|| (t.comm.as_str(), BTreeMap::new(), 0));
+                m.0 = t.comm.as_str();
                 *m.1.entry(t.prio).or_default() += comp.ns;
                 m.2 += comp.ns;
             }
         }
+        let mut acc: Vec<((&str, &str), Acc)> = acc.into_iter().collect();
+        acc.sort_by(|a, b| a.0.cmp(&b.0));
         let mut causes: Vec<Cause> = acc
             .into_iter()
-            .flat_map(|(kind, m)| {
-                m.into_iter()
-                    .map(move |(name, a)| ((kind.clone(), name), a))
-            })
             .map(|((kind, name), a)| {
                 let mut members: Vec<Member> = a
                     .members
                     .into_iter()
                     .map(|(pid, (comm, prios, ns))| Member {
                         pid,
-                        comm,
+                        comm: comm.to_string(),
                         policy: policy_label(top(&prios).unwrap_or(120)),
                         ns,
                     })
                     .collect();
                 members.sort_by(|x, y| y.ns.cmp(&x.ns).then(x.pid.cmp(&y.pid)));
                 Cause {
-                    kind,
-                    name,
-                    chain: top(&a.chains).unwrap_or_default(),
+                    kind: kind.to_string(),
+                    name: name.to_string(),
+                    chain: top_chain(&a.chains).unwrap_or_default(),
                     policy: top(&a.prios).map(policy_label),
                     ns: a.ns,
                     share: a.ns as f64 / late.max(1) as f64,
