@@ -309,7 +309,10 @@ mod tests {
     fn the_kernel_is_asked_on_the_real_proc_and_finds_a_real_time_process_and_thread() {
         assert!(kernel_answers_for(Path::new("/proc")));
         assert!(!kernel_answers_for(Path::new("/tmp")));
-        let mut child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
         let pid = child.id() as i32;
         std::thread::sleep(std::time::Duration::from_millis(20));
         let before = may_be_real_time(Path::new("/proc"), pid);
@@ -327,8 +330,13 @@ mod tests {
             return;
         }
         assert!(after, "a FIFO process is seen by the kernel's answer");
-        assert!(found.iter().any(|t| t.pid == pid && t.policy == "fifo" && t.prio == 1));
-        assert!(!may_be_real_time(Path::new("/proc"), i32::MAX), "a pid that does not exist");
+        assert!(found
+            .iter()
+            .any(|t| t.pid == pid && t.policy == "fifo" && t.prio == 1));
+        assert!(
+            !may_be_real_time(Path::new("/proc"), i32::MAX),
+            "a pid that does not exist"
+        );
         // A multi-threaded process (this one) with one FIFO thread among ordinary ones.
         let (tx, rx) = std::sync::mpsc::channel();
         let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
