@@ -87,6 +87,12 @@ impl Assembled {
         let mut thread_names = Vec::new();
         // Per process: its series name base, merged recorder, threads.
         let mut procs: BTreeMap<i32, (String, Recorder, u32, bool)> = BTreeMap::new();
+        // Only a process of two or more measured threads is merged: no histogram (hundreds of
+        // KiB each) for the many processes of one thread.
+        let mut threads: crate::trace::FastMap<i32, u32> = Default::default();
+        for t in tasks.iter().filter(|t| t.wake.count() + t.preempt.count() > 0) {
+            *threads.entry(t.tgid).or_default() += 1;
+        }
         for t in tasks {
             if t.wake.count() + t.preempt.count() == 0 {
                 thread_names.push(String::new());
@@ -102,6 +108,9 @@ impl Assembled {
             s.extra = Some(extra(t, lost));
             series.push(s);
             thread_names.push(name);
+            if threads.get(&t.tgid).is_none_or(|&n| n < 2) {
+                continue;
+            }
             let p = procs.entry(t.tgid).or_insert_with(|| {
                 let leader = tasks.iter().find(|x| x.tid == t.tgid).unwrap_or(t);
                 (leader.comm.as_str().into_owned(), Recorder::new(), 0, false)
