@@ -294,29 +294,6 @@ impl FlightRecorder {
         }
     }
 
-    /// Calls `f` with [`FlightRecorder::window`]'s events where they are kept, under the CPU's
-    /// lock (the reader waits meanwhile: `f` must be quick), instead of copying them out.
-    pub fn with_window<R>(
-        &self,
-        cpu: usize,
-        (from, to): (u64, u64),
-        patience: Duration,
-        f: impl FnOnce(super::attribute::Window<'_>) -> R,
-    ) -> Option<R> {
-        let i = self.shared.cpus.iter().position(|&c| c == cpu)?;
-        let t0 = std::time::Instant::now();
-        loop {
-            let l = self.shared.logs[i]
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
-            if l.complete_to > to || t0.elapsed() >= patience || self.reader.is_none() {
-                return Some(f(l.window_in_place(from, to)));
-            }
-            drop(l);
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    }
-
     /// Every event on `cpu` after `after` up to `upto` still kept (None: a CPU not traced).
     pub fn between(&self, cpu: usize, after: u64, upto: u64) -> Option<Vec<Event>> {
         let i = self.shared.cpus.iter().position(|&c| c == cpu)?;

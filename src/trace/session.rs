@@ -3,7 +3,7 @@
 //! attributes each once the recorder has read past it, and ends with a report for the run's
 //! JSON (`trace`) and the "why" summary printed after the table.
 
-use super::attribute::{attribute_window, Note, Window};
+use super::attribute::{attribute, Note};
 use super::flight::FlightRecorder;
 use super::groups::{Namer, Root};
 use super::procs::Identity;

@@ -11,34 +11,25 @@ impl Tracer {
             text: self.report.idle_note.clone(),
             spinner: self.spinner,
         };
-        let (nmi_traced, saving) = (self.report.nmi_traced, self.save.is_some());
-        // Attributed where the recorder keeps the events (a window can hold thousands); copied
-        // out only to be saved.
-        let work = |w: Window<'_>| {
-            let mut why = attribute_window(w, s.expected, s.actual, tid, &note);
-            if nmi_traced {
-                let (n, ns) = w
-                    .iter()
-                    .filter(|e| e.ts >= s.expected && e.ts <= s.actual)
-                    .filter_map(|e| match e.kind {
-                        crate::trace::event::Kind::Nmi { delta_ns } => Some(delta_ns),
-                        _ => None,
-                    })
-                    .fold((0u32, 0u64), |(n, t), d| (n + 1, t + d));
-                why.nmis = Some(n);
-                why.nmi_ns = Some(ns);
-            }
-            let kept: Vec<crate::trace::event::Event> = if saving {
-                w.iter().cloned().collect()
-            } else {
-                Vec::new()
-            };
-            (why, kept)
-        };
-        let (mut why, events) = self
+        // Copied out under the CPU's lock: the reader waits only for the copy (attributing in
+        // place would hold it for the whole attribution; no CPU was saved by it either).
+        let events = self
             .rec
-            .with_window(cpu, (s.expected, s.actual), patience, work)
-            .unwrap_or_else(|| work(Window::default()));
+            .window(cpu, s.expected, s.actual, patience)
+            .unwrap_or_default();
+        let mut why = attribute(&events, s.expected, s.actual, tid, &note);
+        if self.report.nmi_traced {
+            let (n, ns) = events
+                .iter()
+                .filter(|e| e.ts >= s.expected && e.ts <= s.actual)
+                .filter_map(|e| match e.kind {
+                    crate::trace::event::Kind::Nmi { delta_ns } => Some(delta_ns),
+                    _ => None,
+                })
+                .fold((0u32, 0u64), |(n, t), d| (n + 1, t + d));
+            why.nmis = Some(n);
+            why.nmi_ns = Some(ns);
+        }
         if let Some(k) = &self.kallsyms {
             why.stack = why.stack_addrs.iter().map(|&a| k.name(a)).collect();
         }
