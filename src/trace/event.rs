@@ -5,8 +5,15 @@ use super::format::{Field, Format};
 use std::collections::HashMap;
 
 /// A short name (comm, IRQ name, vector), NUL-padded; longer names are cut.
-#[derive(Clone, Copy, Eq, Hash, Default)]
+#[derive(Clone, Copy, Eq, Default)]
 pub struct Name(pub [u8; 24]);
+
+impl std::hash::Hash for Name {
+    /// The bytes, as equality compares them.
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.0.hash(h);
+    }
+}
 
 impl PartialEq for Name {
     /// As three words (compared per event by the replay and attribution; no `memcmp` call).

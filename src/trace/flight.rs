@@ -483,7 +483,7 @@ mod tests {
         let ev = |ts: u64| Event {
             ts,
             pid: 1,
-            kind: if ts % 10 == 0 {
+            kind: if ts.is_multiple_of(10) {
                 Kind::Switch {
                     prev_comm: Default::default(),
                     prev_pid: 1,
