@@ -124,6 +124,11 @@ pub struct SqliteStore {
     path: PathBuf,
 }
 
+/// WAL pages after which a commit checkpoints (SQLite's default is 1000). Every process that
+/// opens the store alone re-reads the whole WAL to rebuild its index, so a short WAL keeps that
+/// cheap; a run writes about a dozen pages, so this checkpoints about every eighth run.
+const WAL_PAGES: i64 = 100;
+
 /// What one stored run costs, and why nothing reported as stored can be lost.
 ///
 /// A run is reported as stored only after its transaction commits; in WAL mode with
@@ -138,10 +143,11 @@ pub struct SqliteStore {
 /// the commit's and one of the directory (SQLite syncs the directory the first time a process
 /// syncs a WAL it opened with O_CREAT, whether or not the file was new).
 /// The WAL stays beside the database (`results.db-wal`, `results.db-shm`) and is part of the
-/// store: SQLite checkpoints it as it grows (every 1000 pages, about 120 runs) and reads it on
+/// store: SQLite checkpoints it as it grows (every [`WAL_PAGES`] pages) and reads it on
 /// every open; a copy of the store must copy all three files, or use `runs export`.
 fn durable_commits(conn: &Connection) -> rusqlite::Result<()> {
     conn.pragma_update(None, "synchronous", "FULL")?;
+    conn.pragma_update(None, "wal_autocheckpoint", WAL_PAGES)?;
     conn.set_db_config(
         rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
         true,
