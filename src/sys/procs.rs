@@ -140,23 +140,85 @@ fn rt_policy(f: &[&str]) -> Option<(&'static str, u32)> {
     Some((policy, prio))
 }
 
+/// Whether `proc_root` is this process's own /proc, whose pids `sched_getscheduler` takes as
+/// they are (the same pid namespace) and whose `task` directories count their threads in their
+/// link count (2 + threads, checked on this process's own): then [`may_be_real_time`] can ask
+/// the kernel instead of reading every task's `stat`.
+fn kernel_answers_for(proc_root: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    if proc_root != Path::new("/proc") {
+        return false;
+    }
+    let me = crate::sys::process::getpid();
+    let same_namespace = std::fs::read_link("/proc/self")
+        .ok()
+        .and_then(|l| l.to_str()?.parse::<i32>().ok())
+        == Some(me);
+    let counted = || std::fs::read_dir("/proc/self/task").map(|d| d.count() as u64);
+    let links = std::fs::metadata("/proc/self/task").map(|m| m.nlink());
+    // Threads may start between the two reads: read the count on both sides.
+    same_namespace
+        && matches!((counted(), links, counted()), (Ok(a), Ok(l), Ok(b)) if a == b && l == a + 2)
+}
+
+/// Whether any thread of process `pid` may run under a real-time policy, asked of the kernel
+/// (`sched_getscheduler` per thread, and a process's thread count from its `task` link count)
+/// rather than read from `stat`: a `stat` read makes the kernel format some fifty fields, which
+/// at the start and end of every measurement, for every process, was most of a short run's
+/// fixed cost. A thread that cannot be asked for another reason than being gone counts as
+/// maybe (its `stat` is read).
+fn may_be_real_time(proc_root: &Path, pid: i32) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let task = proc_root.join(format!("{pid}/task"));
+    let maybe = |tid: i32| {
+        // SAFETY: sched_getscheduler only reads the policy of the task named.
+        let p = unsafe { libc::sched_getscheduler(tid) };
+        if p < 0 {
+            return std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH);
+        }
+        matches!(
+            p & !libc::SCHED_RESET_ON_FORK,
+            libc::SCHED_FIFO | libc::SCHED_RR | SCHED_DEADLINE
+        )
+    };
+    match std::fs::metadata(&task).map(|m| m.nlink()) {
+        Ok(3) => maybe(pid),
+        Ok(_) => std::fs::read_dir(&task).map_or(true, |d| {
+            d.flatten().any(|t| {
+                t.file_name()
+                    .to_str()
+                    .and_then(|n| n.parse::<i32>().ok())
+                    .is_some_and(maybe)
+            })
+        }),
+        // Gone since it was listed.
+        Err(_) => false,
+    }
+}
+
+/// `SCHED_DEADLINE` (not in every libc crate's list).
+const SCHED_DEADLINE: i32 = 6;
+
 /// Every real-time task (FIFO, RR, deadline) of processes other than `except` (and not kernel
 /// threads: those are the kernel's own, per CPU by design), whose allowed CPUs meet `cpus`.
 ///
 /// Cheap on a machine of ordinary tasks (it runs at the start and end of every measurement):
-/// one `stat` read per process decides most of them (a kernel thread by its flag, a process of
-/// one thread by its own policy); only the threads of a multi-threaded process are listed, and
-/// only a real-time task's command line and allowed CPUs are read.
+/// on this process's own /proc the kernel is asked each thread's policy ([`may_be_real_time`])
+/// and only a process with a real-time thread is read further; under another root (tests' fake
+/// trees) one `stat` read per process decides most of them (a kernel thread by its flag, a
+/// process of one thread by its own policy). Only a real-time task's command line and allowed
+/// CPUs are read.
 pub fn rt_tasks_on(proc_root: &Path, cpus: &[usize], except: i32) -> Vec<Task> {
     let mut out = Vec::new();
     let Ok(dir) = std::fs::read_dir(proc_root) else {
         return out;
     };
+    let ask_kernel = kernel_answers_for(proc_root);
     for e in dir.flatten() {
         let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
             continue;
         };
-        if pid == except {
+        if pid == except || (ask_kernel && !may_be_real_time(proc_root, pid)) {
             continue;
         }
         let Ok(stat) = std::fs::read_to_string(proc_root.join(format!("{pid}/stat"))) else {
@@ -242,6 +304,54 @@ pub fn rt_tasks_on(proc_root: &Path, cpus: &[usize], except: i32) -> Vec<Task> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_kernel_is_asked_on_the_real_proc_and_finds_a_real_time_process_and_thread() {
+        assert!(kernel_answers_for(Path::new("/proc")));
+        assert!(!kernel_answers_for(Path::new("/tmp")));
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let before = may_be_real_time(Path::new("/proc"), pid);
+        let p = libc::sched_param { sched_priority: 1 };
+        // SAFETY: sets the policy of the child started above.
+        let set = unsafe { libc::sched_setscheduler(pid, libc::SCHED_FIFO, &p) };
+        let after = may_be_real_time(Path::new("/proc"), pid);
+        let found = rt_tasks_on(Path::new("/proc"), &[0], -1);
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(!before, "a plain sleep is not real-time");
+        if set != 0 {
+            // Not root: the kernel's answer for a plain task is all this can check.
+            assert!(std::env::var_os("LATLAB_NO_SKIP").is_none(), "needs root");
+            return;
+        }
+        assert!(after, "a FIFO process is seen by the kernel's answer");
+        assert!(found
+            .iter()
+            .any(|t| t.pid == pid && t.policy == "fifo" && t.prio == 1));
+        assert!(
+            !may_be_real_time(Path::new("/proc"), i32::MAX),
+            "a pid that does not exist"
+        );
+        // A multi-threaded process (this one) with one FIFO thread among ordinary ones.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let t = std::thread::spawn(move || {
+            // SAFETY: sets this thread's own policy.
+            let r = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) };
+            tx.send(r).unwrap();
+            let _ = done_rx.recv();
+        });
+        assert_eq!(rx.recv().unwrap(), 0);
+        let seen = may_be_real_time(Path::new("/proc"), crate::sys::process::getpid());
+        done_tx.send(()).unwrap();
+        t.join().unwrap();
+        assert!(seen, "one FIFO thread of many is found");
+    }
 
     fn stat(comm: &str, prio: u32, policy: u32) -> String {
         // pid (comm) state ppid ... : 37 fields after the name, then rt_priority and policy.

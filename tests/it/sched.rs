@@ -107,10 +107,15 @@ fn check_run(run: &serde_json::Value, seen: &[(u64, u64)], hog: &str) {
         .unwrap_or_else(|| panic!("no waiter series: {run}"));
     let x = &waiter["extra"];
     assert_eq!(x["woken_by"][0]["waker"], "task peer", "{x}");
-    assert_eq!(
-        x["woken_by"][0]["count"],
-        seen.len(),
-        "every wake-up by the peer is counted: {x}"
+    // The workload's own record can merge two wake-ups into one (the waiter, delayed, reads
+    // the futex word after the peer's next increment) or see one the kernel did not trace as
+    // the peer's: the kernel's count is the workload's to within one (failed once at 41/40
+    // under a heavily loaded machine).
+    let counted = x["woken_by"][0]["count"].as_u64().unwrap();
+    assert!(
+        counted.abs_diff(seen.len() as u64) <= 1,
+        "every wake-up by the peer is counted ({counted} against the workload's {}): {x}",
+        seen.len()
     );
     let timed = x["wakeups"].as_u64().unwrap();
     assert!(
