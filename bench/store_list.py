@@ -31,6 +31,8 @@ def make(latlab, path, n):
                    " body) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", runs)
     db.executemany("INSERT INTO tags (run_id, key, value) VALUES (?, ?, ?)", tags)
     db.commit()
+    # latlab leaves its WAL beside the store: fold it in, so copying the .db file copies it all.
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     db.close()
 
 def psql(url, sql):
