@@ -5,7 +5,10 @@ Interleaved A B A B (and `cat` of the same files, the floor); checks the outputs
 time and peak memory of each and the ratios (ministat / latlab for speed, latlab / ministat for
 memory).
 
-usage: bench/ministat.py [--rounds 7] [--n 1000000] [--latlab target/release/latlab]
+With --compare, latlab runs as `latlab compare --ministat` (issue 32's figure) instead of
+`latlab ministat`; both end in the same code.
+
+usage: bench/ministat.py [--rounds 7] [--n 1000000] [--latlab target/release/latlab] [--compare]
 """
 import argparse, filecmp, os, random, statistics, sys, tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -16,7 +19,10 @@ def main():
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--n", type=int, default=1_000_000)
     ap.add_argument("--latlab", default="target/release/latlab")
+    ap.add_argument("--compare", action="store_true",
+                    help="run latlab as `latlab compare --ministat`")
     a = ap.parse_args()
+    form = ["compare", "--ministat"] if a.compare else ["ministat"]
     d = tempfile.mkdtemp()
     rnd = random.Random(1)
     files = []
@@ -32,7 +38,7 @@ def main():
         with open(os.path.join(d, "m.out"), "w") as o:
             M.append(measure(["ministat", *files], stdout=o))
         with open(os.path.join(d, "l.out"), "w") as o:
-            L.append(measure([a.latlab, "ministat", *files], stdout=o))
+            L.append(measure([a.latlab, *form, *files], stdout=o))
         same = filecmp.cmp(os.path.join(d, "m.out"), os.path.join(d, "l.out"), shallow=False)
         print(f"round {i+1}: ministat {M[-1][0]*1000:.0f} ms {M[-1][2]} KiB | "
               f"latlab {L[-1][0]*1000:.0f} ms {L[-1][2]} KiB | identical: {same}", flush=True)

@@ -68,6 +68,24 @@ impl PostgresStore {
     }
 
     fn migrate(&mut self) -> Result<()> {
+        // The usual case, a store already up to date, costs one round trip instead of a locked
+        // transaction of six (a stored run pays for every one). Any doubt (no latlab_meta yet,
+        // an older or newer version, no index) takes the locked path below, which decides.
+        let current = self
+            .client
+            .query_one(
+                "SELECT (SELECT value FROM latlab_meta WHERE key = 'schema_version'), \
+                 to_regclass('latlab_runs_started') IS NOT NULL",
+                &[],
+            )
+            .ok()
+            .is_some_and(|r| {
+                r.get::<_, Option<String>>(0) == Some(SCHEMA_VERSION.to_string())
+                    && r.get::<_, bool>(1)
+            });
+        if current {
+            return Ok(());
+        }
         let shown = self.shown.clone();
         let err = |e: postgres::Error| Error::Env(format!("store {shown}: {e}"));
         let mut tx = self.client.transaction().map_err(err)?;

@@ -1,8 +1,10 @@
 //! The results store: every run is kept and found again; bundles round-trip; concurrent
 //! writers lose nothing; a corrupt or newer store is refused, never re-created.
 
-use crate::util::{latlab, pg_store, Dir, Output};
+use crate::util::{have, latlab, pg_store, skip, test_name, Dir, Output, TestCommand, LATLAB};
+use std::io::BufRead;
 use std::path::Path;
+use std::time::Duration;
 
 fn store_arg(p: &Path) -> String {
     format!("sqlite:{}", p.display())
@@ -459,4 +461,89 @@ fn postgres_passwords_are_never_printed_or_stored() {
             }
         }
     }
+}
+
+#[test]
+fn a_run_reported_as_stored_survives_a_kill_right_after() {
+    let dir = Dir::new();
+    let path = dir.join("k.db");
+    let s = store_arg(&path);
+    measure(&s, &[]);
+    let mut r = latlab()
+        .args(["cyclic", "-l", "20", "-i", "200us", "-q", "--store", &s])
+        .spawn();
+    let mut err = std::io::BufReader::new(r.child().stderr.take().unwrap());
+    let mut line = String::new();
+    while !line.contains(" stored in ") {
+        line.clear();
+        assert!(
+            err.read_line(&mut line).unwrap() > 0,
+            "ended without saying it stored the run"
+        );
+    }
+    // SIGKILL the moment it says so: nothing of the store's closing runs.
+    r.signal(libc::SIGKILL);
+    drop(r.end_within(Duration::from_secs(10)));
+    let id = line.split_whitespace().nth(2).unwrap();
+    let show = runs(&s, &["show", "--json", id]);
+    show.assert_ok();
+    assert_eq!(show.json()["run"]["id"], id);
+    assert!(runs(&s, &["list"]).stdout.contains(id));
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let ok: String = conn
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(ok, "ok");
+}
+
+#[test]
+fn a_stored_run_is_synced_before_it_is_reported_and_the_file_alone_holds_it() {
+    if !have("strace") {
+        skip(&test_name(), "strace is not installed");
+        return;
+    }
+    let dir = Dir::new();
+    let path = dir.join("f.db");
+    let s = store_arg(&path);
+    measure(&s, &[]);
+    let log = dir.join("strace.txt");
+    let mut c = std::process::Command::new("strace");
+    c.args([
+        "-f",
+        "-y",
+        "-s",
+        "200",
+        "-e",
+        "trace=fsync,fdatasync,write",
+        "-o",
+    ])
+    .arg(&log)
+    .arg(LATLAB)
+    .args(["cyclic", "-l", "5", "-i", "200us", "-q", "--store", &s]);
+    TestCommand::wrapping(c).assert_ok();
+    let trace = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = trace.lines().collect();
+    let syncs: Vec<usize> = (0..lines.len())
+        .filter(|&i| {
+            (lines[i].contains("fsync(") || lines[i].contains("fdatasync("))
+                && lines[i].contains("f.db")
+        })
+        .collect();
+    let said = lines
+        .iter()
+        .position(|l| l.contains("write(2") && l.contains(" stored in "))
+        .unwrap_or_else(|| panic!("no 'stored in' written: {trace}"));
+    // The commit's fsync of the WAL comes before the run is said to be stored (the
+    // checkpoint's, at close, may come after: the run is already durable in the WAL).
+    let commit = syncs
+        .iter()
+        .find(|&&i| lines[i].contains("f.db-wal"))
+        .unwrap_or_else(|| panic!("no fsync of the WAL: {trace}"));
+    assert!(*commit < said, "{trace}");
+    // And once latlab has exited, the database file alone holds the run (checkpointed on
+    // close): a store copied as one file misses nothing.
+    let copy = dir.join("copy.db");
+    std::fs::copy(&path, &copy).unwrap();
+    let listed = runs(&store_arg(&copy), &["list", "--kind", "cyclic"]).stdout;
+    assert_eq!(listed.matches("cyclic").count(), 2, "{listed}");
 }
