@@ -2,11 +2,13 @@
 //! `sched` tracepoints of every CPU (read by the `--trace` flight recorder), each measured
 //! task's wake-up latency, preemption delay, run time, migrations and wakers, with the worst
 //! delays explained by the same attribution as `--trace`. Targets are chosen in `target`, the
-//! replay is `track`, the text is `report`, a command run under it is `child`.
+//! replay is `track` (a task's latencies kept in `samples`), the text is `report`, a command
+//! run under it is `child`.
 
 pub mod args;
 mod child;
 pub mod report;
+pub mod samples;
 pub mod target;
 pub mod track;
 

@@ -10,9 +10,9 @@
 //! still timed, and counted as `inferred`. Without one before it leaves the CPU, the wake-up
 //! is counted as `unmatched`, never guessed.
 
-use crate::stats::Recorder;
 use crate::trace::event::{softirq_name, Event, Kind, Name};
 use crate::trace::FastMap;
+pub use super::samples::{Samples, FEW};
 use std::collections::VecDeque;
 
 /// Decides which tasks are measured.
@@ -28,81 +28,6 @@ pub trait Chooser {
 pub struct Choice {
     /// Its process (thread group) id.
     pub tgid: i32,
-}
-
-/// Samples kept one by one while few (most tasks), in a full HDR recorder once many.
-#[derive(Debug, Clone)]
-pub enum Samples {
-    /// Up to [`FEW`] values.
-    Few(Vec<u64>),
-    /// Beyond.
-    Many(Box<Recorder>),
-}
-
-/// Values kept as a list before a task gets a histogram (a histogram is ~350 KiB).
-pub const FEW: usize = 4096;
-
-impl Default for Samples {
-    fn default() -> Self {
-        Samples::Few(Vec::new())
-    }
-}
-
-impl Samples {
-    /// Adds one value.
-    pub fn record(&mut self, ns: u64) {
-        match self {
-            Samples::Few(v) if v.len() < FEW => v.push(ns),
-            Samples::Few(v) => {
-                let mut r = Recorder::new();
-                for &x in v.iter() {
-                    r.record(x);
-                }
-                r.record(ns);
-                *self = Samples::Many(Box::new(r));
-            }
-            Samples::Many(r) => r.record(ns),
-        }
-    }
-
-    /// Values recorded.
-    pub fn count(&self) -> u64 {
-        match self {
-            Samples::Few(v) => v.len() as u64,
-            Samples::Many(r) => r.count,
-        }
-    }
-
-    /// Largest value (0 when empty).
-    pub fn max(&self) -> u64 {
-        match self {
-            Samples::Few(v) => v.iter().copied().max().unwrap_or(0),
-            Samples::Many(r) => r.max,
-        }
-    }
-
-    /// Sum of the values.
-    pub fn sum(&self) -> u128 {
-        match self {
-            Samples::Few(v) => v.iter().map(|&x| x as u128).sum(),
-            Samples::Many(r) => r.sum,
-        }
-    }
-
-    /// Adds every value to `r`.
-    pub fn add_to(&self, r: &mut Recorder) {
-        match self {
-            Samples::Few(v) => v.iter().for_each(|&x| r.record(x)),
-            Samples::Many(m) => r.merge(m),
-        }
-    }
-
-    /// As a recorder.
-    pub fn recorder(&self) -> Recorder {
-        let mut r = Recorder::new();
-        self.add_to(&mut r);
-        r
-    }
 }
 
 /// Distinct wakers kept per task; the rest are counted as `other`.
