@@ -181,7 +181,8 @@ pub fn render(run: &Run, u: DisplayUnit, why: bool) -> String {
         ));
         if sorted.len() > ROWS {
             s.push_str(&format!(
-                "({} more threads in the stored run: latlab runs show {} --json)\n",
+                "({} more threads in the result: --json FILE, or latlab runs show {} --json \
+                 where it was stored)\n",
                 sorted.len() - ROWS,
                 run.id
             ));
