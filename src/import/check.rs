@@ -77,14 +77,17 @@ impl Source<'_> {
         v.ok_or_else(|| self.at(path, "missing (the tool always writes it)"))
     }
 
-    /// Checks min ≤ avg ≤ max of one series whose fields live under `base`.
+    /// Checks min ≤ max of one series whose fields live under `base` (refused otherwise), and
+    /// returns a warning when its avg lies outside them: the tools' own figures can disagree
+    /// (cyclicdeadline's average has been seen 5 % below its min, on real output), so the run
+    /// is kept as the tool wrote it and says so.
     pub fn ordered(
         &self,
         base: &[&str],
         min: Option<u64>,
         avg: Option<f64>,
         max: Option<u64>,
-    ) -> Result<()> {
+    ) -> Result<Option<String>> {
         let field = |f: &'static str| {
             let mut p = base.to_vec();
             p.push(f);
@@ -95,23 +98,18 @@ impl Source<'_> {
                 return Err(self.at(&field("min"), format!("{lo} ns is above max {hi} ns")));
             }
         }
-        if let Some(a) = avg {
-            // The tools print the average rounded (two decimals of a µs): allow that much.
-            let slack = 10.0;
-            if min.is_some_and(|lo| a + slack < lo as f64) {
-                return Err(self.at(
-                    &field("avg"),
-                    format!("{a} ns is below min {} ns", min.unwrap_or(0)),
-                ));
-            }
-            if max.is_some_and(|hi| a > hi as f64 + slack) {
-                return Err(self.at(
-                    &field("avg"),
-                    format!("{a} ns is above max {} ns", max.unwrap_or(0)),
-                ));
-            }
-        }
-        Ok(())
+        let Some(a) = avg else { return Ok(None) };
+        // The tools print the average rounded (two decimals of a µs): allow that much.
+        let slack = 10.0;
+        let side = match (min, max) {
+            (Some(lo), _) if a + slack < lo as f64 => format!("below its min {lo} ns"),
+            (_, Some(hi)) if a > hi as f64 + slack => format!("above its max {hi} ns"),
+            _ => return Ok(None),
+        };
+        Ok(Some(format!(
+            "{}: the tool's own avg ({a} ns) is {side}; kept as the tool wrote it",
+            base.join(".")
+        )))
     }
 }
 
@@ -224,13 +222,16 @@ mod tests {
             e.contains("p.json") && e.contains("line 2") && e.contains("avg"),
             "{e}"
         );
-        let e = s
-            .ordered(&[], Some(5000), Some(1000.0), Some(9000))
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("avg") && e.contains("below min"), "{e}");
+        let w = s
+            .ordered(&["thread", "0"], Some(5000), Some(1000.0), Some(9000))
+            .unwrap()
+            .unwrap();
+        assert!(
+            w.contains("thread.0") && w.contains("below its min 5000"),
+            "{w}"
+        );
         assert!(s.ordered(&[], Some(9), None, Some(5)).is_err());
-        assert!(s.ordered(&[], Some(5), Some(7.0), Some(9)).is_ok());
+        assert_eq!(s.ordered(&[], Some(5), Some(7.0), Some(9)).unwrap(), None);
         assert!(s.required(None::<u64>, &["max"]).is_err());
     }
 }

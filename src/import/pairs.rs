@@ -67,7 +67,8 @@ pub fn parse(tool: Tool, text: &str, file: &str) -> Result<Run> {
             src.required(max, &at("receiver", "max"))?;
             src.required(mean, &at("receiver", "avg"))?;
         }
-        src.ordered(&["thread", id.as_str(), "receiver"], min, mean, max)?;
+        run.warnings
+            .extend(src.ordered(&["thread", id.as_str(), "receiver"], min, mean, max)?);
         let interval_ns = match s["interval"].as_u64() {
             None => None,
             Some(i) => Some(i.checked_mul(1000).ok_or_else(|| {
