@@ -77,10 +77,11 @@ impl Source<'_> {
         v.ok_or_else(|| self.at(path, "missing (the tool always writes it)"))
     }
 
-    /// Checks min ≤ max of one series whose fields live under `base` (refused otherwise), and
-    /// returns a warning when its avg lies outside them: the tools' own figures can disagree
-    /// (cyclicdeadline's average has been seen 5 % below its min, on real output), so the run
-    /// is kept as the tool wrote it and says so.
+    /// Checks min ≤ max and the avg between them, of one series whose fields live under
+    /// `base`. The tools' own figures can disagree a little (real cyclicdeadline output had its
+    /// avg 5 % below its min): an avg outside min..max by at most [`AVG_LEEWAY`] of the bound
+    /// is kept as the tool wrote it, with the warning returned; further out, or min above max,
+    /// is no tool's output and refused.
     pub fn ordered(
         &self,
         base: &[&str],
@@ -101,17 +102,30 @@ impl Source<'_> {
         let Some(a) = avg else { return Ok(None) };
         // The tools print the average rounded (two decimals of a µs): allow that much.
         let slack = 10.0;
-        let side = match (min, max) {
-            (Some(lo), _) if a + slack < lo as f64 => format!("below its min {lo} ns"),
-            (_, Some(hi)) if a > hi as f64 + slack => format!("above its max {hi} ns"),
+        let (side, far) = match (min, max) {
+            (Some(lo), _) if a + slack < lo as f64 => (
+                format!("below its min {lo} ns"),
+                a + slack < lo as f64 * (1.0 - AVG_LEEWAY),
+            ),
+            (_, Some(hi)) if a > hi as f64 + slack => (
+                format!("above its max {hi} ns"),
+                a > hi as f64 * (1.0 + AVG_LEEWAY) + slack,
+            ),
             _ => return Ok(None),
         };
+        if far {
+            return Err(self.at(&field("avg"), format!("{a} ns is {side}")));
+        }
         Ok(Some(format!(
             "{}: the tool's own avg ({a} ns) is {side}; kept as the tool wrote it",
             base.join(".")
         )))
     }
 }
+
+/// How far outside its own min..max a tool's avg may lie (a fraction of the bound) and still be
+/// imported, with a warning.
+pub const AVG_LEEWAY: f64 = 0.2;
 
 /// One level of the JSON being scanned.
 enum Frame {
@@ -223,13 +237,19 @@ mod tests {
             "{e}"
         );
         let w = s
-            .ordered(&["thread", "0"], Some(5000), Some(1000.0), Some(9000))
+            .ordered(&["thread", "0"], Some(5000), Some(4500.0), Some(9000))
             .unwrap()
             .unwrap();
         assert!(
             w.contains("thread.0") && w.contains("below its min 5000"),
             "{w}"
         );
+        // Far outside: refused, naming the field.
+        let e = s
+            .ordered(&["r"], Some(3000), Some(40_000.0), Some(12_000))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("r.avg") && e.contains("above its max"), "{e}");
         assert!(s.ordered(&[], Some(9), None, Some(5)).is_err());
         assert_eq!(s.ordered(&[], Some(5), Some(7.0), Some(9)).unwrap(), None);
         assert!(s.required(None::<u64>, &["max"]).is_err());
