@@ -196,7 +196,8 @@ pub struct Attribution {
     pub components: Vec<Component>,
     /// What ran on the CPU when the wake-up was due (`idle` when nothing did).
     pub blocking: Option<String>,
-    /// Expected wake-up to the start of the hrtimer callback that woke the thread.
+    /// Expected wake-up to the timer that woke the thread: its interrupt's entry where the
+    /// interrupt vectors are traced (x86), else the start of its hrtimer callback.
     pub timer_delay_ns: Option<u64>,
     /// Expected wake-up to the thread's switch-in.
     pub switch_in_ns: Option<u64>,

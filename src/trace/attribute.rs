@@ -349,6 +349,7 @@ fn attribute_in<'a>(
     };
     // Without a traced wake-up of the thread (no id, or the event was lost) every stretch
     // counts as after it: no `timer` component then.
+    let local_timer = super::event::Name::new(b"local_timer");
     let seen_waking = events
         .clone()
         .any(|e| matches!(e.kind, Kind::Waking { pid, .. } if Some(pid) == me && e.ts >= expected));
@@ -358,6 +359,9 @@ fn attribute_in<'a>(
         Wake::Unknown
     };
     let (mut last_timer, mut blocked) = (None::<u64>, false);
+    // The timer interrupt's entry (x86's `local_timer` vector): the hrtimer's start where its
+    // own event is not traced (attribution alone leaves it off when the vectors are traced).
+    let mut last_timer_irq = None::<u64>;
     // Time before the first event is not seen.
     let mut t = expected;
     if let Some(f) = first {
@@ -391,7 +395,12 @@ fn attribute_in<'a>(
                     out.switch_in_ns = Some(e.ts - expected);
                 }
             }
-            Kind::IrqEntry { irq, name } => stack.push(Ctx::Irq(irq, name)),
+            Kind::IrqEntry { irq, name } => {
+                if irq == -1 && name == local_timer {
+                    last_timer_irq = Some(e.ts);
+                }
+                stack.push(Ctx::Irq(irq, name))
+            }
             Kind::IrqExit => {
                 if let Some(i) = stack.iter().rposition(|c| matches!(c, Ctx::Irq(..))) {
                     stack.truncate(i);
@@ -422,6 +431,7 @@ fn attribute_in<'a>(
                     woken = Wake::Done;
                     out.timer_delay_ns = last_timer
                         .filter(|&x| x >= expected)
+                        .or(last_timer_irq.filter(|&x| x >= expected))
                         .map(|x| x - expected)
                         .or(Some(e.ts - expected));
                 }
@@ -556,6 +566,28 @@ mod tests {
                 pid,
             },
         )
+    }
+
+    #[test]
+    fn without_the_hrtimer_events_the_timer_interrupt_dates_the_timer() {
+        // As below, traced as attribution alone traces x86: no hrtimer entry or exit.
+        let evs = vec![
+            sw(0, ("swapper/1", 0, 120), ("inject", 42, 0)),
+            ev(1005, 42, irq("local_timer")),
+            waking(1012, 42, 7),
+            ev(1020, 42, Kind::IrqExit),
+            sw(2000, ("inject", 42, 0), ("T0", 7, 4)),
+        ];
+        let a = attribute(&evs, 1000, 2010, Some(7), &note("vm"));
+        assert_eq!(a.timer_delay_ns, Some(5));
+        assert_eq!(a.components[0].name, "inject:42 RT 99");
+        let late = a.components.iter().find(|c| c.kind == "timer").unwrap();
+        assert_eq!(late.ns, 5);
+        // Another interrupt is not the timer's: the waking dates it then.
+        let mut other = evs.clone();
+        other[1] = ev(1005, 42, irq("call_function"));
+        let a = attribute(&other, 1000, 2010, Some(7), &note("vm"));
+        assert_eq!(a.timer_delay_ns, Some(12));
     }
 
     #[test]

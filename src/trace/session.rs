@@ -112,14 +112,28 @@ pub struct Request {
 /// the timer interrupt, whose entry and exit it does read).
 const UNREAD: &str = "timer/hrtimer_expire_exit";
 
+/// The start of an hrtimer callback: attribution dates the timer's expiry from it, or from the
+/// timer interrupt's entry where the interrupt vectors are traced (x86's `local_timer`), a
+/// microsecond earlier, so it is left off then.
+const TIMER_START: &str = "timer/hrtimer_expire_entry";
+
+/// The timer interrupt's entry among the interrupt vectors (x86).
+const TIMER_VECTOR: &str = "irq_vectors/local_timer_entry";
+
 /// The events of [`TraceFs::layouts`] that are enabled: all of them for `latlab sched`
-/// (`extra` events asked for: it tells hrtimer time apart), and without [`UNREAD`] for
-/// attribution alone, so the measured CPU writes one event fewer per timer wake-up.
+/// (`extra` events asked for: it tells hrtimer time apart), and for attribution alone without
+/// [`UNREAD`] and, where the timer vector is traced, without [`TIMER_START`]: the measured CPU
+/// writes two events fewer on each timer wake-up, one of them between the timer's expiry and
+/// the thread's switch-in.
 fn enabled_events(events: Vec<String>, extra: &[&str]) -> Vec<String> {
     if !extra.is_empty() {
         return events;
     }
-    events.into_iter().filter(|e| e != UNREAD).collect()
+    let vector = events.iter().any(|e| e == TIMER_VECTOR);
+    events
+        .into_iter()
+        .filter(|e| e != UNREAD && !(vector && e == TIMER_START))
+        .collect()
 }
 
 impl Tracer {
@@ -522,17 +536,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn attribution_alone_leaves_the_hrtimer_exit_off_and_sched_keeps_it() {
+    fn attribution_alone_leaves_the_hrtimer_events_off_where_it_can_and_sched_keeps_them() {
         let all: Vec<String> = super::super::tracefs::REQUIRED
             .iter()
             .map(|(s, n)| format!("{s}/{n}"))
             .collect();
         let attribution = enabled_events(all.clone(), &[]);
         assert!(!attribution.iter().any(|e| e == UNREAD), "{attribution:?}");
-        assert!(attribution
-            .iter()
-            .any(|e| e == "timer/hrtimer_expire_entry"));
+        // Without the interrupt vectors the hrtimer's start dates the timer.
+        assert!(attribution.iter().any(|e| e == TIMER_START));
         assert_eq!(attribution.len(), all.len() - 1);
         assert_eq!(enabled_events(all.clone(), &["sched_wakeup"]), all);
+        // With them, the timer interrupt's entry does, and the hrtimer's start is left off.
+        let mut x86 = all.clone();
+        x86.extend([
+            TIMER_VECTOR.to_string(),
+            "irq_vectors/local_timer_exit".into(),
+        ]);
+        let attribution = enabled_events(x86.clone(), &[]);
+        assert!(!attribution.iter().any(|e| e == TIMER_START || e == UNREAD));
+        assert_eq!(attribution.len(), x86.len() - 2);
+        assert_eq!(enabled_events(x86.clone(), &["sched_wakeup"]), x86);
     }
 }
