@@ -288,9 +288,10 @@ fn the_instance_is_removed_after_sigint_and_restore_removes_it_after_sigkill() {
     assert!(text.contains("removed tracefs instance"), "{text}");
     assert!(instance_of(pid).is_empty(), "restore left the instance");
     assert!(!j.exists());
-    // If the killed run had mounted tracefs, restore unmounted it: the mount is as found.
+    // latlab mounts tracefs only in a mount namespace of its own (and restore too): the host's
+    // mount state is as found, mounted or not. (This asserted "unmounted" when the host had
+    // no tracefs, which held only after another test's trace-cmd had mounted it.)
     assert_eq!(tracefs_mounts(), mounts, "mount state changed: {text}");
-    assert_eq!(text.contains("unmounted"), mounts.is_empty(), "{text}");
 }
 
 #[test]
