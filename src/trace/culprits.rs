@@ -8,18 +8,16 @@ use crate::result::trace::policy_label;
 use crate::result::trace::{Cause, CpuCauses, Member, SpikeRecord};
 use std::collections::BTreeMap;
 
-/// The key with the most time (of equal times, the smallest key).
-fn top<K: Clone + Ord>(m: &BTreeMap<K, u64>) -> Option<K> {
-    m.iter()
+/// The key with the most time (of equal times, the smallest key), of any map's entries.
+fn top_of<'a, K: Ord + 'a>(m: impl IntoIterator<Item = (&'a K, &'a u64)>) -> Option<&'a K> {
+    m.into_iter()
         .max_by(|a, b| a.1.cmp(b.1).then_with(|| b.0.cmp(a.0)))
-        .map(|x| x.0.clone())
+        .map(|x| x.0)
 }
 
-/// [`top`] of a hashed map (the same key: the order is total).
-fn top_chain(m: &FastMap<&[String], u64>) -> Option<Vec<String>> {
-    m.iter()
-        .max_by(|a, b| a.1.cmp(b.1).then_with(|| b.0.cmp(a.0)))
-        .map(|x| x.0.to_vec())
+/// [`top_of`] a sorted map, owned.
+fn top<K: Clone + Ord>(m: &BTreeMap<K, u64>) -> Option<K> {
+    top_of(m).cloned()
 }
 
 /// One cause's sums, keyed by the components' own strings (nothing copied per component).
@@ -74,7 +72,7 @@ pub fn summarise(spikes: &[SpikeRecord], cpus: &[usize]) -> Vec<CpuCauses> {
                 Cause {
                     kind: kind.to_string(),
                     name: name.to_string(),
-                    chain: top_chain(&a.chains).unwrap_or_default(),
+                    chain: top_of(&a.chains).map(|c| c.to_vec()).unwrap_or_default(),
                     policy: top(&a.prios).map(policy_label),
                     ns: a.ns,
                     share: a.ns as f64 / late.max(1) as f64,
