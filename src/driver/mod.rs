@@ -375,6 +375,7 @@ pub fn execute<M: Measurement>(m: M, common: &Common, command_line: Vec<String>)
             control: signals::control(),
             stdout: &mut out,
             store: None,
+            exiting: true,
         },
     )
 }
@@ -388,6 +389,10 @@ pub struct Io<'w> {
     pub stdout: &'w mut dyn std::io::Write,
     /// A store to use instead of opening `Common::store` (ignored under `--no-store`).
     pub store: Option<Box<dyn crate::store::Store>>,
+    /// The process exits after this: the result, once written and shown, is left to the
+    /// exit instead of being freed piece by piece (a `sched --all` run's is millions of
+    /// allocations).
+    pub exiting: bool,
 }
 
 /// [`execute`] with its flags, stdout and store given.
@@ -401,6 +406,7 @@ pub fn execute_with<M: Measurement>(
         control,
         stdout: out,
         store,
+        exiting,
     } = io;
     let json = common.json.as_deref().map(JsonSink::open).transpose()?;
     let mut keeper = Keeper::open(common, store, &control)?;
@@ -541,13 +547,16 @@ pub fn execute_with<M: Measurement>(
             placement.join("; ")
         )));
     }
-    if let Some(c) = &run.check_failure {
-        return Err(Error::CheckFailed(c.clone()));
-    }
-    match M::exit_status(&outcome) {
-        Some(code) if code != 0 => Err(Error::Passed(code)),
+    let failed = run.check_failure.clone();
+    let end = match (failed, M::exit_status(&outcome)) {
+        (Some(c), _) => Err(Error::CheckFailed(c)),
+        (None, Some(code)) if code != 0 => Err(Error::Passed(code)),
         _ => Ok(()),
+    };
+    if exiting {
+        std::mem::forget(outcome);
     }
+    end
 }
 
 /// One line per load for the text report, with rates in readable units.

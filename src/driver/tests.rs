@@ -102,6 +102,7 @@ fn io(out: &mut dyn Write, control: Control) -> Io<'_> {
         control,
         stdout: out,
         store: None,
+        exiting: false,
     }
 }
 
@@ -195,6 +196,7 @@ fn a_store_that_fails_after_the_json_was_written_keeps_the_json() {
             control: Control::default(),
             stdout: &mut out,
             store: Some(Box::new(BrokenStore)),
+            exiting: false,
         },
     );
     let e = r.unwrap_err();
