@@ -277,9 +277,17 @@ impl FlightRecorder {
         })
     }
 
-    /// The events on `cpu` from the last switch before `from` up to `to`, once the reader has
-    /// read past `to` (waiting at most `patience`); None for a CPU not traced.
-    pub fn window(&self, cpu: usize, from: u64, to: u64, patience: Duration) -> Option<Vec<Event>> {
+    /// `f` of the events on `cpu` from the last switch before `from` up to `to`, where they
+    /// are kept (under the CPU's lock: the reader waits until `f` returns), once the reader
+    /// has read past `to` (waiting at most `patience`). None for a CPU not traced.
+    pub fn with_window<R>(
+        &self,
+        cpu: usize,
+        from: u64,
+        to: u64,
+        patience: Duration,
+        f: impl FnOnce(super::attribute::Window<'_>) -> R,
+    ) -> Option<R> {
         let i = self.shared.cpus.iter().position(|&c| c == cpu)?;
         let t0 = std::time::Instant::now();
         loop {
@@ -287,7 +295,7 @@ impl FlightRecorder {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner());
             if l.complete_to > to || t0.elapsed() >= patience || self.reader.is_none() {
-                return Some(l.window(from, to));
+                return Some(f(l.window_in_place(from, to)));
             }
             drop(l);
             std::thread::sleep(Duration::from_millis(5));

@@ -3,7 +3,7 @@
 //! attributes each once the recorder has read past it, and ends with a report for the run's
 //! JSON (`trace`) and the "why" summary printed after the table.
 
-use super::attribute::{attribute, Note};
+use super::attribute::{attribute_window, Note, Window};
 use super::flight::FlightRecorder;
 use super::groups::{Namer, Root};
 use super::procs::Identity;
@@ -36,6 +36,8 @@ pub struct Tracer {
     rec: FlightRecorder,
     names: Vec<String>,
     pending: Vec<RawSpike>,
+    /// The events of the spike being attributed (kept to be reused by the next).
+    scratch: Vec<super::event::Event>,
     report: TraceReport,
     spinner: bool,
     save: Option<(std::path::PathBuf, String)>,
@@ -238,6 +240,7 @@ impl Tracer {
             rec,
             names: r.names.clone(),
             pending: Vec::new(),
+            scratch: Vec::new(),
             spinner: false,
             save: None,
             namer,

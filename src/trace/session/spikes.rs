@@ -11,25 +11,42 @@ impl Tracer {
             text: self.report.idle_note.clone(),
             spinner: self.spinner,
         };
-        // Copied out under the CPU's lock: the reader waits only for the copy (attributing in
-        // place would hold it for the whole attribution; no CPU was saved by it either).
-        let events = self
+        // Attributed where the events are kept, under the CPU's lock (the reader waits for
+        // one attribution at most; the kernel's per-CPU buffer holds far more than that).
+        // Copied out only for `--trace-save`'s text.
+        let mut events = std::mem::take(&mut self.scratch);
+        events.clear();
+        let (saving, nmi_traced) = (self.save.is_some(), self.report.nmi_traced);
+        let (from, to) = (s.expected, s.actual);
+        let mut why = self
             .rec
-            .window(cpu, s.expected, s.actual, patience)
-            .unwrap_or_default();
-        let mut why = attribute(&events, s.expected, s.actual, tid, &note);
-        if self.report.nmi_traced {
-            let (n, ns) = events
-                .iter()
-                .filter(|e| e.ts >= s.expected && e.ts <= s.actual)
-                .filter_map(|e| match e.kind {
-                    crate::trace::event::Kind::Nmi { delta_ns } => Some(delta_ns),
-                    _ => None,
-                })
-                .fold((0u32, 0u64), |(n, t), d| (n + 1, t + d));
-            why.nmis = Some(n);
-            why.nmi_ns = Some(ns);
-        }
+            .with_window(cpu, from, to, patience, |w| {
+                let mut why = attribute_window(w, from, to, tid, &note);
+                if nmi_traced {
+                    let (n, ns) = w
+                        .iter()
+                        .filter(|e| e.ts >= from && e.ts <= to)
+                        .filter_map(|e| match e.kind {
+                            crate::trace::event::Kind::Nmi { delta_ns } => Some(delta_ns),
+                            _ => None,
+                        })
+                        .fold((0u32, 0u64), |(n, t), d| (n + 1, t + d));
+                    why.nmis = Some(n);
+                    why.nmi_ns = Some(ns);
+                }
+                if saving {
+                    events.extend(w.iter().cloned());
+                }
+                why
+            })
+            .unwrap_or_else(|| {
+                let mut why = attribute_window(Window::default(), from, to, tid, &note);
+                if nmi_traced {
+                    why.nmis = Some(0);
+                    why.nmi_ns = Some(0);
+                }
+                why
+            });
         if let Some(k) = &self.kallsyms {
             why.stack = why.stack_addrs.iter().map(|&a| k.name(a)).collect();
         }
@@ -104,6 +121,7 @@ impl Tracer {
             latency_ns: s.actual.saturating_sub(s.expected),
             why,
         });
+        self.scratch = events;
     }
 
     /// Writes the window of spike `s` (every traced CPU, from [`WINDOW_LEAD_NS`] before the
