@@ -166,6 +166,14 @@ pub struct Component {
     /// For `thread`: the group's exec chain, newest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub chain: Vec<String>,
+    /// For `thread`: how many threads of one command name this component sums (those beyond
+    /// a spike's 16 largest threads); `task` is the largest of them. 0: one thread.
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub folded: u32,
+}
+
+fn is_zero_u32(n: &u32) -> bool {
+    *n == 0
 }
 
 /// A task that held the CPU.

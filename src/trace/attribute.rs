@@ -89,25 +89,6 @@ enum Charge {
     Timer,
 }
 
-impl std::hash::Hash for Charge {
-    /// By variant and number alone (a pid, an IRQ, a vector): names rarely tell two charges
-    /// apart where those do not, and `Eq` settles it.
-    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
-        let (tag, n) = match self {
-            Charge::Thread(_, p, _) => (0u64, *p as u32),
-            Charge::Own(_, p, _) => (1, *p as u32),
-            Charge::Irq(i, _) => (2, *i as u32),
-            Charge::Softirq(v) => (3, *v),
-            Charge::Unknown => (4, 0),
-            Charge::IdleBefore => (5, 0),
-            Charge::IdleAfter => (6, 0),
-            Charge::Unattributed => (7, 0),
-            Charge::Timer => (8, 0),
-        };
-        h.write_u64(tag << 32 | u64::from(n));
-    }
-}
-
 /// A priority as [`task_label`] shows it: deadline, a real-time priority, or normal.
 fn prio_class(prio: i32) -> i32 {
     match prio {
@@ -133,32 +114,6 @@ impl Charge {
         };
         (k.into(), n)
     }
-}
-
-/// What a stretch of time is charged to, and the task charged (a thread).
-fn label(stack: &[Ctx], task: &Task, me: Option<i32>, woken: Wake, note: &Note) -> (Charge, Task) {
-    if let (None, Some((c, p, pr))) = (stack.last(), task) {
-        if Some(*p) != me && *p != 0 && (woken != Wake::Pending || note.spinner) {
-            return (Charge::Thread(*c, *p, prio_class(*pr)), *task);
-        }
-    }
-    let k = match stack.last() {
-        Some(Ctx::Irq(irq, n)) => Charge::Irq(*irq, *n),
-        Some(Ctx::Softirq(v)) => Charge::Softirq(*v),
-        None => match task {
-            None => Charge::Unknown,
-            Some((_, 0, _)) if woken != Wake::Done => Charge::IdleBefore,
-            Some((_, 0, _)) => Charge::IdleAfter,
-            Some((_, p, _)) if Some(*p) == me && note.spinner => Charge::Unattributed,
-            Some((c, p, pr)) if Some(*p) == me => Charge::Own(*c, *p, prio_class(*pr)),
-            // The timer has not fired yet: the task did not hold the woken thread off; the
-            // IRQ came late (interrupts off, or the host did not run the vCPU). Never charged
-            // to the task that happened to be current (the spike's `blocking` names it).
-            Some(_) if woken == Wake::Pending && !note.spinner => Charge::Timer,
-            Some((c, p, pr)) => Charge::Thread(*c, *p, prio_class(*pr)),
-        },
-    };
-    (k, None)
 }
 
 const NO_TRACE: &str = "before the trace's first event on this CPU";
@@ -291,6 +246,93 @@ fn repaired<'a>(events: impl Iterator<Item = &'a Event>) -> Vec<Event> {
     added
 }
 
+/// The tasks of one window, each in a slot of its own: the latest name and priority the
+/// window's switches give it (a switch put back by `repaired` names nobody), and the time
+/// charged to it. Stretches are charged by slot; names are settled after the replay.
+#[derive(Default)]
+struct Slots {
+    of: super::FastMap<i32, u32>,
+    /// (pid, name, priority, time as another thread, own time)
+    tasks: Vec<(i32, Name, i32, u64, u64)>,
+}
+
+thread_local! {
+    static SLOTS: std::cell::Cell<Slots> = std::cell::Cell::new(Slots::default());
+}
+
+impl Slots {
+    fn clear(&mut self) {
+        self.of.clear();
+        self.tasks.clear();
+    }
+
+    fn slot(&mut self, pid: i32) -> u32 {
+        let n = self.tasks.len() as u32;
+        let i = *self.of.entry(pid).or_insert(n);
+        if i == n {
+            self.tasks.push((pid, Name::new(b"?"), 120, 0, 0));
+        }
+        i
+    }
+
+    /// `pid` seen in a switch as `comm` at `prio` (the name kept unless `comm` is nobody's).
+    fn seen(&mut self, pid: i32, comm: Name, prio: i32, nobody: Name) -> u32 {
+        let i = self.slot(pid);
+        if comm != nobody {
+            let t = &mut self.tasks[i as usize];
+            (t.1, t.2) = (comm, prio);
+        }
+        i
+    }
+
+    fn task(&self, i: u32) -> (Name, i32, i32) {
+        let t = &self.tasks[i as usize];
+        (t.1, t.0, t.2)
+    }
+}
+
+/// What a stretch of time is charged to during the replay: a task's slot, or a charge that
+/// names no task.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stretch {
+    Thread(u32),
+    Own(u32),
+    Other(Charge),
+}
+
+/// [`label`] by slot: the same decisions, on the pid alone (names come after the replay).
+fn stretch_of(
+    stack: &[Ctx],
+    task: Option<u32>,
+    slots: &Slots,
+    me: Option<i32>,
+    woken: Wake,
+    note: &Note,
+) -> Stretch {
+    let pid = task.map(|i| slots.tasks[i as usize].0);
+    if let (None, Some(i), Some(p)) = (stack.last(), task, pid) {
+        if Some(p) != me && p != 0 && (woken != Wake::Pending || note.spinner) {
+            return Stretch::Thread(i);
+        }
+    }
+    Stretch::Other(match stack.last() {
+        Some(Ctx::Irq(irq, n)) => Charge::Irq(*irq, *n),
+        Some(Ctx::Softirq(v)) => Charge::Softirq(*v),
+        None => match (task, pid) {
+            (Some(_), Some(0)) if woken != Wake::Done => Charge::IdleBefore,
+            (Some(_), Some(0)) => Charge::IdleAfter,
+            (Some(_), Some(p)) if Some(p) == me && note.spinner => Charge::Unattributed,
+            (Some(i), Some(p)) if Some(p) == me => return Stretch::Own(i),
+            // The timer has not fired yet: the task did not hold the woken thread off; the
+            // IRQ came late (interrupts off, or the host did not run the vCPU). Never charged
+            // to the task that happened to be current (the spike's `blocking` names it).
+            (Some(_), _) if woken == Wake::Pending && !note.spinner => Charge::Timer,
+            (Some(i), _) => return Stretch::Thread(i),
+            (None, _) => Charge::Unknown,
+        },
+    })
+}
+
 fn attribute_in<'a>(
     events: impl Iterator<Item = &'a Event> + Clone,
     expected: u64,
@@ -303,62 +345,67 @@ fn attribute_in<'a>(
     if latency == 0 {
         return out;
     }
-    let me = me.or_else(|| {
-        events
-            .clone()
-            .filter_map(|e| match e.kind {
-                Kind::Switch { next_pid, .. } => Some(next_pid),
-                _ => None,
-            })
-            .last()
-    });
-    // Names and priorities of the tasks seen, for tasks known only by `common_pid`.
-    let known = known_tasks(events.clone());
+    // One pass before the replay: the measured thread (None: the last task switched in) and
+    // whether its wake-up is in the window.
+    let mut last_in = None;
+    let mut seen_waking = false;
+    for e in events.clone() {
+        match e.kind {
+            Kind::Switch { next_pid, .. } => last_in = Some(next_pid),
+            Kind::Waking { pid, .. } if e.ts >= expected && me == Some(pid) => seen_waking = true,
+            _ => {}
+        }
+    }
+    if me.is_none() && last_in.is_some() {
+        seen_waking = events.clone().any(
+            |e| matches!(e.kind, Kind::Waking { pid, .. } if Some(pid) == last_in && e.ts >= expected),
+        );
+    }
+    let me = me.or(last_in);
     let nobody = Name::new(b"?");
-    let task_of = |pid: i32| -> (Name, i32, i32) {
-        let (c, p) = known.get(&pid).copied().unwrap_or((nobody, 120));
-        (c, pid, p)
-    };
+    // The last window's tables, emptied: their memory is reused (a replay attributes
+    // thousands of windows, each with hundreds of tasks).
+    let mut slots = SLOTS.with(|c| c.take());
+    slots.clear();
     let first = events.clone().next();
-    let mut task: Task = first.map(|e| task_of(e.pid));
+    let mut task: Option<u32> = first.map(|e| slots.slot(e.pid));
     let mut stack: Vec<Ctx> = Vec::new();
-    let mut charged: Vec<(Charge, u64, Task)> = Vec::new();
-    // Where each charge is in `charged`: a busy CPU's window holds hundreds of tasks.
-    let mut index: super::FastMap<Charge, usize> = Default::default();
+    let mut others: Vec<(Charge, u64)> = Vec::new();
     // Consecutive stretches are mostly charged to the same thing: no lookup then.
     let mut last: Option<(Charge, usize)> = None;
-    let mut charge = |k: Charge, ns: u64, who: Task| {
+    let mut charge = |k: Stretch, ns: u64, slots: &mut Slots| {
         if ns == 0 {
             return;
         }
-        if let Some((lk, i)) = last.filter(|(lk, _)| *lk == k) {
-            charged[i].1 += ns;
-            last = Some((lk, i));
-            return;
-        }
-        let i = match index.entry(k) {
-            std::collections::hash_map::Entry::Occupied(o) => *o.get(),
-            std::collections::hash_map::Entry::Vacant(v) => {
-                v.insert(charged.len());
-                charged.push((k, 0, who));
-                charged.len() - 1
+        match k {
+            Stretch::Thread(i) => slots.tasks[i as usize].3 += ns,
+            Stretch::Own(i) => slots.tasks[i as usize].4 += ns,
+            Stretch::Other(k) => {
+                if let Some((_, i)) = last.filter(|(lk, _)| *lk == k) {
+                    others[i].1 += ns;
+                    return;
+                }
+                let i = match others.iter().position(|o| o.0 == k) {
+                    Some(i) => i,
+                    None => {
+                        others.push((k, 0));
+                        others.len() - 1
+                    }
+                };
+                others[i].1 += ns;
+                last = Some((k, i));
             }
-        };
-        charged[i].1 += ns;
-        last = Some((k, i));
+        }
     };
     // Without a traced wake-up of the thread (no id, or the event was lost) every stretch
     // counts as after it: no `timer` component then.
     let local_timer = super::event::Name::new(b"local_timer");
-    let seen_waking = events
-        .clone()
-        .any(|e| matches!(e.kind, Kind::Waking { pid, .. } if Some(pid) == me && e.ts >= expected));
     let mut woken = if seen_waking {
         Wake::Pending
     } else {
         Wake::Unknown
     };
-    let (mut last_timer, mut blocked) = (None::<u64>, false);
+    let (mut last_timer, mut blocked) = (None::<u64>, None::<(Option<Ctx>, Option<u32>)>);
     // The timer interrupt's entry (x86's `local_timer` vector): the hrtimer's start where its
     // own event is not traced (attribution alone leaves it off when the vectors are traced).
     let mut last_timer_irq = None::<u64>;
@@ -366,30 +413,61 @@ fn attribute_in<'a>(
     let mut t = expected;
     if let Some(f) = first {
         if f.ts > expected {
-            charge(Charge::Unknown, f.ts.min(actual) - expected, None);
+            charge(
+                Stretch::Other(Charge::Unknown),
+                f.ts.min(actual) - expected,
+                &mut slots,
+            );
             t = f.ts;
         }
     }
-    for e in events.filter(|e| e.ts <= actual) {
-        if !blocked && e.ts > expected {
-            blocked = true;
-            out.blocking = Some(blocking(&stack, &task));
+    for e in events {
+        if e.ts > actual {
+            // Past the wake-up: read for the names alone.
+            if let Kind::Switch {
+                prev_comm,
+                prev_pid,
+                prev_prio,
+                next_comm,
+                next_pid,
+                next_prio,
+                ..
+            } = e.kind
+            {
+                slots.seen(prev_pid, prev_comm, prev_prio, nobody);
+                slots.seen(next_pid, next_comm, next_prio, nobody);
+            }
+            continue;
+        }
+        if blocked.is_none() && e.ts > expected {
+            blocked = Some((stack.last().copied(), task));
         }
         if e.ts > t {
-            let (k, who) = label(&stack, &task, me, woken, idle_note);
-            charge(k, e.ts - t, who);
+            let k = stretch_of(&stack, task, &slots, me, woken, idle_note);
+            charge(k, e.ts - t, &mut slots);
             t = e.ts;
         }
         // A task context other than the one the switches said: a switch went unrecorded.
-        if !matches!(e.kind, Kind::Switch { .. }) && task.is_some_and(|x| x.1 != e.pid) {
-            task = Some(task_of(e.pid));
+        if !matches!(e.kind, Kind::Switch { .. })
+            && task.is_some_and(|i| slots.tasks[i as usize].0 != e.pid)
+        {
+            task = Some(slots.slot(e.pid));
         }
         match e.kind {
-            Kind::Switch { next_pid, .. } => {
+            Kind::Switch {
+                prev_comm,
+                prev_pid,
+                prev_prio,
+                next_comm,
+                next_pid,
+                next_prio,
+                ..
+            } => {
                 // Named with the latest name and priority the window shows for it (a
                 // `chrt` switched in at 120 that raised itself to FIFO 99 and exec'd `sh`
                 // is switched out as `sh` at 0): the policy in force while it held the CPU.
-                task = Some(task_of(next_pid));
+                slots.seen(prev_pid, prev_comm, prev_prio, nobody);
+                task = Some(slots.seen(next_pid, next_comm, next_prio, nobody));
                 stack.clear();
                 if Some(next_pid) == me && e.ts >= expected {
                     out.switch_in_ns = Some(e.ts - expected);
@@ -438,61 +516,102 @@ fn attribute_in<'a>(
             }
         }
     }
-    if !blocked {
-        out.blocking = Some(blocking(&stack, &task));
-    }
+    let (at, holder) = blocked.unwrap_or((stack.last().copied(), task));
+    out.blocking = Some(blocking(at, holder.map(|i| slots.task(i))));
     if actual > t {
-        if task.is_some_and(|x| Some(x.1) != me) && stack.is_empty() && woken == Wake::Done {
+        if task.is_some_and(|i| Some(slots.tasks[i as usize].0) != me)
+            && stack.is_empty()
+            && woken == Wake::Done
+        {
             out.notes.push(NO_SWITCH.into());
         }
-        let (k, who) = label(&stack, &task, me, woken, idle_note);
-        charge(k, actual - t, who);
+        let k = stretch_of(&stack, task, &slots, me, woken, idle_note);
+        charge(k, actual - t, &mut slots);
+    }
+    let mut charged: Vec<(Charge, u64, Task)> =
+        others.into_iter().map(|(k, ns)| (k, ns, None)).collect();
+    for &(pid, c, pr, thread, own) in &slots.tasks {
+        if thread > 0 {
+            charged.push((
+                Charge::Thread(c, pid, prio_class(pr)),
+                thread,
+                Some((c, pid, pr)),
+            ));
+        }
+        if own > 0 {
+            charged.push((Charge::Own(c, pid, prio_class(pr)), own, None));
+        }
     }
     out.components = components(charged, latency, idle_note);
+    SLOTS.with(|c| c.replace(slots));
     out
 }
 
-/// The latest name and priority each task has in the window's switches (a switch put back by
-/// `repaired` names nobody and is left out).
-fn known_tasks<'a>(events: impl Iterator<Item = &'a Event>) -> super::FastMap<i32, (Name, i32)> {
-    let mut known: super::FastMap<i32, (Name, i32)> = Default::default();
-    let nobody = Name::new(b"?");
-    for e in events {
-        if let Kind::Switch {
-            prev_comm,
-            prev_pid,
-            prev_prio,
-            next_comm,
-            next_pid,
-            next_prio,
-            ..
-        } = e.kind
-        {
-            // A switch put back by `repaired` names nobody: keep what real records say.
-            if prev_comm != nobody {
-                known.insert(prev_pid, (prev_comm, prev_prio));
+/// Threads named one by one in an attribution; the others are summed per command name
+/// (a loaded CPU's long delay holds hundreds of threads, each a fraction of a percent:
+/// naming them all made a `sched --all` result hundreds of megabytes, and most of its CPU).
+pub const NAMED_THREADS: usize = 16;
+
+/// The charged stretches as components, largest first, each with its share of the latency:
+/// the [`NAMED_THREADS`] largest threads one by one, the others summed per command name and
+/// priority class (a component with `folded` set, named after the largest of them).
+fn components(mut charged: Vec<(Charge, u64, Task)>, latency: u64, note: &Note) -> Vec<Component> {
+    let threads = charged
+        .iter()
+        .filter(|c| matches!(c.0, Charge::Thread(..)))
+        .count();
+    // (the largest's charge, time and task; time, threads) per command name and priority
+    // class.
+    let mut folds: Vec<((Charge, u64, Task), u64, u32)> = Vec::new();
+    if threads > NAMED_THREADS {
+        // Threads last, the largest first; of equal times the smaller pid (the same choice
+        // every run). Only which are named matters here.
+        let key = |c: &(Charge, u64, Task)| match c.0 {
+            Charge::Thread(_, pid, _) => (1, std::cmp::Reverse(c.1), pid),
+            _ => (0, std::cmp::Reverse(0), 0),
+        };
+        let named = charged.len() - threads + NAMED_THREADS;
+        charged.select_nth_unstable_by_key(named, key);
+        let mut at: super::FastMap<(Name, i32), usize> = Default::default();
+        for c in charged.drain(named..) {
+            let Charge::Thread(comm, _, prio) = c.0 else {
+                continue;
+            };
+            let i = *at.entry((comm, prio)).or_insert_with(|| {
+                folds.push((c, 0, 0));
+                folds.len() - 1
+            });
+            let f = &mut folds[i];
+            if key(&c) < key(&f.0) {
+                f.0 = c;
             }
-            if next_comm != nobody {
-                known.insert(next_pid, (next_comm, next_prio));
-            }
+            f.1 += c.1;
+            f.2 += 1;
         }
     }
-    known
-}
-
-/// The charged stretches as components, largest first, each with its share of the latency.
-fn components(charged: Vec<(Charge, u64, Task)>, latency: u64, note: &Note) -> Vec<Component> {
-    let mut charged: Vec<(String, String, u64, Task)> = charged
+    let mut charged: Vec<(String, String, u64, Task, u32)> = charged
         .into_iter()
         .map(|(k, ns, who)| {
             let (kind, name) = k.words(note);
-            (kind, name, ns, who)
+            (kind, name, ns, who, 0)
         })
+        .chain(folds.into_iter().map(|((k, _, who), ns, n)| {
+            let (kind, name) = k.words(note);
+            match (n, k) {
+                (1, _) => (kind, name, ns, who, 0),
+                (_, Charge::Thread(comm, ..)) => {
+                    let more = if n == 2 { "thread" } else { "threads" };
+                    let name = format!("{name} and {} more {} {more}", n - 1, comm.as_str());
+                    (kind, name, ns, who, n)
+                }
+                _ => (kind, name, ns, who, n),
+            }
+        }))
         .collect();
     charged.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.1.cmp(&b.1)));
     charged
         .into_iter()
-        .map(|(kind, name, ns, who)| Component {
+        .map(|(kind, name, ns, who, folded)| Component {
             kind,
             name,
             ns,
@@ -504,12 +623,13 @@ fn components(charged: Vec<(Charge, u64, Task)>, latency: u64, note: &Note) -> V
             }),
             group: None,
             chain: Vec::new(),
+            folded,
         })
         .collect()
 }
 
-fn blocking(stack: &[Ctx], task: &Task) -> String {
-    match (stack.last(), task) {
+fn blocking(at: Option<Ctx>, task: Task) -> String {
+    match (at.as_ref(), &task) {
         (Some(Ctx::Irq(irq, n)), _) => format!("irq {}", irq_label(*irq, n)),
         (Some(Ctx::Softirq(v)), _) => format!("softirq {}", softirq_name(*v)),
         (None, None) => "unknown".into(),
@@ -632,6 +752,48 @@ mod tests {
         ];
         let a = attribute(&evs, 1000, 2010, Some(7), &note("vm"));
         assert_eq!(a.components[0].name, "sh:42 RT 99");
+    }
+
+    #[test]
+    fn threads_beyond_the_largest_are_summed_per_command() {
+        // The measured thread (pid 1) is woken at 1000; then 20 `hack` threads run 10, 20, ...
+        // 200 ns each, and two `oth` threads 5 and 6 ns; then it is switched in.
+        let mut evs = vec![sw(900, ("x", 50, 120), ("y", 51, 120)), waking(1000, 51, 1)];
+        let mut t = 1000;
+        let mut prev = ("y", 51, 120);
+        let runs: Vec<(&str, i32, u64)> = (0..20)
+            .map(|i| ("hack", 100 + i, 10 * (i as u64 + 1)))
+            .chain([("oth", 200, 5), ("oth", 201, 6)])
+            .collect();
+        for &(comm, pid, ns) in &runs {
+            evs.push(sw(t, prev, (comm, pid, 120)));
+            prev = (comm, pid, 120);
+            t += ns;
+        }
+        evs.push(sw(t, prev, ("me", 1, 120)));
+        let a = attribute(&evs, 1000, t, Some(1), &note("vm"));
+        let named: Vec<_> = a
+            .components
+            .iter()
+            .filter(|c| c.kind == "thread" && c.folded == 0)
+            .collect();
+        assert_eq!(named.len(), NAMED_THREADS);
+        // The 16 largest by name: hack:104 .. hack:119.
+        assert!(named.iter().all(|c| c.task.as_ref().unwrap().pid >= 104));
+        let hack = a.components.iter().find(|c| c.folded == 4).unwrap();
+        assert_eq!(hack.ns, 10 + 20 + 30 + 40);
+        assert_eq!(hack.name, "hack:103 and 3 more hack threads");
+        assert_eq!(hack.task.as_ref().unwrap().pid, 103);
+        let oth = a.components.iter().find(|c| c.folded == 2).unwrap();
+        assert_eq!(
+            (oth.ns, oth.name.as_str()),
+            (11, "oth:201 and 1 more oth thread")
+        );
+        // Nothing is lost: the components still add up to the latency.
+        let total: u64 = a.components.iter().map(|c| c.ns).sum();
+        assert_eq!(total, t - 1000);
+        // Largest first.
+        assert!(a.components.windows(2).all(|w| w[0].ns >= w[1].ns));
     }
 
     #[test]

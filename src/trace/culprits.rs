@@ -44,6 +44,10 @@ pub fn summarise(spikes: &[SpikeRecord], cpus: &[usize]) -> Vec<CpuCauses> {
             if let Some(t) = &comp.task {
                 *a.chains.entry(comp.chain.as_slice()).or_default() += comp.ns;
                 *a.prios.entry(t.prio).or_default() += comp.ns;
+                // Threads summed in a spike are in the cause, not among its named members.
+                if comp.folded > 0 {
+                    continue;
+                }
                 let m = a
                     .members
                     .entry(t.pid)
@@ -158,6 +162,7 @@ mod tests {
                 "chrt".into(),
                 "timeout".into(),
             ],
+            folded: 0,
         }
     }
 
@@ -185,6 +190,7 @@ mod tests {
             task: None,
             group: None,
             chain: vec![],
+            folded: 0,
         };
         let spikes = vec![
             spike(1, vec![thread(10, "taskset", 0, "sh", 100), irq.clone()]),
@@ -207,5 +213,14 @@ mod tests {
             "thread sh ← taskset ← chrt ← timeout RT 99 (2 tasks: sh:10 RT 99, timeout:20)"
         );
         assert_eq!(phrase(&s[1].causes[1]), "irq local_timer");
+        // Threads a spike summed (beyond its largest) count in their command's cause, and
+        // are not taken for the one task named after them.
+        let mut folded = thread(30, "sh", 0, "sh", 70);
+        folded.folded = 5;
+        let s = summarise(&[spikes[0].clone(), spike(1, vec![folded])], &[1]);
+        let c = &s[0].causes[0];
+        assert_eq!((c.name.as_str(), c.ns), ("sh", 170));
+        assert_eq!(c.members.len(), 1);
+        assert_eq!(c.members[0].ns, 100);
     }
 }

@@ -408,6 +408,7 @@ mod tests {
             task: None,
             group: None,
             chain: vec![],
+            folded: 0,
         };
         Attribution {
             components: vec![

@@ -579,6 +579,7 @@ mod tests {
                     task: None,
                     group: None,
                     chain: vec![],
+                    folded: 0,
                 }],
                 residual: Some(r),
                 ..Attribution::default()

@@ -188,6 +188,7 @@ mod tests {
             task: None,
             group: group.map(String::from),
             chain: vec![],
+            folded: 0,
         }
     }
 

@@ -417,6 +417,7 @@ mod tests {
                                 task: None,
                                 group: Some(name),
                                 chain: vec![],
+                                folded: 0,
                             }],
                             ..Attribution::default()
                         },

@@ -313,6 +313,11 @@ fn worst(t: &crate::result::trace::TraceReport, u: DisplayUnit) -> String {
             .take(3)
             .map(|c| {
                 let who = match (&c.group, &c.task) {
+                    (Some(g), Some(task)) if c.folded > 0 => format!(
+                        "{} {} threads ({g})",
+                        c.folded,
+                        task.comm
+                    ),
                     (Some(g), Some(task)) => format!(
                         "{} ({g}, {})",
                         task.comm,
