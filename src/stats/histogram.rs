@@ -67,6 +67,15 @@ impl LatHistogram {
         self.h.value_at_quantile(q)
     }
 
+    /// [`LatHistogram::quantile`] of each of `qs` (ascending), in one pass over the buckets.
+    pub fn quantiles<const N: usize>(&self, qs: [f64; N]) -> [u64; N] {
+        let mut out = [0; N];
+        for (o, v) in out.iter_mut().zip(self.h.value_at_quantiles(qs)) {
+            *o = v;
+        }
+        out
+    }
+
     /// Number of recorded values in `[lo, hi]` (bucket-resolution).
     pub fn count_between(&self, lo: u64, hi: u64) -> u64 {
         self.h.count_between(lo, hi)
@@ -171,5 +180,23 @@ mod tests {
                 "q={q} exact={exact} got={got}"
             );
         }
+    }
+
+    #[test]
+    fn one_pass_quantiles_are_the_single_ones() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for n in [1u64, 2, 3, 10, 999, 20_000] {
+            let mut h = LatHistogram::new();
+            for _ in 0..n {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                h.record(1 + (x % 5_000_000) >> (x % 20));
+            }
+            let qs = [0.0, 0.5, 0.9, 0.99, 0.999, 0.9999, 1.0];
+            let one = h.quantiles(qs);
+            assert_eq!(one, qs.map(|q| h.quantile(q)), "n={n}");
+        }
+        assert_eq!(LatHistogram::new().quantiles([0.5, 0.99]), [0, 0]);
     }
 }

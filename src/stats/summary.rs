@@ -223,12 +223,13 @@ impl Percentiles {
                 p99_99: 0,
             };
         }
+        let [p50, p90, p99, p99_9, p99_99] = h.quantiles([0.5, 0.9, 0.99, 0.999, 0.9999]);
         Percentiles {
-            p50: h.quantile(0.5),
-            p90: h.quantile(0.9),
-            p99: h.quantile(0.99),
-            p99_9: h.quantile(0.999),
-            p99_99: h.quantile(0.9999),
+            p50,
+            p90,
+            p99,
+            p99_9,
+            p99_99,
         }
     }
 }
