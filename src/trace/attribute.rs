@@ -251,7 +251,11 @@ fn repaired<'a>(events: impl Iterator<Item = &'a Event>) -> Vec<Event> {
 /// charged to it. Stretches are charged by slot; names are settled after the replay.
 #[derive(Default)]
 struct Slots {
-    of: super::FastMap<i32, u32>,
+    /// Each pid's slot: open addressing on the pid's low bits (pids come in runs), an entry
+    /// (generation, pid, slot) taken when stamped with this window's generation, so a new
+    /// window empties the table by counting one up.
+    table: Vec<(u32, i32, u32)>,
+    generation: u32,
     /// (pid, name, priority, time as another thread, own time)
     tasks: Vec<(i32, Name, i32, u64, u64)>,
 }
@@ -261,18 +265,48 @@ thread_local! {
 }
 
 impl Slots {
+    /// Empties the slots for a new window, keeping their memory.
     fn clear(&mut self) {
-        self.of.clear();
         self.tasks.clear();
+        self.generation = self.generation.wrapping_add(1);
+        if self.generation == 0 || self.table.is_empty() {
+            self.table = vec![(0, 0, 0); self.table.len().max(256)];
+            self.generation = 1;
+        }
     }
 
     fn slot(&mut self, pid: i32) -> u32 {
-        let n = self.tasks.len() as u32;
-        let i = *self.of.entry(pid).or_insert(n);
-        if i == n {
-            self.tasks.push((pid, Name::new(b"?"), 120, 0, 0));
+        let mask = self.table.len() - 1;
+        let mut i = pid as u32 as usize & mask;
+        loop {
+            let e = self.table[i];
+            if e.0 != self.generation {
+                let n = self.tasks.len() as u32;
+                self.table[i] = (self.generation, pid, n);
+                self.tasks.push((pid, Name::new(b"?"), 120, 0, 0));
+                if self.tasks.len() * 2 > self.table.len() {
+                    self.grow();
+                }
+                return n;
+            }
+            if e.1 == pid {
+                return e.2;
+            }
+            i = (i + 1) & mask;
         }
-        i
+    }
+
+    /// Twice the table, the slots of this window put back in it.
+    fn grow(&mut self) {
+        self.table = vec![(0, 0, 0); self.table.len() * 2];
+        let mask = self.table.len() - 1;
+        for (n, t) in self.tasks.iter().enumerate() {
+            let mut i = t.0 as u32 as usize & mask;
+            while self.table[i].0 == self.generation {
+                i = (i + 1) & mask;
+            }
+            self.table[i] = (self.generation, t.0, n as u32);
+        }
     }
 
     /// `pid` seen in a switch as `comm` at `prio` (the name kept unless `comm` is nobody's).
@@ -622,7 +656,7 @@ fn components(mut charged: Vec<(Charge, u64, Task)>, latency: u64, note: &Note) 
                 prio,
             }),
             group: None,
-            chain: Vec::new(),
+            chain: Default::default(),
             folded,
         })
         .collect()
@@ -752,6 +786,27 @@ mod tests {
         ];
         let a = attribute(&evs, 1000, 2010, Some(7), &note("vm"));
         assert_eq!(a.components[0].name, "sh:42 RT 99");
+    }
+
+    #[test]
+    fn slots_keep_each_pid_through_collisions_growth_and_windows() {
+        let mut s = Slots::default();
+        for round in 0..3 {
+            s.clear();
+            // Pids that share their low bits, and a run of neighbours.
+            let pids: Vec<i32> = (0..700).map(|i| i * 256 + round).chain(5..900).collect();
+            let first: Vec<u32> = pids.iter().map(|&p| s.slot(p)).collect();
+            let again: Vec<u32> = pids.iter().map(|&p| s.slot(p)).collect();
+            assert_eq!(first, again);
+            let distinct: std::collections::HashSet<i32> = pids.iter().copied().collect();
+            assert_eq!(s.tasks.len(), distinct.len());
+            for (&p, &i) in pids.iter().zip(&first) {
+                assert_eq!(s.tasks[i as usize].0, p);
+            }
+        }
+        s.clear();
+        assert!(s.tasks.is_empty());
+        assert_eq!(s.slot(256), 0);
     }
 
     #[test]
