@@ -162,14 +162,19 @@ pub struct Component {
     pub task: Option<TaskRef>,
     /// For `thread`: the command it belongs to (see `procs`), once known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub group: Option<String>,
-    /// For `thread`: the group's exec chain, newest first.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub chain: Vec<String>,
+    pub group: Option<std::sync::Arc<str>>,
+    /// For `thread`: the group's exec chain, newest first (shared by the components of one
+    /// task: a run names the same tasks in thousands of spikes).
+    #[serde(default, skip_serializing_if = "no_chain")]
+    pub chain: std::sync::Arc<[String]>,
     /// For `thread`: how many threads of one command name this component sums (those beyond
     /// a spike's 16 largest threads); `task` is the largest of them. 0: one thread.
     #[serde(default, skip_serializing_if = "is_zero_u32")]
     pub folded: u32,
+}
+
+fn no_chain(c: &std::sync::Arc<[String]>) -> bool {
+    c.is_empty()
 }
 
 fn is_zero_u32(n: &u32) -> bool {

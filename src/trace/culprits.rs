@@ -42,7 +42,7 @@ pub fn summarise(spikes: &[SpikeRecord], cpus: &[usize]) -> Vec<CpuCauses> {
             let a = acc.entry((comp.kind.as_str(), name)).or_default();
             a.ns += comp.ns;
             if let Some(t) = &comp.task {
-                *a.chains.entry(comp.chain.as_slice()).or_default() += comp.ns;
+                *a.chains.entry(&comp.chain[..]).or_default() += comp.ns;
                 *a.prios.entry(t.prio).or_default() += comp.ns;
                 // Threads summed in a spike are in the cause, not among its named members.
                 if comp.folded > 0 {
@@ -161,7 +161,8 @@ mod tests {
                 "taskset".into(),
                 "chrt".into(),
                 "timeout".into(),
-            ],
+            ]
+            .into(),
             folded: 0,
         }
     }
@@ -189,7 +190,7 @@ mod tests {
             share: 0.0,
             task: None,
             group: None,
-            chain: vec![],
+            chain: Default::default(),
             folded: 0,
         };
         let spikes = vec![

@@ -407,7 +407,7 @@ mod tests {
             share: 0.0,
             task: None,
             group: None,
-            chain: vec![],
+            chain: Default::default(),
             folded: 0,
         };
         Attribution {

@@ -578,7 +578,7 @@ mod tests {
                     share: 1.0,
                     task: None,
                     group: None,
-                    chain: vec![],
+                    chain: Default::default(),
                     folded: 0,
                 }],
                 residual: Some(r),

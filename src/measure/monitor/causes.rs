@@ -125,13 +125,13 @@ impl Causes {
                 if c.kind != "thread" {
                     continue;
                 }
-                let g = c.group.clone().unwrap_or_else(|| c.name.clone());
+                let g = c.group.as_deref().unwrap_or(&c.name);
                 if let Some(x) = t.groups.iter_mut().find(|x| x.0 == g) {
                     x.1 += c.ns;
                 } else if let Some(x) = fresh[i].iter_mut().find(|x| x.0 == g) {
                     x.1 += c.ns;
                 } else {
-                    fresh[i].push((g, c.ns));
+                    fresh[i].push((g.to_string(), c.ns));
                 }
             }
             for (k, ns) in by.iter().enumerate() {
@@ -186,8 +186,8 @@ mod tests {
             ns,
             share: 0.0,
             task: None,
-            group: group.map(String::from),
-            chain: vec![],
+            group: group.map(Into::into),
+            chain: Default::default(),
             folded: 0,
         }
     }

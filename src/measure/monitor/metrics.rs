@@ -415,8 +415,8 @@ mod tests {
                                 ns: 1_000,
                                 share: 1.0,
                                 task: None,
-                                group: Some(name),
-                                chain: vec![],
+                                group: Some(name.into()),
+                                chain: Default::default(),
                                 folded: 0,
                             }],
                             ..Attribution::default()

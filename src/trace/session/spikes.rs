@@ -146,11 +146,12 @@ impl Tracer {
     /// Each (pid, name) is worked out once per call: a spike names dozens of tasks, and the
     /// same tasks recur from spike to spike.
     pub(super) fn name_groups(&self, spikes: &mut [SpikeRecord]) {
-        let mut known: crate::trace::FastMap<i32, Vec<(String, Identity)>> = Default::default();
+        type Named = (std::sync::Arc<str>, std::sync::Arc<[String]>);
+        let mut known: crate::trace::FastMap<i32, Vec<(String, Named)>> = Default::default();
         for c in spikes.iter_mut().flat_map(|s| s.why.components.iter_mut()) {
             let Some(t) = &c.task else { continue };
             let seen = known.entry(t.pid).or_default();
-            let id = match seen.iter().find(|(comm, _)| *comm == t.comm) {
+            let (group, chain) = match seen.iter().find(|(comm, _)| *comm == t.comm) {
                 Some((_, id)) => id.clone(),
                 None => {
                     let id: Identity = self.namer.identity(
@@ -159,12 +160,13 @@ impl Tracer {
                         &self.rec.lineage(t.pid),
                         self.rec.identity(t.pid),
                     );
-                    seen.push((t.comm.clone(), id.clone()));
-                    id
+                    let named: Named = (id.group.into(), id.chain.into());
+                    seen.push((t.comm.clone(), named.clone()));
+                    named
                 }
             };
-            c.group = Some(id.group);
-            c.chain = id.chain;
+            c.group = Some(group);
+            c.chain = chain;
         }
     }
 }
