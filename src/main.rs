@@ -2,7 +2,6 @@
 //! 2 bad usage, 3 environment can't do it, 4 a gate undecided).
 
 fn main() {
-    latlab::sys::mem::keep_freed_memory();
     // Before any thread starts: a command that may mount tracefs or debugfs does it in a mount
     // namespace of its own, so nothing outside sees the mount come or go (trace::lifecycle).
     latlab::trace::lifecycle::isolate_mounts(std::env::args_os().skip(1));
