@@ -606,21 +606,20 @@ fn components(mut charged: Vec<(Charge, u64, Task)>, latency: u64, note: &Note) 
         };
         let named = charged.len() - threads + NAMED_THREADS;
         charged.select_nth_unstable_by_key(named, key);
-        let mut at: super::FastMap<(Name, i32), usize> = Default::default();
+        // The others by command name and class, each run's largest first: one fold per run.
+        let group = |c: &(Charge, u64, Task)| match c.0 {
+            Charge::Thread(comm, _, prio) => (comm.0, prio),
+            _ => ([0; 24], 0),
+        };
+        charged[named..].sort_unstable_by_key(|c| (group(c), key(c)));
         for c in charged.drain(named..) {
-            let Charge::Thread(comm, _, prio) = c.0 else {
-                continue;
-            };
-            let i = *at.entry((comm, prio)).or_insert_with(|| {
-                folds.push((c, 0, 0));
-                folds.len() - 1
-            });
-            let f = &mut folds[i];
-            if key(&c) < key(&f.0) {
-                f.0 = c;
+            match folds.last_mut() {
+                Some(f) if group(&f.0) == group(&c) => {
+                    f.1 += c.1;
+                    f.2 += 1;
+                }
+                _ => folds.push((c, c.1, 1)),
             }
-            f.1 += c.1;
-            f.2 += 1;
         }
     }
     let mut charged: Vec<(String, String, u64, Task, u32)> = charged
