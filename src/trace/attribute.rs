@@ -585,6 +585,8 @@ fn attribute_in<'a>(
 /// (a loaded CPU's long delay holds hundreds of threads, each a fraction of a percent:
 /// naming them all made a `sched --all` result hundreds of megabytes, and most of its CPU).
 pub const NAMED_THREADS: usize = 16;
+/// Commands folded in one spike beyond which they are found through a map.
+const MANY_FOLDS: usize = 16;
 
 /// The charged stretches as components, largest first, each with its share of the latency:
 /// the [`NAMED_THREADS`] largest threads one by one, the others summed per command name and
@@ -606,19 +608,41 @@ fn components(mut charged: Vec<(Charge, u64, Task)>, latency: u64, note: &Note) 
         };
         let named = charged.len() - threads + NAMED_THREADS;
         charged.select_nth_unstable_by_key(named, key);
-        // The others by command name and class, each run's largest first: one fold per run.
+        // The others per command name and class: looked for among the folds so far (a few
+        // commands, mostly the one before), through a map once there are many.
         let group = |c: &(Charge, u64, Task)| match c.0 {
-            Charge::Thread(comm, _, prio) => (comm.0, prio),
-            _ => ([0; 24], 0),
+            Charge::Thread(comm, _, prio) => (comm, prio),
+            _ => (Name::default(), 0),
         };
-        charged[named..].sort_unstable_by_key(|c| (group(c), key(c)));
+        let mut at: super::FastMap<(Name, i32), usize> = Default::default();
         for c in charged.drain(named..) {
-            match folds.last_mut() {
-                Some(f) if group(&f.0) == group(&c) => {
+            let g = group(&c);
+            let found = if folds.len() <= MANY_FOLDS {
+                folds.iter().rposition(|f| group(&f.0) == g)
+            } else {
+                at.get(&g).copied()
+            };
+            match found {
+                Some(i) => {
+                    let f = &mut folds[i];
+                    if key(&c) < key(&f.0) {
+                        f.0 = c;
+                    }
                     f.1 += c.1;
                     f.2 += 1;
                 }
-                _ => folds.push((c, c.1, 1)),
+                None => {
+                    folds.push((c, c.1, 1));
+                    if folds.len() == MANY_FOLDS + 1 {
+                        at = folds
+                            .iter()
+                            .enumerate()
+                            .map(|(i, f)| (group(&f.0), i))
+                            .collect();
+                    } else if folds.len() > MANY_FOLDS {
+                        at.insert(g, folds.len() - 1);
+                    }
+                }
             }
         }
     }
@@ -848,6 +872,31 @@ mod tests {
         assert_eq!(total, t - 1000);
         // Largest first.
         assert!(a.components.windows(2).all(|w| w[0].ns >= w[1].ns));
+    }
+
+    #[test]
+    fn many_commands_beyond_the_largest_are_each_summed() {
+        // 16 large threads, then 40 commands of two small threads each (the map's path).
+        let mut evs = vec![sw(900, ("x", 50, 120), ("y", 51, 120)), waking(1000, 51, 1)];
+        let (mut t, mut prev) = (1000, ("y".to_string(), 51, 120));
+        let mut runs: Vec<(String, i32, u64)> =
+            (0..16).map(|i| ("big".into(), 100 + i, 1000)).collect();
+        for c in 0..40 {
+            runs.push((format!("c{c}"), 200 + 2 * c, 3));
+            runs.push((format!("c{c}"), 201 + 2 * c, 4));
+        }
+        for (comm, pid, ns) in &runs {
+            evs.push(sw(t, (&prev.0, prev.1, prev.2), (comm, *pid, 120)));
+            prev = (comm.clone(), *pid, 120);
+            t += ns;
+        }
+        evs.push(sw(t, (&prev.0, prev.1, prev.2), ("me", 1, 120)));
+        let a = attribute(&evs, 1000, t, Some(1), &note("vm"));
+        let folds: Vec<_> = a.components.iter().filter(|c| c.folded > 0).collect();
+        assert_eq!(folds.len(), 40);
+        assert!(folds.iter().all(|c| c.folded == 2 && c.ns == 7));
+        let total: u64 = a.components.iter().map(|c| c.ns).sum();
+        assert_eq!(total, t - 1000);
     }
 
     #[test]
