@@ -156,6 +156,15 @@ fn replay(tracer: &Tracer, tracker: &mut Tracker<Matcher>, after: u64, upto: u64
     }
 }
 
+/// Shortest run whose event rate is given: the trace starts before the run's clock, so over
+/// a few milliseconds its events make a meaningless rate.
+const MIN_RATE_SPAN_S: f64 = 0.1;
+
+/// Events per second over `duration_s`, None for a run shorter than [`MIN_RATE_SPAN_S`].
+fn rate(events: u64, duration_s: f64) -> Option<f64> {
+    (duration_s >= MIN_RATE_SPAN_S).then(|| events as f64 / duration_s)
+}
+
 /// True while any of `pids` is alive.
 fn any_alive(pids: &[i32]) -> bool {
     pids.iter()
@@ -265,11 +274,7 @@ fn run(cfg: &SchedConfig, ctx: &mut Ctx<'_>) -> Result<SchedOutcome> {
     for w in &trace.warnings {
         ctx.warn(w.clone());
     }
-    let events_per_s = if duration_s > 0.0 {
-        trace.events as f64 / duration_s
-    } else {
-        0.0
-    };
+    let events_per_s = rate(trace.events, duration_s);
     let out = report::Assembled::new(&tracker.tasks, &losses);
     // Spikes were named by task index; now by series name.
     for s in &mut trace.spikes {
@@ -333,14 +338,12 @@ fn warn_after(
         }
     }
     if matches!(cfg.target, Target::All) {
-        let rate = if duration_s > 0.0 {
-            events as f64 / duration_s
-        } else {
-            0.0
-        };
-        ctx.warn(format!(
-            "--all: {rate:.0} events/s read ({events} events in {duration_s:.1} s)"
-        ));
+        ctx.warn(match rate(events, duration_s) {
+            Some(r) => format!("--all: {r:.0} events/s read ({events} events in {duration_s:.1} s)"),
+            None => format!(
+                "--all: {events} events read in {duration_s:.3} s (too short a run for a rate)"
+            ),
+        });
     }
 }
 
@@ -349,7 +352,7 @@ fn warn_after(
 fn parameters(
     cfg: &SchedConfig,
     trace: &crate::result::trace::TraceReport,
-    events_per_s: f64,
+    events_per_s: Option<f64>,
     processes: &[serde_json::Value],
     (ended_by, status, stopped): (&Option<String>, Option<i32>, &Option<i32>),
 ) -> serde_json::Value {
@@ -357,7 +360,10 @@ fn parameters(
     if let Some(o) = params.as_object_mut() {
         o.insert("target_text".into(), cfg.target.describe().into());
         o.insert("events".into(), trace.events.into());
-        o.insert("events_per_s".into(), events_per_s.round().into());
+        o.insert(
+            "events_per_s".into(),
+            events_per_s.map_or(serde_json::Value::Null, |r| r.round().into()),
+        );
         o.insert("lost_events".into(), trace.lost_events.into());
         o.insert("processes".into(), processes.to_vec().into());
         if let Some(e) = ended_by {
@@ -436,5 +442,17 @@ impl crate::driver::Measurement for SchedConfig {
 
     fn render_stored(run: &Run, unit: DisplayUnit) -> Option<String> {
         Some(report::render(run, unit, false))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rate_needs_a_run_long_enough_to_mean_one() {
+        assert_eq!(rate(354, 0.004), None);
+        assert_eq!(rate(354, 0.0), None);
+        assert_eq!(rate(1000, 2.0), Some(500.0));
     }
 }

@@ -153,13 +153,13 @@ pub fn render(run: &Run, u: DisplayUnit, why: bool) -> String {
     let target = p.get("target_text").and_then(|v| v.as_str()).unwrap_or("?");
     let events = p.get("events").and_then(|v| v.as_u64()).unwrap_or(0);
     let lost = p.get("lost_events").and_then(|v| v.as_u64()).unwrap_or(0);
+    let rate = p
+        .get("events_per_s")
+        .and_then(|v| v.as_f64())
+        .map_or_else(|| "no rate: too short".to_string(), |r| format!("{r} /s"));
     let mut s = format!(
-        "latlab sched {target}  {:.1} s  {events} events ({} /s), {lost} lost  run {}\n",
-        run.duration_s,
-        p.get("events_per_s")
-            .and_then(|v| v.as_f64())
-            .unwrap_or(0.0),
-        run.id
+        "latlab sched {target}  {:.1} s  {events} events ({rate}), {lost} lost  run {}\n",
+        run.duration_s, run.id
     );
     let threads: Vec<&Series> = run.series.iter().collect();
     if threads.is_empty() {
