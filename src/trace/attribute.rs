@@ -319,6 +319,24 @@ impl Slots {
         i
     }
 
+    /// The tasks a switch names (`kind`, if a switch), seen; the slot of the one switched in.
+    fn switch(&mut self, kind: &Kind, nobody: Name) -> Option<u32> {
+        let Kind::Switch {
+            prev_comm,
+            prev_pid,
+            prev_prio,
+            next_comm,
+            next_pid,
+            next_prio,
+            ..
+        } = *kind
+        else {
+            return None;
+        };
+        self.seen(prev_pid, prev_comm, prev_prio, nobody);
+        Some(self.seen(next_pid, next_comm, next_prio, nobody))
+    }
+
     fn task(&self, i: u32) -> (Name, i32, i32) {
         let t = &self.tasks[i as usize];
         (t.1, t.0, t.2)
@@ -458,19 +476,7 @@ fn attribute_in<'a>(
     for e in events {
         if e.ts > actual {
             // Past the wake-up: read for the names alone.
-            if let Kind::Switch {
-                prev_comm,
-                prev_pid,
-                prev_prio,
-                next_comm,
-                next_pid,
-                next_prio,
-                ..
-            } = e.kind
-            {
-                slots.seen(prev_pid, prev_comm, prev_prio, nobody);
-                slots.seen(next_pid, next_comm, next_prio, nobody);
-            }
+            slots.switch(&e.kind, nobody);
             continue;
         }
         if blocked.is_none() && e.ts > expected {
@@ -488,20 +494,11 @@ fn attribute_in<'a>(
             task = Some(slots.slot(e.pid));
         }
         match e.kind {
-            Kind::Switch {
-                prev_comm,
-                prev_pid,
-                prev_prio,
-                next_comm,
-                next_pid,
-                next_prio,
-                ..
-            } => {
+            Kind::Switch { next_pid, .. } => {
                 // Named with the latest name and priority the window shows for it (a
                 // `chrt` switched in at 120 that raised itself to FIFO 99 and exec'd `sh`
                 // is switched out as `sh` at 0): the policy in force while it held the CPU.
-                slots.seen(prev_pid, prev_comm, prev_prio, nobody);
-                task = Some(slots.seen(next_pid, next_comm, next_prio, nobody));
+                task = slots.switch(&e.kind, nobody);
                 stack.clear();
                 if Some(next_pid) == me && e.ts >= expected {
                     out.switch_in_ns = Some(e.ts - expected);
