@@ -5,6 +5,13 @@ fn main() {
     // Before any thread starts: a command that may mount tracefs or debugfs does it in a mount
     // namespace of its own, so nothing outside sees the mount come or go (trace::lifecycle).
     latlab::trace::lifecycle::isolate_mounts(std::env::args_os().skip(1));
+    // Tests hold latlab here to send a signal before the handlers are in.
+    if let Some(ms) = std::env::var("LATLAB_TEST_SIGNALS_DELAY_MS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+    }
     // Signals first: a Ctrl-C in the first millisecond must end the run cleanly, not kill it.
     // A load worker keeps its own plain flags (see load::worker_main); an action worker
     // keeps the default dispositions (it is killed with its group).
@@ -13,6 +20,9 @@ fn main() {
         .is_none_or(|a| a != "load-worker" && a != "action-worker")
     {
         latlab::driver::signals::install();
+    } else {
+        // Held since start (sys::process): a worker keeps the default dispositions.
+        latlab::sys::process::release_stop_signals();
     }
     // File names need not be UTF-8: clap and ministat get the arguments as given; the text
     // form (recorded in results) has any store password redacted.

@@ -49,9 +49,11 @@ pub fn stop_on_hangup() {
     });
 }
 
-/// Installs the handlers (idempotent): `main` calls it first thing.
+/// Installs the handlers (idempotent), then lets through a SIGINT or SIGTERM held since the
+/// process started (see `sys::process::release_stop_signals`): `main` calls it first thing.
 pub fn install() {
     let _ = control();
+    sys::process::release_stop_signals();
 }
 
 fn register(c: &Control) {

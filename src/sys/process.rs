@@ -266,6 +266,56 @@ pub fn kill_group_when_parent_dies(parent: i32) {
     }
 }
 
+/// Holds SIGINT and SIGTERM back from the moment the `latlab` binary is loaded (an
+/// `.init_array` entry: before Rust's runtime starts and `main` installs the handlers), so a
+/// Ctrl-C in the first millisecond waits, pending, for the handlers instead of killing the
+/// process with nothing saved; [`release_stop_signals`] lets it through. Only a process whose
+/// `argv[0]` is named `latlab`: test harnesses link the same library and must stay killable.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+extern "C" fn hold_stop_signals_at_start(
+    argc: libc::c_int,
+    argv: *const *const libc::c_char,
+    _envp: *const *const libc::c_char,
+) {
+    if argc < 1 || argv.is_null() {
+        return;
+    }
+    // SAFETY: glibc passes the process's argc/argv to `.init_array` functions; argv[0] is a
+    // NUL-terminated string when argc >= 1.
+    let name = unsafe { std::ffi::CStr::from_ptr(*argv) }.to_bytes();
+    if name.rsplit(|&b| b == b'/').next() != Some(b"latlab".as_slice()) {
+        return;
+    }
+    stop_signals(libc::SIG_BLOCK);
+}
+
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[used]
+#[link_section = ".init_array"]
+static HOLD_STOP_SIGNALS: extern "C" fn(
+    libc::c_int,
+    *const *const libc::c_char,
+    *const *const libc::c_char,
+) = hold_stop_signals_at_start;
+
+/// Lets SIGINT and SIGTERM through on the calling thread (one held since start is delivered
+/// now): `main` calls it once the handlers are in, or at once where it installs none.
+pub fn release_stop_signals() {
+    stop_signals(libc::SIG_UNBLOCK);
+}
+
+fn stop_signals(how: libc::c_int) {
+    // SAFETY: sigset_t is plain data initialised by sigemptyset; pthread_sigmask only changes
+    // the calling thread's mask.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        libc::pthread_sigmask(how, &set, std::ptr::null_mut());
+    }
+}
+
 /// Runs `f` with `sigs` blocked on the calling thread, then unblocks them: a signal arriving
 /// meanwhile stays pending and is delivered after `f`, never to a half-installed handler.
 pub fn blocking_signals<T>(sigs: &[libc::c_int], f: impl FnOnce() -> T) -> T {

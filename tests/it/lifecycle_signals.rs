@@ -2,7 +2,7 @@
 //! saved, even one delivered in the first millisecond or twice at once; commands that measure
 //! nothing end on the first.
 
-use crate::util::{handles, has_thread, latlab, read_json, rt_test, Dir, Running};
+use crate::util::{blocks, handles, has_thread, latlab, read_json, rt_test, Dir, Running};
 use std::time::Duration;
 
 /// A long run of every measurement (ended by a signal), with a thread to wait for, if any.
@@ -89,6 +89,27 @@ fn a_signal_as_soon_as_the_handlers_are_in_still_saves_the_result() {
         child.end_within(PROMPTLY).assert_ok();
         assert_eq!(read_json(&json)["interrupted"], true, "{args:?}");
     }
+}
+
+#[test]
+fn a_signal_before_the_handlers_are_in_waits_for_them() {
+    // The test hook holds latlab before it installs its handlers; SIGTERM is held back from
+    // the binary's first instruction (sys::process), so it ends the run cleanly, not the
+    // process.
+    let Some(_x) = rt_test() else { return };
+    let dir = Dir::new();
+    let json = dir.join("early.json");
+    let mut c = latlab();
+    c.env("LATLAB_TEST_SIGNALS_DELAY_MS", "400")
+        .args(["cyclic", "-t", "1", "-D", "1h", "--json"])
+        .arg(&json);
+    let mut child = c.spawn();
+    child.wait_until("holding SIGTERM", |pid| {
+        blocks(pid, libc::SIGTERM) && !handles(pid, libc::SIGTERM)
+    });
+    child.signal(libc::SIGTERM);
+    child.end_within(PROMPTLY).assert_ok();
+    assert_eq!(read_json(&json)["interrupted"], true);
 }
 
 #[test]

@@ -14,13 +14,19 @@ pub fn has_thread(pid: u32, name: &str) -> bool {
 
 /// Whether process `pid` has a handler for `sig` (SigCgt of /proc/PID/status).
 pub fn handles(pid: u32, sig: i32) -> bool {
-    let Ok(s) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
-        return false;
-    };
+    signal_mask(pid, "SigCgt:").is_some_and(|m| m & (1 << (sig - 1)) != 0)
+}
+
+/// Whether process `pid`'s main thread blocks (holds pending) signal `sig`.
+pub fn blocks(pid: u32, sig: i32) -> bool {
+    signal_mask(pid, "SigBlk:").is_some_and(|m| m & (1 << (sig - 1)) != 0)
+}
+
+fn signal_mask(pid: u32, field: &str) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     s.lines()
-        .find_map(|l| l.strip_prefix("SigCgt:"))
+        .find_map(|l| l.strip_prefix(field))
         .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
-        .is_some_and(|m| m & (1 << (sig - 1)) != 0)
 }
 
 /// Processes whose environment carries `LATLAB_TEST_TAG=tag` (every descendant of a latlab
