@@ -1,6 +1,7 @@
 //! The flight recorder: one housekeeping thread reads every traced CPU's `trace_pipe_raw`
 //! (non-blocking, whole pages), decodes the records and keeps the last `keep_ns` of events per
-//! CPU in memory. Lost events are counted, never fatal. Attribution copies a window out.
+//! CPU in memory. Lost events are counted, never fatal. Attribution reads a window where it
+//! is kept.
 
 use super::event::{Decoder, Event};
 use super::format::PageHeader;
