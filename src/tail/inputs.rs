@@ -390,6 +390,14 @@ fn run_part(
     let mut lists = Vec::new();
     for (i, s) in chosen.iter().enumerate() {
         let n: u64 = s.histogram.buckets.iter().map(|b| b[1]).sum();
+        // The count scales every probability: one the histogram contradicts would move the
+        // whole tail (a histogram of a thousand samples read as a billion).
+        if n > 0 && n != s.summary.count {
+            return Err(Error::Usage(format!(
+                "{name}: series {}: its count ({}) contradicts its histogram ({n} samples)",
+                s.name, s.summary.count
+            )));
+        }
         lists.push((from_buckets(s, i as u32, name)?, n));
     }
     let top = complete_union(lists);

@@ -267,6 +267,17 @@ fn bad_input_is_exit_2_naming_the_flag_or_file() {
     );
     // A run and a value file do not pool.
     let r = run_file(d, "r.json", &bursty_ns(31)[..5000], 5.0, false);
+    // A run whose count contradicts its histogram names the series.
+    let mut run: serde_json::Value = serde_json::from_slice(&std::fs::read(&r).unwrap()).unwrap();
+    run["series"][0]["count"] = 1_000_000_000u64.into();
+    let bad = d.join("count.json");
+    std::fs::write(&bad, serde_json::to_vec(&run).unwrap()).unwrap();
+    expect_exit(
+        &["tail"],
+        &[bad.to_str().unwrap(), "--at", "1e-6"],
+        2,
+        "contradicts its histogram",
+    );
     expect_exit(
         &["tail"],
         &[r.to_str().unwrap(), v, "--at", "1e-6"],
