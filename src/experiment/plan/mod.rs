@@ -425,10 +425,10 @@ mod tests {
     use super::*;
 
     /// Stands in for the command line's checker (which `cli` registers; its real checks are
-    /// tested end to end through `latlab run --dry-run` in tests/it/plan.rs): `tcp` with `-D`
+    /// tested end to end through `latlab run --dry-run` in tests/it/plan.rs): `fake` (a made-up measurement) with `-D`
     /// and `--nodelay`.
     fn fake_check(command: &str, args: &[String]) -> std::result::Result<Planned, String> {
-        if command != "tcp" {
+        if command != "fake" {
             return Err(format!("'{command}' is not a measurement"));
         }
         let mut ns = Some(10_000_000_000);
@@ -449,7 +449,7 @@ mod tests {
 
     fn write(text: &str) -> (tempfile::TempDir, PathBuf) {
         set_checker(fake_check);
-        set_measurements(|| vec!["tcp"]);
+        set_measurements(|| vec!["fake"]);
         write_plan(text)
     }
 
@@ -463,7 +463,7 @@ mod tests {
     #[test]
     fn parses_and_crosses_factors() {
         let (_d, p) = write(
-            "[measure]\ncommand = \"tcp\"\nargs = [\"-D\", \"1s\"]\n[design]\nrepeats = 3\n\
+            "[measure]\ncommand = \"fake\"\nargs = [\"-D\", \"1s\"]\n[design]\nrepeats = 3\n\
              [[factor]]\nname = \"a\"\nlevels = [\"x\", \"y\"]\noptions = { y = [\"--nodelay\"] }\n\
              [[factor]]\nname = \"b\"\nlevels = [\"1\", \"2\", \"3\"]\n",
         );
@@ -477,22 +477,22 @@ mod tests {
 
     #[test]
     fn errors_name_line_and_column() {
-        let (_d, p) = write("[measure]\ncommand = \"tcp\"\n\n[design]\nrepeats = \"many\"\n");
+        let (_d, p) = write("[measure]\ncommand = \"fake\"\n\n[design]\nrepeats = \"many\"\n");
         let e = Plan::load(&p).unwrap_err().to_string();
         assert!(e.contains("plan.toml:5:11"), "{e}");
-        let (_d, p) = write("[measure]\ncommand = \"tcp\"\nargz = []\n");
+        let (_d, p) = write("[measure]\ncommand = \"fake\"\nargz = []\n");
         assert!(Plan::load(&p).unwrap_err().to_string().contains(":3:1"));
-        let (_d, p) = write("[measure]\ncommand = \"tcp\"\nargs = [\"--warp-speed\"]\n");
+        let (_d, p) = write("[measure]\ncommand = \"fake\"\nargs = [\"--warp-speed\"]\n");
         assert!(Plan::load(&p)
             .unwrap_err()
             .to_string()
             .contains("--warp-speed"));
-        let (_d, p) = write("[measure]\ncommand = \"tcp\"\n[[factor]]\nname = \"k\"\nknob = \"/proc/sys/kernel/osrelease\"\nlevels = [\"a\"]\n");
+        let (_d, p) = write("[measure]\ncommand = \"fake\"\n[[factor]]\nname = \"k\"\nknob = \"/proc/sys/kernel/osrelease\"\nlevels = [\"a\"]\n");
         let e = Plan::load(&p).unwrap_err();
         assert_eq!(e.exit_code(), 3, "{e}");
         assert!(e.to_string().contains("/proc/sys/kernel/osrelease"));
         // Outside /sys and /proc/sys: bad input.
-        let (_d, p) = write("[measure]\ncommand = \"tcp\"\n[[factor]]\nname = \"k\"\nknob = \"/proc/version\"\nlevels = [\"a\"]\n");
+        let (_d, p) = write("[measure]\ncommand = \"fake\"\n[[factor]]\nname = \"k\"\nknob = \"/proc/version\"\nlevels = [\"a\"]\n");
         let e = Plan::load(&p).unwrap_err();
         assert_eq!(e.exit_code(), 2, "{e}");
     }
@@ -507,7 +507,7 @@ mod tests {
             ("sysctl", "../../tmp/latlab-escape"),
         ] {
             let (_d, p) = write(&format!(
-                "[measure]\ncommand = \"tcp\"\n[[factor]]\nname = \"k\"\n{key} = \"{value}\"\nlevels = [\"a\"]\n"
+                "[measure]\ncommand = \"fake\"\n[[factor]]\nname = \"k\"\n{key} = \"{value}\"\nlevels = [\"a\"]\n"
             ));
             let e = Plan::load(&p).unwrap_err();
             assert_eq!(e.exit_code(), 2, "{key} = {value}: {e}");
@@ -518,7 +518,7 @@ mod tests {
 
     #[test]
     fn oversized_designs_are_refused_before_allocating() {
-        let mut t = String::from("[measure]\ncommand = \"tcp\"\n");
+        let mut t = String::from("[measure]\ncommand = \"fake\"\n");
         for i in 0..12 {
             t.push_str(&format!(
                 "[[factor]]\nname = \"f{i}\"\nlevels = [{}]\n",
@@ -534,7 +534,7 @@ mod tests {
         assert_eq!(e.exit_code(), 2);
         assert!(e.to_string().contains("more than 10000 runs"), "{e}");
         assert!(t0.elapsed() < std::time::Duration::from_secs(5));
-        let (_d, p) = write("[measure]\ncommand = \"tcp\"\n[design]\nrepeats = 5001\n[[factor]]\nname = \"a\"\nlevels = [\"x\", \"y\"]\n");
+        let (_d, p) = write("[measure]\ncommand = \"fake\"\n[design]\nrepeats = 5001\n[[factor]]\nname = \"a\"\nlevels = [\"x\", \"y\"]\n");
         assert!(Plan::load(&p).is_err());
     }
 
@@ -549,7 +549,7 @@ mod tests {
 
     #[test]
     fn set_overrides_keys_and_duration() {
-        let (_d, p) = write("[measure]\ncommand = \"tcp\"\nargs = [\"-D\", \"5s\", \"--nodelay\"]\n[design]\nrepeats = 12\n");
+        let (_d, p) = write("[measure]\ncommand = \"fake\"\nargs = [\"-D\", \"5s\", \"--nodelay\"]\n[design]\nrepeats = 12\n");
         let plan = Plan::load_with(
             &p,
             &[
