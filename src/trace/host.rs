@@ -107,7 +107,7 @@ pub fn detect(roots: &Roots, cpuid: Option<&str>) -> Host {
         names.push(vendor_name(sig));
     }
     let flag = roots
-        .proc("cpuinfo")
+        .cpuinfo_first()
         .map(|c| {
             c.lines()
                 .any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == "hypervisor"))
