@@ -234,8 +234,11 @@ fn open_unless_interrupted(
     control: &crate::rt::Control,
 ) -> Result<Option<Box<dyn crate::store::Store>>> {
     let (tx, rx) = std::sync::mpsc::channel();
+    // A helper's stack, not std's 2 MiB: glibc keeps an ended thread's stack for the next
+    // thread, so it is still mapped when mlockall makes every page of it present.
     std::thread::Builder::new()
         .name("latlab-store".into())
+        .stack_size(crate::sys::mem::HELPER_STACK)
         .spawn(move || {
             let _ = tx.send(crate::store::open_send(spec.as_deref()));
         })

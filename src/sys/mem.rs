@@ -1,7 +1,7 @@
 //! Memory locking and stack prefaulting, so page faults never land inside a measurement.
 
-/// Stack size for latlab's helper threads (signals, privilege probe, watchdog, live view,
-/// sample writer). `mlockall(MCL_CURRENT|MCL_FUTURE)` makes every page of every thread stack
+/// Stack size for latlab's helper threads (signals, watchdog, live view, sample writer, store
+/// opener, load report readers). `mlockall(MCL_CURRENT|MCL_FUTURE)` makes every page of every thread stack
 /// present, zero-filled and locked, and std's default is 2 MiB: two idle helpers with default
 /// stacks cost more start-up CPU than locking the whole binary. None of them recurses deeply.
 pub const HELPER_STACK: usize = 256 * 1024;
