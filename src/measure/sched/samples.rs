@@ -70,17 +70,17 @@ impl Samples {
         }
     }
 
-    /// `f` of these values as a recorder: the task's own when it has one, else `scratch`
-    /// emptied and filled (a recorder's histogram is ~350 KiB: one for every task of a busy
-    /// system would be made, zeroed and freed again).
-    pub fn with_recorder<T>(&self, scratch: &mut Recorder, f: impl FnOnce(&Recorder) -> T) -> T {
+    /// These values' summary and histogram: the task's own recorder's when it has one, else
+    /// worked out from the values themselves (`shape`: any latlab histogram, for its bucket
+    /// layout), so the many tasks of a busy system that ran a few times do not each get a
+    /// ~350 KiB histogram made, zeroed and scanned.
+    pub fn summarise(
+        &self,
+        shape: &crate::stats::LatHistogram,
+    ) -> (crate::stats::Summary, crate::stats::HistogramData) {
         match self {
-            Samples::Many(r) => f(r),
-            Samples::Few(v) => {
-                scratch.reset();
-                v.iter().for_each(|&x| scratch.record(x));
-                f(scratch)
-            }
+            Samples::Many(r) => r.summary_and_data(),
+            Samples::Few(v) => crate::stats::summary::summarise_values(&mut v.clone(), shape),
         }
     }
 

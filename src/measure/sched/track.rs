@@ -797,15 +797,12 @@ mod tests {
         assert_eq!(s.count(), FEW as u64 + 10);
         assert_eq!(s.max(), FEW as u64 + 9);
         assert_eq!(s.recorder().count, FEW as u64 + 10);
-        // Through a scratch recorder (reused: what it held before does not count), and a
-        // task's own recorder once it has one.
-        let mut scratch = crate::stats::Recorder::new();
-        scratch.record(1);
-        let few = Samples::Few(vec![5, 7]);
-        let got = few.with_recorder(&mut scratch, |r| (r.count, r.min, r.max, r.summary()));
-        assert_eq!((got.0, got.1, got.2), (2, 5, 7));
-        assert_eq!(got.3, few.recorder().summary());
-        let own = s.with_recorder(&mut scratch, |r| r.summary());
-        assert_eq!(own, s.recorder().summary());
+        // Summarised without a recorder while few, from the task's own once many.
+        let shape = crate::stats::LatHistogram::new();
+        let few = Samples::Few(vec![7, 5]);
+        let r = few.recorder();
+        assert_eq!(few.summarise(&shape), (r.summary(), r.hist.to_data()));
+        let r = s.recorder();
+        assert_eq!(s.summarise(&shape), (r.summary(), r.hist.to_data()));
     }
 }
