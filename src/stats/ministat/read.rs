@@ -2,6 +2,7 @@
 //! column N, `#` comments, `strtod` numbers, its error texts. Where ministat would silently
 //! misread (lines over its 8 KiB buffer, NaN/inf that crash its plot) this refuses clearly.
 
+use super::lines::{self, Values};
 use std::io::Read;
 
 /// ministat's line buffer (`BUFSIZ`): longer lines are split by `fgets`.
@@ -225,13 +226,12 @@ pub fn read_set_sized(
     column: usize,
     delim: &[u8],
 ) -> Result<DataSet, ReadError> {
-    let State {
+    let Values {
         mut points,
         zeros,
         sy,
         syy,
-        ..
-    } = read_points(r, size_hint, name, column, delim)?;
+    } = read_points(r, size_hint, name, column, delim)?.v;
     let (min, max, median) = order_stats(&mut points, &zeros);
     Ok(DataSet {
         name: name.to_string(),
@@ -253,7 +253,7 @@ pub fn read_in_order(
     column: usize,
     delim: &[u8],
 ) -> Result<Vec<f64>, ReadError> {
-    Ok(read_points(r, size_hint, name, column, delim)?.points)
+    Ok(read_points(r, size_hint, name, column, delim)?.v.points)
 }
 
 fn read_points<'a>(
@@ -274,10 +274,7 @@ fn read_points<'a>(
             .iter()
             .any(|b| b.is_ascii_digit() || b"+-.#\n\0".contains(b));
     let mut st = State {
-        points: Vec::new(),
-        zeros: Vec::new(),
-        sy: 0.0,
-        syy: 0.0,
+        v: Values::default(),
         line: 0,
         name,
         column,
@@ -300,9 +297,10 @@ fn read_points<'a>(
         if !sized {
             sized = true;
             if let (Some(total), true) = (size_hint, end > 0) {
-                let per_byte = st.points.len() as f64 / end as f64;
+                let points = &mut st.v.points;
+                let per_byte = points.len() as f64 / end as f64;
                 let want = (total as f64 * per_byte * 1.02) as usize + 16;
-                st.points.reserve(want.saturating_sub(st.points.len()));
+                points.reserve(want.saturating_sub(points.len()));
             }
         }
         if eof {
@@ -320,7 +318,7 @@ fn read_points<'a>(
         buf.copy_within(end..have, 0);
         have -= end;
     }
-    if st.points.len() < 3 {
+    if st.v.points.len() < 3 {
         return Err(ReadError::TooFew(format!(
             "Dataset {name} must contain at least 3 data points"
         )));
@@ -330,11 +328,7 @@ fn read_points<'a>(
 
 /// What `read_set` accumulates line by line.
 struct State<'a> {
-    points: Vec<f64>,
-    /// The signed zeros in input order (they compare equal but print differently).
-    zeros: Vec<f64>,
-    sy: f64,
-    syy: f64,
+    v: Values,
     line: usize,
     name: &'a str,
     column: usize,
@@ -360,6 +354,13 @@ impl State<'_> {
         let mut pos = 0;
         while pos < b.len() {
             if fast {
+                // Runs of plain lines in bulk; the line a run stops at goes the ways below.
+                let (next, n) = lines::plain_run(b, pos, &mut self.v);
+                self.line += n;
+                pos = next;
+                if pos == b.len() {
+                    break;
+                }
                 if let Some(next) = self.fast_line(b, pos) {
                     pos = next;
                     continue;
@@ -391,18 +392,8 @@ impl State<'_> {
             return None;
         }
         self.line += 1;
-        self.push(d);
+        self.v.push(d);
         Some(nl + 1)
-    }
-
-    #[inline(always)]
-    fn push(&mut self, d: f64) {
-        self.points.push(d);
-        if d == 0.0 {
-            self.zeros.push(d);
-        }
-        self.sy += d;
-        self.syy += d * d;
     }
 
     /// One line without its newline: find the column's token (strtok rules), parse, add.
@@ -455,7 +446,7 @@ impl State<'_> {
                 String::from_utf8_lossy(tok)
             )));
         }
-        self.push(d);
+        self.v.push(d);
         Ok(())
     }
 }
