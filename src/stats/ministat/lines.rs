@@ -39,47 +39,65 @@ pub(super) fn plain_run(b: &[u8], start: usize, v: &mut Values) -> (usize, usize
     if b.len() < 64 {
         return (start, 0);
     }
-    // Values go through a small buffer: a push per value would be a call in the loop (which
-    // keeps the sums out of registers).
-    let mut buf = [0.0f64; 256];
-    let first = v.points.len();
+    // Two passes over batches of lines: the integer work of each line (`plain`) first, the
+    // floating-point tail (conversion, division, sums) after, so each pass has short chains.
+    let mut batch = [0u64; 256];
     let (mut pos, mut base, mut k) = (start, start, 0usize);
-    let (mut sy, mut syy, mut zero) = (v.sy, v.syy, false);
     let mut mask = window(b, base);
     loop {
-        while mask == 0 {
-            base += 64;
-            if base >= b.len() {
-                break;
+        let mut n = 0;
+        let stopped = loop {
+            if n == batch.len() {
+                break false;
             }
-            mask = window(b, base);
-        }
-        if mask == 0 {
-            break;
-        }
-        let nl = base + mask.trailing_zeros() as usize;
-        let Some(d) = plain(b, pos, nl) else {
-            break;
+            while mask == 0 {
+                base += 64;
+                if base >= b.len() {
+                    break;
+                }
+                mask = window(b, base);
+            }
+            if mask == 0 {
+                break true;
+            }
+            let nl = base + mask.trailing_zeros() as usize;
+            let Some(p) = plain(b, pos, nl) else {
+                break true;
+            };
+            mask &= mask - 1;
+            pos = nl + 1;
+            batch[n] = p;
+            n += 1;
         };
-        mask &= mask - 1;
-        pos = nl + 1;
-        buf[k % buf.len()] = d;
-        k += 1;
-        if k % buf.len() == 0 {
-            v.points.extend_from_slice(&buf);
+        add_batch(v, &batch[..n]);
+        k += n;
+        if stopped {
+            return (pos, k);
         }
+    }
+}
+
+/// Adds the values `plain` packed, in order.
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+#[inline(always)]
+fn add_batch(v: &mut Values, batch: &[u64]) {
+    let first = v.points.len();
+    let (mut sy, mut syy, mut zero) = (v.sy, v.syy, false);
+    v.points.extend(batch.iter().map(|&p| {
+        // m / 10^frac, then the sign (-0.0 for "-0").
+        let d = (p & ((1 << 53) - 1)) as i64 as f64 / POW10[(p >> 53) as usize & 15];
+        let d = f64::from_bits(d.to_bits() | (p & 1 << 63));
         zero |= d == 0.0;
         sy += d;
         syy += d * d;
-    }
-    v.points.extend_from_slice(&buf[..k % buf.len()]);
+        d
+    }));
     // The signed zeros, in order (looked for only when there are some).
     if zero {
         let new = &v.points[first..];
         v.zeros.extend(new.iter().filter(|&&d| d == 0.0));
     }
     (v.sy, v.syy) = (sy, syy);
-    (pos, k)
 }
 
 /// Elsewhere every line takes the ordinary path.
@@ -140,13 +158,14 @@ fn below(k: usize) -> V16 {
 /// The value of the line `b[pos..nl]` when it is exactly `[-]digits[.digits]` (at least one
 /// digit, at most 16 bytes, `nl >= 16`) and the digits form an integer m below 2^53: then it is
 /// `m / 10^frac`, one correctly rounded division of exact values, as `scan_decimal` in
-/// `read.rs` computes it (bit for bit). None for anything else.
+/// `read.rs` computes it (bit for bit), and this returns m, frac and the sign packed as
+/// `m | frac << 53 | neg << 63` (`add_batch` divides). None for anything else.
 ///
 /// The 16 bytes that end at the newline are examined at once: digit and point masks, the point
 /// removed by moving the digits before it one byte up, the digits combined by multiply-adds.
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
 #[inline(always)]
-fn plain(b: &[u8], pos: usize, nl: usize) -> Option<f64> {
+fn plain(b: &[u8], pos: usize, nl: usize) -> Option<u64> {
     let len = nl.wrapping_sub(pos);
     if len.wrapping_sub(1) >= 16 || nl < 16 {
         return None;
@@ -176,11 +195,7 @@ fn plain(b: &[u8], pos: usize, nl: usize) -> Option<f64> {
     // The digits, right-aligned; everything before them zero.
     let (hi, lo) = below(nd).and_not(x).decimal_halves();
     let m = u64::from(hi) * 100_000_000 + u64::from(lo);
-    if m >= 1 << 53 {
-        return None;
-    }
-    let v = m as i64 as f64 / POW10[frac & 15];
-    Some(if neg { -v } else { v })
+    (m < 1 << 53).then_some(m | (frac as u64) << 53 | u64::from(neg) << 63)
 }
 
 #[cfg(test)]
@@ -262,7 +277,11 @@ mod tests {
             let nl = b.len();
             b.push(b'\n');
             b.extend_from_slice(&b"12\n".repeat(round % 3));
-            let got = super::plain(&b, pos, nl);
+            let got = super::plain(&b, pos, nl).map(|p| {
+                let mut v = super::Values::default();
+                super::add_batch(&mut v, &[p]);
+                v.points[0]
+            });
             let want = strtod_whole(line.as_bytes()).filter(|v| v.is_finite());
             match got {
                 Some(v) => {
