@@ -484,7 +484,12 @@ fn order_stats(points: &mut [f64], zeros: &[f64]) -> (f64, f64, f64) {
         max = zeros[zeros.len() - 1];
     }
     let k = n / 2;
-    let (_, &mut med, _) = points.select_nth_unstable_by(k, f64::total_cmp);
+    // Every value is finite, so `<` is a total order once -0 and +0 count as equal (which zero
+    // ministat's stable sort puts at k is then read from `zeros`); one compare, not total_cmp's
+    // bit twiddling.
+    let (_, &mut med, _) = points.select_nth_unstable_by(k, |a, b| {
+        a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal)
+    });
     let median = if med == 0.0 { zeros[k - neg] } else { med };
     (min, max, median)
 }
