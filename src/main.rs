@@ -2,6 +2,8 @@
 //! 2 bad usage, 3 environment can't do it, 4 a gate undecided).
 
 fn main() {
+    // Before any thread starts (see sys::mem).
+    latlab::sys::mem::one_malloc_arena();
     // Before any thread starts: a command that may mount tracefs or debugfs does it in a mount
     // namespace of its own, so nothing outside sees the mount come or go (trace::lifecycle).
     latlab::trace::lifecycle::isolate_mounts(std::env::args_os().skip(1));

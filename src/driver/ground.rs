@@ -108,10 +108,22 @@ fn plan_settings() -> Vec<PathBuf> {
         .collect()
 }
 
+/// Real-time tasks as text keyed by thread id (what [`Watch`] compares at the end).
+pub type Keyed = Vec<(i32, String)>;
+
 /// The real-time tasks of other processes allowed on `cpus`, as text keyed by task.
-fn company(proc: &Path, cpus: &[usize]) -> Vec<(i32, String)> {
-    crate::sys::procs::rt_tasks_on(proc, cpus, crate::sys::process::getpid())
-        .into_iter()
+fn company(proc: &Path, cpus: &[usize]) -> Keyed {
+    keyed(&crate::sys::procs::rt_tasks_on(
+        proc,
+        cpus,
+        crate::sys::process::getpid(),
+    ))
+}
+
+/// Tasks as text keyed by thread.
+fn keyed(tasks: &[crate::sys::procs::Task]) -> Keyed {
+    tasks
+        .iter()
         .map(|t| {
             (
                 t.tid,
@@ -182,13 +194,27 @@ fn ancestors(proc: &Path) -> Vec<i32> {
     out
 }
 
+/// What [`company_at_start`] found.
+pub struct StartCompany {
+    /// A warning per real-time task of another process on the measured CPUs.
+    pub warnings: Vec<String>,
+    /// Whether one of them is another latlab's measuring thread.
+    pub twin: bool,
+    /// Every real-time task the scan saw (helpers and ancestors included), keyed as
+    /// [`Watch`] keeps them: a watch started on the same CPUs right after can take it
+    /// instead of scanning every task again ([`Watch::start`]).
+    pub seen: Keyed,
+}
+
 /// Real-time company found on the measured CPUs at the start: a warning each, and whether any
 /// of it is another latlab's measuring thread (two measurements on the same CPUs). latlab's
 /// helper threads and this process's ancestors (a plan's runner) are not company.
-pub fn company_at_start(cpus: &[usize]) -> (Vec<String>, bool) {
+pub fn company_at_start(cpus: &[usize]) -> StartCompany {
     let proc = Path::new("/proc");
     let family = ancestors(proc);
-    let tasks: Vec<_> = crate::sys::procs::rt_tasks_on(proc, cpus, crate::sys::process::getpid())
+    let all = crate::sys::procs::rt_tasks_on(proc, cpus, crate::sys::process::getpid());
+    let seen = keyed(&all);
+    let tasks: Vec<_> = all
         .into_iter()
         .filter(|t| !family.contains(&t.pid) && !HELPERS.contains(&t.comm.as_str()))
         .collect();
@@ -214,7 +240,11 @@ pub fn company_at_start(cpus: &[usize]) -> (Vec<String>, bool) {
             )
         })
         .collect();
-    (warnings, latlab)
+    StartCompany {
+        warnings,
+        twin: latlab,
+        seen,
+    }
 }
 
 /// A running watch; [`Watch::finish`] ends it and returns what changed.
@@ -223,20 +253,37 @@ pub struct Watch {
     thread: Option<std::thread::JoinHandle<Vec<GroundChange>>>,
     items: Vec<Item>,
     first: Vec<Option<String>>,
-    company: Vec<(i32, String)>,
+    company: Keyed,
     cpus: Vec<usize>,
     proc: PathBuf,
 }
 
 impl Watch {
     /// Reads everything for a run on `cpus` and starts polling the cheap settings on
-    /// `housekeeping` CPUs (where there are any).
-    pub fn start(cpus: &[usize], housekeeping: Option<Vec<usize>>) -> Watch {
-        Watch::start_in(Path::new("/sys"), Path::new("/proc"), cpus, housekeeping)
+    /// `housekeeping` CPUs (where there are any). `company`: the real-time tasks on `cpus`
+    /// when a scan just found them ([`StartCompany::seen`]); None scans now.
+    pub fn start(
+        cpus: &[usize],
+        housekeeping: Option<Vec<usize>>,
+        company: Option<Keyed>,
+    ) -> Watch {
+        Watch::start_in(
+            Path::new("/sys"),
+            Path::new("/proc"),
+            cpus,
+            housekeeping,
+            company,
+        )
     }
 
     /// [`Watch::start`] under chosen roots (tests).
-    pub fn start_in(sys: &Path, proc: &Path, cpus: &[usize], hk: Option<Vec<usize>>) -> Watch {
+    pub fn start_in(
+        sys: &Path,
+        proc: &Path,
+        cpus: &[usize],
+        hk: Option<Vec<usize>>,
+        known: Option<Keyed>,
+    ) -> Watch {
         let items = items(sys, proc, cpus, &plan_settings());
         let first: Vec<Option<String>> = items.iter().map(|i| read(&i.path)).collect();
         let stop = Arc::new(AtomicBool::new(false));
@@ -263,7 +310,7 @@ impl Watch {
             thread,
             items,
             first,
-            company: company(proc, cpus),
+            company: known.unwrap_or_else(|| company(proc, cpus)),
             cpus: cpus.to_vec(),
             proc: proc.to_path_buf(),
         }
@@ -378,7 +425,7 @@ mod tests {
         std::fs::write(proc.join("sys/kernel/sched_rt_runtime_us"), "950000\n").unwrap();
         let gov = sys.join("devices/system/cpu/cpu1/cpufreq/scaling_governor");
         std::fs::write(&gov, "performance\n").unwrap();
-        let w = Watch::start_in(&sys, &proc, &[1], None);
+        let w = Watch::start_in(&sys, &proc, &[1], None, None);
         std::thread::sleep(POLL * 2);
         std::fs::write(cs.join("current_clocksource"), "kvm-clock\n").unwrap();
         std::thread::sleep(POLL * 3);
@@ -400,7 +447,7 @@ mod tests {
         assert_eq!(c[2].at_s, None);
         assert!(warning(&c[0]).contains("from tsc to kvm-clock"));
         // Nothing moved: nothing said.
-        let w = Watch::start_in(&sys, &proc, &[1], None);
+        let w = Watch::start_in(&sys, &proc, &[1], None, None);
         assert!(w.finish(&[]).is_empty());
     }
 }

@@ -234,8 +234,11 @@ fn open_unless_interrupted(
     control: &crate::rt::Control,
 ) -> Result<Option<Box<dyn crate::store::Store>>> {
     let (tx, rx) = std::sync::mpsc::channel();
+    // A helper's stack, not std's 2 MiB: glibc keeps an ended thread's stack for the next
+    // thread, so it is still mapped when mlockall makes every page of it present.
     std::thread::Builder::new()
         .name("latlab-store".into())
+        .stack_size(crate::sys::mem::HELPER_STACK)
         .spawn(move || {
             let _ = tx.send(crate::store::open_send(spec.as_deref()));
         })
@@ -302,23 +305,29 @@ fn overlapping(measured: Option<&crate::config::CpuSet>, c: &Common) -> Vec<Stri
 
 /// Real-time tasks of other processes allowed on the measured CPUs: a warning each; another
 /// latlab measuring there too is exit 3 under `--strict` (each would disturb the other).
-fn company(pinned: Option<&crate::config::CpuSet>, strict: bool) -> Result<Vec<String>> {
+/// Also every real-time task the scan saw there, for the run's watch (None when nothing is
+/// pinned: nothing was scanned).
+fn company(
+    pinned: Option<&crate::config::CpuSet>,
+    strict: bool,
+) -> Result<(Vec<String>, Option<ground::Keyed>)> {
     let Some(cpus) = pinned else {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), None));
     };
     let cpus: Vec<usize> = cpus.iter().collect();
-    let (warnings, twin) = ground::company_at_start(&cpus);
-    if strict && twin {
+    let found = ground::company_at_start(&cpus);
+    if strict && found.twin {
         return Err(Error::Env(format!(
             "--strict: {}",
-            warnings
+            found
+                .warnings
                 .iter()
                 .find(|w| w.contains("another latlab"))
                 .cloned()
                 .unwrap_or_default()
         )));
     }
-    Ok(warnings)
+    Ok((found.warnings, Some(found.seen)))
 }
 
 /// The online CPUs other than `measured` (None when there are none, or nothing is measured).
@@ -428,7 +437,8 @@ pub fn execute_with<M: Measurement>(
 
     let placement_log = crate::rt::PlacementLog::default();
     warnings.extend(unplaceable(m.pinned_cpus().as_ref(), common.strict)?);
-    warnings.extend(company(m.pinned_cpus().as_ref(), common.strict)?);
+    let (company_warnings, company_seen) = company(m.pinned_cpus().as_ref(), common.strict)?;
+    warnings.extend(company_warnings);
 
     let loads = LoadSet::start(&common.loads, &control)?;
     let dog = watchdog::Watchdog::start(loads.pids(), m.planned(), control.clone());
@@ -456,7 +466,11 @@ pub fn execute_with<M: Measurement>(
         || crate::config::CpuSet::online_here().iter().collect(),
         |c| c.iter().collect(),
     );
-    let watch = ground::Watch::start(&watched, housekeeping(m.pinned_cpus().as_ref()));
+    // The start's scan of real-time tasks stands for the watch's first look when it covered
+    // the same CPUs and no load has started since (a load's own real-time tasks must not be
+    // reported at the end as company that came during the run).
+    let seen = company_seen.filter(|_| common.loads.is_empty());
+    let watch = ground::Watch::start(&watched, housekeeping(m.pinned_cpus().as_ref()), seen);
     let (measured, unrestored, held) = {
         let mut ctx = Ctx::new(
             control.clone(),

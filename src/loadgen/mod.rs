@@ -123,6 +123,7 @@ impl LoadSet {
             let (out, progress, i) = (child.stdout.take(), set.progress.clone(), set.running.len());
             let reader = std::thread::Builder::new()
                 .name("latlab-load-reader".into())
+                .stack_size(crate::sys::mem::HELPER_STACK)
                 .spawn(move || read_reports(out, &progress, i))
                 .ok();
             set.running.push((s.clone(), child, reader));

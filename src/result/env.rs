@@ -80,9 +80,12 @@ impl Environment {
                 .split_whitespace()
                 .map(String::from)
                 .collect(),
+            // The first processor's block names the model on x86 and POWER; elsewhere (32-bit
+            // ARM's `Model`) it may come after every processor.
             cpu_model: r
-                .proc("cpuinfo")
+                .cpuinfo_first()
                 .and_then(|c| cpu_model(&c))
+                .or_else(|| r.proc("cpuinfo").and_then(|c| cpu_model(&c)))
                 .unwrap_or_else(|| "unknown".into()),
             cpus_online,
             online_cpus: online,

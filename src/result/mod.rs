@@ -225,6 +225,16 @@ pub struct Series {
 impl Series {
     /// Builds a series from a recorder.
     pub fn from_recorder(name: String, rec: &Recorder) -> Series {
+        let (summary, histogram) = rec.summary_and_data();
+        Series::from_summary(name, summary, histogram)
+    }
+
+    /// A series with only a name, its summary and its histogram.
+    pub fn from_summary(
+        name: String,
+        summary: crate::stats::Summary,
+        histogram: crate::stats::HistogramData,
+    ) -> Series {
         Series {
             name,
             cpu: None,
@@ -232,10 +242,10 @@ impl Series {
             prio: 0,
             interval_ns: None,
             unit: default_unit(),
-            summary: rec.summary(),
+            summary,
             overruns: 0,
             lost_samples: 0,
-            histogram: rec.hist.to_data(),
+            histogram,
             extra: None,
             timeline: None,
         }

@@ -93,18 +93,18 @@ impl LatHistogram {
 
     /// The serialisable form: each non-empty bucket as `[value, count]`.
     pub fn to_data(&self) -> HistogramData {
-        let buckets = self
-            .h
-            .iter_recorded()
-            .map(|v| [v.value_iterated_to(), v.count_at_value()])
-            .collect();
-        HistogramData {
-            format: "hdr-buckets/1".into(),
-            lowest_ns: 1,
-            highest_ns: HIGHEST_NS,
-            significant_digits: SIGFIG,
-            buckets,
-        }
+        HistogramData::of_buckets(
+            self.h
+                .iter_recorded()
+                .map(|v| [v.value_iterated_to(), v.count_at_value()])
+                .collect(),
+        )
+    }
+
+    /// The value a bucket of [`LatHistogram::to_data`] stands for when it holds `ns`: the
+    /// highest value equivalent to it (values beyond one hour: the top bucket's).
+    pub fn bucket_of(&self, ns: u64) -> u64 {
+        self.h.highest_equivalent(ns.min(HIGHEST_NS))
     }
 
     /// Rebuilds a histogram from its serialisable form.
@@ -114,6 +114,19 @@ impl LatHistogram {
             h.record_n(*v, *c);
         }
         h
+    }
+}
+
+impl HistogramData {
+    /// latlab's histogram parameters with these buckets (ascending, non-empty).
+    pub fn of_buckets(buckets: Vec<[u64; 2]>) -> HistogramData {
+        HistogramData {
+            format: "hdr-buckets/1".into(),
+            lowest_ns: 1,
+            highest_ns: HIGHEST_NS,
+            significant_digits: SIGFIG,
+            buckets,
+        }
     }
 }
 

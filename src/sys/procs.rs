@@ -149,16 +149,54 @@ fn kernel_answers_for(proc_root: &Path) -> bool {
     if proc_root != Path::new("/proc") {
         return false;
     }
-    let me = crate::sys::process::getpid();
-    let same_namespace = std::fs::read_link("/proc/self")
-        .ok()
-        .and_then(|l| l.to_str()?.parse::<i32>().ok())
-        == Some(me);
+    let same_namespace = same_pid_namespace();
     let counted = || std::fs::read_dir("/proc/self/task").map(|d| d.count() as u64);
     let links = std::fs::metadata("/proc/self/task").map(|m| m.nlink());
     // Threads may start between the two reads: read the count on both sides.
     same_namespace
         && matches!((counted(), links, counted()), (Ok(a), Ok(l), Ok(b)) if a == b && l == a + 2)
+}
+
+/// The process (thread group) that thread `tid` belongs to, from `<proc_root>/<tid>/status`;
+/// None when it is gone. On this process's own /proc a thread-group leader (most tasks) is
+/// told by the kernel instead: `pidfd_open` accepts only a leader's id, one system call where
+/// `status` makes the kernel format some fifty lines.
+pub fn tgid_of(proc_root: &Path, tid: i32) -> Option<i32> {
+    if tid > 0 && own_proc(proc_root) {
+        // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, tid, 0) };
+        if fd >= 0 {
+            // SAFETY: the descriptor was just opened here and is closed once.
+            unsafe { libc::close(fd as i32) };
+            return Some(tid);
+        }
+        if std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH) {
+            return None;
+        }
+        // EINVAL: a thread that does not lead its group (or no pidfd_open): read status.
+    }
+    std::fs::read_to_string(proc_root.join(format!("{tid}/status")))
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("Tgid:"))?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// Whether `proc_root` is `/proc` of this process's own pid namespace (its pids are the ones
+/// system calls take), worked out once per process.
+fn own_proc(proc_root: &Path) -> bool {
+    static OWN: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    proc_root == Path::new("/proc") && *OWN.get_or_init(same_pid_namespace)
+}
+
+/// Whether `/proc/self` names this process by the pid `getpid` gives.
+fn same_pid_namespace() -> bool {
+    std::fs::read_link("/proc/self")
+        .ok()
+        .and_then(|l| l.to_str()?.parse::<i32>().ok())
+        == Some(crate::sys::process::getpid())
 }
 
 /// Whether any thread of process `pid` may run under a real-time policy, asked of the kernel
@@ -308,6 +346,31 @@ mod tests {
     #[test]
     fn the_kernel_is_asked_on_the_real_proc_and_finds_a_real_time_process_and_thread() {
         assert!(kernel_answers_for(Path::new("/proc")));
+        // A thread group's leader (asked of the kernel), one of its threads (read from
+        // status), something gone, and a fake tree's status.
+        let me = crate::sys::process::getpid();
+        assert_eq!(tgid_of(Path::new("/proc"), me), Some(me));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let t = std::thread::spawn(move || {
+            tx.send(crate::sys::sched::gettid()).unwrap();
+            let _ = done_rx.recv();
+        });
+        let tid = rx.recv().unwrap();
+        assert_ne!(tid, me);
+        assert_eq!(tgid_of(Path::new("/proc"), tid), Some(me));
+        drop(done_tx);
+        t.join().unwrap();
+        assert_eq!(tgid_of(Path::new("/proc"), i32::MAX), None);
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("42")).unwrap();
+        std::fs::write(
+            d.path().join("42/status"),
+            "Name:\tx\nTgid:\t40\nPid:\t42\n",
+        )
+        .unwrap();
+        assert_eq!(tgid_of(d.path(), 42), Some(40));
+        assert_eq!(tgid_of(d.path(), 43), None);
         assert!(!kernel_answers_for(Path::new("/tmp")));
         let mut child = std::process::Command::new("sleep")
             .arg("30")

@@ -89,7 +89,7 @@ fn cpu_flags() -> Option<Vec<String>> {
 
 /// The CPU flags of the first processor in `<proc_root>/cpuinfo`.
 pub fn cpu_flags_in(roots: &super::roots::Roots) -> Option<Vec<String>> {
-    let text = std::fs::read_to_string(roots.proc_path("cpuinfo")).ok()?;
+    let text = roots.cpuinfo_first()?;
     let line = text.lines().find(|l| l.starts_with("flags"))?;
     Some(
         line.split(':')

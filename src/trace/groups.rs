@@ -237,7 +237,7 @@ impl Namer {
         if self.gone.get(&pid) == Some(&births) {
             return;
         }
-        let Some(tgid) = status_field(&self.proc, pid, "Tgid:") else {
+        let Some(tgid) = crate::sys::procs::tgid_of(&self.proc, pid) else {
             if self.gone.len() < MAX_FACTS {
                 self.gone.insert(pid, births);
             }

@@ -200,12 +200,38 @@ fn real_time_company_on_the_measured_cpu_is_named_and_a_second_latlab_refused_un
     let _ = hog.kill();
     let _ = hog.wait();
     out.assert_ok();
-    let w = read_json(&json)["warnings"].to_string();
+    let r = read_json(&json);
+    let w = r["warnings"].to_string();
     assert!(
         w.contains(&format!("pid {}", hog.id()))
             && w.contains("sleep 30")
             && w.contains("fifo priority 7"),
         "{w}"
+    );
+    // Seen at the start: not reported again as company that came during the run.
+    let ground = r["ground"].to_string();
+    assert!(!ground.contains(&format!("pid {}", hog.id())), "{ground}");
+    // Company that comes during the run is reported at its end.
+    let json = scratch().join("company-during.json");
+    let mut run = latlab()
+        .words("cyclic -t 1 -a 1 -D 3s -q --no-store --json")
+        .arg(&json)
+        .spawn();
+    run.wait_for_thread("latlab-T0");
+    let mut late = Command::new("taskset")
+        .args(["-c", "1", "chrt", "-f", "8", "sleep", "30"])
+        .spawn()
+        .unwrap();
+    let done = run.finish();
+    let _ = late.kill();
+    let _ = late.wait();
+    done.assert_ok();
+    let ground = read_json(&json)["ground"].to_string();
+    assert!(
+        ground.contains("real-time company on the measured CPUs")
+            && ground.contains(&format!("pid {}", late.id()))
+            && ground.contains("fifo 8"),
+        "{ground}"
     );
     // Another latlab measuring CPU 1: the second warns, and refuses under --strict.
     let mut first = latlab()

@@ -90,6 +90,7 @@ impl Assembled {
         // Only a process of two or more measured threads is merged: no histogram (hundreds of
         // KiB each) for the many processes of one thread.
         let mut threads: crate::trace::FastMap<i32, u32> = Default::default();
+        let shape = crate::stats::LatHistogram::new();
         for t in tasks.iter().filter(|t| t.wake.count() + t.preempt.count() > 0) {
             *threads.entry(t.tgid).or_default() += 1;
         }
@@ -99,9 +100,9 @@ impl Assembled {
                 continue;
             }
             let name = unique(&mut used, &t.comm.as_str());
-            let rec = t.wake.recorder();
             let lost = lost_during(t, losses);
-            let mut s = Series::from_recorder(name.clone(), &rec);
+            let (summary, hist) = t.wake.summarise(&shape);
+            let mut s = Series::from_summary(name.clone(), summary, hist);
             s.cpu = (t.cpus.len() == 1).then(|| t.cpus[0]);
             (s.policy, s.prio) = policy_of(t.prio);
             s.lost_samples = t.unmatched;

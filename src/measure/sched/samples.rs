@@ -70,6 +70,20 @@ impl Samples {
         }
     }
 
+    /// These values' summary and histogram: the task's own recorder's when it has one, else
+    /// worked out from the values themselves (`shape`: any latlab histogram, for its bucket
+    /// layout), so the many tasks of a busy system that ran a few times do not each get a
+    /// ~350 KiB histogram made, zeroed and scanned.
+    pub fn summarise(
+        &self,
+        shape: &crate::stats::LatHistogram,
+    ) -> (crate::stats::Summary, crate::stats::HistogramData) {
+        match self {
+            Samples::Many(r) => r.summary_and_data(),
+            Samples::Few(v) => crate::stats::summary::summarise_values(&mut v.clone(), shape),
+        }
+    }
+
     /// As a recorder.
     pub fn recorder(&self) -> Recorder {
         let mut r = Recorder::new();

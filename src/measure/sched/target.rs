@@ -134,14 +134,7 @@ impl Matcher {
         if let Some(&g) = self.tgids.get(&tid) {
             return g;
         }
-        let read = std::fs::read_to_string(self.proc.join(tid.to_string()).join("status"))
-            .ok()
-            .and_then(|s| {
-                s.lines()
-                    .find_map(|l| l.strip_prefix("Tgid:"))
-                    .and_then(|v| v.trim().parse().ok())
-            });
-        let g = match read {
+        let g = match crate::sys::procs::tgid_of(&self.proc, tid) {
             Some(g) => g,
             None => match self.parents.get(&tid).copied() {
                 Some(p) if p != tid => self.tgid(p),

@@ -797,5 +797,12 @@ mod tests {
         assert_eq!(s.count(), FEW as u64 + 10);
         assert_eq!(s.max(), FEW as u64 + 9);
         assert_eq!(s.recorder().count, FEW as u64 + 10);
+        // Summarised without a recorder while few, from the task's own once many.
+        let shape = crate::stats::LatHistogram::new();
+        let few = Samples::Few(vec![7, 5]);
+        let r = few.recorder();
+        assert_eq!(few.summarise(&shape), (r.summary(), r.hist.to_data()));
+        let r = s.recorder();
+        assert_eq!(s.summarise(&shape), (r.summary(), r.hist.to_data()));
     }
 }
