@@ -43,3 +43,34 @@ pub fn prefault_stack(bytes: usize) {
         prefault_stack(bytes - CHUNK);
     }
 }
+
+/// Asks the kernel to back the (not yet touched) capacity of `v` with transparent huge pages,
+/// so that filling a large array takes a few faults instead of one per 4 KiB page. Only a hint:
+/// where THP is off or the call fails, nothing changes.
+pub fn advise_huge_pages<T>(v: &mut Vec<T>) {
+    const PAGE: usize = 4096;
+    let start = v.as_mut_ptr() as usize;
+    let end = start + v.capacity() * std::mem::size_of::<T>();
+    let (lo, hi) = (start.next_multiple_of(PAGE), end / PAGE * PAGE);
+    if hi > lo {
+        // SAFETY: the range lies inside `v`'s allocation (whole pages of it); MADV_HUGEPAGE
+        // changes how its pages are backed, never their contents.
+        unsafe { libc::madvise(lo as *mut libc::c_void, hi - lo, libc::MADV_HUGEPAGE) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_huge_page_hint_keeps_the_array_as_it_was() {
+        let mut v: Vec<f64> = Vec::new();
+        super::advise_huge_pages(&mut v); // no allocation: nothing to advise
+        let mut v: Vec<u8> = Vec::with_capacity(5 << 20);
+        v.extend_from_slice(b"kept");
+        let (p, cap) = (v.as_ptr(), v.capacity());
+        super::advise_huge_pages(&mut v);
+        assert_eq!((v.as_ptr(), v.capacity(), &v[..]), (p, cap, &b"kept"[..]));
+        v.resize(5 << 20, 7);
+        assert!(v[4..].iter().all(|&b| b == 7));
+    }
+}

@@ -21,6 +21,8 @@ pub mod process;
 pub mod procs;
 pub mod roots;
 pub mod sched;
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+pub mod simd;
 pub mod sysvsem;
 pub mod taskpair;
 pub mod term;

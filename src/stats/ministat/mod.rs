@@ -4,6 +4,7 @@
 //! `latlab compare --ministat` print this.
 
 mod hexfloat;
+mod lines;
 pub mod plot;
 pub mod read;
 

@@ -153,7 +153,8 @@ impl Plot {
         }
         let w = self.width;
         let border = format!("+{}+\n", "-".repeat(w));
-        let mut s: Vec<u8> = Vec::with_capacity(1 << 16);
+        // Written a megabyte at a time: each write(2) into a file costs more than its bytes.
+        let mut s: Vec<u8> = Vec::with_capacity((1 << 20) + 4096);
         s.extend_from_slice(border.as_bytes());
         // A row only changes where some stack ends or stops being wiped: build it there and
         // repeat it otherwise (a million points make plots of 100 000+ rows).
@@ -181,7 +182,7 @@ impl Plot {
                 }
             }
             s.extend_from_slice(&line);
-            if s.len() > 60_000 {
+            if s.len() > 1 << 20 {
                 out.write_all(&s)?;
                 s.clear();
             }

@@ -2,6 +2,7 @@
 //! column N, `#` comments, `strtod` numbers, its error texts. Where ministat would silently
 //! misread (lines over its 8 KiB buffer, NaN/inf that crash its plot) this refuses clearly.
 
+use super::lines::{self, Values};
 use std::io::Read;
 
 /// ministat's line buffer (`BUFSIZ`): longer lines are split by `fgets`.
@@ -213,8 +214,9 @@ pub fn read_set(
     read_set_sized(r, None, name, column, delim)
 }
 
-/// Bytes read at a time: whole lines of each block are parsed in place.
-const BLOCK: usize = 1 << 20;
+/// Bytes read at a time: whole lines of each block are parsed in place (128 KiB: the block is
+/// still in the L2 cache when it is parsed; 1 MiB blocks measured ~1.5 ms slower per 10^6 lines).
+const BLOCK: usize = 1 << 17;
 
 /// `read_set` for a source whose size is known (a regular file): the values' array is sized once
 /// from the first block's line density instead of growing by copies.
@@ -225,13 +227,12 @@ pub fn read_set_sized(
     column: usize,
     delim: &[u8],
 ) -> Result<DataSet, ReadError> {
-    let State {
+    let Values {
         mut points,
         zeros,
         sy,
         syy,
-        ..
-    } = read_points(r, size_hint, name, column, delim)?;
+    } = read_points(r, size_hint, name, column, delim)?.v;
     let (min, max, median) = order_stats(&mut points, &zeros);
     Ok(DataSet {
         name: name.to_string(),
@@ -253,7 +254,7 @@ pub fn read_in_order(
     column: usize,
     delim: &[u8],
 ) -> Result<Vec<f64>, ReadError> {
-    Ok(read_points(r, size_hint, name, column, delim)?.points)
+    Ok(read_points(r, size_hint, name, column, delim)?.v.points)
 }
 
 fn read_points<'a>(
@@ -274,10 +275,7 @@ fn read_points<'a>(
             .iter()
             .any(|b| b.is_ascii_digit() || b"+-.#\n\0".contains(b));
     let mut st = State {
-        points: Vec::new(),
-        zeros: Vec::new(),
-        sy: 0.0,
-        syy: 0.0,
+        v: Values::default(),
         line: 0,
         name,
         column,
@@ -300,9 +298,16 @@ fn read_points<'a>(
         if !sized {
             sized = true;
             if let (Some(total), true) = (size_hint, end > 0) {
-                let per_byte = st.points.len() as f64 / end as f64;
+                let points = &mut st.v.points;
+                let per_byte = points.len() as f64 / end as f64;
                 let want = (total as f64 * per_byte * 1.02) as usize + 16;
-                st.points.reserve(want.saturating_sub(st.points.len()));
+                if want > points.capacity() {
+                    // A fresh array, backed by huge pages where the system allows.
+                    let mut all = Vec::with_capacity(want);
+                    crate::sys::mem::advise_huge_pages(&mut all);
+                    all.extend_from_slice(points);
+                    *points = all;
+                }
             }
         }
         if eof {
@@ -320,7 +325,7 @@ fn read_points<'a>(
         buf.copy_within(end..have, 0);
         have -= end;
     }
-    if st.points.len() < 3 {
+    if st.v.points.len() < 3 {
         return Err(ReadError::TooFew(format!(
             "Dataset {name} must contain at least 3 data points"
         )));
@@ -330,11 +335,7 @@ fn read_points<'a>(
 
 /// What `read_set` accumulates line by line.
 struct State<'a> {
-    points: Vec<f64>,
-    /// The signed zeros in input order (they compare equal but print differently).
-    zeros: Vec<f64>,
-    sy: f64,
-    syy: f64,
+    v: Values,
     line: usize,
     name: &'a str,
     column: usize,
@@ -360,6 +361,13 @@ impl State<'_> {
         let mut pos = 0;
         while pos < b.len() {
             if fast {
+                // Runs of plain lines in bulk; the line a run stops at goes the ways below.
+                let (next, n) = lines::plain_run(b, pos, &mut self.v);
+                self.line += n;
+                pos = next;
+                if pos == b.len() {
+                    break;
+                }
                 if let Some(next) = self.fast_line(b, pos) {
                     pos = next;
                     continue;
@@ -391,18 +399,8 @@ impl State<'_> {
             return None;
         }
         self.line += 1;
-        self.push(d);
+        self.v.push(d);
         Some(nl + 1)
-    }
-
-    #[inline(always)]
-    fn push(&mut self, d: f64) {
-        self.points.push(d);
-        if d == 0.0 {
-            self.zeros.push(d);
-        }
-        self.sy += d;
-        self.syy += d * d;
     }
 
     /// One line without its newline: find the column's token (strtok rules), parse, add.
@@ -455,7 +453,7 @@ impl State<'_> {
                 String::from_utf8_lossy(tok)
             )));
         }
-        self.push(d);
+        self.v.push(d);
         Ok(())
     }
 }
@@ -486,7 +484,12 @@ fn order_stats(points: &mut [f64], zeros: &[f64]) -> (f64, f64, f64) {
         max = zeros[zeros.len() - 1];
     }
     let k = n / 2;
-    let (_, &mut med, _) = points.select_nth_unstable_by(k, f64::total_cmp);
+    // Every value is finite, so `<` is a total order once -0 and +0 count as equal (which zero
+    // ministat's stable sort puts at k is then read from `zeros`); one compare, not total_cmp's
+    // bit twiddling.
+    let (_, &mut med, _) = points.select_nth_unstable_by(k, |a, b| {
+        a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal)
+    });
     let median = if med == 0.0 { zeros[k - neg] } else { med };
     (min, max, median)
 }
