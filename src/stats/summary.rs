@@ -214,6 +214,9 @@ pub struct Summary {
     pub percentiles: Percentiles,
 }
 
+/// The quantiles of [`Percentiles`], in its fields' order.
+const QUANTILES: [f64; 5] = [0.5, 0.9, 0.99, 0.999, 0.9999];
+
 /// The percentiles latlab reports, in ns.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Percentiles {
@@ -275,7 +278,7 @@ impl Percentiles {
         let total: u64 = buckets.iter().map(|b| b[1]).sum();
         let mut out = [0u64; 5];
         let (mut seen, mut i) = (0u64, 0usize);
-        for (o, q) in out.iter_mut().zip([0.5, 0.9, 0.99, 0.999, 0.9999]) {
+        for (o, q) in out.iter_mut().zip(QUANTILES) {
             let target = ((q * total as f64).ceil() as u64).max(1);
             while seen < target && i < buckets.len() {
                 seen += buckets[i][1];
@@ -283,28 +286,19 @@ impl Percentiles {
             }
             *o = if total == 0 { 0 } else { buckets[i - 1][0] };
         }
-        let [p50, p90, p99, p99_9, p99_99] = out;
-        Percentiles {
-            p50,
-            p90,
-            p99,
-            p99_9,
-            p99_99,
-        }
+        Percentiles::of(out)
     }
 
     /// Reads the percentiles off a histogram (all zero when empty).
     pub fn from_hist(h: &LatHistogram) -> Self {
         if h.is_empty() {
-            return Percentiles {
-                p50: 0,
-                p90: 0,
-                p99: 0,
-                p99_9: 0,
-                p99_99: 0,
-            };
+            return Percentiles::of([0; 5]);
         }
-        let [p50, p90, p99, p99_9, p99_99] = h.quantiles([0.5, 0.9, 0.99, 0.999, 0.9999]);
+        Percentiles::of(h.quantiles(QUANTILES))
+    }
+
+    /// p50, p90, p99, p99.9 and p99.99 in that order.
+    fn of([p50, p90, p99, p99_9, p99_99]: [u64; 5]) -> Self {
         Percentiles {
             p50,
             p90,

@@ -346,17 +346,7 @@ mod tests {
         )
         .unwrap();
         let slow = read_set(reference.as_bytes(), "f", 2, b" \t").unwrap();
-        let bits = |v: &[f64]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
-        let (mut a, mut b) = (fast.points.clone(), slow.points.clone());
-        a.sort_by(f64::total_cmp);
-        b.sort_by(f64::total_cmp);
-        assert_eq!(bits(&a), bits(&b));
-        assert_eq!(fast.sy.to_bits(), slow.sy.to_bits());
-        assert_eq!(fast.syy.to_bits(), slow.syy.to_bits());
-        assert_eq!(
-            [fast.min, fast.max, fast.median].map(f64::to_bits),
-            [slow.min, slow.max, slow.median].map(f64::to_bits)
-        );
+        super::super::read::assert_same_reading(&fast, &slow);
         // The line number of an error counts every line a run took.
         let bad = format!("{text}5x\n");
         let e = read_set(bad.as_bytes(), "f", 1, b" \t").unwrap_err();

@@ -458,6 +458,23 @@ impl State<'_> {
     }
 }
 
+/// Tests: two readings of the same values agree bit for bit (values in any order, the sums in
+/// input order, min, max and median).
+#[cfg(test)]
+pub(super) fn assert_same_reading(fast: &DataSet, slow: &DataSet) {
+    let bits = |v: &[f64]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+    let (mut a, mut b) = (fast.points.clone(), slow.points.clone());
+    a.sort_by(f64::total_cmp);
+    b.sort_by(f64::total_cmp);
+    assert_eq!(bits(&a), bits(&b));
+    assert_eq!(fast.sy.to_bits(), slow.sy.to_bits());
+    assert_eq!(fast.syy.to_bits(), slow.syy.to_bits());
+    assert_eq!(
+        [fast.min, fast.max, fast.median].map(f64::to_bits),
+        [slow.min, slow.max, slow.median].map(f64::to_bits)
+    );
+}
+
 /// Min, max and element n/2 of the array ministat sorts with glibc's stable `qsort`, found in
 /// linear time without sorting. Values comparing equal are identical except -0 and +0, which
 /// keep their input order (`zeros`) in a stable sort; that is all this has to reproduce.
@@ -624,17 +641,7 @@ mod tests {
         )
         .unwrap();
         let slow = read_set(ref_text.as_bytes(), "f", 2, b" \t").unwrap();
-        let bits = |v: &[f64]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
-        let (mut a, mut b) = (fast.points.clone(), slow.points.clone());
-        a.sort_by(f64::total_cmp);
-        b.sort_by(f64::total_cmp);
-        assert_eq!(bits(&a), bits(&b));
-        assert_eq!(fast.sy.to_bits(), slow.sy.to_bits());
-        assert_eq!(fast.syy.to_bits(), slow.syy.to_bits());
-        assert_eq!(
-            [fast.min, fast.max, fast.median].map(f64::to_bits),
-            [slow.min, slow.max, slow.median].map(f64::to_bits)
-        );
+        assert_same_reading(&fast, &slow);
         // An invalid line is reported with the same number either way.
         let bad = format!("{plain}\n1x\n");
         let e = read_set(Trickle(bad.as_bytes(), 7), "f", 1, b" \t").unwrap_err();
