@@ -236,12 +236,45 @@ fn errors_match_ministat() {
 }
 
 #[test]
+fn lines_over_ministats_buffer_are_cut_where_its_fgets_cuts_them() {
+    if !have_ministat() {
+        return skip(
+            "lines_over_ministats_buffer_are_cut_where_its_fgets_cuts_them",
+            "Debian's ministat is not installed",
+        );
+    }
+    let dir = Dir::new();
+    let w = |name: &str, body: String| std::fs::write(dir.join(name), body).unwrap();
+    // One piece exactly (the newline then reads as an empty line); blanks over a piece; a
+    // long comment whose second piece is no number (the error names that piece's line); a
+    // number cut in two; a line longer than latlab's read block; a last line without newline.
+    w("piece", format!("1\n2\n{}3\n4\n", "0".repeat(8190)));
+    w("blanks", format!("1\n2\n{}3\n4\n", " ".repeat(8200)));
+    w("comment", format!("1\n2\n3\n# {}\n4\n", "x".repeat(20_000)));
+    w("cut", format!("1\n2\n{}5\n", "0".repeat(8191)));
+    w("block", format!("1\n2\n{}\n7\n", "0 ".repeat(150_000)));
+    w("eof", format!("1\n2\n{}", "0".repeat(2 * 8191)));
+    for name in ["piece", "blanks", "comment", "cut", "block", "eof"] {
+        let args = vec!["-A".to_string(), name.to_string()];
+        let (real, ours) = both(&args, dir.path());
+        assert_eq!(
+            ours.stderr,
+            String::from_utf8_lossy(&real.stderr),
+            "ministat {args:?}"
+        );
+        assert_eq!(ours.stdout_bytes, real.stdout, "ministat {args:?}");
+        assert_eq!(ours.status.code(), real.status.code(), "ministat {args:?}");
+    }
+}
+
+#[test]
 fn refuses_clearly_where_ministat_crashes() {
     let dir = Dir::new();
     std::fs::write(dir.join("a"), "1\n2\n3\n4\n").unwrap();
     std::fs::write(dir.join("inf"), "1\n2\n1e999\n").unwrap();
     std::fs::write(dir.join("nan"), "1\nnan\n2\n3\n").unwrap();
     std::fs::write(dir.join("huge"), "1e308\n1e308\n1e308\n").unwrap();
+    // 8191 ones: a piece of its own to ministat's fgets, and a number no double holds.
     std::fs::write(dir.join("long"), format!("{}\n1\n2\n", "1".repeat(9000))).unwrap();
     for (args, want) in [
         (vec!["-w", "1", "a", "a"], "-w 1"),

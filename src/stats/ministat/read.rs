@@ -1,6 +1,7 @@
 //! Reading data sets exactly as ministat does: `fgets` lines, `strtok` on the delimiter set,
-//! column N, `#` comments, `strtod` numbers, its error texts. Where ministat would silently
-//! misread (lines over its 8 KiB buffer, NaN/inf that crash its plot) this refuses clearly.
+//! column N, `#` comments, `strtod` numbers, its error texts; a line longer than its buffer is
+//! cut where `fgets` cuts it, each piece a line of its own. Where ministat would misbehave
+//! (NaN/inf that crash its plot) this refuses clearly.
 
 use super::lines::{self, Values};
 use std::io::Read;
@@ -313,14 +314,21 @@ fn read_points<'a>(
         if eof {
             if end < have {
                 st.nul_possible = true;
-                st.line(&buf[end..have])?;
+                st.line(&buf[end..have], false)?;
             }
             break;
         }
         if end == 0 {
-            // A full block without a line end: that line is far over ministat's buffer.
-            st.line += 1;
-            return Err(st.too_long());
+            // A full block without a line end: the pieces `fgets` reads of it so far; the rest
+            // starts a piece of its own.
+            st.nul_possible = true;
+            let whole = have / LINE_MAX * LINE_MAX;
+            for p in buf[..whole].chunks(LINE_MAX) {
+                st.piece(p)?;
+            }
+            buf.copy_within(whole..have, 0);
+            have -= whole;
+            continue;
         }
         buf.copy_within(end..have, 0);
         have -= end;
@@ -345,15 +353,6 @@ struct State<'a> {
 }
 
 impl State<'_> {
-    fn too_long(&self) -> ReadError {
-        ReadError::Refused(format!(
-            "latlab: line {} in {} is longer than {} bytes (ministat would split it into several values)",
-            self.line,
-            self.name,
-            LINE_MAX - 1
-        ))
-    }
-
     /// Whole lines (`b` ends with a newline, or is empty).
     fn block(&mut self, b: &[u8], fast: bool) -> Result<(), ReadError> {
         // C strings end at the first NUL: only blocks holding one need the per-line check.
@@ -374,7 +373,7 @@ impl State<'_> {
                 }
             }
             let nl = pos + memchr::memchr(b'\n', &b[pos..]).unwrap_or(b.len() - pos);
-            self.line(&b[pos..nl])?;
+            self.line(&b[pos..nl], nl < b.len())?;
             pos = nl + 1;
         }
         Ok(())
@@ -403,13 +402,30 @@ impl State<'_> {
         Some(nl + 1)
     }
 
-    /// One line without its newline: find the column's token (strtok rules), parse, add.
+    /// One line without its newline (`newline`: whether one ended it), read as ministat's
+    /// `fgets` reads it: in pieces of at most [`LINE_MAX`] bytes, the newline counted in the
+    /// last, each piece a line of its own to ministat (its own number and value).
     #[inline]
-    fn line(&mut self, raw: &[u8]) -> Result<(), ReadError> {
-        self.line += 1;
-        if raw.len() > LINE_MAX - 1 {
-            return Err(self.too_long());
+    fn line(&mut self, raw: &[u8], newline: bool) -> Result<(), ReadError> {
+        if raw.len() + usize::from(newline) <= LINE_MAX {
+            return self.piece(raw);
         }
+        let mut rest = raw;
+        while rest.len() >= LINE_MAX {
+            self.piece(&rest[..LINE_MAX])?;
+            rest = &rest[LINE_MAX..];
+        }
+        if !rest.is_empty() || newline {
+            self.piece(rest)?;
+        }
+        Ok(())
+    }
+
+    /// What one `fgets` read (without a newline): find the column's token (strtok rules),
+    /// parse, add.
+    #[inline]
+    fn piece(&mut self, raw: &[u8]) -> Result<(), ReadError> {
+        self.line += 1;
         // C strings end at the first NUL byte; then ministat strips the line's trailing
         // `isspace` characters (the newline, a CR, blanks that are not delimiters) before
         // splitting it.
@@ -705,11 +721,21 @@ mod tests {
             read("1\nnan\n2\n3\n", 1, " "),
             Err(ReadError::Refused(_))
         ));
-        let long = format!("{}\n1\n2\n", "1".repeat(9000));
-        assert!(read(&long, 1, " ")
-            .unwrap_err()
-            .message()
-            .contains("line 1"));
+        // A line over ministat's buffer is read in fgets's pieces, each a line of its own:
+        // 8191 zeros, then 809 (two values), 1, 2, and the bad line is line 5.
+        let long = format!("{}\n1\n2\nx\n", "0".repeat(9000));
+        assert_eq!(
+            read(&long, 1, " ").unwrap_err(),
+            ReadError::Invalid("ministat: Invalid data on line 5 in f".into())
+        );
+        // Exactly a piece long: the newline is read as an empty line of its own.
+        let set = read(&format!("1\n{}3\n4\nx\n", "0".repeat(8190)), 1, " ").unwrap_err();
+        assert_eq!(set.message(), "ministat: Invalid data on line 5 in f");
+        let set = read(&format!("1\n{}3\n4\n", "0".repeat(8190)), 1, " ").unwrap();
+        assert_eq!(set.points, vec![1.0, 3.0, 4.0]);
+        // Longer than a read block, no newline at the end: whole pieces only.
+        let set = read(&format!("1\n2\n{}", "0 ".repeat(100_000)), 1, " ").unwrap();
+        assert_eq!(set.points.len(), 2 + 200_000usize.div_ceil(LINE_MAX));
         assert!(matches!(
             read("\u{0}\u{1}\u{2}garbage\n", 1, " "),
             Err(ReadError::TooFew(_))
