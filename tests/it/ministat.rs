@@ -69,6 +69,18 @@ fn gen_set(r: &mut Rng, dir: &Path, name: &str, csv: bool) -> PathBuf {
     p
 }
 
+/// Runs ministat and latlab on `args` in `dir` and asserts the same stderr, stdout and status.
+fn assert_same(args: &[String], dir: &Path) {
+    let (real, ours) = both(args, dir);
+    assert_eq!(
+        ours.stderr,
+        String::from_utf8_lossy(&real.stderr),
+        "ministat {args:?}"
+    );
+    assert_eq!(ours.stdout_bytes, real.stdout, "ministat {args:?}");
+    assert_eq!(ours.status.code(), real.status.code(), "ministat {args:?}");
+}
+
 fn both(args: &[String], dir: &Path) -> (std::process::Output, Output) {
     let real = Command::new("ministat")
         .args(args)
@@ -224,14 +236,7 @@ fn errors_match_ministat() {
     ];
     for args in cases {
         let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-        let (real, ours) = both(&args, dir.path());
-        assert_eq!(
-            ours.stderr,
-            String::from_utf8_lossy(&real.stderr),
-            "ministat {args:?}"
-        );
-        assert_eq!(ours.stdout_bytes, real.stdout, "ministat {args:?}");
-        assert_eq!(ours.status.code(), real.status.code(), "ministat {args:?}");
+        assert_same(&args, dir.path());
     }
 }
 
@@ -255,15 +260,7 @@ fn lines_over_ministats_buffer_are_cut_where_its_fgets_cuts_them() {
     w("block", format!("1\n2\n{}\n7\n", "0 ".repeat(150_000)));
     w("eof", format!("1\n2\n{}", "0".repeat(2 * 8191)));
     for name in ["piece", "blanks", "comment", "cut", "block", "eof"] {
-        let args = vec!["-A".to_string(), name.to_string()];
-        let (real, ours) = both(&args, dir.path());
-        assert_eq!(
-            ours.stderr,
-            String::from_utf8_lossy(&real.stderr),
-            "ministat {args:?}"
-        );
-        assert_eq!(ours.stdout_bytes, real.stdout, "ministat {args:?}");
-        assert_eq!(ours.status.code(), real.status.code(), "ministat {args:?}");
+        assert_same(&["-A".to_string(), name.to_string()], dir.path());
     }
 }
 

@@ -304,19 +304,7 @@ mod tests {
         assert!(taken > 50_000 && refused > 50_000, "{taken} {refused}");
     }
 
-    /// Hands out data a few bytes at a time, so lines straddle every possible refill.
-    struct Trickle<'a>(&'a [u8], u64);
-    impl std::io::Read for Trickle<'_> {
-        fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
-            self.1 = self.1.wrapping_mul(6364136223846793005).wrapping_add(1);
-            let n = ((self.1 >> 33) as usize % 5000)
-                .min(out.len())
-                .min(self.0.len());
-            out[..n].copy_from_slice(&self.0[..n]);
-            self.0 = &self.0[n..];
-            Ok(n)
-        }
-    }
+    use super::super::read::Trickle;
 
     #[test]
     fn runs_of_plain_lines_read_as_the_line_by_line_path() {
@@ -338,7 +326,7 @@ mod tests {
             reference.push_str(&format!("m {line}\n"));
         }
         let fast = read_set_sized(
-            Trickle(text.as_bytes(), 3),
+            Trickle(text.as_bytes(), 3, 5000),
             Some(text.len() as u64),
             "f",
             1,

@@ -474,6 +474,24 @@ impl State<'_> {
     }
 }
 
+/// Tests: hands out data up to `.2` bytes at a time (a pseudo-random number of them, from the
+/// seed `.1`), so lines straddle every possible refill.
+#[cfg(test)]
+pub(super) struct Trickle<'a>(pub &'a [u8], pub u64, pub usize);
+
+#[cfg(test)]
+impl Read for Trickle<'_> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        self.1 = self.1.wrapping_mul(6364136223846793005).wrapping_add(1);
+        let n = ((self.1 >> 33) as usize % self.2)
+            .min(out.len())
+            .min(self.0.len());
+        out[..n].copy_from_slice(&self.0[..n]);
+        self.0 = &self.0[n..];
+        Ok(n)
+    }
+}
+
 /// Tests: two readings of the same values agree bit for bit (values in any order, the sums in
 /// input order, min, max and median).
 #[cfg(test)]
@@ -602,20 +620,6 @@ mod tests {
         }
     }
 
-    /// Hands out data a few bytes at a time, so lines straddle every possible refill.
-    struct Trickle<'a>(&'a [u8], u64);
-    impl Read for Trickle<'_> {
-        fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
-            self.1 = self.1.wrapping_mul(6364136223846793005).wrapping_add(1);
-            let n = ((self.1 >> 33) as usize % 70_000)
-                .min(out.len())
-                .min(self.0.len());
-            out[..n].copy_from_slice(&self.0[..n]);
-            self.0 = &self.0[n..];
-            Ok(n)
-        }
-    }
-
     #[test]
     fn one_pass_reading_agrees_with_the_line_by_line_path() {
         let shapes = [
@@ -649,7 +653,7 @@ mod tests {
         plain.push_str("7.5"); // no newline at the end
         ref_text.push_str("m 7.5");
         let fast = read_set_sized(
-            Trickle(plain.as_bytes(), 1),
+            Trickle(plain.as_bytes(), 1, 70_000),
             Some(plain.len() as u64),
             "f",
             1,
@@ -660,7 +664,7 @@ mod tests {
         assert_same_reading(&fast, &slow);
         // An invalid line is reported with the same number either way.
         let bad = format!("{plain}\n1x\n");
-        let e = read_set(Trickle(bad.as_bytes(), 7), "f", 1, b" \t").unwrap_err();
+        let e = read_set(Trickle(bad.as_bytes(), 7, 70_000), "f", 1, b" \t").unwrap_err();
         assert_eq!(e.message(), "ministat: Invalid data on line 300002 in f");
     }
 
