@@ -175,10 +175,15 @@ pub fn tgid_of(proc_root: &Path, tid: i32) -> Option<i32> {
         }
         // EINVAL: a thread that does not lead its group (or no pidfd_open): read status.
     }
-    std::fs::read_to_string(proc_root.join(format!("{tid}/status")))
+    status_field(proc_root, tid, "Tgid:")
+}
+
+/// A numeric field (`key` with its colon, e.g. `PPid:`) of `<proc_root>/<pid>/status`.
+pub fn status_field(proc_root: &Path, pid: i32, key: &str) -> Option<i32> {
+    std::fs::read_to_string(proc_root.join(format!("{pid}/status")))
         .ok()?
         .lines()
-        .find_map(|l| l.strip_prefix("Tgid:"))?
+        .find_map(|l| l.strip_prefix(key))?
         .trim()
         .parse()
         .ok()

@@ -93,17 +93,6 @@ fn file_id(p: &Path) -> Option<(u64, u64)> {
     std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()))
 }
 
-/// A `/proc/PID/status` field as a number.
-fn status_field(proc: &Path, pid: i32, key: &str) -> Option<i32> {
-    std::fs::read_to_string(proc.join(format!("{pid}/status")))
-        .ok()?
-        .lines()
-        .find_map(|l| l.strip_prefix(key))?
-        .trim()
-        .parse()
-        .ok()
-}
-
 impl Namer {
     /// A namer reading /proc under `proc`, for latlab process `self_pid` and the processes it
     /// started (`roots`).
@@ -262,7 +251,7 @@ impl Namer {
                 Some(&known) => known,
                 None => {
                     let up = (pp > 1)
-                        .then(|| status_field(&self.proc, pp, "PPid:"))
+                        .then(|| crate::sys::procs::status_field(&self.proc, pp, "PPid:"))
                         .flatten();
                     if self.parents.len() < MAX_FACTS {
                         self.parents.insert(pp, up);
