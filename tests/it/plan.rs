@@ -15,7 +15,7 @@ const KNOB: &str = "/proc/sys/fs/lease-break-time";
 /// Serialises the tests that change `KNOB`, and puts it back whatever happens.
 struct KnobTest {
     orig: Vec<u8>,
-    _guard: std::sync::MutexGuard<'static, ()>,
+    _guard: crate::util::Exclusive,
 }
 
 impl Drop for KnobTest {

@@ -43,11 +43,35 @@ pub fn test_store() -> String {
     format!("sqlite:{}", scratch().join("store.db").display())
 }
 
-/// Serialises tests that inject stalls or change system settings, so one test's stall is not
-/// another's surprise.
-pub fn exclusive() -> MutexGuard<'static, ()> {
+/// Held by a test that must have the machine to itself (see [`exclusive`]).
+pub struct Exclusive {
+    // Dropped in this order: the machine-wide lock, then this process's.
+    _machine: Option<std::fs::File>,
+    _process: MutexGuard<'static, ()>,
+}
+
+/// Serialises tests that trace, inject stalls or change system settings, so one test's stall
+/// is not another's surprise: within this process, and across test processes on the machine
+/// (two `cargo test` runs at once trace each other's workloads — both run threads named
+/// `waiter` — and change the same settings), through an `flock` on a file in the temporary
+/// directory (where that cannot be had, this process's lock alone).
+pub fn exclusive() -> Exclusive {
     static LOCK: Mutex<()> = Mutex::new(());
-    LOCK.lock().unwrap_or_else(|p| p.into_inner())
+    let process = LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    let machine = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(std::env::temp_dir().join("latlab-it-exclusive.lock"))
+        .ok()
+        .filter(|f| {
+            use std::os::fd::AsRawFd;
+            // SAFETY: flock on an open descriptor; blocks until no other process holds it.
+            unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) == 0 }
+        });
+    Exclusive {
+        _machine: machine,
+        _process: process,
+    }
 }
 
 /// Why a real-time test cannot run here, if it cannot (not root, or fewer than 2 CPUs).
@@ -100,7 +124,7 @@ pub fn skipped(why: Option<String>) -> bool {
 
 /// For a test that runs real-time threads or injects stalls: the exclusive lock, or None
 /// after saying (through `skip`) why it cannot run here.
-pub fn rt_test() -> Option<MutexGuard<'static, ()>> {
+pub fn rt_test() -> Option<Exclusive> {
     (!skipped(rt_unavailable())).then(exclusive)
 }
 

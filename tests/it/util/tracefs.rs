@@ -3,7 +3,6 @@
 
 use super::{exclusive, rt_unavailable, skipped};
 use std::path::{Path, PathBuf};
-use std::sync::MutexGuard;
 
 /// Why tracing tests cannot run here, if they cannot.
 pub fn trace_unavailable() -> Option<String> {
@@ -21,7 +20,7 @@ pub fn trace_unavailable() -> Option<String> {
 
 /// For a test that traces: the exclusive lock, or None after saying (through `skip`) why it
 /// cannot run here.
-pub fn trace_test() -> Option<MutexGuard<'static, ()>> {
+pub fn trace_test() -> Option<super::Exclusive> {
     (!skipped(trace_unavailable())).then(exclusive)
 }
 
