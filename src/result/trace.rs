@@ -17,7 +17,8 @@ pub struct TraceReport {
     pub lost_events: u64,
     /// What an idle CPU's delay means here.
     pub idle_note: String,
-    /// Spikes the threads could not hand over (their ring was full) or beyond the record cap.
+    /// Spikes not in `spikes`: the threads could not hand them over (their ring was full), or
+    /// they were not among the worst 10 000 (only those are kept and attributed).
     pub spikes_dropped: u64,
     /// Every attributed spike (a monitor snapshot: the interval's worst).
     pub spikes: Vec<SpikeRecord>,

@@ -28,7 +28,7 @@ const PROCS_BUFFER_KB: u64 = 256;
 const DAT_BYTES_PER_CPU: usize = 64 << 20;
 /// How far before a spike's expected wake-up its saved window starts.
 const WINDOW_LEAD_NS: u64 = 100_000_000;
-/// Spikes kept as records; beyond, only counted.
+/// Spikes kept as records (the worst; the rest only counted).
 const MAX_RECORDS: usize = 10_000;
 
 /// A tracing session.
@@ -36,6 +36,8 @@ pub struct Tracer {
     rec: FlightRecorder,
     names: Vec<String>,
     pending: Vec<RawSpike>,
+    /// Which spikes stay records: the worst [`MAX_RECORDS`].
+    worst: spikes::Worst,
     /// The events of the spike being attributed (kept to be reused by the next).
     scratch: Vec<super::event::Event>,
     report: TraceReport,
@@ -240,6 +242,7 @@ impl Tracer {
             rec,
             names: r.names.clone(),
             pending: Vec::new(),
+            worst: spikes::Worst::new(MAX_RECORDS),
             scratch: Vec::new(),
             spinner: false,
             save: None,
@@ -358,10 +361,10 @@ impl Tracer {
             self.break_on = None;
             self.windows.push((s.series, s.seq, "-b".into()));
         }
-        if self.report.spikes.len() + self.pending.len() >= MAX_RECORDS {
-            self.report.spikes_dropped += 1;
-        } else {
+        if self.keep(&s, latency_ns) {
             self.pending.push(s);
+        } else {
+            self.report.spikes_dropped += 1;
         }
     }
 
@@ -393,6 +396,8 @@ impl Tracer {
             .into_iter()
             .partition(|s| s.expected_ns.saturating_add(s.latency_ns) < settled_ns);
         self.report.spikes = rest;
+        // The records have room again: the next interval's worst are kept whatever this one's.
+        self.worst.reset();
         done.sort_by_key(|s| (s.expected_ns, s.cpu));
         self.name_groups(&mut done);
         let mut needed: std::collections::HashSet<i32> = Default::default();

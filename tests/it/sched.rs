@@ -333,6 +333,53 @@ fn interrupted_and_killed_runs_leave_no_instance_and_keep_what_they_measured() {
     no_instance_left(pid, mounted);
 }
 
+/// More delays than the records hold (every delay over 1 µs under hackbench): the worst
+/// one measured is among the records explained, whenever in the run it came.
+#[test]
+fn with_more_delays_than_records_the_worst_are_the_ones_explained() {
+    let Some(_x) = trace_test() else { return };
+    let json = scratch().join("sched-worst.json");
+    latlab()
+        .words("sched --all -D 3 --threshold 1us --load hackbench --no-store --json")
+        .arg(&json)
+        .assert_ok();
+    let run = read_json(&json);
+    let t = &run["trace"];
+    let kept: Vec<u64> = t["spikes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["latency_ns"].as_u64().unwrap())
+        .collect();
+    let dropped = t["spikes_dropped"].as_u64().unwrap();
+    if dropped == 0 {
+        return skip(
+            "sched_worst_records",
+            &format!(
+                "only {} delays over 1 us: the records never filled",
+                kept.len()
+            ),
+        );
+    }
+    assert!(kept.len() <= 10_000, "{} records", kept.len());
+    let worst_measured = run["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let wake = s["max_ns"].as_u64().unwrap_or(0);
+            wake.max(s["extra"]["preempt_max_ns"].as_u64().unwrap_or(0))
+        })
+        .max()
+        .unwrap();
+    let worst_kept = kept.iter().copied().max().unwrap();
+    assert!(
+        worst_kept >= worst_measured,
+        "worst delay measured {worst_measured} ns, worst explained {worst_kept} ns ({} kept, {dropped} dropped)",
+        kept.len()
+    );
+}
+
 #[test]
 fn two_runs_at_once_and_a_name_that_appears_later_and_exits_early() {
     let Some(_x) = trace_test() else { return };

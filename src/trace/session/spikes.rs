@@ -4,6 +4,37 @@
 use super::*;
 
 impl Tracer {
+    /// Whether a spike of `latency_ns` is kept as a record (see [`Worst`]; a spike whose
+    /// window a rule asked for always is). Records that fall to the floor are dropped here,
+    /// attributed or not, and counted as dropped.
+    pub(super) fn keep(&mut self, s: &RawSpike, latency_ns: u64) -> bool {
+        let windowed = |w: &Vec<(u32, u64, String)>, s: &RawSpike| {
+            w.iter().any(|w| w.0 == s.series && w.1 == s.seq)
+        };
+        if windowed(&self.windows, s) {
+            return true;
+        }
+        let kept = self.report.spikes.len() + self.pending.len();
+        let (spikes, pending) = (&self.report.spikes, &self.pending);
+        let before = self.worst.floor();
+        let admitted = self.worst.admits(latency_ns, kept, || {
+            spikes
+                .iter()
+                .map(|r| r.latency_ns)
+                .chain(pending.iter().map(|p| p.actual.saturating_sub(p.expected)))
+                .collect()
+        });
+        if let Some(floor) = self.worst.floor().filter(|_| self.worst.floor() != before) {
+            self.report.spikes.retain(|r| r.latency_ns > floor);
+            let windows = &self.windows;
+            self.pending
+                .retain(|p| p.actual.saturating_sub(p.expected) > floor || windowed(windows, p));
+            let after = self.report.spikes.len() + self.pending.len();
+            self.report.spikes_dropped += (kept - after) as u64;
+        }
+        admitted
+    }
+
     pub(super) fn attribute(&mut self, s: RawSpike, patience: Duration) {
         let cpu = s.cpu as usize;
         let tid = (s.tid > 0).then_some(s.tid);
@@ -168,5 +199,143 @@ impl Tracer {
             c.group = Some(group);
             c.chain = chain;
         }
+    }
+}
+
+/// Which spikes stay records when there are more than `cap`: the worst. Once `cap` are kept,
+/// the floor rises to their median latency, the records at or below it are dropped, and from
+/// then on a spike must be worse than the floor to be kept. So the records are always exactly
+/// the spikes seen that are worse than the floor (every one kept is worse than every one
+/// dropped), at least the worst `cap / 2` of them when latencies differ, and the cost is one
+/// selection per `cap / 2` spikes kept.
+#[derive(Debug)]
+pub(super) struct Worst {
+    cap: usize,
+    floor: Option<u64>,
+}
+
+impl Worst {
+    /// Keeps at most `cap` records.
+    pub(super) fn new(cap: usize) -> Worst {
+        Worst { cap, floor: None }
+    }
+
+    /// Spikes at or below this latency (ns) are not kept (None: all are, so far).
+    pub(super) fn floor(&self) -> Option<u64> {
+        self.floor
+    }
+
+    /// Whether a spike of `latency` is kept beside `kept` records; `latencies` gives theirs
+    /// when the floor must rise (the caller then drops those at or below the new floor).
+    pub(super) fn admits(
+        &mut self,
+        latency: u64,
+        kept: usize,
+        latencies: impl FnOnce() -> Vec<u64>,
+    ) -> bool {
+        if self.floor.is_some_and(|f| latency <= f) {
+            return false;
+        }
+        if kept < self.cap {
+            return true;
+        }
+        let mut all = latencies();
+        if all.is_empty() {
+            return true;
+        }
+        let k = all.len() / 2;
+        let (_, &mut median, _) = all.select_nth_unstable(k);
+        let floor = self.floor.map_or(median, |f| f.max(median));
+        self.floor = Some(floor);
+        latency > floor
+    }
+
+    /// The records were taken away (a monitor's interval): every spike is kept again.
+    pub(super) fn reset(&mut self) {
+        self.floor = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Worst;
+
+    /// Feeds `stream` through a `Worst` of `cap` as the session does; returns what was kept
+    /// and what was dropped.
+    fn run(cap: usize, stream: &[u64]) -> (Vec<u64>, Vec<u64>, Worst) {
+        let (mut kept, mut dropped) = (Vec::new(), Vec::new());
+        let mut w = Worst::new(cap);
+        for &l in stream {
+            let before = w.floor();
+            let admitted = w.admits(l, kept.len(), || kept.clone());
+            if let Some(f) = w.floor().filter(|_| w.floor() != before) {
+                let (stay, go): (Vec<u64>, Vec<u64>) = kept.iter().partition(|&&k| k > f);
+                kept = stay;
+                dropped.extend(go);
+            }
+            if admitted {
+                kept.push(l);
+            } else {
+                dropped.push(l);
+            }
+            assert!(kept.len() <= cap, "{} > {cap}", kept.len());
+        }
+        (kept, dropped, w)
+    }
+
+    #[test]
+    fn the_worst_are_kept_whatever_the_order() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for round in 0..60 {
+            let n = [0, 5, 99, 100, 101, 1000, 5000][round % 7];
+            let cap = [100, 7, 64][round % 3];
+            let mut stream: Vec<u64> = (0..n)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    // Ties too: a few hundred distinct values in some rounds.
+                    if round % 2 == 0 {
+                        x % 300
+                    } else {
+                        x % 1_000_000_007
+                    }
+                })
+                .collect();
+            if round % 5 == 1 {
+                stream.sort_unstable(); // worse and worse: every spike is a new worst
+            }
+            let (kept, dropped, w) = run(cap, &stream);
+            assert_eq!(kept.len() + dropped.len(), stream.len());
+            // Every record is worse than every spike dropped, and the records are exactly
+            // the spikes worse than the floor.
+            if let (Some(lo), Some(hi)) = (kept.iter().min(), dropped.iter().max()) {
+                assert!(lo > hi, "kept {lo} <= dropped {hi}");
+            }
+            let f = w.floor();
+            let want = stream.iter().filter(|&&l| f.is_none_or(|f| l > f)).count();
+            assert_eq!(kept.len(), want);
+            // Without ties, at least the worst half of the cap stays.
+            if round % 2 == 1 {
+                assert!(
+                    kept.len() >= n.min(cap / 2),
+                    "{} of {n}, cap {cap}",
+                    kept.len()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn below_the_cap_everything_is_kept_and_a_reset_lowers_the_floor() {
+        let (kept, dropped, mut w) = run(10, &[5, 1, 9, 3]);
+        assert_eq!((kept, dropped, w.floor()), (vec![5, 1, 9, 3], vec![], None));
+        let (_, _, mut w2) = run(4, &[5, 6, 7, 8, 9]);
+        assert!(w2.floor().is_some());
+        assert!(!w2.admits(1, 2, Vec::new));
+        w2.reset();
+        assert!(w2.admits(1, 2, Vec::new));
+        w.reset();
+        assert_eq!(w.floor(), None);
     }
 }
