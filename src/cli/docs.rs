@@ -16,7 +16,9 @@ pub fn completions(shell: clap_complete::Shell) -> Vec<u8> {
 /// missing); returns the pages written.
 pub fn man_pages(dir: &Path) -> Result<Vec<String>> {
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir.display().to_string(), e))?;
-    let cmd = crate::cli::command();
+    let mut cmd = crate::cli::command();
+    // Every subcommand's arguments (they are added only when used otherwise).
+    cmd.build();
     let mut pages = vec![("latlab".to_string(), cmd.clone())];
     for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
         // clap names are &'static str (no "string" feature): a few bytes leaked, once, in a
@@ -52,6 +54,8 @@ mod tests {
         ] {
             let s = String::from_utf8(completions(sh)).unwrap();
             assert!(s.contains("cyclic") && s.contains("gate"), "{sh}");
+            // The measurements' own options too (their arguments are added when used).
+            assert!(s.contains("interval") && s.contains("threshold"), "{sh}");
         }
     }
 
@@ -66,5 +70,7 @@ mod tests {
             "{top}"
         );
         assert!(!d.path().join("latlab-load-worker.1").exists());
+        let cyclic = std::fs::read_to_string(d.path().join("latlab-cyclic.1")).unwrap();
+        assert!(cyclic.contains("interval"), "{cyclic}");
     }
 }

@@ -88,7 +88,7 @@ pub fn command() -> clap::Command {
     let others: Vec<clap::Command> = base.get_subcommands().cloned().collect();
     let mut cmd = base;
     for (i, e) in crate::table::TABLE.iter().enumerate() {
-        cmd = cmd.subcommand(e.command().display_order(i));
+        cmd = cmd.subcommand(e.deferred().display_order(i));
     }
     let n = crate::table::TABLE.len();
     for (i, o) in others.iter().enumerate() {

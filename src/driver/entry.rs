@@ -51,7 +51,7 @@ pub const fn entry<A: Lowering>(name: &'static str, about: &'static str, plannab
         kind: <A::Config as crate::driver::Measurement>::KIND,
         plannable,
         facts: <A::Config as crate::driver::Measurement>::FACTS,
-        args: A::augment_args,
+        args: arguments::<A>,
         check: check::<A>,
         run: run::<A>,
         show: <A::Config as crate::driver::Measurement>::render_stored,
@@ -100,13 +100,31 @@ fn run<A: Lowering>(
     parsed::<A>(m)?.run(online, command_line)
 }
 
+/// Adds the arguments of `A` to a measurement's command, keeping the help line it was given
+/// (the arguments' own doc comment would replace it).
+fn arguments<A: Lowering>(c: clap::Command) -> clap::Command {
+    let about = c.get_about().cloned();
+    let c = A::augment_args(c).mut_args(crate::driver::args::getopt_values);
+    match about {
+        Some(a) => c.about(a),
+        None => c,
+    }
+    .long_about(None)
+}
+
 impl Entry {
     /// Its clap subcommand: name, help and arguments.
     pub fn command(&self) -> clap::Command {
-        (self.args)(clap::Command::new(self.name))
+        (self.args)(clap::Command::new(self.name).about(self.about))
+    }
+
+    /// Its clap subcommand with the arguments added only when it is used (a command line
+    /// names one measurement: building every measurement's arguments costs a millisecond).
+    pub fn deferred(&self) -> clap::Command {
+        clap::Command::new(self.name)
             .about(self.about)
             .long_about(None)
-            .mut_args(crate::driver::args::getopt_values)
+            .defer(self.args)
     }
 
     /// Lowers its parsed arguments as the run would, without running: the expected length of
