@@ -142,7 +142,7 @@ fn why_titled(r: &TraceReport, unit: DisplayUnit, title: &str, warnings: &[&Stri
     }
     if r.spikes_dropped > 0 {
         s.push_str(&format!(
-            "  {} spikes not attributed (a full ring, or not among the worst 10 000 kept)\n",
+            "  {} spikes not kept (a full hand-over ring, or not among the worst 10 000)\n",
             r.spikes_dropped
         ));
     }

@@ -36,13 +36,16 @@ pub struct Tracer {
     rec: FlightRecorder,
     names: Vec<String>,
     pending: Vec<RawSpike>,
-    /// Which spikes stay records: the worst [`MAX_RECORDS`].
+    /// Which spikes stay records: the worst [`MAX_RECORDS`] (see `spikes::Worst`).
     worst: spikes::Worst,
     /// The events of the spike being attributed (kept to be reused by the next).
     scratch: Vec<super::event::Event>,
     report: TraceReport,
     spinner: bool,
-    save: Option<(std::path::PathBuf, String)>,
+    save: Option<(std::path::PathBuf, Vec<spikes::Part>)>,
+    /// The spikes whose windows rules saved (series, seq): kept as records whatever their
+    /// latency.
+    pinned: Vec<(String, u64)>,
     /// Names culprit groups (latlab's loads and itself, kernel workers, commands) from what
     /// /proc said of each task while it lived.
     namer: Namer,
@@ -246,6 +249,7 @@ impl Tracer {
             scratch: Vec::new(),
             spinner: false,
             save: None,
+            pinned: Vec::new(),
             namer,
             dat: None,
             saver: super::saving::Saver::new(fs.root.clone(), events, page_size),
@@ -297,7 +301,7 @@ impl Tracer {
                 self.rec.keep_pages(DAT_BYTES_PER_CPU);
                 self.dat = Some(p);
             }
-            p => self.save = p.map(|p| (p, String::new())),
+            p => self.save = p.map(|p| (p, Vec::new())),
         }
         self
     }
@@ -464,6 +468,10 @@ impl Tracer {
         for s in std::mem::take(&mut self.pending) {
             self.attribute(s, Duration::ZERO);
         }
+        // The worst MAX_RECORDS (they may have been up to twice as many).
+        if self.report.spikes.len() > MAX_RECORDS {
+            self.cut();
+        }
         if let Some(a) = self.actions.as_mut() {
             a.finish();
             self.report.actions_suppressed = a.suppressed;
@@ -502,8 +510,8 @@ impl Tracer {
             let pages = self.rec.take_pages();
             self.saver.dat(&path, pages);
         }
-        if let Some((path, text)) = self.save.take() {
-            self.saver.timeline(&path, &text);
+        if let Some((path, parts)) = self.save.take() {
+            self.saver.timeline(&path, &spikes::Part::joined(&parts));
         }
         self.report.actions_over_budget = self.saver.over_budget;
         self.report.actions_after_end = self.saver.after_end;

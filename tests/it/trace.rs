@@ -984,3 +984,66 @@ fn a_forking_commands_tree_is_one_group() {
         .collect();
     assert!(pids.len() >= 2, "{tree:#?}");
 }
+
+/// More spikes than the records hold (every wake-up over 1 µs, 20 000 a second): the records
+/// are the worst 10 000 with every spike a rule saved the window of, and the `--trace-save`
+/// timeline explains exactly the spikes recorded.
+#[test]
+fn past_the_records_cap_the_worst_and_every_rules_spike_stay_in_json_and_timeline() {
+    let Some(_x) = trace_test() else { return };
+    let dir = Dir::new();
+    let (json, timeline) = (dir.join("many.json"), dir.join("many.txt"));
+    latlab()
+        .journal(dir.join("restore.json"))
+        .words("cyclic -t 2 -p 80 -i 100us -D 2s --trace --trace-threshold 1us -q --no-store")
+        .words("--on-threshold 2us:trace --trace-save")
+        .arg(&timeline)
+        .arg("--json")
+        .arg(&json)
+        .assert_ok();
+    let run = read_json(&json);
+    let t = &run["trace"];
+    let spikes = t["spikes"].as_array().unwrap();
+    let dropped = t["spikes_dropped"].as_u64().unwrap();
+    if dropped == 0 {
+        return skip(
+            "trace_records_cap",
+            &format!("{} spikes: the records never filled", spikes.len()),
+        );
+    }
+    let fired = t["actions"].as_array().unwrap();
+    assert!(!fired.is_empty());
+    // The rules' spikes (the run's first ones, small) are kept beside the worst.
+    let is_record = |series: &serde_json::Value, seq: &serde_json::Value| {
+        spikes
+            .iter()
+            .any(|s| s["series"] == *series && s["seq"] == *seq)
+    };
+    for f in fired {
+        assert!(
+            is_record(&f["series"], &f["seq"]),
+            "firing without its record: {f}"
+        );
+    }
+    assert!(
+        spikes.len() <= 10_000 + fired.len(),
+        "{} records",
+        spikes.len()
+    );
+    // The worst latency measured is among the records.
+    let worst = spikes
+        .iter()
+        .map(|s| s["latency_ns"].as_u64().unwrap())
+        .max();
+    let measured = run["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["max_ns"].as_u64().unwrap())
+        .max();
+    assert_eq!(worst, measured);
+    // The timeline explains the spikes recorded, no more, no fewer.
+    let text = std::fs::read_to_string(&timeline).unwrap();
+    let explained = text.lines().filter(|l| l.starts_with("== ")).count();
+    assert_eq!(explained, spikes.len(), "timeline vs JSON");
+}

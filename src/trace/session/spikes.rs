@@ -4,35 +4,69 @@
 use super::*;
 
 impl Tracer {
-    /// Whether a spike of `latency_ns` is kept as a record (see [`Worst`]; a spike whose
-    /// window a rule asked for always is). Records that fall to the floor are dropped here,
-    /// attributed or not, and counted as dropped.
+    /// Whether a spike of `latency_ns` is kept as a record: every spike whose window a rule
+    /// asked for is, others while they are above the floor (see [`Worst`]). When the records
+    /// reach twice the cap, they are cut to the worst `cap` first.
     pub(super) fn keep(&mut self, s: &RawSpike, latency_ns: u64) -> bool {
-        let windowed = |w: &Vec<(u32, u64, String)>, s: &RawSpike| {
-            w.iter().any(|w| w.0 == s.series && w.1 == s.seq)
-        };
-        if windowed(&self.windows, s) {
+        if self.windowed(s) {
             return true;
         }
-        let kept = self.report.spikes.len() + self.pending.len();
-        let (spikes, pending) = (&self.report.spikes, &self.pending);
-        let before = self.worst.floor();
-        let admitted = self.worst.admits(latency_ns, kept, || {
-            spikes
-                .iter()
-                .map(|r| r.latency_ns)
-                .chain(pending.iter().map(|p| p.actual.saturating_sub(p.expected)))
-                .collect()
-        });
-        if let Some(floor) = self.worst.floor().filter(|_| self.worst.floor() != before) {
-            self.report.spikes.retain(|r| r.latency_ns > floor);
-            let windows = &self.windows;
-            self.pending
-                .retain(|p| p.actual.saturating_sub(p.expected) > floor || windowed(windows, p));
-            let after = self.report.spikes.len() + self.pending.len();
-            self.report.spikes_dropped += (kept - after) as u64;
+        if !self.worst.admits(latency_ns) {
+            return false;
         }
-        admitted
+        if self
+            .worst
+            .full(self.report.spikes.len() + self.pending.len())
+        {
+            self.cut();
+            return self.worst.admits(latency_ns);
+        }
+        true
+    }
+
+    /// Whether a rule asked for the window of `s` (still to be saved).
+    fn windowed(&self, s: &RawSpike) -> bool {
+        self.windows.iter().any(|w| w.0 == s.series && w.1 == s.seq)
+    }
+
+    /// Whether a rule saved the window of this record (it is kept whatever its latency).
+    fn pinned(&self, series: &str, seq: u64) -> bool {
+        self.pinned.iter().any(|(n, q)| *q == seq && n == series)
+    }
+
+    /// Cuts the records (attributed and waiting) to the worst `cap`, with the spikes rules
+    /// saved windows of; the rest, and their timeline parts, are dropped and counted.
+    pub(super) fn cut(&mut self) {
+        let latencies: Vec<u64> = self
+            .report
+            .spikes
+            .iter()
+            .map(|r| r.latency_ns)
+            .chain(self.pending.iter().map(latency))
+            .collect();
+        let Some(floor) = self.worst.cut(latencies) else {
+            return;
+        };
+        let before = self.report.spikes.len() + self.pending.len();
+        let spikes = std::mem::take(&mut self.report.spikes);
+        self.report.spikes = spikes
+            .into_iter()
+            .filter(|r| r.latency_ns > floor || self.pinned(&r.series, r.seq))
+            .collect();
+        let pending = std::mem::take(&mut self.pending);
+        self.pending = pending
+            .into_iter()
+            .filter(|p| latency(p) > floor || self.windowed(p))
+            .collect();
+        if let Some((path, parts)) = self.save.take() {
+            let parts = parts
+                .into_iter()
+                .filter(|t| t.latency > floor || self.pinned(&t.series, t.seq))
+                .collect();
+            self.save = Some((path, parts));
+        }
+        let after = self.report.spikes.len() + self.pending.len();
+        self.report.spikes_dropped += (before - after) as u64;
     }
 
     pub(super) fn attribute(&mut self, s: RawSpike, patience: Duration) {
@@ -119,10 +153,13 @@ impl Tracer {
             .get(s.series as usize)
             .cloned()
             .unwrap_or_default();
-        if let Some((_, text)) = self.save.as_mut() {
-            text.push_str(&crate::trace::event_log::render(
-                &series, cpu, &s, &why, &events,
-            ));
+        if let Some((_, parts)) = self.save.as_mut() {
+            parts.push(Part {
+                latency: latency(&s),
+                series: series.clone(),
+                seq: s.seq,
+                text: crate::trace::event_log::render(&series, cpu, &s, &why, &events),
+            });
         }
         let due: Vec<String> = self
             .windows
@@ -132,6 +169,7 @@ impl Tracer {
             .collect();
         if !due.is_empty() {
             self.windows.retain(|w| !(w.0 == s.series && w.1 == s.seq));
+            self.pinned.push((series.clone(), s.seq));
             let outcome = self.save_window(&s);
             for rule in due {
                 self.report.actions.push(crate::result::trace::Firing {
@@ -202,12 +240,32 @@ impl Tracer {
     }
 }
 
-/// Which spikes stay records when there are more than `cap`: the worst. Once `cap` are kept,
-/// the floor rises to their median latency, the records at or below it are dropped, and from
-/// then on a spike must be worse than the floor to be kept. So the records are always exactly
-/// the spikes seen that are worse than the floor (every one kept is worse than every one
-/// dropped), at least the worst `cap / 2` of them when latencies differ, and the cost is one
-/// selection per `cap / 2` spikes kept.
+/// A spike's latency (ns).
+fn latency(s: &RawSpike) -> u64 {
+    s.actual.saturating_sub(s.expected)
+}
+
+/// One spike's text in the `--trace-save` timeline, kept while its spike is a record.
+pub(super) struct Part {
+    latency: u64,
+    series: String,
+    seq: u64,
+    text: String,
+}
+
+impl Part {
+    /// The timeline: the parts' texts in the order their spikes were attributed.
+    pub(super) fn joined(parts: &[Part]) -> String {
+        parts.iter().map(|p| p.text.as_str()).collect()
+    }
+}
+
+/// Which spikes stay records when there are more than `cap`: the worst. The records may grow
+/// to twice the cap; then they are cut to the worst `cap` (the floor rises to the latency of
+/// the worst spike that goes, and later spikes must be worse to be kept), and once more at
+/// the end. So the records are always exactly the spikes seen that are worse than the floor,
+/// the worst `cap` at the end (fewer when latencies tie at the boundary), and the cut runs
+/// once per `cap` spikes kept.
 #[derive(Debug)]
 pub(super) struct Worst {
     cap: usize,
@@ -215,39 +273,29 @@ pub(super) struct Worst {
 }
 
 impl Worst {
-    /// Keeps at most `cap` records.
+    /// Keeps the worst `cap` records.
     pub(super) fn new(cap: usize) -> Worst {
         Worst { cap, floor: None }
     }
 
-    /// Spikes at or below this latency (ns) are not kept (None: all are, so far).
-    pub(super) fn floor(&self) -> Option<u64> {
-        self.floor
+    /// Whether a spike of `latency` (ns) is above the floor.
+    pub(super) fn admits(&self, latency: u64) -> bool {
+        self.floor.is_none_or(|f| latency > f)
     }
 
-    /// Whether a spike of `latency` is kept beside `kept` records; `latencies` gives theirs
-    /// when the floor must rise (the caller then drops those at or below the new floor).
-    pub(super) fn admits(
-        &mut self,
-        latency: u64,
-        kept: usize,
-        latencies: impl FnOnce() -> Vec<u64>,
-    ) -> bool {
-        if self.floor.is_some_and(|f| latency <= f) {
-            return false;
-        }
-        if kept < self.cap {
-            return true;
-        }
-        let mut all = latencies();
-        if all.is_empty() {
-            return true;
-        }
-        let k = all.len() / 2;
-        let (_, &mut median, _) = all.select_nth_unstable(k);
-        let floor = self.floor.map_or(median, |f| f.max(median));
+    /// Whether `kept` records are to be cut before one more is added.
+    pub(super) fn full(&self, kept: usize) -> bool {
+        kept >= self.cap.saturating_mul(2)
+    }
+
+    /// Raises the floor so that at most `cap` of the records' `latencies` stay above it, and
+    /// returns it (None: they are not more than `cap`, nothing goes).
+    pub(super) fn cut(&mut self, mut latencies: Vec<u64>) -> Option<u64> {
+        let k = latencies.len().checked_sub(self.cap + 1)?;
+        let (_, &mut goes, _) = latencies.select_nth_unstable(k);
+        let floor = self.floor.map_or(goes, |f| f.max(goes));
         self.floor = Some(floor);
-        latency > floor
+        Some(floor)
     }
 
     /// The records were taken away (a monitor's interval): every spike is kept again.
@@ -260,26 +308,30 @@ impl Worst {
 mod tests {
     use super::Worst;
 
-    /// Feeds `stream` through a `Worst` of `cap` as the session does; returns what was kept
-    /// and what was dropped.
+    /// Feeds `stream` through a `Worst` of `cap` as the session does (the cut at twice the
+    /// cap, and at the end); returns what was kept and what was dropped.
     fn run(cap: usize, stream: &[u64]) -> (Vec<u64>, Vec<u64>, Worst) {
         let (mut kept, mut dropped) = (Vec::new(), Vec::new());
         let mut w = Worst::new(cap);
-        for &l in stream {
-            let before = w.floor();
-            let admitted = w.admits(l, kept.len(), || kept.clone());
-            if let Some(f) = w.floor().filter(|_| w.floor() != before) {
+        let cut = |w: &mut Worst, kept: &mut Vec<u64>, dropped: &mut Vec<u64>| {
+            if let Some(f) = w.cut(kept.clone()) {
                 let (stay, go): (Vec<u64>, Vec<u64>) = kept.iter().partition(|&&k| k > f);
-                kept = stay;
+                *kept = stay;
                 dropped.extend(go);
             }
-            if admitted {
+        };
+        for &l in stream {
+            if w.admits(l) && w.full(kept.len()) {
+                cut(&mut w, &mut kept, &mut dropped);
+            }
+            if w.admits(l) {
                 kept.push(l);
             } else {
                 dropped.push(l);
             }
-            assert!(kept.len() <= cap, "{} > {cap}", kept.len());
+            assert!(kept.len() <= 2 * cap, "{} > 2 x {cap}", kept.len());
         }
+        cut(&mut w, &mut kept, &mut dropped);
         (kept, dropped, w)
     }
 
@@ -289,13 +341,14 @@ mod tests {
         for round in 0..60 {
             let n = [0, 5, 99, 100, 101, 1000, 5000][round % 7];
             let cap = [100, 7, 64][round % 3];
+            let ties = round % 2 == 0;
             let mut stream: Vec<u64> = (0..n)
                 .map(|_| {
                     x ^= x << 13;
                     x ^= x >> 7;
                     x ^= x << 17;
                     // Ties too: a few hundred distinct values in some rounds.
-                    if round % 2 == 0 {
+                    if ties {
                         x % 300
                     } else {
                         x % 1_000_000_007
@@ -305,37 +358,38 @@ mod tests {
             if round % 5 == 1 {
                 stream.sort_unstable(); // worse and worse: every spike is a new worst
             }
-            let (kept, dropped, w) = run(cap, &stream);
+            let (mut kept, dropped, w) = run(cap, &stream);
             assert_eq!(kept.len() + dropped.len(), stream.len());
+            assert!(kept.len() <= cap);
             // Every record is worse than every spike dropped, and the records are exactly
             // the spikes worse than the floor.
             if let (Some(lo), Some(hi)) = (kept.iter().min(), dropped.iter().max()) {
                 assert!(lo > hi, "kept {lo} <= dropped {hi}");
             }
-            let f = w.floor();
+            let f = w.floor;
             let want = stream.iter().filter(|&&l| f.is_none_or(|f| l > f)).count();
             assert_eq!(kept.len(), want);
-            // Without ties, at least the worst half of the cap stays.
-            if round % 2 == 1 {
-                assert!(
-                    kept.len() >= n.min(cap / 2),
-                    "{} of {n}, cap {cap}",
-                    kept.len()
-                );
+            // Without ties: exactly the worst `cap`.
+            if !ties {
+                let mut all = stream.clone();
+                all.sort_unstable_by(|a, b| b.cmp(a));
+                all.truncate(cap);
+                kept.sort_unstable_by(|a, b| b.cmp(a));
+                assert_eq!(kept, all, "cap {cap}, n {n}");
             }
         }
     }
 
     #[test]
     fn below_the_cap_everything_is_kept_and_a_reset_lowers_the_floor() {
-        let (kept, dropped, mut w) = run(10, &[5, 1, 9, 3]);
-        assert_eq!((kept, dropped, w.floor()), (vec![5, 1, 9, 3], vec![], None));
-        let (_, _, mut w2) = run(4, &[5, 6, 7, 8, 9]);
-        assert!(w2.floor().is_some());
-        assert!(!w2.admits(1, 2, Vec::new));
+        let (kept, dropped, w) = run(10, &[5, 1, 9, 3]);
+        assert_eq!((kept, dropped, w.floor), (vec![5, 1, 9, 3], vec![], None));
+        let (kept, dropped, mut w2) = run(2, &[5, 6, 7, 8, 9]);
+        assert_eq!((kept, dropped), (vec![8, 9], vec![5, 6, 7]));
+        assert_eq!(w2.floor, Some(7));
+        assert!(!w2.admits(7) && w2.admits(8));
         w2.reset();
-        assert!(w2.admits(1, 2, Vec::new));
-        w.reset();
-        assert_eq!(w.floor(), None);
+        assert!(w2.admits(1));
+        assert!(!w2.full(3) && w2.full(4));
     }
 }
