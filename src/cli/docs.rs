@@ -16,16 +16,17 @@ pub fn completions(shell: clap_complete::Shell) -> Vec<u8> {
 /// missing); returns the pages written.
 pub fn man_pages(dir: &Path) -> Result<Vec<String>> {
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir.display().to_string(), e))?;
-    let mut cmd = crate::cli::command();
-    // Every subcommand's arguments (they are added only when used otherwise).
-    cmd.build();
+    let cmd = crate::cli::command();
     let mut pages = vec![("latlab".to_string(), cmd.clone())];
     for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
         // clap names are &'static str (no "string" feature): a few bytes leaked, once, in a
         // command that exits right after.
         let name: &'static str = Box::leak(format!("latlab-{}", sub.get_name()).into_boxed_str());
         let version = env!("CARGO_PKG_VERSION");
-        pages.push((name.to_string(), sub.clone().name(name).version(version)));
+        let mut page = sub.clone().name(name).version(version);
+        // Its arguments (a measurement's are otherwise added only when it is used).
+        page.build();
+        pages.push((name.to_string(), page));
     }
     let mut written = Vec::new();
     for (name, c) in pages {
@@ -70,7 +71,9 @@ mod tests {
             "{top}"
         );
         assert!(!d.path().join("latlab-load-worker.1").exists());
+        assert!(!d.path().join("latlab-help.1").exists());
         let cyclic = std::fs::read_to_string(d.path().join("latlab-cyclic.1")).unwrap();
         assert!(cyclic.contains("interval"), "{cyclic}");
+        assert!(cyclic.contains("latlab\\-cyclic"), "{cyclic}");
     }
 }
