@@ -55,8 +55,6 @@ pub struct Tracer {
     saver: super::saving::Saver,
     /// `--on-threshold` rules.
     actions: Option<super::actions::Actions>,
-    /// `-b`: save the window of the first spike at or above this.
-    break_on: Option<u64>,
     /// Windows to save once attributed: (series, seq, rule text).
     windows: Vec<(u32, u64, String)>,
     /// `--trace-stacks`: the kernel's symbols.
@@ -254,7 +252,6 @@ impl Tracer {
             dat: None,
             saver: super::saving::Saver::new(fs.root.clone(), events, page_size),
             actions: None,
-            break_on: None,
             windows: Vec::new(),
             kallsyms: None,
             counters,
@@ -336,13 +333,12 @@ impl Tracer {
         self.saver.ends(interrupted, deadline);
     }
 
-    /// `-b`: save the trace window of the spike that stops the run (the first at or above
-    /// `ns`).
-    fn breaking(mut self, ns: Option<u64>) -> Tracer {
+    /// `-b`: the raw pages are kept, to save the trace window of the spike that stops the run
+    /// (handed over by [`Tracer::broke_on`]).
+    fn breaking(self, ns: Option<u64>) -> Tracer {
         if ns.is_some() {
             self.rec.keep_pages(DAT_BYTES_PER_CPU);
         }
-        self.break_on = ns;
         self
     }
 
@@ -360,10 +356,6 @@ impl Tracer {
             for rule in a.fire(&sp, &mut self.report.actions) {
                 self.windows.push((s.series, s.seq, rule));
             }
-        }
-        if self.break_on.is_some_and(|b| latency_ns >= b) {
-            self.break_on = None;
-            self.windows.push((s.series, s.seq, "-b".into()));
         }
         if self.keep(&s, latency_ns) {
             self.pending.push(s);
@@ -401,7 +393,7 @@ impl Tracer {
             .partition(|s| s.expected_ns.saturating_add(s.latency_ns) < settled_ns);
         self.report.spikes = rest;
         // The records have room again: the next interval's worst are kept whatever this one's.
-        self.worst.reset();
+        self.records_taken();
         done.sort_by_key(|s| (s.expected_ns, s.cpu));
         self.name_groups(&mut done);
         let mut needed: std::collections::HashSet<i32> = Default::default();
@@ -469,9 +461,7 @@ impl Tracer {
             self.attribute(s, Duration::ZERO);
         }
         // The worst MAX_RECORDS (they may have been up to twice as many).
-        if self.report.spikes.len() > MAX_RECORDS {
-            self.cut();
-        }
+        self.cut();
         if let Some(a) = self.actions.as_mut() {
             a.finish();
             self.report.actions_suppressed = a.suppressed;

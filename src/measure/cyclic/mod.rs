@@ -319,6 +319,9 @@ pub fn run(mut cfg: CyclicConfig, ctx: &mut Ctx<'_>) -> Result<CyclicOutcome> {
     let trace = tracer.map(|mut t| {
         drain_spikes(&mut t, &mut spike_cons);
         t.dropped(outs.iter().map(|(_, o)| o.spikes_lost).sum());
+        for s in outs.iter().filter_map(|(_, o)| o.tripped_spike) {
+            t.broke_on(s);
+        }
         t.finish()
     });
     warnings.extend(trace.iter().flat_map(|t| t.warnings.iter().cloned()));

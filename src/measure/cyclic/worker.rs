@@ -61,6 +61,25 @@ pub struct SpikeOut {
     pub ring: Producer<RawSpike>,
 }
 
+impl SpikeOut {
+    /// The spike of the wake-up `expected` .. `now`, loop `n`.
+    #[inline(always)]
+    fn spike(&self, expected: u64, now: u64, n: u64) -> RawSpike {
+        let cpu = self
+            .cpu
+            .or_else(|| crate::sys::sched::current_cpu().map(|c| c as u32))
+            .unwrap_or(u32::MAX);
+        RawSpike {
+            series: self.series,
+            cpu,
+            expected,
+            actual: now,
+            seq: n,
+            tid: self.tid,
+        }
+    }
+}
+
 /// What a worker hands back when it ends.
 #[derive(Debug)]
 pub struct WorkerOut {
@@ -76,6 +95,8 @@ pub struct WorkerOut {
     pub linear_overflow: u64,
     /// (latency ns, loop number from 1) if this worker tripped `--break-on`.
     pub tripped_at: Option<(u64, u64)>,
+    /// `--trace`: the spike that tripped `--break-on`.
+    pub tripped_spike: Option<RawSpike>,
     /// CPU the thread ended on.
     pub cpu: Option<usize>,
     /// Count, max and p99 per interval.
@@ -111,6 +132,7 @@ struct Tally {
     overflow: u64,
     spikes_lost: u64,
     tripped_at: Option<(u64, u64)>,
+    tripped_spike: Option<RawSpike>,
 }
 
 impl Tally {
@@ -125,6 +147,7 @@ impl Tally {
             overflow: 0,
             spikes_lost: 0,
             tripped_at: None,
+            tripped_spike: None,
         }
     }
 }
@@ -170,22 +193,8 @@ impl Worker {
             }
         }
         if let Some(s) = self.spikes.as_mut() {
-            if lat >= s.threshold_ns {
-                let cpu = s
-                    .cpu
-                    .or_else(|| crate::sys::sched::current_cpu().map(|c| c as u32))
-                    .unwrap_or(u32::MAX);
-                let spike = RawSpike {
-                    series: s.series,
-                    cpu,
-                    expected,
-                    actual: now,
-                    seq: n,
-                    tid: s.tid,
-                };
-                if s.ring.push(spike).is_err() {
-                    t.spikes_lost += 1;
-                }
+            if lat >= s.threshold_ns && s.ring.push(s.spike(expected, now, n)).is_err() {
+                t.spikes_lost += 1;
             }
         }
         t.min = t.min.min(lat);
@@ -199,6 +208,8 @@ impl Worker {
                 .is_ok()
         {
             t.tripped_at = Some((lat, n));
+            // Handed over apart from the ring (which may be full): its window is saved.
+            t.tripped_spike = self.spikes.as_ref().map(|s| s.spike(expected, now, n));
             self.stop.store(true, Ordering::Release);
             return true;
         }
@@ -231,6 +242,7 @@ impl Worker {
             linear: self.linear,
             linear_overflow: t.overflow,
             tripped_at: t.tripped_at,
+            tripped_spike: t.tripped_spike,
             cpu: crate::sys::sched::current_cpu(),
             timeline,
             spikes_lost: t.spikes_lost,

@@ -5,23 +5,60 @@ use super::*;
 
 impl Tracer {
     /// Whether a spike of `latency_ns` is kept as a record: every spike whose window a rule
-    /// asked for is, others while they are above the floor (see [`Worst`]). When the records
-    /// reach twice the cap, they are cut to the worst `cap` first.
+    /// asked for is, others while they are among the worst `MAX_RECORDS` (see [`Worst`]).
+    /// Records that fell to the floor are dropped when they reach twice the cap.
     pub(super) fn keep(&mut self, s: &RawSpike, latency_ns: u64) -> bool {
         if self.windowed(s) {
             return true;
         }
-        if !self.worst.admits(latency_ns) {
+        if !self.worst.admit(latency_ns) {
             return false;
         }
-        if self
-            .worst
-            .full(self.report.spikes.len() + self.pending.len())
-        {
+        if self.report.spikes.len() + self.pending.len() >= 2 * MAX_RECORDS {
             self.cut();
-            return self.worst.admits(latency_ns);
         }
         true
+    }
+
+    /// `-b`: the spike that stopped the run, handed over by its thread when it ended (not
+    /// through the ring, which may have been full). Its window is saved and it is a record,
+    /// whether it was kept, dropped below the floor or never handed over.
+    pub fn broke_on(&mut self, s: RawSpike) {
+        let series = self
+            .names
+            .get(s.series as usize)
+            .cloned()
+            .unwrap_or_default();
+        let rule = "-b".to_string();
+        if self
+            .report
+            .spikes
+            .iter()
+            .any(|r| r.seq == s.seq && r.series == series)
+        {
+            // Attributed already: its window now.
+            let outcome = self.save_window(&s);
+            self.pinned.push((series.clone(), s.seq));
+            self.report.actions.push(crate::result::trace::Firing {
+                rule,
+                series,
+                cpu: s.cpu as usize,
+                seq: s.seq,
+                latency_ns: latency(&s),
+                outcome,
+            });
+            return;
+        }
+        self.windows.push((s.series, s.seq, rule));
+        if !self
+            .pending
+            .iter()
+            .any(|p| p.series == s.series && p.seq == s.seq)
+        {
+            // Counted as dropped (a full ring, or below the floor): a record after all.
+            self.report.spikes_dropped = self.report.spikes_dropped.saturating_sub(1);
+            self.pending.push(s);
+        }
     }
 
     /// Whether a rule asked for the window of `s` (still to be saved).
@@ -34,17 +71,10 @@ impl Tracer {
         self.pinned.iter().any(|(n, q)| *q == seq && n == series)
     }
 
-    /// Cuts the records (attributed and waiting) to the worst `cap`, with the spikes rules
-    /// saved windows of; the rest, and their timeline parts, are dropped and counted.
+    /// Drops the records (attributed and waiting) at or below the floor, but those rules
+    /// saved windows of, with their timeline parts; counts them as dropped.
     pub(super) fn cut(&mut self) {
-        let latencies: Vec<u64> = self
-            .report
-            .spikes
-            .iter()
-            .map(|r| r.latency_ns)
-            .chain(self.pending.iter().map(latency))
-            .collect();
-        let Some(floor) = self.worst.cut(latencies) else {
+        let Some(floor) = self.worst.floor() else {
             return;
         };
         let before = self.report.spikes.len() + self.pending.len();
@@ -67,6 +97,26 @@ impl Tracer {
         }
         let after = self.report.spikes.len() + self.pending.len();
         self.report.spikes_dropped += (before - after) as u64;
+    }
+
+    /// The records were taken away (a monitor's interval): the worst of those left are the
+    /// ones counted from now on.
+    pub(super) fn records_taken(&mut self) {
+        let left: Vec<u64> = self
+            .report
+            .spikes
+            .iter()
+            .filter(|r| !self.pinned(&r.series, r.seq))
+            .map(|r| r.latency_ns)
+            .chain(
+                self.pending
+                    .iter()
+                    .filter(|p| !self.windowed(p))
+                    .map(latency),
+            )
+            .collect();
+        self.worst.reset(left);
+        self.cut();
     }
 
     pub(super) fn attribute(&mut self, s: RawSpike, patience: Duration) {
@@ -260,47 +310,69 @@ impl Part {
     }
 }
 
-/// Which spikes stay records when there are more than `cap`: the worst. The records may grow
-/// to twice the cap; then they are cut to the worst `cap` (the floor rises to the latency of
-/// the worst spike that goes, and later spikes must be worse to be kept), and once more at
-/// the end. So the records are always exactly the spikes seen that are worse than the floor,
-/// the worst `cap` at the end (fewer when latencies tie at the boundary), and the cut runs
-/// once per `cap` spikes kept.
+/// Which spikes stay records when there are more than `cap`: the worst, exactly. The
+/// latencies of those kept are in a min-heap of `cap`; a spike worse than the least of them
+/// takes its place, and the floor rises to the one that goes (with any that tie with it). So
+/// only a spike that is among the worst seen so far is ever kept (and attributed), and the
+/// records are always the spikes seen that are worse than the floor: at the end, the worst
+/// `cap` (fewer when latencies tie at the boundary). The records themselves are dropped in
+/// batches, at twice the cap and at the end.
 #[derive(Debug)]
 pub(super) struct Worst {
     cap: usize,
     floor: Option<u64>,
+    kept: std::collections::BinaryHeap<std::cmp::Reverse<u64>>,
 }
 
 impl Worst {
-    /// Keeps the worst `cap` records.
+    /// Keeps the worst `cap` (at least one).
     pub(super) fn new(cap: usize) -> Worst {
-        Worst { cap, floor: None }
+        Worst {
+            cap: cap.max(1),
+            floor: None,
+            kept: std::collections::BinaryHeap::new(),
+        }
     }
 
-    /// Whether a spike of `latency` (ns) is above the floor.
-    pub(super) fn admits(&self, latency: u64) -> bool {
-        self.floor.is_none_or(|f| latency > f)
+    /// Spikes at or below this latency (ns) are not kept (None: all are, so far).
+    pub(super) fn floor(&self) -> Option<u64> {
+        self.floor
     }
 
-    /// Whether `kept` records are to be cut before one more is added.
-    pub(super) fn full(&self, kept: usize) -> bool {
-        kept >= self.cap.saturating_mul(2)
+    /// Whether a spike of `latency` (ns) is kept: above the floor, and worse than the least of
+    /// the worst `cap` kept when there are that many (which then goes).
+    pub(super) fn admit(&mut self, latency: u64) -> bool {
+        use std::cmp::Reverse;
+        if self.floor.is_some_and(|f| latency <= f) {
+            return false;
+        }
+        if self.kept.len() >= self.cap {
+            match self.kept.peek() {
+                Some(&Reverse(least)) if latency > least => self.drop_least(),
+                _ => return false,
+            }
+        }
+        self.kept.push(Reverse(latency));
+        true
     }
 
-    /// Raises the floor so that at most `cap` of the records' `latencies` stay above it, and
-    /// returns it (None: they are not more than `cap`, nothing goes).
-    pub(super) fn cut(&mut self, mut latencies: Vec<u64>) -> Option<u64> {
-        let k = latencies.len().checked_sub(self.cap + 1)?;
-        let (_, &mut goes, _) = latencies.select_nth_unstable(k);
-        let floor = self.floor.map_or(goes, |f| f.max(goes));
-        self.floor = Some(floor);
-        Some(floor)
+    /// The least kept goes, with every one that ties with it; the floor rises to it.
+    fn drop_least(&mut self) {
+        if let Some(std::cmp::Reverse(gone)) = self.kept.pop() {
+            while self.kept.peek().is_some_and(|r| r.0 == gone) {
+                self.kept.pop();
+            }
+            self.floor = Some(self.floor.map_or(gone, |f| f.max(gone)));
+        }
     }
 
-    /// The records were taken away (a monitor's interval): every spike is kept again.
-    pub(super) fn reset(&mut self) {
+    /// Starts again from the records left (their latencies): the worst `cap` of them are kept.
+    pub(super) fn reset(&mut self, left: Vec<u64>) {
         self.floor = None;
+        self.kept = left.into_iter().map(std::cmp::Reverse).collect();
+        while self.kept.len() > self.cap {
+            self.drop_least();
+        }
     }
 }
 
@@ -308,30 +380,30 @@ impl Worst {
 mod tests {
     use super::Worst;
 
-    /// Feeds `stream` through a `Worst` of `cap` as the session does (the cut at twice the
-    /// cap, and at the end); returns what was kept and what was dropped.
+    /// Feeds `stream` through a `Worst` of `cap` as the session does (records dropped at
+    /// twice the cap and at the end); returns what was kept and what was dropped.
     fn run(cap: usize, stream: &[u64]) -> (Vec<u64>, Vec<u64>, Worst) {
         let (mut kept, mut dropped) = (Vec::new(), Vec::new());
         let mut w = Worst::new(cap);
-        let cut = |w: &mut Worst, kept: &mut Vec<u64>, dropped: &mut Vec<u64>| {
-            if let Some(f) = w.cut(kept.clone()) {
+        let cut = |w: &Worst, kept: &mut Vec<u64>, dropped: &mut Vec<u64>| {
+            if let Some(f) = w.floor() {
                 let (stay, go): (Vec<u64>, Vec<u64>) = kept.iter().partition(|&&k| k > f);
                 *kept = stay;
                 dropped.extend(go);
             }
         };
         for &l in stream {
-            if w.admits(l) && w.full(kept.len()) {
-                cut(&mut w, &mut kept, &mut dropped);
-            }
-            if w.admits(l) {
+            if w.admit(l) {
+                if kept.len() >= 2 * cap {
+                    cut(&w, &mut kept, &mut dropped);
+                }
                 kept.push(l);
             } else {
                 dropped.push(l);
             }
             assert!(kept.len() <= 2 * cap, "{} > 2 x {cap}", kept.len());
         }
-        cut(&mut w, &mut kept, &mut dropped);
+        cut(&w, &mut kept, &mut dropped);
         (kept, dropped, w)
     }
 
@@ -361,14 +433,15 @@ mod tests {
             let (mut kept, dropped, w) = run(cap, &stream);
             assert_eq!(kept.len() + dropped.len(), stream.len());
             assert!(kept.len() <= cap);
-            // Every record is worse than every spike dropped, and the records are exactly
-            // the spikes worse than the floor.
+            // Every record is at least as bad as every spike dropped (worse, without ties),
+            // and the records are the spikes worse than the floor and not fewer than the
+            // heap says.
             if let (Some(lo), Some(hi)) = (kept.iter().min(), dropped.iter().max()) {
-                assert!(lo > hi, "kept {lo} <= dropped {hi}");
+                assert!(lo >= hi && (ties || lo > hi), "kept {lo} < dropped {hi}");
             }
-            let f = w.floor;
-            let want = stream.iter().filter(|&&l| f.is_none_or(|f| l > f)).count();
-            assert_eq!(kept.len(), want);
+            let f = w.floor();
+            assert!(kept.iter().all(|&k| f.is_none_or(|f| k > f)));
+            assert_eq!(kept.len(), w.kept.len());
             // Without ties: exactly the worst `cap`.
             if !ties {
                 let mut all = stream.clone();
@@ -381,15 +454,18 @@ mod tests {
     }
 
     #[test]
-    fn below_the_cap_everything_is_kept_and_a_reset_lowers_the_floor() {
+    fn below_the_cap_everything_is_kept_and_a_reset_starts_from_what_is_left() {
         let (kept, dropped, w) = run(10, &[5, 1, 9, 3]);
-        assert_eq!((kept, dropped, w.floor), (vec![5, 1, 9, 3], vec![], None));
-        let (kept, dropped, mut w2) = run(2, &[5, 6, 7, 8, 9]);
-        assert_eq!((kept, dropped), (vec![8, 9], vec![5, 6, 7]));
-        assert_eq!(w2.floor, Some(7));
-        assert!(!w2.admits(7) && w2.admits(8));
-        w2.reset();
-        assert!(w2.admits(1));
-        assert!(!w2.full(3) && w2.full(4));
+        assert_eq!((kept, dropped, w.floor()), (vec![5, 1, 9, 3], vec![], None));
+        let (kept, dropped, mut w2) = run(2, &[5, 6, 7, 8, 9, 4]);
+        assert_eq!((kept, dropped), (vec![8, 9], vec![5, 6, 7, 4]));
+        assert_eq!(w2.floor(), Some(7));
+        assert!(!w2.admit(7) && !w2.admit(8));
+        w2.reset(vec![3]);
+        assert_eq!(w2.floor(), None);
+        assert!(w2.admit(1) && !w2.admit(1));
+        // Ties with the least kept go with it.
+        let (kept, _, w3) = run(3, &[5, 5, 5, 9, 9]);
+        assert_eq!((kept, w3.floor()), (vec![9, 9], Some(5)));
     }
 }
