@@ -15,6 +15,12 @@ pub fn completions(shell: clap_complete::Shell) -> Vec<u8> {
 /// Writes latlab.1 and one latlab-SUBCOMMAND.1 per visible subcommand into `dir` (created if
 /// missing); returns the pages written.
 pub fn man_pages(dir: &Path) -> Result<Vec<String>> {
+    if dir.exists() && !dir.is_dir() {
+        return Err(Error::Usage(format!(
+            "man {}: not a directory (the pages go into a directory)",
+            dir.display()
+        )));
+    }
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir.display().to_string(), e))?;
     let cmd = crate::cli::command();
     let mut pages = vec![("latlab".to_string(), cmd.clone())];
@@ -72,6 +78,11 @@ mod tests {
         );
         assert!(!d.path().join("latlab-load-worker.1").exists());
         assert!(!d.path().join("latlab-help.1").exists());
+        // A file where the directory should be: refused naming it (exit 2).
+        let f = d.path().join("latlab.1");
+        let e = man_pages(&f).unwrap_err();
+        assert_eq!(e.exit_code(), 2, "{e}");
+        assert!(e.to_string().contains("not a directory"), "{e}");
         let cyclic = std::fs::read_to_string(d.path().join("latlab-cyclic.1")).unwrap();
         assert!(cyclic.contains("interval"), "{cyclic}");
         assert!(cyclic.contains("latlab\\-cyclic"), "{cyclic}");

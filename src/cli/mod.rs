@@ -106,15 +106,46 @@ where
 {
     let argv: Vec<std::ffi::OsString> = argv.into_iter().map(Into::into).collect();
     let mut cmd = command();
-    let m = cmd
-        .try_get_matches_from_mut(&argv)
-        .map_err(|e| crate::driver::args::name_the_flag(e, sub_named(&cmd, &argv)))?;
+    let m = cmd.try_get_matches_from_mut(&argv).map_err(|e| {
+        if e.kind() == clap::error::ErrorKind::InvalidUtf8 {
+            return not_utf8(&argv).unwrap_or(e);
+        }
+        crate::driver::args::name_the_flag(e, sub_named(&cmd, &argv))
+    })?;
     if let Some((name, sub)) = m.subcommand() {
         if let Some(e) = crate::table::find(name) {
             return Ok(Parsed::Measure(e, sub.clone()));
         }
     }
     Ok(Parsed::Other(Cli::from_arg_matches(&m)?.command))
+}
+
+/// clap's "invalid UTF-8" error names no argument: the first value that is not UTF-8 where
+/// an option takes text (`--tag k=\xff`, `--tag=k=\xff`), with its option. File names need not
+/// be UTF-8, so a word that follows no option is passed over.
+fn not_utf8(argv: &[std::ffi::OsString]) -> Option<clap::Error> {
+    use std::os::unix::ffi::OsStrExt;
+    let (flag, word) = argv.iter().enumerate().skip(1).find_map(|(i, w)| {
+        if w.to_str().is_some() {
+            return None;
+        }
+        let bytes = w.as_bytes();
+        if bytes.starts_with(b"--") {
+            let end = bytes.iter().position(|&b| b == b'=').unwrap_or(bytes.len());
+            let value = &bytes[(end + 1).min(bytes.len())..];
+            return Some((
+                String::from_utf8_lossy(&bytes[..end]).into_owned(),
+                String::from_utf8_lossy(value).into_owned(),
+            ));
+        }
+        let before = argv[i - 1].to_str()?;
+        (before.starts_with('-') && before.len() > 1)
+            .then(|| (before.to_string(), w.to_string_lossy().into_owned()))
+    })?;
+    Some(clap::Error::raw(
+        clap::error::ErrorKind::InvalidUtf8,
+        format!("{flag}: its value '{word}' is not valid UTF-8\n"),
+    ))
 }
 
 /// The subcommand `argv` names (its flags are the ones a bad value belongs to), else `cmd`.
@@ -146,3 +177,31 @@ pub mod check;
 pub mod commands;
 pub mod docs;
 pub mod store;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsString;
+    use std::os::unix::ffi::OsStringExt;
+
+    fn os(words: &[&[u8]]) -> Vec<OsString> {
+        words
+            .iter()
+            .map(|w| OsString::from_vec(w.to_vec()))
+            .collect()
+    }
+
+    #[test]
+    fn a_value_that_is_not_utf8_is_refused_naming_its_option() {
+        for argv in [
+            os(&[b"latlab", b"cyclic", b"--tag", b"k=\xff"]),
+            os(&[b"latlab", b"cyclic", b"--tag=k=\xff"]),
+        ] {
+            let e = parse(argv).unwrap_err();
+            assert_eq!(e.kind(), clap::error::ErrorKind::InvalidUtf8);
+            assert!(e.use_stderr());
+            let text = e.to_string();
+            assert!(text.contains("--tag: its value 'k=\u{fffd}'"), "{text}");
+        }
+    }
+}
