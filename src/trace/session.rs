@@ -364,9 +364,17 @@ impl Tracer {
         }
     }
 
-    /// Counts spikes a thread could not hand over.
+    /// Counts spikes a thread could not hand over (its ring was full): said in a warning, as
+    /// they were never ranked and may have been among the worst.
     pub fn dropped(&mut self, n: u64) {
         self.report.spikes_dropped += n;
+        if n > 0 {
+            self.report.warnings.push(format!(
+                "--trace: {n} spikes were lost before they could be ranked (a measuring thread's \
+                 hand-over ring was full while the tracer was busy): the worst may be missing from \
+                 the spikes explained; a higher --trace-threshold keeps them all"
+            ));
+        }
     }
 
     /// Attributes the pending spikes the recorder has read past.

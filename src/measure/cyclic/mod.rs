@@ -57,7 +57,7 @@ pub fn ring_capacity(interval_ns: u64) -> usize {
 }
 
 /// Spikes one thread can hand over between two visits of the control thread.
-const SPIKE_RING: usize = 4096;
+const SPIKE_RING: usize = 16384;
 
 /// The CPUs `--trace` records: those the threads are pinned to, or all online CPUs when
 /// any thread is free to move.

@@ -107,7 +107,7 @@ pub struct MonitorOutcome {
 }
 
 /// Spikes one thread can hand over between two visits of the control thread.
-const SPIKE_RING: usize = 4096;
+const SPIKE_RING: usize = 16384;
 /// How long after a spike ends its groups are named (the reader has then read every fork and
 /// exec before it, whichever CPU recorded them).
 const SETTLE_NS: u64 = 500_000_000;

@@ -55,8 +55,11 @@ impl Tracer {
             .iter()
             .any(|p| p.series == s.series && p.seq == s.seq)
         {
-            // Counted as dropped (a full ring, or below the floor): a record after all.
-            self.report.spikes_dropped = self.report.spikes_dropped.saturating_sub(1);
+            // At or above the threshold it was counted as dropped (a full ring, or below the
+            // floor): a record after all. Below, it was never a spike to count.
+            if latency(&s) >= self.report.threshold_ns {
+                self.report.spikes_dropped = self.report.spikes_dropped.saturating_sub(1);
+            }
             self.pending.push(s);
         }
     }
