@@ -52,6 +52,17 @@ const MAX_INTERVAL_SPIKES: usize = 10_000;
 /// Spikes a snapshot stores as records: the interval's worst.
 const STORED_SPIKES: usize = 20;
 
+/// Keeps the `n` worst of `spikes` (in no particular order); returns how many went.
+fn worst_only(spikes: &mut Vec<SpikeRecord>, n: usize) -> u64 {
+    if spikes.len() <= n {
+        return 0;
+    }
+    spikes.select_nth_unstable_by_key(n, |s| std::cmp::Reverse(s.latency_ns));
+    let gone = spikes.len() - n;
+    spikes.truncate(n);
+    gone as u64
+}
+
 /// What `--trace` adds to a snapshot when it is taken.
 pub struct TraceNow<'a> {
     /// The session's cause totals.
@@ -105,14 +116,14 @@ impl Interval {
         self.started
     }
 
-    /// Keeps attributed spikes (and `--on-threshold` firings) for the interval's snapshot.
+    /// Keeps attributed spikes (and `--on-threshold` firings) for the interval's snapshot: its
+    /// worst [`MAX_INTERVAL_SPIKES`] (cut to them each time twice as many gather).
     pub fn keep(&mut self, spikes: Vec<SpikeRecord>, actions: Vec<crate::result::trace::Firing>) {
         let t = &mut self.traced;
         for s in spikes {
-            if t.spikes.len() < MAX_INTERVAL_SPIKES {
-                t.spikes.push(s);
-            } else {
-                t.over += 1;
+            t.spikes.push(s);
+            if t.spikes.len() >= 2 * MAX_INTERVAL_SPIKES {
+                t.over += worst_only(&mut t.spikes, MAX_INTERVAL_SPIKES);
             }
         }
         t.actions.extend(actions);
@@ -133,10 +144,11 @@ impl Interval {
             .map(|(a, b)| a.since(b))
             .collect();
         let mut report = now.header.clone();
-        report.per_cpu = crate::trace::culprits::summarise(&t.spikes, cpus);
         let mut worst = t.spikes;
+        let over = t.over + worst_only(&mut worst, MAX_INTERVAL_SPIKES);
+        report.per_cpu = crate::trace::culprits::summarise(&worst, cpus);
         worst.sort_by_key(|s| std::cmp::Reverse(s.latency_ns));
-        report.spikes_not_kept = worst.len().saturating_sub(STORED_SPIKES) as u64 + t.over;
+        report.spikes_not_kept = worst.len().saturating_sub(STORED_SPIKES) as u64 + over;
         worst.truncate(STORED_SPIKES);
         worst.sort_by_key(|s| (s.expected_ns, s.cpu));
         report.spikes = worst;
@@ -306,4 +318,28 @@ fn render_causes(cfg: &MonitorConfig, causes: &[(usize, CpuTotals)]) -> String {
         cfg.trace_threshold_ns.unwrap_or(0) as f64 / 1e3,
         crate::export::columns::render(&head, &rows)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn worst_only_keeps_the_worst() {
+        let spike = |l: u64| SpikeRecord {
+            series: "T0".into(),
+            cpu: 0,
+            seq: l,
+            expected_ns: l,
+            latency_ns: l,
+            why: Default::default(),
+        };
+        let mut v: Vec<SpikeRecord> = [5u64, 1, 9, 3, 7, 2].into_iter().map(spike).collect();
+        assert_eq!(worst_only(&mut v, 3), 3);
+        let mut kept: Vec<u64> = v.iter().map(|s| s.latency_ns).collect();
+        kept.sort_unstable();
+        assert_eq!(kept, vec![5, 7, 9]);
+        assert_eq!(worst_only(&mut v, 5), 0);
+        assert_eq!(v.len(), 3);
+    }
 }
