@@ -316,6 +316,19 @@ pub fn parse_spec(spec: &str, from: &str) -> Result<Spec> {
     Ok(Spec::Sqlite(PathBuf::from(path)))
 }
 
+/// `$LATLAB_STORE` when set and not empty; one that is not UTF-8 is refused naming it (it
+/// is not silently replaced by the default store).
+fn env_store() -> Result<Option<String>> {
+    match std::env::var("LATLAB_STORE") {
+        Ok(v) => Ok(Some(v).filter(|v| !v.is_empty())),
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(std::env::VarError::NotUnicode(v)) => Err(Error::Usage(format!(
+            "LATLAB_STORE {}: not valid UTF-8 (a store is named in text: sqlite:PATH or postgres://...)",
+            v.to_string_lossy()
+        ))),
+    }
+}
+
 /// Opens the store named by `spec` (`sqlite:PATH`, a plain path, or `postgres://...`), else
 /// `$LATLAB_STORE`, else the default SQLite file.
 pub fn open(spec: Option<&str>) -> Result<Box<dyn Store>> {
@@ -327,10 +340,7 @@ pub fn open(spec: Option<&str>) -> Result<Box<dyn Store>> {
 pub fn open_send(spec: Option<&str>) -> Result<Box<dyn Store + Send>> {
     let (spec, from) = match spec {
         Some(s) => (Some(s.to_string()), "--store"),
-        None => (
-            std::env::var("LATLAB_STORE").ok().filter(|v| !v.is_empty()),
-            "LATLAB_STORE",
-        ),
+        None => (env_store()?, "LATLAB_STORE"),
     };
     let Some(spec) = spec else {
         return Ok(Box::new(sqlite::SqliteStore::open(&default_path())?));
@@ -351,10 +361,7 @@ pub fn open_send(spec: Option<&str>) -> Result<Box<dyn Store + Send>> {
 pub fn open_for_reading(spec: Option<&str>) -> Result<Box<dyn Store>> {
     let (given, from) = match spec {
         Some(s) => (Some(s.to_string()), "--store"),
-        None => (
-            std::env::var("LATLAB_STORE").ok().filter(|v| !v.is_empty()),
-            "LATLAB_STORE",
-        ),
+        None => (env_store()?, "LATLAB_STORE"),
     };
     let path = match given.as_deref().map(|s| parse_spec(s, from)).transpose()? {
         None => default_path(),

@@ -324,6 +324,17 @@ fn unknown_store_forms_exit_2_naming_the_value_and_create_nothing() {
     }
     assert!(dir.entries().is_empty(), "a store file was created");
     assert!(!Path::new("/tmp/latlab-file-store.db").exists());
+    // Not UTF-8: refused naming the variable, not replaced by the default store.
+    use std::os::unix::ffi::OsStrExt;
+    let odd = std::ffi::OsStr::from_bytes(b"sqlite:/tmp/\xff\xfe.db");
+    for args in [&["cyclic", "-l", "5", "-q"][..], &["runs", "list"][..]] {
+        latlab()
+            .args(args)
+            .current_dir(dir.path())
+            .env("LATLAB_STORE", odd)
+            .assert_refused(2, "LATLAB_STORE");
+    }
+    assert!(dir.entries().is_empty(), "a store file was created");
 }
 
 #[test]
