@@ -420,7 +420,8 @@ impl Tracer {
     }
 
     /// The report's fixed part (threshold, CPUs, what idle means, whether NMIs and execs are
-    /// traced), without spikes or counts: what each monitor snapshot's `trace` starts from.
+    /// traced) and the spikes dropped so far, without spikes or other counts: what each
+    /// monitor snapshot's `trace` starts from.
     pub fn header(&self) -> TraceReport {
         TraceReport {
             threshold_ns: self.report.threshold_ns,
@@ -430,6 +431,8 @@ impl Tracer {
             exec_chains: self.rec.names_commands(),
             hypervisor: self.report.hypervisor.clone(),
             steal_tick_ns: self.report.steal_tick_ns,
+            // The session's so far: a snapshot takes its interval's share.
+            spikes_dropped: self.report.spikes_dropped,
             ..TraceReport::default()
         }
     }

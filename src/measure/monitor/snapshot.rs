@@ -85,6 +85,8 @@ struct Traced {
     base: Vec<CpuTotals>,
     /// Trace events read and lost at its start.
     events: (u64, u64),
+    /// The session's dropped spikes at its start.
+    dropped: u64,
     /// `--on-threshold` firings in it.
     actions: Vec<crate::result::trace::Firing>,
 }
@@ -155,9 +157,12 @@ impl Interval {
         report.events = now.events.0.saturating_sub(t.events.0);
         report.lost_events = now.events.1.saturating_sub(t.events.1);
         report.actions.extend(t.actions);
+        // The session's count so far, less the part earlier snapshots reported.
+        report.spikes_dropped = now.header.spikes_dropped.saturating_sub(t.dropped);
         self.traced = Traced {
             base: totals,
             events: now.events,
+            dropped: now.header.spikes_dropped,
             ..Traced::default()
         };
         (report, deltas)
