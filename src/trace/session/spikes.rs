@@ -37,16 +37,7 @@ impl Tracer {
             .any(|r| r.seq == s.seq && r.series == series)
         {
             // Attributed already: its window now.
-            let outcome = self.save_window(&s);
-            self.pinned.push((series.clone(), s.seq));
-            self.report.actions.push(crate::result::trace::Firing {
-                rule,
-                series,
-                cpu: s.cpu as usize,
-                seq: s.seq,
-                latency_ns: latency(&s),
-                outcome,
-            });
+            self.save_for(&s, &series, vec![rule]);
             return;
         }
         self.windows.push((s.series, s.seq, rule));
@@ -222,28 +213,34 @@ impl Tracer {
             .collect();
         if !due.is_empty() {
             self.windows.retain(|w| !(w.0 == s.series && w.1 == s.seq));
-            self.pinned.push((series.clone(), s.seq));
-            let outcome = self.save_window(&s);
-            for rule in due {
-                self.report.actions.push(crate::result::trace::Firing {
-                    rule,
-                    series: series.clone(),
-                    cpu,
-                    seq: s.seq,
-                    latency_ns: s.actual.saturating_sub(s.expected),
-                    outcome: outcome.clone(),
-                });
-            }
+            self.save_for(&s, &series, due);
         }
         self.report.spikes.push(SpikeRecord {
             series,
             cpu,
             seq: s.seq,
             expected_ns: s.expected,
-            latency_ns: s.actual.saturating_sub(s.expected),
+            latency_ns: latency(&s),
             why,
         });
         self.scratch = events;
+    }
+
+    /// Saves the window of the recorded spike `s` (of `series`) for `rules`: one firing each,
+    /// and the spike pinned as a record.
+    fn save_for(&mut self, s: &RawSpike, series: &str, rules: Vec<String>) {
+        self.pinned.push((series.to_string(), s.seq));
+        let outcome = self.save_window(s);
+        for rule in rules {
+            self.report.actions.push(crate::result::trace::Firing {
+                rule,
+                series: series.to_string(),
+                cpu: s.cpu as usize,
+                seq: s.seq,
+                latency_ns: latency(s),
+                outcome: outcome.clone(),
+            });
+        }
     }
 
     /// Writes the window of spike `s` (every traced CPU, from [`WINDOW_LEAD_NS`] before the
