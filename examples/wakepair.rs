@@ -149,19 +149,30 @@ fn pair(o: Opts) {
                 }
             }
             wt.store(tid(), Ordering::SeqCst);
-            let mut wakes = Vec::new();
+            // Nothing allocated or faulted in while woken: a page fault or malloc's arena lock
+            // could make the peer (or anyone) wake this thread a second way.
+            let mut wakes: Vec<(u64, u64)> = Vec::with_capacity(total as usize);
             let mut seen = 0i32;
             while seen < total {
                 futex(&w, libc::FUTEX_WAIT, seen);
                 let v = w.load(Ordering::SeqCst);
                 if v != seen {
-                    wakes.push(format!("[{},{}]", at.load(Ordering::SeqCst), now()));
+                    wakes.push((at.load(Ordering::SeqCst), now()));
                     seen = v;
                 }
             }
             wakes
+                .iter()
+                .map(|(a, b)| format!("[{a},{b}]"))
+                .collect::<Vec<_>>()
         })
         .expect("spawn waiter");
+    // The peer ends only once the waiter has: a thread's exit takes the process's memory
+    // lock (unmapping its stack), and a waiter faulting a page meanwhile would be woken by the
+    // peer through that lock — a real wake-up by the peer that no futex made (the tests count
+    // the peer's wake-ups exactly).
+    let release = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let hold = release.clone();
     let peer = std::thread::Builder::new()
         .name("peer".into())
         .spawn(move || {
@@ -175,11 +186,15 @@ fn pair(o: Opts) {
                     futex(&word, libc::FUTEX_WAKE, 1);
                 }
             }
+            while !hold.load(Ordering::SeqCst) {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
             me
         })
         .expect("spawn peer");
-    let peer_tid = peer.join().expect("peer");
     let wakes = waiter.join().expect("waiter");
+    release.store(true, Ordering::SeqCst);
+    let peer_tid = peer.join().expect("peer");
     println!(
         "{{\"waiter\":{},\"peer\":{peer_tid},\"wakes\":[{}]}}",
         waiter_tid.load(Ordering::SeqCst),
