@@ -134,6 +134,12 @@ fn pair(o: Opts) {
     let (w, at, wt, cpu) = (word.clone(), woken_at.clone(), waiter_tid.clone(), o.cpu);
     let fifo = o.waiter_fifo;
     let total = 2 * o.count as i32;
+    // The waiter is set up (pinned, its record allocated and touched) before the peer exists:
+    // a thread faulting a page or growing the heap takes the process's memory lock, and one
+    // waiting on it is woken by whoever releases it — a real wake-up by the peer that no futex
+    // made, had the peer been starting meanwhile (the tests count the peer's wake-ups exactly).
+    let ready = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let set_up = ready.clone();
     let waiter = std::thread::Builder::new()
         .name("waiter".into())
         .spawn(move || {
@@ -149,28 +155,32 @@ fn pair(o: Opts) {
                 }
             }
             wt.store(tid(), Ordering::SeqCst);
-            // Nothing allocated or faulted in while woken: a page fault or malloc's arena lock
-            // could make the peer (or anyone) wake this thread a second way.
-            let mut wakes: Vec<(u64, u64)> = Vec::with_capacity(total as usize);
+            // Nothing allocated or faulted in while woken; the main thread formats the record.
+            let mut wakes = vec![(0u64, 0u64); total as usize];
+            for x in wakes.iter_mut() {
+                // SAFETY: a valid, aligned element; volatile so that the page is really
+                // written now (fresh zeroed memory may not be mapped yet).
+                unsafe { std::ptr::write_volatile(x, (0, 0)) };
+            }
             let mut seen = 0i32;
+            now();
+            set_up.store(true, Ordering::SeqCst);
             while seen < total {
                 futex(&w, libc::FUTEX_WAIT, seen);
                 let v = w.load(Ordering::SeqCst);
                 if v != seen {
-                    wakes.push((at.load(Ordering::SeqCst), now()));
+                    wakes[seen as usize] = (at.load(Ordering::SeqCst), now());
                     seen = v;
                 }
             }
+            wakes.retain(|x| x.1 != 0);
             wakes
-                .iter()
-                .map(|(a, b)| format!("[{a},{b}]"))
-                .collect::<Vec<_>>()
         })
         .expect("spawn waiter");
-    // The peer ends only once the waiter has: a thread's exit takes the process's memory
-    // lock (unmapping its stack), and a waiter faulting a page meanwhile would be woken by the
-    // peer through that lock — a real wake-up by the peer that no futex made (the tests count
-    // the peer's wake-ups exactly).
+    while !ready.load(Ordering::SeqCst) {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    // The peer ends only once the waiter has: its exit takes the memory lock too.
     let release = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let hold = release.clone();
     let peer = std::thread::Builder::new()
@@ -195,6 +205,7 @@ fn pair(o: Opts) {
     let wakes = waiter.join().expect("waiter");
     release.store(true, Ordering::SeqCst);
     let peer_tid = peer.join().expect("peer");
+    let wakes: Vec<String> = wakes.iter().map(|(a, b)| format!("[{a},{b}]")).collect();
     println!(
         "{{\"waiter\":{},\"peer\":{peer_tid},\"wakes\":[{}]}}",
         waiter_tid.load(Ordering::SeqCst),
