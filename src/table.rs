@@ -7,10 +7,11 @@ pub use crate::driver::entry::Entry;
 pub use crate::measure::TABLE;
 
 /// Every feature's durable state and how to put it back, in the order `latlab restore` runs
-/// them: tracing first (it needs no lock), then SysV sets, then the journaled settings. A new
+/// them: tracing first (it needs no lock; journaled instances, then orphans no journal names), then SysV sets, then the journaled settings. A new
 /// feature with state that can outlive a killed latlab adds its restorer here.
 pub static RESTORERS: &[crate::io::Restorer] = &[
     crate::trace::tracefs::RESTORER,
+    crate::trace::orphans::RESTORER,
     crate::sys::sysvsem::RESTORER,
     crate::settings::RESTORER,
 ];

@@ -18,6 +18,7 @@ pub mod groups;
 pub mod host;
 pub mod hw;
 pub mod lifecycle;
+pub mod orphans;
 pub mod page;
 pub mod procs;
 pub mod raw;

@@ -315,7 +315,7 @@ fn write_journal(j: &Path, dir: &Path) -> Result<()> {
 }
 
 /// True for a path latlab may remove: `<...>/instances/latlab-<digits>`.
-fn is_latlab_instance(p: &Path) -> bool {
+pub(super) fn is_latlab_instance(p: &Path) -> bool {
     let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
     let parent = p
         .parent()

@@ -1,12 +1,13 @@
 //! `--trace`: an injected culprit is named on its CPU and only there; the tracefs instance is
 //! gone (and the mount as found) after a normal end, after SIGINT, after a second SIGINT, with
-//! two traced runs at once, and (through `latlab restore`) after SIGKILL.
+//! two traced runs at once, and (through `latlab restore`) after SIGKILL, and (by `restore`'s sweep) when no journal names it.
 
 use crate::util::{
     exec_bursts, expect_exit, have, instance_of, latlab, pin, read_json, run_tool, skip, stall,
     trace_test, tracefs_mounts, Dir, Injected, Output, Running, TestCommand,
 };
 use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// A traced cyclic run on CPU 1 until interrupted, journaling in `journal`, once its tracefs
@@ -292,6 +293,43 @@ fn the_instance_is_removed_after_sigint_and_restore_removes_it_after_sigkill() {
     // mount state is as found, mounted or not. (This asserted "unmounted" when the host had
     // no tracefs, which held only after another test's trace-cmd had mounted it.)
     assert_eq!(tracefs_mounts(), mounts, "mount state changed: {text}");
+}
+
+#[test]
+fn restore_removes_an_instance_whose_process_is_gone_when_no_journal_names_it() {
+    let Some(_x) = trace_test() else { return };
+    if !have("unshare") {
+        return skip("restore's sweep of orphaned instances", "no unshare(1)");
+    }
+    let dir = Dir::new();
+    let mounts = tracefs_mounts();
+    // A latlab killed with its journal's directory deleted since (a test's scratch state):
+    // an instance named after a process that is gone, and no journal.
+    let gone = Command::new("true").spawn().unwrap();
+    let pid = gone.id();
+    let mut gone = gone;
+    gone.wait().unwrap();
+    let made = Command::new("unshare")
+        .args(["--mount", "--propagation", "private", "sh", "-c"])
+        .arg(format!(
+            "mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null; \
+             mkdir /sys/kernel/tracing/instances/latlab-{pid}"
+        ))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    assert_eq!(instance_of(pid).len(), 1);
+    let out = latlab()
+        .journal(dir.join("restore.json"))
+        .arg("restore")
+        .assert_ok();
+    assert!(
+        out.stdout
+            .contains(&format!("latlab-{pid} (its latlab process {pid} is gone")),
+        "{out}"
+    );
+    assert!(instance_of(pid).is_empty(), "restore left the orphan");
+    assert_eq!(tracefs_mounts(), mounts, "mount state changed");
 }
 
 #[test]

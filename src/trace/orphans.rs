@@ -1,0 +1,105 @@
+//! Tracing instances that latlab processes left behind and that no journal names any more
+//! (their journal was in a state directory since deleted, such as a test's scratch one). Each
+//! holds its ring buffers' kernel memory until removed, so `latlab restore` removes those whose
+//! process is gone; an instance still being read is refused by tracefs itself (busy).
+
+use super::files::remove_instance;
+use super::tracefs::{is_latlab_instance, TraceFs, PROCS_SUFFIX};
+use std::path::Path;
+
+/// `latlab restore`'s sweep of orphaned instances, run after the journaled ones are handled.
+pub const RESTORER: crate::io::Restorer = crate::io::Restorer {
+    name: "orphaned tracing instances",
+    run: |dir| {
+        // tracefs found, or mounted (restore runs in a mount namespace of its own as root);
+        // where that fails (not root), latlab cannot have left instances it could remove.
+        Ok(match TraceFs::system(dir) {
+            Ok(fs) => sweep(&fs.root.join("instances"), |pid| {
+                Path::new(&format!("/proc/{pid}")).exists()
+            }),
+            Err(_) => Vec::new(),
+        })
+    },
+};
+
+/// The pid in an instance's name (`latlab-<pid>` or `latlab-<pid>-procs`).
+fn owner(p: &Path) -> Option<u32> {
+    let name = p.file_name()?.to_str()?;
+    let name = name.strip_suffix(PROCS_SUFFIX).unwrap_or(name);
+    name.strip_prefix("latlab-")?.parse().ok()
+}
+
+/// Removes every latlab instance in `instances` whose process is not `alive` (never this
+/// process's own). One line per instance removed or that could not be.
+pub fn sweep(instances: &Path, alive: impl Fn(u32) -> bool) -> Vec<String> {
+    let Ok(rd) = std::fs::read_dir(instances) else {
+        return Vec::new();
+    };
+    let mut found: Vec<_> = rd
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| is_latlab_instance(p))
+        .filter_map(|p| owner(&p).map(|pid| (pid, p)))
+        .filter(|(pid, _)| *pid != std::process::id() && !alive(*pid))
+        .collect();
+    found.sort();
+    found
+        .into_iter()
+        .map(|(pid, p)| match remove_instance(&p) {
+            Ok(()) => format!(
+                "removed tracefs instance {} (its latlab process {pid} is gone; no journal named it)",
+                p.display()
+            ),
+            Err(e) => format!("could not remove {}: {e}", p.display()),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_latlab_instances_of_dead_processes_go() {
+        let d = tempfile::tempdir().unwrap();
+        let inst = d.path().join("instances");
+        let mine = format!("latlab-{}", std::process::id());
+        for n in [
+            "latlab-7",
+            "latlab-7-procs",
+            "latlab-8",
+            "latlab-9x",
+            "perf-7",
+            "latlab-",
+            mine.as_str(),
+        ] {
+            std::fs::create_dir_all(inst.join(n)).unwrap();
+        }
+        // 8 is alive; a directory with something in it stands for a busy instance.
+        std::fs::write(inst.join("latlab-7-procs/x"), "").unwrap();
+        let out = sweep(&inst, |pid| pid == 8);
+        assert_eq!(out.len(), 2, "{out:?}");
+        assert!(
+            out[0].starts_with("removed") && out[0].contains("latlab-7 "),
+            "{out:?}"
+        );
+        assert!(out[1].starts_with("could not remove"), "{out:?}");
+        let left: Vec<String> = std::fs::read_dir(&inst)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        for n in [
+            "latlab-7-procs",
+            "latlab-8",
+            "latlab-9x",
+            "perf-7",
+            "latlab-",
+            &mine,
+        ] {
+            assert!(left.iter().any(|l| l == n), "{n} removed: {left:?}");
+        }
+        assert!(!left.iter().any(|l| l == "latlab-7"));
+        // A missing directory is nothing to do.
+        assert!(sweep(&d.path().join("none"), |_| false).is_empty());
+    }
+}
