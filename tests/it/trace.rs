@@ -218,8 +218,10 @@ fn check_culprit(
         .count();
     // 90 %, not the 95 % first asked for: about one stall spike in 40 ends in a stretch the
     // trace shows as idle or as another task (a context switch the kernel did not record).
+    // With few stalls that is one miss allowed (90 % of 4 would ask for all four).
+    let misses = (caused.len() / 10).max(1);
     assert!(
-        named * 100 >= caused.len() * 90,
+        named > 0 && named + misses >= caused.len(),
         "{named} of {} stall spikes attributed to {culprit}: {}",
         caused.len(),
         serde_json::to_string_pretty(&caused).unwrap()
