@@ -76,9 +76,14 @@ fn register(c: &Control) {
                 // Best effort: above the measuring threads, so a second Ctrl-C is seen even
                 // when they hold every CPU (refused without privilege; the first signal still
                 // works through the flags).
-                let _ = sys::sched::set_policy(Policy::Fifo, 99);
+                SIGNAL_TID.store(sys::sched::gettid(), Ordering::SeqCst);
+                if !SIGNAL_THREAD_NORMAL.load(Ordering::SeqCst) {
+                    let _ = sys::sched::set_policy(Policy::Fifo, 99);
+                }
                 let mut first: Option<std::time::Instant> = None;
                 for sig in signals.forever() {
+                    // The handler has set the flags: control threads waiting on a bell see them now.
+                    crate::rt::ring_signal_bells();
                     if EXIT_ON_FIRST_SIGNAL.load(Ordering::SeqCst) {
                         std::process::exit(128 + sig);
                     }

@@ -304,6 +304,29 @@ impl Control {
     }
 }
 
+/// Doorbells the signal thread rings on SIGINT/SIGTERM (see [`ring_on_signal`]).
+static SIGNAL_BELLS: std::sync::Mutex<Vec<std::sync::Weak<Doorbell>>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// Has `bell` rung on every SIGINT/SIGTERM while it lives, so a control thread can wait on it
+/// for its workers' end and still answer a Ctrl-C at once, instead of waking to poll.
+pub fn ring_on_signal(bell: &Arc<Doorbell>) {
+    if let Ok(mut bells) = SIGNAL_BELLS.lock() {
+        bells.retain(|b| b.strong_count() > 0);
+        bells.push(Arc::downgrade(bell));
+    }
+}
+
+/// Rings every live bell registered with [`ring_on_signal`] (the signal thread, per signal).
+pub fn ring_signal_bells() {
+    if let Ok(bells) = SIGNAL_BELLS.lock() {
+        bells
+            .iter()
+            .filter_map(|b| b.upgrade())
+            .for_each(|b| b.ring());
+    }
+}
+
 /// Lets workers wake the control thread when they end, so it need not poll often.
 #[derive(Debug, Default)]
 pub struct Doorbell {
@@ -401,4 +424,21 @@ pub fn prepare(n: &Needs, warnings: &mut Vec<String>) -> crate::Result<Prepared>
         },
     };
     Ok(Prepared { rt_granted, dma })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_signal_rings_the_registered_bells_that_live() {
+        let bell = Arc::new(Doorbell::default());
+        ring_on_signal(&bell);
+        ring_on_signal(&Arc::new(Doorbell::default())); // dropped at once: skipped
+        ring_signal_bells();
+        // Rung before the wait: it returns at once (a minute would fail the test run).
+        let t = std::time::Instant::now();
+        bell.wait(std::time::Duration::from_secs(60));
+        assert!(t.elapsed() < std::time::Duration::from_secs(30));
+    }
 }

@@ -252,11 +252,13 @@ fn watch(
         if control.stop.load(Ordering::Acquire) || team.done.load(Ordering::Acquire) == n {
             break;
         }
-        // Workers ring when they end; signals and the deadline are noticed within 100 ms.
-        let left = deadline.map_or(Duration::from_millis(100), |d| {
-            d.saturating_duration_since(Instant::now())
-        });
-        team.bell.wait(left.min(Duration::from_millis(100)));
+        // Workers ring when they end and the signal thread on SIGINT/SIGTERM, so this wakes
+        // for the deadline, for a traced run's spikes (every 100 ms) and, as a fallback (a
+        // SIGHUP, no signal thread), twice a second: not ten times a second on the CPUs it
+        // measures.
+        let every = Duration::from_millis(if tracer.is_some() { 100 } else { 500 });
+        let left = deadline.map_or(every, |d| d.saturating_duration_since(Instant::now()));
+        team.bell.wait(left.min(every));
         if let Some(t) = tracer.as_mut() {
             drain_spikes(t, spike_cons);
             t.poll();
@@ -286,6 +288,7 @@ pub fn run(mut cfg: CyclicConfig, ctx: &mut Ctx<'_>) -> Result<CyclicOutcome> {
         (Vec::new(), Vec::new())
     };
     let team = Team::new(n);
+    rt::ring_on_signal(&team.bell);
     let dl_signal = dl.as_ref().is_some_and(|d| d.signal);
     let handles = spawn(&cfg, ctx, &team, producers, spike_prods, dl_signal)?;
     team.barrier.wait();
