@@ -111,13 +111,15 @@ fn plan_settings() -> Vec<PathBuf> {
 /// Real-time tasks as text keyed by thread id (what [`Watch`] compares at the end).
 pub type Keyed = Vec<(i32, String)>;
 
-/// The real-time tasks of other processes allowed on `cpus`, as text keyed by task.
+/// The real-time tasks of other processes allowed on `cpus`, as text keyed by task; another
+/// latlab's helper threads are not company (as at the start, [`company_at_start`]).
 fn company(proc: &Path, cpus: &[usize]) -> Keyed {
-    keyed(&crate::sys::procs::rt_tasks_on(
-        proc,
-        cpus,
-        crate::sys::process::getpid(),
-    ))
+    let tasks = crate::sys::procs::rt_tasks_on(proc, cpus, crate::sys::process::getpid());
+    let others: Vec<_> = tasks
+        .into_iter()
+        .filter(|t| !HELPERS.contains(&t.comm.as_str()))
+        .collect();
+    keyed(&others)
 }
 
 /// Tasks as text keyed by thread.

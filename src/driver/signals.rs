@@ -18,6 +18,12 @@ static EXIT_ON_SECOND_SIGNAL: AtomicBool = AtomicBool::new(true);
 /// Whether the first signal ends the process (set by `exit_on_first_signal`).
 static EXIT_ON_FIRST_SIGNAL: AtomicBool = AtomicBool::new(false);
 
+/// The signal thread's id once it runs (0 before), and whether it must stay SCHED_OTHER (a
+/// command that measures nothing: a FIFO 99 thread of `latlab compare` would be real-time
+/// company to a measurement running beside it).
+static SIGNAL_TID: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+static SIGNAL_THREAD_NORMAL: AtomicBool = AtomicBool::new(false);
+
 /// The process's one set of flags, with SIGINT and SIGTERM routed to them. The first call
 /// installs the handlers (main does it before anything else); a second SIGINT/SIGTERM ends the
 /// process at once (exit 130), after the registered exit hooks (`rt::at_exit`).
@@ -108,6 +114,12 @@ fn register(c: &Control) {
 /// report ...): Ctrl-C must stop them at once, even while they wait on a pipe.
 pub fn exit_on_first_signal() {
     EXIT_ON_FIRST_SIGNAL.store(true, Ordering::SeqCst);
+    // Nothing of its own to outrank: the signal thread goes back to (or stays) SCHED_OTHER.
+    SIGNAL_THREAD_NORMAL.store(true, Ordering::SeqCst);
+    let tid = SIGNAL_TID.load(Ordering::SeqCst);
+    if tid != 0 {
+        let _ = sys::sched::set_thread_policy(tid, libc::SCHED_OTHER, 0);
+    }
     // A signal that came before this call was only recorded: honour it now.
     let c = control();
     if c.was_interrupted() {

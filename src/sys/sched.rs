@@ -56,11 +56,16 @@ pub fn set_policy(policy: Policy, prio: i32) -> Result<(), std::io::Error> {
 
 /// As [`set_policy`], with the `SCHED_*` constant.
 pub fn set_policy_raw(policy: libc::c_int, prio: i32) -> Result<(), std::io::Error> {
+    set_thread_policy(0, policy, prio)
+}
+
+/// Sets thread `tid`'s policy (`SCHED_*`) and priority (0: the calling thread).
+pub fn set_thread_policy(tid: i32, policy: libc::c_int, prio: i32) -> Result<(), std::io::Error> {
     let param = libc::sched_param {
         sched_priority: prio,
     };
-    // SAFETY: pid 0 is the calling thread; param is a valid sched_param.
-    let r = unsafe { libc::sched_setscheduler(0, policy, &param) };
+    // SAFETY: a thread id (0: the calling thread); param is a valid sched_param.
+    let r = unsafe { libc::sched_setscheduler(tid, policy, &param) };
     if r == 0 {
         Ok(())
     } else {

@@ -1,7 +1,8 @@
 //! latlab on a machine it shares: with perf (tracefs never pulled from under it), with another
 //! engineer's plan (one owner of system settings per machine, whatever the state directory),
 //! with a process that switches the clocksource mid-run (the ground watched, a plan's run made
-//! again), with another real-time task or latlab on the measured CPUs, and with a plan whose
+//! again), with another real-time task or latlab on the measured CPUs (a latlab that measures
+//! nothing is not one), and with a plan whose
 //! level the kernel does not offer.
 
 use crate::util::{
@@ -246,6 +247,57 @@ fn real_time_company_on_the_measured_cpu_is_named_and_a_second_latlab_refused_un
     second
         .assert_exit(3)
         .assert_refused_naming("another latlab measurement");
+}
+
+#[test]
+fn a_latlab_that_measures_nothing_is_not_real_time_company_nor_a_second_ones_helpers() {
+    let Some(_x) = rt_test() else { return };
+    // `compare` waiting on its standard input (as in a pipeline) beside a measurement: its
+    // signal thread is SCHED_OTHER (a FIFO 99 one would be company on every CPU).
+    let file = scratch().join("values.txt");
+    std::fs::write(&file, "1\n2\n3\n").unwrap();
+    let mut waiting = Command::new(LATLAB)
+        .args(["compare", "--ministat", "-"])
+        .arg(&file)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = waiting.id();
+    wait_until("compare's signal thread", Duration::from_secs(10), || {
+        std::fs::read_dir(format!("/proc/{pid}/task")).is_ok_and(|d| d.count() > 1)
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    let json = scratch().join("beside-compare.json");
+    let out = latlab()
+        .words("cyclic -t 1 -a 1 -D 1s -q --no-store --json")
+        .arg(&json)
+        .output();
+    let _ = waiting.kill();
+    let _ = waiting.wait();
+    out.assert_ok();
+    let r = read_json(&json);
+    let said = format!("{} {}", r["warnings"], r["ground"]);
+    assert!(!said.contains(&format!("pid {pid}")), "{said}");
+    // A second measurement that starts mid-run is company by its measuring thread, not by
+    // its helpers (its FIFO 99 signal thread), as at the start.
+    let json = scratch().join("second-mid-run.json");
+    let mut first = latlab()
+        .words("cyclic -t 1 -a 1 -D 3s -q --no-store --json")
+        .arg(&json)
+        .spawn();
+    first.wait_for_thread("latlab-T0");
+    // Still running when the first one's end looks again.
+    let mut second = latlab()
+        .words("cyclic -t 1 -a 1 -D 20s -q --no-store")
+        .spawn();
+    second.wait_for_thread("latlab-T0");
+    first.finish().assert_ok();
+    second.signal(libc::SIGINT);
+    second.finish().assert_ok();
+    let ground = read_json(&json)["ground"].to_string();
+    assert!(ground.contains("'latlab-T0'"), "{ground}");
+    assert!(!ground.contains("'latlab-signals'"), "{ground}");
 }
 
 #[test]
