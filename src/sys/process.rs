@@ -226,6 +226,23 @@ pub fn getpid() -> i32 {
     std::process::id() as i32
 }
 
+/// The inode of the initial PID namespace (the kernel's `PROC_PID_INIT_INO`).
+const INIT_PID_NS: u64 = 0xEFFF_FFFC;
+
+/// This process's PID namespace when it is not the machine's initial one (a container's):
+/// its inode, from `/proc/self/ns/pid` (`pid:[N]`). None in the initial namespace, or when
+/// /proc cannot tell.
+pub fn other_pid_namespace() -> Option<u64> {
+    let link = std::fs::read_link("/proc/self/ns/pid").ok()?;
+    let ino: u64 = link
+        .to_str()?
+        .strip_prefix("pid:[")?
+        .strip_suffix(']')?
+        .parse()
+        .ok()?;
+    (ino != INIT_PID_NS).then_some(ino)
+}
+
 /// The process group of the command a load worker runs now (0: none), for the parent-death
 /// handler to kill.
 static TRACKED_GROUP: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);

@@ -13,12 +13,14 @@ pub(super) fn poke(p: &Path, v: &str) -> std::io::Result<()> {
 }
 
 /// Removes an instance directory (tracefs refuses while a reader holds a pipe open: retried
-/// briefly). A missing directory is fine.
+/// briefly). A missing directory is fine, and so is one another process is removing at that
+/// moment (tracefs answers ENODEV).
 pub(super) fn remove_instance(dir: &Path) -> std::io::Result<()> {
     for _ in 0..50 {
         match std::fs::remove_dir(dir) {
             Ok(()) => return Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) if e.raw_os_error() == Some(libc::ENODEV) => return Ok(()),
             Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
                 std::thread::sleep(std::time::Duration::from_millis(20))
             }

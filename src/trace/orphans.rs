@@ -1,7 +1,9 @@
 //! Tracing instances that latlab processes left behind and that no journal names any more
 //! (their journal was in a state directory since deleted, such as a test's scratch one). Each
 //! holds its ring buffers' kernel memory until removed, so `latlab restore` removes those whose
-//! process is gone; an instance still being read is refused by tracefs itself (busy).
+//! process is gone. Only in the machine's PID namespace, and only instances named there: a
+//! container's pids mean nothing to the host (its instances carry `-ns<inode>`, see
+//! `tracefs::instance_name`), nor the host's to a container.
 
 use super::files::remove_instance;
 use super::tracefs::{is_latlab_instance, TraceFs, PROCS_SUFFIX};
@@ -13,6 +15,11 @@ pub const RESTORER: crate::io::Restorer = crate::io::Restorer {
     run: |dir| {
         // tracefs found, or mounted (restore runs in a mount namespace of its own as root);
         // where that fails (not root), latlab cannot have left instances it could remove.
+        // Only from the machine's own PID namespace, where an instance's pid names its
+        // process: a restore in a container would take the host's live runs for dead ones.
+        if crate::sys::process::other_pid_namespace().is_some() {
+            return Ok(Vec::new());
+        }
         Ok(match TraceFs::system(dir) {
             Ok(fs) => sweep(&fs.root.join("instances"), |pid| {
                 Path::new(&format!("/proc/{pid}")).exists()
@@ -22,7 +29,9 @@ pub const RESTORER: crate::io::Restorer = crate::io::Restorer {
     },
 };
 
-/// The pid in an instance's name (`latlab-<pid>` or `latlab-<pid>-procs`).
+/// The pid in an instance's name (`latlab-<pid>` or `latlab-<pid>-procs`); None for an
+/// instance of another PID namespace (`latlab-<pid>-ns<inode>`), whose pid this one cannot
+/// check: its own journal's restore removes it.
 fn owner(p: &Path) -> Option<u32> {
     let name = p.file_name()?.to_str()?;
     let name = name.strip_suffix(PROCS_SUFFIX).unwrap_or(name);
@@ -47,7 +56,7 @@ pub fn sweep(instances: &Path, alive: impl Fn(u32) -> bool) -> Vec<String> {
         .into_iter()
         .map(|(pid, p)| match remove_instance(&p) {
             Ok(()) => format!(
-                "removed tracefs instance {} (its latlab process {pid} is gone; no journal named it)",
+                "removed tracefs instance {} (its latlab process {pid} is gone)",
                 p.display()
             ),
             Err(e) => format!("could not remove {}: {e}", p.display()),
@@ -69,13 +78,15 @@ mod tests {
             "latlab-7-procs",
             "latlab-8",
             "latlab-9x",
+            "latlab-7-ns4026532000",
             "perf-7",
             "latlab-",
             mine.as_str(),
         ] {
             std::fs::create_dir_all(inst.join(n)).unwrap();
         }
-        // 8 is alive; a directory with something in it stands for a busy instance.
+        // 8 is alive; a directory with something in it stands for a busy instance; a pid of
+        // another namespace is never taken for one of this one.
         std::fs::write(inst.join("latlab-7-procs/x"), "").unwrap();
         let out = sweep(&inst, |pid| pid == 8);
         assert_eq!(out.len(), 2, "{out:?}");
@@ -92,6 +103,7 @@ mod tests {
             "latlab-7-procs",
             "latlab-8",
             "latlab-9x",
+            "latlab-7-ns4026532000",
             "perf-7",
             "latlab-",
             &mine,

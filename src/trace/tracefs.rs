@@ -204,10 +204,7 @@ impl TraceFs {
         buffer_kb: u64,
         journal: Option<PathBuf>,
     ) -> Result<Instance> {
-        let dir = self
-            .root
-            .join("instances")
-            .join(format!("latlab-{}{suffix}", std::process::id()));
+        let dir = self.root.join("instances").join(instance_name(suffix));
         if let Some(j) = &journal {
             write_journal(j, &dir)?;
         }
@@ -314,7 +311,20 @@ fn write_journal(j: &Path, dir: &Path) -> Result<()> {
         .map_err(|e| Error::Env(format!("--trace: journal {}: {e}", j.display())))
 }
 
-/// True for a path latlab may remove: `<...>/instances/latlab-<digits>`.
+/// This process's instance name: `latlab-<pid><suffix>`, or `latlab-<pid>-ns<inode><suffix>`
+/// in a PID namespace other than the machine's (a container): there a pid says nothing about
+/// the process to the host (nor the host's to it), and two namespaces' pids collide.
+fn instance_name(suffix: &str) -> String {
+    let ns =
+        crate::sys::process::other_pid_namespace().map_or(String::new(), |n| format!("-ns{n}"));
+    format!("latlab-{}{ns}{suffix}", std::process::id())
+}
+
+fn digits(d: &str) -> bool {
+    !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// True for a path latlab may remove: `<...>/instances/latlab-<digits>[-ns<digits>][-procs]`.
 pub(super) fn is_latlab_instance(p: &Path) -> bool {
     let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
     let parent = p
@@ -322,10 +332,13 @@ pub(super) fn is_latlab_instance(p: &Path) -> bool {
         .and_then(Path::file_name)
         .and_then(|n| n.to_str());
     let name = name.strip_suffix(PROCS_SUFFIX).unwrap_or(name);
-    parent == Some("instances")
-        && name
-            .strip_prefix("latlab-")
-            .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+    let ours = name
+        .strip_prefix("latlab-")
+        .is_some_and(|rest| match rest.split_once("-ns") {
+            Some((pid, ns)) => digits(pid) && digits(ns),
+            None => digits(rest),
+        });
+    parent == Some("instances") && ours
 }
 
 /// Tracing instances and mounts of dead latlab processes, for `latlab restore`.
@@ -373,12 +386,32 @@ pub fn restore_in(dir: &Path) -> Vec<String> {
             let _ = TraceFs::system(dir);
         }
         if !e.instance.exists() {
-            let _ = std::fs::remove_file(&f);
-            out.push(format!(
-                "forgot {}: tracefs instance {} no longer exists",
-                f.display(),
-                e.instance.display()
-            ));
+            // Gone only if its `instances` directory can be read: a user who cannot see
+            // tracefs (not root) cannot tell, and the entry stays for root's restore.
+            let visible = e
+                .instance
+                .parent()
+                .is_some_and(|p| std::fs::read_dir(p).is_ok());
+            out.push(if !visible {
+                format!(
+                    "skipped {}: tracefs instance {} cannot be seen from here (as root: `sudo latlab restore`)",
+                    f.display(),
+                    e.instance.display()
+                )
+            } else {
+                match std::fs::remove_file(&f) {
+                    Ok(()) => format!(
+                        "forgot {}: tracefs instance {} no longer exists",
+                        f.display(),
+                        e.instance.display()
+                    ),
+                    Err(err) => format!(
+                        "could not forget {}: {err} (tracefs instance {} no longer exists)",
+                        f.display(),
+                        e.instance.display()
+                    ),
+                }
+            });
             continue;
         }
         let _ = poke(&e.instance.join("tracing_on"), "0");
@@ -485,6 +518,34 @@ mod tests {
         let out = restore_in(j.parent().unwrap());
         assert!(out.iter().any(|l| l.starts_with("removed")), "{out:?}");
         assert!(!inst.exists() && !j.exists());
+    }
+
+    #[test]
+    fn latlab_instances_by_name() {
+        let yes = |n: &str| is_latlab_instance(&Path::new("/t/instances").join(n));
+        for n in [
+            "latlab-12",
+            "latlab-12-procs",
+            "latlab-12-ns4026532001",
+            "latlab-1-ns2-procs",
+        ] {
+            assert!(yes(n), "{n}");
+        }
+        for n in [
+            "latlab-",
+            "latlab-x",
+            "latlab-12-ns",
+            "latlab--ns3",
+            "latlab-1-nsx",
+            "perf-1",
+        ] {
+            assert!(!yes(n), "{n}");
+        }
+        assert!(!is_latlab_instance(Path::new("/t/other/latlab-12")));
+        // In the machine's PID namespace (where the tests run) the name is the plain one.
+        if crate::sys::process::other_pid_namespace().is_none() {
+            assert_eq!(instance_name(""), format!("latlab-{}", std::process::id()));
+        }
     }
 
     #[test]

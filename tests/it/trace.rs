@@ -335,6 +335,43 @@ fn restore_removes_an_instance_whose_process_is_gone_when_no_journal_names_it() 
 }
 
 #[test]
+fn restore_by_a_user_who_cannot_see_tracefs_keeps_the_journal_entry() {
+    let Some(_x) = trace_test() else { return };
+    let dir = Dir::new();
+    let state = dir.join("state");
+    std::fs::create_dir_all(&state).unwrap();
+    // What a root run killed with SIGKILL journals (its instance may well still exist).
+    let j = state.join("trace-999999990.json");
+    std::fs::write(
+        &j,
+        r#"{"pid":999999990,"instance":"/sys/kernel/tracing/instances/latlab-999999990","umount":null}"#,
+    )
+    .unwrap();
+    let journal = format!("LATLAB_JOURNAL={}", state.join("restore.json").display());
+    let Some(mut c) = crate::util::latlab_as_nobody(&dir, &["HOME=/tmp".into(), journal]) else {
+        return;
+    };
+    // `nobody` may delete the entry (the directory is open to all) but must not: it cannot
+    // tell the instance is gone.
+    let out = c.arg("restore").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(text.contains("cannot be seen from here"), "{text}");
+    assert!(!text.contains("no longer exists"), "{text}");
+    assert!(
+        j.exists(),
+        "nobody's restore dropped the journal entry: {text}"
+    );
+    // Root sees tracefs: the instance is not there, and the entry goes.
+    let out = latlab()
+        .journal(state.join("restore.json"))
+        .arg("restore")
+        .assert_ok();
+    assert!(out.stdout.contains("no longer exists"), "{out}");
+    assert!(!j.exists());
+}
+
+#[test]
 fn a_second_sigint_leaves_no_instance_and_no_mount() {
     let Some(_x) = trace_test() else { return };
     let dir = Dir::new();
