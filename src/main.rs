@@ -59,7 +59,17 @@ fn main() {
         Ok(c) => c,
         Err(e) => {
             let code = if e.use_stderr() { 2 } else { 0 };
-            let _ = e.print();
+            // Help or version that could not be written (a full disk) is a failure as any
+            // other output's; a reader that went away is not.
+            let printed = e
+                .print()
+                .and_then(|()| std::io::Write::flush(&mut std::io::stdout()));
+            if let Err(w) = printed {
+                if code == 0 && w.kind() != std::io::ErrorKind::BrokenPipe {
+                    latlab::note!("latlab: stdout: {w}");
+                    std::process::exit(3);
+                }
+            }
             std::process::exit(code);
         }
     };

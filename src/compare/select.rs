@@ -79,13 +79,19 @@ fn tokens(b: &[u8]) -> impl Iterator<Item = &[u8]> {
         .filter(|t| !t.is_empty())
 }
 
+/// Whether a file (or a link, even one that leads nowhere or loops) is at `p`: such an
+/// argument is that file, and reading it names what is wrong with it.
+fn present(p: &Path) -> bool {
+    p.symlink_metadata().is_ok()
+}
+
 /// Parses a run list written over one or more arguments.
 pub fn parse<S: AsRef<OsStr>>(args: &[S]) -> Result<Vec<Item>> {
     let mut out: Vec<Item> = Vec::new();
     for arg in args {
         // A whole argument that names an existing file is that file, never split.
         let whole = Path::new(arg.as_ref());
-        if !arg.as_ref().is_empty() && whole.exists() {
+        if !arg.as_ref().is_empty() && present(whole) {
             out.push(Item {
                 text: whole.display().to_string(),
                 sel: Selector::File(whole.to_path_buf()),
@@ -124,7 +130,7 @@ pub fn parse<S: AsRef<OsStr>>(args: &[S]) -> Result<Vec<Item>> {
                 Selector::Tags(vec![kv(&text, rest)?])
             } else if tok == b"-" {
                 Selector::Stdin
-            } else if path.exists() {
+            } else if present(path) {
                 Selector::File(path.to_path_buf())
             } else if let Some(last) = out.last_mut().filter(|_| text.contains('=')) {
                 // `tag:a=1,b=2` and `exp:E/a=1,b=2`: more tags of the selector before.

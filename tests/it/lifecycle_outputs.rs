@@ -175,6 +175,53 @@ fn json_to_a_device_is_written_in_place_and_the_device_survives() {
 }
 
 #[test]
+fn help_and_version_on_a_full_stdout_fail_and_on_a_closed_pipe_do_not() {
+    for args in [
+        &["help", "cyclic"][..],
+        &["cyclic", "--help"],
+        &["--version"],
+    ] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let out = std::process::Command::new(crate::util::LATLAB)
+            .args(args)
+            .stdout(full)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{args:?}: {err}");
+        assert!(err.contains("No space left"), "{args:?}: {err}");
+        let mut child = latlab().args(args).spawn();
+        drop(child.child().stdout.take());
+        child.finish().assert_ok();
+    }
+}
+
+#[test]
+fn a_run_list_argument_that_is_a_broken_link_is_named_as_that_file() {
+    let dir = Dir::new();
+    let (a, b) = (dir.join("loop-a"), dir.join("loop-b"));
+    std::os::unix::fs::symlink(&b, &a).unwrap();
+    std::os::unix::fs::symlink(&a, &b).unwrap();
+    let nowhere = dir.join("nowhere");
+    std::os::unix::fs::symlink(dir.join("missing"), &nowhere).unwrap();
+    for (link, says) in [(&a, "symbolic links"), (&nowhere, "No such file")] {
+        let out = latlab()
+            .args(["report", "-o"])
+            .arg(dir.join("r.html"))
+            .arg(link)
+            .output();
+        out.assert_exit(2);
+        assert!(
+            out.stderr.contains(&link.display().to_string()) && out.stderr.contains(says),
+            "{out}"
+        );
+    }
+}
+
+#[test]
 fn runs_commands_survive_a_closed_stdout() {
     let dir = Dir::new();
     let json = dir.join("r.json");
