@@ -96,6 +96,9 @@ impl LoadSet {
         }
         let exe = std::env::current_exe()
             .map_err(|e| Error::Env(format!("cannot find latlab's own binary: {e}")))?;
+        // A load's tasks that outlive their worker (killed first) come back to latlab, which
+        // reaps them when it stops the load (`stop`).
+        crate::sys::process::become_subreaper();
         for (s, name) in specs.iter().zip(names(specs)) {
             let mut c = Command::new(&exe);
             c.env(NAME_ENV, name);
@@ -186,6 +189,9 @@ impl LoadSet {
             }
             kill_group(pid);
             let _ = c.wait();
+            // Its tasks that outlived it are latlab's children now (a subreaper): reaped here,
+            // not left as zombies.
+            crate::sys::process::reap_group(pid, STOP_GRACE);
             if let Some(r) = reader {
                 let _ = r.join();
             }
@@ -233,6 +239,7 @@ impl Drop for LoadSet {
         for (_, c, _) in self.running.iter_mut() {
             kill_group(c.id() as i32);
             let _ = c.wait();
+            crate::sys::process::reap_group(c.id() as i32, STOP_GRACE);
         }
     }
 }

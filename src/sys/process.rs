@@ -181,6 +181,38 @@ pub fn terminate_groups(pids: &[i32]) {
     }
 }
 
+/// Makes this process the reaper of its orphaned descendants (`PR_SET_CHILD_SUBREAPER`): a
+/// load's tasks whose parent died before them become latlab's children, for
+/// [`reap_group`], instead of zombies left to init. Idempotent; refused only by old kernels.
+pub fn become_subreaper() {
+    // SAFETY: prctl with integer arguments; affects only this process's reaping.
+    unsafe {
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    }
+}
+
+/// Reaps this process's children in process group `pgid` (a stopped load's tasks, already
+/// killed) until none is left or `limit` passes; never waits on any other child.
+pub fn reap_group(pgid: i32, limit: std::time::Duration) {
+    if pgid <= 0 {
+        return;
+    }
+    let t0 = std::time::Instant::now();
+    loop {
+        let mut status = 0;
+        // SAFETY: waitpid on a negative pgid reaps only children of that group; status is a
+        // valid int.
+        let r = unsafe { libc::waitpid(-pgid, &mut status, libc::WNOHANG) };
+        if r > 0 {
+            continue;
+        }
+        if r < 0 || t0.elapsed() >= limit {
+            return; // ECHILD: none left in the group
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
 /// Sends `sig` to the process group led by `pid` (if positive).
 pub fn signal_group(pid: i32, sig: libc::c_int) {
     if pid > 0 {

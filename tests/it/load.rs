@@ -1,5 +1,5 @@
 //! Loads: every kind runs and reports a rate; no load process outlives latlab — after a normal
-//! end, SIGINT, or SIGKILL of latlab itself.
+//! end, SIGINT, or SIGKILL of latlab itself — and none is left a zombie for init to reap.
 
 use crate::util::{expect_exit, has_thread, latlab, none_left, read_json, tagged, Dir};
 use std::time::Instant;
@@ -73,6 +73,60 @@ fn interrupted(signal: i32) {
 #[test]
 fn no_orphans_after_sigint() {
     interrupted(libc::SIGINT);
+}
+
+/// Zombie tasks of the process groups `groups` whose parent is gone (init's to reap): a
+/// load's tasks that outlived their worker and that latlab did not reap.
+fn orphaned_zombies(groups: &[String]) -> Vec<String> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+            continue;
+        };
+        let Some((comm, rest)) = stat.split_once(" (").and_then(|(_, r)| r.rsplit_once(") "))
+        else {
+            continue;
+        };
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        let ours = f.get(2).is_some_and(|g| groups.iter().any(|x| x == g));
+        if comm == "hackbench" && f.first() == Some(&"Z") && f.get(1) == Some(&"1") && ours {
+            found.push(stat);
+        }
+    }
+    found
+}
+
+#[test]
+fn a_stopped_loads_tasks_are_reaped_not_left_to_init() {
+    // Stopped mid-round, a hackbench load's worker dies before some of its tasks; they come
+    // back to latlab (a subreaper), which reaps them. Several tries: the race is not won
+    // every time.
+    for _ in 0..3 {
+        let t = tag("zombies");
+        let mut child = latlab()
+            .words("cyclic -t 1 -D 1h -q --no-store --load hackbench:groups=2")
+            .env("LATLAB_TEST_TAG", &t)
+            .spawn();
+        child.wait_until("starting its load", |pid| {
+            tagged(&t).len() > 3 && has_thread(pid, "latlab-T0")
+        });
+        // Each load worker leads its own process group, its tasks in it.
+        let workers: Vec<String> = tagged(&t)
+            .iter()
+            .filter(|p| p.contains("load-worker"))
+            .filter_map(|p| p.split(':').next().map(str::to_string))
+            .collect();
+        assert!(!workers.is_empty(), "{:?}", tagged(&t));
+        child.signal(libc::SIGINT);
+        child.finish().assert_ok();
+        let left = orphaned_zombies(&workers);
+        assert!(
+            left.is_empty(),
+            "{} zombies left to init: {left:?}",
+            left.len()
+        );
+        none_left(&t);
+    }
 }
 
 #[test]
