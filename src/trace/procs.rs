@@ -3,12 +3,21 @@
 //! gives each its group (the command it finally ran, or its creator's group for a thread or a
 //! fork that never exec'd) and its exec chain (`sh ← taskset ← chrt ← timeout`: the names it
 //! ran under, newest first, then its name at birth), and its lineage (its creators back to the
-//! first one older than the trace), from which `groups` names what it belongs to.
+//! first one older than the trace), from which `groups` names what it belongs to. Tasks that
+//! exited long ago are forgotten once the table is large (`sched_process_exit`), so a trace
+//! of days under a fork storm keeps naming the new ones.
 
 use super::event::{Event, Kind, Name};
 
-/// Tasks the table remembers at most; beyond, new ones are counted and left out.
+/// Tasks the table remembers at most; beyond, the longest-exited one is forgotten for a new
+/// one, and with none exited new ones are counted and left out.
 const MAX_TASKS: usize = 200_000;
+/// Above this many tasks, those that exited [`KEEP_EXITED_NS`] ago (trace time) are forgotten:
+/// a trace that runs for days under a fork storm keeps naming new tasks, while a spike's
+/// culprit that exited is still named (attribution is never that far behind).
+const FORGET_ABOVE: usize = 50_000;
+/// How long an exited task stays known once the table is above [`FORGET_ABOVE`].
+const KEEP_EXITED_NS: u64 = 60_000_000_000;
 /// How far a thread's group is looked up through its creators.
 const MAX_DEPTH: usize = 16;
 
@@ -20,6 +29,10 @@ struct Task {
     execs: Vec<(u64, Name)>,
     /// Times the trace saw this pid born (a pid the kernel reused is born again).
     births: u32,
+    /// When it was last born (trace time).
+    born_at: u64,
+    /// When it exited, if it did since.
+    exited: Option<u64>,
 }
 
 /// The command a task belongs to.
@@ -37,20 +50,50 @@ pub struct ProcTable {
     tasks: super::FastMap<i32, Task>,
     /// Tasks not remembered (the table was full).
     pub left_out: u64,
+    /// Exited tasks forgotten (see [`FORGET_ABOVE`]).
+    pub forgotten: u64,
+    /// Exits of known tasks, in the order read: (time, pid).
+    exits: std::collections::VecDeque<(u64, i32)>,
+    /// The latest event time seen.
+    latest: u64,
 }
 
 impl ProcTable {
     fn task(&mut self, pid: i32) -> Option<&mut Task> {
-        if !self.tasks.contains_key(&pid) && self.tasks.len() >= MAX_TASKS {
+        if !self.tasks.contains_key(&pid) && self.tasks.len() >= MAX_TASKS && !self.forget(true) {
             self.left_out += 1;
             return None;
         }
         Some(self.tasks.entry(pid).or_default())
     }
 
+    /// Forgets exited tasks: those past [`KEEP_EXITED_NS`] while the table is above
+    /// [`FORGET_ABOVE`], or (`must`) the longest-exited one whatever its age. Returns whether
+    /// one was forgotten.
+    fn forget(&mut self, must: bool) -> bool {
+        let mut any = false;
+        while let Some(&(at, pid)) = self.exits.front() {
+            let due =
+                self.tasks.len() > FORGET_ABOVE && at.saturating_add(KEEP_EXITED_NS) <= self.latest;
+            let room_asked = must && !any;
+            if !due && !room_asked {
+                break;
+            }
+            self.exits.pop_front();
+            // Not if born again since (the entry is its new life).
+            if self.tasks.get(&pid).is_some_and(|t| t.exited == Some(at)) {
+                self.tasks.remove(&pid);
+                self.forgotten += 1;
+                any = true;
+            }
+        }
+        any
+    }
+
     /// Takes a fork or exec event (others are ignored). Events may come in any order across
     /// CPUs; execs are kept in time order.
     pub fn event(&mut self, e: &Event) {
+        self.latest = self.latest.max(e.ts);
         match e.kind {
             Kind::Fork {
                 parent_pid,
@@ -60,7 +103,17 @@ impl ProcTable {
                 if let Some(t) = self.task(child_pid) {
                     t.birth = Some((parent_pid, child_comm));
                     t.births = t.births.saturating_add(1);
+                    t.born_at = t.born_at.max(e.ts);
+                    t.exited = None;
                 }
+            }
+            Kind::Exit { pid } => {
+                // An exit read after the pid's next birth belongs to its former life.
+                if let Some(t) = self.tasks.get_mut(&pid).filter(|t| e.ts >= t.born_at) {
+                    t.exited = Some(e.ts);
+                    self.exits.push_back((e.ts, pid));
+                }
+                self.forget(false);
             }
             Kind::Exec { pid, comm, .. } => {
                 if let Some(t) = self.task(pid) {
@@ -188,6 +241,67 @@ mod tests {
                 comm: n(comm),
             },
         }
+    }
+
+    fn exit(ts: u64, pid: i32) -> Event {
+        Event {
+            ts,
+            pid,
+            kind: Kind::Exit { pid },
+        }
+    }
+
+    #[test]
+    fn tasks_long_exited_are_forgotten_once_the_table_is_large() {
+        const S: u64 = 1_000_000_000;
+        let mut t = ProcTable::default();
+        // A small table forgets nothing, however old the exit.
+        t.event(&fork(S, 1, 10, "a"));
+        t.event(&exit(2 * S, 10));
+        t.event(&fork(100 * S, 1, 11, "b"));
+        assert!(t.identity(10).is_some());
+        // A fork storm: many tasks born and exited at 200 s, then 5 (exited at 210 s) and
+        // 6 (alive), and 7 exited at 201 s but born again at 205 s.
+        for pid in 1000..1000 + FORGET_ABOVE as i32 {
+            t.event(&fork(200 * S, 1, pid, "hb"));
+            t.event(&exit(200 * S, pid));
+        }
+        t.event(&fork(200 * S, 1, 5, "late"));
+        t.event(&fork(200 * S, 1, 6, "alive"));
+        t.event(&fork(200 * S, 1, 7, "again"));
+        t.event(&exit(201 * S, 7));
+        t.event(&fork(205 * S, 1, 7, "again"));
+        t.event(&exit(210 * S, 5));
+        assert!(t.identity(1000).is_some(), "forgotten before 60 s");
+        // 270 s: at the next exit read, what exited 60 s before goes, longest-exited first,
+        // down to FORGET_ABOVE tasks (10, 11, the storm, 5, 6, 7 and 8 were 6 more).
+        t.event(&fork(270 * S, 1, 8, "x"));
+        t.event(&exit(270 * S, 8));
+        assert_eq!(t.tasks.len(), FORGET_ABOVE);
+        assert_eq!(t.forgotten, 6);
+        assert!(t.identity(10).is_none() && t.identity(1004).is_none());
+        assert!(t.identity(1005).is_some() && t.identity(11).is_some());
+        // The one born again is never taken for its former life's exit.
+        for pid in 1005..1000 + FORGET_ABOVE as i32 {
+            t.event(&exit(271 * S, pid));
+        }
+        t.event(&fork(400 * S, 1, 9, "y"));
+        t.event(&exit(400 * S, 9));
+        assert!(t.identity(7).is_some() && t.identity(6).is_some());
+    }
+
+    #[test]
+    fn a_full_table_makes_room_from_the_exited_then_leaves_new_ones_out() {
+        let mut t = ProcTable::default();
+        for pid in 0..MAX_TASKS as i32 {
+            t.event(&fork(10, 1, 10 + pid, "hb"));
+        }
+        t.event(&exit(20, 10));
+        t.event(&fork(30, 1, -5, "new"));
+        assert!(t.identity(-5).is_some() && t.identity(10).is_none());
+        t.event(&fork(30, 1, -6, "left out"));
+        assert!(t.identity(-6).is_none());
+        assert_eq!((t.forgotten, t.left_out), (1, 1));
     }
 
     #[test]

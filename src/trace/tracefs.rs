@@ -23,8 +23,12 @@ pub const REQUIRED: &[(&str, &str)] = &[
 ];
 
 /// Events that name the culprits' commands, traced on every CPU in a second instance
-/// (`latlab-<pid>-procs`) when the kernel has them.
-pub const PROC_EVENTS: &[&str] = &["sched_process_fork", "sched_process_exec"];
+/// (`latlab-<pid>-procs`) when the kernel has them (exits: to forget tasks long gone).
+pub const PROC_EVENTS: &[&str] = &[
+    "sched_process_fork",
+    "sched_process_exec",
+    "sched_process_exit",
+];
 
 /// Suffix of the process-events instance.
 pub const PROCS_SUFFIX: &str = "-procs";
@@ -139,7 +143,7 @@ impl TraceFs {
         Ok((header, dec, names))
     }
 
-    /// Learns the process events (`sched_process_fork`, `sched_process_exec`) into `dec`
+    /// Learns the process events ([`PROC_EVENTS`]) into `dec`
     /// where the kernel has them; returns the ones found, for [`TraceFs::create_instance`].
     pub fn proc_events(&self, dec: &mut Decoder) -> Result<Vec<String>> {
         self.optional_events(dec, "sched", PROC_EVENTS)
