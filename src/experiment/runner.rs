@@ -194,9 +194,6 @@ fn execute(
             for file in files {
                 knobs.set(file, &f.levels[l])?;
             }
-            if let Some(cmd) = f.pre.get(&f.levels[l]) {
-                shell(cmd, &format!("factor {} level {} pre", f.name, f.levels[l]))?;
-            }
         }
         let progress = format!(
             "[{}/{}] {} repeat {r}",
@@ -204,6 +201,15 @@ fn execute(
             order.len(),
             plan.label(combo)
         );
+        for (f, &l) in plan.factors.iter().zip(combo) {
+            if let Some(cmd) = f.pre.get(&f.levels[l]) {
+                let what = format!("factor {} level {} pre", f.name, f.levels[l]);
+                if !shell(cmd, &what, control)? {
+                    eprintln!("{progress}: interrupted in its {what} command");
+                    return Ok(());
+                }
+            }
+        }
         let mut attempt = 0;
         loop {
             let c = command(
@@ -267,10 +273,11 @@ fn execute(
         }
         for (f, &l) in plan.factors.iter().zip(combo) {
             if let Some(cmd) = f.post.get(&f.levels[l]) {
-                shell(
-                    cmd,
-                    &format!("factor {} level {} post", f.name, f.levels[l]),
-                )?;
+                let what = format!("factor {} level {} post", f.name, f.levels[l]);
+                if !shell(cmd, &what, control)? {
+                    eprintln!("{progress}: interrupted in its {what} command");
+                    return Ok(());
+                }
             }
         }
     }
@@ -368,7 +375,8 @@ fn run_child(mut c: Command, control: &Control, n: usize, label: &str) -> Result
     match result.filter(|_| status.code().is_some_and(|c| c <= 1)) {
         Some(run) => Ok(Child::Saved(Box::new(run), format!("run:{id}"))),
         // Interrupted before it could save anything (e.g. still starting): nothing to keep.
-        None if forwarded => Ok(Child::Nothing),
+        // (A Ctrl-C to the whole group can reach it before the runner forwards one.)
+        None if forwarded || control.was_interrupted() => Ok(Child::Nothing),
         None => Err(Error::Env(format!(
             "run {n} ({label}) failed ({status}): {}",
             err.trim()
@@ -415,14 +423,47 @@ fn run_warnings(run: &Run) -> String {
         .collect()
 }
 
-fn shell(cmd: &str, what: &str) -> Result<()> {
-    let s = Command::new("/bin/sh")
-        .arg("-c")
+/// Runs a factor's `pre`/`post` command (`sh -c`) to its end under latlab's supervisor
+/// (`latlab action-worker`): in a process group of its own that dies with the plan, even a
+/// SIGKILLed one. A Ctrl-C or SIGTERM ends it at once (its group gets SIGTERM, SIGKILL a
+/// second later) and returns false: the plan then ends as interrupted. What the command left
+/// running in the background is stopped when it ends.
+fn shell(cmd: &str, what: &str, control: &Control) -> Result<bool> {
+    use std::os::unix::process::CommandExt;
+    let err = |e: std::io::Error| Error::Env(format!("{what} '{cmd}': {e}"));
+    let mut c = Command::new(std::env::current_exe().map_err(err)?);
+    c.arg("action-worker")
+        .arg(crate::sys::process::getpid().to_string())
         .arg(cmd)
-        .status()
-        .map_err(|e| Error::Env(format!("{what} '{cmd}': {e}")))?;
-    if !s.success() {
-        return Err(Error::Env(format!("{what} '{cmd}' failed ({s})")));
+        .stdin(Stdio::null())
+        .process_group(0);
+    crate::sys::process::die_with_us(&mut c);
+    let mut child = c.spawn().map_err(err)?;
+    let group = child.id() as i32;
+    let status = loop {
+        if let Some(s) = child.try_wait().map_err(err)? {
+            break Some(s);
+        }
+        if control.was_interrupted() {
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    crate::sys::process::signal_group(group, libc::SIGTERM);
+    let t0 = std::time::Instant::now();
+    while crate::sys::process::group_alive(group) && t0.elapsed() < Duration::from_secs(1) {
+        std::thread::sleep(Duration::from_millis(10));
     }
-    Ok(())
+    crate::sys::process::signal_group(group, libc::SIGKILL);
+    let _ = child.wait();
+    match status {
+        None => Ok(false),
+        Some(s) if s.success() => Ok(true),
+        Some(s) => {
+            let s = s
+                .code()
+                .map_or_else(|| s.to_string(), |c| format!("exit status: {c}"));
+            Err(Error::Env(format!("{what} '{cmd}' failed ({s})")))
+        }
+    }
 }

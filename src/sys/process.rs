@@ -213,6 +213,12 @@ pub fn reap_group(pgid: i32, limit: std::time::Duration) {
     }
 }
 
+/// Whether any process is left in process group `pgid` (positive; its leader may be gone).
+pub fn group_alive(pgid: i32) -> bool {
+    // SAFETY: signal 0 to a (positive) group only checks that it has members.
+    pgid > 0 && unsafe { libc::kill(-pgid, 0) } == 0
+}
+
 /// Sends `sig` to the process group led by `pid` (if positive).
 pub fn signal_group(pid: i32, sig: libc::c_int) {
     if pid > 0 {

@@ -1,5 +1,6 @@
 //! `latlab run PLAN.toml` and `latlab restore`: plans run end to end and compare; knobs are put
-//! back after a normal end, after SIGINT, and — through the journal — after SIGKILL.
+//! back after a normal end, after SIGINT, and — through the journal — after SIGKILL; a level's
+//! hooks are stopped by an interrupt and die with a killed plan.
 
 use crate::util::{
     exclusive, expect_exit, is_root, latlab, scratch, skip, trace_test, wait_until, Dir,
@@ -199,6 +200,78 @@ fn two_interrupts_a_second_apart_still_restore_the_knob() {
         "a second interrupt left the knob changed"
     );
     assert!(!dir.join("j.json").exists());
+}
+
+/// A plan whose every level's `pre` hook runs `hook` (a script of the test's own, so the
+/// processes it starts can be told from any other test's).
+fn plan_with_hook(dir: &Path, hook: &str) -> std::path::PathBuf {
+    let p = dir.join("hook-plan.toml");
+    std::fs::write(
+        &p,
+        format!(
+            "[measure]\ncommand = \"cyclic\"\nargs = [\"-l\", \"100\", \"-i\", \"1ms\", \"-q\"]\n\
+             [design]\nrepeats = 2\n\
+             [[factor]]\nname = \"knob\"\nsysctl = \"fs.lease-break-time\"\nlevels = [\"101\", \"102\"]\n\
+             pre = {{ \"101\" = \"{hook}\", \"102\" = \"{hook}\" }}\n"
+        ),
+    )
+    .unwrap();
+    p
+}
+
+/// Processes whose command line holds `marker`.
+fn running(marker: &str) -> usize {
+    crate::util::processes_matching(marker)
+}
+
+#[test]
+fn a_hook_is_stopped_by_an_interrupt_and_dies_with_a_killed_plan() {
+    let Some(k) = knob_test("a_hook_is_stopped_by_an_interrupt_and_dies_with_a_killed_plan") else {
+        return;
+    };
+    let dir = Dir::new();
+    // A hook that would outlast the test: `sh` waiting for a `sleep` of its own.
+    let marker = format!(
+        "{}.{}",
+        std::process::id(),
+        4000 + dir.path().as_os_str().len()
+    );
+    let plan = plan_with_hook(dir.path(), &format!("sleep {marker}; true"));
+    // SIGTERM while the hook runs: it is stopped, the plan ends as interrupted, the knob back.
+    let child = run_plan(&plan, &dir.join("j.json"))
+        .limit(Duration::from_secs(40))
+        .spawn();
+    wait_for_knob_change(&k.orig);
+    wait_until("the hook", Duration::from_secs(10), || running(&marker) > 0);
+    child.signal(libc::SIGTERM);
+    let out = child.finish();
+    out.assert_ok();
+    assert!(
+        out.stderr.contains("interrupted in its factor knob level"),
+        "{out}"
+    );
+    assert_eq!(knob_now(), k.orig);
+    assert_eq!(running(&marker), 0, "the hook outlived the plan");
+    // SIGKILL of the plan while the hook runs: the hook's whole group dies with it.
+    let journal = dir.join("j2.json");
+    let child = run_plan(&plan, &journal).spawn_with(Stdio::null(), Stdio::null());
+    wait_until("the hook", Duration::from_secs(30), || running(&marker) > 0);
+    child.kill();
+    wait_until(
+        "the hook to die with the plan",
+        Duration::from_secs(10),
+        || running(&marker) == 0,
+    );
+    latlab().arg("restore").journal(&journal).assert_ok();
+    assert_eq!(knob_now(), k.orig);
+    // What a hook leaves running in the background is stopped when it ends.
+    let plan = plan_with_hook(dir.path(), &format!("sleep {marker} >/dev/null 2>&1 &"));
+    run_plan(&plan, &dir.join("j3.json")).assert_ok();
+    assert_eq!(
+        running(&marker),
+        0,
+        "a hook's background job outlived the plan"
+    );
 }
 
 #[test]

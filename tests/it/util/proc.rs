@@ -51,6 +51,24 @@ pub fn tagged(tag: &str) -> Vec<String> {
     found
 }
 
+/// How many processes have `marker` in their command line (zombies have none).
+pub fn processes_matching(marker: &str) -> usize {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+        })
+        .filter(|e| {
+            std::fs::read(e.path().join("cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(marker))
+        })
+        .count()
+}
+
 /// Waits (ten seconds at most) until no process tagged `tag` is left; fails naming the
 /// orphans.
 pub fn none_left(tag: &str) {
