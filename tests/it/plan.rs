@@ -582,6 +582,34 @@ fn bad_plans_are_refused_before_anything_changes() {
     )
     .unwrap();
     latlab().arg("run").arg(&p).assert_refused(2, "bad.toml:4:");
+    // Two factors writing one file (a sysctl and the same file as a knob): one setting would
+    // label runs with levels never in force. Refused by --dry-run as by the run.
+    std::fs::write(
+        &p,
+        format!("[measure]\ncommand = \"cyclic\"\nargs = [\"-l\", \"10\"]\n[[factor]]\nname = \"a\"\nsysctl = \"fs.lease-break-time\"\nlevels = [\"101\"]\n[[factor]]\nname = \"b\"\nknob = \"{KNOB}\"\nlevels = [\"102\"]\n"),
+    )
+    .unwrap();
+    for dry in [true, false] {
+        let mut c = latlab();
+        c.arg("run").arg(&p).journal(dir.join("j.json"));
+        if dry {
+            c.arg("--dry-run");
+        }
+        let out = c.output();
+        out.assert_exit(2).assert_refused_naming("bad.toml");
+        assert!(out.stderr.contains("'a' and 'b' both set"), "{out}");
+    }
+    assert_eq!(knob_now(), k.orig);
+    // A factor name or level too long to be a tag is bad input, found by --dry-run too.
+    let long = "n".repeat(100_000);
+    std::fs::write(
+        &p,
+        format!("[measure]\ncommand = \"cyclic\"\n[[factor]]\nname = \"{long}\"\nlevels = [\"1\"]\noptions = {{ \"1\" = [] }}\n"),
+    )
+    .unwrap();
+    let out = latlab().args(["run", "--dry-run"]).arg(&p).output();
+    out.assert_exit(2).assert_refused_naming("bad.toml");
+    assert!(out.stderr.len() < 1000, "{}", out.stderr.len());
 }
 
 #[test]

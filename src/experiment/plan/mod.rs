@@ -189,6 +189,10 @@ pub const MAX_PLAN_BYTES: u64 = 1 << 20;
 pub const MAX_RUNS: u64 = 10_000;
 /// Most factors in a plan.
 pub const MAX_FACTORS: usize = 64;
+/// Longest factor name (it becomes a tag on every run and a column of every comparison).
+pub const MAX_NAME: usize = 64;
+/// Longest level (a tag, a command-line argument of each run, a setting's text).
+pub const MAX_LEVEL: usize = 4096;
 
 /// What a plan's runs are expected to take, from the measurement options.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -287,6 +291,13 @@ impl Plan {
                     f.name
                 )));
             }
+            if f.name.len() > MAX_NAME {
+                return Err(bad(format!(
+                    "factor name '{}…' is {} characters long; at most {MAX_NAME} (it becomes a tag)",
+                    &f.name[..32],
+                    f.name.len()
+                )));
+            }
             if RUNNER_TAGS.contains(&f.name.as_str()) {
                 return Err(bad(format!(
                     "factor name '{}' is a tag latlab sets itself",
@@ -298,6 +309,13 @@ impl Plan {
             }
             let mut lv = std::collections::HashSet::new();
             for l in &f.levels {
+                if l.len() > MAX_LEVEL {
+                    return Err(bad(format!(
+                        "factor '{}': a level is {} bytes long; at most {MAX_LEVEL}",
+                        f.name,
+                        l.len()
+                    )));
+                }
                 if !lv.insert(l) {
                     return Err(bad(format!(
                         "factor '{}': level '{l}' appears twice",
@@ -375,6 +393,21 @@ impl Plan {
                 for level in &f.levels {
                     knobs::check_level(file, level)
                         .map_err(|e| Error::Env(format!("{ctx}level {e}")))?;
+                }
+            }
+            // Two factors writing one file: only the last write would be in force, and the
+            // other factor's levels would label runs that never had them.
+            for file in &v {
+                let same = |g: &PathBuf| {
+                    g == file || std::fs::canonicalize(g).ok() == std::fs::canonicalize(file).ok()
+                };
+                if let Some(j) = files.iter().position(|w: &Vec<PathBuf>| w.iter().any(same)) {
+                    return Err(bad(format!(
+                        "factors '{}' and '{}' both set {}: one setting, one factor",
+                        self.factors[j].name,
+                        f.name,
+                        file.display()
+                    )));
                 }
             }
             files.push(v);
