@@ -9,6 +9,60 @@ use crate::error::{Error, Result};
 use crate::result::Run;
 use crate::stats::dist::Dist;
 
+/// The HDR layout of a series' histogram, for its buckets' bounds.
+fn hdr_of(s: &crate::result::Series, name: &str) -> Result<hdrhistogram::Histogram<u64>> {
+    let h = &s.histogram;
+    hdrhistogram::Histogram::<u64>::new_with_bounds(
+        h.lowest_ns.max(1),
+        h.highest_ns.max(2 * h.lowest_ns.max(1)),
+        h.significant_digits.clamp(1, 5),
+    )
+    .map_err(|e| Error::Usage(format!("{name}: series {}: bad histogram: {e}", s.name)))
+}
+
+/// Refuses a series whose figures contradict each other (an edited or corrupt result): a
+/// verdict counted on it would be anything, bounds inverted included. Its histogram must hold
+/// its count (an import records what fell beyond the tool's histogram at the exact maximum),
+/// none of it above its exact maximum, and its minimum must not exceed its maximum.
+fn consistent(
+    s: &crate::result::Series,
+    name: &str,
+    hdr: &hdrhistogram::Histogram<u64>,
+) -> Result<()> {
+    let bad = |why: String| Err(Error::Usage(format!("{name}: series {}: {why}", s.name)));
+    let sum = s
+        .histogram
+        .buckets
+        .iter()
+        .try_fold(0u64, |a, b| a.checked_add(b[1]));
+    // (No histogram at all is a tool that kept none: `count` says why it cannot be judged.)
+    if !s.histogram.buckets.is_empty() && sum != Some(s.summary.count) {
+        return bad(format!(
+            "its count ({}) contradicts its histogram ({})",
+            s.summary.count,
+            sum.map_or("more than 2^64 samples".into(), |n| format!("{n} samples"))
+        ));
+    }
+    if s.summary.count > 0 && s.summary.min_ns > s.summary.max_ns {
+        return bad(format!(
+            "its minimum ({} ns) exceeds its maximum ({} ns)",
+            s.summary.min_ns, s.summary.max_ns
+        ));
+    }
+    if let Some(b) = s
+        .histogram
+        .buckets
+        .iter()
+        .find(|b| b[1] > 0 && hdr.lowest_equivalent(b[0]) > s.summary.max_ns)
+    {
+        return bad(format!(
+            "its histogram holds samples at {} ns, above its maximum ({} ns)",
+            b[0], s.summary.max_ns
+        ));
+    }
+    Ok(())
+}
+
 /// Counts one run: (counts, its distribution in µs when it has a histogram, its exact maximum
 /// in ns). `max<T` needs only the exact maxima, so a run imported without a histogram
 /// (pmqtest keeps none) is judged on it; the other requirements say why they cannot be.
@@ -34,6 +88,9 @@ pub fn count(
             "{name}: series {} holds {}, not latencies: gate judges latency requirements",
             s.name, s.unit
         )));
+    }
+    for s in &chosen {
+        consistent(s, name, &hdr_of(s, name)?)?;
     }
     let summarised: u64 = chosen.iter().map(|s| s.summary.count).sum();
     let max_of = chosen.iter().map(|s| s.summary.max_ns).max().unwrap_or(0);
@@ -77,12 +134,7 @@ pub fn count(
     let mut parts = Vec::new();
     for s in &chosen {
         let h = &s.histogram;
-        let hdr = hdrhistogram::Histogram::<u64>::new_with_bounds(
-            h.lowest_ns.max(1),
-            h.highest_ns.max(2 * h.lowest_ns.max(1)),
-            h.significant_digits.clamp(1, 5),
-        )
-        .map_err(|e| Error::Usage(format!("{name}: series {}: bad histogram: {e}", s.name)))?;
+        let hdr = hdr_of(s, name)?;
         let smax = s.summary.max_ns;
         max = max.max(smax);
         for &[v, c] in &h.buckets {

@@ -28,6 +28,7 @@ fn synthetic(dir: &Path, t: &serde_json::Value, name: &str, n: u64, slow: u64, s
     s["histogram"]["buckets"] = buckets.into();
     s["count"] = n.into();
     s["max_ns"] = (if slow > 0 { 500_100u64 } else { 10_000 }).into();
+    s["min_ns"] = 10_000u64.into();
     std::fs::write(dir.join(name), serde_json::to_vec(&r).unwrap()).unwrap();
 }
 
@@ -314,4 +315,46 @@ fn runs_without_a_histogram_are_gated_on_their_max() {
         .output();
     assert_eq!(out.status.code(), Some(2));
     assert!(out.stderr.contains("no histogram"));
+}
+
+#[test]
+fn a_result_whose_figures_contradict_each_other_is_refused_not_judged() {
+    let dir = Dir::new();
+    let d = dir.path();
+    let t = template(d);
+    // A count its histogram does not hold (one bucket of 2^63), a bucket far above the exact
+    // maximum, a minimum above the maximum: each exit 2 naming the file and what is wrong.
+    type Edit<'a> = &'a dyn Fn(&mut serde_json::Value);
+    let edits: [(&str, Edit, &str); 3] = [
+        (
+            "huge.json",
+            &|s| s["histogram"]["buckets"] = serde_json::json!([[70_000u64, 1u64 << 63]]),
+            "contradicts its histogram",
+        ),
+        (
+            "above.json",
+            &|s| s["histogram"]["buckets"] = serde_json::json!([[10_000_000_000u64, 100_000u64]]),
+            "above its maximum",
+        ),
+        (
+            "minmax.json",
+            &|s| s["min_ns"] = 1_000_000u64.into(),
+            "exceeds its maximum",
+        ),
+    ];
+    for (name, edit, says) in edits {
+        synthetic(d, &t, name, 100_000, 0, 100.0);
+        let mut r: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(d.join(name)).unwrap()).unwrap();
+        edit(&mut r["series"][0]);
+        std::fs::write(d.join(name), serde_json::to_vec(&r).unwrap()).unwrap();
+        for req in ["p99<1ms", "max<20ms"] {
+            let (code, out, err) = gate(d, &[req, name, "--assume-independent-samples"]);
+            assert_eq!(code, Some(2), "{name} {req}: {out}{err}");
+            assert!(
+                err.contains(name) && err.contains(says),
+                "{name} {req}: {err}"
+            );
+        }
+    }
 }
