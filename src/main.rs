@@ -81,7 +81,9 @@ fn main() {
         // The measured command's own status: already visible, not latlab's failure.
         Err(latlab::Error::Passed(code)) => std::process::exit(code),
         Err(e) => {
-            latlab::note!("latlab: {e}");
+            // Shown, not acted on: a level, path or name with control characters in it (a
+            // NUL, an ANSI escape) is printed escaped.
+            latlab::note!("latlab: {}", latlab::output::printable(&e.to_string()));
             std::process::exit(e.exit_code());
         }
     }

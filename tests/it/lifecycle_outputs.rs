@@ -271,3 +271,17 @@ fn report_and_plot_write_to_stdout_with_a_dash_and_never_a_file_named_dash() {
             .assert_exit(code);
     }
 }
+
+#[test]
+fn an_error_shows_control_characters_escaped_never_raw() {
+    // A path (or level, or name) carrying a terminal escape: the message shows it, escaped.
+    let out = latlab()
+        .args(["compare", "/nonexistent/\u{1b}[31mred\u{7}"])
+        .output();
+    out.assert_exit(2);
+    assert!(
+        !out.stderr.contains('\u{1b}') && !out.stderr.contains('\u{7}'),
+        "{out}"
+    );
+    assert!(out.stderr.contains("\\u{1b}[31mred\\u{7}"), "{out}");
+}
