@@ -306,7 +306,8 @@ pub struct TailArgs {
         value_name = "P[,P...]",
         value_delimiter = ',',
         required = true,
-        allow_hyphen_values = true
+        allow_hyphen_values = true,
+        value_parser = probability
     )]
     pub at: Vec<f64>,
     /// Per unit of time (1h, 1d, 1y): P is the chance that the latency is exceeded at least
@@ -367,3 +368,16 @@ Examples:
   latlab tail run:20260101T000000Z-ab12cd34 --at 1e-6,1e-9
   latlab tail run.json --at 0.5 --per 1d
   latlab tail latencies.txt --at 1e-5 --json";
+
+/// A probability strictly between 0 and 1, refused as written (`1e-400` is not "0").
+fn probability(text: &str) -> Result<f64, String> {
+    let p: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| "not a number (a probability such as 1e-6 or 0.001)".to_string())?;
+    if p > 0.0 && p < 1.0 {
+        Ok(p)
+    } else {
+        Err("a probability must lie strictly between 0 and 1 (1e-6, 0.001)".into())
+    }
+}

@@ -226,6 +226,8 @@ fn bad_input_is_exit_2_naming_the_flag_or_file() {
         (vec![v, "--at", "1"], "--at"),
         (vec![v, "--at", "-1e-3"], "--at"),
         (vec![v, "--at", "NaN"], "--at"),
+        // As written: a value that reads as 0 is named as given.
+        (vec![v, "--at", "1e-400"], "--at 1e-400"),
         (vec![v, "--at", "1e-6", "--per", "0s"], "--per"),
         (vec![v, "--at", "1e-6", "--per", "soon"], "--per"),
         (vec![v, "--at", "1e-6", "--per", "1d"], "--rate"),
