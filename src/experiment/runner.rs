@@ -204,8 +204,10 @@ fn execute(
         for (f, &l) in plan.factors.iter().zip(combo) {
             if let Some(cmd) = f.pre.get(&f.levels[l]) {
                 let what = format!("factor {} level {} pre", f.name, f.levels[l]);
-                if !shell(cmd, &what, control)? {
+                if !shell(cmd, &what, control, Hook::Pre)? {
                     eprintln!("{progress}: interrupted in its {what} command");
+                    // What the pre hooks began, the post hooks undo.
+                    posts(plan, combo, control, &progress)?;
                     return Ok(());
                 }
             }
@@ -224,6 +226,7 @@ fn execute(
             match run_child(c, control, i + 1, &plan.label(combo))? {
                 Child::Nothing => {
                     eprintln!("{progress}: interrupted before it saved a result");
+                    posts(plan, combo, control, &progress)?;
                     return Ok(());
                 }
                 Child::Saved(run, name) if run.disturbed() => {
@@ -271,17 +274,29 @@ fn execute(
             }
             break;
         }
-        for (f, &l) in plan.factors.iter().zip(combo) {
-            if let Some(cmd) = f.post.get(&f.levels[l]) {
-                let what = format!("factor {} level {} post", f.name, f.levels[l]);
-                if !shell(cmd, &what, control)? {
-                    eprintln!("{progress}: interrupted in its {what} command");
-                    return Ok(());
-                }
-            }
+        if !posts(plan, combo, control, &progress)? {
+            return Ok(());
         }
     }
     Ok(())
+}
+
+/// Runs the `post` hooks of a run's levels (also after an interrupted run: they undo what the
+/// `pre` hooks did). False when one was cut short (the plan ends as interrupted).
+fn posts(plan: &Plan, combo: &[usize], control: &Control, progress: &str) -> Result<bool> {
+    for (f, &l) in plan.factors.iter().zip(combo) {
+        if let Some(cmd) = f.post.get(&f.levels[l]) {
+            let what = format!("factor {} level {} post", f.name, f.levels[l]);
+            if !shell(cmd, &what, control, Hook::Post)? {
+                eprintln!(
+                    "{progress}: its {what} command was stopped {}s after the interrupt",
+                    POST_AFTER_INTERRUPT.as_secs()
+                );
+                return Ok(false);
+            }
+        }
+    }
+    Ok(true)
 }
 
 /// The command line of one run of the plan: the measurement with its level's arguments, its
@@ -423,14 +438,28 @@ fn run_warnings(run: &Run) -> String {
         .collect()
 }
 
+/// How long a `post` hook may still run once the plan was interrupted: it undoes what its
+/// `pre` did (a service stopped for the run is started again), so it is not cut at once.
+const POST_AFTER_INTERRUPT: Duration = Duration::from_secs(10);
+
+/// Which hook: a `pre` hook is stopped as soon as the plan is interrupted; a `post` one runs
+/// on for up to [`POST_AFTER_INTERRUPT`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Hook {
+    Pre,
+    Post,
+}
+
 /// Runs a factor's `pre`/`post` command (`sh -c`) to its end under latlab's supervisor
 /// (`latlab action-worker`): in a process group of its own that dies with the plan, even a
-/// SIGKILLed one. A Ctrl-C or SIGTERM ends it at once (its group gets SIGTERM, SIGKILL a
-/// second later) and returns false: the plan then ends as interrupted. What the command left
-/// running in the background is stopped when it ends.
-fn shell(cmd: &str, what: &str, control: &Control) -> Result<bool> {
+/// SIGKILLed one. Interrupted (Ctrl-C, SIGTERM), a `pre` hook is stopped at once and a `post`
+/// one after [`POST_AFTER_INTERRUPT`] (its group gets SIGTERM, SIGKILL a second later); false
+/// then, and the plan ends as interrupted. What the command left running in its group is
+/// stopped when it ends; the plan reaps all of it (it is their subreaper).
+fn shell(cmd: &str, what: &str, control: &Control, hook: Hook) -> Result<bool> {
     use std::os::unix::process::CommandExt;
     let err = |e: std::io::Error| Error::Env(format!("{what} '{cmd}': {e}"));
+    crate::sys::process::become_subreaper();
     let mut c = Command::new(std::env::current_exe().map_err(err)?);
     c.arg("action-worker")
         .arg(crate::sys::process::getpid().to_string())
@@ -440,22 +469,33 @@ fn shell(cmd: &str, what: &str, control: &Control) -> Result<bool> {
     crate::sys::process::die_with_us(&mut c);
     let mut child = c.spawn().map_err(err)?;
     let group = child.id() as i32;
+    let mut interrupted_at = None;
     let status = loop {
         if let Some(s) = child.try_wait().map_err(err)? {
             break Some(s);
         }
         if control.was_interrupted() {
-            break None;
+            let at = *interrupted_at.get_or_insert_with(std::time::Instant::now);
+            if hook == Hook::Pre || at.elapsed() >= POST_AFTER_INTERRUPT {
+                break None;
+            }
         }
         std::thread::sleep(Duration::from_millis(20));
     };
     crate::sys::process::signal_group(group, libc::SIGTERM);
     let t0 = std::time::Instant::now();
-    while crate::sys::process::group_alive(group) && t0.elapsed() < Duration::from_secs(1) {
+    loop {
+        // The worker reaped (it may have ended already), so an empty group reads as empty.
+        let _ = child.try_wait();
+        crate::sys::process::reap_group(group, Duration::ZERO);
+        if !crate::sys::process::group_alive(group) || t0.elapsed() >= Duration::from_secs(1) {
+            break;
+        }
         std::thread::sleep(Duration::from_millis(10));
     }
     crate::sys::process::signal_group(group, libc::SIGKILL);
     let _ = child.wait();
+    crate::sys::process::reap_group(group, Duration::from_secs(1));
     match status {
         None => Ok(false),
         Some(s) if s.success() => Ok(true),

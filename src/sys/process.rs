@@ -259,6 +259,12 @@ pub fn leads_own_group() -> bool {
     unsafe { libc::getpgrp() == libc::getpid() }
 }
 
+/// This process's parent's id.
+pub fn getppid() -> i32 {
+    // SAFETY: getppid takes no arguments and cannot fail.
+    unsafe { libc::getppid() }
+}
+
 /// This process's id.
 pub fn getpid() -> i32 {
     std::process::id() as i32

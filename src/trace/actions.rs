@@ -406,9 +406,11 @@ fn shell(cmd: &str, s: &Spike, env: &[(String, String)]) -> std::io::Result<Chil
 pub fn worker_main(parent: i32, cmd: &str) -> Result<()> {
     // Only as latlab starts it: leading a group of its own (its death kills that group, which
     // must never be a shell's or a script's).
-    if !crate::sys::process::leads_own_group() {
+    // (its parent must be the latlab named: a wrong one would end this group at once)
+    if !crate::sys::process::leads_own_group() || crate::sys::process::getppid() != parent {
         return Err(Error::Usage(
-            "action-worker is internal: latlab starts it for --on-threshold shell:".into(),
+            "action-worker is internal: latlab starts it for --on-threshold shell: and plan hooks"
+                .into(),
         ));
     }
     crate::sys::process::kill_group_when_parent_dies(parent);

@@ -35,7 +35,10 @@ pub const RESTORER: crate::io::Restorer = crate::io::Restorer {
 fn owner(p: &Path) -> Option<u32> {
     let name = p.file_name()?.to_str()?;
     let name = name.strip_suffix(PROCS_SUFFIX).unwrap_or(name);
-    name.strip_prefix("latlab-")?.parse().ok()
+    let digits = name.strip_prefix("latlab-")?;
+    // Only a name latlab makes: a pid as printed (no sign, no leading zero, not 0).
+    let pid: u32 = digits.parse().ok()?;
+    (pid > 0 && pid.to_string() == digits).then_some(pid)
 }
 
 /// Removes every latlab instance in `instances` whose process is not `alive` (never this
@@ -82,6 +85,8 @@ mod tests {
             ("latlab-7-ns4026532000", true),
             ("perf-7", true),
             ("latlab-", true),
+            ("latlab-0", true),
+            ("latlab-011626", true),
             (mine.as_str(), true),
         ];
         for (n, _) in names {

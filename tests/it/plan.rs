@@ -264,6 +264,27 @@ fn a_hook_is_stopped_by_an_interrupt_and_dies_with_a_killed_plan() {
     );
     latlab().arg("restore").journal(&journal).assert_ok();
     assert_eq!(knob_now(), k.orig);
+    // A post hook still runs after an interrupted run (it undoes what pre did).
+    let mark = dir.join("post-ran");
+    let p = dir.join("post-plan.toml");
+    std::fs::write(
+        &p,
+        format!(
+            "[measure]\ncommand = \"cyclic\"\nargs = [\"-D\", \"30s\", \"-i\", \"5ms\", \"-q\"]\n\
+             [[factor]]\nname = \"knob\"\nsysctl = \"fs.lease-break-time\"\nlevels = [\"101\"]\n\
+             post = {{ \"101\" = \"sleep 0.2; echo done > {}\" }}\n",
+            mark.display()
+        ),
+    )
+    .unwrap();
+    let child = run_plan(&p, &dir.join("j4.json")).spawn();
+    wait_for_knob_change(&k.orig);
+    // (Whether the Ctrl-C lands in the run or just before it, the post hook runs.)
+    std::thread::sleep(Duration::from_millis(500));
+    child.signal(libc::SIGINT);
+    child.finish().assert_ok();
+    assert_eq!(std::fs::read_to_string(&mark).unwrap_or_default(), "done\n");
+    assert_eq!(knob_now(), k.orig);
     // What a hook leaves running in the background is stopped when it ends.
     let plan = plan_with_hook(dir.path(), &format!("sleep {marker} >/dev/null 2>&1 &"));
     run_plan(&plan, &dir.join("j3.json")).assert_ok();
