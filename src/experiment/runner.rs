@@ -457,18 +457,11 @@ enum Hook {
 /// then, and the plan ends as interrupted. What the command left running in its group is
 /// stopped when it ends; the plan reaps all of it (it is their subreaper).
 fn shell(cmd: &str, what: &str, control: &Control, hook: Hook) -> Result<bool> {
-    use std::os::unix::process::CommandExt;
     let err = |e: std::io::Error| Error::Env(format!("{what} '{cmd}': {e}"));
     crate::sys::process::become_subreaper();
-    let mut c = Command::new(std::env::current_exe().map_err(err)?);
-    c.arg("action-worker")
-        .arg(crate::sys::process::getpid().to_string())
-        .arg(cmd)
-        .stdin(Stdio::null())
-        .process_group(0);
-    crate::sys::process::die_with_us(&mut c);
-    let mut child = c.spawn().map_err(err)?;
-    let group = child.id() as i32;
+    let mut child = crate::trace::actions::supervised(cmd)
+        .and_then(|mut c| c.spawn())
+        .map_err(err)?;
     let mut interrupted_at = None;
     let status = loop {
         if let Some(s) = child.try_wait().map_err(err)? {
@@ -482,20 +475,7 @@ fn shell(cmd: &str, what: &str, control: &Control, hook: Hook) -> Result<bool> {
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    crate::sys::process::signal_group(group, libc::SIGTERM);
-    let t0 = std::time::Instant::now();
-    loop {
-        // The worker reaped (it may have ended already), so an empty group reads as empty.
-        let _ = child.try_wait();
-        crate::sys::process::reap_group(group, Duration::ZERO);
-        if !crate::sys::process::group_alive(group) || t0.elapsed() >= Duration::from_secs(1) {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    crate::sys::process::signal_group(group, libc::SIGKILL);
-    let _ = child.wait();
-    crate::sys::process::reap_group(group, Duration::from_secs(1));
+    crate::sys::process::stop_group(&mut child, Duration::from_secs(1));
     match status {
         None => Ok(false),
         Some(s) if s.success() => Ok(true),

@@ -142,6 +142,26 @@ pub fn spawn_command(cmd: &str) -> std::io::Result<Child> {
     c.spawn()
 }
 
+/// Stops a child that leads its own process group, and everything in that group: SIGTERM to
+/// the group, SIGKILL after `grace` to what is left, the child and the group's members this
+/// process adopted (a subreaper's) reaped.
+pub fn stop_group(child: &mut Child, grace: std::time::Duration) {
+    let group = child.id() as i32;
+    signal_group(group, libc::SIGTERM);
+    let t0 = std::time::Instant::now();
+    loop {
+        // The leader reaped (it may have ended already), so an empty group reads as empty.
+        let _ = child.try_wait();
+        reap_group(group, std::time::Duration::ZERO);
+        if !group_alive(group) || t0.elapsed() >= grace {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    kill_group(child);
+    reap_group(group, grace);
+}
+
 /// Kills a child's whole process group and reaps the child.
 pub fn kill_group(child: &mut Child) {
     // SAFETY: signalling a process group we created; harmless if it is already gone.

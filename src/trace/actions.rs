@@ -363,14 +363,9 @@ impl Drop for Actions {
 /// [`KEPT_ENV`] and `env` in its environment.
 fn shell(cmd: &str, s: &Spike, env: &[(String, String)]) -> std::io::Result<Child> {
     use std::os::fd::AsFd;
-    use std::os::unix::process::CommandExt;
     let err = std::io::stderr().as_fd().try_clone_to_owned()?;
-    let exe = std::env::current_exe()?;
-    let mut c = Command::new(exe);
-    c.arg("action-worker")
-        .arg(crate::sys::process::getpid().to_string())
-        .arg(cmd)
-        .env_clear();
+    let mut c = supervised(cmd)?;
+    c.env_clear();
     for k in KEPT_ENV {
         if let Some(v) = std::env::var_os(k) {
             c.env(k, v);
@@ -392,11 +387,23 @@ fn shell(cmd: &str, s: &Spike, env: &[(String, String)]) -> std::io::Result<Chil
         .env("LATLAB_SERIES", s.series)
         .env("LATLAB_SEQ", s.seq.to_string())
         .env("LATLAB_PID", std::process::id().to_string())
+        .stdout(Stdio::from(err));
+    c.spawn()
+}
+
+/// `sh -c CMD` under latlab's supervisor ([`worker_main`]), ready to spawn: in a process group
+/// of its own that dies with this process (even SIGKILLed), stdin closed. For `shell:` actions
+/// and a plan's hooks.
+pub fn supervised(cmd: &str) -> std::io::Result<Command> {
+    use std::os::unix::process::CommandExt;
+    let mut c = Command::new(std::env::current_exe()?);
+    c.arg("action-worker")
+        .arg(crate::sys::process::getpid().to_string())
+        .arg(cmd)
         .stdin(Stdio::null())
-        .stdout(Stdio::from(err))
         .process_group(0);
     crate::sys::process::die_with_us(&mut c);
-    c.spawn()
+    Ok(c)
 }
 
 /// The hidden `latlab action-worker PARENT CMD`: runs `sh -c CMD` in this process's group (which
