@@ -89,8 +89,12 @@ pub fn count(
             s.name, s.unit
         )));
     }
-    for s in &chosen {
-        consistent(s, name, &hdr_of(s, name)?)?;
+    let hdrs = chosen
+        .iter()
+        .map(|s| hdr_of(s, name))
+        .collect::<Result<Vec<_>>>()?;
+    for (s, hdr) in chosen.iter().zip(&hdrs) {
+        consistent(s, name, hdr)?;
     }
     let summarised: u64 = chosen.iter().map(|s| s.summary.count).sum();
     let max_of = chosen.iter().map(|s| s.summary.max_ns).max().unwrap_or(0);
@@ -132,9 +136,8 @@ pub fn count(
     }
     let (mut n, mut lo, mut hi, mut max) = (0u64, 0u64, 0u64, 0u64);
     let mut parts = Vec::new();
-    for s in &chosen {
+    for (s, hdr) in chosen.iter().zip(&hdrs) {
         let h = &s.histogram;
-        let hdr = hdr_of(s, name)?;
         let smax = s.summary.max_ns;
         max = max.max(smax);
         for &[v, c] in &h.buckets {
