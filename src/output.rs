@@ -293,6 +293,17 @@ pub fn write_patiently(
     Ok(())
 }
 
+/// Quotes a word for a POSIX shell, only when it needs it (a path in a command to copy).
+pub fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=,+@%^".contains(c))
+    {
+        return s.to_string();
+    }
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -193,7 +193,19 @@ impl Keeper {
             .iter()
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();
-        self.keep_tagged(run, &extra)?;
+        if let Err(e) = self.keep_tagged(run, &extra) {
+            // The store refused it: kept in a file instead, never lost.
+            let mut tags = self.tags.clone();
+            tags.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+            let first = self.store.as_ref().and_then(|st| st.rescue_dir());
+            return Err(Error::Env(match crate::store::rescue(run, &tags, first) {
+                Ok(p) => {
+                    let p = crate::output::shell_quote(&p.display().to_string());
+                    format!("{e}; the run is kept in {p} (`latlab runs import {p}` stores it)")
+                }
+                Err(why) => format!("{e}; the run could not be kept in a file either ({why})"),
+            }));
+        }
         if let Some(st) = self.store.as_ref() {
             crate::note!("latlab: run {} stored in {}", run.id, st.location());
         }

@@ -73,8 +73,8 @@ impl std::io::Write for ClosedPipe {
     }
 }
 
-/// A store that fails every save.
-struct BrokenStore;
+/// A store that fails every save (a run it refuses is kept in its directory).
+struct BrokenStore(std::path::PathBuf);
 
 impl Store for BrokenStore {
     fn save(&mut self, _: &Run, _: &BTreeMap<String, String>) -> Result<bool> {
@@ -94,6 +94,9 @@ impl Store for BrokenStore {
     }
     fn location(&self) -> String {
         "nowhere".into()
+    }
+    fn rescue_dir(&self) -> Option<std::path::PathBuf> {
+        Some(self.0.clone())
     }
 }
 
@@ -184,6 +187,7 @@ fn a_store_that_fails_after_the_json_was_written_keeps_the_json() {
     let json = dir.path().join("run.json");
     let common = Common {
         json: Some(json.clone()),
+        tags: vec!["who=test".into()],
         ..Common::default()
     };
     let (fake, _) = Fake::new();
@@ -195,7 +199,7 @@ fn a_store_that_fails_after_the_json_was_written_keeps_the_json() {
         Io {
             control: Control::default(),
             stdout: &mut out,
-            store: Some(Box::new(BrokenStore)),
+            store: Some(Box::new(BrokenStore(dir.path().join("unstored")))),
             exiting: false,
         },
     );
@@ -203,6 +207,16 @@ fn a_store_that_fails_after_the_json_was_written_keeps_the_json() {
     assert!(e.to_string().contains("the store went away"), "{e}");
     let run = read_json(&json);
     assert_eq!(run["kind"], "fake");
+    // The run the store refused is kept as a bundle the error names, with its tags.
+    let kept = dir
+        .path()
+        .join("unstored")
+        .join(format!("{}.json", run["id"].as_str().unwrap()));
+    assert!(e.to_string().contains(&kept.display().to_string()), "{e}");
+    let b: crate::store::Bundle = serde_json::from_value(read_json(&kept)).unwrap();
+    assert_eq!(b.runs.len(), 1);
+    assert_eq!(b.runs[0].run["id"], run["id"]);
+    assert_eq!(b.runs[0].tags.get("who").map(String::as_str), Some("test"));
     // The text was still shown.
     assert!(String::from_utf8(out).unwrap().contains("fake run "));
 }

@@ -128,6 +128,11 @@ pub trait Store {
     fn delete(&mut self, id: &str) -> Result<()>;
     /// Where the store is, for messages.
     fn location(&self) -> String;
+    /// Where a run this store refused is kept instead ([`rescue`]); None: beside the default
+    /// store, else in a private temporary directory.
+    fn rescue_dir(&self) -> Option<PathBuf> {
+        None
+    }
 }
 
 /// The indexed columns of a stored run, taken from its JSON (which is kept whole beside them).
@@ -253,6 +258,71 @@ pub fn default_path() -> PathBuf {
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
         .unwrap_or_else(|| PathBuf::from("."));
     base.join("latlab/results.db")
+}
+
+/// Keeps a run its store refused (locked past the wait, full, gone) as a one-run bundle, so
+/// nothing measured is lost: `unstored/ID.json` beside the default store, else in a directory
+/// of this user's own under the temporary directory. `latlab runs import FILE` stores it
+/// later. `first` (the store's [`Store::rescue_dir`]) is tried before those. Returns the
+/// file, or why no place took it.
+pub fn rescue(
+    run: &Run,
+    tags: &BTreeMap<String, String>,
+    first: Option<PathBuf>,
+) -> std::result::Result<PathBuf, String> {
+    let entry = BundleEntry {
+        run: serde_json::to_value(run).map_err(|e| e.to_string())?,
+        tags: tags.clone(),
+    };
+    let b = Bundle {
+        format: BUNDLE_FORMAT.into(),
+        runs: vec![entry],
+    };
+    let text = serde_json::to_string_pretty(&b).map_err(|e| e.to_string())? + "\n";
+    let name: String = run
+        .id
+        .chars()
+        .map(|c| match c {
+            'a'..='z' | 'A'..='Z' | '0'..='9' | '-' | '_' | '.' => c,
+            _ => '_',
+        })
+        .collect();
+    let name = format!("{}.json", name.trim_start_matches('.'));
+    let mut tried = Vec::new();
+    let beside = default_path().with_file_name("unstored");
+    let uid = crate::sys::sched::euid();
+    let own = std::env::temp_dir().join(format!("latlab-unstored-{uid}"));
+    let places = first.map(|d| (d, false)).into_iter();
+    for (dir, private) in places.chain([(beside, false), (own, true)]) {
+        let made = if private {
+            private_dir(&dir, uid)
+        } else {
+            std::fs::create_dir_all(&dir)
+        };
+        let path = dir.join(&name);
+        match made.and_then(|()| crate::output::write_atomic(&path, text.as_bytes())) {
+            Ok(()) => return Ok(path),
+            Err(e) => tried.push(format!("{}: {e}", dir.display())),
+        }
+    }
+    Err(tried.join("; "))
+}
+
+/// A directory only `uid` can write (created 0700; one already there must be a directory of
+/// its own, not a link another user planted in a shared directory).
+fn private_dir(dir: &std::path::Path, uid: u32) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(e),
+        _ => {}
+    }
+    let m = std::fs::symlink_metadata(dir)?;
+    if !m.is_dir() || m.uid() != uid || m.mode() & 0o022 != 0 {
+        return Err(std::io::Error::other(
+            "not a directory of this user's own that only it can write",
+        ));
+    }
+    Ok(())
 }
 
 /// A store named on the command line or in `$LATLAB_STORE`, by form.

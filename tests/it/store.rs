@@ -558,3 +558,77 @@ fn a_stored_run_is_synced_before_it_is_reported_and_the_file_alone_holds_it() {
     let listed = runs(&store_arg(&copy), &["list", "--kind", "cyclic"]).stdout;
     assert_eq!(listed.matches("cyclic").count(), 2, "{listed}");
 }
+
+/// A store that refuses the result at the end of a run (here: its files made immutable after
+/// it was opened) loses nothing: the run is kept as a one-run bundle beside the default store,
+/// the error names that file (exit 3), and `runs import` stores it.
+#[test]
+fn a_run_its_store_refuses_is_kept_in_a_file_that_imports() {
+    if !crate::util::is_root() || !have("chattr") {
+        skip(&test_name(), "needs root and chattr (e2fsprogs)");
+        return;
+    }
+    let dir = Dir::new();
+    let db = dir.join("runs.db");
+    let xdg = dir.join("xdg");
+    let mut run = latlab();
+    run.args(["cyclic", "-D", "3s", "-i", "1000us", "-q", "--store"])
+        .arg(store_arg(&db))
+        .env("XDG_DATA_HOME", &xdg);
+    let mut running = run.spawn();
+    let wal = dir.join("runs.db-wal");
+    running.wait_until("the store open", |_| wal.exists());
+    let frozen = Immutable(vec![db.clone(), wal.clone()]);
+    if !frozen.set("+i") {
+        running.kill();
+        skip(
+            &test_name(),
+            "chattr +i is not supported on this file system",
+        );
+        return;
+    }
+    let out = running.finish();
+    drop(frozen);
+    out.assert_exit(3);
+    let kept: Vec<_> = std::fs::read_dir(xdg.join("latlab/unstored"))
+        .unwrap_or_else(|e| panic!("no unstored directory ({e}): {out}"))
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    let file = kept[0].display().to_string();
+    assert!(
+        out.stderr.contains(&file) && out.stderr.contains("runs import"),
+        "{out}"
+    );
+    let other = store_arg(&dir.join("other.db"));
+    latlab()
+        .args(["runs", "import", "--store", &other, &file])
+        .output()
+        .assert_ok();
+    let listed = runs(&other, &["list"]);
+    let id = kept[0].file_stem().unwrap().to_string_lossy().into_owned();
+    assert!(
+        listed.stdout.contains(&id) && listed.stdout.contains("cyclic"),
+        "{listed}"
+    );
+}
+
+/// Files made immutable (`chattr +i`) until dropped, whatever the test does in between.
+struct Immutable(Vec<std::path::PathBuf>);
+
+impl Immutable {
+    fn set(&self, flag: &str) -> bool {
+        std::process::Command::new("chattr")
+            .arg(flag)
+            .args(&self.0)
+            .status()
+            .is_ok_and(|s| s.success())
+    }
+}
+
+impl Drop for Immutable {
+    fn drop(&mut self) {
+        self.set("-i");
+    }
+}
