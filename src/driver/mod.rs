@@ -237,6 +237,9 @@ impl ctx::Keep for Keeper {
     }
 }
 
+/// How long a store may take to open before latlab says it is waiting.
+const STORE_PATIENCE: Duration = Duration::from_secs(2);
+
 /// Opens the store on a helper thread, waiting for it only while no signal has come: a
 /// server that does not answer (PostgreSQL's connect waits up to 5 s) or a SQLite file
 /// another process holds locked cannot keep a Ctrl-C waiting. Interrupted, the run goes on
@@ -255,7 +258,15 @@ fn open_unless_interrupted(
             let _ = tx.send(crate::store::open_send(spec.as_deref()));
         })
         .map_err(|e| crate::rt::start_error("cannot start a thread to open the store", e))?;
+    let (t0, mut said) = (std::time::Instant::now(), false);
     loop {
+        if !said && t0.elapsed() > STORE_PATIENCE {
+            said = true;
+            crate::note!(
+                "latlab: waiting for the store to open (another process holds it locked, or \
+                 its server is slow to answer); SQLite waits up to 30 s"
+            );
+        }
         match rx.recv_timeout(Duration::from_millis(20)) {
             Ok(r) => return r.map(|s| Some(s as Box<dyn crate::store::Store>)),
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {

@@ -632,3 +632,32 @@ impl Drop for Immutable {
         self.set("-i");
     }
 }
+
+/// A store another process holds locked: latlab says it is waiting (instead of a silent
+/// wait of up to 30 s), then stores the run once the lock is released.
+#[test]
+fn a_locked_store_is_waited_for_out_loud() {
+    let dir = Dir::new();
+    let db = dir.join("locked.db");
+    let s = store_arg(&db);
+    measure(&s, &[]);
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    let running = latlab()
+        .args(["cyclic", "-l", "5", "-i", "200us", "-q", "--store", &s])
+        .spawn();
+    std::thread::sleep(Duration::from_secs(4));
+    conn.execute_batch("COMMIT").unwrap();
+    drop(conn);
+    let out = running.finish();
+    out.assert_ok();
+    assert!(
+        out.stderr.contains("waiting for the store to open"),
+        "{out}"
+    );
+    let n: i64 = rusqlite::Connection::open(&db)
+        .unwrap()
+        .query_row("SELECT count(*) FROM runs", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(n, 2);
+}
