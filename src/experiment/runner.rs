@@ -483,6 +483,11 @@ fn shell(cmd: &str, what: &str, control: &Control, hook: Hook) -> Result<bool> {
             let s = s
                 .code()
                 .map_or_else(|| s.to_string(), |c| format!("exit status: {c}"));
+            if control.was_interrupted() {
+                // The plan ends as interrupted; that the hook failed is still said.
+                crate::note!("latlab: {what} '{cmd}' failed ({s}) after the interrupt");
+                return Ok(false);
+            }
             Err(Error::Env(format!("{what} '{cmd}' failed ({s})")))
         }
     }

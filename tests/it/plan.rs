@@ -285,6 +285,25 @@ fn a_hook_is_stopped_by_an_interrupt_and_dies_with_a_killed_plan() {
     child.finish().assert_ok();
     assert_eq!(std::fs::read_to_string(&mark).unwrap_or_default(), "done\n");
     assert_eq!(knob_now(), k.orig);
+    // A post hook that interrupts its own plan (its parent is latlab's supervisor, whose
+    // parent is the plan) and then fails: the plan ends as interrupted and says so.
+    let p = dir.join("failing-post.toml");
+    std::fs::write(
+        &p,
+        "[measure]\ncommand = \"cyclic\"\nargs = [\"-l\", \"50\", \"-i\", \"1ms\", \"-q\"]\n\
+         [[factor]]\nname = \"knob\"\nsysctl = \"fs.lease-break-time\"\nlevels = [\"101\"]\n\
+         post = { \"101\" = \"kill -INT $(ps -o ppid= -p $PPID); sleep 0.3; exit 7\" }\n",
+    )
+    .unwrap();
+    let out = run_plan(&p, &dir.join("j5.json")).output();
+    out.assert_ok();
+    assert!(out.stdout.contains("(interrupted)"), "{out}");
+    assert!(
+        out.stderr
+            .contains("failed (exit status: 7) after the interrupt"),
+        "{out}"
+    );
+    assert_eq!(knob_now(), k.orig);
     // What a hook leaves running in the background is stopped when it ends.
     let plan = plan_with_hook(dir.path(), &format!("sleep {marker} >/dev/null 2>&1 &"));
     run_plan(&plan, &dir.join("j3.json")).assert_ok();
