@@ -155,7 +155,16 @@ fn rt_tests(tool: Tool, text: &str, file: &str) -> Result<Run> {
         let mut beyond: Option<(u64, u64)> = None;
         if pairs.is_empty() {
             // Only cyclictest can be asked for one (-h N); the others keep none or always do.
-            let hint = if tool == Tool::Cyclictest {
+            let asked = t["histogram"].is_object();
+            let hint = if tool == Tool::Cyclictest && asked && cycles.unwrap_or(0) > 0 {
+                // -h was given, but every sample lay beyond its range.
+                format!(
+                    " left: its -h histogram is empty, all {} samples lie beyond it (the \
+                     smallest is {} us; run cyclictest with a larger -h)",
+                    cycles.unwrap_or(0),
+                    min.map_or(0.0, |m| m as f64 / 1e3)
+                )
+            } else if tool == Tool::Cyclictest {
                 format!(" (run {} with -h/--histogram to keep one)", tool.name())
             } else {
                 format!(" ({} keeps none)", tool.name())
@@ -393,6 +402,32 @@ mod tests {
             r[0].warnings
         );
         assert!(s.summary.percentiles.p99_99 <= s.summary.max_ns);
+    }
+
+    #[test]
+    fn a_histogram_every_sample_overflowed_is_told_apart_from_none() {
+        // Real cyclictest -h 1 output: every sample lay beyond the 1 µs histogram.
+        let asked = r#"{"file_version": 1, "thread": {"0": {"histogram": {}, "cycles": 100,
+            "min": 14, "max": 286, "avg": 21.91, "cpu": 0, "node": 0}}}"#;
+        let r = parse(Tool::Cyclictest, asked, "ct.json", 10).unwrap();
+        assert!(
+            r[0].warnings
+                .iter()
+                .any(|w| w.contains("all 100 samples lie beyond it")
+                    && w.contains("larger -h")
+                    && !w.contains("to keep one")),
+            "{:?}",
+            r[0].warnings
+        );
+        let none = asked.replace(r#""histogram": {}, "#, "");
+        let r = parse(Tool::Cyclictest, &none, "ct.json", 10).unwrap();
+        assert!(
+            r[0].warnings
+                .iter()
+                .any(|w| w.contains("with -h/--histogram to keep one")),
+            "{:?}",
+            r[0].warnings
+        );
     }
 
     #[test]
