@@ -11,56 +11,19 @@ use crate::stats::dist::Dist;
 
 /// The HDR layout of a series' histogram, for its buckets' bounds.
 fn hdr_of(s: &crate::result::Series, name: &str) -> Result<hdrhistogram::Histogram<u64>> {
-    let h = &s.histogram;
-    hdrhistogram::Histogram::<u64>::new_with_bounds(
-        h.lowest_ns.max(1),
-        h.highest_ns.max(2 * h.lowest_ns.max(1)),
-        h.significant_digits.clamp(1, 5),
-    )
-    .map_err(|e| Error::Usage(format!("{name}: series {}: bad histogram: {e}", s.name)))
+    crate::result::check::layout(&s.histogram)
+        .map_err(|e| Error::Usage(format!("{name}: series {}: {e}", s.name)))
 }
 
 /// Refuses a series whose figures contradict each other (an edited or corrupt result): a
-/// verdict counted on it would be anything, bounds inverted included. Its histogram must hold
-/// its count (an import records what fell beyond the tool's histogram at the exact maximum),
-/// none of it above its exact maximum, and its minimum must not exceed its maximum.
+/// verdict counted on it would be anything, bounds inverted included.
 fn consistent(
     s: &crate::result::Series,
     name: &str,
     hdr: &hdrhistogram::Histogram<u64>,
 ) -> Result<()> {
-    let bad = |why: String| Err(Error::Usage(format!("{name}: series {}: {why}", s.name)));
-    let sum = s
-        .histogram
-        .buckets
-        .iter()
-        .try_fold(0u64, |a, b| a.checked_add(b[1]));
-    // (No histogram at all is a tool that kept none: `count` says why it cannot be judged.)
-    if !s.histogram.buckets.is_empty() && sum != Some(s.summary.count) {
-        return bad(format!(
-            "its count ({}) contradicts its histogram ({})",
-            s.summary.count,
-            sum.map_or("more than 2^64 samples".into(), |n| format!("{n} samples"))
-        ));
-    }
-    if s.summary.count > 0 && s.summary.min_ns > s.summary.max_ns {
-        return bad(format!(
-            "its minimum ({} ns) exceeds its maximum ({} ns)",
-            s.summary.min_ns, s.summary.max_ns
-        ));
-    }
-    if let Some(b) = s
-        .histogram
-        .buckets
-        .iter()
-        .find(|b| b[1] > 0 && hdr.lowest_equivalent(b[0]) > s.summary.max_ns)
-    {
-        return bad(format!(
-            "its histogram holds samples at {} ns, above its maximum ({} ns)",
-            b[0], s.summary.max_ns
-        ));
-    }
-    Ok(())
+    crate::result::check::series_figures(s, Some(hdr))
+        .map_err(|why| Error::Usage(format!("{name}: series {}: {why}", s.name)))
 }
 
 /// Counts one run: (counts, its distribution in µs when it has a histogram, its exact maximum

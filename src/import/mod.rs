@@ -238,7 +238,7 @@ pub fn run(
             .and_then(|runs| {
                 // Every run of the file reads back as stored before any is kept.
                 for r in &runs {
-                    r.check_counts()
+                    r.check_figures()
                         .and_then(|_| crate::result::check_round_trip(r))
                         .map_err(|e| bad(&name, e))?;
                 }

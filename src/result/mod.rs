@@ -1,6 +1,7 @@
 //! The one result model every measurement produces (`Run` with its `Series`), serialised as
 //! JSON schema v1 (docs/json-schema.md).
 
+pub mod check;
 pub mod env;
 pub mod kind;
 pub mod qualification;
@@ -112,7 +113,7 @@ impl Run {
                 crate::result::SCHEMA
             )));
         }
-        run.check_counts()
+        run.check_figures()
             .map_err(|e| crate::Error::Usage(format!("{name}: {e}")))?;
         Ok(run)
     }
@@ -121,28 +122,8 @@ impl Run {
     /// passes this before a store keeps it, so a stored run always reads back.
     pub fn from_stored(text: &str) -> std::result::Result<Run, String> {
         let run: Run = serde_json::from_str(text).map_err(|e| e.to_string())?;
-        run.check_counts()?;
+        run.check_figures()?;
         Ok(run)
-    }
-
-    /// Refuses histograms whose counts do not fit in 64 bits once added up (they would wrap).
-    pub fn check_counts(&self) -> std::result::Result<(), String> {
-        let mut all = 0u64;
-        for s in &self.series {
-            let mut n = 0u64;
-            for [v, c] in &s.histogram.buckets {
-                n = n.checked_add(*c).ok_or_else(|| {
-                    format!(
-                        "series {}: histogram counts overflow (bucket {v} ns holds {c})",
-                        s.name
-                    )
-                })?;
-            }
-            all = all
-                .checked_add(n)
-                .ok_or_else(|| format!("series {}: histogram counts overflow", s.name))?;
-        }
-        Ok(())
     }
 
     /// A run of `kind` that started at `started` and ends now: id, times and duration filled

@@ -576,7 +576,7 @@ pub fn redact_env(spec: &str) -> String {
 pub fn check_imported(run: &serde_json::Value, what: &str) -> Result<()> {
     let r: Run = serde_json::from_value(run.clone())
         .map_err(|e| Error::Usage(format!("{what}: not a latlab run: {e}")))?;
-    r.check_counts()
+    r.check_figures()
         .map_err(|e| Error::Usage(format!("{what}: {e}")))
 }
 

@@ -278,3 +278,88 @@ fn a_read_only_command_never_creates_a_store() {
         db.display()
     );
 }
+
+/// A result edited so its figures contradict each other (a maximum below its minimum, a count
+/// its histogram does not hold) is refused by `compare` and `runs import` as `gate` refuses it
+/// (exit 2 naming the file and the series), never compared, "proven" better, or stored.
+#[test]
+fn results_whose_figures_contradict_each_other_are_refused_everywhere() {
+    let d = Dir::new();
+    let good = d.join("good.json");
+    latlab()
+        .args([
+            "cyclic",
+            "-l",
+            "300",
+            "-i",
+            "200us",
+            "-q",
+            "--no-store",
+            "--json",
+        ])
+        .arg(&good)
+        .output()
+        .assert_ok();
+    let run = read_json(&good);
+    let edited = |name: &str, edit: &dyn Fn(&mut serde_json::Value)| {
+        let mut r = run.clone();
+        edit(&mut r["series"][0]);
+        let p = d.join(name);
+        std::fs::write(&p, r.to_string()).unwrap();
+        (p, r)
+    };
+    let cases = [
+        edited("lowmax.json", &|s| s["max_ns"] = 5.into()),
+        edited("count.json", &|s| s["count"] = 77.into()),
+        edited("mean.json", &|s| s["mean_ns"] = (-3.5).into()),
+    ];
+    let store = format!("sqlite:{}", d.join("s.db").display());
+    for ((p, r), want) in cases.iter().zip([
+        "exceeds its maximum",
+        "contradicts its histogram",
+        "is negative",
+    ]) {
+        let name = p.file_name().unwrap().to_str().unwrap();
+        let out = latlab()
+            .args(["compare", "--assume-independent-samples"])
+            .arg(&good)
+            .arg(p)
+            .env("LATLAB_STORE", &store)
+            .output();
+        out.assert_exit(2);
+        assert!(
+            out.stderr.contains(name)
+                && out.stderr.contains("series T0")
+                && out.stderr.contains(want),
+            "{out}"
+        );
+        let bundle = d.join(format!("bundle-{name}"));
+        let b = serde_json::json!({"format": "latlab.bundle/1", "runs": [{"run": r, "tags": {}}]});
+        std::fs::write(&bundle, b.to_string()).unwrap();
+        let out = latlab()
+            .args(["runs", "import", "--store", &store])
+            .arg(&bundle)
+            .output();
+        out.assert_exit(2);
+        assert!(
+            out.stderr.contains(want) && out.stderr.contains("nothing imported"),
+            "{out}"
+        );
+    }
+    // The untouched result still compares and imports.
+    latlab()
+        .args(["compare", "--assume-independent-samples"])
+        .arg(format!("a={}", good.display()))
+        .arg(format!("b={}", good.display()))
+        .env("LATLAB_STORE", &store)
+        .output()
+        .assert_ok();
+    let bundle = d.join("bundle-good.json");
+    let b = serde_json::json!({"format": "latlab.bundle/1", "runs": [{"run": run, "tags": {}}]});
+    std::fs::write(&bundle, b.to_string()).unwrap();
+    latlab()
+        .args(["runs", "import", "--store", &store])
+        .arg(&bundle)
+        .output()
+        .assert_ok();
+}

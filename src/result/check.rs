@@ -1,0 +1,179 @@
+//! Whether a result's figures agree with each other: an edited or corrupt file (a maximum
+//! below its minimum, a count its histogram does not hold) must be refused where it is read,
+//! not compared, judged or stored as if it had been measured.
+
+use super::{Run, Series};
+use crate::stats::HistogramData;
+
+/// The HDR layout a series' histogram was recorded with, for its buckets' bounds.
+pub fn layout(h: &HistogramData) -> Result<hdrhistogram::Histogram<u64>, String> {
+    hdrhistogram::Histogram::<u64>::new_with_bounds(
+        h.lowest_ns.max(1),
+        h.highest_ns.max(2 * h.lowest_ns.max(1)),
+        h.significant_digits.clamp(1, 5),
+    )
+    .map_err(|e| format!("bad histogram: {e}"))
+}
+
+/// Refuses a series whose figures contradict each other. Its histogram must hold its count (an
+/// import records what fell beyond the tool's histogram at the exact maximum), none of it
+/// above its exact maximum or the histogram's range; its minimum must not exceed its maximum;
+/// a latency's mean is not negative. `hdr` is the histogram's [`layout`], when already built.
+pub fn series_figures(
+    s: &Series,
+    hdr: Option<&hdrhistogram::Histogram<u64>>,
+) -> Result<(), String> {
+    let sum = s
+        .histogram
+        .buckets
+        .iter()
+        .try_fold(0u64, |a, b| a.checked_add(b[1]));
+    // (No histogram at all is a tool that kept none.)
+    if !s.histogram.buckets.is_empty() && sum != Some(s.summary.count) {
+        return Err(format!(
+            "its count ({}) contradicts its histogram ({})",
+            s.summary.count,
+            sum.map_or("more than 2^64 samples".into(), |n| format!("{n} samples"))
+        ));
+    }
+    if s.summary.count > 0 && s.summary.min_ns > s.summary.max_ns {
+        return Err(format!(
+            "its minimum ({} ns) exceeds its maximum ({} ns)",
+            s.summary.min_ns, s.summary.max_ns
+        ));
+    }
+    if s.unit == "ns" && s.summary.mean_ns < 0.0 {
+        return Err(format!("its mean ({} ns) is negative", s.summary.mean_ns));
+    }
+    // A bucket's value is the highest of its range, so one may lie a little above the exact
+    // maximum (or the histogram's highest value); only its range's lowest value may not. The
+    // layout is only needed when some bucket lies above either.
+    // (`noise` leaves the gaps its own RT throttling made out of its maximum, not out of its
+    // histogram: their maximum is `max_with_own_gaps_ns`.)
+    let max = s
+        .extra
+        .as_ref()
+        .and_then(|e| e.get("max_with_own_gaps_ns"))
+        .and_then(serde_json::Value::as_u64)
+        .map_or(s.summary.max_ns, |m| m.max(s.summary.max_ns));
+    let odd = |b: &&[u64; 2]| b[1] > 0 && (b[0] > max || b[0] > s.histogram.highest_ns);
+    if s.histogram.buckets.iter().any(|b| odd(&b)) {
+        let built;
+        let hdr = match hdr {
+            Some(h) => h,
+            None => {
+                built = layout(&s.histogram)?;
+                &built
+            }
+        };
+        let top = hdr.highest_equivalent(hdr.high());
+        for b in s.histogram.buckets.iter().filter(odd) {
+            if b[0] > top {
+                return Err(format!(
+                    "its histogram holds samples at {} ns, beyond its highest trackable value ({} ns)",
+                    b[0],
+                    hdr.high()
+                ));
+            }
+            if hdr.lowest_equivalent(b[0]) > max {
+                return Err(format!(
+                    "its histogram holds samples at {} ns, above its maximum ({max} ns)",
+                    b[0]
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+impl Run {
+    /// Refuses a run whose figures contradict each other: histogram counts that would wrap
+    /// once added up, and every series' [`series_figures`].
+    pub fn check_figures(&self) -> Result<(), String> {
+        let mut all = 0u64;
+        for s in &self.series {
+            let mut n = 0u64;
+            for [v, c] in &s.histogram.buckets {
+                n = n.checked_add(*c).ok_or_else(|| {
+                    format!(
+                        "series {}: histogram counts overflow (bucket {v} ns holds {c})",
+                        s.name
+                    )
+                })?;
+            }
+            all = all
+                .checked_add(n)
+                .ok_or_else(|| format!("series {}: histogram counts overflow", s.name))?;
+            series_figures(s, None).map_err(|why| format!("series {}: {why}", s.name))?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::summary::Recorder;
+
+    fn series(values: &[u64]) -> Series {
+        let mut r = Recorder::new();
+        for &v in values {
+            r.record(v);
+        }
+        let (summary, h) = r.summary_and_data();
+        Series::from_summary("T0".into(), summary, h)
+    }
+
+    #[test]
+    fn a_recorded_series_passes_and_each_contradiction_is_named() {
+        // Values whose buckets' top lies above the exact maximum pass.
+        let good = series(&[1_000, 123_457, 99_999_999, 3_600_000_000_000]);
+        assert_eq!(series_figures(&good, None), Ok(()));
+        let mut no_hist = good.clone();
+        no_hist.histogram.buckets.clear();
+        assert_eq!(series_figures(&no_hist, None), Ok(()));
+
+        let mut s = good.clone();
+        s.summary.count += 1;
+        assert!(series_figures(&s, None)
+            .unwrap_err()
+            .contains("contradicts its histogram"));
+        let mut s = good.clone();
+        s.summary.min_ns = s.summary.max_ns + 1;
+        assert!(series_figures(&s, None)
+            .unwrap_err()
+            .contains("exceeds its maximum"));
+        let mut s = good.clone();
+        s.summary.mean_ns = -1.0;
+        assert!(series_figures(&s, None).unwrap_err().contains("negative"));
+        let mut s = series(&[1_000, 2_000, 500_000]);
+        s.summary.max_ns = 2_000;
+        let e = series_figures(&s, None).unwrap_err();
+        assert!(e.contains("above its maximum (2000 ns)"), "{e}");
+        // noise's maximum leaves its own throttling gaps out; its histogram keeps them.
+        let mut s = series(&[1_000, 2_000, 500_000]);
+        s.summary.max_ns = 2_000;
+        s.extra = Some(serde_json::json!({"max_with_own_gaps_ns": 500_000}));
+        assert_eq!(series_figures(&s, None), Ok(()));
+        let mut s = series(&[1_000, 2_000]);
+        s.histogram.buckets[1][0] = u64::MAX / 2;
+        s.summary.max_ns = u64::MAX;
+        let e = series_figures(&s, None).unwrap_err();
+        assert!(e.contains("beyond its highest trackable value"), "{e}");
+    }
+
+    #[test]
+    fn a_run_names_the_series() {
+        let mut run = crate::result::Run::new(
+            "cyclic",
+            std::time::SystemTime::now(),
+            vec![],
+            serde_json::Value::Null,
+            crate::result::Environment::capture(),
+        );
+        run.series.push(series(&[5, 6, 7]));
+        assert_eq!(run.check_figures(), Ok(()));
+        run.series[0].summary.max_ns = 1;
+        assert!(run.check_figures().unwrap_err().starts_with("series T0: "));
+    }
+}
