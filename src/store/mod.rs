@@ -427,7 +427,9 @@ pub fn open_send(spec: Option<&str>) -> Result<Box<dyn Store + Send>> {
 }
 
 /// As [`open`], for commands that only read (list, show, export, compare, gate, report): a
-/// SQLite store that does not exist yet is an empty one, and no file is created for it.
+/// SQLite store that does not exist yet is an empty one, and no file is created for it; one
+/// named with `--store` is said to be missing (a mistyped path must not read as "no runs"
+/// without a word).
 pub fn open_for_reading(spec: Option<&str>) -> Result<Box<dyn Store>> {
     let (given, from) = match spec {
         Some(s) => (Some(s.to_string()), "--store"),
@@ -439,6 +441,12 @@ pub fn open_for_reading(spec: Option<&str>) -> Result<Box<dyn Store>> {
         Some(Spec::Postgres(_)) => return open(spec),
     };
     if std::fs::symlink_metadata(&path).is_err() {
+        if spec.is_some() {
+            crate::note!(
+                "latlab: --store: no store at {} yet: read as empty (a measurement creates it; check the path)",
+                path.display()
+            );
+        }
         return Ok(Box::new(sqlite::SqliteStore::open_empty(&path)?));
     }
     open(spec)

@@ -270,8 +270,28 @@ fn a_read_only_command_never_creates_a_store() {
         .arg("-o")
         .arg(d.join("f.html"))
         .assert_exit(2);
-    latlab().words("runs list --store").arg(&store).assert_ok();
-    latlab().words("runs check --store").arg(&store).assert_ok();
+    // A store named but not there reads as empty, and says so (a mistyped path).
+    for cmd in [
+        "runs list --store",
+        "runs check --store",
+        "runs export --all --store",
+    ] {
+        let out = latlab().words(cmd).arg(&store).output();
+        out.assert_ok();
+        assert!(out.stderr.contains("no store at"), "{out}");
+    }
+    // The configured store (or the default one) before the first run: empty, not created.
+    latlab()
+        .words("runs list")
+        .env("LATLAB_STORE", &store)
+        .assert_ok();
+    let home = d.join("home");
+    latlab()
+        .words("runs list")
+        .env_remove("LATLAB_STORE")
+        .env("XDG_DATA_HOME", &home)
+        .assert_ok();
+    assert!(!home.exists(), "runs list created the default store");
     assert!(
         !db.exists(),
         "a command that only reads created {}",
