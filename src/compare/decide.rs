@@ -5,7 +5,7 @@
 
 use super::inputs::Source;
 use crate::stats::dist::Dist;
-use statrs::distribution::{ContinuousCDF, Normal};
+use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
 
 /// The share of a run's planned samples kept in reserve for overruns when sizing a run: runs
 /// under load here lost up to 1 % of their wake-ups to overruns; 5 % leaves room.
@@ -13,7 +13,10 @@ pub const OVERRUN_RESERVE: f64 = 0.05;
 
 /// Runs of each level that would show the observed change between per-run figures `b` and
 /// `v` (on their logs when `log`) with 80 % power at the two-sided `level`, at the spread the
-/// runs show. None when the runs show no change or no spread.
+/// runs show: the t test's own quantiles at the degrees of freedom of that many runs (the
+/// normal approximation promised 2 runs where 2 had just failed), and always more runs than
+/// the comparison had (it was called because they did not decide). None when the runs show
+/// no change or no spread.
 pub fn runs_for(b: &[f64], v: &[f64], log: bool, level: f64) -> Option<String> {
     let tr = |x: &[f64]| -> Dist {
         Dist::from_values(x.iter().map(|&y| if log { y.ln() } else { y }).collect())
@@ -32,7 +35,23 @@ pub fn runs_for(b: &[f64], v: &[f64], log: bool, level: f64) -> Option<String> {
     }
     let z = Normal::new(0.0, 1.0).ok()?;
     let k = z.inverse_cdf(1.0 - (1.0 - level) / 2.0) + z.inverse_cdf(0.8);
-    let n = (k * k * s2 / (d * d)).ceil().max(2.0);
+    let need = |k: f64| (k * k * s2 / (d * d)).ceil().max(2.0);
+    let mut n = need(k);
+    // n runs of each level: a t test of 2n - 2 degrees of freedom. From the normal count up
+    // (more runs, more degrees of freedom, smaller quantiles): the first count that does not
+    // grow is kept, erring towards more runs.
+    for _ in 0..30 {
+        if n > 1000.0 {
+            break;
+        }
+        let t = StudentsT::new(0.0, 1.0, 2.0 * n - 2.0).ok()?;
+        let next = need(t.inverse_cdf(1.0 - (1.0 - level) / 2.0) + t.inverse_cdf(0.8));
+        if next <= n {
+            break;
+        }
+        n = next;
+    }
+    let n = n.max(b.len().max(v.len()) as f64 + 1.0);
     let size = if log {
         format!("{:+.0} %", ((dv.mean() - db.mean()).exp() - 1.0) * 100.0)
     } else {
@@ -93,9 +112,17 @@ mod tests {
         let small: Vec<f64> = b.iter().map(|x| x * 1.01).collect();
         let few = runs_for(&b, &big, true, 0.95).unwrap();
         assert!(
-            few.contains("about 2 runs") && few.contains("+50 %"),
+            few.contains("about 6 runs") && few.contains("+50 %"),
             "{few}"
         );
+        // Two runs a side that did not decide are never told that two would.
+        let two = runs_for(&[10.0, 13.6], &[12.5, 13.6], true, 0.95).unwrap();
+        let n: f64 = two
+            .split_whitespace()
+            .nth(1)
+            .and_then(|w| w.parse().ok())
+            .unwrap_or_else(|| panic!("{two}"));
+        assert!(n >= 3.0, "{two}");
         let many = runs_for(&b, &[10.1, 11.1, 9.6, 10.6, 10.3], true, 0.95).unwrap();
         assert!(many.contains("runs of each level"), "{many}");
         let none = runs_for(&b, &[10.01, 11.0, 9.5, 10.5, 10.2], true, 0.95).unwrap();
