@@ -31,6 +31,12 @@ pub struct Ctx<'a> {
     keeper: &'a mut dyn Keep,
     placement: rt::PlacementLog,
     tracer: Option<crate::trace::session::Tracer>,
+    /// The ground polled so far, and the second up to which results stored mid-run have
+    /// carried its changes.
+    ground: Option<super::ground::GroundLog>,
+    ground_kept_to: f64,
+    /// The result returned covers only what followed the last result stored mid-run.
+    last_interval: bool,
     settings: Option<crate::settings::Knobs>,
     loads: crate::loadgen::LoadProgress,
 }
@@ -61,6 +67,9 @@ impl<'a> Ctx<'a> {
             keeper,
             placement,
             tracer,
+            ground: None,
+            ground_kept_to: 0.0,
+            last_interval: false,
             settings: None,
             loads: crate::loadgen::LoadProgress::default(),
         }
@@ -199,17 +208,64 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// Keeps a run in the driver's store now (a monitor's periodic snapshot); does nothing
-    /// under `--no-store`. The run the measurement returns is stored by the driver.
+    /// The ground the driver watches, polled as the run goes on.
+    pub(crate) fn with_ground(mut self, g: super::ground::GroundLog) -> Ctx<'a> {
+        self.ground = Some(g);
+        self
+    }
+
+    /// Says that the result the measurement returns covers only what followed the last run
+    /// it stored (a monitor's last interval), not the whole run: it then carries only the
+    /// ground's changes of that stretch.
+    pub fn result_is_last_interval(&mut self) {
+        self.last_interval = true;
+    }
+
+    /// An interval ended without a result stored for it (a monitor under `--no-store`): the
+    /// next one stored, or the returned one, carries only the ground's later changes.
+    pub fn interval_ended(&mut self) {
+        if let Some(g) = &self.ground {
+            self.ground_kept_to = g.seconds();
+        }
+    }
+
+    /// From which second of the run the returned result's ground counts (None: all of it).
+    pub(crate) fn result_ground_from(&self) -> Option<f64> {
+        self.last_interval.then_some(self.ground_kept_to)
+    }
+
+    /// `run` with the ground's changes since the last run stored mid-run (each stored run
+    /// carries those of its own interval, as a warning too).
+    fn with_interval_ground<'r>(&mut self, run: &'r Run) -> std::borrow::Cow<'r, Run> {
+        let Some(g) = &self.ground else {
+            return std::borrow::Cow::Borrowed(run);
+        };
+        let now = g.seconds();
+        let moved = g.between(self.ground_kept_to, now, &self.held_files());
+        self.ground_kept_to = now;
+        if moved.is_empty() {
+            return std::borrow::Cow::Borrowed(run);
+        }
+        let mut r = run.clone();
+        r.warnings.extend(moved.iter().map(super::ground::warning));
+        r.ground.extend(moved);
+        std::borrow::Cow::Owned(r)
+    }
+
+    /// Keeps a run in the driver's store now (a monitor's periodic snapshot), with the
+    /// ground's changes since the last one; does nothing under `--no-store`. The run the
+    /// measurement returns is stored by the driver.
     pub fn keep(&mut self, run: &Run) -> Result<()> {
-        self.keeper.keep(run)
+        let run = self.with_interval_ground(run);
+        self.keeper.keep(&run)
     }
 
     /// [`Ctx::keep`] with tags of this run's own beside the common ones (a qualification's
     /// checkpoint interval carries its experiment id; its final result does not), without a
     /// word on stderr: the measurement says what it keeps.
     pub fn keep_tagged(&mut self, run: &Run, extra: &[(&str, &str)]) -> Result<()> {
-        self.keeper.keep_tagged(run, extra)
+        let run = self.with_interval_ground(run);
+        self.keeper.keep_tagged(&run, extra)
     }
 
     /// Tags the result this measurement returns, when the driver stores it (a qualification's

@@ -249,8 +249,36 @@ pub fn company_at_start(cpus: &[usize]) -> StartCompany {
     }
 }
 
+/// What the polling has seen so far, for results stored while the run goes on (a monitor's
+/// snapshot, a qualification's checkpoint): each carries the changes of its own interval.
+#[derive(Clone)]
+pub struct GroundLog {
+    seen: Arc<std::sync::Mutex<Vec<GroundChange>>>,
+    items: Arc<Vec<Item>>,
+    t0: Instant,
+}
+
+impl GroundLog {
+    /// Seconds since the watch started (the clock of [`GroundChange::at_s`]).
+    pub fn seconds(&self) -> f64 {
+        self.t0.elapsed().as_secs_f64()
+    }
+
+    /// The changes polling saw from `from` (inclusive) to `to` seconds, but those of the
+    /// files in `held` (the settings the run changed itself).
+    pub fn between(&self, from: f64, to: f64, held: &[PathBuf]) -> Vec<GroundChange> {
+        let seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        seen.iter()
+            .filter(|c| c.at_s.is_some_and(|t| t >= from && t < to))
+            .filter(|c| !own(c, &self.items, held))
+            .cloned()
+            .collect()
+    }
+}
+
 /// A running watch; [`Watch::finish`] ends it and returns what changed.
 pub struct Watch {
+    log: GroundLog,
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<Vec<GroundChange>>>,
     items: Vec<Item>,
@@ -297,6 +325,12 @@ impl Watch {
             .map(|(i, v)| (i.clone(), v.clone()))
             .collect();
         let s = stop.clone();
+        let log = GroundLog {
+            seen: Arc::default(),
+            items: Arc::new(items.clone()),
+            t0,
+        };
+        let seen = log.seen.clone();
         let thread = std::thread::Builder::new()
             .name("latlab-ground".into())
             .stack_size(crate::sys::mem::HELPER_STACK)
@@ -304,10 +338,11 @@ impl Watch {
                 if let Some(c) = hk.filter(|c| !c.is_empty()) {
                     let _ = crate::sys::sched::pin_to_cpus(c);
                 }
-                poll(polled, &s, t0)
+                poll(polled, &s, t0, &seen)
             })
             .ok();
         Watch {
+            log,
             stop,
             thread,
             items,
@@ -316,6 +351,11 @@ impl Watch {
             cpus: cpus.to_vec(),
             proc: proc.to_path_buf(),
         }
+    }
+
+    /// What polling has seen so far, as it goes on.
+    pub fn log(&self) -> GroundLog {
+        self.log.clone()
     }
 
     /// Stops polling and reads everything again: every change, in the order seen, but those
@@ -364,11 +404,13 @@ impl Watch {
     }
 }
 
-/// Polls `items` until `stop`: a change each time a value differs from the one before.
+/// Polls `items` until `stop`: a change each time a value differs from the one before (also
+/// added to `seen` as it is found).
 fn poll(
     mut items: Vec<(Item, Option<String>)>,
     stop: &AtomicBool,
     t0: Instant,
+    seen: &std::sync::Mutex<Vec<GroundChange>>,
 ) -> Vec<GroundChange> {
     let mut changes = Vec::new();
     loop {
@@ -383,12 +425,16 @@ fn poll(
         for (i, last) in items.iter_mut() {
             let now = read(&i.path);
             if now != *last {
-                changes.push(GroundChange {
+                let c = GroundChange {
                     what: i.what.clone(),
                     from: last.clone().unwrap_or_else(|| "(unreadable)".into()),
                     to: now.clone().unwrap_or_else(|| "(unreadable)".into()),
                     at_s: Some(t0.elapsed().as_secs_f64()),
-                });
+                };
+                seen.lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(c.clone());
+                changes.push(c);
                 *last = now;
             }
         }

@@ -494,7 +494,7 @@ pub fn execute_with<M: Measurement>(
     // reported at the end as company that came during the run).
     let seen = company_seen.filter(|_| common.loads.is_empty());
     let watch = ground::Watch::start(&watched, housekeeping(m.pinned_cpus().as_ref()), seen);
-    let (measured, unrestored, held) = {
+    let (measured, unrestored, held, ground_from) = {
         let mut ctx = Ctx::new(
             control.clone(),
             environment,
@@ -507,14 +507,20 @@ pub fn execute_with<M: Measurement>(
             placement_log.clone(),
             tracer,
         )
-        .with_loads(loads.progress());
+        .with_loads(loads.progress())
+        .with_ground(watch.log());
         let measured = m.measure(&mut ctx);
         // Settings go back before anything is written, on every way out of the measurement.
         let held = ctx.held_files();
         let failed = ctx.restore_settings();
-        (measured, failed, held)
+        (measured, failed, held, ctx.result_ground_from())
     };
-    let moved = watch.finish(&held);
+    let mut moved = watch.finish(&held);
+    // A result that covers only the run's last stretch carries only that stretch's changes
+    // (those seen only at the end may have been at any time: they stay).
+    if let Some(from) = ground_from {
+        moved.retain(|c| c.at_s.is_none_or(|t| t >= from));
+    }
     dog.finish();
     let (reports, load_warnings) = loads.stop();
     if measured.is_err() {

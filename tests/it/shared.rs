@@ -300,6 +300,83 @@ fn a_latlab_that_measures_nothing_is_not_real_time_company_nor_a_second_ones_hel
     assert!(!ground.contains("'latlab-signals'"), "{ground}");
 }
 
+/// A monitor's snapshots each carry the ground changes of their own interval: a clocksource
+/// switched during the second interval and back during the third is recorded on those two
+/// snapshots, once each, and not on the last one (it ran after both; it carried both).
+#[test]
+fn each_monitor_snapshot_carries_the_ground_changes_of_its_own_interval() {
+    if !is_root() {
+        return skip(
+            "snapshot_ground",
+            "not root: the test switches the clocksource",
+        );
+    }
+    let avail = std::fs::read_to_string(
+        "/sys/devices/system/clocksource/clocksource0/available_clocksource",
+    )
+    .unwrap_or_default();
+    let orig = std::fs::read_to_string(CLOCKSOURCE).unwrap_or_default();
+    let Some(other) = avail
+        .split_whitespace()
+        .find(|c| *c != orig.trim())
+        .map(str::to_string)
+    else {
+        return skip("snapshot_ground", "one clocksource only");
+    };
+    let _x = exclusive();
+    struct Back(String);
+    impl Drop for Back {
+        fn drop(&mut self) {
+            let _ = std::fs::write(CLOCKSOURCE, &self.0);
+        }
+    }
+    let _back = Back(orig.trim().to_string());
+    let d = Dir::new();
+    let store = format!("sqlite:{}", d.join("mon.db").display());
+    let mut child = latlab()
+        .words("monitor -a 1 -D 8s --snapshot-every 2s --listen 127.0.0.1:0 -q --store")
+        .arg(&store)
+        .spawn();
+    child.wait_for_thread("latlab-cpu1");
+    std::thread::sleep(Duration::from_millis(2900));
+    std::fs::write(CLOCKSOURCE, &other).unwrap();
+    std::thread::sleep(Duration::from_millis(2000));
+    std::fs::write(CLOCKSOURCE, orig.trim()).unwrap();
+    child.finish().assert_ok();
+    let list = latlab()
+        .args(["runs", "list", "--kind", "monitor", "--store", &store])
+        .output();
+    // Newest first: the last interval's run, then the snapshots.
+    let ids: Vec<String> = list
+        .stdout
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .collect();
+    assert!(ids.len() >= 4, "{list}");
+    let grounds: Vec<String> = ids
+        .iter()
+        .map(|id| {
+            let shown = latlab()
+                .args(["runs", "show", "--json", id, "--store", &store])
+                .output();
+            let v: serde_json::Value = serde_json::from_str(&shown.stdout).unwrap();
+            v["run"]["ground"].to_string()
+        })
+        .collect();
+    let to = |v: &str| format!("\"to\":\"{v}\"");
+    let away = grounds.iter().filter(|g| g.contains(&to(&other))).count();
+    let back = grounds
+        .iter()
+        .filter(|g| g.contains(&to(orig.trim())))
+        .count();
+    assert_eq!((away, back), (1, 1), "each change on one run: {grounds:?}");
+    assert!(
+        !grounds[0].contains("clocksource"),
+        "the last interval ran after both changes: {grounds:?}"
+    );
+}
+
 #[test]
 fn a_dry_run_refuses_a_clocksource_the_kernel_does_not_offer() {
     let dir = Dir::new();

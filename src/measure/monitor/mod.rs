@@ -158,6 +158,8 @@ pub(crate) fn pin_housekeeping(cpus: &[usize], log: &rt::PlacementLog) -> Option
 
 /// Runs the monitor until the deadline or a signal.
 pub fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> {
+    // The returned run is the last interval's snapshot: it carries that interval's ground.
+    driver.result_is_last_interval();
     let env = driver.environment().clone();
     let mut warnings = std::mem::take(driver.warnings());
     let mut policy = cfg.policy;
@@ -258,7 +260,9 @@ pub fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> 
                 _ => None,
             };
             let run = interval.take(&ctx, driver, seq, &tallies, warnings.clone(), now);
-            if !cfg.no_store {
+            if cfg.no_store {
+                driver.interval_ended();
+            } else {
                 keep_snapshot(driver, &run, &shared);
             }
             next_snapshot += every;
