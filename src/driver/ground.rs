@@ -163,6 +163,7 @@ const HELPERS: &[&str] = &[
     "latlab-http",
     "latlab-http-conn",
     "latlab-probe",
+    "latlab-saving",
 ];
 
 /// Whether thread name `comm` is a latlab measuring thread (`latlab-<series>`).

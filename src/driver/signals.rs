@@ -94,7 +94,12 @@ fn register(c: &Control) {
                         std::process::exit(128 + sig);
                     }
                     match first {
-                        None => first = Some(std::time::Instant::now()),
+                        None => {
+                            first = Some(std::time::Instant::now());
+                            if EXIT_ON_SECOND_SIGNAL.load(Ordering::Relaxed) {
+                                say_while_saving();
+                            }
+                        }
                         Some(t) if t.elapsed() >= SECOND_SIGNAL_AFTER => {
                             if EXIT_ON_SECOND_SIGNAL.load(Ordering::Relaxed) {
                                 crate::note!("latlab: second interrupt: ending at once");
@@ -107,6 +112,27 @@ fn register(c: &Control) {
                 }
             });
     }
+}
+
+/// How long the end of an interrupted run may take before latlab says what it is doing.
+const SAVING_PATIENCE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// After a first interrupt: if latlab is still finishing [`SAVING_PATIENCE`] later (a traced
+/// run attributing what it collected under load), says so, and that a second Ctrl-C quits
+/// without saving: a user who sees nothing happen presses it again and loses the run.
+fn say_while_saving() {
+    let _ = std::thread::Builder::new()
+        .name("latlab-saving".into())
+        .stack_size(crate::sys::mem::HELPER_STACK)
+        .spawn(|| {
+            // Not the signal thread's FIFO 99: it only waits.
+            let _ = sys::sched::set_policy(Policy::Other, 0);
+            std::thread::sleep(SAVING_PATIENCE);
+            crate::note!(
+                "latlab: interrupted: saving what was collected (a second Ctrl-C quits at once \
+                 and saves nothing)"
+            );
+        });
 }
 
 /// Makes the first SIGINT/SIGTERM end the process (exit 128 + the signal), for commands that

@@ -191,3 +191,30 @@ fn a_hang_up_ends_a_measurement_with_its_result_saved() {
     child.end_within(PROMPTLY).assert_ok();
     assert_eq!(read_json(&json)["interrupted"], true);
 }
+
+/// An interrupted run whose end takes a while (here the measured command ignores SIGTERM and
+/// is killed a second later) says it is saving, and that a second Ctrl-C saves nothing: seeing
+/// nothing happen, a user presses it again and loses the run.
+#[test]
+fn a_slow_end_after_ctrl_c_says_it_is_saving() {
+    let Some(_x) = crate::util::trace_test() else {
+        return;
+    };
+    let marker = format!("{}.{}", std::process::id(), 3000);
+    let script = format!("trap '' TERM INT; sleep {marker}");
+    let child = latlab()
+        .args(["sched", "-q", "--no-store", "--", "sh", "-c", &script])
+        .spawn();
+    crate::util::wait_until("the command", Duration::from_secs(30), || {
+        crate::util::processes_matching(&marker) > 0
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    child.signal(libc::SIGINT);
+    let out = child.finish();
+    out.assert_ok();
+    assert!(
+        out.stderr
+            .contains("saving what was collected (a second Ctrl-C quits at once"),
+        "{out}"
+    );
+}
