@@ -298,16 +298,18 @@ impl Watch {
         housekeeping: Option<Vec<usize>>,
         company: Option<Keyed>,
     ) -> Watch {
-        Watch::start_in(
-            Path::new("/sys"),
-            Path::new("/proc"),
+        // The kernel log tells a switch the polling would miss (undone within one poll).
+        let kmsg = super::kmsg::Kmsg::open();
+        Watch::begin(
+            (Path::new("/sys"), Path::new("/proc")),
             cpus,
             housekeeping,
             company,
+            kmsg,
         )
     }
 
-    /// [`Watch::start`] under chosen roots (tests).
+    /// [`Watch::start`] under chosen roots (tests), without the kernel log.
     pub fn start_in(
         sys: &Path,
         proc: &Path,
@@ -315,10 +317,22 @@ impl Watch {
         hk: Option<Vec<usize>>,
         known: Option<Keyed>,
     ) -> Watch {
+        Watch::begin((sys, proc), cpus, hk, known, None)
+    }
+
+    fn begin(
+        (sys, proc): (&Path, &Path),
+        cpus: &[usize],
+        hk: Option<Vec<usize>>,
+        known: Option<Keyed>,
+        kmsg: Option<super::kmsg::Kmsg>,
+    ) -> Watch {
         let items = items(sys, proc, cpus, &plan_settings());
         let first: Vec<Option<String>> = items.iter().map(|i| read(&i.path)).collect();
         let stop = Arc::new(AtomicBool::new(false));
         let t0 = Instant::now();
+        // The same instant on the kernel log's clock (seconds since boot).
+        let boot_s = crate::sys::clock::now_ns(libc::CLOCK_MONOTONIC) as f64 / 1e9;
         let polled: Vec<(Item, Option<String>)> = items
             .iter()
             .zip(&first)
@@ -339,7 +353,7 @@ impl Watch {
                 if let Some(c) = hk.filter(|c| !c.is_empty()) {
                     let _ = crate::sys::sched::pin_to_cpus(c);
                 }
-                poll(polled, &s, t0, &seen)
+                poll(polled, &s, (t0, boot_s), &seen, kmsg)
             })
             .ok();
         Watch {
@@ -406,20 +420,51 @@ impl Watch {
 }
 
 /// Polls `items` until `stop`: a change each time a value differs from the one before (also
-/// added to `seen` as it is found).
+/// added to `seen` as it is found). `kmsg`, when readable, adds the clocksource switches the
+/// kernel logged, at the log's time (`boot_s`: the start on its clock), so one undone within a
+/// poll is still seen.
 fn poll(
     mut items: Vec<(Item, Option<String>)>,
     stop: &AtomicBool,
-    t0: Instant,
+    (t0, boot_s): (Instant, f64),
     seen: &std::sync::Mutex<Vec<GroundChange>>,
+    mut kmsg: Option<super::kmsg::Kmsg>,
 ) -> Vec<GroundChange> {
     let mut changes = Vec::new();
+    let note = |c: GroundChange, changes: &mut Vec<GroundChange>| {
+        seen.lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(c.clone());
+        changes.push(c);
+    };
+    let mut logged = |items: &mut Vec<(Item, Option<String>)>, changes: &mut Vec<GroundChange>| {
+        let Some(k) = kmsg.as_mut() else { return };
+        for (at, to) in k.switches() {
+            let Some((i, last)) = items.iter_mut().find(|(i, _)| i.what == "clocksource") else {
+                continue;
+            };
+            if last.as_deref() != Some(to.as_str()) {
+                let elapsed = t0.elapsed().as_secs_f64();
+                note(
+                    GroundChange {
+                        what: i.what.clone(),
+                        from: last.clone().unwrap_or_else(|| "(unreadable)".into()),
+                        to: to.clone(),
+                        at_s: Some((at - boot_s).clamp(0.0, elapsed)),
+                    },
+                    changes,
+                );
+                *last = Some(to);
+            }
+        }
+    };
     loop {
         // Woken early by `finish` (an unpark), so the end of a run never waits for a poll.
         let due = Instant::now() + POLL;
         while !stop.load(Ordering::Acquire) && Instant::now() < due {
             std::thread::park_timeout(due.saturating_duration_since(Instant::now()));
         }
+        logged(&mut items, &mut changes);
         if stop.load(Ordering::Acquire) {
             break;
         }
@@ -432,10 +477,7 @@ fn poll(
                     to: now.clone().unwrap_or_else(|| "(unreadable)".into()),
                     at_s: Some(t0.elapsed().as_secs_f64()),
                 };
-                seen.lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .push(c.clone());
-                changes.push(c);
+                note(c, &mut changes);
                 *last = now;
             }
         }

@@ -11,6 +11,7 @@ pub mod args;
 mod ctx;
 pub mod entry;
 pub mod ground;
+mod kmsg;
 pub mod signals;
 #[cfg(test)]
 mod tests;

@@ -300,6 +300,55 @@ fn a_latlab_that_measures_nothing_is_not_real_time_company_nor_a_second_ones_hel
     assert!(!ground.contains("'latlab-signals'"), "{ground}");
 }
 
+/// A clocksource switched and switched back within one poll of the file (the file reads the
+/// same before and after) is still recorded, twice, from the kernel's log of the switches.
+#[test]
+fn a_clocksource_switch_undone_within_a_poll_is_still_recorded() {
+    if !is_root() {
+        return skip("fast_switch", "not root: the test switches the clocksource");
+    }
+    let avail = std::fs::read_to_string(
+        "/sys/devices/system/clocksource/clocksource0/available_clocksource",
+    )
+    .unwrap_or_default();
+    let orig = std::fs::read_to_string(CLOCKSOURCE).unwrap_or_default();
+    let Some(other) = avail
+        .split_whitespace()
+        .find(|c| *c != orig.trim())
+        .map(str::to_string)
+    else {
+        return skip("fast_switch", "one clocksource only");
+    };
+    let _x = exclusive();
+    struct Back(String);
+    impl Drop for Back {
+        fn drop(&mut self) {
+            let _ = std::fs::write(CLOCKSOURCE, &self.0);
+        }
+    }
+    let _back = Back(orig.trim().to_string());
+    let json = scratch().join("fast-switch.json");
+    let mut child = latlab()
+        .words("cyclic -t 1 -D 3s -q --no-store --json")
+        .arg(&json)
+        .spawn();
+    child.wait_for_thread("latlab-T0");
+    std::thread::sleep(Duration::from_millis(500));
+    std::fs::write(CLOCKSOURCE, &other).unwrap();
+    std::fs::write(CLOCKSOURCE, orig.trim()).unwrap();
+    child.finish().assert_ok();
+    let run = read_json(&json);
+    let ground = run["ground"].as_array().cloned().unwrap_or_default();
+    let to = |v: &str| {
+        ground
+            .iter()
+            .filter(|g| g["what"] == "clocksource" && g["to"] == v)
+            .count()
+    };
+    assert_eq!((to(&other), to(orig.trim())), (1, 1), "{run}");
+    assert!(ground.iter().all(|g| g["at_s"].as_f64().is_some()), "{run}");
+}
+
 /// A monitor's snapshots each carry the ground changes of their own interval: a clocksource
 /// switched during the second interval and back during the third is recorded on those two
 /// snapshots, once each, and not on the last one (it ran after both; it carried both).
