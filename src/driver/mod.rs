@@ -364,9 +364,11 @@ fn housekeeping(measured: Option<&crate::config::CpuSet>) -> Option<Vec<usize>> 
     (!rest.is_empty()).then_some(rest)
 }
 
-/// Measured CPUs this process may not run on (a cpuset or `taskset` narrower than them, or an
-/// offline CPU): exit 3 naming them under `--strict`, before anything starts; else a warning
-/// (each thread's own placement is recorded as it happens).
+/// Measured CPUs no thread of this process can be pinned to (a cpuset narrower than them, or
+/// an offline CPU): exit 3 naming them under `--strict`, before anything starts; else a
+/// warning (each thread's own placement is recorded as it happens). A `taskset` narrower than
+/// them is not one: it sets only the affinity threads inherit, and each measuring thread pins
+/// itself, so each CPU outside it is tried (on a thread that then ends).
 fn unplaceable(measured: Option<&crate::config::CpuSet>, strict: bool) -> Result<Vec<String>> {
     let Some(m) = measured else {
         return Ok(Vec::new());
@@ -374,14 +376,32 @@ fn unplaceable(measured: Option<&crate::config::CpuSet>, strict: bool) -> Result
     let Ok(allowed) = crate::sys::sched::affinity() else {
         return Ok(Vec::new());
     };
-    let refused: Vec<usize> = m.iter().filter(|c| !allowed.contains(c)).collect();
+    let outside: Vec<usize> = m.iter().filter(|c| !allowed.contains(c)).collect();
+    if outside.is_empty() {
+        return Ok(Vec::new());
+    }
+    let refused = std::thread::scope(|sc| {
+        std::thread::Builder::new()
+            .name("latlab-probe".into())
+            .stack_size(crate::sys::mem::HELPER_STACK)
+            .spawn_scoped(sc, || {
+                outside
+                    .iter()
+                    .copied()
+                    .filter(|&c| crate::sys::sched::pin_to_cpu(c).is_err())
+                    .collect::<Vec<usize>>()
+            })
+            .ok()
+            .and_then(|h| h.join().ok())
+            .unwrap_or_else(|| outside.clone())
+    });
     if refused.is_empty() {
         return Ok(Vec::new());
     }
     let list = |v: &[usize]| v.iter().map(usize::to_string).collect::<Vec<_>>().join(",");
     let why = format!(
-        "the measured CPU(s) {} are outside the CPUs this process may use ({}: a cpuset, \
-         taskset or offline CPU); threads meant for them cannot be pinned there",
+        "the measured CPU(s) {} are outside the CPUs this process may use ({}: a cpuset or \
+         an offline CPU); threads meant for them cannot be pinned there",
         list(&refused),
         list(&allowed)
     );

@@ -1,7 +1,8 @@
 //! Thread placement on a machine that does not give latlab every CPU: inside a cpuset (cgroup
-//! v1, as this host mounts it) or under `taskset`, a thread meant for a CPU the process may not
-//! use is refused under `--strict` (exit 3 naming the CPU) and, without it, reported where it
-//! really ran (the CPU read back), with a warning — for every measurement that pins threads.
+//! v1, as this host mounts it), a thread meant for a CPU the process may not use is refused
+//! under `--strict` (exit 3 naming the CPU) and, without it, reported where it really ran (the
+//! CPU read back), with a warning — for every measurement that pins threads. A `taskset`
+//! narrower than the measured CPUs is no obstacle (each thread pins itself).
 
 use crate::util::{self, Dir, TestCommand};
 use std::path::PathBuf;
@@ -117,4 +118,42 @@ fn without_strict_the_result_names_where_each_thread_really_ran() {
             "{name}: {warnings}"
         );
     }
+}
+
+/// `taskset` narrows only the affinity latlab inherits: each measuring thread pins itself to
+/// its CPU all the same, so a CPU outside it is measured there, without a warning that says it
+/// cannot be (and `--strict` has nothing to refuse).
+#[test]
+fn a_taskset_narrower_than_the_measured_cpus_is_no_obstacle() {
+    let _x = util::exclusive();
+    if util::skipped(util::rt_unavailable()) || !util::have("taskset") {
+        return;
+    }
+    if std::fs::read_to_string("/sys/devices/system/cpu/online").is_ok_and(|s| s.trim() == "0") {
+        return util::skip("taskset", "one CPU only");
+    }
+    let dir = Dir::new();
+    let json = dir.join("ts.json");
+    let mut sh = Command::new("taskset");
+    sh.args(["-c", "0"]).arg(util::LATLAB);
+    let mut c = TestCommand::wrapping(sh);
+    c.args([
+        "cyclic",
+        "-t",
+        "1",
+        "-a",
+        "1",
+        "-D",
+        "1s",
+        "-q",
+        "--strict",
+        "--no-store",
+    ])
+    .arg("--json")
+    .arg(&json);
+    c.assert_ok();
+    let v = util::read_json(&json);
+    assert_eq!(v["series"][0]["cpu"], 1, "{v}");
+    let warnings = v["warnings"].to_string();
+    assert!(!warnings.contains("cannot be pinned"), "{warnings}");
 }
