@@ -65,6 +65,40 @@ pub(super) fn check_writable_in(file: &Path, roots: &[PathBuf]) -> std::result::
         .map_err(|e| format!("{}: {e}", file.display()))
 }
 
+/// Files that act when written instead of holding a value (their read-back is a menu of
+/// actions, or nothing): a level written there cannot be put back.
+const TRIGGERS: &[&str] = &[
+    "/sys/power/state",
+    "/sys/power/mem_sleep",
+    "/sys/power/wakeup_count",
+    "/proc/sys/vm/drop_caches",
+    "/proc/sys/vm/compact_memory",
+    "/proc/sys/vm/stat_refresh",
+];
+
+/// Refuses a knob whose value could not be put back: write-only (a trigger such as
+/// `vm.drop_caches`), unreadable, or a known trigger (`/sys/power/state` would suspend the
+/// machine and reads back as its menu).
+pub fn check_restorable(file: &Path) -> std::result::Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    let shown = file.display();
+    let real = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
+    if TRIGGERS.iter().any(|t| real == Path::new(t)) {
+        return Err(format!(
+            "{shown}: a trigger (writing it acts at once), not a setting latlab could put back"
+        ));
+    }
+    let meta = std::fs::metadata(file).map_err(|e| format!("{shown}: {e}"))?;
+    if meta.permissions().mode() & 0o444 == 0 {
+        return Err(format!(
+            "{shown}: write-only (a trigger, not a setting): its value cannot be read to be put back"
+        ));
+    }
+    read_knob(file, &default_roots())
+        .map(|_| ())
+        .map_err(|e| format!("cannot be read to be put back afterwards: {e}"))
+}
+
 pub(super) fn read_knob(real: &Path, roots: &[PathBuf]) -> Result<Vec<u8>> {
     let err = |e: std::io::Error| Error::Env(format!("{}: {e}", real.display()));
     let f = open_knob(real, false, roots).map_err(err)?;

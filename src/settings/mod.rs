@@ -19,7 +19,7 @@ mod journal;
 mod path;
 
 pub use crate::io::journal_path;
-pub use file::{check_writable, restore_value};
+pub use file::{check_restorable, check_writable, restore_value};
 pub use journal::{lock_path, Journal, Saved};
 pub use path::{
     debugfs_root_override, resolve, resolve_in, sysctl_path, KnobError, DEBUGFS_ROOT_ENV,
@@ -226,6 +226,28 @@ pub fn check_level(file: &Path, level: &str) -> std::result::Result<(), String> 
         return Ok(());
     }
     let now = std::fs::read_to_string(file).unwrap_or_default();
+    // A menu with the choice in force bracketed (`always [madvise] never`): one of its words.
+    let words: Vec<&str> = now.split_whitespace().collect();
+    if words.len() > 1
+        && words
+            .iter()
+            .filter(|w| w.starts_with('[') && w.ends_with(']'))
+            .count()
+            == 1
+    {
+        let choices: Vec<&str> = words
+            .iter()
+            .map(|w| w.trim_start_matches('[').trim_end_matches(']'))
+            .collect();
+        if !choices.contains(&level.trim()) {
+            return Err(format!(
+                "'{level}' for {} is not one of its choices ({})",
+                file.display(),
+                choices.join(", ")
+            ));
+        }
+        return Ok(());
+    }
     if now.trim().parse::<i64>().is_ok() && level.trim().parse::<i64>().is_err() {
         return Err(format!(
             "'{level}' is not a number, and {} holds one ({})",

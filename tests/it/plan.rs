@@ -804,3 +804,42 @@ fn a_traced_experiments_report_compares_cause_shares_between_levels() {
         );
     }
 }
+
+/// Levels a menu file does not offer and knobs whose value could not be put back are refused by
+/// the dry run, before any run: a THP level outside `always [madvise] never` (or written with
+/// its brackets), a write-only trigger (`vm.drop_caches`), `/sys/power/state` (it suspends).
+#[test]
+fn a_dry_run_refuses_levels_off_the_menu_and_knobs_that_cannot_be_put_back() {
+    if !crate::util::is_root() {
+        return crate::util::skip("dry_run_knobs", "not root: the knobs are root's");
+    }
+    let dir = Dir::new();
+    let plan = |knob: &str, levels: &str| {
+        let p = dir.join("k.toml");
+        std::fs::write(
+            &p,
+            format!("[measure]\ncommand = \"cyclic\"\nargs = [\"-l\", \"10\"]\n[[factor]]\nname = \"k\"\nknob = \"{knob}\"\nlevels = {levels}\n"),
+        )
+        .unwrap();
+        latlab().args(["run", "--dry-run"]).arg(&p).output()
+    };
+    let thp = "/sys/kernel/mm/transparent_hugepage/enabled";
+    if std::path::Path::new(thp).exists() {
+        for bad in ["[\"bogus\"]", "[\"[never]\"]"] {
+            let out = plan(thp, bad);
+            out.assert_exit(3);
+            assert!(out.stderr.contains("not one of its choices"), "{out}");
+        }
+        plan(thp, "[\"never\", \"madvise\"]").assert_ok();
+    }
+    for trigger in ["/proc/sys/vm/drop_caches", "/sys/power/state"] {
+        if std::path::Path::new(trigger).exists() {
+            let out = plan(trigger, "[\"3\"]");
+            out.assert_exit(2);
+            assert!(
+                out.stderr.contains("not a setting latlab could put back"),
+                "{out}"
+            );
+        }
+    }
+}

@@ -389,6 +389,8 @@ impl Plan {
             }
             for file in &v {
                 knobs::check_writable(file).map_err(|e| Error::Env(format!("{ctx}knob {e}")))?;
+                knobs::check_restorable(file)
+                    .map_err(|e| Error::Usage(format!("{ctx}knob {e}")))?;
                 // Every level the kernel would refuse is refused now, before any run.
                 for level in &f.levels {
                     knobs::check_level(file, level)
