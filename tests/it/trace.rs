@@ -320,7 +320,8 @@ fn restore_removes_an_instance_whose_process_is_gone_when_no_journal_names_it() 
         .status()
         .unwrap();
     assert!(made.success());
-    assert_eq!(instance_of(pid).len(), 1);
+    // (Seen once per tracefs mount: another test's perf or trace-cmd may have a second.)
+    assert!(!instance_of(pid).is_empty(), "the orphan was not made");
     let out = latlab()
         .journal(dir.join("restore.json"))
         .arg("restore")
