@@ -343,16 +343,41 @@ impl StealLog {
             .components
             .iter()
             .any(|c| matches!(c.kind.as_str(), "timer" | "idle" | "unattributed"));
-        if !wanted {
-            return None;
-        }
         let st = self.around(cpu, span.0, span.1, now_ns);
         if let Ok(a) = &st {
-            why.steal = Some(*a);
-            classify(why, a, tick_ns);
+            if wanted {
+                why.steal = Some(*a);
+                classify(why, a, tick_ns);
+            }
+            steal_behind_tasks(why, a, tick_ns);
         }
-        Some((st, tick_ns))
+        wanted.then_some((st, tick_ns))
     }
+}
+
+/// A guest's task seems to run on while the host has its vCPU (no switch marks the stolen
+/// time), so time charged to a thread or to the measured task's own running may be the host's.
+/// Where steal was counted around a spike with such time, the spike says so (a note, and the
+/// reading in `why.steal`); the time stays where the trace put it: steal is counted in whole
+/// ticks over readings milliseconds apart, too coarse to take a named task's time away.
+fn steal_behind_tasks(why: &mut Attribution, steal: &StealAround, tick_ns: u64) {
+    let charged: u64 = why
+        .components
+        .iter()
+        .filter(|c| matches!(c.kind.as_str(), "thread" | "self"))
+        .map(|c| c.ns)
+        .sum();
+    if charged == 0 || steal.ticks == 0 || steal.span_ns > MAX_SPAN_NS + charged {
+        return;
+    }
+    why.steal.get_or_insert(*steal);
+    let stolen_ms = steal.ticks.saturating_mul(tick_ns) as f64 / 1e6;
+    why.notes.push(format!(
+        "the host stole {stolen_ms:.0} ms of this vCPU around this spike ({} steal tick(s) in \
+         /proc/stat within {:.0} ms): part of the time charged to a task here may be the host's",
+        steal.ticks,
+        steal.span_ns as f64 / 1e6
+    ));
 }
 
 /// Renames the late-timer time of `why` the host's (`host`, "host (steal)") where the steal
@@ -453,6 +478,43 @@ mod tests {
             ],
             ..Attribution::default()
         }
+    }
+
+    /// A spike charged only to a thread (the vCPU taken while it "ran") never had its steal
+    /// looked at: it says the host stole time around it, and the thread keeps its time.
+    #[test]
+    fn steal_behind_a_thread_is_said_without_taking_its_time() {
+        let d = tempfile::tempdir().unwrap();
+        let r = Roots::under(d.path());
+        let ms = 1_000_000u64;
+        let log = StealLog::new(r.clone(), &[1]);
+        for (t, s) in [(0, 100), (10, 100), (20, 103), (30, 103)] {
+            stat(&r, s);
+            log.sample(t * ms);
+        }
+        let mut why = late_timer(0, 4 * ms);
+        why.components.retain(|c| c.kind == "thread");
+        let residual = log.judge(&mut why, 1, (12 * ms, 16 * ms), 10 * ms, 40 * ms);
+        assert!(residual.is_none(), "no residual to judge");
+        assert_eq!(why.steal.map(|s| s.ticks), Some(3));
+        assert!(
+            why.notes.iter().any(|n| n.contains("the host stole 30 ms")),
+            "{:?}",
+            why.notes
+        );
+        assert_eq!(
+            (why.components[0].kind.as_str(), why.components[0].ns),
+            ("thread", 4 * ms)
+        );
+        // No steal around it: nothing said.
+        let mut quiet = late_timer(0, 4 * ms);
+        quiet.components.retain(|c| c.kind == "thread");
+        log.judge(&mut quiet, 1, (1 * ms, 5 * ms), 10 * ms, 40 * ms);
+        assert!(
+            quiet.notes.is_empty() && quiet.steal.is_none(),
+            "{:?}",
+            quiet.notes
+        );
     }
 
     #[test]
