@@ -509,7 +509,7 @@ mod tests {
         // No steal around it: nothing said.
         let mut quiet = late_timer(0, 4 * ms);
         quiet.components.retain(|c| c.kind == "thread");
-        log.judge(&mut quiet, 1, (1 * ms, 5 * ms), 10 * ms, 40 * ms);
+        log.judge(&mut quiet, 1, (ms, 5 * ms), 10 * ms, 40 * ms);
         assert!(
             quiet.notes.is_empty() && quiet.steal.is_none(),
             "{:?}",

@@ -415,3 +415,24 @@ fn hour_long_runs_compare_and_gate() {
     let out = bounded(dir.path(), &["gate", "p99.9<10s", "a.json", "a2.json"]);
     assert_eq!(out.status.code(), Some(0), "{}", &out.stdout);
 }
+
+/// A run named in two sets is said (the sets then look more alike than they are); the
+/// comparison still runs.
+#[test]
+fn a_run_in_two_sets_is_said() {
+    let dir = Dir::new();
+    for name in ["r1.json", "r2.json", "r3.json"] {
+        latlab()
+            .words("cyclic -l 200 -i 200us -q --no-store --json")
+            .arg(name)
+            .current_dir(dir.path())
+            .output()
+            .assert_ok();
+    }
+    let out = latlab()
+        .args(["compare", "a=r1.json,r2.json", "b=r1.json,r3.json"])
+        .current_dir(dir.path())
+        .output();
+    out.assert_ok();
+    assert!(out.stderr.contains("r1.json in both 'a' and 'b'"), "{out}");
+}

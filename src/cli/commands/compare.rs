@@ -106,6 +106,27 @@ pub fn run(a: &CompareArgs) -> Result<String> {
             )));
         }
     }
+    // A run in two sets makes them look more alike than they are (a run counts once in a set
+    // already): said, not refused (comparing a set with a superset can be meant).
+    for (i, x) in sources.iter().enumerate() {
+        for y in &sources[i + 1..] {
+            let shared: Vec<&str> = x
+                .info
+                .iter()
+                .filter(|r| y.info.iter().any(|q| q.name == r.name))
+                .map(|r| r.name.as_str())
+                .collect();
+            if !shared.is_empty() {
+                crate::note!(
+                    "latlab: warning: {} in both '{}' and '{}': the sets share runs, so a \
+                     difference between them is understated",
+                    crate::output::printable(&shared.join(", ")),
+                    crate::output::printable(&x.label),
+                    crate::output::printable(&y.label)
+                );
+            }
+        }
+    }
     let unit = if sources.iter().any(|s| s.from_json) {
         a.unit.to_string()
     } else {
