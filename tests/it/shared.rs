@@ -87,34 +87,50 @@ fn two_plans_from_two_state_directories_are_serialised_and_the_setting_ends_as_i
     );
 }
 
-#[test]
-fn a_clocksource_switched_mid_run_is_recorded_and_a_plan_makes_the_run_again() {
+/// A test that switches the clocksource: the exclusive lock, the clocksource in force and
+/// another the kernel offers; the first is put back when this is dropped, whatever the test
+/// did. None after saying (through `skip`) why the test cannot run.
+struct Switching {
+    orig: String,
+    other: String,
+    _x: crate::util::Exclusive,
+}
+
+impl Drop for Switching {
+    fn drop(&mut self) {
+        let _ = std::fs::write(CLOCKSOURCE, &self.orig);
+    }
+}
+
+fn switching(test: &str) -> Option<Switching> {
     if !is_root() {
-        return skip(
-            "clocksource_mid_run",
-            "not root: the test switches the clocksource",
-        );
+        skip(test, "not root: the test switches the clocksource");
+        return None;
     }
     let avail = std::fs::read_to_string(
         "/sys/devices/system/clocksource/clocksource0/available_clocksource",
     )
     .unwrap_or_default();
     let orig = std::fs::read_to_string(CLOCKSOURCE).unwrap_or_default();
-    let Some(other) = avail
-        .split_whitespace()
-        .find(|c| *c != orig.trim())
-        .map(str::to_string)
-    else {
-        return skip("clocksource_mid_run", "one clocksource only");
+    let orig = orig.trim().to_string();
+    let Some(other) = avail.split_whitespace().find(|c| *c != orig) else {
+        skip(test, "one clocksource only");
+        return None;
     };
-    let _x = exclusive();
-    struct Back(String);
-    impl Drop for Back {
-        fn drop(&mut self) {
-            let _ = std::fs::write(CLOCKSOURCE, &self.0);
-        }
-    }
-    let _back = Back(orig.trim().to_string());
+    let other = other.to_string();
+    Some(Switching {
+        orig,
+        other,
+        _x: exclusive(),
+    })
+}
+
+#[test]
+fn a_clocksource_switched_mid_run_is_recorded_and_a_plan_makes_the_run_again() {
+    let Some(cs) = switching("clocksource_mid_run") else {
+        return;
+    };
+    let (orig, other) = (cs.orig.clone(), cs.other.clone());
     let json = scratch().join("ground.json");
     let mut child = latlab()
         .words("cyclic -t 1 -D 3s -q --no-store --json")
@@ -304,29 +320,10 @@ fn a_latlab_that_measures_nothing_is_not_real_time_company_nor_a_second_ones_hel
 /// same before and after) is still recorded, twice, from the kernel's log of the switches.
 #[test]
 fn a_clocksource_switch_undone_within_a_poll_is_still_recorded() {
-    if !is_root() {
-        return skip("fast_switch", "not root: the test switches the clocksource");
-    }
-    let avail = std::fs::read_to_string(
-        "/sys/devices/system/clocksource/clocksource0/available_clocksource",
-    )
-    .unwrap_or_default();
-    let orig = std::fs::read_to_string(CLOCKSOURCE).unwrap_or_default();
-    let Some(other) = avail
-        .split_whitespace()
-        .find(|c| *c != orig.trim())
-        .map(str::to_string)
-    else {
-        return skip("fast_switch", "one clocksource only");
+    let Some(cs) = switching("fast_switch") else {
+        return;
     };
-    let _x = exclusive();
-    struct Back(String);
-    impl Drop for Back {
-        fn drop(&mut self) {
-            let _ = std::fs::write(CLOCKSOURCE, &self.0);
-        }
-    }
-    let _back = Back(orig.trim().to_string());
+    let (orig, other) = (cs.orig.clone(), cs.other.clone());
     let json = scratch().join("fast-switch.json");
     let mut child = latlab()
         .words("cyclic -t 1 -D 3s -q --no-store --json")
@@ -354,32 +351,10 @@ fn a_clocksource_switch_undone_within_a_poll_is_still_recorded() {
 /// snapshots, once each, and not on the last one (it ran after both; it carried both).
 #[test]
 fn each_monitor_snapshot_carries_the_ground_changes_of_its_own_interval() {
-    if !is_root() {
-        return skip(
-            "snapshot_ground",
-            "not root: the test switches the clocksource",
-        );
-    }
-    let avail = std::fs::read_to_string(
-        "/sys/devices/system/clocksource/clocksource0/available_clocksource",
-    )
-    .unwrap_or_default();
-    let orig = std::fs::read_to_string(CLOCKSOURCE).unwrap_or_default();
-    let Some(other) = avail
-        .split_whitespace()
-        .find(|c| *c != orig.trim())
-        .map(str::to_string)
-    else {
-        return skip("snapshot_ground", "one clocksource only");
+    let Some(cs) = switching("snapshot_ground") else {
+        return;
     };
-    let _x = exclusive();
-    struct Back(String);
-    impl Drop for Back {
-        fn drop(&mut self) {
-            let _ = std::fs::write(CLOCKSOURCE, &self.0);
-        }
-    }
-    let _back = Back(orig.trim().to_string());
+    let (orig, other) = (cs.orig.clone(), cs.other.clone());
     let d = Dir::new();
     let store = format!("sqlite:{}", d.join("mon.db").display());
     let mut child = latlab()
