@@ -20,6 +20,10 @@ pub fn at(x: f64, e: i32) -> String {
     }
     let k = 10f64.powi(e);
     let r = (x / k).round() * k;
+    // Past 10^15 the digits are not exact anyway: four significant ones, not three hundred.
+    if r.abs() >= 1e15 {
+        return format!("{r:.3e}");
+    }
     let s = format!("{:.*}", (-e).max(0) as usize, r);
     // No "-0".
     if s.trim_start_matches('-')
@@ -44,7 +48,7 @@ pub fn sig(x: f64) -> String {
     let mag = x.abs().log10().floor() as i32;
     let s = at(x, (mag - 3).min(0));
     // `1`, not `1.000`: trailing zeros carry nothing here (there is no interval to show).
-    if s.contains('.') {
+    if s.contains('.') && !s.contains('e') {
         s.trim_end_matches('0').trim_end_matches('.').to_string()
     } else {
         s
@@ -368,6 +372,10 @@ mod tests {
         assert_eq!(sig(22.8948), "22.89");
         assert_eq!(sig(1.0), "1");
         assert_eq!(sig(19.9), "19.9");
+        // An absurd value stays readable (it printed as 301 digits).
+        assert_eq!(sig(1e300), "1.000e300");
+        assert_eq!(at(-2.5e17, 0), "-2.500e17");
+        assert_eq!(sig(999_999_999_999.0), "999999999999");
         assert_eq!(p_text(0.2871), "p = 0.29");
         assert_eq!(p_text(1.0), "p > 0.99");
         assert_eq!(p_text(0.995), "p > 0.99");
