@@ -239,6 +239,13 @@ fn metric_part(m: &MetricCmp, unit: &str) -> String {
                 change_text(m)
             )
         }
+        // P(a value of the set > one of the baseline), 0.5 when alike: no unit, no per cent.
+        v if m.metric == "distribution" => format!(
+            "distribution P(set > base) {:.3}, {} ({}{p})",
+            m.value,
+            v.text(),
+            test_name(&m.method)
+        ),
         v => {
             let [b, val, _, _] = columns(m);
             format!(
@@ -384,6 +391,21 @@ mod tests {
         assert_eq!(p_value(0.047), "0.047");
         assert_eq!(p_value(3.4e-5), "3.4e-5");
         assert_eq!(p_value(2e-4), "2e-4");
+    }
+
+    /// The distribution test's figure is a probability: said as one, not as `1 → 0, 0 %`.
+    #[test]
+    fn a_decided_distribution_test_is_said_as_a_probability() {
+        let mut m = row(0.5, 0.0, None);
+        m.metric = "distribution".into();
+        m.verdict = Verdict::Better;
+        m.method = "mann-whitney".into();
+        let s = metric_part(&m, "us");
+        assert!(
+            s.starts_with("distribution P(set > base) 0.000, better"),
+            "{s}"
+        );
+        assert!(!s.contains('%') && !s.contains('→'), "{s}");
     }
 
     fn row(base: f64, value: f64, ci: Option<(f64, f64)>) -> MetricCmp {
