@@ -60,6 +60,10 @@ pub struct Journal {
     pub pid: u32,
     /// Original of each changed file.
     pub originals: BTreeMap<String, Saved>,
+    /// What latlab last set each file to (absent in older journals): `latlab restore` says
+    /// when a file no longer holds it (someone changed it since the run was killed).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub set: BTreeMap<String, Saved>,
 }
 
 /// The exclusive right to change settings: an `flock` on the journal's lock file, released when

@@ -79,6 +79,7 @@ impl Knobs {
             journal: Journal {
                 pid: std::process::id(),
                 originals: BTreeMap::new(),
+                set: BTreeMap::new(),
             },
             roots,
             _lock: lock,
@@ -135,16 +136,18 @@ impl Knobs {
         write_knob(&real, value.as_bytes(), &self.roots)
             .map_err(|e| Error::Env(format!("cannot set {} to '{value}': {e}", real.display())))?;
         let now = read_knob(&real, &self.roots)?;
-        let now = String::from_utf8_lossy(&now);
-        if !holds(value, &now) {
+        let held = String::from_utf8_lossy(&now);
+        if !holds(value, &held) {
             return Err(Error::Env(format!(
                 "{}: the kernel did not take '{value}' (it kept '{}'); the level would not be \
                  what was in force",
                 real.display(),
-                now.trim()
+                held.trim()
             )));
         }
-        Ok(())
+        let key = real.to_str().unwrap_or_default().to_string();
+        self.journal.set.insert(key, Saved::of(&now));
+        self.persist()
     }
 
     /// Turns scheduler feature `name` on in a `sched_features`-style file, which takes one
@@ -408,6 +411,29 @@ pub fn restore_journal_at(path: &Path, roots: &[PathBuf]) -> Result<String> {
             path.display()
         ));
     };
+    // A file that no longer holds what latlab set was changed by someone since: said, and
+    // put back to its original all the same (what `restore` promises).
+    let mut s = String::new();
+    for (p, set) in &j.set {
+        let (Some(set), Some(orig)) = (set.bytes(), j.originals.get(p).and_then(Saved::bytes))
+        else {
+            continue;
+        };
+        let Ok(real) = resolve_in(Path::new(p), roots) else {
+            continue;
+        };
+        let now = read_knob(&real, roots).unwrap_or_default();
+        let text = |b: &[u8]| String::from_utf8_lossy(b).trim().to_string();
+        if text(&now) != text(&set) && text(&now) != text(&orig) {
+            s.push_str(&format!(
+                "note: {p} held '{}', not the '{}' latlab had set: changed since by someone \
+                 else; put back to '{}' all the same\n",
+                text(&now),
+                text(&set),
+                text(&orig)
+            ));
+        }
+    }
     let failed = restore_all(&j, roots);
     if !failed.is_empty() {
         return Err(Error::Env(format!(
@@ -417,7 +443,6 @@ pub fn restore_journal_at(path: &Path, roots: &[PathBuf]) -> Result<String> {
         )));
     }
     let _ = std::fs::remove_file(path);
-    let mut s = String::new();
     for (p, v) in &j.originals {
         let text = String::from_utf8_lossy(&v.bytes().unwrap_or_default()).into_owned();
         s.push_str(&format!("restored {p} = {}\n", text.trim_end()));
@@ -592,6 +617,30 @@ mod tests {
         assert!(out.contains("restored"), "{out}");
         assert_eq!(std::fs::read(&f).unwrap(), b"two\nlines\n");
         assert!(!t.journal().exists());
+    }
+
+    /// A setting someone changed after the run was killed: restore says so, and puts the
+    /// original back all the same; one left as latlab set it is restored without a word.
+    #[test]
+    fn restore_says_when_a_setting_was_changed_since_latlab_set_it() {
+        let t = tree();
+        let (f, g) = (t.root.join("a/k"), t.root.join("a/j"));
+        std::fs::write(&f, "45\n").unwrap();
+        std::fs::write(&g, "7\n").unwrap();
+        let mut k = t.knobs().unwrap();
+        k.set(&f, "101").unwrap();
+        k.set(&g, "8").unwrap();
+        drop(k);
+        std::fs::write(&f, "33\n").unwrap();
+        let out = restore_journal_at(&t.journal(), std::slice::from_ref(&t.root)).unwrap();
+        assert!(
+            out.contains("held '33', not the '101' latlab had set")
+                && out.contains("put back to '45'"),
+            "{out}"
+        );
+        assert!(!out.contains("held '8'"), "{out}");
+        assert_eq!(std::fs::read(&f).unwrap(), b"45\n");
+        assert_eq!(std::fs::read(&g).unwrap(), b"7\n");
     }
 
     #[test]
