@@ -194,12 +194,36 @@ impl Keeper {
             .iter()
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();
-        if let Err(e) = self.keep_tagged(run, &extra) {
+        let mut tags = self.tags.clone();
+        tags.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        let first = self.store.as_ref().and_then(|st| st.rescue_dir());
+        // While the store takes it (a lock another process holds can keep it 30 s), the run
+        // is ready as a bundle: a second Ctrl-C, which ends latlab at once, keeps it in a file.
+        let bundle = self
+            .store
+            .as_ref()
+            .and_then(|_| crate::store::bundle_text(run, &tags).ok());
+        if let Some(text) = &bundle {
+            if let Ok(mut p) = PENDING.lock() {
+                *p = Some((run.id.clone(), text.clone(), first.clone()));
+            }
+            crate::rt::at_exit(keep_pending_on_exit);
+        }
+        let waiting = self.store.as_ref().map(|_| say_if_slow());
+        let kept = self.keep_tagged(run, &extra);
+        if let Some(w) = waiting {
+            w.store(true, std::sync::atomic::Ordering::Release);
+        }
+        if let Ok(mut p) = PENDING.lock() {
+            p.take();
+        }
+        if let Err(e) = kept {
             // The store refused it: kept in a file instead, never lost.
-            let mut tags = self.tags.clone();
-            tags.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-            let first = self.store.as_ref().and_then(|st| st.rescue_dir());
-            return Err(Error::Env(match crate::store::rescue(run, &tags, first) {
+            let rescued = match &bundle {
+                Some(text) => crate::store::rescue_text(&run.id, text, first),
+                None => crate::store::rescue(run, &tags, first),
+            };
+            return Err(Error::Env(match rescued {
                 Ok(p) => {
                     let p = crate::output::shell_quote(&p.display().to_string());
                     format!("{e}; the run is kept in {p} (`latlab runs import {p}` stores it)")
@@ -241,6 +265,48 @@ impl ctx::Keep for Keeper {
 /// How long a store may take to open before latlab says it is waiting.
 const STORE_PATIENCE: Duration = Duration::from_secs(2);
 
+/// The run being stored, ready as a bundle (run id, text, the store's rescue directory), for a
+/// second Ctrl-C during the store's wait.
+static PENDING: std::sync::Mutex<Option<(String, String, Option<std::path::PathBuf>)>> =
+    std::sync::Mutex::new(None);
+
+/// The exit hook of a second Ctrl-C: the run not stored yet goes to a file.
+fn keep_pending_on_exit() {
+    let taken = PENDING.lock().ok().and_then(|mut p| p.take());
+    if let Some((id, text, first)) = taken {
+        match crate::store::rescue_text(&id, &text, first) {
+            Ok(p) => crate::note!(
+                "latlab: run {id} was not stored yet: it is kept in {} (`latlab runs import` stores it)",
+                p.display()
+            ),
+            Err(why) => crate::note!(
+                "latlab: run {id} was not stored yet, and could not be kept in a file ({why})"
+            ),
+        }
+    }
+}
+
+/// Says, if the store has not taken the run [`STORE_PATIENCE`] from now, that latlab waits for
+/// it; the flag returned (set once the store answered) keeps it quiet.
+fn say_if_slow() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let d = done.clone();
+    let _ = std::thread::Builder::new()
+        .name("latlab-probe".into())
+        .stack_size(crate::sys::mem::HELPER_STACK)
+        .spawn(move || {
+            std::thread::sleep(STORE_PATIENCE);
+            if !d.load(std::sync::atomic::Ordering::Acquire) {
+                crate::note!(
+                    "latlab: waiting for the store to take the run (another process holds it \
+                     locked, or its server is slow to answer); a second Ctrl-C keeps the run in \
+                     a file instead"
+                );
+            }
+        });
+    done
+}
+
 /// Opens the store on a helper thread, waiting for it only while no signal has come: a
 /// server that does not answer (PostgreSQL's connect waits up to 5 s) or a SQLite file
 /// another process holds locked cannot keep a Ctrl-C waiting. Interrupted, the run goes on
@@ -265,7 +331,7 @@ fn open_unless_interrupted(
             said = true;
             crate::note!(
                 "latlab: waiting for the store to open (another process holds it locked, or \
-                 its server is slow to answer); SQLite waits up to 30 s"
+                 its server is slow to answer); Ctrl-C gives up on storing this run"
             );
         }
         match rx.recv_timeout(Duration::from_millis(20)) {

@@ -270,6 +270,14 @@ pub fn rescue(
     tags: &BTreeMap<String, String>,
     first: Option<PathBuf>,
 ) -> std::result::Result<PathBuf, String> {
+    rescue_text(&run.id, &bundle_text(run, tags)?, first)
+}
+
+/// `run` with its tags as the text of a one-run bundle ([`rescue`]'s file).
+pub fn bundle_text(
+    run: &Run,
+    tags: &BTreeMap<String, String>,
+) -> std::result::Result<String, String> {
     let entry = BundleEntry {
         run: serde_json::to_value(run).map_err(|e| e.to_string())?,
         tags: tags.clone(),
@@ -278,9 +286,16 @@ pub fn rescue(
         format: BUNDLE_FORMAT.into(),
         runs: vec![entry],
     };
-    let text = serde_json::to_string_pretty(&b).map_err(|e| e.to_string())? + "\n";
-    let name: String = run
-        .id
+    Ok(serde_json::to_string_pretty(&b).map_err(|e| e.to_string())? + "\n")
+}
+
+/// [`rescue`] of a bundle already made ([`bundle_text`]) for run `id`.
+pub fn rescue_text(
+    id: &str,
+    text: &str,
+    first: Option<PathBuf>,
+) -> std::result::Result<PathBuf, String> {
+    let name: String = id
         .chars()
         .map(|c| match c {
             'a'..='z' | 'A'..='Z' | '0'..='9' | '-' | '_' | '.' => c,
@@ -294,6 +309,11 @@ pub fn rescue(
     let own = std::env::temp_dir().join(format!("latlab-unstored-{uid}"));
     let places = first.map(|d| (d, false)).into_iter();
     for (dir, private) in places.chain([(beside, false), (own, true)]) {
+        // Only an absolute place: a relative one would be the current directory's.
+        if !dir.is_absolute() {
+            tried.push(format!("{}: not an absolute path", dir.display()));
+            continue;
+        }
         let made = if private {
             private_dir(&dir, uid)
         } else {
@@ -305,7 +325,17 @@ pub fn rescue(
             Err(e) => tried.push(format!("{}: {e}", dir.display())),
         }
     }
-    Err(tried.join("; "))
+    // Last, a directory of this user's own under /tmp whatever TMPDIR says.
+    let tmp = PathBuf::from(format!("/tmp/latlab-unstored-{uid}"));
+    let path = tmp.join(&name);
+    match private_dir(&tmp, uid).and_then(|()| crate::output::write_atomic(&path, text.as_bytes()))
+    {
+        Ok(()) => Ok(path),
+        Err(e) => {
+            tried.push(format!("{}: {e}", tmp.display()));
+            Err(tried.join("; "))
+        }
+    }
 }
 
 /// A directory only `uid` can write (created 0700; one already there must be a directory of

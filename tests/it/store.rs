@@ -661,3 +661,42 @@ fn a_locked_store_is_waited_for_out_loud() {
         .unwrap();
     assert_eq!(n, 2);
 }
+
+/// A run waiting for a store another process holds locked says so, and a second Ctrl-C then
+/// (which ends latlab at once) keeps the run in a file instead of losing it.
+#[test]
+fn a_second_ctrl_c_while_the_store_waits_keeps_the_run_in_a_file() {
+    let dir = Dir::new();
+    let db = dir.join("locked.db");
+    let s = store_arg(&db);
+    measure(&s, &[]);
+    let xdg = dir.join("xdg");
+    let mut running = latlab()
+        .args(["cyclic", "-t", "1", "-D", "1s", "-q", "--store", &s])
+        .env("XDG_DATA_HOME", &xdg)
+        .spawn();
+    running.wait_for_thread("latlab-T0");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    // The run ends after a second; the store's wait is said two seconds later.
+    std::thread::sleep(Duration::from_millis(3800));
+    running.signal(libc::SIGINT);
+    std::thread::sleep(Duration::from_millis(700));
+    running.signal(libc::SIGINT);
+    let out = running.finish();
+    drop(conn);
+    assert_eq!(out.code(), Some(130), "{out}");
+    assert!(
+        out.stderr.contains("waiting for the store to take the run"),
+        "{out}"
+    );
+    let kept: Vec<_> = std::fs::read_dir(xdg.join("latlab/unstored"))
+        .unwrap_or_else(|e| panic!("nothing kept ({e}): {out}"))
+        .flatten()
+        .collect();
+    assert_eq!(kept.len(), 1, "{out}");
+    assert!(
+        out.stderr.contains("was not stored yet: it is kept in"),
+        "{out}"
+    );
+}
