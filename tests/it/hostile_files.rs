@@ -382,4 +382,20 @@ fn results_whose_figures_contradict_each_other_are_refused_everywhere() {
         .arg(&bundle)
         .output()
         .assert_ok();
+    // A stored run edited in the store itself: `runs show` refuses its table too.
+    let id = run["id"].as_str().unwrap().to_string();
+    let mut lowmax = run.clone();
+    lowmax["series"][0]["max_ns"] = 5.into();
+    let conn = rusqlite::Connection::open(d.join("s.db")).unwrap();
+    conn.execute(
+        "UPDATE runs SET body = ?1 WHERE id = ?2",
+        rusqlite::params![lowmax.to_string(), id],
+    )
+    .unwrap();
+    drop(conn);
+    let out = latlab()
+        .args(["runs", "show", &id, "--store", &store])
+        .output();
+    out.assert_exit(2);
+    assert!(out.stderr.contains("exceeds its maximum"), "{out}");
 }

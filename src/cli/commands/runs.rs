@@ -125,7 +125,13 @@ fn show(id: &str, json: bool, unit: crate::config::DisplayUnit, store: Option<&s
         return out(&(raw()? + "\n"));
     }
     match serde_json::from_value::<crate::result::Run>(e.run.clone()) {
-        Ok(run) => out(&super::show::render(&run, &e.tags, unit)),
+        Ok(run) => match run.check_figures() {
+            Ok(()) => out(&super::show::render(&run, &e.tags, unit)),
+            Err(why) => Err(Error::Usage(format!(
+                "run {id}: its figures contradict each other ({why}); `latlab runs show --json \
+                 {id}` prints it as stored"
+            ))),
+        },
         Err(why) => Err(Error::Usage(format!(
             "run {id}: its stored result does not read as a latlab run ({why}); \
              `latlab runs show --json {id}` prints it as stored"
