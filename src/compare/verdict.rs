@@ -45,6 +45,10 @@ pub fn sig(x: f64) -> String {
     if x == 0.0 {
         return "0".into();
     }
+    // Far below any latency's resolution: four significant digits, not three hundred zeros.
+    if x.abs() < 1e-9 {
+        return format!("{x:.3e}");
+    }
     let mag = x.abs().log10().floor() as i32;
     let s = at(x, (mag - 3).min(0));
     // `1`, not `1.000`: trailing zeros carry nothing here (there is no interval to show).
@@ -383,6 +387,8 @@ mod tests {
         assert_eq!(sig(1e300), "1.000e300");
         assert_eq!(at(-2.5e17, 0), "-2.500e17");
         assert_eq!(sig(999_999_999_999.0), "999999999999");
+        assert_eq!(sig(1e-300), "1.000e-300");
+        assert_eq!(sig(0.00012344), "0.0001234");
         assert_eq!(p_text(0.2871), "p = 0.29");
         assert_eq!(p_text(1.0), "p > 0.99");
         assert_eq!(p_text(0.995), "p > 0.99");
