@@ -240,12 +240,20 @@ impl<'a> Ctx<'a> {
         let Some(g) = &self.ground else {
             return std::borrow::Cow::Borrowed(run);
         };
-        let now = g.seconds();
-        let moved = g.between(self.ground_kept_to, now, &self.held_files());
+        let (from, now) = (self.ground_kept_to, g.seconds());
+        let moved = g.between(from, now, &self.held_files());
         self.ground_kept_to = now;
         if moved.is_empty() {
             return std::borrow::Cow::Borrowed(run);
         }
+        // Times into this stored run, which began where the last one ended.
+        let moved: Vec<_> = moved
+            .into_iter()
+            .map(|mut c| {
+                c.at_s = c.at_s.map(|t| (t - from).max(0.0));
+                c
+            })
+            .collect();
         let mut r = run.clone();
         r.warnings.extend(moved.iter().map(super::ground::warning));
         r.ground.extend(moved);

@@ -607,6 +607,9 @@ pub fn execute_with<M: Measurement>(
     // (those seen only at the end may have been at any time: they stay).
     if let Some(from) = ground_from {
         moved.retain(|c| c.at_s.is_none_or(|t| t >= from));
+        for c in &mut moved {
+            c.at_s = c.at_s.map(|t| t - from);
+        }
     }
     dog.finish();
     let (reports, load_warnings) = loads.stop();

@@ -385,6 +385,12 @@ fn each_monitor_snapshot_carries_the_ground_changes_of_its_own_interval() {
                 .args(["runs", "show", "--json", id, "--store", &store])
                 .output();
             let v: serde_json::Value = serde_json::from_str(&shown.stdout).unwrap();
+            // Each change's time is into its own stored run, not into the session.
+            let length = v["run"]["duration_s"].as_f64().unwrap_or(0.0);
+            for g in v["run"]["ground"].as_array().into_iter().flatten() {
+                let at = g["at_s"].as_f64().unwrap_or(0.0);
+                assert!(at <= length + 0.5, "{at} s into a run of {length} s: {g}");
+            }
             v["run"]["ground"].to_string()
         })
         .collect();
