@@ -184,3 +184,21 @@ fn strict_refuses_and_nothing_is_journaled_that_cannot_change_as_nobody() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("restore"), "a later start warns: {err}");
 }
+
+/// noise as `nobody`: real time refused, its spinners run SCHED_OTHER, and no warning about
+/// RT throttling gaps "caused by latlab's own RT priority" (there is none) is recorded.
+#[test]
+fn noise_without_real_time_warns_of_no_rt_throttling() {
+    let dir = Dir::new();
+    let Some(out) = as_nobody(
+        &dir,
+        &["noise", "-D", "1200ms", "--no-store", "--json", "n.json"],
+    ) else {
+        return;
+    };
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let v = crate::util::read_json(&dir.join("n.json"));
+    let w = v["warnings"].to_string();
+    assert!(!w.contains("caused by latlab's own RT priority"), "{w}");
+}

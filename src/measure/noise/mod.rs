@@ -90,12 +90,13 @@ fn safety(cfg: &NoiseConfig, env: &Environment, warnings: &mut Vec<String>) -> R
 pub fn run(mut cfg: NoiseConfig, ctx: &mut Ctx<'_>) -> Result<NoiseOutcome> {
     let environment = ctx.environment().clone();
     let mut warnings = Vec::new();
-    safety(&cfg, &environment, &mut warnings)?;
+    // Real time refused: the spinners run SCHED_OTHER, and no real-time warning applies.
     let rt_granted = ctx.rt_granted();
     if !rt_granted {
         cfg.policy = Policy::Other;
         cfg.prio = 0;
     }
+    safety(&cfg, &environment, &mut warnings)?;
     let (source, ticks_per_ns) = match cfg.clock {
         NoiseClock::Tsc => (Source::Tsc, sys::tsc::calibrate(100)),
         NoiseClock::Monotonic => (Source::Monotonic, 1.0),
