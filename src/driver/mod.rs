@@ -190,50 +190,47 @@ impl Keeper {
 
     fn keep(&mut self, run: &Run) -> Result<()> {
         let extra = std::mem::take(&mut self.result_tags);
-        let extra: Vec<(&str, &str)> = extra
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
+        let Some(st) = self.store.as_mut() else {
+            return Ok(());
+        };
         let mut tags = self.tags.clone();
-        tags.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-        let first = self.store.as_ref().and_then(|st| st.rescue_dir());
-        // While the store takes it (a lock another process holds can keep it 30 s), the run
-        // is ready as a bundle: a second Ctrl-C, which ends latlab at once, keeps it in a file.
-        let bundle = self
-            .store
-            .as_ref()
-            .and_then(|_| crate::store::bundle_text(run, &tags).ok());
-        if let Some(text) = &bundle {
-            if let Ok(mut p) = PENDING.lock() {
-                *p = Some((run.id.clone(), text.clone(), first.clone()));
-            }
-            crate::rt::at_exit(keep_pending_on_exit);
+        tags.extend(extra);
+        let first = st.rescue_dir();
+        // Made JSON once, for the store and, should it refuse, the file. While the store takes
+        // it (a lock another process holds can keep it 30 s) the run is ready: a second
+        // Ctrl-C, which ends latlab at once, keeps it in a file.
+        let value = std::sync::Arc::new(
+            serde_json::to_value(run).map_err(|e| Error::Env(format!("run {}: {e}", run.id)))?,
+        );
+        if let Ok(mut p) = PENDING.lock() {
+            *p = Some((run.id.clone(), value.clone(), tags.clone(), first.clone()));
         }
-        let waiting = self.store.as_ref().map(|_| say_if_slow());
-        let kept = self.keep_tagged(run, &extra);
-        if let Some(w) = waiting {
-            w.store(true, std::sync::atomic::Ordering::Release);
-        }
+        crate::rt::at_exit(keep_pending_on_exit);
+        let done = signals::note_unless_done(
+            STORE_PATIENCE,
+            "latlab: waiting for the store to take the run (another process holds it locked, \
+             or its server is slow to answer); a second Ctrl-C keeps the run in a file instead",
+        );
+        let kept = st.save_json(&value, &tags);
+        done.store(true, std::sync::atomic::Ordering::Release);
         if let Ok(mut p) = PENDING.lock() {
             p.take();
         }
         if let Err(e) = kept {
             // The store refused it: kept in a file instead, never lost.
-            let rescued = match &bundle {
-                Some(text) => crate::store::rescue_text(&run.id, text, first),
-                None => crate::store::rescue(run, &tags, first),
-            };
-            return Err(Error::Env(match rescued {
-                Ok(p) => {
-                    let p = crate::output::shell_quote(&p.display().to_string());
-                    format!("{e}; the run is kept in {p} (`latlab runs import {p}` stores it)")
-                }
-                Err(why) => format!("{e}; the run could not be kept in a file either ({why})"),
-            }));
+            return Err(Error::Env(
+                match crate::store::rescue_value(&run.id, &value, &tags, first) {
+                    Ok(p) => {
+                        let p = crate::output::shell_quote(&p.display().to_string());
+                        format!("{e}; the run is kept in {p} (`latlab runs import {p}` stores it)")
+                    }
+                    Err(why) => {
+                        format!("{e}; the run could not be kept in a file either ({why})")
+                    }
+                },
+            ));
         }
-        if let Some(st) = self.store.as_ref() {
-            crate::note!("latlab: run {} stored in {}", run.id, st.location());
-        }
+        crate::note!("latlab: run {} stored in {}", run.id, st.location());
         Ok(())
     }
 
@@ -265,16 +262,21 @@ impl ctx::Keep for Keeper {
 /// How long a store may take to open before latlab says it is waiting.
 const STORE_PATIENCE: Duration = Duration::from_secs(2);
 
-/// The run being stored, ready as a bundle (run id, text, the store's rescue directory), for a
-/// second Ctrl-C during the store's wait.
-static PENDING: std::sync::Mutex<Option<(String, String, Option<std::path::PathBuf>)>> =
-    std::sync::Mutex::new(None);
+/// The run being stored, made JSON (run id, the run, its tags, the store's rescue directory),
+/// for a second Ctrl-C during the store's wait.
+type Pending = (
+    String,
+    std::sync::Arc<serde_json::Value>,
+    BTreeMap<String, String>,
+    Option<std::path::PathBuf>,
+);
+static PENDING: std::sync::Mutex<Option<Pending>> = std::sync::Mutex::new(None);
 
 /// The exit hook of a second Ctrl-C: the run not stored yet goes to a file.
 fn keep_pending_on_exit() {
     let taken = PENDING.lock().ok().and_then(|mut p| p.take());
-    if let Some((id, text, first)) = taken {
-        match crate::store::rescue_text(&id, &text, first) {
+    if let Some((id, run, tags, first)) = taken {
+        match crate::store::rescue_value(&id, &run, &tags, first) {
             Ok(p) => crate::note!(
                 "latlab: run {id} was not stored yet: it is kept in {} (`latlab runs import` stores it)",
                 p.display()
@@ -284,27 +286,6 @@ fn keep_pending_on_exit() {
             ),
         }
     }
-}
-
-/// Says, if the store has not taken the run [`STORE_PATIENCE`] from now, that latlab waits for
-/// it; the flag returned (set once the store answered) keeps it quiet.
-fn say_if_slow() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
-    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let d = done.clone();
-    let _ = std::thread::Builder::new()
-        .name("latlab-probe".into())
-        .stack_size(crate::sys::mem::HELPER_STACK)
-        .spawn(move || {
-            std::thread::sleep(STORE_PATIENCE);
-            if !d.load(std::sync::atomic::Ordering::Acquire) {
-                crate::note!(
-                    "latlab: waiting for the store to take the run (another process holds it \
-                     locked, or its server is slow to answer); a second Ctrl-C keeps the run in \
-                     a file instead"
-                );
-            }
-        });
-    done
 }
 
 /// Opens the store on a helper thread, waiting for it only while no signal has come: a

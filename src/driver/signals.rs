@@ -121,18 +121,32 @@ const SAVING_PATIENCE: std::time::Duration = std::time::Duration::from_secs(1);
 /// run attributing what it collected under load), says so, and that a second Ctrl-C quits
 /// without saving: a user who sees nothing happen presses it again and loses the run.
 fn say_while_saving() {
+    note_unless_done(
+        SAVING_PATIENCE,
+        "latlab: interrupted: saving what was collected (a second Ctrl-C quits at once and \
+         saves nothing)",
+    );
+}
+
+/// Says `text` on stderr `after` from now unless the flag returned is set first (a wait that
+/// ended), from a helper thread at SCHED_OTHER (it only sleeps).
+pub(super) fn note_unless_done(
+    after: std::time::Duration,
+    text: &'static str,
+) -> std::sync::Arc<AtomicBool> {
+    let done = std::sync::Arc::new(AtomicBool::new(false));
+    let d = done.clone();
     let _ = std::thread::Builder::new()
         .name("latlab-saving".into())
         .stack_size(crate::sys::mem::HELPER_STACK)
-        .spawn(|| {
-            // Not the signal thread's FIFO 99: it only waits.
+        .spawn(move || {
             let _ = sys::sched::set_policy(Policy::Other, 0);
-            std::thread::sleep(SAVING_PATIENCE);
-            crate::note!(
-                "latlab: interrupted: saving what was collected (a second Ctrl-C quits at once \
-                 and saves nothing)"
-            );
+            std::thread::sleep(after);
+            if !d.load(Ordering::Acquire) {
+                crate::note!("{text}");
+            }
         });
+    done
 }
 
 /// Makes the first SIGINT/SIGTERM end the process (exit 128 + the signal), for commands that

@@ -270,31 +270,25 @@ pub fn rescue(
     tags: &BTreeMap<String, String>,
     first: Option<PathBuf>,
 ) -> std::result::Result<PathBuf, String> {
-    rescue_text(&run.id, &bundle_text(run, tags)?, first)
+    let v = serde_json::to_value(run).map_err(|e| e.to_string())?;
+    rescue_value(&run.id, &v, tags, first)
 }
 
-/// `run` with its tags as the text of a one-run bundle ([`rescue`]'s file).
-pub fn bundle_text(
-    run: &Run,
-    tags: &BTreeMap<String, String>,
-) -> std::result::Result<String, String> {
-    let entry = BundleEntry {
-        run: serde_json::to_value(run).map_err(|e| e.to_string())?,
-        tags: tags.clone(),
-    };
-    let b = Bundle {
-        format: BUNDLE_FORMAT.into(),
-        runs: vec![entry],
-    };
-    Ok(serde_json::to_string_pretty(&b).map_err(|e| e.to_string())? + "\n")
-}
-
-/// [`rescue`] of a bundle already made ([`bundle_text`]) for run `id`.
-pub fn rescue_text(
+/// [`rescue`] of a run already made JSON (`run`, whose id is `id`).
+pub fn rescue_value(
     id: &str,
-    text: &str,
+    run: &serde_json::Value,
+    tags: &BTreeMap<String, String>,
     first: Option<PathBuf>,
 ) -> std::result::Result<PathBuf, String> {
+    let b = Bundle {
+        format: BUNDLE_FORMAT.into(),
+        runs: vec![BundleEntry {
+            run: run.clone(),
+            tags: tags.clone(),
+        }],
+    };
+    let text = serde_json::to_string_pretty(&b).map_err(|e| e.to_string())? + "\n";
     let name: String = id
         .chars()
         .map(|c| match c {
@@ -303,12 +297,17 @@ pub fn rescue_text(
         })
         .collect();
     let name = format!("{}.json", name.trim_start_matches('.'));
-    let mut tried = Vec::new();
-    let beside = default_path().with_file_name("unstored");
     let uid = crate::sys::sched::euid();
-    let own = std::env::temp_dir().join(format!("latlab-unstored-{uid}"));
-    let places = first.map(|d| (d, false)).into_iter();
-    for (dir, private) in places.chain([(beside, false), (own, true)]) {
+    let own = |base: PathBuf| base.join(format!("latlab-unstored-{uid}"));
+    // The store's own place, beside the default store, then a directory of this user's own
+    // under the temporary directory, and under /tmp whatever TMPDIR says.
+    let mut places: Vec<(PathBuf, bool)> = first.map(|d| (d, false)).into_iter().collect();
+    places.push((default_path().with_file_name("unstored"), false));
+    places.push((own(std::env::temp_dir()), true));
+    places.push((own(PathBuf::from("/tmp")), true));
+    places.dedup();
+    let mut tried = Vec::new();
+    for (dir, private) in places {
         // Only an absolute place: a relative one would be the current directory's.
         if !dir.is_absolute() {
             tried.push(format!("{}: not an absolute path", dir.display()));
@@ -325,17 +324,7 @@ pub fn rescue_text(
             Err(e) => tried.push(format!("{}: {e}", dir.display())),
         }
     }
-    // Last, a directory of this user's own under /tmp whatever TMPDIR says.
-    let tmp = PathBuf::from(format!("/tmp/latlab-unstored-{uid}"));
-    let path = tmp.join(&name);
-    match private_dir(&tmp, uid).and_then(|()| crate::output::write_atomic(&path, text.as_bytes()))
-    {
-        Ok(()) => Ok(path),
-        Err(e) => {
-            tried.push(format!("{}: {e}", tmp.display()));
-            Err(tried.join("; "))
-        }
-    }
+    Err(tried.join("; "))
 }
 
 /// A directory only `uid` can write (created 0700; one already there must be a directory of
