@@ -115,7 +115,7 @@ fn register(c: &Control) {
 }
 
 /// How long the end of an interrupted run may take before latlab says what it is doing.
-const SAVING_PATIENCE: std::time::Duration = std::time::Duration::from_secs(1);
+const SAVING_PATIENCE: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// After a first interrupt: if latlab is still finishing [`SAVING_PATIENCE`] later (a traced
 /// run attributing what it collected under load), says so, and that a second Ctrl-C quits

@@ -678,8 +678,9 @@ fn a_second_ctrl_c_while_the_store_waits_keeps_the_run_in_a_file() {
     running.wait_for_thread("latlab-T0");
     let conn = rusqlite::Connection::open(&db).unwrap();
     conn.execute_batch("BEGIN EXCLUSIVE").unwrap();
-    // The run ends after a second; the store's wait is said two seconds later.
-    std::thread::sleep(Duration::from_millis(3800));
+    // The run ends after a second; the store's wait is said two seconds later (margin for a
+    // busy host).
+    std::thread::sleep(Duration::from_millis(5000));
     running.signal(libc::SIGINT);
     std::thread::sleep(Duration::from_millis(700));
     running.signal(libc::SIGINT);
