@@ -296,6 +296,8 @@ fn open_unless_interrupted(
     spec: Option<String>,
     control: &crate::rt::Control,
 ) -> Result<Option<Box<dyn crate::store::Store>>> {
+    // This run's waits for the store are said here and when it is saved, in its own words.
+    crate::store::busy::say_waits_elsewhere();
     let (tx, rx) = std::sync::mpsc::channel();
     // A helper's stack, not std's 2 MiB: glibc keeps an ended thread's stack for the next
     // thread, so it is still mapped when mlockall makes every page of it present.

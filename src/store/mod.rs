@@ -4,6 +4,7 @@
 //! result model is stored losslessly (its JSON), with the fields runs are found by indexed
 //! beside it; bundles move runs between machines.
 
+pub mod busy;
 pub mod postgres;
 pub mod sqlite;
 

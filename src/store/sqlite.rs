@@ -183,8 +183,8 @@ impl SqliteStore {
                 ))
             })?;
         }
-        let conn = Connection::open(path).map_err(|e| env_err(path, brief(&e)))?;
-        conn.busy_timeout(std::time::Duration::from_secs(30))
+        let mut conn = Connection::open(path).map_err(|e| env_err(path, brief(&e)))?;
+        super::busy::install(&mut conn, &path.display().to_string())
             .map_err(|e| env_err(path, brief(&e)))?;
         if existed {
             inspect(&conn).map_err(refuse)?;

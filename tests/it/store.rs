@@ -662,6 +662,31 @@ fn a_locked_store_is_waited_for_out_loud() {
     assert_eq!(n, 2);
 }
 
+/// A command that only reads the store waits for a lock another process holds, says so after
+/// two seconds (it looked hung), and lists the runs once the lock is gone.
+#[test]
+fn a_listing_waits_for_a_locked_store_out_loud() {
+    let dir = Dir::new();
+    let db = dir.join("locked.db");
+    let s = store_arg(&db);
+    measure(&s, &[]);
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    // Exclusive locking mode: in WAL mode a plain write transaction would not stop readers.
+    conn.execute_batch(
+        "PRAGMA locking_mode=EXCLUSIVE; BEGIN EXCLUSIVE; UPDATE meta SET value = value WHERE 0;",
+    )
+    .unwrap();
+    let listing = latlab().args(["runs", "list", "--store", &s]).spawn();
+    std::thread::sleep(Duration::from_secs(4));
+    conn.execute_batch("COMMIT").unwrap();
+    drop(conn);
+    let out = listing.finish();
+    out.assert_ok();
+    assert!(out.stderr.contains("waiting for the store"), "{out}");
+    assert!(out.stderr.contains("locked.db"), "{out}");
+    assert!(out.stdout.contains("cyclic"), "{out}");
+}
+
 /// A run waiting for a store another process holds locked says so, and a second Ctrl-C then
 /// (which ends latlab at once) keeps the run in a file instead of losing it.
 #[test]
