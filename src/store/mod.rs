@@ -5,6 +5,7 @@
 //! beside it; bundles move runs between machines.
 
 pub mod busy;
+pub mod pg_deadline;
 pub mod postgres;
 pub mod sqlite;
 

@@ -1,10 +1,11 @@
 //! The PostgreSQL store, for teams and fleets: the same tables, versioned migrations and
 //! behaviour as the SQLite store, in a shared server (`--store postgres://user@host/db`).
 
+use super::pg_deadline::Watch;
 use super::{BundleEntry, Filter, RunRow, Store, SCHEMA_VERSION};
 use crate::error::{Error, Result};
 use crate::result::Run;
-use postgres::{Client, NoTls};
+use postgres::Client;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -34,6 +35,8 @@ const MIGRATIONS: &[&str] = &["
 
 /// A PostgreSQL database of runs.
 pub struct PostgresStore {
+    /// Declared before the client: the watch (and its thread) ends before the socket closes.
+    watch: Watch,
     client: Client,
     shown: String,
 }
@@ -50,21 +53,24 @@ impl PostgresStore {
                 cfg.password(pw);
             }
         }
-        let client = cfg.connect(NoTls).map_err(|e| {
+        let limit = super::pg_deadline::limit()?;
+        let (client, fd) = super::pg_deadline::connect(&cfg, limit).map_err(|e| {
             Error::Env(format!(
                 "store {shown}: cannot reach PostgreSQL: {e}; nothing was written"
             ))
         })?;
         let mut s = PostgresStore {
+            watch: Watch::start(fd, limit),
             client,
             shown: shown.to_string(),
         };
+        let _g = s.watch.guard();
         s.migrate()?;
         Ok(s)
     }
 
     fn err(&self, e: impl std::fmt::Display) -> Error {
-        Error::Env(format!("store {}: {e}", self.shown))
+        failed(&self.shown, &self.watch, e)
     }
 
     fn migrate(&mut self) -> Result<()> {
@@ -87,7 +93,8 @@ impl PostgresStore {
             return Ok(());
         }
         let shown = self.shown.clone();
-        let err = |e: postgres::Error| Error::Env(format!("store {shown}: {e}"));
+        let watch = &self.watch;
+        let err = |e: postgres::Error| failed(&shown, watch, e);
         let mut tx = self.client.transaction().map_err(err)?;
         // One migrator at a time, across processes.
         tx.batch_execute("SELECT pg_advisory_xact_lock(7231001)")
@@ -138,8 +145,9 @@ impl PostgresStore {
         tags: &BTreeMap<String, String>,
     ) -> Result<bool> {
         let k = super::RunKeys::of(body)?;
-        let shown = self.shown.clone();
-        let err = |e: postgres::Error| Error::Env(format!("store {shown}: {e}"));
+        let _g = self.watch.guard();
+        let (shown, watch) = (&self.shown, &self.watch);
+        let err = |e: postgres::Error| failed(shown, watch, e);
         let mut tx = self.client.transaction().map_err(err)?;
         let n = tx
             .execute(
@@ -169,6 +177,15 @@ impl PostgresStore {
             )
             .map_err(|e| self.err(e))?;
         Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+    }
+}
+
+/// A store error: the driver's words, or the time limit's when it closed the connection.
+fn failed(shown: &str, watch: &Watch, e: impl std::fmt::Display) -> Error {
+    if watch.fired() {
+        Error::Env(format!("store {shown}: {}", watch.why()))
+    } else {
+        Error::Env(format!("store {shown}: {e}"))
     }
 }
 
@@ -279,6 +296,7 @@ impl Store for SharedPostgres {
 
     fn list(&self, f: &Filter) -> Result<Vec<RunRow>> {
         let mut s = self.0.borrow_mut();
+        let _g = s.watch.guard();
         // One query: each run with its tags (a row per tag, in key order), newest first.
         let rows = s
             .client
@@ -313,6 +331,7 @@ impl Store for SharedPostgres {
 
     fn get(&self, id: &str) -> Result<BundleEntry> {
         let mut s = self.0.borrow_mut();
+        let _g = s.watch.guard();
         let row = s
             .client
             .query_opt("SELECT body FROM latlab_runs WHERE id = $1", &[&id])
@@ -328,6 +347,7 @@ impl Store for SharedPostgres {
 
     fn delete(&mut self, id: &str) -> Result<()> {
         let s = self.0.get_mut();
+        let _g = s.watch.guard();
         let n = s
             .client
             .execute("DELETE FROM latlab_runs WHERE id = $1", &[&id])

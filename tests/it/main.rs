@@ -47,6 +47,7 @@ mod report;
 mod sched;
 mod shared;
 mod store;
+mod store_hangs;
 mod table;
 mod tail;
 mod tcp;

@@ -1,0 +1,133 @@
+//! A PostgreSQL store that stops answering: latlab gives up after `LATLAB_STORE_TIMEOUT`
+//! seconds instead of waiting forever, and a finished run is kept in a file.
+
+use crate::util::{latlab, pg_store, Dir};
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A port that accepts connections and never says a word: a listing gives up on it.
+#[test]
+fn a_server_that_never_answers_is_given_up_on() {
+    let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let out = latlab()
+        .args(["runs", "list", "--store"])
+        .arg(format!("postgres://me@127.0.0.1:{port}/db"))
+        .env("LATLAB_STORE_TIMEOUT", "2")
+        .limit(Duration::from_secs(60))
+        .output();
+    out.assert_exit(3);
+    assert!(
+        out.stderr.contains("no answer in 2 s") && out.stderr.contains("LATLAB_STORE_TIMEOUT"),
+        "{out}"
+    );
+    let bad = latlab()
+        .args(["runs", "list", "--store"])
+        .arg(format!("postgres://me@127.0.0.1:{port}/db"))
+        .env("LATLAB_STORE_TIMEOUT", "soon")
+        .output();
+    bad.assert_exit(2);
+    assert!(
+        bad.stderr.contains("LATLAB_STORE_TIMEOUT \"soon\""),
+        "{bad}"
+    );
+}
+
+/// A server that stops answering while a finished run is being saved (its INSERT never
+/// reaches it): the save gives up, the run is kept in a file, exit 3.
+#[test]
+fn a_server_that_stops_answering_mid_save_loses_no_run() {
+    let Some(pg) = pg_store() else { return };
+    let rest = pg.strip_prefix("postgres://").unwrap();
+    let (user, rest) = rest.split_once('@').unwrap();
+    let (server, db) = rest.split_once('/').unwrap();
+    let proxy = Proxy::start(server);
+    let dir = Dir::new();
+    let xdg = dir.join("xdg");
+    let out = latlab()
+        .args(["cyclic", "-t", "1", "-D", "1s", "-q", "--store"])
+        .arg(format!("postgres://{user}@127.0.0.1:{}/{db}", proxy.port))
+        .env("LATLAB_STORE_TIMEOUT", "3")
+        .env("XDG_DATA_HOME", &xdg)
+        .limit(Duration::from_secs(90))
+        .output();
+    assert!(proxy.froze.load(Ordering::SeqCst), "{out}");
+    out.assert_exit(3);
+    assert!(out.stderr.contains("did not answer in 3 s"), "{out}");
+    let kept: Vec<_> = std::fs::read_dir(xdg.join("latlab/unstored"))
+        .unwrap_or_else(|e| panic!("no unstored directory ({e}): {out}"))
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(kept.len(), 1, "{kept:?} {out}");
+    assert!(out.stderr.contains(&kept[0].display().to_string()), "{out}");
+    let run: serde_json::Value = serde_json::from_slice(&std::fs::read(&kept[0]).unwrap()).unwrap();
+    assert!(run.to_string().contains("\"cyclic\""), "{run}");
+}
+
+/// Forwards connections to `server` until a client sends a run's INSERT: from then on it
+/// holds everything the client sends, as a server that stopped would.
+struct Proxy {
+    port: u16,
+    froze: Arc<AtomicBool>,
+    done: Arc<AtomicBool>,
+}
+
+impl Proxy {
+    fn start(server: &str) -> Proxy {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let (froze, done) = (
+            Arc::new(AtomicBool::new(false)),
+            Arc::new(AtomicBool::new(false)),
+        );
+        let (f, d, server) = (froze.clone(), done.clone(), server.to_string());
+        std::thread::spawn(move || {
+            for c in l.incoming().flatten() {
+                let Ok(s) = TcpStream::connect(&server) else {
+                    return;
+                };
+                let (c2, s2) = (c.try_clone().unwrap(), s.try_clone().unwrap());
+                let (f1, d1) = (f.clone(), d.clone());
+                std::thread::spawn(move || pump(c, s, Some(&f1), &d1));
+                let d2 = d.clone();
+                std::thread::spawn(move || pump(s2, c2, None, &d2));
+            }
+        });
+        Proxy { port, froze, done }
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.done.store(true, Ordering::SeqCst);
+    }
+}
+
+fn pump(mut from: TcpStream, mut to: TcpStream, freeze: Option<&AtomicBool>, done: &AtomicBool) {
+    let mut buf = [0u8; 65536];
+    while let Ok(n @ 1..) = from.read(&mut buf) {
+        if let Some(f) = freeze {
+            if buf[..n]
+                .windows(23)
+                .any(|w| w == b"INSERT INTO latlab_runs")
+            {
+                f.store(true, Ordering::SeqCst);
+            }
+            if f.load(Ordering::SeqCst) {
+                // Held, never forwarded, until the test ends.
+                while !done.load(Ordering::SeqCst) {
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                return;
+            }
+        }
+        if to.write_all(&buf[..n]).is_err() {
+            return;
+        }
+    }
+    let _ = to.shutdown(std::net::Shutdown::Write);
+}
