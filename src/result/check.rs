@@ -45,6 +45,20 @@ pub fn series_figures(
     if s.unit == "ns" && s.summary.mean_ns < 0.0 {
         return Err(format!("its mean ({} ns) is negative", s.summary.mean_ns));
     }
+    let p = &s.summary.percentiles;
+    let ps = [p.p50, p.p90, p.p99, p.p99_9, p.p99_99];
+    if let Some(w) = ps.windows(2).find(|w| w[0] > w[1]) {
+        return Err(format!(
+            "its percentiles are out of order ({} ns before {} ns)",
+            w[0], w[1]
+        ));
+    }
+    if !s.histogram.buckets.is_empty() && s.histogram.lowest_ns > s.histogram.highest_ns {
+        return Err(format!(
+            "its histogram's lowest value ({} ns) exceeds its highest ({} ns)",
+            s.histogram.lowest_ns, s.histogram.highest_ns
+        ));
+    }
     // A bucket's value is the highest of its range, so one may lie a little above the exact
     // maximum (or the histogram's highest value); only its range's lowest value may not. The
     // layout is only needed when some bucket lies above either.
@@ -56,6 +70,26 @@ pub fn series_figures(
         .and_then(|e| e.get("max_with_own_gaps_ns"))
         .and_then(serde_json::Value::as_u64)
         .map_or(s.summary.max_ns, |m| m.max(s.summary.max_ns));
+    // The histogram holds every sample, so the maximum lies in its top bucket (whose value is
+    // the highest of its range) unless it lies beyond what the histogram tracks.
+    let top_bucket = s
+        .histogram
+        .buckets
+        .iter()
+        .filter(|b| b[1] > 0)
+        .map(|b| b[0])
+        .max();
+    if let Some(t) = top_bucket.filter(|&t| max > t && max <= s.histogram.highest_ns) {
+        return Err(format!(
+            "its maximum ({max} ns) lies above every sample of its histogram (the highest at {t} ns)"
+        ));
+    }
+    // Its percentiles are read from the same histogram.
+    if let Some(p) = top_bucket.and_then(|t| ps.into_iter().find(|&p| p > t)) {
+        return Err(format!(
+            "its percentiles reach {p} ns, above every sample of its histogram"
+        ));
+    }
     let odd = |b: &&[u64; 2]| b[1] > 0 && (b[0] > max || b[0] > s.histogram.highest_ns);
     if s.histogram.buckets.iter().any(|b| odd(&b)) {
         let built;
@@ -155,6 +189,22 @@ mod tests {
         s.summary.max_ns = 2_000;
         s.extra = Some(serde_json::json!({"max_with_own_gaps_ns": 500_000}));
         assert_eq!(series_figures(&s, None), Ok(()));
+        let mut s = good.clone();
+        s.summary.percentiles.p90 = s.summary.percentiles.p99 + 1;
+        let e = series_figures(&s, None).unwrap_err();
+        assert!(e.contains("percentiles are out of order"), "{e}");
+        let mut s = good.clone();
+        s.summary.percentiles.p99_99 = 4_000_000_000_000;
+        let e = series_figures(&s, None).unwrap_err();
+        assert!(e.contains("percentiles reach 4000000000000 ns"), "{e}");
+        let mut s = series(&[1_000, 2_000]);
+        s.summary.max_ns = 1 << 40;
+        let e = series_figures(&s, None).unwrap_err();
+        assert!(e.contains("lies above every sample"), "{e}");
+        let mut s = good.clone();
+        s.histogram.lowest_ns = s.histogram.highest_ns + 1;
+        let e = series_figures(&s, None).unwrap_err();
+        assert!(e.contains("lowest value"), "{e}");
         let mut s = series(&[1_000, 2_000]);
         s.histogram.buckets[1][0] = u64::MAX / 2;
         s.summary.max_ns = u64::MAX;

@@ -29,6 +29,17 @@ fn synthetic(dir: &Path, t: &serde_json::Value, name: &str, n: u64, slow: u64, s
     s["count"] = n.into();
     s["max_ns"] = (if slow > 0 { 500_100u64 } else { 10_000 }).into();
     s["min_ns"] = 10_000u64.into();
+    // The percentiles the histogram gives (a sample's rank decides its bucket).
+    for (key, q) in [
+        ("p50", 0.5),
+        ("p90", 0.9),
+        ("p99", 0.99),
+        ("p99_9", 0.999),
+        ("p99_99", 0.9999),
+    ] {
+        let rank = (q * n as f64).ceil() as u64;
+        s["percentiles"][key] = (if rank <= n - slow { 10_000u64 } else { 500_223 }).into();
+    }
     std::fs::write(dir.join(name), serde_json::to_vec(&r).unwrap()).unwrap();
 }
 
