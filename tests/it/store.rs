@@ -577,7 +577,9 @@ fn a_run_its_store_refuses_is_kept_in_a_file_that_imports() {
         .env("XDG_DATA_HOME", &xdg);
     let mut running = run.spawn();
     let wal = dir.join("runs.db-wal");
-    running.wait_until("the store open", |_| wal.exists());
+    // The store is open (schema checked) before the measuring threads start.
+    running.wait_for_thread("latlab-T0");
+    running.wait_until("the store's write-ahead log", |_| wal.exists());
     let frozen = Immutable(vec![db.clone(), wal.clone()]);
     if !frozen.set("+i") {
         running.kill();
