@@ -72,6 +72,8 @@ pub struct Source {
 pub struct RunInfo {
     /// `run:ID` or the file name.
     pub name: String,
+    /// The run's id (two names may stand for one run: `run:ID` and its exported file).
+    pub id: String,
     /// Measured wall time, seconds.
     pub secs: f64,
     /// Its exact mean (from the series summaries), in the display unit.
@@ -218,6 +220,7 @@ fn load_items(label: String, items: &[Item], o: &ReadOpts) -> Result<Source> {
             })?;
             info.push(RunInfo {
                 name: name.clone(),
+                id: run.id.clone(),
                 secs: run.duration_s,
                 mean: scalar(&d, &series, Metric::Mean, o.scale),
             });

@@ -435,4 +435,17 @@ fn a_run_in_two_sets_is_said() {
         .output();
     out.assert_ok();
     assert!(out.stderr.contains("r1.json in both 'a' and 'b'"), "{out}");
+    // Told by its id, whatever it is named: another path, a copy.
+    std::fs::copy(dir.join("r1.json"), dir.join("copy.json")).unwrap();
+    let out = latlab()
+        .args(["compare", "a=r1.json,r2.json", "b=./copy.json,r3.json"])
+        .current_dir(dir.path())
+        .output();
+    out.assert_ok();
+    assert!(out.stderr.contains("r1.json in both 'a' and 'b'"), "{out}");
+    let out = latlab()
+        .args(["compare", "a=r1.json,r2.json", "b=r3.json,./r3.json"])
+        .current_dir(dir.path())
+        .output();
+    assert!(out.stderr.contains("are the same run"), "{out}");
 }

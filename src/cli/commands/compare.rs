@@ -113,7 +113,7 @@ pub fn run(a: &CompareArgs) -> Result<String> {
             let shared: Vec<&str> = x
                 .info
                 .iter()
-                .filter(|r| y.info.iter().any(|q| q.name == r.name))
+                .filter(|r| y.info.iter().any(|q| q.id == r.id))
                 .map(|r| r.name.as_str())
                 .collect();
             if !shared.is_empty() {
