@@ -67,6 +67,13 @@ fn items(sys: &Path, proc: &Path, cpus: &[usize], plan: &[PathBuf]) -> Vec<Item>
             path: proc.join("sys/kernel/sched_rt_period_us"),
             poll: false,
         },
+        // A CPU taken offline breaks its threads' pinning without a word (the kernel moves
+        // them): the online set is one cheap file, polled.
+        Item {
+            what: "online CPUs".into(),
+            path: sys.join("devices/system/cpu/online"),
+            poll: true,
+        },
         Item {
             what: "isolated CPUs".into(),
             path: sys.join("devices/system/cpu/isolated"),
@@ -516,26 +523,36 @@ mod tests {
         std::fs::write(proc.join("sys/kernel/sched_rt_runtime_us"), "950000\n").unwrap();
         let gov = sys.join("devices/system/cpu/cpu1/cpufreq/scaling_governor");
         std::fs::write(&gov, "performance\n").unwrap();
+        let online = sys.join("devices/system/cpu/online");
+        std::fs::write(&online, "0-1\n").unwrap();
         let w = Watch::start_in(&sys, &proc, &[1], None, None);
         std::thread::sleep(POLL * 2);
         std::fs::write(cs.join("current_clocksource"), "kvm-clock\n").unwrap();
         std::thread::sleep(POLL * 3);
         std::fs::write(&gov, "powersave\n").unwrap();
         std::fs::write(proc.join("sys/kernel/sched_rt_runtime_us"), "-1\n").unwrap();
+        std::fs::write(&online, "0\n").unwrap();
+        std::thread::sleep(POLL * 3);
         let c = w.finish(&[]);
-        assert_eq!(c.len(), 3, "{c:?}");
+        assert_eq!(c.len(), 4, "{c:?}");
         assert_eq!(
             (c[0].what.as_str(), c[0].from.as_str(), c[0].to.as_str()),
             ("clocksource", "tsc", "kvm-clock")
         );
         assert!(c[0].at_s.is_some_and(|t| t > 0.0), "{c:?}");
+        // Polled: with its time (a CPU taken offline).
+        assert_eq!(
+            (c[1].what.as_str(), c[1].from.as_str(), c[1].to.as_str()),
+            ("online CPUs", "0-1", "0")
+        );
+        assert!(c[1].at_s.is_some_and(|t| t > c[0].at_s.unwrap()), "{c:?}");
         // Seen at the end (not polled): no time.
         assert_eq!(
-            (c[1].what.as_str(), c[1].to.as_str(), c[1].at_s),
+            (c[2].what.as_str(), c[2].to.as_str(), c[2].at_s),
             ("sched_rt_runtime_us", "-1", None)
         );
-        assert_eq!(c[2].what, "CPU 1 scaling_governor");
-        assert_eq!(c[2].at_s, None);
+        assert_eq!(c[3].what, "CPU 1 scaling_governor");
+        assert_eq!(c[3].at_s, None);
         assert!(warning(&c[0]).contains("from tsc to kvm-clock"));
         // Nothing moved: nothing said.
         let w = Watch::start_in(&sys, &proc, &[1], None, None);
