@@ -140,6 +140,58 @@ pub fn place_current(p: &Placement, stack_bytes: usize, log: &PlacementLog) -> A
     }
 }
 
+/// A thread's placement as the kernel holds it: allowed CPUs, policy and priority. Read when a
+/// measuring loop starts and again when it ends, a difference is a placement that another
+/// process (taskset, chrt, a cgroup's cpuset) or a CPU taken offline changed under it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Held {
+    cpus: Vec<usize>,
+    policy: Option<(libc::c_int, i32)>,
+}
+
+impl Held {
+    /// The calling thread's placement now (not for a hot path: it allocates).
+    pub fn read() -> Held {
+        Held {
+            cpus: sys::sched::affinity().unwrap_or_default(),
+            policy: sys::sched::policy_now(),
+        }
+    }
+
+    /// What moved from `self` to `now`, said of thread `name`; None when nothing did.
+    pub fn drift(&self, now: &Held, name: &str) -> Option<String> {
+        let cpus = |v: &[usize]| crate::config::CpuSet::from_cpus(v.iter().copied()).to_string();
+        let policy = |p: Option<(libc::c_int, i32)>| match p {
+            Some((pol, prio)) => format!(
+                "{} {prio}",
+                Policy::from_libc(pol).map_or_else(|| pol.to_string(), |p| p.to_string())
+            ),
+            None => "unknown".into(),
+        };
+        let mut moved = Vec::new();
+        if self.cpus != now.cpus {
+            moved.push(format!(
+                "its CPUs from {} to {}",
+                cpus(&self.cpus),
+                cpus(&now.cpus)
+            ));
+        }
+        if self.policy != now.policy {
+            moved.push(format!(
+                "its policy from {} to {}",
+                policy(self.policy),
+                policy(now.policy)
+            ));
+        }
+        (!moved.is_empty()).then(|| {
+            format!(
+                "{name}: {} while it measured (another process, or a CPU taken offline, moved it): its samples may not all come from where it was placed",
+                moved.join(" and ")
+            )
+        })
+    }
+}
+
 /// The CPU the calling thread is confined to (its affinity holds one CPU), else the one it is
 /// on now.
 pub fn read_back_cpu() -> Option<usize> {
@@ -429,6 +481,30 @@ pub fn prepare(n: &Needs, warnings: &mut Vec<String>) -> crate::Result<Prepared>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_placement_that_moved_says_what_moved_and_one_that_held_says_nothing() {
+        let at = |cpus: Vec<usize>, p| Held { cpus, policy: p };
+        let start = at(vec![1], Some((libc::SCHED_FIFO, 80)));
+        assert_eq!(start.drift(&start.clone(), "T0"), None);
+        let w = start
+            .drift(&at(vec![0, 1], Some((libc::SCHED_FIFO, 80))), "T0")
+            .unwrap();
+        assert!(
+            w.starts_with("T0: its CPUs from 1 to 0-1 while it measured"),
+            "{w}"
+        );
+        let w = start
+            .drift(&at(vec![1], Some((libc::SCHED_OTHER, 0))), "cpu1")
+            .unwrap();
+        assert!(
+            w.starts_with("cpu1: its policy from fifo 80 to other 0 while"),
+            "{w}"
+        );
+        let w = start.drift(&at(vec![1], None), "T0").unwrap();
+        assert!(w.contains("to unknown"), "{w}");
+        assert_eq!(Held::read(), Held::read());
+    }
 
     #[test]
     fn a_signal_rings_the_registered_bells_that_live() {

@@ -66,6 +66,20 @@ impl Policy {
         }
     }
 
+    /// The policy of a `SCHED_*` constant (None for one latlab does not know).
+    pub fn from_libc(p: libc::c_int) -> Option<Policy> {
+        [
+            Policy::Fifo,
+            Policy::Rr,
+            Policy::Other,
+            Policy::Batch,
+            Policy::Idle,
+            Policy::Deadline,
+        ]
+        .into_iter()
+        .find(|x| x.as_libc() == p)
+    }
+
     /// Parses any policy, `deadline` included (only `cyclic` takes it; the plain parser
     /// refuses it so no other measurement meets a policy it cannot set).
     pub fn parse_any(s: &str) -> Result<Self, String> {

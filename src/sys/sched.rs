@@ -73,6 +73,20 @@ pub fn set_thread_policy(tid: i32, policy: libc::c_int, prio: i32) -> Result<(),
     }
 }
 
+/// The calling thread's scheduling policy (`SCHED_*`, without `SCHED_RESET_ON_FORK`) and
+/// priority; None when the kernel does not say.
+pub fn policy_now() -> Option<(libc::c_int, i32)> {
+    // SAFETY: pid 0 is the calling thread; sched_param is plain data the kernel fills.
+    unsafe {
+        let policy = libc::sched_getscheduler(0);
+        let mut p = libc::sched_param { sched_priority: 0 };
+        if policy < 0 || libc::sched_getparam(0, &mut p) != 0 {
+            return None;
+        }
+        Some((policy & !libc::SCHED_RESET_ON_FORK, p.sched_priority))
+    }
+}
+
 /// The CPU the calling thread is running on now.
 pub fn current_cpu() -> Option<usize> {
     // SAFETY: no arguments.

@@ -156,3 +156,51 @@ fn a_taskset_narrower_than_the_measured_cpus_is_no_obstacle() {
     let warnings = v["warnings"].to_string();
     assert!(!warnings.contains("cannot be pinned"), "{warnings}");
 }
+
+/// A measuring thread that another process moves while it measures (`taskset -p`, `chrt -p`)
+/// is said to have moved, naming from where to where; under `--strict` the run then ends
+/// with exit 3, its result kept.
+#[test]
+fn a_thread_moved_by_another_process_while_it_measures_is_said() {
+    let _x = util::exclusive();
+    if util::skipped(util::rt_unavailable()) || !util::have("taskset") || !util::have("chrt") {
+        return;
+    }
+    if std::fs::read_to_string("/sys/devices/system/cpu/online").is_ok_and(|s| s.trim() == "0") {
+        return util::skip("taskset", "one CPU only");
+    }
+    for strict in [false, true] {
+        let dir = Dir::new();
+        let json = dir.join("moved.json");
+        let mut c = util::latlab();
+        c.words("cyclic -t 1 -a 1 -D 2s -q --no-store --json")
+            .arg(&json);
+        if strict {
+            c.arg("--strict");
+        }
+        let mut running = c.spawn();
+        running.wait_for_thread("latlab-T0");
+        let tid = thread_id(running.id(), "latlab-T0").expect("the measuring thread's id");
+        let moved = |cmd: &mut Command| cmd.status().is_ok_and(|s| s.success());
+        assert!(moved(Command::new("taskset").args(["-pc", "0", &tid])));
+        assert!(moved(Command::new("chrt").args(["-o", "-p", "0", &tid])));
+        let out = running.finish();
+        out.assert_exit(if strict { 3 } else { 0 });
+        let v = util::read_json(&json);
+        let warnings = v["warnings"].to_string();
+        assert!(
+            warnings.contains("T0: its CPUs from 1 to 0 and its policy from fifo")
+                && warnings.contains("to other 0 while it measured"),
+            "{warnings}"
+        );
+    }
+}
+
+/// The id of process `pid`'s thread called `name`.
+fn thread_id(pid: u32, name: &str) -> Option<String> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .ok()?
+        .flatten()
+        .find(|t| std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.trim() == name))
+        .map(|t| t.file_name().to_string_lossy().into_owned())
+}

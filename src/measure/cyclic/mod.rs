@@ -162,6 +162,7 @@ fn spawn(
         .collect();
     let hist_len = cfg.histogram_us.unwrap_or(0) as usize;
     let stop = ctx.control().stop.clone();
+    let log = ctx.placement().clone();
     ctx.spawn_workers(&placements, team.barrier.clone(), |i| {
         let t = &cfg.threads[i];
         let (clock, interval_ns, relative) = (cfg.clock.id(), t.interval_ns, cfg.relative);
@@ -188,6 +189,7 @@ fn spawn(
                 ring,
             });
         let (dl_plan, dl_result) = (t.deadline, team.dl[i].clone());
+        let held = Some((t.name.clone(), log.clone()));
         move || {
             // Allocated on the measuring thread, placed and before the barrier.
             let w = Worker {
@@ -209,6 +211,7 @@ fn spawn(
                 bell,
                 tally: None,
                 spikes,
+                held,
             };
             // Last thing before the barrier: everything is allocated and prefaulted.
             let switched = dl_plan.map(|d| deadline::switch(&d.params, dl_signal));

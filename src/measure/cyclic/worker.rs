@@ -45,6 +45,9 @@ pub struct Worker {
     pub tally: Option<Arc<dyn crate::rt::Tap>>,
     /// `--trace`: wake-ups at or above the threshold go here (preallocated, lock-free).
     pub spikes: Option<SpikeOut>,
+    /// The thread's name and the run's placement log: a placement that moved while the loop
+    /// ran (see [`crate::rt::Held`]) is recorded there.
+    pub held: Option<(String, crate::rt::PlacementLog)>,
 }
 
 /// Where a traced worker reports its spikes.
@@ -263,6 +266,7 @@ impl Worker {
         if let Some(s) = self.spikes.as_mut() {
             s.tid = crate::sys::sched::gettid();
         }
+        let placed = self.held.as_ref().map(|_| crate::rt::Held::read());
         let begin = clock::now_ns(clk);
         self.timeline.start_at(begin);
         let mut next = begin + interval;
@@ -293,6 +297,11 @@ impl Worker {
             if !self.relative {
                 next += interval;
                 self.skip_missed(&mut t, &mut next, now);
+            }
+        }
+        if let (Some((name, log)), Some(placed)) = (&self.held, placed) {
+            if let Some(moved) = placed.drift(&crate::rt::Held::read(), name) {
+                log.failed(moved);
             }
         }
         self.finish(t, None)

@@ -377,6 +377,7 @@ pub(crate) fn spawn(
         })
         .collect();
     let stop = driver.control().stop.clone();
+    let log = driver.placement().clone();
     driver
         .spawn_workers(&placements, barrier.clone(), |i| {
             let w = Worker {
@@ -407,6 +408,7 @@ pub(crate) fn spawn(
                         ring,
                     }
                 }),
+                held: Some((format!("cpu{}", cfg.cpus[i]), log.clone())),
             };
             move || move || w.run()
         })
