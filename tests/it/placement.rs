@@ -194,6 +194,25 @@ fn a_thread_moved_by_another_process_while_it_measures_is_said() {
             "{warnings}"
         );
     }
+    // noise's spinning threads too.
+    let dir = Dir::new();
+    let json = dir.join("noise.json");
+    let mut running = util::latlab()
+        .words("noise -a 1 -D 2s -q --no-store --json")
+        .arg(&json)
+        .spawn();
+    running.wait_for_thread("latlab-cpu1");
+    let tid = thread_id(running.id(), "latlab-cpu1").expect("the spinning thread's id");
+    assert!(Command::new("taskset")
+        .args(["-pc", "0", &tid])
+        .status()
+        .is_ok_and(|s| s.success()));
+    running.finish().assert_ok();
+    let warnings = util::read_json(&json)["warnings"].to_string();
+    assert!(
+        warnings.contains("cpu1: its CPUs from 1 to 0 while it measured"),
+        "{warnings}"
+    );
 }
 
 /// The id of process `pid`'s thread called `name`.

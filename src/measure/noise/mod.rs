@@ -245,6 +245,7 @@ fn one_measurement(
     let handles = rt::spawn_workers(&placements, barrier.clone(), log, |i| {
         let (stop, live) = (stop.clone(), lives[i].clone());
         let interrupt = control.stop.clone();
+        let (name, log) = (placements[i].name.clone(), log.clone());
         move || {
             let s = Spinner {
                 source,
@@ -255,7 +256,15 @@ fn one_measurement(
                 spin_ticks,
                 live,
             };
-            move || s.run()
+            move || {
+                // A placement another process changes while it spins is said.
+                let placed = rt::Held::read();
+                let out = s.run();
+                if let Some(moved) = placed.drift(&rt::Held::read(), &name) {
+                    log.failed(moved);
+                }
+                out
+            }
         }
     })
     .map_err(|e| crate::rt::start_error("cannot start spinning threads", e))?;
