@@ -217,32 +217,44 @@ impl Keeper {
             p.take();
         }
         if let Err(e) = kept {
-            // The store refused it: kept in a file instead, never lost.
-            return Err(Error::Env(
-                match crate::store::rescue_value(&run.id, &value, &tags, first) {
-                    Ok(p) => {
-                        let p = crate::output::shell_quote(&p.display().to_string());
-                        format!("{e}; the run is kept in {p} (`latlab runs import {p}` stores it)")
-                    }
-                    Err(why) => {
-                        format!("{e}; the run could not be kept in a file either ({why})")
-                    }
-                },
-            ));
+            return Err(rescued(e, &run.id, &value, &tags, first));
         }
         crate::note!("latlab: run {} stored in {}", run.id, st.location());
         Ok(())
     }
 
-    /// Saves without a word (the measurement says what it keeps).
+    /// Saves without a word (the measurement says what it keeps); a run the store refuses is
+    /// kept in a file all the same (a qualification's checkpoint interval).
     fn keep_tagged(&mut self, run: &Run, extra: &[(&str, &str)]) -> Result<()> {
         if let Some(st) = self.store.as_mut() {
             let mut tags = self.tags.clone();
             tags.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-            st.save(run, &tags)?;
+            let value = serde_json::to_value(run)
+                .map_err(|e| Error::Env(format!("run {}: {e}", run.id)))?;
+            if let Err(e) = st.save_json(&value, &tags) {
+                return Err(rescued(e, &run.id, &value, &tags, st.rescue_dir()));
+            }
         }
         Ok(())
     }
+}
+
+/// The store refused run `id` (`e`): it is kept in a file instead, never lost, and the error
+/// says where (or why it could not be).
+fn rescued(
+    e: Error,
+    id: &str,
+    value: &serde_json::Value,
+    tags: &std::collections::BTreeMap<String, String>,
+    first: Option<std::path::PathBuf>,
+) -> Error {
+    Error::Env(match crate::store::rescue_value(id, value, tags, first) {
+        Ok(p) => {
+            let p = crate::output::shell_quote(&p.display().to_string());
+            format!("{e}; the run is kept in {p} (`latlab runs import {p}` stores it)")
+        }
+        Err(why) => format!("{e}; the run could not be kept in a file either ({why})"),
+    })
 }
 
 impl ctx::Keep for Keeper {

@@ -378,3 +378,62 @@ fn resume_refuses_finished_foreign_and_unknown_runs() {
     assert!(n >= 2, "{n} intervals");
     assert!(text.contains("the run"), "{text}\n{err}");
 }
+
+/// A checkpoint the store refuses (its file made immutable mid-run) is kept in a file, like a
+/// final result the store refuses: the line that says it was not stored names that file.
+#[test]
+fn a_checkpoint_the_store_refuses_is_kept_in_a_file() {
+    let Some(_x) = rt_test() else { return };
+    if !crate::util::is_root() || !crate::util::have("chattr") {
+        return skip(&test_name(), "needs root and chattr (e2fsprogs)");
+    }
+    let (d, store) = place("refused-checkpoint");
+    let xdg = d.join("xdg");
+    let mut c = qualify(
+        &d,
+        &store,
+        &[
+            "-D",
+            "5s",
+            "--checkpoint-every",
+            "1s",
+            "-a",
+            "1",
+            "-i",
+            "1ms",
+        ],
+    );
+    c.env("XDG_DATA_HOME", &xdg);
+    let (child, rx) = spawn(c);
+    let mut lines = await_checkpoints(&rx, 1);
+    let files = [d.join("store.db"), d.join("store.db-wal")];
+    let chattr = |flag: &str| {
+        Command::new("chattr")
+            .arg(flag)
+            .args(&files)
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if !chattr("+i") {
+        child.kill();
+        return skip(&test_name(), "chattr +i is not supported here");
+    }
+    let out = child.finish();
+    chattr("-i");
+    lines.extend(rx.try_iter());
+    let refused: Vec<&String> = lines.iter().filter(|l| l.contains("NOT stored")).collect();
+    assert!(!refused.is_empty(), "{lines:?} {out}");
+    let kept: Vec<PathBuf> = std::fs::read_dir(xdg.join("latlab/unstored"))
+        .unwrap_or_else(|e| panic!("no unstored directory ({e}): {lines:?}"))
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    // Each refused checkpoint's file is named where it is said; the final result has its own.
+    for l in &refused {
+        assert!(
+            kept.iter().any(|k| l.contains(&k.display().to_string())),
+            "{l} {kept:?}"
+        );
+    }
+    assert!(kept.len() > refused.len(), "{kept:?} {lines:?}");
+}
