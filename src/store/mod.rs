@@ -461,13 +461,26 @@ pub fn open_for_reading(spec: Option<&str>) -> Result<Box<dyn Store>> {
         Some(Spec::Sqlite(p)) => p,
         Some(Spec::Postgres(_)) => return open(spec),
     };
-    if std::fs::symlink_metadata(&path).is_err() {
-        if spec.is_some() {
-            crate::note!(
-                "latlab: --store: no store at {} yet: read as empty (a measurement creates it; check the path)",
-                path.display()
-            );
+    let shown = crate::output::printable(&path.display().to_string()).into_owned();
+    match std::fs::symlink_metadata(&path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if spec.is_some() {
+                crate::note!(
+                    "latlab: --store: no store at {shown} yet: read as empty (a measurement creates it; check the path)"
+                );
+            }
+            return Ok(Box::new(sqlite::SqliteStore::open_empty(&path)?));
         }
+        // Not "no store yet": a directory latlab may not enter, say.
+        Err(e) => return Err(Error::Env(format!("store {shown}: {e}"))),
+        Ok(_) => {}
+    }
+    // An empty file (or what a link leads to) is not a store yet, and a command that only
+    // reads does not make it one.
+    if std::fs::metadata(&path).is_ok_and(|m| m.is_file() && m.len() == 0) {
+        crate::note!(
+            "latlab: store {shown} is an empty file: read as an empty store, left as it is"
+        );
         return Ok(Box::new(sqlite::SqliteStore::open_empty(&path)?));
     }
     open(spec)
@@ -644,10 +657,17 @@ pub fn import(
         if stop() {
             break;
         }
-        if store.save_json(&e.run, &e.tags)? {
-            new += 1;
-        } else {
-            old += 1;
+        match store.save_json(&e.run, &e.tags) {
+            Ok(true) => new += 1,
+            Ok(false) => old += 1,
+            // How far it got: the same import again finishes it (present runs are skipped).
+            Err(e) => {
+                return Err(Error::Env(format!(
+                    "{e}; {new} new run(s) imported, {old} already present, {} not reached: \
+                     run the same import again to finish",
+                    b.runs.len() - new - old
+                )))
+            }
         }
     }
     Ok((new, old))

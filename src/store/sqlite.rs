@@ -65,6 +65,35 @@ fn brief(e: &rusqlite::Error) -> String {
     }
 }
 
+/// The store's schema version (0: none yet) and how many of the listing indexes it has.
+fn schema_state(conn: &Connection) -> rusqlite::Result<(i64, i64)> {
+    let has_meta: i64 = conn.query_row(
+        "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='meta'",
+        [],
+        |r| r.get(0),
+    )?;
+    let v = if has_meta == 0 {
+        0
+    } else {
+        conn.query_row(
+            "SELECT value FROM meta WHERE key = 'schema_version'",
+            [],
+            |r| r.get::<_, String>(0),
+        )
+        .optional()?
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
+    };
+    let indexed = conn.query_row(
+        &format!(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN ({INDEX_NAMES})"
+        ),
+        [],
+        |r| r.get(0),
+    )?;
+    Ok((v, indexed))
+}
+
 /// A non-empty existing file must start like a SQLite database.
 fn check_header(path: &Path) -> std::result::Result<(), String> {
     use std::io::Read;
@@ -83,7 +112,10 @@ fn inspect(conn: &Connection) -> std::result::Result<(), String> {
     let tables: Vec<String> = conn
         .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
         .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
-        .map_err(|e| format!("not a readable SQLite database ({})", brief(&e)))?;
+        .map_err(|e| match brief(&e) {
+            b if b.contains("database is locked") => LOCKED.to_string(),
+            b => format!("not a readable SQLite database ({b})"),
+        })?;
     if tables.is_empty() {
         return Ok(());
     }
@@ -143,7 +175,17 @@ fn durable_commits(conn: &Connection) -> rusqlite::Result<()> {
     conn.pragma_update(None, "synchronous", "FULL")
 }
 
+/// What a store another process kept locked past the busy wait says (SQLite's own words,
+/// "database is locked", read as if the file were at fault).
+const LOCKED: &str = "still locked by another process after 30 s (try again once it is released)";
+
 fn env_err(path: &Path, e: impl std::fmt::Display) -> Error {
+    let e = e.to_string();
+    let e = if e.contains("database is locked") {
+        LOCKED
+    } else {
+        &e
+    };
     Error::Env(format!("store {}: {e}", path.display()))
 }
 
@@ -184,8 +226,11 @@ impl SqliteStore {
             })?;
         }
         let mut conn = Connection::open(path).map_err(|e| env_err(path, brief(&e)))?;
-        super::busy::install(&mut conn, &path.display().to_string())
-            .map_err(|e| env_err(path, brief(&e)))?;
+        super::busy::install(
+            &mut conn,
+            &crate::output::printable(&path.display().to_string()),
+        )
+        .map_err(|e| env_err(path, brief(&e)))?;
         if existed {
             inspect(&conn).map_err(refuse)?;
         }
@@ -233,47 +278,24 @@ impl SqliteStore {
     }
 
     fn migrate(&mut self) -> Result<()> {
+        // A store already up to date is only read: a command that lists or shows runs must not
+        // need the write lock (in WAL mode, another process's writing does not stop a reader).
+        let (v, indexed) = schema_state(&self.conn).map_err(|e| env_err(&self.path, e))?;
+        if v == SCHEMA_VERSION && indexed == 2 {
+            return Ok(());
+        }
         let tx = self
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
             .map_err(|e| env_err(&self.path, e))?;
-        let v: i64 = {
-            let has_meta: i64 = tx
-                .query_row(
-                    "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='meta'",
-                    [],
-                    |r| r.get(0),
-                )
-                .map_err(|e| env_err(&self.path, e))?;
-            if has_meta == 0 {
-                0
-            } else {
-                tx.query_row(
-                    "SELECT value FROM meta WHERE key = 'schema_version'",
-                    [],
-                    |r| r.get::<_, String>(0),
-                )
-                .optional()
-                .map_err(|e| env_err(&self.path, e))?
-                .and_then(|s| s.parse().ok())
-                .unwrap_or(0)
-            }
-        };
+        // Again, under the lock: another process may have migrated it meanwhile.
+        let (v, indexed) = schema_state(&tx).map_err(|e| env_err(&self.path, e))?;
         if v > SCHEMA_VERSION {
             return Err(Error::Env(format!(
                 "store {}: schema version {v} was written by a newer latlab (this one reads up to {SCHEMA_VERSION}); the file was left untouched",
                 self.path.display()
             )));
         }
-        let indexed: i64 = tx
-            .query_row(
-                &format!(
-                    "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN ({INDEX_NAMES})"
-                ),
-                [],
-                |r| r.get(0),
-            )
-            .map_err(|e| env_err(&self.path, e))?;
         for (i, sql) in MIGRATIONS.iter().enumerate().skip(v as usize) {
             tx.execute_batch(sql).map_err(|e| {
                 env_err(
@@ -426,7 +448,7 @@ impl Store for SqliteStore {
     }
 
     fn location(&self) -> String {
-        self.path.display().to_string()
+        crate::output::printable(&self.path.display().to_string()).into_owned()
     }
 }
 
@@ -546,5 +568,58 @@ mod tests {
         let s = SqliteStore::open(&copy).unwrap();
         assert_eq!(s.list(&Filter::default()).unwrap()[0].id, run.id);
         assert_eq!(s.integrity().unwrap(), "ok");
+    }
+
+    #[test]
+    fn an_import_the_store_stops_says_how_far_it_got() {
+        let d = tempfile::tempdir().unwrap();
+        let mut s = SqliteStore::open(&d.path().join("runs.db")).unwrap();
+        // The store takes one run, then refuses (as a full disk would).
+        s.conn
+            .execute_batch(
+                "CREATE TRIGGER full BEFORE INSERT ON runs WHEN (SELECT count(*) FROM runs) >= 1 \
+                 BEGIN SELECT RAISE(ABORT, 'disk full'); END;",
+            )
+            .unwrap();
+        let runs = (0..3)
+            .map(|i| {
+                let mut r = crate::result::Run::new(
+                    "cyclic",
+                    std::time::SystemTime::now(),
+                    vec!["latlab cyclic".into()],
+                    serde_json::json!({}),
+                    crate::result::Environment::capture(),
+                );
+                r.id = format!("{}-{i}", r.id);
+                super::super::BundleEntry {
+                    run: serde_json::to_value(&r).unwrap(),
+                    tags: BTreeMap::new(),
+                }
+            })
+            .collect();
+        let b = super::super::Bundle {
+            format: super::super::BUNDLE_FORMAT.into(),
+            runs,
+        };
+        let e = super::super::import(&mut s, &b, &|| false)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("disk full")
+                && e.contains("1 new run(s) imported, 0 already present, 2 not reached"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_lock_held_past_the_wait_is_said_as_a_lock() {
+        let e = env_err(Path::new("/s.db"), "database is locked").to_string();
+        assert!(
+            e.contains("still locked by another process after 30 s"),
+            "{e}"
+        );
+        assert!(!env_err(Path::new("/s.db"), "disk I/O error")
+            .to_string()
+            .contains("locked"));
     }
 }

@@ -48,6 +48,7 @@ mod sched;
 mod shared;
 mod store;
 mod store_hangs;
+mod store_reading;
 mod table;
 mod tail;
 mod tcp;

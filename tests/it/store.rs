@@ -653,8 +653,9 @@ fn a_locked_store_is_waited_for_out_loud() {
     drop(conn);
     let out = running.finish();
     out.assert_ok();
+    // (Opening an up-to-date store only reads it: the wait is the save's.)
     assert!(
-        out.stderr.contains("waiting for the store to open"),
+        out.stderr.contains("waiting for the store to take the run"),
         "{out}"
     );
     let n: i64 = rusqlite::Connection::open(&db)
