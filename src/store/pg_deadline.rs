@@ -58,12 +58,25 @@ pub fn connect(
                 .collect();
             Ok((client, (new.len() == 1).then(|| new[0])))
         }
-        Ok(Err(e)) => Err(e.to_string()),
+        Ok(Err(e)) => Err(described(&e)),
         // The thread stays blocked until the process ends; nothing else waits on it.
         Err(_) => Err(format!(
             "no answer in {} (LATLAB_STORE_TIMEOUT sets the limit)",
             shown(limit)
         )),
+    }
+}
+
+/// A driver error with the server's own words: the driver says only "db error" for what the
+/// server refused (a database that does not exist, a role refused) and "error connecting to
+/// server" for what the socket said.
+pub fn described(e: &postgres::Error) -> String {
+    if let Some(db) = e.as_db_error() {
+        return format!("{} ({})", db.message(), db.code().code());
+    }
+    match std::error::Error::source(e) {
+        Some(cause) if !e.to_string().contains(&cause.to_string()) => format!("{e}: {cause}"),
+        _ => e.to_string(),
     }
 }
 

@@ -39,6 +39,9 @@ pub struct PostgresStore {
     watch: Watch,
     client: Client,
     shown: String,
+    /// To connect again after the time limit (or the server) closed the connection.
+    cfg: postgres::Config,
+    limit: Duration,
 }
 
 impl PostgresStore {
@@ -47,7 +50,10 @@ impl PostgresStore {
         let mut cfg: postgres::Config = encode_userinfo_at(url)
             .parse()
             .map_err(|e| Error::flag("--store", shown, format!("not a PostgreSQL URL: {e}")))?;
-        cfg.connect_timeout(Duration::from_secs(5));
+        // The URL's own connect_timeout, when it has one, is kept.
+        if cfg.get_connect_timeout().is_none() {
+            cfg.connect_timeout(Duration::from_secs(5));
+        }
         if cfg.get_password().is_none() {
             if let Some(pw) = standard_password(&cfg) {
                 cfg.password(pw);
@@ -63,10 +69,30 @@ impl PostgresStore {
             watch: Watch::start(fd, limit),
             client,
             shown: shown.to_string(),
+            cfg,
+            limit,
         };
         let _g = s.watch.guard();
         s.migrate()?;
         Ok(s)
+    }
+
+    /// Connects again when the connection is gone (closed by the time limit or by the
+    /// server): a monitor that saves for days outlives a server's bad minute.
+    fn ready(&mut self) -> Result<()> {
+        if !self.client.is_closed() && !self.watch.fired() {
+            return Ok(());
+        }
+        let (client, fd) = super::pg_deadline::connect(&self.cfg, self.limit).map_err(|e| {
+            Error::Env(format!(
+                "store {}: cannot reach PostgreSQL again: {e}",
+                self.shown
+            ))
+        })?;
+        // The old watch ends before its connection closes (see the field order).
+        self.watch = Watch::start(fd, self.limit);
+        self.client = client;
+        Ok(())
     }
 
     fn err(&self, e: impl std::fmt::Display) -> Error {
@@ -94,7 +120,7 @@ impl PostgresStore {
         }
         let shown = self.shown.clone();
         let watch = &self.watch;
-        let err = |e: postgres::Error| failed(&shown, watch, e);
+        let err = |e: postgres::Error| failed(&shown, watch, described(e));
         let mut tx = self.client.transaction().map_err(err)?;
         // One migrator at a time, across processes.
         tx.batch_execute("SELECT pg_advisory_xact_lock(7231001)")
@@ -145,9 +171,10 @@ impl PostgresStore {
         tags: &BTreeMap<String, String>,
     ) -> Result<bool> {
         let k = super::RunKeys::of(body)?;
+        self.ready()?;
         let _g = self.watch.guard();
         let (shown, watch) = (&self.shown, &self.watch);
-        let err = |e: postgres::Error| failed(shown, watch, e);
+        let err = |e: postgres::Error| failed(shown, watch, described(e));
         let mut tx = self.client.transaction().map_err(err)?;
         let n = tx
             .execute(
@@ -175,7 +202,7 @@ impl PostgresStore {
                 "SELECT key, value FROM latlab_tags WHERE run_id = $1 ORDER BY key",
                 &[&id],
             )
-            .map_err(|e| self.err(e))?;
+            .map_err(|e| self.err(described(e)))?;
         Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
     }
 }
@@ -187,6 +214,11 @@ fn failed(shown: &str, watch: &Watch, e: impl std::fmt::Display) -> Error {
     } else {
         Error::Env(format!("store {shown}: {e}"))
     }
+}
+
+/// A driver error with the server's own words ("db error" alone names nothing).
+fn described(e: postgres::Error) -> String {
+    super::pg_deadline::described(&e)
 }
 
 /// A URL whose password holds a raw `@` (`postgres://me:p@ss@host/db`), with those `@`
@@ -296,6 +328,7 @@ impl Store for SharedPostgres {
 
     fn list(&self, f: &Filter) -> Result<Vec<RunRow>> {
         let mut s = self.0.borrow_mut();
+        s.ready()?;
         let _g = s.watch.guard();
         // One query: each run with its tags (a row per tag, in key order), newest first.
         let rows = s
@@ -308,7 +341,7 @@ impl Store for SharedPostgres {
                  ORDER BY r.started DESC, r.id, t.key",
                 &[&f.kind, &f.host, &f.started_from],
             )
-            .map_err(|e| s.err(e))?;
+            .map_err(|e| s.err(described(e)))?;
         let rows = rows.iter().map(|r| {
             let tag = match (r.get::<_, Option<String>>(5), r.get::<_, Option<String>>(6)) {
                 (Some(k), Some(v)) => Some((k, v)),
@@ -331,11 +364,12 @@ impl Store for SharedPostgres {
 
     fn get(&self, id: &str) -> Result<BundleEntry> {
         let mut s = self.0.borrow_mut();
+        s.ready()?;
         let _g = s.watch.guard();
         let row = s
             .client
             .query_opt("SELECT body FROM latlab_runs WHERE id = $1", &[&id])
-            .map_err(|e| s.err(e))?;
+            .map_err(|e| s.err(described(e)))?;
         let row = row.ok_or_else(|| Error::Usage(format!("no run '{id}' in store {}", s.shown)))?;
         let body: String = row.get(0);
         let run = serde_json::from_str(&body).map_err(|e| s.err(format!("run {id}: {e}")))?;
@@ -347,11 +381,12 @@ impl Store for SharedPostgres {
 
     fn delete(&mut self, id: &str) -> Result<()> {
         let s = self.0.get_mut();
+        s.ready()?;
         let _g = s.watch.guard();
         let n = s
             .client
             .execute("DELETE FROM latlab_runs WHERE id = $1", &[&id])
-            .map_err(|e| s.err(e))?;
+            .map_err(|e| s.err(described(e)))?;
         if n == 0 {
             return Err(Error::Usage(format!("no run '{id}' in store {}", s.shown)));
         }

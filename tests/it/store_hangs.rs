@@ -68,8 +68,61 @@ fn a_server_that_stops_answering_mid_save_loses_no_run() {
     assert!(run.to_string().contains("\"cyclic\""), "{run}");
 }
 
-/// Forwards connections to `server` until a client sends a run's INSERT: from then on it
-/// holds everything the client sends, as a server that stopped would.
+/// What the server refuses is said in its words, not the driver's "db error".
+#[test]
+fn a_server_refusal_is_said_in_its_own_words() {
+    let Some(pg) = pg_store() else { return };
+    let (base, _) = pg.rsplit_once('/').unwrap();
+    let out = latlab()
+        .args(["runs", "list", "--store"])
+        .arg(format!("{base}/no_such_db_{}", std::process::id()))
+        .output();
+    out.assert_exit(3);
+    assert!(out.stderr.contains("does not exist"), "{out}");
+}
+
+/// A monitor whose store stops answering for one snapshot connects again for the next: one
+/// snapshot is kept in a file, the later ones are stored.
+#[test]
+fn a_monitor_connects_again_after_its_store_stopped_answering() {
+    let Some(pg) = pg_store() else { return };
+    let rest = pg.strip_prefix("postgres://").unwrap();
+    let (user, rest) = rest.split_once('@').unwrap();
+    let (server, db) = rest.split_once('/').unwrap();
+    let proxy = Proxy::start(server);
+    let dir = Dir::new();
+    let tag = format!("monitor=reconnect-{}", std::process::id());
+    let url = format!("postgres://{user}@127.0.0.1:{}/{db}", proxy.port);
+    let out = latlab()
+        .words("monitor -a 0 -i 1ms --snapshot-every 1s -D 6s --listen 127.0.0.1:0 -q")
+        .args(["--monitor-id", tag.strip_prefix("monitor=").unwrap()])
+        .args(["--store", &url])
+        .env("LATLAB_STORE_TIMEOUT", "1")
+        .env("XDG_DATA_HOME", dir.join("xdg"))
+        .limit(Duration::from_secs(90))
+        .output();
+    assert!(proxy.froze.load(Ordering::SeqCst), "{out}");
+    assert_eq!(
+        out.stderr.matches("did not answer in 1 s").count(),
+        1,
+        "{out}"
+    );
+    let listed = latlab()
+        .args([
+            "runs", "list", "--kind", "monitor", "--tag", &tag, "--store", &pg,
+        ])
+        .output();
+    listed.assert_ok();
+    let stored = listed.stdout.lines().skip(1).count();
+    assert!(
+        stored >= 2,
+        "{stored} snapshots stored after the freeze: {listed} {out}"
+    );
+}
+
+/// Forwards connections to `server`; the first connection to send a run's INSERT is frozen
+/// there: from then on it holds everything that client sends, as a server that stopped would.
+/// Later connections are forwarded.
 struct Proxy {
     port: u16,
     froze: Arc<AtomicBool>,
@@ -111,13 +164,10 @@ fn pump(mut from: TcpStream, mut to: TcpStream, freeze: Option<&AtomicBool>, don
     let mut buf = [0u8; 65536];
     while let Ok(n @ 1..) = from.read(&mut buf) {
         if let Some(f) = freeze {
-            if buf[..n]
+            let insert = buf[..n]
                 .windows(23)
-                .any(|w| w == b"INSERT INTO latlab_runs")
-            {
-                f.store(true, Ordering::SeqCst);
-            }
-            if f.load(Ordering::SeqCst) {
+                .any(|w| w == b"INSERT INTO latlab_runs");
+            if insert && !f.swap(true, Ordering::SeqCst) {
                 // Held, never forwarded, until the test ends.
                 while !done.load(Ordering::SeqCst) {
                     std::thread::sleep(Duration::from_millis(50));
