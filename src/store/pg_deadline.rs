@@ -11,24 +11,29 @@ use std::time::{Duration, Instant};
 /// The limit when `$LATLAB_STORE_TIMEOUT` does not set one.
 pub const DEFAULT: Duration = Duration::from_secs(60);
 
-/// The limit: `$LATLAB_STORE_TIMEOUT` seconds (a positive number) when set, else [`DEFAULT`].
+/// The limit: `$LATLAB_STORE_TIMEOUT` (a time, `90`, `90s`, `2m`; a bare number is seconds)
+/// when set, else [`DEFAULT`]; between 0.1 s and a day.
 pub fn limit() -> Result<Duration> {
+    let bad = |v: &str, why: &str| {
+        Error::Usage(format!(
+            "LATLAB_STORE_TIMEOUT {v:?}: {why} (a time from 0.1 s to 1 day: 90, 90s, 2m)"
+        ))
+    };
     match std::env::var("LATLAB_STORE_TIMEOUT") {
         Err(std::env::VarError::NotPresent) => Ok(DEFAULT),
-        Ok(v) if v.is_empty() => Ok(DEFAULT),
-        Ok(v) => v
-            .trim()
-            .parse::<f64>()
-            .ok()
-            .filter(|s| s.is_finite() && *s > 0.0 && *s <= 86_400.0)
-            .map(Duration::from_secs_f64)
-            .ok_or_else(|| {
-                Error::Usage(format!(
-                    "LATLAB_STORE_TIMEOUT {v:?}: not a number of seconds between 0 and 86400"
-                ))
-            }),
+        Ok(v) if v.trim().is_empty() => Ok(DEFAULT),
+        Ok(v) => {
+            let ns =
+                crate::config::units::parse_time_ns(&v, crate::config::units::BareUnit::Seconds)
+                    .map_err(|why| bad(&v, &why))?;
+            let d = Duration::from_nanos(ns);
+            if d < Duration::from_millis(100) || d > Duration::from_secs(86_400) {
+                return Err(bad(&v, "out of range"));
+            }
+            Ok(d)
+        }
         Err(_) => Err(Error::Usage(
-            "LATLAB_STORE_TIMEOUT: not valid UTF-8 (a number of seconds)".into(),
+            "LATLAB_STORE_TIMEOUT: not valid UTF-8 (a time: 90, 90s, 2m)".into(),
         )),
     }
 }

@@ -16,7 +16,7 @@ fn a_server_that_never_answers_is_given_up_on() {
     let out = latlab()
         .args(["runs", "list", "--store"])
         .arg(format!("postgres://me@127.0.0.1:{port}/db"))
-        .env("LATLAB_STORE_TIMEOUT", "2")
+        .env("LATLAB_STORE_TIMEOUT", "2s")
         .limit(Duration::from_secs(60))
         .output();
     out.assert_exit(3);
@@ -34,6 +34,14 @@ fn a_server_that_never_answers_is_given_up_on() {
         bad.stderr.contains("LATLAB_STORE_TIMEOUT \"soon\""),
         "{bad}"
     );
+    // A limit too short to let any server answer is refused too.
+    let short = latlab()
+        .args(["runs", "list", "--store"])
+        .arg(format!("postgres://me@127.0.0.1:{port}/db"))
+        .env("LATLAB_STORE_TIMEOUT", "50ms")
+        .output();
+    short.assert_exit(2);
+    assert!(short.stderr.contains("out of range"), "{short}");
 }
 
 /// A server that stops answering while a finished run is being saved (its INSERT never
