@@ -206,11 +206,10 @@ impl Keeper {
             *p = Some((run.id.clone(), value.clone(), tags.clone(), first.clone()));
         }
         crate::rt::at_exit(keep_pending_on_exit);
-        let done = signals::note_unless_done(
-            STORE_PATIENCE,
+        let done = signals::note_unless_done(STORE_PATIENCE, || {
             "latlab: waiting for the store to take the run (another process holds it locked, \
-             or its server is slow to answer); a second Ctrl-C keeps the run in a file instead",
-        );
+             or its server is slow to answer); a second Ctrl-C keeps the run in a file instead"
+        });
         let kept = st.save_json(&value, &tags);
         done.store(true, std::sync::atomic::Ordering::Release);
         if let Ok(mut p) = PENDING.lock() {
@@ -283,6 +282,11 @@ type Pending = (
     Option<std::path::PathBuf>,
 );
 static PENDING: std::sync::Mutex<Option<Pending>> = std::sync::Mutex::new(None);
+
+/// Whether a finished run waits for the store (a second Ctrl-C then keeps it in a file).
+fn run_pending() -> bool {
+    PENDING.lock().is_ok_and(|p| p.is_some())
+}
 
 /// The exit hook of a second Ctrl-C: the run not stored yet goes to a file.
 fn keep_pending_on_exit() {

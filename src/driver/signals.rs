@@ -26,7 +26,7 @@ static SIGNAL_THREAD_NORMAL: AtomicBool = AtomicBool::new(false);
 
 /// The process's one set of flags, with SIGINT and SIGTERM routed to them. The first call
 /// installs the handlers (main does it before anything else); a second SIGINT/SIGTERM ends the
-/// process at once (exit 130), after the registered exit hooks (`rt::at_exit`).
+/// process at once (exit 128 + the signal: 130 for SIGINT), after the registered exit hooks (`rt::at_exit`).
 pub fn control() -> Control {
     static GLOBAL: std::sync::OnceLock<Control> = std::sync::OnceLock::new();
     GLOBAL
@@ -70,7 +70,7 @@ fn register(c: &Control) {
         let _ = signal_hook::flag::register(sig, c.stop.clone());
         let _ = signal_hook::flag::register_usize(sig, c.signal.clone(), sig as usize);
     }
-    // A second signal ends latlab at once (exit 130), but only one that comes a moment after
+    // A second signal ends latlab at once (exit 128 + the signal), but only one that comes a moment after
     // the first: `timeout -s INT` and a terminal both send a signal to the process and its
     // group, so one request can arrive twice within milliseconds, and it must not throw away
     // the result of the first.
@@ -104,7 +104,7 @@ fn register(c: &Control) {
                             if EXIT_ON_SECOND_SIGNAL.load(Ordering::Relaxed) {
                                 crate::note!("latlab: second interrupt: ending at once");
                                 crate::rt::run_exit_hooks();
-                                std::process::exit(130);
+                                std::process::exit(128 + sig);
                             }
                         }
                         Some(_) => {}
@@ -121,18 +121,23 @@ const SAVING_PATIENCE: std::time::Duration = std::time::Duration::from_millis(50
 /// run attributing what it collected under load), says so, and that a second Ctrl-C quits
 /// without saving: a user who sees nothing happen presses it again and loses the run.
 fn say_while_saving() {
-    note_unless_done(
-        SAVING_PATIENCE,
-        "latlab: interrupted: saving what was collected (a second Ctrl-C quits at once and \
-         saves nothing)",
-    );
+    note_unless_done(SAVING_PATIENCE, || {
+        if super::run_pending() {
+            // The run is made and waits for the store: a second signal keeps it in a file.
+            "latlab: interrupted: the run waits for the store (a second Ctrl-C quits at once and \
+             keeps it in a file)"
+        } else {
+            "latlab: interrupted: saving what was collected (a second Ctrl-C quits at once and \
+             saves nothing)"
+        }
+    });
 }
 
-/// Says `text` on stderr `after` from now unless the flag returned is set first (a wait that
+/// Says `text()` (worded when it is said) on stderr `after` from now unless the flag returned is set first (a wait that
 /// ended), from a helper thread at SCHED_OTHER (it only sleeps).
 pub(super) fn note_unless_done(
     after: std::time::Duration,
-    text: &'static str,
+    text: fn() -> &'static str,
 ) -> std::sync::Arc<AtomicBool> {
     let done = std::sync::Arc::new(AtomicBool::new(false));
     let d = done.clone();
@@ -143,7 +148,7 @@ pub(super) fn note_unless_done(
             let _ = sys::sched::set_policy(Policy::Other, 0);
             std::thread::sleep(after);
             if !d.load(Ordering::Acquire) {
-                crate::note!("{text}");
+                crate::note!("{}", text());
             }
         });
     done

@@ -711,14 +711,17 @@ fn a_second_ctrl_c_while_the_store_waits_keeps_the_run_in_a_file() {
     std::thread::sleep(Duration::from_millis(5000));
     running.signal(libc::SIGINT);
     std::thread::sleep(Duration::from_millis(700));
-    running.signal(libc::SIGINT);
+    // A second SIGTERM this time: exit 128 + 15.
+    running.signal(libc::SIGTERM);
     let out = running.finish();
     drop(conn);
-    assert_eq!(out.code(), Some(130), "{out}");
+    assert_eq!(out.code(), Some(143), "{out}");
     assert!(
         out.stderr.contains("waiting for the store to take the run"),
         "{out}"
     );
+    // The run is made: nothing says a second signal would lose it.
+    assert!(!out.stderr.contains("saves nothing"), "{out}");
     let kept: Vec<_> = std::fs::read_dir(xdg.join("latlab/unstored"))
         .unwrap_or_else(|e| panic!("nothing kept ({e}): {out}"))
         .flatten()
