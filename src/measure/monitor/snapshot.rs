@@ -274,7 +274,9 @@ pub fn render(cfg: &MonitorConfig, o: &MonitorOutcome) -> String {
         out.push_str("--no-store: no snapshot was stored\n");
     } else {
         out.push_str(&format!(
-            "{} snapshots stored during the run, plus the last interval's ({})\n",
+            // Said before the driver knows whether the store takes the last one: its own line
+            // ("stored in", or where it was kept instead) follows.
+            "{} snapshots stored during the run; the last interval's is run {}\n",
             o.snapshots, o.run.id
         ));
     }
