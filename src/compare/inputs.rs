@@ -74,6 +74,8 @@ pub struct RunInfo {
     pub name: String,
     /// The run's id (two names may stand for one run: `run:ID` and its exported file).
     pub id: String,
+    /// Its kind (`cyclic`, or the tool an imported run came from).
+    pub kind: String,
     /// Measured wall time, seconds.
     pub secs: f64,
     /// Its exact mean (from the series summaries), in the display unit.
@@ -221,6 +223,7 @@ fn load_items(label: String, items: &[Item], o: &ReadOpts) -> Result<Source> {
             info.push(RunInfo {
                 name: name.clone(),
                 id: run.id.clone(),
+                kind: run.kind.clone(),
                 secs: run.duration_s,
                 mean: scalar(&d, &series, Metric::Mean, o.scale),
             });

@@ -449,3 +449,37 @@ fn a_run_in_two_sets_is_said() {
         .output();
     assert!(out.stderr.contains("are the same run"), "{out}");
 }
+
+/// Sets of two different latlab measurements are said to be so (a wake-up latency against a
+/// clock's cost); a cyclic run against an imported cyclictest run (the peer) is not.
+#[test]
+fn different_measurements_in_the_sets_are_said() {
+    let dir = Dir::new();
+    latlab()
+        .words("cyclic -l 200 -i 200us -q --no-store --json c.json")
+        .current_dir(dir.path())
+        .output()
+        .assert_ok();
+    let mut v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("c.json")).unwrap()).unwrap();
+    for (kind, file) in [("clocks", "k.json"), ("cyclictest", "p.json")] {
+        v["kind"] = kind.into();
+        v["id"] = format!("edited-{kind}").into();
+        std::fs::write(dir.join(file), serde_json::to_vec(&v).unwrap()).unwrap();
+    }
+    let out = latlab()
+        .args(["compare", "c.json", "k.json"])
+        .current_dir(dir.path())
+        .output();
+    out.assert_ok();
+    assert!(
+        out.stderr.contains("different measurements (clocks, cyclic)"),
+        "{out}"
+    );
+    let out = latlab()
+        .args(["compare", "c.json", "p.json"])
+        .current_dir(dir.path())
+        .output();
+    out.assert_ok();
+    assert!(!out.stderr.contains("different measurements"), "{out}");
+}

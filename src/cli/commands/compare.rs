@@ -106,6 +106,30 @@ pub fn run(a: &CompareArgs) -> Result<String> {
             )));
         }
     }
+    // Two of latlab's own measurements that are not the same one (a wake-up latency against
+    // a clock's cost) compare as numbers, but they measure different things: said. A cyclic
+    // run against a monitor's or a qualification's (the same threads), or against an imported
+    // peer's (cyclictest: the point of comparing), is not.
+    let native = crate::table::kinds();
+    let family = |k: &str| match k {
+        "monitor" | "qualify" => "cyclic".to_string(),
+        k => k.to_string(),
+    };
+    let mut kinds: Vec<String> = sources
+        .iter()
+        .flat_map(|s| s.info.iter().map(|r| r.kind.as_str()))
+        .filter(|k| native.contains(k))
+        .map(family)
+        .collect();
+    kinds.sort();
+    kinds.dedup();
+    if kinds.len() > 1 {
+        crate::note!(
+            "latlab: warning: the sets hold different measurements ({}): their figures are \
+             compared as numbers, but they do not measure the same thing",
+            crate::output::printable(&kinds.join(", "))
+        );
+    }
     // A run in two sets makes them look more alike than they are (a run counts once in a set
     // already): said, not refused (comparing a set with a superset can be meant).
     for (i, x) in sources.iter().enumerate() {
