@@ -16,6 +16,12 @@ pub(crate) trait Keep {
     fn keep_tagged(&mut self, run: &Run, extra: &[(&str, &str)]) -> Result<()>;
     /// Adds a tag to the result the measurement returns (stored by the driver).
     fn tag_result(&mut self, key: &str, value: &str);
+    /// A thread that keeps results with a store connection of its own (None: no store, or
+    /// one handed in opened; results are then kept in place).
+    fn background(
+        &mut self,
+        report: super::background::Report,
+    ) -> Option<super::background::Background>;
 }
 
 /// The measurement's view of its run; see the module doc.
@@ -266,6 +272,23 @@ impl<'a> Ctx<'a> {
     pub fn keep(&mut self, run: &Run) -> Result<()> {
         let run = self.with_interval_ground(run);
         self.keeper.keep(&run)
+    }
+
+    /// Starts keeping results from a thread of their own (see [`super::background`]): a
+    /// monitor's snapshots, whose store must not stall its loop. `report` hears what became
+    /// of each. None where results must be kept in place ([`Ctx::keep`]).
+    pub fn keep_in_background(
+        &mut self,
+        report: super::background::Report,
+    ) -> Option<super::background::Background> {
+        self.keeper.background(report)
+    }
+
+    /// [`Ctx::keep`] through `bg`, without waiting for the store: the run carries the ground's
+    /// changes since the last one kept, as there.
+    pub fn hand_over(&mut self, bg: &super::background::Background, run: &Run) {
+        let run = self.with_interval_ground(run);
+        bg.keep(&run);
     }
 
     /// [`Ctx::keep`] with tags of this run's own beside the common ones (a qualification's

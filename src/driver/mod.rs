@@ -8,6 +8,7 @@
 //! (`src/table.rs`); this file never needs to change for it.
 
 pub mod args;
+pub mod background;
 mod ctx;
 pub mod entry;
 pub mod ground;
@@ -164,6 +165,9 @@ pub struct Common {
 /// is spent.
 struct Keeper {
     store: Option<Box<dyn crate::store::Store>>,
+    /// The store as named (`--store`, else `$LATLAB_STORE` or the default), for a second
+    /// connection (`Ctx::keep_in_background`); None when the store was handed in opened.
+    spec: Option<Option<String>>,
     tags: BTreeMap<String, String>,
     /// Tags the measurement gave its result (`Ctx::tag_result`).
     result_tags: Vec<(String, String)>,
@@ -176,6 +180,7 @@ impl Keeper {
         control: &crate::rt::Control,
     ) -> Result<Keeper> {
         let tags = crate::store::parse_tags(&c.tags)?;
+        let spec = given.is_none().then(|| c.store.clone());
         let store = match given {
             _ if c.no_store => None,
             Some(s) => Some(s),
@@ -183,6 +188,7 @@ impl Keeper {
         };
         Ok(Keeper {
             store,
+            spec,
             tags,
             result_tags: Vec::new(),
         })
@@ -267,6 +273,12 @@ impl ctx::Keep for Keeper {
 
     fn tag_result(&mut self, key: &str, value: &str) {
         self.result_tags.push((key.to_string(), value.to_string()));
+    }
+
+    fn background(&mut self, report: background::Report) -> Option<background::Background> {
+        // Only beside a store the driver opened itself (so it knows how to open another).
+        let spec = self.spec.clone().filter(|_| self.store.is_some())?;
+        background::Background::start(spec, self.tags.clone(), report).ok()
     }
 }
 

@@ -473,7 +473,8 @@ fn different_measurements_in_the_sets_are_said() {
         .output();
     out.assert_ok();
     assert!(
-        out.stderr.contains("different measurements (clocks, cyclic)"),
+        out.stderr
+            .contains("different measurements (clocks, cyclic)"),
         "{out}"
     );
     let out = latlab()

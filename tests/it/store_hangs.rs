@@ -128,6 +128,34 @@ fn a_monitor_connects_again_after_its_store_stopped_answering() {
     );
 }
 
+/// A monitor whose store stalls goes on measuring and ends on time: its snapshots are kept
+/// from a thread of their own, which waits out the stall (up to the time limit) at the end.
+#[test]
+fn a_stalled_store_does_not_stall_the_monitor() {
+    let Some(pg) = pg_store() else { return };
+    let rest = pg.strip_prefix("postgres://").unwrap();
+    let (user, rest) = rest.split_once('@').unwrap();
+    let (server, db) = rest.split_once('/').unwrap();
+    let proxy = Proxy::start(server);
+    let dir = Dir::new();
+    let json = dir.join("last.json");
+    let out = latlab()
+        .words("monitor -a 0 -i 1ms --snapshot-every 1s -D 3s --listen 127.0.0.1:0 -q --json")
+        .arg(&json)
+        .arg("--store")
+        .arg(format!("postgres://{user}@127.0.0.1:{}/{db}", proxy.port))
+        .env("LATLAB_STORE_TIMEOUT", "12s")
+        .env("XDG_DATA_HOME", dir.join("xdg"))
+        .limit(Duration::from_secs(90))
+        .output();
+    assert!(proxy.froze.load(Ordering::SeqCst), "{out}");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    // The measuring ended at its -D, not after the 12 s the stalled save waited.
+    let measured = v["duration_s"].as_f64().unwrap();
+    assert!(measured < 9.0, "measured {measured} s: {out}");
+    assert!(out.stderr.contains("did not answer in 12 s"), "{out}");
+}
+
 /// Forwards connections to `server`; the first connection to send a run's INSERT is frozen
 /// there: from then on it holds everything that client sends, as a server that stopped would.
 /// Later connections are forwarded.

@@ -233,6 +233,14 @@ pub fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> 
     }
     let mut next_snapshot = t0 + every;
     let mut seq = 0u64;
+    // Snapshots are kept from a thread of their own: a store that stalls must not stop the
+    // windows closing, the rings draining or the run ending on time.
+    let keeping = if cfg.no_store {
+        None
+    } else {
+        let s = shared.clone();
+        driver.keep_in_background(Box::new(move |r| counted(&s, r)))
+    };
     loop {
         // First, so a window closes as soon after its boundary as the wait allows.
         shared.windows.tick(&tallies, window::unix_now_ns());
@@ -260,10 +268,13 @@ pub fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> 
                 _ => None,
             };
             let run = interval.take(&ctx, driver, seq, &tallies, warnings.clone(), now);
-            if cfg.no_store {
-                driver.interval_ended();
-            } else {
-                keep_snapshot(driver, &run, &shared);
+            match &keeping {
+                _ if cfg.no_store => driver.interval_ended(),
+                Some(bg) => driver.hand_over(bg, &run),
+                None => counted(
+                    &shared,
+                    driver.keep(&run).map_err(|e| format!("run {}: {e}", run.id)),
+                ),
             }
             next_snapshot += every;
             while next_snapshot <= Instant::now() {
@@ -299,6 +310,11 @@ pub fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> 
     };
     let mut run = interval.take(&ctx, driver, seq + 1, &tallies, warnings, now);
     run.interrupted = control.was_interrupted();
+    // The snapshots handed over are kept (or in files) before the last interval's result,
+    // whose figures and duration end where the measuring did.
+    if let Some(bg) = keeping {
+        bg.finish();
+    }
     let session = outs.into_iter().zip(&cfg.cpus).map(|((_, o), &c)| (c, o.rec, o.overruns, o.lost)).collect();
     Ok(MonitorOutcome {
         run,
@@ -327,15 +343,15 @@ fn stop_workers(
         .collect()
 }
 
-/// Stores a snapshot now; a failure is counted (and said) and the monitor goes on.
-fn keep_snapshot(driver: &mut Ctx<'_>, run: &Run, shared: &Shared) {
-    match driver.keep(run) {
+/// Counts what became of a snapshot; a failure is said, and the monitor goes on.
+fn counted(shared: &Shared, outcome: std::result::Result<(), String>) {
+    match outcome {
         Ok(()) => {
             shared.snapshots.fetch_add(1, Ordering::Relaxed);
         }
         Err(e) => {
             shared.snapshot_failures.fetch_add(1, Ordering::Relaxed);
-            crate::note!("latlab monitor: snapshot {} not stored: {e}", run.id);
+            crate::note!("latlab monitor: snapshot not stored: {e}");
         }
     }
 }

@@ -1,0 +1,176 @@
+//! Keeping a long measurement's periodic results (a monitor's snapshots) from a thread with a
+//! store connection of its own: a store that stalls (a lock, a server that stopped answering
+//! for up to its time limit) must not stall the loop that closes the endpoint's windows,
+//! drains the sample rings and ends the run on time.
+
+use std::collections::BTreeMap;
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::sync::Arc;
+
+/// What became of each result handed over: `Ok` stored, `Err` why not (and where it was kept).
+pub type Report = Box<dyn Fn(std::result::Result<(), String>) + Send + Sync>;
+
+/// Results waiting for the keeping thread before the next is kept in a file at once instead
+/// (a store behind by this many intervals is not going to catch up soon).
+const QUEUE: usize = 4;
+
+/// A result handed over: its id and its JSON.
+type Job = (String, Arc<serde_json::Value>);
+
+/// The keeping thread (see the module doc).
+pub struct Background {
+    tx: Option<SyncSender<Job>>,
+    handle: Option<std::thread::JoinHandle<()>>,
+    tags: BTreeMap<String, String>,
+    report: Arc<Report>,
+}
+
+impl Background {
+    /// Starts the thread, which opens the store named by `spec` (as the driver did) for itself.
+    pub(super) fn start(
+        spec: Option<String>,
+        tags: BTreeMap<String, String>,
+        report: Report,
+    ) -> std::io::Result<Background> {
+        let (tx, rx) = sync_channel::<Job>(QUEUE);
+        let report = Arc::new(report);
+        let (r, t) = (report.clone(), tags.clone());
+        let handle = std::thread::Builder::new()
+            .name("latlab-keeping".into())
+            .stack_size(crate::sys::mem::HELPER_STACK)
+            .spawn(move || {
+                // Only sleeps and waits on the store: never above the measuring threads.
+                let _ = crate::sys::sched::set_policy(crate::config::Policy::Other, 0);
+                keep_all(spec, &t, &rx, &r)
+            })?;
+        Ok(Background {
+            tx: Some(tx),
+            handle: Some(handle),
+            tags,
+            report,
+        })
+    }
+
+    /// Hands `run` over without waiting; when the thread is too far behind, it is kept in a
+    /// file at once instead (and reported so).
+    pub fn keep(&self, run: &crate::result::Run) {
+        let value = match serde_json::to_value(run) {
+            Ok(v) => Arc::new(v),
+            Err(e) => return (self.report)(Err(format!("run {}: {e}", run.id))),
+        };
+        let Some(tx) = &self.tx else { return };
+        match tx.try_send((run.id.clone(), value)) {
+            Ok(()) => {}
+            Err(TrySendError::Full((id, v)) | TrySendError::Disconnected((id, v))) => {
+                let why = format!("the store is {QUEUE} results behind");
+                (self.report)(Err(format!(
+                    "run {id}: {}",
+                    kept_instead(&why, &id, &v, &self.tags, None)
+                )))
+            }
+        }
+    }
+
+    /// Waits for what was handed over to be kept (each wait bounded by the store's own limits).
+    pub fn finish(mut self) {
+        self.tx.take();
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        self.tx.take();
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+fn keep_all(
+    spec: Option<String>,
+    tags: &BTreeMap<String, String>,
+    rx: &Receiver<Job>,
+    report: &Report,
+) {
+    let mut store = crate::store::open_send(spec.as_deref());
+    for (id, value) in rx.iter() {
+        let outcome = match &mut store {
+            Ok(st) => st
+                .save_json(&value, tags)
+                .map(|_| ())
+                .map_err(|e| kept_instead(&e.to_string(), &id, &value, tags, st.rescue_dir())),
+            Err(e) => Err(kept_instead(&e.to_string(), &id, &value, tags, None)),
+        };
+        report(outcome.map_err(|e| format!("run {id}: {e}")));
+    }
+}
+
+/// `why` the run was not stored, and the file it is kept in instead (or why it could not be).
+fn kept_instead(
+    why: &str,
+    id: &str,
+    value: &serde_json::Value,
+    tags: &BTreeMap<String, String>,
+    first: Option<std::path::PathBuf>,
+) -> String {
+    match crate::store::rescue_value(id, value, tags, first) {
+        Ok(p) => {
+            let p = crate::output::shell_quote(&p.display().to_string());
+            format!("{why}; the run is kept in {p} (`latlab runs import {p}` stores it)")
+        }
+        Err(e) => format!("{why}; the run could not be kept in a file either ({e})"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    fn run() -> crate::result::Run {
+        crate::result::Run::new(
+            "monitor",
+            std::time::SystemTime::now(),
+            vec!["latlab monitor".into()],
+            serde_json::json!({}),
+            crate::result::Environment::capture(),
+        )
+    }
+
+    #[test]
+    fn results_handed_over_are_stored_in_order_and_reported() {
+        let d = tempfile::tempdir().unwrap();
+        let db = d.path().join("s.db");
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let s = seen.clone();
+        let bg = Background::start(
+            Some(format!("sqlite:{}", db.display())),
+            BTreeMap::from([("k".to_string(), "v".to_string())]),
+            Box::new(move |r| s.lock().unwrap().push(r)),
+        )
+        .unwrap();
+        let mut ids = Vec::new();
+        for i in 0..3 {
+            let mut r = run();
+            r.id = format!("{}-{i}", r.id);
+            ids.push(r.id.clone());
+            bg.keep(&r);
+        }
+        bg.finish();
+        assert_eq!(*seen.lock().unwrap(), vec![Ok(()); 3]);
+        let st = crate::store::open(Some(&db.display().to_string())).unwrap();
+        let listed: Vec<String> = st
+            .list(&crate::store::Filter::default())
+            .unwrap()
+            .into_iter()
+            .map(|r| r.id)
+            .collect();
+        for id in &ids {
+            assert!(listed.contains(id), "{listed:?}");
+        }
+        assert_eq!(st.get(&ids[0]).unwrap().tags["k"], "v");
+    }
+}
