@@ -48,16 +48,14 @@ fn a_server_that_never_answers_is_given_up_on() {
 /// reaches it): the save gives up, the run is kept in a file, exit 3.
 #[test]
 fn a_server_that_stops_answering_mid_save_loses_no_run() {
-    let Some(pg) = pg_store() else { return };
-    let rest = pg.strip_prefix("postgres://").unwrap();
-    let (user, rest) = rest.split_once('@').unwrap();
-    let (server, db) = rest.split_once('/').unwrap();
-    let proxy = Proxy::start(server);
+    let Some((_, proxy, url)) = proxied() else {
+        return;
+    };
     let dir = Dir::new();
     let xdg = dir.join("xdg");
     let out = latlab()
         .args(["cyclic", "-t", "1", "-D", "1s", "-q", "--store"])
-        .arg(format!("postgres://{user}@127.0.0.1:{}/{db}", proxy.port))
+        .arg(&url)
         .env("LATLAB_STORE_TIMEOUT", "3")
         .env("XDG_DATA_HOME", &xdg)
         .limit(Duration::from_secs(90))
@@ -93,14 +91,11 @@ fn a_server_refusal_is_said_in_its_own_words() {
 /// snapshot is kept in a file, the later ones are stored.
 #[test]
 fn a_monitor_connects_again_after_its_store_stopped_answering() {
-    let Some(pg) = pg_store() else { return };
-    let rest = pg.strip_prefix("postgres://").unwrap();
-    let (user, rest) = rest.split_once('@').unwrap();
-    let (server, db) = rest.split_once('/').unwrap();
-    let proxy = Proxy::start(server);
+    let Some((pg, proxy, url)) = proxied() else {
+        return;
+    };
     let dir = Dir::new();
     let tag = format!("monitor=reconnect-{}", std::process::id());
-    let url = format!("postgres://{user}@127.0.0.1:{}/{db}", proxy.port);
     let out = latlab()
         .words("monitor -a 0 -i 1ms --snapshot-every 1s -D 6s --listen 127.0.0.1:0 -q")
         .args(["--monitor-id", tag.strip_prefix("monitor=").unwrap()])
@@ -132,18 +127,16 @@ fn a_monitor_connects_again_after_its_store_stopped_answering() {
 /// from a thread of their own, which waits out the stall (up to the time limit) at the end.
 #[test]
 fn a_stalled_store_does_not_stall_the_monitor() {
-    let Some(pg) = pg_store() else { return };
-    let rest = pg.strip_prefix("postgres://").unwrap();
-    let (user, rest) = rest.split_once('@').unwrap();
-    let (server, db) = rest.split_once('/').unwrap();
-    let proxy = Proxy::start(server);
+    let Some((_, proxy, url)) = proxied() else {
+        return;
+    };
     let dir = Dir::new();
     let json = dir.join("last.json");
     let out = latlab()
         .words("monitor -a 0 -i 1ms --snapshot-every 1s -D 3s --listen 127.0.0.1:0 -q --json")
         .arg(&json)
         .arg("--store")
-        .arg(format!("postgres://{user}@127.0.0.1:{}/{db}", proxy.port))
+        .arg(&url)
         .env("LATLAB_STORE_TIMEOUT", "12s")
         .env("XDG_DATA_HOME", dir.join("xdg"))
         .limit(Duration::from_secs(90))
@@ -154,6 +147,17 @@ fn a_stalled_store_does_not_stall_the_monitor() {
     let measured = v["duration_s"].as_f64().unwrap();
     assert!(measured < 9.0, "measured {measured} s: {out}");
     assert!(out.stderr.contains("did not answer in 12 s"), "{out}");
+}
+
+/// The test server's URL, a [`Proxy`] in front of it, and the URL through the proxy.
+fn proxied() -> Option<(String, Proxy, String)> {
+    let pg = pg_store()?;
+    let rest = pg.strip_prefix("postgres://").unwrap();
+    let (user, rest) = rest.split_once('@').unwrap();
+    let (server, db) = rest.split_once('/').unwrap();
+    let proxy = Proxy::start(server);
+    let url = format!("postgres://{user}@127.0.0.1:{}/{db}", proxy.port);
+    Some((pg, proxy, url))
 }
 
 /// Forwards connections to `server`; the first connection to send a run's INSERT is frozen
