@@ -213,6 +213,25 @@ fn a_thread_moved_by_another_process_while_it_measures_is_said() {
         warnings.contains("cpu1: its CPUs from 1 to 0 while it measured"),
         "{warnings}"
     );
+    // A SCHED_DEADLINE thread made FIFO yields at once and counts a "job" per loop: said.
+    let json = dir.join("deadline.json");
+    let mut running = util::latlab()
+        .words("cyclic --policy deadline -D 2s -q --no-store --json")
+        .arg(&json)
+        .spawn();
+    running.wait_for_thread("latlab-T0");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let tid = thread_id(running.id(), "latlab-T0").expect("the deadline thread's id");
+    assert!(Command::new("chrt")
+        .args(["-f", "-p", "50", &tid])
+        .status()
+        .is_ok_and(|s| s.success()));
+    running.finish().assert_ok();
+    let warnings = util::read_json(&json)["warnings"].to_string();
+    assert!(
+        warnings.contains("T0: its policy from deadline 0 to fifo 50 while it measured"),
+        "{warnings}"
+    );
 }
 
 /// The id of process `pid`'s thread called `name`.

@@ -299,12 +299,17 @@ impl Worker {
                 self.skip_missed(&mut t, &mut next, now);
             }
         }
+        self.check_held(placed);
+        self.finish(t, None)
+    }
+
+    /// Records, in the run's placement log, a placement that moved since `placed` was read.
+    fn check_held(&self, placed: Option<crate::rt::Held>) {
         if let (Some((name, log)), Some(placed)) = (&self.held, placed) {
             if let Some(moved) = placed.drift(&crate::rt::Held::read(), name) {
                 log.failed(moved);
             }
         }
-        self.finish(t, None)
     }
 
     /// The loop of a SCHED_DEADLINE thread, as rt-tests' cyclicdeadline runs it: end each job
@@ -323,6 +328,7 @@ impl Worker {
         }
         // End the job sched_setattr began: the loop starts at a period's start.
         dl::yield_now();
+        let placed = self.held.as_ref().map(|_| crate::rt::Held::read());
         let mut expected = clock::now_ns(clk);
         let mut cpu_before = dl::thread_cpu_ns();
         self.timeline.start_at(expected);
@@ -357,6 +363,9 @@ impl Worker {
         if t.n > 0 && dl::thread_cpu_ns() - cpu_before > job.runtime_ns {
             runtime_overruns += 1;
         }
+        // A thread no longer SCHED_DEADLINE (`chrt -p` from outside) yields at once: each
+        // "job" it counted since is not one.
+        self.check_held(placed);
         let _ = crate::sys::sched::set_policy(crate::config::Policy::Other, 0);
         let jobs = t.n;
         self.finish(
