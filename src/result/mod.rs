@@ -99,13 +99,21 @@ impl Run {
     /// Parses a latlab JSON result (`name` is used in messages); checks its schema and that its
     /// histogram counts add up without overflowing.
     pub fn parse(text: &str, name: &str) -> crate::Result<Run> {
-        let run: Run = serde_json::from_str(text).map_err(|e| {
-            crate::Error::Usage(format!(
-                "{name}: not a latlab result: {e} (line {}, column {})",
-                e.line(),
-                e.column()
-            ))
-        })?;
+        let run: Run = match serde_json::from_str(text) {
+            Ok(run) => run,
+            // A bundle of one run (what `runs export ID` writes, and the file a run the store
+            // refused is kept in) reads as that run.
+            Err(e) => match one_run_bundle(text) {
+                Some(run) => run,
+                None => {
+                    return Err(crate::Error::Usage(format!(
+                        "{name}: not a latlab result: {e} (line {}, column {})",
+                        e.line(),
+                        e.column()
+                    )))
+                }
+            },
+        };
         if run.schema != crate::result::SCHEMA {
             return Err(crate::Error::Usage(format!(
                 "{name}: schema '{}' is not {}",
@@ -277,4 +285,21 @@ pub struct LoadReport {
     /// The CPUs the load was confined to (`cpus=` or `--housekeeping`; None: anywhere).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpus: Option<String>,
+}
+
+/// The run of a bundle (`latlab.bundle/1`, the store's export format) that holds exactly one.
+fn one_run_bundle(text: &str) -> Option<Run> {
+    #[derive(serde::Deserialize)]
+    struct Entry {
+        run: Run,
+    }
+    #[derive(serde::Deserialize)]
+    struct Bundle {
+        format: String,
+        runs: Vec<Entry>,
+    }
+    let b: Bundle = serde_json::from_str(text).ok()?;
+    (b.format == "latlab.bundle/1" && b.runs.len() == 1)
+        .then(|| b.runs.into_iter().next())?
+        .map(|e| e.run)
 }

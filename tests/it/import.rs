@@ -295,3 +295,43 @@ fn rtla_hist_tables_from_the_documentation_become_runs() {
     assert_eq!(out.status.code(), Some(2));
     assert!(out.stderr.contains("bad.txt: line 2"));
 }
+
+/// A result file and a one-run bundle stand for each other: `runs import` takes a `--json`
+/// result, and `compare`, `gate` and `report` read a bundle of one run (what `runs export ID`
+/// writes, and the file a run the store refused is kept in).
+#[test]
+fn a_result_file_and_a_one_run_bundle_are_interchangeable() {
+    let dir = Dir::new();
+    let store = format!("sqlite:{}", dir.join("s.db").display());
+    latlab()
+        .words("cyclic -l 300 -i 200us -q --no-store --json r.json")
+        .current_dir(dir.path())
+        .assert_ok();
+    let out = latlab()
+        .args(["runs", "import", "--store", &store, "r.json"])
+        .current_dir(dir.path())
+        .assert_ok();
+    assert!(out.stdout.contains("imported 1 new run(s)"), "{out}");
+    let id = crate::util::read_json(&dir.join("r.json"))["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let bundle = latlab()
+        .args(["runs", "export", &id, "--store", &store])
+        .assert_ok()
+        .stdout
+        .clone();
+    std::fs::write(dir.join("one.json"), bundle).unwrap();
+    for args in [
+        &["gate", "max<1h", "one.json", "--assume-independent-samples"][..],
+        &["compare", "r.json", "one.json"][..],
+        &["report", "one.json", "-o", "one.html"][..],
+    ] {
+        latlab().args(args).current_dir(dir.path()).assert_ok();
+    }
+    let out = latlab()
+        .args(["runs", "import", "--store", &store, "/etc/hostname"])
+        .output();
+    out.assert_exit(2);
+    assert!(out.stderr.contains("neither a latlab bundle"), "{out}");
+}

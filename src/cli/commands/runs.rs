@@ -169,13 +169,24 @@ fn export_runs(ids: &[String], all: bool, store: Option<&str>) -> Result<()> {
 fn import_bundle(file: &std::path::Path, store: Option<&str>) -> Result<()> {
     let name = file.display().to_string();
     let text = crate::io::read_text_limited(file, MAX_BUNDLE_BYTES, "latlab bundle")?;
-    let b: Bundle = serde_json::from_str(&text).map_err(|e| {
-        Error::Usage(format!(
-            "{name}: not a latlab bundle: {e} (line {}, column {})",
-            e.line(),
-            e.column()
-        ))
-    })?;
+    let b: Bundle = match serde_json::from_str(&text) {
+        Ok(b) => b,
+        // A latlab result (`--json FILE`) imports as a bundle of that one run.
+        Err(e) => match crate::result::Run::parse(&text, &name) {
+            Ok(run) => Bundle {
+                format: BUNDLE_FORMAT.into(),
+                runs: vec![crate::store::BundleEntry {
+                    run: serde_json::to_value(&run).map_err(|e| Error::Env(e.to_string()))?,
+                    tags: Default::default(),
+                }],
+            },
+            Err(_) => {
+                return Err(Error::Usage(format!(
+                    "{name}: neither a latlab bundle (`runs export`) nor a latlab result (`--json`): {e}"
+                )))
+            }
+        },
+    };
     if b.format != BUNDLE_FORMAT {
         return Err(Error::Usage(format!(
             "{name}: format '{}' is not {BUNDLE_FORMAT}",
