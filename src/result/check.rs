@@ -45,6 +45,12 @@ pub fn series_figures(
     if s.unit == "ns" && s.summary.mean_ns < 0.0 {
         return Err(format!("its mean ({} ns) is negative", s.summary.mean_ns));
     }
+    if s.summary.stddev_ns < 0.0 {
+        return Err(format!(
+            "its standard deviation ({}) is negative",
+            s.summary.stddev_ns
+        ));
+    }
     let p = &s.summary.percentiles;
     let ps = [p.p50, p.p90, p.p99, p.p99_9, p.p99_99];
     if let Some(w) = ps.windows(2).find(|w| w[0] > w[1]) {
@@ -124,6 +130,9 @@ impl Run {
     /// Refuses a run whose figures contradict each other: histogram counts that would wrap
     /// once added up, and every series' [`series_figures`].
     pub fn check_figures(&self) -> Result<(), String> {
+        if self.duration_s < 0.0 {
+            return Err(format!("its duration ({} s) is negative", self.duration_s));
+        }
         let mut all = 0u64;
         for s in &self.series {
             let mut n = 0u64;
@@ -180,6 +189,11 @@ mod tests {
         let mut s = good.clone();
         s.summary.mean_ns = -1.0;
         assert!(series_figures(&s, None).unwrap_err().contains("negative"));
+        let mut s = good.clone();
+        s.summary.stddev_ns = -1.0;
+        assert!(series_figures(&s, None)
+            .unwrap_err()
+            .contains("standard deviation (-1) is negative"));
         let mut s = series(&[1_000, 2_000, 500_000]);
         s.summary.max_ns = 2_000;
         let e = series_figures(&s, None).unwrap_err();
@@ -225,5 +239,8 @@ mod tests {
         assert_eq!(run.check_figures(), Ok(()));
         run.series[0].summary.max_ns = 1;
         assert!(run.check_figures().unwrap_err().starts_with("series T0: "));
+        run.series[0].summary.max_ns = 7;
+        run.duration_s = -1.0;
+        assert!(run.check_figures().unwrap_err().contains("duration (-1 s)"));
     }
 }
