@@ -214,7 +214,7 @@ impl Keeper {
         crate::rt::at_exit(keep_pending_on_exit);
         let done = signals::note_unless_done(STORE_PATIENCE, || {
             "latlab: waiting for the store to take the run (another process holds it locked, \
-             or its server is slow to answer); a second Ctrl-C keeps the run in a file instead"
+             or its server is slow to answer); a second Ctrl-C or SIGTERM keeps the run in a file instead"
         });
         let kept = st.save_json(&value, &tags);
         done.store(true, std::sync::atomic::Ordering::Release);

@@ -124,11 +124,11 @@ fn say_while_saving() {
     note_unless_done(SAVING_PATIENCE, || {
         if super::run_pending() {
             // The run is made and waits for the store: a second signal keeps it in a file.
-            "latlab: interrupted: the run waits for the store (a second Ctrl-C quits at once and \
-             keeps it in a file)"
+            "latlab: interrupted: the run waits for the store (a second Ctrl-C or SIGTERM quits at \
+             once and keeps it in a file)"
         } else {
-            "latlab: interrupted: saving what was collected (a second Ctrl-C quits at once and \
-             saves nothing)"
+            "latlab: interrupted: saving what was collected (a second Ctrl-C or SIGTERM quits at \
+             once and saves nothing)"
         }
     });
 }

@@ -214,7 +214,7 @@ fn a_slow_end_after_ctrl_c_says_it_is_saving() {
     out.assert_ok();
     assert!(
         out.stderr
-            .contains("saving what was collected (a second Ctrl-C quits at once"),
+            .contains("saving what was collected (a second Ctrl-C or SIGTERM quits at once"),
         "{out}"
     );
 }
