@@ -483,7 +483,7 @@ pub fn open_for_reading(spec: Option<&str>) -> Result<Box<dyn Store>> {
         );
         return Ok(Box::new(sqlite::SqliteStore::open_empty(&path)?));
     }
-    open(spec)
+    Ok(Box::new(sqlite::SqliteStore::open_reading(&path)?))
 }
 
 const HIDDEN: &str = "***";

@@ -65,6 +65,21 @@ fn brief(e: &rusqlite::Error) -> String {
     }
 }
 
+/// `path` as a `file:` URI's path: every byte outside the unreserved set percent-encoded.
+fn uri_path(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut out = String::new();
+    for &b in path.as_os_str().as_bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' | b'/' => {
+                out.push(b as char)
+            }
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
 /// The store's schema version (0: none yet) and how many of the listing indexes it has.
 fn schema_state(conn: &Connection) -> rusqlite::Result<(i64, i64)> {
     let has_meta: i64 = conn.query_row(
@@ -263,6 +278,46 @@ impl SqliteStore {
         };
         store.migrate()?;
         Ok(store)
+    }
+
+    /// Opens an existing store for a command that only reads it. Another user's store whose
+    /// write-ahead log is not open (no `-shm` beside it), or one in a directory latlab may not
+    /// write, is read as it is on disk (`immutable`): taking part in its locking would leave
+    /// `-wal`/`-shm` files owned by this user that its owner could then not write, or fail.
+    pub fn open_reading(path: &Path) -> Result<SqliteStore> {
+        use std::os::unix::fs::MetadataExt;
+        let shm = PathBuf::from(format!("{}-shm", path.display()));
+        let foreign = std::fs::metadata(path)
+            .is_ok_and(|m| m.uid() != crate::sys::sched::euid() && !shm.exists());
+        if !foreign {
+            match SqliteStore::open(path) {
+                Err(e) if e.to_string().contains("readonly database") => {}
+                other => return other,
+            }
+        }
+        let refuse = |why: String| {
+            Error::Env(format!(
+                "store {}: {why}; the file was left untouched",
+                crate::output::printable(&path.display().to_string())
+            ))
+        };
+        check_header(path).map_err(refuse)?;
+        let uri = format!("file:{}?immutable=1", uri_path(path));
+        let conn = Connection::open_with_flags(
+            &uri,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_URI,
+        )
+        .map_err(|e| env_err(path, brief(&e)))?;
+        inspect(&conn).map_err(refuse)?;
+        crate::note!(
+            "latlab: store {} read as it is on disk (another user's, or in a directory latlab \
+             may not write): a run being stored meanwhile may not show",
+            crate::output::printable(&path.display().to_string())
+        );
+        Ok(SqliteStore {
+            conn,
+            path: path.to_path_buf(),
+        })
     }
 
     /// An empty store in memory standing for `path`, which does not exist: what a reading

@@ -90,3 +90,45 @@ fn a_store_the_user_may_not_reach_is_refused_not_read_as_empty() {
         "{err}"
     );
 }
+
+/// Another user's store is read without taking part in its locking: no `-wal`/`-shm` files of
+/// the reader's are left for the owner to trip over (a world-writable directory), and one in a
+/// directory the reader may not write is read all the same.
+#[test]
+fn another_users_store_is_read_as_it_is_and_left_writable_to_its_owner() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = Dir::new();
+    for mode in [0o1777, 0o755] {
+        let d = dir.join(format!("d{mode:o}"));
+        std::fs::create_dir(&d).unwrap();
+        let db = d.join("s.db");
+        measure_into(&db);
+        std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o644)).unwrap();
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(mode)).unwrap();
+        let Some(mut c) = latlab_as_nobody(&dir, &[]) else {
+            return;
+        };
+        let out = c
+            .args(["runs", "list", "--store"])
+            .arg(&db)
+            .output()
+            .unwrap();
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert_eq!(out.status.code(), Some(0), "{stderr}");
+        assert!(
+            stdout.contains("cyclic") && stderr.contains("read as it is on disk"),
+            "{stderr}"
+        );
+        let left: Vec<_> = std::fs::read_dir(&d)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(left, ["s.db"], "mode {mode:o}");
+        // The owner still stores there.
+        measure_into(&db);
+    }
+}
