@@ -1,5 +1,5 @@
 """Shared helpers for the side-by-side benchmark scripts: run a command and measure it."""
-import os, subprocess, time
+import atexit, os, shutil, subprocess, tempfile, time
 
 def measure(cmd, stdout=subprocess.DEVNULL, stdin=None):
     """Runs cmd; returns (wall seconds, cpu seconds user+sys, max RSS KiB, exit code)."""
@@ -19,3 +19,11 @@ def machine():
     except OSError:
         pass
     return f"{os.uname().release}, {os.cpu_count()} CPUs ({model}), {time.strftime('%Y-%m-%d')}"
+
+
+def scratch(**kw):
+    """A temporary directory (tempfile.mkdtemp's arguments) removed when the bench exits:
+    benches write hundreds of megabytes, and /tmp is not cleaned for them."""
+    d = tempfile.mkdtemp(**kw)
+    atexit.register(shutil.rmtree, d, True)
+    return d

@@ -8,7 +8,7 @@ usage: bench/contend.py [--rounds 5] [--duration 2] [--latlab target/release/lat
 """
 import argparse, json, os, statistics, subprocess, sys, tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import machine
+from common import machine, scratch
 
 def main():
     ap = argparse.ArgumentParser()
@@ -16,7 +16,7 @@ def main():
     ap.add_argument("--duration", type=int, default=2)
     ap.add_argument("--latlab", default="target/release/latlab")
     a = ap.parse_args()
-    d = tempfile.mkdtemp()
+    d = scratch()
     res = {m: {"vec": [], "loop": [], "vecmax": [], "n": []} for m in ("mutex", "atomic")}
     for i in range(a.rounds):
         for m in ("mutex", "atomic"):

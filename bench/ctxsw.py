@@ -9,7 +9,7 @@ usage: bench/ctxsw.py [--rounds 5] [--loops 200000] [--cpu 0] [--latlab target/r
 """
 import argparse, json, os, re, statistics, subprocess, sys, tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import machine
+from common import machine, scratch
 
 def main():
     ap = argparse.ArgumentParser()
@@ -18,7 +18,7 @@ def main():
     ap.add_argument("--cpu", type=int, default=0)
     ap.add_argument("--latlab", default="target/release/latlab")
     a = ap.parse_args()
-    d = tempfile.mkdtemp()
+    d = scratch()
     L, P = [], []
     for i in range(a.rounds):
         lj = os.path.join(d, "l.json")

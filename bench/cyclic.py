@@ -24,7 +24,7 @@ usage: bench/cyclic.py [--rounds 5] [--duration 10 | --loops 1000,10000] [--inte
 """
 import argparse, json, os, shlex, statistics, subprocess, sys, tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import machine
+from common import machine, scratch
 
 
 def run_child(cmd):
@@ -84,7 +84,7 @@ def main():
             sys.exit("--loops: give N1,N2 with 1 <= N1 < N2")
     else:
         mode, lengths = "duration", [a.duration]
-    d = tempfile.mkdtemp()
+    d = scratch()
     res = {t: {n: [] for n in lengths} for t in tools}
 
     def one(tool, n):

@@ -17,7 +17,7 @@ usage: bench/cyclicdeadline.py [--rounds 5] [--duration 10] [--interval 5000] [-
 """
 import argparse, json, os, statistics, sys, tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import machine, measure
+from common import machine, measure, scratch
 
 def latlab_round(a, out):
     cmd = [a.latlab, "cyclic", "--policy", "deadline", "-t", str(a.threads),
@@ -56,7 +56,7 @@ def main():
     p.add_argument("--dma-latency", action="store_true")
     p.add_argument("--latlab", default="target/release/latlab")
     a = p.parse_args()
-    d = tempfile.mkdtemp()
+    d = scratch()
     L, C = [], []
     for i in range(a.rounds):
         L.append(latlab_round(a, f"{d}/l.json"))

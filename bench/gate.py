@@ -10,7 +10,7 @@ usage: bench/gate.py [--rounds 7] [--latlab target/release/latlab]
 """
 import argparse, json, os, statistics, subprocess, sys, tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import measure, machine
+from common import measure, machine, scratch
 
 def scaled(run, rid, k, slower):
     r = json.loads(json.dumps(run))
@@ -30,7 +30,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--latlab", default="target/release/latlab")
     a = ap.parse_args()
-    d = tempfile.mkdtemp()
+    d = scratch()
     seed = os.path.join(d, "seed.json")
     subprocess.run([a.latlab, "cyclic", "-t", "2", "-i", "100us", "-l", "20000", "-q",
                     "--no-store", "--json", seed], check=True, stdout=subprocess.DEVNULL)

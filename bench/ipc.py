@@ -12,7 +12,7 @@ usage: bench/ipc.py [--rounds 5] [--loops 2000] [--interval 1000] [--cpu 1] [--p
 """
 import argparse, json, os, statistics, subprocess, sys, tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import machine, measure
+from common import machine, measure, scratch
 
 # (peer, its extra flags, latlab's method, latlab's extra flags)
 ALL_PAIRS = [("pmqtest", [], "pmq", []), ("ptsematest", [], "posix-sem", []),
@@ -32,7 +32,7 @@ def main():
     ap.add_argument("--latlab", default="target/release/latlab")
     ap.add_argument("--only", help="comma-separated peers to run (default: all)")
     a = ap.parse_args()
-    d = tempfile.mkdtemp()
+    d = scratch()
     rows = []
     only = set(a.only.split(",")) if a.only else None
     PAIRS = [p for p in ALL_PAIRS if only is None or p[0] in only]

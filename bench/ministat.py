@@ -15,7 +15,7 @@ usage: bench/ministat.py [--rounds 7] [--n 1000000] [--latlab target/release/lat
 """
 import argparse, filecmp, os, random, statistics, sys, tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import measure, machine
+from common import measure, machine, scratch
 
 def main():
     ap = argparse.ArgumentParser()
@@ -27,7 +27,7 @@ def main():
                     help="run latlab as `latlab compare --ministat`")
     a = ap.parse_args()
     form = ["compare", "--ministat"] if a.compare else ["ministat"]
-    d = tempfile.mkdtemp()
+    d = scratch()
     rnd = random.Random(1)
     files = []
     for name, mu in (("before", 3.0), ("after", 3.05)):

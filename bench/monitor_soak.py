@@ -8,7 +8,7 @@ average latency. Results go to docs/benchmarks.md by hand.
     python3 bench/monitor_soak.py --latlab target/release/latlab --soak 300 --rounds 2 --each 45
 """
 import argparse, json, os, re, signal, subprocess, tempfile, time, urllib.parse, urllib.request
-from common import machine
+from common import machine, scratch
 
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -79,7 +79,7 @@ def up_counts(api, seconds):
     return int(ok), int(n - ok)
 
 def soak(a):
-    d = tempfile.mkdtemp()
+    d = scratch()
     p, addr = start_monitor(a.latlab, ["-i", "1ms", "-p", str(a.prio), "--snapshot-every",
                                        f"{a.snapshot_every}s",
                                        "--store", f"sqlite:{d}/soak.db",
@@ -132,7 +132,7 @@ def mean_of(path):
     return sum(s["mean_ns"] * s["count"] for s in r["series"]) / n, n
 
 def interleave(a):
-    d = tempfile.mkdtemp()
+    d = scratch()
     res = {"cyclic": [], "monitor": []}
     for k in range(a.rounds):
         j = f"{d}/c{k}.json"

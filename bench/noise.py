@@ -9,7 +9,7 @@ usage: bench/noise.py [--rounds 5] [--duration 5] [--cpu 1] [--latlab target/rel
 """
 import argparse, json, os, statistics, subprocess, sys, tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import machine
+from common import machine, scratch
 
 def main():
     ap = argparse.ArgumentParser()
@@ -18,7 +18,7 @@ def main():
     ap.add_argument("--cpu", type=int, default=1)
     ap.add_argument("--latlab", default="target/release/latlab")
     a = ap.parse_args()
-    d = tempfile.mkdtemp()
+    d = scratch()
     L, O = [], []
     for i in range(a.rounds):
         lj, oj = os.path.join(d, "l.json"), os.path.join(d, "o.json")

@@ -18,7 +18,7 @@ usage: bench/pi.py [--rounds 3] [--duration 5] [--none] [--latlab target/release
 """
 import argparse, json, os, statistics, subprocess, sys, tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import machine
+from common import machine, scratch
 
 LATLAB_SETTINGS = {
     "latlab default": ["--protocol", "inherit"],
@@ -61,7 +61,7 @@ def main():
     ap.add_argument("--none", action="store_true", help="also run latlab --protocol none")
     ap.add_argument("--latlab", default="target/release/latlab")
     a = ap.parse_args()
-    d = tempfile.mkdtemp()
+    d = scratch()
     settings = dict(LATLAB_SETTINGS)
     if a.none:
         settings["latlab none"] = ["--protocol", "none"]

@@ -10,7 +10,7 @@ usage: bench/samples.py [--duration 60] [--rate 10000] [--latlab target/release/
 """
 import argparse, json, os, struct, subprocess, sys, tempfile, time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import machine
+from common import machine, scratch
 
 def rss_kib(pid):
     with open(f"/proc/{pid}/status") as f:
@@ -43,7 +43,7 @@ def main():
     ap.add_argument("--rate", type=int, default=10000)
     ap.add_argument("--latlab", default="target/release/latlab")
     a = ap.parse_args()
-    d = tempfile.mkdtemp()
+    d = scratch()
     log, js = os.path.join(d, "s.bin"), os.path.join(d, "r.json")
     interval_us = 1_000_000 / a.rate
     p = subprocess.Popen([a.latlab, "cyclic", "-t", "2", "-a", "-p", "80", "-i", f"{interval_us}us",

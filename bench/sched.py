@@ -13,7 +13,7 @@ the same round's perf; the sustained rate is measured with the last one.
 """
 import argparse, json, os, re, signal, statistics, subprocess, sys, tempfile, time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import machine
+from common import machine, scratch
 
 def hackbench(groups, loops):
     out = subprocess.run(["hackbench", "-g", str(groups), "-l", str(loops), "-P"],
@@ -65,7 +65,7 @@ def main():
     ap.add_argument("--no-sustained", action="store_true")
     a = ap.parse_args()
     bins = a.latlab or ["target/release/latlab"]
-    tmp = tempfile.mkdtemp(prefix="latlab-bench-sched-")
+    tmp = scratch(prefix="latlab-bench-sched-")
     data = os.path.join(tmp, "perf.data")
     bare, ph, pc, tc = [], [], [], []
     lhs, lcs = [[] for _ in bins], [[] for _ in bins]

@@ -9,7 +9,7 @@ usage: bench/store_cost.py [--rounds 15] [--latlab PATH ...] [--pg URL]
 """
 import argparse, os, re, shutil, statistics, subprocess, sys, tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import machine, measure
+from common import machine, measure, scratch
 
 RUN = ["cyclic", "-l", "1", "-i", "1000us", "-q"]
 
@@ -31,7 +31,7 @@ def main():
     ap.add_argument("--pg", help="PostgreSQL URL to store into as well")
     a = ap.parse_args()
     exes = a.latlab or ["target/release/latlab"]
-    tmp = tempfile.mkdtemp(prefix="latlab-bench-store-")
+    tmp = scratch(prefix="latlab-bench-store-")
     cases = []
     for i, e in enumerate(exes):
         db = os.path.join(tmp, f"s{i}.db")

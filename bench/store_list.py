@@ -14,7 +14,7 @@ usage: bench/store_list.py [--runs 100000] [--rounds 7] [--latlab PATH ...] [--p
 """
 import argparse, os, shutil, sqlite3, statistics, subprocess, sys, tempfile, urllib.parse
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import machine, measure
+from common import machine, measure, scratch
 
 def make(latlab, path, n):
     subprocess.run([latlab, "cyclic", "-l", "5", "-i", "1000us", "-q", "--store", path],
@@ -79,7 +79,7 @@ def main():
     backends = (a.backend or ("sqlite,postgres" if a.pg else "sqlite")).split(",")
     if "postgres" in backends and not a.pg:
         raise SystemExit("--backend postgres needs --pg URL")
-    tmp = tempfile.mkdtemp(prefix="latlab-bench-list-")
+    tmp = scratch(prefix="latlab-bench-list-")
     # (label, binary, store) in the order they run in each round.
     cases = []
     if "sqlite" in backends:

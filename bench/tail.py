@@ -18,7 +18,7 @@ Run cargo and measurements under the machine's lock (flock /tmp/latlab-heavy.loc
 """
 import argparse, json, os, shutil, statistics, subprocess, sys, tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import measure, machine
+from common import measure, machine, scratch
 
 N = 100_000_000
 
@@ -63,7 +63,7 @@ def sample_log(d):
     return p, nblocks * block
 
 def speed(a):
-    d = tempfile.mkdtemp(dir="/var/tmp")
+    d = scratch(dir="/var/tmp")
     hist, nh = histogram_run(a.latlab, d)
     log, nl = sample_log(d)
     cases = {f"histograms ({nh:.2e} samples)": hist, f"sample log ({nl:.2e} samples, 800 MB)": log}

@@ -11,7 +11,7 @@ usage: bench/tcp.py [--rounds 5] [--duration 5] [--send-size 128k] [--latlab tar
 """
 import argparse, json, os, statistics, subprocess, sys, tempfile, time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import machine
+from common import machine, scratch
 
 def main():
     ap = argparse.ArgumentParser()
@@ -20,7 +20,7 @@ def main():
     ap.add_argument("--latlab", default="target/release/latlab")
     ap.add_argument("--send-size", help="e.g. 64k; default: each tool's own default")
     a = ap.parse_args()
-    d = tempfile.mkdtemp()
+    d = scratch()
     L, I = [], []
     for i in range(a.rounds):
         lj = os.path.join(d, "l.json")

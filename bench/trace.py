@@ -14,6 +14,8 @@ usage: bench/trace.py [--rounds 8] [--duration 10] [--stacks] [--plus-event SYS/
                       [--latlab PATH]
 """
 import argparse, json, os, statistics, subprocess, sys, tempfile, time
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import scratch
 
 TRACEFS = "/sys/kernel/tracing"
 
@@ -59,7 +61,7 @@ def main():
     p.add_argument("--latlab", default="target/release/latlab")
     p.add_argument("--plus-event")
     a = p.parse_args()
-    d = tempfile.mkdtemp()
+    d = scratch()
     A, B, C = [], [], []
     for i in range(a.rounds):
         A.append(one(a.latlab, a, f"{d}/a.json", False))
