@@ -65,7 +65,7 @@ impl Background {
                 let why = format!("the store is {QUEUE} results behind");
                 (self.report)(Err(format!(
                     "run {id}: {}",
-                    kept_instead(&why, &id, &v, &self.tags, None)
+                    super::kept_instead(&why, &id, &v, &self.tags, None)
                 )))
             }
         }
@@ -98,30 +98,12 @@ fn keep_all(
     let mut store = crate::store::open_send(spec.as_deref());
     for (id, value) in rx.iter() {
         let outcome = match &mut store {
-            Ok(st) => st
-                .save_json(&value, tags)
-                .map(|_| ())
-                .map_err(|e| kept_instead(&e.to_string(), &id, &value, tags, st.rescue_dir())),
-            Err(e) => Err(kept_instead(&e.to_string(), &id, &value, tags, None)),
+            Ok(st) => st.save_json(&value, tags).map(|_| ()).map_err(|e| {
+                super::kept_instead(&e.to_string(), &id, &value, tags, st.rescue_dir())
+            }),
+            Err(e) => Err(super::kept_instead(&e.to_string(), &id, &value, tags, None)),
         };
         report(outcome.map_err(|e| format!("run {id}: {e}")));
-    }
-}
-
-/// `why` the run was not stored, and the file it is kept in instead (or why it could not be).
-fn kept_instead(
-    why: &str,
-    id: &str,
-    value: &serde_json::Value,
-    tags: &BTreeMap<String, String>,
-    first: Option<std::path::PathBuf>,
-) -> String {
-    match crate::store::rescue_value(id, value, tags, first) {
-        Ok(p) => {
-            let p = crate::output::shell_quote(&p.display().to_string());
-            format!("{why}; the run is kept in {p} (`latlab runs import {p}` stores it)")
-        }
-        Err(e) => format!("{why}; the run could not be kept in a file either ({e})"),
     }
 }
 

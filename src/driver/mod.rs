@@ -250,16 +250,27 @@ fn rescued(
     e: Error,
     id: &str,
     value: &serde_json::Value,
-    tags: &std::collections::BTreeMap<String, String>,
+    tags: &BTreeMap<String, String>,
     first: Option<std::path::PathBuf>,
 ) -> Error {
-    Error::Env(match crate::store::rescue_value(id, value, tags, first) {
+    Error::Env(kept_instead(&e.to_string(), id, value, tags, first))
+}
+
+/// `why` run `id` was not stored, and the file it is kept in instead (or why it could not be).
+fn kept_instead(
+    why: &str,
+    id: &str,
+    value: &serde_json::Value,
+    tags: &BTreeMap<String, String>,
+    first: Option<std::path::PathBuf>,
+) -> String {
+    match crate::store::rescue_value(id, value, tags, first) {
         Ok(p) => {
             let p = crate::output::shell_quote(&p.display().to_string());
-            format!("{e}; the run is kept in {p} (`latlab runs import {p}` stores it)")
+            format!("{why}; the run is kept in {p} (`latlab runs import {p}` stores it)")
         }
-        Err(why) => format!("{e}; the run could not be kept in a file either ({why})"),
-    })
+        Err(e) => format!("{why}; the run could not be kept in a file either ({e})"),
+    }
 }
 
 impl ctx::Keep for Keeper {
