@@ -3,7 +3,7 @@
 //! refusal (a directory they may not enter) as "no store yet".
 
 use crate::util::{latlab, latlab_as_nobody, Dir};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn measure_into(db: &std::path::Path) {
     latlab()
@@ -22,19 +22,16 @@ fn a_listing_does_not_wait_for_a_writer() {
     let conn = rusqlite::Connection::open(&db).unwrap();
     conn.execute_batch("BEGIN IMMEDIATE; UPDATE meta SET value = value WHERE 0;")
         .unwrap();
-    let t0 = Instant::now();
     let out = latlab()
         .args(["runs", "list", "--store"])
         .arg(&db)
         .limit(Duration::from_secs(60))
         .output();
-    let waited = t0.elapsed();
     conn.execute_batch("COMMIT").unwrap();
     out.assert_ok();
     assert!(out.stdout.contains("cyclic"), "{out}");
-    // The mechanism, not a duration: it never entered SQLite's wait for the lock.
+    // It never entered SQLite's wait for the lock (which would have ended in a failure).
     assert!(!out.stderr.contains("waiting for the store"), "{out}");
-    assert!(waited < Duration::from_secs(30), "{waited:?} {out}");
 }
 
 /// An empty file (named, or reached through a link) is read as an empty store and left empty.
