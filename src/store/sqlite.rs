@@ -287,11 +287,14 @@ impl SqliteStore {
     pub fn open_reading(path: &Path) -> Result<SqliteStore> {
         use std::os::unix::fs::MetadataExt;
         let shm = PathBuf::from(format!("{}-shm", path.display()));
+        // (Only a regular file: `open` refuses the rest without reading them.)
         let foreign = std::fs::metadata(path)
-            .is_ok_and(|m| m.uid() != crate::sys::sched::euid() && !shm.exists());
+            .is_ok_and(|m| m.is_file() && m.uid() != crate::sys::sched::euid() && !shm.exists());
         if !foreign {
             match SqliteStore::open(path) {
-                Err(e) if e.to_string().contains("readonly database") => {}
+                Err(e)
+                    if e.to_string().contains("readonly database")
+                        && std::fs::metadata(path).is_ok_and(|m| m.is_file()) => {}
                 other => return other,
             }
         }

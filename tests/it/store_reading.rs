@@ -129,3 +129,24 @@ fn another_users_store_is_read_as_it_is_and_left_writable_to_its_owner() {
         measure_into(&db);
     }
 }
+
+/// Another user's FIFO named as the store is refused without being opened (a reader would
+/// wait for a writer forever).
+#[test]
+fn another_users_fifo_is_refused_not_read() {
+    let dir = Dir::new();
+    let fifo = dir.join("f.db");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    if !made.is_ok_and(|s| s.success()) {
+        return crate::util::skip("fifo", "mkfifo failed");
+    }
+    let Some(mut c) = latlab_as_nobody(&dir, &[]) else {
+        return;
+    };
+    c.args(["runs", "list", "--store"]).arg(&fifo);
+    let out = crate::util::TestCommand::wrapping(c)
+        .limit(Duration::from_secs(60))
+        .output();
+    out.assert_exit(3);
+    assert!(out.stderr.contains("not a regular file"), "{out}");
+}
