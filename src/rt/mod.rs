@@ -192,6 +192,55 @@ impl Held {
     }
 }
 
+/// The wake-ups (or spins) a thread pinned to one CPU made on another, counted inside its loop:
+/// [`Held`] is read only at the loop's ends, so a thread moved away and back in between
+/// (`taskset -p` there and back) is seen only here. The check is `sched_getcpu`, a load from
+/// the thread's rseq area on glibc ≥ 2.35 (a vDSO call before).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Stray {
+    pinned: Option<usize>,
+    /// Checks made on another CPU than the pinned one.
+    pub count: u64,
+    /// The first other CPU seen.
+    pub first: Option<usize>,
+}
+
+impl Stray {
+    /// Counting for a thread placed as `held` (nothing is counted unless it holds one CPU).
+    pub fn for_held(held: &Held) -> Stray {
+        Stray {
+            pinned: match held.cpus.as_slice() {
+                [c] => Some(*c),
+                _ => None,
+            },
+            ..Stray::default()
+        }
+    }
+
+    /// Notes the CPU the calling thread is on now.
+    #[inline(always)]
+    pub fn check(&mut self) {
+        if let Some(p) = self.pinned {
+            match sys::sched::current_cpu() {
+                Some(c) if c != p => {
+                    self.count += 1;
+                    self.first.get_or_insert(c);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// What thread `name` did elsewhere, of `of` `what` ("wake-ups"); None when nothing.
+    pub fn said(&self, name: &str, of: u64, what: &str) -> Option<String> {
+        let (p, c) = (self.pinned?, self.first?);
+        Some(format!(
+            "{name}: {} of its {of} {what} ran on CPU {c}, not on CPU {p} where it was pinned (another process moved it, perhaps and back, while it measured): those samples do not come from where it was placed",
+            self.count
+        ))
+    }
+}
+
 /// The CPU the calling thread is confined to (its affinity holds one CPU), else the one it is
 /// on now.
 pub fn read_back_cpu() -> Option<usize> {

@@ -234,6 +234,61 @@ fn a_thread_moved_by_another_process_while_it_measures_is_said() {
     );
 }
 
+/// A thread moved to another CPU and back between the two reads of its placement (the loop's
+/// start and end) is still said: its loop counts the wake-ups (or spins) made elsewhere, and
+/// `--strict` ends the run with exit 3, its result kept.
+#[test]
+fn a_thread_moved_away_and_back_is_said() {
+    let _x = util::exclusive();
+    if util::skipped(util::rt_unavailable()) || !util::have("taskset") {
+        return;
+    }
+    if std::fs::read_to_string("/sys/devices/system/cpu/online").is_ok_and(|s| s.trim() == "0") {
+        return util::skip("taskset", "one CPU only");
+    }
+    let there_and_back = |tid: &str| {
+        let set = |cpu: &str| {
+            Command::new("taskset")
+                .args(["-pc", cpu, tid])
+                .status()
+                .is_ok_and(|s| s.success())
+        };
+        assert!(set("0"));
+        // Long enough for wake-ups (1 ms apart) and spins on CPU 0; not a timing assertion.
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        assert!(set("1"));
+    };
+    let dir = Dir::new();
+    for (words, thread, name, strict) in [
+        (
+            "cyclic -t 1 -a 1 -D 2s -q --no-store --strict --json",
+            "latlab-T0",
+            "T0",
+            true,
+        ),
+        (
+            "noise -a 1 -D 2s -q --no-store --json",
+            "latlab-cpu1",
+            "cpu1",
+            false,
+        ),
+    ] {
+        let json = dir.join(format!("{name}.json"));
+        let mut running = util::latlab().words(words).arg(&json).spawn();
+        running.wait_for_thread(thread);
+        let tid = thread_id(running.id(), thread).expect("the measuring thread's id");
+        there_and_back(&tid);
+        running.finish().assert_exit(if strict { 3 } else { 0 });
+        let warnings = util::read_json(&json)["warnings"].to_string();
+        assert!(
+            warnings.contains(&format!("{name}: "))
+                && warnings.contains("ran on CPU 0, not on CPU 1 where it was pinned"),
+            "{warnings}"
+        );
+        assert!(!warnings.contains("its CPUs from"), "{warnings}");
+    }
+}
+
 /// The id of process `pid`'s thread called `name`.
 fn thread_id(pid: u32, name: &str) -> Option<String> {
     std::fs::read_dir(format!("/proc/{pid}/task"))

@@ -267,6 +267,9 @@ impl Worker {
             s.tid = crate::sys::sched::gettid();
         }
         let placed = self.held.as_ref().map(|_| crate::rt::Held::read());
+        let mut stray = placed
+            .as_ref()
+            .map_or_else(crate::rt::Stray::default, crate::rt::Stray::for_held);
         let begin = clock::now_ns(clk);
         self.timeline.start_at(begin);
         let mut next = begin + interval;
@@ -294,20 +297,26 @@ impl Worker {
             if self.sample(&mut t, expected, now, lat) {
                 break;
             }
+            // After the sample's clock read: the check is not part of the latency.
+            stray.check();
             if !self.relative {
                 next += interval;
                 self.skip_missed(&mut t, &mut next, now);
             }
         }
-        self.check_held(placed);
+        self.check_held(placed, &stray, t.n);
         self.finish(t, None)
     }
 
-    /// Records, in the run's placement log, a placement that moved since `placed` was read.
-    fn check_held(&self, placed: Option<crate::rt::Held>) {
+    /// Records, in the run's placement log, a placement that moved since `placed` was read,
+    /// and the wake-ups of `n` that `stray` saw on another CPU than the pinned one.
+    fn check_held(&self, placed: Option<crate::rt::Held>, stray: &crate::rt::Stray, n: u64) {
         if let (Some((name, log)), Some(placed)) = (&self.held, placed) {
             if let Some(moved) = placed.drift(&crate::rt::Held::read(), name) {
                 log.failed(moved);
+            }
+            if let Some(away) = stray.said(name, n, "wake-ups") {
+                log.failed(away);
             }
         }
     }
@@ -329,6 +338,9 @@ impl Worker {
         // End the job sched_setattr began: the loop starts at a period's start.
         dl::yield_now();
         let placed = self.held.as_ref().map(|_| crate::rt::Held::read());
+        let mut stray = placed
+            .as_ref()
+            .map_or_else(crate::rt::Stray::default, crate::rt::Stray::for_held);
         let mut expected = clock::now_ns(clk);
         let mut cpu_before = dl::thread_cpu_ns();
         self.timeline.start_at(expected);
@@ -346,6 +358,7 @@ impl Worker {
             if self.sample(&mut t, expected, now, lat) {
                 break;
             }
+            stray.check();
             if job.work_ns > 0 {
                 while dl::thread_cpu_ns() - cpu < job.work_ns && !self.stop.load(Ordering::Relaxed)
                 {
@@ -365,7 +378,7 @@ impl Worker {
         }
         // A thread no longer SCHED_DEADLINE (`chrt -p` from outside) yields at once: each
         // "job" it counted since is not one.
-        self.check_held(placed);
+        self.check_held(placed, &stray, t.n);
         let _ = crate::sys::sched::set_policy(crate::config::Policy::Other, 0);
         let jobs = t.n;
         self.finish(

@@ -259,9 +259,13 @@ fn one_measurement(
             move || {
                 // A placement another process changes while it spins is said.
                 let placed = rt::Held::read();
-                let out = s.run();
+                let out = s.run(rt::Stray::for_held(&placed));
                 if let Some(moved) = placed.drift(&rt::Held::read(), &name) {
                     log.failed(moved);
+                }
+                let checks = out.iterations / 256;
+                if let Some(away) = out.stray.said(&name, checks, "checks (one per 256 spins)") {
+                    log.failed(away);
                 }
                 out
             }

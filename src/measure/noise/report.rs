@@ -458,6 +458,7 @@ mod tests {
             events_dropped: 0,
             span_ns: (0, 5_000_000_000),
             timeline: None,
+            stray: Default::default(),
         };
         let mut warnings = Vec::new();
         let series = super::super::build_series(&cfg, &env, &[vec![out]], &[None], &mut warnings);

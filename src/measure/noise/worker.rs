@@ -70,6 +70,8 @@ pub struct SpinOut {
     pub span_ns: (u64, u64),
     /// Interruptions per interval (count, max, p99), from the spinner's start.
     pub timeline: Option<Timeline>,
+    /// Checks (one per 256 spins) made on another CPU than the one it was pinned to.
+    pub stray: crate::rt::Stray,
 }
 
 #[inline(always)]
@@ -78,8 +80,9 @@ fn read(source: Source) -> u64 {
 }
 
 impl Spinner {
-    /// Spins until the stop flag is set.
-    pub fn run(self) -> SpinOut {
+    /// Spins until the stop flag is set; `stray` counts, every 256 spins, whether the thread
+    /// is on another CPU than the one it was pinned to.
+    pub fn run(self, mut stray: crate::rt::Stray) -> SpinOut {
         let mut small = vec![0u64; SMALL];
         let mut big = Recorder::new(); // gaps ≥ SMALL ticks, in ns
         let mut intr = Recorder::new();
@@ -106,6 +109,7 @@ impl Spinner {
             if n & 255 == 0 {
                 ending =
                     now.wrapping_sub(tick0) >= spin_ticks || self.interrupt.load(Ordering::Relaxed);
+                stray.check();
             }
             if d < cold_from {
                 small[d as usize] += 1;
@@ -157,6 +161,7 @@ impl Spinner {
             events_dropped: dropped,
             span_ns: (mono0, mono1),
             timeline: Some(timeline.finish(to_ns(end_ticks.wrapping_sub(tick0)))),
+            stray,
         }
     }
 }
