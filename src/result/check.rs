@@ -36,6 +36,28 @@ pub fn series_figures(
             sum.map_or("more than 2^64 samples".into(), |n| format!("{n} samples"))
         ));
     }
+    let p = &s.summary.percentiles;
+    let ps = [p.p50, p.p90, p.p99, p.p99_9, p.p99_99];
+    if s.summary.count == 0 {
+        let figures = [s.summary.min_ns, s.summary.max_ns].into_iter().chain(ps);
+        if let Some(f) = figures.into_iter().find(|&f| f > 0) {
+            return Err(format!(
+                "its count is 0, yet it has figures ({f} ns among them)"
+            ));
+        }
+        if s.summary.mean_ns != 0.0 {
+            return Err(format!(
+                "its count is 0, yet its mean is {}",
+                s.summary.mean_ns
+            ));
+        }
+    }
+    if let Some(w) = s.histogram.buckets.windows(2).find(|w| w[1][0] < w[0][0]) {
+        return Err(format!(
+            "its histogram's buckets are out of order ({} ns after {} ns)",
+            w[1][0], w[0][0]
+        ));
+    }
     if s.summary.count > 0 && s.summary.min_ns > s.summary.max_ns {
         return Err(format!(
             "its minimum ({} ns) exceeds its maximum ({} ns)",
@@ -51,8 +73,6 @@ pub fn series_figures(
             s.summary.stddev_ns
         ));
     }
-    let p = &s.summary.percentiles;
-    let ps = [p.p50, p.p90, p.p99, p.p99_9, p.p99_99];
     if let Some(w) = ps.windows(2).find(|w| w[0] > w[1]) {
         return Err(format!(
             "its percentiles are out of order ({} ns before {} ns)",
@@ -133,6 +153,9 @@ impl Run {
         if self.duration_s < 0.0 {
             return Err(format!("its duration ({} s) is negative", self.duration_s));
         }
+        // (`ended` before `started` is not refused: the wall clock may step back during a
+        // run, NTP's first sync or a resumed VM, and the run's own duration is measured on
+        // the monotonic clock.)
         let mut all = 0u64;
         for s in &self.series {
             let mut n = 0u64;
@@ -224,6 +247,23 @@ mod tests {
         s.summary.max_ns = u64::MAX;
         let e = series_figures(&s, None).unwrap_err();
         assert!(e.contains("beyond its highest trackable value"), "{e}");
+        // An empty series has no figures; one that has some contradicts its count.
+        assert_eq!(series_figures(&series(&[]), None), Ok(()));
+        let mut s = series(&[]);
+        s.summary.max_ns = 5_000;
+        let e = series_figures(&s, None).unwrap_err();
+        assert!(
+            e.contains("its count is 0, yet it has figures (5000 ns"),
+            "{e}"
+        );
+        let mut s = series(&[]);
+        s.summary.mean_ns = 3.5;
+        let e = series_figures(&s, None).unwrap_err();
+        assert!(e.contains("its count is 0, yet its mean is 3.5"), "{e}");
+        let mut s = series(&[1_000, 2_000, 500_000]);
+        s.histogram.buckets.swap(0, 1);
+        let e = series_figures(&s, None).unwrap_err();
+        assert!(e.contains("buckets are out of order"), "{e}");
     }
 
     #[test]
@@ -242,5 +282,9 @@ mod tests {
         run.series[0].summary.max_ns = 7;
         run.duration_s = -1.0;
         assert!(run.check_figures().unwrap_err().contains("duration (-1 s)"));
+        // A wall clock stepped back during the run is no contradiction.
+        run.duration_s = 1.0;
+        run.ended = "2020-01-01T00:00:00Z".into();
+        assert_eq!(run.check_figures(), Ok(()));
     }
 }
