@@ -59,9 +59,13 @@ impl Background {
             Err(e) => return (self.report)(Err(format!("run {}: {e}", run.id))),
         };
         let Some(tx) = &self.tx else { return };
+        // Noted before it is queued (the thread may keep it at once): a second Ctrl-C, which
+        // ends latlab without waiting for this thread, keeps what is still queued in files.
+        super::pend((run.id.clone(), value.clone(), self.tags.clone(), None));
         match tx.try_send((run.id.clone(), value)) {
             Ok(()) => {}
             Err(TrySendError::Full((id, v)) | TrySendError::Disconnected((id, v))) => {
+                super::unpend(&id);
                 let why = format!("the store is {QUEUE} results behind");
                 (self.report)(Err(format!(
                     "run {id}: {}",
@@ -103,6 +107,7 @@ fn keep_all(
             }),
             Err(e) => Err(super::kept_instead(&e.to_string(), &id, &value, tags, None)),
         };
+        super::unpend(&id);
         report(outcome.map_err(|e| format!("run {id}: {e}")));
     }
 }

@@ -208,19 +208,14 @@ impl Keeper {
         let value = std::sync::Arc::new(
             serde_json::to_value(run).map_err(|e| Error::Env(format!("run {}: {e}", run.id)))?,
         );
-        if let Ok(mut p) = PENDING.lock() {
-            *p = Some((run.id.clone(), value.clone(), tags.clone(), first.clone()));
-        }
-        crate::rt::at_exit(keep_pending_on_exit);
+        pend((run.id.clone(), value.clone(), tags.clone(), first.clone()));
         let done = signals::note_unless_done(STORE_PATIENCE, || {
             "latlab: waiting for the store to take the run (another process holds it locked, \
              or its server is slow to answer); a second Ctrl-C or SIGTERM keeps the run in a file instead"
         });
         let kept = st.save_json(&value, &tags);
         done.store(true, std::sync::atomic::Ordering::Release);
-        if let Ok(mut p) = PENDING.lock() {
-            p.take();
-        }
+        unpend(&run.id);
         if let Err(e) = kept {
             return Err(rescued(e, &run.id, &value, &tags, first));
         }
@@ -304,17 +299,36 @@ type Pending = (
     BTreeMap<String, String>,
     Option<std::path::PathBuf>,
 );
-static PENDING: std::sync::Mutex<Option<Pending>> = std::sync::Mutex::new(None);
+static PENDING: std::sync::Mutex<Vec<Pending>> = std::sync::Mutex::new(Vec::new());
+
+/// Notes a run handed to a store and not kept yet (a second Ctrl-C then keeps it in a file).
+fn pend(p: Pending) {
+    if let Ok(mut v) = PENDING.lock() {
+        v.push(p);
+    }
+    crate::rt::at_exit(keep_pending_on_exit);
+}
+
+/// The run `id` is kept (in the store or a file): a second Ctrl-C leaves it alone.
+fn unpend(id: &str) {
+    if let Ok(mut v) = PENDING.lock() {
+        v.retain(|p| p.0 != id);
+    }
+}
 
 /// Whether a finished run waits for the store (a second Ctrl-C then keeps it in a file).
 fn run_pending() -> bool {
-    PENDING.lock().is_ok_and(|p| p.is_some())
+    PENDING.lock().is_ok_and(|p| !p.is_empty())
 }
 
-/// The exit hook of a second Ctrl-C: the run not stored yet goes to a file.
+/// The exit hook of a second Ctrl-C: every run not stored yet (the final result, a monitor's
+/// snapshots queued for its keeping thread) goes to a file.
 fn keep_pending_on_exit() {
-    let taken = PENDING.lock().ok().and_then(|mut p| p.take());
-    if let Some((id, run, tags, first)) = taken {
+    let taken = PENDING
+        .lock()
+        .map(|mut p| std::mem::take(&mut *p))
+        .unwrap_or_default();
+    for (id, run, tags, first) in taken {
         match crate::store::rescue_value(&id, &run, &tags, first) {
             Ok(p) => crate::note!(
                 "latlab: run {id} was not stored yet: it is kept in {} (`latlab runs import` stores it)",

@@ -690,6 +690,42 @@ fn a_listing_waits_for_a_locked_store_out_loud() {
     assert!(out.stdout.contains("cyclic"), "{out}");
 }
 
+/// A monitor's snapshots queued for a store another process holds locked are not lost to a
+/// second Ctrl-C (which ends latlab without waiting for the store): each goes to a file.
+#[test]
+fn a_second_ctrl_c_keeps_a_monitors_queued_snapshots_in_files() {
+    let dir = Dir::new();
+    let db = dir.join("locked.db");
+    let s = store_arg(&db);
+    measure(&s, &[]);
+    let xdg = dir.join("xdg");
+    let mut running = latlab()
+        .words("monitor -a 0 -i 1ms --snapshot-every 1s -D 60s --listen 127.0.0.1:0 -q --store")
+        .arg(&s)
+        .env("XDG_DATA_HOME", &xdg)
+        .spawn();
+    running.wait_for_thread("latlab-cpu0");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    // Snapshots every second: one waits on the lock, the next ones queue behind it.
+    std::thread::sleep(Duration::from_millis(3500));
+    running.signal(libc::SIGINT);
+    std::thread::sleep(Duration::from_millis(700));
+    running.signal(libc::SIGINT);
+    let out = running.finish();
+    drop(conn);
+    assert_eq!(out.code(), Some(130), "{out}");
+    let kept = std::fs::read_dir(xdg.join("latlab/unstored"))
+        .unwrap_or_else(|e| panic!("nothing kept ({e}): {out}"))
+        .flatten()
+        .count();
+    let said = out
+        .stderr
+        .matches("was not stored yet: it is kept in")
+        .count();
+    assert!(kept >= 2 && said >= 2, "{kept} files, {said} said: {out}");
+}
+
 /// A run waiting for a store another process holds locked says so, and a second Ctrl-C then
 /// (which ends latlab at once) keeps the run in a file instead of losing it.
 #[test]
