@@ -54,6 +54,9 @@ pub trait Tap: Send + Sync {
     fn set_overruns(&self, n: u64);
     /// The thread's running count of samples its raw log lost.
     fn set_lost(&self, n: u64);
+    /// The thread's running count of wake-ups made on another CPU than its pinned one (see
+    /// [`Stray`]), and the first such CPU.
+    fn set_strayed(&self, _n: u64, _cpu: usize) {}
 }
 
 /// How a worker thread is to be placed and scheduled.
@@ -217,17 +220,18 @@ impl Stray {
         }
     }
 
-    /// Notes the CPU the calling thread is on now.
+    /// Notes the CPU the calling thread is on now; that other CPU when it is not the pinned
+    /// one.
     #[inline(always)]
-    pub fn check(&mut self) {
-        if let Some(p) = self.pinned {
-            match sys::sched::current_cpu() {
-                Some(c) if c != p => {
-                    self.count += 1;
-                    self.first.get_or_insert(c);
-                }
-                _ => {}
+    pub fn check(&mut self) -> Option<usize> {
+        let p = self.pinned?;
+        match sys::sched::current_cpu() {
+            Some(c) if c != p => {
+                self.count += 1;
+                self.first.get_or_insert(c);
+                Some(c)
             }
+            _ => None,
         }
     }
 

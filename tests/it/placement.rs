@@ -287,6 +287,24 @@ fn a_thread_moved_away_and_back_is_said() {
         );
         assert!(!warnings.contains("its CPUs from"), "{warnings}");
     }
+    // A monitor says it while it runs, and in its snapshot.
+    let json = dir.join("monitor.json");
+    let mut running = util::latlab()
+        .words("monitor -a 1 -i 1ms -D 3s --listen 127.0.0.1:0 -q --no-store --json")
+        .arg(&json)
+        .spawn();
+    running.wait_for_thread("latlab-cpu1");
+    let tid = thread_id(running.id(), "latlab-cpu1").expect("the measuring thread's id");
+    there_and_back(&tid);
+    let out = running.finish();
+    out.assert_ok();
+    let said = "wake-ups ran on CPU 0, not on CPU 1 where its thread was pinned";
+    assert!(
+        out.stderr.contains("latlab monitor: warning: cpu1: ") && out.stderr.contains(said),
+        "{out}"
+    );
+    let warnings = util::read_json(&json)["warnings"].to_string();
+    assert!(warnings.contains(said), "{warnings}");
 }
 
 /// The id of process `pid`'s thread called `name`.

@@ -298,7 +298,7 @@ impl Worker {
                 break;
             }
             // After the sample's clock read: the check is not part of the latency.
-            stray.check();
+            self.check_cpu(&mut stray);
             if !self.relative {
                 next += interval;
                 self.skip_missed(&mut t, &mut next, now);
@@ -306,6 +306,14 @@ impl Worker {
         }
         self.check_held(placed, &stray, t.n);
         self.finish(t, None)
+    }
+
+    /// Counts a wake-up on another CPU than the pinned one (published to a monitor's tap).
+    #[inline(always)]
+    fn check_cpu(&self, stray: &mut crate::rt::Stray) {
+        if let (Some(c), Some(tap)) = (stray.check(), &self.tally) {
+            tap.set_strayed(stray.count, c);
+        }
     }
 
     /// Records, in the run's placement log, a placement that moved since `placed` was read,
@@ -358,7 +366,7 @@ impl Worker {
             if self.sample(&mut t, expected, now, lat) {
                 break;
             }
-            stray.check();
+            self.check_cpu(&mut stray);
             if job.work_ns > 0 {
                 while dl::thread_cpu_ns() - cpu < job.work_ns && !self.stop.load(Ordering::Relaxed)
                 {

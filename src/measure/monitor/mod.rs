@@ -233,6 +233,9 @@ pub fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> 
     }
     let mut next_snapshot = t0 + every;
     let mut seq = 0u64;
+    // Threads moved off their CPU: said at once, and in the snapshot of the interval.
+    let mut strayed = vec![0u64; n];
+    let mut moved: Vec<String> = Vec::new();
     // Snapshots are kept from a thread of their own: a store that stalls must not stop the
     // windows closing, the rings draining or the run ending on time.
     let keeping = if cfg.no_store {
@@ -247,6 +250,10 @@ pub fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> 
         interval.drain(&mut consumers);
         if let (Some(t), Some(c)) = (tracer.as_mut(), &cause_totals) {
             trace_step(t, &mut spike_cons, c, &mut interval);
+        }
+        for w in tally::strayed_since(&tallies, &cfg.cpus, &mut strayed) {
+            crate::note!("latlab monitor: warning: {w}");
+            moved.push(w);
         }
         if hup.swap(false, Ordering::Relaxed) {
             crate::note!("{}", status(&shared, &cfg.monitor_id).trim_end());
@@ -267,7 +274,9 @@ pub fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> 
                 }),
                 _ => None,
             };
-            let run = interval.take(&ctx, driver, seq, &tallies, warnings.clone(), now);
+            let mut said = warnings.clone();
+            said.append(&mut moved);
+            let run = interval.take(&ctx, driver, seq, &tallies, said, now);
             match &keeping {
                 _ if cfg.no_store => driver.interval_ended(),
                 Some(bg) => driver.hand_over(bg, &run),
@@ -308,6 +317,8 @@ pub fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> 
         )),
         _ => None,
     };
+    moved.extend(tally::strayed_since(&tallies, &cfg.cpus, &mut strayed));
+    warnings.append(&mut moved);
     let mut run = interval.take(&ctx, driver, seq + 1, &tallies, warnings, now);
     run.interrupted = control.was_interrupted();
     // The snapshots handed over are kept (or in files) before the last interval's result,

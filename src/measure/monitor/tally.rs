@@ -62,6 +62,10 @@ pub struct Tally {
     pub lost: AtomicU64,
     /// Samples above `threshold_ns`.
     pub exceeded: AtomicU64,
+    /// Wake-ups made on another CPU than the pinned one (another process moved the thread).
+    pub strayed: AtomicU64,
+    /// The last such other CPU.
+    pub strayed_cpu: AtomicU64,
 }
 
 impl Tally {
@@ -76,6 +80,8 @@ impl Tally {
             overruns: AtomicU64::new(0),
             lost: AtomicU64::new(0),
             exceeded: AtomicU64::new(0),
+            strayed: AtomicU64::new(0),
+            strayed_cpu: AtomicU64::new(0),
         }
     }
 
@@ -117,6 +123,13 @@ impl Tally {
         self.lost.store(n, Relaxed);
     }
 
+    /// Publishes the owning thread's count of wake-ups on another CPU, and that CPU.
+    #[inline(always)]
+    pub fn set_strayed(&self, n: u64, cpu: usize) {
+        self.strayed_cpu.store(cpu as u64, Relaxed);
+        self.strayed.store(n, Relaxed);
+    }
+
     /// The bucket counts now (not cumulative) and their total.
     pub fn read_buckets(&self) -> ([u64; BUCKETS], u64) {
         let b: [u64; BUCKETS] = std::array::from_fn(|i| self.buckets[i].load(Relaxed));
@@ -146,6 +159,29 @@ impl crate::rt::Tap for Tally {
     fn set_lost(&self, n: u64) {
         Tally::set_lost(self, n);
     }
+
+    #[inline(always)]
+    fn set_strayed(&self, n: u64, cpu: usize) {
+        Tally::set_strayed(self, n, cpu);
+    }
+}
+
+/// What each thread (measuring `cpus[i]`, publishing in `tallies[i]`) did on another CPU since
+/// the counts in `seen`, which are brought up to date: a warning per thread that did.
+pub fn strayed_since(tallies: &[std::sync::Arc<Tally>], cpus: &[usize], seen: &mut [u64]) -> Vec<String> {
+    let mut said = Vec::new();
+    for ((t, &cpu), seen) in tallies.iter().zip(cpus).zip(seen.iter_mut()) {
+        let n = t.strayed.load(Relaxed);
+        if n > *seen {
+            said.push(format!(
+                "cpu{cpu}: {} wake-ups ran on CPU {}, not on CPU {cpu} where its thread was pinned (another process moved it, perhaps and back): those samples do not come from where it was placed",
+                n - *seen,
+                t.strayed_cpu.load(Relaxed)
+            ));
+            *seen = n;
+        }
+    }
+    said
 }
 
 #[cfg(test)]
