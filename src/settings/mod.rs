@@ -206,7 +206,7 @@ impl Knobs {
 /// governor in `scaling_available_governors`, a number in the range the kernel accepts where it
 /// has a known one (`sched_rt_runtime_us` from -1 to the period, `sched_rt_period_us` from 1),
 /// and any setting that reads as a number must get a number. The reason when it does not.
-pub fn check_level(file: &Path, level: &str) -> std::result::Result<(), String> {
+pub fn check_level(file: &Path, level: &str) -> std::result::Result<(), LevelRefused> {
     let sibling = |name: &str| {
         let p = file.with_file_name(name);
         std::fs::read_to_string(&p).ok().map(|t| (p, t))
@@ -219,12 +219,12 @@ pub fn check_level(file: &Path, level: &str) -> std::result::Result<(), String> 
     };
     if let Some((p, list)) = offered {
         if !list.split_whitespace().any(|w| w == level.trim()) {
-            return Err(format!(
+            return Err(LevelRefused::NotOffered(format!(
                 "'{level}' for {} is not offered by this kernel ({} lists: {})",
                 file.display(),
                 p.display(),
                 list.trim()
-            ));
+            )));
         }
         return Ok(());
     }
@@ -243,20 +243,20 @@ pub fn check_level(file: &Path, level: &str) -> std::result::Result<(), String> 
             .map(|w| w.trim_start_matches('[').trim_end_matches(']'))
             .collect();
         if !choices.contains(&level.trim()) {
-            return Err(format!(
+            return Err(LevelRefused::Invalid(format!(
                 "'{level}' for {} is not one of its choices ({})",
                 file.display(),
                 choices.join(", ")
-            ));
+            )));
         }
         return Ok(());
     }
     if now.trim().parse::<i64>().is_ok() && level.trim().parse::<i64>().is_err() {
-        return Err(format!(
+        return Err(LevelRefused::Invalid(format!(
             "'{level}' is not a number, and {} holds one ({})",
             file.display(),
             now.trim()
-        ));
+        )));
     }
     let Ok(v) = level.trim().parse::<i64>() else {
         return Ok(());
@@ -273,11 +273,37 @@ pub fn check_level(file: &Path, level: &str) -> std::result::Result<(), String> 
         _ => None,
     };
     match range {
-        Some((lo, hi)) if v < lo || v > hi => Err(format!(
+        Some((lo, hi)) if v < lo || v > hi => Err(LevelRefused::Invalid(format!(
             "{v} is outside what the kernel accepts for {} ({lo} to {hi})",
             file.display()
-        )),
+        ))),
         _ => Ok(()),
+    }
+}
+
+/// Why [`check_level`] refused a level.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LevelRefused {
+    /// A choice this machine does not offer (a clocksource or governor it lacks): its
+    /// environment cannot do it.
+    NotOffered(String),
+    /// Not a value the setting takes anywhere (not on its menu, not a number, out of range):
+    /// bad input.
+    Invalid(String),
+}
+
+impl LevelRefused {
+    /// The reason, in words.
+    pub fn text(&self) -> &str {
+        match self {
+            LevelRefused::NotOffered(t) | LevelRefused::Invalid(t) => t,
+        }
+    }
+}
+
+impl std::fmt::Display for LevelRefused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.text())
     }
 }
 
@@ -727,18 +753,35 @@ mod tests {
         .unwrap();
         assert!(check_level(&cs, "kvm-clock").is_ok());
         let e = check_level(&cs, "hpet").unwrap_err();
+        assert!(matches!(e, LevelRefused::NotOffered(_)), "{e}");
+        let e = e.to_string();
         assert!(
             e.contains("not offered") && e.contains("tsc kvm-clock"),
+            "{e}"
+        );
+        // A word off a sysfs menu is bad input (exit 2), not a machine that cannot.
+        let thp = d.path().join("enabled");
+        std::fs::write(&thp, "always [madvise] never\n").unwrap();
+        assert!(check_level(&thp, "never").is_ok());
+        let e = check_level(&thp, "sometimes").unwrap_err();
+        assert!(matches!(e, LevelRefused::Invalid(_)), "{e}");
+        assert!(
+            e.text()
+                .contains("not one of its choices (always, madvise, never)"),
             "{e}"
         );
         let rt = d.path().join("sched_rt_runtime_us");
         std::fs::write(&rt, "950000\n").unwrap();
         std::fs::write(d.path().join("sched_rt_period_us"), "1000000\n").unwrap();
         assert!(check_level(&rt, "-1").is_ok() && check_level(&rt, "1000000").is_ok());
-        assert!(check_level(&rt, "1000001").unwrap_err().contains("outside"));
+        assert!(check_level(&rt, "1000001")
+            .unwrap_err()
+            .text()
+            .contains("outside"));
         assert!(check_level(&rt, "-2").is_err());
         assert!(check_level(&rt, "fast")
             .unwrap_err()
+            .text()
             .contains("not a number"));
         let other = d.path().join("swappiness");
         std::fs::write(&other, "60\n").unwrap();

@@ -393,8 +393,10 @@ impl Plan {
                     .map_err(|e| Error::Usage(format!("{ctx}knob {e}")))?;
                 // Every level the kernel would refuse is refused now, before any run.
                 for level in &f.levels {
-                    knobs::check_level(file, level)
-                        .map_err(|e| Error::Env(format!("{ctx}level {e}")))?;
+                    knobs::check_level(file, level).map_err(|e| match e {
+                        knobs::LevelRefused::NotOffered(t) => Error::Env(format!("{ctx}level {t}")),
+                        knobs::LevelRefused::Invalid(t) => bad(format!("{ctx}level {t}")),
+                    })?;
                 }
             }
             // Two factors writing one file: only the last write would be in force, and the
