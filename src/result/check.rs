@@ -7,12 +7,32 @@ use crate::stats::HistogramData;
 
 /// The HDR layout a series' histogram was recorded with, for its buckets' bounds.
 pub fn layout(h: &HistogramData) -> Result<hdrhistogram::Histogram<u64>, String> {
+    digits(h)?;
     hdrhistogram::Histogram::<u64>::new_with_bounds(
         h.lowest_ns.max(1),
         h.highest_ns.max(2 * h.lowest_ns.max(1)),
-        h.significant_digits.clamp(1, 5),
+        h.significant_digits,
     )
     .map_err(|e| format!("bad histogram: {e}"))
+}
+
+/// Refuses a histogram format this latlab does not know, and significant digits an HDR
+/// histogram cannot have (the layout is built from them).
+fn digits(h: &HistogramData) -> Result<(), String> {
+    if h.format != "hdr-buckets/1" {
+        return Err(format!(
+            "its histogram's format ('{}') is not one this latlab reads (hdr-buckets/1)",
+            h.format.escape_debug()
+        ));
+    }
+    if (1..=5).contains(&h.significant_digits) {
+        Ok(())
+    } else {
+        Err(format!(
+            "its histogram's significant_digits ({}) is outside what an HDR histogram takes (1 to 5)",
+            h.significant_digits
+        ))
+    }
 }
 
 /// Refuses a series whose figures contradict each other. Its histogram must hold its count (an
@@ -23,6 +43,9 @@ pub fn series_figures(
     s: &Series,
     hdr: Option<&hdrhistogram::Histogram<u64>>,
 ) -> Result<(), String> {
+    if !s.histogram.buckets.is_empty() {
+        digits(&s.histogram)?;
+    }
     let sum = s
         .histogram
         .buckets
@@ -260,6 +283,19 @@ mod tests {
         s.summary.mean_ns = 3.5;
         let e = series_figures(&s, None).unwrap_err();
         assert!(e.contains("its count is 0, yet its mean is 3.5"), "{e}");
+        let mut s = good.clone();
+        s.histogram.format = "linear/2".into();
+        let e = series_figures(&s, None).unwrap_err();
+        assert!(e.contains("format ('linear/2') is not one"), "{e}");
+        for digits in [0, 9] {
+            let mut s = good.clone();
+            s.histogram.significant_digits = digits;
+            let e = series_figures(&s, None).unwrap_err();
+            assert!(
+                e.contains(&format!("significant_digits ({digits}) is outside")),
+                "{e}"
+            );
+        }
         let mut s = series(&[1_000, 2_000, 500_000]);
         s.histogram.buckets.swap(0, 1);
         let e = series_figures(&s, None).unwrap_err();
