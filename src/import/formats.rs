@@ -172,7 +172,13 @@ fn rt_tests(tool: Tool, text: &str, file: &str) -> Result<Run> {
             run.warnings
                 .push(format!("thread {id}: no histogram{hint}: only min/avg/max"));
         } else if let (Some(n), Some(mx)) = (cycles, max) {
-            // cyclictest leaves samples beyond its histogram out of it.
+            // cyclictest leaves samples beyond its histogram out of it; it never holds more.
+            if n < in_hist && tool != Tool::Oslat {
+                return Err(src.at(
+                    &path("cycles"),
+                    format!("{n} is below the {in_hist} samples its histogram holds"),
+                ));
+            }
             if n > in_hist {
                 beyond = Some((n - in_hist, top));
                 let who = format!("thread {id}");
@@ -427,6 +433,19 @@ mod tests {
                 .any(|w| w.contains("with -h/--histogram to keep one")),
             "{:?}",
             r[0].warnings
+        );
+    }
+
+    #[test]
+    fn a_histogram_holding_more_than_its_cycles_is_refused_naming_the_count() {
+        let text = r#"{"file_version": 1, "thread": {"0": {"histogram": {"5": 400, "32": 1},
+          "cycles": 300, "min": 5, "max": 271, "avg": 68.1}}}"#;
+        let e = parse(Tool::Cyclictest, text, "ct.json", 10)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("thread.0.cycles: 300 is below the 401 samples its histogram holds"),
+            "{e}"
         );
     }
 
