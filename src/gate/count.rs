@@ -90,7 +90,8 @@ pub fn count(
              maximum",
             names.join(", "),
             if run.kind == "cyclictest" {
-                "cyclictest without -h/--histogram".to_string()
+                // Run without -h, or with one that every sample lay beyond.
+                "cyclictest without -h/--histogram, or with one every sample lay beyond".to_string()
             } else {
                 run.kind.clone()
             },
