@@ -237,8 +237,9 @@ fn load_items(label: String, items: &[Item], o: &ReadOpts) -> Result<Source> {
             Item::Stdin => read_set(std::io::stdin().lock(), "<stdin>", o.column, &o.delim),
             Item::File(p) => {
                 let name = p.display().to_string();
-                let f =
+                let mut f =
                     crate::io::open_input(p, Some(crate::stats::ministat::read::MAX_VALUES_BYTES))?;
+                refuse_histogram_text(&mut f, &name)?;
                 let size = f.metadata().ok().map(|m| m.len());
                 read_set_sized(f, size, &name, o.column, &o.delim)
             }
@@ -288,6 +289,26 @@ fn load_items(label: String, items: &[Item], o: &ReadOpts) -> Result<Source> {
         runs,
         info,
     })
+}
+
+/// Refuses cyclictest's `-h` text output given as a file of values: read as values, its
+/// first column is the buckets' numbers (0, 1, 2 ... whatever was measured), so two such files
+/// would always compare the same. Looks at the file's first 4 KiB and rewinds it.
+fn refuse_histogram_text(f: &mut std::fs::File, name: &str) -> Result<()> {
+    use std::io::{Read, Seek};
+    let mut head = Vec::with_capacity(4096);
+    let _ = f.by_ref().take(4096).read_to_end(&mut head);
+    f.rewind()
+        .map_err(|e| Error::Env(format!("{name}: cannot read it again: {e}")))?;
+    let text = String::from_utf8_lossy(&head);
+    if text.lines().any(|l| l.trim_end() == "# Histogram") {
+        return Err(Error::Usage(format!(
+            "{name}: this is cyclictest's histogram output (-h), not one value per line (its first \
+             column would be read as the buckets' numbers): run cyclictest with --json=FILE, \
+             `latlab runs import --from cyclictest FILE`, and compare the stored runs"
+        )));
+    }
+    Ok(())
 }
 
 /// One run's latency distribution, every series merged and scaled by `scale` (1e-3: µs), as

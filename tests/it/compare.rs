@@ -484,3 +484,24 @@ fn different_measurements_in_the_sets_are_said() {
     out.assert_ok();
     assert!(!out.stderr.contains("different measurements"), "{out}");
 }
+
+/// cyclictest's `-h` text output is not a file of values (its first column is the buckets'
+/// numbers, the same in every such file): refused with what to do instead, exit 2.
+#[test]
+fn cyclictest_histogram_text_is_not_read_as_values() {
+    let dir = Dir::new();
+    let mut text = String::from("# /dev/cpu_dma_latency set to 0us\n# Histogram\n");
+    for b in 0..100 {
+        text.push_str(&format!("{b:06} {:06}\n", if b == 20 { 300 } else { 0 }));
+    }
+    text.push_str("# Total: 000000300\n# Min Latencies: 00020\n# Max Latencies: 00020\n");
+    std::fs::write(dir.join("a.txt"), &text).unwrap();
+    write_values(dir.path(), "b.txt", (0..50).map(|i| i as f64));
+    let out = compare(dir.path(), &["a.txt", "b.txt"]);
+    out.assert_exit(2);
+    assert!(
+        out.stderr
+            .contains("a.txt: this is cyclictest's histogram output (-h)"),
+        "{out}"
+    );
+}
