@@ -366,7 +366,18 @@ impl Resolver {
                         ),
                     ));
                 }
-                Ok(self.without_disturbed(&item.text, runs))
+                let n = runs.len();
+                let kept = self.without_disturbed(&item.text, runs);
+                if kept.is_empty() {
+                    // Nothing is left to judge or compare: said, not judged on no runs.
+                    return Err(bad(
+                        &item.text,
+                        format!(
+                            "all its {n} run(s) are disturbed (left out above); --include-disturbed keeps them"
+                        ),
+                    ));
+                }
+                Ok(kept)
             }
         }
     }

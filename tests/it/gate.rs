@@ -369,3 +369,35 @@ fn a_result_whose_figures_contradict_each_other_is_refused_not_judged() {
         }
     }
 }
+
+/// A selector whose every run is disturbed leaves nothing to judge: gate says so (exit 2), as
+/// compare does, instead of judging no runs (max< was "met" on none, quantiles panicked).
+#[test]
+fn a_selection_of_disturbed_runs_only_is_not_judged() {
+    let dir = Dir::new();
+    let mut r = template(dir.path());
+    r["ground"] =
+        serde_json::json!([{"what": "clocksource", "from": "tsc", "to": "kvm-clock", "at_s": 0.5}]);
+    let bundle = serde_json::json!({"format": "latlab.bundle/1", "runs": [{"run": r, "tags": {"set": "d"}}]});
+    std::fs::write(dir.join("d.json"), bundle.to_string()).unwrap();
+    let store = format!("sqlite:{}", dir.join("s.db").display());
+    latlab()
+        .args(["runs", "import", "--store", &store])
+        .arg(dir.join("d.json"))
+        .output()
+        .assert_ok();
+    for req in ["max<10s", "p99<10s", "rate(>1ms)<0.5"] {
+        let out = latlab()
+            .args(["gate", req, "tag:set=d", "--store", &store])
+            .output();
+        out.assert_exit(2);
+        assert!(
+            out.stderr.contains("all its 1 run(s) are disturbed"),
+            "{out}"
+        );
+    }
+    let out = latlab()
+        .args(["compare", "tag:set=d", "tag:set=d", "--store", &store])
+        .output();
+    out.assert_exit(2);
+}
