@@ -399,3 +399,29 @@ fn results_whose_figures_contradict_each_other_are_refused_everywhere() {
     out.assert_exit(2);
     assert!(out.stderr.contains("exceeds its maximum"), "{out}");
 }
+
+/// A broken latlab result given to `runs import` is told what is wrong with it as a result,
+/// not that a bundle's `format` is missing.
+#[test]
+fn a_broken_result_is_told_as_a_result() {
+    let dir = Dir::new();
+    latlab()
+        .words("cyclic -t 1 -l 20 -i 200us -q --no-store --json r.json")
+        .current_dir(dir.path())
+        .output()
+        .assert_ok();
+    let mut v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("r.json")).unwrap()).unwrap();
+    v["series"][0].as_object_mut().unwrap().remove("count");
+    std::fs::write(dir.join("r.json"), v.to_string()).unwrap();
+    let out = latlab()
+        .args(["runs", "import", "--store"])
+        .arg(format!("sqlite:{}", dir.join("s.db").display()))
+        .arg(dir.join("r.json"))
+        .output();
+    out.assert_exit(2);
+    assert!(
+        out.stderr.contains("missing field `count`") && !out.stderr.contains("bundle"),
+        "{out}"
+    );
+}

@@ -180,10 +180,23 @@ fn import_bundle(file: &std::path::Path, store: Option<&str>) -> Result<()> {
                     tags: Default::default(),
                 }],
             },
-            Err(_) => {
-                return Err(Error::Usage(format!(
-                    "{name}: neither a latlab bundle (`runs export`) nor a latlab result (`--json`): {e}"
-                )))
+            // The error of what the file looks like: a result (it has a schema or series and
+            // no bundle format) is told why it is not one, not that a bundle's field is missing.
+            Err(as_result) => {
+                let looks_like_result = serde_json::from_str::<serde_json::Value>(&text)
+                    .ok()
+                    .and_then(|v| v.as_object().cloned())
+                    .is_some_and(|o| {
+                        !o.contains_key("format")
+                            && (o.contains_key("schema") || o.contains_key("series"))
+                    });
+                return Err(if looks_like_result {
+                    as_result
+                } else {
+                    Error::Usage(format!(
+                        "{name}: neither a latlab bundle (`runs export`) nor a latlab result (`--json`): {e}"
+                    ))
+                });
             }
         },
     };
