@@ -25,6 +25,7 @@ fn main() {
     } else {
         // Held since start (sys::process): a worker keeps the default dispositions.
         latlab::sys::process::release_stop_signals();
+        latlab::sys::process::release_hangup();
     }
     // File names need not be UTF-8: clap and ministat get the arguments as given; the text
     // form (recorded in results) has any store password redacted.

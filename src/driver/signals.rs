@@ -53,6 +53,8 @@ pub fn stop_on_hangup() {
             libc::SIGHUP as usize,
         );
     });
+    // Held since start (sys::process): a hang-up that came meanwhile is delivered now.
+    sys::process::release_hangup();
 }
 
 /// Installs the handlers (idempotent), then lets through a SIGINT or SIGTERM held since the
@@ -159,6 +161,8 @@ pub(super) fn note_unless_done(
 /// report ...): Ctrl-C must stop them at once, even while they wait on a pipe.
 pub fn exit_on_first_signal() {
     EXIT_ON_FIRST_SIGNAL.store(true, Ordering::SeqCst);
+    // Nothing to save: a hang-up ends it by default (held since start until now).
+    sys::process::release_hangup();
     // Nothing of its own to outrank: the signal thread goes back to (or stays) SCHED_OTHER.
     SIGNAL_THREAD_NORMAL.store(true, Ordering::SeqCst);
     let tid = SIGNAL_TID.load(Ordering::SeqCst);

@@ -347,7 +347,7 @@ pub fn kill_group_when_parent_dies(parent: i32) {
     }
 }
 
-/// Holds SIGINT and SIGTERM back from the moment the `latlab` binary is loaded (an
+/// Holds SIGINT, SIGTERM and SIGHUP back from the moment the `latlab` binary is loaded (an
 /// `.init_array` entry: before Rust's runtime starts and `main` installs the handlers), so a
 /// Ctrl-C in the first millisecond waits, pending, for the handlers instead of killing the
 /// process with nothing saved; [`release_stop_signals`] lets it through. Only a process whose
@@ -368,6 +368,7 @@ extern "C" fn hold_stop_signals_at_start(
         return;
     }
     stop_signals(libc::SIG_BLOCK);
+    hangup(libc::SIG_BLOCK);
 }
 
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
@@ -383,6 +384,25 @@ static HOLD_STOP_SIGNALS: extern "C" fn(
 /// now): `main` calls it once the handlers are in, or at once where it installs none.
 pub fn release_stop_signals() {
     stop_signals(libc::SIG_UNBLOCK);
+}
+
+/// Lets SIGHUP through on the calling thread. It is held from the start as SIGINT and SIGTERM
+/// are, but released only once its disposition is decided: a measurement's handler (it ends
+/// the run as SIGTERM does), the monitor's (its status), or the default (a command with
+/// nothing to save); a hang-up in between waits, pending, instead of ending latlab with a
+/// setting changed or a result unsaved.
+pub fn release_hangup() {
+    hangup(libc::SIG_UNBLOCK);
+}
+
+fn hangup(how: libc::c_int) {
+    // SAFETY: as in `stop_signals`.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGHUP);
+        libc::pthread_sigmask(how, &set, std::ptr::null_mut());
+    }
 }
 
 fn stop_signals(how: libc::c_int) {

@@ -110,6 +110,19 @@ fn a_signal_before_the_handlers_are_in_waits_for_them() {
     child.signal(libc::SIGTERM);
     child.end_within(PROMPTLY).assert_ok();
     assert_eq!(read_json(&json)["interrupted"], true);
+    // A hang-up is held from the start too (a measurement ends on it as on SIGTERM).
+    let json = dir.join("early-hup.json");
+    let mut c = latlab();
+    c.env("LATLAB_TEST_SIGNALS_DELAY_MS", "400")
+        .args(["cyclic", "-t", "1", "-D", "1h", "--json"])
+        .arg(&json);
+    let mut child = c.spawn();
+    child.wait_until("holding SIGHUP", |pid| {
+        blocks(pid, libc::SIGHUP) && !handles(pid, libc::SIGHUP)
+    });
+    child.signal(libc::SIGHUP);
+    child.end_within(PROMPTLY).assert_ok();
+    assert_eq!(read_json(&json)["interrupted"], true);
 }
 
 #[test]

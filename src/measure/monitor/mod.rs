@@ -199,6 +199,8 @@ pub fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> 
     rt::install_wake_handler();
     let hup = Arc::new(AtomicBool::new(false));
     let _ = signal_hook::flag::register(libc::SIGHUP, hup.clone());
+    // Held since start (sys::process): a hang-up that came meanwhile prints the status now.
+    crate::sys::process::release_hangup();
     let done = Arc::new(AtomicUsize::new(0));
     let bell = Arc::new(rt::Doorbell::default());
     let barrier = Arc::new(Barrier::new(n + 1));
