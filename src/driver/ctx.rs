@@ -44,6 +44,9 @@ pub struct Ctx<'a> {
     /// The result returned covers only what followed the last result stored mid-run.
     last_interval: bool,
     settings: Option<crate::settings::Knobs>,
+    /// The files of settings the run held and already put back (a `clocks` run switches the
+    /// clocksource and restores it before it ends): its own changes, not the ground's.
+    released: Vec<std::path::PathBuf>,
     loads: crate::loadgen::LoadProgress,
 }
 
@@ -77,6 +80,7 @@ impl<'a> Ctx<'a> {
             ground_kept_to: 0.0,
             last_interval: false,
             settings: None,
+            released: Vec::new(),
             loads: crate::loadgen::LoadProgress::default(),
         }
     }
@@ -111,21 +115,25 @@ impl<'a> Ctx<'a> {
         Ok(self.settings.insert(held))
     }
 
-    /// The files of the settings the run holds now (real paths).
+    /// The files of the settings the run holds now or held and put back (real paths).
     pub fn held_files(&self) -> Vec<std::path::PathBuf> {
-        self.settings
+        let mut v = self
+            .settings
             .as_ref()
             .map(crate::settings::Knobs::files)
-            .unwrap_or_default()
+            .unwrap_or_default();
+        v.extend(self.released.iter().cloned());
+        v
     }
 
     /// Puts every setting the run changed back now and gives the lock up; returns what could
     /// not be put back (the journal is then kept for `latlab restore`).
     pub fn restore_settings(&mut self) -> Vec<String> {
-        self.settings
-            .take()
-            .map(crate::settings::Knobs::restore)
-            .unwrap_or_default()
+        let Some(k) = self.settings.take() else {
+            return Vec::new();
+        };
+        self.released.extend(k.files());
+        k.restore()
     }
 
     /// The tracing session the driver started for the measurement's `trace_request` (taken

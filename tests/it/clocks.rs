@@ -100,15 +100,25 @@ fn clocksource_is_restored_after_a_run_and_after_sigint() {
     assert_eq!(current(), orig, "not restored after a normal run");
 
     // A long run under the other clocksource, interrupted while it is in force.
+    let dir = crate::util::Dir::new();
+    let json = dir.join("cs.json");
     let mut child = latlab()
-        .words("clocks --batches 2000000 --clocksource")
+        .words("clocks --batches 2000000 --no-store --json")
+        .arg(&json)
+        .arg("--clocksource")
         .arg(&other)
         .spawn();
     child.wait_until("switching the clocksource", |_| current() == other);
+    // Long enough for the ground's poll (five a second) to see the switch.
+    std::thread::sleep(std::time::Duration::from_millis(700));
     child.signal(libc::SIGINT);
     let out = child.finish();
     assert!(out.stdout.contains("(interrupted)"), "{out}");
     assert_eq!(current(), orig, "not restored after SIGINT");
+    // Its own switch is not the ground moving under it (such a run would be left out as
+    // disturbed by every selector).
+    let run = crate::util::read_json(&json);
+    assert!(run.get("ground").is_none(), "{run}");
 }
 
 #[test]
