@@ -209,6 +209,26 @@ pub(crate) fn line_of(text: &str, path: &[&str]) -> Option<usize> {
     None
 }
 
+/// A thread's `cpu`: None when absent or -1 (cyclictest without `-a`); anything else must be a
+/// CPU number Linux can have.
+pub(super) fn thread_cpu(src: &Source, path: &[&str], v: &Value) -> Result<Option<usize>> {
+    const MAX_CPUS: u64 = 8192;
+    match v {
+        Value::Null => Ok(None),
+        Value::Number(n) if n.as_i64() == Some(-1) => Ok(None),
+        Value::Number(n) if n.as_u64().is_some_and(|c| c < MAX_CPUS) => {
+            Ok(n.as_u64().map(|c| c as usize))
+        }
+        other => Err(src.at(
+            path,
+            format!(
+                "{other} is not a CPU number (0 to {}, or -1 for none)",
+                MAX_CPUS - 1
+            ),
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -54,18 +54,37 @@ fn num(v: &Value, file: &str, field: &str) -> Result<Option<f64>> {
     }
 }
 
-/// Seconds between rt-tests' `start_time` and `end_time` ("Sun, 22 Nov 2026 15:46:35 +0000").
-fn rt_duration(v: &Value) -> Option<f64> {
-    let secs = |s: &str| -> Option<i64> {
-        let hms = s.split_whitespace().nth(4)?;
-        let mut it = hms.split(':').map(|x| x.parse::<i64>().ok());
-        Some(it.next()?? * 3600 + it.next()?? * 60 + it.next()??)
-    };
-    let (a, b) = (
-        secs(v["start_time"].as_str()?)?,
-        secs(v["end_time"].as_str()?)?,
-    );
-    Some((b - a).rem_euclid(86_400) as f64)
+/// Seconds between rt-tests' `start_time` and `end_time` ("Sun, 22 Nov 2026 15:46:35 +0000"),
+/// with a warning where they cannot give one (a date not in that form, an end before the
+/// start): the duration is then unknown (0).
+fn rt_duration(v: &Value, warnings: &mut Vec<String>) -> Option<f64> {
+    let start = v["start_time"].as_str();
+    let end = v["end_time"].as_str();
+    for (key, text) in [("start_time", start), ("end_time", end)] {
+        if let Some(t) = text.filter(|t| super::rt_time(t).is_none()) {
+            warnings.push(format!(
+                "{key} '{}' is not rt-tests' date (\"Sun, 22 Nov 2026 15:46:35 +0000\"): {}",
+                t.escape_debug(),
+                if key == "start_time" {
+                    "the run's start is the time of the import"
+                } else {
+                    "its duration is unknown"
+                }
+            ));
+        }
+    }
+    let (a, b) = (super::rt_time(start?)?, super::rt_time(end?)?);
+    match b.duration_since(a) {
+        Ok(d) => Some(d.as_secs_f64()),
+        Err(_) => {
+            warnings.push(format!(
+                "end_time ({}) is before start_time ({}): its duration is unknown",
+                end.unwrap_or_default().escape_debug(),
+                start.unwrap_or_default().escape_debug()
+            ));
+            None
+        }
+    }
 }
 
 fn rt_tests(tool: Tool, text: &str, file: &str) -> Result<Run> {
@@ -90,7 +109,7 @@ fn rt_tests(tool: Tool, text: &str, file: &str) -> Result<Run> {
     } else {
         1000.0
     };
-    let mut dur = rt_duration(&v).unwrap_or(0.0);
+    let mut dur = rt_duration(&v, &mut run.warnings).unwrap_or(0.0);
     let mut ids: Vec<(&String, &Value)> = threads.iter().collect();
     ids.sort_by_key(|(k, _)| k.parse::<u64>().unwrap_or(u64::MAX));
     for (id, t) in ids {
@@ -130,9 +149,18 @@ fn rt_tests(tool: Tool, text: &str, file: &str) -> Result<Run> {
             }
         }
         let _ = field;
-        let min = src.latency(&t["min"], &path("min"), scale)?;
-        let max = src.latency(&t["max"], &path("max"), scale)?;
-        let mean = src.time(&t["avg"], &path("avg"), scale)?;
+        let mut min = src.latency(&t["min"], &path("min"), scale)?;
+        let mut max = src.latency(&t["max"], &path("max"), scale)?;
+        let mut mean = src.time(&t["avg"], &path("avg"), scale)?;
+        if t["cycles"].as_u64() == Some(0) && pairs.is_empty() {
+            // A thread that measured nothing: its min/avg/max are the tool's starting values.
+            if min.is_some() || max.is_some() || mean.is_some() {
+                run.warnings.push(format!(
+                    "thread {id}: 0 cycles: it measured nothing (its min, avg and max are not figures)"
+                ));
+            }
+            (min, max, mean) = (None, None, None);
+        }
         if let Some(d) = num(&t["duration"], file, &format!("thread {id}: duration"))? {
             dur = d;
         }
@@ -206,7 +234,7 @@ fn rt_tests(tool: Tool, text: &str, file: &str) -> Result<Run> {
         }
         let built = Built {
             name: format!("T{id}"),
-            cpu: t["cpu"].as_u64().map(|c| c as usize),
+            cpu: super::check::thread_cpu(&src, &path("cpu"), &t["cpu"])?,
             unit: "ns".into(),
             pairs,
             min,
@@ -431,6 +459,83 @@ mod tests {
             r[0].warnings
                 .iter()
                 .any(|w| w.contains("with -h/--histogram to keep one")),
+            "{:?}",
+            r[0].warnings
+        );
+    }
+
+    #[test]
+    fn dates_cpus_and_empty_threads_are_checked() {
+        let with = |extra: &str, thread: &str| {
+            format!(r#"{{"file_version": 1, {extra} "thread": {{"0": {{{thread}}}}}}}"#)
+        };
+        let good = r#""cycles": 50, "min": 14, "max": 286, "avg": 21.9, "cpu": 1"#;
+        // An end before the start: no 24-hour run, a warning instead.
+        let t = with(
+            r#""start_time": "Sun, 22 Nov 2026 15:46:37 +0000", "end_time": "Sun, 22 Nov 2026 15:46:35 +0000","#,
+            good,
+        );
+        let r = parse(Tool::Cyclictest, &t, "c.json", 10).unwrap();
+        assert_eq!(r[0].duration_s, 0.0);
+        assert!(
+            r[0].warnings
+                .iter()
+                .any(|w| w
+                    .contains("end_time (Sun, 22 Nov 2026 15:46:35 +0000) is before start_time")),
+            "{:?}",
+            r[0].warnings
+        );
+        // A date not in rt-tests' form is said, not silently replaced.
+        let t = with(r#""start_time": "yesterday","#, good);
+        let r = parse(Tool::Cyclictest, &t, "c.json", 10).unwrap();
+        assert!(
+            r[0].warnings
+                .iter()
+                .any(|w| w.contains("start_time 'yesterday' is not rt-tests' date")),
+            "{:?}",
+            r[0].warnings
+        );
+        // CPU numbers: -1 is none; others must be a CPU.
+        let r = parse(
+            Tool::Cyclictest,
+            &with("", &good.replace("\"cpu\": 1", "\"cpu\": -1")),
+            "c.json",
+            10,
+        )
+        .unwrap();
+        assert_eq!(r[0].series[0].cpu, None);
+        for bad in ["-7", "1099511627776", "\"x\"", "1.5"] {
+            let e = parse(
+                Tool::Cyclictest,
+                &with("", &good.replace("\"cpu\": 1", &format!("\"cpu\": {bad}"))),
+                "c.json",
+                10,
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(
+                e.contains("thread.0.cpu") && e.contains("is not a CPU number"),
+                "{bad}: {e}"
+            );
+        }
+        // A thread of 0 cycles has no figures, whatever its min/avg/max say.
+        let r = parse(
+            Tool::Cyclictest,
+            &with("", r#""cycles": 0, "min": 1000000, "max": 0, "avg": 0"#),
+            "c.json",
+            10,
+        )
+        .unwrap();
+        let s = &r[0].series[0];
+        assert_eq!(
+            (s.summary.count, s.summary.min_ns, s.summary.max_ns),
+            (0, 0, 0)
+        );
+        assert_eq!(r[0].check_figures(), Ok(()));
+        assert!(
+            r[0].warnings
+                .iter()
+                .any(|w| w.contains("0 cycles: it measured nothing")),
             "{:?}",
             r[0].warnings
         );

@@ -84,7 +84,7 @@ pub fn parse(tool: Tool, text: &str, file: &str) -> Result<Run> {
             } else {
                 format!("{}-{i}", method(tool))
             },
-            cpu: r["cpu"].as_u64().map(|c| c as usize),
+            cpu: super::check::thread_cpu(&src, &at("receiver", "cpu"), &r["cpu"])?,
             unit: "ns".into(),
             pairs: Vec::new(),
             min,
