@@ -71,6 +71,20 @@ pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(o)
 }
 
+/// `text` on one line: a line break or tab in it (a task named `a\nb` by `prctl`, a host or
+/// tag named so) is shown as an escape, so it cannot start a line or a row of its own in a
+/// table ([`printable`], applied to whole tables, keeps line breaks).
+pub fn one_line(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains(['\n', '\r', '\t']) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    std::borrow::Cow::Owned(
+        text.replace('\n', "\\n")
+            .replace('\r', "\\r")
+            .replace('\t', "\\t"),
+    )
+}
+
 /// Writes `text` to stderr, ignoring every error (a closed stderr must not stop a run).
 pub fn stderr(text: &str) {
     let mut e = std::io::stderr().lock();

@@ -1,12 +1,22 @@
 //! A minimal aligned text table: right-aligned numeric columns, no cursor codes, stable for
 //! parsers (one header line, one line per row, columns separated by at least two spaces).
 
+use std::borrow::Cow;
+
+/// `rows` with every cell on one line.
+fn cells(rows: &[Vec<String>]) -> Vec<Vec<Cow<'_, str>>> {
+    rows.iter()
+        .map(|r| r.iter().map(|c| crate::output::one_line(c)).collect())
+        .collect()
+}
+
 /// Renders `rows` under `header`, each column as wide as its widest cell; the first column is
 /// left-aligned, the others right-aligned.
 pub fn render(header: &[&str], rows: &[Vec<String>]) -> String {
+    let rows = cells(rows);
     let cols = header.len();
     let mut width: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for r in rows {
+    for r in &rows {
         for (i, c) in r.iter().enumerate().take(cols) {
             width[i] = width[i].max(c.chars().count());
         }
@@ -26,17 +36,18 @@ pub fn render(header: &[&str], rows: &[Vec<String>]) -> String {
         out.push('\n');
     };
     line(&mut header.iter().copied(), &mut out);
-    for r in rows {
-        line(&mut r.iter().map(String::as_str), &mut out);
+    for r in &rows {
+        line(&mut r.iter().map(|c| c.as_ref()), &mut out);
     }
     out
 }
 
 /// Renders `rows` under `header` with every column left-aligned (text such as ids and tags).
 pub fn render_left(header: &[&str], rows: &[Vec<String>]) -> String {
+    let rows = cells(rows);
     let cols = header.len();
     let mut width: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for r in rows {
+    for r in &rows {
         for (i, c) in r.iter().enumerate().take(cols) {
             width[i] = width[i].max(c.chars().count());
         }
@@ -54,8 +65,8 @@ pub fn render_left(header: &[&str], rows: &[Vec<String>]) -> String {
         parts.join("  ").trim_end().to_string() + "\n"
     };
     let mut out = line(&mut header.iter().copied());
-    for r in rows {
-        out.push_str(&line(&mut r.iter().map(String::as_str)));
+    for r in &rows {
+        out.push_str(&line(&mut r.iter().map(|c| c.as_ref())));
     }
     out
 }
@@ -74,5 +85,9 @@ mod tests {
         assert_eq!(t, "task   max\nT0       5\nT10   1234\n");
         let t = super::render_left(&["id", "kind"], &[vec!["a1".into(), "cyclic".into()]]);
         assert_eq!(t, "id  kind\na1  cyclic\n");
+        // A cell's line break cannot make a row of its own.
+        let t = super::render_left(&["id", "host"], &[vec!["a1".into(), "h\nb2  fake".into()]]);
+        assert_eq!(t, "id  host\na1  h\\nb2  fake\n");
+        assert_eq!(t.lines().count(), 2);
     }
 }

@@ -35,10 +35,15 @@ impl Name {
         Name(n)
     }
 
-    /// As text (lossy).
+    /// As text (lossy), on one line (a task may name itself `a\nb`).
     pub fn as_str(&self) -> std::borrow::Cow<'_, str> {
         let end = self.0.iter().position(|&c| c == 0).unwrap_or(24);
-        String::from_utf8_lossy(&self.0[..end])
+        match String::from_utf8_lossy(&self.0[..end]) {
+            std::borrow::Cow::Borrowed(t) => crate::output::one_line(t),
+            std::borrow::Cow::Owned(t) => {
+                std::borrow::Cow::Owned(crate::output::one_line(&t).into_owned())
+            }
+        }
     }
 }
 
@@ -374,6 +379,15 @@ pub fn softirq_name(vec: u32) -> &'static str {
 mod tests {
     use super::*;
     use crate::trace::format::parse_format;
+
+    #[test]
+    fn a_task_name_is_one_line() {
+        assert_eq!(
+            Name::new(b"evil\nT9 fake\tx").as_str(),
+            "evil\\nT9 fake\\tx"
+        );
+        assert_eq!(Name::new(b"kworker/0:1").as_str(), "kworker/0:1");
+    }
 
     fn layout(rel: &str) -> Format {
         parse_format(

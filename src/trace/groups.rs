@@ -260,10 +260,12 @@ impl Namer {
                 }
             };
         }
-        let comm = std::fs::read_to_string(self.proc.join(format!("{tgid}/comm")))
-            .unwrap_or_default()
-            .trim_end_matches('\n')
-            .to_string();
+        let comm = crate::output::one_line(
+            std::fs::read_to_string(self.proc.join(format!("{tgid}/comm")))
+                .unwrap_or_default()
+                .trim_end_matches('\n'),
+        )
+        .into_owned();
         // Kernel threads (children of kthreadd) are never latlab.
         let kernel = tgid == 2 || line.get(1) == Some(&2);
         // Never another latlab inside this latlab's own line (its load workers run its binary).
