@@ -121,8 +121,17 @@ fn a_signal_before_the_handlers_are_in_waits_for_them() {
         blocks(pid, libc::SIGHUP) && !handles(pid, libc::SIGHUP)
     });
     child.signal(libc::SIGHUP);
-    child.end_within(PROMPTLY).assert_ok();
+    let out = child.end_within(PROMPTLY);
+    out.assert_ok();
     assert_eq!(read_json(&json)["interrupted"], true);
+    // A thread that measured nothing shows no figures (not a minimum of 0.0).
+    let row = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("0 "))
+        .unwrap_or_else(|| panic!("no row for T0: {out}"));
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(&cells[1..6], ["0", "-", "-", "-", "-"], "{out}");
 }
 
 #[test]

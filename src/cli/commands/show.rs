@@ -75,6 +75,14 @@ fn generic(run: &Run, unit: DisplayUnit) -> String {
         .iter()
         .map(|x| {
             let (shown, f) = formatter(x, unit);
+            // A series that measured nothing has no figures.
+            let g = |v: f64| {
+                if x.summary.count == 0 {
+                    "-".to_string()
+                } else {
+                    f(v)
+                }
+            };
             // A percentile only where the count supports it, as compare asks.
             let [p50, p90, p99, p999, _] = x
                 .summary
@@ -86,14 +94,14 @@ fn generic(run: &Run, unit: DisplayUnit) -> String {
                 shown,
                 x.cpu.map_or("-".into(), |c| c.to_string()),
                 x.summary.count.to_string(),
-                f(x.summary.min_ns as f64),
+                g(x.summary.min_ns as f64),
                 p50,
                 p90,
                 p99,
                 p999,
-                f(x.summary.max_ns as f64),
-                f(x.summary.mean_ns),
-                f(x.summary.stddev_ns),
+                g(x.summary.max_ns as f64),
+                g(x.summary.mean_ns),
+                g(x.summary.stddev_ns),
             ];
             if overruns {
                 row.push(x.overruns.to_string());

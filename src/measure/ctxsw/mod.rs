@@ -288,20 +288,29 @@ pub fn render(o: &CtxswOutcome, cfg: &CtxswConfig) -> String {
     let mut rows = Vec::new();
     for (r, ser) in o.results.iter().zip(&o.run.series) {
         let m = &ser.summary;
-        let cyc = |ns: f64| format!("{:.0}", ns * o.ticks_per_ns);
-        let raw_min = r.raw.samples.iter().min().copied().unwrap_or(0);
+        // A method that measured nothing (interrupted at once) has no figures.
+        let none = m.count == 0;
+        let cyc = |ns: f64| {
+            if none {
+                "-".to_string()
+            } else {
+                format!("{:.0}", ns * o.ticks_per_ns)
+            }
+        };
+        let us = |ns: f64| if none { "-".to_string() } else { u.fmt_ns(ns) };
+        let raw_min = r.raw.samples.iter().min().copied();
         rows.push(vec![
             r.name.clone(),
             m.count.to_string(),
             format!("{}", r.raw.switches_per_sample),
-            u.fmt_ns(m.min_ns as f64),
-            u.fmt_ns(m.percentiles.p50 as f64),
-            u.fmt_ns(m.mean_ns),
+            us(m.min_ns as f64),
+            us(m.percentiles.p50 as f64),
+            us(m.mean_ns),
             m.percentiles.supported(m.count)[2].map_or("-".to_string(), |p| u.fmt_ns(p as f64)),
-            u.fmt_ns(m.max_ns as f64),
+            us(m.max_ns as f64),
             cyc(m.min_ns as f64),
             cyc(m.percentiles.p50 as f64),
-            raw_min.to_string(),
+            raw_min.map_or("-".to_string(), |c| c.to_string()),
             u.fmt_ns(r.raw.overhead_per_sample as f64 / o.ticks_per_ns),
         ]);
     }

@@ -110,6 +110,13 @@ pub fn render(o: &CyclicOutcome, unit: DisplayUnit) -> String {
     ));
     s.push_str(&format!("latencies in {unit}\n"));
     let f = |v: f64| unit.fmt_ns(v);
+    let g = |x: &crate::result::Series, v: f64| {
+        if x.summary.count == 0 {
+            "-".to_string()
+        } else {
+            f(v)
+        }
+    };
     let rows: Vec<Vec<String>> = run
         .series
         .iter()
@@ -123,10 +130,11 @@ pub fn render(o: &CyclicOutcome, unit: DisplayUnit) -> String {
             let mut row = vec![
                 x.name.trim_start_matches('T').to_string(),
                 x.summary.count.to_string(),
-                f(x.summary.min_ns as f64),
-                f(x.summary.max_ns as f64),
-                f(x.summary.mean_ns),
-                f(x.summary.stddev_ns),
+                // A thread that measured nothing has no figures.
+                g(x, x.summary.min_ns as f64),
+                g(x, x.summary.max_ns as f64),
+                g(x, x.summary.mean_ns),
+                g(x, x.summary.stddev_ns),
                 x.prio.to_string(),
                 x.policy.clone(),
                 x.cpu.map_or("-".into(), |c| c.to_string()),
