@@ -425,3 +425,38 @@ fn a_broken_result_is_told_as_a_result() {
         "{out}"
     );
 }
+
+/// A file under a stored run's id with other contents is not that run: it is not imported
+/// over it, and the import says so (the same file again is silently present).
+#[test]
+fn a_different_run_under_a_stored_id_is_said() {
+    let dir = Dir::new();
+    latlab()
+        .words("cyclic -t 1 -l 20 -i 200us -q --no-store --json r.json")
+        .current_dir(dir.path())
+        .output()
+        .assert_ok();
+    let store = format!("sqlite:{}", dir.join("s.db").display());
+    let import = |f: &str| {
+        latlab()
+            .args(["runs", "import", "--store", &store])
+            .arg(dir.join(f))
+            .output()
+    };
+    import("r.json").assert_ok();
+    let again = import("r.json");
+    again.assert_ok();
+    assert!(!again.stderr.contains("other contents"), "{again}");
+    let mut v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("r.json")).unwrap()).unwrap();
+    v["duration_s"] = 123.0.into();
+    std::fs::write(dir.join("r2.json"), v.to_string()).unwrap();
+    let other = import("r2.json");
+    other.assert_ok();
+    assert!(
+        other
+            .stderr
+            .contains("is already stored with other contents: the stored one is kept"),
+        "{other}"
+    );
+}

@@ -229,12 +229,40 @@ fn import_bundle(file: &std::path::Path, store: Option<&str>) -> Result<()> {
             b.runs.len() - new - old,
             st.location()
         );
-        std::process::exit(130);
+        let sig = control.signal.load(std::sync::atomic::Ordering::SeqCst) as i32;
+        std::process::exit(128 + if sig > 0 { sig } else { libc::SIGINT });
+    }
+    if old > 0 {
+        for id in differing(st.as_ref(), &b) {
+            crate::note!(
+                "latlab: warning: run {} is already stored with other contents: the stored one \
+                 is kept (`latlab runs delete {0}` first to replace it)",
+                crate::output::printable(&id)
+            );
+        }
     }
     out(&format!(
         "imported {new} new run(s), {old} already present, into {}\n",
         st.location()
     ))
+}
+
+/// The ids of the bundle's runs that the store holds with other contents (an id is one run:
+/// a second file under the same id is not that run, and is not imported over it).
+fn differing(st: &dyn crate::store::Store, b: &Bundle) -> Vec<String> {
+    let norm = |v: &serde_json::Value| {
+        crate::result::Run::from_stored(&v.to_string())
+            .ok()
+            .and_then(|r| serde_json::to_value(r).ok())
+    };
+    b.runs
+        .iter()
+        .filter_map(|e| {
+            let id = e.run.get("id")?.as_str()?;
+            let stored = st.get(id).ok()?;
+            (norm(&stored.run) != norm(&e.run)).then(|| id.to_string())
+        })
+        .collect()
 }
 
 /// `runs check`: every stored run read back; the ones that do not are listed, exit 1.
