@@ -103,6 +103,7 @@ fn rt_tests(tool: Tool, text: &str, file: &str) -> Result<Run> {
         sys["release"].as_str().map(String::from),
         sys["nodename"].as_str().map(String::from),
     );
+    super::rt_sysinfo(&mut run, sys);
     // cyclictest --nsecs reports ns (resolution_in_ns = 1); otherwise values are µs.
     let scale = if v["resolution_in_ns"].as_u64() == Some(1) {
         1.0
@@ -461,6 +462,34 @@ mod tests {
                 .any(|w| w.contains("with -h/--histogram to keep one")),
             "{:?}",
             r[0].warnings
+        );
+    }
+
+    #[test]
+    fn an_imported_run_says_only_what_its_file_says_of_the_machine() {
+        let text = r##"{"file_version": 1, "sysinfo": {"sysname": "Linux", "nodename": "rt-box-7",
+          "release": "5.10.0-rt", "version": "#1 SMP PREEMPT_RT Tue", "machine": "aarch64",
+          "realtime": 1}, "thread": {"0": {"cycles": 5, "min": 4, "max": 9, "avg": 6.0, "cpu": 0}}}"##;
+        let r = parse(Tool::Cyclictest, text, "c.json", 10).unwrap();
+        let e = &r[0].environment;
+        assert_eq!(
+            (e.hostname.as_str(), e.kernel_release.as_str()),
+            ("rt-box-7", "5.10.0-rt")
+        );
+        assert_eq!(e.preemption, "rt");
+        assert!(
+            e.kernel_version.contains("PREEMPT_RT"),
+            "{}",
+            e.kernel_version
+        );
+        // Not the importing machine's.
+        assert_eq!(
+            (e.clocksource.as_str(), e.cpu_model.as_str(), e.cpus_online),
+            ("unknown", "unknown", 0)
+        );
+        assert_eq!(
+            (e.sched_rt_runtime_us, e.kernel_cmdline.as_str()),
+            (None, "")
         );
     }
 

@@ -147,7 +147,8 @@ pub(crate) fn mark_beyond(s: &mut Series, beyond: Option<(u64, u64)>) {
 
 /// An imported run's skeleton: its kind is the tool, its environment what the tool recorded.
 pub(crate) fn run_of(tool: Tool, file: &str, kernel: Option<String>, host: Option<String>) -> Run {
-    let mut env = Environment::capture();
+    // Only what the file says: not this machine's kernel, clocksource or CPUs.
+    let mut env = Environment::unknown();
     if let Some(k) = kernel {
         env.kernel_release = k;
     }
@@ -163,6 +164,24 @@ pub(crate) fn run_of(tool: Tool, file: &str, kernel: Option<String>, host: Optio
     );
     r.duration_s = 0.0;
     r
+}
+
+/// What rt-tests' `sysinfo` says of the kernel beyond its release (`uname -v`, `realtime`).
+pub(crate) fn rt_sysinfo(run: &mut Run, sys: &serde_json::Value) {
+    let Some(v) = sys["version"].as_str() else {
+        return;
+    };
+    let e = &mut run.environment;
+    e.kernel_version = format!(
+        "{} version {} {v}",
+        sys["sysname"].as_str().unwrap_or("Linux"),
+        e.kernel_release
+    );
+    e.preemption = if sys["realtime"].as_u64() == Some(1) {
+        "rt".into()
+    } else {
+        crate::result::env::preemption_model(v, None)
+    };
 }
 
 /// Dates an imported run by the tool's own start time: its `started`, `ended` (start +

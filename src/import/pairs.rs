@@ -41,6 +41,7 @@ pub fn parse(tool: Tool, text: &str, file: &str) -> Result<Run> {
         sys["release"].as_str().map(String::from),
         sys["nodename"].as_str().map(String::from),
     );
+    super::rt_sysinfo(&mut run, sys);
     let mut ids: Vec<(&String, &Value)> = threads.iter().collect();
     ids.sort_by_key(|(k, _)| k.parse::<u64>().unwrap_or(u64::MAX));
     for (i, (id, t)) in ids.into_iter().enumerate() {

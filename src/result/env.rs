@@ -48,6 +48,39 @@ impl Environment {
         Environment::capture_from(&Roots::default())
     }
 
+    /// Nothing known (an imported run: what its file says is filled in, the rest stays
+    /// unknown rather than the importing machine's).
+    pub fn unknown() -> Environment {
+        let u = || "unknown".to_string();
+        Environment {
+            hostname: u(),
+            kernel_release: u(),
+            kernel_version: String::new(),
+            kernel_cmdline: String::new(),
+            preemption: u(),
+            clocksource: u(),
+            available_clocksources: Vec::new(),
+            cpu_model: u(),
+            cpus_online: 0,
+            online_cpus: String::new(),
+            isolated_cpus: String::new(),
+            nohz_full_cpus: String::new(),
+            sched_rt_runtime_us: None,
+            sched_rt_period_us: None,
+            governor: None,
+            tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        }
+    }
+
+    /// `N CPUs`, or `CPUs unknown` (an imported run whose file does not say).
+    pub fn cpus_said(&self) -> String {
+        if self.cpus_online == 0 {
+            "CPUs unknown".into()
+        } else {
+            format!("{} CPUs", self.cpus_online)
+        }
+    }
+
     /// This machine's host name (what `capture` records), read alone.
     pub fn hostname() -> String {
         Roots::default()
@@ -129,7 +162,9 @@ fn cpu_model(cpuinfo: &str) -> Option<String> {
 
 /// Works out the preemption model from debugfs (exact, shows the dynamic choice) or else from
 /// the version string's flags.
-fn preemption_model(version: &str, debugfs: Option<&str>) -> String {
+/// The preemption model a kernel's version string (`/proc/version`, `uname -v`) names, or the
+/// debugfs setting in force where there is one.
+pub fn preemption_model(version: &str, debugfs: Option<&str>) -> String {
     let dynamic = version.contains("PREEMPT_DYNAMIC");
     if let Some(d) = debugfs {
         // e.g. "none voluntary (full) lazy": the parenthesised word is in force.

@@ -55,8 +55,11 @@ fn generic(run: &Run, unit: DisplayUnit) -> String {
         }
     );
     s.push_str(&format!(
-        "kernel {} ({})  clocksource {}  {} CPUs\n",
-        e.kernel_release, e.preemption, e.clocksource, e.cpus_online
+        "kernel {} ({})  clocksource {}  {}\n",
+        e.kernel_release,
+        e.preemption,
+        e.clocksource,
+        e.cpus_said()
     ));
     let overruns = run.series.iter().any(|x| x.overruns > 0);
     let lost = run.series.iter().any(|x| x.lost_samples > 0);

@@ -105,8 +105,8 @@ pub fn render(o: &CyclicOutcome, unit: DisplayUnit) -> String {
         _ => "RT throttling unknown".to_string(),
     };
     s.push_str(&format!(
-        "kernel {} ({})  clocksource {}  {} CPUs  {throttle}\n",
-        e.kernel_release, e.preemption, e.clocksource, e.cpus_online
+        "kernel {} ({})  clocksource {}  {}  {throttle}\n",
+        e.kernel_release, e.preemption, e.clocksource, e.cpus_said()
     ));
     s.push_str(&format!("latencies in {unit}\n"));
     let f = |v: f64| unit.fmt_ns(v);
