@@ -9,9 +9,10 @@ cd "$(dirname "$0")/.."
 # screenshots land in target/tmp/report-screenshots/), rt-tests and iperf3 (real output to
 # import), prometheus (promtool checks `latlab monitor`'s page, and a private Prometheus
 # started by tests/it/monitor.rs scrapes it), linux-perf (`perf sched` beside `latlab sched`),
-# libxml2-utils (xmllint checks `gate --junit` against tests/fixtures/junit/junit.xsd).
+# libxml2-utils (xmllint checks `gate --junit` against tests/fixtures/junit/junit.xsd), make
+# and gcc (the build load, which qualify uses by default).
 # Installed only when missing.
-PKGS=(ministat postgresql chromium rt-tests iperf3 prometheus trace-cmd lintian linux-perf libxml2-utils)
+PKGS=(ministat postgresql chromium rt-tests iperf3 prometheus trace-cmd lintian linux-perf libxml2-utils make gcc)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -521,8 +521,11 @@ pub fn execute<M: Measurement>(m: M, common: &Common, command_line: Vec<String>)
     if !M::KEEPS_HANGUP {
         signals::stop_on_hangup();
     }
+    // Tasks of its loads and commands whose parents die before them come back to latlab, which
+    // reaps them before it returns (not zombies left to init).
+    crate::sys::process::become_subreaper();
     let mut out = std::io::stdout();
-    execute_with(
+    let done = execute_with(
         m,
         common,
         command_line,
@@ -532,7 +535,9 @@ pub fn execute<M: Measurement>(m: M, common: &Common, command_line: Vec<String>)
             store: None,
             exiting: true,
         },
-    )
+    );
+    crate::sys::process::reap_adopted(std::time::Duration::from_millis(300));
+    done
 }
 
 /// Where [`execute_with`] takes its flags and sends its text: the process's own in

@@ -64,7 +64,12 @@ pub fn write_tree(dir: &Path, units: u64) -> std::io::Result<()> {
 /// Runs one `make` in `dir` (its own process group) until it ends or `stop` is set; true when
 /// it ended by itself with success.
 fn make(dir: &Path, args: &str, stop: &AtomicBool) -> std::io::Result<bool> {
-    let cmd = format!("cd '{}' && exec make -s {args}", dir.display());
+    // The compilers' temporary files go inside the tree (removed with it): a compiler killed
+    // when the load stops cannot remove its own.
+    let cmd = format!(
+        "cd '{0}' && mkdir -p tmp && TMPDIR='{0}/tmp' exec make -s {args}",
+        dir.display()
+    );
     let mut c = crate::sys::process::spawn_command(&cmd)?;
     let group = c.id() as i32;
     crate::sys::process::track_group(group);

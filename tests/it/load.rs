@@ -155,3 +155,27 @@ fn load_bad_input() {
         expect_exit(&[], &["cyclic", "-l", "1", "--load", spec], 2, want);
     }
 }
+
+/// The build load's compilers, killed mid-compile when the load stops, leave their temporary
+/// files in the load's own tree (removed with it), not in `$TMPDIR`.
+#[test]
+fn the_build_load_leaves_nothing_in_tmpdir() {
+    if !crate::util::have("make") || !crate::util::have("cc") {
+        return crate::util::skip("build_load_tmpdir", "make or cc missing");
+    }
+    let dir = Dir::new();
+    let tmp = dir.join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    for _ in 0..2 {
+        latlab()
+            .words("cyclic -t 1 -D 1500ms -q --no-store --load build:jobs=4")
+            .env("TMPDIR", &tmp)
+            .assert_ok();
+    }
+    let left: Vec<_> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert!(left.is_empty(), "left in TMPDIR: {left:?}");
+}
