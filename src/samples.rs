@@ -192,6 +192,9 @@ pub struct SampleLog {
     pub samples: Vec<Vec<u64>>,
     /// Lost samples per series (None: no trailer, the file was cut short).
     pub lost: Option<Vec<u64>>,
+    /// Where the file was cut inside a block (a full disk, a copy interrupted): the blocks
+    /// before it are read, that last block's samples are not.
+    pub cut_at: Option<u64>,
 }
 
 impl SampleLog {
@@ -241,17 +244,31 @@ impl SampleLog {
         let mut samples = vec![Vec::new(); n];
         loop {
             let at = r.pos;
-            let idx = match r.u32_or_eof()? {
-                None => {
+            let cut = |samples| SampleLog {
+                series: series.clone(),
+                samples,
+                lost: None,
+                cut_at: Some(at),
+            };
+            let idx = match r.u32_or_eof() {
+                Ok(None) => {
                     return Ok(SampleLog {
                         series,
                         samples,
                         lost: None,
+                        cut_at: None,
                     })
                 }
-                Some(i) => i,
+                Ok(Some(i)) => i,
+                // A block header cut in the middle: the complete blocks before it stand.
+                Err(e) if e.starts_with("truncated") => return Ok(cut(samples)),
+                Err(e) => return Err(e),
             };
-            let count = r.u32()? as usize;
+            let count = match r.u32() {
+                Ok(c) => c as usize,
+                Err(e) if e.starts_with("truncated") => return Ok(cut(samples)),
+                Err(e) => return Err(e),
+            };
             if idx == TRAILER {
                 if count != n {
                     return Err(format!(
@@ -272,6 +289,7 @@ impl SampleLog {
                     series,
                     samples,
                     lost: Some(lost),
+                    cut_at: None,
                 });
             }
             let s = samples
@@ -280,8 +298,17 @@ impl SampleLog {
             if count > MAX_BLOCK * 16 {
                 return Err(format!("block at byte {at} claims {count} samples"));
             }
+            let before = s.len();
             for _ in 0..count {
-                s.push(r.u64()?);
+                match r.u64() {
+                    Ok(v) => s.push(v),
+                    // The last block cut short: it is dropped whole (as `tail` reads it).
+                    Err(e) if e.starts_with("truncated") => {
+                        s.truncate(before);
+                        return Ok(cut(samples));
+                    }
+                    Err(e) => return Err(e),
+                }
             }
         }
     }
@@ -391,6 +418,37 @@ mod tests {
             (0..10_000).map(|i| i * 3).collect::<Vec<_>>()
         );
         assert_eq!(log.lost, Some(vec![0, 7]));
+    }
+
+    #[test]
+    fn a_log_cut_inside_a_block_keeps_the_blocks_before_it() {
+        let mut log = Vec::new();
+        write_header(
+            &mut log,
+            &[SeriesHeader {
+                name: "T0".into(),
+                cpu: None,
+            }],
+        )
+        .unwrap();
+        for block in [[1u64, 2], [3, 4]] {
+            log.extend_from_slice(&0u32.to_le_bytes());
+            log.extend_from_slice(&2u32.to_le_bytes());
+            for v in block {
+                log.extend_from_slice(&v.to_le_bytes());
+            }
+        }
+        let whole = log.len();
+        // Cut inside the second block's samples, inside its header, and between blocks.
+        for (cut, cut_at) in [
+            (whole - 3, Some(whole as u64 - 24)),
+            (whole - 22, Some(whole as u64 - 24)),
+            (whole - 24, None),
+        ] {
+            let r = SampleLog::from_reader(&log[..cut]).unwrap();
+            assert_eq!(r.samples, vec![vec![1, 2]], "cut at {cut}");
+            assert_eq!((r.lost, r.cut_at), (None, cut_at), "cut at {cut}");
+        }
     }
 
     #[test]

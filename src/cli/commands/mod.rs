@@ -159,6 +159,12 @@ fn samples_cmd(a: &SamplesArgs) -> Result<()> {
     let mut o = std::io::BufWriter::new(out.lock());
     let io = |e| Error::io("stdout", e);
     if a.csv {
+        if let Some(at) = log.cut_at {
+            crate::note!(
+                "latlab: warning: {}: cut at byte {at}, inside a block: the complete blocks before it were read",
+                a.file.display()
+            );
+        }
         writeln!(o, "series,cpu,loop,latency_ns").map_err(io)?;
         for (s, v) in log.series.iter().zip(&log.samples) {
             let cpu = s.cpu.map_or(String::new(), |c| c.to_string());
@@ -201,7 +207,14 @@ fn samples_cmd(a: &SamplesArgs) -> Result<()> {
             )
         )
         .map_err(io)?;
-        if log.lost.is_none() {
+        if let Some(at) = log.cut_at {
+            writeln!(
+                o,
+                "warning: {}: cut at byte {at}, inside a block: the complete blocks before it were read, that block's samples were not",
+                a.file.display()
+            )
+            .map_err(io)?;
+        } else if log.lost.is_none() {
             writeln!(
                 o,
                 "warning: {}: no trailer; the log was cut short (all complete blocks were read)",
