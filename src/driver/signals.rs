@@ -108,6 +108,8 @@ fn register(c: &Control) {
                                 crate::rt::run_exit_hooks();
                                 std::process::exit(128 + sig);
                             }
+                            // A plan puts its settings back first; what it waits for is cut.
+                            crate::rt::note_second_signal();
                         }
                         Some(_) => {}
                     }

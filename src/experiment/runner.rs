@@ -66,7 +66,7 @@ pub fn run(
             .map_or(1, |d| d.as_nanos() as u64)
     });
     let order = schedule(&plan, combos.len(), seed);
-    eprintln!(
+    crate::note!(
         "latlab run {}: experiment {exp}, {} combination(s) x {} repeat(s), order {:?} (seed {seed})",
         path.display(),
         combos.len(),
@@ -78,9 +78,9 @@ pub fn run(
         .iter()
         .filter_map(|f| f.note.as_ref().map(|n| (f, n)))
     {
-        eprintln!("  note on factor {}: {}", f.0.name, f.1);
+        crate::note!("  note on factor {}: {}", f.0.name, f.1);
     }
-    eprint!("{}", super::dry::estimability(&plan));
+    crate::output::stderr(&super::dry::estimability(&plan));
     // Results come back on each child's stdout (`--json -`), never through temporary files,
     // so a SIGKILLed plan leaves nothing behind.
     let mut files: Vec<Vec<(Run, String)>> = vec![Vec::new(); combos.len()];
@@ -205,7 +205,7 @@ fn execute(
             if let Some(cmd) = f.pre.get(&f.levels[l]) {
                 let what = format!("factor {} level {} pre", f.name, f.levels[l]);
                 if !shell(cmd, &what, control, Hook::Pre)? {
-                    eprintln!("{progress}: interrupted in its {what} command");
+                    crate::note!("{progress}: interrupted in its {what} command");
                     // What the pre hooks began, the post hooks undo.
                     posts(plan, combo, control, &progress)?;
                     return Ok(());
@@ -225,7 +225,7 @@ fn execute(
             );
             match run_child(c, control, i + 1, &plan.label(combo))? {
                 Child::Nothing => {
-                    eprintln!("{progress}: interrupted before it saved a result");
+                    crate::note!("{progress}: interrupted before it saved a result");
                     posts(plan, combo, control, &progress)?;
                     return Ok(());
                 }
@@ -288,10 +288,16 @@ fn posts(plan: &Plan, combo: &[usize], control: &Control, progress: &str) -> Res
         if let Some(cmd) = f.post.get(&f.levels[l]) {
             let what = format!("factor {} level {} post", f.name, f.levels[l]);
             if !shell(cmd, &what, control, Hook::Post)? {
-                eprintln!(
-                    "{progress}: its {what} command was stopped {}s after the interrupt",
-                    POST_AFTER_INTERRUPT.as_secs()
-                );
+                if crate::rt::second_signal_received() {
+                    crate::note!(
+                        "{progress}: its {what} command was stopped by a second interrupt"
+                    );
+                } else {
+                    crate::note!(
+                        "{progress}: its {what} command was stopped {}s after the interrupt",
+                        POST_AFTER_INTERRUPT.as_secs()
+                    );
+                }
                 return Ok(false);
             }
         }
@@ -421,7 +427,7 @@ fn short_run_note(run: &Run, warned: &mut Vec<&'static str>) {
         {
             warned.push(m);
             let d = crate::compare::decide::seconds_for(need, rate);
-            eprintln!(
+            crate::note!(
                 "    note: this run has {n} samples, {m} needs {}: not estimable from runs this \
                  long; runs of {d} s would give it (--set duration={d}s)",
                 crate::compare::analysis::thousands(need)
@@ -469,7 +475,12 @@ fn shell(cmd: &str, what: &str, control: &Control, hook: Hook) -> Result<bool> {
         }
         if control.was_interrupted() {
             let at = *interrupted_at.get_or_insert_with(std::time::Instant::now);
-            if hook == Hook::Pre || at.elapsed() >= POST_AFTER_INTERRUPT {
+            // A second Ctrl-C cuts a `post` hook too: the plan then puts its settings back
+            // and ends.
+            if hook == Hook::Pre
+                || at.elapsed() >= POST_AFTER_INTERRUPT
+                || crate::rt::second_signal_received()
+            {
                 break None;
             }
         }

@@ -278,7 +278,9 @@ pub fn worker_main(spec_text: &str) -> Result<()> {
                         t0,
                         Some(PROGRESS_NOTE.into()),
                     );
-                    println!("{}", serde_json::to_string(&r).unwrap_or_default());
+                    let _ = crate::output::stdout(
+                        &(serde_json::to_string(&r).unwrap_or_default() + "\n"),
+                    );
                     next += PROGRESS_EVERY;
                 }
                 std::thread::sleep(Duration::from_millis(50));
@@ -289,6 +291,6 @@ pub fn worker_main(spec_text: &str) -> Result<()> {
     ended.store(true, std::sync::atomic::Ordering::Relaxed);
     let _ = ticker.join();
     let r = r.map_err(|e| Error::Env(format!("--load {spec_text}: {e}")))?;
-    println!("{}", serde_json::to_string(&r).unwrap_or_default());
+    let _ = crate::output::stdout(&(serde_json::to_string(&r).unwrap_or_default() + "\n"));
     Ok(())
 }

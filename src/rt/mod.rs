@@ -348,6 +348,20 @@ pub fn wake<T>(handle: &std::thread::JoinHandle<T>) {
     sys::process::interrupt_thread(handle, libc::SIGUSR2);
 }
 
+/// Set when a second Ctrl-C or SIGTERM came to a process that survives it (a plan, which puts
+/// its settings back first): whatever it still waits for (a `post` hook) is cut short.
+static SECOND_SIGNAL: AtomicBool = AtomicBool::new(false);
+
+/// Records a second signal that the process survives (the driver's signal thread).
+pub fn note_second_signal() {
+    SECOND_SIGNAL.store(true, Ordering::SeqCst);
+}
+
+/// Whether a second Ctrl-C or SIGTERM came (see [`note_second_signal`]).
+pub fn second_signal_received() -> bool {
+    SECOND_SIGNAL.load(Ordering::SeqCst)
+}
+
 /// Work to do before latlab ends at once on a second Ctrl-C (remove a tracing instance, say),
 /// registered by the layer that made it; the driver's signal thread runs them.
 static EXIT_HOOKS: std::sync::Mutex<Vec<fn()>> = std::sync::Mutex::new(Vec::new());

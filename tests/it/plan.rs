@@ -304,6 +304,34 @@ fn a_hook_is_stopped_by_an_interrupt_and_dies_with_a_killed_plan() {
         "{out}"
     );
     assert_eq!(knob_now(), k.orig);
+    // A second Ctrl-C cuts a long post hook: the knob is back, exit 130.
+    let p = dir.join("long-post.toml");
+    std::fs::write(
+        &p,
+        format!(
+            "[measure]\ncommand = \"cyclic\"\nargs = [\"-D\", \"30s\", \"-i\", \"5ms\", \"-q\"]\n\
+             [[factor]]\nname = \"knob\"\nsysctl = \"fs.lease-break-time\"\nlevels = [\"101\"]\n\
+             post = {{ \"101\" = \"sleep {marker}\" }}\n"
+        ),
+    )
+    .unwrap();
+    let child = run_plan(&p, &dir.join("j6.json")).spawn();
+    wait_for_knob_change(&k.orig);
+    std::thread::sleep(Duration::from_millis(500));
+    child.signal(libc::SIGINT);
+    wait_until("the post hook", Duration::from_secs(30), || {
+        running(&marker) > 0
+    });
+    std::thread::sleep(Duration::from_millis(700));
+    child.signal(libc::SIGINT);
+    let out = child.finish();
+    assert_eq!(out.code(), Some(130), "{out}");
+    assert!(
+        out.stderr.contains("stopped by a second interrupt"),
+        "{out}"
+    );
+    assert_eq!(knob_now(), k.orig);
+    assert_eq!(running(&marker), 0, "the post hook outlived the plan");
     // What a hook leaves running in the background is stopped when it ends.
     let plan = plan_with_hook(dir.path(), &format!("sleep {marker} >/dev/null 2>&1 &"));
     run_plan(&plan, &dir.join("j3.json")).assert_ok();

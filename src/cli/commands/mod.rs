@@ -80,7 +80,15 @@ pub fn run(parsed: Parsed, argv: Vec<String>) -> Result<()> {
                     wait: a.wait,
                     on_disturbed: a.on_disturbed,
                 };
-                crate::experiment::runner::run(&a.plan, &opts, &control, crate::table::facts)?
+                let text =
+                    crate::experiment::runner::run(&a.plan, &opts, &control, crate::table::facts)?;
+                // A second Ctrl-C: the settings are back; it ends as one does elsewhere.
+                if crate::rt::second_signal_received() {
+                    let _ = crate::output::stdout(&text);
+                    let sig = control.signal.load(std::sync::atomic::Ordering::SeqCst) as i32;
+                    std::process::exit(128 + if sig > 0 { sig } else { libc::SIGINT });
+                }
+                text
             };
             crate::output::stdout(&text).map_err(|e| Error::io("stdout", e))
         }

@@ -71,7 +71,7 @@ fn safety(cfg: &NoiseConfig, env: &Environment, warnings: &mut Vec<String>) -> R
                 .map(|t| format!(" ({t})"))
                 .unwrap_or_default()
         );
-        eprintln!("latlab: warning: {w}");
+        crate::note!("latlab: warning: {w}");
         warnings.push(w);
     }
     if let (Some(rt), Some(p)) = (env.sched_rt_runtime_us, env.sched_rt_period_us) {
@@ -145,7 +145,7 @@ pub fn run(mut cfg: NoiseConfig, ctx: &mut Ctx<'_>) -> Result<NoiseOutcome> {
             offer_interruptions(t, &cfg.cpus, &outs, th);
         }
         if !cfg.quiet && cfg.repeat > 1 {
-            eprintln!(
+            crate::note!(
                 "{}",
                 report::repeat_line(r + 1, cfg.repeat, &cfg, &outs, cfg.unit)
             );
