@@ -117,9 +117,11 @@ impl Dist {
         shift + self.moments(shift).0
     }
 
-    /// Sample variance (n − 1): the corrected two-pass algorithm over compensated sums.
+    /// Sample variance (n − 1): the corrected two-pass algorithm over compensated sums
+    /// (infinite only when it is beyond a double: deviations of 1e160).
     pub fn var(&self) -> f64 {
-        self.moments(self.shift()).1
+        let (_, v, k) = self.scaled_moments(self.shift());
+        v * k * k
     }
 
     /// A value of the set to measure from (its median): subtracting it cancels a common offset
@@ -138,9 +140,17 @@ impl Dist {
     /// data (two sets measured from one shift give a difference of means without cancelling
     /// their offset).
     pub fn moments(&self, shift: f64) -> (f64, f64) {
+        let (m, v, k) = self.scaled_moments(shift);
+        (m, v * k * k)
+    }
+
+    /// [`moments`](Self::moments) with the variance of the deviations divided by a power of
+    /// two `k` (exactly): (mean − `shift`, variance / k², k). Squares of deviations of 1e160
+    /// would overflow and leave a variance of 0; scaled, the standard deviation is `k·√v`.
+    fn scaled_moments(&self, shift: f64) -> (f64, f64, f64) {
         let n = self.n() as f64;
         if n == 0.0 {
-            return (f64::NAN, 0.0);
+            return (f64::NAN, 0.0, 1.0);
         }
         let mut s = Neumaier::default();
         for (v, c) in self.pairs() {
@@ -148,21 +158,32 @@ impl Dist {
         }
         let m = s.total() / n;
         if n < 2.0 {
-            return (m, 0.0);
+            return (m, 0.0, 1.0);
         }
+        let widest = self
+            .pairs()
+            .map(|(v, _)| ((v - shift) - m).abs())
+            .fold(0.0f64, f64::max);
+        // The power of two at or below the widest deviation (1 for none, or a non-finite one).
+        let k = if widest.is_finite() && widest > 0.0 {
+            2f64.powi(widest.log2().floor() as i32)
+        } else {
+            1.0
+        };
         let (mut ss, mut r) = (Neumaier::default(), Neumaier::default());
         for (v, c) in self.pairs() {
-            let d = (v - shift) - m;
+            let d = ((v - shift) - m) / k;
             ss.add(d * d * c as f64);
             r.add(d * c as f64);
         }
         let r = r.total();
-        (m, ((ss.total() - r * r / n) / (n - 1.0)).max(0.0))
+        (m, ((ss.total() - r * r / n) / (n - 1.0)).max(0.0), k)
     }
 
     /// Sample standard deviation.
     pub fn stddev(&self) -> f64 {
-        self.var().sqrt()
+        let (_, v, k) = self.scaled_moments(self.shift());
+        v.sqrt() * k
     }
 }
 
@@ -206,6 +227,28 @@ pub fn min_n_for(q: f64) -> u64 {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn huge_deviations_do_not_overflow_the_standard_deviation() {
+        let mut v: Vec<f64> = (1..=20).map(f64::from).collect();
+        v.push(1e160);
+        let d = Dist::from_values(v.clone());
+        let n = v.len() as f64;
+        let mean = v.iter().sum::<f64>() / n;
+        let want = (v.iter().map(|x| ((x - mean) / 1e150).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
+            * 1e150;
+        assert!(
+            (d.stddev() / want - 1.0).abs() < 1e-12,
+            "{} vs {want}",
+            d.stddev()
+        );
+        // Beyond a double, the variance says so rather than 0.
+        assert_eq!(d.var(), f64::INFINITY);
+        // Ordinary data is unchanged by the scaling.
+        let d = Dist::from_values(vec![1.0, 2.0, 3.0, 4.0]);
+        assert_eq!(d.var(), 5.0 / 3.0);
+    }
+
     use super::*;
 
     #[test]
