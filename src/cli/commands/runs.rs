@@ -221,7 +221,8 @@ fn import_bundle(file: &std::path::Path, store: Option<&str>) -> Result<()> {
     let control = crate::driver::signals::control();
     crate::driver::signals::exit_on_first_signal_off();
     let (new, old) = import(st.as_mut(), &b, &|| control.was_interrupted())?;
-    if control.was_interrupted() {
+    // (A signal that came once every run was in changes nothing: the import is complete.)
+    if control.was_interrupted() && new + old < b.runs.len() {
         crate::note!(
             "latlab: interrupted: {new} new run(s) imported, {old} already present, {} \
              not reached, into {}; run the same import again to finish (runs already \
