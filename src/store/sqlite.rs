@@ -129,6 +129,11 @@ fn inspect(conn: &Connection) -> std::result::Result<(), String> {
         .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
         .map_err(|e| match brief(&e) {
             b if b.contains("database is locked") => LOCKED.to_string(),
+            // Readable, not writable (another user's store, a WAL store's -shm it may not
+            // create): said so, not called unreadable.
+            b if b.contains("readonly") => format!(
+                "this user may not write it ({b}): run latlab as the store's owner, or give --store a store of your own"
+            ),
             b => format!("not a readable SQLite database ({b})"),
         })?;
     if tables.is_empty() {
