@@ -92,6 +92,14 @@ fn read(text: &str, file: &str) -> Result<Table> {
                 if cols.is_empty() {
                     return Err(at(i, "the Index header names no columns".into()));
                 }
+                // Two columns of one name would be two series that cannot be told apart.
+                let mut seen = std::collections::BTreeSet::new();
+                if let Some(c) = cols.iter().find(|c| !seen.insert(c.name.as_str())) {
+                    return Err(at(
+                        i,
+                        format!("the Index header names column '{}' twice", c.name),
+                    ));
+                }
             } else if first.ends_with(':') || first.parse::<u64>().is_ok() {
                 return Err(at(
                     i,
@@ -304,6 +312,10 @@ mod tests {
         assert_eq!(r.parameters["tracer"], "timerlat");
         let names: Vec<&str> = r.series.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names[..4], ["IRQ-000", "Thr-000", "IRQ-001", "Thr-001"]);
+        // A column named twice cannot be two series.
+        let dup = TIMERLAT.replace("Thr-000   IRQ-001", "Thr-000   IRQ-000");
+        let e = parse(&dup, "t.txt").unwrap_err().to_string();
+        assert!(e.contains("names column 'IRQ-000' twice"), "{e}");
         assert_eq!(r.series.len(), 10);
         let thr1 = &r.series[3];
         assert_eq!(thr1.cpu, Some(1));
