@@ -126,6 +126,36 @@ pub fn journal_path() -> PathBuf {
     user_state_dir().join("restore.json")
 }
 
+/// Refuses a `$LATLAB_JOURNAL` that cannot be a journal (exit 2): anything but a regular file
+/// where it exists (a directory, a FIFO, a link), or a file in a directory that does not
+/// exist (latlab does not make a directory tree for it).
+pub fn check_journal_env() -> crate::error::Result<()> {
+    let Some(p) = std::env::var_os("LATLAB_JOURNAL").filter(|v| !v.is_empty()) else {
+        return Ok(());
+    };
+    let path = PathBuf::from(&p);
+    let bad = |why: &str| {
+        Err(crate::error::Error::Usage(format!(
+            "LATLAB_JOURNAL {}: {why}",
+            crate::output::printable(&path.display().to_string())
+        )))
+    };
+    match std::fs::symlink_metadata(&path) {
+        Ok(m) if m.file_type().is_file() => Ok(()),
+        Ok(_) => {
+            bad("not a regular file (a directory, FIFO or link cannot be the settings journal)")
+        }
+        Err(_) => {
+            let parent = path.parent().filter(|d| !d.as_os_str().is_empty());
+            match parent.map(std::fs::metadata) {
+                Some(Ok(m)) if m.is_dir() => Ok(()),
+                None => Ok(()),
+                _ => bad("its directory does not exist"),
+            }
+        }
+    }
+}
+
 /// Whether `dir` can hold the machine-wide state: a real directory owned by root that this
 /// process may write (made, 0755, when missing and this process is root).
 fn machine_dir_usable(dir: &Path) -> bool {

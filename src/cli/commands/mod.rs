@@ -20,6 +20,7 @@ use std::io::Write;
 /// Runs one parsed command line.
 pub fn run(parsed: Parsed, argv: Vec<String>) -> Result<()> {
     crate::cli::check::install();
+    crate::io::check_journal_env()?;
     let cmd = match parsed {
         Parsed::Measure(entry, matches) => {
             pending_notice();
