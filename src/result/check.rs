@@ -176,6 +176,21 @@ impl Run {
         if self.duration_s < 0.0 {
             return Err(format!("its duration ({} s) is negative", self.duration_s));
         }
+        if !self.duration_s.is_finite() || self.duration_s > MAX_DURATION_S {
+            return Err(format!(
+                "its duration ({} s) is not a run's (at most {MAX_DURATION_S} s)",
+                self.duration_s
+            ));
+        }
+        if let Some(why) = bad_id(&self.id) {
+            return Err(format!("its id {:?} {why}", self.id));
+        }
+        if humantime::parse_rfc3339_weak(&self.started).is_err() {
+            return Err(format!(
+                "its start {:?} is not an RFC 3339 time",
+                self.started
+            ));
+        }
         // (`ended` before `started` is not refused: the wall clock may step back during a
         // run, NTP's first sync or a resumed VM, and the run's own duration is measured on
         // the monotonic clock.)
@@ -194,8 +209,59 @@ impl Run {
                 .checked_add(n)
                 .ok_or_else(|| format!("series {}: histogram counts overflow", s.name))?;
             series_figures(s, None).map_err(|why| format!("series {}: {why}", s.name))?;
+            if let Some(t) = &s.timeline {
+                if t.max.len() != t.count.len() || t.pct.len() != t.count.len() {
+                    return Err(format!(
+                        "series {}: its timeline's arrays differ in length ({} counts, {} maxima, {} percentiles)",
+                        s.name,
+                        t.count.len(),
+                        t.max.len(),
+                        t.pct.len()
+                    ));
+                }
+            }
         }
         Ok(())
+    }
+
+    /// Figures that do not contradict each other outright but that latlab's own results never
+    /// have, as warnings for whoever reads the file: a mean outside the series' minimum and
+    /// maximum (a tool's own average may be: imports keep it as written, and say so).
+    pub fn doubts(&self) -> Vec<String> {
+        if self.parameters.get("imported_from").is_some() {
+            return Vec::new();
+        }
+        self.series
+            .iter()
+            .filter(|s| {
+                let m = &s.summary;
+                let slack = 1e-9 * (m.max_ns as f64).max(1.0);
+                m.count > 0
+                    && (m.mean_ns < m.min_ns as f64 - slack || m.mean_ns > m.max_ns as f64 + slack)
+            })
+            .map(|s| {
+                format!(
+                    "series {}: its mean ({} ns) lies outside its minimum and maximum ({} to {} ns): the file was not written so by latlab",
+                    s.name, s.summary.mean_ns, s.summary.min_ns, s.summary.max_ns
+                )
+            })
+            .collect()
+    }
+}
+
+/// The longest run a result may say it lasted (31 years).
+const MAX_DURATION_S: f64 = 1e9;
+
+/// Why `id` cannot be a run's id (empty, too long, a path, blanks or control characters).
+fn bad_id(id: &str) -> Option<&'static str> {
+    if id.is_empty() {
+        Some("is empty")
+    } else if id.chars().count() > 200 {
+        Some("is longer than 200 characters")
+    } else if id.contains('/') || id.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        Some("holds a '/', a blank or a control character")
+    } else {
+        None
     }
 }
 
@@ -318,6 +384,49 @@ mod tests {
         run.series[0].summary.max_ns = 7;
         run.duration_s = -1.0;
         assert!(run.check_figures().unwrap_err().contains("duration (-1 s)"));
+        // Ids, starts, durations, timelines and means that no run has.
+        run.duration_s = 1.0;
+        let good = run.clone();
+        for (id, why) in [
+            ("", "is empty"),
+            ("../../etc/passwd", "holds a '/'"),
+            ("a\nb", "a control"),
+        ] {
+            let mut r = good.clone();
+            r.id = id.into();
+            let e = r.check_figures().unwrap_err();
+            assert!(e.contains(why), "{e}");
+        }
+        let mut r = good.clone();
+        r.started = "not a date".into();
+        assert!(r
+            .check_figures()
+            .unwrap_err()
+            .contains("not an RFC 3339 time"));
+        let mut r = good.clone();
+        r.duration_s = 1e300;
+        assert!(r.check_figures().unwrap_err().contains("is not a run's"));
+        assert!(good.doubts().is_empty());
+        let mut r = good.clone();
+        r.series[0].summary.mean_ns = 1e9;
+        assert_eq!(r.check_figures(), Ok(()));
+        let d = r.doubts();
+        assert!(
+            d.len() == 1 && d[0].contains("lies outside its minimum and maximum"),
+            "{d:?}"
+        );
+        // An import keeps its tool's average as written.
+        r.parameters = serde_json::json!({"imported_from": "x.json"});
+        assert!(r.doubts().is_empty());
+        let mut r = good.clone();
+        r.series[0].timeline = Some(crate::result::Timeline {
+            interval_ns: 1,
+            percentile: 99.0,
+            count: vec![1, 2],
+            max: vec![1],
+            pct: vec![1, 1],
+        });
+        assert!(r.check_figures().unwrap_err().contains("differ in length"));
         // A wall clock stepped back during the run is no contradiction.
         run.duration_s = 1.0;
         run.ended = "2020-01-01T00:00:00Z".into();

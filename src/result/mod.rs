@@ -123,6 +123,9 @@ impl Run {
         }
         run.check_figures()
             .map_err(|e| crate::Error::Usage(format!("{name}: {e}")))?;
+        for d in run.doubts() {
+            crate::note!("latlab: warning: {name}: {d}");
+        }
         Ok(run)
     }
 
