@@ -321,7 +321,7 @@ fn short_warnings(sources: &[Source], quantiles: &[(&str, f64)]) -> Vec<String> 
             .collect();
         if !short.is_empty() {
             warnings.push(format!(
-                "{name} not estimable from fewer than {} values, shown but not compared: {}",
+                "{name} not estimable from fewer than {} values, neither shown nor compared: {}",
                 thousands(min_n_for(q)),
                 short.join(", ")
             ));

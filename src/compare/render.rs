@@ -80,6 +80,10 @@ fn rows(a: &Analysis) -> Tables {
             let dist = m.metric == "distribution";
             // Baseline, value, difference and interval at one precision: they add up.
             let [b, v, d, ci] = super::verdict::columns(m);
+            // A figure its sample cannot estimate is not shown as if it were one (the set
+            // table leaves it out too).
+            let unsupported = m.verdict == Verdict::NotEstimable;
+            let shown = |t: String| if unsupported { "-".to_string() } else { t };
             cmp_rows.push(vec![
                 c.label.clone(),
                 if dist {
@@ -87,11 +91,11 @@ fn rows(a: &Analysis) -> Tables {
                 } else {
                     m.metric.clone()
                 },
-                if dist { g(m.base, 3) } else { b },
-                if dist { g(m.value, 3) } else { v },
-                if dist { "-".into() } else { d },
+                if dist { g(m.base, 3) } else { shown(b) },
+                if dist { g(m.value, 3) } else { shown(v) },
+                if dist { "-".into() } else { shown(d) },
                 ci,
-                if dist || m.change_pct.is_nan() {
+                if dist || unsupported || m.change_pct.is_nan() {
                     "-".into()
                 } else {
                     super::verdict::change_text(m)

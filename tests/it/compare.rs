@@ -38,7 +38,7 @@ fn same_seed_same_output_and_a_shift_is_found() {
         .unwrap();
     assert!(p50.ends_with("worse"), "{p50}");
     // p99.9 from 3000 samples is flagged, not compared.
-    assert!(text.contains("p99.9 not estimable from fewer than 10 000 values, shown but not compared: base (3000), slow (3000)"), "{text}");
+    assert!(text.contains("p99.9 not estimable from fewer than 10 000 values, neither shown nor compared: base (3000), slow (3000)"), "{text}");
     let c = compare(dir.path(), &["base", "slow", "--seed", "10"]);
     assert!(c.stdout.contains("seed 10"));
 }
