@@ -110,6 +110,9 @@ where
         if e.kind() == clap::error::ErrorKind::InvalidUtf8 {
             return not_utf8(&argv).unwrap_or(e);
         }
+        if e.kind() == clap::error::ErrorKind::UnknownArgument {
+            return negative_value(&e, &argv).unwrap_or(e);
+        }
         crate::driver::args::name_the_flag(e, sub_named(&cmd, &argv))
     })?;
     if let Some((name, sub)) = m.subcommand() {
@@ -118,6 +121,26 @@ where
         }
     }
     Ok(Parsed::Other(Cli::from_arg_matches(&m)?.command))
+}
+
+/// clap takes a negative number after a flag (`--bootstrap -1`) for an unknown flag of its
+/// own and names neither: said as the flag's bad value.
+fn negative_value(e: &clap::Error, argv: &[std::ffi::OsString]) -> Option<clap::Error> {
+    use clap::error::{ContextKind, ContextValue};
+    let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) else {
+        return None;
+    };
+    if !(arg.starts_with('-') && arg[1..].starts_with(|c: char| c.is_ascii_digit() || c == '.')) {
+        return None;
+    }
+    let i = argv.iter().position(|w| w.to_str() == Some(arg.as_str()))?;
+    let flag = argv.get(i.checked_sub(1)?)?.to_str()?;
+    (flag.starts_with('-') && flag.len() > 1 && !flag.contains('=')).then(|| {
+        clap::Error::raw(
+            clap::error::ErrorKind::ValueValidation,
+            format!("{flag} {arg}: a negative number is not a value it takes\n"),
+        )
+    })
 }
 
 /// clap's "invalid UTF-8" error names no argument: the first value that is not UTF-8 where
@@ -189,6 +212,18 @@ mod tests {
             .iter()
             .map(|w| OsString::from_vec(w.to_vec()))
             .collect()
+    }
+
+    #[test]
+    fn a_negative_value_after_a_flag_names_the_flag() {
+        let e = match parse(["latlab", "compare", "--bootstrap", "-1", "a", "b"]) {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("-1 accepted"),
+        };
+        assert!(
+            e.contains("--bootstrap -1: a negative number is not a value it takes"),
+            "{e}"
+        );
     }
 
     #[test]
