@@ -181,6 +181,7 @@ fn a_thread_moved_by_another_process_while_it_measures_is_said() {
         let mut running = c.spawn();
         running.wait_for_thread("latlab-T0");
         let tid = thread_id(running.id(), "latlab-T0").expect("the measuring thread's id");
+        wait_placed(running.id(), &tid, 1);
         let moved = |cmd: &mut Command| cmd.status().is_ok_and(|s| s.success());
         assert!(moved(Command::new("taskset").args(["-pc", "0", &tid])));
         assert!(moved(Command::new("chrt").args(["-o", "-p", "0", &tid])));
@@ -203,6 +204,7 @@ fn a_thread_moved_by_another_process_while_it_measures_is_said() {
         .spawn();
     running.wait_for_thread("latlab-cpu1");
     let tid = thread_id(running.id(), "latlab-cpu1").expect("the spinning thread's id");
+    wait_placed(running.id(), &tid, 1);
     assert!(Command::new("taskset")
         .args(["-pc", "0", &tid])
         .status()
@@ -277,6 +279,7 @@ fn a_thread_moved_away_and_back_is_said() {
         let mut running = util::latlab().words(words).arg(&json).spawn();
         running.wait_for_thread(thread);
         let tid = thread_id(running.id(), thread).expect("the measuring thread's id");
+        wait_placed(running.id(), &tid, 1);
         there_and_back(&tid);
         running.finish().assert_exit(if strict { 3 } else { 0 });
         let warnings = util::read_json(&json)["warnings"].to_string();
@@ -295,6 +298,7 @@ fn a_thread_moved_away_and_back_is_said() {
         .spawn();
     running.wait_for_thread("latlab-cpu1");
     let tid = thread_id(running.id(), "latlab-cpu1").expect("the measuring thread's id");
+    wait_placed(running.id(), &tid, 1);
     there_and_back(&tid);
     let out = running.finish();
     out.assert_ok();
@@ -305,6 +309,31 @@ fn a_thread_moved_away_and_back_is_said() {
     );
     let warnings = util::read_json(&json)["warnings"].to_string();
     assert!(warnings.contains(said), "{warnings}");
+}
+
+/// Waits until thread `tid` of `pid` has pinned itself to CPU `cpu` and (some time later) is
+/// in its measuring loop: a move made before the thread placed itself would be undone by its
+/// own pinning and never be a move while it measured.
+fn wait_placed(pid: u32, tid: &str, cpu: usize) {
+    let status = format!("/proc/{pid}/task/{tid}/status");
+    let pinned = || {
+        std::fs::read_to_string(&status).is_ok_and(|s| {
+            s.lines().any(|l| {
+                l.split_once(':')
+                    .is_some_and(|(k, v)| k == "Cpus_allowed_list" && v.trim() == cpu.to_string())
+            })
+        })
+    };
+    let t0 = std::time::Instant::now();
+    while !pinned() {
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(30),
+            "thread {tid} never pinned to CPU {cpu}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    // Past the start barrier and the first read of its placement (not a timing assertion).
+    std::thread::sleep(std::time::Duration::from_millis(300));
 }
 
 /// The id of process `pid`'s thread called `name`.
