@@ -209,6 +209,44 @@ pub(crate) fn line_of(text: &str, path: &[&str]) -> Option<usize> {
     None
 }
 
+/// The first key the `thread` object of rt-tests' JSON holds twice (serde keeps only the last
+/// of a repeated key, so a thread would be lost without a word); None when none repeats or
+/// the text is not such JSON (its own error says so).
+pub(super) fn repeated_thread(text: &str) -> Option<String> {
+    use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+    struct Keys(Option<String>);
+    impl<'de> serde::Deserialize<'de> for Keys {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Keys, D::Error> {
+            struct V;
+            impl<'de> Visitor<'de> for V {
+                type Value = Keys;
+                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                    f.write_str("an object")
+                }
+                fn visit_map<A: MapAccess<'de>>(
+                    self,
+                    mut m: A,
+                ) -> std::result::Result<Keys, A::Error> {
+                    let mut seen = std::collections::BTreeSet::new();
+                    let mut twice = None;
+                    while let Some((k, IgnoredAny)) = m.next_entry::<String, IgnoredAny>()? {
+                        if !seen.insert(k.clone()) && twice.is_none() {
+                            twice = Some(k);
+                        }
+                    }
+                    Ok(Keys(twice))
+                }
+            }
+            d.deserialize_map(V)
+        }
+    }
+    #[derive(serde::Deserialize)]
+    struct Top {
+        thread: Option<Keys>,
+    }
+    serde_json::from_str::<Top>(text).ok()?.thread?.0
+}
+
 /// A thread's `cpu`: None when absent or -1 (cyclictest without `-a`); anything else must be a
 /// CPU number Linux can have.
 pub(super) fn thread_cpu(src: &Source, path: &[&str], v: &Value) -> Result<Option<usize>> {

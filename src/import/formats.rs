@@ -89,6 +89,12 @@ fn rt_duration(v: &Value, warnings: &mut Vec<String>) -> Option<f64> {
 
 fn rt_tests(tool: Tool, text: &str, file: &str) -> Result<Run> {
     let v = json(text, file, tool.name())?;
+    if let Some(k) = super::check::repeated_thread(text) {
+        return Err(bad(
+            file,
+            format!("thread \"{k}\" appears twice: one of them would be lost"),
+        ));
+    }
     let src = Source { text, file };
     let threads = v["thread"].as_object().ok_or_else(|| {
         bad(
@@ -491,6 +497,16 @@ mod tests {
             (e.sched_rt_runtime_us, e.kernel_cmdline.as_str()),
             (None, "")
         );
+    }
+
+    #[test]
+    fn a_thread_given_twice_is_refused() {
+        let t = r#"{"file_version": 1, "thread": {"0": {"cycles": 5, "min": 4, "max": 9, "avg": 6.0},
+          "0": {"cycles": 7, "min": 3, "max": 8, "avg": 5.0}}}"#;
+        let e = parse(Tool::Cyclictest, t, "c.json", 10)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("thread \"0\" appears twice"), "{e}");
     }
 
     #[test]

@@ -27,6 +27,12 @@ pub fn parse(tool: Tool, text: &str, file: &str) -> Result<Run> {
             format!("not {} JSON: {e} (line {})", tool.name(), e.line()),
         )
     })?;
+    if let Some(k) = super::check::repeated_thread(text) {
+        return Err(bad(
+            file,
+            format!("thread \"{k}\" appears twice: one of them would be lost"),
+        ));
+    }
     let src = Source { text, file };
     let threads = v["thread"].as_object().ok_or_else(|| {
         bad(
