@@ -75,6 +75,20 @@ impl Background {
         }
     }
 
+    /// [`Background::finish`] while `last` (the result the measurement is about to return,
+    /// kept by the driver after this) is noted as not kept yet: a second Ctrl-C during the
+    /// wait keeps it in a file with the snapshots still queued, instead of losing it.
+    pub fn finish_with(self, last: &crate::result::Run) {
+        let noted = serde_json::to_value(last).ok().map(|v| {
+            super::pend((last.id.clone(), Arc::new(v), self.tags.clone(), None));
+            last.id.clone()
+        });
+        self.finish();
+        if let Some(id) = noted {
+            super::unpend(&id);
+        }
+    }
+
     /// Waits for what was handed over to be kept (each wait bounded by the store's own limits).
     pub fn finish(mut self) {
         self.tx.take();

@@ -326,7 +326,8 @@ pub fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> 
     // The snapshots handed over are kept (or in files) before the last interval's result,
     // whose figures and duration end where the measuring did.
     if let Some(bg) = keeping {
-        bg.finish();
+        // A second Ctrl-C while it waits for a stalled store keeps this last result too.
+        bg.finish_with(&run);
     }
     let session = outs.into_iter().zip(&cfg.cpus).map(|((_, o), &c)| (c, o.rec, o.overruns, o.lost)).collect();
     Ok(MonitorOutcome {
