@@ -208,15 +208,44 @@ pub(crate) fn rt_time(text: &str) -> Option<std::time::SystemTime> {
     let y: i64 = year.parse().ok()?;
     let mut it = hms.split(':').map(|x| x.parse::<i64>().ok());
     let (hh, mm, ss) = (it.next()??, it.next()??, it.next()??);
-    if !(1..=31).contains(&day) || hh > 23 || mm > 59 || ss > 60 || tz.len() != 5 {
+    // Days per month (February's 29 in a leap year).
+    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    let days_in = [
+        31,
+        if leap { 29 } else { 28 },
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ];
+    let tz = tz.as_bytes();
+    if !(1..=days_in[(m - 1) as usize]).contains(&day)
+        || !(0..=23).contains(&hh)
+        || !(0..=59).contains(&mm)
+        || !(0..=60).contains(&ss)
+        || tz.len() != 5
+        || !tz[1..].iter().all(u8::is_ascii_digit)
+    {
         return None;
     }
-    let sign = match &tz[..1] {
-        "+" => 1,
-        "-" => -1,
+    let sign = match tz[0] {
+        b'+' => 1,
+        b'-' => -1,
         _ => return None,
     };
-    let off = sign * (tz[1..3].parse::<i64>().ok()? * 3600 + tz[3..5].parse::<i64>().ok()? * 60);
+    let digits = |a: usize| i64::from(tz[a] - b'0') * 10 + i64::from(tz[a + 1] - b'0');
+    let (oh, om) = (digits(1), digits(3));
+    // Offsets in use lie within ±14 hours.
+    if oh > 14 || om > 59 {
+        return None;
+    }
+    let off = sign * (oh * 3600 + om * 60);
     // Days from the civil date (Howard Hinnant's algorithm).
     let (yy, mo) = if m <= 2 { (y - 1, m + 9) } else { (y, m - 3) };
     let era = yy.div_euclid(400);
@@ -316,6 +345,23 @@ pub(crate) fn bad(file: &str, why: impl std::fmt::Display) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rt_dates_that_are_not_dates_are_none_never_a_panic() {
+        assert!(rt_time("Sun, 22 Nov 2026 15:46:35 +0000").is_some());
+        assert!(rt_time("Sun, 22 Nov 2026 15:46:35 +0530").is_some());
+        for bad in [
+            "Sun, 22 Nov 2026 15:46:35 \u{e9}123",
+            "Sun, 22 Nov 2026 15:46:35 +1\u{e9}1",
+            "Sun, 22 Nov 2026 15:46:35 +9999",
+            "Sat, 31 Feb 2026 15:46:35 +0000",
+            "Sun, 22 Nov 2026 25:46:35 +0000",
+            "Sun, 22 Nov 2026 -1:46:35 +0000",
+        ] {
+            assert!(rt_time(bad).is_none(), "{bad}");
+        }
+        assert!(rt_time("Sat, 29 Feb 2028 00:00:00 +0000").is_some());
+    }
 
     #[test]
     fn rt_tests_time_stamps_are_read() {
