@@ -39,6 +39,9 @@ pub fn control() -> Control {
         .clone()
 }
 
+/// The signal thread's iterator, for [`stop_on_hangup`] to add SIGHUP to it.
+static SIGNALS: std::sync::OnceLock<signal_hook::iterator::Handle> = std::sync::OnceLock::new();
+
 /// Makes SIGHUP set the stop and interrupt flags as SIGTERM does (idempotent), for
 /// measurements: without it a hang-up ends latlab before it saves or restores anything.
 pub fn stop_on_hangup() {
@@ -52,6 +55,11 @@ pub fn stop_on_hangup() {
             c.signal.clone(),
             libc::SIGHUP as usize,
         );
+        // It counts as a first signal (a second Ctrl-C or SIGTERM after it ends latlab at
+        // once, as after SIGINT), and a second hang-up as a second.
+        if let Some(h) = SIGNALS.get() {
+            let _ = h.add_signal(libc::SIGHUP);
+        }
     });
     // Held since start (sys::process): a hang-up that came meanwhile is delivered now.
     sys::process::release_hangup();
@@ -77,6 +85,7 @@ fn register(c: &Control) {
     // group, so one request can arrive twice within milliseconds, and it must not throw away
     // the result of the first.
     if let Ok(mut signals) = signal_hook::iterator::Signals::new([libc::SIGINT, libc::SIGTERM]) {
+        let _ = SIGNALS.set(signals.handle());
         let _ = std::thread::Builder::new()
             .name("latlab-signals".into())
             .stack_size(crate::sys::mem::HELPER_STACK)

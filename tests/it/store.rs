@@ -732,6 +732,13 @@ fn a_second_ctrl_c_keeps_a_monitors_queued_snapshots_in_files() {
 /// (which ends latlab at once) keeps the run in a file instead of losing it.
 #[test]
 fn a_second_ctrl_c_while_the_store_waits_keeps_the_run_in_a_file() {
+    // A hang-up as the first signal counts as one too.
+    for first in [libc::SIGINT, libc::SIGHUP] {
+        second_signal_keeps_the_waiting_run(first);
+    }
+}
+
+fn second_signal_keeps_the_waiting_run(first: libc::c_int) {
     let dir = Dir::new();
     let db = dir.join("locked.db");
     let s = store_arg(&db);
@@ -747,7 +754,7 @@ fn a_second_ctrl_c_while_the_store_waits_keeps_the_run_in_a_file() {
     // The run ends after a second; the store's wait is said two seconds later (margin for a
     // busy host).
     std::thread::sleep(Duration::from_millis(5000));
-    running.signal(libc::SIGINT);
+    running.signal(first);
     std::thread::sleep(Duration::from_millis(700));
     // A second SIGTERM this time: exit 128 + 15.
     running.signal(libc::SIGTERM);
