@@ -275,9 +275,15 @@ impl SampleLog {
                         "trailer at byte {at} names {count} series, header {n}"
                     ));
                 }
-                let lost = (0..n)
+                let lost = match (0..n)
                     .map(|_| r.u64())
-                    .collect::<std::result::Result<Vec<_>, _>>()?;
+                    .collect::<std::result::Result<Vec<_>, _>>()
+                {
+                    Ok(l) => l,
+                    // Cut inside the trailer: every block stands, the lost counts are unknown.
+                    Err(e) if e.starts_with("truncated") => return Ok(cut(samples)),
+                    Err(e) => return Err(e),
+                };
                 // The trailer ends the file: anything after it is not latlab's.
                 let end = r.pos;
                 if !r.at_eof()? {
@@ -439,6 +445,14 @@ mod tests {
             }
         }
         let whole = log.len();
+        // Cut inside the trailer: both blocks stand.
+        let mut whole_log = log.clone();
+        whole_log.extend_from_slice(&TRAILER.to_le_bytes());
+        whole_log.extend_from_slice(&1u32.to_le_bytes());
+        whole_log.extend_from_slice(&0u64.to_le_bytes());
+        let r = SampleLog::from_reader(&whole_log[..whole_log.len() - 3]).unwrap();
+        assert_eq!(r.samples, vec![vec![1, 2, 3, 4]]);
+        assert_eq!((r.lost, r.cut_at), (None, Some(whole as u64)));
         // Cut inside the second block's samples, inside its header, and between blocks.
         for (cut, cut_at) in [
             (whole - 3, Some(whole as u64 - 24)),
