@@ -133,12 +133,17 @@ fn negative_value(e: &clap::Error, argv: &[std::ffi::OsString]) -> Option<clap::
     if !(arg.starts_with('-') && arg[1..].starts_with(|c: char| c.is_ascii_digit() || c == '.')) {
         return None;
     }
-    let i = argv.iter().position(|w| w.to_str() == Some(arg.as_str()))?;
+    // clap names `-0` of `-0.5` (a cluster of short flags): the word it came from is the
+    // number.
+    let (i, word) = argv.iter().enumerate().skip(1).find_map(|(i, w)| {
+        let w = w.to_str()?;
+        (w.starts_with(arg.as_str()) && w.parse::<f64>().is_ok()).then_some((i, w))
+    })?;
     let flag = argv.get(i.checked_sub(1)?)?.to_str()?;
     (flag.starts_with('-') && flag.len() > 1 && !flag.contains('=')).then(|| {
         clap::Error::raw(
             clap::error::ErrorKind::ValueValidation,
-            format!("{flag} {arg}: a negative number is not a value it takes\n"),
+            format!("{flag} {word}: a negative number is not a value it takes\n"),
         )
     })
 }
@@ -224,6 +229,11 @@ mod tests {
             e.contains("--bootstrap -1: a negative number is not a value it takes"),
             "{e}"
         );
+        let e = match parse(["latlab", "compare", "--confidence", "-0.5", "a", "b"]) {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("-0.5 accepted"),
+        };
+        assert!(e.contains("--confidence -0.5: a negative number"), "{e}");
     }
 
     #[test]
