@@ -185,7 +185,7 @@ impl Run {
         if let Some(why) = bad_id(&self.id) {
             return Err(format!("its id {:?} {why}", self.id));
         }
-        if humantime::parse_rfc3339_weak(&self.started).is_err() {
+        if !is_rfc3339(&self.started) {
             return Err(format!(
                 "its start {:?} is not an RFC 3339 time",
                 self.started
@@ -247,6 +247,24 @@ impl Run {
             })
             .collect()
     }
+}
+
+/// Whether `t` is an RFC 3339 time: `Z` (what latlab writes) or a numeric offset
+/// (`+05:30`, which another tool may write).
+fn is_rfc3339(t: &str) -> bool {
+    if humantime::parse_rfc3339_weak(t).is_ok() {
+        return true;
+    }
+    let b = t.as_bytes();
+    let n = b.len();
+    n > 6
+        && matches!(b[n - 6], b'+' | b'-')
+        && b[n - 3] == b':'
+        && [n - 5, n - 4, n - 2, n - 1]
+            .iter()
+            .all(|&i| b[i].is_ascii_digit())
+        && t.is_char_boundary(n - 6)
+        && humantime::parse_rfc3339_weak(&format!("{}Z", &t[..n - 6])).is_ok()
 }
 
 /// The longest run a result may say it lasted (31 years).
@@ -403,6 +421,8 @@ mod tests {
             .check_figures()
             .unwrap_err()
             .contains("not an RFC 3339 time"));
+        r.started = "2026-11-26T21:33:26+05:30".into();
+        assert_eq!(r.check_figures(), Ok(()));
         let mut r = good.clone();
         r.duration_s = 1e300;
         assert!(r.check_figures().unwrap_err().contains("is not a run's"));
