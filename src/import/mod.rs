@@ -282,7 +282,11 @@ pub fn run(
     for file in files {
         let name = file.display().to_string();
         let parsed = crate::io::read_text_limited(file, MAX_IMPORT_BYTES, tool.name())
-            .and_then(|text| parse(tool, &text, &name, max_runs.saturating_sub(made)))
+            .and_then(|text| {
+                let mut runs = parse(tool, &text, &name, max_runs.saturating_sub(made))?;
+                content_ids(&mut runs, tool, &text);
+                Ok(runs)
+            })
             .and_then(|runs| {
                 // Every run of the file reads back as stored before any is kept.
                 for r in &runs {
@@ -311,13 +315,16 @@ pub fn run(
         };
         let mut out = String::new();
         for r in &runs {
-            st.save(r, &t)?;
+            let value = serde_json::to_value(r).map_err(|e| Error::Env(e.to_string()))?;
+            let new = st.save_json(&value, &t)?;
             let n: u64 = r.series.iter().map(|s| s.summary.count).sum();
             out.push_str(&format!(
-                "imported run {} ({}, {} series, {n} samples) from {name} into {}\n",
+                "{} run {} ({}, {} series, {n} samples) from {name} {} {}\n",
+                if new { "imported" } else { "already present:" },
                 r.id,
                 tool.name(),
                 r.series.len(),
+                if new { "into" } else { "in" },
                 st.location()
             ));
             for w in &r.warnings {
@@ -335,6 +342,28 @@ pub fn run(
         ))?;
     }
     Ok(())
+}
+
+/// Gives each run of one file an id whose suffix comes from the file's contents (and the run's
+/// place in it) instead of chance: the same file imported twice is the same run(s), found
+/// present, not a copy that a comparison would count twice. (The id's time is the tool's start
+/// time where the file has one, else the import's: only the former makes a second import of
+/// the same file idempotent.)
+fn content_ids(runs: &mut [Run], tool: Tool, text: &str) {
+    for (i, r) in runs.iter_mut().enumerate() {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in tool
+            .name()
+            .bytes()
+            .chain(text.bytes())
+            .chain((i as u64).to_le_bytes())
+        {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        let time = r.id.split('-').next().unwrap_or_default().to_string();
+        r.id = format!("{time}-{:08x}", (h ^ (h >> 32)) as u32);
+    }
 }
 
 /// Shorthand for a bad-input error naming the file.

@@ -48,6 +48,17 @@ fn real_rt_tests_and_iperf3_output_become_runs() {
     );
     let ids = import(&store, "cyclictest", &ct);
     assert_eq!(ids.len(), 1);
+    // The same file again is the same run, found present: not a copy counted twice.
+    let again = latlab()
+        .args(["runs", "import", "--from", "cyclictest", "--store", &store])
+        .arg(&ct)
+        .assert_ok();
+    assert!(
+        again
+            .stdout
+            .contains(&format!("already present: run {}", ids[0])),
+        "{again}"
+    );
     let g = latlab()
         .args([
             "gate",
