@@ -237,8 +237,7 @@ fn a_thread_moved_by_another_process_while_it_measures_is_said() {
 }
 
 /// A thread moved to another CPU and back between the two reads of its placement (the loop's
-/// start and end) is still said: its loop counts the wake-ups (or spins) made elsewhere, and
-/// `--strict` ends the run with exit 3, its result kept.
+/// start and end) is still said: its loop counts the wake-ups (or spins) made elsewhere.
 #[test]
 fn a_thread_moved_away_and_back_is_said() {
     let _x = util::exclusive();
@@ -262,11 +261,14 @@ fn a_thread_moved_away_and_back_is_said() {
     };
     let dir = Dir::new();
     for (words, thread, name, strict) in [
+        // (Not --strict: another test's real-time thread on CPU 1, from the suite running
+        // beside this one, would refuse the run before it starts; --strict's exit 3 on a move
+        // is `a_thread_moved_by_another_process_while_it_measures_is_said`'s.)
         (
-            "cyclic -t 1 -a 1 -D 2s -q --no-store --strict --json",
+            "cyclic -t 1 -a 1 -D 2s -q --no-store --json",
             "latlab-T0",
             "T0",
-            true,
+            false,
         ),
         (
             "noise -a 1 -D 2s -q --no-store --json",
