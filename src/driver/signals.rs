@@ -183,8 +183,7 @@ pub fn exit_on_first_signal() {
     // A signal that came before this call was only recorded: honour it now.
     let c = control();
     if c.was_interrupted() {
-        let sig = c.signal.load(Ordering::SeqCst) as i32;
-        std::process::exit(128 + if sig > 0 { sig } else { libc::SIGINT });
+        std::process::exit(c.signal_exit_code());
     }
 }
 

@@ -396,6 +396,13 @@ pub struct Control {
 }
 
 impl Control {
+    /// The exit status of a process ended by the signal received: 128 + its number (130
+    /// when none was recorded).
+    pub fn signal_exit_code(&self) -> i32 {
+        let sig = self.signal.load(Ordering::SeqCst) as i32;
+        128 + if sig > 0 { sig } else { libc::SIGINT }
+    }
+
     /// True once a signal asked the run to end.
     pub fn was_interrupted(&self) -> bool {
         self.interrupted.load(Ordering::Relaxed)

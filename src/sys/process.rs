@@ -418,23 +418,23 @@ pub fn release_hangup() {
 }
 
 fn hangup(how: libc::c_int) {
-    // SAFETY: as in `stop_signals`.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, libc::SIGHUP);
-        libc::pthread_sigmask(how, &set, std::ptr::null_mut());
-    }
+    mask(how, &[libc::SIGHUP]);
 }
 
 fn stop_signals(how: libc::c_int) {
+    mask(how, &[libc::SIGINT, libc::SIGTERM]);
+}
+
+/// Blocks or unblocks (`how`) `sigs` on the calling thread.
+fn mask(how: libc::c_int, sigs: &[libc::c_int]) {
     // SAFETY: sigset_t is plain data initialised by sigemptyset; pthread_sigmask only changes
     // the calling thread's mask.
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, libc::SIGINT);
-        libc::sigaddset(&mut set, libc::SIGTERM);
+        for &s in sigs {
+            libc::sigaddset(&mut set, s);
+        }
         libc::pthread_sigmask(how, &set, std::ptr::null_mut());
     }
 }

@@ -86,8 +86,7 @@ pub fn run(parsed: Parsed, argv: Vec<String>) -> Result<()> {
                 // A second Ctrl-C: the settings are back; it ends as one does elsewhere.
                 if crate::rt::second_signal_received() {
                     let _ = crate::output::stdout(&text);
-                    let sig = control.signal.load(std::sync::atomic::Ordering::SeqCst) as i32;
-                    std::process::exit(128 + if sig > 0 { sig } else { libc::SIGINT });
+                    std::process::exit(control.signal_exit_code());
                 }
                 text
             };

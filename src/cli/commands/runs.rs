@@ -230,8 +230,7 @@ fn import_bundle(file: &std::path::Path, store: Option<&str>) -> Result<()> {
             b.runs.len() - new - old,
             st.location()
         );
-        let sig = control.signal.load(std::sync::atomic::Ordering::SeqCst) as i32;
-        std::process::exit(128 + if sig > 0 { sig } else { libc::SIGINT });
+        std::process::exit(control.signal_exit_code());
     }
     if old > 0 {
         for id in differing(st.as_ref(), &b) {
