@@ -195,7 +195,19 @@ impl Run {
         // run, NTP's first sync or a resumed VM, and the run's own duration is measured on
         // the monotonic clock.)
         let mut all = 0u64;
-        for s in &self.series {
+        for (i, s) in self.series.iter().enumerate() {
+            // Series are found by name (compare pairs them, `--series` picks one): two of one
+            // name would make one of them unreachable.
+            if self.series[..i].iter().any(|o| o.name == s.name) {
+                return Err(format!("it holds two series named {:?}", s.name));
+            }
+            if let Some(c) = s.cpu.filter(|&c| c > crate::config::cpuset::MAX_CPU) {
+                return Err(format!(
+                    "series {}: its CPU {c} is beyond the largest possible CPU {}",
+                    s.name,
+                    crate::config::cpuset::MAX_CPU
+                ));
+            }
             let mut n = 0u64;
             for [v, c] in &s.histogram.buckets {
                 n = n.checked_add(*c).ok_or_else(|| {
@@ -217,6 +229,18 @@ impl Run {
                         t.count.len(),
                         t.max.len(),
                         t.pct.len()
+                    ));
+                }
+                if t.interval_ns == 0 {
+                    return Err(format!(
+                        "series {}: its timeline's interval is 0 ns",
+                        s.name
+                    ));
+                }
+                if !(t.percentile > 0.0 && t.percentile <= 100.0) {
+                    return Err(format!(
+                        "series {}: its timeline's percentile {} is not in (0, 100]",
+                        s.name, t.percentile
                     ));
                 }
             }
@@ -270,7 +294,10 @@ fn is_rfc3339(t: &str) -> bool {
 /// The longest run a result may say it lasted (31 years).
 const MAX_DURATION_S: f64 = 1e9;
 
-/// Why `id` cannot be a run's id (empty, too long, a path, blanks or control characters).
+/// Why `id` cannot be a run's id (empty, too long, a path, blanks or control characters, or
+/// what a run list could not name: a ',' splits it, a leading '-' reads as a flag, `.` and
+/// `..` as directories, and invisible or direction-changing characters make it print as
+/// another id).
 fn bad_id(id: &str) -> Option<&'static str> {
     if id.is_empty() {
         Some("is empty")
@@ -278,9 +305,24 @@ fn bad_id(id: &str) -> Option<&'static str> {
         Some("is longer than 200 characters")
     } else if id.contains('/') || id.chars().any(|c| c.is_whitespace() || c.is_control()) {
         Some("holds a '/', a blank or a control character")
+    } else if id.contains(',') {
+        Some("holds a ',' (which separates the runs of a list)")
+    } else if id.starts_with('-') {
+        Some("starts with '-' (which reads as a flag)")
+    } else if id == "." || id == ".." {
+        Some("names a directory")
+    } else if id.chars().any(invisible) {
+        Some("holds an invisible or direction-changing character")
     } else {
         None
     }
+}
+
+/// Format characters that change how text around them prints without showing themselves:
+/// zero-width spaces and joiners, direction marks, embeddings, overrides and isolates, the
+/// byte-order mark.
+fn invisible(c: char) -> bool {
+    matches!(c, '\u{061C}' | '\u{180E}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{206F}' | '\u{FEFF}')
 }
 
 #[cfg(test)]
@@ -409,6 +451,11 @@ mod tests {
             ("", "is empty"),
             ("../../etc/passwd", "holds a '/'"),
             ("a\nb", "a control"),
+            ("a,b", "holds a ','"),
+            ("--help", "starts with '-'"),
+            ("..", "names a directory"),
+            ("ab\u{202E}cd", "direction-changing"),
+            ("a\u{200B}", "invisible"),
         ] {
             let mut r = good.clone();
             r.id = id.into();
@@ -447,6 +494,36 @@ mod tests {
             pct: vec![1, 1],
         });
         assert!(r.check_figures().unwrap_err().contains("differ in length"));
+        let tl = |interval_ns, percentile| {
+            let mut r = good.clone();
+            r.series[0].timeline = Some(crate::result::Timeline {
+                interval_ns,
+                percentile,
+                count: vec![1],
+                max: vec![1],
+                pct: vec![1],
+            });
+            r.check_figures()
+        };
+        assert_eq!(tl(1, 99.0), Ok(()));
+        assert_eq!(tl(1, 100.0), Ok(()));
+        assert!(tl(0, 99.0).unwrap_err().contains("interval is 0 ns"));
+        for p in [200.0, 0.0, -1.0, f64::NAN] {
+            assert!(tl(1, p).unwrap_err().contains("not in (0, 100]"), "{p}");
+        }
+        let mut r = good.clone();
+        r.series[0].cpu = Some(1_000_000_000_000);
+        assert!(r
+            .check_figures()
+            .unwrap_err()
+            .contains("beyond the largest"));
+        r.series[0].cpu = Some(8191);
+        assert_eq!(r.check_figures(), Ok(()));
+        r.series.push(r.series[0].clone());
+        assert!(r
+            .check_figures()
+            .unwrap_err()
+            .contains("two series named \"T0\""));
         // A wall clock stepped back during the run is no contradiction.
         run.duration_s = 1.0;
         run.ended = "2020-01-01T00:00:00Z".into();

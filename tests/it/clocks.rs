@@ -42,6 +42,35 @@ fn other_clocksource_or_skip() -> Option<(String, String)> {
 }
 
 #[test]
+fn a_clock_or_clocksource_named_twice_is_measured_once() {
+    let dir = Dir::new();
+    let json = dir.join("c.json");
+    latlab()
+        .words("clocks --clocks monotonic,all,monotonic,realtime --batches 20 --json")
+        .arg(&json)
+        .assert_ok();
+    let run = read_json(&json);
+    let names: Vec<&str> = run["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names[0], "monotonic", "{names:?}");
+    let mut distinct = names.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(distinct.len(), names.len(), "{names:?}");
+    // What latlab wrote, it reads back.
+    latlab()
+        .arg("report")
+        .arg(&json)
+        .arg("-o")
+        .arg(dir.join("r.html"))
+        .assert_ok();
+}
+
+#[test]
 fn every_clock_is_measured_or_explained() {
     let dir = Dir::new();
     let json = dir.join("c.json");

@@ -13,6 +13,9 @@ fn each_method_gives_one_sample_per_iteration() {
         ("threads", "0", "yield,pipe,futex"),
         ("processes", "0", "yield,pipe,futex"),
         ("threads", "0,1", "pipe,futex"),
+        // A method named twice is measured once: two series of one name could not be told
+        // apart (and the result would not read back).
+        ("threads", "0,1", "pipe,futex,pipe"),
     ] {
         let json = dir.join(format!("{tasks}{cpus}.json"));
         latlab()
@@ -24,7 +27,17 @@ fn each_method_gives_one_sample_per_iteration() {
             .assert_ok();
         let run = read_json(&json);
         let series = run["series"].as_array().unwrap();
-        assert_eq!(series.len(), methods.split(',').count());
+        let mut named: Vec<&str> = methods.split(',').collect();
+        named.sort();
+        named.dedup();
+        assert_eq!(series.len(), named.len(), "{methods}");
+        // What latlab wrote, it reads back.
+        latlab()
+            .arg("report")
+            .arg(&json)
+            .arg("-o")
+            .arg(dir.join("r.html"))
+            .assert_ok();
         for s in series {
             assert_eq!(s["count"], 777, "{tasks} {cpus} {}", s["name"]);
             let x = &s["extra"];

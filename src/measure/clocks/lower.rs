@@ -28,7 +28,7 @@ impl ClocksConfig {
                     }
                     v.push(n.to_string());
                 }
-                v
+                crate::config::distinct(v)
             }
         };
         let clocksources = match &a.clocksource {
@@ -52,7 +52,7 @@ impl ClocksConfig {
                         ));
                     }
                 }
-                v
+                crate::config::distinct(v)
             }
         };
         let check_monotonic_ns = a.check_monotonic.unwrap_or(0);

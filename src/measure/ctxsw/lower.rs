@@ -45,7 +45,7 @@ impl CtxswConfig {
         let mut methods = if a.method.is_empty() {
             vec![Method::Yield, Method::Pipe, Method::Futex]
         } else {
-            a.method.clone()
+            crate::config::distinct(a.method.clone())
         };
         if !ioperm.is_empty() {
             methods = vec![Method::Yield];

@@ -104,7 +104,7 @@ pub fn parse_ioperm(v: &str) -> Result<Vec<Option<u32>>> {
             }
         }
     }
-    Ok(out)
+    Ok(crate::config::distinct(out))
 }
 
 /// Fails early (exit 3) when the kernel cannot grant port access, from a throwaway thread.

@@ -103,13 +103,7 @@ fn parse_methods(v: &str) -> Result<Vec<Method>> {
         })?;
         out.push(m);
     }
-    let mut seen = Vec::new();
-    out.retain(|m| {
-        let new = !seen.contains(m);
-        seen.push(*m);
-        new
-    });
-    Ok(out)
+    Ok(crate::config::distinct(out))
 }
 
 impl IpcArgs {
