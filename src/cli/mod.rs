@@ -111,7 +111,7 @@ where
             return not_utf8(&argv).unwrap_or(e);
         }
         if e.kind() == clap::error::ErrorKind::UnknownArgument {
-            return negative_value(&e, &argv).unwrap_or(e);
+            return negative_value(&e, &argv, sub_named(&cmd, &argv)).unwrap_or(e);
         }
         crate::driver::args::name_the_flag(e, sub_named(&cmd, &argv))
     })?;
@@ -125,7 +125,11 @@ where
 
 /// clap takes a negative number after a flag (`--bootstrap -1`) for an unknown flag of its
 /// own and names neither: said as the flag's bad value.
-fn negative_value(e: &clap::Error, argv: &[std::ffi::OsString]) -> Option<clap::Error> {
+fn negative_value(
+    e: &clap::Error,
+    argv: &[std::ffi::OsString],
+    sub: &clap::Command,
+) -> Option<clap::Error> {
     use clap::error::{ContextKind, ContextValue};
     let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) else {
         return None;
@@ -140,12 +144,26 @@ fn negative_value(e: &clap::Error, argv: &[std::ffi::OsString]) -> Option<clap::
         (w.starts_with(arg.as_str()) && w.parse::<f64>().is_ok()).then_some((i, w))
     })?;
     let flag = argv.get(i.checked_sub(1)?)?.to_str()?;
-    (flag.starts_with('-') && flag.len() > 1 && !flag.contains('=')).then(|| {
-        clap::Error::raw(
-            clap::error::ErrorKind::ValueValidation,
-            format!("{flag} {word}: a negative number is not a value it takes\n"),
-        )
-    })
+    if !(flag.starts_with('-') && flag.len() > 1 && !flag.contains('=')) {
+        return None;
+    }
+    // A switch (`--higher-is-better -1`) takes no value at all.
+    let switch = sub
+        .get_arguments()
+        .find(|a| match flag.strip_prefix("--") {
+            Some(long) => a.get_long() == Some(long),
+            None => flag.len() == 2 && a.get_short() == flag.chars().nth(1),
+        })
+        .is_some_and(|a| !a.get_action().takes_values());
+    let why = if switch {
+        format!("{flag} takes no value, and {word} is no option")
+    } else {
+        "a negative number is not a value it takes".to_string()
+    };
+    Some(clap::Error::raw(
+        clap::error::ErrorKind::ValueValidation,
+        format!("{flag} {word}: {why}\n"),
+    ))
 }
 
 /// clap's "invalid UTF-8" error names no argument: the first value that is not UTF-8 where
@@ -234,6 +252,16 @@ mod tests {
             Ok(_) => panic!("-0.5 accepted"),
         };
         assert!(e.contains("--confidence -0.5: a negative number"), "{e}");
+        let e = match parse(["latlab", "compare", "--higher-is-better", "-1", "a", "b"]) {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("-1 accepted"),
+        };
+        assert!(
+            e.contains(
+                "--higher-is-better -1: --higher-is-better takes no value, and -1 is no option"
+            ),
+            "{e}"
+        );
     }
 
     #[test]

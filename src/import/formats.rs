@@ -87,6 +87,29 @@ fn rt_duration(v: &Value, warnings: &mut Vec<String>) -> Option<f64> {
     }
 }
 
+/// The most wake-ups a thread's `cycles` may count: 2^53, exact as a float (285 years at one
+/// a microsecond).
+const MAX_CYCLES: u64 = 1 << 53;
+
+/// Whether an rt-tests command line (`cmdline:` in its --json) asks for a histogram: `-h N`,
+/// `-hN`, `-H N`, `--histogram[=N]`, `--histofall[=N]`, or `h`/`H` in a cluster of short
+/// options (`-qh 100`).
+fn asks_for_histogram(cmdline: &str) -> bool {
+    cmdline.split_whitespace().skip(1).any(|w| {
+        if let Some(long) = w.strip_prefix("--") {
+            long.starts_with("histogram") || long.starts_with("histofall")
+        } else if let Some(short) = w.strip_prefix('-') {
+            // Options before the first that takes a value: letters only, up to a digit.
+            short
+                .chars()
+                .take_while(|c| c.is_ascii_alphabetic())
+                .any(|c| c == 'h' || c == 'H')
+        } else {
+            false
+        }
+    })
+}
+
 fn rt_tests(tool: Tool, text: &str, file: &str) -> Result<Run> {
     let v = json(text, file, tool.name())?;
     if let Some(k) = super::check::repeated_thread(text) {
@@ -117,6 +140,11 @@ fn rt_tests(tool: Tool, text: &str, file: &str) -> Result<Run> {
         1000.0
     };
     let mut dur = rt_duration(&v, &mut run.warnings).unwrap_or(0.0);
+    // Whether cyclictest was asked for a histogram: its file holds an empty one either way.
+    let histogram_asked = v["cmdline:"]
+        .as_str()
+        .or(v["cmdline"].as_str())
+        .map(asks_for_histogram);
     let mut ids: Vec<(&String, &Value)> = threads.iter().collect();
     ids.sort_by_key(|(k, _)| k.parse::<u64>().unwrap_or(u64::MAX));
     for (id, t) in ids {
@@ -156,10 +184,19 @@ fn rt_tests(tool: Tool, text: &str, file: &str) -> Result<Run> {
             }
         }
         let _ = field;
+        let cycles = match &t["cycles"] {
+            Value::Null => None,
+            c => Some(c.as_u64().filter(|&n| n <= MAX_CYCLES).ok_or_else(|| {
+                src.at(
+                    &path("cycles"),
+                    format!("{c} is not a count of wake-ups (0 to 2^53)"),
+                )
+            })?),
+        };
         let mut min = src.latency(&t["min"], &path("min"), scale)?;
         let mut max = src.latency(&t["max"], &path("max"), scale)?;
         let mut mean = src.time(&t["avg"], &path("avg"), scale)?;
-        if t["cycles"].as_u64() == Some(0) && pairs.is_empty() {
+        if cycles == Some(0) && pairs.is_empty() {
             // A thread that measured nothing: its min/avg/max are the tool's starting values.
             if min.is_some() || max.is_some() || mean.is_some() {
                 run.warnings.push(format!(
@@ -171,7 +208,6 @@ fn rt_tests(tool: Tool, text: &str, file: &str) -> Result<Run> {
         if let Some(d) = num(&t["duration"], file, &format!("thread {id}: duration"))? {
             dur = d;
         }
-        let cycles = t["cycles"].as_u64();
         if cycles.unwrap_or(0) > 0 || !pairs.is_empty() {
             // The tools always write these for a thread that measured anything.
             src.required(min, &path("min"))?;
@@ -190,8 +226,15 @@ fn rt_tests(tool: Tool, text: &str, file: &str) -> Result<Run> {
         let mut beyond: Option<(u64, u64)> = None;
         if pairs.is_empty() {
             // Only cyclictest can be asked for one (-h N); the others keep none or always do.
-            let asked = t["histogram"].is_object();
-            let hint = if tool == Tool::Cyclictest && asked && cycles.unwrap_or(0) > 0 {
+            // Its file holds an empty histogram with or without -h: its command line tells.
+            let asked = t["histogram"].is_object() && histogram_asked != Some(false);
+            let hint = if tool == Tool::Cyclictest && asked && histogram_asked.is_none() {
+                format!(
+                    " (its histogram is empty: cyclictest ran without -h, or all {} samples \
+                     lie beyond its -h range)",
+                    cycles.unwrap_or(0)
+                )
+            } else if tool == Tool::Cyclictest && asked && cycles.unwrap_or(0) > 0 {
                 // -h was given, but every sample lay beyond its range.
                 format!(
                     " left: its -h histogram is empty, all {} samples lie beyond it (the \
@@ -448,7 +491,8 @@ mod tests {
     #[test]
     fn a_histogram_every_sample_overflowed_is_told_apart_from_none() {
         // Real cyclictest -h 1 output: every sample lay beyond the 1 µs histogram.
-        let asked = r#"{"file_version": 1, "thread": {"0": {"histogram": {}, "cycles": 100,
+        let asked = r#"{"file_version": 1, "cmdline:": "cyclictest -t 1 -qh 1 --json=ct.json",
+            "thread": {"0": {"histogram": {}, "cycles": 100,
             "min": 14, "max": 286, "avg": 21.91, "cpu": 0, "node": 0}}}"#;
         let r = parse(Tool::Cyclictest, asked, "ct.json", 10).unwrap();
         assert!(
@@ -460,15 +504,69 @@ mod tests {
             "{:?}",
             r[0].warnings
         );
+        // Real cyclictest output without -h: an empty histogram too; its command line tells.
+        let without = asked.replace("-qh 1", "-q -l 100");
         let none = asked.replace(r#""histogram": {}, "#, "");
-        let r = parse(Tool::Cyclictest, &none, "ct.json", 10).unwrap();
+        for text in [&without, &none] {
+            let r = parse(Tool::Cyclictest, text, "ct.json", 10).unwrap();
+            assert!(
+                r[0].warnings
+                    .iter()
+                    .any(|w| w.contains("with -h/--histogram to keep one")),
+                "{:?}",
+                r[0].warnings
+            );
+        }
+        // No command line: both readings are said.
+        let unsaid = asked.replace(r#""cmdline:": "cyclictest -t 1 -qh 1 --json=ct.json","#, "");
+        let r = parse(Tool::Cyclictest, &unsaid, "ct.json", 10).unwrap();
         assert!(
             r[0].warnings
                 .iter()
-                .any(|w| w.contains("with -h/--histogram to keep one")),
+                .any(|w| w.contains("ran without -h, or all 100 samples")),
             "{:?}",
             r[0].warnings
         );
+        for (cmdline, asks) in [
+            ("cyclictest -h 100", true),
+            ("cyclictest -h100 -q", true),
+            ("cyclictest --histogram=50", true),
+            ("cyclictest -H 20", true),
+            ("cyclictest --histofall 20", true),
+            ("cyclictest -mqh 20", true),
+            ("cyclictest -t1 -p80 -q --json=h.json", false),
+            ("cyclictest -a 0 -i 1000", false),
+            ("cyclictest", false),
+        ] {
+            assert_eq!(super::asks_for_histogram(cmdline), asks, "{cmdline}");
+        }
+    }
+
+    #[test]
+    fn cycles_that_are_no_count_are_refused_naming_the_field() {
+        for c in [
+            "-3",
+            "1e30",
+            "18446744073709551615",
+            "9007199254740993",
+            "\"5\"",
+            "2.5",
+        ] {
+            let text = format!(
+                r#"{{"file_version": 1, "thread": {{"0": {{"histogram": {{"5": 4}},
+                  "cycles": {c}, "min": 5, "max": 5, "avg": 5.0}}}}}}"#
+            );
+            let e = parse(Tool::Cyclictest, &text, "ct.json", 10)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("thread.0.cycles") && e.contains("is not a count of wake-ups"),
+                "{c}: {e}"
+            );
+        }
+        let text = r#"{"file_version": 1, "thread": {"0": {"histogram": {"5": 4},
+              "cycles": 9007199254740992, "min": 5, "max": 5, "avg": 5.0}}}"#;
+        assert!(parse(Tool::Cyclictest, text, "ct.json", 10).is_ok());
     }
 
     #[test]

@@ -345,4 +345,21 @@ fn a_result_file_and_a_one_run_bundle_are_interchangeable() {
         .output();
     out.assert_exit(2);
     assert!(out.stderr.contains("neither a latlab bundle"), "{out}");
+    // An rt-tests file without --from is named for what it is, with the command to use.
+    std::fs::write(
+        dir.join("ct.json"),
+        r#"{"file_version": 1, "cmdline:": "/usr/bin/cyclictest -q --json=ct.json",
+            "thread": {"0": {"histogram": {}, "cycles": 3, "min": 1, "max": 3, "avg": 2.0}}}"#,
+    )
+    .unwrap();
+    let out = latlab()
+        .args(["runs", "import", "--store", &store, "ct.json"])
+        .current_dir(dir.path())
+        .output();
+    out.assert_exit(2);
+    assert!(
+        out.stderr
+            .contains("cyclictest's --json output, not a latlab file: import it with `latlab runs import --from cyclictest ct.json`"),
+        "{out}"
+    );
 }

@@ -183,15 +183,28 @@ fn import_bundle(file: &std::path::Path, store: Option<&str>) -> Result<()> {
             // The error of what the file looks like: a result (it has a schema or series and
             // no bundle format) is told why it is not one, not that a bundle's field is missing.
             Err(as_result) => {
-                let looks_like_result = serde_json::from_str::<serde_json::Value>(&text)
+                let top = serde_json::from_str::<serde_json::Value>(&text)
                     .ok()
-                    .and_then(|v| v.as_object().cloned())
-                    .is_some_and(|o| {
-                        !o.contains_key("format")
-                            && (o.contains_key("schema") || o.contains_key("series"))
+                    .and_then(|v| v.as_object().cloned());
+                let looks_like_result = top.as_ref().is_some_and(|o| {
+                    !o.contains_key("format")
+                        && (o.contains_key("schema") || o.contains_key("series"))
+                });
+                // rt-tests' --json files name their program in `cmdline:`.
+                let tool = top
+                    .as_ref()
+                    .and_then(|o| o.get("cmdline:")?.as_str()?.split_whitespace().next())
+                    .and_then(|prog| prog.rsplit('/').next())
+                    .and_then(|prog| {
+                        <crate::import::Tool as clap::ValueEnum>::from_str(prog, false).ok()
                     });
                 return Err(if looks_like_result {
                     as_result
+                } else if let Some(tool) = tool {
+                    Error::Usage(format!(
+                        "{name}: this is {0}'s --json output, not a latlab file: import it with `latlab runs import --from {0} {name}`",
+                        tool.name()
+                    ))
                 } else {
                     Error::Usage(format!(
                         "{name}: neither a latlab bundle (`runs export`) nor a latlab result (`--json`): {e}"
