@@ -187,6 +187,12 @@ pub(crate) fn rt_sysinfo(run: &mut Run, sys: &serde_json::Value) {
 /// Dates an imported run by the tool's own start time: its `started`, `ended` (start +
 /// duration) and its id, so the id sorts with the run's time, not the import's.
 pub(crate) fn set_start(run: &mut Run, t: std::time::SystemTime) {
+    run.parameters["dated_by"] = "the tool's start time".into();
+    date(run, t);
+}
+
+/// Sets an imported run's `started`, `ended` and id from its start `t`.
+fn date(run: &mut Run, t: std::time::SystemTime) {
     run.started = crate::result::rfc3339(t);
     let end = t + std::time::Duration::from_secs_f64(run.duration_s.clamp(0.0, 1e9));
     run.ended = crate::result::rfc3339(end);
@@ -284,6 +290,7 @@ pub fn run(
         let parsed = crate::io::read_text_limited(file, MAX_IMPORT_BYTES, tool.name())
             .and_then(|text| {
                 let mut runs = parse(tool, &text, &name, max_runs.saturating_sub(made))?;
+                date_by_file(&mut runs, file);
                 content_ids(&mut runs, tool, &text);
                 Ok(runs)
             })
@@ -342,6 +349,27 @@ pub fn run(
         ))?;
     }
     Ok(())
+}
+
+/// Dates the runs whose file gives no start time of its own (hackbench's and rtla's text, an
+/// rt-tests file without `start_time`) by the file's last change, near the run's end, instead
+/// of the import's time: a second import of the same file then finds the same runs present.
+/// Not for what is no regular file (a pipe's time is the import's).
+fn date_by_file(runs: &mut [Run], file: &Path) {
+    let Some(t) = std::fs::metadata(file)
+        .ok()
+        .filter(|m| m.is_file())
+        .and_then(|m| m.modified().ok())
+    else {
+        return;
+    };
+    for r in runs
+        .iter_mut()
+        .filter(|r| r.parameters.get("dated_by").is_none())
+    {
+        date(r, t);
+        r.parameters["dated_by"] = "the file's last modification (it holds no start time)".into();
+    }
 }
 
 /// Gives each run of one file an id whose suffix comes from the file's contents (and the run's

@@ -107,6 +107,17 @@ fn real_rt_tests_and_iperf3_output_become_runs() {
     let hb = d.join("hb.txt");
     std::fs::write(&hb, text).unwrap();
     assert_eq!(import(&store, "hackbench", &hb).len(), 2);
+    // Its text holds no start time: dated by the file, so the same file again is found
+    // present, not stored twice.
+    let again = latlab()
+        .args(["runs", "import", "--from", "hackbench", "--store", &store])
+        .arg(&hb)
+        .assert_ok();
+    assert_eq!(
+        again.stdout.matches("already present: run ").count(),
+        2,
+        "{again}"
+    );
     // iperf3 on loopback, one second.
     let port = (5300 + std::process::id() % 1000).to_string();
     let mut server = Command::new("iperf3")
