@@ -1,7 +1,7 @@
 //! `latlab clocks`: every clock is either measured or explained; the clocksource always comes
 //! back, after a normal run and after SIGINT.
 
-use crate::util::{exclusive, expect_exit, is_root, latlab, read_json, skipped, Dir};
+use crate::util::{exclusive, expect_exit, is_root, latlab, read_json, reads_back, skipped, Dir};
 use std::process::Stdio;
 
 const CS: &str = "/sys/devices/system/clocksource/clocksource0";
@@ -62,12 +62,7 @@ fn a_clock_or_clocksource_named_twice_is_measured_once() {
     distinct.dedup();
     assert_eq!(distinct.len(), names.len(), "{names:?}");
     // What latlab wrote, it reads back.
-    latlab()
-        .arg("report")
-        .arg(&json)
-        .arg("-o")
-        .arg(dir.join("r.html"))
-        .assert_ok();
+    reads_back(&json);
 }
 
 #[test]

@@ -1,7 +1,9 @@
 //! `latlab ctxsw`: every method gives one sample per iteration, threads and processes; the
 //! ioperm phases say plainly when the kernel lacks them.
 
-use crate::util::{expect_exit, latlab, latlab_as_nobody, read_json, rt_unavailable, skipped, Dir};
+use crate::util::{
+    expect_exit, latlab, latlab_as_nobody, read_json, reads_back, rt_unavailable, skipped, Dir,
+};
 
 #[test]
 fn each_method_gives_one_sample_per_iteration() {
@@ -32,12 +34,7 @@ fn each_method_gives_one_sample_per_iteration() {
         named.dedup();
         assert_eq!(series.len(), named.len(), "{methods}");
         // What latlab wrote, it reads back.
-        latlab()
-            .arg("report")
-            .arg(&json)
-            .arg("-o")
-            .arg(dir.join("r.html"))
-            .assert_ok();
+        reads_back(&json);
         for s in series {
             assert_eq!(s["count"], 777, "{tasks} {cpus} {}", s["name"]);
             let x = &s["extra"];

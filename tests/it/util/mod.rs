@@ -134,6 +134,16 @@ pub fn read_json(path: &std::path::Path) -> serde_json::Value {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
+/// Asserts that a result file latlab wrote reads back (a report of it is written beside it).
+pub fn reads_back(json: &std::path::Path) {
+    latlab()
+        .arg("report")
+        .arg(json)
+        .arg("-o")
+        .arg(json.with_extension("html"))
+        .assert_ok();
+}
+
 /// Runs latlab with `cmd` then `args`; asserts the exit code, that stderr names `want`, and
 /// that nothing panicked.
 pub fn expect_exit(cmd: &[&str], args: &[&str], code: i32, want: &str) {
