@@ -95,7 +95,7 @@ pub const CAUSE_NAMES: &[(&str, &str)] = &[
     ("idle", "nothing visible ran"),
     ("unattributed", "unattributed"),
     ("self", "the measured thread"),
-    ("unknown", "before the trace"),
+    ("unknown", "not covered by the trace"),
 ];
 
 /// The name of cause kind `kind` (the kind itself when unknown).

@@ -25,6 +25,7 @@ pub mod raw;
 pub mod saving;
 pub mod session;
 pub mod stacks;
+pub mod tamper;
 pub mod tracefs;
 
 pub use lifecycle::cleanup_on_exit;

@@ -63,6 +63,8 @@ pub struct Tracer {
     counters: super::hw::Counters,
     /// Counter readings during the run, to check each spike's unexplained time against.
     watch: super::hw::Watch,
+    /// Whether another process turned tracing off in the instance.
+    tamper: super::tamper::Guard,
     /// Bare metal or a guest, under which hypervisor.
     host: super::host::Host,
     /// On a guest: each traced CPU's steal, read every 10 ms by `sampler`.
@@ -193,6 +195,7 @@ impl Tracer {
             fs.stack_event(&mut dec)?;
         }
         let inst = fs.create_instance("", &r.cpus, &events, BUFFER_KB, journal)?;
+        let tamper = super::tamper::Guard::new(&inst.dir, &events, mono_now());
         if r.stacks {
             let comms: Vec<String> = r
                 .names
@@ -256,6 +259,7 @@ impl Tracer {
             kallsyms: None,
             counters,
             watch,
+            tamper,
             steal,
             sampler,
             tick_ns: super::host::steal_tick_ns(),
@@ -380,6 +384,7 @@ impl Tracer {
     /// Attributes the pending spikes the recorder has read past.
     pub fn poll(&mut self) {
         self.watch.tick(mono_now());
+        self.tamper.tick(mono_now());
         let mut keep = Vec::new();
         for s in std::mem::take(&mut self.pending) {
             if self.rec.has_read(s.cpu as usize, s.actual) {
@@ -465,6 +470,8 @@ impl Tracer {
         {
             std::thread::sleep(Duration::from_millis(ms));
         }
+        // Read before latlab turns tracing off itself.
+        self.tamper.check(mono_now());
         self.rec.stop();
         // The last steal reading is taken when the last spikes are checked.
         drop(self.sampler.take());
@@ -504,6 +511,7 @@ impl Tracer {
         }
         let unexplained = super::hw::residual_warnings(&self.report.spikes, &warn, self.tick_ns);
         warn.extend(unexplained);
+        warn.extend(self.tamper.warning());
         self.report.counted = counted;
         self.report.warnings.extend(warn);
         self.report.per_cpu = super::culprits::summarise(&self.report.spikes, &self.report.cpus);

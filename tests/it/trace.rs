@@ -262,6 +262,70 @@ fn noise_names_the_injected_thread() {
 }
 
 #[test]
+fn tracing_turned_off_by_another_process_is_said_and_its_spikes_blamed_on_no_one() {
+    let Some(_x) = trace_test() else { return };
+    let dir = Dir::new();
+    let json = dir.join("r.json");
+    let mut child = latlab()
+        .journal(dir.join("restore.json"))
+        .words("cyclic -t 1 -a 1 -p 80 -i 1ms -D 4s --trace --trace-threshold 1ms -q --no-store")
+        .arg("--json")
+        .arg(&json)
+        .spawn();
+    let pid = child.id();
+    child.wait_until("tracing", |pid| !instance_of(pid).is_empty());
+    // What `trace-cmd reset -a` does to every instance, latlab's included.
+    let inst = instance_of(pid)
+        .into_iter()
+        .find(|p| !p.to_string_lossy().ends_with("-procs"))
+        .unwrap();
+    // Once latlab has turned it on (the directory exists before its switches are set).
+    let on = inst.join("tracing_on");
+    crate::util::wait_until("tracing on", Duration::from_secs(10), || {
+        std::fs::read(&on).is_ok_and(|v| v.starts_with(b"1"))
+    });
+    std::fs::write(&on, "0").unwrap();
+    let inj = stall(pid, "latlab-T0", 1)
+        .prio(99)
+        .busy(Duration::from_millis(3))
+        .after(Duration::from_millis(600))
+        .repeat(5, Duration::from_millis(300))
+        .start();
+    let out = child.finish();
+    inj.join().unwrap();
+    out.assert_ok();
+    let run = read_json(&json);
+    let warnings = run["warnings"].to_string();
+    assert!(
+        warnings.contains("turned off by another process"),
+        "{warnings}"
+    );
+    assert!(
+        out.stdout.contains("turned off by another process"),
+        "{out}"
+    );
+    // The stalls' spikes: no events, so neither the injected thread nor "nothing visible
+    // ran" (the host) is named for them, but "not traced".
+    let spikes = run["trace"]["spikes"].as_array().unwrap();
+    let untraced = spikes
+        .iter()
+        .filter(|s| {
+            s["components"][0]["name"]
+                .as_str()
+                .unwrap_or("")
+                .starts_with("not traced")
+        })
+        .count();
+    assert!(untraced >= 1, "{spikes:?}");
+    assert!(
+        !spikes
+            .iter()
+            .any(|s| s["why"].to_string().contains("inject")),
+        "{spikes:?}"
+    );
+}
+
+#[test]
 fn the_instance_is_removed_after_sigint_and_restore_removes_it_after_sigkill() {
     let Some(_x) = trace_test() else { return };
     let dir = Dir::new();

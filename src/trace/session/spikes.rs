@@ -159,8 +159,13 @@ impl Tracer {
         if let Some(k) = &self.kallsyms {
             why.stack = why.stack_addrs.iter().map(|&a| k.name(a)).collect();
         }
+        // Tracing turned off by another process: what the window lacks is no explanation.
+        let untraced = self.tamper.untraced_after().is_some_and(|t| s.actual > t);
+        if untraced {
+            why = untraced_attribution(latency(&s));
+        }
         // On a guest: a late timer the steal around it covers is the host's.
-        let steal = self.steal.as_ref().and_then(|log| {
+        let steal = self.steal.as_ref().filter(|_| !untraced).and_then(|log| {
             log.judge(
                 &mut why,
                 cpu,
@@ -176,7 +181,7 @@ impl Tracer {
             .filter(|c| c.kind == "idle" || c.kind == "unattributed")
             .map(|c| c.ns)
             .sum();
-        if residual > 0 {
+        if residual > 0 && !untraced {
             why.residual = Some(self.watch.residual(
                 cpu,
                 (s.expected, s.actual),
@@ -373,6 +378,24 @@ impl Worst {
         while self.kept.len() > self.cap {
             self.drop_least();
         }
+    }
+}
+
+/// A spike's attribution when tracing was off around it: all of it not covered by the trace.
+fn untraced_attribution(ns: u64) -> crate::result::trace::Attribution {
+    crate::result::trace::Attribution {
+        components: vec![crate::result::trace::Component {
+            kind: "unknown".into(),
+            name: crate::trace::tamper::UNTRACED.into(),
+            ns,
+            share: 1.0,
+            task: None,
+            group: None,
+            chain: Vec::new().into(),
+            folded: 0,
+        }],
+        notes: vec![crate::trace::tamper::UNTRACED.into()],
+        ..Default::default()
     }
 }
 
