@@ -475,6 +475,8 @@ fn poll(
         if stop.load(Ordering::Acquire) {
             break;
         }
+        // The measuring threads' policies, from outside them.
+        crate::rt::policy::poll();
         for (i, last) in items.iter_mut() {
             let now = read(&i.path);
             if now != *last {

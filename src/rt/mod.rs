@@ -2,6 +2,8 @@
 //! policy/priority behind one barrier, a stop flag, a way to wake sleeping workers, and live
 //! figures published through atomics for the display thread.
 
+pub mod policy;
+
 use crate::config::Policy;
 use crate::sys;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -159,6 +161,28 @@ impl Held {
             cpus: sys::sched::affinity().unwrap_or_default(),
             policy: sys::sched::policy_now(),
         }
+    }
+
+    /// Starts watching the calling thread's policy from outside it ([`policy`]); None when
+    /// it could not be read.
+    pub fn watch(&self) -> Option<policy::PolicyWatch> {
+        self.policy.map(policy::watch)
+    }
+
+    /// What moved since `self` was read, said of thread `name`: [`Held::drift`] to the
+    /// placement now, or else a policy `watch` saw changed in between (and put back).
+    pub fn moved(&self, name: &str, watch: Option<policy::PolicyWatch>) -> Option<String> {
+        let seen = watch.and_then(policy::PolicyWatch::end);
+        let now = Held::read();
+        if let Some(d) = self.drift(&now, name) {
+            return Some(d);
+        }
+        let other = Held {
+            cpus: now.cpus,
+            policy: seen,
+        };
+        seen.and_then(|_| self.drift(&other, name))
+            .map(|d| format!("{d} (seen while it measured; put back by its end)"))
     }
 
     /// What moved from `self` to `now`, said of thread `name`; None when nothing did.

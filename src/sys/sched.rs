@@ -87,6 +87,20 @@ pub fn policy_now() -> Option<(libc::c_int, i32)> {
     }
 }
 
+/// The policy (without the reset-on-fork flag) and priority of thread `tid` now; None when it
+/// is gone or cannot be read.
+pub fn policy_of(tid: i32) -> Option<(libc::c_int, i32)> {
+    // SAFETY: sched_param is plain data the kernel fills; a tid that is gone is an error.
+    unsafe {
+        let policy = libc::sched_getscheduler(tid);
+        let mut p = libc::sched_param { sched_priority: 0 };
+        if policy < 0 || libc::sched_getparam(tid, &mut p) != 0 {
+            return None;
+        }
+        Some((policy & !libc::SCHED_RESET_ON_FORK, p.sched_priority))
+    }
+}
+
 /// The CPU the calling thread is running on now.
 pub fn current_cpu() -> Option<usize> {
     // SAFETY: no arguments.

@@ -313,6 +313,69 @@ fn a_thread_moved_away_and_back_is_said() {
     assert!(warnings.contains(said), "{warnings}");
 }
 
+#[test]
+fn a_thread_demoted_and_restored_while_it_measures_is_said() {
+    let _x = util::exclusive();
+    if util::skipped(util::rt_unavailable()) || !util::have("chrt") {
+        return;
+    }
+    // `chrt -o -p 0 TID`, then back to what it was: the loop's ends see nothing.
+    let demoted_and_back = |tid: &str| {
+        let shown = Command::new("chrt").args(["-p", tid]).output().unwrap();
+        let shown = String::from_utf8_lossy(&shown.stdout).into_owned();
+        let prio = shown
+            .lines()
+            .find_map(|l| l.split("priority: ").nth(1))
+            .expect("chrt shows its priority")
+            .trim()
+            .to_string();
+        let policy = if shown.contains("SCHED_RR") {
+            "-r"
+        } else {
+            "-f"
+        };
+        let chrt = |args: &[&str]| {
+            assert!(Command::new("chrt")
+                .args(args)
+                .arg(tid)
+                .status()
+                .is_ok_and(|s| s.success()));
+        };
+        chrt(&["-o", "-p", "0"]);
+        // Longer than the ground watch's poll (200 ms); not a timing assertion.
+        std::thread::sleep(std::time::Duration::from_millis(700));
+        chrt(&[policy, "-p", &prio]);
+    };
+    let dir = Dir::new();
+    for (words, thread, name) in [
+        (
+            "cyclic -t 1 -a 1 -p 80 -D 3s -q --no-store --json",
+            "latlab-T0",
+            "T0",
+        ),
+        (
+            "noise -a 1 -D 3s -q --no-store --json",
+            "latlab-cpu1",
+            "cpu1",
+        ),
+    ] {
+        let json = dir.join(format!("{name}.json"));
+        let mut running = util::latlab().words(words).arg(&json).spawn();
+        running.wait_for_thread(thread);
+        let tid = thread_id(running.id(), thread).expect("the measuring thread's id");
+        wait_placed(running.id(), &tid, 1);
+        demoted_and_back(&tid);
+        running.finish().assert_ok();
+        let warnings = util::read_json(&json)["warnings"].to_string();
+        assert!(
+            warnings.contains(&format!("{name}: its policy from "))
+                && warnings.contains("to other 0")
+                && warnings.contains("put back by its end"),
+            "{warnings}"
+        );
+    }
+}
+
 /// Waits until thread `tid` of `pid` has pinned itself to CPU `cpu` and (some time later) is
 /// in its measuring loop: a move made before the thread placed itself would be undone by its
 /// own pinning and never be a move while it measured.

@@ -267,6 +267,7 @@ impl Worker {
             s.tid = crate::sys::sched::gettid();
         }
         let placed = self.held.as_ref().map(|_| crate::rt::Held::read());
+        let watch = placed.as_ref().and_then(crate::rt::Held::watch);
         let mut stray = placed
             .as_ref()
             .map_or_else(crate::rt::Stray::default, crate::rt::Stray::for_held);
@@ -304,7 +305,7 @@ impl Worker {
                 self.skip_missed(&mut t, &mut next, now);
             }
         }
-        self.check_held(placed, &stray, t.n);
+        self.check_held(placed, watch, &stray, t.n);
         self.finish(t, None)
     }
 
@@ -316,11 +317,17 @@ impl Worker {
         }
     }
 
-    /// Records, in the run's placement log, a placement that moved since `placed` was read,
-    /// and the wake-ups of `n` that `stray` saw on another CPU than the pinned one.
-    fn check_held(&self, placed: Option<crate::rt::Held>, stray: &crate::rt::Stray, n: u64) {
+    /// Records, in the run's placement log, a placement that moved since `placed` was read
+    /// (or that `watch` saw changed in between), and the wake-ups of `n` that `stray` saw on another CPU than the pinned one.
+    fn check_held(
+        &self,
+        placed: Option<crate::rt::Held>,
+        watch: Option<crate::rt::policy::PolicyWatch>,
+        stray: &crate::rt::Stray,
+        n: u64,
+    ) {
         if let (Some((name, log)), Some(placed)) = (&self.held, placed) {
-            if let Some(moved) = placed.drift(&crate::rt::Held::read(), name) {
+            if let Some(moved) = placed.moved(name, watch) {
                 log.failed(moved);
             }
             if let Some(away) = stray.said(name, n, "wake-ups") {
@@ -346,6 +353,7 @@ impl Worker {
         // End the job sched_setattr began: the loop starts at a period's start.
         dl::yield_now();
         let placed = self.held.as_ref().map(|_| crate::rt::Held::read());
+        let watch = placed.as_ref().and_then(crate::rt::Held::watch);
         let mut stray = placed
             .as_ref()
             .map_or_else(crate::rt::Stray::default, crate::rt::Stray::for_held);
@@ -386,7 +394,7 @@ impl Worker {
         }
         // A thread no longer SCHED_DEADLINE (`chrt -p` from outside) yields at once: each
         // "job" it counted since is not one.
-        self.check_held(placed, &stray, t.n);
+        self.check_held(placed, watch, &stray, t.n);
         let _ = crate::sys::sched::set_policy(crate::config::Policy::Other, 0);
         let jobs = t.n;
         self.finish(

@@ -259,8 +259,9 @@ fn one_measurement(
             move || {
                 // A placement another process changes while it spins is said.
                 let placed = rt::Held::read();
+                let watch = placed.watch();
                 let out = s.run(rt::Stray::for_held(&placed));
-                if let Some(moved) = placed.drift(&rt::Held::read(), &name) {
+                if let Some(moved) = placed.moved(&name, watch) {
                     log.failed(moved);
                 }
                 let checks = out.iterations / 256;
