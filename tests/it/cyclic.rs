@@ -288,6 +288,21 @@ fn without_rt_privilege_it_falls_back_or_refuses_under_strict() {
         String::from_utf8_lossy(&strict.stderr)
     );
     assert!(String::from_utf8_lossy(&strict.stderr).contains("RLIMIT_RTPRIO"));
+    // A monitor says it on stderr when it starts, as it says a moved thread (not only in its
+    // snapshots).
+    let mut c = latlab_as_nobody(&dir, &[]).unwrap();
+    let mon = c
+        .args(["monitor", "-a", "1", "-D", "1s", "-q", "--no-store"])
+        .args(["--listen", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&mon.stderr);
+    assert!(mon.status.success(), "{err}");
+    assert!(
+        err.contains("latlab monitor: warning: the kernel refused fifo priority")
+            && err.contains("RLIMIT_RTPRIO"),
+        "{err}"
+    );
 }
 
 /// Locked, resident KiB of each anonymous mapping of `pid` that has no name (thread stacks,

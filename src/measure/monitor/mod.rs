@@ -169,6 +169,11 @@ pub fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> 
     }
     let mut saved_state = crate::sys::sched::ThreadState::save();
     warnings.extend(pin_housekeeping(&cfg.cpus, driver.placement()));
+    // What the start could not get (real-time priority, locked memory, idle states): said now,
+    // as the measurements say it, not only in the snapshots.
+    for w in &warnings {
+        crate::note!("latlab monitor: warning: {w}");
+    }
 
     let n = cfg.cpus.len();
     // --trace: the instance and its reader start (on the housekeeping CPUs) before the threads.
