@@ -284,10 +284,18 @@ impl GroundLog {
     }
 }
 
+/// What a [`GroundChange`] names when latlab's own process was stopped (SIGSTOP, Ctrl-Z's
+/// SIGTSTP) and continued while it measured: its threads' wake-ups held meanwhile are late by
+/// the stop, not by the system.
+pub const STOPPED: &str = "latlab's process";
+
 /// A running watch; [`Watch::finish`] ends it and returns what changed.
 pub struct Watch {
     log: GroundLog,
     stop: Arc<AtomicBool>,
+    /// Set by SIGCONT (a stopped process is continued by it alone), and its handler.
+    continued: Arc<AtomicBool>,
+    continued_id: Option<signal_hook::SigId>,
     thread: Option<std::thread::JoinHandle<Vec<GroundChange>>>,
     items: Vec<Item>,
     first: Vec<Option<String>>,
@@ -347,6 +355,9 @@ impl Watch {
             .map(|(i, v)| (i.clone(), v.clone()))
             .collect();
         let s = stop.clone();
+        let continued = Arc::new(AtomicBool::new(false));
+        let continued_id = signal_hook::flag::register(libc::SIGCONT, continued.clone()).ok();
+        let cont = continued.clone();
         let log = GroundLog {
             seen: Arc::default(),
             items: Arc::new(items.clone()),
@@ -360,12 +371,14 @@ impl Watch {
                 if let Some(c) = hk.filter(|c| !c.is_empty()) {
                     let _ = crate::sys::sched::pin_to_cpus(c);
                 }
-                poll(polled, &s, (t0, boot_s), &seen, kmsg)
+                poll(polled, (&s, &cont), (t0, boot_s), &seen, kmsg)
             })
             .ok();
         Watch {
             log,
             stop,
+            continued,
+            continued_id,
             thread,
             items,
             first,
@@ -392,6 +405,12 @@ impl Watch {
             .take()
             .and_then(|t| t.join().ok())
             .unwrap_or_default();
+        if let Some(id) = self.continued_id.take() {
+            signal_hook::low_level::unregister(id);
+        }
+        if self.continued.swap(false, Ordering::AcqRel) {
+            changes.push(stopped(None));
+        }
         for (i, first) in self.items.iter().zip(&self.first) {
             let now = read(&i.path);
             // What polling saw last, else what the start saw.
@@ -432,7 +451,7 @@ impl Watch {
 /// poll is still seen.
 fn poll(
     mut items: Vec<(Item, Option<String>)>,
-    stop: &AtomicBool,
+    (stop, continued): (&AtomicBool, &AtomicBool),
     (t0, boot_s): (Instant, f64),
     seen: &std::sync::Mutex<Vec<GroundChange>>,
     mut kmsg: Option<super::kmsg::Kmsg>,
@@ -472,6 +491,9 @@ fn poll(
             std::thread::park_timeout(due.saturating_duration_since(Instant::now()));
         }
         logged(&mut items, &mut changes);
+        if continued.swap(false, Ordering::AcqRel) {
+            note(stopped(Some(t0.elapsed().as_secs_f64())), &mut changes);
+        }
         if stop.load(Ordering::Acquire) {
             break;
         }
@@ -494,8 +516,29 @@ fn poll(
     changes
 }
 
+/// The change a SIGCONT says: the process was stopped and continued (seen `at_s` into the run).
+fn stopped(at_s: Option<f64>) -> GroundChange {
+    GroundChange {
+        what: STOPPED.into(),
+        from: "running".into(),
+        to: "stopped, then continued (SIGCONT)".into(),
+        at_s,
+    }
+}
+
 /// A change as a warning: `clocksource changed from tsc to kvm-clock 3.2 s into the run`.
 pub fn warning(c: &GroundChange) -> String {
+    if c.what == STOPPED {
+        return format!(
+            "latlab's process was stopped (SIGSTOP, Ctrl-Z) and continued {}: the wake-ups its \
+             threads were due meanwhile are late by the stop, not by the system; the run is \
+             marked disturbed",
+            match c.at_s {
+                Some(t) => format!("{t:.1} s into the run"),
+                None => "during the run".into(),
+            }
+        );
+    }
     format!(
         "the ground moved: {} changed from {} to {} {} (the run was measured partly under each)",
         c.what,

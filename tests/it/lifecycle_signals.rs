@@ -1,6 +1,6 @@
 //! Signals: Ctrl-C (or SIGTERM, or a hang-up) ends every measurement promptly with its result
 //! saved, even one delivered in the first millisecond or twice at once; commands that measure
-//! nothing end on the first.
+//! nothing end on the first; a run stopped and continued (Ctrl-Z, fg) is marked disturbed.
 
 use crate::util::{blocks, handles, has_thread, latlab, read_json, rt_test, Dir, Running};
 use std::time::Duration;
@@ -212,6 +212,40 @@ fn a_hang_up_ends_a_measurement_with_its_result_saved() {
     child.signal(libc::SIGHUP);
     child.end_within(PROMPTLY).assert_ok();
     assert_eq!(read_json(&json)["interrupted"], true);
+}
+
+#[test]
+fn a_run_stopped_and_continued_is_marked_disturbed() {
+    let Some(_x) = rt_test() else { return };
+    let dir = Dir::new();
+    let json = dir.join("stopped.json");
+    let mut child = latlab()
+        .words("cyclic -t 1 -a 1 -D 2s -q --no-store --json")
+        .arg(&json)
+        .spawn();
+    child.wait_until("started", |pid| {
+        handles(pid, libc::SIGCONT) && has_thread(pid, "latlab-T0")
+    });
+    // Ctrl-Z, then `fg`: the wake-ups due meanwhile are late by the stop, not the system.
+    child.signal(libc::SIGSTOP);
+    std::thread::sleep(Duration::from_millis(300));
+    child.signal(libc::SIGCONT);
+    child.finish().assert_ok();
+    let run = read_json(&json);
+    assert!(
+        run["ground"]
+            .as_array()
+            .is_some_and(|g| g.iter().any(|c| c["what"] == "latlab's process")),
+        "{}",
+        run["ground"]
+    );
+    assert!(
+        run["warnings"]
+            .to_string()
+            .contains("was stopped (SIGSTOP, Ctrl-Z) and continued"),
+        "{}",
+        run["warnings"]
+    );
 }
 
 /// An interrupted run whose end takes a while (here the measured command ignores SIGTERM and
