@@ -293,8 +293,7 @@ pub const STOPPED: &str = "latlab's process";
 pub struct Watch {
     log: GroundLog,
     stop: Arc<AtomicBool>,
-    /// Set by SIGCONT (a stopped process is continued by it alone), and its handler.
-    continued: Arc<AtomicBool>,
+    /// SIGCONT's handler (the flag it sets is the poller's).
     continued_id: Option<signal_hook::SigId>,
     thread: Option<std::thread::JoinHandle<Vec<GroundChange>>>,
     items: Vec<Item>,
@@ -357,7 +356,7 @@ impl Watch {
         let s = stop.clone();
         let continued = Arc::new(AtomicBool::new(false));
         let continued_id = signal_hook::flag::register(libc::SIGCONT, continued.clone()).ok();
-        let cont = continued.clone();
+        let cont = continued;
         let log = GroundLog {
             seen: Arc::default(),
             items: Arc::new(items.clone()),
@@ -377,7 +376,6 @@ impl Watch {
         Watch {
             log,
             stop,
-            continued,
             continued_id,
             thread,
             items,
@@ -407,9 +405,6 @@ impl Watch {
             .unwrap_or_default();
         if let Some(id) = self.continued_id.take() {
             signal_hook::low_level::unregister(id);
-        }
-        if self.continued.swap(false, Ordering::AcqRel) {
-            changes.push(stopped(None));
         }
         for (i, first) in self.items.iter().zip(&self.first) {
             let now = read(&i.path);
@@ -484,6 +479,7 @@ fn poll(
             }
         }
     };
+    let mut last = Instant::now();
     loop {
         // Woken early by `finish` (an unpark), so the end of a run never waits for a poll.
         let due = Instant::now() + POLL;
@@ -491,8 +487,15 @@ fn poll(
             std::thread::park_timeout(due.saturating_duration_since(Instant::now()));
         }
         logged(&mut items, &mut changes);
-        if continued.swap(false, Ordering::AcqRel) {
-            note(stopped(Some(t0.elapsed().as_secs_f64())), &mut changes);
+        // A SIGCONT after a poll that came late: the process was stopped meanwhile. (A
+        // SIGCONT alone is no stop: `timeout` sends one after its SIGTERM.)
+        let gap = last.elapsed();
+        last = Instant::now();
+        if continued.swap(false, Ordering::AcqRel) && gap > POLL + STOP_SEEN {
+            note(
+                stopped(t0.elapsed().as_secs_f64(), (gap - POLL).as_secs_f64()),
+                &mut changes,
+            );
         }
         if stop.load(Ordering::Acquire) {
             break;
@@ -516,13 +519,17 @@ fn poll(
     changes
 }
 
-/// The change a SIGCONT says: the process was stopped and continued (seen `at_s` into the run).
-fn stopped(at_s: Option<f64>) -> GroundChange {
+/// How much later than due a poll must come, with a SIGCONT, to be a stop.
+const STOP_SEEN: Duration = Duration::from_millis(100);
+
+/// The change a SIGCONT says: the process was stopped for about `for_s` and continued,
+/// `at_s` into the run.
+fn stopped(at_s: f64, for_s: f64) -> GroundChange {
     GroundChange {
         what: STOPPED.into(),
         from: "running".into(),
-        to: "stopped, then continued (SIGCONT)".into(),
-        at_s,
+        to: format!("stopped for about {for_s:.1} s, then continued (SIGCONT)"),
+        at_s: Some(at_s),
     }
 }
 
@@ -530,9 +537,9 @@ fn stopped(at_s: Option<f64>) -> GroundChange {
 pub fn warning(c: &GroundChange) -> String {
     if c.what == STOPPED {
         return format!(
-            "latlab's process was stopped (SIGSTOP, Ctrl-Z) and continued {}: the wake-ups its \
-             threads were due meanwhile are late by the stop, not by the system; the run is \
-             marked disturbed",
+            "latlab's process was {} {} (SIGSTOP, Ctrl-Z): the wake-ups its threads were due \
+             meanwhile are late by the stop, not by the system; the run is marked disturbed",
+            c.to,
             match c.at_s {
                 Some(t) => format!("{t:.1} s into the run"),
                 None => "during the run".into(),
