@@ -136,6 +136,9 @@ pub fn check_output(path: &Path, devices: bool) -> std::io::Result<()> {
         if t.is_fifo() || t.is_socket() {
             return Err(refuse(kind_of(&t)));
         }
+        if let Some(why) = not_output(path, &t) {
+            return Err(refuse(&why));
+        }
         if !t.is_file() {
             if !devices {
                 return Err(refuse(kind_of(&t)));
@@ -168,6 +171,19 @@ pub fn check_output(path: &Path, devices: bool) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Why an existing `path` (of type `t`) must never be written as output: a block device (its
+/// disk), or a file of the kernel's settings and interfaces (under /proc, /sys, tracefs...:
+/// latlab changes settings only through its plans, journaled and restored). None for a file,
+/// a character device (`/dev/null`, a terminal) and the rest.
+fn not_output(path: &Path, t: &std::fs::FileType) -> Option<String> {
+    if t.is_block_device() {
+        return Some("a block device (writing would overwrite what it holds)".into());
+    }
+    crate::sys::mount::kernel_fs(path).map(|fs| {
+        format!("a file of the kernel's {fs} (its settings and interfaces are changed only by plans, journaled and restored)")
+    })
+}
+
 /// Writes `bytes` to `path` atomically: a new file (O_EXCL, so never through a planted
 /// symlink) in the same directory, synced, then renamed over `path` (a symlink at `path` is
 /// replaced, not followed). Readers see the old content or the new, never a truncated file.
@@ -178,6 +194,13 @@ pub fn check_output(path: &Path, devices: bool) -> std::io::Result<()> {
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     if let Ok(m) = std::fs::symlink_metadata(path) {
         let t = m.file_type();
+        // (A symlink is replaced, never written through.)
+        if let Some(why) = (!t.is_symlink()).then(|| not_output(path, &t)).flatten() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("{why}, not a file latlab writes"),
+            ));
+        }
         if !t.is_file() && !t.is_symlink() {
             if t.is_dir() {
                 return Err(std::io::Error::new(
@@ -251,6 +274,12 @@ pub fn create_nofollow(path: &Path) -> std::io::Result<File> {
                 format!("{}, not a file latlab writes", kind_of(&t)),
             ));
         }
+        if let Some(why) = not_output(path, &t) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("{why}, not a file latlab writes"),
+            ));
+        }
     }
     let open = || {
         OpenOptions::new()
@@ -320,6 +349,37 @@ pub fn shell_quote(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn block_devices_and_kernel_files_are_no_output() {
+        let t = |p: &str| {
+            let m = std::fs::metadata(p).unwrap();
+            super::not_output(Path::new(p), &m.file_type())
+        };
+        assert!(t("/proc/sys/kernel/domainname")
+            .unwrap()
+            .contains("kernel's proc"));
+        assert!(t("/sys/kernel/mm/transparent_hugepage/enabled")
+            .unwrap()
+            .contains("kernel's sysfs"));
+        assert_eq!(t("/dev/null"), None);
+        let f = tempfile::NamedTempFile::new().unwrap();
+        assert_eq!(t(f.path().to_str().unwrap()), None);
+        use std::os::unix::fs::FileTypeExt;
+        if let Some(b) = std::fs::read_dir("/dev")
+            .unwrap()
+            .flatten()
+            .find(|e| e.file_type().is_ok_and(|t| t.is_block_device()))
+        {
+            let p = b.path();
+            assert!(t(p.to_str().unwrap()).unwrap().contains("block device"));
+        }
+        // Refused before anything is written, by every way output is written.
+        let e = super::write_atomic(Path::new("/proc/sys/kernel/domainname"), b"x").unwrap_err();
+        assert!(e.to_string().contains("kernel's proc"), "{e}");
+        let e = super::create_nofollow(Path::new("/proc/sys/kernel/domainname")).unwrap_err();
+        assert!(e.to_string().contains("kernel's proc"), "{e}");
+    }
     use super::*;
 
     #[test]

@@ -165,6 +165,10 @@ fn output_paths_are_refused_before_measuring() {
         ("--trace-save", fifo.as_path()),
         ("--json", fifo.as_path()),
         ("--samples", fifo.as_path()),
+        // A kernel setting is no output file (it would be changed without a journal).
+        ("--json", Path::new(DOMAINNAME)),
+        ("--samples", Path::new(DOMAINNAME)),
+        ("--trace-save", Path::new(DOMAINNAME)),
     ] {
         let mut c = latlab();
         c.words("cyclic -t 1 -l 1000 --no-store");
@@ -185,7 +189,19 @@ fn output_paths_are_refused_before_measuring() {
         .arg(&fifo)
         .limit(HANG)
         .assert_refused(2, "fifo");
+    let before = std::fs::read(DOMAINNAME).unwrap();
+    latlab()
+        .arg("report")
+        .arg(&json)
+        .arg("-o")
+        .arg(DOMAINNAME)
+        .limit(HANG)
+        .assert_refused(2, "the kernel's proc");
+    assert_eq!(std::fs::read(DOMAINNAME).unwrap(), before);
 }
+
+/// A kernel setting anyone can read and root could write.
+const DOMAINNAME: &str = "/proc/sys/kernel/domainname";
 
 #[test]
 fn a_sample_log_that_fills_its_disk_mid_run_is_a_warning_in_the_saved_result() {
