@@ -15,9 +15,23 @@ use std::time::{Duration, Instant};
 /// How often the cheap settings are read during a run.
 const POLL: Duration = Duration::from_millis(200);
 
-/// The environment variable a plan sets for its runs: the settings it put in force, one path
-/// per line, watched like the clocksource.
+/// The environment variable a plan sets for its runs: the settings it put in force, one per
+/// line (its path, then a tab and what it read once the plan set it), watched like the
+/// clocksource.
 pub const WATCH_ENV: &str = "LATLAB_WATCH";
+
+/// What a [`GroundChange`]'s `what` ends with when a plan's setting did not hold its level when
+/// the run started: `from` is the level as set, `to` what the run found.
+const NOT_THE_LEVEL: &str = " (the plan's level)";
+
+/// A [`WATCH_ENV`] line for the setting at `path`, as it reads now.
+pub fn watch_line(path: &Path) -> String {
+    match read(path) {
+        // (A value of several lines or with a tab is watched, not compared.)
+        Some(v) if !v.contains(['\n', '\t']) => format!("{}\t{v}", path.display()),
+        _ => path.display().to_string(),
+    }
+}
 
 /// One setting read from a file, and whether it is cheap enough to poll.
 #[derive(Debug, Clone)]
@@ -104,14 +118,17 @@ fn items(sys: &Path, proc: &Path, cpus: &[usize], plan: &[PathBuf]) -> Vec<Item>
     v
 }
 
-/// The settings a plan put in force, from [`WATCH_ENV`].
-fn plan_settings() -> Vec<PathBuf> {
+/// The settings a plan put in force, from [`WATCH_ENV`], each with what it read when the plan
+/// set it (when known).
+fn plan_settings() -> Vec<(PathBuf, Option<String>)> {
     std::env::var(WATCH_ENV)
         .unwrap_or_default()
         .lines()
-        .map(str::trim)
         .filter(|l| l.starts_with('/'))
-        .map(PathBuf::from)
+        .map(|l| match l.split_once('\t') {
+            Some((p, v)) => (PathBuf::from(p.trim()), Some(v.to_string())),
+            None => (PathBuf::from(l.trim()), None),
+        })
         .collect()
 }
 
@@ -295,6 +312,8 @@ pub struct Watch {
     stop: Arc<AtomicBool>,
     /// SIGCONT's handler (the flag it sets is the poller's).
     continued_id: Option<signal_hook::SigId>,
+    /// The plan's settings found off their level at the start.
+    not_level: Vec<GroundChange>,
     thread: Option<std::thread::JoinHandle<Vec<GroundChange>>>,
     items: Vec<Item>,
     first: Vec<Option<String>>,
@@ -341,8 +360,25 @@ impl Watch {
         known: Option<Keyed>,
         kmsg: Option<super::kmsg::Kmsg>,
     ) -> Watch {
-        let items = items(sys, proc, cpus, &plan_settings());
+        let plan = plan_settings();
+        let paths: Vec<PathBuf> = plan.iter().map(|p| p.0.clone()).collect();
+        let items = items(sys, proc, cpus, &paths);
         let first: Vec<Option<String>> = items.iter().map(|i| read(&i.path)).collect();
+        // A plan's setting that no longer holds its level as the run starts.
+        let not_level: Vec<GroundChange> = plan
+            .iter()
+            .filter_map(|(p, level)| {
+                let level = level.as_ref()?;
+                let i = items.iter().position(|i| &i.path == p)?;
+                let now = first[i].clone().unwrap_or_else(|| "(unreadable)".into());
+                (&now != level).then(|| GroundChange {
+                    what: format!("{}{NOT_THE_LEVEL}", p.display()),
+                    from: level.clone(),
+                    to: now,
+                    at_s: Some(0.0),
+                })
+            })
+            .collect();
         let stop = Arc::new(AtomicBool::new(false));
         let t0 = Instant::now();
         // The same instant on the kernel log's clock (seconds since boot).
@@ -363,6 +399,9 @@ impl Watch {
             t0,
         };
         let seen = log.seen.clone();
+        seen.lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(not_level.iter().cloned());
         let thread = std::thread::Builder::new()
             .name("latlab-ground".into())
             .stack_size(crate::sys::mem::HELPER_STACK)
@@ -377,6 +416,7 @@ impl Watch {
             log,
             stop,
             continued_id,
+            not_level,
             thread,
             items,
             first,
@@ -406,6 +446,7 @@ impl Watch {
         if let Some(id) = self.continued_id.take() {
             signal_hook::low_level::unregister(id);
         }
+        changes.splice(0..0, std::mem::take(&mut self.not_level));
         for (i, first) in self.items.iter().zip(&self.first) {
             let now = read(&i.path);
             // What polling saw last, else what the start saw.
@@ -535,6 +576,14 @@ fn stopped(at_s: f64, for_s: f64) -> GroundChange {
 
 /// A change as a warning: `clocksource changed from tsc to kvm-clock 3.2 s into the run`.
 pub fn warning(c: &GroundChange) -> String {
+    if let Some(path) = c.what.strip_suffix(NOT_THE_LEVEL) {
+        return format!(
+            "the plan set {path} to {}, but it read {} when the run started (a pre command or \
+             another process changed it): the run was measured under {}, not under its level; \
+             it is marked disturbed",
+            c.from, c.to, c.to
+        );
+    }
     if c.what == STOPPED {
         return format!(
             "latlab's process was {} {} (SIGSTOP, Ctrl-Z): the wake-ups its threads were due \

@@ -177,13 +177,6 @@ fn execute(
 ) -> Result<()> {
     let exe = std::env::current_exe()
         .map_err(|e| Error::Env(format!("cannot find latlab's own binary: {e}")))?;
-    // Every setting the plan puts in force is watched by its runs (driver::ground).
-    let watch: Vec<String> = plan
-        .knob_files
-        .iter()
-        .flatten()
-        .map(|p| p.display().to_string())
-        .collect();
     let mut warned: Vec<&'static str> = Vec::new();
     for (i, &(ci, r)) in order.iter().enumerate() {
         if control.was_interrupted() {
@@ -195,6 +188,15 @@ fn execute(
                 knobs.set(file, &f.levels[l])?;
             }
         }
+        // Every setting the plan puts in force is watched by its runs (driver::ground), each
+        // with what it reads now that the level is set: a pre command (or another process)
+        // that changes it before the run starts is seen too.
+        let watch: Vec<String> = plan
+            .knob_files
+            .iter()
+            .flatten()
+            .map(|p| crate::driver::ground::watch_line(p))
+            .collect();
         let progress = format!(
             "[{}/{}] {} repeat {r}",
             i + 1,

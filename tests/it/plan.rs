@@ -687,6 +687,38 @@ fn bad_plans_are_refused_before_anything_changes() {
 }
 
 #[test]
+fn a_level_a_pre_command_undoes_is_said_and_its_runs_are_disturbed() {
+    let Some(_k) = knob_test("a_level_a_pre_command_undoes_is_said_and_its_runs_are_disturbed")
+    else {
+        return;
+    };
+    let orig = knob_now();
+    let dir = Dir::new();
+    let p = dir.join("undone.toml");
+    std::fs::write(
+        &p,
+        format!(
+            "[measure]\ncommand = \"cyclic\"\nargs = [\"-l\", \"50\", \"-i\", \"1ms\", \"-q\"]\n\
+             [[factor]]\nname = \"knob\"\nsysctl = \"fs.lease-break-time\"\nlevels = [\"101\", \"102\"]\n\
+             pre = {{ \"101\" = \"echo 999 > {KNOB}\", \"102\" = \"true\" }}\n"
+        ),
+    )
+    .unwrap();
+    let store = format!("sqlite:{}", dir.join("s.db").display());
+    let out = run_plan(&p, &dir.join("j.json"))
+        .args(["--on-disturbed", "keep", "--store", &store])
+        .assert_ok();
+    let said = format!("the plan set {KNOB} to 101, but it read 999 when the run started");
+    assert!(
+        out.stdout.contains(&said) || out.stderr.contains(&said),
+        "{out}"
+    );
+    // Level 102's run holds its level: nothing said of it.
+    assert!(!format!("{out}").contains("to 102, but it read"), "{out}");
+    assert_eq!(knob_now(), orig, "the knob was not put back");
+}
+
+#[test]
 fn a_failing_disturbance_is_reported_as_failed() {
     let _x = exclusive();
     let dir = Dir::new();
