@@ -47,6 +47,10 @@ static SIGNALS: std::sync::OnceLock<signal_hook::iterator::Handle> = std::sync::
 pub fn stop_on_hangup() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
+        // Under `nohup`, a hang-up stays ignored.
+        if sys::process::hangup_ignored() {
+            return;
+        }
         let c = control();
         let _ = signal_hook::flag::register(libc::SIGHUP, c.interrupted.clone());
         let _ = signal_hook::flag::register(libc::SIGHUP, c.stop.clone());

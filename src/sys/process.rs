@@ -380,6 +380,7 @@ extern "C" fn hold_stop_signals_at_start(
     argv: *const *const libc::c_char,
     _envp: *const *const libc::c_char,
 ) {
+    note_hangup_disposition();
     if argc < 1 || argv.is_null() {
         return;
     }
@@ -401,6 +402,26 @@ static HOLD_STOP_SIGNALS: extern "C" fn(
     *const *const libc::c_char,
     *const *const libc::c_char,
 ) = hold_stop_signals_at_start;
+
+/// Whether SIGHUP was ignored when latlab started (`nohup latlab ...`, `trap '' HUP`): read
+/// before anything installs a handler.
+static HANGUP_IGNORED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+fn note_hangup_disposition() {
+    // SAFETY: querying only (a null new action); `old` is plain data the kernel fills.
+    let ignored = unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(libc::SIGHUP, std::ptr::null(), &mut old) == 0
+            && old.sa_sigaction == libc::SIG_IGN
+    };
+    HANGUP_IGNORED.store(ignored, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether SIGHUP was ignored when latlab started: then it stays ignored (a hang-up ends
+/// nothing, the monitor prints no status on it), as `nohup` asks of every program.
+pub fn hangup_ignored() -> bool {
+    HANGUP_IGNORED.load(std::sync::atomic::Ordering::Relaxed)
+}
 
 /// Lets SIGINT and SIGTERM through on the calling thread (one held since start is delivered
 /// now): `main` calls it once the handlers are in, or at once where it installs none.

@@ -215,6 +215,39 @@ fn a_hang_up_ends_a_measurement_with_its_result_saved() {
 }
 
 #[test]
+fn under_nohup_a_hang_up_ends_nothing() {
+    let Some(_x) = rt_test() else { return };
+    let dir = Dir::new();
+    let json = dir.join("nohup.json");
+    // What `nohup` does: SIGHUP ignored when latlab starts.
+    let mut child = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("trap '' HUP; exec \"$0\" cyclic -t 1 -D 2s -q --no-store --json \"$1\"")
+        .arg(crate::util::LATLAB)
+        .arg(&json)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    crate::util::wait_until("started", Duration::from_secs(30), || {
+        handles(pid, libc::SIGINT) && has_thread(pid, "latlab-T0")
+    });
+    // Still ignored while it measures (no handler of latlab's replaced it).
+    assert!(!handles(pid, libc::SIGHUP));
+    assert!(std::process::Command::new("kill")
+        .args(["-HUP", &pid.to_string()])
+        .status()
+        .unwrap()
+        .success());
+    assert!(child.wait().unwrap().success());
+    let run = read_json(&json);
+    assert_eq!(
+        run["interrupted"], false,
+        "a hang-up under nohup ended the run"
+    );
+}
+
+#[test]
 fn a_run_stopped_and_continued_is_marked_disturbed() {
     let Some(_x) = rt_test() else { return };
     let dir = Dir::new();

@@ -203,7 +203,10 @@ pub fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> 
     let producers: Vec<_> = producers.into_iter().map(Some).collect();
     rt::install_wake_handler();
     let hup = Arc::new(AtomicBool::new(false));
-    let _ = signal_hook::flag::register(libc::SIGHUP, hup.clone());
+    // (Under `nohup`, a hang-up stays ignored: no status.)
+    if !crate::sys::process::hangup_ignored() {
+        let _ = signal_hook::flag::register(libc::SIGHUP, hup.clone());
+    }
     // Held since start (sys::process): a hang-up that came meanwhile prints the status now.
     crate::sys::process::release_hangup();
     let done = Arc::new(AtomicUsize::new(0));
