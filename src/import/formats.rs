@@ -133,12 +133,26 @@ fn rt_tests(tool: Tool, text: &str, file: &str) -> Result<Run> {
         sys["nodename"].as_str().map(String::from),
     );
     super::rt_sysinfo(&mut run, sys);
-    // cyclictest --nsecs reports ns (resolution_in_ns = 1); otherwise values are µs.
-    let scale = if v["resolution_in_ns"].as_u64() == Some(1) {
-        1.0
-    } else {
-        1000.0
+    // cyclictest --nsecs reports ns (resolution_in_ns = 1); otherwise (0, or no such field)
+    // values are µs. Anything else is no unit.
+    let scale = match &v["resolution_in_ns"] {
+        Value::Null => 1000.0,
+        r if r.as_u64() == Some(0) => 1000.0,
+        r if r.as_u64() == Some(1) => 1.0,
+        r => {
+            return Err(src.at(
+                &["resolution_in_ns"],
+                format!("{r} is neither 0 (values in us) nor 1 (in ns)"),
+            ))
+        }
     };
+    // The tool's own exit status, when it wrote one: a failed run's figures are kept, said.
+    if let Some(rc) = v["return_code"].as_i64().filter(|&rc| rc != 0) {
+        run.warnings.push(format!(
+            "{} reported return_code {rc} (it failed): its figures may be partial",
+            tool.name()
+        ));
+    }
     let mut dur = rt_duration(&v, &mut run.warnings).unwrap_or(0.0);
     // Whether cyclictest was asked for a histogram: its file holds an empty one either way.
     let histogram_asked = v["cmdline:"]
@@ -540,6 +554,69 @@ mod tests {
         ] {
             assert_eq!(super::asks_for_histogram(cmdline), asks, "{cmdline}");
         }
+    }
+
+    #[test]
+    fn a_unit_that_is_none_is_refused_and_a_failed_run_is_said() {
+        let with = |extra: &str| {
+            format!(
+                r#"{{"file_version": 1, {extra} "thread": {{"0": {{"histogram": {{"5": 4}},
+                  "cycles": 4, "min": 5, "max": 5, "avg": 5.0}}}}}}"#
+            )
+        };
+        for r in ["-1000", "1e30", "2", "\"ns\""] {
+            let e = parse(
+                Tool::Cyclictest,
+                &with(&format!(r#""resolution_in_ns": {r},"#)),
+                "c.json",
+                10,
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(
+                e.contains("resolution_in_ns") && e.contains("neither 0"),
+                "{r}: {e}"
+            );
+        }
+        let ns = parse(
+            Tool::Cyclictest,
+            &with(r#""resolution_in_ns": 1,"#),
+            "c.json",
+            10,
+        )
+        .unwrap();
+        assert_eq!(ns[0].series[0].summary.max_ns, 5);
+        let us = parse(
+            Tool::Cyclictest,
+            &with(r#""resolution_in_ns": 0,"#),
+            "c.json",
+            10,
+        )
+        .unwrap();
+        assert_eq!(us[0].series[0].summary.max_ns, 5_000);
+        let failed = parse(
+            Tool::Cyclictest,
+            &with(r#""return_code": 1,"#),
+            "c.json",
+            10,
+        )
+        .unwrap();
+        assert!(
+            failed[0]
+                .warnings
+                .iter()
+                .any(|w| w.contains("return_code 1 (it failed)")),
+            "{:?}",
+            failed[0].warnings
+        );
+        let ok = parse(
+            Tool::Cyclictest,
+            &with(r#""return_code": 0,"#),
+            "c.json",
+            10,
+        )
+        .unwrap();
+        assert!(!ok[0].warnings.iter().any(|w| w.contains("return_code")));
     }
 
     #[test]
