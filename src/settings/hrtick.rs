@@ -97,6 +97,17 @@ fn features_file(root: &Path) -> Result<PathBuf> {
         Ok(new)
     } else if old.exists() {
         Ok(old)
+    } else if let Some(e) = [root.to_path_buf(), root.join("sched")]
+        .iter()
+        .find_map(|d| std::fs::read_dir(d).err())
+        .filter(|e| e.kind() == std::io::ErrorKind::PermissionDenied)
+    {
+        // debugfs is root's alone (mode 0700): a user cannot even see whether the file is there.
+        Err(Error::Env(format!(
+            "--hrtick: {} cannot be read ({e}): the scheduler's features are root's; run as \
+             root, or without --hrtick",
+            root.display()
+        )))
     } else {
         Err(Error::Env(format!(
             "--hrtick: neither {} nor {} exists: this kernel does not expose its scheduler \
