@@ -721,6 +721,14 @@ pub fn execute_with<M: Measurement>(
             placement.join("; ")
         )));
     }
+    if let Some(t) = run.trace.as_ref().and_then(|t| t.untraced_after_s) {
+        if common.strict {
+            return Err(Error::Env(format!(
+                "--strict: another process turned tracing off in latlab's instance {t:.2} s \
+                 into the trace; the result was kept with what was traced before"
+            )));
+        }
+    }
     let failed = run.check_failure.clone();
     let end = match (failed, M::exit_status(&outcome)) {
         (Some(c), _) => Err(Error::CheckFailed(c)),

@@ -71,6 +71,10 @@ pub struct TraceReport {
     /// was not read (bare metal).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steal_tick_ns: Option<u64>,
+    /// Seconds into the trace after which its events are missing: another process turned
+    /// tracing off in latlab's instance (`trace-cmd reset`); absent when none did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub untraced_after_s: Option<f64>,
 }
 
 fn is_zero(n: &u64) -> bool {

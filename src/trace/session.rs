@@ -512,6 +512,7 @@ impl Tracer {
         let unexplained = super::hw::residual_warnings(&self.report.spikes, &warn, self.tick_ns);
         warn.extend(unexplained);
         warn.extend(self.tamper.warning());
+        self.report.untraced_after_s = self.tamper.untraced_after_s();
         self.report.counted = counted;
         self.report.warnings.extend(warn);
         self.report.per_cpu = super::culprits::summarise(&self.report.spikes, &self.report.cpus);

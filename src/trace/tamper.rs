@@ -81,6 +81,13 @@ impl Guard {
         self.off.as_ref().map(|_| self.last_on_ns)
     }
 
+    /// Seconds from the start of the watch after which events may be missing, once a switch
+    /// was found off.
+    pub fn untraced_after_s(&self) -> Option<f64> {
+        self.untraced_after()
+            .map(|t| t.saturating_sub(self.start_ns) as f64 / 1e9)
+    }
+
     /// The warning for the run's report, with times from the start of the watch.
     pub fn warning(&self) -> Option<String> {
         let (seen, which) = self.off.as_ref()?;

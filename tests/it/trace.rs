@@ -304,6 +304,11 @@ fn tracing_turned_off_by_another_process_is_said_and_its_spikes_blamed_on_no_one
         out.stdout.contains("turned off by another process"),
         "{out}"
     );
+    assert!(
+        run["trace"]["untraced_after_s"].is_f64(),
+        "{}",
+        run["trace"]
+    );
     // The stalls' spikes: no events, so neither the injected thread nor "nothing visible
     // ran" (the host) is named for them, but "not traced".
     let spikes = run["trace"]["spikes"].as_array().unwrap();
