@@ -190,8 +190,12 @@ fn not_output(path: &Path, t: &std::fs::FileType) -> Option<String> {
 ///
 /// A path that names something other than a regular file or a symlink (`/dev/null`, a FIFO,
 /// a terminal) is written in place, never replaced: renaming over `/dev/full` as root would
-/// turn a device node into a file.
+/// turn a device node into a file. So is a symlink that names a stream or a device
+/// (`/dev/stdout`, see [`through_link`]).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    if let Some(written) = through_link(path, bytes) {
+        return written;
+    }
     if let Ok(m) = std::fs::symlink_metadata(path) {
         let t = m.file_type();
         // (A symlink is replaced, never written through.)
@@ -231,6 +235,58 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         .set_permissions(std::fs::Permissions::from_mode(0o644))?;
     t.persist(path).map_err(|e| e.error)?;
     Ok(())
+}
+
+/// Writes `bytes` through `path` when it is a symlink that is a system's name for a stream or
+/// a device rather than a file of the user's: one in /dev (`/dev/stdout`, `/dev/stderr`,
+/// `/dev/fd/N`), one into /proc (`/proc/self/fd/1`), or one to anything but a regular file.
+/// Replacing such a link would break it for every program (as root, `/dev/stdout` would
+/// become a file) and write nothing where it leads. A character device or a terminal is
+/// written in place; a regular file (an output redirected with `>` or `>>`) is appended to;
+/// a FIFO, socket, directory, block device or kernel file is refused. None: not such a link.
+fn through_link(path: &Path, bytes: &[u8]) -> Option<std::io::Result<()>> {
+    let link = std::fs::read_link(path).ok()?;
+    let target = std::fs::metadata(path);
+    let in_dev = std::fs::canonicalize(parent_of(path)).is_ok_and(|d| d.starts_with("/dev"));
+    let into_proc = link.starts_with("/proc/");
+    let regular = target.as_ref().is_ok_and(|m| m.is_file());
+    if regular && !in_dev && !into_proc {
+        return None;
+    }
+    let refuse = |what: String| {
+        Some(Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{what}, not a file latlab writes"),
+        )))
+    };
+    let t = match target {
+        Ok(m) => m.file_type(),
+        // A dangling link of the system's is not replaced by a file either.
+        Err(e) if in_dev || into_proc => return Some(Err(e)),
+        Err(_) => return None,
+    };
+    if t.is_dir() {
+        return Some(Err(std::io::Error::new(
+            std::io::ErrorKind::IsADirectory,
+            "is a directory",
+        )));
+    }
+    if t.is_fifo() || t.is_socket() {
+        return refuse(format!("{} (through {})", kind_of(&t), link.display()));
+    }
+    if let Some(why) = not_output(path, &t) {
+        return refuse(why);
+    }
+    let mut o = OpenOptions::new();
+    o.write(true)
+        .custom_flags(libc::O_CLOEXEC | libc::O_NONBLOCK);
+    if t.is_file() {
+        o.append(true);
+    }
+    Some(
+        o.open(path)
+            .and_then(|mut f| f.write_all(bytes).and_then(|_| f.flush())),
+    )
 }
 
 /// As [`write_atomic`] for a new regular file, written in 1 MiB pieces and cut short once
@@ -349,6 +405,48 @@ pub fn shell_quote(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_link_that_names_a_stream_or_device_is_written_through_never_replaced() {
+        use std::os::fd::AsRawFd;
+        let d = tempfile::tempdir().unwrap();
+        // `/dev/stdout` of a process whose output goes to a file: appended to, link kept.
+        let out = d.path().join("out.txt");
+        std::fs::write(&out, "before\n").unwrap();
+        let f = OpenOptions::new().append(true).open(&out).unwrap();
+        let so = d.path().join("so");
+        std::os::unix::fs::symlink(format!("/proc/self/fd/{}", f.as_raw_fd()), &so).unwrap();
+        write_atomic(&so, b"result\n").unwrap();
+        assert!(std::fs::symlink_metadata(&so)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), "before\nresult\n");
+        // A link to a device: written in place.
+        let null = d.path().join("null");
+        std::os::unix::fs::symlink("/dev/null", &null).unwrap();
+        write_atomic(&null, b"x").unwrap();
+        assert!(std::fs::symlink_metadata(&null)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        // A link into /proc that leads nowhere is an error, not a new file.
+        let gone = d.path().join("gone");
+        std::os::unix::fs::symlink("/proc/self/fd/987654", &gone).unwrap();
+        assert!(write_atomic(&gone, b"x").is_err());
+        assert!(std::fs::symlink_metadata(&gone)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        // A user's link to a file of theirs is replaced, never followed (the file untouched).
+        let theirs = d.path().join("theirs.txt");
+        std::fs::write(&theirs, "keep").unwrap();
+        let link = d.path().join("link.json");
+        std::os::unix::fs::symlink(&theirs, &link).unwrap();
+        write_atomic(&link, b"new").unwrap();
+        assert_eq!(std::fs::read_to_string(&theirs).unwrap(), "keep");
+        assert_eq!(std::fs::read_to_string(&link).unwrap(), "new");
+    }
 
     #[test]
     fn block_devices_and_kernel_files_are_no_output() {
