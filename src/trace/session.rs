@@ -436,6 +436,7 @@ impl Tracer {
             exec_chains: self.rec.names_commands(),
             hypervisor: self.report.hypervisor.clone(),
             steal_tick_ns: self.report.steal_tick_ns,
+            untraced_after_s: self.tamper.untraced_after_s(),
             // The session's so far: a snapshot takes its interval's share.
             spikes_dropped: self.report.spikes_dropped,
             ..TraceReport::default()
@@ -446,6 +447,12 @@ impl Tracer {
     /// snapshot of their interval).
     pub fn take_actions(&mut self) -> Vec<crate::result::trace::Firing> {
         std::mem::take(&mut self.report.actions)
+    }
+
+    /// The warning that another process turned tracing off in the instance, once, when first
+    /// seen (a monitor says it in the snapshot of that interval).
+    pub fn untraced_news(&mut self) -> Option<String> {
+        self.tamper.news()
     }
 
     /// Per traced CPU: (cpu, events read, events lost, unreadable pages) so far.

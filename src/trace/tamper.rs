@@ -26,6 +26,8 @@ pub struct Guard {
     off: Option<(u64, String)>,
     /// When watching began (ns), for the warning's times.
     start_ns: u64,
+    /// Whether [`Guard::news`] has given the warning.
+    said: bool,
 }
 
 impl Guard {
@@ -43,6 +45,7 @@ impl Guard {
             checked_ns: now_ns,
             off: None,
             start_ns: now_ns,
+            said: false,
         }
     }
 
@@ -86,6 +89,17 @@ impl Guard {
     pub fn untraced_after_s(&self) -> Option<f64> {
         self.untraced_after()
             .map(|t| t.saturating_sub(self.start_ns) as f64 / 1e9)
+    }
+
+    /// The warning, once, the first time it is asked for after a switch was found off (a
+    /// session that never ends says it in the interval it happened).
+    pub fn news(&mut self) -> Option<String> {
+        if self.said {
+            return None;
+        }
+        let w = self.warning()?;
+        self.said = true;
+        Some(w)
     }
 
     /// The warning for the run's report, with times from the start of the watch.

@@ -3,7 +3,7 @@
 //! passes `promtool check metrics`, and the snapshots stored carry the cause totals.
 
 use crate::monitor::{parse, promtool_check_metrics, scrape, value, Monitor};
-use crate::util::{exec_bursts, expect_exit, has_thread, latlab, trace_test, Dir};
+use crate::util::{exec_bursts, expect_exit, has_thread, instance_of, latlab, trace_test, Dir};
 use std::time::Duration;
 
 const CAUSES: [&str; 6] = ["irq", "softirq", "thread", "timer", "host", "unattributed"];
@@ -113,6 +113,64 @@ fn monitor_trace_names_a_hogs_group_on_its_cpu_and_stores_the_causes() {
             })
     });
     assert!(named, "no snapshot names sh on CPU 1");
+}
+
+#[test]
+fn tracing_turned_off_is_said_in_the_interval_it_happened() {
+    let Some(_x) = trace_test() else { return };
+    let dir = Dir::new();
+    let store = format!("sqlite:{}", dir.join("m.db").display());
+    let mut mon = Monitor::start_words(&format!(
+        "-a 1 -i 1ms --trace --snapshot-every 1s -D 60s --store {store}"
+    ));
+    let pid = mon.child.id();
+    mon.child
+        .wait_until("tracing", |pid| !instance_of(pid).is_empty());
+    let inst = instance_of(pid)
+        .into_iter()
+        .find(|p| !p.to_string_lossy().ends_with("-procs"))
+        .unwrap();
+    let on = inst.join("tracing_on");
+    crate::util::wait_until("tracing on", Duration::from_secs(10), || {
+        std::fs::read(&on).is_ok_and(|v| v.starts_with(b"1"))
+    });
+    std::fs::write(&on, "0").unwrap();
+    // Three more snapshots (one a second) before the end.
+    std::thread::sleep(Duration::from_millis(3500));
+    let out = mon.terminate();
+    out.assert_ok();
+    assert!(
+        out.stderr.contains(
+            "latlab monitor: warning: --trace: tracing in latlab's instance was turned off"
+        ),
+        "{out}"
+    );
+    let bundle = latlab()
+        .args(["runs", "export", "--all", "--store", &store])
+        .assert_ok()
+        .json();
+    let mut snaps: Vec<&serde_json::Value> = bundle["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| &e["run"])
+        .collect();
+    snaps.sort_by_key(|r| r["started"].as_str().unwrap().to_string());
+    let said: Vec<bool> = snaps
+        .iter()
+        .map(|r| {
+            r["warnings"]
+                .to_string()
+                .contains("turned off by another process")
+        })
+        .collect();
+    // Said in an interval before the last (not only when the monitor ends), and every
+    // snapshot from then on carries when.
+    let first = said.iter().position(|&s| s).expect("no snapshot says it");
+    assert!(first + 1 < snaps.len(), "said only at the end: {said:?}");
+    assert!(snaps[first..]
+        .iter()
+        .all(|r| r["trace"]["untraced_after_s"].is_f64()));
 }
 
 #[test]

@@ -261,6 +261,10 @@ pub fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> 
         if let (Some(t), Some(c)) = (tracer.as_mut(), &cause_totals) {
             trace_step(t, &mut spike_cons, c, &mut interval);
         }
+        if let Some(w) = tracer.as_mut().and_then(|t| t.untraced_news()) {
+            crate::note!("latlab monitor: warning: {w}");
+            moved.push(w);
+        }
         for w in tally::strayed_since(&tallies, &cfg.cpus, &mut strayed) {
             crate::note!("latlab monitor: warning: {w}");
             moved.push(w);
