@@ -154,11 +154,26 @@ fn rt_tests(tool: Tool, text: &str, file: &str) -> Result<Run> {
         ));
     }
     let mut dur = rt_duration(&v, &mut run.warnings).unwrap_or(0.0);
+    let cmdline = v["cmdline:"].as_str().or(v["cmdline"].as_str());
+    // The program its command line ran, when it is another rt-tests tool than --from names:
+    // its figures would be stored as the wrong kind.
+    if let Some(other) = cmdline
+        .and_then(|c| c.split_whitespace().next())
+        .and_then(|prog| prog.rsplit('/').next())
+        .and_then(|prog| <Tool as clap::ValueEnum>::from_str(prog, false).ok())
+        .filter(|&t| t != tool)
+    {
+        return Err(src.at(
+            &["cmdline:"],
+            format!(
+                "this file is {0}'s output, not {1}'s: import it with --from {0}",
+                other.name(),
+                tool.name()
+            ),
+        ));
+    }
     // Whether cyclictest was asked for a histogram: its file holds an empty one either way.
-    let histogram_asked = v["cmdline:"]
-        .as_str()
-        .or(v["cmdline"].as_str())
-        .map(asks_for_histogram);
+    let histogram_asked = cmdline.map(asks_for_histogram);
     let mut ids: Vec<(&String, &Value)> = threads.iter().collect();
     ids.sort_by_key(|(k, _)| k.parse::<u64>().unwrap_or(u64::MAX));
     for (id, t) in ids {
@@ -554,6 +569,23 @@ mod tests {
         ] {
             assert_eq!(super::asks_for_histogram(cmdline), asks, "{cmdline}");
         }
+    }
+
+    #[test]
+    fn a_file_whose_command_line_names_another_tool_is_refused() {
+        let text = r#"{"file_version": 1, "cmdline:": "/usr/bin/cyclictest -q -h 100",
+            "thread": {"0": {"histogram": {"5": 4}, "cycles": 4, "min": 5, "max": 5, "avg": 5.0}}}"#;
+        for wrong in [Tool::Oslat, Tool::Cyclicdeadline, Tool::Signaltest] {
+            let e = parse(wrong, text, "c.json", 10).unwrap_err().to_string();
+            assert!(
+                e.contains("cyclictest's output") && e.contains("--from cyclictest"),
+                "{e}"
+            );
+        }
+        assert!(parse(Tool::Cyclictest, text, "c.json", 10).is_ok());
+        // A command line of no known tool (a wrapper script) is no reason to refuse.
+        let wrapped = text.replace("/usr/bin/cyclictest", "./run-rt.sh");
+        assert!(parse(Tool::Oslat, &wrapped, "c.json", 10).is_ok());
     }
 
     #[test]
