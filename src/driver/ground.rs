@@ -574,6 +574,17 @@ fn stopped(at_s: f64, for_s: f64) -> GroundChange {
     }
 }
 
+/// A change in a few words, for a list: `clocksource changed`, `latlab's process stopped`.
+pub fn short(c: &GroundChange) -> String {
+    if let Some(path) = c.what.strip_suffix(NOT_THE_LEVEL) {
+        format!("{path} not at its level")
+    } else if c.what == STOPPED {
+        "latlab's process stopped".into()
+    } else {
+        format!("{} changed", c.what)
+    }
+}
+
 /// A change as a warning: `clocksource changed from tsc to kvm-clock 3.2 s into the run`.
 pub fn warning(c: &GroundChange) -> String {
     if let Some(path) = c.what.strip_suffix(NOT_THE_LEVEL) {

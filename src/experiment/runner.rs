@@ -236,13 +236,13 @@ fn execute(
                         .ground
                         .iter()
                         .filter(|g| g.what != crate::result::COMPANY)
-                        .map(|g| g.what.clone())
+                        .map(crate::driver::ground::short)
                         .collect();
                     let again = on_disturbed == OnDisturbed::Rerun
                         && attempt < MAX_RERUNS
                         && !control.was_interrupted();
                     crate::note!(
-                        "{progress}: run {} disturbed ({} changed){}",
+                        "{progress}: run {} disturbed ({}){}",
                         name.trim_start_matches("run:"),
                         why.join(", "),
                         if again {

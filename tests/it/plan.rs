@@ -713,6 +713,11 @@ fn a_level_a_pre_command_undoes_is_said_and_its_runs_are_disturbed() {
         out.stdout.contains(&said) || out.stderr.contains(&said),
         "{out}"
     );
+    assert!(
+        out.stderr
+            .contains(&format!("disturbed ({KNOB} not at its level)")),
+        "{out}"
+    );
     // Level 102's run holds its level: nothing said of it.
     assert!(!format!("{out}").contains("to 102, but it read"), "{out}");
     assert_eq!(knob_now(), orig, "the knob was not put back");
