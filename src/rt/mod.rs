@@ -163,10 +163,22 @@ impl Held {
         }
     }
 
-    /// Starts watching the calling thread's policy from outside it ([`policy`]); None when
-    /// it could not be read.
-    pub fn watch(&self) -> Option<policy::PolicyWatch> {
-        self.policy.map(policy::watch)
+    /// Starts watching the calling thread's (`name`'s) policy from outside it ([`policy`]);
+    /// None when it could not be read.
+    pub fn watch(&self, name: &str) -> Option<policy::PolicyWatch> {
+        self.policy.map(|p| policy::watch(name, p))
+    }
+
+    /// A policy change [`policy::news`] reported, as [`Held::drift`] words it.
+    pub fn policy_news(name: &str, own: (libc::c_int, i32), seen: (libc::c_int, i32)) -> String {
+        let h = |p| Held {
+            cpus: Vec::new(),
+            policy: Some(p),
+        };
+        h(own)
+            .drift(&h(seen), name)
+            .unwrap_or_default()
+            .replace(" while it measured", " while it measures")
     }
 
     /// What moved since `self` was read, said of thread `name`: [`Held::drift`] to the

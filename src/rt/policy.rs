@@ -6,12 +6,15 @@
 use crate::sys;
 use std::sync::Mutex;
 
-/// A thread watched: its id, the policy it measures at, and the first other one seen.
+/// A thread watched: its id and name, the policy it measures at, the first other one seen,
+/// and whether [`news`] has said it.
 struct Watched {
     key: u64,
     tid: i32,
+    name: String,
     policy: (libc::c_int, i32),
     seen: Option<(libc::c_int, i32)>,
+    said: bool,
 }
 
 static WATCHED: Mutex<(u64, Vec<Watched>)> = Mutex::new((0, Vec::new()));
@@ -22,16 +25,19 @@ pub struct PolicyWatch {
     key: u64,
 }
 
-/// Watches the calling thread, which measures at `policy` (policy, priority) from now on.
-pub fn watch(policy: (libc::c_int, i32)) -> PolicyWatch {
+/// Watches the calling thread, `name`, which measures at `policy` (policy, priority) from now
+/// on.
+pub fn watch(name: &str, policy: (libc::c_int, i32)) -> PolicyWatch {
     let mut w = WATCHED.lock().unwrap_or_else(|p| p.into_inner());
     w.0 += 1;
     let key = w.0;
     w.1.push(Watched {
         key,
         tid: sys::sched::gettid(),
+        name: name.to_string(),
         policy,
         seen: None,
+        said: false,
     });
     PolicyWatch { key }
 }
@@ -56,6 +62,23 @@ pub fn poll() {
     }
 }
 
+/// A policy and priority, as the kernel gives them.
+pub type PolicyPrio = (libc::c_int, i32);
+
+/// The changes seen since the last call, once each, as (thread name, its policy, the one
+/// seen): a session that never ends (`monitor`) says them in the interval they happened.
+pub fn news() -> Vec<(String, PolicyPrio, PolicyPrio)> {
+    let mut w = WATCHED.lock().unwrap_or_else(|p| p.into_inner());
+    w.1.iter_mut()
+        .filter(|x| !x.said)
+        .filter_map(|x| {
+            let seen = x.seen?;
+            x.said = true;
+            Some((x.name.clone(), x.policy, seen))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -64,12 +87,18 @@ mod tests {
             return;
         };
         // Pretend the thread measures at another priority than it has: a poll sees "a change".
-        let w = super::watch((own.0, own.1 + 1));
+        let w = super::watch("T9", (own.0, own.1 + 1));
         super::poll();
+        // Said once as news (other tests' threads may be watched at the same time).
+        let said =
+            |n: &[(String, super::PolicyPrio, super::PolicyPrio)]| n.iter().any(|x| x.0 == "T9");
+        assert!(said(&super::news()));
+        assert!(!said(&super::news()));
         assert_eq!(w.end(), Some(own));
         // Its own policy: nothing seen.
-        let w = super::watch(own);
+        let w = super::watch("T9", own);
         super::poll();
+        assert!(!said(&super::news()));
         assert_eq!(w.end(), None);
     }
 }

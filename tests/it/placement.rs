@@ -374,6 +374,21 @@ fn a_thread_demoted_and_restored_while_it_measures_is_said() {
             "{warnings}"
         );
     }
+    // A monitor says it while it runs, not only in its last snapshot.
+    let mut running = util::latlab()
+        .words("monitor -a 1 -p 80 -i 1ms -D 3s --listen 127.0.0.1:0 -q --no-store")
+        .spawn();
+    running.wait_for_thread("latlab-cpu1");
+    let tid = thread_id(running.id(), "latlab-cpu1").expect("the measuring thread's id");
+    wait_placed(running.id(), &tid, 1);
+    demoted_and_back(&tid);
+    let out = running.finish();
+    out.assert_ok();
+    assert!(
+        out.stderr
+            .contains("latlab monitor: warning: cpu1: its policy from fifo 80 to other 0"),
+        "{out}"
+    );
 }
 
 /// Waits until thread `tid` of `pid` has pinned itself to CPU `cpu` and (some time later) is

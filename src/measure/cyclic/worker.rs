@@ -267,7 +267,10 @@ impl Worker {
             s.tid = crate::sys::sched::gettid();
         }
         let placed = self.held.as_ref().map(|_| crate::rt::Held::read());
-        let watch = placed.as_ref().and_then(crate::rt::Held::watch);
+        let watch = placed
+            .as_ref()
+            .zip(self.held.as_ref())
+            .and_then(|(p, (name, _))| p.watch(name));
         let mut stray = placed
             .as_ref()
             .map_or_else(crate::rt::Stray::default, crate::rt::Stray::for_held);
@@ -353,7 +356,10 @@ impl Worker {
         // End the job sched_setattr began: the loop starts at a period's start.
         dl::yield_now();
         let placed = self.held.as_ref().map(|_| crate::rt::Held::read());
-        let watch = placed.as_ref().and_then(crate::rt::Held::watch);
+        let watch = placed
+            .as_ref()
+            .zip(self.held.as_ref())
+            .and_then(|(p, (name, _))| p.watch(name));
         let mut stray = placed
             .as_ref()
             .map_or_else(crate::rt::Stray::default, crate::rt::Stray::for_held);

@@ -269,6 +269,12 @@ pub fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> 
             crate::note!("latlab monitor: warning: {w}");
             moved.push(w);
         }
+        // A measuring thread's policy another process changed (seen by the ground watch).
+        for (name, own, seen) in rt::policy::news() {
+            let w = rt::Held::policy_news(&name, own, seen);
+            crate::note!("latlab monitor: warning: {w}");
+            moved.push(w);
+        }
         if hup.swap(false, Ordering::Relaxed) {
             crate::note!("{}", status(&shared, &cfg.monitor_id).trim_end());
         }

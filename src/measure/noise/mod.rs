@@ -259,7 +259,7 @@ fn one_measurement(
             move || {
                 // A placement another process changes while it spins is said.
                 let placed = rt::Held::read();
-                let watch = placed.watch();
+                let watch = placed.watch(&name);
                 let out = s.run(rt::Stray::for_held(&placed));
                 if let Some(moved) = placed.moved(&name, watch) {
                     log.failed(moved);
