@@ -172,16 +172,23 @@ pub fn check_output(path: &Path, devices: bool) -> std::io::Result<()> {
 }
 
 /// Why an existing `path` (of type `t`) must never be written as output: a block device (its
-/// disk), or a file of the kernel's settings and interfaces (under /proc, /sys, tracefs...:
-/// latlab changes settings only through its plans, journaled and restored). None for a file,
-/// a character device (`/dev/null`, a terminal) and the rest.
+/// disk), or a file of the kernel's settings and interfaces (what is under /proc and /sys,
+/// where the path leads: latlab changes settings only through its plans, journaled and
+/// restored). None for a file, a character device (`/dev/null`, a terminal) and the rest.
 fn not_output(path: &Path, t: &std::fs::FileType) -> Option<String> {
     if t.is_block_device() {
         return Some("a block device (writing would overwrite what it holds)".into());
     }
-    crate::sys::mount::kernel_fs(path).map(|fs| {
-        format!("a file of the kernel's {fs} (its settings and interfaces are changed only by plans, journaled and restored)")
-    })
+    let real = std::fs::canonicalize(path).ok()?;
+    let fs = if real.starts_with("/proc") {
+        "proc"
+    } else if real.starts_with("/sys") {
+        // sysfs, and what is mounted under it: tracefs, debugfs, cgroup, configfs, bpf...
+        "sysfs"
+    } else {
+        return None;
+    };
+    Some(format!("a file of the kernel's {fs} (its settings and interfaces are changed only by plans, journaled and restored)"))
 }
 
 /// Writes `bytes` to `path` atomically: a new file (O_EXCL, so never through a planted

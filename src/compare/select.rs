@@ -393,14 +393,14 @@ impl Resolver {
             let named: Vec<String> = out
                 .iter()
                 .map(|r| {
-                    let moved: Vec<&str> = r
+                    let moved: Vec<String> = r
                         .run
                         .ground
                         .iter()
-                        .map(|g| g.what.as_str())
-                        .filter(|w| *w != crate::result::COMPANY)
+                        .filter(|g| g.what != crate::result::COMPANY)
+                        .map(crate::result::GroundChange::short)
                         .collect();
-                    format!("{} ({} changed)", r.name, moved.join(", "))
+                    format!("{} ({})", r.name, moved.join(", "))
                 })
                 .collect();
             crate::note!(

@@ -20,9 +20,7 @@ const POLL: Duration = Duration::from_millis(200);
 /// clocksource.
 pub const WATCH_ENV: &str = "LATLAB_WATCH";
 
-/// What a [`GroundChange`]'s `what` ends with when a plan's setting did not hold its level when
-/// the run started: `from` is the level as set, `to` what the run found.
-const NOT_THE_LEVEL: &str = " (the plan's level)";
+use crate::result::{NOT_THE_LEVEL, STOPPED};
 
 /// A [`WATCH_ENV`] line for the setting at `path`, as it reads now.
 pub fn watch_line(path: &Path) -> String {
@@ -301,11 +299,6 @@ impl GroundLog {
     }
 }
 
-/// What a [`GroundChange`] names when latlab's own process was stopped (SIGSTOP, Ctrl-Z's
-/// SIGTSTP) and continued while it measured: its threads' wake-ups held meanwhile are late by
-/// the stop, not by the system.
-pub const STOPPED: &str = "latlab's process";
-
 /// A running watch; [`Watch::finish`] ends it and returns what changed.
 pub struct Watch {
     log: GroundLog,
@@ -571,17 +564,6 @@ fn stopped(at_s: f64, for_s: f64) -> GroundChange {
         from: "running".into(),
         to: format!("stopped for about {for_s:.1} s, then continued (SIGCONT)"),
         at_s: Some(at_s),
-    }
-}
-
-/// A change in a few words, for a list: `clocksource changed`, `latlab's process stopped`.
-pub fn short(c: &GroundChange) -> String {
-    if let Some(path) = c.what.strip_suffix(NOT_THE_LEVEL) {
-        format!("{path} not at its level")
-    } else if c.what == STOPPED {
-        "latlab's process stopped".into()
-    } else {
-        format!("{} changed", c.what)
     }
 }
 

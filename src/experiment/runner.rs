@@ -183,20 +183,7 @@ fn execute(
             break;
         }
         let combo = &combos[ci];
-        for ((f, &l), files) in plan.factors.iter().zip(combo).zip(&plan.knob_files) {
-            for file in files {
-                knobs.set(file, &f.levels[l])?;
-            }
-        }
-        // Every setting the plan puts in force is watched by its runs (driver::ground), each
-        // with what it reads now that the level is set: a pre command (or another process)
-        // that changes it before the run starts is seen too.
-        let watch: Vec<String> = plan
-            .knob_files
-            .iter()
-            .flatten()
-            .map(|p| crate::driver::ground::watch_line(p))
-            .collect();
+        let mut watch = set_levels(plan, combo, knobs)?;
         let progress = format!(
             "[{}/{}] {} repeat {r}",
             i + 1,
@@ -236,7 +223,7 @@ fn execute(
                         .ground
                         .iter()
                         .filter(|g| g.what != crate::result::COMPANY)
-                        .map(crate::driver::ground::short)
+                        .map(crate::result::GroundChange::short)
                         .collect();
                     let again = on_disturbed == OnDisturbed::Rerun
                         && attempt < MAX_RERUNS
@@ -253,6 +240,8 @@ fn execute(
                     );
                     if again {
                         attempt += 1;
+                        // Made again at the level (another process may have changed it).
+                        watch = set_levels(plan, combo, knobs)?;
                         continue;
                     }
                     let stop = on_disturbed == OnDisturbed::Stop;
@@ -305,6 +294,23 @@ fn posts(plan: &Plan, combo: &[usize], control: &Control, progress: &str) -> Res
         }
     }
     Ok(true)
+}
+
+/// Puts the settings of `combo`'s levels in force; returns what its runs watch
+/// (driver::ground): every setting with what it reads now that its level is set, so a pre
+/// command (or another process) that changes it before the run starts is seen too.
+fn set_levels(plan: &Plan, combo: &[usize], knobs: &mut Knobs) -> Result<Vec<String>> {
+    for ((f, &l), files) in plan.factors.iter().zip(combo).zip(&plan.knob_files) {
+        for file in files {
+            knobs.set(file, &f.levels[l])?;
+        }
+    }
+    Ok(plan
+        .knob_files
+        .iter()
+        .flatten()
+        .map(|p| crate::driver::ground::watch_line(p))
+        .collect())
 }
 
 /// The command line of one run of the plan: the measurement with its level's arguments, its

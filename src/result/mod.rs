@@ -83,6 +83,28 @@ pub struct GroundChange {
 /// measured CPUs: a warning, not a disturbance (a shared machine has company all the time).
 pub const COMPANY: &str = "real-time company on the measured CPUs";
 
+/// What a [`GroundChange`] names when latlab's own process was stopped (SIGSTOP, Ctrl-Z's
+/// SIGTSTP) and continued while it measured: its threads' wake-ups held meanwhile are late by
+/// the stop, not by the system.
+pub const STOPPED: &str = "latlab's process";
+
+/// What a [`GroundChange`]'s `what` ends with when a plan's setting did not hold its level when
+/// the run started: `from` is the level as set, `to` what the run found.
+pub const NOT_THE_LEVEL: &str = " (the plan's level)";
+
+impl GroundChange {
+    /// The change in a few words, for a list: `clocksource changed`, `latlab's process stopped`.
+    pub fn short(&self) -> String {
+        if let Some(path) = self.what.strip_suffix(NOT_THE_LEVEL) {
+            format!("{path} not at its level")
+        } else if self.what == STOPPED {
+            "latlab's process stopped".into()
+        } else {
+            format!("{} changed", self.what)
+        }
+    }
+}
+
 impl Run {
     /// True when a setting the result depends on (the clocksource, a plan's level, RT
     /// throttling, a governor, ...) changed while it was measured. New real-time company is

@@ -57,33 +57,3 @@ pub fn private_mounts() -> std::io::Result<()> {
     }
     Ok(())
 }
-
-/// The kernel's own file system `p` lies on, by name, when it is one whose files are the
-/// kernel's settings and interfaces rather than data (proc, sysfs, tracefs, debugfs, cgroup,
-/// configfs, securityfs, bpf, efivarfs, pstore); None for any other (or when `p` cannot be
-/// read).
-pub fn kernel_fs(p: &Path) -> Option<&'static str> {
-    let c = cpath(p).ok()?;
-    // SAFETY: `c` is a valid NUL-terminated path; statfs is plain data the kernel fills.
-    let t = unsafe {
-        let mut s: libc::statfs = std::mem::zeroed();
-        if libc::statfs(c.as_ptr(), &mut s) != 0 {
-            return None;
-        }
-        s.f_type as u64
-    };
-    const KINDS: [(u64, &str); 11] = [
-        (0x9fa0, "proc"),
-        (0x6265_6572, "sysfs"),
-        (0x7472_6163, "tracefs"),
-        (0x6462_6720, "debugfs"),
-        (0x0027_e0eb, "cgroup"),
-        (0x6367_7270, "cgroup2"),
-        (0x6265_6570, "configfs"),
-        (0x7363_6673, "securityfs"),
-        (0xcafe_4a11, "bpf"),
-        (0xde5e_81e4, "efivarfs"),
-        (0x6165_676c, "pstore"),
-    ];
-    KINDS.iter().find(|k| k.0 == t).map(|k| k.1)
-}

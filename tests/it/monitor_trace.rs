@@ -3,7 +3,9 @@
 //! passes `promtool check metrics`, and the snapshots stored carry the cause totals.
 
 use crate::monitor::{parse, promtool_check_metrics, scrape, value, Monitor};
-use crate::util::{exec_bursts, expect_exit, has_thread, instance_of, latlab, trace_test, Dir};
+use crate::util::{
+    exec_bursts, expect_exit, has_thread, latlab, trace_test, turn_tracing_off, Dir,
+};
 use std::time::Duration;
 
 const CAUSES: [&str; 6] = ["irq", "softirq", "thread", "timer", "host", "unattributed"];
@@ -120,21 +122,10 @@ fn tracing_turned_off_is_said_in_the_interval_it_happened() {
     let Some(_x) = trace_test() else { return };
     let dir = Dir::new();
     let store = format!("sqlite:{}", dir.join("m.db").display());
-    let mut mon = Monitor::start_words(&format!(
+    let mon = Monitor::start_words(&format!(
         "-a 1 -i 1ms --trace --snapshot-every 1s -D 60s --store {store}"
     ));
-    let pid = mon.child.id();
-    mon.child
-        .wait_until("tracing", |pid| !instance_of(pid).is_empty());
-    let inst = instance_of(pid)
-        .into_iter()
-        .find(|p| !p.to_string_lossy().ends_with("-procs"))
-        .unwrap();
-    let on = inst.join("tracing_on");
-    crate::util::wait_until("tracing on", Duration::from_secs(10), || {
-        std::fs::read(&on).is_ok_and(|v| v.starts_with(b"1"))
-    });
-    std::fs::write(&on, "0").unwrap();
+    turn_tracing_off(mon.child.id());
     // Three more snapshots (one a second) before the end.
     std::thread::sleep(Duration::from_millis(3500));
     let out = mon.terminate();

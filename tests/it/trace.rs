@@ -266,25 +266,14 @@ fn tracing_turned_off_by_another_process_is_said_and_its_spikes_blamed_on_no_one
     let Some(_x) = trace_test() else { return };
     let dir = Dir::new();
     let json = dir.join("r.json");
-    let mut child = latlab()
+    let child = latlab()
         .journal(dir.join("restore.json"))
         .words("cyclic -t 1 -a 1 -p 80 -i 1ms -D 4s --trace --trace-threshold 1ms -q --no-store")
         .arg("--json")
         .arg(&json)
         .spawn();
     let pid = child.id();
-    child.wait_until("tracing", |pid| !instance_of(pid).is_empty());
-    // What `trace-cmd reset -a` does to every instance, latlab's included.
-    let inst = instance_of(pid)
-        .into_iter()
-        .find(|p| !p.to_string_lossy().ends_with("-procs"))
-        .unwrap();
-    // Once latlab has turned it on (the directory exists before its switches are set).
-    let on = inst.join("tracing_on");
-    crate::util::wait_until("tracing on", Duration::from_secs(10), || {
-        std::fs::read(&on).is_ok_and(|v| v.starts_with(b"1"))
-    });
-    std::fs::write(&on, "0").unwrap();
+    crate::util::turn_tracing_off(pid);
     let inj = stall(pid, "latlab-T0", 1)
         .prio(99)
         .busy(Duration::from_millis(3))

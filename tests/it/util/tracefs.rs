@@ -71,3 +71,21 @@ pub fn instance_of(pid: u32) -> Vec<PathBuf> {
         .filter(|p| p.exists())
         .collect()
 }
+
+/// Turns tracing off in the instance of latlab `pid` once latlab has turned it on (its
+/// directory exists before its switches are set), as `trace-cmd reset -a` does to every
+/// instance.
+pub fn turn_tracing_off(pid: u32) {
+    super::wait_until("an instance", std::time::Duration::from_secs(30), || {
+        !instance_of(pid).is_empty()
+    });
+    let inst = instance_of(pid)
+        .into_iter()
+        .find(|p| !p.to_string_lossy().ends_with("-procs"))
+        .unwrap();
+    let on = inst.join("tracing_on");
+    super::wait_until("tracing on", std::time::Duration::from_secs(10), || {
+        std::fs::read(&on).is_ok_and(|v| v.starts_with(b"1"))
+    });
+    std::fs::write(&on, "0").unwrap();
+}
