@@ -154,15 +154,9 @@ fn rt_tests(tool: Tool, text: &str, file: &str) -> Result<Run> {
         ));
     }
     let mut dur = rt_duration(&v, &mut run.warnings).unwrap_or(0.0);
-    let cmdline = v["cmdline:"].as_str().or(v["cmdline"].as_str());
     // The program its command line ran, when it is another rt-tests tool than --from names:
     // its figures would be stored as the wrong kind.
-    if let Some(other) = cmdline
-        .and_then(|c| c.split_whitespace().next())
-        .and_then(|prog| prog.rsplit('/').next())
-        .and_then(|prog| <Tool as clap::ValueEnum>::from_str(prog, false).ok())
-        .filter(|&t| t != tool)
-    {
+    if let Some(other) = Tool::named_in(&v).filter(|&t| t != tool) {
         return Err(src.at(
             &["cmdline:"],
             format!(
@@ -173,7 +167,10 @@ fn rt_tests(tool: Tool, text: &str, file: &str) -> Result<Run> {
         ));
     }
     // Whether cyclictest was asked for a histogram: its file holds an empty one either way.
-    let histogram_asked = cmdline.map(asks_for_histogram);
+    let histogram_asked = v["cmdline:"]
+        .as_str()
+        .or(v["cmdline"].as_str())
+        .map(asks_for_histogram);
     let mut ids: Vec<(&String, &Value)> = threads.iter().collect();
     ids.sort_by_key(|(k, _)| k.parse::<u64>().unwrap_or(u64::MAX));
     for (id, t) in ids {

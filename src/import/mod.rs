@@ -49,6 +49,14 @@ pub enum Tool {
 }
 
 impl Tool {
+    /// The tool whose program an rt-tests `--json` file's command line (`cmdline:`) ran, when
+    /// it is one of these (not a wrapper script).
+    pub fn named_in(v: &serde_json::Value) -> Option<Tool> {
+        let cmdline = v["cmdline:"].as_str().or(v["cmdline"].as_str())?;
+        let prog = cmdline.split_whitespace().next()?.rsplit('/').next()?;
+        <Tool as clap::ValueEnum>::from_str(prog, false).ok()
+    }
+
     /// The tool's name, which is also the imported runs' kind and `tool` tag.
     pub fn name(self) -> &'static str {
         match self {

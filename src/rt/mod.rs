@@ -176,9 +176,8 @@ impl Held {
             policy: Some(p),
         };
         h(own)
-            .drift(&h(seen), name)
+            .drift_said(&h(seen), name, "while it measures")
             .unwrap_or_default()
-            .replace(" while it measured", " while it measures")
     }
 
     /// What moved since `self` was read, said of thread `name`: [`Held::drift`] to the
@@ -199,6 +198,12 @@ impl Held {
 
     /// What moved from `self` to `now`, said of thread `name`; None when nothing did.
     pub fn drift(&self, now: &Held, name: &str) -> Option<String> {
+        self.drift_said(now, name, "while it measured")
+    }
+
+    /// [`Held::drift`], said `when` ("while it measured", or "while it measures" of a run
+    /// still going).
+    fn drift_said(&self, now: &Held, name: &str, when: &str) -> Option<String> {
         let cpus = |v: &[usize]| crate::config::CpuSet::from_cpus(v.iter().copied()).to_string();
         let policy = |p: Option<(libc::c_int, i32)>| match p {
             Some((pol, prio)) => format!(
@@ -224,7 +229,7 @@ impl Held {
         }
         (!moved.is_empty()).then(|| {
             format!(
-                "{name}: {} while it measured (another process, or a CPU taken offline, moved it): its samples may not all come from where it was placed",
+                "{name}: {} {when} (another process, or a CPU taken offline, moved it): its samples may not all come from where it was placed",
                 moved.join(" and ")
             )
         })

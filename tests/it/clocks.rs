@@ -50,12 +50,7 @@ fn a_clock_or_clocksource_named_twice_is_measured_once() {
         .arg(&json)
         .assert_ok();
     let run = read_json(&json);
-    let names: Vec<&str> = run["series"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["name"].as_str().unwrap())
-        .collect();
+    let names = crate::util::series_names(&run);
     assert_eq!(names[0], "monotonic", "{names:?}");
     let mut distinct = names.clone();
     distinct.sort();

@@ -244,12 +244,7 @@ fn a_command_run_under_sched_is_measured_with_its_threads_and_its_status_is_pass
     let Some(_x) = trace_test() else { return };
     let (run, seen, name, _) = scenario_with_hog(&[], true);
     check_run(&run, &seen, &name);
-    let names: Vec<&str> = run["series"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["name"].as_str().unwrap())
-        .collect();
+    let names = crate::util::series_names(&run);
     assert!(names.contains(&"peer"), "{names:?}");
     assert_eq!(run["parameters"]["command_status"], 0);
 

@@ -183,21 +183,13 @@ fn import_bundle(file: &std::path::Path, store: Option<&str>) -> Result<()> {
             // The error of what the file looks like: a result (it has a schema or series and
             // no bundle format) is told why it is not one, not that a bundle's field is missing.
             Err(as_result) => {
-                let top = serde_json::from_str::<serde_json::Value>(&text)
-                    .ok()
-                    .and_then(|v| v.as_object().cloned());
-                let looks_like_result = top.as_ref().is_some_and(|o| {
+                let top = serde_json::from_str::<serde_json::Value>(&text).ok();
+                let looks_like_result = top.as_ref().and_then(|v| v.as_object()).is_some_and(|o| {
                     !o.contains_key("format")
                         && (o.contains_key("schema") || o.contains_key("series"))
                 });
                 // rt-tests' --json files name their program in `cmdline:`.
-                let tool = top
-                    .as_ref()
-                    .and_then(|o| o.get("cmdline:")?.as_str()?.split_whitespace().next())
-                    .and_then(|prog| prog.rsplit('/').next())
-                    .and_then(|prog| {
-                        <crate::import::Tool as clap::ValueEnum>::from_str(prog, false).ok()
-                    });
+                let tool = top.as_ref().and_then(crate::import::Tool::named_in);
                 return Err(if looks_like_result {
                     as_result
                 } else if let Some(tool) = tool {

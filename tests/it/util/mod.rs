@@ -134,6 +134,16 @@ pub fn read_json(path: &std::path::Path) -> serde_json::Value {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
+/// The names of a result's series, in order.
+pub fn series_names(run: &serde_json::Value) -> Vec<&str> {
+    run["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect()
+}
+
 /// Asserts that a result file latlab wrote reads back (a report of it is written beside it).
 pub fn reads_back(json: &std::path::Path) {
     latlab()
