@@ -57,6 +57,54 @@ fn read(path: &Path) -> Option<String> {
     Some(s.trim().to_string())
 }
 
+/// A polled setting's file, kept open and read again from its start each poll (sysfs and
+/// procfs make a fresh value at offset 0): a poll costs a read, not a path walk, an open, a
+/// read and a close, and allocates only when the value changed. The watch's thread runs all
+/// through a measurement, so its CPU is part of what latlab costs beside cyclictest.
+struct Polled {
+    path: PathBuf,
+    file: Option<std::fs::File>,
+}
+
+impl Polled {
+    fn new(path: &Path) -> Polled {
+        Polled {
+            path: path.to_path_buf(),
+            file: None,
+        }
+    }
+
+    /// The value now (its first `buf.len()` bytes, read into `buf`), trimmed, as [`read`]
+    /// gives it; a file that fails is opened again on the next poll (one that went away and
+    /// came back is read).
+    fn read<'b>(&mut self, buf: &'b mut [u8]) -> Option<&'b str> {
+        use std::os::unix::fs::FileExt;
+        if self.file.is_none() {
+            self.file = std::fs::File::open(&self.path).ok();
+        }
+        let f = self.file.as_ref()?;
+        let mut n = 0;
+        while n < buf.len() {
+            match f.read_at(&mut buf[n..], n as u64) {
+                Ok(0) => break,
+                // A value comes whole from one read (sysfs's show, a sysctl's handler, a
+                // regular file short of its end): a second read would only say "end".
+                Ok(k) if n + k < buf.len() => {
+                    n += k;
+                    break;
+                }
+                Ok(k) => n += k,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => {
+                    self.file = None;
+                    return None;
+                }
+            }
+        }
+        std::str::from_utf8(&buf[..n]).ok().map(str::trim)
+    }
+}
+
 /// What is watched for a run on `cpus` under roots `sys` and `proc`.
 fn items(sys: &Path, proc: &Path, cpus: &[usize], plan: &[PathBuf]) -> Vec<Item> {
     let mut v = vec![
@@ -513,6 +561,10 @@ fn poll(
             }
         }
     };
+    let mut files: Vec<Polled> = items.iter().map(|(i, _)| Polled::new(&i.path)).collect();
+    // On the thread's stack: a heap buffer here grew the thread's malloc arena, which
+    // mlockall's MCL_FUTURE makes present at once (~45 more page faults a run).
+    let mut buf = [0u8; 4096];
     let mut last = Instant::now();
     loop {
         // Woken early by `finish` (an unpark), so the end of a run never waits for a poll.
@@ -536,9 +588,10 @@ fn poll(
         }
         // The measuring threads' policies, from outside them.
         crate::rt::policy::poll();
-        for (i, last) in items.iter_mut() {
-            let now = read(&i.path);
-            if now != *last {
+        for ((i, last), file) in items.iter_mut().zip(files.iter_mut()) {
+            let now = file.read(&mut buf);
+            if now != last.as_deref() {
+                let now = now.map(str::to_string);
                 let c = GroundChange {
                     what: i.what.clone(),
                     from: last.clone().unwrap_or_else(|| "(unreadable)".into()),
@@ -603,6 +656,32 @@ pub fn warning(c: &GroundChange) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_polled_file_is_read_again_from_its_start_and_opened_again_after_it_failed() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("online");
+        std::fs::write(&f, "0-1\n").unwrap();
+        let mut buf = [0u8; 4096];
+        let mut p = Polled::new(&f);
+        assert_eq!(p.read(&mut buf), Some("0-1"));
+        // Rewritten in place (as sysfs and procfs values change): the open file reads it.
+        std::fs::write(&f, "0\n").unwrap();
+        assert_eq!(p.read(&mut buf), Some("0"));
+        // A file that cannot be read (a directory in its place) is unreadable, then read
+        // again once it is back.
+        std::fs::remove_file(&f).unwrap();
+        std::fs::create_dir(&f).unwrap();
+        let mut p = Polled::new(&f);
+        assert_eq!(p.read(&mut buf), None);
+        std::fs::remove_dir(&f).unwrap();
+        std::fs::write(&f, "0-3\n").unwrap();
+        assert_eq!(p.read(&mut buf), Some("0-3"));
+        // Not text: unreadable, as at the start.
+        std::fs::write(&f, [0xff, 0xfe]).unwrap();
+        assert_eq!(p.read(&mut buf), None);
+        assert_eq!(read(&f), None);
+    }
 
     #[test]
     fn a_setting_changed_during_the_run_is_seen_with_its_time_and_one_at_the_end_too() {
