@@ -149,6 +149,9 @@ pub fn columns(m: &MetricCmp) -> [String; 4] {
     ]
 }
 
+/// An upper end of a change's interval past which it reads "unbounded" (+10 000 %).
+pub const UNBOUNDED_PCT: f64 = 1e4;
+
 /// The row's change in per cent of the baseline with the interval of the ratio (never below
 /// −100 %), rounded to two significant digits of the interval's width: `+14 % [-12 %, +32 %]`;
 /// without a ratio interval, the change alone (or the difference, when the baseline is 0).
@@ -157,6 +160,14 @@ pub fn change_text(m: &MetricCmp) -> String {
         return signed(sig(m.diff));
     }
     match m.change_ci {
+        // A ratio interval that reaches past 101 times the baseline (two runs a level, a
+        // replicate near 0): its end is no figure anyone reads (`+2.195e154 %`), and rounding
+        // the change to its width would print the change as 0.
+        Some((lo, hi)) if lo.max(hi) > UNBOUNDED_PCT => format!(
+            "{} % [{} %, unbounded]",
+            signed(at(m.change_pct, 0)),
+            signed(at(lo.min(hi), 0))
+        ),
         Some((lo, hi)) => {
             let e = unit_for((hi - lo).abs()).unwrap_or(0).min(0);
             format!(
@@ -476,6 +487,11 @@ mod tests {
         assert_eq!(t, "-42 % [-99 %, +160 %]");
         m.change_ci = None;
         assert_eq!(change_text(&m), "-42 %");
+        // Two runs a level, one replicate near 0: the upper end is no figure.
+        m.change_ci = Some((-99.4, 2.195e154));
+        assert_eq!(change_text(&m), "-42 % [-99 %, unbounded]");
+        m.change_ci = Some((-20.0, 9999.0));
+        assert_eq!(change_text(&m), "-42 % [-20 %, +9999 %]");
     }
 
     #[test]

@@ -331,11 +331,28 @@ pub fn cdf(title: &str, dists: &[(String, Buckets)], unit: &str) -> String {
     svg::line_chart(title, x, y, &lines)
 }
 
+/// Intervals that reach past [`crate::compare::verdict::UNBOUNDED_PCT`] (the table says
+/// "unbounded") end at the largest bounded figure of the plot and say so, instead of
+/// stretching the axis to +1e154 % and squeezing every other row into a point.
+fn unbounded_to_the_edge(rows: &mut [ForestRow]) {
+    let cap = crate::compare::verdict::UNBOUNDED_PCT;
+    let edge = rows
+        .iter()
+        .flat_map(|r| [r.estimate, r.ci.0, r.ci.1])
+        .filter(|v| v.is_finite() && *v <= cap)
+        .fold(0.0f64, f64::max);
+    for r in rows.iter_mut().filter(|r| r.ci.1 > cap) {
+        r.ci.1 = edge.max(r.estimate.min(cap));
+        r.estimate = r.estimate.min(r.ci.1);
+        r.verdict.push_str(" (interval unbounded)");
+    }
+}
+
 /// The quantile and mean differences against the baseline with their intervals.
 pub fn forest(a: &Analysis) -> Option<String> {
     // In per cent of the baseline: p50 and max differ by orders of magnitude in µs, but their
     // changes share one axis. A row per metric and level.
-    let rows: Vec<ForestRow> = a
+    let mut rows: Vec<ForestRow> = a
         .comparisons
         .iter()
         .flat_map(|c| {
@@ -362,6 +379,7 @@ pub fn forest(a: &Analysis) -> Option<String> {
     if rows.iter().all(|r| !r.estimate.is_finite()) {
         return None;
     }
+    unbounded_to_the_edge(&mut rows);
     Some(svg::forest(
         &format!(
             "Change from {} (% of the baseline), Holm-consistent intervals",
@@ -375,6 +393,7 @@ pub fn forest(a: &Analysis) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
     use crate::report::timecharts::{series_bars, timeline, timeline_points};
     use crate::result::Timeline;
     use crate::result::TimelineRecorder;
@@ -580,5 +599,24 @@ mod tests {
         };
         assert!(page(None).contains("These runs differ"));
         assert!(!page(Some("kvm-clock")).contains("These runs differ"));
+    }
+
+    #[test]
+    fn an_unbounded_interval_ends_at_the_plot_s_largest_bounded_figure_and_says_so() {
+        let row = |e: f64, lo: f64, hi: f64| ForestRow {
+            label: "x".into(),
+            estimate: e,
+            ci: (lo, hi),
+            verdict: "no difference".into(),
+        };
+        let mut rows = vec![row(-42.0, -99.0, 2.195e154), row(10.0, -5.0, 30.0)];
+        unbounded_to_the_edge(&mut rows);
+        assert_eq!(rows[0].ci, (-99.0, 30.0));
+        assert_eq!(rows[0].estimate, -42.0);
+        assert_eq!(rows[0].verdict, "no difference (interval unbounded)");
+        assert_eq!(
+            (rows[1].ci, rows[1].verdict.as_str()),
+            ((-5.0, 30.0), "no difference")
+        );
     }
 }
