@@ -316,6 +316,16 @@ impl Plan {
                         l.len()
                     )));
                 }
+                // One line of plain text: a level is a label in progress lines, tables and
+                // tags, and a value written to a setting (a newline there would start a new
+                // line on the terminal and a second value in the file).
+                if l.chars().any(char::is_control) {
+                    return Err(bad(format!(
+                        "factor '{}': level {l:?} holds a control character (a newline, a tab, \
+                         an escape); a level is one line of text",
+                        f.name
+                    )));
+                }
                 if !lv.insert(l) {
                     return Err(bad(format!(
                         "factor '{}': level '{l}' appears twice",
@@ -528,6 +538,17 @@ mod tests {
         let e = Plan::load(&p).unwrap_err();
         assert_eq!(e.exit_code(), 3, "{e}");
         assert!(e.to_string().contains("/proc/sys/kernel/osrelease"));
+        // A level that is not one line of text.
+        let (_d, p) = write(
+            "[measure]\ncommand = \"fake\"\n[[factor]]\nname = \"k\"\nlevels = [\"a\\nb\"]\n",
+        );
+        let e = Plan::load(&p).unwrap_err();
+        assert_eq!(e.exit_code(), 2, "{e}");
+        assert!(
+            e.to_string()
+                .contains("level \"a\\nb\" holds a control character"),
+            "{e}"
+        );
         // Outside /sys and /proc/sys: bad input.
         let (_d, p) = write("[measure]\ncommand = \"fake\"\n[[factor]]\nname = \"k\"\nknob = \"/proc/version\"\nlevels = [\"a\"]\n");
         let e = Plan::load(&p).unwrap_err();
