@@ -233,7 +233,8 @@ impl Resolver {
 
     /// Keeps disturbed runs (`--include-disturbed`): by default a selector naming several runs
     /// (`exp:`, `tag:`, a level) leaves out every run whose ground moved while it measured
-    /// (`Run::disturbed`), and says which; a run named by its id or file is always kept.
+    /// (`Run::disturbed`) or was cut short (`interrupted`), and says which; a run named by its
+    /// id or file is always kept.
     pub fn include_disturbed(mut self, yes: bool) -> Self {
         self.include_disturbed = yes;
         self
@@ -373,7 +374,7 @@ impl Resolver {
                     return Err(bad(
                         &item.text,
                         format!(
-                            "all its {n} run(s) are disturbed (left out above); --include-disturbed keeps them"
+                            "all its {n} run(s) are disturbed or interrupted (left out above); --include-disturbed keeps them"
                         ),
                     ));
                 }
@@ -386,6 +387,21 @@ impl Resolver {
     fn without_disturbed(&self, what: &str, runs: Vec<Resolved>) -> Vec<Resolved> {
         if self.include_disturbed {
             return runs;
+        }
+        // A run cut short (Ctrl-C) beside whole ones biases the comparison: its max and tail
+        // come from less time.
+        let (cut, runs): (Vec<Resolved>, Vec<Resolved>) =
+            runs.into_iter().partition(|r| r.run.interrupted);
+        if !cut.is_empty() {
+            let named: Vec<String> = cut
+                .iter()
+                .map(|r| format!("{} (after {:.1} s)", r.name, r.run.duration_s))
+                .collect();
+            crate::note!(
+                "latlab: {what}: left out {} interrupted run(s): {}; --include-disturbed keeps them",
+                cut.len(),
+                named.join("; ")
+            );
         }
         let (out, kept): (Vec<Resolved>, Vec<Resolved>) =
             runs.into_iter().partition(|r| r.run.disturbed());

@@ -253,6 +253,16 @@ fn execute(
                         )));
                     }
                 }
+                // Cut short by the plan's interruption: kept in the store, but a partial run
+                // beside whole ones would bias the comparison (its max and tail low).
+                Child::Saved(run, name) if run.interrupted => {
+                    crate::note!(
+                        "{progress}: run {} interrupted after {:.1} s: stored, left out of the \
+                         comparison",
+                        name.trim_start_matches("run:"),
+                        run.duration_s
+                    );
+                }
                 Child::Saved(run, name) => {
                     crate::note!(
                         "{progress}: run {}{}",

@@ -308,3 +308,41 @@ fn a_slow_end_after_ctrl_c_says_it_is_saving() {
         "{out}"
     );
 }
+
+#[test]
+fn a_run_cut_short_is_left_out_of_a_selector_that_names_several() {
+    // A Ctrl-C'd run beside whole ones would bias max and the tail low: a selector of several
+    // runs leaves it out and says so; --include-disturbed keeps it.
+    let Some(_x) = rt_test() else { return };
+    let dir = Dir::new();
+    let store = format!("sqlite:{}", dir.join("cut.db").display());
+    let base = [
+        "cyclic", "-t", "1", "-i", "1ms", "-q", "--tag", "cut=yes", "--store",
+    ];
+    for _ in 0..2 {
+        latlab()
+            .args(base)
+            .arg(&store)
+            .args(["-l", "300"])
+            .output()
+            .assert_ok();
+    }
+    let mut child = latlab().args(base).arg(&store).args(["-D", "1h"]).spawn();
+    child.wait_for_thread("latlab-T0");
+    std::thread::sleep(Duration::from_millis(300));
+    child.signal(libc::SIGINT);
+    child.end_within(PROMPTLY).assert_ok();
+    let gate = |extra: &[&str]| {
+        latlab()
+            .args(["gate", "max<10s", "tag:cut=yes", "--store", &store])
+            .args(extra)
+            .output()
+    };
+    let g = gate(&[]);
+    assert!(
+        g.stderr.contains("left out 1 interrupted run(s)") && g.stderr.contains(" s)"),
+        "{g}"
+    );
+    let g = gate(&["--include-disturbed"]);
+    assert!(!g.stderr.contains("left out"), "{g}");
+}
