@@ -346,3 +346,23 @@ fn a_run_cut_short_is_left_out_of_a_selector_that_names_several() {
     let g = gate(&["--include-disturbed"]);
     assert!(!g.stderr.contains("left out"), "{g}");
 }
+
+#[test]
+fn ctxsw_stopped_in_its_first_method_begins_no_other() {
+    // Each method first allocates and locks room for all its samples (800 MB at 10^8): one
+    // begun after Ctrl-C was seconds of work for nothing, with a row of 0 samples to show.
+    let Some(_x) = rt_test() else { return };
+    let dir = Dir::new();
+    let json = dir.join("c.json");
+    let mut child = latlab()
+        .args(["ctxsw", "-n", "100000000", "--json"])
+        .arg(&json)
+        .spawn();
+    child.wait_for_thread("latlab-task0");
+    std::thread::sleep(Duration::from_millis(200));
+    child.signal(libc::SIGINT);
+    child.end_within(PROMPTLY).assert_ok();
+    let run = read_json(&json);
+    assert_eq!(run["interrupted"], true);
+    assert_eq!(crate::util::series_names(&run), ["yield"]);
+}
