@@ -901,6 +901,8 @@ fn a_dry_run_refuses_levels_off_the_menu_and_knobs_that_cannot_be_put_back() {
             let out = plan(thp, bad);
             out.assert_exit(2);
             assert!(out.stderr.contains("not one of its choices"), "{out}");
+            // The plan named once (`k.toml: factor 'k': level ...`).
+            assert_eq!(out.stderr.matches("k.toml:").count(), 1, "{out}");
         }
         plan(thp, "[\"never\", \"madvise\"]").assert_ok();
     }

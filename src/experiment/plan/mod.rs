@@ -405,7 +405,8 @@ impl Plan {
                 for level in &f.levels {
                     knobs::check_level(file, level).map_err(|e| match e {
                         knobs::LevelRefused::NotOffered(t) => Error::Env(format!("{ctx}level {t}")),
-                        knobs::LevelRefused::Invalid(t) => bad(format!("{ctx}level {t}")),
+                        // (`bad` names the plan itself; `ctx` does too.)
+                        knobs::LevelRefused::Invalid(t) => Error::Usage(format!("{ctx}level {t}")),
                     })?;
                 }
             }
