@@ -579,7 +579,7 @@ fn poll(
         last = Instant::now();
         if continued.swap(false, Ordering::AcqRel) && gap > POLL + STOP_SEEN {
             note(
-                stopped(t0.elapsed().as_secs_f64(), (gap - POLL).as_secs_f64()),
+                stopped(t0.elapsed().as_secs_f64(), gap.as_secs_f64()),
                 &mut changes,
             );
         }
@@ -609,13 +609,16 @@ fn poll(
 /// How much later than due a poll must come, with a SIGCONT, to be a stop.
 const STOP_SEEN: Duration = Duration::from_millis(100);
 
-/// The change a SIGCONT says: the process was stopped for about `for_s` and continued,
+/// The change a SIGCONT says: the process was stopped (for up to `gap_s`) and continued,
 /// `at_s` into the run.
-fn stopped(at_s: f64, for_s: f64) -> GroundChange {
+fn stopped(at_s: f64, gap_s: f64) -> GroundChange {
+    // The stop began after the last poll and before the next was due (the due time passed
+    // while stopped), and ended just before this poll: it lasted from `gap - POLL` to `gap`.
+    let least = (gap_s - POLL.as_secs_f64()).max(0.0);
     GroundChange {
         what: STOPPED.into(),
         from: "running".into(),
-        to: format!("stopped for about {for_s:.1} s, then continued (SIGCONT)"),
+        to: format!("stopped for {least:.1} to {gap_s:.1} s, then continued (SIGCONT)"),
         at_s: Some(at_s),
     }
 }
@@ -656,6 +659,14 @@ pub fn warning(c: &GroundChange) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stop_is_said_with_the_range_its_length_can_have() {
+        // Seen 0.6 s after the last poll: the stop began at most one poll (0.2 s) later.
+        let c = stopped(3.0, 0.6);
+        assert_eq!(c.to, "stopped for 0.4 to 0.6 s, then continued (SIGCONT)");
+        assert!(warning(&c).contains("was stopped for 0.4 to 0.6 s"));
+    }
 
     #[test]
     fn a_polled_file_is_read_again_from_its_start_and_opened_again_after_it_failed() {

@@ -276,7 +276,7 @@ fn a_run_stopped_and_continued_is_marked_disturbed() {
     assert!(
         run["warnings"]
             .to_string()
-            .contains("was stopped for about "),
+            .contains(" s, then continued (SIGCONT)"),
         "{}",
         run["warnings"]
     );
