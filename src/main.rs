@@ -84,7 +84,10 @@ fn main() {
         Err(e) => {
             // Shown, not acted on: a level, path or name with control characters in it (a
             // NUL, an ANSI escape) is printed escaped.
-            latlab::note!("latlab: {}", latlab::output::printable(&e.to_string()));
+            latlab::note!(
+                "latlab: {}",
+                latlab::output::printable(&latlab::output::bounded(&e.to_string()))
+            );
             std::process::exit(e.exit_code());
         }
     }

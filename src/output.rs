@@ -71,6 +71,26 @@ pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(o)
 }
 
+/// Longest error message printed whole (bytes).
+pub const MAX_MESSAGE: usize = 4096;
+
+/// `text` cut to [`MAX_MESSAGE`] bytes (at a character boundary) with how much was left out:
+/// a parser's message quotes the input it refused, which can be a 20 MB string.
+pub fn bounded(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.len() <= MAX_MESSAGE {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut end = MAX_MESSAGE;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    std::borrow::Cow::Owned(format!(
+        "{}… ({} more bytes of this message not shown)",
+        &text[..end],
+        text.len() - end
+    ))
+}
+
 /// `text` on one line: a line break or tab in it (a task named `a\nb` by `prctl`, a host or
 /// tag named so) is shown as an escape, so it cannot start a line or a row of its own in a
 /// table ([`printable`], applied to whole tables, keeps line breaks).
@@ -412,6 +432,17 @@ pub fn shell_quote(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_long_message_is_cut_at_a_character_and_says_how_much_is_left_out() {
+        use super::{bounded, MAX_MESSAGE};
+        assert_eq!(bounded("short"), "short");
+        let long = format!("invalid type: string \"{}\"", "é".repeat(10_000));
+        let b = bounded(&long);
+        assert!(b.len() < MAX_MESSAGE + 64, "{}", b.len());
+        assert!(b.ends_with(" more bytes of this message not shown)"), "{b}");
+        assert!(b.starts_with("invalid type: string \"éé"));
+    }
 
     #[test]
     fn a_link_that_names_a_stream_or_device_is_written_through_never_replaced() {

@@ -495,3 +495,20 @@ fn a_journal_path_that_cannot_be_one_is_refused() {
         }
     }
 }
+
+#[test]
+fn a_refused_file_is_not_echoed_back_whole() {
+    // A parser's message quotes what it refused: a result that is one 2 MB string came back
+    // as 2 MB on stderr.
+    let d = Dir::new();
+    let p = d.join("string.json");
+    std::fs::write(&p, format!("\"{}\"", "a".repeat(2 << 20))).unwrap();
+    let html = d.join("r.html");
+    let report = ["report", "-o", html.to_str().unwrap()];
+    for args in [&report[..], &["gate", "max<1s"][..]] {
+        let out = latlab().args(args).arg(&p).output();
+        out.assert_exit(2);
+        assert!(out.stderr.len() < 8192, "{} bytes", out.stderr.len());
+        assert!(out.stderr.contains("string.json"), "{out}");
+    }
+}
