@@ -135,7 +135,7 @@ pub struct ReportArgs {
     /// naming several runs (exp:ID/K=V, tag:...) is one group. `exp:ID` alone = --experiment.
     /// With --fleet: only tag:K=V[,K=V] filters.
     #[arg(value_name = "RUN")]
-    pub inputs: Vec<String>,
+    pub inputs: Vec<std::ffi::OsString>,
     /// Every run stored under this experiment id (tag experiment=ID, as `latlab run` stores
     /// them), grouped by their other tags and compared.
     #[arg(long, value_name = "ID", conflicts_with = "fleet")]

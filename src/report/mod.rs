@@ -124,7 +124,7 @@ pub fn load_experiment(
 /// Also returns the experiment shown (`--experiment`, or a lone `exp:ID`).
 pub fn load_groups(
     experiment: Option<&str>,
-    inputs: &[String],
+    inputs: &[std::ffi::OsString],
     store: Option<&str>,
     include_disturbed: bool,
 ) -> Result<(Vec<Loaded>, Vec<Group>, Option<String>)> {

@@ -3,6 +3,7 @@
 //! naming the flag or the path — never a panic, never a wait.
 
 use crate::util::{expect_exit, have, latlab, read_json, rt_test, skip, Dir, TestCommand, LATLAB};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -189,6 +190,16 @@ fn output_paths_are_refused_before_measuring() {
         .arg(&fifo)
         .limit(HANG)
         .assert_refused(2, "fifo");
+    // A result under a name that is not UTF-8 is read like any other (compare and gate took
+    // it; report refused it as an argument).
+    let odd = d.join(std::ffi::OsStr::from_bytes(b"r\xff.json"));
+    std::fs::copy(&json, &odd).unwrap();
+    latlab()
+        .arg("report")
+        .arg(&odd)
+        .arg("-o")
+        .arg(d.join("odd.html"))
+        .assert_ok();
     let before = std::fs::read(DOMAINNAME).unwrap();
     latlab()
         .arg("report")

@@ -77,7 +77,7 @@ pub fn report_cmd(a: &ReportArgs) -> Result<()> {
 
 /// The tag filters of `report --fleet` (`tag:K=V[,K=V]`, commas or spaces); anything else is
 /// exit 2 naming --fleet.
-fn fleet_tags(inputs: &[String]) -> Result<Vec<(String, String)>> {
+fn fleet_tags(inputs: &[std::ffi::OsString]) -> Result<Vec<(String, String)>> {
     let items = select::parse(inputs)
         .map_err(|e| Error::Usage(format!("--fleet takes tag filters (tag:KEY=VALUE): {e}")))?;
     let mut tags = Vec::new();

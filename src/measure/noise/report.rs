@@ -121,10 +121,11 @@ fn header(o: &NoiseOutcome, cfg: &NoiseConfig) -> String {
         cfg.duration_ns as f64 / 1e9,
         f(cfg.threshold_ns as f64),
         run.id,
+        // The planned length stays in the header; what was measured is said beside it.
         if run.interrupted {
-            "  (interrupted)"
+            format!("  (interrupted after {:.2} s)", run.duration_s)
         } else {
-            ""
+            String::new()
         }
     );
     s.push_str(&format!(
