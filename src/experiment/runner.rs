@@ -312,7 +312,15 @@ fn posts(plan: &Plan, combo: &[usize], control: &Control, progress: &str) -> Res
 fn set_levels(plan: &Plan, combo: &[usize], knobs: &mut Knobs) -> Result<Vec<String>> {
     for ((f, &l), files) in plan.factors.iter().zip(combo).zip(&plan.knob_files) {
         for file in files {
-            knobs.set(file, &f.levels[l])?;
+            // Said of the plan's factor and level, not only of the file (a level the kernel
+            // takes only at run time: a sysctl's range the checks before the runs cannot know).
+            knobs.set(file, &f.levels[l]).map_err(|e| {
+                let said = format!("factor '{}', level '{}': {e}", f.name, f.levels[l]);
+                match e {
+                    Error::Usage(_) => Error::Usage(said),
+                    _ => Error::Env(said),
+                }
+            })?;
         }
     }
     Ok(plan

@@ -917,3 +917,32 @@ fn a_dry_run_refuses_levels_off_the_menu_and_knobs_that_cannot_be_put_back() {
         }
     }
 }
+
+/// A level the kernel refuses only when it is written (a sysctl's range the checks before the
+/// runs cannot know) ends the plan naming the factor and the level, the setting as it was.
+#[test]
+fn a_level_the_kernel_refuses_when_set_is_said_of_its_factor() {
+    const SW: &str = "/proc/sys/vm/swappiness";
+    let _x = exclusive();
+    let Ok(before) = std::fs::read(SW) else {
+        return skip("a_level_the_kernel_refuses_when_set", "no vm.swappiness");
+    };
+    if std::fs::write(SW, &before).is_err() {
+        return skip(
+            "a_level_the_kernel_refuses_when_set",
+            "vm.swappiness is root's",
+        );
+    }
+    let dir = Dir::new();
+    let plan = dir.join("sw.toml");
+    std::fs::write(
+        &plan,
+        "[measure]\ncommand = \"cyclic\"\nargs = [\"-l\", \"10\", \"-q\"]\n\
+         [[factor]]\nname = \"sw\"\nsysctl = \"vm.swappiness\"\nlevels = [\"-5\"]\n",
+    )
+    .unwrap();
+    let out = run_plan(&plan, &dir.join("j.json")).output();
+    out.assert_exit(3);
+    assert!(out.stderr.contains("factor 'sw', level '-5'"), "{out}");
+    assert_eq!(std::fs::read(SW).unwrap(), before);
+}
