@@ -88,12 +88,15 @@ pub fn series_figures(
         ));
     }
     if s.unit == "ns" && s.summary.mean_ns < 0.0 {
-        return Err(format!("its mean ({} ns) is negative", s.summary.mean_ns));
+        return Err(format!(
+            "its mean ({} ns) is negative",
+            shown(s.summary.mean_ns)
+        ));
     }
     if s.summary.stddev_ns < 0.0 {
         return Err(format!(
             "its standard deviation ({}) is negative",
-            s.summary.stddev_ns
+            shown(s.summary.stddev_ns)
         ));
     }
     if let Some(w) = ps.windows(2).find(|w| w[0] > w[1]) {
@@ -174,12 +177,15 @@ impl Run {
     /// once added up, and every series' [`series_figures`].
     pub fn check_figures(&self) -> Result<(), String> {
         if self.duration_s < 0.0 {
-            return Err(format!("its duration ({} s) is negative", self.duration_s));
+            return Err(format!(
+                "its duration ({} s) is negative",
+                shown(self.duration_s)
+            ));
         }
         if !self.duration_s.is_finite() || self.duration_s > MAX_DURATION_S {
             return Err(format!(
                 "its duration ({} s) is not a run's (at most {MAX_DURATION_S} s)",
-                self.duration_s
+                shown(self.duration_s)
             ));
         }
         if let Some(why) = bad_id(&self.id) {
@@ -266,7 +272,10 @@ impl Run {
             .map(|s| {
                 format!(
                     "series {}: its mean ({} ns) lies outside its minimum and maximum ({} to {} ns): the file was not written so by latlab",
-                    s.name, s.summary.mean_ns, s.summary.min_ns, s.summary.max_ns
+                    s.name,
+                    shown(s.summary.mean_ns),
+                    s.summary.min_ns,
+                    s.summary.max_ns
                 )
             })
             .collect()
@@ -293,6 +302,15 @@ fn is_rfc3339(t: &str) -> bool {
 
 /// The longest run a result may say it lasted (31 years).
 const MAX_DURATION_S: f64 = 1e9;
+
+/// A figure from a file as a message shows it: `1e308`, not three hundred digits.
+fn shown(x: f64) -> String {
+    if x.is_finite() && x.abs() < 1e15 {
+        x.to_string()
+    } else {
+        format!("{x:e}")
+    }
+}
 
 /// Why `id` cannot be a run's id (empty, too long, a path, blanks or control characters, or
 /// what a run list could not name: a ',' splits it, a leading '-' reads as a flag, `.` and
@@ -472,7 +490,8 @@ mod tests {
         assert_eq!(r.check_figures(), Ok(()));
         let mut r = good.clone();
         r.duration_s = 1e300;
-        assert!(r.check_figures().unwrap_err().contains("is not a run's"));
+        let e = r.check_figures().unwrap_err();
+        assert!(e.contains("its duration (1e300 s) is not a run's"), "{e}");
         assert!(good.doubts().is_empty());
         let mut r = good.clone();
         r.series[0].summary.mean_ns = 1e9;
