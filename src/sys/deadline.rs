@@ -86,28 +86,7 @@ pub fn set_deadline(p: &DlParams, overrun_signal: bool) -> std::io::Result<()> {
 
 /// Reads the calling thread's scheduling attributes.
 pub fn get_attr() -> std::io::Result<Attr> {
-    let mut a = attr_for(
-        &DlParams {
-            runtime_ns: 0,
-            deadline_ns: 0,
-            period_ns: 0,
-        },
-        0,
-    );
-    let size = std::mem::size_of::<libc::sched_attr>() as libc::c_uint;
-    // SAFETY: pid 0 is the calling thread; `a` is writable and `size` bytes long.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_sched_getattr,
-            0 as libc::pid_t,
-            &mut a as *mut libc::sched_attr,
-            size,
-            0 as libc::c_uint,
-        )
-    };
-    if r != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
+    let a = super::sched::sched_attr_of(0)?;
     Ok(Attr {
         policy: a.sched_policy,
         flags: a.sched_flags,

@@ -87,29 +87,37 @@ pub fn policy_now() -> Option<(libc::c_int, i32)> {
     }
 }
 
-/// The policy (without the reset-on-fork flag) and priority of thread `tid` now; None when it
-/// is gone or cannot be read.
-pub fn policy_of(tid: i32) -> Option<(libc::c_int, i32)> {
-    // One call where two were (it is polled through every measurement, see rt::policy).
-    // SAFETY: sched_attr is plain data, writable and `size` bytes long; a tid that is gone
-    // is an error.
+/// What `sched_getattr` says of thread `tid` (0: the calling thread); there is no glibc
+/// wrapper, so the raw system call.
+pub fn sched_attr_of(tid: libc::pid_t) -> std::io::Result<libc::sched_attr> {
+    // SAFETY: sched_attr is plain data; all zeroes is a valid value.
     let mut a: libc::sched_attr = unsafe { std::mem::zeroed() };
     let size = std::mem::size_of::<libc::sched_attr>() as libc::c_uint;
+    // SAFETY: `a` is writable and `size` bytes long; a tid that is gone is an error.
     let r = unsafe {
         libc::syscall(
             libc::SYS_sched_getattr,
-            tid as libc::pid_t,
+            tid,
             &mut a as *mut libc::sched_attr,
             size,
             0 as libc::c_uint,
         )
     };
-    if r == 0 {
-        // The reset-on-fork flag is in sched_flags here, not in the policy.
-        return Some((a.sched_policy as libc::c_int, a.sched_priority as i32));
+    if r != 0 {
+        return Err(std::io::Error::last_os_error());
     }
-    if std::io::Error::last_os_error().raw_os_error() != Some(libc::ENOSYS) {
-        return None;
+    Ok(a)
+}
+
+/// The policy (without the reset-on-fork flag) and priority of thread `tid` now; None when it
+/// is gone or cannot be read.
+pub fn policy_of(tid: i32) -> Option<(libc::c_int, i32)> {
+    // One call where two were (it is polled through every measurement, see rt::policy); the
+    // reset-on-fork flag is in its flags, not in the policy.
+    match sched_attr_of(tid) {
+        Ok(a) => return Some((a.sched_policy as libc::c_int, a.sched_priority as i32)),
+        Err(e) if e.raw_os_error() != Some(libc::ENOSYS) => return None,
+        Err(_) => {}
     }
     // SAFETY: sched_param is plain data the kernel fills; a tid that is gone is an error.
     unsafe {
