@@ -138,7 +138,8 @@ const WAIT: Duration = Duration::from_secs(1);
 /// What removing one instance needs.
 struct Owned {
     id: u64,
-    dir: PathBuf,
+    /// The instance, reached even after its mount is detached.
+    reach: super::files::Reach,
     journal: Option<PathBuf>,
     /// The reader's stop flag and its "pipes closed" flag.
     reader: Option<(Arc<AtomicBool>, Arc<AtomicBool>)>,
@@ -153,13 +154,13 @@ fn live() -> std::sync::MutexGuard<'static, Vec<Owned>> {
 }
 
 /// Registers a created instance; returns its id for [`end`].
-pub fn register(dir: PathBuf, journal: Option<PathBuf>) -> u64 {
+pub fn register(reach: super::files::Reach, journal: Option<PathBuf>) -> u64 {
     // The second-Ctrl-C exit path (driver::signals) runs this before it exits.
     crate::rt::at_exit(cleanup_on_exit);
     let id = NEXT.fetch_add(1, Ordering::Relaxed);
     live().push(Owned {
         id,
-        dir,
+        reach,
         journal,
         reader: None,
     });
@@ -190,7 +191,7 @@ pub fn cleanup_on_exit() {
     let mut l = live();
     // Newest first.
     for o in l.drain(..).rev().collect::<Vec<_>>() {
-        let _ = super::files::poke(&o.dir.join("tracing_on"), "0");
+        let _ = super::files::poke(&o.reach.at("tracing_on"), "0");
         if let Some((stop, closed)) = &o.reader {
             stop.store(true, Ordering::Release);
             let t0 = Instant::now();
@@ -202,12 +203,14 @@ pub fn cleanup_on_exit() {
     }
 }
 
+/// Stops and removes an instance through its descriptor, so a tracefs mount detached under
+/// it (`umount -l`) does not leave it recording with its journal entry gone.
 fn teardown(o: Owned) {
-    let _ = super::files::poke(&o.dir.join("tracing_on"), "0");
-    let removed = match super::files::remove_instance(&o.dir) {
+    let _ = super::files::poke(&o.reach.at("tracing_on"), "0");
+    let removed = match super::files::remove_instance(o.reach.via()) {
         Ok(()) => true,
         Err(e) => {
-            crate::note!("latlab: --trace: {}: {e}", o.dir.display());
+            crate::note!("latlab: --trace: {}: {e}", o.reach.dir.display());
             false
         }
     };

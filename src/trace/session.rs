@@ -195,7 +195,7 @@ impl Tracer {
             fs.stack_event(&mut dec)?;
         }
         let inst = fs.create_instance("", &r.cpus, &events, BUFFER_KB, journal)?;
-        let tamper = super::tamper::Guard::new(&inst.dir, &events, mono_now());
+        let tamper = super::tamper::Guard::new(&inst.reach, &events, mono_now());
         if r.stacks {
             let comms: Vec<String> = r
                 .names

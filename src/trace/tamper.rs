@@ -3,7 +3,8 @@
 //! removed): the spikes after that have no events, and must not be explained by their absence
 //! ("nothing visible ran") or charged to whatever ran last.
 
-use std::path::{Path, PathBuf};
+use super::files::Reach;
+use std::path::PathBuf;
 
 /// How often the instance's switches are read (ns): a dozen small reads, on the tracer's
 /// thread, never on a measured CPU.
@@ -16,7 +17,9 @@ pub const UNTRACED: &str = "not traced: tracing in latlab's instance was turned 
 /// The instance's switches and when they were last seen on.
 #[derive(Debug)]
 pub struct Guard {
-    /// `tracing_on` and each enabled event's `enable`.
+    /// The instance, reached through its descriptor (a detached mount is not tampering).
+    reach: Reach,
+    /// `tracing_on` and each enabled event's `enable`, through the descriptor.
     files: Vec<PathBuf>,
     /// CLOCK_MONOTONIC of the last check that found everything on (ns).
     last_on_ns: u64,
@@ -32,14 +35,15 @@ pub struct Guard {
 
 impl Guard {
     /// Watches `instance` with `events` (`sched/sched_switch`, ...) enabled, on from `now_ns`.
-    pub fn new(instance: &Path, events: &[String], now_ns: u64) -> Guard {
-        let mut files = vec![instance.join("tracing_on")];
+    pub fn new(instance: &Reach, events: &[String], now_ns: u64) -> Guard {
+        let mut files = vec![instance.at("tracing_on")];
         files.extend(
             events
                 .iter()
-                .map(|e| instance.join("events").join(e).join("enable")),
+                .map(|e| instance.at("events").join(e).join("enable")),
         );
         Guard {
+            reach: instance.clone(),
             files,
             last_on_ns: now_ns,
             checked_ns: now_ns,
@@ -72,7 +76,8 @@ impl Guard {
                 Ok(v) => format!("reads {:?}", String::from_utf8_lossy(&v).trim()),
                 Err(e) => format!("cannot be read ({e})"),
             };
-            self.off = Some((now_ns, format!("{} {what}", f.display())));
+            let shown = self.reach.shown(f);
+            self.off = Some((now_ns, format!("{} {what}", shown.display())));
             return;
         }
         self.last_on_ns = now_ns;
@@ -129,7 +134,8 @@ mod tests {
         std::fs::create_dir_all(&ev).unwrap();
         std::fs::write(d.path().join("tracing_on"), "1\n").unwrap();
         std::fs::write(ev.join("enable"), "1\n").unwrap();
-        let mut g = Guard::new(d.path(), &["sched/sched_switch".into()], 1_000);
+        let r = Reach::new(d.path().to_path_buf());
+        let mut g = Guard::new(&r, &["sched/sched_switch".into()], 1_000);
         g.tick(1_000 + CHECK_EVERY_NS);
         assert_eq!(g.untraced_after(), None);
         // Turned off: not read again before a quarter second passed...
@@ -142,6 +148,8 @@ mod tests {
         let w = g.warning().unwrap();
         assert!(w.contains("between 0.25 s and 0.50 s"), "{w}");
         assert!(w.contains("sched_switch/enable reads \"0\""), "{w}");
+        // Named as mounted, not through the descriptor latlab reads it by.
+        assert!(w.contains(&d.path().display().to_string()), "{w}");
         // Turned back on: the gap stays (events were lost).
         std::fs::write(ev.join("enable"), "1\n").unwrap();
         g.check(1_000 + 3 * CHECK_EVERY_NS);
@@ -152,7 +160,8 @@ mod tests {
     fn a_removed_instance_is_untraced_too() {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("tracing_on"), "1").unwrap();
-        let mut g = Guard::new(d.path(), &[], 0);
+        let r = Reach::new(d.path().to_path_buf());
+        let mut g = Guard::new(&r, &[], 0);
         g.check(5);
         assert_eq!(g.untraced_after(), None);
         std::fs::remove_file(d.path().join("tracing_on")).unwrap();

@@ -221,9 +221,11 @@ impl TraceFs {
                 dir.display()
             )));
         }
+        let reach = super::files::Reach::new(dir.clone());
         let inst = Instance {
             dir: dir.clone(),
-            id: lifecycle::register(dir.clone(), journal),
+            id: lifecycle::register(reach.clone(), journal),
+            reach,
         };
         write(&dir.join("tracing_on"), "0")?;
         write(&dir.join("trace_clock"), "mono")?;
@@ -247,6 +249,8 @@ pub struct Instance {
     pub dir: PathBuf,
     /// Its entry in [`lifecycle`]'s registry.
     pub id: u64,
+    /// The directory reached through a descriptor, for what is done after it starts.
+    pub reach: super::files::Reach,
 }
 
 impl Instance {
@@ -275,7 +279,7 @@ impl Instance {
 
     /// Stops recording (the buffer stays readable).
     pub fn stop(&self) {
-        let _ = poke(&self.dir.join("tracing_on"), "0");
+        let _ = poke(&self.reach.at("tracing_on"), "0");
     }
 }
 
@@ -354,6 +358,11 @@ pub const RESTORER: crate::io::Restorer = crate::io::Restorer {
 /// `latlab restore`'s part for tracing: removes the instances (and mounts) that dead latlab
 /// processes journaled in `dir`; entries of live processes are left alone. One line each.
 pub fn restore_in(dir: &Path) -> Vec<String> {
+    restore_with(dir, |d| TraceFs::system(d).ok().map(|fs| fs.root))
+}
+
+/// [`restore_in`] with the tracefs root found (or mounted) by `tracefs`.
+fn restore_with(dir: &Path, tracefs: impl Fn(&Path) -> Option<PathBuf>) -> Vec<String> {
     let mut out = Vec::new();
     let Ok(rd) = std::fs::read_dir(dir) else {
         return out;
@@ -385,9 +394,14 @@ pub fn restore_in(dir: &Path) -> Vec<String> {
             continue;
         }
         // The instance lives under a tracefs mount: mounted (in latlab's own namespace) if it
-        // is not. One that is gone (a reboot since) leaves only its journal entry.
+        // is not, and looked for under whichever tracefs is mounted (every mount shows the
+        // same instances: one under /sys/kernel/debug/tracing only will do). One that is gone
+        // (a reboot since) leaves only its journal entry.
+        let mut e = e;
         if !e.instance.exists() {
-            let _ = TraceFs::system(dir);
+            if let (Some(root), Some(name)) = (tracefs(dir), e.instance.file_name()) {
+                e.instance = root.join("instances").join(name);
+            }
         }
         if !e.instance.exists() {
             // Gone only if its `instances` directory can be read: a user who cannot see
@@ -584,7 +598,23 @@ mod tests {
             serde_json::to_string(&e).unwrap(),
         )
         .unwrap();
-        let out = restore_in(&jdir);
+        // One journaled under a mount since gone, its instance seen under another (tracefs
+        // mounted only at /sys/kernel/debug/tracing): found there and removed.
+        let moved = fs.root.join("instances/latlab-999999997");
+        std::fs::create_dir(&moved).unwrap();
+        let e = Entry {
+            pid: 999_999_997,
+            instance: d.path().join("unmounted/instances/latlab-999999997"),
+            umount: None,
+        };
+        std::fs::write(
+            jdir.join("trace-999999997.json"),
+            serde_json::to_string(&e).unwrap(),
+        )
+        .unwrap();
+        let out = restore_with(&jdir, |_| Some(fs.root.clone()));
+        assert!(!moved.exists(), "{out:?}");
+        assert!(!jdir.join("trace-999999997.json").exists(), "{out:?}");
         assert!(!dead.exists());
         assert!(live.exists(), "a live process's instance was removed");
         assert!(d.path().join("events").exists());

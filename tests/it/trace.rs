@@ -394,6 +394,54 @@ fn restore_removes_an_instance_whose_process_is_gone_when_no_journal_names_it() 
 }
 
 #[test]
+fn a_tracefs_mount_detached_during_the_run_leaves_no_instance_and_blames_no_one() {
+    let Some(_x) = trace_test() else { return };
+    if !have("unshare") {
+        return skip("tracefs lazily unmounted under --trace", "no unshare(1)");
+    }
+    let d = Dir::new();
+    let json = d.join("r.json");
+    // In a mount namespace of the test's own (the host's mounts stay as they are): tracefs
+    // and debugfs mounted, so latlab uses this tracefs; while it traces, `umount -l` takes
+    // the path away (the instances stay the kernel's).
+    let script = format!(
+        "mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null; \
+         mount -t debugfs nodev /sys/kernel/debug 2>/dev/null; \
+         \"$0\" cyclic -t 1 -a 1 -i 1ms -D 2s --trace -q --no-store --json {j} & p=$!; \
+         echo pid=$p; \
+         for i in $(seq 500); do [ -d /sys/kernel/tracing/instances/latlab-$p ] && break; sleep 0.01; done; \
+         sleep 0.5; umount -l /sys/kernel/tracing; wait $p",
+        j = json.display()
+    );
+    let mut sh = Command::new("unshare");
+    sh.args(["-m", "--propagation", "private", "sh", "-c", &script])
+        .arg(crate::util::LATLAB);
+    let out = TestCommand::wrapping(sh)
+        .journal(d.join("restore.json"))
+        .assert_ok();
+    let pid: u32 = out
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("pid=")?.trim().parse().ok())
+        .unwrap();
+    assert!(
+        instance_of(pid).is_empty(),
+        "instances left: {:?}\n{out}",
+        instance_of(pid)
+    );
+    assert!(!d.join(format!("trace-{pid}.json")).exists(), "{out}");
+    // The instance went on recording: nothing was turned off, and the run says so.
+    let run = read_json(&json);
+    let w = run["warnings"].to_string();
+    assert!(!w.contains("turned off by another process"), "{w}");
+    assert!(
+        run["trace"]["untraced_after_s"].is_null(),
+        "{}",
+        run["trace"]
+    );
+}
+
+#[test]
 fn restore_by_a_user_who_cannot_see_tracefs_keeps_the_journal_entry() {
     let Some(_x) = trace_test() else { return };
     let dir = Dir::new();
