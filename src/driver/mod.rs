@@ -522,7 +522,7 @@ pub fn execute<M: Measurement>(m: M, common: &Common, command_line: Vec<String>)
         signals::stop_on_hangup();
     }
     // Tasks of its loads and commands whose parents die before them come back to latlab, which
-    // reaps them before it returns (not zombies left to init).
+    // ends and reaps them before it returns (not daemons or zombies left to init).
     crate::sys::process::become_subreaper();
     let mut out = std::io::stdout();
     let done = execute_with(
@@ -536,7 +536,20 @@ pub fn execute<M: Measurement>(m: M, common: &Common, command_line: Vec<String>)
             exiting: true,
         },
     );
-    crate::sys::process::reap_adopted(std::time::Duration::from_millis(300));
+    // What is left (a daemon a command or a load started in a session of its own) is ended:
+    // nothing latlab started outlives it.
+    let strays = crate::sys::family::end_children(std::time::Duration::from_millis(300));
+    if !strays.is_empty() {
+        crate::note!(
+            "latlab: ended {} process(es) the run's command or loads left running (pids {})",
+            strays.len(),
+            strays
+                .iter()
+                .map(|p| p.to_string())
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+    }
     done
 }
 

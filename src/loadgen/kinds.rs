@@ -168,13 +168,16 @@ pub fn run(
                     if let Ok(Some(_)) = c.try_wait() {
                         loops += 1;
                         progress.store(loops, Ordering::Relaxed);
-                        // Whatever the command left running in its group goes with it.
+                        // Whatever the command left running goes with it: in its group, or
+                        // adopted by this worker (a subreaper) from a session of its own.
                         crate::sys::process::signal_group(group, libc::SIGKILL);
+                        end_strays();
                         break;
                     }
                     if stop.load(Ordering::Relaxed) {
                         crate::sys::process::signal_group(group, libc::SIGKILL);
                         let _ = c.wait();
+                        end_strays();
                         break;
                     }
                     std::thread::sleep(std::time::Duration::from_millis(5));
@@ -309,4 +312,12 @@ fn net_load(
     drop(out);
     let total = sink.join().unwrap_or(0);
     Ok(report(spec, total, "bytes", t0, None))
+}
+
+/// Kills and reaps what an `exec:` command left running outside its process group (a
+/// `setsid` daemon this worker adopted as a subreaper); one syscall when there is none.
+pub(super) fn end_strays() {
+    if crate::sys::family::has_children() {
+        crate::sys::family::end_children(std::time::Duration::ZERO);
+    }
 }

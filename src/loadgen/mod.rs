@@ -248,6 +248,9 @@ impl Drop for LoadSet {
 /// as one JSON line.
 pub fn worker_main(spec_text: &str) -> Result<()> {
     let spec = LoadSpec::parse(spec_text)?;
+    // Its tasks whose parent dies first (a double fork, `setsid`) come back to the worker,
+    // which ends them with the load instead of leaving them to init.
+    crate::sys::process::become_subreaper();
     // Every task of the load carries its name (threads and children inherit it).
     let name = std::env::var(NAME_ENV).unwrap_or_else(|_| spec.kind.to_string());
     crate::sys::process::set_comm(&name);
@@ -290,6 +293,7 @@ pub fn worker_main(spec_text: &str) -> Result<()> {
     let r = kinds::run(&spec, &stop, &count);
     ended.store(true, std::sync::atomic::Ordering::Relaxed);
     let _ = ticker.join();
+    kinds::end_strays();
     let r = r.map_err(|e| Error::Env(format!("--load {spec_text}: {e}")))?;
     let _ = crate::output::stdout(&(serde_json::to_string(&r).unwrap_or_default() + "\n"));
     Ok(())

@@ -8,6 +8,7 @@ pub mod clock;
 pub mod clocksource;
 pub mod deadline;
 pub mod dma;
+pub mod family;
 pub mod ioperm;
 pub mod ipcprim;
 pub mod mem;

@@ -233,28 +233,6 @@ pub fn reap_group(pgid: i32, limit: std::time::Duration) {
     }
 }
 
-/// Reaps the children this process has left once its own are waited for: descendants it
-/// adopted as a subreaper (a killed load's or command's tasks whose parents died first), so
-/// none is left to init as a zombie when latlab exits. Returns at once when there is no child,
-/// else when none has ended for `quiet` (a live one, such as a daemon a command started, is
-/// left alone: only ended children are reaped).
-pub fn reap_adopted(quiet: std::time::Duration) {
-    let mut last = std::time::Instant::now();
-    loop {
-        let mut status = 0;
-        // SAFETY: waitpid(-1, WNOHANG) reaps any ended child; status is a valid int.
-        let r = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
-        if r > 0 {
-            last = std::time::Instant::now();
-            continue;
-        }
-        if r < 0 || last.elapsed() >= quiet {
-            return; // ECHILD: no child left
-        }
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
-}
-
 /// Whether any process is left in process group `pgid` (positive; its leader may be gone).
 pub fn group_alive(pgid: i32) -> bool {
     // SAFETY: signal 0 to a (positive) group only checks that it has members.

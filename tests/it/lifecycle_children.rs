@@ -4,7 +4,8 @@
 //! through the driver, tested from outside through the binary.)
 
 use crate::util::{
-    exclusive, latlab, none_left, read_json, rt_test, tagged, wait_until, Dir, TestCommand,
+    exclusive, latlab, none_left, read_json, rt_test, tagged, trace_test, wait_until, Dir,
+    TestCommand,
 };
 use std::process::Stdio;
 use std::time::Duration;
@@ -150,4 +151,54 @@ options = { a = ["-i", "1ms"], b = ["-i", "2ms"] }
         .spawn()
         .end_within(Duration::from_secs(120))
         .assert_ok();
+}
+
+#[test]
+fn a_load_task_that_calls_setsid_does_not_outlive_the_run() {
+    // `setsid` as a group leader forks: the sleeper leaves the load's process group and
+    // session at once, its parent gone (the worker, a subreaper, adopts it).
+    let tag = format!("setsid-load-{}", std::process::id());
+    latlab()
+        .args(["load", "exec:setsid sleep 44", "-D", "1s", "--no-store"])
+        .env("LATLAB_TEST_TAG", &tag)
+        .assert_ok();
+    none_left(&tag);
+}
+
+#[test]
+fn what_a_command_under_sched_leaves_running_is_ended_and_said() {
+    let Some(_x) = trace_test() else { return };
+    let dir = Dir::new();
+    let json = dir.join("r.json");
+    let tag = format!("sched-strays-{}", std::process::id());
+    // A daemon in a session of its own and a double fork, both orphaned when the command
+    // exits (latlab, a subreaper, adopts them): ended with the run, and said.
+    latlab()
+        .journal(dir.join("restore.json"))
+        .words("sched -D 30s -q --no-store --json")
+        .arg(&json)
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "setsid sleep 45 & sh -c 'sleep 46 &'; sleep 0.3",
+        ])
+        .env("LATLAB_TEST_TAG", &tag)
+        .assert_ok();
+    none_left(&tag);
+    let w = read_json(&json)["warnings"].to_string();
+    assert!(w.contains("exited leaving 2 process(es)"), "{w}");
+    // Stopped at the run's end instead (the command still running): the same.
+    latlab()
+        .journal(dir.join("restore.json"))
+        .words("sched -D 1s -q --no-store")
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "setsid sleep 47 & sh -c 'sleep 48 &'; sleep 30",
+        ])
+        .env("LATLAB_TEST_TAG", &tag)
+        .assert_ok();
+    none_left(&tag);
 }

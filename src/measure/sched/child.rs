@@ -1,6 +1,7 @@
 //! The command `latlab sched -- CMD` runs: started once tracing is on, in latlab's own process
 //! group (so a Ctrl-C at the terminal reaches it, as under `perf stat -- CMD`), its exit status
-//! passed on, and never left running (nor anything it started) when latlab stops it.
+//! passed on, and never left running (nor anything it started, a daemon that double-forked
+//! or called `setsid` included) when latlab stops it.
 
 use crate::error::{Error, Result};
 use std::os::unix::process::ExitStatusExt;
@@ -89,38 +90,41 @@ impl Child {
     }
 }
 
-fn kill_all(pids: &[i32], sig: libc::c_int) {
-    for &p in pids {
-        crate::sys::process::signal(p, sig);
+impl Child {
+    /// After the command exited by itself: ends what it left running (SIGTERM, SIGKILL after
+    /// the grace period) and says how many processes that was.
+    pub fn end_leftovers(&mut self) -> usize {
+        let left = descendants(self.pid());
+        if left.is_empty() {
+            return 0;
+        }
+        kill_all(&left, libc::SIGTERM);
+        let t = Instant::now();
+        while t.elapsed() < GRACE && !left.iter().all(|&p| crate::sys::family::gone(p)) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        kill_all(&left, libc::SIGKILL);
+        RUNNING.store(0, std::sync::atomic::Ordering::SeqCst);
+        left.len()
     }
 }
 
-/// Every live process descended from `root` (from the parent ids in /proc).
+fn kill_all(pids: &[i32], sig: libc::c_int) {
+    crate::sys::family::signal_all(pids, sig);
+}
+
+/// Every live process the command started: its descendants, and those latlab adopted as a
+/// subreaper when their parent died first (a double fork, a `setsid`), which the parent ids
+/// no longer tie to it.
 fn descendants(root: i32) -> Vec<i32> {
-    let mut parent = std::collections::HashMap::new();
-    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
-            continue;
-        };
-        // pid (comm) state ppid ...: the comm may hold spaces and parentheses.
-        let ppid = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
-            .and_then(|v| v.parse::<i32>().ok());
-        if let Some(pp) = ppid {
-            parent.insert(pid, pp);
-        }
-    }
-    let mut out = Vec::new();
-    let mut frontier = vec![root];
-    while let Some(p) = frontier.pop() {
-        for (&c, &pp) in &parent {
-            if pp == p && !out.contains(&c) {
-                out.push(c);
-                frontier.push(c);
+    use crate::sys::family;
+    let proc = std::path::Path::new("/proc");
+    let t = family::table(proc);
+    let mut out = family::descendants(&t, root);
+    if let Some(me) = family::me(proc) {
+        for p in family::adopted_strays(&t, me, root) {
+            if !out.contains(&p) {
+                out.push(p);
             }
         }
     }

@@ -244,9 +244,18 @@ fn run(cfg: &SchedConfig, ctx: &mut Ctx<'_>) -> Result<SchedOutcome> {
     // A command still running (the duration ended, or latlab alone was signalled) is stopped
     // with everything it started; its status then is latlab's doing and is not passed on.
     let mut stopped = None;
+    // One that exited by itself has what it left running ended (a daemon it started).
     if let Some(mut k) = kid.take() {
         if status.is_none() {
             stopped = Some(k.stop());
+        } else {
+            let n = k.end_leftovers();
+            if n > 0 {
+                ctx.warn(format!(
+                    "the command exited leaving {n} process(es) it started running (a daemon, \
+                     a double fork or setsid); latlab ended them"
+                ));
+            }
         }
     }
     let end_ns = now_mono();
