@@ -179,6 +179,9 @@ impl LoadSet {
         let mut warnings = Vec::new();
         for (i, (s, mut c, reader)) in std::mem::take(&mut self.running).into_iter().enumerate() {
             let pid = c.id() as i32;
+            // Ended before the run did (killed by someone else, or crashed): the rest of the
+            // run was measured without it.
+            let ended_early = c.try_wait().ok().flatten();
             crate::sys::process::signal(pid, libc::SIGTERM);
             let t0 = Instant::now();
             while t0.elapsed() < STOP_GRACE {
@@ -196,11 +199,25 @@ impl LoadSet {
                 let _ = r.join();
             }
             let last = self.progress.now().get(i).cloned().flatten();
-            match last.filter(|r| r.note.as_deref() != Some(PROGRESS_NOTE)) {
+            if let Some(status) = ended_early {
+                warnings.push(ended_early_warning(&s.text, status, last.as_ref()));
+            }
+            let last = match (last, ended_early) {
+                // Its last progress report is what it did before it ended.
+                (Some(mut r), Some(status)) if r.note.as_deref() == Some(PROGRESS_NOTE) => {
+                    r.note = Some(format!(
+                        "ended during the run ({status}): counted up to its last progress report"
+                    ));
+                    Some(r)
+                }
+                (last, _) => last.filter(|r| r.note.as_deref() != Some(PROGRESS_NOTE)),
+            };
+            match last {
                 Some(mut r) => {
                     r.cpus = s.cpus().map(|c| c.to_string());
                     reports.push(r)
                 }
+                None if ended_early.is_some() => {}
                 None => warnings.push(format!(
                     "--load {}: no report (it was killed after {STOP_GRACE:?})",
                     s.text
@@ -209,6 +226,23 @@ impl LoadSet {
         }
         (reports, warnings)
     }
+}
+
+/// The warning for a load whose worker ended before the run did: how, and from about when the
+/// run went on without it (its last progress report, one a second).
+fn ended_early_warning(
+    text: &str,
+    status: std::process::ExitStatus,
+    last: Option<&LoadReport>,
+) -> String {
+    let when = match last {
+        Some(r) => format!("after about {:.0} s of load (its last report)", r.seconds),
+        None => "before its first report".into(),
+    };
+    format!(
+        "--load {text} ended during the run ({status}) {when}: the rest of the run was \
+         measured without it"
+    )
 }
 
 /// The note of a report printed while the load runs (the final one has its own).
@@ -297,4 +331,28 @@ pub fn worker_main(spec_text: &str) -> Result<()> {
     let r = r.map_err(|e| Error::Env(format!("--load {spec_text}: {e}")))?;
     let _ = crate::output::stdout(&(serde_json::to_string(&r).unwrap_or_default() + "\n"));
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_load_that_ended_early_says_how_and_from_when() {
+        use std::os::unix::process::ExitStatusExt;
+        let killed = std::process::ExitStatus::from_raw(libc::SIGKILL);
+        let r = LoadReport {
+            spec: "cpu".into(),
+            kind: "cpu".into(),
+            count: 5,
+            unit: "loops".into(),
+            seconds: 3.2,
+            rate_per_s: 1.5,
+            note: Some(PROGRESS_NOTE.into()),
+            cpus: None,
+        };
+        let w = ended_early_warning("cpu", killed, Some(&r));
+        assert!(w.contains("signal: 9") && w.contains("about 3 s"), "{w}");
+        assert!(ended_early_warning("cpu", killed, None).contains("before its first report"));
+    }
 }

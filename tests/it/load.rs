@@ -179,3 +179,45 @@ fn the_build_load_leaves_nothing_in_tmpdir() {
         .collect();
     assert!(left.is_empty(), "left in TMPDIR: {left:?}");
 }
+
+#[test]
+fn a_load_killed_by_someone_else_is_said_to_have_ended_during_the_run() {
+    let dir = Dir::new();
+    let json = dir.join("r.json");
+    let t = tag("killed");
+    let mut child = latlab()
+        .words("cyclic -D 1h -q --no-store --load cpu:threads=1 --json")
+        .arg(&json)
+        .env("LATLAB_TEST_TAG", &t)
+        .spawn();
+    child.wait_until("its load reporting", |pid| {
+        has_thread(pid, "latlab-T0")
+            && tagged(&t)
+                .iter()
+                .any(|p| p.contains("load-worker") && !p.starts_with(&format!("{pid}:")))
+    });
+    // Let it report once (a report a second), then kill the worker as another user would.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let worker: i32 = tagged(&t)
+        .iter()
+        .find(|p| p.contains("load-worker"))
+        .and_then(|p| p.split(':').next()?.parse().ok())
+        .unwrap();
+    // SAFETY: killing a process of ours (latlab's load worker).
+    unsafe { libc::kill(worker, libc::SIGKILL) };
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    child.signal(libc::SIGINT);
+    child.finish().assert_ok();
+    let run = read_json(&json);
+    let w = run["warnings"].to_string();
+    assert!(w.contains("ended during the run"), "{w}");
+    assert!(w.contains("measured without it"), "{w}");
+    assert!(!w.contains("was killed after"), "{w}");
+    // What it did before it ended is kept, marked.
+    let loads = run["loads"].as_array().unwrap();
+    assert_eq!(loads.len(), 1, "{loads:?}");
+    assert!(loads[0]["note"]
+        .to_string()
+        .contains("ended during the run"));
+    none_left(&t);
+}
