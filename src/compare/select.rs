@@ -4,7 +4,8 @@
 //! those tags). Items are separated by commas or white space, in one argument or several; a
 //! bare `K=V` after `tag:`/`exp:ID/` adds to its tags, a bare id after `run:` is another run.
 //! An argument that names an existing file as a whole is that file, whatever characters its
-//! name holds (spaces, commas, `=`, a `run:` prefix): it is never split. A selector that
+//! name holds (spaces, commas, `=`, a `run:` prefix): it is never split. Double quotes keep
+//! commas and spaces in one item (`tag:plan="my plan.toml"`, a tag value that holds them). A selector that
 //! cannot be read or matches nothing names itself (exit 2).
 
 use crate::error::{Error, Result};
@@ -46,7 +47,8 @@ pub struct Item {
 /// The grammar, for messages.
 pub const GRAMMAR: &str =
     "run:ID, exp:ID, exp:ID/K=V, tag:K=V[,K=V] or a FILE.json, separated by commas or spaces \
-     (an argument that names an existing file is that file, whatever it contains)";
+     (an argument that names an existing file is that file, whatever it contains; a value \
+     holding either goes in double quotes: tag:K=\"V W\")";
 
 fn bad(text: &str, why: impl std::fmt::Display) -> Error {
     Error::Usage(format!(
@@ -73,10 +75,23 @@ fn kv(text: &str, part: &str) -> Result<(String, String)> {
     Ok((k.to_string(), v.to_string()))
 }
 
-/// Splits on commas and ASCII white space.
-fn tokens(b: &[u8]) -> impl Iterator<Item = &[u8]> {
-    b.split(|c| *c == b',' || c.is_ascii_whitespace())
-        .filter(|t| !t.is_empty())
+/// Splits on commas and ASCII white space, except inside double quotes, which are dropped:
+/// `tag:plan="my plan.toml"` is one item, so a tag value holding either can be selected.
+fn tokens(b: &[u8]) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut cur = Vec::new();
+    let mut quoted = false;
+    for &c in b {
+        match c {
+            b'"' => quoted = !quoted,
+            b',' if !quoted => out.push(std::mem::take(&mut cur)),
+            c if c.is_ascii_whitespace() && !quoted => out.push(std::mem::take(&mut cur)),
+            c => cur.push(c),
+        }
+    }
+    out.push(cur);
+    out.retain(|t| !t.is_empty());
+    out
 }
 
 /// Whether a file (or a link, even one that leads nowhere or loops) is at `p`: such an
@@ -100,6 +115,7 @@ pub fn parse<S: AsRef<OsStr>>(args: &[S]) -> Result<Vec<Item>> {
             continue;
         }
         for tok in tokens(arg.as_ref().as_bytes()) {
+            let tok = tok.as_slice();
             let text = String::from_utf8_lossy(tok).into_owned();
             let path = Path::new(OsStr::from_bytes(tok));
             let after_run = out
@@ -541,6 +557,21 @@ mod tests {
             vec![Selector::Level("E".into(), kvs(&[("a", "1"), ("b", "2")]))]
         );
         assert_eq!(sels(&["-"]), vec![Selector::Stdin]);
+        // A value with commas or spaces, in double quotes (dropped); the next item after it.
+        assert_eq!(
+            sels(&[r#"tag:plan="my plan, 2.toml",load="hackbench:groups=2,fds=5" run:A"#]),
+            vec![
+                Selector::Tags(kvs(&[
+                    ("plan", "my plan, 2.toml"),
+                    ("load", "hackbench:groups=2,fds=5")
+                ])),
+                Selector::Run("A".into()),
+            ]
+        );
+        assert_eq!(
+            sels(&[r#"exp:E/level="a b""#]),
+            vec![Selector::Level("E".into(), kvs(&[("level", "a b")]))]
+        );
         let me = env!("CARGO_MANIFEST_DIR").to_string() + "/Cargo.toml";
         assert_eq!(sels(&[me.as_str()]), vec![Selector::File(me.into())]);
         assert_eq!(sels(&[""]), Vec::<Selector>::new());
