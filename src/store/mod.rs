@@ -228,6 +228,14 @@ fn redacted(body: &serde_json::Value) -> std::borrow::Cow<'_, serde_json::Value>
     std::borrow::Cow::Owned(b)
 }
 
+/// Why `k` cannot be a tag key (a selector could not name it), if it cannot.
+pub fn bad_tag_key(k: &str) -> Option<&'static str> {
+    let ok = !k.is_empty()
+        && k.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c));
+    (!ok).then_some("keys use letters, digits, '_', '-' and '.'")
+}
+
 /// Parses `--tag key=value`.
 pub fn parse_tags(v: &[String]) -> Result<BTreeMap<String, String>> {
     let mut m = BTreeMap::new();
@@ -236,16 +244,8 @@ pub fn parse_tags(v: &[String]) -> Result<BTreeMap<String, String>> {
             .split_once('=')
             .ok_or_else(|| Error::flag("--tag", t, "expected key=value"))?;
         let k = k.trim();
-        if k.is_empty()
-            || !k
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
-        {
-            return Err(Error::flag(
-                "--tag",
-                t,
-                "keys use letters, digits, '_', '-' and '.'",
-            ));
+        if let Some(why) = bad_tag_key(k) {
+            return Err(Error::flag("--tag", t, why));
         }
         m.insert(k.to_string(), val.trim().to_string());
     }
@@ -642,13 +642,15 @@ pub fn import(
     stop: &dyn Fn() -> bool,
 ) -> Result<(usize, usize)> {
     for (i, e) in b.runs.iter().enumerate() {
-        check_imported(&e.run, &format!("run {} of the bundle", i + 1))?;
-        parse_tags(
-            &e.tags
-                .iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect::<Vec<_>>(),
-        )?;
+        let what = format!("run {} of the bundle", i + 1);
+        check_imported(&e.run, &what)?;
+        // Keys as stored, not as `--tag` would trim them: one a selector cannot name (`a=b`,
+        // ` x`) is refused, never stored or dropped unsaid.
+        for k in e.tags.keys() {
+            if let Some(why) = bad_tag_key(k) {
+                return Err(Error::Usage(format!("{what}: tag key {k:?}: {why}")));
+            }
+        }
     }
     let (mut new, mut old) = (0, 0);
     for e in &b.runs {

@@ -409,6 +409,23 @@ fn results_whose_figures_contradict_each_other_are_refused_everywhere() {
         .arg(&bundle)
         .output()
         .assert_ok();
+    // Tag keys a selector could not name are refused as the bundle's, not `--tag`'s.
+    for key in ["a=b", " x", ""] {
+        let bad = d.join("bundle-badtag.json");
+        let b = serde_json::json!({"format": "latlab.bundle/1", "runs": [{"run": run, "tags": {key: "v"}}]});
+        std::fs::write(&bad, b.to_string()).unwrap();
+        let out = latlab()
+            .args(["runs", "import", "--store", &store])
+            .arg(&bad)
+            .output();
+        out.assert_exit(2);
+        assert!(
+            out.stderr
+                .contains(&format!("run 1 of the bundle: tag key {key:?}"))
+                && !out.stderr.contains("--tag"),
+            "{out}"
+        );
+    }
     // A stored run edited in the store itself: `runs show` refuses its table too.
     let id = run["id"].as_str().unwrap().to_string();
     let mut lowmax = run.clone();
