@@ -140,4 +140,37 @@ fn a_run_that_does_not_read_back_is_listed_by_runs_check_and_left_out_by_selecto
         .arg("--store")
         .arg(&store)
         .assert_refused(2, "runs check");
+    // A row listed as another kind than its body: not the run the listing shows.
+    let script = format!(
+        "import sqlite3\nc=sqlite3.connect({db:?})\nc.execute(\"update runs set kind='noise' where id=?\",({id:?},))\nc.commit()\n",
+        db = db.display().to_string(),
+        id = ids[1]
+    );
+    run_tool(Command::new("python3").args(["-c", &script]));
+    let out = latlab()
+        .words("runs check --store")
+        .arg(&store)
+        .assert_exit(1);
+    assert!(
+        out.stdout.contains(&ids[1]) && out.stdout.contains("listed as"),
+        "{out}"
+    );
+    // `runs export --all` keeps what reads back, names what does not, and ends with exit 1.
+    let out = latlab()
+        .words("runs export --all --store")
+        .arg(&store)
+        .output();
+    out.assert_exit(1);
+    let b: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let exported: Vec<&str> = b["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["run"]["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(exported, vec![ids[2].as_str()], "{out}");
+    assert!(
+        out.stderr.contains(&ids[0]) && out.stderr.contains(&ids[1]),
+        "{out}"
+    );
 }

@@ -142,12 +142,10 @@ fn show(id: &str, json: bool, unit: crate::config::DisplayUnit, store: Option<&s
 /// `runs export`: a bundle of the runs a run list names (or `--all`), on stdout.
 fn export_runs(ids: &[String], all: bool, store: Option<&str>) -> Result<()> {
     let st = open_for_reading(store)?;
-    let ids: Vec<String> = if all {
-        st.list(&Filter::default())?
-            .into_iter()
-            .map(|r| r.id)
-            .collect()
-    } else {
+    if all {
+        return export_all(st.as_ref());
+    }
+    let ids: Vec<String> = {
         // Any run list: run:ID, exp:ID, exp:ID/K=V, tag:K=V (or bare ids).
         let items = crate::compare::select::parse(ids)?;
         let mut res = crate::compare::select::Resolver::new(store);
@@ -163,6 +161,34 @@ fn export_runs(ids: &[String], all: bool, store: Option<&str>) -> Result<()> {
     };
     let b = export(st.as_ref(), &ids)?;
     out(&(serde_json::to_string_pretty(&b).map_err(|e| Error::Env(e.to_string()))? + "\n"))
+}
+
+/// `runs export --all`: every run that reads back, on stdout; one that does not is left out
+/// and named (stderr), and the export then ends with exit 1 — a backup never stops at the
+/// first bad row, nor misses one unsaid.
+fn export_all(st: &dyn crate::store::Store) -> Result<()> {
+    let mut runs = Vec::new();
+    let mut bad = Vec::new();
+    for r in st.list(&Filter::default())? {
+        match read_back(st, &r) {
+            Ok(e) => runs.push(e),
+            Err(why) => bad.push(format!("{}: {why}", crate::output::one_line(&r.id))),
+        }
+    }
+    let b = Bundle {
+        format: BUNDLE_FORMAT.into(),
+        runs,
+    };
+    out(&(serde_json::to_string_pretty(&b).map_err(|e| Error::Env(e.to_string()))? + "\n"))?;
+    if bad.is_empty() {
+        return Ok(());
+    }
+    Err(Error::CheckFailed(format!(
+        "left out {} run(s) of {} that do not read back ({}); `latlab runs check` lists them",
+        bad.len(),
+        st.location(),
+        bad.join("; ")
+    )))
 }
 
 /// `runs import FILE` (no `--from`): a latlab bundle, every run checked before any is stored.
@@ -270,16 +296,34 @@ fn differing(st: &dyn crate::store::Store, b: &Bundle) -> Vec<String> {
         .collect()
 }
 
+/// A stored run read back as its listing row says it is: its body a run whose figures hold,
+/// under the row's id and of the row's kind (a body edited or swapped in the store is not
+/// the run the listing shows). Why not, if it is not.
+fn read_back(
+    st: &dyn crate::store::Store,
+    row: &crate::store::RunRow,
+) -> std::result::Result<crate::store::BundleEntry, String> {
+    let e = st.get(&row.id).map_err(|e| e.to_string())?;
+    let run = crate::result::Run::from_stored(&e.run.to_string())?;
+    if run.id != row.id {
+        return Err(format!("its body is run {:?}", run.id));
+    }
+    if run.kind != row.kind {
+        return Err(format!(
+            "its body is a {:?} run, listed as {:?}",
+            run.kind, row.kind
+        ));
+    }
+    Ok(e)
+}
+
 /// `runs check`: every stored run read back; the ones that do not are listed, exit 1.
 fn check(store: Option<&str>) -> Result<()> {
     let st = open_for_reading(store)?;
     let rows = st.list(&Filter::default())?;
     let mut bad = Vec::new();
     for r in &rows {
-        let why = match st.get(&r.id) {
-            Ok(e) => crate::result::Run::from_stored(&e.run.to_string()).err(),
-            Err(e) => Some(e.to_string()),
-        };
+        let why = read_back(st.as_ref(), r).err();
         if let Some(why) = why {
             bad.push(vec![r.id.clone(), r.kind.clone(), r.started.clone(), why]);
         }
