@@ -122,8 +122,8 @@ impl CyclicConfig {
             (None, None) => ("-i/--interval", "1000".to_string()),
         };
         let interval_ns = a.period.as_ref().or(interval).map_or(1_000_000, |t| t.ns);
-        if interval_ns > 3_600_000_000_000 {
-            return Err(Error::flag(period_flag, &period_text, "at most one hour"));
+        if let Some(why) = bad_period(interval_ns) {
+            return Err(Error::flag(period_flag, &period_text, why));
         }
         let given = |flag: &str, v: &Option<Time>| -> Option<Given> {
             v.as_ref().map(|t| Given {
@@ -423,6 +423,9 @@ fn parse_group<'a>(spec: &'a str, base: &GroupSpec, online: &CpuSet) -> Result<G
                 let v = need(v)?;
                 g.interval_ns = parse_time_ns(v, BareUnit::Micros)
                     .map_err(|e| bad(format!("{k}={v}: {e}")))?;
+                if let Some(why) = bad_period(g.interval_ns) {
+                    return Err(bad(format!("{k}={v}: {why}")));
+                }
                 g.dl.period_flag = key_flag(k);
                 g.dl.period_text = v.to_string();
                 if k == "period" {
@@ -482,6 +485,19 @@ fn parse_group<'a>(spec: &'a str, base: &GroupSpec, online: &CpuSet) -> Result<G
 }
 
 /// A config from `latlab cyclic ARGS` on two online CPUs (tests of the modules beside).
+/// Why a measuring task's period cannot be `ns`, if it cannot: under a microsecond (the
+/// smallest cyclictest can ask for) every wake-up is an overrun, and over an hour a run
+/// never reports.
+fn bad_period(ns: u64) -> Option<&'static str> {
+    if ns < 1_000 {
+        Some("at least 1us: a shorter period only overruns (every wake-up is late)")
+    } else if ns > 3_600_000_000_000 {
+        Some("at most one hour")
+    } else {
+        None
+    }
+}
+
 #[cfg(test)]
 pub(crate) fn test_config(args: &[&str]) -> CyclicConfig {
     let mut v = vec!["latlab", "cyclic"];
@@ -540,6 +556,9 @@ mod tests {
         let cases: &[(&[&str], &str)] = &[
             (&["-i", "0"], "-i/--interval"),
             (&["-i", "-5"], "-i/--interval"),
+            (&["-i", "1ns"], "at least 1us"),
+            (&["--period", "999ns"], "--period"),
+            (&["--group", "interval=500ns"], "at least 1us"),
             (&["-p", "120"], "priority"),
             (&["-a", "7"], "not online"),
             (&["-t", "5000"], "at most 1024"),
