@@ -11,8 +11,12 @@ use crate::result::qualification::{Qualification, State};
 use crate::result::Run;
 use std::fmt::Write;
 
-/// Seconds as `1h 02m 05s`.
-fn span(s: f64) -> String {
+/// Seconds as `1h 02m 05s` (`0.25s` under half a second), in the page and the text.
+pub fn span(s: f64) -> String {
+    // Under a second (a segment resumed at once) it is not "0s".
+    if s > 0.0 && s < 0.5 {
+        return format!("{s:.2}s");
+    }
     let s = s.max(0.0).round() as u64;
     match (s / 3600, s / 60 % 60, s % 60) {
         (0, 0, sec) => format!("{sec}s"),
@@ -271,4 +275,18 @@ pub fn page(run: &Run) -> String {
     }
     s.push_str("</body></html>\n");
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::span;
+
+    #[test]
+    fn spans_read_as_time_and_a_short_gap_is_not_zero() {
+        assert_eq!(span(0.0), "0s");
+        assert_eq!(span(0.25), "0.25s");
+        assert_eq!(span(59.6), "1m 00s");
+        assert_eq!(span(3725.0), "1h 02m 05s");
+        assert_eq!(span(-3.0), "0s");
+    }
 }

@@ -4,15 +4,8 @@
 use crate::result::qualification::State;
 use crate::result::Run;
 
-/// Seconds as `1h 02m 05s`.
-pub fn span(s: f64) -> String {
-    let s = s.max(0.0).round() as u64;
-    match (s / 3600, s / 60 % 60, s % 60) {
-        (0, 0, sec) => format!("{sec}s"),
-        (0, m, sec) => format!("{m}m {sec:02}s"),
-        (h, m, sec) => format!("{h}h {m:02}m {sec:02}s"),
-    }
-}
+/// Seconds as `1h 02m 05s` (the HTML report's words).
+pub use crate::report::qualify::span;
 
 /// The final result as text; `written` names the files written beside it.
 pub fn text(run: &Run, written: &[String]) -> String {
