@@ -267,6 +267,10 @@ fn io_load(
     let (mut pos, mut total) = (0u64, 0u64);
     while !stop.load(Ordering::Relaxed) {
         let n = file.read_at(aligned, pos)?;
+        if n == 0 && pos == 0 {
+            // Emptied since it was checked: nothing left to read, and no spinning on it.
+            return Err(std::io::Error::other("the file is empty (nothing to read)"));
+        }
         if n == 0 || (len > 0 && pos + n as u64 >= len) {
             pos = 0;
         } else {

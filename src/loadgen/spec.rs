@@ -293,8 +293,12 @@ impl LoadSpec {
                 self.num_at_most("block", 1 << 20, MAX_BLOCK)?;
                 self.num_at_most("size", 64 << 20, MAX_SCRATCH)?;
                 if let Some(p) = self.opts.get("path") {
-                    crate::io::open_typed(std::path::Path::new(p), None, true)
+                    let f = crate::io::open_typed(std::path::Path::new(p), None, true)
                         .map_err(|e| format!("path={p}: {e}"))?;
+                    // An empty file has nothing to read: the load would only spin.
+                    if f.metadata().is_ok_and(|m| m.is_file() && m.len() == 0) {
+                        return Err(format!("path={p}: the file is empty (nothing to read)"));
+                    }
                 }
                 if !["0", "1"].contains(&self.str("direct", "0").as_str()) {
                     return Err("direct must be 0 or 1".into());
@@ -353,6 +357,9 @@ mod tests {
         assert_eq!(s.num("groups", 10).unwrap(), 2);
         assert_eq!(LoadSpec::parse("exec:true").unwrap().opts["cmd"], "true");
         assert_eq!(parse_size("64M"), Some(64 << 20));
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("empty"), "").unwrap();
+        let empty = format!("io:path={}", dir.path().join("empty").display());
         for bad in [
             "disk",
             "cpu:threads=0",
@@ -371,6 +378,7 @@ mod tests {
             "io:block=18446744073709551615",
             "io:path=/dev/zero",
             "net:size=1G",
+            &empty,
         ] {
             let e = LoadSpec::parse(bad).unwrap_err();
             assert_eq!(e.exit_code(), 2, "{bad}");
