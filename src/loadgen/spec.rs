@@ -170,7 +170,9 @@ impl LoadSpec {
                         &crate::config::CpuSet::online_here(),
                     )
                     .map_err(|e| bad(e.to_string()))?;
-                    opts.insert("cpus".into(), set.to_string());
+                    if opts.insert("cpus".into(), set.to_string()).is_some() {
+                        return Err(bad("'cpus' is given twice".into()));
+                    }
                     continue;
                 }
                 if !kind.keys().contains(&k) {
@@ -179,7 +181,9 @@ impl LoadSpec {
                         kind.keys().join(", ")
                     )));
                 }
-                opts.insert(k.to_string(), v.trim().to_string());
+                if opts.insert(k.to_string(), v.trim().to_string()).is_some() {
+                    return Err(bad(format!("'{k}' is given twice")));
+                }
             }
         }
         let spec = LoadSpec {
@@ -378,6 +382,8 @@ mod tests {
             "io:block=18446744073709551615",
             "io:path=/dev/zero",
             "net:size=1G",
+            "cpu:threads=1,threads=2",
+            "cpu:cpus=0,cpus=1",
             &empty,
         ] {
             let e = LoadSpec::parse(bad).unwrap_err();
