@@ -130,17 +130,28 @@ impl Matcher {
 
     /// The process `tid` belongs to: from /proc, else (gone already) its parent's when it was
     /// forked during the run (a short-lived thread, most likely), else itself.
+    /// The process `tid` belongs to: from /proc while it lives, else up the parents the
+    /// trace saw until one is known. A walk, not recursion: a chain of forks may be as long
+    /// as the run made it, and reused pids may close it into a loop (which ends it).
     fn tgid(&mut self, tid: i32) -> i32 {
-        if let Some(&g) = self.tgids.get(&tid) {
-            return g;
-        }
-        let g = match crate::sys::procs::tgid_of(&self.proc, tid) {
-            Some(g) => g,
-            None => match self.parents.get(&tid).copied() {
-                Some(p) if p != tid => self.tgid(p),
-                _ => tid,
-            },
+        let mut walked = Vec::new();
+        let mut t = tid;
+        let g = loop {
+            if let Some(&g) = self.tgids.get(&t) {
+                break g;
+            }
+            if let Some(g) = crate::sys::procs::tgid_of(&self.proc, t) {
+                break g;
+            }
+            walked.push(t);
+            match self.parents.get(&t).copied() {
+                Some(p) if !walked.contains(&p) && walked.len() < MAX_WALK => t = p,
+                _ => break t,
+            }
         };
+        for w in walked {
+            self.tgids.insert(w, g);
+        }
         self.tgids.insert(tid, g);
         g
     }
@@ -154,6 +165,9 @@ impl Matcher {
             .any(|p| p == want || want == "/" || p.starts_with(&format!("{want}/")))
     }
 }
+
+/// How many parents [`Matcher::tgid`] walks up at most.
+const MAX_WALK: usize = 4096;
 
 impl Chooser for Matcher {
     fn wants(&mut self, tid: i32, comm: &Name) -> Option<Choice> {
@@ -252,5 +266,20 @@ mod tests {
         assert!(m.wants(40, &x).is_none());
         let mut m = Matcher::new(Target::Comm("x".into()), d.path());
         assert!(m.wants(50, &x).is_some() && m.wants(50, &Name::new(b"y")).is_none());
+    }
+
+    #[test]
+    fn a_long_chain_of_gone_tasks_and_a_loop_of_reused_pids_end() {
+        let d = tempfile::tempdir().unwrap();
+        let mut m = Matcher::new(Target::All, d.path());
+        // A million generations of forks, none in /proc any more: no stack overflow.
+        for t in 1..1_000_000 {
+            m.forked(t, t + 1);
+        }
+        assert!(m.wants(1_000_000, &Name::new(b"x")).is_some());
+        // Pids reused into a loop (200's parent 100, 100's parent 200).
+        m.forked(100, 200);
+        m.forked(200, 100);
+        assert!(m.wants(100, &Name::new(b"x")).is_some());
     }
 }
