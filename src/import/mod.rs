@@ -345,6 +345,22 @@ pub fn run(
             for w in &r.warnings {
                 out.push_str(&format!("  warning: {w}\n"));
             }
+            if !new {
+                // A stored run is never changed: tags given now that it lacks are said, not
+                // silently dropped.
+                let stored = st.get(&r.id).map(|e| e.tags).unwrap_or_default();
+                let missing: Vec<String> = t
+                    .iter()
+                    .filter(|(k, v)| stored.get(*k) != Some(*v))
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect();
+                if !missing.is_empty() {
+                    out.push_str(&format!(
+                        "  note: its stored tags are kept as they are; {} not added (a stored run is never changed)\n",
+                        missing.join(", ")
+                    ));
+                }
+            }
         }
         made += runs.len() as u64;
         done += 1;

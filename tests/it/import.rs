@@ -59,6 +59,14 @@ fn real_rt_tests_and_iperf3_output_become_runs() {
             .contains(&format!("already present: run {}", ids[0])),
         "{again}"
     );
+    assert!(!again.stdout.contains("not added"), "{again}");
+    // With a tag it lacks: said, not silently dropped.
+    let tagged = latlab()
+        .args(["runs", "import", "--from", "cyclictest", "--store", &store])
+        .args(["--tag", "board=rev2"])
+        .arg(&ct)
+        .assert_ok();
+    assert!(tagged.stdout.contains("board=rev2 not added"), "{tagged}");
     let g = latlab()
         .args([
             "gate",
