@@ -141,12 +141,10 @@ fn a_run_that_does_not_read_back_is_listed_by_runs_check_and_left_out_by_selecto
         .arg(&store)
         .assert_refused(2, "runs check");
     // A row listed as another kind than its body: not the run the listing shows.
-    let script = format!(
-        "import sqlite3\nc=sqlite3.connect({db:?})\nc.execute(\"update runs set kind='noise' where id=?\",({id:?},))\nc.commit()\n",
-        db = db.display().to_string(),
-        id = ids[1]
-    );
-    run_tool(Command::new("python3").args(["-c", &script]));
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute("update runs set kind = 'noise' where id = ?1", [&ids[1]])
+        .unwrap();
     let out = latlab()
         .words("runs check --store")
         .arg(&store)
