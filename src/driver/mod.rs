@@ -523,6 +523,8 @@ pub fn execute<M: Measurement>(m: M, common: &Common, command_line: Vec<String>)
     }
     // Tasks of its loads and commands whose parents die before them come back to latlab, which
     // ends and reaps them before it returns (not daemons or zombies left to init).
+    // What a wrapper left latlab (`sidecar & exec latlab`) is not latlab's to end.
+    crate::sys::family::note_inherited();
     crate::sys::process::become_subreaper();
     let mut out = std::io::stdout();
     let done = execute_with(
@@ -539,15 +541,25 @@ pub fn execute<M: Measurement>(m: M, common: &Common, command_line: Vec<String>)
     // What is left (a daemon a command or a load started in a session of its own) is ended:
     // nothing latlab started outlives it.
     let strays = crate::sys::family::end_children(std::time::Duration::from_millis(300));
-    if !strays.is_empty() {
+    let pids = |v: &[i32]| {
+        v.iter()
+            .map(|p| p.to_string())
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    if !strays.signalled.is_empty() {
         crate::note!(
             "latlab: ended {} process(es) the run's command or loads left running (pids {})",
-            strays.len(),
-            strays
-                .iter()
-                .map(|p| p.to_string())
-                .collect::<Vec<_>>()
-                .join(" ")
+            strays.signalled.len() - strays.left.len(),
+            pids(&strays.signalled)
+        );
+    }
+    if !strays.left.is_empty() {
+        crate::note!(
+            "latlab: warning: {} process(es) the run left could not be ended, even by SIGKILL \
+             (uninterruptible or frozen): pids {}",
+            strays.left.len(),
+            pids(&strays.left)
         );
     }
     done

@@ -322,6 +322,6 @@ fn net_load(
 /// `setsid` daemon this worker adopted as a subreaper); one syscall when there is none.
 pub(super) fn end_strays() {
     if crate::sys::family::has_children() {
-        crate::sys::family::end_children(std::time::Duration::ZERO);
+        let _ = crate::sys::family::end_children(std::time::Duration::ZERO);
     }
 }

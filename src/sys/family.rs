@@ -72,16 +72,63 @@ pub fn descendants(table: &[Proc], root: i32) -> Vec<i32> {
 /// The children of `me` (a subreaper) that are strays of the command `root` it runs in its own
 /// process group: in `me`'s group (the command's, before they were orphaned), or in a session
 /// other than `me`'s (they called `setsid`). Loads and `shell:` actions lead groups of their
-/// own in `me`'s session and are not taken. With the descendants of each.
-pub fn adopted_strays(table: &[Proc], me: Proc, root: i32) -> Vec<i32> {
+/// own in `me`'s session and are not taken, nor what `me` inherited (`inherited`, see
+/// [`note_inherited`]) and its descendants. With the descendants of each.
+pub fn adopted_strays(table: &[Proc], me: Proc, root: i32, inherited: &[i32]) -> Vec<i32> {
+    let keep = trees(table, inherited);
     let mut out = Vec::new();
     for p in table {
-        if p.ppid == me.pid && p.pid != root && (p.pgrp == me.pgrp || p.sid != me.sid) {
+        if p.ppid == me.pid
+            && p.pid != root
+            && !keep.contains(&p.pid)
+            && (p.pgrp == me.pgrp || p.sid != me.sid)
+        {
             out.push(p.pid);
             out.extend(descendants(table, p.pid));
         }
     }
     out
+}
+
+/// `roots` with all their descendants.
+fn trees(table: &[Proc], roots: &[i32]) -> Vec<i32> {
+    let mut out = roots.to_vec();
+    for &r in roots {
+        out.extend(descendants(table, r));
+    }
+    out
+}
+
+/// The children this process had before it started any: a wrapper's `sidecar & exec latlab`
+/// leaves them to it. Never ended by [`end_children`], nor taken for a command's strays.
+static INHERITED: std::sync::OnceLock<Vec<i32>> = std::sync::OnceLock::new();
+
+/// Notes the children this process has now as inherited ones (once; later calls keep the
+/// first note). Called before latlab starts any process of its own.
+pub fn note_inherited() {
+    INHERITED.get_or_init(|| {
+        if !has_children() {
+            return Vec::new();
+        }
+        // Only the main thread runs yet: its children are the process's.
+        let me = super::process::getpid();
+        match std::fs::read_to_string(format!("/proc/{me}/task/{me}/children")) {
+            Ok(s) => s
+                .split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect(),
+            Err(_) => table(Path::new("/proc"))
+                .iter()
+                .filter(|p| p.ppid == me)
+                .map(|p| p.pid)
+                .collect(),
+        }
+    });
+}
+
+/// What [`note_inherited`] found (none when it was not called).
+pub fn inherited() -> &'static [i32] {
+    INHERITED.get().map_or(&[], Vec::as_slice)
 }
 
 /// This process as /proc shows it.
@@ -122,34 +169,54 @@ pub fn has_children() -> bool {
     }
 }
 
-/// Ends every process this one still has as a child, with their descendants: SIGTERM, then
-/// SIGKILL after `grace` to what is left, each reaped. Returns the pids it signalled (a
-/// subreaper's strays: a daemon a command started, a load task that called `setsid`).
-pub fn end_children(grace: Duration) -> Vec<i32> {
-    let mut signalled: Vec<i32> = Vec::new();
+/// What [`end_children`] did: the processes it signalled, and those of them still there after
+/// SIGKILL (a task in uninterruptible sleep, a frozen cgroup).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Ended {
+    /// Every process signalled.
+    pub signalled: Vec<i32>,
+    /// Those still there when it gave up.
+    pub left: Vec<i32>,
+}
+
+/// Ends every process this one still has as a child, with their descendants, except what it
+/// inherited ([`note_inherited`]): SIGTERM, then SIGKILL after `grace` to what is left, each
+/// reaped (a subreaper's strays: a daemon a command started, a load task that called
+/// `setsid`). One syscall when there is no child.
+pub fn end_children(grace: Duration) -> Ended {
+    let mut done = Ended::default();
+    if !has_children() {
+        return done;
+    }
     let t0 = Instant::now();
     let me = super::process::getpid();
+    let mut live = Vec::new();
     // Rounds, about 10 ms apart (2 s at most after the grace): an ended process may leave
     // children of its own, adopted in turn.
     for _ in 0..(grace.as_millis() / 10 + 200) {
         reap_ended();
-        if !has_children() {
+        let t = table(Path::new("/proc"));
+        let keep = trees(&t, inherited());
+        live = descendants(&t, me);
+        live.retain(|p| !keep.contains(p));
+        if live.is_empty() {
             break;
         }
         let kill = t0.elapsed() >= grace;
-        for p in descendants(&table(Path::new("/proc")), me) {
-            let new = !signalled.contains(&p);
+        for &p in &live {
+            let new = !done.signalled.contains(&p);
             if kill || new {
                 super::process::signal(p, if kill { libc::SIGKILL } else { libc::SIGTERM });
             }
             if new {
-                signalled.push(p);
+                done.signalled.push(p);
             }
         }
         std::thread::sleep(Duration::from_millis(10));
     }
     reap_ended();
-    signalled
+    done.left = live.into_iter().filter(|&p| !gone(p)).collect();
+    done
 }
 
 /// Reaps every child that has ended; waits for none.
@@ -210,9 +277,14 @@ mod tests {
         assert_eq!(descendants(&t, 20), vec![21, 22]);
         assert_eq!(descendants(&t, 10).len(), 8);
         assert!(descendants(&t, 99).is_empty());
-        let mut s = adopted_strays(&t, me, 20);
+        let mut s = adopted_strays(&t, me, 20, &[]);
         s.sort();
         assert_eq!(s, vec![30, 31, 40]);
+        // 30 was there before latlab started anything (a wrapper's sidecar): kept, with 31.
+        let mut s = adopted_strays(&t, me, 20, &[30]);
+        s.sort();
+        assert_eq!(s, vec![40]);
+        assert_eq!(trees(&t, &[30, 50]), vec![30, 50, 31, 51]);
         // A cycle in a (corrupt) table ends.
         let c = [p(1, 2, 1, 1), p(2, 1, 1, 1)];
         assert_eq!(descendants(&c, 1), vec![2]);

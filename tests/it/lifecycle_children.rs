@@ -202,3 +202,27 @@ fn what_a_command_under_sched_leaves_running_is_ended_and_said() {
         .assert_ok();
     none_left(&tag);
 }
+
+#[test]
+fn a_process_latlab_inherited_from_its_wrapper_is_not_ended() {
+    // `sidecar & exec latlab ...`: the sidecar is latlab's child, but not latlab's doing.
+    let dir = Dir::new();
+    let pidfile = dir.join("sidecar.pid");
+    let script = format!(
+        "sleep 60 >/dev/null 2>&1 & echo $! > {}; exec \"$0\" cyclic -t 1 -l 20 -q --no-store",
+        pidfile.display()
+    );
+    let mut sh = std::process::Command::new("sh");
+    sh.args(["-c", &script]).arg(crate::util::LATLAB);
+    let out = TestCommand::wrapping(sh).assert_ok();
+    let pid: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let alive = std::path::Path::new(&format!("/proc/{pid}/cmdline")).exists();
+    // SAFETY: killing the sidecar this test started.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    assert!(alive, "the wrapper's sidecar was ended: {out}");
+    assert!(!out.stderr.contains("ended 1 process"), "{out}");
+}

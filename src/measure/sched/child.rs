@@ -90,22 +90,44 @@ impl Child {
     }
 }
 
+/// What the command left running when it exited by itself.
+#[derive(Debug, Default)]
+pub struct Leftovers {
+    /// How many processes were ended.
+    pub ended: usize,
+    /// Those that could not be, even by SIGKILL (uninterruptible, frozen).
+    pub left: Vec<i32>,
+}
+
 impl Child {
     /// After the command exited by itself: ends what it left running (SIGTERM, SIGKILL after
-    /// the grace period) and says how many processes that was.
-    pub fn end_leftovers(&mut self) -> usize {
+    /// the grace period) and says what that was.
+    pub fn end_leftovers(&mut self) -> Leftovers {
         let left = descendants(self.pid());
         if left.is_empty() {
-            return 0;
+            return Leftovers::default();
         }
         kill_all(&left, libc::SIGTERM);
         let t = Instant::now();
-        while t.elapsed() < GRACE && !left.iter().all(|&p| crate::sys::family::gone(p)) {
+        // Each one found gone (reaped here when it is latlab's) is signalled no more: its pid
+        // may be another process's by then.
+        let mut live = left.clone();
+        while t.elapsed() < GRACE && !live.is_empty() {
+            live.retain(|&p| !crate::sys::family::gone(p));
             std::thread::sleep(Duration::from_millis(10));
         }
-        kill_all(&left, libc::SIGKILL);
+        kill_all(&live, libc::SIGKILL);
         RUNNING.store(0, std::sync::atomic::Ordering::SeqCst);
-        left.len()
+        // Those SIGKILL cannot end at once (uninterruptible, frozen) are not counted as ended.
+        let t = Instant::now();
+        while t.elapsed() < GRACE && !live.is_empty() {
+            live.retain(|&p| !crate::sys::family::gone(p));
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Leftovers {
+            ended: left.len() - live.len(),
+            left: live,
+        }
     }
 }
 
@@ -122,7 +144,7 @@ fn descendants(root: i32) -> Vec<i32> {
     let t = family::table(proc);
     let mut out = family::descendants(&t, root);
     if let Some(me) = family::me(proc) {
-        for p in family::adopted_strays(&t, me, root) {
+        for p in family::adopted_strays(&t, me, root, family::inherited()) {
             if !out.contains(&p) {
                 out.push(p);
             }

@@ -249,11 +249,20 @@ fn run(cfg: &SchedConfig, ctx: &mut Ctx<'_>) -> Result<SchedOutcome> {
         if status.is_none() {
             stopped = Some(k.stop());
         } else {
-            let n = k.end_leftovers();
-            if n > 0 {
+            let l = k.end_leftovers();
+            if l.ended > 0 {
                 ctx.warn(format!(
-                    "the command exited leaving {n} process(es) it started running (a daemon, \
-                     a double fork or setsid); latlab ended them"
+                    "the command exited leaving {} process(es) it started running (a daemon, \
+                     a double fork or setsid); latlab ended them",
+                    l.ended
+                ));
+            }
+            if !l.left.is_empty() {
+                ctx.warn(format!(
+                    "the command left {} process(es) that could not be ended, even by SIGKILL \
+                     (uninterruptible or frozen): pids {:?}",
+                    l.left.len(),
+                    l.left
                 ));
             }
         }
