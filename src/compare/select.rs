@@ -76,8 +76,9 @@ fn kv(text: &str, part: &str) -> Result<(String, String)> {
 }
 
 /// Splits on commas and ASCII white space, except inside double quotes, which are dropped:
-/// `tag:plan="my plan.toml"` is one item, so a tag value holding either can be selected.
-fn tokens(b: &[u8]) -> Vec<Vec<u8>> {
+/// `tag:plan="my plan.toml"` is one item, so a tag value holding either can be selected. A
+/// quote left open is refused (it would swallow the rest of the list).
+fn tokens(b: &[u8]) -> std::result::Result<Vec<Vec<u8>>, String> {
     let mut out = Vec::new();
     let mut cur = Vec::new();
     let mut quoted = false;
@@ -89,9 +90,12 @@ fn tokens(b: &[u8]) -> Vec<Vec<u8>> {
             c => cur.push(c),
         }
     }
+    if quoted {
+        return Err("a double quote is not closed".into());
+    }
     out.push(cur);
     out.retain(|t| !t.is_empty());
-    out
+    Ok(out)
 }
 
 /// Whether a file (or a link, even one that leads nowhere or loops) is at `p`: such an
@@ -114,7 +118,9 @@ pub fn parse<S: AsRef<OsStr>>(args: &[S]) -> Result<Vec<Item>> {
             });
             continue;
         }
-        for tok in tokens(arg.as_ref().as_bytes()) {
+        let words = tokens(arg.as_ref().as_bytes())
+            .map_err(|why| bad(&String::from_utf8_lossy(arg.as_ref().as_bytes()), why))?;
+        for tok in words {
             let tok = tok.as_slice();
             let text = String::from_utf8_lossy(tok).into_owned();
             let path = Path::new(OsStr::from_bytes(tok));
@@ -175,6 +181,14 @@ pub fn parse<S: AsRef<OsStr>>(args: &[S]) -> Result<Vec<Item>> {
             };
             out.push(Item { text, sel, bare });
         }
+    }
+    // Only separators and quotes: nothing is named, and no verdict may rest on no run.
+    if out.is_empty() && !args.is_empty() {
+        let all: Vec<String> = args
+            .iter()
+            .map(|a| String::from_utf8_lossy(a.as_ref().as_bytes()).into_owned())
+            .collect();
+        return Err(bad(&all.join(" "), "it names no run"));
     }
     Ok(out)
 }
@@ -572,9 +586,15 @@ mod tests {
             sels(&[r#"exp:E/level="a b""#]),
             vec![Selector::Level("E".into(), kvs(&[("level", "a b")]))]
         );
+        // A quote left open, and a list of separators only, are refused.
+        for bad in [r#"tag:plan="a,b"#, r#"tag:plan=a",b"#, r#""""#, ", ,", ""] {
+            let e = parse(&[bad]).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{bad}");
+        }
+        assert!(parse::<&str>(&[]).unwrap().is_empty());
         let me = env!("CARGO_MANIFEST_DIR").to_string() + "/Cargo.toml";
         assert_eq!(sels(&[me.as_str()]), vec![Selector::File(me.into())]);
-        assert_eq!(sels(&[""]), Vec::<Selector>::new());
+        assert!(parse(&[""]).is_err());
         let items = parse(&["tag:a=1,b=2"]).unwrap();
         assert_eq!(items[0].text, "tag:a=1,b=2");
         assert_eq!(default_label(&parse(&["exp:E/k=v"]).unwrap(), "x"), "k=v");
