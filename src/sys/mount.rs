@@ -10,6 +10,20 @@ fn cpath(p: &Path) -> std::io::Result<CString> {
         .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "NUL in path"))
 }
 
+/// Whether `p` lies on a tracefs filesystem (statfs(2) says `TRACEFS_MAGIC`), as a directory
+/// `latlab restore` acts on must: a journal naming anything else is not followed.
+pub fn on_tracefs(p: &Path) -> bool {
+    const TRACEFS_MAGIC: i64 = 0x7472_6163;
+    let Ok(c) = cpath(p) else {
+        return false;
+    };
+    // SAFETY: statfs fills the zeroed struct it is given; the path is NUL-terminated.
+    unsafe {
+        let mut s: libc::statfs = std::mem::zeroed();
+        libc::statfs(c.as_ptr(), &mut s) == 0 && s.f_type as i64 == TRACEFS_MAGIC
+    }
+}
+
 /// `mount -t tracefs nodev <target>`.
 pub fn mount_tracefs(target: &Path) -> std::io::Result<()> {
     mount_nodev(target, c"tracefs")

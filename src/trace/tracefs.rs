@@ -358,11 +358,31 @@ pub const RESTORER: crate::io::Restorer = crate::io::Restorer {
 /// `latlab restore`'s part for tracing: removes the instances (and mounts) that dead latlab
 /// processes journaled in `dir`; entries of live processes are left alone. One line each.
 pub fn restore_in(dir: &Path) -> Vec<String> {
-    restore_with(dir, |d| TraceFs::system(d).ok().map(|fs| fs.root))
+    restore_with(
+        dir,
+        |d| TraceFs::system(d).ok().map(|fs| fs.root),
+        crate::sys::mount::on_tracefs,
+    )
 }
 
-/// [`restore_in`] with the tracefs root found (or mounted) by `tracefs`.
-fn restore_with(dir: &Path, tracefs: impl Fn(&Path) -> Option<PathBuf>) -> Vec<String> {
+/// The pid an instance's name carries (`latlab-<pid>`, `-procs`, `-ns<inode>` after it).
+fn named_pid(p: &Path) -> Option<u32> {
+    let name = p.file_name()?.to_str()?;
+    let name = name.strip_suffix(PROCS_SUFFIX).unwrap_or(name);
+    let rest = name.strip_prefix("latlab-")?;
+    rest.split_once("-ns")
+        .map_or(rest, |(pid, _)| pid)
+        .parse()
+        .ok()
+}
+
+/// [`restore_in`] with the tracefs root found (or mounted) by `tracefs`, and `is_tracefs`
+/// telling whether a directory lies on one.
+fn restore_with(
+    dir: &Path,
+    tracefs: impl Fn(&Path) -> Option<PathBuf>,
+    is_tracefs: impl Fn(&Path) -> bool,
+) -> Vec<String> {
     let mut out = Vec::new();
     let Ok(rd) = std::fs::read_dir(dir) else {
         return out;
@@ -390,6 +410,17 @@ fn restore_with(dir: &Path, tracefs: impl Fn(&Path) -> Option<PathBuf>) -> Vec<S
                 "skipped {}: {} is not a latlab instance",
                 f.display(),
                 e.instance.display()
+            ));
+            continue;
+        }
+        // An entry names its own process's instance only: never a live run's (which would
+        // have its tracing turned off).
+        if named_pid(&e.instance) != Some(e.pid) {
+            out.push(format!(
+                "skipped {}: {} is not the instance of process {}",
+                f.display(),
+                e.instance.display(),
+                e.pid
             ));
             continue;
         }
@@ -430,6 +461,19 @@ fn restore_with(dir: &Path, tracefs: impl Fn(&Path) -> Option<PathBuf>) -> Vec<S
                     ),
                 }
             });
+            continue;
+        }
+        // A directory on tracefs itself, not a link to one elsewhere nor any other file system.
+        let real_dir = e
+            .instance
+            .symlink_metadata()
+            .is_ok_and(|m| m.file_type().is_dir());
+        if !real_dir || !is_tracefs(&e.instance) {
+            out.push(format!(
+                "skipped {}: {} is not a directory on tracefs",
+                f.display(),
+                e.instance.display()
+            ));
             continue;
         }
         let _ = poke(&e.instance.join("tracing_on"), "0");
@@ -533,7 +577,7 @@ mod tests {
         for e in std::fs::read_dir(&inst).unwrap() {
             std::fs::remove_file(e.unwrap().path()).unwrap();
         }
-        let out = restore_in(j.parent().unwrap());
+        let out = restore_with(j.parent().unwrap(), |_| None, |_| true);
         assert!(out.iter().any(|l| l.starts_with("removed")), "{out:?}");
         assert!(!inst.exists() && !j.exists());
     }
@@ -598,6 +642,28 @@ mod tests {
             serde_json::to_string(&e).unwrap(),
         )
         .unwrap();
+        // An entry of a dead process naming a live run's instance (latlab-1), one naming a
+        // link to an instance, and one (is_tracefs says) off tracefs: all left alone.
+        let link = fs.root.join("instances/latlab-999999995");
+        std::os::unix::fs::symlink(&live, &link).unwrap();
+        let off = fs.root.join("instances/latlab-999999994");
+        std::fs::create_dir(&off).unwrap();
+        for (pid, dir) in [
+            (999_999_996u32, &live),
+            (999_999_995, &link),
+            (999_999_994, &off),
+        ] {
+            let e = Entry {
+                pid,
+                instance: dir.clone(),
+                umount: None,
+            };
+            std::fs::write(
+                jdir.join(format!("trace-{pid}.json")),
+                serde_json::to_string(&e).unwrap(),
+            )
+            .unwrap();
+        }
         // One journaled under a mount since gone, its instance seen under another (tracefs
         // mounted only at /sys/kernel/debug/tracing): found there and removed.
         let moved = fs.root.join("instances/latlab-999999997");
@@ -612,7 +678,24 @@ mod tests {
             serde_json::to_string(&e).unwrap(),
         )
         .unwrap();
-        let out = restore_with(&jdir, |_| Some(fs.root.clone()));
+        let out = restore_with(
+            &jdir,
+            |_| Some(fs.root.clone()),
+            |p| !p.ends_with("latlab-999999994"),
+        );
+        assert!(
+            out.iter()
+                .any(|l| l.contains("is not the instance of process 999999996")),
+            "{out:?}"
+        );
+        assert!(
+            out.iter()
+                .filter(|l| l.contains("not a directory on tracefs"))
+                .count()
+                == 2,
+            "{out:?}"
+        );
+        assert!(link.symlink_metadata().is_ok() && off.exists());
         assert!(!moved.exists(), "{out:?}");
         assert!(!jdir.join("trace-999999997.json").exists(), "{out:?}");
         assert!(!dead.exists());

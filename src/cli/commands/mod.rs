@@ -143,6 +143,14 @@ fn restore() -> Result<()> {
     if text.is_empty() && failed.is_none() {
         text.push_str("nothing to restore\n");
     }
+    // Something named above could not be undone: not a success.
+    if text.lines().any(|l| l.starts_with("could not")) {
+        failed.get_or_insert(Error::Env(
+            "some of what latlab left could not be restored (said above); `latlab restore` \
+             again once that is fixed"
+                .into(),
+        ));
+    }
     crate::output::stdout(&text).map_err(|e| Error::io("stdout", e))?;
     match failed {
         // Not root and refused: say what to do, not only what the lock or journal said.
