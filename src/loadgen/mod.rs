@@ -138,10 +138,13 @@ impl LoadSet {
                 if let Some(e) = c.stderr.as_mut() {
                     let _ = e.read_to_string(&mut err);
                 }
+                let said = match err.trim() {
+                    "" => String::new(),
+                    e => format!(": {e}"),
+                };
                 return Err(Error::Env(format!(
-                    "--load {} stopped during warm-up ({status}): {}",
-                    s.text,
-                    err.trim()
+                    "--load {} stopped during warm-up ({status}){said}",
+                    s.text
                 )));
             }
         }
@@ -182,13 +185,18 @@ impl LoadSet {
             // Ended before the run did (killed by someone else, or crashed): the rest of the
             // run was measured without it.
             let ended_early = c.try_wait().ok().flatten();
-            crate::sys::process::signal(pid, libc::SIGTERM);
-            let t0 = Instant::now();
-            while t0.elapsed() < STOP_GRACE {
-                if let Ok(Some(_)) = c.try_wait() {
-                    break;
+            if ended_early.is_none() {
+                // (Not to a worker already reaped: its pid may be another process's now.)
+                crate::sys::process::signal(pid, libc::SIGTERM);
+                // A worker someone stopped (SIGSTOP) hears it only once continued.
+                crate::sys::process::signal_group(pid, libc::SIGCONT);
+                let t0 = Instant::now();
+                while t0.elapsed() < STOP_GRACE {
+                    if let Ok(Some(_)) = c.try_wait() {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(10));
                 }
-                std::thread::sleep(Duration::from_millis(10));
             }
             kill_group(pid);
             let _ = c.wait();
@@ -236,7 +244,7 @@ fn ended_early_warning(
     last: Option<&LoadReport>,
 ) -> String {
     let when = match last {
-        Some(r) => format!("after about {:.0} s of load (its last report)", r.seconds),
+        Some(r) => format!("after about {:.1} s of load (its last report)", r.seconds),
         None => "before its first report".into(),
     };
     format!(
@@ -352,7 +360,7 @@ mod tests {
             cpus: None,
         };
         let w = ended_early_warning("cpu", killed, Some(&r));
-        assert!(w.contains("signal: 9") && w.contains("about 3 s"), "{w}");
+        assert!(w.contains("signal: 9") && w.contains("about 3.2 s"), "{w}");
         assert!(ended_early_warning("cpu", killed, None).contains("before its first report"));
     }
 }
