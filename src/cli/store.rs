@@ -49,8 +49,8 @@ pub enum RunsCmd {
         /// Runs: run:ID (or a bare id), exp:ID, exp:ID/K=V, tag:K=V[,K=V]; commas or spaces.
         #[arg(required_unless_present = "all")]
         ids: Vec<String>,
-        /// Every run in the store.
-        #[arg(long)]
+        /// Every run in the store (not with a run list: one or the other).
+        #[arg(long, conflicts_with = "ids")]
         all: bool,
         /// The store.
         #[arg(long)]

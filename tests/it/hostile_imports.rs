@@ -153,6 +153,11 @@ fn a_run_that_does_not_read_back_is_listed_by_runs_check_and_left_out_by_selecto
         out.stdout.contains(&ids[1]) && out.stdout.contains("listed as"),
         "{out}"
     );
+    // `--all` with a run list is one or the other, not the list ignored.
+    latlab()
+        .words("runs export --all tag:set=a --store")
+        .arg(&store)
+        .assert_refused(2, "--all");
     // `runs export --all` keeps what reads back, names what does not, and ends with exit 1.
     let out = latlab()
         .words("runs export --all --store")
