@@ -236,6 +236,18 @@ pub fn bad_tag_key(k: &str) -> Option<&'static str> {
     (!ok).then_some("keys use letters, digits, '_', '-' and '.'")
 }
 
+/// Why `v` cannot be a tag value, if it cannot: empty (no selector can name it), or holding a
+/// control character (it would break the line of every table and message that shows it).
+pub fn bad_tag_value(v: &str) -> Option<&'static str> {
+    if v.is_empty() {
+        Some("values are not empty")
+    } else if v.chars().any(char::is_control) {
+        Some("values are one line of text (no control characters)")
+    } else {
+        None
+    }
+}
+
 /// Parses `--tag key=value`.
 pub fn parse_tags(v: &[String]) -> Result<BTreeMap<String, String>> {
     let mut m = BTreeMap::new();
@@ -244,7 +256,7 @@ pub fn parse_tags(v: &[String]) -> Result<BTreeMap<String, String>> {
             .split_once('=')
             .ok_or_else(|| Error::flag("--tag", t, "expected key=value"))?;
         let k = k.trim();
-        if let Some(why) = bad_tag_key(k) {
+        if let Some(why) = bad_tag_key(k).or_else(|| bad_tag_value(val.trim())) {
             return Err(Error::flag("--tag", t, why));
         }
         m.insert(k.to_string(), val.trim().to_string());
@@ -642,13 +654,23 @@ pub fn import(
     stop: &dyn Fn() -> bool,
 ) -> Result<(usize, usize)> {
     for (i, e) in b.runs.iter().enumerate() {
-        let what = format!("run {} of the bundle", i + 1);
+        let what = match e.run.get("id").and_then(|v| v.as_str()) {
+            Some(id) => format!(
+                "run {} ({}) of the bundle",
+                i + 1,
+                crate::output::one_line(id)
+            ),
+            None => format!("run {} of the bundle", i + 1),
+        };
         check_imported(&e.run, &what)?;
         // Keys as stored, not as `--tag` would trim them: one a selector cannot name (`a=b`,
         // ` x`) is refused, never stored or dropped unsaid.
-        for k in e.tags.keys() {
+        for (k, v) in &e.tags {
             if let Some(why) = bad_tag_key(k) {
                 return Err(Error::Usage(format!("{what}: tag key {k:?}: {why}")));
+            }
+            if let Some(why) = bad_tag_value(v) {
+                return Err(Error::Usage(format!("{what}: tag {k}={v:?}: {why}")));
             }
         }
     }
@@ -741,6 +763,9 @@ mod tests {
         assert_eq!(t["kernel"], "6.1-rc2");
         assert!(parse_tags(&["novalue".into()]).is_err());
         assert!(parse_tags(&["bad key=1".into()]).is_err());
+        assert!(parse_tags(&["k=".into()]).is_err());
+        assert!(parse_tags(&["k=a\nb".into()]).is_err());
+        assert!(parse_tags(&["k=a b, c".into()]).is_ok());
         assert_eq!(
             redact("postgres://me:secret@db/x"),
             "postgres://me:***@db/x"

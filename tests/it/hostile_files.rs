@@ -410,6 +410,7 @@ fn results_whose_figures_contradict_each_other_are_refused_everywhere() {
         .output()
         .assert_ok();
     // Tag keys a selector could not name are refused as the bundle's, not `--tag`'s.
+    let id = run["id"].as_str().unwrap().to_string();
     for key in ["a=b", " x", ""] {
         let bad = d.join("bundle-badtag.json");
         let b = serde_json::json!({"format": "latlab.bundle/1", "runs": [{"run": run, "tags": {key: "v"}}]});
@@ -421,10 +422,21 @@ fn results_whose_figures_contradict_each_other_are_refused_everywhere() {
         out.assert_exit(2);
         assert!(
             out.stderr
-                .contains(&format!("run 1 of the bundle: tag key {key:?}"))
+                .contains(&format!("of the bundle: tag key {key:?}"))
+                && out.stderr.contains(&format!("run 1 ({id})"))
                 && !out.stderr.contains("--tag"),
             "{out}"
         );
+    }
+    // And values no selector can name, or that would break a line.
+    for value in ["", "a\nb"] {
+        let bad = d.join("bundle-badvalue.json");
+        let b = serde_json::json!({"format": "latlab.bundle/1", "runs": [{"run": run, "tags": {"k": value}}]});
+        std::fs::write(&bad, b.to_string()).unwrap();
+        latlab()
+            .args(["runs", "import", "--store", &store])
+            .arg(&bad)
+            .assert_refused(2, "tag k=");
     }
     // A stored run edited in the store itself: `runs show` refuses its table too.
     let id = run["id"].as_str().unwrap().to_string();
