@@ -326,6 +326,13 @@ impl Plan {
                         f.name
                     )));
                 }
+                // It becomes the tag NAME=LEVEL of every run, which is never empty.
+                if l.is_empty() {
+                    return Err(bad(format!(
+                        "factor '{}': a level is empty (it is the tag {}=LEVEL of its runs)",
+                        f.name, f.name
+                    )));
+                }
                 if !lv.insert(l) {
                     return Err(bad(format!(
                         "factor '{}': level '{l}' appears twice",
@@ -550,6 +557,13 @@ mod tests {
                 .contains("level \"a\\nb\" holds a control character"),
             "{e}"
         );
+        // An empty level (it would be the tag k=).
+        let (_d, p) = write(
+            "[measure]\ncommand = \"fake\"\n[[factor]]\nname = \"k\"\nlevels = [\"a\", \"\"]\n",
+        );
+        let e = Plan::load(&p).unwrap_err();
+        assert_eq!(e.exit_code(), 2, "{e}");
+        assert!(e.to_string().contains("a level is empty"), "{e}");
         // Outside /sys and /proc/sys: bad input.
         let (_d, p) = write("[measure]\ncommand = \"fake\"\n[[factor]]\nname = \"k\"\nknob = \"/proc/version\"\nlevels = [\"a\"]\n");
         let e = Plan::load(&p).unwrap_err();
