@@ -619,10 +619,11 @@ mod tests {
         std::fs::create_dir(&dead).unwrap();
         let live = fs.root.join("instances/latlab-1");
         std::fs::create_dir(&live).unwrap();
-        for (pid, dir) in [(999_999_999u32, &dead), (1, &live)] {
+        // One journal entry: process `pid` and the instance it names.
+        let journal = |pid: u32, instance: &Path| {
             let e = Entry {
                 pid,
-                instance: dir.clone(),
+                instance: instance.to_path_buf(),
                 umount: None,
             };
             std::fs::write(
@@ -630,54 +631,28 @@ mod tests {
                 serde_json::to_string(&e).unwrap(),
             )
             .unwrap();
-        }
-        // A journal naming a directory that is not a latlab instance is refused.
-        let e = Entry {
-            pid: 999_999_998,
-            instance: d.path().join("events"),
-            umount: None,
         };
-        std::fs::write(
-            jdir.join("trace-999999998.json"),
-            serde_json::to_string(&e).unwrap(),
-        )
-        .unwrap();
+        journal(999_999_999, &dead);
+        journal(1, &live);
+        // A journal naming a directory that is not a latlab instance is refused.
+        journal(999_999_998, &d.path().join("events"));
         // An entry of a dead process naming a live run's instance (latlab-1), one naming a
         // link to an instance, and one (is_tracefs says) off tracefs: all left alone.
         let link = fs.root.join("instances/latlab-999999995");
         std::os::unix::fs::symlink(&live, &link).unwrap();
         let off = fs.root.join("instances/latlab-999999994");
         std::fs::create_dir(&off).unwrap();
-        for (pid, dir) in [
-            (999_999_996u32, &live),
-            (999_999_995, &link),
-            (999_999_994, &off),
-        ] {
-            let e = Entry {
-                pid,
-                instance: dir.clone(),
-                umount: None,
-            };
-            std::fs::write(
-                jdir.join(format!("trace-{pid}.json")),
-                serde_json::to_string(&e).unwrap(),
-            )
-            .unwrap();
-        }
+        journal(999_999_996, &live);
+        journal(999_999_995, &link);
+        journal(999_999_994, &off);
         // One journaled under a mount since gone, its instance seen under another (tracefs
         // mounted only at /sys/kernel/debug/tracing): found there and removed.
         let moved = fs.root.join("instances/latlab-999999997");
         std::fs::create_dir(&moved).unwrap();
-        let e = Entry {
-            pid: 999_999_997,
-            instance: d.path().join("unmounted/instances/latlab-999999997"),
-            umount: None,
-        };
-        std::fs::write(
-            jdir.join("trace-999999997.json"),
-            serde_json::to_string(&e).unwrap(),
-        )
-        .unwrap();
+        journal(
+            999_999_997,
+            &d.path().join("unmounted/instances/latlab-999999997"),
+        );
         let out = restore_with(
             &jdir,
             |_| Some(fs.root.clone()),
