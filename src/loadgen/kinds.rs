@@ -321,7 +321,5 @@ fn net_load(
 /// Kills and reaps what an `exec:` command left running outside its process group (a
 /// `setsid` daemon this worker adopted as a subreaper); one syscall when there is none.
 pub(super) fn end_strays() {
-    if crate::sys::family::has_children() {
-        let _ = crate::sys::family::end_children(std::time::Duration::ZERO);
-    }
+    let _ = crate::sys::family::end_children(std::time::Duration::ZERO);
 }

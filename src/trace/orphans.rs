@@ -6,7 +6,7 @@
 //! `tracefs::instance_name`), nor the host's to a container.
 
 use super::files::remove_instance;
-use super::tracefs::{is_latlab_instance, TraceFs, PROCS_SUFFIX};
+use super::tracefs::{is_latlab_instance, named_pid, TraceFs, PROCS_SUFFIX};
 use std::path::Path;
 
 /// `latlab restore`'s sweep of orphaned instances, run after the journaled ones are handled.
@@ -35,10 +35,10 @@ pub const RESTORER: crate::io::Restorer = crate::io::Restorer {
 fn owner(p: &Path) -> Option<u32> {
     let name = p.file_name()?.to_str()?;
     let name = name.strip_suffix(PROCS_SUFFIX).unwrap_or(name);
-    let digits = name.strip_prefix("latlab-")?;
-    // Only a name latlab makes: a pid as printed (no sign, no leading zero, not 0).
-    let pid: u32 = digits.parse().ok()?;
-    (pid > 0 && pid.to_string() == digits).then_some(pid)
+    // Only a name latlab makes in this namespace: a pid as printed (no sign, no leading zero,
+    // not 0), no `-ns<inode>` after it.
+    let pid = named_pid(p)?;
+    (pid > 0 && name == format!("latlab-{pid}")).then_some(pid)
 }
 
 /// Removes every latlab instance in `instances` whose process is not `alive` (never this

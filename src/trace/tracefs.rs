@@ -366,7 +366,7 @@ pub fn restore_in(dir: &Path) -> Vec<String> {
 }
 
 /// The pid an instance's name carries (`latlab-<pid>`, `-procs`, `-ns<inode>` after it).
-fn named_pid(p: &Path) -> Option<u32> {
+pub(super) fn named_pid(p: &Path) -> Option<u32> {
     let name = p.file_name()?.to_str()?;
     let name = name.strip_suffix(PROCS_SUFFIX).unwrap_or(name);
     let rest = name.strip_prefix("latlab-")?;

@@ -25,7 +25,7 @@ fn kill_on_exit() {
     if root > 0 {
         let mut family = descendants(root);
         family.push(root);
-        kill_all(&family, libc::SIGKILL);
+        crate::sys::family::signal_all(&family, libc::SIGKILL);
     }
 }
 
@@ -65,11 +65,11 @@ impl Child {
         let root = self.pid();
         let mut family = descendants(root);
         if let Some(s) = self.try_status() {
-            kill_all(&family, libc::SIGKILL);
+            crate::sys::family::signal_all(&family, libc::SIGKILL);
             return s;
         }
         family.push(root);
-        kill_all(&family, libc::SIGTERM);
+        crate::sys::family::signal_all(&family, libc::SIGTERM);
         let t = Instant::now();
         while t.elapsed() < GRACE {
             if self.c.try_wait().ok().flatten().is_some() {
@@ -83,7 +83,7 @@ impl Child {
                 family.push(p);
             }
         }
-        kill_all(&family, libc::SIGKILL);
+        crate::sys::family::signal_all(&family, libc::SIGKILL);
         let s = self.c.wait().map(code).unwrap_or(128 + libc::SIGKILL);
         RUNNING.store(0, std::sync::atomic::Ordering::SeqCst);
         s
@@ -107,32 +107,27 @@ impl Child {
         if left.is_empty() {
             return Leftovers::default();
         }
-        kill_all(&left, libc::SIGTERM);
-        let t = Instant::now();
         // Each one found gone (reaped here when it is latlab's) is signalled no more: its pid
         // may be another process's by then.
         let mut live = left.clone();
-        while t.elapsed() < GRACE && !live.is_empty() {
-            live.retain(|&p| !crate::sys::family::gone(p));
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        kill_all(&live, libc::SIGKILL);
+        let wait_gone = |live: &mut Vec<i32>| {
+            let t = Instant::now();
+            while t.elapsed() < GRACE && !live.is_empty() {
+                live.retain(|&p| !crate::sys::family::gone(p));
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        };
+        crate::sys::family::signal_all(&live, libc::SIGTERM);
+        wait_gone(&mut live);
+        crate::sys::family::signal_all(&live, libc::SIGKILL);
         RUNNING.store(0, std::sync::atomic::Ordering::SeqCst);
         // Those SIGKILL cannot end at once (uninterruptible, frozen) are not counted as ended.
-        let t = Instant::now();
-        while t.elapsed() < GRACE && !live.is_empty() {
-            live.retain(|&p| !crate::sys::family::gone(p));
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        wait_gone(&mut live);
         Leftovers {
             ended: left.len() - live.len(),
             left: live,
         }
     }
-}
-
-fn kill_all(pids: &[i32], sig: libc::c_int) {
-    crate::sys::family::signal_all(pids, sig);
 }
 
 /// Every live process the command started: its descendants, and those latlab adopted as a
