@@ -35,6 +35,26 @@ pub fn parse_stat(stat: &str) -> Option<Proc> {
     })
 }
 
+/// The one-letter state of a `/proc/PID/stat` line (R, S, D, T, t, Z...).
+pub fn state_of(stat: &str) -> Option<char> {
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .next()?
+        .chars()
+        .next()
+}
+
+/// Whether process `pid` is stopped: by a signal (SIGSTOP, Ctrl-Z: `T`) or by a tracer (`t`).
+/// Such a task will not run again until someone continues it; one merely waiting for a CPU
+/// will.
+pub fn stopped(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| state_of(&s))
+        .is_some_and(|c| c == 'T' || c == 't')
+}
+
 /// Every process under `proc_root` (/proc).
 pub fn table(proc_root: &Path) -> Vec<Proc> {
     std::fs::read_dir(proc_root)
@@ -250,9 +270,35 @@ mod tests {
             Some(p(42, 7, 42, 1))
         );
         assert_eq!(parse_stat("42 (x) S 7"), None);
+        assert_eq!(state_of("42 (a) T) x) t 7 42 1"), Some('t'));
+        assert_eq!(state_of("42 (x)"), None);
         assert_eq!(parse_stat(""), None);
         let mine = me(Path::new("/proc")).unwrap();
         assert_eq!(mine.pid, std::process::id() as i32);
+    }
+
+    #[test]
+    fn a_stopped_process_is_told_from_a_waiting_one() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        let settles = |want: bool| {
+            let t0 = Instant::now();
+            while stopped(pid) != want && t0.elapsed() < Duration::from_secs(5) {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            stopped(pid) == want
+        };
+        assert!(settles(false), "a sleeping process is not stopped");
+        super::super::process::signal(pid, libc::SIGSTOP);
+        assert!(settles(true), "SIGSTOP stops it");
+        super::super::process::signal(pid, libc::SIGCONT);
+        assert!(settles(false), "SIGCONT continues it");
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(!stopped(pid), "a reaped process is not stopped");
     }
 
     #[test]

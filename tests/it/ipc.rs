@@ -4,7 +4,8 @@
 //! killed latlab left is removed; bad flags exit 2 naming themselves.
 
 use crate::util::{
-    expect_exit, latlab, none_left, read_json, rt_unavailable, skipped, Dir, Running,
+    expect_exit, latlab, none_left, read_json, rt_test, rt_unavailable, skipped, stall, Dir,
+    Running,
 };
 use std::time::Duration;
 
@@ -194,6 +195,58 @@ fn a_forked_sender_is_placed_and_ends_with_latlab() {
     let out = latlab().arg("restore").assert_ok();
     assert!(out.stdout.contains("removed SysV semaphore set"), "{out}");
     assert!(!has_set(), "restore left the set");
+}
+
+/// A forked sender that cannot get its CPU (a SCHED_FIFO loop above it holds the CPU past the
+/// planned end plus the 2 s grace) is waited for: every message is timed and nothing says it
+/// ended. A sender stopped (SIGSTOP) in a bounded run is given up: the run ends by itself,
+/// keeps what was timed and says why.
+#[test]
+fn a_sender_kept_from_its_cpu_is_waited_for_and_a_stopped_one_given_up() {
+    let Some(_x) = rt_test() else { return };
+    let dir = Dir::new();
+    let json = dir.join("starved.json");
+    // 100 messages 10 ms apart: 1 s planned.
+    let start = |tag: &str| {
+        latlab()
+            .env("LATLAB_TEST_TAG", tag)
+            .words("ipc --method eventfd --tasks processes --sender-cpu 1 --receiver-cpu 0")
+            .words("-p 60 -l 100 -i 10ms --no-store --json")
+            .arg(&json)
+            .spawn()
+    };
+    let mut child = start("ipc-starved");
+    child.wait_until("forking its sender", |pid| !forked_senders(pid).is_empty());
+    // Held from about 0.3 s (the exchange under way) to 4.3 s: past 1 s planned + 2 s grace
+    // even if the exchange began a second late.
+    let held = stall(child.id(), "latlab-ipc-send", 1)
+        .after(Duration::from_millis(300))
+        .busy(Duration::from_secs(4))
+        .run_now();
+    assert_eq!(held.windows.len(), 1);
+    let out = child.end_within(Duration::from_secs(30));
+    out.assert_ok();
+    let run = read_json(&json);
+    assert_eq!(run["series"][0]["count"], 100, "{out}");
+    assert_eq!(run["series"][0]["extra"]["sent"], 100, "{out}");
+    assert!(
+        !run["warnings"].to_string().contains("sender process"),
+        "{out}"
+    );
+
+    let mut child = start("ipc-stopped");
+    child.wait_until("forking its sender", |pid| !forked_senders(pid).is_empty());
+    let sender = forked_senders(child.id())[0];
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: signalling latlab's child, which this test started.
+    unsafe { libc::kill(sender as i32, libc::SIGSTOP) };
+    let out = child.end_within(Duration::from_secs(30));
+    out.assert_ok();
+    none_left("ipc-stopped");
+    let run = read_json(&json);
+    let warnings = run["warnings"].to_string();
+    assert!(warnings.contains("sender process was stopped"), "{out}");
+    assert!(run["series"][0]["count"].as_u64().unwrap() < 100, "{out}");
 }
 
 #[test]

@@ -132,6 +132,7 @@ fn measure_one(
             broken: AtomicBool::new(false),
             child_ready: AtomicBool::new(false),
             waiting_since: AtomicU64::new(0),
+            stopped_killed: AtomicBool::new(false),
         })
         .map_err(refused)?,
     );
@@ -169,10 +170,12 @@ fn measure_one(
         format!(
             "--method {}{}: a send or receive failed after {} messages{}",
             method.name(),
-            if cfg.tasks == TaskKind::Processes {
-                " (--tasks processes: the sender process ended or was killed)"
-            } else {
-                ""
+            match cfg.tasks {
+                _ if shared.stopped_killed.load(Ordering::SeqCst) =>
+                    " (--tasks processes: the sender process was stopped, by SIGSTOP or a \
+                     debugger, and did not answer for 2 s past the planned end; latlab killed it)",
+                TaskKind::Processes => " (--tasks processes: the sender process ended or was killed)",
+                _ => "",
             },
             out.sent,
             match (out.rec.count > 0, cfg.methods.last() != Some(&method)) {
