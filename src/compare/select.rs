@@ -5,7 +5,8 @@
 //! bare `K=V` after `tag:`/`exp:ID/` adds to its tags, a bare id after `run:` is another run.
 //! An argument that names an existing file as a whole is that file, whatever characters its
 //! name holds (spaces, commas, `=`, a `run:` prefix): it is never split. Double quotes keep
-//! commas and spaces in one item (`tag:plan="my plan.toml"`, a tag value that holds them). A selector that
+//! commas and spaces in one item (`tag:plan="my plan.toml"`, a tag value that holds them); `\"`
+//! and `\\` are a double quote and a backslash in a value. A selector that
 //! cannot be read or matches nothing names itself (exit 2).
 
 use crate::error::{Error, Result};
@@ -48,7 +49,7 @@ pub struct Item {
 pub const GRAMMAR: &str =
     "run:ID, exp:ID, exp:ID/K=V, tag:K=V[,K=V] or a FILE.json, separated by commas or spaces \
      (an argument that names an existing file is that file, whatever it contains; a value \
-     holding either goes in double quotes: tag:K=\"V W\")";
+     holding either goes in double quotes, and \\\" is a double quote in it: tag:K=\"V W\")";
 
 fn bad(text: &str, why: impl std::fmt::Display) -> Error {
     Error::Usage(format!(
@@ -77,13 +78,17 @@ fn kv(text: &str, part: &str) -> Result<(String, String)> {
 
 /// Splits on commas and ASCII white space, except inside double quotes, which are dropped:
 /// `tag:plan="my plan.toml"` is one item, so a tag value holding either can be selected. A
-/// quote left open is refused (it would swallow the rest of the list).
+/// backslash keeps the double quote or backslash after it as itself (`tag:k=a\"b`, as in a
+/// shell's double quotes); before anything else it is itself. A quote left open is refused (it
+/// would swallow the rest of the list).
 fn tokens(b: &[u8]) -> std::result::Result<Vec<Vec<u8>>, String> {
     let mut out = Vec::new();
     let mut cur = Vec::new();
     let mut quoted = false;
-    for &c in b {
+    let mut it = b.iter().copied().peekable();
+    while let Some(c) = it.next() {
         match c {
+            b'\\' if matches!(it.peek(), Some(b'"' | b'\\')) => cur.extend(it.next()),
             b'"' => quoted = !quoted,
             b',' if !quoted => out.push(std::mem::take(&mut cur)),
             c if c.is_ascii_whitespace() && !quoted => out.push(std::mem::take(&mut cur)),
@@ -585,6 +590,14 @@ mod tests {
         assert_eq!(
             sels(&[r#"exp:E/level="a b""#]),
             vec![Selector::Level("E".into(), kvs(&[("level", "a b")]))]
+        );
+        // A backslash keeps a double quote or a backslash; before anything else it is itself.
+        assert_eq!(
+            sels(&[r#"tag:k="say \"hi\", a\\b\c" tag:j=\"x"#]),
+            vec![
+                Selector::Tags(kvs(&[("k", r#"say "hi", a\b\c"#)])),
+                Selector::Tags(kvs(&[("j", r#""x"#)])),
+            ]
         );
         // A quote left open, and a list of separators only, are refused.
         for bad in [r#"tag:plan="a,b"#, r#"tag:plan=a",b"#, r#""""#, ", ,", ""] {

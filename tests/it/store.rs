@@ -103,6 +103,19 @@ fn stored_runs_are_listed_shown_exported_and_imported_losslessly() {
         serde_json::from_str::<serde_json::Value>(&exported.stdout).unwrap(),
         "export → import → export changed the data"
     );
+    // A tag value holding a double quote, a comma and a space is selected through quotes and
+    // backslashes.
+    let id3 = measure(&a, &[r#"note=say "hi", ok"#]);
+    let sel = runs(&a, &["export", r#"tag:note="say \"hi\", ok""#]);
+    sel.assert_ok();
+    let got: serde_json::Value = serde_json::from_str(&sel.stdout).unwrap();
+    let ids: Vec<&str> = got["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["run"]["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [id3.as_str()], "{}", sel.stdout);
     // Compare two stored runs by id.
     let cmp = latlab()
         .args([
