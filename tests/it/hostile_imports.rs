@@ -176,4 +176,23 @@ fn a_run_that_does_not_read_back_is_listed_by_runs_check_and_left_out_by_selecto
         out.stderr.contains(&ids[0]) && out.stderr.contains(&ids[1]),
         "{out}"
     );
+    // Onto a full disk: the write's failure is the exit (3), and what was left out is still
+    // named.
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = std::process::Command::new(crate::util::LATLAB)
+        .args(["runs", "export", "--all", "--store"])
+        .arg(&store)
+        .stdout(full)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("No space left"), "{err}");
+    assert!(
+        err.contains(&ids[0]) && err.contains(&ids[1]) && err.contains("left out"),
+        "{err}"
+    );
 }

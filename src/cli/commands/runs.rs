@@ -179,16 +179,24 @@ fn export_all(st: &dyn crate::store::Store) -> Result<()> {
         format: BUNDLE_FORMAT.into(),
         runs,
     };
-    out(&(serde_json::to_string_pretty(&b).map_err(|e| Error::Env(e.to_string()))? + "\n"))?;
-    if bad.is_empty() {
-        return Ok(());
+    let left_out = (!bad.is_empty()).then(|| {
+        format!(
+            "left out {} run(s) of {} that do not read back ({}); `latlab runs check` lists them",
+            bad.len(),
+            st.location(),
+            bad.join("; ")
+        )
+    });
+    if let Err(e) =
+        out(&(serde_json::to_string_pretty(&b).map_err(|e| Error::Env(e.to_string()))? + "\n"))
+    {
+        // The write's failure decides the exit; what was left out is still said.
+        if let Some(l) = &left_out {
+            crate::note!("latlab: {l}");
+        }
+        return Err(e);
     }
-    Err(Error::CheckFailed(format!(
-        "left out {} run(s) of {} that do not read back ({}); `latlab runs check` lists them",
-        bad.len(),
-        st.location(),
-        bad.join("; ")
-    )))
+    left_out.map_or(Ok(()), |l| Err(Error::CheckFailed(l)))
 }
 
 /// `runs import FILE` (no `--from`): a latlab bundle, every run checked before any is stored.
