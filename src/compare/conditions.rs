@@ -145,6 +145,7 @@ mod tests {
             rate_per_s: 1.0,
             note: None,
             cpus: None,
+            stopped_s: None,
         });
         let l = vec![
             ("a".to_string(), vec![&a, &b]),

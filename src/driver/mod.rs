@@ -678,7 +678,7 @@ pub fn execute_with<M: Measurement>(
         }
     }
     dog.finish();
-    let (reports, load_warnings) = loads.stop();
+    let stopped_loads = loads.stop();
     if measured.is_err() {
         for f in &unrestored {
             crate::note!("latlab: could not restore {f}; run 'latlab restore'");
@@ -687,10 +687,11 @@ pub fn execute_with<M: Measurement>(
     let mut outcome = measured?;
 
     let run = M::result(&mut outcome);
-    run.loads.extend(reports);
-    warnings.extend(load_warnings);
+    run.loads.extend(stopped_loads.reports);
+    warnings.extend(stopped_loads.warnings);
     warnings.extend(moved.iter().map(ground::warning));
     run.ground.extend(moved);
+    run.ground.extend(stopped_loads.ground);
     warnings.extend(
         unrestored
             .iter()

@@ -30,6 +30,7 @@ pub(super) fn report(
         },
         note,
         cpus: None,
+        stopped_s: None,
     }
 }
 

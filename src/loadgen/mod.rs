@@ -176,10 +176,12 @@ impl LoadSet {
     }
 
     /// Stops every load (SIGTERM, then SIGKILL after the grace time), reaps the whole process
-    /// group and collects the reports.
-    pub fn stop(mut self) -> (Vec<LoadReport>, Vec<String>) {
+    /// group and collects the reports, with a warning and a ground change (the run is then
+    /// disturbed) for each load that ended early or was stopped for a while.
+    pub fn stop(mut self) -> Stopped {
         let mut reports = Vec::new();
         let mut warnings = Vec::new();
+        let mut ground = Vec::new();
         for (i, (s, mut c, reader)) in std::mem::take(&mut self.running).into_iter().enumerate() {
             let pid = c.id() as i32;
             // Ended before the run did (killed by someone else, or crashed): the rest of the
@@ -209,6 +211,29 @@ impl LoadSet {
             let last = self.progress.now().get(i).cloned().flatten();
             if let Some(status) = ended_early {
                 warnings.push(ended_early_warning(&s.text, status, last.as_ref()));
+                ground.push(load_change(
+                    &s.text,
+                    format!(
+                        "ended ({status}) {}",
+                        last.as_ref()
+                            .map_or("before its first report".into(), |r| format!(
+                                "after about {:.1} s",
+                                r.seconds
+                            ))
+                    ),
+                ));
+            }
+            if let Some(gone) = last.as_ref().and_then(|r| r.stopped_s) {
+                warnings.push(format!(
+                    "--load {} was stopped (SIGSTOP) for about {gone:.1} s while the run went \
+                     on: that part of the run was measured without it; the run is marked \
+                     disturbed",
+                    s.text
+                ));
+                ground.push(load_change(
+                    &s.text,
+                    format!("stopped for about {gone:.1} s (SIGSTOP), then continued"),
+                ));
             }
             let last = match (last, ended_early) {
                 // Its last progress report is what it did before it ended.
@@ -232,7 +257,31 @@ impl LoadSet {
                 )),
             }
         }
-        (reports, warnings)
+        Stopped {
+            reports,
+            warnings,
+            ground,
+        }
+    }
+}
+
+/// What stopping the loads gave.
+pub struct Stopped {
+    /// Each load's final report (or its last progress report, marked).
+    pub reports: Vec<LoadReport>,
+    /// What the run must say about its loads.
+    pub warnings: Vec<String>,
+    /// A load that ended early or was stopped for a while: the run's conditions changed.
+    pub ground: Vec<crate::result::GroundChange>,
+}
+
+/// A load's change, as the run's ground records it (`--load cpu`: running → `to`).
+fn load_change(text: &str, to: String) -> crate::result::GroundChange {
+    crate::result::GroundChange {
+        what: format!("{}{text}", crate::result::LOAD_PREFIX),
+        from: "running".into(),
+        to,
+        at_s: None,
     }
 }
 
@@ -249,8 +298,22 @@ fn ended_early_warning(
     };
     format!(
         "--load {text} ended during the run ({status}) {when}: the rest of the run was \
-         measured without it"
+         measured without it; the run is marked disturbed"
     )
+}
+
+/// How often a load worker's ticker wakes (to report, and to see a stop).
+const TICK: Duration = Duration::from_millis(50);
+
+/// A gap between two ticks, with a SIGCONT, longer than this is a stop of the worker (SIGSTOP,
+/// Ctrl-Z of its group). Shorter gaps are not said: a busy load can keep its own ticker from a
+/// CPU for a while, and the stop at the run's end sends every load a SIGCONT.
+const STOP_SAID: Duration = Duration::from_millis(500);
+
+/// The seconds stopped so far, where there were any.
+fn stopped_s(ms: &std::sync::atomic::AtomicU64) -> Option<f64> {
+    let ms = ms.load(std::sync::atomic::Ordering::Acquire);
+    (ms > 0).then_some(ms as f64 / 1000.0)
 }
 
 /// The note of a report printed while the load runs (the final one has its own).
@@ -305,38 +368,57 @@ pub fn worker_main(spec_text: &str) -> Result<()> {
     for sig in [libc::SIGTERM, libc::SIGINT] {
         let _ = signal_hook::flag::register(sig, stop.clone());
     }
-    // Progress: the count so far, one line a second, until the load ends.
+    // Progress: the count so far, one line a second, until the load ends; and how long the
+    // worker was stopped (SIGSTOP, then SIGCONT), which its reports carry.
     let count = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let ended = Arc::new(AtomicBool::new(false));
+    let stopped_ms = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let continued = Arc::new(AtomicBool::new(false));
+    let _ = signal_hook::flag::register(libc::SIGCONT, continued.clone());
     let ticker = {
         let (spec, count, ended) = (spec.clone(), count.clone(), ended.clone());
+        let stopped_ms = stopped_ms.clone();
         std::thread::spawn(move || {
             let t0 = Instant::now();
             let mut next = t0 + PROGRESS_EVERY;
-            while !ended.load(std::sync::atomic::Ordering::Relaxed) {
+            let mut last = Instant::now();
+            loop {
+                let gap = last.elapsed();
+                last = Instant::now();
+                if continued.swap(false, std::sync::atomic::Ordering::AcqRel) && gap > STOP_SAID {
+                    stopped_ms
+                        .fetch_add(gap.as_millis() as u64, std::sync::atomic::Ordering::AcqRel);
+                }
+                if ended.load(std::sync::atomic::Ordering::Acquire) {
+                    break;
+                }
                 if Instant::now() >= next {
                     let n = count.load(std::sync::atomic::Ordering::Relaxed);
-                    let r = kinds::report(
+                    let mut r = kinds::report(
                         &spec,
                         n,
                         kinds::unit_of(spec.kind),
                         t0,
                         Some(PROGRESS_NOTE.into()),
                     );
+                    r.stopped_s = stopped_s(&stopped_ms);
                     let _ = crate::output::stdout(
                         &(serde_json::to_string(&r).unwrap_or_default() + "\n"),
                     );
-                    next += PROGRESS_EVERY;
+                    // After a stop: the next report a period from now, not one per period
+                    // missed.
+                    next = (next + PROGRESS_EVERY).max(Instant::now());
                 }
-                std::thread::sleep(Duration::from_millis(50));
+                std::thread::sleep(TICK);
             }
         })
     };
     let r = kinds::run(&spec, &stop, &count);
-    ended.store(true, std::sync::atomic::Ordering::Relaxed);
+    ended.store(true, std::sync::atomic::Ordering::Release);
     let _ = ticker.join();
     kinds::end_strays();
-    let r = r.map_err(|e| Error::Env(format!("--load {spec_text}: {e}")))?;
+    let mut r = r.map_err(|e| Error::Env(format!("--load {spec_text}: {e}")))?;
+    r.stopped_s = stopped_s(&stopped_ms);
     let _ = crate::output::stdout(&(serde_json::to_string(&r).unwrap_or_default() + "\n"));
     Ok(())
 }
@@ -358,6 +440,7 @@ mod tests {
             rate_per_s: 1.5,
             note: Some(PROGRESS_NOTE.into()),
             cpus: None,
+            stopped_s: None,
         };
         let w = ended_early_warning("cpu", killed, Some(&r));
         assert!(w.contains("signal: 9") && w.contains("about 3.2 s"), "{w}");

@@ -79,6 +79,10 @@ pub struct GroundChange {
     pub at_s: Option<f64>,
 }
 
+/// How a [`GroundChange`] of a load begins (`--load cpu`): one that ended early or was stopped
+/// for a while.
+pub const LOAD_PREFIX: &str = "--load ";
+
 /// What a [`GroundChange`] names when another process's real-time task appeared on the
 /// measured CPUs: a warning, not a disturbance (a shared machine has company all the time).
 pub const COMPANY: &str = "real-time company on the measured CPUs";
@@ -99,6 +103,10 @@ impl GroundChange {
             format!("{path} not at its level")
         } else if self.what == STOPPED {
             "latlab's process stopped".into()
+        } else if self.what.starts_with(LOAD_PREFIX) {
+            // `--load cpu stopped`, `--load cpu ended`.
+            let how = self.to.split_whitespace().next().unwrap_or("changed");
+            format!("{} {how}", self.what)
         } else {
             format!("{} changed", self.what)
         }
@@ -310,6 +318,9 @@ pub struct LoadReport {
     /// The CPUs the load was confined to (`cpus=` or `--housekeeping`; None: anywhere).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpus: Option<String>,
+    /// Seconds the load was stopped (SIGSTOP, then SIGCONT) while it ran, where it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_s: Option<f64>,
 }
 
 /// The run of a bundle (`latlab.bundle/1`, the store's export format) that holds exactly one.

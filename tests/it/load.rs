@@ -41,7 +41,9 @@ fn every_load_kind_runs_and_reports_its_rate() {
         assert_eq!(r["spec"], spec);
         assert!(r["count"].as_u64().unwrap() > 0, "{spec} did nothing: {r}");
         assert!(r["rate_per_s"].as_f64().unwrap() > 0.0);
+        assert!(r.get("stopped_s").is_none(), "{spec} was not stopped: {r}");
     }
+    assert!(run["ground"].as_array().is_none_or(|g| g.is_empty()), "{run}");
     none_left(&t);
 }
 
@@ -213,11 +215,63 @@ fn a_load_killed_by_someone_else_is_said_to_have_ended_during_the_run() {
     assert!(w.contains("ended during the run"), "{w}");
     assert!(w.contains("measured without it"), "{w}");
     assert!(!w.contains("was killed after"), "{w}");
+    // The run went on under other conditions: it is disturbed, and says why.
+    let ground = run["ground"].to_string();
+    assert!(
+        ground.contains("--load cpu:threads=1") && ground.contains("ended"),
+        "{ground}"
+    );
     // What it did before it ended is kept, marked.
     let loads = run["loads"].as_array().unwrap();
     assert_eq!(loads.len(), 1, "{loads:?}");
     assert!(loads[0]["note"]
         .to_string()
         .contains("ended during the run"));
+    none_left(&t);
+}
+
+/// A load stopped (SIGSTOP to its group, as Ctrl-Z would) for a while and continued: the run
+/// says for about how long it went on without it and is marked disturbed; the load's report
+/// carries the time it was stopped.
+#[test]
+fn a_load_stopped_for_a_while_is_said_and_disturbs_the_run() {
+    let dir = Dir::new();
+    let json = dir.join("r.json");
+    let t = tag("stopped");
+    let mut child = latlab()
+        .words("cyclic -D 1h -q --no-store --load cpu:threads=1 --json")
+        .arg(&json)
+        .env("LATLAB_TEST_TAG", &t)
+        .spawn();
+    child.wait_until("its load running", |pid| {
+        has_thread(pid, "latlab-T0")
+            && tagged(&t)
+                .iter()
+                .any(|p| p.contains("load-worker") && !p.starts_with(&format!("{pid}:")))
+    });
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let worker: i32 = tagged(&t)
+        .iter()
+        .find(|p| p.contains("load-worker"))
+        .and_then(|p| p.split(':').next()?.parse().ok())
+        .unwrap();
+    // SAFETY: signalling the process group of latlab's load worker (it leads it).
+    unsafe { libc::kill(-worker, libc::SIGSTOP) };
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // SAFETY: as above.
+    unsafe { libc::kill(-worker, libc::SIGCONT) };
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    child.signal(libc::SIGINT);
+    child.finish().assert_ok();
+    let run = read_json(&json);
+    let w = run["warnings"].to_string();
+    assert!(w.contains("was stopped (SIGSTOP) for about"), "{w}");
+    let stopped = run["loads"][0]["stopped_s"].as_f64().unwrap();
+    assert!(stopped >= 1.0, "{stopped}");
+    let ground = run["ground"].to_string();
+    assert!(
+        ground.contains("--load cpu:threads=1") && ground.contains("stopped for about"),
+        "{ground}"
+    );
     none_left(&t);
 }

@@ -58,7 +58,11 @@ impl Measurement for Foreground {
         while !control.was_interrupted() && until.is_none_or(|d| t0.elapsed() < d) {
             std::thread::sleep(Duration::from_millis(20));
         }
-        let (reports, warnings) = set.stop();
+        let crate::loadgen::Stopped {
+            reports,
+            warnings,
+            ground,
+        } = set.stop();
         let mut text = String::new();
         for r in &reports {
             text.push_str(&format!(
@@ -84,11 +88,12 @@ impl Measurement for Foreground {
             text.push_str(&format!("warning: {w}\n"));
         }
         ctx.warnings().extend(warnings);
-        let run = Run {
+        let mut run = Run {
             loads: reports,
             duration_s: t0.elapsed().as_secs_f64(),
             ..ctx.run(params)
         };
+        run.ground.extend(ground);
         Ok(ForegroundOutcome { run, text })
     }
 
@@ -149,6 +154,7 @@ impl Foreground {
                 rate_per_s: messages as f64 / d.as_secs_f64().max(1e-9),
                 note: Some(format!("one run in {mode} mode")),
                 cpus: None,
+                stopped_s: None,
             });
         }
         let run = Run {

@@ -532,6 +532,7 @@ mod tests {
             rate_per_s: count as f64 / 10.0,
             note: None,
             cpus: None,
+            stopped_s: None,
         }
     }
 
