@@ -113,9 +113,20 @@ fn start_forked(tag: &str, method: &str, json: &std::path::Path) -> (Running, u3
         .words("--tasks processes -a 1 -p 60 -D 60 --no-store --json")
         .arg(json)
         .spawn();
+    let sender = ready_sender(&mut child);
+    (child, sender)
+}
+
+/// Waits for the forked sender of `child` and until it is ready, which it is once it has
+/// locked its memory (a loaded machine takes a while to copy and lock it): a signal before
+/// that is a failed start, not what these tests are after. Its pid.
+fn ready_sender(child: &mut Running) -> u32 {
     child.wait_until("forking its sender", |pid| !forked_senders(pid).is_empty());
     let sender = forked_senders(child.id())[0];
-    (child, sender)
+    child.wait_until("its sender locked in memory", |_| {
+        !matches!(status_field(sender, "VmLck:").as_str(), "" | "0 kB")
+    });
+    sender
 }
 
 #[test]
@@ -216,7 +227,7 @@ fn a_sender_kept_from_its_cpu_is_waited_for_and_a_stopped_one_given_up() {
             .spawn()
     };
     let mut child = start("ipc-starved");
-    child.wait_until("forking its sender", |pid| !forked_senders(pid).is_empty());
+    ready_sender(&mut child);
     // Held from about 0.3 s (the exchange under way) to 4.3 s: past 1 s planned + 2 s grace
     // even if the exchange began a second late.
     let held = stall(child.id(), "latlab-ipc-send", 1)
@@ -235,8 +246,7 @@ fn a_sender_kept_from_its_cpu_is_waited_for_and_a_stopped_one_given_up() {
     );
 
     let mut child = start("ipc-stopped");
-    child.wait_until("forking its sender", |pid| !forked_senders(pid).is_empty());
-    let sender = forked_senders(child.id())[0];
+    let sender = ready_sender(&mut child);
     std::thread::sleep(Duration::from_millis(300));
     // SAFETY: signalling latlab's child, which this test started.
     unsafe { libc::kill(sender as i32, libc::SIGSTOP) };

@@ -43,7 +43,10 @@ fn every_load_kind_runs_and_reports_its_rate() {
         assert!(r["rate_per_s"].as_f64().unwrap() > 0.0);
         assert!(r.get("stopped_s").is_none(), "{spec} was not stopped: {r}");
     }
-    assert!(run["ground"].as_array().is_none_or(|g| g.is_empty()), "{run}");
+    assert!(
+        run["ground"].as_array().is_none_or(|g| g.is_empty()),
+        "{run}"
+    );
     none_left(&t);
 }
 

@@ -173,7 +173,7 @@ fn measure_one(
             match cfg.tasks {
                 _ if shared.stopped_killed.load(Ordering::SeqCst) =>
                     " (--tasks processes: the sender process was stopped, by SIGSTOP or a \
-                     debugger, and did not answer for 2 s past the planned end; latlab killed it)",
+                     debugger, and had not answered for 2 s when the run was due to end; latlab killed it)",
                 TaskKind::Processes => " (--tasks processes: the sender process ended or was killed)",
                 _ => "",
             },

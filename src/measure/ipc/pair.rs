@@ -188,15 +188,13 @@ pub(super) fn wait_sender(
         let _ = sys::sched::pin_to_cpus(others);
     }
     let clk = libc::CLOCK_MONOTONIC;
-    // Past the planned end (with room for overruns), a receiver still waiting on a sender that
-    // is stopped (SIGSTOP, a tracer) means one that will not answer. A sender that only waits
+    // Past the planned end, a receiver waiting 2 s on a sender that is stopped (SIGSTOP, a
+    // tracer) has one that will not answer: the run ends. A sender that only waits
     // for its CPU (a higher-priority task on it, a stalled vCPU) answers once it runs: it is
     // waited for, as rt-tests would (Ctrl-C ends the run).
-    let late_after = pace.planned_ns().map(|p| {
-        clock::now_ns(clk)
-            .saturating_add(p)
-            .saturating_add((p / 2).max(CHILD_END_WITHIN.as_nanos() as u64))
-    });
+    let late_after = pace
+        .planned_ns()
+        .map(|p| clock::now_ns(clk).saturating_add(p));
     let mut over_since: Option<std::time::Instant> = None;
     loop {
         if sys::taskpair::try_wait_task(pid).is_some() {
