@@ -215,7 +215,7 @@ impl FlightRecorder {
                 .read(true)
                 .custom_flags(libc::O_NONBLOCK)
                 .open(p)
-                .map_err(|e| Error::Env(format!("--trace: {}: {e}", p.display())))
+                .map_err(|e| Error::Env(format!("{}: {}: {e}", crate::trace::who(), p.display())))
         };
         let mut files = Vec::new();
         for &c in cpus {
@@ -266,7 +266,12 @@ impl FlightRecorder {
                 drop(proc_files);
                 cl.store(true, Ordering::Release);
             })
-            .map_err(|e| Error::Env(format!("--trace: cannot start the reader thread: {e}")))?;
+            .map_err(|e| {
+                Error::Env(format!(
+                    "{}: cannot start the reader thread: {e}",
+                    crate::trace::who()
+                ))
+            })?;
         for i in std::iter::once(&instance).chain(procs.as_ref()) {
             super::lifecycle::attach_reader(i.id, shared.stop.clone(), closed.clone());
         }

@@ -370,7 +370,8 @@ impl Counters {
         for (key, cpus, first) in smi_fail {
             warn.push(if key == GUEST_SMIS {
                 format!(
-                    "--trace: SMIs not counted: this is a VM{}, and {GUEST_SMIS}",
+                    "{}: SMIs not counted: this is a VM{}, and {GUEST_SMIS}",
+                    crate::trace::who(),
                     host.hypervisor
                         .as_deref()
                         .map(|h| format!(" ({h})"))
@@ -385,7 +386,8 @@ impl Counters {
                     ""
                 };
                 format!(
-                    "--trace: SMIs not counted on CPU{} {} ({first}{advice})",
+                    "{}: SMIs not counted on CPU{} {} ({first}{advice})",
+                    crate::trace::who(),
                     if cpus.len() > 1 { "s" } else { "" },
                     cpu_list(&cpus)
                 )
@@ -393,7 +395,8 @@ impl Counters {
         }
         if !no_nmi.is_empty() {
             warn.push(format!(
-                "--trace: NMIs not counted on CPU{} {} (/proc/interrupts has no NMI row)",
+                "{}: NMIs not counted on CPU{} {} (/proc/interrupts has no NMI row)",
+                crate::trace::who(),
                 if no_nmi.len() > 1 { "s" } else { "" },
                 cpu_list(&no_nmi)
             ));
@@ -443,7 +446,8 @@ pub fn residual_warnings(spikes: &[SpikeRecord], said: &[String], tick_ns: u64) 
         .map(|(c, n)| format!("CPU {c}: {n}"))
         .collect();
     let mut w = format!(
-        "--trace: {} spikes ({}) hold {:.1} us nothing visible explains; checked against {} around each",
+        "{}: {} spikes ({}) hold {:.1} us nothing visible explains; checked against {} around each",
+        crate::trace::who(),
         rs.len(),
         cpus.join(", "),
         ns as f64 / 1e3,

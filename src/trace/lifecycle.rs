@@ -110,7 +110,12 @@ pub fn acquire_fs(
     mount: impl FnOnce(&Path) -> std::io::Result<()>,
     current: impl FnOnce() -> Option<PathBuf>,
 ) -> Result<PathBuf> {
-    let flag = fs.flag;
+    // Tracefs is asked for by `--trace` or by `latlab sched`.
+    let flag = if fs.kind == TRACEFS.kind {
+        super::who()
+    } else {
+        fs.flag
+    };
     let r = locked(fs, dir, || -> Result<PathBuf> {
         if let Some(p) = current() {
             return Ok(p);

@@ -30,6 +30,20 @@ pub mod tracefs;
 
 pub use lifecycle::cleanup_on_exit;
 
+/// What the tracing is asked by, for messages: `--trace`, or `latlab sched` (which traces
+/// without that flag).
+static WHO: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
+
+/// What the tracing's messages begin with (`--trace` unless [`set_who`] said otherwise).
+pub fn who() -> &'static str {
+    WHO.get().copied().unwrap_or("--trace")
+}
+
+/// Names what asks for the tracing, once, before any message (`latlab sched`).
+pub fn set_who(who: &'static str) {
+    let _ = WHO.set(who);
+}
+
 /// A hash map with a fast, fixed hasher, for the tables the replay and attribution look up
 /// per event (keys are kernel pids and names, not chosen by an adversary).
 pub type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::FixedState>;

@@ -374,9 +374,10 @@ impl Tracer {
         self.report.spikes_dropped += n;
         if n > 0 {
             self.report.warnings.push(format!(
-                "--trace: {n} spikes were lost before they could be ranked (a measuring thread's \
+                "{}: {n} spikes were lost before they could be ranked (a measuring thread's \
                  hand-over ring was full while the tracer was busy): the worst may be missing from \
-                 the spikes explained; a higher --trace-threshold keeps them all"
+                 the spikes explained; a higher --trace-threshold keeps them all",
+                crate::trace::who()
             ));
         }
     }
@@ -510,11 +511,11 @@ impl Tracer {
         );
         let (counted, mut warn) = self.counters.delta(&now, self.tick_ns, &self.host);
         if !self.report.nmi_traced {
-            warn.push(
-                "--trace: the kernel has no nmi:nmi_handler event: NMIs are counted over the run \
-                 (/proc/interrupts), not per spike"
-                    .into(),
-            );
+            warn.push(format!(
+                "{}: the kernel has no nmi:nmi_handler event: NMIs are counted over the run \
+                 (/proc/interrupts), not per spike",
+                crate::trace::who()
+            ));
         }
         let unexplained = super::hw::residual_warnings(&self.report.spikes, &warn, self.tick_ns);
         warn.extend(unexplained);

@@ -112,11 +112,12 @@ impl Guard {
         let (seen, which) = self.off.as_ref()?;
         let s = |t: u64| t.saturating_sub(self.start_ns) as f64 / 1e9;
         Some(format!(
-            "--trace: tracing in latlab's instance was turned off by another process between \
+            "{}: tracing in latlab's instance was turned off by another process between \
              {:.2} s and {:.2} s into the trace ({which}; `trace-cmd reset` does this): its \
              events from then on are missing, so the spikes after that are not explained (nor \
              blamed on the host), and what is measured from the trace (`latlab sched`) misses \
              that time",
+            crate::trace::who(),
             s(self.last_on_ns),
             s(*seen)
         ))

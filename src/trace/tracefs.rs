@@ -47,7 +47,8 @@ pub struct TraceFs {
 /// read and then nothing, so std's small probe read would cut it.
 pub(super) fn read(p: &Path) -> Result<String> {
     use std::io::Read;
-    let err = |e: std::io::Error| Error::Env(format!("--trace: {}: {e}", p.display()));
+    let err =
+        |e: std::io::Error| Error::Env(format!("{}: {}: {e}", crate::trace::who(), p.display()));
     let mut f = std::fs::File::open(p).map_err(err)?;
     let mut out = Vec::new();
     let mut buf = vec![0u8; 64 << 10];
@@ -58,12 +59,23 @@ pub(super) fn read(p: &Path) -> Result<String> {
         }
         out.extend_from_slice(&buf[..n]);
     }
-    String::from_utf8(out).map_err(|_| Error::Env(format!("--trace: {}: not text", p.display())))
+    String::from_utf8(out).map_err(|_| {
+        Error::Env(format!(
+            "{}: {}: not text",
+            crate::trace::who(),
+            p.display()
+        ))
+    })
 }
 
 fn write(p: &Path, v: &str) -> Result<()> {
-    std::fs::write(p, v)
-        .map_err(|e| Error::Env(format!("--trace: {}: write '{v}': {e}", p.display())))
+    std::fs::write(p, v).map_err(|e| {
+        Error::Env(format!(
+            "{}: {}: write '{v}': {e}",
+            crate::trace::who(),
+            p.display()
+        ))
+    })
 }
 
 /// The hex `tracing_cpumask` text for `cpus` (32-bit groups, comma-separated, highest first).
@@ -100,22 +112,25 @@ impl TraceFs {
         let ev = self.root.join("events");
         let hp = ev.join("header_page");
         let header = parse_header_page(&read(&hp)?)
-            .map_err(|e| Error::Env(format!("--trace: {}: {e}", hp.display())))?;
+            .map_err(|e| Error::Env(format!("{}: {}: {e}", crate::trace::who(), hp.display())))?;
         let mut dec = Decoder::default();
         let mut names = Vec::new();
         let mut learn = |sys: &str, name: &str, dec: &mut Decoder| -> Result<()> {
             let p = ev.join(sys).join(name).join("format");
-            let f = parse_format(&read(&p)?)
-                .map_err(|e| Error::Env(format!("--trace: {}: {e}", p.display())))?;
-            dec.learn(sys, &f)
-                .map_err(|e| Error::Env(format!("--trace: {}: {e}", p.display())))?;
+            let f = parse_format(&read(&p)?).map_err(|e| {
+                Error::Env(format!("{}: {}: {e}", crate::trace::who(), p.display()))
+            })?;
+            dec.learn(sys, &f).map_err(|e| {
+                Error::Env(format!("{}: {}: {e}", crate::trace::who(), p.display()))
+            })?;
             names.push(format!("{sys}/{name}"));
             Ok(())
         };
         for (sys, name) in REQUIRED {
             if !ev.join(sys).join(name).is_dir() {
                 return Err(Error::Env(format!(
-                    "--trace: the kernel has no {sys}:{name} tracepoint ({} is missing)",
+                    "{}: the kernel has no {sys}:{name} tracepoint ({} is missing)",
+                    crate::trace::who(),
                     ev.join(sys).join(name).display()
                 )));
             }
@@ -168,10 +183,12 @@ impl TraceFs {
             if !p.exists() {
                 continue;
             }
-            let f = parse_format(&read(&p)?)
-                .map_err(|e| Error::Env(format!("--trace: {}: {e}", p.display())))?;
-            dec.learn(system, &f)
-                .map_err(|e| Error::Env(format!("--trace: {}: {e}", p.display())))?;
+            let f = parse_format(&read(&p)?).map_err(|e| {
+                Error::Env(format!("{}: {}: {e}", crate::trace::who(), p.display()))
+            })?;
+            dec.learn(system, &f).map_err(|e| {
+                Error::Env(format!("{}: {}: {e}", crate::trace::who(), p.display()))
+            })?;
             out.push(format!("{system}/{name}"));
         }
         Ok(out)
@@ -217,7 +234,8 @@ impl TraceFs {
                 let _ = std::fs::remove_file(j);
             }
             return Err(Error::Env(format!(
-                "--trace: cannot create the instance {}: {e}",
+                "{}: cannot create the instance {}: {e}",
+                crate::trace::who(),
                 dir.display()
             )));
         }
@@ -315,8 +333,13 @@ fn write_journal(j: &Path, dir: &Path) -> Result<()> {
         umount: None,
     };
     let text = serde_json::to_string(&e).map_err(|e| Error::Env(e.to_string()))?;
-    crate::output::write_atomic(j, text.as_bytes())
-        .map_err(|e| Error::Env(format!("--trace: journal {}: {e}", j.display())))
+    crate::output::write_atomic(j, text.as_bytes()).map_err(|e| {
+        Error::Env(format!(
+            "{}: journal {}: {e}",
+            crate::trace::who(),
+            j.display()
+        ))
+    })
 }
 
 /// This process's instance name: `latlab-<pid><suffix>`, or `latlab-<pid>-ns<inode><suffix>`

@@ -277,6 +277,24 @@ fn targets_that_do_not_exist_are_refused_naming_them() {
     }
 }
 
+/// Without root, `sched` says it needs root, in its own name: it has no `--trace` flag, and no
+/// message of its tracing may name one.
+#[test]
+fn without_root_it_says_so_in_its_own_name() {
+    let dir = crate::util::Dir::new();
+    let Some(mut c) = crate::util::latlab_as_nobody(&dir, &[]) else {
+        return;
+    };
+    let out = c
+        .args(["sched", "--all", "-D", "1", "--no-store"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("latlab sched needs root"), "{err}");
+    assert!(!err.contains("--trace"), "{err}");
+}
+
 /// The tracefs instances of `pid` are gone and tracefs is mounted as it was.
 fn no_instance_left(pid: u32, mounted_before: bool) {
     assert!(instance_of(pid).is_empty(), "instance of {pid} left");

@@ -196,6 +196,8 @@ impl crate::driver::Lowering for SchedArgs {
     }
 
     fn lower(&self, online: &CpuSet) -> Result<SchedConfig> {
+        // Its tracing is not `--trace`'s: its messages name the command.
+        crate::trace::set_who("latlab sched");
         self.to_config(online)
     }
 
