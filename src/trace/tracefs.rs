@@ -10,6 +10,11 @@ use super::lifecycle;
 use crate::error::{Error, Result};
 use std::path::{Path, PathBuf};
 
+/// A failure at tracefs file `p`, named with what asked for the tracing.
+fn at(p: &Path, e: impl std::fmt::Display) -> Error {
+    Error::Env(format!("{}: {}: {e}", crate::trace::who(), p.display()))
+}
+
 /// Events attribution needs; each must exist (exit 3 naming the one missing).
 pub const REQUIRED: &[(&str, &str)] = &[
     ("sched", "sched_switch"),
@@ -47,8 +52,7 @@ pub struct TraceFs {
 /// read and then nothing, so std's small probe read would cut it.
 pub(super) fn read(p: &Path) -> Result<String> {
     use std::io::Read;
-    let err =
-        |e: std::io::Error| Error::Env(format!("{}: {}: {e}", crate::trace::who(), p.display()));
+    let err = |e: std::io::Error| at(p, e);
     let mut f = std::fs::File::open(p).map_err(err)?;
     let mut out = Vec::new();
     let mut buf = vec![0u8; 64 << 10];
@@ -59,13 +63,7 @@ pub(super) fn read(p: &Path) -> Result<String> {
         }
         out.extend_from_slice(&buf[..n]);
     }
-    String::from_utf8(out).map_err(|_| {
-        Error::Env(format!(
-            "{}: {}: not text",
-            crate::trace::who(),
-            p.display()
-        ))
-    })
+    String::from_utf8(out).map_err(|_| at(p, "not text"))
 }
 
 fn write(p: &Path, v: &str) -> Result<()> {
@@ -111,18 +109,13 @@ impl TraceFs {
     pub fn layouts(&self) -> Result<(PageHeader, Decoder, Vec<String>)> {
         let ev = self.root.join("events");
         let hp = ev.join("header_page");
-        let header = parse_header_page(&read(&hp)?)
-            .map_err(|e| Error::Env(format!("{}: {}: {e}", crate::trace::who(), hp.display())))?;
+        let header = parse_header_page(&read(&hp)?).map_err(|e| at(&hp, e))?;
         let mut dec = Decoder::default();
         let mut names = Vec::new();
         let mut learn = |sys: &str, name: &str, dec: &mut Decoder| -> Result<()> {
             let p = ev.join(sys).join(name).join("format");
-            let f = parse_format(&read(&p)?).map_err(|e| {
-                Error::Env(format!("{}: {}: {e}", crate::trace::who(), p.display()))
-            })?;
-            dec.learn(sys, &f).map_err(|e| {
-                Error::Env(format!("{}: {}: {e}", crate::trace::who(), p.display()))
-            })?;
+            let f = parse_format(&read(&p)?).map_err(|e| at(&p, e))?;
+            dec.learn(sys, &f).map_err(|e| at(&p, e))?;
             names.push(format!("{sys}/{name}"));
             Ok(())
         };
@@ -183,12 +176,8 @@ impl TraceFs {
             if !p.exists() {
                 continue;
             }
-            let f = parse_format(&read(&p)?).map_err(|e| {
-                Error::Env(format!("{}: {}: {e}", crate::trace::who(), p.display()))
-            })?;
-            dec.learn(system, &f).map_err(|e| {
-                Error::Env(format!("{}: {}: {e}", crate::trace::who(), p.display()))
-            })?;
+            let f = parse_format(&read(&p)?).map_err(|e| at(&p, e))?;
+            dec.learn(system, &f).map_err(|e| at(&p, e))?;
             out.push(format!("{system}/{name}"));
         }
         Ok(out)

@@ -1,7 +1,7 @@
 //! Loads: every kind runs and reports a rate; no load process outlives latlab — after a normal
 //! end, SIGINT, or SIGKILL of latlab itself — and none is left a zombie for init to reap.
 
-use crate::util::{expect_exit, has_thread, latlab, none_left, read_json, tagged, Dir};
+use crate::util::{expect_exit, has_thread, latlab, none_left, read_json, tagged, Dir, Running};
 use std::time::Instant;
 
 fn tag(name: &str) -> String {
@@ -185,29 +185,36 @@ fn the_build_load_leaves_nothing_in_tmpdir() {
     assert!(left.is_empty(), "left in TMPDIR: {left:?}");
 }
 
+/// An endless `cyclic` run with one cpu load, tagged `t`, writing `json` when it ends, `ms`
+/// after its load worker runs beside its measuring thread; and the worker's pid.
+fn measuring_with_a_load(json: &std::path::Path, t: &str, ms: u64) -> (Running, i32) {
+    let mut child = latlab()
+        .words("cyclic -D 1h -q --no-store --load cpu:threads=1 --json")
+        .arg(json)
+        .env("LATLAB_TEST_TAG", t)
+        .spawn();
+    child.wait_until("its load running", |pid| {
+        has_thread(pid, "latlab-T0")
+            && tagged(t)
+                .iter()
+                .any(|p| p.contains("load-worker") && !p.starts_with(&format!("{pid}:")))
+    });
+    std::thread::sleep(std::time::Duration::from_millis(ms));
+    let worker: i32 = tagged(t)
+        .iter()
+        .find(|p| p.contains("load-worker"))
+        .and_then(|p| p.split(':').next()?.parse().ok())
+        .unwrap();
+    (child, worker)
+}
+
 #[test]
 fn a_load_killed_by_someone_else_is_said_to_have_ended_during_the_run() {
     let dir = Dir::new();
     let json = dir.join("r.json");
     let t = tag("killed");
-    let mut child = latlab()
-        .words("cyclic -D 1h -q --no-store --load cpu:threads=1 --json")
-        .arg(&json)
-        .env("LATLAB_TEST_TAG", &t)
-        .spawn();
-    child.wait_until("its load reporting", |pid| {
-        has_thread(pid, "latlab-T0")
-            && tagged(&t)
-                .iter()
-                .any(|p| p.contains("load-worker") && !p.starts_with(&format!("{pid}:")))
-    });
     // Let it report once (a report a second), then kill the worker as another user would.
-    std::thread::sleep(std::time::Duration::from_millis(1500));
-    let worker: i32 = tagged(&t)
-        .iter()
-        .find(|p| p.contains("load-worker"))
-        .and_then(|p| p.split(':').next()?.parse().ok())
-        .unwrap();
+    let (child, worker) = measuring_with_a_load(&json, &t, 1500);
     // SAFETY: killing a process of ours (latlab's load worker).
     unsafe { libc::kill(worker, libc::SIGKILL) };
     std::thread::sleep(std::time::Duration::from_millis(500));
@@ -241,23 +248,7 @@ fn a_load_stopped_for_a_while_is_said_and_disturbs_the_run() {
     let dir = Dir::new();
     let json = dir.join("r.json");
     let t = tag("stopped");
-    let mut child = latlab()
-        .words("cyclic -D 1h -q --no-store --load cpu:threads=1 --json")
-        .arg(&json)
-        .env("LATLAB_TEST_TAG", &t)
-        .spawn();
-    child.wait_until("its load running", |pid| {
-        has_thread(pid, "latlab-T0")
-            && tagged(&t)
-                .iter()
-                .any(|p| p.contains("load-worker") && !p.starts_with(&format!("{pid}:")))
-    });
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    let worker: i32 = tagged(&t)
-        .iter()
-        .find(|p| p.contains("load-worker"))
-        .and_then(|p| p.split(':').next()?.parse().ok())
-        .unwrap();
+    let (child, worker) = measuring_with_a_load(&json, &t, 300);
     // SAFETY: signalling the process group of latlab's load worker (it leads it).
     unsafe { libc::kill(-worker, libc::SIGSTOP) };
     std::thread::sleep(std::time::Duration::from_millis(1500));
