@@ -49,10 +49,12 @@ pub fn state_of(stat: &str) -> Option<char> {
 /// Such a task will not run again until someone continues it; one merely waiting for a CPU
 /// will.
 pub fn stopped(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| state_of(&s))
-        .is_some_and(|c| c == 'T' || c == 't')
+    state(pid).is_some_and(|c| c == 'T' || c == 't')
+}
+
+/// Process `pid`'s one-letter state now (None: gone or unreadable).
+pub fn state(pid: i32) -> Option<char> {
+    state_of(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
 }
 
 /// Every process under `proc_root` (/proc).

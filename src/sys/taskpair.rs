@@ -267,12 +267,25 @@ impl Drop for ExitOnUnwind {
     }
 }
 
-/// Kills and reaps a forked task.
-pub fn kill_task(pid: libc::pid_t) {
-    // SAFETY: signalling and reaping our own child.
-    unsafe {
-        libc::kill(pid, libc::SIGKILL);
-        libc::waitpid(pid, std::ptr::null_mut(), 0);
+/// How long [`kill_task`] waits for a killed task to die: a task frozen by a cgroup freezer
+/// dies only once thawed, and latlab must not wait for that.
+const KILL_REAPED_WITHIN: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Kills and reaps a forked task; false when it was not dead within a second (frozen): it is
+/// then left to end when thawed (init reaps it once latlab is gone).
+pub fn kill_task(pid: libc::pid_t) -> bool {
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    let t0 = std::time::Instant::now();
+    loop {
+        // SAFETY: polling our own child without blocking.
+        match unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) } {
+            0 if t0.elapsed() < KILL_REAPED_WITHIN => {
+                std::thread::sleep(std::time::Duration::from_millis(5))
+            }
+            0 => return false,
+            _ => return true,
+        }
     }
 }
 

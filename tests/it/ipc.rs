@@ -255,8 +255,56 @@ fn a_sender_kept_from_its_cpu_is_waited_for_and_a_stopped_one_given_up() {
     none_left("ipc-stopped");
     let run = read_json(&json);
     let warnings = run["warnings"].to_string();
-    assert!(warnings.contains("sender process was stopped"), "{out}");
+    assert!(warnings.contains("it was stopped (SIGSTOP)"), "{out}");
     assert!(run["series"][0]["count"].as_u64().unwrap() < 100, "{out}");
+
+    // Frozen by the cgroup freezer (not stopped, not runnable): given up the same way.
+    let Some(root) = cgroup2_root() else {
+        crate::util::skip(&crate::util::test_name(), "no cgroup2 hierarchy mounted");
+        return;
+    };
+    let group = Freezer(root.join(format!("latlab-it-freeze-{}", std::process::id())));
+    std::fs::create_dir_all(&group.0).unwrap();
+    let mut child = start("ipc-frozen");
+    let sender = ready_sender(&mut child);
+    std::thread::sleep(Duration::from_millis(300));
+    std::fs::write(group.0.join("cgroup.procs"), sender.to_string()).unwrap();
+    std::fs::write(group.0.join("cgroup.freeze"), "1").unwrap();
+    let out = child.end_within(Duration::from_secs(30));
+    drop(group);
+    out.assert_ok();
+    let run = read_json(&json);
+    let warnings = run["warnings"].to_string();
+    assert!(warnings.contains("did not answer for 2 s"), "{out}");
+    assert!(run["series"][0]["count"].as_u64().unwrap() < 100, "{out}");
+}
+
+/// A cgroup2 group the test freezes; thawed and removed when dropped (a failed assertion
+/// too), once what was in it has ended.
+struct Freezer(std::path::PathBuf);
+
+impl Drop for Freezer {
+    fn drop(&mut self) {
+        let _ = std::fs::write(self.0.join("cgroup.freeze"), "0");
+        let t0 = std::time::Instant::now();
+        while std::fs::read_to_string(self.0.join("cgroup.procs"))
+            .is_ok_and(|p| !p.trim().is_empty())
+            && t0.elapsed() < Duration::from_secs(10)
+        {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+/// Where the cgroup2 hierarchy is mounted (`/sys/fs/cgroup` or its `unified` part).
+fn cgroup2_root() -> Option<std::path::PathBuf> {
+    std::fs::read_to_string("/proc/self/mounts")
+        .ok()?
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .find(|f| f.len() > 2 && f[2] == "cgroup2")
+        .map(|f| f[1].into())
 }
 
 #[test]

@@ -90,7 +90,9 @@ fn finish(p: Partner, kill: bool) {
         Partner::Thread(h) => {
             let _ = h.join();
         }
-        Partner::Process(pid) if kill => taskpair::kill_task(pid),
+        Partner::Process(pid) if kill => {
+            taskpair::kill_task(pid);
+        }
         Partner::Process(pid) => taskpair::wait_task(pid),
     }
 }

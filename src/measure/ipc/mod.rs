@@ -132,14 +132,16 @@ fn measure_one(
             broken: AtomicBool::new(false),
             child_ready: AtomicBool::new(false),
             waiting_since: AtomicU64::new(0),
-            stopped_killed: AtomicBool::new(false),
+            gave_up: Default::default(),
         })
         .map_err(refused)?,
     );
     let barrier = Arc::new(Barrier::new(3));
     let handles = start_pair(ctx, cfg, &shared, &barrier)?;
     barrier.wait();
-    await_workers(ctx, &handles);
+    // A side still waiting a second after a stop waits for a message that will not come (one
+    // lost, taken by another process): both are woken with the pair marked broken.
+    await_workers(ctx, &handles, || pair::fail(&shared));
     let mut out = MethodOut {
         method,
         sent: 0,
@@ -171,11 +173,14 @@ fn measure_one(
             "--method {}{}: a send or receive failed after {} messages{}",
             method.name(),
             match cfg.tasks {
-                _ if shared.stopped_killed.load(Ordering::SeqCst) =>
-                    " (--tasks processes: the sender process was stopped, by SIGSTOP or a \
-                     debugger, and had not answered for 2 s when the run was due to end; latlab killed it)",
-                TaskKind::Processes => " (--tasks processes: the sender process ended or was killed)",
-                _ => "",
+                TaskKind::Processes => format!(
+                    " (--tasks processes: {})",
+                    pair::gave_up_text(
+                        shared.gave_up[0].load(Ordering::SeqCst),
+                        shared.gave_up[1].load(Ordering::SeqCst) != 0
+                    )
+                ),
+                _ => String::new(),
             },
             out.sent,
             match (out.rec.count > 0, cfg.methods.last() != Some(&method)) {
@@ -190,18 +195,30 @@ fn measure_one(
 }
 
 /// Waits until every worker has finished. Ctrl-C/SIGTERM land on another thread: on a stop
-/// the workers' sleeps (which may be a long interval) are interrupted so they see it at once.
-fn await_workers<T>(ctx: &Ctx<'_>, handles: &[std::thread::JoinHandle<T>]) {
+/// the workers' sleeps (which may be a long interval) are interrupted so they see it at once;
+/// workers still running [`UNSTICK_AFTER`] later are handed to `unstick` (once).
+fn await_workers<T>(ctx: &Ctx<'_>, handles: &[std::thread::JoinHandle<T>], unstick: impl Fn()) {
     crate::rt::install_wake_handler();
-    let mut woken = false;
+    let mut woken: Option<std::time::Instant> = None;
+    let mut unstuck = false;
     while !handles.iter().all(|h| h.is_finished()) {
-        if !woken && ctx.control().stop.load(Ordering::Relaxed) {
-            handles.iter().for_each(crate::rt::wake);
-            woken = true;
+        match woken {
+            None if ctx.control().stop.load(Ordering::Relaxed) => {
+                handles.iter().for_each(crate::rt::wake);
+                woken = Some(std::time::Instant::now());
+            }
+            Some(t) if !unstuck && t.elapsed() > UNSTICK_AFTER => {
+                unstick();
+                unstuck = true;
+            }
+            _ => {}
         }
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// How long after a stop the workers may still run before they are unstuck.
+const UNSTICK_AFTER: Duration = Duration::from_secs(1);
 
 fn fallback() -> Applied {
     Applied {

@@ -28,8 +28,10 @@ pub(super) struct Shared {
     /// When the receiver began waiting for the current message (CLOCK_MONOTONIC ns; 0: not
     /// waiting): a forked sender that never answers is found by it.
     pub(super) waiting_since: AtomicU64,
-    /// Set when a forked sender was killed for being stopped while the receiver waited.
-    pub(super) stopped_killed: AtomicBool,
+    /// The state (`/proc/PID/stat`'s letter) of a forked sender latlab killed because it did
+    /// not answer while not waiting for a CPU (0: none was); `b'!'` added when it could not be
+    /// reaped (frozen).
+    pub(super) gave_up: [std::sync::atomic::AtomicU8; 2],
 }
 
 /// The shared state, as both sides hold it.
@@ -188,24 +190,29 @@ pub(super) fn wait_sender(
         let _ = sys::sched::pin_to_cpus(others);
     }
     let clk = libc::CLOCK_MONOTONIC;
-    // Past the planned end, a receiver waiting 2 s on a sender that is stopped (SIGSTOP, a
-    // tracer) has one that will not answer: the run ends. A sender that only waits
-    // for its CPU (a higher-priority task on it, a stalled vCPU) answers once it runs: it is
-    // waited for, as rt-tests would (Ctrl-C ends the run).
+    // Past the planned end, a receiver waiting 2 s on a sender that is not runnable has one
+    // that will not answer: stopped (SIGSTOP, a tracer), frozen (a cgroup freezer), or asleep
+    // on a message that was lost. The run ends. A sender that only waits for its CPU (a
+    // higher-priority task on it, a stalled vCPU: state R) answers once it runs: it is waited
+    // for, as rt-tests would (Ctrl-C ends the run).
     let late_after = pace
         .planned_ns()
         .map(|p| clock::now_ns(clk).saturating_add(p));
     let mut over_since: Option<std::time::Instant> = None;
+    // Polls in a row that found the sender silent and not runnable.
+    let mut silent = 0u32;
     loop {
         if sys::taskpair::try_wait_task(pid).is_some() {
             break;
         }
         let now = clock::now_ns(clk);
         let waiting = sh.waiting_since.load(Ordering::Relaxed);
-        let stuck = late_after.is_some_and(|t| now > t)
-            && waiting != 0
+        let state = sys::family::state(pid);
+        let idle = waiting != 0
             && now.saturating_sub(waiting) > CHILD_END_WITHIN.as_nanos() as u64
-            && sys::family::stopped(pid);
+            && state.is_some_and(|c| c != 'R');
+        silent = if idle { silent + 1 } else { 0 };
+        let stuck = late_after.is_some_and(|t| now > t) && silent >= 2;
         let over = stop.load(Ordering::Relaxed) || sh.quit.load(Ordering::Relaxed);
         if stuck
             || (over
@@ -214,8 +221,13 @@ pub(super) fn wait_sender(
                     .elapsed()
                     > CHILD_END_WITHIN)
         {
-            sh.stopped_killed.store(stuck, Ordering::SeqCst);
-            sys::taskpair::kill_task(pid);
+            let reaped = sys::taskpair::kill_task(pid);
+            if idle {
+                sh.gave_up[0].store(state.map_or(b'?', |c| c as u8), Ordering::SeqCst);
+            }
+            if !reaped {
+                sh.gave_up[1].store(b'!', Ordering::SeqCst);
+            }
             break;
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -228,6 +240,26 @@ pub(super) fn wait_sender(
         return Ended::Failed;
     }
     Ended::Sender
+}
+
+/// Why the forked sender ended early, in words: `state` is its state letter when latlab
+/// killed it for not answering (0: latlab did not), `frozen` when it could not be reaped.
+pub(super) fn gave_up_text(state: u8, frozen: bool) -> String {
+    let why = match state {
+        0 => return "the sender process ended or was killed".into(),
+        b'T' => "it was stopped (SIGSTOP)",
+        b't' => "it was stopped by a debugger",
+        b'D' => "it was in uninterruptible sleep (frozen by a cgroup freezer?)",
+        _ => "it was asleep, not waiting for a CPU (a message lost?)",
+    };
+    format!(
+        "the sender process did not answer for 2 s and {why}; latlab killed it{}",
+        if frozen {
+            " (it did not die within 1 s, frozen: it ends once thawed)"
+        } else {
+            ""
+        }
+    )
 }
 
 /// What a thread hands back.

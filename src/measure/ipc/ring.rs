@@ -63,6 +63,10 @@ fn lead(ring: &Ring, set: &libc::sigset_t, cfg: &IpcConfig, stop: &AtomicBool) -
                 ring.broken.store(true, Ordering::SeqCst);
                 break 'run;
             }
+            // Woken by the end of a ring found stuck, not by the round: nothing to time.
+            if ring.broken.load(Ordering::SeqCst) {
+                break 'run;
+            }
             rec.record(clock::now_ns(clk).saturating_sub(t));
             rounds += 1;
             ring.rounds.store(rounds, Ordering::Relaxed);
@@ -141,7 +145,13 @@ pub fn measure(ctx: &Ctx<'_>, cfg: &IpcConfig, n: usize) -> Result<(MethodOut, O
         })
         .map_err(|e| crate::rt::start_error("spawning the ring's threads", e))?;
     barrier.wait();
-    super::await_workers(ctx, &handles);
+    // A signal lost in the ring: every thread, the lead too, gets its own, with the ring
+    // marked broken.
+    super::await_workers(ctx, &handles, || {
+        ring.broken.store(true, Ordering::SeqCst);
+        ring.end();
+        ring.signal(0);
+    });
     let mut applied: Vec<Applied> = Vec::new();
     let mut out = None;
     for h in handles {
