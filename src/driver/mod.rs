@@ -630,8 +630,8 @@ pub fn execute_with<M: Measurement>(
             match crate::trace::session::Tracer::begin(&r, control.stop.clone()) {
                 Ok(t) => Some(t),
                 Err(e) => {
-                    dog.finish();
-                    let _ = loads.stop();
+                    let asked = dog.finish();
+                    let _ = loads.stop(asked);
                     return Err(e);
                 }
             }
@@ -677,8 +677,8 @@ pub fn execute_with<M: Measurement>(
             c.at_s = c.at_s.map(|t| t - from);
         }
     }
-    dog.finish();
-    let stopped_loads = loads.stop();
+    let asked = dog.finish();
+    let stopped_loads = loads.stop(asked);
     if measured.is_err() {
         for f in &unrestored {
             crate::note!("latlab: could not restore {f}; run 'latlab restore'");

@@ -14,7 +14,7 @@ const GRACE: Duration = Duration::from_millis(200);
 /// reused pid).
 pub struct Watchdog {
     done: Option<mpsc::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    thread: Option<std::thread::JoinHandle<bool>>,
 }
 
 impl Watchdog {
@@ -35,11 +35,11 @@ impl Watchdog {
                 let now = Instant::now();
                 if control.was_interrupted() || deadline.is_some_and(|d| now >= d) {
                     crate::sys::process::terminate_groups(&pids);
-                    return;
+                    return true;
                 }
                 match rx.recv_timeout(Duration::from_millis(20)) {
                     Err(mpsc::RecvTimeoutError::Timeout) => {}
-                    _ => return,
+                    _ => return false,
                 }
             })
             .ok();
@@ -49,11 +49,12 @@ impl Watchdog {
         }
     }
 
-    /// Ends the watchdog and waits for it.
-    pub fn finish(mut self) {
+    /// Ends the watchdog and waits for it; true when it had asked the loads to stop (a load
+    /// that ended since did so because latlab asked).
+    pub fn finish(mut self) -> bool {
         drop(self.done.take());
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
+        self.thread
+            .take()
+            .is_some_and(|t| t.join().unwrap_or(false))
     }
 }

@@ -177,8 +177,10 @@ impl LoadSet {
 
     /// Stops every load (SIGTERM, then SIGKILL after the grace time), reaps the whole process
     /// group and collects the reports, with a warning and a ground change (the run is then
-    /// disturbed) for each load that ended early or was stopped for a while.
-    pub fn stop(mut self) -> Stopped {
+    /// disturbed) for each load that ended early or was stopped for a while. `asked`: latlab
+    /// had already asked the loads to stop (its watchdog, at a Ctrl-C or the deadline), so a
+    /// load that has ended since did not end early.
+    pub fn stop(mut self, asked: bool) -> Stopped {
         let mut reports = Vec::new();
         let mut warnings = Vec::new();
         let mut ground = Vec::new();
@@ -186,8 +188,9 @@ impl LoadSet {
             let pid = c.id() as i32;
             // Ended before the run did (killed by someone else, or crashed): the rest of the
             // run was measured without it.
-            let ended_early = c.try_wait().ok().flatten();
-            if ended_early.is_none() {
+            let ended = c.try_wait().ok().flatten();
+            let ended_early = ended.filter(|_| !asked);
+            if ended.is_none() {
                 // (Not to a worker already reaped: its pid may be another process's now.)
                 crate::sys::process::signal(pid, libc::SIGTERM);
                 // A worker someone stopped (SIGSTOP) hears it only once continued.
@@ -225,14 +228,14 @@ impl LoadSet {
             }
             if let Some(gone) = last.as_ref().and_then(|r| r.stopped_s) {
                 warnings.push(format!(
-                    "--load {} was stopped (SIGSTOP) for about {gone:.1} s while the run went \
-                     on: that part of the run was measured without it; the run is marked \
+                    "--load {} was stopped (SIGSTOP) for about {gone:.1} s in all while latlab \
+                     ran it: the run was measured that long without it; the run is marked \
                      disturbed",
                     s.text
                 ));
                 ground.push(load_change(
                     &s.text,
-                    format!("stopped for about {gone:.1} s (SIGSTOP), then continued"),
+                    format!("stopped for about {gone:.1} s in all (SIGSTOP)"),
                 ));
             }
             let last = match (last, ended_early) {
@@ -251,6 +254,11 @@ impl LoadSet {
                     reports.push(r)
                 }
                 None if ended_early.is_some() => {}
+                // Asked to stop before it could report (a Ctrl-C in the first moments).
+                None if ended.is_some() => warnings.push(format!(
+                    "--load {}: no report (it was stopped before it made one)",
+                    s.text
+                )),
                 None => warnings.push(format!(
                     "--load {}: no report (it was killed after {STOP_GRACE:?})",
                     s.text
@@ -305,15 +313,15 @@ fn ended_early_warning(
 /// How often a load worker's ticker wakes (to report, and to see a stop).
 const TICK: Duration = Duration::from_millis(50);
 
-/// A gap between two ticks, with a SIGCONT, longer than this is a stop of the worker (SIGSTOP,
-/// Ctrl-Z of its group). Shorter gaps are not said: a busy load can keep its own ticker from a
+/// Stops of the worker (SIGSTOP, Ctrl-Z of its group: a tick that came late, with a SIGCONT)
+/// are said once they add up to this. Less is not: a busy load can keep its own ticker from a
 /// CPU for a while, and the stop at the run's end sends every load a SIGCONT.
 const STOP_SAID: Duration = Duration::from_millis(500);
 
-/// The seconds stopped so far, where there were any.
+/// The seconds stopped so far, once they add up to [`STOP_SAID`].
 fn stopped_s(ms: &std::sync::atomic::AtomicU64) -> Option<f64> {
     let ms = ms.load(std::sync::atomic::Ordering::Acquire);
-    (ms > 0).then_some(ms as f64 / 1000.0)
+    (ms >= STOP_SAID.as_millis() as u64).then_some(ms as f64 / 1000.0)
 }
 
 /// The note of a report printed while the load runs (the final one has its own).
@@ -385,9 +393,13 @@ pub fn worker_main(spec_text: &str) -> Result<()> {
             loop {
                 let gap = last.elapsed();
                 last = Instant::now();
-                if continued.swap(false, std::sync::atomic::Ordering::AcqRel) && gap > STOP_SAID {
-                    stopped_ms
-                        .fetch_add(gap.as_millis() as u64, std::sync::atomic::Ordering::AcqRel);
+                // The gap beyond the tick's own sleep, when a SIGCONT ended it: every stop
+                // is counted, short ones too (a stop and continue many times a second).
+                if continued.swap(false, std::sync::atomic::Ordering::AcqRel) && gap > TICK {
+                    stopped_ms.fetch_add(
+                        (gap - TICK).as_millis() as u64,
+                        std::sync::atomic::Ordering::AcqRel,
+                    );
                 }
                 if ended.load(std::sync::atomic::Ordering::Acquire) {
                     break;
