@@ -452,20 +452,20 @@ impl Store for SqliteStore {
             .map_err(|e| env_err(&self.path, e))?;
         let rows = st
             .query_map(params![f.kind, f.host, f.started_from], |r| {
-                let tag = match (
-                    r.get::<_, Option<String>>(5)?,
-                    r.get::<_, Option<String>>(6)?,
-                ) {
+                // Read leniently: one row damaged by hand (a blob, bytes that are not text)
+                // must not hide every other run. Such a row lists with U+FFFD where its bytes
+                // were, and reading it back (`get`, which is strict) names it.
+                let tag = match (listed(r, 5)?, listed(r, 6)?) {
                     (Some(k), Some(v)) => Some((k, v)),
                     _ => None,
                 };
                 Ok((
                     RunRow {
-                        id: r.get(0)?,
-                        kind: r.get(1)?,
-                        started: r.get(2)?,
-                        host: r.get(3)?,
-                        interrupted: r.get::<_, i64>(4)? != 0,
+                        id: listed(r, 0)?.unwrap_or_default(),
+                        kind: listed(r, 1)?.unwrap_or_default(),
+                        started: listed(r, 2)?.unwrap_or_default(),
+                        host: listed(r, 3)?.unwrap_or_default(),
+                        interrupted: listed(r, 4)?.is_some_and(|v| v != "0"),
                         tags: BTreeMap::new(),
                     },
                     tag,
@@ -513,6 +513,18 @@ impl Store for SqliteStore {
     fn location(&self) -> String {
         crate::output::printable(&self.path.display().to_string()).into_owned()
     }
+}
+
+/// Column `i` of a listed row as text whatever SQLite holds there (None: NULL); bytes that are
+/// not UTF-8 become U+FFFD.
+fn listed(r: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<Option<String>> {
+    use rusqlite::types::ValueRef;
+    Ok(match r.get_ref(i)? {
+        ValueRef::Null => None,
+        ValueRef::Integer(n) => Some(n.to_string()),
+        ValueRef::Real(x) => Some(x.to_string()),
+        ValueRef::Text(b) | ValueRef::Blob(b) => Some(String::from_utf8_lossy(b).into_owned()),
+    })
 }
 
 #[cfg(test)]

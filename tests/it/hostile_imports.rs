@@ -195,4 +195,20 @@ fn a_run_that_does_not_read_back_is_listed_by_runs_check_and_left_out_by_selecto
         err.contains(&ids[0]) && err.contains(&ids[1]) && err.contains("left out"),
         "{err}"
     );
+    // A listing column damaged by hand (a tag value that is a blob, not text): the other runs
+    // still list, and `runs check` names the damaged one instead of failing as a whole.
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute("update tags set value = x'ff' where run_id = ?1", [&ids[2]])
+        .unwrap();
+    let list = latlab().words("runs list --store").arg(&store).assert_ok();
+    assert!(
+        ids.iter().all(|id| list.stdout.contains(id.as_str())),
+        "{list}"
+    );
+    let out = latlab()
+        .words("runs check --store")
+        .arg(&store)
+        .assert_exit(1);
+    assert!(out.stdout.contains(&ids[2]), "{out}");
 }
