@@ -61,6 +61,8 @@ fn kv(text: &str, part: &str) -> Result<(String, String)> {
     let (k, v) = part
         .split_once('=')
         .ok_or_else(|| bad(text, format!("'{part}' is not KEY=VALUE")))?;
+    // As `--tag` stores them: blanks around the key and the value are not part of them.
+    let (k, v) = (k.trim(), v.trim());
     let ok = !k.is_empty()
         && k.chars()
             .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c));
@@ -598,6 +600,11 @@ mod tests {
                 Selector::Tags(kvs(&[("k", r#"say "hi", a\b\c"#)])),
                 Selector::Tags(kvs(&[("j", r#""x"#)])),
             ]
+        );
+        // Blanks around a value are dropped, as `--tag` drops them when it stores one.
+        assert_eq!(
+            sels(&[r#"tag:k=" lead ""#]),
+            vec![Selector::Tags(kvs(&[("k", "lead")]))]
         );
         // A quote left open, and a list of separators only, are refused.
         for bad in [r#"tag:plan="a,b"#, r#"tag:plan=a",b"#, r#""""#, ", ,", ""] {
