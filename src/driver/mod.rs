@@ -631,7 +631,7 @@ pub fn execute_with<M: Measurement>(
                 Ok(t) => Some(t),
                 Err(e) => {
                     let asked = dog.finish();
-                    let _ = loads.stop(asked);
+                    let _ = loads.stop(&asked);
                     return Err(e);
                 }
             }
@@ -678,7 +678,7 @@ pub fn execute_with<M: Measurement>(
         }
     }
     let asked = dog.finish();
-    let stopped_loads = loads.stop(asked);
+    let stopped_loads = loads.stop(&asked);
     if measured.is_err() {
         for f in &unrestored {
             crate::note!("latlab: could not restore {f}; run 'latlab restore'");

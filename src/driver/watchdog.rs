@@ -14,7 +14,7 @@ const GRACE: Duration = Duration::from_millis(200);
 /// reused pid).
 pub struct Watchdog {
     done: Option<mpsc::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<bool>>,
+    thread: Option<std::thread::JoinHandle<Vec<i32>>>,
 }
 
 impl Watchdog {
@@ -34,12 +34,19 @@ impl Watchdog {
             .spawn(move || loop {
                 let now = Instant::now();
                 if control.was_interrupted() || deadline.is_some_and(|d| now >= d) {
+                    // Those still running when asked (one that ended before is a zombie of
+                    // latlab's until the loads are stopped).
+                    let alive: Vec<i32> = pids
+                        .iter()
+                        .copied()
+                        .filter(|&p| crate::sys::family::state(p).is_some_and(|c| c != 'Z'))
+                        .collect();
                     crate::sys::process::terminate_groups(&pids);
-                    return true;
+                    return alive;
                 }
                 match rx.recv_timeout(Duration::from_millis(20)) {
                     Err(mpsc::RecvTimeoutError::Timeout) => {}
-                    _ => return false,
+                    _ => return Vec::new(),
                 }
             })
             .ok();
@@ -49,12 +56,13 @@ impl Watchdog {
         }
     }
 
-    /// Ends the watchdog and waits for it; true when it had asked the loads to stop (a load
-    /// that ended since did so because latlab asked).
-    pub fn finish(mut self) -> bool {
+    /// Ends the watchdog and waits for it; the loads it had asked to stop while they ran (one
+    /// of them that ended since did so because latlab asked).
+    pub fn finish(mut self) -> Vec<i32> {
         drop(self.done.take());
         self.thread
             .take()
-            .is_some_and(|t| t.join().unwrap_or(false))
+            .and_then(|t| t.join().ok())
+            .unwrap_or_default()
     }
 }

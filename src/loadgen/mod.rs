@@ -177,10 +177,10 @@ impl LoadSet {
 
     /// Stops every load (SIGTERM, then SIGKILL after the grace time), reaps the whole process
     /// group and collects the reports, with a warning and a ground change (the run is then
-    /// disturbed) for each load that ended early or was stopped for a while. `asked`: latlab
-    /// had already asked the loads to stop (its watchdog, at a Ctrl-C or the deadline), so a
-    /// load that has ended since did not end early.
-    pub fn stop(mut self, asked: bool) -> Stopped {
+    /// disturbed) for each load that ended early or was stopped for a while. `asked`: the
+    /// workers latlab had already asked to stop while they ran (its watchdog, at a Ctrl-C or
+    /// the deadline): one of them that has ended since did not end early.
+    pub fn stop(mut self, asked: &[i32]) -> Stopped {
         let mut reports = Vec::new();
         let mut warnings = Vec::new();
         let mut ground = Vec::new();
@@ -189,7 +189,7 @@ impl LoadSet {
             // Ended before the run did (killed by someone else, or crashed): the rest of the
             // run was measured without it.
             let ended = c.try_wait().ok().flatten();
-            let ended_early = ended.filter(|_| !asked);
+            let ended_early = ended.filter(|_| !asked.contains(&pid));
             if ended.is_none() {
                 // (Not to a worker already reaped: its pid may be another process's now.)
                 crate::sys::process::signal(pid, libc::SIGTERM);

@@ -62,7 +62,7 @@ impl Measurement for Foreground {
             reports,
             warnings,
             ground,
-        } = set.stop(false);
+        } = set.stop(&[]);
         let mut text = String::new();
         for r in &reports {
             text.push_str(&format!(
