@@ -216,14 +216,7 @@ impl LoadSet {
                 warnings.push(ended_early_warning(&s.text, status, last.as_ref()));
                 ground.push(load_change(
                     &s.text,
-                    format!(
-                        "ended ({status}) {}",
-                        last.as_ref()
-                            .map_or("before its first report".into(), |r| format!(
-                                "after about {:.1} s",
-                                r.seconds
-                            ))
-                    ),
+                    format!("ended ({status}) {}", ended_when(last.as_ref())),
                 ));
             }
             if let Some(gone) = last.as_ref().and_then(|r| r.stopped_s) {
@@ -300,14 +293,19 @@ fn ended_early_warning(
     status: std::process::ExitStatus,
     last: Option<&LoadReport>,
 ) -> String {
-    let when = match last {
-        Some(r) => format!("after about {:.1} s of load (its last report)", r.seconds),
-        None => "before its first report".into(),
-    };
+    let when = ended_when(last);
     format!(
         "--load {text} ended during the run ({status}) {when}: the rest of the run was \
          measured without it; the run is marked disturbed"
     )
+}
+
+/// From about when a load that ended early was gone: its last progress report (one a second).
+fn ended_when(last: Option<&LoadReport>) -> String {
+    match last {
+        Some(r) => format!("after about {:.1} s of load (its last report)", r.seconds),
+        None => "before its first report".into(),
+    }
 }
 
 /// How often a load worker's ticker wakes (to report, and to see a stop).

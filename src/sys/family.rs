@@ -45,14 +45,8 @@ pub fn state_of(stat: &str) -> Option<char> {
         .next()
 }
 
-/// Whether process `pid` is stopped: by a signal (SIGSTOP, Ctrl-Z: `T`) or by a tracer (`t`).
-/// Such a task will not run again until someone continues it; one merely waiting for a CPU
-/// will.
-pub fn stopped(pid: i32) -> bool {
-    state(pid).is_some_and(|c| c == 'T' || c == 't')
-}
-
-/// Process `pid`'s one-letter state now (None: gone or unreadable).
+/// Process `pid`'s one-letter state now (None: gone or unreadable): `R` runs or waits for a
+/// CPU; `T`/`t` is stopped (SIGSTOP, a tracer) until someone continues it.
 pub fn state(pid: i32) -> Option<char> {
     state_of(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
 }
@@ -281,6 +275,7 @@ mod tests {
 
     #[test]
     fn a_stopped_process_is_told_from_a_waiting_one() {
+        let stopped = |pid| state(pid) == Some('T');
         let mut child = std::process::Command::new("sleep")
             .arg("30")
             .spawn()

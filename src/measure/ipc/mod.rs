@@ -133,6 +133,7 @@ fn measure_one(
             child_ready: AtomicBool::new(false),
             waiting_since: AtomicU64::new(0),
             gave_up: Default::default(),
+            unreaped: AtomicBool::new(false),
         })
         .map_err(refused)?,
     );
@@ -176,8 +177,8 @@ fn measure_one(
                 TaskKind::Processes => format!(
                     " (--tasks processes: {})",
                     pair::gave_up_text(
-                        shared.gave_up[0].load(Ordering::SeqCst),
-                        shared.gave_up[1].load(Ordering::SeqCst) != 0
+                        shared.gave_up.load(Ordering::SeqCst),
+                        shared.unreaped.load(Ordering::SeqCst)
                     )
                 ),
                 _ => String::new(),

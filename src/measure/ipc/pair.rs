@@ -29,9 +29,10 @@ pub(super) struct Shared {
     /// waiting): a forked sender that never answers is found by it.
     pub(super) waiting_since: AtomicU64,
     /// The state (`/proc/PID/stat`'s letter) of a forked sender latlab killed because it did
-    /// not answer while not waiting for a CPU (0: none was); `b'!'` added when it could not be
-    /// reaped (frozen).
-    pub(super) gave_up: [std::sync::atomic::AtomicU8; 2],
+    /// not answer while not waiting for a CPU (0: none was).
+    pub(super) gave_up: std::sync::atomic::AtomicU8,
+    /// Set when a killed forked sender could not be reaped (frozen).
+    pub(super) unreaped: AtomicBool,
 }
 
 /// The shared state, as both sides hold it.
@@ -223,11 +224,10 @@ pub(super) fn wait_sender(
         {
             let reaped = sys::taskpair::kill_task(pid);
             if idle {
-                sh.gave_up[0].store(state.map_or(b'?', |c| c as u8), Ordering::SeqCst);
+                sh.gave_up
+                    .store(state.map_or(b'?', |c| c as u8), Ordering::SeqCst);
             }
-            if !reaped {
-                sh.gave_up[1].store(b'!', Ordering::SeqCst);
-            }
+            sh.unreaped.store(!reaped, Ordering::SeqCst);
             break;
         }
         std::thread::sleep(Duration::from_millis(50));
