@@ -1,7 +1,8 @@
 //! `latlab ipc`: every method times every message it sends (lossless), `-l` is exact on one
 //! CPU and across two, with the sender a thread or a forked process; `-D` bounds the run; a
 //! forked sender is placed as asked and never outlives latlab (Ctrl-C, SIGKILL); a SysV set a
-//! killed latlab left is removed; bad flags exit 2 naming themselves.
+//! killed latlab left is removed; a sender that will not answer (stopped, frozen, a message
+//! lost) ends a bounded run by itself, thread or process; bad flags exit 2 naming themselves.
 
 use crate::util::{
     expect_exit, latlab, none_left, read_json, rt_test, rt_unavailable, skipped, stall, Dir,
@@ -277,6 +278,77 @@ fn a_sender_kept_from_its_cpu_is_waited_for_and_a_stopped_one_given_up() {
     let warnings = run["warnings"].to_string();
     assert!(warnings.contains("did not answer for 2 s"), "{out}");
     assert!(run["series"][0]["count"].as_u64().unwrap() < 100, "{out}");
+}
+
+/// A message taken by another process (a blocking `semop` on latlab's SysV set) leaves a
+/// sender thread asleep and the receiver waiting: a bounded run ends by itself past its
+/// planned end, keeps what was timed and says why (no Ctrl-C needed).
+#[test]
+fn a_message_lost_in_threads_mode_ends_a_bounded_run() {
+    let Some(_x) = rt_test() else { return };
+    let dir = Dir::new();
+    let json = dir.join("lost.json");
+    // 100 messages 10 ms apart: 1 s planned.
+    let mut child = latlab()
+        .env("LATLAB_TEST_TAG", "ipc-lost")
+        .words("ipc --method sysv-sem --tasks threads -p 60 -l 100 -i 10ms --no-store --json")
+        .arg(&json)
+        .spawn();
+    let key = (0xB700_0000u32 | child.id()) as i32;
+    let set = || {
+        std::fs::read_to_string("/proc/sysvipc/sem")
+            .unwrap_or_default()
+            .lines()
+            .find_map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                if f.first() != Some(&key.to_string().as_str()) {
+                    return None;
+                }
+                Some((
+                    f.get(1)?.parse::<i32>().ok()?,
+                    f.get(3)?.parse::<u16>().ok()?,
+                ))
+            })
+    };
+    child.wait_until("its SysV set", |_| set().is_some());
+    let (id, n) = set().unwrap();
+    // The exchange under way (a message lost before the first is timed leaves nothing).
+    std::thread::sleep(Duration::from_millis(300));
+    // One thief per semaphore, queued behind latlab's waiters: the next post after a waiter
+    // re-queues goes to the thief. Each gives up after 5 s (or when the set is removed).
+    let thieves: Vec<_> = (0..n)
+        .map(|num| {
+            std::thread::spawn(move || {
+                let mut op = libc::sembuf {
+                    sem_num: num,
+                    sem_op: -1,
+                    sem_flg: 0,
+                };
+                let t = libc::timespec {
+                    tv_sec: 5,
+                    tv_nsec: 0,
+                };
+                // SAFETY: plain system call on a set id, with a valid sembuf and timeout.
+                unsafe { libc::syscall(libc::SYS_semtimedop, id, &mut op, 1, &t) == 0 }
+            })
+        })
+        .collect();
+    let out = child.end_within(Duration::from_secs(30));
+    let stolen = thieves
+        .into_iter()
+        .map(|t| t.join().unwrap())
+        .filter(|&s| s)
+        .count();
+    out.assert_ok();
+    assert!(stolen > 0, "nothing was taken: {out}");
+    let run = read_json(&json);
+    let warnings = run["warnings"].to_string();
+    assert!(
+        warnings.contains("the sender thread did not answer for 2 s"),
+        "{out}"
+    );
+    let count = run["series"][0]["count"].as_u64().unwrap();
+    assert!(count > 0 && count < 100, "{out}");
 }
 
 /// A cgroup2 group the test freezes; thawed and removed when dropped (a failed assertion

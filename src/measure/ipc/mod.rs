@@ -134,6 +134,7 @@ fn measure_one(
             waiting_since: AtomicU64::new(0),
             gave_up: Default::default(),
             unreaped: AtomicBool::new(false),
+            sender_tid: Default::default(),
         })
         .map_err(refused)?,
     );
@@ -141,8 +142,20 @@ fn measure_one(
     let handles = start_pair(ctx, cfg, &shared, &barrier)?;
     barrier.wait();
     // A side still waiting a second after a stop waits for a message that will not come (one
-    // lost, taken by another process): both are woken with the pair marked broken.
-    await_workers(ctx, &handles, || pair::fail(&shared));
+    // lost, taken by another process): both are woken with the pair marked broken. So is a
+    // sender thread found not answering past the planned end (a forked sender has its own
+    // watcher, which kills it).
+    let mut watch = pair::Watch::new(pair::Pace::of(cfg));
+    let threads = cfg.tasks != TaskKind::Processes;
+    let mut stuck = || {
+        let tid = shared.sender_tid.load(Ordering::SeqCst);
+        let gave_up = threads.then(|| watch.stuck(&shared, tid)).flatten();
+        if let Some(state) = gave_up {
+            shared.gave_up.store(state, Ordering::SeqCst);
+        }
+        gave_up.is_some()
+    };
+    await_workers(ctx, &handles, &mut stuck, || pair::fail(&shared));
     let mut out = MethodOut {
         method,
         sent: 0,
@@ -173,15 +186,13 @@ fn measure_one(
         format!(
             "--method {}{}: a send or receive failed after {} messages{}",
             method.name(),
-            match cfg.tasks {
-                TaskKind::Processes => format!(
+            match (cfg.tasks, shared.gave_up.load(Ordering::SeqCst)) {
+                (TaskKind::Processes, state) => format!(
                     " (--tasks processes: {})",
-                    pair::gave_up_text(
-                        shared.gave_up.load(Ordering::SeqCst),
-                        shared.unreaped.load(Ordering::SeqCst)
-                    )
+                    pair::gave_up_text(state, shared.unreaped.load(Ordering::SeqCst), false)
                 ),
-                _ => String::new(),
+                (_, 0) => String::new(),
+                (_, state) => format!(" ({})", pair::gave_up_text(state, false, true)),
             },
             out.sent,
             match (out.rec.count > 0, cfg.methods.last() != Some(&method)) {
@@ -197,12 +208,22 @@ fn measure_one(
 
 /// Waits until every worker has finished. Ctrl-C/SIGTERM land on another thread: on a stop
 /// the workers' sleeps (which may be a long interval) are interrupted so they see it at once;
-/// workers still running [`UNSTICK_AFTER`] later are handed to `unstick` (once).
-fn await_workers<T>(ctx: &Ctx<'_>, handles: &[std::thread::JoinHandle<T>], unstick: impl Fn()) {
+/// workers still running [`UNSTICK_AFTER`] later are handed to `unstick` (once), as they are
+/// at once when `stuck` (asked at every poll) finds them waiting for what will not come.
+fn await_workers<T>(
+    ctx: &Ctx<'_>,
+    handles: &[std::thread::JoinHandle<T>],
+    stuck: &mut dyn FnMut() -> bool,
+    unstick: impl Fn(),
+) {
     crate::rt::install_wake_handler();
     let mut woken: Option<std::time::Instant> = None;
     let mut unstuck = false;
     while !handles.iter().all(|h| h.is_finished()) {
+        if !unstuck && stuck() {
+            unstick();
+            unstuck = true;
+        }
         match woken {
             None if ctx.control().stop.load(Ordering::Relaxed) => {
                 handles.iter().for_each(crate::rt::wake);

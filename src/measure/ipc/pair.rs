@@ -33,6 +33,9 @@ pub(super) struct Shared {
     pub(super) gave_up: std::sync::atomic::AtomicU8,
     /// Set when a killed forked sender could not be reaped (frozen).
     pub(super) unreaped: AtomicBool,
+    /// The sender's task id (a thread's, or the forked process's), once it runs: its state
+    /// tells a lost message from a sender that only waits for its CPU.
+    pub(super) sender_tid: std::sync::atomic::AtomicI32,
 }
 
 /// The shared state, as both sides hold it.
@@ -66,11 +69,7 @@ pub(super) fn start_pair(
             prio: cfg.prio,
         },
     ];
-    let pace = Pace {
-        interval: cfg.interval_ns,
-        loops: cfg.loops.unwrap_or(u64::MAX),
-        duration: cfg.duration_ns,
-    };
+    let pace = Pace::of(cfg);
     let stop = ctx.control().stop.clone();
     let measured = cfg.cpus;
     let fork = (cfg.tasks == TaskKind::Processes).then_some((
@@ -190,32 +189,15 @@ pub(super) fn wait_sender(
     if !others.is_empty() {
         let _ = sys::sched::pin_to_cpus(others);
     }
-    let clk = libc::CLOCK_MONOTONIC;
-    // Past the planned end, a receiver waiting 2 s on a sender that is not runnable has one
-    // that will not answer: stopped (SIGSTOP, a tracer), frozen (a cgroup freezer), or asleep
-    // on a message that was lost. The run ends. A sender that only waits for its CPU (a
-    // higher-priority task on it, a stalled vCPU: state R) answers once it runs: it is waited
-    // for, as rt-tests would (Ctrl-C ends the run).
-    let late_after = pace
-        .planned_ns()
-        .map(|p| clock::now_ns(clk).saturating_add(p));
+    let mut watch = Watch::new(pace);
     let mut over_since: Option<std::time::Instant> = None;
-    // Polls in a row that found the sender silent and not runnable.
-    let mut silent = 0u32;
     loop {
         if sys::taskpair::try_wait_task(pid).is_some() {
             break;
         }
-        let now = clock::now_ns(clk);
-        let waiting = sh.waiting_since.load(Ordering::Relaxed);
-        let state = sys::family::state(pid);
-        let idle = waiting != 0
-            && now.saturating_sub(waiting) > CHILD_END_WITHIN.as_nanos() as u64
-            && state.is_some_and(|c| c != 'R');
-        silent = if idle { silent + 1 } else { 0 };
-        let stuck = late_after.is_some_and(|t| now > t) && silent >= 2;
+        let stuck = watch.stuck(sh, pid);
         let over = stop.load(Ordering::Relaxed) || sh.quit.load(Ordering::Relaxed);
-        if stuck
+        if stuck.is_some()
             || (over
                 && over_since
                     .get_or_insert_with(std::time::Instant::now)
@@ -223,9 +205,8 @@ pub(super) fn wait_sender(
                     > CHILD_END_WITHIN)
         {
             let reaped = sys::taskpair::kill_task(pid);
-            if idle {
-                sh.gave_up
-                    .store(state.map_or(b'?', |c| c as u8), Ordering::SeqCst);
+            if let Some(state) = watch.idle {
+                sh.gave_up.store(state, Ordering::SeqCst);
             }
             sh.unreaped.store(!reaped, Ordering::SeqCst);
             break;
@@ -242,24 +223,69 @@ pub(super) fn wait_sender(
     Ended::Sender
 }
 
-/// Why the forked sender ended early, in words: `state` is its state letter when latlab
-/// killed it for not answering (0: latlab did not), `frozen` when it could not be reaped.
-pub(super) fn gave_up_text(state: u8, frozen: bool) -> String {
+/// Why the sender ended early, in words: `state` is its state letter when latlab gave it up
+/// for not answering (0: latlab did not), `frozen` when a killed sender process could not be
+/// reaped; `thread` for a sender thread (ended by waking both sides, not killed).
+pub(super) fn gave_up_text(state: u8, frozen: bool, thread: bool) -> String {
+    let task = if thread { "thread" } else { "process" };
     let why = match state {
-        0 => return "the sender process ended or was killed".into(),
+        0 => return format!("the sender {task} ended or was killed"),
         b'T' => "it was stopped (SIGSTOP)",
         b't' => "it was stopped by a debugger",
         b'D' => "it was in uninterruptible sleep (frozen by a cgroup freezer?)",
         _ => "it was asleep, not waiting for a CPU (a message lost?)",
     };
-    format!(
-        "the sender process did not answer for 2 s and {why}; latlab killed it{}",
-        if frozen {
-            " (it did not die within 1 s, frozen: it ends once thawed)"
-        } else {
-            ""
+    let ended = if thread {
+        "latlab ended the method"
+    } else if frozen {
+        "latlab killed it (it did not die within 1 s, frozen: it ends once thawed)"
+    } else {
+        "latlab killed it"
+    };
+    format!("the sender {task} did not answer for 2 s and {why}; {ended}")
+}
+
+/// Finds a sender that will not answer: past the planned end, a receiver waiting 2 s on a
+/// sender that is not runnable has one that is stopped (SIGSTOP, a tracer), frozen (a cgroup
+/// freezer), or asleep on a message that was lost (taken by another process). A sender that
+/// only waits for its CPU (a higher-priority task on it, a stalled vCPU: state R) answers once
+/// it runs: it is waited for, as rt-tests would (Ctrl-C ends the run).
+pub(super) struct Watch {
+    late_after: Option<u64>,
+    /// Polls in a row that found the sender silent and not runnable.
+    silent: u32,
+    /// The sender's state letter at the last poll, when it was silent and not runnable.
+    pub(super) idle: Option<u8>,
+}
+
+impl Watch {
+    /// A watch from now, for a method paced by `pace`.
+    pub(super) fn new(pace: Pace) -> Watch {
+        let now = clock::now_ns(libc::CLOCK_MONOTONIC);
+        Watch {
+            late_after: pace.planned_ns().map(|p| now.saturating_add(p)),
+            silent: 0,
+            idle: None,
         }
-    )
+    }
+
+    /// One poll of sender task `tid`: its state letter when it is to be given up (silent and
+    /// not runnable in two polls in a row, past the planned end).
+    pub(super) fn stuck(&mut self, sh: &Shared, tid: i32) -> Option<u8> {
+        let now = clock::now_ns(libc::CLOCK_MONOTONIC);
+        let waiting = sh.waiting_since.load(Ordering::Relaxed);
+        let state = (tid > 0).then(|| sys::family::state(tid)).flatten();
+        let idle = waiting != 0
+            && now.saturating_sub(waiting) > CHILD_END_WITHIN.as_nanos() as u64
+            && state.is_some_and(|c| c != 'R');
+        self.idle = idle.then(|| state.map_or(b'?', |c| c as u8));
+        self.silent = if idle { self.silent + 1 } else { 0 };
+        if self.late_after.is_some_and(|t| now > t) && self.silent >= 2 {
+            self.idle
+        } else {
+            None
+        }
+    }
 }
 
 /// What a thread hands back.
@@ -280,6 +306,15 @@ pub(super) struct Pace {
 }
 
 impl Pace {
+    /// The schedule `cfg` asks for.
+    pub(super) fn of(cfg: &IpcConfig) -> Pace {
+        Pace {
+            interval: cfg.interval_ns,
+            loops: cfg.loops.unwrap_or(u64::MAX),
+            duration: cfg.duration_ns,
+        }
+    }
+
     /// How long one method should take (None: until Ctrl-C).
     fn planned_ns(&self) -> Option<u64> {
         match (self.duration, self.loops) {
@@ -294,6 +329,8 @@ impl Pace {
 /// the clock and sends at once; until the receiver says quit. Only plain system calls and
 /// atomics (it may run in a forked child).
 pub(super) fn send_loop(sh: &Shared, side: &methods::Side) {
+    sh.sender_tid
+        .store(sys::sched::gettid(), Ordering::SeqCst);
     loop {
         if sh.chan.recv(side).is_none() {
             sh.broken.store(true, Ordering::SeqCst);

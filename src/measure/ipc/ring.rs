@@ -147,7 +147,7 @@ pub fn measure(ctx: &Ctx<'_>, cfg: &IpcConfig, n: usize) -> Result<(MethodOut, O
     barrier.wait();
     // A signal lost in the ring: every thread, the lead too, gets its own, with the ring
     // marked broken.
-    super::await_workers(ctx, &handles, || {
+    super::await_workers(ctx, &handles, &mut || false, || {
         ring.broken.store(true, Ordering::SeqCst);
         ring.end();
         ring.signal(0);
