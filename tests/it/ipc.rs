@@ -351,6 +351,94 @@ fn a_message_lost_in_threads_mode_ends_a_bounded_run() {
     assert!(count > 0 && count < 100, "{out}");
 }
 
+/// A receiver kept from its CPU while it waits for an answer, past the planned end plus the
+/// 2 s grace, holds that answer (runnable) while the sender, answered, sleeps: nothing is
+/// lost, so nothing is given up, thread or process. Every message is timed.
+#[test]
+fn a_receiver_kept_from_its_cpu_is_waited_for() {
+    let Some(_x) = rt_test() else { return };
+    let dir = Dir::new();
+    let json = dir.join("recv-starved.json");
+    for tasks in ["threads", "processes"] {
+        // 100 messages 10 ms apart: 1 s planned.
+        let child = latlab()
+            .env("LATLAB_TEST_TAG", "ipc-recv-starved")
+            .args(["ipc", "--method", "eventfd", "--tasks", tasks])
+            .words("--sender-cpu 1 --receiver-cpu 0 -p 60 -l 100 -i 10ms --no-store --json")
+            .arg(&json)
+            .spawn();
+        let starved = starve_while_waiting(child.id(), 0, Duration::from_secs(4));
+        let out = child.end_within(Duration::from_secs(30));
+        assert!(
+            starved,
+            "{tasks}: the receiver was never seen waiting: {out}"
+        );
+        out.assert_ok();
+        let run = read_json(&json);
+        assert_eq!(run["series"][0]["count"], 100, "{tasks}: {out}");
+        assert!(
+            !run["warnings"].to_string().contains("did not answer"),
+            "{tasks}: {out}"
+        );
+    }
+}
+
+/// Starves latlab `pid`'s ipc receiver on `cpu` for `busy` from the moment it is seen asleep
+/// on the eventfd (its `wchan`: waiting for an answer, not for its next period): a poller at SCHED_OTHER on
+/// that CPU, which runs only while the receiver sleeps, turns SCHED_FIFO 90 and spins. False
+/// when latlab ended first.
+fn starve_while_waiting(pid: u32, cpu: usize, busy: Duration) -> bool {
+    let t = std::thread::spawn(move || {
+        // SAFETY: a zeroed cpu_set_t is valid; CPU_SET and sched_setaffinity get valid pointers.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu, &mut set);
+            libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set);
+        }
+        let t0 = std::time::Instant::now();
+        let mut task = None;
+        while t0.elapsed() < Duration::from_secs(20) {
+            let dir = match &task {
+                Some(d) => d,
+                None => {
+                    task = std::fs::read_dir(format!("/proc/{pid}/task"))
+                        .into_iter()
+                        .flatten()
+                        .flatten()
+                        .map(|e| e.path())
+                        .find(|p| {
+                            std::fs::read_to_string(p.join("comm"))
+                                .is_ok_and(|c| c.trim() == "latlab-ipc-rece")
+                        });
+                    continue;
+                }
+            };
+            let Ok(wchan) = std::fs::read_to_string(dir.join("wchan")) else {
+                return false;
+            };
+            // Asleep in the eventfd's read (`do_wait_intr_irq` on 6.x), not in its timer
+            // sleep, nor on the start barrier (a futex).
+            let w = wchan.trim();
+            if !(w.is_empty() || w == "0" || w.contains("nanosleep") || w.contains("futex")) {
+                let p = libc::sched_param { sched_priority: 90 };
+                // SAFETY: plain libc call on the calling thread with a valid parameter.
+                assert_eq!(
+                    unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) },
+                    0
+                );
+                let spin = std::time::Instant::now();
+                while spin.elapsed() < busy {}
+                let p = libc::sched_param { sched_priority: 0 };
+                // SAFETY: as above.
+                unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &p) };
+                return true;
+            }
+        }
+        false
+    });
+    t.join().unwrap()
+}
+
 /// A cgroup2 group the test freezes; thawed and removed when dropped (a failed assertion
 /// too), once what was in it has ended.
 struct Freezer(std::path::PathBuf);

@@ -135,6 +135,7 @@ fn measure_one(
             gave_up: Default::default(),
             unreaped: AtomicBool::new(false),
             sender_tid: Default::default(),
+            receiver_tid: Default::default(),
         })
         .map_err(refused)?,
     );

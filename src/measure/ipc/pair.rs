@@ -36,6 +36,9 @@ pub(super) struct Shared {
     /// The sender's task id (a thread's, or the forked process's), once it runs: its state
     /// tells a lost message from a sender that only waits for its CPU.
     pub(super) sender_tid: std::sync::atomic::AtomicI32,
+    /// The receiver thread's task id, once it runs: a receiver that holds the answer but
+    /// waits for its CPU (state R) has lost nothing.
+    pub(super) receiver_tid: std::sync::atomic::AtomicI32,
 }
 
 /// The shared state, as both sides hold it.
@@ -249,7 +252,8 @@ pub(super) fn gave_up_text(state: u8, frozen: bool, thread: bool) -> String {
 /// sender that is not runnable has one that is stopped (SIGSTOP, a tracer), frozen (a cgroup
 /// freezer), or asleep on a message that was lost (taken by another process). A sender that
 /// only waits for its CPU (a higher-priority task on it, a stalled vCPU: state R) answers once
-/// it runs: it is waited for, as rt-tests would (Ctrl-C ends the run).
+/// it runs, and a receiver in that state has its answer and only has to run to take it: both
+/// are waited for, as rt-tests would (Ctrl-C ends the run).
 pub(super) struct Watch {
     late_after: Option<u64>,
     /// Polls in a row that found the sender silent and not runnable.
@@ -274,10 +278,13 @@ impl Watch {
     pub(super) fn stuck(&mut self, sh: &Shared, tid: i32) -> Option<u8> {
         let now = clock::now_ns(libc::CLOCK_MONOTONIC);
         let waiting = sh.waiting_since.load(Ordering::Relaxed);
-        let state = (tid > 0).then(|| sys::family::state(tid)).flatten();
+        let state_of = |tid: i32| (tid > 0).then(|| sys::family::state(tid)).flatten();
+        let state = state_of(tid);
+        // The receiver is asked only once the rest holds (one file read per poll otherwise).
         let idle = waiting != 0
             && now.saturating_sub(waiting) > CHILD_END_WITHIN.as_nanos() as u64
-            && state.is_some_and(|c| c != 'R');
+            && state.is_some_and(|c| c != 'R')
+            && state_of(sh.receiver_tid.load(Ordering::Relaxed)) != Some('R');
         self.idle = idle.then(|| state.map_or(b'?', |c| c as u8));
         self.silent = if idle { self.silent + 1 } else { 0 };
         if self.late_after.is_some_and(|t| now > t) && self.silent >= 2 {
@@ -362,6 +369,8 @@ pub(super) fn receive_loop(
     stop: &AtomicBool,
     mut rec: Recorder,
 ) -> (Recorder, u64) {
+    sh.receiver_tid
+        .store(sys::sched::gettid(), Ordering::SeqCst);
     let clk = libc::CLOCK_MONOTONIC;
     let begin = clock::now_ns(clk);
     let end = pace.duration.map_or(u64::MAX, |d| begin.saturating_add(d));
