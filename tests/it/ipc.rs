@@ -280,58 +280,76 @@ fn a_sender_kept_from_its_cpu_is_waited_for_and_a_stopped_one_given_up() {
     assert!(run["series"][0]["count"].as_u64().unwrap() < 100, "{out}");
 }
 
-/// A message taken by another process (a blocking `semop` on latlab's SysV set) leaves a
-/// sender thread asleep and the receiver waiting: a bounded run ends by itself past its
-/// planned end, keeps what was timed and says why (no Ctrl-C needed).
+/// The SysV set of latlab `pid` (its key is 0xB7000000 | pid): id and number of semaphores,
+/// once it exists.
+fn sysv_set_of(pid: u32) -> Option<(i32, u16)> {
+    let key = ((0xB700_0000u32 | pid) as i32).to_string();
+    std::fs::read_to_string("/proc/sysvipc/sem")
+        .ok()?
+        .lines()
+        .find_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            if f.first() != Some(&key.as_str()) {
+                return None;
+            }
+            Some((
+                f.get(1)?.parse::<i32>().ok()?,
+                f.get(3)?.parse::<u16>().ok()?,
+            ))
+        })
+}
+
+/// `semop` of `op` on semaphore `num` of set `id`, waiting at most 5 s (0 for `op` > 0): true
+/// when it was done (false when it timed out or the set was removed).
+fn semop_on(id: i32, num: u16, op: i16) -> bool {
+    let mut b = libc::sembuf {
+        sem_num: num,
+        sem_op: op,
+        sem_flg: 0,
+    };
+    let t = libc::timespec {
+        tv_sec: 5,
+        tv_nsec: 0,
+    };
+    // SAFETY: plain system call on a set id, with a valid sembuf and timeout.
+    unsafe { libc::syscall(libc::SYS_semtimedop, id, &mut b, 1, &t) == 0 }
+}
+
+/// Starts `latlab ipc ARGS` (tagged `tag`, JSON to `json`) and waits for its SysV set and
+/// 300 ms more (the exchange under way): the set's id and size.
+fn start_with_set(tag: &str, args: &str, json: &std::path::Path) -> (Running, i32, u16) {
+    let mut child = latlab()
+        .env("LATLAB_TEST_TAG", tag)
+        .words(args)
+        .words("--no-store --json")
+        .arg(json)
+        .spawn();
+    child.wait_until("its SysV set", |pid| sysv_set_of(pid).is_some());
+    let (id, n) = sysv_set_of(child.id()).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    (child, id, n)
+}
+
+/// Messages taken by another process (blocking `semop`s on latlab's SysV set, queued behind
+/// latlab's waiters: the next post after a waiter re-queues goes to a thief) leave a sender
+/// thread asleep and the receiver waiting: a bounded run ends the method by itself past its
+/// planned end — however many of its wake-ups the thieves take too — keeps what was timed,
+/// says why, and runs the next method (no Ctrl-C needed).
 #[test]
-fn a_message_lost_in_threads_mode_ends_a_bounded_run() {
+fn messages_lost_in_threads_mode_end_the_method_and_the_next_one_runs() {
     let Some(_x) = rt_test() else { return };
     let dir = Dir::new();
     let json = dir.join("lost.json");
-    // 100 messages 10 ms apart: 1 s planned.
-    let mut child = latlab()
-        .env("LATLAB_TEST_TAG", "ipc-lost")
-        .words("ipc --method sysv-sem --tasks threads -p 60 -l 100 -i 10ms --no-store --json")
-        .arg(&json)
-        .spawn();
-    let key = (0xB700_0000u32 | child.id()) as i32;
-    let set = || {
-        std::fs::read_to_string("/proc/sysvipc/sem")
-            .unwrap_or_default()
-            .lines()
-            .find_map(|l| {
-                let f: Vec<&str> = l.split_whitespace().collect();
-                if f.first() != Some(&key.to_string().as_str()) {
-                    return None;
-                }
-                Some((
-                    f.get(1)?.parse::<i32>().ok()?,
-                    f.get(3)?.parse::<u16>().ok()?,
-                ))
-            })
-    };
-    child.wait_until("its SysV set", |_| set().is_some());
-    let (id, n) = set().unwrap();
-    // The exchange under way (a message lost before the first is timed leaves nothing).
-    std::thread::sleep(Duration::from_millis(300));
-    // One thief per semaphore, queued behind latlab's waiters: the next post after a waiter
-    // re-queues goes to the thief. Each gives up after 5 s (or when the set is removed).
+    // 100 messages 10 ms apart per method: 1 s planned each.
+    let (child, id, n) = start_with_set(
+        "ipc-lost",
+        "ipc --method sysv-sem,eventfd --tasks threads -p 60 -l 100 -i 10ms",
+        &json,
+    );
+    // Three one-shot thieves per semaphore.
     let thieves: Vec<_> = (0..n)
-        .map(|num| {
-            std::thread::spawn(move || {
-                let mut op = libc::sembuf {
-                    sem_num: num,
-                    sem_op: -1,
-                    sem_flg: 0,
-                };
-                let t = libc::timespec {
-                    tv_sec: 5,
-                    tv_nsec: 0,
-                };
-                // SAFETY: plain system call on a set id, with a valid sembuf and timeout.
-                unsafe { libc::syscall(libc::SYS_semtimedop, id, &mut op, 1, &t) == 0 }
-            })
-        })
+        .flat_map(|num| (0..3).map(move |_| num))
+        .map(|num| std::thread::spawn(move || semop_on(id, num, -1)))
         .collect();
     let out = child.end_within(Duration::from_secs(30));
     let stolen = thieves
@@ -349,6 +367,40 @@ fn a_message_lost_in_threads_mode_ends_a_bounded_run() {
     );
     let count = run["series"][0]["count"].as_u64().unwrap();
     assert!(count > 0 && count < 100, "{out}");
+    assert_eq!(run["series"][1]["name"], "eventfd", "{out}");
+    assert_eq!(run["series"][1]["count"], 100, "{out}");
+}
+
+/// A post latlab did not make (another process's `semop +1` on each of its semaphores) wakes
+/// a side without a message: the receiver sees an answer stamped before its "ready", does
+/// not time it, waits for the real one and says so. Every message is still timed.
+#[test]
+fn a_foreign_post_is_not_timed_and_is_said() {
+    let Some(_x) = rt_test() else { return };
+    let dir = Dir::new();
+    let json = dir.join("foreign.json");
+    let (child, id, n) = start_with_set(
+        "ipc-foreign",
+        "ipc --method sysv-sem --tasks threads -p 60 -l 100 -i 10ms",
+        &json,
+    );
+    for num in 0..n {
+        assert!(semop_on(id, num, 1));
+    }
+    let out = child.end_within(Duration::from_secs(30));
+    out.assert_ok();
+    let run = read_json(&json);
+    assert_eq!(run["series"][0]["count"], 100, "{out}");
+    assert!(
+        run["warnings"]
+            .to_string()
+            .contains("came without a message from its sender"),
+        "{out}"
+    );
+    assert!(
+        run["series"][0]["extra"]["foreign"].as_u64() >= Some(1),
+        "{out}"
+    );
 }
 
 /// A receiver kept from its CPU while it waits for an answer, past the planned end plus the

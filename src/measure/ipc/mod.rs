@@ -78,6 +78,9 @@ pub struct MethodOut {
     pub rec: Recorder,
     /// Sends that were due while the previous answer had not come: whole intervals missed.
     pub overruns: u64,
+    /// Wake-ups of the receiver that did not answer its "ready" (another process posted to
+    /// or wrote into the channel): not timed.
+    pub foreign: u64,
     /// What the sender and the receiver got (policy and priority in force).
     pub applied: [Applied; 2],
 }
@@ -145,7 +148,7 @@ fn measure_one(
     // A side still waiting a second after a stop waits for a message that will not come (one
     // lost, taken by another process): both are woken with the pair marked broken. So is a
     // sender thread found not answering past the planned end (a forked sender has its own
-    // watcher, which kills it).
+    // watcher, which kills it), and a pair already broken whose sides still wait.
     let mut watch = pair::Watch::new(pair::Pace::of(cfg));
     let threads = cfg.tasks != TaskKind::Processes;
     let mut stuck = || {
@@ -154,7 +157,7 @@ fn measure_one(
         if let Some(state) = gave_up {
             shared.gave_up.store(state, Ordering::SeqCst);
         }
-        gave_up.is_some()
+        gave_up.is_some() || shared.broken.load(Ordering::SeqCst)
     };
     await_workers(ctx, &handles, &mut stuck, || pair::fail(&shared));
     let mut out = MethodOut {
@@ -162,6 +165,7 @@ fn measure_one(
         sent: 0,
         rec: Recorder::new(),
         overruns: 0,
+        foreign: 0,
         applied: [fallback(), fallback()],
     };
     let mut no_sender = None;
@@ -171,9 +175,10 @@ fn measure_one(
             .map_err(|_| Error::Env("an ipc thread panicked".into()))?;
         out.applied[i] = applied;
         match side {
-            Ended::Receiver(r, overruns) => {
-                out.rec = r;
-                out.overruns = overruns;
+            Ended::Receiver(r) => {
+                out.rec = r.rec;
+                out.overruns = r.overruns;
+                out.foreign = r.foreign;
             }
             Ended::NoSender(why) => no_sender = Some(why),
             Ended::Sender | Ended::Failed => {}
@@ -185,7 +190,7 @@ fn measure_one(
     out.sent = shared.sent.load(Ordering::SeqCst);
     let broken = shared.broken.load(Ordering::SeqCst).then(|| {
         format!(
-            "--method {}{}: a send or receive failed after {} messages{}",
+            "--method {}{}: a send or receive failed after {} message{}{}",
             method.name(),
             match (cfg.tasks, shared.gave_up.load(Ordering::SeqCst)) {
                 (TaskKind::Processes, state) => format!(
@@ -196,11 +201,11 @@ fn measure_one(
                 (_, state) => format!(" ({})", pair::gave_up_text(state, false, true)),
             },
             out.sent,
-            match (out.rec.count > 0, cfg.methods.last() != Some(&method)) {
-                (true, true) =>
-                    "; the series keeps what was timed, the methods after it did not run",
-                (true, false) => "; the series keeps what was timed",
-                _ => "",
+            if out.sent == 1 { "" } else { "s" },
+            if out.rec.count > 0 {
+                "; the series keeps what was timed"
+            } else {
+                ""
             }
         )
     });
@@ -209,8 +214,10 @@ fn measure_one(
 
 /// Waits until every worker has finished. Ctrl-C/SIGTERM land on another thread: on a stop
 /// the workers' sleeps (which may be a long interval) are interrupted so they see it at once;
-/// workers still running [`UNSTICK_AFTER`] later are handed to `unstick` (once), as they are
-/// at once when `stuck` (asked at every poll) finds them waiting for what will not come.
+/// workers still running [`UNSTICK_AFTER`] later are handed to `unstick`, as they are at once
+/// when `stuck` (asked at every poll) finds them waiting for what will not come. From then on
+/// `unstick` is called at every poll until they end: another process may take each wake-up
+/// it sends (a blocking `semop` on the same set).
 fn await_workers<T>(
     ctx: &Ctx<'_>,
     handles: &[std::thread::JoinHandle<T>],
@@ -221,20 +228,17 @@ fn await_workers<T>(
     let mut woken: Option<std::time::Instant> = None;
     let mut unstuck = false;
     while !handles.iter().all(|h| h.is_finished()) {
-        if !unstuck && stuck() {
-            unstick();
-            unstuck = true;
-        }
+        unstuck = unstuck || stuck();
         match woken {
             None if ctx.control().stop.load(Ordering::Relaxed) => {
                 handles.iter().for_each(crate::rt::wake);
                 woken = Some(std::time::Instant::now());
             }
-            Some(t) if !unstuck && t.elapsed() > UNSTICK_AFTER => {
-                unstick();
-                unstuck = true;
-            }
+            Some(t) if t.elapsed() > UNSTICK_AFTER => unstuck = true,
             _ => {}
+        }
+        if unstuck {
+            unstick();
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -282,6 +286,11 @@ fn series_of(cfg: &IpcConfig, m: &MethodOut) -> Series {
         "sender_prio": m.applied[SENDER].prio,
         "tasks": cfg.tasks,
     }));
+    if m.foreign > 0 {
+        if let Some(e) = s.extra.as_mut().and_then(|e| e.as_object_mut()) {
+            e.insert("foreign".into(), m.foreign.into());
+        }
+    }
     s
 }
 
@@ -308,15 +317,25 @@ fn run(cfg: &IpcConfig, ctx: &mut Ctx<'_>) -> Result<IpcOutcome> {
             }
         };
         // Placement refusals reach the warnings through the run's placement log, each once.
+        if o.foreign > 0 {
+            ctx.warn(format!(
+                "--method {}: {} wake-up{} of the receiver came without a message from its \
+                 sender (another process posted to or wrote into the channel); not timed",
+                m.name(),
+                o.foreign,
+                if o.foreign == 1 { "" } else { "s" }
+            ));
+        }
         match broken {
-            // Nothing collected at all: a plain failure.
-            Some(why) if o.rec.count == 0 && outs.is_empty() => return Err(Error::Env(why)),
+            // A broken pair ends its method only: the methods after it have channels of their
+            // own. Nothing collected by any method: a plain failure.
+            Some(why) if o.rec.count == 0 => {
+                ctx.warn(format!("{why}; nothing was timed"));
+                first_error.get_or_insert(Error::Env(why));
+            }
             Some(why) => {
                 ctx.warn(why);
-                if o.rec.count > 0 {
-                    outs.push(o);
-                }
-                break;
+                outs.push(o);
             }
             None => {
                 if o.rec.count == 0 {

@@ -105,8 +105,7 @@ pub(super) fn start_pair(
                             Ended::Sender
                         }
                         (_, Ok(s)) => {
-                            let (rec, overruns) = receive_loop(&sh, &s, pace, &stop, rec);
-                            Ended::Receiver(rec, overruns)
+                            Ended::Receiver(receive_loop(&sh, &s, pace, &stop, rec))
                         }
                     })
                 }
@@ -298,7 +297,7 @@ impl Watch {
 /// What a thread hands back.
 pub(super) enum Ended {
     Sender,
-    Receiver(Recorder, u64),
+    Receiver(Received),
     Failed,
     /// The sender process could not be started, and why.
     NoSender(String),
@@ -368,26 +367,40 @@ pub(super) fn receive_loop(
     pace: Pace,
     stop: &AtomicBool,
     mut rec: Recorder,
-) -> (Recorder, u64) {
+) -> Received {
     sh.receiver_tid
         .store(sys::sched::gettid(), Ordering::SeqCst);
     let clk = libc::CLOCK_MONOTONIC;
     let begin = clock::now_ns(clk);
     let end = pace.duration.map_or(u64::MAX, |d| begin.saturating_add(d));
     let mut next = begin + pace.interval;
-    let (mut got, mut overruns) = (0u64, 0u64);
+    let (mut got, mut overruns, mut foreign) = (0u64, 0u64, 0u64);
     while got < pace.loops && next < end && !sh.broken.load(Ordering::Relaxed) {
         while clock::sleep_until_ns(clk, next) == libc::EINTR && !stop.load(Ordering::Relaxed) {}
         if stop.load(Ordering::Relaxed) {
             break;
         }
+        let ready_at = clock::now_ns(clk);
         if !sh.chan.send(SENDER, 0) {
             sh.broken.store(true, Ordering::SeqCst);
             break;
         }
         sh.waiting_since
-            .store(clock::now_ns(clk).max(1), Ordering::Relaxed);
-        let got_one = sh.chan.recv(side);
+            .store(ready_at.max(1), Ordering::Relaxed);
+        // The answer's stamp is read after the sender woke to this "ready": an older one means
+        // a wake-up the sender did not make for it (another process posted to the channel, or
+        // a stale answer to one such post). It is not timed; the real answer is waited for.
+        let got_one = loop {
+            match sh.chan.recv(side) {
+                Some(_)
+                    if sh.stamp.load(Ordering::Acquire) < ready_at
+                        && !sh.broken.load(Ordering::Acquire) =>
+                {
+                    foreign += 1;
+                }
+                other => break other,
+            }
+        };
         sh.waiting_since.store(0, Ordering::Relaxed);
         match got_one {
             Some(now) if !sh.broken.load(Ordering::Acquire) => {
@@ -409,5 +422,18 @@ pub(super) fn receive_loop(
     }
     sh.quit.store(true, Ordering::SeqCst);
     sh.chan.nudge(SENDER);
-    (rec, overruns)
+    Received {
+        rec,
+        overruns,
+        foreign,
+    }
+}
+
+/// What the receiver measured.
+pub(super) struct Received {
+    pub(super) rec: Recorder,
+    /// Periods it reached late (whole intervals missed).
+    pub(super) overruns: u64,
+    /// Wake-ups that did not answer its "ready" (not timed).
+    pub(super) foreign: u64,
 }

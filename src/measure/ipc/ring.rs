@@ -179,6 +179,7 @@ pub fn measure(ctx: &Ctx<'_>, cfg: &IpcConfig, n: usize) -> Result<(MethodOut, O
             sent: ring.rounds.load(Ordering::SeqCst),
             rec,
             overruns,
+            foreign: 0,
             applied: [first, second],
         },
         broken,
