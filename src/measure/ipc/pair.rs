@@ -28,8 +28,9 @@ pub(super) struct Shared {
     /// When the receiver began waiting for the current message (CLOCK_MONOTONIC ns; 0: not
     /// waiting): a forked sender that never answers is found by it.
     pub(super) waiting_since: AtomicU64,
-    /// The state (`/proc/PID/stat`'s letter) of a forked sender latlab killed because it did
-    /// not answer while not waiting for a CPU (0: none was).
+    /// The state (`/proc/PID/stat`'s letter) of a sender latlab gave up because it did not
+    /// answer while not waiting for a CPU, or [`LINGERED`] for a forked sender killed because
+    /// it outlived the run (0: none was).
     pub(super) gave_up: std::sync::atomic::AtomicU8,
     /// Set when a killed forked sender could not be reaped (frozen).
     pub(super) unreaped: AtomicBool,
@@ -207,9 +208,9 @@ pub(super) fn wait_sender(
                     > CHILD_END_WITHIN)
         {
             let reaped = sys::taskpair::kill_task(pid);
-            if let Some(state) = watch.idle {
-                sh.gave_up.store(state, Ordering::SeqCst);
-            }
+            // Given up for not answering (its state), else killed for lingering past a stop.
+            sh.gave_up
+                .store(watch.idle.unwrap_or(LINGERED), Ordering::SeqCst);
             sh.unreaped.store(!reaped, Ordering::SeqCst);
             break;
         }
@@ -225,6 +226,10 @@ pub(super) fn wait_sender(
     Ended::Sender
 }
 
+/// `Shared::gave_up` for a forked sender latlab killed because it outlived the run's end by
+/// [`CHILD_END_WITHIN`] (not a state letter).
+const LINGERED: u8 = b'!';
+
 /// Why the sender ended early, in words: `state` is its state letter when latlab gave it up
 /// for not answering (0: latlab did not), `frozen` when a killed sender process could not be
 /// reaped; `thread` for a sender thread (ended by waking both sides, not killed).
@@ -232,6 +237,16 @@ pub(super) fn gave_up_text(state: u8, frozen: bool, thread: bool) -> String {
     let task = if thread { "thread" } else { "process" };
     let why = match state {
         0 => return format!("the sender {task} ended or was killed"),
+        LINGERED => {
+            return format!(
+                "the sender {task} did not end within 2 s of the stop; latlab killed it{}",
+                if frozen {
+                    " (it did not die within 1 s, frozen: it ends once thawed)"
+                } else {
+                    ""
+                }
+            )
+        }
         b'T' => "it was stopped (SIGSTOP)",
         b't' => "it was stopped by a debugger",
         b'D' => "it was in uninterruptible sleep (frozen by a cgroup freezer?)",
@@ -436,4 +451,22 @@ pub(super) struct Received {
     pub(super) overruns: u64,
     /// Wake-ups that did not answer its "ready" (not timed).
     pub(super) foreign: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn why_a_sender_was_given_up_names_who_and_what_latlab_did() {
+        let t = |state, frozen, thread| gave_up_text(state, frozen, thread);
+        assert_eq!(t(0, false, true), "the sender thread ended or was killed");
+        assert!(t(b'T', false, false).contains("process did not answer for 2 s and it was stopped (SIGSTOP); latlab killed it"));
+        assert!(t(b'S', false, true).ends_with("(a message lost?); latlab ended the method"));
+        assert!(t(b'D', true, false).contains("frozen: it ends once thawed"));
+        assert_eq!(
+            t(LINGERED, false, false),
+            "the sender process did not end within 2 s of the stop; latlab killed it"
+        );
+    }
 }
