@@ -235,18 +235,14 @@ const LINGERED: u8 = b'!';
 /// reaped; `thread` for a sender thread (ended by waking both sides, not killed).
 pub(super) fn gave_up_text(state: u8, frozen: bool, thread: bool) -> String {
     let task = if thread { "thread" } else { "process" };
+    let killed = if frozen {
+        "latlab killed it (it did not die within 1 s, frozen: it ends once thawed)"
+    } else {
+        "latlab killed it"
+    };
     let why = match state {
         0 => return format!("the sender {task} ended or was killed"),
-        LINGERED => {
-            return format!(
-                "the sender {task} did not end within 2 s of the stop; latlab killed it{}",
-                if frozen {
-                    " (it did not die within 1 s, frozen: it ends once thawed)"
-                } else {
-                    ""
-                }
-            )
-        }
+        LINGERED => return format!("the sender {task} did not end within 2 s of the stop; {killed}"),
         b'T' => "it was stopped (SIGSTOP)",
         b't' => "it was stopped by a debugger",
         b'D' => "it was in uninterruptible sleep (frozen by a cgroup freezer?)",
@@ -254,10 +250,8 @@ pub(super) fn gave_up_text(state: u8, frozen: bool, thread: bool) -> String {
     };
     let ended = if thread {
         "latlab ended the method"
-    } else if frozen {
-        "latlab killed it (it did not die within 1 s, frozen: it ends once thawed)"
     } else {
-        "latlab killed it"
+        killed
     };
     format!("the sender {task} did not answer for 2 s and {why}; {ended}")
 }
@@ -293,11 +287,12 @@ impl Watch {
         let now = clock::now_ns(libc::CLOCK_MONOTONIC);
         let waiting = sh.waiting_since.load(Ordering::Relaxed);
         let state_of = |tid: i32| (tid > 0).then(|| sys::family::state(tid)).flatten();
-        let state = state_of(tid);
-        // The receiver is asked only once the rest holds (one file read per poll otherwise).
-        let idle = waiting != 0
-            && now.saturating_sub(waiting) > CHILD_END_WITHIN.as_nanos() as u64
-            && state.is_some_and(|c| c != 'R')
+        // The tasks' states are read only for a receiver waiting that long (no file read at
+        // every poll of a healthy run).
+        let long_wait =
+            waiting != 0 && now.saturating_sub(waiting) > CHILD_END_WITHIN.as_nanos() as u64;
+        let state = long_wait.then(|| state_of(tid)).flatten();
+        let idle = state.is_some_and(|c| c != 'R')
             && state_of(sh.receiver_tid.load(Ordering::Relaxed)) != Some('R');
         self.idle = idle.then(|| state.map_or(b'?', |c| c as u8));
         self.silent = if idle { self.silent + 1 } else { 0 };
