@@ -15,7 +15,9 @@ Two modes:
   interleaved), and the round's two CPU times give a line cpu = fixed + wake-ups * per
   (start-up and exit in `fixed`, the cost of one wake-up in `per`).
 
-Several `--latlab PATH` (e.g. a build before and after a change) run in turn inside each round.
+Several `--latlab PATH` (e.g. a build before and after a change) run in turn inside each round;
+`--latlab "PATH ARGS"` gives one of them its own arguments (the same build with and without an
+option).
 `--latlab-args "--no-store"` adds arguments to every latlab run. Prints medians over rounds
 with [min-max] and the ratios of medians latlab / cyclictest.
 
@@ -43,8 +45,9 @@ def span(a, d):
 
 def latlab_run(exe, a, length, mode, d):
     out = f"{d}/l.json"
+    exe, *own = shlex.split(exe)
     cmd = [exe, "cyclic", "-t", "-p", "80", "-i", f"{a.interval}us", "-d", "0", *span(length, mode),
-           "-q", "--json", out, "--store", f"sqlite:{d}/runs.db", *shlex.split(a.latlab_args)]
+           "-q", "--json", out, "--store", f"sqlite:{d}/runs.db", *shlex.split(a.latlab_args), *own]
     cpu, u, s = run_child(cmd)
     r = json.load(open(out))
     wakeups = sum(x["count"] for x in r["series"])
@@ -73,7 +76,8 @@ def main():
     p.add_argument("--duration", type=int, default=10)
     p.add_argument("--loops", help="N1,N2: fit fixed + per-wake-up cost from two run lengths")
     p.add_argument("--interval", type=int, default=1000)
-    p.add_argument("--latlab", action="append", help="a latlab binary (repeatable)")
+    p.add_argument("--latlab", action="append",
+                   help="a latlab binary, optionally with its own arguments: \"PATH --no-mlock\" (repeatable)")
     p.add_argument("--latlab-args", default="", help="extra arguments for every latlab run")
     a = p.parse_args()
     exes = a.latlab or ["target/release/latlab"]
