@@ -371,6 +371,73 @@ fn messages_lost_in_threads_mode_end_the_method_and_the_next_one_runs() {
     assert_eq!(run["series"][1]["count"], 100, "{out}");
 }
 
+/// A run with no planned end (no `-l`, no `-D`) waits for a sender that does not answer, as
+/// asked, until Ctrl-C, but not silently: a lost message (threads) is said on stderr while it
+/// waits and the result says why the method broke; a forked sender stopped for a while and
+/// continued is said too, and the run goes on (processes).
+#[test]
+fn a_stall_in_a_run_with_no_end_is_said_while_it_waits() {
+    let Some(_x) = rt_test() else { return };
+    let dir = Dir::new();
+    let json = dir.join("no-end.json");
+    let (child, id, n) = start_with_set(
+        "ipc-no-end",
+        "ipc --method sysv-sem --tasks threads -p 60 -i 10ms",
+        &json,
+    );
+    // One one-shot thief per semaphore: the first post each sees is taken (the other thief
+    // gives up after 5 s), which is past the 2 s the watch waits.
+    let thieves: Vec<_> = (0..n)
+        .map(|num| std::thread::spawn(move || semop_on(id, num, -1)))
+        .collect();
+    let stolen = thieves
+        .into_iter()
+        .map(|t| t.join().unwrap())
+        .filter(|&s| s)
+        .count();
+    std::thread::sleep(Duration::from_millis(500));
+    child.signal(libc::SIGINT);
+    let out = child.end_within(Duration::from_secs(30));
+    assert!(stolen > 0, "nothing was taken: {out}");
+    let said = out
+        .stderr
+        .find("the sender thread has not answered for 2 s and it is asleep")
+        .unwrap_or_else(|| panic!("not said while waiting: {out}"));
+    let interrupted = out.stderr.find("interrupted").unwrap_or(usize::MAX);
+    assert!(said < interrupted, "said only after the Ctrl-C: {out}");
+    let run = read_json(&json);
+    assert_eq!(run["interrupted"], true, "{out}");
+    let warnings = run["warnings"].to_string();
+    assert!(warnings.contains("the run had no planned end"), "{out}");
+    assert!(run["series"][0]["count"].as_u64() >= Some(1), "{out}");
+
+    let mut child = latlab()
+        .env("LATLAB_TEST_TAG", "ipc-no-end-stopped")
+        .words("ipc --method eventfd --tasks processes -a 1 -p 60 -i 10ms --no-store --json")
+        .arg(&json)
+        .spawn();
+    let sender = ready_sender(&mut child);
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: signalling latlab's child, which this test started.
+    unsafe { libc::kill(sender as i32, libc::SIGSTOP) };
+    std::thread::sleep(Duration::from_secs(4));
+    // SAFETY: as above.
+    unsafe { libc::kill(sender as i32, libc::SIGCONT) };
+    std::thread::sleep(Duration::from_millis(500));
+    child.signal(libc::SIGINT);
+    let out = child.end_within(Duration::from_secs(30));
+    none_left("ipc-no-end-stopped");
+    assert!(
+        out.stderr
+            .contains("the sender process has not answered for 2 s and it is stopped (SIGSTOP)"),
+        "{out}"
+    );
+    let run = read_json(&json);
+    let warnings = run["warnings"].to_string();
+    assert!(warnings.contains("it answered again"), "{out}");
+    assert!(!warnings.contains("failed"), "{out}");
+}
+
 /// A post latlab did not make (another process's `semop +1` on each of its semaphores) wakes
 /// a side without a message: the receiver sees an answer stamped before its "ready", does
 /// not time it, waits for the real one and says so. Every message is still timed.

@@ -98,7 +98,7 @@ fn measure_one(
     ctx: &Ctx<'_>,
     cfg: &IpcConfig,
     method: Method,
-) -> Result<(MethodOut, Option<String>)> {
+) -> Result<(MethodOut, Option<String>, Option<String>)> {
     let refused = |e: std::io::Error| {
         let hint = match (method, e.raw_os_error()) {
             (Method::SysvSem, Some(libc::ENOSPC)) => {
@@ -139,6 +139,7 @@ fn measure_one(
             unreaped: AtomicBool::new(false),
             sender_tid: Default::default(),
             receiver_tid: Default::default(),
+            stalled: Default::default(),
         })
         .map_err(refused)?,
     );
@@ -149,8 +150,8 @@ fn measure_one(
     // lost, taken by another process): both are woken with the pair marked broken. So is a
     // sender thread found not answering past the planned end (a forked sender has its own
     // watcher, which kills it), and a pair already broken whose sides still wait.
-    let mut watch = pair::Watch::new(pair::Pace::of(cfg));
     let threads = cfg.tasks != TaskKind::Processes;
+    let mut watch = pair::Watch::new(pair::Pace::of(cfg), threads);
     let mut stuck = || {
         let tid = shared.sender_tid.load(Ordering::SeqCst);
         let gave_up = threads.then(|| watch.stuck(&shared, tid)).flatten();
@@ -192,13 +193,21 @@ fn measure_one(
         format!(
             "--method {}{}: a send or receive failed after {} message{}{}",
             method.name(),
-            match (cfg.tasks, shared.gave_up.load(Ordering::SeqCst)) {
-                (TaskKind::Processes, state) => format!(
+            match (
+                cfg.tasks,
+                shared.gave_up.load(Ordering::SeqCst),
+                shared.stalled.load(Ordering::SeqCst),
+            ) {
+                (tasks, 0, stalled) if stalled != 0 => format!(
+                    " ({} until the stop)",
+                    pair::stalled_text(stalled, tasks != TaskKind::Processes)
+                ),
+                (TaskKind::Processes, state, _) => format!(
                     " (--tasks processes: {})",
                     pair::gave_up_text(state, shared.unreaped.load(Ordering::SeqCst), false)
                 ),
-                (_, 0) => String::new(),
-                (_, state) => format!(" ({})", pair::gave_up_text(state, false, true)),
+                (_, 0, _) => String::new(),
+                (_, state, _) => format!(" ({})", pair::gave_up_text(state, false, true)),
             },
             out.sent,
             if out.sent == 1 { "" } else { "s" },
@@ -209,7 +218,16 @@ fn measure_one(
             }
         )
     });
-    Ok((out, broken))
+    // A stall the sender came back from (a run with no planned end waits for it) is said too.
+    let stalled = shared.stalled.load(Ordering::SeqCst);
+    let recovered = (broken.is_none() && stalled != 0).then(|| {
+        format!(
+            "--method {}: {}; it answered again",
+            method.name(),
+            pair::stalled_text(stalled, threads)
+        )
+    });
+    Ok((out, broken, recovered))
 }
 
 /// Waits until every worker has finished. Ctrl-C/SIGTERM land on another thread: on a stop
@@ -305,10 +323,10 @@ fn run(cfg: &IpcConfig, ctx: &mut Ctx<'_>) -> Result<IpcOutcome> {
         }
         // A method the kernel refuses (its limits, a fork) is skipped; the others still run.
         let measured = match cfg.ring {
-            Some(n) => ring::measure(ctx, cfg, n),
+            Some(n) => ring::measure(ctx, cfg, n).map(|(o, broken)| (o, broken, None)),
             None => measure_one(ctx, cfg, m),
         };
-        let (o, broken) = match measured {
+        let (o, broken, recovered) = match measured {
             Ok(x) => x,
             Err(e) => {
                 ctx.warn(format!("{e}; skipped"));
@@ -317,6 +335,9 @@ fn run(cfg: &IpcConfig, ctx: &mut Ctx<'_>) -> Result<IpcOutcome> {
             }
         };
         // Placement refusals reach the warnings through the run's placement log, each once.
+        if let Some(w) = recovered {
+            ctx.warn(w);
+        }
         if o.foreign > 0 {
             ctx.warn(format!(
                 "--method {}: {} wake-up{} of the receiver came without a message from its \

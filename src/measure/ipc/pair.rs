@@ -40,6 +40,10 @@ pub(super) struct Shared {
     /// The receiver thread's task id, once it runs: a receiver that holds the answer but
     /// waits for its CPU (state R) has lost nothing.
     pub(super) receiver_tid: std::sync::atomic::AtomicI32,
+    /// The sender's state letter when, in a run with no planned end, it was found not
+    /// answering for 2 s while not waiting for a CPU (0: it never was). Such a run is not
+    /// given up (it waits, as asked, until Ctrl-C); this is what it then says.
+    pub(super) stalled: std::sync::atomic::AtomicU8,
 }
 
 /// The shared state, as both sides hold it.
@@ -192,7 +196,7 @@ pub(super) fn wait_sender(
     if !others.is_empty() {
         let _ = sys::sched::pin_to_cpus(others);
     }
-    let mut watch = Watch::new(pace);
+    let mut watch = Watch::new(pace, false);
     let mut over_since: Option<std::time::Instant> = None;
     loop {
         if sys::taskpair::try_wait_task(pid).is_some() {
@@ -234,26 +238,55 @@ const LINGERED: u8 = b'!';
 /// for not answering (0: latlab did not), `frozen` when a killed sender process could not be
 /// reaped; `thread` for a sender thread (ended by waking both sides, not killed).
 pub(super) fn gave_up_text(state: u8, frozen: bool, thread: bool) -> String {
-    let task = if thread { "thread" } else { "process" };
+    let task = task_word(thread);
     let killed = if frozen {
         "latlab killed it (it did not die within 1 s, frozen: it ends once thawed)"
     } else {
         "latlab killed it"
     };
-    let why = match state {
+    match state {
         0 => return format!("the sender {task} ended or was killed"),
         LINGERED => return format!("the sender {task} did not end within 2 s of the stop; {killed}"),
-        b'T' => "it was stopped (SIGSTOP)",
-        b't' => "it was stopped by a debugger",
-        b'D' => "it was in uninterruptible sleep (frozen by a cgroup freezer?)",
-        _ => "it was asleep, not waiting for a CPU (a message lost?)",
-    };
+        _ => {}
+    }
     let ended = if thread {
         "latlab ended the method"
     } else {
         killed
     };
-    format!("the sender {task} did not answer for 2 s and {why}; {ended}")
+    format!(
+        "the sender {task} did not answer for 2 s and {}; {ended}",
+        silent_why(state)
+    )
+}
+
+/// What a run with no planned end says of a sender found not answering (its state letter):
+/// it was waited for, not given up.
+pub(super) fn stalled_text(state: u8, thread: bool) -> String {
+    format!(
+        "the sender {} did not answer for 2 s and {}; the run had no planned end (no -l or -D), \
+         so latlab waited for it",
+        task_word(thread),
+        silent_why(state)
+    )
+}
+
+fn task_word(thread: bool) -> &'static str {
+    if thread {
+        "thread"
+    } else {
+        "process"
+    }
+}
+
+/// Why a sender in state `state` does not answer, in words.
+fn silent_why(state: u8) -> &'static str {
+    match state {
+        b'T' => "it was stopped (SIGSTOP)",
+        b't' => "it was stopped by a debugger",
+        b'D' => "it was in uninterruptible sleep (frozen by a cgroup freezer?)",
+        _ => "it was asleep, not waiting for a CPU (a message lost?)",
+    }
 }
 
 /// Finds a sender that will not answer: past the planned end, a receiver waiting 2 s on a
@@ -264,6 +297,8 @@ pub(super) fn gave_up_text(state: u8, frozen: bool, thread: bool) -> String {
 /// are waited for, as rt-tests would (Ctrl-C ends the run).
 pub(super) struct Watch {
     late_after: Option<u64>,
+    /// Whether the sender is a thread (else a forked process), for what is said.
+    thread: bool,
     /// Polls in a row that found the sender silent and not runnable.
     silent: u32,
     /// The sender's state letter at the last poll, when it was silent and not runnable.
@@ -271,11 +306,13 @@ pub(super) struct Watch {
 }
 
 impl Watch {
-    /// A watch from now, for a method paced by `pace`.
-    pub(super) fn new(pace: Pace) -> Watch {
+    /// A watch from now, for a method paced by `pace`, of a sender `thread` (else a forked
+    /// process).
+    pub(super) fn new(pace: Pace, thread: bool) -> Watch {
         let now = clock::now_ns(libc::CLOCK_MONOTONIC);
         Watch {
             late_after: pace.planned_ns().map(|p| now.saturating_add(p)),
+            thread,
             silent: 0,
             idle: None,
         }
@@ -296,6 +333,19 @@ impl Watch {
             && state_of(sh.receiver_tid.load(Ordering::Relaxed)) != Some('R');
         self.idle = idle.then(|| state.map_or(b'?', |c| c as u8));
         self.silent = if idle { self.silent + 1 } else { 0 };
+        if self.late_after.is_none() && self.silent >= 2 {
+            // No planned end: waited for (Ctrl-C ends it), but said at once, and once.
+            let state = self.idle.unwrap_or(b'?');
+            if sh.stalled.compare_exchange(0, state, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
+                crate::note!(
+                    "latlab: ipc: the sender {} has not answered for 2 s and {}; this run has \
+                     no planned end (no -l or -D), so latlab waits for it: Ctrl-C ends the run \
+                     and keeps what was timed",
+                    task_word(self.thread),
+                    silent_why(state).replacen("it was", "it is", 1)
+                );
+            }
+        }
         if self.late_after.is_some_and(|t| now > t) && self.silent >= 2 {
             self.idle
         } else {
@@ -463,5 +513,9 @@ mod tests {
             t(LINGERED, false, false),
             "the sender process did not end within 2 s of the stop; latlab killed it"
         );
+        // A run with no planned end waits; it says so, not that latlab gave anything up.
+        let w = stalled_text(b'T', false);
+        assert!(w.starts_with("the sender process did not answer for 2 s and it was stopped (SIGSTOP); the run had no planned end"));
+        assert!(w.ends_with("so latlab waited for it"));
     }
 }
