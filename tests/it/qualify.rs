@@ -1,7 +1,8 @@
 //! `latlab qualify`: a qualification SIGKILLed in the middle and resumed loses at most one
 //! checkpoint interval, records the gap, leaves no load running and no setting held; the same
 //! when every latlab process is killed at once; the JUnit file validates and the report renders
-//! in a real browser; `--resume` of a finished, foreign or unknown run is refused (exit 2); two
+//! in a real browser; `--resume` of a finished, foreign or unknown run is refused (exit 2), also
+//! when it was finished while the resume waited for its lock; two
 //! qualifications are compared on their intervals. Each measures for seconds.
 
 use crate::util::{latlab, rt_test, scratch, skip, test_name, Running, TestCommand};
@@ -377,6 +378,53 @@ fn resume_refuses_finished_foreign_and_unknown_runs() {
         .len();
     assert!(n >= 2, "{n} intervals");
     assert!(text.contains("the run"), "{text}\n{err}");
+}
+
+/// A resume chooses its qualification, then locks it: the process that held the lock may have
+/// finished it in between. Chosen again under the lock, a finished one is refused (`--resume`,
+/// exit 2) or a new one starts (`--resume-or-start`): no segment is added after a final result.
+#[test]
+fn a_qualification_finished_while_a_resume_waits_for_its_lock_is_not_resumed() {
+    let Some(_x) = rt_test() else { return };
+    let (d, store) = place("finished-meanwhile");
+    for (flag, j) in [("--resume", ""), ("--resume-or-start", "s.json")] {
+        let (first, rx) = spawn(qualify(
+            &d,
+            &store,
+            &[
+                "-D",
+                "4s",
+                "--checkpoint-every",
+                "1s",
+                "--no-loads",
+                "-a",
+                "1",
+                "--json",
+                "q.json",
+            ],
+        ));
+        await_checkpoints(&rx, 1);
+        // Chooses the unfinished qualification now and locks it after the first has ended.
+        let mut second = qualify(&d, &store, &[flag]);
+        if flag == "--resume-or-start" {
+            second.args(["-D", "2s", "--no-loads", "-a", "1", "--json", j]);
+        }
+        let second = second.env("LATLAB_TEST_RESUME_PAUSE_MS", "8000").spawn();
+        let out = first.end_within(Duration::from_secs(60));
+        out.assert_ok();
+        let q = json(&d.join("q.json"))["qualification"].clone();
+        assert_eq!(q["state"], "finished", "{q}");
+        let out = second.end_within(Duration::from_secs(60));
+        if flag == "--resume" {
+            assert_eq!(out.code(), Some(2), "{out}");
+            assert!(out.stderr.contains("is finished"), "{out}");
+        } else {
+            out.assert_ok();
+            let r = json(&d.join(j))["qualification"].clone();
+            assert_ne!(r["id"], q["id"], "{out}");
+            assert_eq!(r["segment"], 1, "{out}");
+        }
+    }
 }
 
 /// A checkpoint the store refuses (its file made immutable mid-run) is kept in a file, like a

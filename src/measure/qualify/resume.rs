@@ -86,23 +86,36 @@ pub fn start(a: QualifyArgs, online: &CpuSet, command_line: Vec<String>) -> Resu
         ));
     }
     let store_spec = a.common.store.store.clone();
-    let mut cfg = match (&a.resume, a.resume_or_start) {
+    // A qualification to resume is chosen, then locked, then chosen again and read back under
+    // the lock: the process that held it may have finished it (or stored its last checkpoints)
+    // in between.
+    let (mut cfg, lock) = match (&a.resume, a.resume_or_start) {
         (Some(id), _) => {
             refuse_settings(&a)?;
             let st = crate::store::open(store_spec.as_deref())?;
-            read_back(&*st, &find(&*st, id)?)?
+            let chosen = find(&*st, id)?;
+            pause_before_locking();
+            let lock = Lock::take(&chosen)?;
+            (read_back(&*st, &find(&*st, &chosen)?)?, Some(lock))
         }
         (None, true) => {
             let st = crate::store::open(store_spec.as_deref())?;
-            match newest_unfinished(&*st)? {
-                Some(q) => {
+            let mut resumed = None;
+            if let Some(q) = newest_unfinished(&*st)? {
+                pause_before_locking();
+                let lock = Lock::take(&q)?;
+                // Finished meanwhile: a new one starts, as if there had been none.
+                if find(&*st, &q).is_ok() {
                     crate::note!("latlab qualify: resuming qualification {q} with its own settings");
-                    read_back(&*st, &q)?
+                    resumed = Some((read_back(&*st, &q)?, Some(lock)));
                 }
-                None => QualifyConfig::from_args(&a, online)?,
+            }
+            match resumed {
+                Some(r) => r,
+                None => (QualifyConfig::from_args(&a, online)?, None),
             }
         }
-        (None, false) => QualifyConfig::from_args(&a, online)?,
+        (None, false) => (QualifyConfig::from_args(&a, online)?, None),
     };
     for (flag, p) in [("--junit", &cfg.junit), ("--report", &cfg.report)] {
         if let Some(p) = p {
@@ -110,7 +123,11 @@ pub fn start(a: QualifyArgs, online: &CpuSet, command_line: Vec<String>) -> Resu
                 .map_err(|e| Error::flag(flag, p.display(), format!("cannot be written: {e}")))?;
         }
     }
-    cfg.derived.lock = Some(Arc::new(Lock::take(&cfg.id)?));
+    let lock = match lock {
+        Some(l) => l,
+        None => Lock::take(&cfg.id)?,
+    };
+    cfg.derived.lock = Some(Arc::new(lock));
     cfg.quiet = a.common.quiet();
     let margs = crate::driver::MeasureArgs {
         store: crate::driver::StoreArgs {
@@ -140,6 +157,17 @@ pub fn start(a: QualifyArgs, online: &CpuSet, command_line: Vec<String>) -> Resu
     };
     let common = margs.to_common()?;
     crate::driver::execute(cfg, &common, command_line)
+}
+
+/// Tests hold a resuming latlab between choosing its qualification and locking it, to finish
+/// that qualification meanwhile.
+fn pause_before_locking() {
+    if let Some(ms) = std::env::var("LATLAB_TEST_RESUME_PAUSE_MS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+    }
 }
 
 /// With `--resume`, the qualification's own settings apply: any other given is refused.
