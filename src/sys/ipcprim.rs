@@ -257,6 +257,87 @@ pub fn wait_signal(set: &libc::sigset_t) -> bool {
     }
 }
 
+/// What [`wait_signal_from`] took.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Took {
+    /// A signal the expected process sent.
+    Own,
+    /// A signal another process sent (`kill`, `tgkill`, `sigqueue` from outside).
+    Foreign,
+    /// The wait failed.
+    Failed,
+}
+
+/// Waits for a signal of `set` (which the caller has blocked) with sigwaitinfo, and says
+/// whether process `pid` sent it.
+#[inline]
+pub fn wait_signal_from(set: &libc::sigset_t, pid: i32) -> Took {
+    loop {
+        // SAFETY: a valid set; `info` is plain data the kernel fills.
+        let (r, info) = unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            (libc::sigwaitinfo(set, &mut info), info)
+        };
+        if r > 0 {
+            // SAFETY: every signal sigwaitinfo returns here was sent by a process (kill,
+            // tgkill, sigqueue), whose siginfo carries the sender's pid.
+            return if unsafe { info.si_pid() } == pid {
+                Took::Own
+            } else {
+                Took::Foreign
+            };
+        }
+        if io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return Took::Failed;
+        }
+    }
+}
+
+extern "C" fn harmless_handler(_: libc::c_int) {}
+
+/// Keeps signals latlab exchanges between its own threads from ending the process when
+/// another process sends them to it as a whole (`kill -RTMIN+2 PID`): such a signal goes to
+/// a thread that does not block it, which by default would kill latlab with nothing saved.
+/// Each of `sigs` still at its default action gets a handler that does nothing; threads
+/// that block a signal still take it with sigwait. The default comes back when dropped.
+pub struct Harmless {
+    old: Vec<(i32, libc::sigaction)>,
+}
+
+impl Harmless {
+    /// Installs the handler on each of `sigs` whose action is the default.
+    pub fn install(sigs: &[i32]) -> io::Result<Harmless> {
+        let mut h = Harmless { old: Vec::new() };
+        for &sig in sigs {
+            // SAFETY: querying, then installing a zeroed sigaction with a valid handler and
+            // an empty mask; `old` is valid storage.
+            unsafe {
+                let mut old: libc::sigaction = std::mem::zeroed();
+                check(libc::sigaction(sig, std::ptr::null(), &mut old))?;
+                if old.sa_sigaction != libc::SIG_DFL {
+                    continue;
+                }
+                let mut sa: libc::sigaction = std::mem::zeroed();
+                sa.sa_sigaction = harmless_handler as *const () as usize;
+                libc::sigemptyset(&mut sa.sa_mask);
+                sa.sa_flags = libc::SA_RESTART;
+                check(libc::sigaction(sig, &sa, std::ptr::null_mut()))?;
+                h.old.push((sig, old));
+            }
+        }
+        Ok(h)
+    }
+}
+
+impl Drop for Harmless {
+    fn drop(&mut self) {
+        for (sig, old) in &self.old {
+            // SAFETY: restoring the action saved at install.
+            unsafe { libc::sigaction(*sig, old, std::ptr::null_mut()) };
+        }
+    }
+}
+
 /// A set holding `sig`, for `wait_signal` and `suspend_for`.
 pub fn set_of(sig: i32) -> libc::sigset_t {
     sigset(&[sig])

@@ -606,6 +606,70 @@ fn a_ring_times_every_round_trip() {
     assert!(s["min_ns"].as_u64().unwrap() > 0);
 }
 
+/// Task ids of `pid`'s threads named `comm`.
+fn threads_named(pid: u32, comm: &str) -> Vec<i32> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+                .filter(|t| {
+                    std::fs::read_to_string(format!("/proc/{pid}/task/{t}/comm"))
+                        .is_ok_and(|c| c.trim() == comm)
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Signals another process sends latlab's signal methods: to a ring thread, the ring's own
+/// signal is taken and dropped (not a second token that would make every later round trip
+/// short), counted and said; to the process as a whole, a method's signal does not kill latlab
+/// (it would by default), and every message is still timed.
+#[test]
+fn a_foreign_signal_is_not_passed_on_and_does_not_kill() {
+    if skipped(rt_unavailable()) {
+        return;
+    }
+    let rt = |n: i32| libc::SIGRTMIN() + n;
+    let mut child = latlab()
+        .env("LATLAB_TEST_TAG", "ipc-foreign-ring")
+        .words("ipc --method sigwait --ring 3 --burst 1 -a 0,1 -i 1ms -l 2000 --no-store --json -")
+        .spawn();
+    child.wait_until("its ring under way", |pid| {
+        threads_named(pid, "latlab-ipc-ring").len() == 3
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    let pid = child.id() as i32;
+    for tid in threads_named(child.id(), "latlab-ipc-ring") {
+        // SAFETY: tgkill of a thread of the child this test started.
+        unsafe { libc::syscall(libc::SYS_tgkill, pid, tid, rt(2)) };
+    }
+    let out = child.end_within(Duration::from_secs(30));
+    out.assert_ok();
+    let run = out.json();
+    let s = &run["series"][0];
+    assert_eq!(s["count"], 2000, "{out}");
+    assert!(s["extra"]["foreign"].as_u64() >= Some(1), "{out}");
+    assert!(
+        run["warnings"]
+            .to_string()
+            .contains("came without a message from its sender"),
+        "{out}"
+    );
+
+    for (method, sig) in [("sigwait", rt(2)), ("sigwait", rt(3)), ("signal", rt(2))] {
+        let child = latlab()
+            .env("LATLAB_TEST_TAG", "ipc-foreign-kill")
+            .args(["ipc", "--method", method])
+            .words("-i 5ms -l 200 --no-store --json -")
+            .spawn();
+        std::thread::sleep(Duration::from_millis(400));
+        child.signal(sig);
+        let out = child.end_within(Duration::from_secs(30));
+        out.assert_ok();
+        assert_eq!(out.json()["series"][0]["count"], 200, "{method}: {out}");
+    }
+}
+
 #[test]
 fn ctrl_c_ends_a_long_interval_at_once() {
     if skipped(rt_unavailable()) {

@@ -95,6 +95,8 @@ pub enum Chan {
         sig: [i32; 2],
         /// Process and thread id of each side.
         tid: [[AtomicI32; 2]; 2],
+        /// Another process's signal to latlab as a whole does not kill it.
+        _harmless: ipcprim::Harmless,
     },
     /// As `Sigwait`, but the receiver's signal runs a handler (it sleeps in sigsuspend).
     Signal {
@@ -104,6 +106,8 @@ pub enum Chan {
         tid: [[AtomicI32; 2]; 2],
         /// The handler, uninstalled when the channel drops.
         _handler: ipcprim::HandlerGuard,
+        /// Another process's signal to latlab as a whole does not kill it.
+        _harmless: ipcprim::Harmless,
     },
     /// A token count per side in a futex word (words 0 and 1).
     Futex(SharedPage),
@@ -142,11 +146,14 @@ impl Chan {
             Method::Sigwait => Chan::Sigwait {
                 sig: sigs,
                 tid: tids(),
+                _harmless: ipcprim::Harmless::install(&sigs)?,
             },
             Method::Signal => Chan::Signal {
                 sig: sigs,
                 tid: tids(),
                 _handler: ipcprim::HandlerGuard::install(sigs[RECEIVER])?,
+                // After the handler: only the sender's signal is still at its default.
+                _harmless: ipcprim::Harmless::install(&sigs)?,
             },
             Method::Futex => Chan::Futex(SharedPage::new()?),
             Method::Eventfd => Chan::Eventfd([EventFd::new()?, EventFd::new()?]),
@@ -164,7 +171,7 @@ impl Chan {
             handled: false,
         };
         match self {
-            Chan::Sigwait { sig, tid } | Chan::Signal { sig, tid, .. } => {
+            Chan::Sigwait { sig, tid, .. } | Chan::Signal { sig, tid, .. } => {
                 tid[me][0].store(crate::sys::process::getpid(), Ordering::SeqCst);
                 tid[me][1].store(crate::sys::sched::gettid(), Ordering::SeqCst);
                 ipcprim::block_signals(&[sig[me]])?;
@@ -186,7 +193,7 @@ impl Chan {
             Chan::Pmq(q) => q[to].send(stamp),
             Chan::PosixSem(s) => s[to].post(),
             Chan::SysvSem(s) => s.post(to as u16),
-            Chan::Sigwait { sig, tid } | Chan::Signal { sig, tid, .. } => {
+            Chan::Sigwait { sig, tid, .. } | Chan::Signal { sig, tid, .. } => {
                 let [pid, tid] = &tid[to];
                 ipcprim::signal_task(
                     pid.load(Ordering::Relaxed),

@@ -276,6 +276,16 @@ fn fallback() -> Applied {
 }
 
 fn series_of(cfg: &IpcConfig, m: &MethodOut) -> Series {
+    let mut s = series_fields(cfg, m);
+    if m.foreign > 0 {
+        if let Some(e) = s.extra.as_mut().and_then(|e| e.as_object_mut()) {
+            e.insert("foreign".into(), m.foreign.into());
+        }
+    }
+    s
+}
+
+fn series_fields(cfg: &IpcConfig, m: &MethodOut) -> Series {
     if let Some(n) = cfg.ring {
         let mut s = Series::from_recorder("sigwait-ring".into(), &m.rec);
         s.cpu = m.applied[0].cpu_for(cfg.cpus[0]);
@@ -304,11 +314,6 @@ fn series_of(cfg: &IpcConfig, m: &MethodOut) -> Series {
         "sender_prio": m.applied[SENDER].prio,
         "tasks": cfg.tasks,
     }));
-    if m.foreign > 0 {
-        if let Some(e) = s.extra.as_mut().and_then(|e| e.as_object_mut()) {
-            e.insert("foreign".into(), m.foreign.into());
-        }
-    }
     s
 }
 
@@ -340,8 +345,8 @@ fn run(cfg: &IpcConfig, ctx: &mut Ctx<'_>) -> Result<IpcOutcome> {
         }
         if o.foreign > 0 {
             ctx.warn(format!(
-                "--method {}: {} wake-up{} of the receiver came without a message from its \
-                 sender (another process posted to or wrote into the channel); not timed",
+                "--method {}: {} wake-up{} came without a message from its sender \
+                 (another process posted to, wrote into or signalled the channel); not timed",
                 m.name(),
                 o.foreign,
                 if o.foreign == 1 { "" } else { "s" }

@@ -20,15 +20,30 @@ struct Ring {
     quit: AtomicBool,
     broken: AtomicBool,
     rounds: AtomicU64,
+    /// Signals another process sent into the ring: taken and dropped, not passed on (a
+    /// second token would make every later round trip short).
+    foreign: AtomicU64,
+    /// latlab's process id: the sender of every signal of the ring.
+    pid: i32,
 }
 
 impl Ring {
     fn signal(&self, to: usize) -> bool {
-        ipcprim::signal_task(
-            crate::sys::process::getpid(),
-            self.tids[to].load(Ordering::Relaxed),
-            self.sig,
-        )
+        ipcprim::signal_task(self.pid, self.tids[to].load(Ordering::Relaxed), self.sig)
+    }
+
+    /// Waits for the ring's signal from latlab itself, dropping (and counting) any another
+    /// process sends; false when the wait failed.
+    fn take(&self, set: &libc::sigset_t) -> bool {
+        loop {
+            match ipcprim::wait_signal_from(set, self.pid) {
+                ipcprim::Took::Own => return true,
+                ipcprim::Took::Foreign => {
+                    self.foreign.fetch_add(1, Ordering::Relaxed);
+                }
+                ipcprim::Took::Failed => return false,
+            }
+        }
     }
 
     /// Ends the ring: every other thread gets its own signal and sees `quit`.
@@ -59,7 +74,7 @@ fn lead(ring: &Ring, set: &libc::sigset_t, cfg: &IpcConfig, stop: &AtomicBool) -
         }
         for _ in 0..burst {
             let t = clock::now_ns(clk);
-            if !ring.signal(1) || !ipcprim::wait_signal(set) {
+            if !ring.signal(1) || !ring.take(set) {
                 ring.broken.store(true, Ordering::SeqCst);
                 break 'run;
             }
@@ -89,7 +104,7 @@ fn lead(ring: &Ring, set: &libc::sigset_t, cfg: &IpcConfig, stop: &AtomicBool) -
 /// Any other thread: pass the signal on until told to quit.
 fn pass(ring: &Ring, me: usize, set: &libc::sigset_t) {
     let next = (me + 1) % ring.tids.len();
-    while ipcprim::wait_signal(set) && !ring.quit.load(Ordering::SeqCst) {
+    while ring.take(set) && !ring.quit.load(Ordering::SeqCst) {
         if !ring.signal(next) {
             ring.broken.store(true, Ordering::SeqCst);
             break;
@@ -105,7 +120,11 @@ pub fn measure(ctx: &Ctx<'_>, cfg: &IpcConfig, n: usize) -> Result<(MethodOut, O
         quit: AtomicBool::new(false),
         broken: AtomicBool::new(false),
         rounds: AtomicU64::new(0),
+        foreign: AtomicU64::new(0),
+        pid: crate::sys::process::getpid(),
     });
+    let _harmless = ipcprim::Harmless::install(&[ring.sig])
+        .map_err(|e| Error::Env(format!("--ring: cannot set up its signal: {e}")))?;
     let placements: Vec<Placement> = (0..n)
         .map(|i| Placement {
             name: format!("ipc-ring{i}"),
@@ -179,7 +198,7 @@ pub fn measure(ctx: &Ctx<'_>, cfg: &IpcConfig, n: usize) -> Result<(MethodOut, O
             sent: ring.rounds.load(Ordering::SeqCst),
             rec,
             overruns,
-            foreign: 0,
+            foreign: ring.foreign.load(Ordering::SeqCst),
             applied: [first, second],
         },
         broken,
