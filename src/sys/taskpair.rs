@@ -64,6 +64,21 @@ pub fn get(fd: i32) -> bool {
     unsafe { libc::read(fd, (&mut b as *mut u8).cast(), 1) == 1 }
 }
 
+/// Writes the one byte `b`; false on error.
+#[inline(always)]
+pub fn put_byte(fd: i32, b: u8) -> bool {
+    // SAFETY: writing one byte from a valid buffer.
+    unsafe { libc::write(fd, (&b as *const u8).cast(), 1) == 1 }
+}
+
+/// Reads one byte; None on EOF or error.
+#[inline(always)]
+pub fn get_byte(fd: i32) -> Option<u8> {
+    let mut b = 0u8;
+    // SAFETY: reading one byte into a valid buffer.
+    (unsafe { libc::read(fd, (&mut b as *mut u8).cast(), 1) } == 1).then_some(b)
+}
+
 /// A connected pair of Unix stream sockets (close-on-exec), in the shape of a pipe.
 pub fn socketpair() -> std::io::Result<Pipe> {
     let mut fds = [0i32; 2];

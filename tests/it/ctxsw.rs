@@ -1,5 +1,6 @@
-//! `latlab ctxsw`: every method gives one sample per iteration, threads and processes; the
-//! ioperm phases say plainly when the kernel lacks them.
+//! `latlab ctxsw`: every method gives one sample per iteration, threads and processes; a byte
+//! another process writes into the pipe ring is dropped and said; the ioperm phases say
+//! plainly when the kernel lacks them.
 
 use crate::util::{
     expect_exit, latlab, latlab_as_nobody, read_json, reads_back, rt_unavailable, skipped, Dir,
@@ -48,6 +49,74 @@ fn each_method_gives_one_sample_per_iteration() {
                 assert_eq!(x["switches_per_sample"], 2.0);
             }
         }
+    }
+}
+
+/// The pipes of `pid` whose both ends it holds (a ring's), by fd: one fd of each.
+fn ring_pipes(pid: u32) -> Vec<String> {
+    let mut seen: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for e in std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        if let Ok(t) = std::fs::read_link(e.path()) {
+            let t = t.to_string_lossy().into_owned();
+            if t.starts_with("pipe:") {
+                let fd = e.file_name().to_string_lossy().into_owned();
+                seen.entry(t).or_default().push(fd);
+            }
+        }
+    }
+    seen.into_values()
+        .filter(|fds| fds.len() >= 2)
+        .map(|fds| fds[0].clone())
+        .collect()
+}
+
+/// A byte another process writes into the pipe ring (the same user can, through
+/// /proc/PID/fd) is dropped, counted and said, not passed on as a second token that would make
+/// every later round trip short; every iteration still gives its sample.
+#[test]
+fn a_byte_written_into_the_ring_is_dropped_and_said() {
+    if skipped(rt_unavailable()) {
+        return;
+    }
+    let dir = Dir::new();
+    for tasks in ["threads", "processes"] {
+        let json = dir.join(format!("inject-{tasks}.json"));
+        let mut child = latlab()
+            .env("LATLAB_TEST_TAG", format!("ctxsw-inject-{tasks}"))
+            .args(["ctxsw", "--tasks", tasks])
+            .words("--method pipe --ring 3 --cpus 0 -n 300000 --no-store --json")
+            .arg(&json)
+            .spawn();
+        child.wait_until("its pipe ring", |pid| ring_pipes(pid).len() >= 3);
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let pid = child.id();
+        let mut written = 0;
+        for fd in ring_pipes(pid) {
+            let f = std::fs::OpenOptions::new()
+                .write(true)
+                .open(format!("/proc/{pid}/fd/{fd}"));
+            if let Ok(mut f) = f {
+                use std::io::Write;
+                written += usize::from(f.write(b"x").is_ok_and(|n| n == 1));
+            }
+        }
+        let out = child.end_within(std::time::Duration::from_secs(60));
+        out.assert_ok();
+        assert!(written >= 1, "no byte written: {out}");
+        let run = read_json(&json);
+        let s = &run["series"][0];
+        assert_eq!(s["count"], 300000, "{tasks}: {out}");
+        assert!(s["extra"]["foreign"].as_u64() >= Some(1), "{tasks}: {out}");
+        assert!(
+            run["warnings"]
+                .to_string()
+                .contains("another process wrote into the ring"),
+            "{tasks}: {out}"
+        );
     }
 }
 

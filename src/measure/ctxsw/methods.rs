@@ -49,6 +49,9 @@ pub struct Raw {
     pub switches_per_sample: f64,
     /// Ticks of non-switch work in one sample, subtracted before dividing (pipe method).
     pub overhead_per_sample: u64,
+    /// Bytes another process wrote into the pipe ring (through /proc/PID/fd): dropped, never
+    /// passed on as a second token.
+    pub foreign: u64,
 }
 
 /// A partner task: a thread or a forked process.
@@ -158,6 +161,7 @@ pub fn yield_pair(s: &Setup, measuring_prep: Prep, partner_prep: Prep) -> std::i
         samples: samples?,
         switches_per_sample: 2.0,
         overhead_per_sample: 0,
+        foreign: 0,
     })
 }
 
@@ -173,9 +177,14 @@ fn touch(buf: &mut [u8]) {
 /// A ring of `n` tasks passing a one-byte token through pipes, each touching `touch_kb` of its
 /// own memory per hop. A sample is one trip round the ring (n switches); the cost of n hops
 /// without switching (write + read of one's own pipe + the touch) is measured separately and
-/// subtracted, as lmbench does.
+/// subtracted, as lmbench does. The token is the round's number (mod 256) and every task knows
+/// which comes next: a byte another process writes into a pipe of the ring (same user, through
+/// /proc/PID/fd) is dropped and counted, not passed on as a second token that would make
+/// every later round short.
 pub fn pipe_ring(s: &Setup, n: usize, touch_kb: usize) -> std::io::Result<Raw> {
     let pipes: Vec<Pipe> = (0..n).map(|_| Pipe::new()).collect::<Result<_, _>>()?;
+    // Shared with forked partners: the count of stray bytes dropped.
+    let stray = Arc::new(SharedPage::new()?);
     let all_raw: Vec<i32> = pipes.iter().flat_map(|p| [p.rfd(), p.wfd()]).collect();
     let (reads, writes): (Vec<_>, Vec<_>) = pipes.into_iter().map(|p| (p.r, Some(p.w))).unzip();
     let mut writes = writes;
@@ -191,6 +200,7 @@ pub fn pipe_ring(s: &Setup, n: usize, touch_kb: usize) -> std::io::Result<Raw> {
         // Never dropped: a forked child must not call the allocator (the ring ends once).
         let mut buf = std::mem::ManuallyDrop::new(vec![0u8; touch_kb * 1024]);
         let all = std::mem::ManuallyDrop::new(all_raw.clone());
+        let stray = stray.clone();
         partners.push(start_partner(s, i, move || {
             if processes {
                 for &fd in all.iter() {
@@ -199,9 +209,15 @@ pub fn pipe_ring(s: &Setup, n: usize, touch_kb: usize) -> std::io::Result<Raw> {
                     }
                 }
             }
-            while taskpair::get(rd) {
+            let mut expect = 0u8;
+            while let Some(b) = taskpair::get_byte(rd) {
+                if b != expect {
+                    stray.word(0).fetch_add(1, Ordering::Relaxed);
+                    continue;
+                }
+                expect = expect.wrapping_add(1);
                 touch(&mut buf);
-                if !taskpair::put(wr) {
+                if !taskpair::put_byte(wr, b) {
                     break;
                 }
             }
@@ -215,6 +231,7 @@ pub fn pipe_ring(s: &Setup, n: usize, touch_kb: usize) -> std::io::Result<Raw> {
     let (iters, warm, ticks, stop) = (s.iterations, s.warmup, s.ticks, s.stop.clone());
     let rd = reads[0].as_raw_fd();
     let wr = writes[1 % n].as_ref().map_or(-1, |w| w.as_raw_fd());
+    let lead_stray = stray.clone();
     let measured = on_measuring_thread(s, move || {
         let mut buf = vec![0u8; touch_kb * 1024];
         let hop = hop_overhead(ticks, touch_kb, iters.clamp(100, 20_000));
@@ -223,9 +240,15 @@ pub fn pipe_ring(s: &Setup, n: usize, touch_kb: usize) -> std::io::Result<Raw> {
             if stop.load(Ordering::Relaxed) {
                 break;
             }
+            let round = i as u8;
             let t1 = ticks.read();
-            taskpair::put(wr);
-            taskpair::get(rd);
+            taskpair::put_byte(wr, round);
+            while let Some(b) = taskpair::get_byte(rd) {
+                if b == round {
+                    break;
+                }
+                lead_stray.word(0).fetch_add(1, Ordering::Relaxed);
+            }
             touch(&mut buf);
             let t2 = ticks.read();
             if i >= warm {
@@ -247,6 +270,7 @@ pub fn pipe_ring(s: &Setup, n: usize, touch_kb: usize) -> std::io::Result<Raw> {
         samples,
         switches_per_sample: n as f64,
         overhead_per_sample: overhead,
+        foreign: u64::from(stray.word(0).load(Ordering::SeqCst)),
     })
 }
 
@@ -317,6 +341,7 @@ pub fn futex_pair(s: &Setup) -> std::io::Result<Raw> {
         samples: samples?,
         switches_per_sample: 2.0,
         overhead_per_sample: 0,
+        foreign: 0,
     })
 }
 

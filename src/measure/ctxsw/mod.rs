@@ -213,6 +213,16 @@ pub fn run(mut cfg: CtxswConfig, ctx: &mut Ctx<'_>) -> Result<CtxswOutcome> {
         }
     }
     saved.restore();
+    for r in results.iter().filter(|r| r.raw.foreign > 0) {
+        warnings.push(format!(
+            "--method {}: {} byte{} another process wrote into the ring's pipes {} dropped, not \
+             passed on as a second token; the round trips they came in took a read more",
+            r.name,
+            r.raw.foreign,
+            if r.raw.foreign == 1 { "" } else { "s" },
+            if r.raw.foreign == 1 { "was" } else { "were" }
+        ));
+    }
     let series = results.iter().map(|r| series_of(r, &cfg, tpn)).collect();
     let mut params = serde_json::to_value(&cfg).unwrap_or_default();
     params["ticks_per_ns"] = serde_json::json!(tpn);
@@ -272,6 +282,11 @@ fn series_of(r: &MethodResult, cfg: &CtxswConfig, tpn: f64) -> Series {
         "sample_ticks": tick_stats(&r.raw.samples),
         "ticks_per_ns": tpn,
     }));
+    if r.raw.foreign > 0 {
+        if let Some(e) = s.extra.as_mut().and_then(|e| e.as_object_mut()) {
+            e.insert("foreign".into(), r.raw.foreign.into());
+        }
+    }
     s
 }
 
