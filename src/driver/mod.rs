@@ -616,6 +616,12 @@ pub fn execute_with<M: Measurement>(
     let (company_warnings, company_seen) = company(m.pinned_cpus().as_ref(), common.strict)?;
     warnings.extend(company_warnings);
 
+    for why in crate::loadgen::policy_refusals(&common.loads) {
+        if common.strict {
+            return Err(Error::Env(format!("--strict: {why}")));
+        }
+        warnings.push(why);
+    }
     let loads = LoadSet::start(&common.loads, &control)?;
     let dog = watchdog::Watchdog::start(loads.pids(), m.planned(), control.clone());
     // --trace: the session starts once the loads run and before the measuring threads; its

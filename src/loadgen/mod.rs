@@ -81,6 +81,23 @@ pub struct LoadSet {
     names: Vec<String>,
 }
 
+/// Why each load that asks for a real-time policy (`cpu:policy=fifo,prio=N`) will not get it
+/// (not root, RLIMIT_RTPRIO, a cgroup without an RT budget), asked of the kernel before the
+/// loads start: its threads then run at SCHED_OTHER, which the run must say (or refuse under
+/// `--strict`), not only the load worker's stderr.
+pub fn policy_refusals(specs: &[LoadSpec]) -> Vec<String> {
+    specs
+        .iter()
+        .filter_map(|s| {
+            let prio = s.rt_prio()?;
+            let policy: crate::config::Policy = s.opts.get("policy")?.parse().ok()?;
+            crate::sys::privilege::probe_policy(policy, prio)
+                .err()
+                .map(|why| format!("load {}: {why}; its threads run SCHED_OTHER", s.text))
+        })
+        .collect()
+}
+
 impl LoadSet {
     /// Starts every load and lets them warm up; fails (exit 3) if one dies during warm-up. A
     /// Ctrl-C during the warm-up cuts it short (the measurement then ends at once, saved and

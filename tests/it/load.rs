@@ -274,3 +274,56 @@ fn a_load_stopped_for_a_while_is_said_and_disturbs_the_run() {
     );
     none_left(&t);
 }
+
+/// A load that asks for a real-time policy it will not get (as `nobody`: RLIMIT_RTPRIO 0)
+/// runs at SCHED_OTHER and the result says so, under a measurement and in the foreground;
+/// `--strict` refuses it (exit 3).
+#[test]
+fn a_load_refused_its_real_time_policy_says_so() {
+    let dir = Dir::new();
+    let json = dir.join("l.json");
+    let as_nobody = |args: &[&str]| {
+        crate::util::latlab_as_nobody(&dir, &[]).map(|mut c| c.args(args).output().unwrap())
+    };
+    let path = json.to_str().unwrap();
+    let fifo = "cpu:policy=fifo,prio=10";
+    let Some(out) = as_nobody(&["load", fifo, "-D", "300ms", "--no-store", "--json", path]) else {
+        return;
+    };
+    let err = String::from_utf8_lossy(&out.stderr);
+    if err.contains("Permission denied") && !json.exists() {
+        return crate::util::skip(
+            "a_load_refused_its_real_time_policy_says_so",
+            &format!("'nobody' cannot run the test binary here: {err}"),
+        );
+    }
+    assert!(out.status.success(), "{err}");
+    let w = read_json(&json)["warnings"].to_string();
+    assert!(
+        w.contains("load cpu:policy=fifo,prio=10") && w.contains("SCHED_OTHER"),
+        "{w}"
+    );
+    let args = [
+        "cyclic",
+        "-l",
+        "20",
+        "-q",
+        "--no-store",
+        "--load",
+        fifo,
+        "--json",
+        path,
+    ];
+    let out = as_nobody(&args).unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let w = read_json(&json)["warnings"].to_string();
+    assert!(w.contains("load cpu:policy=fifo,prio=10"), "{w}");
+    let strict = as_nobody(&["load", fifo, "-D", "300ms", "--no-store", "--strict"]).unwrap();
+    let err = String::from_utf8_lossy(&strict.stderr);
+    assert_eq!(strict.status.code(), Some(3), "{err}");
+    assert!(err.contains("load cpu:policy=fifo,prio=10"), "{err}");
+}

@@ -52,6 +52,12 @@ impl Measurement for Foreground {
         // The load runs in a worker process, as under a measurement, so whatever it starts
         // dies with latlab even after a SIGKILL (the worker kills its whole group when we die).
         let control = ctx.control().clone();
+        for why in crate::loadgen::policy_refusals(std::slice::from_ref(&self.spec)) {
+            if ctx.strict() {
+                return Err(Error::Env(format!("--strict: {why}")));
+            }
+            ctx.warn(why);
+        }
         let t0 = Instant::now();
         let set = LoadSet::start(std::slice::from_ref(&self.spec), &control)?;
         let until = self.duration_ns.map(Duration::from_nanos);
