@@ -617,10 +617,7 @@ pub fn execute_with<M: Measurement>(
     warnings.extend(company_warnings);
 
     for why in crate::loadgen::policy_refusals(&common.loads) {
-        if common.strict {
-            return Err(Error::Env(format!("--strict: {why}")));
-        }
-        warnings.push(why);
+        crate::rt::degrade(common.strict, why, &mut warnings)?;
     }
     let loads = LoadSet::start(&common.loads, &control)?;
     let dog = watchdog::Watchdog::start(loads.pids(), m.planned(), control.clone());

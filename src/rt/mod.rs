@@ -550,7 +550,8 @@ pub struct Prepared {
     pub dma: Option<sys::dma::DmaLatency>,
 }
 
-fn degrade(strict: bool, why: String, warnings: &mut Vec<String>) -> crate::Result<()> {
+/// A refusal latlab can run on without: a warning, or exit 3 (`--strict: WHY`) under `--strict`.
+pub fn degrade(strict: bool, why: String, warnings: &mut Vec<String>) -> crate::Result<()> {
     if strict {
         return Err(crate::Error::Env(format!("--strict: {why}")));
     }

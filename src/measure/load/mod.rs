@@ -53,10 +53,8 @@ impl Measurement for Foreground {
         // dies with latlab even after a SIGKILL (the worker kills its whole group when we die).
         let control = ctx.control().clone();
         for why in crate::loadgen::policy_refusals(std::slice::from_ref(&self.spec)) {
-            if ctx.strict() {
-                return Err(Error::Env(format!("--strict: {why}")));
-            }
-            ctx.warn(why);
+            let strict = ctx.strict();
+            crate::rt::degrade(strict, why, ctx.warnings())?;
         }
         let t0 = Instant::now();
         let set = LoadSet::start(std::slice::from_ref(&self.spec), &control)?;
