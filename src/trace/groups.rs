@@ -2,7 +2,10 @@
 //! loads (`hackbench (latlab load)`: every process and thread of one `--load`), the command
 //! `latlab sched -- CMD` runs (its whole tree), latlab's own helper threads (`latlab (self)`),
 //! another latlab (its command line), kernel workers by their workqueue
-//! (`kworker/u8:*-ext4-rsv-conversion`); everything else by the command it ran (`procs`).
+//! (`kworker/u8:*-ext4-rsv-conversion`), a threaded interrupt by its IRQ (`irq 24 virtio0
+//! (thread)`), the per-CPU kernel threads of PREEMPT_RT and hotplug by what they serve
+//! (`timer softirq (kernel, ktimers/*)`, `stop_machine, migration (kernel, migration/*)`);
+//! everything else by the command it ran (`procs`).
 //! What /proc says of a task is read while it lives (when its spike is attributed) and kept:
 //! most tasks of a load are gone by the end of the run.
 
@@ -64,6 +67,8 @@ struct Proc {
     /// Another latlab, the outermost in its line (its load workers and their children are
     /// that latlab's): its pid and command line.
     latlab: Option<(i32, String)>,
+    /// A kernel thread (kthreadd's child, or kthreadd).
+    kernel: bool,
 }
 
 /// Names the culprit group of every task a spike charges.
@@ -294,6 +299,7 @@ impl Namer {
                 line,
                 comm,
                 latlab,
+                kernel,
             },
         );
     }
@@ -386,7 +392,13 @@ impl Namer {
                 .or(other)
                 .unwrap_or_else(|| one(comm.to_string())),
         };
-        match workqueue_group(&id.group).or_else(|| workqueue_group(comm)) {
+        // A kernel thread's group by what it serves; a user task named like one is not (when
+        // /proc said which it was).
+        if process.is_some_and(|(_, p)| !p.kernel) {
+            return id;
+        }
+        let irqs = self.proc.join("irq");
+        match kernel_group(&id.group, &irqs).or_else(|| kernel_group(comm, &irqs)) {
             Some(g) => one(g),
             None => id,
         }
@@ -402,6 +414,80 @@ impl Namer {
         self.parents.clear();
         self.latlabs.clear();
     }
+}
+
+/// The per-CPU kernel threads that do one kind of work for the kernel, by name prefix: the
+/// group says what they serve, and the CPU number is dropped (the cause is per CPU already).
+const KERNEL_WORK: &[(&str, &str)] = &[
+    ("ktimers/", "timer softirq (kernel, ktimers/*)"),
+    ("ktimersoftd/", "timer softirq (kernel, ktimersoftd/*)"),
+    ("ksoftirqd/", "softirqs (kernel, ksoftirqd/*)"),
+    ("rcuc/", "RCU callbacks (kernel, rcuc/*)"),
+    ("rcuop/", "RCU offloaded callbacks (kernel, rcuo*)"),
+    ("rcuos/", "RCU offloaded callbacks (kernel, rcuo*)"),
+    ("rcuog/", "RCU offloaded callbacks (kernel, rcuo*)"),
+    ("rcub/", "RCU priority boosting (kernel, rcub/*)"),
+    ("rcu_preempt", "RCU grace periods (kernel, rcu_preempt)"),
+    ("rcu_sched", "RCU grace periods (kernel, rcu_sched)"),
+    (
+        "migration/",
+        "stop_machine, migration (kernel, migration/*)",
+    ),
+    ("cpuhp/", "CPU hotplug (kernel, cpuhp/*)"),
+    ("watchdog/", "watchdog (kernel, watchdog/*)"),
+    ("posixcputmr/", "POSIX CPU timers (kernel, posixcputmr/*)"),
+    ("idle_inject/", "idle injection (kernel, idle_inject/*)"),
+    ("kswapd", "page reclaim (kernel, kswapd*)"),
+    ("kcompactd", "memory compaction (kernel, kcompactd*)"),
+];
+
+/// The group of kernel thread `name`: a kernel worker's workqueue ([`workqueue_group`]), a
+/// threaded interrupt's IRQ (`irq/24-virtio0` -> `irq 24 virtio0 (thread)`: its handler's full
+/// name from `irqs`, /proc/irq, where the thread's 15-character name cut it), the kind of
+/// kernel work of [`KERNEL_WORK`]; None for any other name.
+pub fn kernel_group(name: &str, irqs: &Path) -> Option<String> {
+    if let Some(g) = workqueue_group(name) {
+        return Some(g);
+    }
+    if let Some(g) = irq_thread_group(name, irqs) {
+        return Some(g);
+    }
+    KERNEL_WORK.iter().find_map(|(prefix, group)| {
+        let rest = name.strip_prefix(prefix)?;
+        // `migration/3`, `kswapd0`, `rcu_preempt`: the rest is a CPU or node number, if any.
+        let number = rest.trim_start_matches(|c: char| c.is_ascii_digit());
+        number.is_empty().then(|| group.to_string())
+    })
+}
+
+/// A threaded interrupt's group: `irq/NN-NAME` (or `irq/NN-s-NAME`, a secondary handler's
+/// thread) -> `irq NN NAME (thread)`.
+fn irq_thread_group(name: &str, irqs: &Path) -> Option<String> {
+    let rest = name.strip_prefix("irq/")?;
+    let (nr, handler) = rest.split_once('-')?;
+    if nr.is_empty() || !nr.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let handler = handler.strip_prefix("s-").unwrap_or(handler);
+    // The kernel names the thread after the handler, cut to 15 characters in all: the one
+    // handler of that IRQ whose name starts so is the whole name.
+    let full: Vec<String> = std::fs::read_dir(irqs.join(nr))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| n.starts_with(handler) && !handler.is_empty())
+        .collect();
+    let handler = match full.as_slice() {
+        [one] => one.as_str(),
+        _ => handler,
+    };
+    Some(if handler.is_empty() {
+        format!("irq {nr} (thread)")
+    } else {
+        format!("irq {nr} {handler} (thread)")
+    })
 }
 
 /// A kernel worker's group: its workqueue, the worker number dropped
@@ -626,5 +712,75 @@ mod tests {
             n.identity(60, "kworker/u8:5", &l, Some(born)).group,
             "kworker/u8:*"
         );
+    }
+
+    #[test]
+    fn threaded_interrupts_and_kernel_work_are_named_by_what_they_serve() {
+        let f = Fake::new();
+        let irqs = f.0.path().join("irq");
+        // IRQ 24's one handler, whose name the thread's 15 characters cut.
+        std::fs::create_dir_all(irqs.join("24/virtio1-requests")).unwrap();
+        std::fs::write(irqs.join("24/smp_affinity_list"), "0-7\n").unwrap();
+        let g = |n: &str| kernel_group(n, &irqs);
+        assert_eq!(
+            g("irq/24-virtio1-r").unwrap(),
+            "irq 24 virtio1-requests (thread)"
+        );
+        assert_eq!(
+            g("irq/24-s-virtio1").unwrap(),
+            "irq 24 virtio1-requests (thread)"
+        );
+        // An IRQ /proc does not show: the name the thread has.
+        assert_eq!(g("irq/9-acpi").unwrap(), "irq 9 acpi (thread)");
+        assert_eq!(g("irq/x-acpi"), None);
+        assert_eq!(g("irq/"), None);
+        for cpu in ["0", "3", "15"] {
+            assert_eq!(
+                g(&format!("ktimers/{cpu}")).unwrap(),
+                "timer softirq (kernel, ktimers/*)"
+            );
+            assert_eq!(
+                g(&format!("migration/{cpu}")).unwrap(),
+                "stop_machine, migration (kernel, migration/*)"
+            );
+            assert_eq!(
+                g(&format!("rcuc/{cpu}")).unwrap(),
+                "RCU callbacks (kernel, rcuc/*)"
+            );
+            assert_eq!(
+                g(&format!("ksoftirqd/{cpu}")).unwrap(),
+                "softirqs (kernel, ksoftirqd/*)"
+            );
+        }
+        assert_eq!(
+            g("rcu_preempt").unwrap(),
+            "RCU grace periods (kernel, rcu_preempt)"
+        );
+        assert_eq!(g("kswapd0").unwrap(), "page reclaim (kernel, kswapd*)");
+        assert_eq!(g("migrationd"), None);
+        assert_eq!(g("migration/x"), None);
+        assert_eq!(g("bash"), None);
+        // Through the namer: a kernel thread is grouped, a user process that calls itself so is
+        // not.
+        f.process(2, 0, 0, "kthreadd", &[]);
+        f.process(17, 2, 0, "migration/3", &[]);
+        f.process(18, 2, 0, "irq/24-virtio1-r", &[]);
+        f.process(1, 0, 1, "init", &[]);
+        f.process(300, 1, 300, "migration/3", &[]);
+        let mut n = Namer::new(f.0.path().into(), 10, vec![]);
+        let mut name = |pid: i32, comm: &str| {
+            let l = lin(&[], pid, false);
+            n.observe(pid, &l);
+            n.identity(pid, comm, &l, None).group
+        };
+        assert_eq!(
+            name(17, "migration/3"),
+            "stop_machine, migration (kernel, migration/*)"
+        );
+        assert_eq!(
+            name(18, "irq/24-virtio1-r"),
+            "irq 24 virtio1-requests (thread)"
+        );
+        assert_eq!(name(300, "migration/3"), "migration/3");
     }
 }
