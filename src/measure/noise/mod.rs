@@ -18,7 +18,7 @@ use crate::rt::{self, Control, Live, Placement};
 use crate::stats::dist::Dist;
 use crate::stats::{LatHistogram, Percentiles, Recorder, Summary};
 use crate::sys;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant, SystemTime};
 use worker::{Source, SpinOut, Spinner};
@@ -242,9 +242,11 @@ fn one_measurement(
     let lives: Vec<Arc<Live>> = placements.iter().map(|_| Arc::new(Live::new())).collect();
     let threshold_ticks = ((cfg.threshold_ns as f64) * tpn).ceil().max(1.0) as u64;
     let spin_ticks = ((cfg.duration_ns as f64) * tpn) as u64;
+    let window = Arc::new(worker::Window::default());
     let handles = rt::spawn_workers(&placements, barrier.clone(), log, |i| {
         let (stop, live) = (stop.clone(), lives[i].clone());
         let interrupt = control.stop.clone();
+        let window = window.clone();
         let (name, log) = (placements[i].name.clone(), log.clone());
         move || {
             let s = Spinner {
@@ -255,6 +257,7 @@ fn one_measurement(
                 interrupt,
                 spin_ticks,
                 live,
+                window,
             };
             move || {
                 // A placement another process changes while it spins is said.
@@ -282,12 +285,14 @@ fn one_measurement(
     let deadline = t0 + Duration::from_nanos(cfg.duration_ns);
     let disturb_at = t0 + Duration::from_nanos(cfg.duration_ns / 3);
     let mut child: Option<(std::process::Child, u64)> = None;
-    let end_ns = Arc::new(AtomicU64::new(0));
     let mut waiter: Option<std::thread::JoinHandle<Option<i32>>> = None;
     while Instant::now() < deadline && !control.was_interrupted() {
         if let (Some(cmd), None, None) = (&cfg.disturb, &child, &waiter) {
             if Instant::now() >= disturb_at {
                 let start = sys::clock::now_ns(libc::CLOCK_MONOTONIC);
+                // Published before the command starts: the spinners tell each interruption
+                // from now on as during it.
+                window.start_ns.store(start, Ordering::Release);
                 match sys::process::spawn_shell(cmd, Some(cfg.disturb_cpu)) {
                     Ok(c) => child = Some((c, start)),
                     Err(e) => {
@@ -306,10 +311,12 @@ fn one_measurement(
             if waiter.is_none() {
                 // A plain thread waits for the command so its end time is exact.
                 let pid = c.id();
-                let end = end_ns.clone();
+                let window = window.clone();
                 waiter = Some(std::thread::spawn(move || {
                     let code = sys::process::wait_exit_code(pid as i32);
-                    end.store(sys::clock::now_ns(libc::CLOCK_MONOTONIC), Ordering::Release);
+                    window
+                        .end_ns
+                        .store(sys::clock::now_ns(libc::CLOCK_MONOTONIC), Ordering::Release);
                     code
                 }));
             }
@@ -331,13 +338,13 @@ fn one_measurement(
     }
     let dist = match (child, waiter) {
         (Some((mut c, start)), Some(w)) => {
-            if control.was_interrupted() && end_ns.load(Ordering::Acquire) == 0 {
+            if control.was_interrupted() && window.end_ns.load(Ordering::Acquire) == 0 {
                 sys::process::kill_group(&mut c);
             }
             let code = w.join().ok().flatten();
             Some(Disturbance {
                 start_ns: start,
-                end_ns: end_ns.load(Ordering::Acquire),
+                end_ns: window.end_ns.load(Ordering::Acquire),
                 exit_code: code,
             })
         }
@@ -454,7 +461,7 @@ fn build_series(
             "disturbance": disturb,
         });
         if dropped > 0 {
-            warnings.push(format!("CPU {cpu}: {dropped} interruptions beyond the first {} per repeat have no time stamp (their durations are all counted)", worker::EVENTS));
+            warnings.push(format!("CPU {cpu}: {dropped} interruptions smaller than the largest {} of their repeat have no time stamp (all are counted, during and outside a --disturb command too; only the largest are offered to --trace)", worker::EVENTS));
         }
         out.push(Series {
             name: format!("cpu{cpu}"),

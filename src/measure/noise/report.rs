@@ -32,21 +32,13 @@ pub fn disturbance_split(per: &[&SpinOut], dists: &[Option<Disturbance>]) -> ser
     if dists.iter().all(Option::is_none) {
         return serde_json::Value::Null;
     }
+    // Each spinner told every interruption during or outside the command as it came.
     let (mut n_in, mut max_in, mut n_out, mut max_out) = (0u64, 0u64, 0u64, 0u64);
-    for (o, d) in per.iter().zip(dists) {
-        for e in &o.events {
-            let inside = d.as_ref().is_some_and(|d| {
-                let end = if d.end_ns == 0 { u64::MAX } else { d.end_ns };
-                e.start_ns + e.dur_ns >= d.start_ns && e.start_ns <= end
-            });
-            if inside {
-                n_in += 1;
-                max_in = max_in.max(e.dur_ns);
-            } else {
-                n_out += 1;
-                max_out = max_out.max(e.dur_ns);
-            }
-        }
+    for o in per {
+        n_in += o.split.during.0;
+        max_in = max_in.max(o.split.during.1);
+        n_out += o.split.outside.0;
+        max_out = max_out.max(o.split.outside.1);
     }
     serde_json::json!({
         "during": {"interruptions": n_in, "max_ns": max_in},
@@ -457,6 +449,7 @@ mod tests {
                 },
             ],
             events_dropped: 0,
+            split: Default::default(),
             span_ns: (0, 5_000_000_000),
             timeline: None,
             stray: Default::default(),

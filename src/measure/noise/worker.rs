@@ -7,12 +7,62 @@ use crate::result::{Timeline, TimelineRecorder};
 use crate::rt::Live;
 use crate::stats::{LatHistogram, Recorder};
 use crate::sys::clock;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+
+/// When the disturbing command of `--disturb` ran (CLOCK_MONOTONIC ns; 0 = not yet), published
+/// by the control thread and read by the spinners at each interruption, so every interruption
+/// is told during or outside it however many there are.
+#[derive(Debug, Default)]
+pub struct Window {
+    /// When the command was started (0 until then).
+    pub start_ns: AtomicU64,
+    /// When it ended (0 while it runs).
+    pub end_ns: AtomicU64,
+}
+
+impl Window {
+    /// Whether an interruption from `start` to `end` (ns) overlapped the command, as far as
+    /// the spinner can know now (a command still running has not ended).
+    #[inline]
+    fn holds(&self, start: u64, end: u64) -> bool {
+        let from = self.start_ns.load(Ordering::Acquire);
+        if from == 0 || end < from {
+            return false;
+        }
+        let to = self.end_ns.load(Ordering::Acquire);
+        to == 0 || start <= to
+    }
+}
+
+/// Interruptions during the disturbing command and outside it: (count, largest ns) each.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Split {
+    /// During the command.
+    pub during: (u64, u64),
+    /// Outside it (all of them when there was none).
+    pub outside: (u64, u64),
+}
+
+impl Split {
+    #[inline]
+    fn add(&mut self, inside: bool, dur: u64) {
+        let s = if inside {
+            &mut self.during
+        } else {
+            &mut self.outside
+        };
+        s.0 += 1;
+        s.1 = s.1.max(dur);
+    }
+}
 
 /// Gaps below this many ticks are counted exactly in an array.
 pub const SMALL: usize = 1024;
-/// Interruptions kept with their time stamps (for relating them to a disturbance).
+/// Interruptions kept with their time stamps (the largest ones, for the tracer and the
+/// RT-throttling check).
 pub const EVENTS: usize = 1 << 16;
 
 /// What the loop reads.
@@ -36,6 +86,8 @@ pub struct Spinner {
     pub spin_ticks: u64,
     /// Live figures for the display.
     pub live: Arc<Live>,
+    /// When the disturbing command ran.
+    pub window: Arc<Window>,
 }
 
 /// An interruption: when it started (CLOCK_MONOTONIC ns) and how long it was (ns).
@@ -62,10 +114,12 @@ pub struct SpinOut {
     pub max_gap_ns: u64,
     /// Gaps at or above the threshold.
     pub interruptions: Recorder,
-    /// Interruptions with time stamps (first EVENTS of them).
+    /// The largest EVENTS interruptions with their time stamps, in time order.
     pub events: Vec<Event>,
-    /// Interruptions not kept in `events`.
+    /// Interruptions not kept in `events` (smaller than every one kept).
     pub events_dropped: u64,
+    /// Every interruption, during the disturbing command or outside it.
+    pub split: Split,
     /// CLOCK_MONOTONIC ns at the start and end of spinning.
     pub span_ns: (u64, u64),
     /// Interruptions per interval (count, max, p99), from the spinner's start.
@@ -86,8 +140,11 @@ impl Spinner {
         let mut small = vec![0u64; SMALL];
         let mut big = Recorder::new(); // gaps ≥ SMALL ticks, in ns
         let mut intr = Recorder::new();
-        let mut events: Vec<Event> = Vec::with_capacity(EVENTS);
+        // The largest interruptions, smallest on top: a bigger one replaces it (no allocation:
+        // the heap never grows past its capacity).
+        let mut events: BinaryHeap<Reverse<(u64, u64)>> = BinaryHeap::with_capacity(EVENTS);
         let mut dropped = 0u64;
+        let mut split = Split::default();
         let mut timeline = TimelineRecorder::new(crate::result::timeline::DEFAULT_WIDTH_NS);
         let tpn = self.ticks_per_ns;
         let to_ns = |t: u64| (t as f64 / tpn) as u64;
@@ -128,13 +185,17 @@ impl Spinner {
                 let dur = to_ns(d);
                 intr.record(dur);
                 timeline.record(to_ns(now.wrapping_sub(tick0)), dur);
+                let start_ns = mono0 + to_ns(now.wrapping_sub(d).wrapping_sub(tick0));
+                split.add(self.window.holds(start_ns, start_ns + dur), dur);
                 if events.len() < EVENTS {
-                    events.push(Event {
-                        start_ns: mono0 + to_ns(now.wrapping_sub(d).wrapping_sub(tick0)),
-                        dur_ns: dur,
-                    });
+                    events.push(Reverse((dur, start_ns)));
                 } else {
                     dropped += 1;
+                    if let Some(mut least) = events.peek_mut() {
+                        if least.0 .0 < dur {
+                            *least = Reverse((dur, start_ns));
+                        }
+                    }
                 }
                 self.live.publish(n, dur, 0, to_ns(max_ticks), intr.count);
             }
@@ -150,6 +211,12 @@ impl Spinner {
                 gaps.record_n(to_ns(t as u64), c);
             }
         }
+        let mut events: Vec<Event> = events
+            .into_vec()
+            .into_iter()
+            .map(|Reverse((dur_ns, start_ns))| Event { start_ns, dur_ns })
+            .collect();
+        events.sort_unstable_by_key(|e| (e.start_ns, e.dur_ns));
         SpinOut {
             ran_on: None,
             iterations: n,
@@ -159,6 +226,7 @@ impl Spinner {
             interruptions: intr,
             events,
             events_dropped: dropped,
+            split,
             span_ns: (mono0, mono1),
             timeline: Some(timeline.finish(to_ns(end_ticks.wrapping_sub(tick0)))),
             stray,
