@@ -22,6 +22,10 @@ pub struct TraceReport {
     pub spikes_dropped: u64,
     /// Every attributed spike (a monitor snapshot: the interval's worst).
     pub spikes: Vec<SpikeRecord>,
+    /// Spikes attributed before the reader had read their CPU's events that far (it was still
+    /// behind when the wait for it ended): their windows may lack events.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub spikes_unread: u64,
     /// Attributed spikes counted in `per_cpu` but not kept in `spikes` (a monitor snapshot
     /// keeps only its interval's worst).
     #[serde(default, skip_serializing_if = "is_zero")]

@@ -35,13 +35,22 @@ pub struct CpuLog {
     pub losses: Vec<(u64, u64)>,
 }
 
+/// How far back (in units of the kept history) a hold keeps events at most: a session that
+/// never explains its spikes cannot keep every event.
+pub const HOLD_FACTOR: u64 = 4;
+
 /// Losses kept with their time per CPU (beyond, only counted).
 pub const MAX_LOSSES: usize = 4096;
 
 impl CpuLog {
-    /// Adds an event and drops those older than `keep_ns` before it.
-    pub fn push(&mut self, e: Event, keep_ns: u64) {
-        let horizon = e.ts.saturating_sub(keep_ns);
+    /// Adds an event and drops those older than `keep_ns` before it, but none after `hold`
+    /// (the oldest time spikes still to be explained need; `u64::MAX`: none) while that is
+    /// less than [`HOLD_FACTOR`] times `keep_ns` back.
+    pub fn push(&mut self, e: Event, keep_ns: u64, hold: u64) {
+        let mut horizon = e.ts.saturating_sub(keep_ns);
+        if hold < horizon && e.ts.saturating_sub(hold) <= keep_ns.saturating_mul(HOLD_FACTOR) {
+            horizon = hold;
+        }
         self.events.push_back(e);
         self.read += 1;
         while self.events.front().is_some_and(|f| f.ts < horizon) {
@@ -94,6 +103,9 @@ struct Shared {
     pages_cap: AtomicUsize,
     /// Where a page header keeps its time stamp.
     ts_offset: usize,
+    /// Events at or after this trace-clock time are kept whatever `keep_ns` says (spikes to be
+    /// explained need them); `u64::MAX`: no hold.
+    hold: std::sync::atomic::AtomicU64,
 }
 
 /// A running trace: the instances, the reader thread, the per-CPU logs and the task table.
@@ -134,17 +146,22 @@ fn now_mono() -> u64 {
     crate::sys::clock::now_ns(libc::CLOCK_MONOTONIC)
 }
 
-/// Reads every page available on one pipe into `log`.
+/// Pages read from one CPU's pipe before the reader turns to the next: a CPU whose events
+/// come as fast as a slow reader decodes them cannot keep the others unread.
+const PAGES_PER_PASS: usize = 64;
+
+/// Reads the pages available on one pipe into `log` (at most [`PAGES_PER_PASS`]); true when
+/// it stopped with more left to read.
 fn drain(
     f: &mut std::fs::File,
     buf: &mut [u8],
     h: &PageHeader,
     dec: &Decoder,
     log: &Mutex<CpuLog>,
-    keep_ns: u64,
+    (keep_ns, hold): (u64, u64),
     raw: (&Mutex<VecDeque<Box<[u8]>>>, usize),
-) {
-    loop {
+) -> bool {
+    for _ in 0..PAGES_PER_PASS {
         let before = now_mono();
         match f.read(buf) {
             // Empty. A pipe whose file description a child closed (at its exec, the fd being
@@ -153,7 +170,7 @@ fn drain(
             Ok(0) => {
                 let mut l = log.lock().unwrap_or_else(|p| p.into_inner());
                 l.complete_to = l.complete_to.max(before);
-                return;
+                return false;
             }
             Ok(n) => {
                 if raw.1 > 0 {
@@ -184,18 +201,19 @@ fn drain(
                     Err(_) => l.bad_pages += 1,
                 }
                 for e in decoded {
-                    l.push(e, keep_ns);
+                    l.push(e, keep_ns, hold);
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 let mut l = log.lock().unwrap_or_else(|p| p.into_inner());
                 l.complete_to = l.complete_to.max(before);
-                return;
+                return false;
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => return,
+            Err(_) => return false,
         }
     }
+    true
 }
 
 impl FlightRecorder {
@@ -233,6 +251,7 @@ impl FlightRecorder {
             pages: cpus.iter().map(|_| Mutex::new(VecDeque::new())).collect(),
             pages_cap: AtomicUsize::new(0),
             ts_offset: header.ts_offset,
+            hold: std::sync::atomic::AtomicU64::new(u64::MAX),
         });
         let sh = shared.clone();
         let closed = Arc::new(AtomicBool::new(false));
@@ -253,8 +272,14 @@ impl FlightRecorder {
                         drain_procs(f, &mut buf, &header, &dec, &sh.procs);
                     }
                     let cap = sh.pages_cap.load(Ordering::Relaxed);
+                    let mut more = false;
                     for ((f, log), raw) in files.iter_mut().zip(&sh.logs).zip(&sh.pages) {
-                        drain(f, &mut buf, &header, &dec, log, keep_ns, (raw, cap));
+                        let hold = sh.hold.load(Ordering::Acquire);
+                        more |= drain(f, &mut buf, &header, &dec, log, (keep_ns, hold), (raw, cap));
+                    }
+                    // The last pass reads every pipe to its end.
+                    if more {
+                        continue;
                     }
                     if last {
                         break;
@@ -397,6 +422,13 @@ impl FlightRecorder {
             .lineage(pid)
     }
 
+    /// Keeps every event from `ts` (trace clock: CLOCK_MONOTONIC ns) on, however long it takes
+    /// to explain the spikes after it (within [`HOLD_FACTOR`] times the kept history);
+    /// `u64::MAX` lets go.
+    pub fn hold_from(&self, ts: u64) {
+        self.shared.hold.store(ts, Ordering::Release);
+    }
+
     /// Keeps up to `bytes` of raw pages per CPU from now on (for a trace.dat).
     pub fn keep_pages(&self, bytes: usize) {
         self.shared.pages_cap.store(bytes, Ordering::Relaxed);
@@ -482,6 +514,7 @@ mod tests {
                     kind: Kind::IrqExit,
                 },
                 500,
+                u64::MAX,
             );
         }
         let ts: Vec<u64> = l.events.iter().map(|e| e.ts).collect();
@@ -512,7 +545,7 @@ mod tests {
             },
         };
         for ts in 0..200 {
-            l.push(ev(ts), 40);
+            l.push(ev(ts), 40, u64::MAX);
         }
         assert!(!l.events.as_slices().1.is_empty(), "the ring wrapped");
         for (from, to) in [(170, 190), (159, 199), (0, 165), (185, 185)] {
@@ -524,5 +557,31 @@ mod tests {
             assert_eq!(got, want, "{from}..{to}");
             assert_eq!(l.window(from, to).len(), want.len());
         }
+    }
+
+    #[test]
+    fn a_hold_keeps_the_events_spikes_still_need_within_its_bound() {
+        let ev = |ts| Event {
+            ts,
+            pid: 0,
+            kind: Kind::IrqExit,
+        };
+        let mut l = CpuLog::default();
+        // Held from 100: kept past the 40 of history, up to 4 x 40 back.
+        for ts in 100..250 {
+            l.push(ev(ts), 40, 100);
+        }
+        assert_eq!(l.events.front().map(|e| e.ts), Some(100));
+        for ts in 250..300 {
+            l.push(ev(ts), 40, 100);
+        }
+        // 299 - 160 = 139: the hold no longer counts, the usual 40 do.
+        assert_eq!(l.events.front().map(|e| e.ts), Some(259));
+        // Let go: back to the history alone.
+        let mut m = CpuLog::default();
+        for ts in 0..100 {
+            m.push(ev(ts), 40, u64::MAX);
+        }
+        assert_eq!(m.events.front().map(|e| e.ts), Some(59));
     }
 }

@@ -28,6 +28,8 @@ const PROCS_BUFFER_KB: u64 = 256;
 const DAT_BYTES_PER_CPU: usize = 64 << 20;
 /// How far before a spike's expected wake-up its saved window starts.
 const WINDOW_LEAD_NS: u64 = 100_000_000;
+/// The longest [`Tracer::settle`] waits for a reader that is behind but still reading.
+const SETTLE_MAX: Duration = Duration::from_secs(60);
 /// Spikes kept as records (the worst; the rest only counted).
 const MAX_RECORDS: usize = 10_000;
 
@@ -461,11 +463,50 @@ impl Tracer {
         self.rec.counts()
     }
 
-    /// Attributes every pending spike, waiting up to `patience` each for the reader.
+    /// Attributes every pending spike once the reader has read past each of them on its CPU,
+    /// waiting for that once for all of them: up to `patience`, or longer while the reader
+    /// still makes progress (at most [`SETTLE_MAX`]). A reader that is behind (starved by
+    /// spinners, or slow on a slow machine) would otherwise give spikes windows without their
+    /// events. Spikes attributed while it was still behind are counted (`spikes_unread`).
     pub fn settle(&mut self, patience: Duration) {
-        for s in std::mem::take(&mut self.pending) {
-            self.attribute(s, patience);
+        let mut upto: Vec<(usize, u64)> = Vec::new();
+        for s in &self.pending {
+            match upto.iter_mut().find(|(c, _)| *c == s.cpu as usize) {
+                Some(u) => u.1 = u.1.max(s.actual),
+                None => upto.push((s.cpu as usize, s.actual)),
+            }
         }
+        let t0 = std::time::Instant::now();
+        let mut progress = (t0, self.rec.watermark());
+        while !upto.iter().all(|&(c, t)| self.rec.has_read(c, t)) {
+            let now = std::time::Instant::now();
+            let mark = self.rec.watermark();
+            if mark != progress.1 {
+                progress = (now, mark);
+            }
+            // Past the patience asked for, wait only while the reader moves on.
+            let stalled = now.duration_since(progress.0) >= patience;
+            if (now.duration_since(t0) >= patience && stalled)
+                || now.duration_since(t0) >= SETTLE_MAX
+            {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        for s in std::mem::take(&mut self.pending) {
+            if !self.rec.has_read(s.cpu as usize, s.actual) {
+                self.report.spikes_unread += 1;
+            }
+            self.attribute(s, Duration::ZERO);
+        }
+        self.rec.hold_from(u64::MAX);
+    }
+
+    /// Keeps every event from CLOCK_MONOTONIC `ns` on until the next [`Tracer::settle`] has
+    /// explained the spikes offered meanwhile (a measurement that offers its spikes only once
+    /// it ends: `noise`, whose spinners starve the reader while they run).
+    pub fn hold_from(&self, ns: u64) {
+        self.rec.hold_from(ns);
     }
 
     /// Stops tracing (after the measuring threads ended), attributes what is left, removes
@@ -520,6 +561,14 @@ impl Tracer {
         let unexplained = super::hw::residual_warnings(&self.report.spikes, &warn, self.tick_ns);
         warn.extend(unexplained);
         warn.extend(self.tamper.warning());
+        if self.report.spikes_unread > 0 {
+            warn.push(format!(
+                "{}: {} spikes were explained before the trace reader had read that far on their \
+                 CPU (it was still behind after the wait for it): their explanations may lack events",
+                crate::trace::who(),
+                self.report.spikes_unread
+            ));
+        }
         self.report.untraced_after_s = self.tamper.untraced_after_s();
         self.report.counted = counted;
         self.report.warnings.extend(warn);

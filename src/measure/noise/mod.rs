@@ -140,6 +140,11 @@ pub fn run(mut cfg: NoiseConfig, ctx: &mut Ctx<'_>) -> Result<NoiseOutcome> {
         if r > 0 && control.was_interrupted() {
             break;
         }
+        // Every event of the measurement is kept until its interruptions are explained, however
+        // long the reader takes to catch up once the spinners let it run.
+        if let Some(t) = tracer.as_ref() {
+            t.hold_from(sys::clock::now_ns(libc::CLOCK_MONOTONIC));
+        }
         let (outs, dist) = one_measurement(&cfg, source, ticks_per_ns, &control, ctx.placement())?;
         if let (Some(t), Some(th)) = (tracer.as_mut(), cfg.trace_threshold_ns) {
             offer_interruptions(t, &cfg.cpus, &outs, th);
