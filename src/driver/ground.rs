@@ -542,9 +542,33 @@ fn poll(
     };
     let mut logged = |items: &mut Vec<(Item, Option<String>)>, changes: &mut Vec<GroundChange>| {
         let Some(k) = kmsg.as_mut() else { return };
-        for (at, to) in k.switches() {
-            let Some((i, last)) = items.iter_mut().find(|(i, _)| i.what == "clocksource") else {
+        for (at, what) in k.changes() {
+            use super::kmsg::Logged;
+            let item = match what {
+                Logged::Clocksource(_) => "clocksource",
+                Logged::Offline(_) | Logged::Online(_) => "online CPUs",
+            };
+            let Some((i, last)) = items.iter_mut().find(|(i, _)| i.what == item) else {
                 continue;
+            };
+            let to = match what {
+                Logged::Clocksource(to) => to,
+                // A CPU taken offline and back within one poll: the online set in between.
+                Logged::Offline(c) | Logged::Online(c) => {
+                    let Some(set) = last
+                        .as_deref()
+                        .and_then(|l| crate::config::CpuSet::parse(l).ok())
+                    else {
+                        continue;
+                    };
+                    let on = matches!(what, Logged::Online(_));
+                    let mut v: Vec<usize> = set.iter().filter(|&x| x != c).collect();
+                    if on {
+                        v.push(c);
+                    }
+                    v.sort_unstable();
+                    crate::config::CpuSet::from_cpus(v).to_string()
+                }
             };
             if last.as_deref() != Some(to.as_str()) {
                 let elapsed = t0.elapsed().as_secs_f64();
