@@ -10,9 +10,11 @@ cd "$(dirname "$0")/.."
 # import), prometheus (promtool checks `latlab monitor`'s page, and a private Prometheus
 # started by tests/it/monitor.rs scrapes it), linux-perf (`perf sched` beside `latlab sched`),
 # libxml2-utils (xmllint checks `gate --junit` against tests/fixtures/junit/junit.xsd), make
-# and gcc (the build load, which qualify uses by default).
+# and gcc (the build load, which qualify uses by default), qemu-system-x86, busybox-static, kmod
+# and cpio (scripts/guest.sh boots the guest group's PREEMPT_RT kernel; it fetches the kernel).
 # Installed only when missing.
-PKGS=(ministat postgresql chromium rt-tests iperf3 prometheus trace-cmd lintian linux-perf libxml2-utils make gcc)
+PKGS=(ministat postgresql chromium rt-tests iperf3 prometheus trace-cmd lintian linux-perf libxml2-utils make gcc
+  qemu-system-x86 busybox-static kmod cpio)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -34,3 +36,6 @@ export LATLAB_FUZZ_CASES=${LATLAB_FUZZ_CASES:-3000}
 # Everything the tests need is installed and started above, so no test may skip here.
 export LATLAB_NO_SKIP=1
 cargo test --locked -- --test-threads=2
+# The guest group alone afterwards: one boot of Debian's PREEMPT_RT kernel with 8 vCPUs
+# (tests/it/guest.rs), which would load both CPUs under the tests above.
+cargo test --locked --test it -- --ignored guest:: --test-threads=2

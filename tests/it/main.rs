@@ -14,6 +14,7 @@ mod deadline;
 mod fuzz;
 mod gate;
 mod grammar;
+mod guest;
 mod harness;
 mod hostile_actions;
 mod hostile_files;
