@@ -202,7 +202,11 @@ fn rt_tests(tool: Tool, text: &str, file: &str) -> Result<Run> {
                     )
                 })?;
                 let ns = (at * scale) as u64;
-                top = top.max(ns);
+                // Only a bucket that holds samples bounds the max (a histogram may be padded
+                // with empty ones).
+                if c > 0 {
+                    top = top.max(ns);
+                }
                 in_hist = in_hist
                     .checked_add(c)
                     .ok_or_else(|| bad(file, format!("{}: counts overflow", field("histogram"))))?;
@@ -788,6 +792,23 @@ mod tests {
             "{:?}",
             r[0].warnings
         );
+    }
+
+    #[test]
+    fn a_histogram_padded_with_empty_buckets_is_read() {
+        // Buckets of 0 past the max (a histogram written whole): only those holding samples
+        // bound the max.
+        let text = r#"{"file_version": 1, "thread": {"0": {"histogram": {"5": 4, "80": 0, "99": 0},
+          "cycles": 4, "min": 5, "max": 5, "avg": 5.0}}}"#;
+        let r = parse(Tool::Cyclictest, text, "ct.json", 10).unwrap();
+        assert_eq!(r[0].series[0].summary.count, 4);
+        // One that holds samples still does.
+        let text = r#"{"file_version": 1, "thread": {"0": {"histogram": {"5": 3, "80": 1},
+          "cycles": 4, "min": 5, "max": 5, "avg": 5.0}}}"#;
+        let e = parse(Tool::Cyclictest, text, "ct.json", 10)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("bucket at 80000 ns that holds samples"), "{e}");
     }
 
     #[test]

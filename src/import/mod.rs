@@ -220,6 +220,10 @@ pub(crate) fn rt_time(text: &str) -> Option<std::time::SystemTime> {
     ];
     let m = months.iter().position(|x| x == mon)? as i64 + 1;
     let y: i64 = year.parse().ok()?;
+    // A result's dates are RFC 3339's: years 1970 (the clock's start) to 9999.
+    if !(1970..=9999).contains(&y) {
+        return None;
+    }
     let mut it = hms.split(':').map(|x| x.parse::<i64>().ok());
     let (hh, mm, ss) = (it.next()??, it.next()??, it.next()??);
     // Days per month (February's 29 in a leap year).
@@ -287,12 +291,21 @@ pub fn run(
     max_runs: u64,
     print: &mut dyn FnMut(&str) -> Result<()>,
 ) -> Result<()> {
+    // A bound that allows no run is bad usage, said before any file is read.
+    if max_runs == 0 {
+        return Err(Error::flag(
+            "--max-runs",
+            "0",
+            "at least 1 (the most runs one import may create)",
+        ));
+    }
     let mut t: BTreeMap<String, String> = crate::store::parse_tags(tags)?.into_iter().collect();
     t.insert("tool".into(), tool.name().into());
     // Opened once the first file has been read and checked: a bad first file leaves the
     // store untouched (not even created).
     let mut st: Option<Box<dyn crate::store::Store>> = None;
     let (mut done, mut made) = (0usize, 0u64);
+    let mut kept: Vec<String> = Vec::new();
     for file in files {
         let name = file.display().to_string();
         let parsed = crate::io::read_text_limited(file, MAX_IMPORT_BYTES, tool.name())
@@ -315,11 +328,17 @@ pub fn run(
             Ok(r) => r,
             Err(e) if done == 0 => return Err(e),
             Err(e) => {
+                // The runs kept are named here too: stderr alone tells what is in the store.
+                let mut named: Vec<&str> = kept.iter().take(10).map(String::as_str).collect();
+                if kept.len() > 10 {
+                    named.push("...");
+                }
                 return Err(Error::Usage(format!(
-                    "{e}\nthe {done} file(s) before it were imported ({made} run(s)) and are kept; \
-                     {} file(s) from this one on were not",
+                    "{e}\nthe {done} file(s) before it were imported ({made} run(s): {}) and are \
+                     kept; {} file(s) from this one on were not",
+                    named.join(", "),
                     files.len() - done
-                )))
+                )));
             }
         };
         if st.is_none() {
@@ -363,6 +382,7 @@ pub fn run(
             }
         }
         made += runs.len() as u64;
+        kept.extend(runs.iter().map(|r| r.id.clone()));
         done += 1;
         print(&out)?;
     }
@@ -438,9 +458,18 @@ mod tests {
             "Sat, 31 Feb 2026 15:46:35 +0000",
             "Sun, 22 Nov 2026 25:46:35 +0000",
             "Sun, 22 Nov 2026 -1:46:35 +0000",
+            "Mon, 01 Jan 10000 00:00:00 +0000",
+            "Sun, 22 Nov 99999999999 15:46:35 +0000",
+            "Wed, 31 Dec 1969 23:59:59 +0000",
         ] {
             assert!(rt_time(bad).is_none(), "{bad}");
         }
+        // The last date a result can hold, and a duration beyond it: dated, never a panic.
+        let t = rt_time("Fri, 31 Dec 9999 23:59:59 +0000").unwrap();
+        let mut run = run_of(Tool::Cyclictest, "x", None, None);
+        run.duration_s = 1e9;
+        date(&mut run, t);
+        assert_eq!(run.ended, "9999-12-31T23:59:59.999999Z");
         assert!(rt_time("Sat, 29 Feb 2028 00:00:00 +0000").is_some());
     }
 

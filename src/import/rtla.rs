@@ -211,8 +211,10 @@ fn add_column(run: &mut Run, c: Column, scale: f64, file: &str) -> Result<()> {
         return Ok(());
     }
     let mut pairs = c.pairs;
-    let top = pairs.iter().map(|p| p.0).max().unwrap_or(0);
-    let bottom = pairs.iter().map(|p| p.0).min().unwrap_or(0);
+    // Only buckets that hold samples bound the min and max (rows of 0 may pad a histogram).
+    let held = || pairs.iter().filter(|p| p.1 > 0).map(|p| p.0);
+    let top = held().max().unwrap_or(0);
+    let bottom = held().min().unwrap_or(0);
     let max = c.max.map(|m| m as u64);
     // rtla's min/max are exact and the rows' indexes are bucket floors: a summary that
     // contradicts the histogram is not rtla output.

@@ -169,6 +169,18 @@ pub fn series_figures(
             }
         }
     }
+    // No latency outlasts the longest measurement latlab plans (an exact max is kept beside
+    // the histogram's one-hour range, so this, not the histogram, bounds it).
+    if s.unit == "ns" {
+        use crate::config::bounds::{MAX_PLANNED_NS, MAX_PLANNED_TEXT};
+        let figures = [("maximum", s.summary.max_ns), ("minimum", s.summary.min_ns)];
+        let mut all = figures.into_iter().chain(ps.map(|p| ("percentile", p)));
+        if let Some((what, f)) = all.find(|f| f.1 > MAX_PLANNED_NS) {
+            return Err(format!(
+                "its {what} ({f} ns) is longer than any measurement ({MAX_PLANNED_TEXT})"
+            ));
+        }
+    }
     Ok(())
 }
 
@@ -200,8 +212,14 @@ impl Run {
         // (`ended` before `started` is not refused: the wall clock may step back during a
         // run, NTP's first sync or a resumed VM, and the run's own duration is measured on
         // the monotonic clock.)
-        let mut all = 0u64;
+        let (mut all, mut counted) = (0u64, 0u64);
         for (i, s) in self.series.iter().enumerate() {
+            counted = counted.checked_add(s.summary.count).ok_or_else(|| {
+                format!(
+                    "series {}: its count ({}) and the other series' add up to more than 2^64 samples",
+                    s.name, s.summary.count
+                )
+            })?;
             // Series are found by name (compare pairs them, `--series` picks one): two of one
             // name would make one of them unreachable.
             if self.series[..i].iter().any(|o| o.name == s.name) {
@@ -427,6 +445,14 @@ mod tests {
         s.summary.mean_ns = 3.5;
         let e = series_figures(&s, None).unwrap_err();
         assert!(e.contains("its count is 0, yet its mean is 3.5"), "{e}");
+        // Without a histogram the exact figures alone bound it: none longer than a run.
+        let mut s = no_hist.clone();
+        s.summary.max_ns = 1_000_000_000_000_000_000;
+        let e = series_figures(&s, None).unwrap_err();
+        assert!(
+            e.contains("its maximum (1000000000000000000 ns) is longer than any measurement"),
+            "{e}"
+        );
         let mut s = good.clone();
         s.histogram.format = "linear/2".into();
         let e = series_figures(&s, None).unwrap_err();
@@ -460,6 +486,15 @@ mod tests {
         run.series[0].summary.max_ns = 1;
         assert!(run.check_figures().unwrap_err().starts_with("series T0: "));
         run.series[0].summary.max_ns = 7;
+        // Counts that wrap when the series are added up.
+        let mut wraps = run.clone();
+        let mut big = series(&[]);
+        big.name = "T1".into();
+        big.histogram.buckets.clear();
+        big.summary.count = u64::MAX;
+        wraps.series.push(big);
+        let e = wraps.check_figures().unwrap_err();
+        assert!(e.contains("add up to more than 2^64 samples"), "{e}");
         run.duration_s = -1.0;
         assert!(run.check_figures().unwrap_err().contains("duration (-1 s)"));
         // Ids, starts, durations, timelines and means that no run has.

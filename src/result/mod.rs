@@ -280,7 +280,7 @@ fn default_unit() -> String {
 
 /// A new run id from the current time and a random suffix.
 pub fn new_run_id(now: std::time::SystemTime) -> String {
-    let ts = humantime::format_rfc3339_seconds(now).to_string();
+    let ts = humantime::format_rfc3339_seconds(representable(now)).to_string();
     let compact: String = ts.chars().filter(|c| c.is_ascii_alphanumeric()).collect();
     let nanos = now
         .duration_since(std::time::UNIX_EPOCH)
@@ -293,9 +293,19 @@ pub fn new_run_id(now: std::time::SystemTime) -> String {
     format!("{compact}-{:08x}", x as u32)
 }
 
-/// RFC 3339 text of a time, to the microsecond.
+/// RFC 3339 text of a time, to the microsecond (a time past year 9999, which RFC 3339 cannot
+/// write, as the last instant it can).
 pub fn rfc3339(t: std::time::SystemTime) -> String {
-    humantime::format_rfc3339_micros(t).to_string()
+    humantime::format_rfc3339_micros(representable(t)).to_string()
+}
+
+/// The last instant RFC 3339 can write: 9999-12-31T23:59:59.999999Z.
+pub const LAST_DATE: std::time::Duration = std::time::Duration::new(253_402_300_799, 999_999_000);
+
+/// `t`, or [`LAST_DATE`] when it is later (formatting a later time panics in humantime).
+fn representable(t: std::time::SystemTime) -> std::time::SystemTime {
+    let last = std::time::UNIX_EPOCH + LAST_DATE;
+    t.min(last)
 }
 
 /// What a load achieved.

@@ -475,12 +475,23 @@ fn imports_take_many_files_and_stay_linear() {
         err.contains(&p("bad.txt")) && err.contains("not hackbench output"),
         "{err}"
     );
+    let kept = exported(&store2);
+    assert_eq!(kept.len(), 1);
+    // The run kept is named on stdout as it was imported, and in the error.
     assert!(
-        err.contains("the 1 file(s) before it were imported (1 run(s)) and are kept"),
+        err.contains(&format!(
+            "the 1 file(s) before it were imported (1 run(s): {}) and are kept",
+            kept[0]["id"].as_str().unwrap()
+        )),
         "{err}"
     );
     assert!(o.stdout.contains(&p("b.txt")));
-    assert_eq!(exported(&store2).len(), 1);
+    let id = kept[0]["id"].as_str().unwrap();
+    assert!(
+        o.stdout.contains(&format!("imported run {id}")),
+        "{}",
+        o.stdout
+    );
     // The bound: 30 Time: lines against --max-runs 20, across files too.
     let many: Vec<f64> = (0..30).map(|i| i as f64 / 100.0).collect();
     std::fs::write(p("many.txt"), hackbench_text("process", &many)).unwrap();
@@ -527,6 +538,25 @@ fn imports_take_many_files_and_stay_linear() {
         "30",
         &p("many.txt"),
     ]);
+    // A bound that allows no run is refused before any file is read (this one does not exist).
+    let o = run(&[
+        "runs",
+        "import",
+        "--from",
+        "hackbench",
+        "--store",
+        &store3,
+        "--max-runs",
+        "0",
+        &p("no-such-file.txt"),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", o.stderr);
+    assert!(
+        o.stderr.contains("--max-runs 0: at least 1"),
+        "{}",
+        o.stderr
+    );
+    assert!(!o.stderr.contains("no-such-file"), "{}", o.stderr);
 }
 
 /// Wide per-run maxima (a burst in some runs, none in others): the relative intervals are
