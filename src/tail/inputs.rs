@@ -205,6 +205,16 @@ fn read_json(r: impl Read, name: &str) -> Result<Run> {
 }
 
 fn read_values(r: impl Read, size: Option<u64>, name: &str, o: &ReadOpts) -> Result<Vec<f64>> {
+    use crate::stats::ministat::read::MAX_VALUES_BYTES;
+    // The bound `compare` and `ministat` keep on a value file (1 GiB), here too; bytes past it
+    // (a file that grows while read) are not read.
+    if let Some(n) = size.filter(|&n| n > MAX_VALUES_BYTES) {
+        return Err(Error::Usage(format!(
+            "{name}: {n} bytes: a value file is read up to {} MiB",
+            MAX_VALUES_BYTES >> 20
+        )));
+    }
+    let r = r.take(MAX_VALUES_BYTES + 1);
     let v = crate::stats::ministat::read::read_in_order(r, size, name, o.column, &o.delim)
         .map_err(|e| {
             Error::Usage(

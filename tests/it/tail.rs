@@ -395,3 +395,18 @@ fn compare_gate_and_report_show_the_tail() {
     assert!(html.contains(r#"data-kind="tail""#));
     assert!(html.contains(r#"class="threshold""#) && html.contains(r#"class="band""#));
 }
+
+#[test]
+fn a_value_file_over_one_gib_is_refused_naming_it() {
+    let d = Dir::new();
+    let p = d.path().join("huge.txt");
+    let f = std::fs::File::create(&p).unwrap();
+    // Sparse: nothing is written, the file only says it is that long.
+    f.set_len((1 << 30) + 1).unwrap();
+    let (code, _, err) = tail(d.path(), &["huge.txt", "--at", "1e-5"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("huge.txt: 1073741825 bytes: a value file is read up to 1024 MiB"),
+        "{err}"
+    );
+}

@@ -285,11 +285,15 @@ fn read_points<'a>(
     };
     let mut buf = vec![0u8; BLOCK];
     let (mut have, mut eof, mut sized) = (0usize, false, size_hint.is_none());
+    let mut total_read = 0u64;
     loop {
         while have < buf.len() && !eof {
             match r.read(&mut buf[have..]) {
                 Ok(0) => eof = true,
-                Ok(n) => have += n,
+                Ok(n) => {
+                    have += n;
+                    total_read += n as u64;
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(ReadError::Refused(format!("latlab: {name}: {e}"))),
             }
@@ -312,6 +316,14 @@ fn read_points<'a>(
             }
         }
         if eof {
+            // A file that ended before the size it had when opened was cut while it was read
+            // (another process is writing it): what was read is not the file.
+            if let Some(size) = size_hint.filter(|&n| total_read < n) {
+                return Err(ReadError::Refused(format!(
+                    "latlab: {name}: it shrank from {size} to {total_read} bytes while it was \
+                     read (another process is writing it): read it again once it is complete"
+                )));
+            }
             if end < have {
                 st.nul_possible = true;
                 st.line(&buf[end..have], false)?;
@@ -551,6 +563,20 @@ mod tests {
 
     fn read(text: &str, col: usize, delim: &str) -> Result<DataSet, ReadError> {
         read_set(text.as_bytes(), "f", col, delim.as_bytes())
+    }
+
+    #[test]
+    fn a_file_cut_while_it_is_read_is_refused() {
+        // Six bytes read of a file that was 100 when opened.
+        let e = read_set_sized("1\n2\n3\n".as_bytes(), Some(100), "v.txt", 1, b" ").unwrap_err();
+        assert!(
+            e.message()
+                .contains("v.txt: it shrank from 100 to 6 bytes while it was read"),
+            "{e:?}"
+        );
+        // Read whole, or grown meanwhile: read.
+        assert!(read_set_sized("1\n2\n3\n".as_bytes(), Some(6), "v.txt", 1, b" ").is_ok());
+        assert!(read_set_sized("1\n2\n3\n".as_bytes(), Some(2), "v.txt", 1, b" ").is_ok());
     }
 
     #[test]
