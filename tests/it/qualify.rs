@@ -186,8 +186,18 @@ fn killed_and_resumed(name: &str, every_process: bool) -> (serde_json::Value, Pa
         list.contains("qualify=interval") && !list.contains("qualify=finished"),
         "{list}"
     );
-    // Resumed: the newest unfinished qualification, with its own settings.
-    qualify(&d, &store, &["--resume"]).assert_ok();
+    // Resumed: the newest unfinished qualification, with its own settings; outputs are not
+    // settings, so a JUnit file first asked for now is written (and the JSON asked for at the
+    // start still is).
+    qualify(&d, &store, &["--resume", "--junit", "resumed.xml"]).assert_ok();
+    assert!(
+        d.join("resumed.xml").exists(),
+        "--junit given with --resume was not written"
+    );
+    assert!(
+        !d.join("q.xml").exists(),
+        "the JUnit path given at the start was not replaced"
+    );
     let r = json(&d.join("q.json"));
     let q = &r["qualification"];
     assert_eq!(q["state"], "finished", "{q}");
@@ -254,8 +264,9 @@ fn a_sigkill_mid_run_loses_at_most_one_interval_and_resume_finishes_it() {
     let Some(_x) = rt_test() else { return };
     let test = &test_name();
     let (r, d, store) = killed_and_resumed("sigkill", false);
-    validate_junit(test, &d.join("q.xml"));
-    let xml = std::fs::read_to_string(d.join("q.xml")).unwrap();
+    // The JUnit file is the one asked for on resume.
+    validate_junit(test, &d.join("resumed.xml"));
+    let xml = std::fs::read_to_string(d.join("resumed.xml")).unwrap();
     assert_eq!(xml.matches("<testcase ").count(), 2, "{xml}");
     // The report renders in a real browser: the verdict first, the facts, the tail's hook.
     let html = std::fs::read_to_string(d.join("q.html")).unwrap();

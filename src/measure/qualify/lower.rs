@@ -14,7 +14,7 @@ pub const DEFAULT_LOADS: [&str; 2] = ["hackbench", "build"];
 /// The checkpoint interval when none is given.
 pub const DEFAULT_CHECKPOINT_NS: u64 = 600_000_000_000;
 
-fn absolute(flag: &str, p: &Path) -> Result<PathBuf> {
+pub(super) fn absolute(flag: &str, p: &Path) -> Result<PathBuf> {
     if p.as_os_str() == "-" {
         return Ok(p.to_path_buf());
     }

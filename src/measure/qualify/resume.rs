@@ -37,41 +37,67 @@ impl Lock {
         let dir = crate::io::state_dir();
         std::fs::create_dir_all(&dir).map_err(|e| Error::io(dir.display().to_string(), e))?;
         let path = dir.join(format!("qualify-{id}.lock"));
-        let mut f = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(|e| Error::io(path.display().to_string(), e))?;
-        match f.try_lock() {
-            Ok(()) => {}
-            Err(std::fs::TryLockError::WouldBlock) => {
-                let mut pid = String::new();
-                let _ = f.read_to_string(&mut pid);
-                let who = pid
-                    .trim()
-                    .parse::<i32>()
-                    .map(|p| crate::sys::procs::describe(std::path::Path::new("/proc"), p))
-                    .unwrap_or_else(|_| "another process".into());
-                return Err(Error::Env(format!(
-                    "qualification {id} is being measured now by {who} (it holds {}); one \
-                     process measures a qualification at a time",
-                    path.display()
-                )));
+        // The file is removed by whoever lets go of it, so a lock taken on a file another
+        // process removed meanwhile (the path now names another file, or none) is taken again.
+        for _ in 0..100 {
+            let mut f = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(&path)
+                .map_err(|e| Error::io(path.display().to_string(), e))?;
+            match f.try_lock() {
+                Ok(()) => {}
+                Err(std::fs::TryLockError::WouldBlock) => {
+                    let mut pid = String::new();
+                    let _ = f.read_to_string(&mut pid);
+                    let who = pid
+                        .trim()
+                        .parse::<i32>()
+                        .map(|p| crate::sys::procs::describe(std::path::Path::new("/proc"), p))
+                        .unwrap_or_else(|_| "another process".into());
+                    return Err(Error::Env(format!(
+                        "qualification {id} is being measured now by {who} (it holds {}); one \
+                         process measures a qualification at a time",
+                        path.display()
+                    )));
+                }
+                Err(std::fs::TryLockError::Error(e)) => {
+                    return Err(Error::io(path.display().to_string(), e))
+                }
             }
-            Err(std::fs::TryLockError::Error(e)) => {
-                return Err(Error::io(path.display().to_string(), e))
+            use std::os::unix::fs::MetadataExt;
+            let same = match (f.metadata(), std::fs::metadata(&path)) {
+                (Ok(a), Ok(b)) => a.ino() == b.ino() && a.dev() == b.dev(),
+                _ => false,
+            };
+            if !same {
+                continue;
             }
+            let _ = f.set_len(0);
+            let _ = f.rewind();
+            let _ = f.write_all(std::process::id().to_string().as_bytes());
+            return Ok(Lock { _file: f, path });
         }
-        let _ = f.set_len(0);
-        let _ = f.rewind();
-        let _ = f.write_all(std::process::id().to_string().as_bytes());
-        Ok(Lock { _file: f, path })
+        Err(Error::Env(format!(
+            "{}: the lock file kept being replaced while it was taken",
+            path.display()
+        )))
     }
 
-    /// Lets go of it and removes its file (the qualification is finished).
+    /// Removes its file while it is still held (the qualification is finished); the lock
+    /// itself goes with the process or the value.
     pub fn release(&self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+impl Drop for Lock {
+    /// An interrupted qualification lets go of its lock file too: it means nothing once no
+    /// process measures (the next `--resume` makes a new one). Removed before the descriptor
+    /// closes, so no other process holds a lock on the file removed.
+    fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.path);
     }
 }
@@ -96,7 +122,9 @@ pub fn start(a: QualifyArgs, online: &CpuSet, command_line: Vec<String>) -> Resu
             let chosen = find(&*st, id)?;
             pause_before_locking();
             let lock = Lock::take(&chosen)?;
-            (read_back(&*st, &find(&*st, &chosen)?)?, Some(lock))
+            let mut cfg = read_back(&*st, &find(&*st, &chosen)?)?;
+            outputs_given(&mut cfg, &a)?;
+            (cfg, Some(lock))
         }
         (None, true) => {
             let st = crate::store::open(store_spec.as_deref())?;
@@ -107,7 +135,9 @@ pub fn start(a: QualifyArgs, online: &CpuSet, command_line: Vec<String>) -> Resu
                 // Finished meanwhile: a new one starts, as if there had been none.
                 if find(&*st, &q).is_ok() {
                     crate::note!("latlab qualify: resuming qualification {q} with its own settings");
-                    resumed = Some((read_back(&*st, &q)?, Some(lock)));
+                    let mut cfg = read_back(&*st, &q)?;
+                    outputs_given(&mut cfg, &a)?;
+                    resumed = Some((cfg, Some(lock)));
                 }
             }
             match resumed {
@@ -180,9 +210,6 @@ fn refuse_settings(a: &QualifyArgs) -> Result<()> {
         ("--checkpoint-every", a.checkpoint_every.is_some()),
         ("--require", !a.require.is_empty()),
         ("--confidence", a.confidence.is_some()),
-        ("--junit", a.junit.is_some()),
-        ("--report", a.report.is_some()),
-        ("--json", a.common.output.json.is_some()),
         ("--no-loads", a.no_loads),
         ("--load", !a.common.loads.load.is_empty()),
         ("--housekeeping", a.common.loads.housekeeping.is_some()),
@@ -192,10 +219,26 @@ fn refuse_settings(a: &QualifyArgs) -> Result<()> {
     match given.iter().find(|g| g.1) {
         Some((flag, _)) => Err(Error::Usage(format!(
             "{flag}: --resume continues a qualification with its own settings, loads and id; \
-             give only --store with it"
+             give only --store and the outputs (--junit, --report, --json) with it"
         ))),
         None => Ok(()),
     }
+}
+
+/// The outputs given with `--resume`: they are not settings of the qualification, so the ones
+/// given now replace (or add to) those its first segment asked for.
+fn outputs_given(cfg: &mut QualifyConfig, a: &QualifyArgs) -> Result<()> {
+    use super::lower::absolute;
+    if let Some(p) = &a.junit {
+        cfg.junit = Some(absolute("--junit", p)?);
+    }
+    if let Some(p) = &a.report {
+        cfg.report = Some(absolute("--report", p)?);
+    }
+    if let Some(p) = &a.common.output.json {
+        cfg.json = Some(absolute("--json", p)?);
+    }
+    Ok(())
 }
 
 /// Every stored run of kind qualify, by qualification id.

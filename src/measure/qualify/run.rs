@@ -455,10 +455,10 @@ fn finish(
             .map_err(|e| Error::io(p.display().to_string(), e))?;
         written.push(format!("report {}", p.display()));
     }
-    if state == State::Finished {
-        if let Some(l) = &cfg.derived.lock {
-            l.release();
-        }
+    // Finished or interrupted, no process measures it any more: its lock file goes (the
+    // lock is still held until this process ends, so no other takes it meanwhile).
+    if let Some(l) = &cfg.derived.lock {
+        l.release();
     }
     let verdicts = q.map(|q| q.verdicts.as_slice()).unwrap_or_default();
     let violated = verdicts.iter().any(|v| v.verdict == "violated");
