@@ -126,6 +126,14 @@ pub fn journal_path() -> PathBuf {
     user_state_dir().join("restore.json")
 }
 
+/// The machine-wide settings lock, `/run/latlab/restore.lock`, where this process may use
+/// [`MACHINE_DIR`] (root); None for a user who may not (and so cannot change system settings).
+/// Every latlab that changes a system setting holds it, wherever its journal is.
+pub fn machine_lock_path() -> Option<PathBuf> {
+    let machine = Path::new(MACHINE_DIR);
+    machine_dir_usable(machine).then(|| machine.join("restore.lock"))
+}
+
 /// Refuses a `$LATLAB_JOURNAL` that cannot be a journal (exit 2): anything but a regular file
 /// where it exists (a directory, a FIFO, a link, dangling or not).
 pub fn check_journal_env() -> crate::error::Result<()> {

@@ -66,27 +66,48 @@ pub struct Journal {
     pub set: BTreeMap<String, Saved>,
 }
 
-/// The exclusive right to change settings: an `flock` on the journal's lock file, released when
-/// dropped (or when the process dies, however it dies).
+/// The exclusive right to change settings: an `flock` on the journal's lock file and, for the
+/// system's own settings, on the machine-wide one ([`crate::io::machine_lock_path`]) whatever
+/// the journal; released when dropped (or when the process dies, however it dies).
 #[derive(Debug)]
 pub(super) struct Lock {
+    _machine: Option<File>,
     _file: File,
 }
 
+/// The journal's lock alone (a chosen tree of files, as tests use).
 pub(super) fn take_lock(journal: &Path) -> Result<Lock> {
-    take_lock_waiting(journal, None)
+    take_lock_waiting(journal, None, false)
 }
 
-/// [`take_lock`]; with `keep_waiting`, a lock another latlab holds is waited for (said once)
-/// for as long as it answers true (a signal makes it false: the wait ends, exit 3).
+/// [`take_lock`]; `system`: the system's settings, so the machine-wide lock first (one owner
+/// per machine, whatever `LATLAB_JOURNAL`, `XDG_STATE_HOME` or user). With `keep_waiting`, a
+/// lock another latlab holds is waited for (said once) for as long as it answers true (a
+/// signal makes it false: the wait ends, exit 3).
 pub(super) fn take_lock_waiting(
     journal: &Path,
     keep_waiting: Option<&dyn Fn() -> bool>,
+    system: bool,
 ) -> Result<Lock> {
     if let Some(d) = journal.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(d).map_err(|e| Error::Env(format!("{}: {e}", d.display())))?;
     }
     let lp = lock_path(journal);
+    // The same file is locked once (two descriptors of one file would lock each other out).
+    let machine = match crate::io::machine_lock_path().filter(|m| system && *m != lp) {
+        Some(m) => Some(lock_file(&m, keep_waiting)?),
+        None => None,
+    };
+    let file = lock_file(&lp, keep_waiting)?;
+    Ok(Lock {
+        _machine: machine,
+        _file: file,
+    })
+}
+
+/// An exclusive `flock` on the lock file `lp` (created 0600, never through a link), with the
+/// holder's pid written in it.
+fn lock_file(lp: &Path, keep_waiting: Option<&dyn Fn() -> bool>) -> Result<File> {
     let mut f = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -94,7 +115,7 @@ pub(super) fn take_lock_waiting(
         .truncate(false)
         .mode(0o600)
         .custom_flags(libc::O_NOFOLLOW)
-        .open(&lp)
+        .open(lp)
         .map_err(|e| Error::Env(format!("{}: {e}", lp.display())))?;
     let t0 = Instant::now();
     let mut said = false;
@@ -141,7 +162,7 @@ pub(super) fn take_lock_waiting(
     // Name the holder for the message a second start prints.
     let _ = f.set_len(0);
     let _ = f.write_all(std::process::id().to_string().as_bytes());
-    Ok(Lock { _file: f })
+    Ok(f)
 }
 
 /// Who holds the lock file `f`, in words (its pid is written in it).

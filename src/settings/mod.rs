@@ -48,14 +48,16 @@ impl Knobs {
     /// Takes the lock and starts a journal at [`journal_path`]; refuses while another latlab
     /// holds the lock, or when an unrestored journal exists.
     pub fn new() -> Result<Knobs> {
-        Knobs::open(journal_path(), default_roots())
+        let journal = journal_path();
+        let lock = journal::take_lock_waiting(&journal, None, true)?;
+        Knobs::locked(journal, default_roots(), lock)
     }
 
     /// As [`Knobs::new`], waiting for another latlab's lock for as long as `keep_waiting`
     /// answers true (`latlab run --wait`).
     pub fn new_waiting(keep_waiting: &dyn Fn() -> bool) -> Result<Knobs> {
         let journal = journal_path();
-        let lock = journal::take_lock_waiting(&journal, Some(keep_waiting))?;
+        let lock = journal::take_lock_waiting(&journal, Some(keep_waiting), true)?;
         Knobs::locked(journal, default_roots(), lock)
     }
 
@@ -414,18 +416,23 @@ fn forget_if_stale(path: &Path) -> Option<String> {
 
 /// `latlab restore`: replays a journal left by an interrupted run.
 pub fn restore_from_journal() -> Result<String> {
-    restore_journal_at(&journal_path(), &default_roots())
+    restore_journal_in(&journal_path(), &default_roots(), true)
 }
 
 /// [`restore_from_journal`] for a chosen journal and roots (tests).
 pub fn restore_journal_at(path: &Path, roots: &[PathBuf]) -> Result<String> {
+    restore_journal_in(path, roots, false)
+}
+
+/// [`restore_journal_at`]; `system`: the system's own settings, under the machine-wide lock too.
+fn restore_journal_in(path: &Path, roots: &[PathBuf], system: bool) -> Result<String> {
     if read_journal(path)?.is_none() {
         return Ok(format!(
             "nothing to restore ({} does not exist)\n",
             path.display()
         ));
     }
-    let _lock = take_lock(path).map_err(|e| {
+    let _lock = journal::take_lock_waiting(path, None, system).map_err(|e| {
         Error::Env(format!(
             "{e}; a running plan puts back its own settings when it ends"
         ))

@@ -420,6 +420,37 @@ fn concurrent_plan_starts_admit_exactly_one() {
 }
 
 #[test]
+fn a_second_plan_with_another_journal_is_refused_too_and_nothing_is_left_changed() {
+    let Some(k) =
+        knob_test("a_second_plan_with_another_journal_is_refused_too_and_nothing_is_left_changed")
+    else {
+        return;
+    };
+    if !std::path::Path::new("/run").is_dir() {
+        return skip(
+            "a_second_plan_with_another_journal_is_refused_too_and_nothing_is_left_changed",
+            "no /run for the machine-wide settings lock",
+        );
+    }
+    let dir = Dir::new();
+    let plan = plan_with_knob(dir.path(), 50);
+    let first = run_plan(&plan, &dir.join("one/j.json")).spawn();
+    wait_for_knob_change(&k.orig);
+    // Another journal (another LATLAB_JOURNAL, as another user's state directory would be):
+    // the machine's one settings lock refuses it all the same.
+    let other = dir.join("two/j.json");
+    let second = run_plan(&plan, &other).output();
+    second
+        .assert_exit(3)
+        .assert_refused_naming("one owner of system settings per machine")
+        .assert_refused_naming("/run/latlab/restore.lock");
+    assert!(!other.exists(), "the refused plan journaled something");
+    first.signal(libc::SIGINT);
+    first.finish().assert_ok();
+    assert_eq!(knob_now(), k.orig, "the knob was left changed");
+}
+
+#[test]
 fn knob_escapes_are_refused_by_dry_run_and_run() {
     let dir = Dir::new();
     let target = dir.join("escaped");
