@@ -84,6 +84,9 @@ pub fn run(
     // Results come back on each child's stdout (`--json -`), never through temporary files,
     // so a SIGKILLed plan leaves nothing behind.
     let mut files: Vec<Vec<(Run, String)>> = vec![Vec::new(); combos.len()];
+    // Runs stored but left out of the comparison (cut short by the interrupt, or disturbed
+    // and made again).
+    let mut left_out = 0usize;
     let outcome = execute(
         &plan_name(path),
         &plan,
@@ -93,7 +96,7 @@ pub fn run(
         store,
         &mut knobs,
         control,
-        &mut files,
+        (&mut files, &mut left_out),
         opts.on_disturbed,
     );
     // Whatever happened, put every setting back.
@@ -105,9 +108,15 @@ pub fn run(
         )));
     }
     outcome?;
+    let compared = files.iter().map(Vec::len).sum::<usize>();
     let mut report = format!(
-        "experiment {exp}: {} run(s) stored{}\n",
-        files.iter().map(Vec::len).sum::<usize>(),
+        "experiment {exp}: {} run(s) stored{}{}\n",
+        compared + left_out,
+        if left_out > 0 {
+            format!(", {left_out} of them left out of the comparison")
+        } else {
+            String::new()
+        },
         if control.was_interrupted() {
             " (interrupted)"
         } else {
@@ -172,7 +181,7 @@ fn execute(
     store: Option<&str>,
     knobs: &mut Knobs,
     control: &Control,
-    files: &mut [Vec<(Run, String)>],
+    (files, left_out): (&mut [Vec<(Run, String)>], &mut usize),
     on_disturbed: OnDisturbed,
 ) -> Result<()> {
     let exe = std::env::current_exe()
@@ -239,6 +248,7 @@ fn execute(
                         }
                     );
                     if again {
+                        *left_out += 1;
                         attempt += 1;
                         // Made again at the level (another process may have changed it).
                         watch = set_levels(plan, combo, knobs)?;
@@ -256,6 +266,7 @@ fn execute(
                 // Cut short by the plan's interruption: kept in the store, but a partial run
                 // beside whole ones would bias the comparison (its max and tail low).
                 Child::Saved(run, name) if run.interrupted => {
+                    *left_out += 1;
                     crate::note!(
                         "{progress}: run {} interrupted after {:.1} s: stored, left out of the \
                          comparison",
