@@ -239,6 +239,9 @@ impl Keeper {
     }
 }
 
+/// Pids named in the line that says what latlab ended at its exit.
+const SHOWN_PIDS: usize = 8;
+
 /// The store refused run `id` (`e`): it is kept in a file instead, never lost, and the error
 /// says where (or why it could not be).
 fn rescued(
@@ -541,11 +544,18 @@ pub fn execute<M: Measurement>(m: M, common: &Common, command_line: Vec<String>)
     // What is left (a daemon a command or a load started in a session of its own) is ended:
     // nothing latlab started outlives it.
     let strays = crate::sys::family::end_children(std::time::Duration::from_millis(300));
+    // The first pids (an interrupted hackbench leaves its 160 tasks: a line, not a screen).
     let pids = |v: &[i32]| {
-        v.iter()
+        let mut s = v
+            .iter()
+            .take(SHOWN_PIDS)
             .map(|p| p.to_string())
             .collect::<Vec<_>>()
-            .join(" ")
+            .join(" ");
+        if v.len() > SHOWN_PIDS {
+            s.push_str(&format!(" and {} more", v.len() - SHOWN_PIDS));
+        }
+        s
     };
     if !strays.signalled.is_empty() {
         crate::note!(
@@ -611,7 +621,12 @@ pub fn execute_with<M: Measurement>(
         &mut prep_warnings,
     )?;
 
-    let placement_log = crate::rt::PlacementLog::default();
+    // Under --strict a failed placement ends the run at once (it would be refused at the end).
+    let placement_log = if common.strict {
+        crate::rt::PlacementLog::stopping(control.stop.clone())
+    } else {
+        crate::rt::PlacementLog::default()
+    };
     warnings.extend(unplaceable(m.pinned_cpus().as_ref(), common.strict)?);
     let (company_warnings, company_seen) = company(m.pinned_cpus().as_ref(), common.strict)?;
     warnings.extend(company_warnings);
@@ -718,6 +733,21 @@ pub fn execute_with<M: Measurement>(
         run.warnings.push(format!("--json: not written: {e}"));
     }
     let stored = keeper.keep(run);
+    // --strict refuses a run whose threads were not placed as asked: its figures are not
+    // shown as a result (a "Passed!" followed by exit 3), only what became of it.
+    if common.strict && !placement.is_empty() {
+        written?;
+        stored?;
+        let kept = if common.no_store && json.is_none() {
+            "nothing was kept (--no-store)".to_string()
+        } else {
+            "the result was kept with these warnings".to_string()
+        };
+        return Err(Error::Env(format!(
+            "--strict: thread placement failed ({}); the run stopped there and {kept}",
+            placement.join("; ")
+        )));
+    }
 
     let mut text = m.render(&outcome);
     let run = M::result(&mut outcome);
@@ -744,12 +774,6 @@ pub fn execute_with<M: Measurement>(
     }
     written?;
     stored?;
-    if common.strict && !placement.is_empty() {
-        return Err(Error::Env(format!(
-            "--strict: thread placement failed ({}); the result was kept with these warnings",
-            placement.join("; ")
-        )));
-    }
     if let Some(t) = run.trace.as_ref().and_then(|t| t.untraced_after_s) {
         if common.strict {
             return Err(Error::Env(format!(

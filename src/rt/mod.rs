@@ -300,9 +300,19 @@ pub fn read_back_cpu() -> Option<usize> {
 /// so nothing of one run leaks into another. The driver records them as warnings, or ends the
 /// run with exit 3 under `--strict`.
 #[derive(Debug, Clone, Default)]
-pub struct PlacementLog(Arc<std::sync::Mutex<Vec<String>>>);
+pub struct PlacementLog(
+    Arc<std::sync::Mutex<Vec<String>>>,
+    /// Under `--strict`: the run's stop flag, set at the first failure (the run ends there
+    /// rather than measuring to its end only to be refused).
+    Option<Arc<AtomicBool>>,
+);
 
 impl PlacementLog {
+    /// A log that stops the run at its first failure (`--strict`) by setting `stop`.
+    pub fn stopping(stop: Arc<AtomicBool>) -> PlacementLog {
+        PlacementLog(Arc::default(), Some(stop))
+    }
+
     /// Records a failure (never silently dropped; a repeat of the same text is kept once).
     /// Not for the hot path: only thread set-up calls it.
     pub fn failed(&self, what: String) {
@@ -310,6 +320,9 @@ impl PlacementLog {
             if !v.contains(&what) {
                 v.push(what);
             }
+        }
+        if let Some(stop) = &self.1 {
+            stop.store(true, Ordering::Release);
         }
     }
 

@@ -147,6 +147,41 @@ fn standalone_hackbench_prints_its_time() {
     assert!(out.stdout.lines().any(|l| l.starts_with("Time: ")), "{out}");
 }
 
+/// An interrupted one-shot hackbench: its tasks are ended, and the line that says so stays a
+/// line (it listed 160 pids).
+#[test]
+fn an_interrupted_hackbench_names_few_of_the_tasks_it_ended() {
+    let run = latlab()
+        .words("load hackbench:groups=4,loops=1000000 --no-store")
+        .spawn();
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    run.signal(libc::SIGINT);
+    let out = run.finish();
+    out.assert_ok();
+    assert!(
+        out.stdout.contains("interrupted; the run did not finish"),
+        "{out}"
+    );
+    if let Some(line) = out
+        .stderr
+        .lines()
+        .find(|l| l.contains("left running (pids "))
+    {
+        let listed = line
+            .split("(pids ")
+            .nth(1)
+            .unwrap()
+            .split(" and ")
+            .next()
+            .unwrap()
+            .split_whitespace()
+            .filter(|w| w.parse::<i32>().is_ok())
+            .count();
+        assert!(listed <= 8, "{line}");
+        assert!(line.contains(" more)"), "{line}");
+    }
+}
+
 #[test]
 fn load_bad_input() {
     for (spec, want) in [

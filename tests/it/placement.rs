@@ -187,6 +187,18 @@ fn a_thread_moved_by_another_process_while_it_measures_is_said() {
         assert!(moved(Command::new("chrt").args(["-o", "-p", "0", &tid])));
         let out = running.finish();
         out.assert_exit(if strict { 3 } else { 0 });
+        if strict {
+            // Refused: what became of the run is said, and its figures are not shown as a
+            // result (no table, as if it had passed).
+            assert!(
+                out.stderr.contains("--strict: thread placement failed")
+                    && out
+                        .stderr
+                        .contains("the result was kept with these warnings"),
+                "{out}"
+            );
+            assert!(!out.stdout.contains("latencies in"), "{out}");
+        }
         let v = util::read_json(&json);
         let warnings = v["warnings"].to_string();
         assert!(
