@@ -713,3 +713,29 @@ fn bad_flags_exit_2_naming_them() {
         expect_exit(&["ipc", "--no-store"], args, 2, flag);
     }
 }
+
+/// Like the rt-tests pair it borrows its flags from (pmqtest: one CPU for the pair), a first
+/// `ipc` with nothing placed runs sender and receiver on one CPU, and its header says where.
+#[test]
+fn a_pair_placed_nowhere_shares_one_cpu_and_the_header_says_so() {
+    let Some(_x) = rt_test() else { return };
+    let dir = Dir::new();
+    let json = dir.join("ipc.json");
+    let out = latlab()
+        .words("ipc --method pmq -l 50 -i 100us --no-store --json")
+        .arg(&json)
+        .assert_ok();
+    let last = std::thread::available_parallelism().map_or(1, |n| n.get()) - 1;
+    assert!(
+        out.stdout
+            .contains(&format!("sender and receiver on CPU {last}")),
+        "{}",
+        out.stdout
+    );
+    let run = read_json(&json);
+    assert_eq!(
+        run["parameters"]["cpus"],
+        serde_json::json!([last, last]),
+        "{run}"
+    );
+}

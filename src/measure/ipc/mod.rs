@@ -436,8 +436,10 @@ impl crate::driver::Measurement for IpcConfig {
 /// The CPUs in words, for the report.
 fn cpus_text(c: [Option<usize>; 2]) -> String {
     match c {
-        [Some(a), Some(b)] if a == b => format!("CPU {a}"),
-        [Some(a), Some(b)] => format!("sender CPU {a}, receiver CPU {b}"),
-        _ => "unpinned".into(),
+        [Some(a), Some(b)] if a == b => format!("sender and receiver on CPU {a}"),
+        [Some(a), Some(b)] => format!("sender on CPU {a}, receiver on CPU {b}"),
+        [None, Some(b)] => format!("sender unpinned, receiver on CPU {b}"),
+        [Some(a), None] => format!("sender on CPU {a}, receiver unpinned"),
+        [None, None] => "unpinned".into(),
     }
 }
