@@ -7,8 +7,9 @@
 //! and cannot hold back anyone else. Such connections are bounded in size (8 KiB of request
 //! head), time (5 s from accept to a complete head, handshake included) and number
 //! ([`MAX_PENDING`] at once, [`MAX_PENDING_PER_PEER`] from one address): when full, the
-//! connection that has been silent longest (at least [`STALL_GRACE`]) makes room for the new
-//! one, so stalled handshakes cannot keep a real scrape out. A complete request goes to one of
+//! connection that has been silent longest makes room for the new one, however recently it
+//! came, so stalled handshakes cannot keep a real scrape out (one that completes its handshake
+//! within the next bound's worth of new connections gets through). A complete request goes to one of
 //! [`WORKERS`] threads, which check its credentials (bcrypt, off this path) and write the
 //! answer in one write on a TCP_NODELAY socket (no Nagle/delayed-ACK stall). Nothing here
 //! touches the measuring threads.
@@ -31,8 +32,6 @@ pub const MAX_REQUEST: usize = 8 * 1024;
 pub const MAX_PENDING: usize = 256;
 /// Of those, from one peer address.
 pub const MAX_PENDING_PER_PEER: usize = 64;
-/// A pending connection silent for at least this long may be closed to make room.
-pub const STALL_GRACE: Duration = Duration::from_millis(250);
 /// Longest time from accept to a complete request head (the TLS handshake included).
 pub const REQUEST_DEADLINE: Duration = Duration::from_secs(5);
 /// Longest time to write one answer.
@@ -284,15 +283,16 @@ impl Acceptor {
     }
 
     /// Makes room for a connection from `peer` within the bounds: closes the connection (of
-    /// that peer when it is at its bound) that has been silent longest, if for
-    /// [`STALL_GRACE`]; false when every candidate is busy (the new one is then closed).
+    /// that peer when it is at its bound) that has been silent longest, however briefly:
+    /// a newcomer is never refused for stalled ones (a flood of 200 half-open handshakes reset
+    /// the next real scrape when only those silent 0.25 s could go).
     fn make_room(&mut self, peer: IpAddr) -> bool {
         let from_peer = self.conns.iter().filter(|c| c.peer == peer).count();
         if from_peer >= MAX_PENDING_PER_PEER {
-            return self.evict(Some(peer), STALL_GRACE);
+            return self.evict(Some(peer), Duration::ZERO);
         }
         if self.conns.len() >= MAX_PENDING {
-            return self.evict(None, STALL_GRACE);
+            return self.evict(None, Duration::ZERO);
         }
         true
     }
