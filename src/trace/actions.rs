@@ -46,7 +46,9 @@ pub struct Rule {
 /// Default `--on-threshold-max`: firings per rule in a run.
 pub const DEFAULT_MAX: u32 = 10;
 /// Default `--trace-budget`: bytes `--trace-save` and `trace` actions may write in a run.
-pub const DEFAULT_BUDGET: u64 = 1 << 30;
+/// 64 MiB: twenty-odd windows of a busy 2-CPU machine, more than anyone reads of one run (a
+/// 1 s run with 150 `trace` firings wrote 481 MB under the old 1 GiB).
+pub const DEFAULT_BUDGET: u64 = 64 << 20;
 /// `shell:` commands running at once; a firing beyond is suppressed and counted.
 pub const MAX_SHELLS: usize = 4;
 /// The variables a `shell:` command inherits from latlab's environment (besides the

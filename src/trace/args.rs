@@ -44,7 +44,7 @@ pub struct TraceArgs {
     )]
     pub on_threshold_max: Option<u64>,
 
-    /// Bytes `--trace-save` and `trace` actions may write in one run (k, M, G; default 1G):
+    /// Bytes `--trace-save` and `trace` actions may write in one run (k, M, G; default 64M):
     /// windows beyond it are not saved (counted), a trace.dat beyond it keeps its newest pages.
     #[arg(long = "trace-budget", value_name = "SIZE", requires = "trace")]
     pub trace_budget: Option<String>,

@@ -1,6 +1,6 @@
 //! What a tracing session writes to disk — the windows of `trace` actions (and `-b`), the
 //! `--trace-save` timeline or trace.dat — within bounds: one disk budget per run
-//! (`--trace-budget`, 1 GiB by default; windows beyond it are not written but counted, a
+//! (`--trace-budget`, 64 MiB by default; windows beyond it are not written but counted, a
 //! trace.dat beyond it keeps its newest pages), never past the run's end (a window due after a
 //! signal or the `-D` deadline is not written, one being written then is cut and says so), and
 //! every failure recorded as a warning of the run rather than only printed.
@@ -108,6 +108,20 @@ impl Saver {
         Ok(self.meta.as_ref().expect("just set"))
     }
 
+    /// Counts a window the budget held back, and says so the first time, as it happens (the
+    /// run's warning counts them all at the end).
+    fn reached(&mut self) {
+        self.over_budget += 1;
+        if self.over_budget == 1 {
+            crate::note!(
+                "latlab: --trace-budget reached ({} MiB written of {} MiB): further trace windows \
+                 are not saved (a larger --trace-budget keeps more)",
+                self.spent >> 20,
+                self.budget >> 20
+            );
+        }
+    }
+
     /// Writes one spike's window (`pages` per CPU) as `<base>-spike-<n>.dat`; the outcome to
     /// record (`saved FILE`, or why not).
     pub fn window(&mut self, base: &Path, pages: Vec<(usize, Vec<Vec<u8>>)>) -> String {
@@ -122,7 +136,7 @@ impl Saver {
             .sum();
         let head = self.meta_len();
         if self.spent.saturating_add(head + page_bytes) > self.budget {
-            self.over_budget += 1;
+            self.reached();
             return format!(
                 "not saved: it would pass --trace-budget ({} bytes, {} written)",
                 self.budget, self.spent
@@ -138,7 +152,7 @@ impl Saver {
             Err(e) => return format!("could not save the window: {e}"),
         };
         if self.spent.saturating_add(bytes.len() as u64) > self.budget {
-            self.over_budget += 1;
+            self.reached();
             return format!(
                 "not saved: it would pass --trace-budget ({} bytes, {} written)",
                 self.budget, self.spent

@@ -79,6 +79,38 @@ fn trace_actions_stay_within_the_budget_and_end_with_the_run() {
     );
 }
 
+/// Without --trace-budget, a run asking a window per wake-up stops at the default budget (64
+/// MiB) and says so on stderr when it is reached.
+#[test]
+fn trace_actions_have_a_default_budget_said_when_reached() {
+    let Some(_x) = trace_test() else { return };
+    let dir = Dir::new();
+    let out_dir = dir.mkdir("out");
+    let json = dir.join("r.json");
+    let out = traced(&dir)
+        .current_dir(&out_dir)
+        .words("-D 2s --on-threshold 1us:trace --on-threshold-max 1000000 --json")
+        .arg(&json)
+        .limit(Duration::from_secs(60))
+        .assert_ok();
+    assert!(
+        bytes_in(&out_dir) <= 64 << 20,
+        "{} bytes",
+        bytes_in(&out_dir)
+    );
+    let t = &read_json(&json)["trace"];
+    if t["actions_over_budget"].as_u64().unwrap_or(0) > 0 {
+        assert!(out.stderr.contains("--trace-budget reached"), "{out}");
+    }
+    assert!(
+        t["actions_over_budget"].as_u64().unwrap_or(0)
+            + t["actions_after_end"].as_u64().unwrap_or(0)
+            > 0,
+        "nothing held back in 2 s of a window per wake-up: {}",
+        t["bytes_saved"]
+    );
+}
+
 #[test]
 fn sigterm_ends_a_run_that_is_saving_trace_windows() {
     let Some(_x) = trace_test() else { return };
