@@ -184,8 +184,8 @@ pub fn render(a: &Analysis, format: Format) -> String {
             for w in &a.warnings {
                 out.push_str(&format!("warning: {w}\n"));
             }
-            for v in super::verdict::sentences(a) {
-                out.push_str(&format!("verdict: {v}\n"));
+            for v in super::verdict::verdicts(a) {
+                out.push_str(&v.text());
             }
             out
         }
@@ -199,9 +199,9 @@ pub fn render(a: &Analysis, format: Format) -> String {
             for w in &a.warnings {
                 out.push_str(&format!("\n> warning: {w}\n"));
             }
-            out.push('\n');
-            for v in super::verdict::sentences(a) {
-                out.push_str(&format!("{v}\n"));
+            for v in super::verdict::verdicts(a) {
+                out.push('\n');
+                out.push_str(&v.markdown());
             }
             out
         }

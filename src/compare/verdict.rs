@@ -224,54 +224,81 @@ fn unit_text(unit: &str) -> String {
     }
 }
 
-/// One metric's part of the sentence: a decided one in full (before → after, change with its
-/// interval, test, adjusted p), one left open said so, with what would decide it.
-fn metric_part(m: &MetricCmp, unit: &str) -> String {
-    let p = m
-        .p_adjusted
-        .map_or(String::new(), |p| format!(", Holm-adjusted {}", p_text(p)));
-    let decide = m
-        .to_decide
-        .as_deref()
-        .map_or(String::new(), |d| format!("; {d}"));
+/// One metric's line of the verdict: the figures before → after with their unit, the change
+/// with its interval, the verdict and what it rests on (`runs`: `5+5 runs of 3 s`), the test
+/// and the adjusted p of a tested one; a metric that could not be compared says why.
+fn metric_line(m: &MetricCmp, unit: &str, runs: &str) -> String {
+    let p = m.p_adjusted.map(p_text);
+    let rests = |test: Option<&str>| {
+        let parts: Vec<String> = [
+            (!runs.is_empty()).then(|| runs.to_string()),
+            test.map(str::to_string),
+            p.as_ref().map(|p| format!("Holm-adjusted {p}")),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if parts.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", parts.join("; "))
+        }
+    };
+    let [b, val, _, _] = columns(m);
+    let figures = |change: String| {
+        if m.base.is_finite() && m.value.is_finite() {
+            format!("{} {b} → {val}{} ({change})", m.metric, unit_text(unit))
+        } else {
+            format!("{} ({change})", m.metric)
+        }
+    };
     match m.verdict {
         Verdict::NotEstimable => format!(
-            "{} not estimable{}{decide}",
+            "{} not estimable{}",
             m.metric,
             m.note
                 .as_deref()
                 .map_or(String::new(), |n| format!(": {n}"))
         ),
         Verdict::RunVariationUnknown => format!(
-            "{} {}, not tested: 1 run on a side; repeat each configuration (5 runs) to decide",
-            m.metric,
-            change_text(m)
+            "{}, not tested: 1 run on a side{}",
+            figures(change_text(m)),
+            rests(None)
         ),
         Verdict::NoDifferenceProven => {
             format!(
-                "{}: no difference proven ({}{p}{decide})",
-                m.metric,
-                change_text(m)
+                "{}, no difference proven{}",
+                figures(change_text(m)),
+                rests(None)
             )
         }
         // P(a value of the set > one of the baseline), 0.5 when alike: no unit, no per cent.
         v if m.metric == "distribution" => format!(
-            "distribution P(set > base) {:.3}, {} ({}{p})",
+            "distribution P(set > base) {:.3}, {}{}",
             m.value,
             v.text(),
-            test_name(&m.method)
+            rests(Some(test_name(&m.method)))
         ),
-        v => {
-            let [b, val, _, _] = columns(m);
-            format!(
-                "{} {b} → {val}{}, {} {} ({}{p})",
-                m.metric,
-                unit_text(unit),
-                change_text(m),
-                v.text(),
-                test_name(&m.method)
-            )
-        }
+        v => format!(
+            "{}, {}{}",
+            figures(change_text(m)),
+            v.text(),
+            rests(Some(test_name(&m.method)))
+        ),
+    }
+}
+
+/// What would decide a metric left open, for the lines after the verdict's figures (None when
+/// nothing is to be said).
+fn explanation(m: &MetricCmp) -> Option<String> {
+    match (m.verdict, m.to_decide.as_deref()) {
+        (Verdict::RunVariationUnknown, d) => Some(format!(
+            "{}: repeat each configuration (5 runs) to decide{}",
+            m.metric,
+            d.map_or(String::new(), |d| format!("; {d}"))
+        )),
+        (_, Some(d)) => Some(format!("{}: {d}", m.metric)),
+        _ => None,
     }
 }
 
@@ -304,34 +331,78 @@ fn stated<'a>(c: &'a Comparison, headline: &str) -> Vec<&'a MetricCmp> {
     v
 }
 
-/// One sentence per set compared with the baseline: the conditions, then each metric.
-pub fn sentences(a: &Analysis) -> Vec<String> {
+/// The verdict of one set against the baseline, as a maintainer pastes it into a patch mail:
+/// a head (the conditions, then which level against which), one line per metric (the headline
+/// first) and, after them, what would decide the metrics left open.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Said {
+    /// `cyclic -t 1, 5 × 3 s runs per level, no load, kernel 6.1; kvm-clock vs tsc`
+    pub head: String,
+    /// One per metric: `p99 36.3 → 30.7 µs (-15 % [-42 %, +24 %]), no difference proven (5+5
+    /// runs of 3 s; Holm-adjusted p = 0.58)`.
+    pub metrics: Vec<String>,
+    /// What would decide the open ones (more runs at the spread seen, longer runs).
+    pub notes: Vec<String>,
+}
+
+impl Said {
+    /// As text: `verdict: HEAD:`, then each metric and each note indented on a line of its own.
+    pub fn text(&self) -> String {
+        let mut s = format!("verdict: {}:\n", self.head);
+        for l in self.metrics.iter().chain(&self.notes) {
+            s.push_str(&format!("  {l}\n"));
+        }
+        s
+    }
+
+    /// As Markdown: the head in bold, the metrics as a list, then the notes as a list.
+    pub fn markdown(&self) -> String {
+        let mut s = format!("**verdict**: {}:\n\n", self.head);
+        for l in &self.metrics {
+            s.push_str(&format!("- {l}\n"));
+        }
+        if !self.notes.is_empty() {
+            s.push('\n');
+            for l in &self.notes {
+                s.push_str(&format!("- {l}\n"));
+            }
+        }
+        s
+    }
+}
+
+/// The verdict of every set compared with the baseline.
+pub fn verdicts(a: &Analysis) -> Vec<Said> {
     a.comparisons
         .iter()
         .map(|c| {
             let (new, base) = short_labels(&c.label, &c.baseline);
-            let runs = if a.conditions.is_some() {
-                String::new()
-            } else if c.runs.0 > 0 && c.runs.1 > 0 {
+            let runs = if c.runs.0 > 0 && c.runs.1 > 0 {
                 let len = a.run_secs.map_or(String::new(), |s| {
                     format!(" of {} s", crate::stats::cfmt::g(s, 2))
                 });
-                format!(", {} vs {} runs{len}", c.runs.1, c.runs.0)
+                format!("{}+{} runs{len}", c.runs.0, c.runs.1)
             } else {
                 String::new()
             };
-            let mut parts: Vec<String> = stated(c, &a.headline)
-                .into_iter()
-                .map(|m| metric_part(m, &a.settings.unit))
+            let shown = stated(c, &a.headline);
+            let mut metrics: Vec<String> = shown
+                .iter()
+                .map(|m| metric_line(m, &a.settings.unit, &runs))
                 .collect();
-            if parts.is_empty() {
-                parts.push("nothing compared".into());
+            if metrics.is_empty() {
+                metrics.push("nothing compared".into());
             }
+            let notes = shown.iter().filter_map(|m| explanation(m)).collect();
             let lead = a
                 .conditions
                 .as_deref()
                 .map_or(String::new(), |c| format!("{c}; "));
-            format!("{lead}{new} vs {base}{runs}: {}.", parts.join("; "))
+            Said {
+                head: format!("{lead}{new} vs {base}"),
+                metrics,
+                notes,
+            }
         })
         .collect()
 }
@@ -417,7 +488,7 @@ mod tests {
         m.metric = "distribution".into();
         m.verdict = Verdict::Better;
         m.method = "mann-whitney".into();
-        let s = metric_part(&m, "us");
+        let s = metric_line(&m, "us", "");
         assert!(
             s.starts_with("distribution P(set > base) 0.000, better"),
             "{s}"
@@ -558,15 +629,38 @@ mod tests {
             run_secs: Some(3.0),
             conditions: Some("cyclic -t 1 -a 1 -i 1ms, 5 x 3 s runs per level".into()),
         };
+        let said = verdicts(&a);
+        assert_eq!(said.len(), 1);
         assert_eq!(
-            sentences(&a),
+            said[0].head,
+            "cyclic -t 1 -a 1 -i 1ms, 5 x 3 s runs per level; kvm-clock vs tsc"
+        );
+        // One line per metric, the headline first: baseline → value with the unit, the
+        // change and its interval, the verdict and the runs it rests on.
+        assert_eq!(
+            said[0].metrics,
             [
-                "cyclic -t 1 -a 1 -i 1ms, 5 x 3 s runs per level; kvm-clock vs tsc: p99 100 → \
-                 114 µs, +14 % [+6 %, +23 %] worse (Welch's t on the logs of per-run figures, \
-                 Holm-adjusted p = 0.0031); p50: no difference proven (+14.0 % [-1.0 %, +3.0 %], \
-                 Holm-adjusted p = 0.5; about 40 runs of each level would); p99.9 not \
-                 estimable: runs of 3000 samples, need 10 000; runs of 11 s would give it."
+                "p99 100 → 114 µs (+14 % [+6 %, +23 %]), worse (5+5 runs of 3 s; Welch's t on \
+                 the logs of per-run figures; Holm-adjusted p = 0.0031)",
+                "p50 100.0 → 114.0 µs (+14.0 % [-1.0 %, +3.0 %]), no difference proven (5+5 runs \
+                 of 3 s; Holm-adjusted p = 0.5)",
+                "p99.9 not estimable: runs of 3000 samples, need 10 000",
             ]
         );
+        // What would decide the open ones, after them.
+        assert_eq!(
+            said[0].notes,
+            [
+                "p50: about 40 runs of each level would",
+                "p99.9: runs of 11 s would give it"
+            ]
+        );
+        let text = said[0].text();
+        assert!(text.starts_with("verdict: cyclic -t 1"), "{text}");
+        assert_eq!(text.lines().count(), 6, "{text}");
+        assert!(text.lines().skip(1).all(|l| l.starts_with("  ")), "{text}");
+        let md = said[0].markdown();
+        assert!(md.starts_with("**verdict**: cyclic"), "{md}");
+        assert_eq!(md.matches("\n- ").count(), 5, "{md}");
     }
 }

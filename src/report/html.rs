@@ -451,8 +451,16 @@ fn comparison(
         for w in &a.warnings {
             let _ = write!(s, "<p class=\"warn\">{}</p>", esc(w));
         }
-        for v in crate::compare::verdict::sentences(a) {
-            let _ = write!(s, "<p class=\"verdict\">{}</p>", esc(&v));
+        for v in crate::compare::verdict::verdicts(a) {
+            let _ = write!(
+                s,
+                "<div class=\"verdict\"><p>verdict: {}:</p><ul>",
+                esc(&v.head)
+            );
+            for l in v.metrics.iter().chain(&v.notes) {
+                let _ = write!(s, "<li>{}</li>", esc(l));
+            }
+            s.push_str("</ul></div>");
         }
     }
     s.push_str("</section>");

@@ -308,20 +308,33 @@ fn the_clocksource_experiment_compares_per_metric_and_ends_with_a_sentence() {
     // JSON keeps full precision.
     assert!(c["metrics"][1]["ci"][0].as_f64().unwrap().fract() != 0.0);
     let md = compare_experiment(&s, "markdown");
-    let last = md.trim_end().lines().last().unwrap();
-    // Conditions first, then each metric, the headline first; the undecided ones with what
-    // would decide them.
+    let (head, items) = verdict_of(&md);
+    // Conditions first, then one line per metric, the headline first, each with baseline →
+    // value and unit, the change and its interval, the verdict and the runs it rests on; then
+    // what would decide the open ones.
     assert!(
-        last.starts_with("cyclic, 5 × 3 s runs per level, no load, kernel ")
-            && last.contains("; kvm-clock vs tsc: p99")
-            && last.contains(
-                "; p99.9 not estimable: runs of 3000 samples, need 10 000; runs of 11 s would \
-                 give it (at 1000 samples/s, 5 % kept for overruns)"
-            ),
+        head.starts_with("cyclic, 5 × 3 s runs per level, no load, kernel ")
+            && head.ends_with("; kvm-clock vs tsc"),
         "{md}"
     );
-    assert!(last.ends_with('.'), "{last}");
-    assert!(last.contains(" % ["), "{last}");
+    assert!(
+        items[0].starts_with("p99 ") && items[0].contains(" → "),
+        "{md}"
+    );
+    for m in items.iter().filter(|l| l.contains(" → ")) {
+        assert!(m.contains(" µs (") && m.contains(" % ["), "{m}");
+        assert!(m.contains("(5+5 runs of 3 s"), "{m}");
+    }
+    assert!(
+        items.contains(&"p99.9 not estimable: runs of 3000 samples, need 10 000"),
+        "{md}"
+    );
+    assert!(
+        items.contains(
+            &"p99.9: runs of 11 s would give it (at 1000 samples/s, 5 % kept for overruns)"
+        ),
+        "{md}"
+    );
     assert_eq!(md.matches("> warning:").count(), 2, "{md}");
     assert_eq!(md.matches("a warning every run").count(), 1, "{md}");
     // Figures rounded to their interval: no long tails of digits (a kernel release such as
@@ -331,12 +344,13 @@ fn the_clocksource_experiment_compares_per_metric_and_ends_with_a_sentence() {
         .filter(|t| t.matches('.').count() == 1)
         .any(|t| t.split_once('.').is_some_and(|(_, f)| f.len() > 4));
     assert!(!long, "{md}");
-    // `compare exp:E` is the same comparison; the text form ends with the same sentence.
+    // `compare exp:E` is the same comparison; the text form ends with the same verdict.
     let text = ok(&["compare", "--store", &s, "exp:E"]);
-    assert!(
-        text.trim_end().ends_with(&format!("verdict: {last}")),
-        "{text}"
-    );
+    let mut want = format!("verdict: {head}:\n");
+    for l in &items {
+        want.push_str(&format!("  {l}\n"));
+    }
+    assert!(text.ends_with(&want), "{text}");
     assert_eq!(text.matches("warning:").count(), 2, "{text}");
     // report --experiment shows the same verdicts, a forest row per metric and level.
     let html = dir.join("e.html");
@@ -350,13 +364,20 @@ fn the_clocksource_experiment_compares_per_metric_and_ends_with_a_sentence() {
         html.to_str().unwrap(),
     ]);
     let page = std::fs::read_to_string(&html).unwrap();
-    let escaped = last
-        .replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-        .replace('\'', "&#39;");
-    assert!(page.contains(&escaped), "the sentence in the report");
+    let esc = |t: &str| {
+        t.replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+            .replace('"', "&quot;")
+            .replace('\'', "&#39;")
+    };
+    assert!(page.contains(&esc(&head)), "the verdict in the report");
+    for l in &items {
+        assert!(
+            page.contains(&format!("<li>{}</li>", esc(l))),
+            "{l} in the report"
+        );
+    }
     let block = &page[page.find("id=\"warnings\"").unwrap()..];
     let block = &block[..block.find("</div>").unwrap()];
     assert_eq!(block.matches("<li>").count(), 1, "{block}");
@@ -379,15 +400,37 @@ fn a_slower_level_is_proven_worse() {
     let dir = Dir::new();
     let s = experiment_store(dir.path(), "E", &["tsc", "hpet"], 5, 3000, Some((1, 1.2)));
     let md = compare_experiment(&s, "markdown");
-    let last = md.trim_end().lines().last().unwrap();
-    assert!(last.contains("; hpet vs tsc: p99 "), "{md}");
+    let (head, items) = verdict_of(&md);
+    assert!(head.ends_with("; hpet vs tsc"), "{md}");
     // Decided: before → after in µs, the change with its interval, the test and Holm's p.
-    let p99 = last.split("; hpet vs tsc: ").nth(1).unwrap();
-    assert!(p99.contains(" → ") && p99.contains(" µs, +"), "{p99}");
+    let p99 = items[0];
     assert!(
-        p99.contains("worse (Welch's t on the logs of per-run figures, Holm-adjusted p "),
+        p99.starts_with("p99 ") && p99.contains(" → ") && p99.contains(" µs (+"),
         "{p99}"
     );
+    assert!(
+        p99.contains(
+            ", worse (5+5 runs of 3 s; Welch's t on the logs of per-run figures; Holm-adjusted p "
+        ),
+        "{p99}"
+    );
+}
+
+/// A Markdown comparison's verdict: its head (without `**verdict**: ` and the closing `:`)
+/// and its list items, metrics then notes.
+fn verdict_of(md: &str) -> (String, Vec<&str>) {
+    let at = md
+        .find("**verdict**: ")
+        .unwrap_or_else(|| panic!("no verdict:\n{md}"));
+    let rest = &md[at..];
+    let head = rest.lines().next().unwrap();
+    let head = head
+        .strip_prefix("**verdict**: ")
+        .and_then(|h| h.strip_suffix(':'))
+        .unwrap_or_else(|| panic!("{head}"))
+        .to_string();
+    let items = rest.lines().filter_map(|l| l.strip_prefix("- ")).collect();
+    (head, items)
 }
 
 fn hackbench_text(mode: &str, times: &[f64]) -> String {

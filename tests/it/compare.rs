@@ -99,8 +99,8 @@ fn latlab_json_results_are_sets() {
     // Three runs a side: per metric over the runs, the verdict sentence leading with max.
     let text = &out.stdout;
     assert!(text.contains("unit of replication: the run"), "{text}");
-    assert!(text.contains("verdict: new vs base, 3 vs 3 runs"), "{text}");
-    assert!(text.contains(": max"), "{text}");
+    assert!(text.contains("verdict: new vs base:\n  max "), "{text}");
+    assert!(text.contains("(3+3 runs"), "{text}");
     // One run a side: one figure per run, as ministat sees them (too few to compare).
     let out = compare(
         dir.path(),

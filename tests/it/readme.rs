@@ -169,25 +169,33 @@ fn the_clocksource_walkthrough_runs_as_written() {
         "tsc",
         "the plan must put the clocksource back"
     );
-    // The walkthrough ends with a sentence to paste: conditions first, each metric after.
-    let verdict = last_run_output
-        .lines()
-        .rev()
-        .find(|l| l.starts_with("verdict: "))
-        .expect("the plan's report ends with a verdict sentence")
-        .to_string();
+    // The walkthrough ends with a verdict to paste: conditions first, one line per metric
+    // after (baseline → value with the unit, change and interval, verdict and its runs), then
+    // what would decide the open ones.
+    let lines: Vec<&str> = last_run_output.lines().collect();
+    let at = lines
+        .iter()
+        .rposition(|l| l.starts_with("verdict: "))
+        .expect("the plan's report ends with a verdict");
+    let verdict = lines[at..].join("\n");
     for want in [
         "cyclic -t 1 -a 1 -i 1ms, 5 × 3 s runs per level",
         "load",
         "kernel ",
-        "kvm-clock vs tsc: ",
-        "p99",
-        "p99.9 not estimable",
+        "kvm-clock vs tsc:\n",
+        "\n  p99 ",
+        " µs (",
+        "(5+5 runs of 3 s",
+        "\n  p99.9 not estimable",
+        "\n  p99.9: runs of ",
         " s would give it",
     ] {
         assert!(verdict.contains(want), "'{want}' missing from: {verdict}");
     }
-    assert!(verdict.ends_with('.'), "{verdict}");
+    assert!(
+        lines[at + 1..].iter().all(|l| l.starts_with("  ")),
+        "one indented line per metric and note: {verdict}"
+    );
     // No relative interval below -100 % anywhere in what the walkthrough prints.
     for (_, t) in &generated {
         for w in t.split('[').skip(1) {
