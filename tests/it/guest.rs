@@ -318,3 +318,73 @@ fn guest_a_plan_killed_with_sigkill_is_restored() {
     assert_eq!(code, 0, "{err}");
     assert_eq!(value("after"), value("before"), "not restored:\n{r}");
 }
+
+/// Time nothing visible explains names what was measured against it and what could not be:
+/// on an idle CPU, which the guest has (on a shared host another tenant may keep CPU 1 busy
+/// for a whole run, and every spike then rightly names that tenant).
+#[test]
+#[ignore = "boots a PREEMPT_RT guest: scripts/test.sh runs the guest group alone"]
+fn guest_unexplained_time_names_what_was_measured_and_what_could_not_be() {
+    let Some(out) = group() else { return };
+    let (code, err) = rc(out, "unexplained");
+    assert_eq!(code, 0, "{err}");
+    let run = json(out, "unexplained.json");
+    let spikes = run["trace"]["spikes"].as_array().unwrap();
+    let with: Vec<&Value> = spikes
+        .iter()
+        .filter(|s| s.get("residual").is_some())
+        .collect();
+    assert!(
+        !with.is_empty(),
+        "no spike with unexplained time on an idle CPU; {} spikes",
+        spikes.len()
+    );
+    for s in &with {
+        let r = &s["residual"];
+        let unexplained: u64 = s["components"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["kind"] == "idle" || c["kind"] == "unattributed")
+            .map(|c| c["ns"].as_u64().unwrap())
+            .sum();
+        assert_eq!(r["ns"].as_u64().unwrap(), unexplained, "{s:#}");
+        let said = |prefix: &str| {
+            r["measured"]
+                .as_array()
+                .into_iter()
+                .chain(r["unmeasured"].as_array())
+                .flatten()
+                .any(|m| m.as_str().unwrap().starts_with(prefix))
+        };
+        // Each source is measured or said to be unmeasurable, never left out (steal on a
+        // guest only).
+        let mut sources = vec!["NMIs: ", "SMIs: "];
+        if run["trace"].get("hypervisor").is_some() {
+            sources.push("steal: ");
+        }
+        for src in sources {
+            assert!(said(src), "{src} neither measured nor said: {r:#}");
+        }
+        let smi_read = r.get("smis").is_some();
+        let smi_said = r["unmeasured"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|m| m.as_str().unwrap().starts_with("SMIs: "));
+        assert!(smi_read != smi_said, "{r:#}");
+    }
+    // And the run says so once, as one warning.
+    let warnings = run["warnings"].as_array().unwrap();
+    let said: Vec<&str> = warnings
+        .iter()
+        .map(|w| w.as_str().unwrap())
+        .filter(|w| w.contains("nothing visible explains"))
+        .collect();
+    assert_eq!(said.len(), 1, "{warnings:#?}");
+    assert!(said[0].contains("(CPU 1: "), "{said:?}");
+    assert!(
+        !(said[0].contains("not measured") && said[0].contains(" 0 SMIs")),
+        "{said:?}"
+    );
+}
