@@ -40,6 +40,13 @@ pub enum RunsCmd {
         /// Unit for latencies in the summary.
         #[arg(long, value_enum, default_value_t = DisplayUnit::Us)]
         unit: DisplayUnit,
+        /// Explain one spike of the run: its number (`seq`), as a monitor's exemplar names it
+        /// (with a monitor snapshot, the next snapshots are searched too).
+        #[arg(long, value_name = "SEQ", conflicts_with = "json")]
+        spike: Option<u64>,
+        /// With --spike: only the spike on this CPU (a number is per CPU).
+        #[arg(long, requires = "spike")]
+        cpu: Option<usize>,
         /// The store.
         #[arg(long)]
         store: Option<String>,

@@ -50,8 +50,8 @@ impl Live {
 /// monitor's endpoint): called from the hot loop, so implementations are plain atomic stores,
 /// no lock, no allocation.
 pub trait Tap: Send + Sync {
-    /// One latency sample (ns).
-    fn observe(&self, ns: u64);
+    /// Latency sample number `seq` (from 1; ns).
+    fn observe(&self, ns: u64, seq: u64);
     /// The thread's running count of overruns.
     fn set_overruns(&self, n: u64);
     /// The thread's running count of samples its raw log lost.

@@ -327,6 +327,18 @@ pub(crate) fn promtool_check_metrics(page: &str) {
 }
 
 /// A free loopback port (bound, read back, released).
+/// `s` percent-encoded for a query string (unreserved characters kept).
+pub(crate) fn url_encoded(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
 pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -347,6 +359,11 @@ impl Prometheus {
     /// Starts Prometheus scraping every `every` with one job named latlab, `job` being the rest
     /// of that job's YAML (indented four spaces: `static_configs:` and what else it needs).
     pub(crate) fn start(every: &str, job: &str) -> Prometheus {
+        Prometheus::start_with(every, job, &[])
+    }
+
+    /// [`Prometheus::start`] with feature flags (`--enable-feature=...`).
+    pub(crate) fn start_with(every: &str, job: &str, features: &[&str]) -> Prometheus {
         let dir = Dir::new();
         let cfg = dir.write(
             "prometheus.yml",
@@ -362,6 +379,9 @@ impl Prometheus {
                 dir.join("tsdb").display()
             ))
             .arg(format!("--web.listen-address={api}"))
+            .args(
+                (!features.is_empty()).then(|| format!("--enable-feature={}", features.join(","))),
+            )
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -383,7 +403,12 @@ impl Prometheus {
 
     /// The body of the API's answer to the instant query `q` ("" when it did not answer).
     pub(crate) fn query(&self, q: &str) -> String {
-        get(self.api, &format!("/api/v1/query?query={q}"))
+        self.api_get(&format!("/api/v1/query?query={}", url_encoded(q)))
+    }
+
+    /// The body of the API's answer to a GET of `path_and_query` ("" when it did not answer).
+    pub(crate) fn api_get(&self, path_and_query: &str) -> String {
+        get(self.api, path_and_query)
             .map(|(_, b)| b)
             .unwrap_or_default()
     }

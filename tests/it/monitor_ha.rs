@@ -10,7 +10,7 @@ use std::time::Duration;
 /// (timestamp in ms, value) samples of each series of `metric` over the last `range`, by `cpu`
 /// label ("" for none).
 fn series(prom: &Prometheus, metric: &str, range: &str) -> BTreeMap<String, Vec<(i64, f64)>> {
-    let body = prom.query(&format!("{metric}%5B{range}%5D"));
+    let body = prom.query(&format!("{metric}[{range}]"));
     let v: serde_json::Value =
         serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body:?}"));
     let mut out = BTreeMap::new();

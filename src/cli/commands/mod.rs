@@ -8,6 +8,7 @@ mod report;
 mod runs;
 mod show;
 mod since;
+mod spike;
 mod tail;
 
 use crate::cli::{Command, Parsed, SamplesArgs};

@@ -31,9 +31,21 @@ pub fn run(c: RunsCmd) -> Result<()> {
         ),
         RunsCmd::Show {
             id,
+            spike: Some(seq),
+            cpu,
+            unit,
+            store,
+            ..
+        } => {
+            let st = open_for_reading(store.as_deref())?;
+            out(&super::spike::show(st.as_ref(), &id, seq, cpu, unit)?)
+        }
+        RunsCmd::Show {
+            id,
             json,
             unit,
             store,
+            ..
         } => show(&id, json, unit, store.as_deref()),
         RunsCmd::Export { ids, all, store } => export_runs(&ids, all, store.as_deref()),
         RunsCmd::Import {

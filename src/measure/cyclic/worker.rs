@@ -186,7 +186,7 @@ impl Worker {
             }
         }
         if let Some(tap) = &self.tally {
-            tap.observe(lat);
+            tap.observe(lat, n);
         }
         if !self.linear.is_empty() {
             let us = (lat / 1000) as usize;

@@ -48,8 +48,8 @@ pub struct Response {
     pub status: u16,
     /// Content type.
     pub content_type: &'static str,
-    /// Body.
-    pub body: String,
+    /// Body (text, or the protobuf exposition's bytes).
+    pub body: Vec<u8>,
 }
 
 impl Response {
@@ -58,7 +58,7 @@ impl Response {
         Response {
             status,
             content_type: "text/plain; charset=utf-8",
-            body: body.into(),
+            body: body.into().into_bytes(),
         }
     }
 }
@@ -483,7 +483,14 @@ fn parse_head(buf: &[u8]) -> Option<Head> {
                     .find(|h| h.name.eq_ignore_ascii_case(name))
                     .map(|h| String::from_utf8_lossy(h.value).into_owned())
             };
-            let accept = header("accept").unwrap_or_default();
+            // Several Accept lines are one list (RFC 9110, 5.3).
+            let accept = req
+                .headers
+                .iter()
+                .filter(|h| h.name.eq_ignore_ascii_case("accept"))
+                .map(|h| String::from_utf8_lossy(h.value).into_owned())
+                .collect::<Vec<_>>()
+                .join(",");
             let auth = header("authorization");
             Some(Head::Request(method, path, accept, auth))
         }
@@ -596,7 +603,7 @@ fn encode(r: &Response, with_body: bool) -> Vec<u8> {
     )
     .into_bytes();
     if with_body {
-        out.extend_from_slice(r.body.as_bytes());
+        out.extend_from_slice(&r.body);
     }
     out
 }

@@ -8,6 +8,7 @@ pub mod args;
 mod lower;
 
 pub mod causes;
+pub mod exemplar;
 pub mod http;
 pub mod metrics;
 pub mod snapshot;
@@ -235,6 +236,15 @@ pub fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> 
         parameters: serde_json::to_value(cfg).unwrap_or(serde_json::Value::Null),
     };
     let mut interval = snapshot::Interval::new(&tallies);
+    // Exemplars name the snapshot that stores a spike: each interval's run id, chosen as it
+    // opens, with the wake-ups counted by then.
+    let open_run = |interval: &snapshot::Interval| {
+        if !cfg.no_store {
+            let mut runs = shared.runs.lock().unwrap_or_else(|p| p.into_inner());
+            runs.open(interval.id(), exemplar::counts(&tallies));
+        }
+    };
+    open_run(&interval);
     let every = Duration::from_nanos(cfg.snapshot_every_ns);
     let t0 = Instant::now();
     let deadline = cfg.duration_ns.map(|d| t0 + Duration::from_nanos(d));
@@ -260,6 +270,7 @@ pub fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> 
         interval.drain(&mut consumers);
         if let (Some(t), Some(c)) = (tracer.as_mut(), &cause_totals) {
             trace_step(t, &mut spike_cons, c, &mut interval);
+            exemplar::publish(&shared.explained, &interval, !cfg.no_store);
         }
         if let Some(w) = tracer.as_mut().and_then(|t| t.untraced_news()) {
             crate::note!("latlab monitor: warning: {w}");
@@ -297,6 +308,7 @@ pub fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> 
             let mut said = warnings.clone();
             said.append(&mut moved);
             let run = interval.take(&ctx, driver, seq, &tallies, said, now);
+            open_run(&interval);
             match &keeping {
                 _ if cfg.no_store => driver.interval_ended(),
                 Some(bg) => driver.hand_over(bg, &run),
@@ -514,19 +526,12 @@ fn serve(cfg: &MonitorConfig, shared: Arc<Shared>) -> Result<http::Server> {
     let handler: Arc<http::Handler> = Arc::new(move |path: &str, accept: &str| match path {
         "/metrics" => {
             shared.scrapes.fetch_add(1, Ordering::Relaxed);
-            let page = metrics::render(&registry);
-            if metrics::wants_openmetrics(accept) {
-                http::Response {
-                    status: 200,
-                    content_type: metrics::CONTENT_TYPE,
-                    body: page,
-                }
-            } else {
-                http::Response {
-                    status: 200,
-                    content_type: metrics::CLASSIC_CONTENT_TYPE,
-                    body: metrics::to_classic(&page),
-                }
+            let (content_type, body) =
+                metrics::page(&registry, &shared, metrics::negotiate(accept));
+            http::Response {
+                status: 200,
+                content_type,
+                body,
             }
         }
         "/status" => http::Response::text(200, status(&shared, &id)),

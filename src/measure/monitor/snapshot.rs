@@ -31,6 +31,8 @@ pub struct Context<'a> {
 /// Counters at the start of an interval, to take differences from.
 #[derive(Debug, Clone, Copy, Default)]
 struct Counts {
+    /// Wake-ups counted (the last one's number).
+    seen: u64,
     overruns: u64,
     lost: u64,
     exceeded: u64,
@@ -39,6 +41,7 @@ struct Counts {
 impl Counts {
     fn of(t: &Tally) -> Counts {
         Counts {
+            seen: t.read_buckets().1,
             overruns: t.overruns.load(Relaxed),
             lost: t.lost.load(Relaxed),
             exceeded: t.exceeded.load(Relaxed),
@@ -49,8 +52,8 @@ impl Counts {
 /// Attributed spikes an interval keeps to summarise its causes; beyond, only the totals count
 /// them.
 const MAX_INTERVAL_SPIKES: usize = 10_000;
-/// Spikes a snapshot stores as records: the interval's worst.
-const STORED_SPIKES: usize = 20;
+/// Spikes a snapshot stores as records: the interval's worst (and each CPU's worst).
+pub const STORED_SPIKES: usize = 20;
 
 /// Keeps the `n` worst of `spikes` (in no particular order); returns how many went.
 fn worst_only(spikes: &mut Vec<SpikeRecord>, n: usize) -> u64 {
@@ -89,11 +92,16 @@ struct Traced {
     dropped: u64,
     /// `--on-threshold` firings in it.
     actions: Vec<crate::result::trace::Firing>,
+    /// Its worst spike per CPU: (number, latency ns), always among the spikes its snapshot
+    /// stores.
+    worst: std::collections::BTreeMap<usize, (u64, u64)>,
 }
 
 /// The interval being collected.
 pub struct Interval {
     started: SystemTime,
+    /// The id its snapshot run will have (chosen as it opens, for exemplars).
+    id: String,
     recs: Vec<Recorder>,
     base: Vec<Counts>,
     traced: Traced,
@@ -102,8 +110,10 @@ pub struct Interval {
 impl Interval {
     /// A new interval starting now.
     pub fn new(tallies: &[Arc<Tally>]) -> Interval {
+        let started = SystemTime::now();
         Interval {
-            started: SystemTime::now(),
+            started,
+            id: crate::result::new_run_id(started),
             recs: tallies.iter().map(|_| Recorder::new()).collect(),
             base: tallies.iter().map(|t| Counts::of(t)).collect(),
             traced: Traced {
@@ -118,11 +128,25 @@ impl Interval {
         self.started
     }
 
+    /// The id its snapshot run will have.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Its worst attributed spike per CPU so far: (number, latency ns).
+    pub fn worst(&self) -> &std::collections::BTreeMap<usize, (u64, u64)> {
+        &self.traced.worst
+    }
+
     /// Keeps attributed spikes (and `--on-threshold` firings) for the interval's snapshot: its
     /// worst [`MAX_INTERVAL_SPIKES`] (cut to them each time twice as many gather).
     pub fn keep(&mut self, spikes: Vec<SpikeRecord>, actions: Vec<crate::result::trace::Firing>) {
         let t = &mut self.traced;
         for s in spikes {
+            let w = t.worst.entry(s.cpu).or_insert((s.seq, s.latency_ns));
+            if s.latency_ns > w.1 {
+                *w = (s.seq, s.latency_ns);
+            }
             t.spikes.push(s);
             if t.spikes.len() >= 2 * MAX_INTERVAL_SPIKES {
                 t.over += worst_only(&mut t.spikes, MAX_INTERVAL_SPIKES);
@@ -150,8 +174,14 @@ impl Interval {
         let over = t.over + worst_only(&mut worst, MAX_INTERVAL_SPIKES);
         report.per_cpu = crate::trace::culprits::summarise(&worst, cpus);
         worst.sort_by_key(|s| std::cmp::Reverse(s.latency_ns));
-        report.spikes_not_kept = worst.len().saturating_sub(STORED_SPIKES) as u64 + over;
-        worst.truncate(STORED_SPIKES);
+        // The worst overall, and each CPU's worst (what its exemplar names) beside them.
+        let mut seen = std::collections::BTreeSet::new();
+        let mut k = 0;
+        worst.retain(|s| {
+            k += 1;
+            seen.insert(s.cpu) || k <= STORED_SPIKES
+        });
+        report.spikes_not_kept = (k - worst.len()) as u64 + over;
         worst.sort_by_key(|s| (s.expected_ns, s.cpu));
         report.spikes = worst;
         report.events = now.events.0.saturating_sub(t.events.0);
@@ -211,8 +241,10 @@ impl Interval {
             s.interval_ns = Some(ctx.interval_ns);
             s.overruns = now.overruns - base.overruns;
             s.lost_samples = now.lost - base.lost;
+            // The numbers of its wake-ups (as exemplars and spikes name them), first and last.
             let mut extra = serde_json::json!({
                 "threshold_exceeded": now.exceeded - base.exceeded,
+                "wakeups": [base.seen + 1, now.seen],
             });
             // --trace: this CPU's late time and wake-ups by cause in the interval, as the
             // endpoint's counters count them.
@@ -235,7 +267,12 @@ impl Interval {
             trace,
             ..driver.run_with(self.started, parameters, warnings)
         };
+        let run = Run {
+            id: std::mem::take(&mut self.id),
+            ..run
+        };
         self.started = SystemTime::now();
+        self.id = crate::result::new_run_id(self.started);
         run
     }
 }

@@ -126,5 +126,7 @@ pub(super) fn shared_state(
         windows: window::Windows::new(cfg.window_ns, tallies, window::unix_now_ns()),
         exposure: exposure_warning(cfg),
         causes,
+        runs: Default::default(),
+        explained: Default::default(),
     }
 }

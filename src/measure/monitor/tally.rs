@@ -42,6 +42,32 @@ const fn bounds() -> [u64; 35 * DECADES + 1] {
 /// Number of buckets: one per bound plus +Inf.
 pub const BUCKETS: usize = BOUNDS_NS.len() + 1;
 
+/// Schema of the native (sparse exponential) histogram: 2^3 = 8 buckets per power of two, each
+/// bound 2^(1/8) = 1.09 times the one below, about the resolution of the fixed buckets (at most
+/// 1.10) and of `histogram_quantile` over them.
+pub const NATIVE_SCHEMA: i32 = 3;
+/// Native index of the first bucket above the zero bucket: bucket `i` holds (2^((i-1)/8),
+/// 2^(i/8)] seconds, so the zero bucket takes [0, 2^-24 s] (up to 59.6 ns, less than any
+/// timer wake-up) and the first bucket starts there.
+pub const NATIVE_FIRST: i32 = -24 * 8 + 1;
+/// Native index of the last bucket, (2^(55/8), 2^7] = up to 128 s; a larger latency is counted
+/// in it (the exact maximum is its own gauge).
+pub const NATIVE_LAST: i32 = 7 * 8;
+/// Native buckets kept per CPU.
+pub const NATIVE_BUCKETS: usize = (NATIVE_LAST - NATIVE_FIRST + 1) as usize;
+/// Upper bound of the zero bucket (s).
+pub const NATIVE_ZERO_THRESHOLD: f64 = 1.0 / (1u64 << 24) as f64;
+
+/// Upper bounds (ns, rounded down: a latency in whole ns is at most the bound exactly when it
+/// is at most its floor) of the native buckets, first to last, and of the zero bucket first.
+static NATIVE_BOUNDS_NS: std::sync::LazyLock<[u64; NATIVE_BUCKETS + 1]> =
+    std::sync::LazyLock::new(|| {
+        std::array::from_fn(|k| {
+            let i = NATIVE_FIRST - 1 + k as i32;
+            (2f64.powf(i as f64 / 8.0) * 1e9).floor() as u64
+        })
+    });
+
 /// One measuring thread's published figures. Cache-line aligned so threads never share a line.
 #[repr(align(64))]
 #[derive(Debug)]
@@ -50,6 +76,17 @@ pub struct Tally {
     pub threshold_ns: u64,
     /// Samples per bucket (not cumulative); the last is +Inf.
     pub buckets: [AtomicU64; BUCKETS],
+    /// Samples per native bucket ([`NATIVE_FIRST`] first; the zero bucket is
+    /// `native_zero`).
+    pub native: [AtomicU64; NATIVE_BUCKETS],
+    /// Samples in the native zero bucket (at most [`NATIVE_ZERO_THRESHOLD`]).
+    pub native_zero: AtomicU64,
+    /// The latest sample above the threshold: its number (the measuring loop's, from 1; 0:
+    /// none yet), written after `spike_ns` so a reader that sees the same number before and
+    /// after reading `spike_ns` read that sample's latency.
+    pub spike_seq: AtomicU64,
+    /// That sample's latency (ns).
+    pub spike_ns: AtomicU64,
     /// Sum of samples (ns), wrapping.
     pub sum_ns: AtomicU64,
     /// Largest sample since the start (ns).
@@ -74,6 +111,10 @@ impl Tally {
         Tally {
             threshold_ns,
             buckets: std::array::from_fn(|_| AtomicU64::new(0)),
+            native: std::array::from_fn(|_| AtomicU64::new(0)),
+            native_zero: AtomicU64::new(0),
+            spike_seq: AtomicU64::new(0),
+            spike_ns: AtomicU64::new(0),
             sum_ns: AtomicU64::new(0),
             max_ns: AtomicU64::new(0),
             window_max_ns: AtomicU64::new(0),
@@ -91,11 +132,27 @@ impl Tally {
         BOUNDS_NS.partition_point(|&b| b < ns)
     }
 
-    /// Counts one sample. Only the owning thread calls this.
+    /// The native bucket a latency falls in: `None` for the zero bucket, else its offset from
+    /// [`NATIVE_FIRST`].
     #[inline(always)]
-    pub fn observe(&self, ns: u64) {
+    pub fn native_of(ns: u64) -> Option<usize> {
+        let b = &*NATIVE_BOUNDS_NS;
+        match b.partition_point(|&x| x < ns) {
+            0 => None,
+            k => Some((k - 1).min(NATIVE_BUCKETS - 1)),
+        }
+    }
+
+    /// Counts sample number `seq` (from 1). Only the owning thread calls this.
+    #[inline(always)]
+    pub fn observe(&self, ns: u64, seq: u64) {
         let b = &self.buckets[Self::bucket_of(ns)];
         b.store(b.load(Relaxed) + 1, Relaxed);
+        let n = match Self::native_of(ns) {
+            Some(i) => &self.native[i],
+            None => &self.native_zero,
+        };
+        n.store(n.load(Relaxed) + 1, Relaxed);
         self.sum_ns
             .store(self.sum_ns.load(Relaxed).wrapping_add(ns), Relaxed);
         if ns > self.max_ns.load(Relaxed) {
@@ -108,7 +165,29 @@ impl Tally {
         if ns > self.threshold_ns {
             self.exceeded
                 .store(self.exceeded.load(Relaxed) + 1, Relaxed);
+            self.spike_seq.store(0, Relaxed);
+            self.spike_ns.store(ns, std::sync::atomic::Ordering::Release);
+            self.spike_seq
+                .store(seq, std::sync::atomic::Ordering::Release);
         }
+    }
+
+    /// The latest sample above the threshold, (number, ns), if any (None while the owning
+    /// thread is writing it: the next read has it).
+    pub fn last_spike(&self) -> Option<(u64, u64)> {
+        use std::sync::atomic::Ordering::Acquire;
+        let seq = self.spike_seq.load(Acquire);
+        let ns = self.spike_ns.load(Acquire);
+        (seq != 0 && self.spike_seq.load(Acquire) == seq).then_some((seq, ns))
+    }
+
+    /// The native buckets now: zero bucket count, and per bucket from [`NATIVE_FIRST`] (not
+    /// cumulative).
+    pub fn read_native(&self) -> (u64, [u64; NATIVE_BUCKETS]) {
+        (
+            self.native_zero.load(Relaxed),
+            std::array::from_fn(|i| self.native[i].load(Relaxed)),
+        )
     }
 
     /// Publishes the owning thread's overrun count.
@@ -146,8 +225,8 @@ impl Tally {
 
 impl crate::rt::Tap for Tally {
     #[inline(always)]
-    fn observe(&self, ns: u64) {
-        Tally::observe(self, ns);
+    fn observe(&self, ns: u64, seq: u64) {
+        Tally::observe(self, ns, seq);
     }
 
     #[inline(always)]
@@ -256,7 +335,7 @@ mod tests {
                 if i % 500 == 0 {
                     ns = (median_ns * 30.0) as u64;
                 }
-                t.observe(ns);
+                t.observe(ns, 1);
                 rec.record(ns);
             }
             let (b, _) = t.read_buckets();
@@ -274,7 +353,7 @@ mod tests {
     fn observe_counts_max_window_and_threshold() {
         let t = Tally::new(50_000);
         for ns in [1_000, 60_000, 7_000_000, 2_000] {
-            t.observe(ns);
+            t.observe(ns, 1);
         }
         let (b, n) = t.read_buckets();
         assert_eq!(n, 4);
@@ -286,7 +365,7 @@ mod tests {
         assert_eq!(t.exceeded.load(Relaxed), 2);
         assert_eq!(t.take_window_max(), 7_000_000);
         assert_eq!(t.take_window_max(), 0);
-        t.observe(3_000);
+        t.observe(3_000, 1);
         assert_eq!(t.take_window_max(), 3_000);
         assert_eq!(t.max_ns.load(Relaxed), 7_000_000);
     }

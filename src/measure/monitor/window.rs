@@ -115,8 +115,8 @@ mod tests {
         let t: Vec<Arc<Tally>> = (0..2).map(|_| Arc::new(Tally::new(50_000))).collect();
         let w = Windows::new(10 * s, &t, 1_003 * s);
         assert_eq!(w.until_close(1_003 * s), Duration::from_secs(7));
-        t[0].observe(70_000);
-        t[1].observe(2_000);
+        t[0].observe(70_000, 1);
+        t[1].observe(2_000, 1);
         assert!(!w.tick(&t, 1_009 * s));
         assert_eq!(w.closed().end_unix_ns, 0);
         assert!(w.tick(&t, 1_010 * s + 3));
@@ -125,8 +125,8 @@ mod tests {
         assert_eq!(c.per_cpu, vec![(70_000, 1), (2_000, 0)]);
         // Reading twice gives the same window.
         assert_eq!(w.closed(), c);
-        t[1].observe(90_000);
-        t[1].observe(60_000);
+        t[1].observe(90_000, 1);
+        t[1].observe(60_000, 1);
         // A caller that slept through a boundary merges the windows into the one it closes.
         assert!(w.tick(&t, 1_031 * s));
         let c = w.closed();
