@@ -662,25 +662,8 @@ mod tests {
     #[test]
     fn page_has_every_family_per_cpu() {
         let t = Arc::new(Tally::new(10_000));
-        let s = Arc::new(Shared {
-            cpus: vec![("3".into(), t.clone())],
-            info: vec![("kernel".into(), "6.1 \"rt\"".into())],
-            interval_ns: 1_000_000,
-            threshold_ns: Some(10_000),
-            started_unix_s: 1.0,
-            snapshots: AtomicU64::new(2),
-            snapshot_failures: AtomicU64::new(0),
-            scrapes: AtomicU64::new(0),
-            windows: crate::measure::monitor::window::Windows::new(
-                10_000_000_000,
-                std::slice::from_ref(&t),
-                5,
-            ),
-            exposure: None,
-            runs: Default::default(),
-            explained: Default::default(),
-            causes: None,
-        });
+        let s = one_cpu(&t, "6.1 \"rt\"", 10_000);
+        s.snapshots.store(2, Relaxed);
         t.observe(7_000, 1);
         t.observe(70_000, 1);
         s.windows.tick(std::slice::from_ref(&t), 10_000_000_001);
@@ -703,13 +686,13 @@ mod tests {
         }
     }
 
-    /// A one-CPU monitor page source with `t` as CPU 3.
-    fn one_cpu(t: &Arc<Tally>) -> Arc<Shared> {
+    /// A one-CPU monitor page source with `t` as CPU 3, its kernel and threshold.
+    fn one_cpu(t: &Arc<Tally>, kernel: &str, threshold_ns: u64) -> Arc<Shared> {
         Arc::new(Shared {
             cpus: vec![("3".into(), t.clone())],
-            info: vec![("kernel".into(), "6.1".into())],
+            info: vec![("kernel".into(), kernel.into())],
             interval_ns: 1_000_000,
-            threshold_ns: Some(50_000),
+            threshold_ns: Some(threshold_ns),
             started_unix_s: 1.0,
             snapshots: AtomicU64::new(0),
             snapshot_failures: AtomicU64::new(0),
@@ -790,7 +773,7 @@ mod tests {
     fn the_protobuf_page_has_the_native_histogram_and_the_spike_as_exemplar() {
         use prost::Message;
         let t = Arc::new(Tally::new(50_000));
-        let s = one_cpu(&t);
+        let s = one_cpu(&t, "6.1", 50_000);
         for (i, ns) in [7_000u64, 8_000, 70_000, 2_000].into_iter().enumerate() {
             t.observe(ns, i as u64 + 1);
         }
