@@ -35,6 +35,10 @@ pub struct Facts {
     /// Every run of the kind is traced (`sched`): its trace summary is the run's own causes
     /// per CPU, not the optional `--trace` block.
     pub always_traced: bool,
+    /// Its runs are the snapshots of one long session (`monitor`): a spike whose trace was
+    /// read after its snapshot closed is stored in a later one, and a snapshot keeps only its
+    /// worst spikes.
+    pub snapshots: bool,
 }
 
 impl Facts {
@@ -48,6 +52,7 @@ impl Facts {
         timeline_caption: None,
         histogram_caption: None,
         always_traced: false,
+        snapshots: false,
     };
 }
 

@@ -21,6 +21,7 @@ pub fn show(
     unit: DisplayUnit,
 ) -> Result<String> {
     let (run, tags) = load(st, id)?;
+    let snapshots = crate::table::facts(&run.kind).snapshots;
     let wanted = |s: &&SpikeRecord| s.seq == seq && cpu.is_none_or(|c| s.cpu == c);
     let found = |r: &Run| -> Vec<SpikeRecord> {
         r.trace
@@ -34,7 +35,7 @@ pub fn show(
     // its wake-ups per CPU: see `wakeups`): a later snapshot's own spike is not this run's.
     let ours =
         |x: &SpikeRecord| wakeups(&run, x.cpu).is_some_and(|(a, b)| (a..=b).contains(&x.seq));
-    if spikes.is_empty() && run.kind == "monitor" {
+    if spikes.is_empty() && snapshots {
         for later in later_snapshots(st, &run, tags.get("monitor"))? {
             let (r, _) = load(st, &later)?;
             spikes = found(&r).into_iter().filter(|x| ours(x)).collect();
@@ -46,7 +47,7 @@ pub fn show(
     }
     if spikes.is_empty() {
         return Err(Error::Usage(
-            crate::output::printable(&not_found(&run, id, seq, cpu, unit)).into_owned(),
+            crate::output::printable(&not_found(&run, id, seq, cpu, unit, snapshots)).into_owned(),
         ));
     }
     let mut s = String::new();
@@ -111,7 +112,14 @@ fn later_snapshots(st: &dyn Store, run: &Run, monitor: Option<&String>) -> Resul
 }
 
 /// Why nothing was found, with what the run does hold.
-fn not_found(run: &Run, id: &str, seq: u64, cpu: Option<usize>, unit: DisplayUnit) -> String {
+fn not_found(
+    run: &Run,
+    id: &str,
+    seq: u64,
+    cpu: Option<usize>,
+    unit: DisplayUnit,
+    snapshots: bool,
+) -> String {
     let on = cpu.map_or(String::new(), |c| format!(" on CPU {c}"));
     let Some(t) = &run.trace else {
         let max = run
@@ -152,7 +160,7 @@ fn not_found(run: &Run, id: &str, seq: u64, cpu: Option<usize>, unit: DisplayUni
         .take(20)
         .map(|s| format!("{} (CPU {})", s.seq, s.cpu))
         .collect();
-    let kept = if run.kind == "monitor" {
+    let kept = if snapshots {
         format!(
             " (nor do the snapshots after it); a monitor snapshot keeps its {} worst spikes and each CPU's worst",
             crate::measure::monitor::snapshot::STORED_SPIKES

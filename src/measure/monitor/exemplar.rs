@@ -36,11 +36,6 @@ impl RunLog {
     }
 }
 
-/// The wake-ups each tally has counted (its first bucket sums), for [`RunLog::open`].
-pub fn counts(tallies: &[std::sync::Arc<Tally>]) -> Vec<u64> {
-    tallies.iter().map(|t| t.read_buckets().1).collect()
-}
-
 /// One CPU's exemplar: its latest spike.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Spike {

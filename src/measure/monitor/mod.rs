@@ -241,7 +241,7 @@ pub fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> 
     let open_run = |interval: &snapshot::Interval| {
         if !cfg.no_store {
             let mut runs = shared.runs.lock().unwrap_or_else(|p| p.into_inner());
-            runs.open(interval.id(), exemplar::counts(&tallies));
+            runs.open(interval.id(), interval.opened_after());
         }
     };
     open_run(&interval);
@@ -547,6 +547,10 @@ impl crate::driver::Measurement for MonitorConfig {
     const KIND: &'static str = "monitor";
     /// SIGHUP prints the monitor's status instead of ending it.
     const KEEPS_HANGUP: bool = true;
+    const FACTS: crate::result::kind::Facts = crate::result::kind::Facts {
+        snapshots: true,
+        ..crate::result::kind::Facts::LATENCY
+    };
 
     fn planned(&self) -> Option<Duration> {
         self.duration_ns.map(Duration::from_nanos)

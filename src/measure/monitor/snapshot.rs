@@ -133,6 +133,12 @@ impl Interval {
         &self.id
     }
 
+    /// The number of the last wake-up before it, per CPU: its own are numbered above (as its
+    /// snapshot's `wakeups` say).
+    pub fn opened_after(&self) -> Vec<u64> {
+        self.base.iter().map(|c| c.seen).collect()
+    }
+
     /// Its worst attributed spike per CPU so far: (number, latency ns).
     pub fn worst(&self) -> &std::collections::BTreeMap<usize, (u64, u64)> {
         &self.traced.worst
