@@ -101,11 +101,22 @@ pub fn check_restorable(file: &Path) -> std::result::Result<(), String> {
 
 pub(super) fn read_knob(real: &Path, roots: &[PathBuf]) -> Result<Vec<u8>> {
     let err = |e: std::io::Error| Error::Env(format!("{}: {e}", real.display()));
-    let f = open_knob(real, false, roots).map_err(err)?;
+    let mut f = open_knob(real, false, roots).map_err(err)?;
+    // Reads of a page at a time: some tracefs files (osnoise/cpus) refuse a read shorter than
+    // their whole text with EINVAL, which std's small probe reads would meet.
     let mut v = Vec::new();
-    f.take(MAX_KNOB_BYTES + 1)
-        .read_to_end(&mut v)
-        .map_err(err)?;
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        let n = match f.read(&mut buf) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(err(e)),
+        };
+        if n == 0 || v.len() as u64 > MAX_KNOB_BYTES {
+            break;
+        }
+        v.extend_from_slice(&buf[..n]);
+    }
     if v.len() as u64 > MAX_KNOB_BYTES {
         return Err(Error::Env(format!(
             "{}: larger than {MAX_KNOB_BYTES} bytes; not a setting latlab can restore",
