@@ -7,13 +7,13 @@ cd "$(dirname "$0")/.."
 # Debian packages the tests compare against or drive: ministat (byte-for-byte comparisons),
 # PostgreSQL (the shared store), chromium (reports loaded in a real headless browser;
 # screenshots land in target/tmp/report-screenshots/), rt-tests and iperf3 (real output to
-# import), prometheus (promtool checks `latlab monitor`'s page, and a private Prometheus
+# import; rtla beside `latlab timerlat` in the guest), prometheus (promtool checks `latlab monitor`'s page, and a private Prometheus
 # started by tests/it/monitor.rs scrapes it), linux-perf (`perf sched` beside `latlab sched`),
 # libxml2-utils (xmllint checks `gate --junit` against tests/fixtures/junit/junit.xsd), make
 # and gcc (the build load, which qualify uses by default), qemu-system-x86, busybox-static, kmod
 # and cpio (scripts/guest.sh boots the guest group's PREEMPT_RT kernel; it fetches the kernel).
 # Installed only when missing.
-PKGS=(ministat postgresql chromium rt-tests iperf3 prometheus trace-cmd lintian linux-perf libxml2-utils make gcc
+PKGS=(ministat postgresql chromium rt-tests rtla iperf3 prometheus trace-cmd lintian linux-perf libxml2-utils make gcc
   qemu-system-x86 busybox-static kmod cpio)
 missing=()
 for p in "${PKGS[@]}"; do

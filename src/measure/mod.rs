@@ -43,6 +43,9 @@ measurements! {
     pi => pi::args::PiArgs,
         "Priority inversion, repeated: low holds a pthread mutex, high waits, medium spins on the same CPU; --protocol inherit|none|protect; exit 1 when inversion happened (pi_stress, pip_stress)",
         plannable: true;
+    timerlat => timerlat::args::TimerlatArgs,
+        "Timer latency as the kernel measures it (its timerlat tracer, rtla timerlat's source): per CPU the timer IRQ's and the thread's latency, every sample read and counted, late ones explained with the kernel's split",
+        plannable: true;
     sched => sched::args::SchedArgs,
         "Scheduling latency of any task, from tracepoints: per thread, wake-up latency, preemption delay, wakers, and who ran instead of the worst (--pid, --tid, --comm, --cgroup, --all, or -- CMD; perf sched latency, runqlat)",
         plannable: true;

@@ -248,6 +248,33 @@ pub struct Attribution {
     /// between `timer` and `host`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steal: Option<StealAround>,
+    /// `latlab timerlat`: the kernel's own split of the sample (its timerlat tracer and
+    /// osnoise accounting), as rtla's auto-analysis gives it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_split: Option<KernelSplit>,
+}
+
+/// The kernel's split of one timerlat sample: the timer interrupt's latency, then the time
+/// until the timerlat thread ran, and what the kernel accounted in between.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct KernelSplit {
+    /// The timer's expiry to its IRQ handler (the IRQ sample), ns; None when that sample
+    /// was not read.
+    pub irq_latency_ns: Option<u64>,
+    /// The timer's expiry to the thread running (the thread sample), ns.
+    pub thread_latency_ns: u64,
+    /// The IRQ handler to the thread running, ns (thread latency less IRQ latency).
+    pub thread_delay_ns: Option<u64>,
+    /// What ran when the timer expired (rtla's blocking thread): `comm:pid RT 95`, `idle`.
+    pub blocking: Option<String>,
+    /// Time the kernel accounted to hardware interrupts in the window, ns.
+    pub irq_ns: u64,
+    /// To softirqs, ns.
+    pub softirq_ns: u64,
+    /// To NMIs, ns.
+    pub nmi_ns: u64,
+    /// To other threads (blocking and preempting ones), ns.
+    pub thread_ns: u64,
 }
 
 /// What was counted on one traced CPU during the run.

@@ -203,7 +203,8 @@ enum Layout {
     Nmi(Field),
 }
 
-fn int(b: &[u8], f: &Field) -> Option<i64> {
+/// Field `f` of record `b` as a signed integer (1, 2, 4 or 8 bytes, little-endian).
+pub(crate) fn int(b: &[u8], f: &Field) -> Option<i64> {
     let s = b.get(f.offset..f.offset + f.size)?;
     Some(match f.size {
         1 => i64::from(s[0] as i8),
@@ -214,7 +215,8 @@ fn int(b: &[u8], f: &Field) -> Option<i64> {
     })
 }
 
-fn bytes<'a>(b: &'a [u8], f: &Field) -> Option<&'a [u8]> {
+/// Field `f` of record `b` as bytes (a `__data_loc` field's real data).
+pub(crate) fn bytes<'a>(b: &'a [u8], f: &Field) -> Option<&'a [u8]> {
     if f.data_loc {
         let loc = int(b, f)? as u32;
         let (off, len) = ((loc & 0xffff) as usize, (loc >> 16) as usize);

@@ -76,7 +76,7 @@ impl Reach {
 }
 
 /// Writes an existing control file (never creates one).
-pub(super) fn poke(p: &Path, v: &str) -> std::io::Result<()> {
+pub(crate) fn poke(p: &Path, v: &str) -> std::io::Result<()> {
     use std::io::Write;
     std::fs::OpenOptions::new()
         .write(true)

@@ -6,7 +6,7 @@
 //! `tracefs::instance_name`), nor the host's to a container.
 
 use super::files::remove_instance;
-use super::tracefs::{is_latlab_instance, named_pid, TraceFs, PROCS_SUFFIX};
+use super::tracefs::{is_latlab_instance, named_pid, TraceFs};
 use std::path::Path;
 
 /// `latlab restore`'s sweep of orphaned instances, run after the journaled ones are handled.
@@ -34,7 +34,7 @@ pub const RESTORER: crate::io::Restorer = crate::io::Restorer {
 /// check: its own journal's restore removes it.
 fn owner(p: &Path) -> Option<u32> {
     let name = p.file_name()?.to_str()?;
-    let name = name.strip_suffix(PROCS_SUFFIX).unwrap_or(name);
+    let name = super::tracefs::without_suffix(name);
     // Only a name latlab makes in this namespace: a pid as printed (no sign, no leading zero,
     // not 0), no `-ns<inode>` after it.
     let pid = named_pid(p)?;

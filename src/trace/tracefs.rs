@@ -38,6 +38,17 @@ pub const PROC_EVENTS: &[&str] = &[
 /// Suffix of the process-events instance.
 pub const PROCS_SUFFIX: &str = "-procs";
 
+/// Suffix of `latlab timerlat`'s instance (the kernel's timerlat tracer runs in it).
+pub const TIMERLAT_SUFFIX: &str = "-timerlat";
+
+/// An instance name without the suffix of a second instance of one process, if it has one.
+pub(super) fn without_suffix(name: &str) -> &str {
+    [PROCS_SUFFIX, TIMERLAT_SUFFIX]
+        .iter()
+        .find_map(|s| name.strip_suffix(s))
+        .unwrap_or(name)
+}
+
 /// Where tracefs is mounted in the real system when latlab mounts it.
 pub const DEFAULT_MOUNT: &str = "/sys/kernel/tracing";
 
@@ -50,7 +61,7 @@ pub struct TraceFs {
 
 /// Reads a tracefs text file with large reads: `events/header_page` answers a short first
 /// read and then nothing, so std's small probe read would cut it.
-pub(super) fn read(p: &Path) -> Result<String> {
+pub(crate) fn read(p: &Path) -> Result<String> {
     use std::io::Read;
     let err = |e: std::io::Error| at(p, e);
     let mut f = std::fs::File::open(p).map_err(err)?;
@@ -344,14 +355,15 @@ fn digits(d: &str) -> bool {
     !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit())
 }
 
-/// True for a path latlab may remove: `<...>/instances/latlab-<digits>[-ns<digits>][-procs]`.
+/// True for a path latlab may remove:
+/// `<...>/instances/latlab-<digits>[-ns<digits>][-procs|-timerlat]`.
 pub(super) fn is_latlab_instance(p: &Path) -> bool {
     let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
     let parent = p
         .parent()
         .and_then(Path::file_name)
         .and_then(|n| n.to_str());
-    let name = name.strip_suffix(PROCS_SUFFIX).unwrap_or(name);
+    let name = without_suffix(name);
     let ours = name
         .strip_prefix("latlab-")
         .is_some_and(|rest| match rest.split_once("-ns") {
@@ -379,8 +391,7 @@ pub fn restore_in(dir: &Path) -> Vec<String> {
 
 /// The pid an instance's name carries (`latlab-<pid>`, `-procs`, `-ns<inode>` after it).
 pub(super) fn named_pid(p: &Path) -> Option<u32> {
-    let name = p.file_name()?.to_str()?;
-    let name = name.strip_suffix(PROCS_SUFFIX).unwrap_or(name);
+    let name = without_suffix(p.file_name()?.to_str()?);
     let rest = name.strip_prefix("latlab-")?;
     rest.split_once("-ns")
         .map_or(rest, |(pid, _)| pid)
@@ -602,6 +613,7 @@ mod tests {
             "latlab-12-procs",
             "latlab-12-ns4026532001",
             "latlab-1-ns2-procs",
+            "latlab-12-timerlat",
         ] {
             assert!(yes(n), "{n}");
         }
@@ -611,6 +623,8 @@ mod tests {
             "latlab-12-ns",
             "latlab--ns3",
             "latlab-1-nsx",
+            "latlab-12-timerlat-procs",
+            "timerlat_hist",
             "perf-1",
         ] {
             assert!(!yes(n), "{n}");

@@ -41,6 +41,7 @@ step migrate 60 "$L" migrate -l 8 -p 80 --max-err 1s --json "$OUT/migrate.json"
 step ipc 60 "$L" ipc --method pmq -l 50 -i 1ms --json "$OUT/ipc.json"
 step pi 60 "$L" pi -a 0 -l 3 --load cpu:cpus=0 --json "$OUT/pi.json"
 step sched 60 "$L" sched --all -D 2s --json "$OUT/sched.json"
+step timerlat 60 "$L" timerlat -D 2s --json "$OUT/timerlat.json"
 step load 60 "$L" load hackbench:groups=2,fds=4,loops=10 --json "$OUT/load.json"
 step qualify 120 "$L" qualify -D 5s --no-loads --json "$OUT/qualify.json"
 # The monitor: its /metrics read while it runs (then it is stopped as Ctrl-C would).
@@ -71,7 +72,35 @@ python3 "$here/hog.py" 5 95 30 300 &
 hog=$!
 sleep 1
 step hog 180 "$L" cyclic -t -D 3s --trace --trace-threshold 10ms --json "$OUT/hog.json"
+# The same hog seen by the kernel's own tracer, with its IRQ/thread split.
+step timerlat_hog 120 "$L" timerlat -a 4-6 -D 3s --threshold 10ms --json "$OUT/timerlat_hog.json"
 kill $hog; wait $hog 2>/dev/null
+
+# The tracer is machine-wide: while rtla holds it, latlab timerlat is refused and rtla's run is
+# left alone (its summary is kept: a real `rtla timerlat top -q` for the import tests).
+rtla timerlat top -q -c 0-1 -d 6 >"$OUT/rtla-top.txt" 2>&1 &
+rtla=$!
+i=0
+while [ $i -lt 100 ] && ! grep -qs timerlat /sys/kernel/tracing/instances/*/current_tracer; do
+  i=$((i + 1)); sleep 0.1
+done
+step timerlat_busy 60 "$L" timerlat -D 1s --no-store
+wait $rtla; echo $? >"$OUT/rtla-top.rc"
+
+# SIGKILL while the tracer runs with settings of latlab's (2 CPUs, a 500 us period), then
+# restore: the instance goes, the osnoise/ settings come back byte for byte.
+T=/sys/kernel/tracing
+cat $T/osnoise/cpus $T/osnoise/timerlat_period_us >"$OUT/timerlat_kill.before"
+"$L" timerlat -a 2-3 -i 500 -D 60s --no-store >/dev/null 2>&1 &
+tl=$!
+i=0
+while [ $i -lt 200 ] && ! ls -d $T/instances/latlab-*-timerlat >/dev/null 2>&1; do i=$((i + 1)); sleep 0.1; done
+sleep 1
+{ cat $T/osnoise/cpus $T/osnoise/timerlat_period_us; ls $T/instances; } >"$OUT/timerlat_kill.during"
+kill -KILL $tl; wait $tl 2>/dev/null
+step timerlat_restore 60 "$L" restore
+{ cat $T/osnoise/cpus $T/osnoise/timerlat_period_us; } >"$OUT/timerlat_kill.after"
+{ ls $T/instances; pgrep -l '^timerlat/' ; } >"$OUT/timerlat_kill.left"
 
 # A threaded interrupt as the culprit: the IRQ of the writable share (virtio1) moved to CPU 6,
 # its thread raised above the measuring thread, and the share kept busy from CPU 7 while CPU 6

@@ -18,7 +18,7 @@ const CPUS: usize = 8;
 /// The measurements, each run once in the guest.
 const KINDS: &[&str] = &[
     "cyclic", "noise", "ctxsw", "clocks", "tcp", "contend", "migrate", "ipc", "pi", "sched",
-    "load", "qualify", "monitor",
+    "timerlat", "load", "qualify", "monitor",
 ];
 
 /// The boot's outputs, or why there are none.
@@ -387,4 +387,133 @@ fn guest_unexplained_time_names_what_was_measured_and_what_could_not_be() {
         !(said[0].contains("not measured") && said[0].contains(" 0 SMIs")),
         "{said:?}"
     );
+}
+
+#[test]
+#[ignore = "boots a PREEMPT_RT guest: scripts/test.sh runs the guest group alone"]
+fn guest_timerlat_reads_every_sample_the_kernel_produced_on_every_cpu() {
+    let Some(out) = group() else { return };
+    let run = json(out, "timerlat.json");
+    let series = run["series"].as_array().unwrap();
+    // An IRQ and a thread series per vCPU, named by context and CPU.
+    let mut names: Vec<String> = series
+        .iter()
+        .map(|s| s["name"].as_str().unwrap().to_string())
+        .collect();
+    names.sort();
+    let mut want: Vec<String> = (0..CPUS)
+        .flat_map(|c| [format!("irq-{c}"), format!("thread-{c}")])
+        .collect();
+    want.sort();
+    assert_eq!(names, want);
+    for s in series {
+        let name = s["name"].as_str().unwrap();
+        let (produced, read) = (
+            s["extra"]["produced"].as_u64().unwrap(),
+            s["extra"]["read"].as_u64().unwrap(),
+        );
+        assert!(read > 0, "{name}: nothing read");
+        assert_eq!(read, s["count"].as_u64().unwrap(), "{name}");
+        assert_eq!(
+            produced, read,
+            "{name}: the kernel produced {produced}, latlab read {read}"
+        );
+        assert_eq!(s["lost_samples"], 0, "{name}");
+        assert_eq!(s["interval_ns"], 1_000_000, "{name}");
+    }
+    // Each period is sampled at the IRQ and in the thread: per CPU the counts differ by at
+    // most the period in flight when the tracer started or stopped.
+    for c in 0..CPUS {
+        let count = |ctx: &str| {
+            series
+                .iter()
+                .find(|s| s["name"] == format!("{ctx}-{c}"))
+                .unwrap()["count"]
+                .as_u64()
+                .unwrap()
+        };
+        assert!(count("irq").abs_diff(count("thread")) <= 1, "CPU {c}");
+    }
+}
+
+#[test]
+#[ignore = "boots a PREEMPT_RT guest: scripts/test.sh runs the guest group alone"]
+fn guest_timerlat_names_the_hidden_hog_as_the_blocking_thread_with_the_kernels_split() {
+    let Some(out) = group() else { return };
+    let (code, err) = rc(out, "timerlat_hog");
+    assert_eq!(code, 0, "{err}");
+    let run = json(out, "timerlat_hog.json");
+    let spikes = run["trace"]["spikes"].as_array().unwrap();
+    let on5: Vec<&Value> = spikes.iter().filter(|s| s["cpu"] == 5).collect();
+    assert!(!on5.is_empty(), "no spike explained on the hog's CPU 5");
+    // The hog busy-waits 30 ms at FIFO 95, the timerlat thread's own priority: the IRQ comes
+    // in time, the thread waits for the hog. Every such spike says so.
+    let hogged: Vec<&&Value> = on5
+        .iter()
+        .filter(|s| {
+            s["kernel_split"]["blocking"]
+                .as_str()
+                .is_some_and(|b| b.starts_with("fifohog:") && b.ends_with("RT 95"))
+        })
+        .collect();
+    assert!(
+        !hogged.is_empty(),
+        "no spike on CPU 5 blocked by fifohog: {on5:?}"
+    );
+    for s in &hogged {
+        let k = &s["kernel_split"];
+        let (irq, thread) = (
+            k["irq_latency_ns"]
+                .as_u64()
+                .expect("the IRQ sample was read"),
+            k["thread_latency_ns"].as_u64().unwrap(),
+        );
+        assert!(irq < thread, "{s}");
+        assert_eq!(k["thread_delay_ns"].as_u64().unwrap(), thread - irq, "{s}");
+        assert!(k["thread_ns"].as_u64().unwrap() > 0, "{s}");
+    }
+    // The hog is CPU 5's first cause, and no other CPU's.
+    let top = |cpu| causes(&run, cpu).into_iter().next();
+    let first = top(5).expect("CPU 5 has causes");
+    assert_eq!(
+        (first.0.as_str(), first.1.as_str()),
+        ("thread", "fifohog"),
+        "{first:?}"
+    );
+    for cpu in [4, 6] {
+        assert!(
+            causes(&run, cpu).iter().all(|c| c.1 != "fifohog"),
+            "fifohog named on CPU {cpu}: {:?}",
+            causes(&run, cpu)
+        );
+    }
+}
+
+#[test]
+#[ignore = "boots a PREEMPT_RT guest: scripts/test.sh runs the guest group alone"]
+fn guest_timerlat_refuses_rtlas_tracer_and_restore_undoes_a_killed_run() {
+    let Some(out) = group() else { return };
+    let (code, err) = rc(out, "timerlat_busy");
+    assert_eq!(code, 3, "{err}");
+    assert!(
+        err.contains("timerlat_top") && err.contains("rtla"),
+        "{err}"
+    );
+    // rtla's run went on to its end, untouched.
+    assert_eq!(read(out, "rtla-top.rc").trim(), "0");
+    assert!(read(out, "rtla-top.txt").contains("Timer Latency"));
+    // Killed mid-run: latlab's settings and instance were in force, and restore undid them.
+    let (before, during, after) = (
+        read(out, "timerlat_kill.before"),
+        read(out, "timerlat_kill.during"),
+        read(out, "timerlat_kill.after"),
+    );
+    assert!(during.starts_with("2-3\n500\n"), "{during}");
+    assert!(during.contains("-timerlat"), "{during}");
+    let (code, err) = rc(out, "timerlat_restore");
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(after, before);
+    let left = read(out, "timerlat_kill.left");
+    assert!(!left.contains("latlab-"), "{left}");
+    assert!(!left.contains("timerlat/"), "{left}");
 }

@@ -53,5 +53,6 @@ mod store_reading;
 mod table;
 mod tail;
 mod tcp;
+mod timerlat;
 mod trace;
 mod util;

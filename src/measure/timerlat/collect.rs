@@ -1,0 +1,305 @@
+//! Reads every sample of the kernel's timerlat tracer from latlab's instance, per CPU, off
+//! the measurement's path (the kernel measures; latlab only drains its buffers): exact
+//! maxima, HDR histograms, the kernel's sequence numbers to say how many samples it produced
+//! against how many latlab read, and — with a threshold — each late sample explained with the
+//! kernel's split (`explain.rs`).
+
+use super::explain::{self, Window};
+use super::records::{Context, Layouts, Rec};
+use crate::result::trace::SpikeRecord;
+use crate::stats::Recorder;
+use crate::trace::event::{Event, Kind};
+use std::collections::VecDeque;
+use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::PathBuf;
+
+/// Explained spikes kept per CPU (the worst, when there are more).
+pub const SPIKES_PER_CPU: usize = 256;
+/// Events kept per CPU for explanations (the newest), and how far back in time.
+const RING_EVENTS: usize = 16_384;
+const RING_NS: u64 = 2_000_000_000;
+
+/// The first and last sequence number seen.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Span {
+    /// Smallest (0: none yet).
+    pub first: u64,
+    /// Largest.
+    pub last: u64,
+}
+
+/// One CPU's samples and what explains them.
+#[derive(Debug)]
+pub struct CpuLog {
+    /// The CPU.
+    pub cpu: usize,
+    /// Per context (irq, thread, user): the samples counted.
+    pub rec: [Recorder; 3],
+    /// Per context: the sequence numbers seen.
+    pub seq: [Span; 3],
+    /// Samples past `--loops`, read and not counted.
+    pub beyond_loops: u64,
+    /// Events the kernel said it lost before a page (its ring buffer overwrote them).
+    pub missed: u64,
+    /// Records read.
+    pub records: u64,
+    /// Pages that did not parse (their records up to the fault are kept).
+    pub bad_pages: u64,
+    /// Explained spikes, at most [`SPIKES_PER_CPU`] (the worst).
+    pub spikes: Vec<SpikeRecord>,
+    /// Spikes explained but not kept (over the cap).
+    pub spikes_dropped: u64,
+    last_irq: Option<(u64, u64, u64)>,
+    ring: VecDeque<(u64, Rec)>,
+    /// The task running when the ring's oldest event happened: (pid, comm, prio).
+    before_ring: Option<explain::Task>,
+    pending: Option<SpikeRecord>,
+}
+
+fn ctx_index(c: Context) -> usize {
+    match c {
+        Context::Irq => 0,
+        Context::Thread => 1,
+        Context::User => 2,
+    }
+}
+
+impl CpuLog {
+    fn new(cpu: usize) -> CpuLog {
+        CpuLog {
+            cpu,
+            rec: [Recorder::new(), Recorder::new(), Recorder::new()],
+            seq: [Span::default(); 3],
+            beyond_loops: 0,
+            missed: 0,
+            records: 0,
+            bad_pages: 0,
+            spikes: Vec::new(),
+            spikes_dropped: 0,
+            last_irq: None,
+            ring: VecDeque::new(),
+            before_ring: None,
+            pending: None,
+        }
+    }
+
+    /// Samples the kernel produced in context `i` (its sequence numbers, up to `loops`).
+    pub fn produced(&self, i: usize, loops: Option<u64>) -> u64 {
+        let s = self.seq[i];
+        if s.last == 0 {
+            return 0;
+        }
+        let last = loops.map_or(s.last, |l| s.last.min(l));
+        last.saturating_sub(s.first.max(1)) + 1
+    }
+
+    fn keep(&mut self, s: SpikeRecord) {
+        if self.spikes.len() < SPIKES_PER_CPU {
+            self.spikes.push(s);
+            return;
+        }
+        self.spikes_dropped += 1;
+        let (i, least) = self
+            .spikes
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, x)| x.latency_ns)
+            .map(|(i, x)| (i, x.latency_ns))
+            .unwrap_or((0, 0));
+        if s.latency_ns > least {
+            self.spikes[i] = s;
+        }
+    }
+
+    fn settle(&mut self) {
+        if let Some(s) = self.pending.take() {
+            self.keep(s);
+        }
+    }
+
+    fn remember(&mut self, ts: u64, r: Rec) {
+        self.ring.push_back((ts, r));
+        while self.ring.len() > RING_EVENTS
+            || self
+                .ring
+                .front()
+                .is_some_and(|(t, _)| t.saturating_add(RING_NS) < ts)
+        {
+            if let Some((_, Rec::Other(Event { kind, .. }))) = self.ring.pop_front() {
+                if let Some(t) = explain::next_task(&kind) {
+                    self.before_ring = Some(t);
+                }
+            }
+        }
+    }
+
+    /// Takes record `r` at time `ts` (CLOCK_MONOTONIC ns).
+    fn take(&mut self, ts: u64, r: Rec, cfg: &Limits, syms: &mut Symbols) {
+        self.records += 1;
+        match r {
+            Rec::Sample { seq, ctx, ns } => {
+                self.settle();
+                let i = ctx_index(ctx);
+                let span = &mut self.seq[i];
+                if span.first == 0 || seq < span.first {
+                    span.first = seq;
+                }
+                span.last = span.last.max(seq);
+                if cfg.loops.is_some_and(|l| seq > l) {
+                    self.beyond_loops += 1;
+                    return;
+                }
+                self.rec[i].record(ns);
+                match ctx {
+                    Context::Irq => self.last_irq = Some((seq, ts, ns)),
+                    Context::Thread | Context::User => {
+                        if cfg.threshold_ns.is_some_and(|th| ns >= th) {
+                            let irq = self.last_irq.filter(|x| x.0 == seq);
+                            let w = Window {
+                                cpu: self.cpu,
+                                seq,
+                                sample_ts: ts,
+                                latency_ns: ns,
+                                irq: irq.map(|x| (x.1, x.2)),
+                                user: ctx == Context::User,
+                            };
+                            self.pending =
+                                Some(explain::explain(&w, &self.ring, self.before_ring.as_ref()));
+                        }
+                    }
+                }
+            }
+            Rec::Other(Event {
+                kind: Kind::Stack { frames },
+                ..
+            }) => {
+                if let Some(p) = self.pending.as_mut() {
+                    p.why.stack_addrs = frames.to_vec();
+                    p.why.stack = syms.names(&frames);
+                }
+                self.settle();
+            }
+            r => self.remember(ts, r),
+        }
+    }
+}
+
+/// What counting and explaining need of the config.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// `--loops`.
+    pub loops: Option<u64>,
+    /// `--threshold`.
+    pub threshold_ns: Option<u64>,
+}
+
+/// The kernel's symbols, read once, when the first stack needs them.
+#[derive(Default)]
+pub struct Symbols(Option<Option<crate::trace::stacks::Kallsyms>>);
+
+impl Symbols {
+    fn names(&mut self, frames: &[u64]) -> Vec<String> {
+        let k = self.0.get_or_insert_with(|| {
+            crate::trace::stacks::Kallsyms::load(std::path::Path::new("/proc/kallsyms"))
+        });
+        frames
+            .iter()
+            .filter(|&&a| a != 0 && a != u64::MAX)
+            .map(|&a| match k {
+                Some(k) => k.name(a),
+                None => format!("{a:#x}"),
+            })
+            .collect()
+    }
+}
+
+/// The readers of every measured CPU's raw buffer.
+pub struct Collector {
+    files: Vec<(usize, std::fs::File)>,
+    layouts: Layouts,
+    buf: Vec<u8>,
+    limits: Limits,
+    syms: Symbols,
+    /// Per measured CPU.
+    pub logs: Vec<CpuLog>,
+}
+
+impl Collector {
+    /// Opens `pipes` ((CPU, `trace_pipe_raw`) of latlab's instance), non-blocking.
+    pub fn open(
+        pipes: &[(usize, PathBuf)],
+        layouts: Layouts,
+        limits: Limits,
+    ) -> crate::error::Result<Collector> {
+        let mut files = Vec::new();
+        for (cpu, p) in pipes {
+            let f = std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(p)
+                .map_err(|e| {
+                    crate::error::Error::Env(format!("timerlat: {}: {e}", p.display()))
+                })?;
+            files.push((*cpu, f));
+        }
+        let buf = vec![0u8; layouts.header.page_size.max(4096)];
+        Ok(Collector {
+            logs: pipes.iter().map(|(c, _)| CpuLog::new(*c)).collect(),
+            files,
+            layouts,
+            buf,
+            limits,
+            syms: Symbols::default(),
+        })
+    }
+
+    /// Reads every page each buffer holds now; the number of pages read.
+    pub fn drain(&mut self) -> u64 {
+        let mut pages = 0;
+        for (i, (_, f)) in self.files.iter_mut().enumerate() {
+            let log = &mut self.logs[i];
+            // At most a buffer's worth per call, so one busy CPU cannot hold the others.
+            for _ in 0..1024 {
+                let n = match f.read(&mut self.buf) {
+                    Ok(0) => break,
+                    Ok(n) => n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(_) => break, // WouldBlock: empty for now
+                };
+                pages += 1;
+                let mut recs: Vec<(u64, Rec)> = Vec::new();
+                let r = crate::trace::page::walk(&self.buf[..n], &self.layouts.header, |ts, b| {
+                    if let Some(r) = self.layouts.decode(ts, b) {
+                        recs.push((ts, r));
+                    }
+                });
+                match r {
+                    Ok(info) => log.missed += info.missed,
+                    Err(_) => log.bad_pages += 1,
+                }
+                for (ts, r) in recs {
+                    log.take(ts, r, &self.limits, &mut self.syms);
+                }
+            }
+        }
+        pages
+    }
+
+    /// True once every CPU counted `--loops` thread samples.
+    pub fn done(&self) -> bool {
+        self.limits.loops.is_some_and(|l| {
+            self.logs
+                .iter()
+                .all(|c| c.seq[1].last >= l && c.seq[0].last >= l)
+        })
+    }
+
+    /// Ends the reading: the last pending explanations are kept.
+    pub fn finish(mut self) -> Vec<CpuLog> {
+        for l in &mut self.logs {
+            l.settle();
+        }
+        self.logs
+    }
+}

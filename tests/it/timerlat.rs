@@ -1,0 +1,87 @@
+//! `latlab timerlat` on a kernel without the timerlat tracer (this host, as CI's): exit 3
+//! naming the kernel option and the user-space command instead, nothing changed or left
+//! behind; bad input is exit 2. The tracer itself is judged in the PREEMPT_RT guest
+//! (`guest.rs`: every sample read, the hog named, rtla refused, SIGKILL restored).
+
+use crate::util::{is_root, latlab, latlab_as_nobody, Dir};
+
+/// True when this kernel has the timerlat tracer (then the guest's tests judge it here too).
+fn host_has_timerlat() -> bool {
+    ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
+        .iter()
+        .any(|r| {
+            std::fs::read_to_string(format!("{r}/available_tracers"))
+                .is_ok_and(|t| t.split_whitespace().any(|x| x == "timerlat"))
+        })
+}
+
+#[test]
+fn without_the_tracer_it_exits_3_naming_the_kernel_option_and_cyclic() {
+    if host_has_timerlat() {
+        crate::util::skip(
+            &crate::util::test_name(),
+            "this kernel has the timerlat tracer",
+        );
+        return;
+    }
+    let dir = Dir::new();
+    let json = dir.join("t.json");
+    let want = if is_root() {
+        "CONFIG_TIMERLAT_TRACER"
+    } else {
+        "needs root"
+    };
+    let out = latlab()
+        .words("timerlat -D 1 --no-store --json")
+        .arg(&json)
+        .assert_refused(3, want);
+    assert!(out.stderr.contains("latlab cyclic"), "{out}");
+    assert!(!json.exists(), "a refused run wrote a result");
+    // Nothing of latlab's is left in tracefs, and no setting is held.
+    let left: Vec<String> = std::fs::read_dir("/sys/kernel/tracing/instances")
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("-timerlat"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn as_nobody_it_exits_3_saying_it_needs_root() {
+    let dir = Dir::new();
+    let Some(mut c) = latlab_as_nobody(&dir, &[]) else {
+        return;
+    };
+    let out = c
+        .args(["timerlat", "-D", "1", "--no-store"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("root") && err.contains("latlab cyclic"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn bad_input_exits_2_naming_the_flag() {
+    for (args, flag) in [
+        ("timerlat -i 50", "-i/--interval"),
+        ("timerlat -i 1500ns", "-i/--interval"),
+        ("timerlat -i 2s", "-i/--interval"),
+        ("timerlat -l 0", "-l/--loops"),
+        ("timerlat --threshold 0", "--threshold"),
+        ("timerlat -a 4096", "-a/--affinity"),
+        ("timerlat -p 0", "--priority"),
+        ("timerlat -p 100", "--priority"),
+    ] {
+        latlab()
+            .words(args)
+            .arg("--no-store")
+            .assert_refused(2, flag);
+    }
+}
