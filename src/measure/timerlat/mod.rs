@@ -51,9 +51,10 @@ pub fn run(cfg: &TimerlatConfig, ctx: &mut Ctx<'_>) -> Result<TimerlatOutcome> {
     if !holders.is_empty() {
         return Err(kernel::busy(&holders));
     }
+    let running = kernel::start(&fs, knobs, cfg)?;
+    // The run's length counts from the tracer's start, as rtla's -d does.
     let started = SystemTime::now();
     let t0 = Instant::now();
-    let running = kernel::start(&fs, knobs, cfg)?;
     let explain: Vec<String> = if cfg.threshold_ns.is_some() {
         kernel::EXPLAIN_EVENTS
             .iter()
