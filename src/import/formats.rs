@@ -21,6 +21,7 @@ pub fn parse(tool: Tool, text: &str, file: &str, max_runs: u64) -> Result<Vec<Ru
             super::pairs::parse(tool, text, file).map(|r| vec![r])
         }
         Tool::RtlaHist => super::rtla::parse(text, file).map(|r| vec![r]),
+        Tool::RtlaTop => super::rtla_top::parse(text, file).map(|r| vec![r]),
         Tool::Hackbench => hackbench(text, file, max_runs),
         Tool::Iperf3 => iperf3(text, file).map(|r| vec![r]),
     }

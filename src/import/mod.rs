@@ -7,6 +7,7 @@ mod check;
 mod formats;
 mod pairs;
 mod rtla;
+mod rtla_top;
 
 use crate::error::{Error, Result};
 use crate::result::{Environment, Run, Series};
@@ -30,6 +31,10 @@ pub enum Tool {
     /// rtla timerlat hist / rtla osnoise hist text output (one series per column).
     #[value(name = "rtla-hist")]
     RtlaHist,
+    /// rtla timerlat top / rtla osnoise top text (-q's summary, or a live run's last screen):
+    /// count, min, avg and max per CPU, no histogram.
+    #[value(name = "rtla-top")]
+    RtlaTop,
     /// hackbench's text output: one run per `Time:` line.
     Hackbench,
     /// iperf3 -J (client or server side).
@@ -63,6 +68,7 @@ impl Tool {
             Tool::Cyclictest => "cyclictest",
             Tool::Oslat => "oslat",
             Tool::RtlaHist => "rtla-hist",
+            Tool::RtlaTop => "rtla-top",
             Tool::Hackbench => "hackbench",
             Tool::Iperf3 => "iperf3",
             Tool::Pmqtest => "pmqtest",

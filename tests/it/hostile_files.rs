@@ -66,6 +66,9 @@ fn every_file_input_refuses_a_fifo_a_device_a_directory_and_a_dangling_link_at_o
             &store,
         ],
         vec![
+            "runs", "import", "--from", "rtla-top", "{}", "--store", &store,
+        ],
+        vec![
             "monitor",
             "-a",
             "0",

@@ -326,6 +326,42 @@ fn rtla_hist_tables_from_the_documentation_become_runs() {
     assert!(out.stderr.contains("bad.txt: line 2"));
 }
 
+/// `rtla timerlat top -q`'s summary from the RT guest joins the store: per CPU an IRQ and a
+/// thread series with rtla's exact count, min, avg and max (no histogram, said).
+#[test]
+fn rtla_timerlat_top_summaries_become_runs_a_gate_reads() {
+    let dir = Dir::new();
+    let store = format!("sqlite:{}", dir.join("r.db").display());
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rtla/timerlat-top.txt");
+    let ids = import(&store, "rtla-top", &file);
+    assert_eq!(ids.len(), 1);
+    let shown = latlab()
+        .args(["runs", "show", &ids[0], "--store", &store])
+        .assert_ok();
+    let row = shown
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("Thr-000 "))
+        .unwrap_or_else(|| panic!("{}", shown.stdout));
+    assert!(row.contains("5781"), "{row}");
+    // rtla's exact max (7885 us) is what a gate on the max reads (one run: undecided).
+    let out = latlab()
+        .args([
+            "gate", "max<5ms", &ids[0], "--series", "Thr-000", "--store", &store,
+        ])
+        .output();
+    assert_eq!(out.status.code(), Some(4), "{}", out.stdout);
+    assert!(out.stdout.contains("7885 us"), "{}", out.stdout);
+    // The hist table is not a top screen: exit 2 naming the file.
+    let hist = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rtla/timerlat-hist.txt");
+    let out = latlab()
+        .args(["runs", "import", "--from", "rtla-top", "--store", &store])
+        .arg(&hist)
+        .output();
+    assert_eq!(out.status.code(), Some(2), "{}", out.stderr);
+    assert!(out.stderr.contains("timerlat-hist.txt"), "{}", out.stderr);
+}
+
 /// A result file and a one-run bundle stand for each other: `runs import` takes a `--json`
 /// result, and `compare`, `gate` and `report` read a bundle of one run (what `runs export ID`
 /// writes, and the file a run the store refused is kept in).
