@@ -61,6 +61,10 @@ cp /tmp/metrics.txt "$OUT/metrics.txt" 2>/dev/null
 kill -INT $mon 2>/dev/null
 wait $mon; echo $? >"$OUT/monitor.rc"
 
+# qualify and monitor on the kernel's timerlat tracer (rteval 3.10's default engine).
+step qualify_timerlat 120 "$L" qualify --engine timerlat -a 1-3 -D 4s --no-loads --json "$OUT/qualify_timerlat.json"
+step monitor_timerlat 120 "$L" monitor --engine timerlat -a 1-3 -D 4s --listen 127.0.0.1:0 --json "$OUT/monitor_timerlat.json"
+
 # Time nothing visible explains, on an idle CPU (the guest has no other tenant to keep CPU 1
 # busy, as a shared host may).
 step unexplained 120 "$L" cyclic -t 1 -a 1 -i 1ms -l 300 --trace --trace-threshold 1us -q \

@@ -517,3 +517,26 @@ fn guest_timerlat_refuses_rtlas_tracer_and_restore_undoes_a_killed_run() {
     assert!(!left.contains("latlab-"), "{left}");
     assert!(!left.contains("timerlat/"), "{left}");
 }
+
+#[test]
+#[ignore = "boots a PREEMPT_RT guest: scripts/test.sh runs the guest group alone"]
+fn guest_qualify_and_monitor_run_on_the_timerlat_engine() {
+    let Some(out) = group() else { return };
+    for step in ["qualify_timerlat", "monitor_timerlat"] {
+        let (code, err) = rc(out, step);
+        assert_eq!(code, 0, "{step}: {err}");
+        let run = json(out, &format!("{step}.json"));
+        assert_eq!(run["parameters"]["engine"], "timerlat", "{step}");
+        let series = run["series"].as_array().unwrap();
+        let mut cpus: Vec<u64> = series.iter().filter_map(|s| s["cpu"].as_u64()).collect();
+        cpus.sort_unstable();
+        assert_eq!(cpus, [1, 2, 3], "{step}");
+        for s in series {
+            assert!(s["count"].as_u64().unwrap() > 0, "{step}: {s}");
+            assert_eq!(s["lost_samples"], 0, "{step}: {s}");
+        }
+    }
+    // Nothing of either is left: the timerlat step after them ran (its instance was free).
+    let (code, err) = rc(out, "timerlat_hog");
+    assert_eq!(code, 0, "{err}");
+}

@@ -85,3 +85,42 @@ fn bad_input_exits_2_naming_the_flag() {
             .assert_refused(2, flag);
     }
 }
+
+#[test]
+fn qualify_and_monitor_on_the_timerlat_engine_exit_3_without_the_tracer_and_2_on_bad_input() {
+    if host_has_timerlat() || !is_root() {
+        crate::util::skip(
+            &crate::util::test_name(),
+            "needs root on a kernel without timerlat",
+        );
+        return;
+    }
+    let dir = Dir::new();
+    let store = format!("sqlite:{}", dir.join("q.db").display());
+    for cmd in [
+        format!("qualify --engine timerlat -D 2s --no-loads --store {store}"),
+        "monitor --engine timerlat -D 2s --listen 127.0.0.1:0 --no-store".to_string(),
+    ] {
+        let out = latlab()
+            .words(&cmd)
+            .assert_refused(3, "CONFIG_TIMERLAT_TRACER");
+        assert!(out.stderr.contains("--engine cyclic"), "{cmd}: {out}");
+    }
+    for (cmd, flag) in [
+        (
+            "qualify --engine timerlat -D 2s -i 50us --no-loads",
+            "-i/--interval",
+        ),
+        (
+            "monitor --engine timerlat -D 2s -i 1500ns --no-store",
+            "-i/--interval",
+        ),
+        (
+            "monitor --engine timerlat -D 2s --trace --no-store",
+            "--trace",
+        ),
+        ("qualify --engine perf -D 2s", "--engine"),
+    ] {
+        latlab().words(cmd).assert_refused(2, flag);
+    }
+}

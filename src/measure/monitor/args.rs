@@ -33,6 +33,11 @@ pub struct MonitorArgs {
     /// `-p/--priority`.
     #[command(flatten)]
     pub priority: PriorityArg,
+    /// The probe: cyclic (latlab's threads, one per CPU) or timerlat (the kernel's timerlat
+    /// tracer, as rteval 3.10 measures; needs root and CONFIG_TIMERLAT_TRACER; its thread
+    /// latency is what is counted).
+    #[arg(long, value_enum, default_value_t = crate::measure::timerlat::probe::Engine::Cyclic)]
+    pub engine: crate::measure::timerlat::probe::Engine,
     /// Address of the /metrics and /status endpoint. Default 127.0.0.1:9477 (loopback only);
     /// listening wider must be asked for, e.g. 0.0.0.0:9477. Port 0 picks a free port (printed).
     #[arg(long, value_name = "ADDR:PORT")]

@@ -111,8 +111,19 @@ impl MonitorConfig {
             }
         }
         crate::store::parse_tags(&tags)?;
+        if a.engine == crate::measure::timerlat::probe::Engine::Timerlat {
+            crate::measure::timerlat::probe::check_period("-i/--interval", a.interval.as_ref().map_or("", |t| &t.text), interval_ns)?;
+            if a.trace.threshold_ns()?.is_some() {
+                return Err(Error::flag(
+                    "--trace",
+                    "",
+                    "--engine timerlat: the kernel's tracer has no --trace here yet; `latlab timerlat --threshold` explains its samples",
+                ));
+            }
+        }
         Ok(MonitorConfig {
             cpus: cpus.iter().collect(),
+            engine: a.engine,
             interval_ns,
             policy,
             prio,

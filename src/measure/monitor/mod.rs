@@ -20,6 +20,7 @@ pub mod window;
 use crate::config::{CpuSet, Policy};
 use crate::driver::Ctx;
 use crate::error::{Error, Result};
+use crate::measure::timerlat::probe::Threads;
 use crate::measure::cyclic::worker::{Worker, WorkerOut};
 use crate::result::Run;
 use crate::rt::{self, Live, Placement};
@@ -42,6 +43,8 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:9477";
 pub struct MonitorConfig {
     /// Measured CPUs, one thread each.
     pub cpus: Vec<usize>,
+    /// The probe (`--engine`).
+    pub engine: crate::measure::timerlat::probe::Engine,
     /// Period (ns).
     pub interval_ns: u64,
     /// Policy of the measuring threads.
@@ -212,12 +215,13 @@ pub fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> 
     crate::sys::process::release_hangup();
     let done = Arc::new(AtomicUsize::new(0));
     let bell = Arc::new(rt::Doorbell::default());
-    let barrier = Arc::new(Barrier::new(n + 1));
     let probe = Probe {
         cpus: &cfg.cpus,
         interval_ns: cfg.interval_ns,
         trace_threshold_ns: cfg.trace_threshold_ns,
+        engine: cfg.engine,
     };
+    let barrier = Arc::new(Barrier::new(probe.parties() + 1));
     let handles = spawn(
         &probe,
         (policy, prio),
@@ -370,21 +374,10 @@ pub fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> 
 }
 
 /// Stops the measuring threads (waking any asleep) and collects what each kept.
-fn stop_workers(
-    control: &rt::Control,
-    handles: Vec<std::thread::JoinHandle<(rt::Applied, WorkerOut)>>,
-) -> Result<Vec<(rt::Applied, WorkerOut)>> {
+fn stop_workers(control: &rt::Control, handles: Threads) -> Result<Vec<(rt::Applied, WorkerOut)>> {
     control.stop.store(true, Ordering::Release);
-    for h in &handles {
-        rt::wake(h);
-    }
-    handles
-        .into_iter()
-        .map(|h| {
-            h.join()
-                .map_err(|_| Error::Env("a measuring thread panicked".into()))
-        })
-        .collect()
+    handles.wake();
+    handles.join()
 }
 
 /// Counts what became of a snapshot; a failure is said, and the monitor goes on.
@@ -414,6 +407,18 @@ pub(crate) struct Probe<'a> {
     pub interval_ns: u64,
     /// `--trace`: wake-ups at or above this go to the spike rings.
     pub trace_threshold_ns: Option<u64>,
+    /// Cyclic threads, or the kernel's timerlat tracer.
+    pub engine: crate::measure::timerlat::probe::Engine,
+}
+
+impl Probe<'_> {
+    /// The threads that wait at the start barrier (one per CPU, or the tracer's reader).
+    pub fn parties(&self) -> usize {
+        match self.engine {
+            crate::measure::timerlat::probe::Engine::Cyclic => self.cpus.len(),
+            crate::measure::timerlat::probe::Engine::Timerlat => 1,
+        }
+    }
 }
 
 /// Spawns one measuring thread per CPU (cyclic's worker, publishing through its CPU's tally)
@@ -421,11 +426,24 @@ pub(crate) struct Probe<'a> {
 pub(crate) fn spawn(
     cfg: &Probe<'_>,
     (policy, prio): (Policy, i32),
-    driver: &Ctx<'_>,
+    driver: &mut Ctx<'_>,
     barrier: &Arc<Barrier>,
     (mut producers, mut spike_prods): Rings,
     (tallies, done, bell): (&[Arc<Tally>], &Arc<AtomicUsize>, &Arc<rt::Doorbell>),
-) -> Result<Vec<std::thread::JoinHandle<(rt::Applied, WorkerOut)>>> {
+) -> Result<Threads> {
+    if cfg.engine == crate::measure::timerlat::probe::Engine::Timerlat {
+        // The kernel's threads measure; latlab's reader feeds the same rings and tallies.
+        let started = crate::measure::timerlat::probe::start(
+            driver,
+            cfg.cpus,
+            cfg.interval_ns,
+            policy.is_rt().then_some(prio),
+        )?;
+        let stop = driver.control().stop.clone();
+        return started
+            .spawn(barrier.clone(), producers, tallies.to_vec(), stop, bell.clone())
+            .map(Threads::Tracer);
+    }
     let placements: Vec<Placement> = cfg
         .cpus
         .iter()
@@ -472,6 +490,7 @@ pub(crate) fn spawn(
             };
             move || move || w.run()
         })
+        .map(Threads::Workers)
         .map_err(|e| crate::rt::start_error("cannot start measuring threads", e))
 }
 

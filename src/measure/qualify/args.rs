@@ -28,6 +28,11 @@ pub struct QualifyArgs {
         allow_negative_numbers = true
     )]
     pub priority: Option<i32>,
+    /// The probe: cyclic (latlab's threads, one per CPU) or timerlat (the kernel's timerlat
+    /// tracer, as rteval 3.10 measures; needs root and CONFIG_TIMERLAT_TRACER; its thread
+    /// latency is what is counted).
+    #[arg(long, value_enum, default_value_t = crate::measure::timerlat::probe::Engine::Cyclic)]
+    pub engine: crate::measure::timerlat::probe::Engine,
     /// How long to measure in all (segments added up): 30m, 12h, 24h, 3d. Needed for a new
     /// qualification.
     #[arg(short = 'D', long = "duration", value_name = "TIME")]

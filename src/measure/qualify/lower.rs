@@ -109,9 +109,20 @@ impl QualifyConfig {
         for l in &loads {
             crate::loadgen::LoadSpec::parse(l)?;
         }
+        if a.engine == crate::measure::timerlat::probe::Engine::Timerlat {
+            crate::measure::timerlat::probe::check_period("-i/--interval", a.interval.as_deref().unwrap_or(""), interval_ns)?;
+            if a.trace.threshold_ns()?.is_some() {
+                return Err(Error::flag(
+                    "--trace",
+                    "",
+                    "--engine timerlat: the kernel's tracer has no --trace here yet; `latlab timerlat --threshold` explains its samples",
+                ));
+            }
+        }
         let mut cfg = QualifyConfig {
             id: crate::result::new_run_id(std::time::SystemTime::now()),
             cpus: cpus.iter().collect(),
+            engine: a.engine,
             interval_ns,
             prio,
             duration_ns,

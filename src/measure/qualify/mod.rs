@@ -32,6 +32,9 @@ pub struct QualifyConfig {
     pub id: String,
     /// Measured CPUs, one thread each.
     pub cpus: Vec<usize>,
+    /// The probe (`--engine`; cyclic in qualifications begun before it existed).
+    #[serde(default)]
+    pub engine: crate::measure::timerlat::probe::Engine,
     /// Period (ns).
     pub interval_ns: u64,
     /// SCHED_FIFO priority (0: SCHED_OTHER).

@@ -280,12 +280,13 @@ pub fn run(cfg: &QualifyConfig, ctx: &mut Ctx<'_>) -> Result<QualifyOutcome> {
     rt::install_wake_handler();
     let done = Arc::new(AtomicUsize::new(0));
     let bell = Arc::new(rt::Doorbell::default());
-    let barrier = Arc::new(Barrier::new(n + 1));
     let probe = Probe {
         cpus: &cfg.cpus,
         interval_ns: cfg.interval_ns,
         trace_threshold_ns: cfg.trace_threshold_ns,
+        engine: cfg.engine,
     };
+    let barrier = Arc::new(Barrier::new(probe.parties() + 1));
     let handles = monitor::spawn(
         &probe,
         (policy, prio),
@@ -356,16 +357,8 @@ pub fn run(cfg: &QualifyConfig, ctx: &mut Ctx<'_>) -> Result<QualifyOutcome> {
     }
     progress.finish();
     control.stop.store(true, Ordering::Release);
-    for h in &handles {
-        rt::wake(h);
-    }
-    let mut outs: Vec<(rt::Applied, WorkerOut)> = Vec::with_capacity(n);
-    for h in handles {
-        outs.push(
-            h.join()
-                .map_err(|_| Error::Env("a measuring thread panicked".into()))?,
-        );
-    }
+    handles.wake();
+    let outs: Vec<(rt::Applied, WorkerOut)> = handles.join()?;
     saved_state.restore();
     cp.interval.drain(&mut consumers);
     let spikes_lost = outs.iter().map(|(_, o)| o.spikes_lost).sum();

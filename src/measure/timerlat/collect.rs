@@ -135,7 +135,15 @@ impl CpuLog {
     }
 
     /// Takes record `r` at time `ts` (CLOCK_MONOTONIC ns).
-    fn take(&mut self, ts: u64, r: Rec, cfg: &Limits, syms: &mut Symbols) {
+    /// Each sample counted goes to `sink` too: (context, sequence number, ns).
+    fn take(
+        &mut self,
+        ts: u64,
+        r: Rec,
+        cfg: &Limits,
+        syms: &mut Symbols,
+        sink: &mut dyn FnMut(Context, u64, u64),
+    ) {
         self.records += 1;
         match r {
             Rec::Sample { seq, ctx, ns } => {
@@ -151,6 +159,7 @@ impl CpuLog {
                     return;
                 }
                 self.rec[i].record(ns);
+                sink(ctx, seq, ns);
                 match ctx {
                     Context::Irq => self.last_irq = Some((seq, ts, ns)),
                     Context::Thread | Context::User => {
@@ -256,6 +265,12 @@ impl Collector {
 
     /// Reads every page each buffer holds now; the number of pages read.
     pub fn drain(&mut self) -> u64 {
+        self.drain_with(&mut |_, _, _, _| {})
+    }
+
+    /// As [`Collector::drain`], handing each sample counted to `sink`: (the CPU's index in
+    /// the pipes given, context, sequence number, ns).
+    pub fn drain_with(&mut self, sink: &mut dyn FnMut(usize, Context, u64, u64)) -> u64 {
         let mut pages = 0;
         for (i, (_, f)) in self.files.iter_mut().enumerate() {
             let log = &mut self.logs[i];
@@ -279,7 +294,9 @@ impl Collector {
                     Err(_) => log.bad_pages += 1,
                 }
                 for (ts, r) in recs {
-                    log.take(ts, r, &self.limits, &mut self.syms);
+                    log.take(ts, r, &self.limits, &mut self.syms, &mut |c, q, ns| {
+                        sink(i, c, q, ns)
+                    });
                 }
             }
         }

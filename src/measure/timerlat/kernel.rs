@@ -22,25 +22,26 @@ pub const EXPLAIN_EVENTS: &[&str] = &[
     "osnoise/nmi_noise",
 ];
 
-/// What to do where the kernel has no timerlat tracer.
-pub fn missing(tracers: &str) -> Error {
+/// What to do where the kernel has no timerlat tracer (`instead`: the user-space command).
+pub fn missing(tracers: &str, instead: &str) -> Error {
     Error::Env(format!(
         "timerlat: this kernel has no timerlat tracer (it needs CONFIG_TIMERLAT_TRACER=y, \
          which Debian's linux-image-rt-amd64 has; available_tracers lists: {}). \
-         `latlab cyclic` measures timer wake-up latency from user space instead",
+         {instead} measures timer wake-up latency from user space instead",
         if tracers.trim().is_empty() { "nothing" } else { tracers.trim() }
     ))
 }
 
-/// Exit 3 unless the kernel at `root` has the timerlat tracer.
-pub fn check_support(root: &Path) -> Result<()> {
+/// Exit 3 unless the kernel at `root` has the timerlat tracer (`instead`: what measures from
+/// user space, for the message).
+pub fn check_support(root: &Path, instead: &str) -> Result<()> {
     let p = root.join("available_tracers");
     let text = std::fs::read_to_string(&p)
         .map_err(|e| Error::Env(format!("timerlat: {}: {e}", p.display())))?;
     if text.split_whitespace().any(|t| t == "timerlat") {
         Ok(())
     } else {
-        Err(missing(&text))
+        Err(missing(&text, instead))
     }
 }
 

@@ -10,6 +10,7 @@ pub mod config;
 pub mod explain;
 pub mod kernel;
 mod lower;
+pub mod probe;
 pub mod records;
 pub mod report;
 
@@ -42,7 +43,7 @@ pub fn run(cfg: &TimerlatConfig, ctx: &mut Ctx<'_>) -> Result<TimerlatOutcome> {
         ));
     }
     let fs = crate::trace::tracefs::TraceFs::system(&crate::io::state_dir())?;
-    kernel::check_support(&fs.root)?;
+    kernel::check_support(&fs.root, "`latlab cyclic`")?;
     let control = ctx.control().clone();
     // The settings lock first (one latlab at a time changes osnoise/), then the holders:
     // another tool's tracer is refused, never taken over.
