@@ -474,3 +474,26 @@ pub fn wait_exit_code(pid: i32) -> Option<i32> {
     let r = unsafe { libc::waitpid(pid, &mut status, 0) };
     (r > 0 && libc::WIFEXITED(status)).then(|| libc::WEXITSTATUS(status))
 }
+
+/// Closes every descriptor of this process open on a file under `dir` (an instance's buffer
+/// files, on the way out: an instance with an open reader cannot be removed). Only for the
+/// exit path: a thread still reading one sees its descriptor gone.
+pub fn close_fds_under(dir: &std::path::Path) {
+    let Ok(rd) = std::fs::read_dir("/proc/self/fd") else {
+        return;
+    };
+    let fds: Vec<i32> = rd
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let fd: i32 = e.file_name().to_str()?.parse().ok()?;
+            let target = std::fs::read_link(e.path()).ok()?;
+            target.starts_with(dir).then_some(fd)
+        })
+        .collect();
+    for fd in fds {
+        // SAFETY: closing a descriptor this process owns; the process is ending.
+        unsafe {
+            libc::close(fd);
+        }
+    }
+}

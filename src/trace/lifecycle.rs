@@ -204,6 +204,9 @@ pub fn cleanup_on_exit() {
                 std::thread::sleep(Duration::from_millis(2));
             }
         }
+        // A reader without a stop flag (latlab timerlat's, busy on the main thread) still
+        // holds the buffers: the process is ending, so its descriptors go first.
+        crate::sys::process::close_fds_under(&o.reach.dir);
         teardown(o);
     }
 }
@@ -215,7 +218,11 @@ fn teardown(o: Owned) {
     let removed = match super::files::remove_instance(o.reach.via()) {
         Ok(()) => true,
         Err(e) => {
-            crate::note!("latlab: --trace: {}: {e}", o.reach.dir.display());
+            crate::note!(
+                "latlab: {}: {}: {e} (`latlab restore` removes it)",
+                super::who(),
+                o.reach.dir.display()
+            );
             false
         }
     };
