@@ -15,7 +15,8 @@ fn plain(line: &str) -> String {
     let mut it = line.chars().peekable();
     while let Some(c) = it.next() {
         if c == '\u{1b}' {
-            if it.peek() == Some(&'[') {
+            // `ESC [ ... m` (colours) or a two-character escape (`ESC c`: a live screen's reset).
+            if it.next() == Some('[') {
                 for d in it.by_ref() {
                     if d.is_ascii_alphabetic() {
                         break;
@@ -27,6 +28,23 @@ fn plain(line: &str) -> String {
         out.push(c);
     }
     out
+}
+
+/// CPUs a screen may have (latlab's largest CPU number is one below).
+const MAX_CPUS: usize = 8192;
+
+/// True for a line that begins as rtla's elapsed time does (`D HH:MM:SS`).
+fn looks_like_duration(t: &str) -> bool {
+    let t = t.strip_prefix("duration:").unwrap_or(t).trim();
+    let mut it = t.split_whitespace();
+    let (Some(d), Some(hms)) = (it.next(), it.next()) else {
+        return false;
+    };
+    d.bytes().all(|b| b.is_ascii_digit())
+        && hms.split(':').count() == 3
+        && hms
+            .split(':')
+            .all(|x| !x.is_empty() && x.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// Parses `rtla timerlat top` / `rtla osnoise top` output.
@@ -60,6 +78,15 @@ pub fn parse(text: &str, file: &str) -> Result<Run> {
             rows.clear();
             continue;
         }
+        if looks_like_duration(t) {
+            return Err(at(
+                i,
+                format!(
+                    "'{}' is not an elapsed time D HH:MM:SS",
+                    t.split('|').next().unwrap_or(t).trim()
+                ),
+            ));
+        }
         let toks: Vec<String> = t
             .split_whitespace()
             .filter(|w| *w != "|")
@@ -69,6 +96,12 @@ pub fn parse(text: &str, file: &str) -> Result<Run> {
             && toks[0].bytes().all(|b| b.is_ascii_digit())
             && toks[1].starts_with('#');
         if is_row {
+            if rows.len() >= MAX_CPUS {
+                return Err(at(
+                    i,
+                    format!("more than {MAX_CPUS} CPU rows in one screen"),
+                ));
+            }
             rows.push((i, toks));
         }
     }
@@ -80,7 +113,14 @@ pub fn parse(text: &str, file: &str) -> Result<Run> {
     for (i, toks) in rows {
         let cpu: usize = toks[0]
             .parse()
-            .map_err(|_| at(i, format!("CPU '{}' is not a CPU number", toks[0])))?;
+            .ok()
+            .filter(|&c| c < MAX_CPUS)
+            .ok_or_else(|| {
+                at(
+                    i,
+                    format!("CPU '{}' is not a CPU number below {MAX_CPUS}", toks[0]),
+                )
+            })?;
         if !seen.insert(cpu) {
             return Err(at(i, format!("CPU {cpu} appears twice in the last screen")));
         }
@@ -140,12 +180,28 @@ pub fn parse(text: &str, file: &str) -> Result<Run> {
                     .parse()
                     .map_err(|_| at(i, format!("'{}' is not a count", toks[k])))
             };
-            let noise = time(&toks[3])?;
+            let (runtime, noise) = (time(&toks[2])?, time(&toks[3])?);
             let (max_noise, max_single) = (time(&toks[5])?, time(&toks[6])?);
+            let avail = toks[4]
+                .parse::<f64>()
+                .ok()
+                .filter(|p| (0.0..=100.0).contains(p))
+                .ok_or_else(|| {
+                    at(
+                        i,
+                        format!("'{}' is not a percentage of CPU available", toks[4]),
+                    )
+                })?;
+            if noise > runtime || max_single > max_noise || max_noise > noise {
+                return Err(at(
+                    i,
+                    format!("CPU {cpu}: noise {noise} ns, runtime {runtime} ns, max noise {max_noise} ns and max single {max_single} ns do not order"),
+                ));
+            }
             let extra = serde_json::json!({
-                "runtime_ns": time(&toks[2])?,
+                "runtime_ns": runtime,
                 "max_single_ns": max_single,
-                "cpu_available_percent": toks[4].parse::<f64>().ok(),
+                "cpu_available_percent": avail,
                 "hw": n(7)?, "nmi": n(8)?, "irq": n(9)?, "softirq": n(10)?, "thread": n(11)?,
             });
             let mean = noise as f64 / count.max(1) as f64;
@@ -247,6 +303,41 @@ mod tests {
         );
         assert_eq!(s.extra.as_ref().unwrap()["irq"], 18098);
         assert_eq!(r.duration_s, 10.0);
+    }
+
+    #[test]
+    fn a_live_runs_screens_reset_with_esc_c_and_the_last_one_is_kept() {
+        let live = format!(
+            "\u{1b}c{TIMERLAT}\u{1b}c{}",
+            TIMERLAT.replace("#5781", "#6000")
+        );
+        let r = parse(&live, "live.txt").unwrap();
+        assert_eq!(r.series.len(), 4);
+        assert_eq!(r.series[0].summary.count, 6000);
+    }
+
+    #[test]
+    fn impossible_figures_are_refused_naming_the_line() {
+        let bad = TIMERLAT.replace("  0 00:00:06", "  99999999999 99:99:99");
+        let e = parse(&bad, "t.txt").unwrap_err().to_string();
+        assert!(e.contains("line 2") && e.contains("elapsed"), "{e}");
+        let osn = |avail: &str, noise: &str| {
+            format!("Operating System Noise\nduration:   0 00:00:10 | time is in us\n  0 #9  9000000  {noise}  {avail}  29  8  0  0  1  0  1\n")
+        };
+        assert!(parse(&osn("199", "236"), "o")
+            .unwrap_err()
+            .to_string()
+            .contains("percentage"));
+        assert!(parse(&osn("NaN", "236"), "o").is_err());
+        assert!(parse(&osn("99.9", "99999999"), "o")
+            .unwrap_err()
+            .to_string()
+            .contains("order"));
+        let many = TIMERLAT.replace("  0 #5781", "  9000 #5781");
+        assert!(parse(&many, "t")
+            .unwrap_err()
+            .to_string()
+            .contains("below 8192"));
     }
 
     #[test]
