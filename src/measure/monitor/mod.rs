@@ -171,6 +171,8 @@ pub fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> 
     if !driver.rt_granted() {
         (policy, prio) = (Policy::Other, 0);
     }
+    // The kernel's timerlat threads are SCHED_FIFO: at -p's priority, else the kernel's 95.
+    (policy, prio) = crate::measure::timerlat::probe::thread_policy(cfg.engine, (policy, prio));
     let mut saved_state = crate::sys::sched::ThreadState::save();
     warnings.extend(pin_housekeeping(&cfg.cpus, driver.placement()));
     // What the start could not get (real-time priority, locked memory, idle states): said now,

@@ -249,6 +249,9 @@ pub fn run(cfg: &QualifyConfig, ctx: &mut Ctx<'_>) -> Result<QualifyOutcome> {
     } else {
         (Policy::Other, 0)
     };
+    // The kernel's timerlat threads are SCHED_FIFO: at -p's priority, else the kernel's 95.
+    let (policy, prio) =
+        crate::measure::timerlat::probe::thread_policy(cfg.engine, (policy, prio));
     let mut saved_state = crate::sys::sched::ThreadState::save();
     warnings.extend(monitor::pin_housekeeping(&cfg.cpus, ctx.placement()));
     let n = cfg.cpus.len();

@@ -40,6 +40,13 @@ pub struct CpuLog {
     pub seq: [Span; 3],
     /// Samples past `--loops`, read and not counted.
     pub beyond_loops: u64,
+    /// Per context: the last sequence number counted.
+    counted_last: [u64; 3],
+    /// Per context: samples produced in the kernel's earlier numberings (its sequence
+    /// restarted: another tool restarted the tracer, or the CPU went offline and back).
+    produced_before: [u64; 3],
+    /// Times the kernel's numbering restarted on this CPU.
+    pub restarts: u64,
     /// Events the kernel said it lost before a page (its ring buffer overwrote them).
     pub missed: u64,
     /// Records read.
@@ -72,6 +79,9 @@ impl CpuLog {
             rec: [Recorder::new(), Recorder::new(), Recorder::new()],
             seq: [Span::default(); 3],
             beyond_loops: 0,
+            counted_last: [0; 3],
+            produced_before: [0; 3],
+            restarts: 0,
             missed: 0,
             records: 0,
             bad_pages: 0,
@@ -84,14 +94,16 @@ impl CpuLog {
         }
     }
 
-    /// Samples the kernel produced in context `i` (its sequence numbers, up to `loops`).
-    pub fn produced(&self, i: usize, loops: Option<u64>) -> u64 {
+    /// Samples the kernel produced in context `i` from the first latlab read to the last it
+    /// counted (its sequence numbers, over every numbering it restarted with).
+    pub fn produced(&self, i: usize) -> u64 {
         let s = self.seq[i];
-        if s.last == 0 {
-            return 0;
-        }
-        let last = loops.map_or(s.last, |l| s.last.min(l));
-        last.saturating_sub(s.first.max(1)) + 1
+        let now = if self.counted_last[i] == 0 {
+            0
+        } else {
+            self.counted_last[i].saturating_sub(s.first.max(1)) + 1
+        };
+        self.produced_before[i] + now
     }
 
     fn keep(&mut self, s: SpikeRecord) {
@@ -150,20 +162,39 @@ impl CpuLog {
                 self.settle();
                 let i = ctx_index(ctx);
                 let span = &mut self.seq[i];
-                if span.first == 0 || seq < span.first {
+                if span.last > 0 && seq < span.last {
+                    // The numbering restarted: what was produced so far is kept apart.
+                    self.restarts += 1;
+                    if self.counted_last[i] > 0 {
+                        self.produced_before[i] +=
+                            self.counted_last[i].saturating_sub(span.first.max(1)) + 1;
+                    }
+                    self.counted_last[i] = 0;
+                    *span = Span::default();
+                }
+                if span.first == 0 {
                     span.first = seq;
                 }
                 span.last = span.last.max(seq);
-                if cfg.loops.is_some_and(|l| seq > l) {
+                if cfg.loops.is_some_and(|l| self.rec[i].count >= l) {
                     self.beyond_loops += 1;
                     return;
                 }
+                self.counted_last[i] = seq;
                 self.rec[i].record(ns);
                 sink(ctx, seq, ns);
                 match ctx {
                     Context::Irq => self.last_irq = Some((seq, ts, ns)),
                     Context::Thread | Context::User => {
-                        if cfg.threshold_ns.is_some_and(|th| ns >= th) {
+                        let worth = |l: &CpuLog| {
+                            l.spikes.len() < SPIKES_PER_CPU
+                                || l.spikes.iter().any(|x| x.latency_ns < ns)
+                        };
+                        if cfg.threshold_ns.is_some_and(|th| ns >= th) && !worth(self) {
+                            // Over the threshold but smaller than every spike kept: counted,
+                            // not explained (that would be work thrown away).
+                            self.spikes_dropped += 1;
+                        } else if cfg.threshold_ns.is_some_and(|th| ns >= th) {
                             let irq = self.last_irq.filter(|x| x.0 == seq);
                             let w = Window {
                                 cpu: self.cpu,
@@ -303,12 +334,12 @@ impl Collector {
         pages
     }
 
-    /// True once every CPU counted `--loops` thread samples.
+    /// True once every CPU counted `--loops` IRQ and thread samples.
     pub fn done(&self) -> bool {
         self.limits.loops.is_some_and(|l| {
             self.logs
                 .iter()
-                .all(|c| c.seq[1].last >= l && c.seq[0].last >= l)
+                .all(|c| c.rec[0].count >= l && c.rec[1].count >= l)
         })
     }
 

@@ -61,17 +61,39 @@ pub fn explain(w: &Window, ring: &VecDeque<(u64, Rec)>, before: Option<&Task>) -
     let due = w.sample_ts.saturating_sub(w.latency_ns);
     let span = (due, w.sample_ts);
     // Who ran when the timer expired, and each task's share of the window.
-    let mut cur: Option<Task> = before.cloned();
+    // Only the window is read: the events from the last switch before it was due (found
+    // walking back a bounded way) to the sample. The ring is in time order.
+    let start = ring.partition_point(|(t, _)| *t < due);
+    let mut cur: Option<Task> = None;
+    let mut k = start;
+    while k > 0 && start - k < 4096 {
+        k -= 1;
+        if let Rec::Other(Event { kind, .. }) = &ring[k].1 {
+            if let Some(t) = next_task(kind) {
+                cur = Some(t);
+                break;
+            }
+        }
+    }
+    if cur.is_none() && k == 0 {
+        cur = before.cloned();
+    }
+    // An interrupt recorded after the timer was due may have begun before it: a little
+    // earlier is read too (the noise events carry their length).
+    let from_ix = ring.partition_point(|(t, _)| *t < due.saturating_sub(w.latency_ns.max(1_000_000)));
     let mut from = due;
     let mut runs: Vec<(Task, u64, u64)> = Vec::new();
     let mut noise: Vec<(Noise, String, u64, u64)> = Vec::new();
-    for (ts, r) in ring {
+    for (ts, r) in ring.range(from_ix.min(start)..) {
+        if *ts > w.sample_ts {
+            break;
+        }
         match r {
             Rec::Other(Event { kind, .. }) => {
                 let Some(next) = next_task(kind) else { continue };
                 if *ts <= due {
                     cur = Some(next);
-                } else if *ts <= w.sample_ts {
+                } else {
                     if let Some(c) = cur.take() {
                         runs.push((c, from, *ts));
                     }

@@ -238,3 +238,50 @@ fn find_threads(cpus: &[usize]) -> Vec<(usize, i32)> {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+/// Pins the calling thread (latlab's reader) to the online CPUs the tracer does not measure, so
+/// its reading is not noise in what it reads; the warning when every CPU is measured. The
+/// caller puts its thread state back after.
+pub fn keep_off(cpus: &[usize], log: &crate::rt::PlacementLog) -> Option<String> {
+    let online = crate::config::CpuSet::online_here();
+    let hk = online.difference(&crate::config::CpuSet::from_cpus(cpus.iter().copied()));
+    if hk.is_empty() {
+        return Some(format!(
+            "every online CPU ({online}) is measured: latlab's reader runs on them too, and \
+             its time there is in the samples (a thread named latlab)"
+        ));
+    }
+    let what = format!("latlab's tracer reader: could not pin to CPUs {hk}");
+    log.check(crate::sys::sched::pin_to_cpus(hk.iter()), || what);
+    None
+}
+
+/// The `osnoise/` settings latlab set for `cfg` that read otherwise now (another tool
+/// started its tracer meanwhile: the samples after that are its settings').
+pub fn changed_settings(
+    root: &Path,
+    cfg: &TimerlatConfig,
+    t0: std::time::Instant,
+) -> Vec<crate::result::GroundChange> {
+    let list = crate::config::CpuSet::from_cpus(cfg.cpus.iter().copied()).to_string();
+    let want = [
+        ("cpus", list),
+        ("timerlat_period_us", (cfg.period_ns / 1000).to_string()),
+    ];
+    let mut out = Vec::new();
+    for (name, value) in want {
+        let p = root.join("osnoise").join(name);
+        let Ok(now) = std::fs::read_to_string(&p) else {
+            continue;
+        };
+        if now.trim() != value {
+            out.push(crate::result::GroundChange {
+                what: format!("osnoise/{name}"),
+                from: value,
+                to: now.trim().to_string(),
+                at_s: Some(t0.elapsed().as_secs_f64()),
+            });
+        }
+    }
+    out
+}

@@ -53,6 +53,8 @@ pub fn run(cfg: &TimerlatConfig, ctx: &mut Ctx<'_>) -> Result<TimerlatOutcome> {
         return Err(kernel::busy(&holders));
     }
     let running = kernel::start(&fs, knobs, cfg)?;
+    let mut saved = crate::sys::sched::ThreadState::save();
+    let off = kernel::keep_off(&cfg.cpus, ctx.placement());
     // The run's length counts from the tracer's start, as rtla's -d does.
     let started = SystemTime::now();
     let t0 = Instant::now();
@@ -85,11 +87,15 @@ pub fn run(cfg: &TimerlatConfig, ctx: &mut Ctx<'_>) -> Result<TimerlatOutcome> {
         }
         std::thread::sleep(left.map_or(Duration::from_millis(20), |l| l.min(Duration::from_millis(20))));
     }
+    // What another tool changed of the machine-wide settings meanwhile disturbs the run.
+    let ground = kernel::changed_settings(&fs.root, cfg, t0);
     // Stop the tracer, then read what its buffers still hold.
     running.stop();
     while col.drain() > 0 {}
     let logs = col.finish();
+    saved.restore();
     let mut warnings = running.warnings.clone();
+    warnings.extend(off);
     let threads = running.threads.clone();
     drop(running);
     let series = build_series(cfg, &logs, &threads, &mut warnings);
@@ -97,13 +103,21 @@ pub fn run(cfg: &TimerlatConfig, ctx: &mut Ctx<'_>) -> Result<TimerlatOutcome> {
     params["engine"] = serde_json::json!("kernel timerlat tracer");
     let trace = cfg.threshold_ns.map(|th| trace_report(cfg, th, &logs));
     ctx.warnings().extend(warnings);
-    let run = Run {
+    let mut run = Run {
         interrupted: control.was_interrupted(),
         series,
         duration_s: t0.elapsed().as_secs_f64(),
         trace,
         ..ctx.run_at(started, params)
     };
+    for g in &ground {
+        run.warnings.push(format!(
+            "{} changed from {} to {} while latlab measured (another tool's tracer): the run \
+             is disturbed",
+            g.what, g.from, g.to
+        ));
+    }
+    run.ground.extend(ground);
     Ok(TimerlatOutcome { run, threads })
 }
 
@@ -123,7 +137,7 @@ fn build_series(
             .and_then(|(p, prio)| Some((crate::config::Policy::from_libc(p)?.to_string(), prio)))
             .unwrap_or(("fifo".into(), cfg.prio.unwrap_or(95)));
         for (i, ctx) in CONTEXTS.iter().enumerate() {
-            let produced = log.produced(i, cfg.loops);
+            let produced = log.produced(i);
             // The user-space context exists only where a user thread ran (`timerlat_fd`).
             if i == 2 && produced == 0 && log.rec[i].count == 0 {
                 continue;
@@ -149,6 +163,21 @@ fn build_series(
                 ));
             }
             out.push(s);
+        }
+        if log.restarts > 0 {
+            warnings.push(format!(
+                "CPU {}: the kernel's sample numbering restarted {} time(s) (another tool \
+                 restarted the tracer, or the CPU went offline and back): the samples after \
+                 it are counted in the same series",
+                log.cpu, log.restarts
+            ));
+        }
+        if log.seq[1].first > 2 && log.restarts == 0 {
+            warnings.push(format!(
+                "CPU {}: the first thread sample read was number {}: the kernel's earlier ones \
+                 were not in the buffer",
+                log.cpu, log.seq[1].first
+            ));
         }
         if log.missed > 0 {
             warnings.push(format!(

@@ -27,6 +27,19 @@ pub enum Engine {
     Timerlat,
 }
 
+/// The policy the probe's measuring threads run at: as asked for cyclic's; for the kernel's
+/// timerlat threads SCHED_FIFO at a real-time priority asked for, else the kernel's 95.
+pub fn thread_policy(
+    engine: Engine,
+    (policy, prio): (crate::config::Policy, i32),
+) -> (crate::config::Policy, i32) {
+    match engine {
+        Engine::Cyclic => (policy, prio),
+        Engine::Timerlat if policy.is_rt() && prio > 0 => (crate::config::Policy::Fifo, prio),
+        Engine::Timerlat => (crate::config::Policy::Fifo, 95),
+    }
+}
+
 /// The tracer started for a probe, not yet read.
 pub struct Started {
     running: super::kernel::Running,
@@ -137,6 +150,21 @@ impl Started {
                     }
                     std::thread::sleep(Duration::from_millis(20));
                 }
+                // The policy the kernel's threads ran at, read before they end.
+                let applied: Vec<(crate::config::Policy, i32)> = cpus
+                    .iter()
+                    .map(|c| {
+                        running
+                            .threads
+                            .iter()
+                            .find(|t| t.0 == *c)
+                            .and_then(|t| crate::sys::sched::policy_of(t.1))
+                            .and_then(|(p, prio)| {
+                                Some((crate::config::Policy::from_libc(p)?, prio))
+                            })
+                            .unwrap_or((crate::config::Policy::Fifo, 95))
+                    })
+                    .collect();
                 running.stop();
                 while collector.drain_with(&mut sink) > 0 {}
                 // The buffers' files close first: an instance with a reader cannot go.
@@ -144,11 +172,12 @@ impl Started {
                 drop(running);
                 logs.into_iter()
                     .zip(full)
-                    .map(|(log, full)| {
-                        let kernel_lost = log.produced(1, None).saturating_sub(log.rec[1].count);
+                    .zip(applied)
+                    .map(|((log, full), (policy, prio))| {
+                        let kernel_lost = log.produced(1).saturating_sub(log.rec[1].count);
                         let applied = rt::Applied {
-                            policy: crate::config::Policy::Fifo,
-                            prio: 95,
+                            policy,
+                            prio,
                             cpu: Some(log.cpu),
                             pinned: true,
                             warnings: Vec::new(),
