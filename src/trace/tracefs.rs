@@ -41,9 +41,12 @@ pub const PROCS_SUFFIX: &str = "-procs";
 /// Suffix of `latlab timerlat`'s instance (the kernel's timerlat tracer runs in it).
 pub const TIMERLAT_SUFFIX: &str = "-timerlat";
 
+/// Suffix of `latlab noise --engine osnoise|hwnoise`'s instance.
+pub const OSNOISE_SUFFIX: &str = "-osnoise";
+
 /// An instance name without the suffix of a second instance of one process, if it has one.
 pub(super) fn without_suffix(name: &str) -> &str {
-    [PROCS_SUFFIX, TIMERLAT_SUFFIX]
+    [PROCS_SUFFIX, TIMERLAT_SUFFIX, OSNOISE_SUFFIX]
         .iter()
         .find_map(|s| name.strip_suffix(s))
         .unwrap_or(name)
@@ -356,7 +359,7 @@ fn digits(d: &str) -> bool {
 }
 
 /// True for a path latlab may remove:
-/// `<...>/instances/latlab-<digits>[-ns<digits>][-procs|-timerlat]`.
+/// `<...>/instances/latlab-<digits>[-ns<digits>][-procs|-timerlat|-osnoise]`.
 pub(super) fn is_latlab_instance(p: &Path) -> bool {
     let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
     let parent = p
@@ -614,6 +617,7 @@ mod tests {
             "latlab-12-ns4026532001",
             "latlab-1-ns2-procs",
             "latlab-12-timerlat",
+            "latlab-12-osnoise",
         ] {
             assert!(yes(n), "{n}");
         }

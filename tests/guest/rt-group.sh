@@ -78,6 +78,12 @@ sleep 1
 step hog 180 "$L" cyclic -t -D 3s --trace --trace-threshold 10ms --json "$OUT/hog.json"
 # The same hog seen by the kernel's own tracer, with its IRQ/thread split.
 step timerlat_hog 120 "$L" timerlat -a 4-6 -D 3s --threshold 10ms --json "$OUT/timerlat_hog.json"
+# And by the kernel's osnoise tracer, which names the thread that held its CPU; the settings it
+# changes (tracing_thresh among them) are put back.
+cat /sys/kernel/tracing/tracing_thresh /sys/kernel/tracing/osnoise/period_us >"$OUT/osnoise.before"
+step noise_osnoise 120 "$L" noise --engine osnoise -a 4-6 -D 3s --json "$OUT/noise_osnoise.json"
+cat /sys/kernel/tracing/tracing_thresh /sys/kernel/tracing/osnoise/period_us >"$OUT/osnoise.after"
+step noise_hwnoise 120 "$L" noise --engine hwnoise -a 2 -D 2s --json "$OUT/noise_hwnoise.json"
 kill $hog; wait $hog 2>/dev/null
 
 # The tracer is machine-wide: while rtla holds it, latlab timerlat is refused and rtla's run is

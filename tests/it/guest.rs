@@ -540,3 +540,47 @@ fn guest_qualify_and_monitor_run_on_the_timerlat_engine() {
     let (code, err) = rc(out, "timerlat_hog");
     assert_eq!(code, 0, "{err}");
 }
+
+#[test]
+#[ignore = "boots a PREEMPT_RT guest: scripts/test.sh runs the guest group alone"]
+fn guest_noise_on_the_osnoise_tracer_counts_the_kernels_classes_and_names_the_hog() {
+    let Some(out) = group() else { return };
+    let (code, err) = rc(out, "noise_osnoise");
+    assert_eq!(code, 0, "{err}");
+    let run = json(out, "noise_osnoise.json");
+    assert_eq!(run["parameters"]["engine"], "osnoise");
+    let series = run["series"].as_array().unwrap();
+    let names: Vec<&str> = series.iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["cpu4", "cpu5", "cpu6"]);
+    for s in series {
+        let e = &s["extra"];
+        assert!(e["periods"].as_u64().unwrap() > 0, "{s}");
+        assert!(e["runtime_ns"].as_u64().unwrap() > 0, "{s}");
+        // The tick, at least, interrupts every CPU's osnoise thread.
+        assert!(e["kernel_counts"]["irq"].as_u64().unwrap() > 0, "{s}");
+    }
+    // On the hog's CPU the thread class that took most time is the hog.
+    let cpu5 = &series[1]["extra"]["classes"];
+    let top_thread = cpu5
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["kind"] == "thread")
+        .unwrap_or_else(|| panic!("no thread noise on CPU 5: {cpu5}"));
+    assert_eq!(top_thread["name"], "fifohog", "{cpu5}");
+    assert_eq!(read(out, "osnoise.after"), read(out, "osnoise.before"));
+    // hwnoise needs the tracer's options file (Linux 6.2, or a kernel with it backported).
+    let (code, err) = rc(out, "noise_hwnoise");
+    match code {
+        0 => {
+            let h = json(out, "noise_hwnoise.json");
+            assert_eq!(h["parameters"]["engine"], "hwnoise");
+            assert!(
+                h["series"][0]["extra"]["periods"].as_u64().unwrap() > 0,
+                "{h}"
+            );
+        }
+        3 => assert!(err.contains("options"), "{err}"),
+        c => panic!("hwnoise exited {c}: {err}"),
+    }
+}

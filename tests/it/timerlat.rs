@@ -124,3 +124,31 @@ fn qualify_and_monitor_on_the_timerlat_engine_exit_3_without_the_tracer_and_2_on
         latlab().words(cmd).assert_refused(2, flag);
     }
 }
+
+#[test]
+fn noise_on_the_osnoise_tracer_exits_3_without_it_and_refuses_spinner_options() {
+    if host_has_timerlat() || !is_root() {
+        crate::util::skip(
+            &crate::util::test_name(),
+            "needs root on a kernel without osnoise",
+        );
+        return;
+    }
+    for engine in ["osnoise", "hwnoise"] {
+        let out = latlab()
+            .args(["noise", "--engine", engine, "-D", "1", "--no-store"])
+            .assert_refused(3, "CONFIG_OSNOISE_TRACER");
+        assert!(out.stderr.contains("--engine spin"), "{out}");
+    }
+    for (args, flag) in [
+        ("noise --engine osnoise --repeat 2", "--repeat"),
+        ("noise --engine osnoise --disturb true", "--disturb"),
+        ("noise --engine hwnoise --clock monotonic", "--clock"),
+        ("noise --engine osnoise --trace", "--trace"),
+    ] {
+        latlab()
+            .words(args)
+            .arg("--no-store")
+            .assert_refused(2, flag);
+    }
+}

@@ -43,6 +43,12 @@ pub struct NoiseArgs {
     /// Timestamp: tsc (calibrated; the default on x86 with constant TSC) or monotonic.
     #[arg(long, value_enum)]
     pub clock: Option<crate::measure::noise::config::NoiseClock>,
+    /// What measures: spin (latlab's spinners, the default: any kernel), osnoise (the
+    /// kernel's osnoise tracer, as rtla osnoise: the kernel's classes and counts; needs root
+    /// and CONFIG_OSNOISE_TRACER) or hwnoise (the same with interrupts off, as rtla hwnoise;
+    /// Linux 6.2+).
+    #[arg(long, value_enum, default_value_t = crate::measure::noise::config::NoiseEngine::Spin)]
+    pub engine: crate::measure::noise::config::NoiseEngine,
     /// Run a shell command on --disturb-cpu a third of the way into each measurement.
     #[arg(long, value_name = "CMD")]
     pub disturb: Option<String>,

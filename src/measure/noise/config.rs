@@ -17,6 +17,19 @@ pub enum NoiseClock {
     Monotonic,
 }
 
+/// What measures the noise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NoiseEngine {
+    /// latlab's spinners in user space (oslat's measurement); the default, on any kernel.
+    #[default]
+    Spin,
+    /// The kernel's osnoise tracer (rtla osnoise): its threads, its classes and counts.
+    Osnoise,
+    /// The osnoise tracer with interrupts off (rtla hwnoise): what is left is hardware.
+    Hwnoise,
+}
+
 /// Everything a `noise` run needs, validated.
 #[derive(Debug, Clone, Serialize)]
 pub struct NoiseConfig {
@@ -34,6 +47,8 @@ pub struct NoiseConfig {
     pub threshold_ns: u64,
     /// Timestamp source.
     pub clock: NoiseClock,
+    /// What measures (`--engine`).
+    pub engine: NoiseEngine,
     /// Measurements to run.
     pub repeat: u32,
     /// Disturbing command, run a third of the way into each measurement.

@@ -74,7 +74,24 @@ impl NoiseConfig {
                 "cyclic only: noise's spinners are never woken",
             ));
         }
+        if a.engine != super::config::NoiseEngine::Spin {
+            let refuse = |flag: &str, given: bool| -> Result<()> {
+                if given {
+                    return Err(Error::flag(
+                        flag,
+                        "",
+                        "a spinner's option: the osnoise/hwnoise engines run the kernel's threads",
+                    ));
+                }
+                Ok(())
+            };
+            refuse("--repeat", repeat > 1)?;
+            refuse("--disturb", a.disturb.is_some())?;
+            refuse("--clock", a.clock.is_some())?;
+            refuse("--trace", a.trace.threshold_ns()?.is_some())?;
+        }
         Ok(NoiseConfig {
+            engine: a.engine,
             cpus,
             main_cpu,
             policy,

@@ -5,6 +5,7 @@
 pub mod args;
 pub mod config;
 mod lower;
+pub mod osnoise;
 
 pub mod report;
 pub mod worker;
@@ -88,6 +89,9 @@ fn safety(cfg: &NoiseConfig, env: &Environment, warnings: &mut Vec<String>) -> R
 
 /// Runs the measurement described by `cfg`.
 pub fn run(mut cfg: NoiseConfig, ctx: &mut Ctx<'_>) -> Result<NoiseOutcome> {
+    if cfg.engine != crate::measure::noise::config::NoiseEngine::Spin {
+        return osnoise::run(&cfg, ctx);
+    }
     let environment = ctx.environment().clone();
     let mut warnings = Vec::new();
     // Real time refused: the spinners run SCHED_OTHER, and no real-time warning applies.
@@ -556,6 +560,9 @@ impl crate::driver::Measurement for NoiseConfig {
     }
 
     fn render(&self, o: &NoiseOutcome) -> crate::driver::Text {
+        if self.engine != crate::measure::noise::config::NoiseEngine::Spin {
+            return osnoise::render(&o.run, self.unit).into();
+        }
         let mut text = report::render(o, self);
         text.push_str(&crate::export::why::why_for(&o.run, self.unit, false));
         text.into()

@@ -410,6 +410,7 @@ mod tests {
             duration_ns: 5_000_000_000,
             threshold_ns: 1000,
             clock: crate::measure::noise::config::NoiseClock::Monotonic,
+            engine: crate::measure::noise::config::NoiseEngine::Spin,
             repeat: 1,
             disturb: None,
             disturb_cpu: 0,

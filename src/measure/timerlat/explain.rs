@@ -107,7 +107,7 @@ pub fn explain(w: &Window, ring: &VecDeque<(u64, Rec)>, before: Option<&Task>) -
                     noise.push((*class, name.as_str().into_owned(), n.0, n.1));
                 }
             }
-            Rec::Sample { .. } => {}
+            Rec::Sample { .. } | Rec::Period { .. } | Rec::Threshold { .. } => {}
         }
     }
     let blocking_task = runs.first().map(|r| r.0.clone()).or_else(|| cur.clone());
@@ -141,6 +141,10 @@ pub fn explain(w: &Window, ring: &VecDeque<(u64, Rec)>, before: Option<&Task>) -
                 nmis += 1;
                 nmi_ns += ns;
                 "nmi"
+            }
+            Noise::Thread => {
+                split.thread_ns += ns;
+                "thread"
             }
         };
         parts.entry((kind.into(), name.clone())).or_default().0 += ns;

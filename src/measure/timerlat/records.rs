@@ -30,6 +30,8 @@ pub enum Noise {
     Softirq,
     /// An NMI.
     Nmi,
+    /// Another thread (`osnoise:thread_noise`: `comm:pid`).
+    Thread,
 }
 
 /// One decoded record.
@@ -53,6 +55,24 @@ pub enum Rec {
         /// How long it ran, ns.
         ns: u64,
     },
+    /// The osnoise tracer's summary of one period on its CPU (`ftrace/osnoise`).
+    Period {
+        /// Noise in the period, ns.
+        noise_ns: u64,
+        /// The period's runtime, ns.
+        runtime_ns: u64,
+        /// Its largest single noise, ns.
+        max_ns: u64,
+        /// The kernel's counts: hardware, NMI, IRQ, softirq, thread.
+        counts: [u64; 5],
+    },
+    /// One noise at or above `tracing_thresh` (`osnoise:sample_threshold`).
+    Threshold {
+        /// Its length, ns.
+        ns: u64,
+        /// Interferences the kernel saw during it (0: hardware noise).
+        interference: u64,
+    },
     /// A context switch, a kernel stack, or another event the trace decoder knows.
     Other(Event),
 }
@@ -61,6 +81,9 @@ pub enum Rec {
 enum Layout {
     Sample([Field; 3]),
     Noise(Noise, Option<Field>, Option<Field>, Field),
+    Period(Box<[Field; 8]>),
+    Threshold([Field; 2]),
+    ThreadNoise([Field; 3]),
 }
 
 /// The layouts of every record latlab enabled.
@@ -80,6 +103,12 @@ impl Layouts {
     /// Learns the layouts under tracefs `root`: the sample's always (exit 3 naming it when the
     /// kernel lacks it), `explain`'s events when they exist.
     pub fn learn(root: &Path, explain: &[String]) -> Result<Layouts> {
+        Layouts::learn_for(root, "ftrace/timerlat", explain)
+    }
+
+    /// As [`Layouts::learn`] for the tracer whose entry is `entry` (`ftrace/timerlat` or
+    /// `ftrace/osnoise`, required), with `explain`'s events where they exist.
+    pub fn learn_for(root: &Path, entry: &str, explain: &[String]) -> Result<Layouts> {
         let ev = root.join("events");
         let hp = ev.join("header_page");
         let header =
@@ -89,22 +118,49 @@ impl Layouts {
             parse_format(&crate::trace::tracefs::read(&p)?).map_err(|e| at(&p, e))
         };
         let mut own = HashMap::new();
-        let f = format("ftrace", "timerlat")?;
         let get = |f: &crate::trace::format::Format, n: &str| {
             f.field(n)
                 .cloned()
                 .ok_or_else(|| Error::Env(format!("timerlat: ftrace/{}: no field '{n}'", f.name)))
         };
-        own.insert(
-            f.id,
-            Layout::Sample([get(&f, "seqnum")?, get(&f, "context")?, get(&f, "timer_latency")?]),
-        );
+        let (esys, ename) = entry.split_once('/').unwrap_or(("ftrace", entry));
+        let f = format(esys, ename)?;
+        let l = if ename == "osnoise" {
+            let g = |n: &str| get(&f, n);
+            Layout::Period(Box::new([
+                g("noise")?,
+                g("runtime")?,
+                g("max_sample")?,
+                g("hw_count")?,
+                g("nmi_count")?,
+                g("irq_count")?,
+                g("softirq_count")?,
+                g("thread_count")?,
+            ]))
+        } else {
+            Layout::Sample([get(&f, "seqnum")?, get(&f, "context")?, get(&f, "timer_latency")?])
+        };
+        own.insert(f.id, l);
         let mut dec = Decoder::default();
         for e in explain {
             let Some((sys, name)) = e.split_once('/') else {
                 continue;
             };
             let f = format(sys, name)?;
+            if name == "sample_threshold" {
+                own.insert(
+                    f.id,
+                    Layout::Threshold([get(&f, "duration")?, get(&f, "interference")?]),
+                );
+                continue;
+            }
+            if name == "thread_noise" {
+                own.insert(
+                    f.id,
+                    Layout::ThreadNoise([get(&f, "comm")?, get(&f, "pid")?, get(&f, "duration")?]),
+                );
+                continue;
+            }
             let class = match name {
                 "irq_noise" => Some(Noise::Irq),
                 "softirq_noise" => Some(Noise::Softirq),
@@ -169,6 +225,29 @@ impl Layouts {
                     class: *class,
                     name,
                     ns: int(b, dur)?.max(0) as u64,
+                })
+            }
+            Some(Layout::Period(f)) => {
+                let u = |k: usize| int(b, &f[k]).map(|v| v.max(0) as u64);
+                Some(Rec::Period {
+                    noise_ns: u(0)?,
+                    runtime_ns: u(1)?,
+                    max_ns: u(2)?,
+                    counts: [u(3)?, u(4)?, u(5)?, u(6)?, u(7)?],
+                })
+            }
+            Some(Layout::Threshold(f)) => Some(Rec::Threshold {
+                ns: int(b, &f[0])?.max(0) as u64,
+                interference: int(b, &f[1])?.max(0) as u64,
+            }),
+            Some(Layout::ThreadNoise(f)) => {
+                let comm = bytes(b, &f[0])?;
+                let comm = comm.split(|&c| c == 0).next().unwrap_or(&[]);
+                let pid = int(b, &f[1])?;
+                Some(Rec::Noise {
+                    class: Noise::Thread,
+                    name: Name::new(format!("{}:{pid}", String::from_utf8_lossy(comm)).as_bytes()),
+                    ns: int(b, &f[2])?.max(0) as u64,
                 })
             }
             None => self.dec.decode(ts, b).map(Rec::Other),
