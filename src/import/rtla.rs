@@ -268,7 +268,7 @@ fn add_column(run: &mut Run, c: Column, scale: f64, file: &str) -> Result<()> {
 }
 
 /// rtla's `Duration:` value, `D HH:MM:SS`, in seconds (at most about 30 years).
-fn parse_duration(s: &str) -> Option<f64> {
+pub(super) fn parse_duration(s: &str) -> Option<f64> {
     let mut it = s.split_whitespace();
     let days: u64 = it.next()?.parse().ok().filter(|&d| d < 10_000)?;
     let mut hms = it.next()?.split(':').map(|x| x.parse::<u64>().ok());

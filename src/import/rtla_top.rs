@@ -255,15 +255,7 @@ fn push(
 /// `  0 00:00:06   |  IRQ Timer ...`, osnoise: `duration:   0 00:00:10 | time is in us`).
 fn duration_of(t: &str) -> Option<f64> {
     let t = t.strip_prefix("duration:").unwrap_or(t).trim();
-    let head = t.split('|').next()?.trim();
-    let mut it = head.split_whitespace();
-    let days: u64 = it.next()?.parse().ok().filter(|&d| d < 10_000)?;
-    let mut hms = it.next()?.split(':').map(|x| x.parse::<u64>().ok());
-    let (h, m, s) = (hms.next()??, hms.next()??, hms.next()??);
-    if h > 23 || m > 59 || s > 59 || it.next().is_some() {
-        return None;
-    }
-    Some((((days * 24 + h) * 60 + m) * 60 + s) as f64)
+    super::rtla::parse_duration(t.split('|').next()?.trim())
 }
 
 #[cfg(test)]
