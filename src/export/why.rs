@@ -142,7 +142,8 @@ fn why_titled(r: &TraceReport, unit: DisplayUnit, title: &str, warnings: &[&Stri
     }
     if r.spikes_dropped > 0 {
         s.push_str(&format!(
-            "  {} spikes not kept (a full hand-over ring, or not among the worst 10 000)\n",
+            "  {} spikes not kept (a full hand-over ring, or not among the worst the run keeps: \
+             10 000 for --trace, 256 per CPU for timerlat)\n",
             r.spikes_dropped
         ));
     }
