@@ -276,6 +276,14 @@ fn worst_row(sp: &SpikeRecord) -> String {
     let residual = sp.why.residual.as_ref().map_or(String::new(), |r| {
         format!("<br><small class=\"residual\">{}</small>", esc(&r.phrase()))
     });
+    // latlab timerlat: the kernel's own split of the sample.
+    let residual = match &sp.why.kernel_split {
+        Some(k) => format!(
+            "{residual}<br><small class=\"split\">{}</small>",
+            esc(&k.phrase())
+        ),
+        None => residual,
+    };
     let stack = if sp.why.stack.is_empty() {
         String::new()
     } else {
@@ -382,6 +390,32 @@ mod tests {
             tags: Default::default(),
             facts: Default::default(),
         }
+    }
+
+    #[test]
+    fn a_timerlat_spike_row_shows_the_kernels_split() {
+        let sp = SpikeRecord {
+            series: "thread-5".into(),
+            cpu: 5,
+            seq: 9,
+            expected_ns: 0,
+            latency_ns: 31_000,
+            why: crate::result::trace::Attribution {
+                kernel_split: Some(crate::result::trace::KernelSplit {
+                    irq_latency_ns: Some(5_000),
+                    thread_latency_ns: 31_000,
+                    thread_delay_ns: Some(26_000),
+                    blocking: Some("fifohog:4242 RT 95".into()),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+        };
+        let row = worst_row(&sp);
+        assert!(
+            row.contains("kernel: IRQ latency 5.0 us, thread delay 26.0 us after it; blocking thread fifohog:4242 RT 95"),
+            "{row}"
+        );
     }
 
     #[test]

@@ -277,6 +277,28 @@ pub struct KernelSplit {
     pub thread_ns: u64,
 }
 
+impl KernelSplit {
+    /// The split in one line: `kernel: IRQ latency 12.0 us, thread delay 30000.1 us after it;
+    /// blocking thread python3:1234 RT 95`.
+    pub fn phrase(&self) -> String {
+        let us = |ns: u64| format!("{:.1} us", ns as f64 / 1000.0);
+        let mut t = match (self.irq_latency_ns, self.thread_delay_ns) {
+            (Some(i), Some(d)) => {
+                format!(
+                    "kernel: IRQ latency {}, thread delay {} after it",
+                    us(i),
+                    us(d)
+                )
+            }
+            _ => format!("kernel: thread latency {}", us(self.thread_latency_ns)),
+        };
+        if let Some(b) = &self.blocking {
+            t.push_str(&format!("; blocking thread {b}"));
+        }
+        t
+    }
+}
+
 /// What was counted on one traced CPU during the run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CpuCounts {

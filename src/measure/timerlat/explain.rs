@@ -202,7 +202,7 @@ pub fn explain(w: &Window, ring: &VecDeque<(u64, Rec)>, before: Option<&Task>) -
         });
     }
     components.sort_by(|a, b| b.ns.cmp(&a.ns).then_with(|| a.name.cmp(&b.name)));
-    let mut notes = vec![note(&split)];
+    let mut notes = vec![split.phrase()];
     if w.irq.is_none() {
         notes.push("the IRQ sample of this period was not read: no IRQ/thread split".into());
     }
@@ -224,20 +224,6 @@ pub fn explain(w: &Window, ring: &VecDeque<(u64, Rec)>, before: Option<&Task>) -
             ..Attribution::default()
         },
     }
-}
-
-/// The split in one line: `kernel: IRQ latency 12.0 us, thread delay 30000.1 us after it;
-/// blocking thread python3:1234 RT 95`.
-pub fn note(s: &KernelSplit) -> String {
-    let us = |ns: u64| format!("{:.1} us", ns as f64 / 1000.0);
-    let mut t = match (s.irq_latency_ns, s.thread_delay_ns) {
-        (Some(i), Some(d)) => format!("kernel: IRQ latency {}, thread delay {} after it", us(i), us(d)),
-        _ => format!("kernel: thread latency {}", us(s.thread_latency_ns)),
-    };
-    if let Some(b) = &s.blocking {
-        t.push_str(&format!("; blocking thread {b}"));
-    }
-    t
 }
 
 #[cfg(test)]
