@@ -7,13 +7,11 @@ use super::config::{NoiseConfig, NoiseEngine};
 use super::NoiseOutcome;
 use crate::driver::Ctx;
 use crate::error::{Error, Result};
-use crate::measure::timerlat::records::{Layouts, Noise, Rec};
+use crate::measure::timerlat::records::{Layouts, Noise, Pipes, Rec};
 use crate::result::{Run, Series};
 use crate::stats::Recorder;
 use crate::trace::tracefs::{TraceFs, OSNOISE_SUFFIX};
 use std::collections::BTreeMap;
-use std::io::Read;
-use std::os::unix::fs::OpenOptionsExt;
 use std::time::{Duration, Instant, SystemTime};
 
 /// Events traced: every noise at or above the threshold, and the kernel's accounting of each
@@ -176,53 +174,22 @@ pub fn run(cfg: &NoiseConfig, ctx: &mut Ctx<'_>) -> Result<NoiseOutcome> {
     let started = SystemTime::now();
     let t0 = Instant::now();
     let layouts = Layouts::learn_for(&root, "ftrace/osnoise", &events)?;
-    let mut files = Vec::new();
-    for &c in &cfg.cpus {
-        let p = inst.pipe(c);
-        let f = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(&p)
-            .map_err(|e| Error::Env(format!("noise: {}: {e}", p.display())))?;
-        files.push(f);
-    }
+    let paths: Vec<_> = cfg.cpus.iter().map(|&c| inst.pipe(c)).collect();
+    let mut pipes = Pipes::open(&paths, layouts)?;
     let mut cpus: Vec<Cpu> = cfg.cpus.iter().map(|_| Cpu::default()).collect();
-    let (mut missed, mut bad) = (0u64, 0u64);
-    let mut buf = vec![0u8; layouts.header.page_size.max(4096)];
-    let mut drain = |cpus: &mut [Cpu], missed: &mut u64, bad: &mut u64| -> u64 {
-        let mut pages = 0;
-        for (i, f) in files.iter_mut().enumerate() {
-            for _ in 0..1024 {
-                let Ok(n) = f.read(&mut buf) else { break };
-                if n == 0 {
-                    break;
-                }
-                pages += 1;
-                let mut recs = Vec::new();
-                match crate::trace::page::walk(&buf[..n], &layouts.header, |ts, b| {
-                    recs.extend(layouts.decode(ts, b));
-                }) {
-                    Ok(info) => *missed += info.missed,
-                    Err(_) => *bad += 1,
-                }
-                for r in recs {
-                    cpus[i].take(r);
-                }
-            }
-        }
-        pages
-    };
+    let mut drain = |cpus: &mut [Cpu]| pipes.drain(&mut |i, _, r| cpus[i].take(r));
     let control = ctx.control().clone();
     let deadline = t0 + Duration::from_nanos(cfg.duration_ns);
     while !control.stop.load(std::sync::atomic::Ordering::Relaxed) && Instant::now() < deadline {
-        drain(&mut cpus, &mut missed, &mut bad);
+        drain(&mut cpus);
         let left = deadline.saturating_duration_since(Instant::now());
         std::thread::sleep(left.min(Duration::from_millis(50)));
     }
     let _ = crate::trace::files::poke(&inst.reach.at("current_tracer"), "nop");
     inst.stop();
-    while drain(&mut cpus, &mut missed, &mut bad) > 0 {}
-    drop(files);
+    while drain(&mut cpus) > 0 {}
+    let (missed, bad): (u64, u64) = (pipes.missed.iter().sum(), pipes.bad_pages.iter().sum());
+    drop(pipes);
     drop(inst);
     saved.restore();
     let mut warnings: Vec<String> = off.into_iter().collect();

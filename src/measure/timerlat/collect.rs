@@ -5,13 +5,11 @@
 //! kernel's split (`explain.rs`).
 
 use super::explain::{self, Window};
-use super::records::{Context, Layouts, Rec};
+use super::records::{Context, Layouts, Pipes, Rec};
 use crate::result::trace::SpikeRecord;
 use crate::stats::Recorder;
 use crate::trace::event::{Event, Kind};
 use std::collections::VecDeque;
-use std::io::Read;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 
 /// Explained spikes kept per CPU (the worst, when there are more).
@@ -256,9 +254,7 @@ impl Symbols {
 
 /// The readers of every measured CPU's raw buffer.
 pub struct Collector {
-    files: Vec<(usize, std::fs::File)>,
-    layouts: Layouts,
-    buf: Vec<u8>,
+    pipes: Pipes,
     limits: Limits,
     syms: Symbols,
     /// Per measured CPU.
@@ -272,23 +268,10 @@ impl Collector {
         layouts: Layouts,
         limits: Limits,
     ) -> crate::error::Result<Collector> {
-        let mut files = Vec::new();
-        for (cpu, p) in pipes {
-            let f = std::fs::OpenOptions::new()
-                .read(true)
-                .custom_flags(libc::O_NONBLOCK)
-                .open(p)
-                .map_err(|e| {
-                    crate::error::Error::Env(format!("timerlat: {}: {e}", p.display()))
-                })?;
-            files.push((*cpu, f));
-        }
-        let buf = vec![0u8; layouts.header.page_size.max(4096)];
+        let paths: Vec<PathBuf> = pipes.iter().map(|p| p.1.clone()).collect();
         Ok(Collector {
             logs: pipes.iter().map(|(c, _)| CpuLog::new(*c)).collect(),
-            files,
-            layouts,
-            buf,
+            pipes: Pipes::open(&paths, layouts)?,
             limits,
             syms: Symbols::default(),
         })
@@ -302,34 +285,13 @@ impl Collector {
     /// As [`Collector::drain`], handing each sample counted to `sink`: (the CPU's index in
     /// the pipes given, context, sequence number, ns).
     pub fn drain_with(&mut self, sink: &mut dyn FnMut(usize, Context, u64, u64)) -> u64 {
-        let mut pages = 0;
-        for (i, (_, f)) in self.files.iter_mut().enumerate() {
-            let log = &mut self.logs[i];
-            // At most a buffer's worth per call, so one busy CPU cannot hold the others.
-            for _ in 0..1024 {
-                let n = match f.read(&mut self.buf) {
-                    Ok(0) => break,
-                    Ok(n) => n,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(_) => break, // WouldBlock: empty for now
-                };
-                pages += 1;
-                let mut recs: Vec<(u64, Rec)> = Vec::new();
-                let r = crate::trace::page::walk(&self.buf[..n], &self.layouts.header, |ts, b| {
-                    if let Some(r) = self.layouts.decode(ts, b) {
-                        recs.push((ts, r));
-                    }
-                });
-                match r {
-                    Ok(info) => log.missed += info.missed,
-                    Err(_) => log.bad_pages += 1,
-                }
-                for (ts, r) in recs {
-                    log.take(ts, r, &self.limits, &mut self.syms, &mut |c, q, ns| {
-                        sink(i, c, q, ns)
-                    });
-                }
-            }
+        let (logs, limits, syms) = (&mut self.logs, &self.limits, &mut self.syms);
+        let pages = self.pipes.drain(&mut |i, ts, r| {
+            logs[i].take(ts, r, limits, syms, &mut |c, q, ns| sink(i, c, q, ns));
+        });
+        for (i, l) in logs.iter_mut().enumerate() {
+            l.missed = self.pipes.missed[i];
+            l.bad_pages = self.pipes.bad_pages[i];
         }
         pages
     }

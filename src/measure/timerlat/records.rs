@@ -260,6 +260,72 @@ pub fn is_switch(r: &Rec) -> bool {
     matches!(r, Rec::Other(Event { kind: Kind::Switch { .. }, .. }))
 }
 
+/// The per-CPU raw buffers of one instance, read without blocking and decoded by `layouts`.
+pub struct Pipes {
+    files: Vec<std::fs::File>,
+    buf: Vec<u8>,
+    /// The layouts records are decoded by.
+    pub layouts: Layouts,
+    /// Per pipe: events the kernel said it lost before a page.
+    pub missed: Vec<u64>,
+    /// Per pipe: pages that did not parse (their records up to the fault are kept).
+    pub bad_pages: Vec<u64>,
+}
+
+impl Pipes {
+    /// Opens `paths` (`per_cpu/cpuN/trace_pipe_raw`), non-blocking.
+    pub fn open(paths: &[std::path::PathBuf], layouts: Layouts) -> Result<Pipes> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut files = Vec::new();
+        for p in paths {
+            let f = std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(p)
+                .map_err(|e| at(p, e))?;
+            files.push(f);
+        }
+        Ok(Pipes {
+            buf: vec![0u8; layouts.header.page_size.max(4096)],
+            missed: vec![0; files.len()],
+            bad_pages: vec![0; files.len()],
+            files,
+            layouts,
+        })
+    }
+
+    /// Reads every page each buffer holds now (at most a buffer's worth per pipe, so one busy
+    /// CPU cannot hold the others), handing each record to `each` with its pipe's index;
+    /// returns the number of pages read.
+    pub fn drain(&mut self, each: &mut dyn FnMut(usize, u64, Rec)) -> u64 {
+        use std::io::Read;
+        let mut pages = 0;
+        let mut recs: Vec<(u64, Rec)> = Vec::new();
+        for (i, f) in self.files.iter_mut().enumerate() {
+            for _ in 0..1024 {
+                let n = match f.read(&mut self.buf) {
+                    Ok(0) => break,
+                    Ok(n) => n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(_) => break, // WouldBlock: empty for now
+                };
+                pages += 1;
+                let layouts = &self.layouts;
+                match crate::trace::page::walk(&self.buf[..n], &layouts.header, |ts, b| {
+                    recs.extend(layouts.decode(ts, b).map(|r| (ts, r)));
+                }) {
+                    Ok(info) => self.missed[i] += info.missed,
+                    Err(_) => self.bad_pages[i] += 1,
+                }
+                for (ts, r) in recs.drain(..) {
+                    each(i, ts, r);
+                }
+            }
+        }
+        pages
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
