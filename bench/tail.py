@@ -12,7 +12,7 @@ calibration on real runs. Results go to docs/benchmarks.md.
       The synthetic coverage table: `cargo test --release` of stats::evt::coverage::full.
   bench/tail.py holdout LOG...
       Fit on the first 10 % of each series of each sample log, predicted vs observed
-      exceedance counts on the other 90 % (src/tail/holdout.rs).
+      exceedance counts on the other 90 % (crates/analysis/src/tail/holdout.rs).
 
 Run cargo and measurements under the machine's lock (flock /tmp/latlab-heavy.lock ...).
 """

@@ -5,12 +5,12 @@
 //! each CPU. `cargo bench --bench metrics_page`.
 
 // A counting allocator implements `GlobalAlloc`, an unsafe trait: the one unsafe outside
-// src/sys, in a benchmark binary that ships in nothing.
+// crates/core/src/sys, in a benchmark binary that ships in nothing.
 #![allow(unsafe_code)]
 
-use latlab::measure::monitor::metrics::{self, Format, Shared};
-use latlab::measure::monitor::tally::Tally;
-use latlab::measure::monitor::window::Windows;
+use latlab_lab::measure::monitor::metrics::{self, Format, Shared};
+use latlab_lab::measure::monitor::tally::Tally;
+use latlab_lab::measure::monitor::window::Windows;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;

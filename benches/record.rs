@@ -1,7 +1,7 @@
 //! Cost of recording one latency sample on the hot path (exact stats + HDR histogram).
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use latlab::stats::Recorder;
+use latlab_core::stats::Recorder;
 use std::hint::black_box;
 
 fn record(c: &mut Criterion) {

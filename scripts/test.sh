@@ -29,7 +29,7 @@ fi
 eval "$(bash scripts/pg-test-server.sh start)"
 trap 'bash scripts/pg-test-server.sh stop "$LATLAB_TEST_PG_DIR"' EXIT
 
-cargo fmt --check
+cargo fmt --all --check
 cargo clippy --all-targets --locked -- -D warnings
 # The fuzz tests of every input reader, bounded to well under a minute.
 export LATLAB_FUZZ_CASES=${LATLAB_FUZZ_CASES:-3000}

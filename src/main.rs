@@ -3,10 +3,10 @@
 
 fn main() {
     // Before any thread starts (see sys::mem).
-    latlab::sys::mem::one_malloc_arena();
+    latlab_core::sys::mem::one_malloc_arena();
     // Before any thread starts: a command that may mount tracefs or debugfs does it in a mount
     // namespace of its own, so nothing outside sees the mount come or go (trace::lifecycle).
-    latlab::trace::lifecycle::isolate_mounts(std::env::args_os().skip(1));
+    latlab_trace::lifecycle::isolate_mounts(std::env::args_os().skip(1));
     // Tests hold latlab here to send a signal before the handlers are in.
     if let Some(ms) = std::env::var("LATLAB_TEST_SIGNALS_DELAY_MS")
         .ok()
@@ -21,16 +21,16 @@ fn main() {
         .nth(1)
         .is_none_or(|a| a != "load-worker" && a != "action-worker")
     {
-        latlab::driver::signals::install();
+        latlab_lab::driver::signals::install();
     } else {
         // Held since start (sys::process): a worker keeps the default dispositions.
-        latlab::sys::process::release_stop_signals();
-        latlab::sys::process::release_hangup();
+        latlab_core::sys::process::release_stop_signals();
+        latlab_core::sys::process::release_hangup();
     }
     // File names need not be UTF-8: clap and ministat get the arguments as given; the text
     // form (recorded in results) has any store password redacted.
     let argv_os: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    let argv: Vec<String> = latlab::store::redact_argv(
+    let argv: Vec<String> = latlab_core::store::redact_argv(
         &argv_os
             .iter()
             .map(|a| a.to_string_lossy().into_owned())
@@ -41,8 +41,8 @@ fn main() {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned());
     if invoked_as.as_deref() == Some("ministat") {
-        latlab::driver::signals::exit_on_first_signal();
-        std::process::exit(latlab::compare::ministat_cmd::main(&argv_os[1..]));
+        latlab_lab::driver::signals::exit_on_first_signal();
+        std::process::exit(latlab_analysis::compare::ministat_cmd::main(&argv_os[1..]));
     }
     // `latlab compare --ministat ARGS` is `latlab ministat ARGS`.
     if argv.get(1).map(String::as_str) == Some("compare")
@@ -53,8 +53,8 @@ fn main() {
             .filter(|a| *a != "--ministat")
             .cloned()
             .collect();
-        latlab::driver::signals::exit_on_first_signal();
-        std::process::exit(latlab::compare::ministat_cmd::main(&rest));
+        latlab_lab::driver::signals::exit_on_first_signal();
+        std::process::exit(latlab_analysis::compare::ministat_cmd::main(&rest));
     }
     let parsed = match latlab::cli::parse(&argv_os) {
         Ok(c) => c,
@@ -67,7 +67,7 @@ fn main() {
                 .and_then(|()| std::io::Write::flush(&mut std::io::stdout()));
             if let Err(w) = printed {
                 if code == 0 && w.kind() != std::io::ErrorKind::BrokenPipe {
-                    latlab::note!("latlab: stdout: {w}");
+                    latlab_core::note!("latlab: stdout: {w}");
                     std::process::exit(3);
                 }
             }
@@ -77,16 +77,16 @@ fn main() {
     match latlab::cli::commands::run(parsed, argv) {
         Ok(()) => {}
         // A reader that went away is not a failure: everything was saved before printing.
-        Err(latlab::Error::Io { source, .. })
+        Err(latlab_core::Error::Io { source, .. })
             if source.kind() == std::io::ErrorKind::BrokenPipe => {}
         // The measured command's own status: already visible, not latlab's failure.
-        Err(latlab::Error::Passed(code)) => std::process::exit(code),
+        Err(latlab_core::Error::Passed(code)) => std::process::exit(code),
         Err(e) => {
             // Shown, not acted on: a level, path or name with control characters in it (a
             // NUL, an ANSI escape) is printed escaped.
-            latlab::note!(
+            latlab_core::note!(
                 "latlab: {}",
-                latlab::output::printable(&latlab::output::bounded(&e.to_string()))
+                latlab_core::output::printable(&latlab_core::output::bounded(&e.to_string()))
             );
             std::process::exit(e.exit_code());
         }

@@ -1,19 +1,19 @@
-//! Lookups in the table of measurements (`crate::measure::TABLE`: one row per measurement,
+//! Lookups in the table of measurements (`latlab_lab::measure::TABLE`: one row per measurement,
 //! declared beside the measurements' folders) and the list of every feature's restorer: what
 //! dispatch, the plan checker, the store's kinds, completions, man pages, `latlab help` and
 //! `latlab restore` read. Adding a measurement is its folder plus one row there.
 
-pub use crate::driver::entry::Entry;
-pub use crate::measure::TABLE;
+pub use latlab_lab::driver::entry::Entry;
+pub use latlab_lab::measure::TABLE;
 
 /// Every feature's durable state and how to put it back, in the order `latlab restore` runs
 /// them: tracing first (it needs no lock; journaled instances, then orphans no journal names), then SysV sets, then the journaled settings. A new
 /// feature with state that can outlive a killed latlab adds its restorer here.
-pub static RESTORERS: &[crate::io::Restorer] = &[
-    crate::trace::tracefs::RESTORER,
-    crate::trace::orphans::RESTORER,
-    crate::sys::sysvsem::RESTORER,
-    crate::settings::RESTORER,
+pub static RESTORERS: &[latlab_core::io::Restorer] = &[
+    latlab_trace::tracefs::RESTORER,
+    latlab_trace::orphans::RESTORER,
+    latlab_core::sys::sysvsem::RESTORER,
+    latlab_lab::settings::RESTORER,
 ];
 
 /// The entry named `name`.
@@ -32,11 +32,11 @@ pub fn plannable() -> Vec<&'static str> {
 
 /// The facts of runs of `kind` (a stored kind, or a measurement's name): those its
 /// measurement declares, else (an imported run of another tool) a plain latency's.
-pub fn facts(kind: &str) -> crate::result::kind::Facts {
+pub fn facts(kind: &str) -> latlab_core::result::kind::Facts {
     TABLE
         .iter()
         .find(|e| e.kind == kind || e.name == kind)
-        .map_or(crate::result::kind::Facts::LATENCY, |e| e.facts)
+        .map_or(latlab_core::result::kind::Facts::LATENCY, |e| e.facts)
 }
 
 /// The kinds measurements store their runs as, in table order.

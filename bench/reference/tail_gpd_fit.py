@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reference values for src/stats/evt/gpd.rs: genpareto.fit(z, floc=0) on fixed data, with
+"""Reference values for crates/core/src/stats/evt/gpd.rs: genpareto.fit(z, floc=0) on fixed data, with
 SciPy's default optimizer and with fmin driven to convergence (xtol=ftol=1e-13)."""
 import numpy as np
 from scipy.stats import genpareto

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reference values for src/stats/evt/profile.rs: profile-likelihood intervals of the level
+"""Reference values for crates/core/src/stats/evt/profile.rs: profile-likelihood intervals of the level
 exceeded at rate t (GPD peaks + binomial rate), by Nelder-Mead and brentq (SciPy)."""
 import numpy as np
 from scipy import optimize

@@ -1,8 +1,8 @@
 //! Raw arguments of the commands that read results: samples, ministat, compare, report, gate,
 //! plot.
 
-use crate::config::DisplayUnit;
 use clap::Args;
+use latlab_core::config::DisplayUnit;
 use std::path::PathBuf;
 
 /// Arguments of `latlab samples`.
@@ -41,8 +41,8 @@ pub struct CompareArgs {
     #[arg(long, value_name = "ID")]
     pub experiment: Option<String>,
     /// For JSON results: the whole latency distribution, or one figure per run.
-    #[arg(long, value_enum, default_value_t = crate::compare::inputs::Metric::Latency)]
-    pub metric: crate::compare::inputs::Metric,
+    #[arg(long, value_enum, default_value_t = latlab_analysis::compare::inputs::Metric::Latency)]
+    pub metric: latlab_analysis::compare::inputs::Metric,
     /// For JSON results: use only this series (default: all series merged).
     #[arg(long, value_name = "NAME")]
     pub series: Option<String>,
@@ -68,8 +68,8 @@ pub struct CompareArgs {
     #[arg(long)]
     pub higher_is_better: bool,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = crate::compare::render::Format::Table)]
-    pub format: crate::compare::render::Format,
+    #[arg(long, value_enum, default_value_t = latlab_analysis::compare::render::Format::Table)]
+    pub format: latlab_analysis::compare::render::Format,
     /// Switch to ministat's exact command line and output (`latlab compare --ministat a b`).
     #[arg(long)]
     pub ministat: bool,
@@ -168,7 +168,7 @@ pub struct ReportArgs {
     /// `linear`: also draw histograms in linear 1 µs bins with log y (OSADL's look), beside
     /// the log-x ones.
     #[arg(long, value_enum, default_value = "log")]
-    pub hist: crate::report::HistMode,
+    pub hist: latlab_analysis::report::HistMode,
 }
 
 const REPORT_AFTER_HELP: &str = "\
@@ -280,7 +280,7 @@ pub struct PlotArgs {
     pub input: String,
     /// The chart.
     #[arg(long, value_enum, default_value = "hist")]
-    pub kind: crate::report::PlotKind,
+    pub kind: latlab_analysis::report::PlotKind,
     /// The SVG file to write.
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,

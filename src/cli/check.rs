@@ -2,13 +2,13 @@
 //! them (clap, then the lowering into the config), registered with `experiment::plan` so that
 //! module never imports `cli`.
 
-use crate::experiment::plan::{RUNNER_FLAGS, RUNNER_TAGS};
+use latlab_lab::experiment::plan::{RUNNER_FLAGS, RUNNER_TAGS};
 
 /// Registers the checker and the plannable measurements of the table with `experiment::plan`
 /// (idempotent).
 pub fn install() {
-    crate::experiment::plan::set_checker(check_measurement);
-    crate::experiment::plan::set_measurements(crate::table::plannable);
+    latlab_lab::experiment::plan::set_checker(check_measurement);
+    latlab_lab::experiment::plan::set_measurements(crate::table::plannable);
 }
 
 /// Checks a measurement's command line as the run would (parse, then build its configuration)
@@ -16,7 +16,7 @@ pub fn install() {
 pub fn check_measurement(
     command: &str,
     args: &[String],
-) -> std::result::Result<crate::experiment::plan::Planned, String> {
+) -> std::result::Result<latlab_lab::experiment::plan::Planned, String> {
     let Some(entry) = crate::table::find(command).filter(|e| e.plannable) else {
         return Err(format!("'{command}' is not a measurement a plan can run"));
     };
@@ -33,7 +33,7 @@ pub fn check_measurement(
     let argv: Vec<std::ffi::OsString> = argv.into_iter().map(Into::into).collect();
     let mut cmd = crate::cli::command();
     let m = cmd.try_get_matches_from_mut(&argv).map_err(|e| {
-        first_line(crate::driver::args::name_the_flag(
+        first_line(latlab_lab::driver::args::name_the_flag(
             e,
             crate::cli::sub_named(&cmd, &argv),
         ))
@@ -56,7 +56,7 @@ pub fn check_measurement(
                 .get_many::<String>("tag")
                 .map(|v| v.cloned().collect())
                 .unwrap_or_default();
-            let t = crate::store::parse_tags(&tags).map_err(|e| e.to_string())?;
+            let t = latlab_core::store::parse_tags(&tags).map_err(|e| e.to_string())?;
             if let Some(k) = RUNNER_TAGS.iter().find(|k| t.contains_key(**k)) {
                 return Err(format!("--tag {k}=... is set by latlab run itself"));
             }

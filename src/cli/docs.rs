@@ -1,7 +1,7 @@
 //! Shell completions and man pages generated from the clap definitions, so they never drift
 //! from the real command line: `latlab completions SHELL`, `latlab man DIR`.
 
-use crate::error::{Error, Result};
+use latlab_core::error::{Error, Result};
 use std::path::Path;
 
 /// The completion script for `shell`.
@@ -41,7 +41,7 @@ pub fn man_pages(dir: &Path) -> Result<Vec<String>> {
             .render(&mut buf)
             .map_err(|e| Error::io(name.clone(), e))?;
         let path = dir.join(format!("{name}.1"));
-        crate::output::write_atomic(&path, &buf)
+        latlab_core::output::write_atomic(&path, &buf)
             .map_err(|e| Error::io(path.display().to_string(), e))?;
         written.push(path.display().to_string());
     }

@@ -113,7 +113,7 @@ where
         if e.kind() == clap::error::ErrorKind::UnknownArgument {
             return negative_value(&e, &argv, sub_named(&cmd, &argv)).unwrap_or(e);
         }
-        crate::driver::args::name_the_flag(e, sub_named(&cmd, &argv))
+        latlab_lab::driver::args::name_the_flag(e, sub_named(&cmd, &argv))
     })?;
     if let Some((name, sub)) = m.subcommand() {
         if let Some(e) = crate::table::find(name) {

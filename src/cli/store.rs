@@ -1,7 +1,7 @@
 //! Raw arguments of the commands that manage stored runs and plans: runs, run.
 
-use crate::config::DisplayUnit;
 use clap::{Args, Subcommand, ValueEnum};
+use latlab_core::config::DisplayUnit;
 use std::path::PathBuf;
 
 /// `latlab runs` subcommands.
@@ -74,7 +74,7 @@ pub enum RunsCmd {
         /// Read FILE as this tool's output: cyclictest/oslat --json, rtla timerlat/osnoise hist
         /// text, hackbench's text (one run per Time: line), iperf3 -J.
         #[arg(long, value_enum, value_name = "TOOL")]
-        from: Option<crate::import::Tool>,
+        from: Option<latlab_analysis::import::Tool>,
         /// Tag the imported runs (repeatable), besides tool=NAME.
         #[arg(long = "tag", value_name = "KEY=VALUE", requires = "from")]
         tag: Vec<String>,
@@ -82,7 +82,7 @@ pub enum RunsCmd {
         #[arg(value_name = "FILE", requires = "from")]
         more: Vec<PathBuf>,
         /// Most runs one import may create (hackbench makes one per `Time:` line).
-        #[arg(long, value_name = "N", default_value_t = crate::import::DEFAULT_MAX_RUNS, requires = "from", allow_hyphen_values = true)]
+        #[arg(long, value_name = "N", default_value_t = latlab_analysis::import::DEFAULT_MAX_RUNS, requires = "from", allow_hyphen_values = true)]
         max_runs: u64,
     },
     /// List the stored runs that do not read back as latlab runs (stored by an older latlab:
@@ -128,7 +128,7 @@ pub struct RunArgs {
     /// rerun it (left out of the analysis, made again up to twice), keep it (marked disturbed)
     /// or stop the plan.
     #[arg(long, value_enum, default_value = "rerun", value_name = "WHAT")]
-    pub on_disturbed: crate::experiment::runner::OnDisturbed,
+    pub on_disturbed: latlab_lab::experiment::runner::OnDisturbed,
 }
 
 /// Every kind a stored run can have: the measurements' (from the table), then the tools runs
@@ -136,7 +136,7 @@ pub struct RunArgs {
 pub fn stored_kinds() -> Vec<&'static str> {
     let mut v = crate::table::kinds();
     v.extend(
-        crate::import::Tool::value_variants()
+        latlab_analysis::import::Tool::value_variants()
             .iter()
             .map(|t| t.name()),
     );

@@ -3,8 +3,8 @@
 //! clocksource experiment compared level by level.
 
 use crate::util::{latlab, Dir, Output};
-use latlab::result::{Run, Series};
-use latlab::stats::summary::Recorder;
+use latlab_core::result::{Run, Series};
+use latlab_core::stats::summary::Recorder;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap;
@@ -36,11 +36,11 @@ pub fn synthetic_run(rng: &mut ChaCha8Rng, i: u64, n: usize, secs: f64, scale: f
         started,
         vec!["latlab".into(), "cyclic".into()],
         serde_json::json!({}),
-        latlab::result::env::Environment::capture(),
+        latlab_core::result::env::Environment::capture(),
     );
     run.id = format!("20270115T000000Z-{i:08x}");
-    run.started = latlab::result::rfc3339(started);
-    run.ended = latlab::result::rfc3339(started + Duration::from_secs_f64(secs));
+    run.started = latlab_core::result::rfc3339(started);
+    run.ended = latlab_core::result::rfc3339(started + Duration::from_secs_f64(secs));
     run.duration_s = secs;
     run.series = vec![Series::from_recorder("T0".into(), &rec)];
     run
@@ -57,7 +57,7 @@ pub fn experiment_store(
     shifted: Option<(usize, f64)>,
 ) -> String {
     let spec = format!("sqlite:{}", dir.join("ab.db").display());
-    let mut st = latlab::store::open(Some(&spec)).unwrap();
+    let mut st = latlab_core::store::open(Some(&spec)).unwrap();
     let mut rng = ChaCha8Rng::seed_from_u64(19);
     let mut i = 0;
     // Interleaved, as a plan makes them.

@@ -4,8 +4,8 @@
 use crate::util::{
     expect_exit, latlab, latlab_as_nobody, read_json, rt_test, rt_unavailable, skip, stall, Dir,
 };
-use latlab::samples::SampleLog;
-use latlab::stats::Recorder;
+use latlab_core::samples::SampleLog;
+use latlab_core::stats::Recorder;
 use std::time::Duration;
 
 #[test]

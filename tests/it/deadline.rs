@@ -179,7 +179,7 @@ fn an_overloaded_deadline_thread_misses_and_is_throttled() {
 #[test]
 fn hrtick_on_a_locked_debugfs_is_exit_3() {
     let Some(_x) = rt_test() else { return };
-    if !latlab::sys::process::command_exists("unshare") {
+    if !latlab_core::sys::process::command_exists("unshare") {
         return skip(
             "hrtick_on_a_locked_debugfs_is_exit_3",
             "no unshare(1) for a private mount namespace",

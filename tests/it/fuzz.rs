@@ -12,12 +12,12 @@ use std::sync::OnceLock;
 
 use crate::util::{latlab, Dir};
 
-use latlab::compare::analyse;
-use latlab::compare::analysis::Settings;
-use latlab::compare::inputs::Source;
-use latlab::compare::render::{render, Format};
-use latlab::result::Run;
-use latlab::stats::dist::Dist;
+use latlab_analysis::compare::analyse;
+use latlab_analysis::compare::analysis::Settings;
+use latlab_analysis::compare::inputs::Source;
+use latlab_analysis::compare::render::{render, Format};
+use latlab_core::result::Run;
+use latlab_core::stats::dist::Dist;
 
 fn cases() -> u32 {
     std::env::var("LATLAB_FUZZ_CASES")
@@ -155,12 +155,12 @@ fn number_text() -> impl Strategy<Value = Vec<u8>> {
 
 fn value_file(bytes: &[u8]) {
     for (col, delim) in [(1, &b" \t"[..]), (2, &b","[..])] {
-        if let Ok(set) = latlab::stats::ministat::read_set(bytes, "fuzz", col, delim) {
+        if let Ok(set) = latlab_core::stats::ministat::read_set(bytes, "fuzz", col, delim) {
             let other =
-                latlab::stats::ministat::read_set(&b"1\n2\n3\n4\n"[..], "b", 1, b" ").unwrap();
-            let _ = latlab::stats::ministat::report(
+                latlab_core::stats::ministat::read_set(&b"1\n2\n3\n4\n"[..], "b", 1, b" ").unwrap();
+            let _ = latlab_core::stats::ministat::report(
                 &[set.clone(), other],
-                &latlab::stats::ministat::Options::default(),
+                &latlab_core::stats::ministat::Options::default(),
             );
             if set.points.len() >= 3 {
                 compare_against(Dist::from_values(set.points));
@@ -207,7 +207,7 @@ fn json_results_never_panic() {
 fn sample_logs_never_panic() {
     runner()
         .run(&mutated(sample_log()), |b| {
-            let _ = latlab::samples::SampleLog::from_reader(&b[..]);
+            let _ = latlab_core::samples::SampleLog::from_reader(&b[..]);
             Ok(())
         })
         .unwrap();
@@ -227,7 +227,7 @@ fn plans_never_panic() {
     runner()
         .run(&(seeds, sets), |(b, sets)| {
             std::fs::write(&p, &b).unwrap();
-            let _ = latlab::experiment::plan::Plan::load_with(&p, &sets);
+            let _ = latlab_lab::experiment::plan::Plan::load_with(&p, &sets);
             Ok(())
         })
         .unwrap();
@@ -242,9 +242,9 @@ fn bundles_never_panic() {
     );
     runner()
         .run(&mutated(seed.into_bytes()), |b| {
-            if let Ok(bundle) = serde_json::from_slice::<latlab::store::Bundle>(&b) {
+            if let Ok(bundle) = serde_json::from_slice::<latlab_core::store::Bundle>(&b) {
                 for (i, e) in bundle.runs.iter().enumerate() {
-                    let _ = latlab::store::check_imported(&e.run, &format!("run {i}"));
+                    let _ = latlab_core::store::check_imported(&e.run, &format!("run {i}"));
                 }
             }
             Ok(())

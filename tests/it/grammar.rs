@@ -1,8 +1,8 @@
 //! One grammar across the measurements, checked over the whole table: every measurement takes
 //! the shared flags, and a refused value is named by its flag.
 
-use latlab::config::CpuSet;
 use latlab::table::{Entry, TABLE};
+use latlab_core::config::CpuSet;
 
 /// The CPUs the lowering is checked against (what a two-CPU machine has).
 fn online() -> CpuSet {
@@ -27,7 +27,7 @@ fn lower(e: &Entry, args: &[&str]) -> Result<String, (i32, String)> {
     let argv = std::iter::once(e.name).chain(args.iter().copied());
     match cmd.try_get_matches_from_mut(argv) {
         Err(err) => {
-            let err = latlab::driver::args::name_the_flag(err, &cmd);
+            let err = latlab_lab::driver::args::name_the_flag(err, &cmd);
             Err((if err.use_stderr() { 2 } else { 0 }, err.to_string()))
         }
         Ok(m) => e
@@ -123,7 +123,7 @@ fn every_refused_value_names_its_flag() {
     let mut wrong = Vec::new();
     for e in TABLE {
         for (a, needs) in valued_flags(e) {
-            let flag = latlab::driver::args::flag_name(&a);
+            let flag = latlab_lab::driver::args::flag_name(&a);
             for v in bad {
                 // An optional value (`-t [N]`, `-a [CPUSET]`) that starts with '-' is read as
                 // the next flag unless it is a number, so `-t -a` stays two flags: `-a -5us`
@@ -189,7 +189,7 @@ fn every_default_stated_in_help_is_the_default_in_code() {
             let Some(default) = stated_default(&a) else {
                 continue;
             };
-            let flag = latlab::driver::args::flag_name(&a);
+            let flag = latlab_lab::driver::args::flag_name(&a);
             let mut args = base(e.name).to_vec();
             args.extend(&needs);
             let without = lower(e, &args);

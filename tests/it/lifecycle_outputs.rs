@@ -87,7 +87,7 @@ fn a_sigkilled_sample_log_keeps_every_complete_block() {
     child.kill();
     let out = latlab().arg("samples").arg(&samples).assert_ok();
     assert!(out.stdout.contains("cut short"), "{out}");
-    let log = latlab::samples::SampleLog::read(&samples).unwrap();
+    let log = latlab_core::samples::SampleLog::read(&samples).unwrap();
     assert!(
         log.samples[0].len() >= 1000,
         "{} samples",
@@ -131,7 +131,7 @@ fn samples_lost_by_a_stalled_writer_are_counted() {
         s["lost_samples"].as_u64().unwrap(),
     );
     assert!(lost > 0, "nothing was lost: the writer never fell behind");
-    let log = latlab::samples::SampleLog::read(&copy).unwrap();
+    let log = latlab_core::samples::SampleLog::read(&copy).unwrap();
     assert_eq!(log.samples[0].len() as u64 + lost, count);
     assert_eq!(log.lost.as_ref().unwrap()[0], lost);
     assert!(run["warnings"].to_string().contains("lost"));

@@ -1,6 +1,6 @@
 //! latlab's one integration-test binary: drives the real `latlab` binary end to end.
 // Test-only: signals to child processes and euid checks call libc directly; the crate itself
-// denies unsafe code outside src/sys (Cargo.toml [lints.rust]).
+// denies unsafe code outside crates/core/src/sys (Cargo.toml [workspace.lints.rust]).
 #![allow(unsafe_code)]
 
 mod ab;

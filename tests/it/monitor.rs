@@ -303,7 +303,7 @@ fn bad_monitor_usage_names_the_flag() {
 
 /// `promtool check metrics` passes on `page` (a skip without promtool).
 pub(crate) fn promtool_check_metrics(page: &str) {
-    if !latlab::sys::process::command_exists("promtool") {
+    if !latlab_core::sys::process::command_exists("promtool") {
         return skip(
             "promtool check metrics",
             "promtool is not installed (Debian package prometheus)",

@@ -112,7 +112,7 @@ fn three_monitors_in_one_postgresql_make_one_fleet_page() {
         if uts {
             h.to_string()
         } else {
-            format!("{}/{h}", latlab::result::Environment::hostname())
+            format!("{}/{h}", latlab_core::result::Environment::hostname())
         }
     };
     let first = table_row(&html, "ranking", 0);

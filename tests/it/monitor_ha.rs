@@ -57,7 +57,7 @@ fn windows(prom: &Prometheus) -> BTreeMap<(String, u64), f64> {
 /// once saw 100 ms there).
 #[test]
 fn two_prometheus_servers_at_different_intervals_agree_on_every_window() {
-    if !latlab::sys::process::command_exists("prometheus") {
+    if !latlab_core::sys::process::command_exists("prometheus") {
         return skip(
             "monitor ha",
             "prometheus is not installed (scripts/test.sh installs it)",

@@ -6,7 +6,7 @@ use std::process::Command;
 
 #[test]
 fn the_debian_package_unpacks_and_runs_and_lintian_finds_no_error() {
-    if !latlab::sys::process::command_exists("dpkg-deb") {
+    if !latlab_core::sys::process::command_exists("dpkg-deb") {
         return skip("debian package", "dpkg-deb is not installed");
     }
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -47,7 +47,7 @@ fn the_debian_package_unpacks_and_runs_and_lintian_finds_no_error() {
         .output()
         .unwrap();
     assert!(h.status.success() && String::from_utf8_lossy(&h.stdout).contains("--web-config"));
-    if latlab::sys::process::command_exists("lintian") {
+    if latlab_core::sys::process::command_exists("lintian") {
         let l = Command::new("lintian").arg(&deb).output().unwrap();
         let report = String::from_utf8_lossy(&l.stdout);
         assert!(

@@ -6,7 +6,7 @@ use crate::util::{run_tool, skip};
 
 #[test]
 fn a_private_prometheus_scrapes_the_monitor() {
-    if !latlab::sys::process::command_exists("prometheus") {
+    if !latlab_core::sys::process::command_exists("prometheus") {
         return skip(
             "a_private_prometheus_scrapes_the_monitor",
             "prometheus is not installed (scripts/test.sh installs Debian's prometheus)",
@@ -30,7 +30,7 @@ fn a_private_prometheus_scrapes_the_monitor() {
 
 #[test]
 fn contrib_prometheus_config_and_alert_rules_pass_promtool() {
-    if !latlab::sys::process::command_exists("promtool") {
+    if !latlab_core::sys::process::command_exists("promtool") {
         return skip(
             "contrib_prometheus_config_and_alert_rules_pass_promtool",
             "promtool is not installed (Debian package prometheus)",
@@ -82,7 +82,7 @@ fn exemplars(prom: &Prometheus, metric: &str) -> Vec<(serde_json::Value, f64)> {
 
 #[test]
 fn prometheus_keeps_a_native_histogram_and_its_exemplar_opens_the_spike() {
-    if !latlab::sys::process::command_exists("prometheus") {
+    if !latlab_core::sys::process::command_exists("prometheus") {
         return skip(
             "prometheus_keeps_a_native_histogram_and_its_exemplar_opens_the_spike",
             "prometheus is not installed (scripts/test.sh installs Debian's prometheus)",

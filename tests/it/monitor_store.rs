@@ -13,7 +13,7 @@ fn runs_list_filters_snapshots_by_host_and_since() {
         .words("monitor -a 0 -p 0 -i 1ms --snapshot-every 1s -D 2500ms")
         .args(["--listen", "127.0.0.1:0", "--store", &store])
         .assert_ok();
-    let host = latlab::result::Environment::hostname();
+    let host = latlab_core::result::Environment::hostname();
     let list = |extra: &[&str]| {
         let o = latlab()
             .args(["runs", "list", "--kind", "monitor", "--store", &store])

@@ -61,7 +61,7 @@ pub(crate) fn curl(url: &str, extra: &[&str]) -> String {
 #[test]
 fn tls_and_basic_auth_guard_the_endpoint_and_prometheus_scrapes_through_them() {
     for tool in ["openssl", "curl"] {
-        if !latlab::sys::process::command_exists(tool) {
+        if !latlab_core::sys::process::command_exists(tool) {
             return skip("monitor tls", &format!("{tool} is not installed"));
         }
     }
@@ -107,7 +107,7 @@ fn tls_and_basic_auth_guard_the_endpoint_and_prometheus_scrapes_through_them() {
         "200"
     );
 
-    if latlab::sys::process::command_exists("prometheus") {
+    if latlab_core::sys::process::command_exists("prometheus") {
         let pass = dir.write("pass", "s3cret pass");
         let prom = Prometheus::start(
             "1s",

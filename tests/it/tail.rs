@@ -3,8 +3,8 @@
 //! the tail shows elsewhere (compare --tail-at, gate --extrapolate, the report).
 
 use crate::util::{expect_exit, latlab, Dir};
-use latlab::result::{Run, Series};
-use latlab::stats::summary::Recorder;
+use latlab_core::result::{Run, Series};
+use latlab_core::stats::summary::Recorder;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, UNIX_EPOCH};
 
@@ -41,7 +41,7 @@ fn run_file(dir: &Path, name: &str, ns: &[u64], secs: f64, log: bool) -> PathBuf
         started,
         vec!["latlab".into(), "cyclic".into()],
         serde_json::json!({}),
-        latlab::result::env::Environment::capture(),
+        latlab_core::result::env::Environment::capture(),
     );
     run.id = format!("20270115T000000Z-{:08x}", name.len() * 7919);
     run.duration_s = secs;

@@ -1,17 +1,17 @@
 //! `latlab compare` (tail-aware mode) from its arguments: flags checked, data sets loaded,
-//! analysed and rendered by `crate::compare`.
+//! analysed and rendered by `latlab_analysis::compare`.
 
 use crate::cli::CompareArgs;
-use crate::compare::inputs::{load, ReadOpts};
-use crate::compare::{analysis, render};
-use crate::error::{Error, Result};
+use latlab_analysis::compare::inputs::{load, ReadOpts};
+use latlab_analysis::compare::{analysis, render};
+use latlab_core::error::{Error, Result};
 
 /// Runs `latlab compare` (tail-aware mode).
 pub fn run(a: &CompareArgs) -> Result<String> {
     let single_exp = match a.sets.as_slice() {
-        [one] => match crate::compare::select::parse(&[one])?.as_slice() {
-            [crate::compare::select::Item {
-                sel: crate::compare::select::Selector::Exp(e),
+        [one] => match latlab_analysis::compare::select::parse(&[one])?.as_slice() {
+            [latlab_analysis::compare::select::Item {
+                sel: latlab_analysis::compare::select::Selector::Exp(e),
                 ..
             }] => Some(e.clone()),
             _ => None,
@@ -34,7 +34,7 @@ pub fn run(a: &CompareArgs) -> Result<String> {
     }
     check(a)?;
     if let Some(p) = a.tail_at {
-        crate::tail::check_probabilities("--tail-at", &[p])?;
+        latlab_analysis::tail::check_probabilities("--tail-at", &[p])?;
     }
     let opts = ReadOpts {
         column: a.column,
@@ -42,8 +42,8 @@ pub fn run(a: &CompareArgs) -> Result<String> {
         metric: a.metric,
         series: a.series.clone(),
         scale: match a.unit {
-            crate::config::DisplayUnit::Ns => 1.0,
-            crate::config::DisplayUnit::Us => 1e-3,
+            latlab_core::config::DisplayUnit::Ns => 1.0,
+            latlab_core::config::DisplayUnit::Us => 1e-3,
         },
         store: a.store.clone(),
         include_disturbed: a.include_disturbed,
@@ -51,7 +51,7 @@ pub fn run(a: &CompareArgs) -> Result<String> {
     // A per-run figure of latlab runs: the runs are kept whole, so sets of repeated runs are
     // compared per metric over the runs (`--metric` leads the verdict sentence), never as a
     // percentile of the runs' percentiles.
-    use crate::compare::inputs::Metric;
+    use latlab_analysis::compare::inputs::Metric;
     let headline = match a.metric {
         Metric::P50 => Some("p50"),
         Metric::P99 => Some("p99"),
@@ -74,7 +74,8 @@ pub fn run(a: &CompareArgs) -> Result<String> {
         // one figure per run.
         Err(e)
             if matches!(a.metric, Metric::Max | Metric::Mean | Metric::Min)
-                && e.to_string().contains(crate::compare::inputs::NO_HISTOGRAM) =>
+                && e.to_string()
+                    .contains(latlab_analysis::compare::inputs::NO_HISTOGRAM) =>
         {
             let mut o = opts.clone();
             o.metric = a.metric;
@@ -83,7 +84,7 @@ pub fn run(a: &CompareArgs) -> Result<String> {
                 .iter()
                 .map(|s| load(s.as_os_str(), &o))
                 .collect::<Result<Vec<_>>>()?;
-            let an = crate::compare::analyse(&s, &settings_of(a, &a.unit.to_string()));
+            let an = latlab_analysis::compare::analyse(&s, &settings_of(a, &a.unit.to_string()));
             return Ok(render::render(&an, a.format));
         }
         r => r?,
@@ -94,7 +95,7 @@ pub fn run(a: &CompareArgs) -> Result<String> {
     if headline.is_some() && !per_metric {
         // One figure per run, as ministat would see them.
         for s in sources.iter_mut().filter(|s| s.from_json) {
-            *s = crate::compare::per_run::figures_of(s, a.metric)?;
+            *s = latlab_analysis::compare::per_run::figures_of(s, a.metric)?;
         }
     }
     let mut labels = std::collections::HashSet::new();
@@ -124,10 +125,10 @@ pub fn run(a: &CompareArgs) -> Result<String> {
     kinds.sort();
     kinds.dedup();
     if kinds.len() > 1 {
-        crate::note!(
+        latlab_core::note!(
             "latlab: warning: the sets hold different measurements ({}): their figures are \
              compared as numbers, but they do not measure the same thing",
-            crate::output::printable(&kinds.join(", "))
+            latlab_core::output::printable(&kinds.join(", "))
         );
     }
     // A run in two sets makes them look more alike than they are (a run counts once in a set
@@ -141,12 +142,12 @@ pub fn run(a: &CompareArgs) -> Result<String> {
                 .map(|r| r.name.as_str())
                 .collect();
             if !shared.is_empty() {
-                crate::note!(
+                latlab_core::note!(
                     "latlab: warning: {} in both '{}' and '{}': the sets share runs, so a \
                      difference between them is understated",
-                    crate::output::printable(&shared.join(", ")),
-                    crate::output::printable(&x.label),
-                    crate::output::printable(&y.label)
+                    latlab_core::output::printable(&shared.join(", ")),
+                    latlab_core::output::printable(&x.label),
+                    latlab_core::output::printable(&y.label)
                 );
             }
         }
@@ -164,14 +165,14 @@ pub fn run(a: &CompareArgs) -> Result<String> {
         unit,
         assume_independent: a.assume_independent_samples,
     };
-    let mut an = crate::compare::analyse(&sources, &settings);
+    let mut an = latlab_analysis::compare::analyse(&sources, &settings);
     if let Some(h) = headline.filter(|_| per_metric) {
         an.headline = h.to_string();
     }
     let Some(p) = a.tail_at else {
         return Ok(render::render(&an, a.format));
     };
-    let topts = crate::tail::ReadOpts {
+    let topts = latlab_analysis::tail::ReadOpts {
         series: a.series.clone(),
         column: a.column,
         delim: a.delimiter.as_bytes().to_vec(),
@@ -179,15 +180,15 @@ pub fn run(a: &CompareArgs) -> Result<String> {
         no_decluster: false,
         include_disturbed: a.include_disturbed,
     };
-    let sets: Vec<(String, Result<crate::tail::Loaded>)> = a
+    let sets: Vec<(String, Result<latlab_analysis::tail::Loaded>)> = a
         .sets
         .iter()
         .zip(&sources)
         .map(|(spec, src)| {
-            let (_, rest) = crate::compare::inputs::split_label(spec);
+            let (_, rest) = latlab_analysis::compare::inputs::split_label(spec);
             (
                 src.label.clone(),
-                crate::tail::inputs::load(&[rest.to_os_string()], &topts),
+                latlab_analysis::tail::inputs::load(&[rest.to_os_string()], &topts),
             )
         })
         .collect();
@@ -200,12 +201,12 @@ fn with_tail(
     an: &analysis::Analysis,
     a: &CompareArgs,
     p: f64,
-    sets: Vec<(String, Result<crate::tail::Loaded>)>,
+    sets: Vec<(String, Result<latlab_analysis::tail::Loaded>)>,
 ) -> Result<String> {
-    let req = crate::tail::Request::per_sample(&[p]);
+    let req = latlab_analysis::tail::Request::per_sample(&[p]);
     let mut rows = Vec::new();
     for (label, data) in sets {
-        let r = crate::tail::estimate(&data?, &req)?;
+        let r = latlab_analysis::tail::estimate(&data?, &req)?;
         rows.push((label, r));
     }
     if a.format == render::Format::Json {
@@ -224,9 +225,9 @@ fn with_tail(
         return Ok(serde_json::to_string_pretty(&v).unwrap_or_default() + "\n");
     }
     let mut out = render::render(an, a.format);
-    let f = |r: &crate::tail::Report, v: Option<f64>, none: &str| {
+    let f = |r: &latlab_analysis::tail::Report, v: Option<f64>, none: &str| {
         v.map_or(none.to_string(), |x| {
-            crate::tail::render::value(r, a.unit, x)
+            latlab_analysis::tail::render::value(r, a.unit, x)
         })
     };
     let table: Vec<Vec<String>> = rows
@@ -248,13 +249,15 @@ fn with_tail(
     };
     out.push_str(&format!(
         "\ntail: the latency exceeded with probability {} per sample{unit}, a generalized Pareto fit per set (latlab tail), 95 % profile-likelihood interval\n",
-        crate::stats::cfmt::g(p, 3)
+        latlab_core::stats::cfmt::g(p, 3)
     ));
     let head = ["set", "latency", "interval"];
     if a.format == render::Format::Markdown {
         out.push_str(&render::markdown_table(&head, &table));
     } else {
-        out.push_str(&crate::export::columns::render_left(&head, &table));
+        out.push_str(&latlab_analysis::export::columns::render_left(
+            &head, &table,
+        ));
     }
     Ok(out)
 }
@@ -262,13 +265,13 @@ fn with_tail(
 /// `compare --experiment EXP`: every level against the baseline, per metric over the runs.
 fn experiment(a: &CompareArgs, exp: &str) -> Result<String> {
     check(a)?;
-    let levels = crate::compare::select::experiment_levels(
+    let levels = latlab_analysis::compare::select::experiment_levels(
         exp,
         a.store.as_deref(),
         "--experiment",
         a.include_disturbed,
     )?;
-    let levels: Vec<(String, Vec<(crate::result::Run, String)>)> = levels
+    let levels: Vec<(String, Vec<(latlab_core::result::Run, String)>)> = levels
         .into_iter()
         .map(|(l, rs)| (l, rs.into_iter().map(|r| (r.run, r.name)).collect()))
         .collect();
@@ -281,10 +284,10 @@ fn experiment(a: &CompareArgs, exp: &str) -> Result<String> {
         assume_independent: a.assume_independent_samples,
     };
     let scale = match a.unit {
-        crate::config::DisplayUnit::Ns => 1.0,
-        crate::config::DisplayUnit::Us => 1e-3,
+        latlab_core::config::DisplayUnit::Ns => 1.0,
+        latlab_core::config::DisplayUnit::Us => 1e-3,
     };
-    use crate::compare::inputs::Metric;
+    use latlab_analysis::compare::inputs::Metric;
     let headline = match a.metric {
         Metric::Latency | Metric::P99 | Metric::Min => "p99",
         Metric::P50 => "p50",
@@ -292,7 +295,8 @@ fn experiment(a: &CompareArgs, exp: &str) -> Result<String> {
         Metric::Max => "max",
         Metric::Mean => "mean",
     };
-    let (an, notes) = crate::compare::levels::compare_levels(&levels, &settings, scale, headline);
+    let (an, notes) =
+        latlab_analysis::compare::levels::compare_levels(&levels, &settings, scale, headline);
     let Some(mut an) = an else {
         return Err(Error::Usage(format!(
             "experiment {exp}: {}",
@@ -300,26 +304,27 @@ fn experiment(a: &CompareArgs, exp: &str) -> Result<String> {
         )));
     };
     an.warnings.extend(notes);
-    an.warnings.extend(crate::compare::verdict::group_warnings(
-        levels.iter().flat_map(|(_, runs)| {
-            runs.iter()
-                .map(|(r, n)| (n.as_str(), r.warnings.as_slice()))
-        }),
-    ));
+    an.warnings
+        .extend(latlab_analysis::compare::verdict::group_warnings(
+            levels.iter().flat_map(|(_, runs)| {
+                runs.iter()
+                    .map(|(r, n)| (n.as_str(), r.warnings.as_slice()))
+            }),
+        ));
     let Some(p) = a.tail_at else {
         return Ok(render::render(&an, a.format));
     };
-    crate::tail::check_probabilities("--tail-at", &[p])?;
+    latlab_analysis::tail::check_probabilities("--tail-at", &[p])?;
     let sets = levels
         .iter()
         .map(|(l, runs)| {
-            let refs: Vec<(&crate::result::Run, &str)> =
+            let refs: Vec<(&latlab_core::result::Run, &str)> =
                 runs.iter().map(|(r, n)| (r, n.as_str())).collect();
             (
                 l.clone(),
-                crate::tail::inputs::from_runs(
+                latlab_analysis::tail::inputs::from_runs(
                     &refs,
-                    &crate::tail::ReadOpts {
+                    &latlab_analysis::tail::ReadOpts {
                         series: a.series.clone(),
                         ..Default::default()
                     },

@@ -4,14 +4,14 @@
 
 use super::extrapolate::{extrapolate, Extrapolation};
 use crate::cli::GateArgs;
-use crate::error::{Error, Result};
-use crate::gate::bounds::quantile_ranks;
-use crate::gate::count::count;
-use crate::gate::judge::{judge, samples_to_decide, text, Judgement, Outcome, RunCount};
-use crate::gate::junit;
-use crate::gate::requirement::{Event, Requirement};
-use crate::stats::cfmt::g;
-use crate::stats::dist::Dist;
+use latlab_analysis::gate::bounds::quantile_ranks;
+use latlab_analysis::gate::count::count;
+use latlab_analysis::gate::judge::{judge, samples_to_decide, text, Judgement, Outcome, RunCount};
+use latlab_analysis::gate::junit;
+use latlab_analysis::gate::requirement::{Event, Requirement};
+use latlab_core::error::{Error, Result};
+use latlab_core::stats::cfmt::g;
+use latlab_core::stats::dist::Dist;
 
 /// Runs `latlab gate`; the report goes to stdout whatever the outcome. With `--bisect` the
 /// exit code is `git bisect run`'s: 0 met, 1 violated, 125 undecided or an environment that
@@ -35,7 +35,7 @@ pub fn run(a: &GateArgs) -> Result<()> {
         }
     };
     if let Err(e) = &r {
-        crate::output::stderr(&format!("latlab: {e}\n"));
+        latlab_core::output::stderr(&format!("latlab: {e}\n"));
     }
     Err(Error::Passed(code))
 }
@@ -50,7 +50,7 @@ fn judge_all(a: &GateArgs) -> Result<()> {
     }
     if let Some(p) = &a.plan_for {
         let out = plan(p, a.rate, a.confidence)?;
-        return crate::output::stdout(&out).map_err(|e| Error::io("stdout", e));
+        return latlab_core::output::stdout(&out).map_err(|e| Error::io("stdout", e));
     }
     let Some(req_text) = &a.requirement else {
         return Err(Error::Usage(
@@ -58,7 +58,7 @@ fn judge_all(a: &GateArgs) -> Result<()> {
                 .into(),
         ));
     };
-    let reqs = crate::gate::requirement::parse_list(req_text)
+    let reqs = latlab_analysis::gate::requirement::parse_list(req_text)
         .map_err(|e| Error::flag("REQUIREMENT", req_text, e))?;
     if a.inputs.is_empty() {
         return Err(Error::Usage(
@@ -66,12 +66,12 @@ fn judge_all(a: &GateArgs) -> Result<()> {
         ));
     }
     if let Some(j) = &a.junit {
-        crate::output::check_writable(j)
+        latlab_core::output::check_writable(j)
             .map_err(|e| Error::flag("--junit", j.display(), format!("cannot be written: {e}")))?;
     }
-    let items = crate::compare::select::parse(&a.inputs)?;
+    let items = latlab_analysis::compare::select::parse(&a.inputs)?;
     // The run is the unit of replication: the same run given twice is refused.
-    let runs = crate::compare::select::Resolver::new(a.store.as_deref())
+    let runs = latlab_analysis::compare::select::Resolver::new(a.store.as_deref())
         .include_disturbed(a.include_disturbed)
         .all(&items)?;
     let mut results = Vec::new();
@@ -92,7 +92,7 @@ fn judge_all(a: &GateArgs) -> Result<()> {
             && j.outcome == Outcome::Undecided
             && !matches!(req.event, Event::Max(_))
         {
-            let refs: Vec<(&crate::result::Run, &str)> =
+            let refs: Vec<(&latlab_core::result::Run, &str)> =
                 runs.iter().map(|r| (&r.run, r.name.as_str())).collect();
             Some(extrapolate(&refs, req, a.confidence, a.series.as_deref())?)
         } else {
@@ -149,10 +149,10 @@ fn judge_all(a: &GateArgs) -> Result<()> {
                 seconds: counts.iter().map(|c| c.duration_s).sum(),
             })
             .collect();
-        crate::output::write_atomic(path, junit::xml(&cases).as_bytes())
+        latlab_core::output::write_atomic(path, junit::xml(&cases).as_bytes())
             .map_err(|e| Error::io(path.display().to_string(), e))?;
     }
-    crate::output::stdout(&out).map_err(|e| Error::io("stdout", e))?;
+    latlab_core::output::stdout(&out).map_err(|e| Error::io("stdout", e))?;
     let failed: Vec<&str> = results
         .iter()
         .filter(|r| r.4 == Outcome::Violated)
@@ -191,7 +191,7 @@ fn verdict_line(text: &str) -> String {
 /// `max<T`'s report: each run's exact maximum against T.
 fn render_max(req: &Requirement, runs: &[RunCount], j: &Judgement) -> String {
     let t = req.threshold_ns();
-    let us = |ns: u64| crate::compare::verdict::sig(ns as f64 / 1e3);
+    let us = |ns: u64| latlab_analysis::compare::verdict::sig(ns as f64 / 1e3);
     let mut s = format!(
         "requirement: {} (every run's exact maximum below {} us)\n",
         req.text,
@@ -292,14 +292,14 @@ fn render(
         );
         // Rounded to what the bounds support (two significant digits of their width).
         let ci = lo_v.zip(up_v);
-        let shown = |v: f64| crate::compare::verdict::fig(v.min(max_us), ci);
+        let shown = |v: f64| latlab_analysis::compare::verdict::fig(v.min(max_us), ci);
         s.push_str(&format!(
             "p{}: {} us observed; bounds (order statistics) [{}, {}] us; exact max {} us\n",
             g(q * 100.0, 8),
             shown(d.quantile(q)),
             lo_v.map_or("-".into(), shown),
             up_v.map_or("none: too few samples".into(), shown),
-            crate::compare::verdict::sig(max_us)
+            latlab_analysis::compare::verdict::sig(max_us)
         ));
     }
     s.push_str(&format!("verdict: {}", text(j.verdict()).to_uppercase()));

@@ -12,16 +12,16 @@ mod spike;
 mod tail;
 
 use crate::cli::{Command, Parsed, SamplesArgs};
-use crate::error::{Error, Result};
-use crate::export::columns;
-use crate::samples::SampleLog;
-use crate::stats::Recorder;
+use latlab_analysis::export::columns;
+use latlab_core::error::{Error, Result};
+use latlab_core::samples::SampleLog;
+use latlab_core::stats::Recorder;
 use std::io::Write;
 
 /// Runs one parsed command line.
 pub fn run(parsed: Parsed, argv: Vec<String>) -> Result<()> {
     crate::cli::check::install();
-    crate::io::check_journal_env()?;
+    latlab_core::io::check_journal_env()?;
     let cmd = match parsed {
         Parsed::Measure(entry, matches) => {
             pending_notice();
@@ -48,7 +48,7 @@ pub fn run(parsed: Parsed, argv: Vec<String>) -> Result<()> {
             | Command::Plot(_)
             | Command::Tail(_)
     ) {
-        crate::driver::signals::exit_on_first_signal();
+        latlab_lab::driver::signals::exit_on_first_signal();
     }
     match cmd {
         Command::Samples(a) => samples_cmd(&a),
@@ -56,49 +56,56 @@ pub fn run(parsed: Parsed, argv: Vec<String>) -> Result<()> {
         Command::Tail(a) => tail::run(&a),
         Command::Completions { shell } => {
             let s = crate::cli::docs::completions(shell);
-            crate::output::stdout(&String::from_utf8_lossy(&s)).map_err(|e| Error::io("stdout", e))
+            latlab_core::output::stdout(&String::from_utf8_lossy(&s))
+                .map_err(|e| Error::io("stdout", e))
         }
         Command::Man { dir } => {
             let pages = crate::cli::docs::man_pages(&dir)?;
-            crate::output::stdout(&format!("{}\n", pages.join("\n")))
+            latlab_core::output::stdout(&format!("{}\n", pages.join("\n")))
                 .map_err(|e| Error::io("stdout", e))
         }
-        Command::LoadWorker(a) => crate::loadgen::worker_main(&a.spec),
-        Command::ActionWorker(a) => crate::trace::actions::worker_main(a.parent, &a.cmd),
+        Command::LoadWorker(a) => latlab_lab::loadgen::worker_main(&a.spec),
+        Command::ActionWorker(a) => latlab_trace::actions::worker_main(a.parent, &a.cmd),
         Command::Runs(c) => runs::run(c),
         Command::Run(a) => {
             let text = if a.dry_run {
-                crate::experiment::dry::dry_run(&a.plan, &a.set)?
+                latlab_lab::experiment::dry::dry_run(&a.plan, &a.set)?
             } else {
                 // A second Ctrl-C ends the measurement child at once, but the plan itself goes
                 // on to put every setting back before it exits.
-                crate::driver::signals::survive_second_signal();
+                latlab_lab::driver::signals::survive_second_signal();
                 // A hang-up must not end the plan with its settings changed either.
-                crate::driver::signals::stop_on_hangup();
-                let control = crate::driver::signals::control();
-                let opts = crate::experiment::runner::Options {
+                latlab_lab::driver::signals::stop_on_hangup();
+                let control = latlab_lab::driver::signals::control();
+                let opts = latlab_lab::experiment::runner::Options {
                     store: a.store.as_deref(),
                     sets: &a.set,
                     wait: a.wait,
                     on_disturbed: a.on_disturbed,
                 };
-                let text =
-                    crate::experiment::runner::run(&a.plan, &opts, &control, crate::table::facts)?;
+                let text = latlab_lab::experiment::runner::run(
+                    &a.plan,
+                    &opts,
+                    &control,
+                    crate::table::facts,
+                )?;
                 // A second Ctrl-C: the settings are back; it ends as one does elsewhere.
-                if crate::rt::second_signal_received() {
-                    let _ = crate::output::stdout(&text);
+                if latlab_core::rt::second_signal_received() {
+                    let _ = latlab_core::output::stdout(&text);
                     std::process::exit(control.signal_exit_code());
                 }
                 text
             };
-            crate::output::stdout(&text).map_err(|e| Error::io("stdout", e))
+            latlab_core::output::stdout(&text).map_err(|e| Error::io("stdout", e))
         }
         Command::Restore => restore(),
         Command::Compare(a) => {
             let text = compare::run(&a)?;
-            crate::output::stdout(&text).map_err(|e| Error::io("stdout", e))
+            latlab_core::output::stdout(&text).map_err(|e| Error::io("stdout", e))
         }
-        Command::Ministat(a) => std::process::exit(crate::compare::ministat_cmd::main(&a.args)),
+        Command::Ministat(a) => {
+            std::process::exit(latlab_analysis::compare::ministat_cmd::main(&a.args))
+        }
         Command::Report(a) => report::report_cmd(&a),
         Command::Plot(a) => report::plot_cmd(&a),
     }
@@ -108,9 +115,9 @@ pub fn run(parsed: Parsed, argv: Vec<String>) -> Result<()> {
 /// said after what the others did.
 fn restore() -> Result<()> {
     // The machine-wide state, then a user's own directory, where latlab kept it before.
-    let state = crate::io::state_dir();
+    let state = latlab_core::io::state_dir();
     let mut dirs = vec![state.clone()];
-    let legacy = crate::io::user_state_dir();
+    let legacy = latlab_core::io::user_state_dir();
     let chosen = std::env::var_os("LATLAB_JOURNAL").is_some_and(|v| !v.is_empty());
     if !chosen && legacy != state && legacy.is_dir() {
         dirs.push(legacy);
@@ -130,10 +137,10 @@ fn restore() -> Result<()> {
             }
         }
     }
-    let root = crate::sys::sched::euid() == 0;
+    let root = latlab_core::sys::sched::euid() == 0;
     // A user who is not root looked in their own directory: settings a root latlab changed
     // wait in the machine's journal, which only root may put back.
-    let machine = std::path::Path::new(crate::io::MACHINE_DIR).join("restore.json");
+    let machine = std::path::Path::new(latlab_core::io::MACHINE_DIR).join("restore.json");
     if !root && !dirs.iter().any(|d| machine.starts_with(d)) && machine.exists() {
         failed.get_or_insert(Error::Env(format!(
             "settings a latlab run as root changed are pending in {}: `sudo latlab restore` \
@@ -152,7 +159,7 @@ fn restore() -> Result<()> {
                 .into(),
         ));
     }
-    crate::output::stdout(&text).map_err(|e| Error::io("stdout", e))?;
+    latlab_core::output::stdout(&text).map_err(|e| Error::io("stdout", e))?;
     match failed {
         // Not root and refused: say what to do, not only what the lock or journal said.
         Some(e) if !root && e.to_string().contains("Permission denied") => Err(Error::Env(
@@ -165,8 +172,8 @@ fn restore() -> Result<()> {
 
 /// Warns about settings a plan changed and could not restore.
 fn pending_notice() {
-    if let Some(n) = crate::settings::pending_notice() {
-        crate::note!("{n}");
+    if let Some(n) = latlab_lab::settings::pending_notice() {
+        latlab_core::note!("{n}");
     }
 }
 
@@ -177,7 +184,7 @@ fn samples_cmd(a: &SamplesArgs) -> Result<()> {
     let io = |e| Error::io("stdout", e);
     if a.csv {
         if let Some(at) = log.cut_at {
-            crate::note!(
+            latlab_core::note!(
                 "latlab: warning: {}: cut at byte {at}, inside a block: the complete blocks before it were read",
                 a.file.display()
             );

@@ -1,11 +1,11 @@
 //! `latlab report` (also `--fleet`) and `latlab plot` from their arguments: inputs loaded, the
-//! page or chart built by `crate::report`, written atomically.
+//! page or chart built by `latlab_analysis::report`, written atomically.
 
 use super::since::parse_since;
 use crate::cli::{PlotArgs, ReportArgs};
-use crate::compare::select;
-use crate::error::{Error, Result};
-use crate::report::{charts, compare, fleet, html, load_groups, load_one, png, PlotKind};
+use latlab_analysis::compare::select;
+use latlab_analysis::report::{charts, compare, fleet, html, load_groups, load_one, png, PlotKind};
+use latlab_core::error::{Error, Result};
 use std::path::Path;
 
 /// Writes `bytes` to `path` (`-`: stdout): a path that cannot take a file is bad usage (exit 2,
@@ -13,11 +13,11 @@ use std::path::Path;
 fn write_bytes(path: &Path, bytes: &[u8], flag: &str) -> Result<()> {
     if path.as_os_str() == "-" {
         let text = String::from_utf8_lossy(bytes);
-        return crate::output::stdout(&text).map_err(|e| Error::io("stdout", e));
+        return latlab_core::output::stdout(&text).map_err(|e| Error::io("stdout", e));
     }
-    crate::output::check_writable(path)
+    latlab_core::output::check_writable(path)
         .map_err(|e| Error::Usage(format!("{flag} {}: {e}", path.display())))?;
-    crate::output::write_atomic(path, bytes)
+    latlab_core::output::write_atomic(path, bytes)
         .map_err(|e| Error::io(format!("{flag} {}", path.display()), e))
 }
 
@@ -41,7 +41,7 @@ pub fn report_cmd(a: &ReportArgs) -> Result<()> {
         a.store.as_deref(),
         a.include_disturbed,
     )?;
-    crate::report::know_kinds(&mut loaded, crate::table::facts);
+    latlab_analysis::report::know_kinds(&mut loaded, crate::table::facts);
     // One qualification's final result: its own page (verdict first, OSADL's histograms).
     if let [one] = loaded.as_slice() {
         if one
@@ -50,9 +50,9 @@ pub fn report_cmd(a: &ReportArgs) -> Result<()> {
             .as_ref()
             .is_some_and(|q| q.interval.is_none())
         {
-            let page = crate::report::qualify::page(&one.run);
+            let page = latlab_analysis::report::qualify::page(&one.run);
             write(&a.output, &page, "-o")?;
-            crate::note!("qualification report written to {}", a.output.display());
+            latlab_core::note!("qualification report written to {}", a.output.display());
             return Ok(());
         }
     }
@@ -63,10 +63,10 @@ pub fn report_cmd(a: &ReportArgs) -> Result<()> {
         experiment.as_deref(),
         analysis.as_ref(),
         &notes,
-        a.hist == crate::report::HistMode::Linear,
+        a.hist == latlab_analysis::report::HistMode::Linear,
     );
     write(&a.output, &page, "-o")?;
-    crate::note!(
+    latlab_core::note!(
         "report of {} run(s) written to {} ({} KiB)",
         loaded.len(),
         a.output.display(),
@@ -107,11 +107,12 @@ fn fleet_cmd(a: &ReportArgs) -> Result<()> {
     };
     // A bad -o is refused before the store is read.
     if a.output.as_os_str() != "-" {
-        crate::output::check_writable(&a.output)
+        latlab_core::output::check_writable(&a.output)
             .map_err(|e| Error::Usage(format!("-o {}: {e}", a.output.display())))?;
     }
     let f = fleet::load(&fleet::Query {
-        kind: <crate::measure::monitor::MonitorConfig as crate::driver::Measurement>::KIND,
+        kind:
+            <latlab_lab::measure::monitor::MonitorConfig as latlab_lab::driver::Measurement>::KIND,
         since,
         tags,
         store: a.store.clone(),
@@ -123,7 +124,7 @@ fn fleet_cmd(a: &ReportArgs) -> Result<()> {
         .iter()
         .filter(|m| m.decision.outcome.differs())
         .count();
-    crate::note!(
+    latlab_core::note!(
         "fleet report of {} host(s) ({} differ in their last day) written to {} ({} KiB)",
         f.members.len(),
         differ,
@@ -143,7 +144,7 @@ pub fn plot_cmd(a: &PlotArgs) -> Result<()> {
                 .ok_or_else(|| none("no histogram to draw"))?
                 .0
         }
-        PlotKind::Timeline => crate::report::timecharts::timeline(&l.run)
+        PlotKind::Timeline => latlab_analysis::report::timecharts::timeline(&l.run)
             .ok_or_else(|| {
                 none("no timeline (a result without one, or a measurement that does not keep one)")
             })?
@@ -181,7 +182,7 @@ pub fn plot_cmd(a: &PlotArgs) -> Result<()> {
     if let Some(p) = &a.png {
         let (png, note) = png::render(&svg, 2.0)?;
         if let Some(n) = note {
-            crate::note!("warning: {n}");
+            latlab_core::note!("warning: {n}");
         }
         if p.as_os_str() == "-" {
             return Err(Error::Usage(

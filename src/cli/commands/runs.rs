@@ -2,9 +2,9 @@
 
 use super::since::parse_since;
 use crate::cli::RunsCmd;
-use crate::error::{Error, Result};
-use crate::export::columns;
-use crate::store::{
+use latlab_analysis::export::columns;
+use latlab_core::error::{Error, Result};
+use latlab_core::store::{
     export, import, open, open_for_reading, parse_tags, Bundle, Filter, BUNDLE_FORMAT,
 };
 
@@ -59,7 +59,7 @@ pub fn run(c: RunsCmd) -> Result<()> {
             let files: Vec<&std::path::Path> = std::iter::once(file.as_path())
                 .chain(more.iter().map(|p| p.as_path()))
                 .collect();
-            crate::import::run(tool, &files, &tag, store.as_deref(), max_runs, &mut |t| {
+            latlab_analysis::import::run(tool, &files, &tag, store.as_deref(), max_runs, &mut |t| {
                 out(t)
             })
         }
@@ -93,9 +93,9 @@ fn list(
         kind,
         tags: parse_tags(tag)?.into_iter().collect(),
         host,
-        started_from: cutoff.map(crate::store::since_bound),
+        started_from: cutoff.map(latlab_core::store::since_bound),
     };
-    let listed: Vec<crate::store::RunRow> = st
+    let listed: Vec<latlab_core::store::RunRow> = st
         .list(&f)?
         .into_iter()
         .filter(|r| {
@@ -123,20 +123,25 @@ fn list(
             ]
         })
         .collect();
-    out(&crate::output::printable(&columns::render_left(
+    out(&latlab_core::output::printable(&columns::render_left(
         &["id", "kind", "started", "host", "interrupted", "tags"],
         &rows,
     )))
 }
 
 /// `runs show`: one stored run as latlab's table, or as stored (`--json`).
-fn show(id: &str, json: bool, unit: crate::config::DisplayUnit, store: Option<&str>) -> Result<()> {
+fn show(
+    id: &str,
+    json: bool,
+    unit: latlab_core::config::DisplayUnit,
+    store: Option<&str>,
+) -> Result<()> {
     let e = open_for_reading(store)?.get(id)?;
     let raw = || serde_json::to_string_pretty(&e).map_err(|e| Error::Env(e.to_string()));
     if json {
         return out(&(raw()? + "\n"));
     }
-    match serde_json::from_value::<crate::result::Run>(e.run.clone()) {
+    match serde_json::from_value::<latlab_core::result::Run>(e.run.clone()) {
         Ok(run) => match run.check_figures() {
             Ok(()) => out(&super::show::render(&run, &e.tags, unit)),
             Err(why) => Err(Error::Usage(format!(
@@ -159,8 +164,8 @@ fn export_runs(ids: &[String], all: bool, store: Option<&str>) -> Result<()> {
     }
     let ids: Vec<String> = {
         // Any run list: run:ID, exp:ID, exp:ID/K=V, tag:K=V (or bare ids).
-        let items = crate::compare::select::parse(ids)?;
-        let mut res = crate::compare::select::Resolver::new(store);
+        let items = latlab_analysis::compare::select::parse(ids)?;
+        let mut res = latlab_analysis::compare::select::Resolver::new(store);
         let mut all = Vec::new();
         for item in &items {
             for id in res.ids(item)? {
@@ -178,13 +183,13 @@ fn export_runs(ids: &[String], all: bool, store: Option<&str>) -> Result<()> {
 /// `runs export --all`: every run that reads back, on stdout; one that does not is left out
 /// and named (stderr), and the export then ends with exit 1 — a backup never stops at the
 /// first bad row, nor misses one unsaid.
-fn export_all(st: &dyn crate::store::Store) -> Result<()> {
+fn export_all(st: &dyn latlab_core::store::Store) -> Result<()> {
     let mut runs = Vec::new();
     let mut bad = Vec::new();
     for r in st.list(&Filter::default())? {
         match read_back(st, &r) {
             Ok(e) => runs.push(e),
-            Err(why) => bad.push(format!("{}: {why}", crate::output::one_line(&r.id))),
+            Err(why) => bad.push(format!("{}: {why}", latlab_core::output::one_line(&r.id))),
         }
     }
     let b = Bundle {
@@ -204,7 +209,7 @@ fn export_all(st: &dyn crate::store::Store) -> Result<()> {
     {
         // The write's failure decides the exit; what was left out is still said.
         if let Some(l) = &left_out {
-            crate::note!("latlab: {l}");
+            latlab_core::note!("latlab: {l}");
         }
         return Err(e);
     }
@@ -214,14 +219,14 @@ fn export_all(st: &dyn crate::store::Store) -> Result<()> {
 /// `runs import FILE` (no `--from`): a latlab bundle, every run checked before any is stored.
 fn import_bundle(file: &std::path::Path, store: Option<&str>) -> Result<()> {
     let name = file.display().to_string();
-    let text = crate::io::read_text_limited(file, MAX_BUNDLE_BYTES, "latlab bundle")?;
+    let text = latlab_core::io::read_text_limited(file, MAX_BUNDLE_BYTES, "latlab bundle")?;
     let b: Bundle = match serde_json::from_str(&text) {
         Ok(b) => b,
         // A latlab result (`--json FILE`) imports as a bundle of that one run.
-        Err(e) => match crate::result::Run::parse(&text, &name) {
+        Err(e) => match latlab_core::result::Run::parse(&text, &name) {
             Ok(run) => Bundle {
                 format: BUNDLE_FORMAT.into(),
-                runs: vec![crate::store::BundleEntry {
+                runs: vec![latlab_core::store::BundleEntry {
                     run: serde_json::to_value(&run).map_err(|e| Error::Env(e.to_string()))?,
                     tags: Default::default(),
                 }],
@@ -235,7 +240,9 @@ fn import_bundle(file: &std::path::Path, store: Option<&str>) -> Result<()> {
                         && (o.contains_key("schema") || o.contains_key("series"))
                 });
                 // rt-tests' --json files name their program in `cmdline:`.
-                let tool = top.as_ref().and_then(crate::import::Tool::named_in);
+                let tool = top
+                    .as_ref()
+                    .and_then(latlab_analysis::import::Tool::named_in);
                 return Err(if looks_like_result {
                     as_result
                 } else if let Some(tool) = tool {
@@ -259,7 +266,7 @@ fn import_bundle(file: &std::path::Path, store: Option<&str>) -> Result<()> {
     }
     // Every run reads back before any is imported: a bad one leaves the store as it was.
     for (i, e) in b.runs.iter().enumerate() {
-        crate::result::Run::from_stored(&e.run.to_string()).map_err(|why| {
+        latlab_core::result::Run::from_stored(&e.run.to_string()).map_err(|why| {
             Error::Usage(format!(
                 "{name}: run {} ({}): not a readable latlab run ({why}); nothing imported",
                 i + 1,
@@ -269,12 +276,12 @@ fn import_bundle(file: &std::path::Path, store: Option<&str>) -> Result<()> {
     }
     let mut st = open(store)?;
     // From here on a signal stops the import between two runs, with a count.
-    let control = crate::driver::signals::control();
-    crate::driver::signals::exit_on_first_signal_off();
+    let control = latlab_lab::driver::signals::control();
+    latlab_lab::driver::signals::exit_on_first_signal_off();
     let (new, old) = import(st.as_mut(), &b, &|| control.was_interrupted())?;
     // (A signal that came once every run was in changes nothing: the import is complete.)
     if control.was_interrupted() && new + old < b.runs.len() {
-        crate::note!(
+        latlab_core::note!(
             "latlab: interrupted: {new} new run(s) imported, {old} already present, {} \
              not reached, into {}; run the same import again to finish (runs already \
              present are skipped)",
@@ -285,10 +292,10 @@ fn import_bundle(file: &std::path::Path, store: Option<&str>) -> Result<()> {
     }
     if old > 0 {
         for id in differing(st.as_ref(), &b) {
-            crate::note!(
+            latlab_core::note!(
                 "latlab: warning: run {} is already stored with other contents: the stored one \
                  is kept (`latlab runs delete {0}` first to replace it)",
-                crate::output::printable(&id)
+                latlab_core::output::printable(&id)
             );
         }
     }
@@ -300,9 +307,9 @@ fn import_bundle(file: &std::path::Path, store: Option<&str>) -> Result<()> {
 
 /// The ids of the bundle's runs that the store holds with other contents (an id is one run:
 /// a second file under the same id is not that run, and is not imported over it).
-fn differing(st: &dyn crate::store::Store, b: &Bundle) -> Vec<String> {
+fn differing(st: &dyn latlab_core::store::Store, b: &Bundle) -> Vec<String> {
     let norm = |v: &serde_json::Value| {
-        crate::result::Run::from_stored(&v.to_string())
+        latlab_core::result::Run::from_stored(&v.to_string())
             .ok()
             .and_then(|r| serde_json::to_value(r).ok())
     };
@@ -320,11 +327,11 @@ fn differing(st: &dyn crate::store::Store, b: &Bundle) -> Vec<String> {
 /// under the row's id and of the row's kind (a body edited or swapped in the store is not
 /// the run the listing shows). Why not, if it is not.
 fn read_back(
-    st: &dyn crate::store::Store,
-    row: &crate::store::RunRow,
-) -> std::result::Result<crate::store::BundleEntry, String> {
+    st: &dyn latlab_core::store::Store,
+    row: &latlab_core::store::RunRow,
+) -> std::result::Result<latlab_core::store::BundleEntry, String> {
     let e = st.get(&row.id).map_err(|e| e.to_string())?;
-    let run = crate::result::Run::from_stored(&e.run.to_string())?;
+    let run = latlab_core::result::Run::from_stored(&e.run.to_string())?;
     if run.id != row.id {
         return Err(format!("its body is run {:?}", run.id));
     }
@@ -370,15 +377,15 @@ fn check(store: Option<&str>) -> Result<()> {
 /// `runs list --experiments`: one row per experiment (runs tagged `experiment=`), newest
 /// first: its first start, the plan file it ran (tag `plan`, from `latlab run`), its kind, how
 /// many runs, and each level with its run count, the baseline first.
-fn experiment_table(rows: Vec<crate::store::RunRow>) -> String {
+fn experiment_table(rows: Vec<latlab_core::store::RunRow>) -> String {
     use std::collections::BTreeMap;
-    let mut by: BTreeMap<String, Vec<crate::store::RunRow>> = BTreeMap::new();
+    let mut by: BTreeMap<String, Vec<latlab_core::store::RunRow>> = BTreeMap::new();
     for r in rows {
         if let Some(e) = r.tags.get("experiment").cloned() {
             by.entry(e).or_default().push(r);
         }
     }
-    let mut exps: Vec<(String, Vec<crate::store::RunRow>)> = by.into_iter().collect();
+    let mut exps: Vec<(String, Vec<latlab_core::store::RunRow>)> = by.into_iter().collect();
     for (_, runs) in &mut exps {
         runs.sort_by(|a, b| a.started.cmp(&b.started));
     }
@@ -387,7 +394,7 @@ fn experiment_table(rows: Vec<crate::store::RunRow>) -> String {
         .iter()
         .map(|(e, runs)| {
             let tags: Vec<_> = runs.iter().map(|r| &r.tags).collect();
-            let levels: Vec<String> = crate::compare::levels::group(&tags)
+            let levels: Vec<String> = latlab_analysis::compare::levels::group(&tags)
                 .iter()
                 .map(|l| format!("{} ({})", l.label, l.runs.len()))
                 .collect();
@@ -423,5 +430,5 @@ fn experiment_table(rows: Vec<crate::store::RunRow>) -> String {
 
 /// Prints to stdout; a reader that went away is not an error.
 fn out(text: &str) -> Result<()> {
-    crate::output::stdout(text).map_err(|e| Error::io("stdout", e))
+    latlab_core::output::stdout(text).map_err(|e| Error::io("stdout", e))
 }

@@ -3,9 +3,9 @@
 //! table) does; every other kind (the other measurements, monitor snapshots, imported runs)
 //! gets one table of its series' figures.
 
-use crate::config::DisplayUnit;
-use crate::export::columns;
-use crate::result::{Run, Series};
+use latlab_analysis::export::columns;
+use latlab_core::config::DisplayUnit;
+use latlab_core::result::{Run, Series};
 use std::collections::BTreeMap;
 
 /// The summary of `run` (stored with `tags`), latencies in `unit`.
@@ -19,7 +19,7 @@ pub fn render(run: &Run, tags: &BTreeMap<String, String>, unit: DisplayUnit) -> 
         Some(own) => s.push_str(&own),
         None => s.push_str(&generic(run, unit)),
     }
-    s.push_str(&crate::export::why::why_for(
+    s.push_str(&latlab_analysis::export::why::why_for(
         run,
         unit,
         crate::table::facts(&run.kind).always_traced,

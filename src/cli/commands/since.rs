@@ -1,6 +1,6 @@
 //! `--since` as `runs list` and `report --fleet` take it: a time ago or a time.
 
-use crate::error::{Error, Result};
+use latlab_core::error::{Error, Result};
 
 /// `--since`: a time ago (`7d`, `12h`) or a time (RFC 3339, UTC); anything else is exit 2
 /// naming the flag.

@@ -2,11 +2,11 @@
 //! run's spike list) points. A monitor snapshot stores the spikes attributed while it was open,
 //! so a spike read late is found in the snapshots after the one its wake-up fell in.
 
-use crate::config::DisplayUnit;
-use crate::error::{Error, Result};
-use crate::result::trace::SpikeRecord;
-use crate::result::Run;
-use crate::store::{Filter, Store};
+use latlab_core::config::DisplayUnit;
+use latlab_core::error::{Error, Result};
+use latlab_core::result::trace::SpikeRecord;
+use latlab_core::result::Run;
+use latlab_core::store::{Filter, Store};
 
 /// Later snapshots of the same monitor searched for a spike attributed after its own closed.
 const LATER: usize = 3;
@@ -47,7 +47,8 @@ pub fn show(
     }
     if spikes.is_empty() {
         return Err(Error::Usage(
-            crate::output::printable(&not_found(&run, id, seq, cpu, unit, snapshots)).into_owned(),
+            latlab_core::output::printable(&not_found(&run, id, seq, cpu, unit, snapshots))
+                .into_owned(),
         ));
     }
     let mut s = String::new();
@@ -60,7 +61,7 @@ pub fn show(
         s.push_str(&render(x, &source, unit));
     }
     // Task and group names are anyone's to choose: no escape sequence reaches the terminal.
-    Ok(crate::output::printable(&s).into_owned())
+    Ok(latlab_core::output::printable(&s).into_owned())
 }
 
 /// The numbers of the first and last wake-up a monitor snapshot holds on `cpu` (None: not a
@@ -163,7 +164,7 @@ fn not_found(
     let kept = if snapshots {
         format!(
             " (nor do the snapshots after it); a monitor snapshot keeps its {} worst spikes and each CPU's worst",
-            crate::measure::monitor::snapshot::STORED_SPIKES
+            latlab_lab::measure::monitor::snapshot::STORED_SPIKES
         )
     } else {
         String::new()

@@ -1,9 +1,9 @@
-//! The `latlab tail` command: flags checked, inputs read and estimated by `crate::tail`,
+//! The `latlab tail` command: flags checked, inputs read and estimated by `latlab_analysis::tail`,
 //! printed; a refusal is exit 4 after its reason is printed.
 
 use crate::cli::TailArgs;
-use crate::error::{Error, Result};
-use crate::tail::{self, Per, ReadOpts, Request};
+use latlab_analysis::tail::{self, Per, ReadOpts, Request};
+use latlab_core::error::{Error, Result};
 
 /// Runs `latlab tail`; the answer (or the refusal) goes to stdout first.
 pub fn run(a: &TailArgs) -> Result<()> {
@@ -44,7 +44,7 @@ pub fn run(a: &TailArgs) -> Result<()> {
         at: a.at.clone(),
         per,
         rate: a.rate,
-        config: crate::stats::evt::Config {
+        config: latlab_core::stats::evt::Config {
             confidence: a.confidence,
             ..Default::default()
         },
@@ -55,7 +55,7 @@ pub fn run(a: &TailArgs) -> Result<()> {
     } else {
         tail::render::text(&r, a.unit)
     };
-    crate::output::stdout(&out).map_err(|e| Error::io("stdout", e))?;
+    latlab_core::output::stdout(&out).map_err(|e| Error::io("stdout", e))?;
     match &r.refusal {
         Some(f) => Err(Error::Undecided(format!("tail: no estimate: {}", f.reason))),
         None => Ok(()),

@@ -2,7 +2,7 @@
 //! graph (mermaid) and the files of each measurement's folder. Each stands between marker
 //! comments; the test compares, and `LATLAB_BLESS=1` rewrites.
 
-use super::graph::{src, Crate};
+use super::graph::Crate;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
@@ -73,7 +73,7 @@ pub fn sections(k: &Crate) -> Vec<(&'static str, String)> {
     graph.push_str("```\n");
 
     let mut folders = String::from("| folder | files |\n|---|---|\n");
-    let mut dirs: Vec<_> = std::fs::read_dir(src().join("measure"))
+    let mut dirs: Vec<_> = std::fs::read_dir(super::graph::krate("lab").join("measure"))
         .unwrap()
         .flatten()
         .map(|e| e.path())

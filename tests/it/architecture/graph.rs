@@ -1,5 +1,6 @@
-//! The crate's source read as Rust (with `syn`), whole files, only `#[cfg(test)]` items left
-//! out: which module refers to which (through `use` trees, grouped or not, `crate::`,
+//! The workspace's source read as Rust (with `syn`), whole files, only `#[cfg(test)]` items
+//! left out, as one tree of modules (each crate's modules at the top, the tracer's crate as
+//! `trace`): which module refers to which (through `use` trees, grouped or not, `crate::`,
 //! `super::`, `self::`, names a `use` brought in, child modules, and paths written inline in
 //! expressions, types and macro arguments), and where `unsafe` is written.
 
@@ -7,9 +8,45 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use syn::visit::Visit;
 
-/// The source tree of the crate.
+/// The binary's crate: the command line (`src/`).
 pub fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+/// The source tree of workspace crate `name` (`crates/NAME/src`).
+pub fn krate(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("crates")
+        .join(name)
+        .join("src")
+}
+
+/// Every source tree with the module its root stands for in the one tree ("" for the crates
+/// whose modules sit at the top; `trace` for the tracer, whose crate root is the module).
+pub fn roots() -> Vec<(PathBuf, &'static str)> {
+    vec![
+        (src(), ""),
+        (krate("core"), ""),
+        (krate("trace"), "trace"),
+        (krate("analysis"), ""),
+        (krate("lab"), ""),
+    ]
+}
+
+/// Every `.rs` file of the workspace's crates, sorted.
+pub fn all_rust_files() -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = roots().iter().flat_map(|(d, _)| rust_files(d)).collect();
+    out.sort();
+    out
+}
+
+/// The module a crate's name stands for in the one tree, when `name` is one of latlab's.
+fn crate_module(name: &str) -> Option<Vec<String>> {
+    match name {
+        "latlab" | "latlab_core" | "latlab_analysis" | "latlab_lab" => Some(Vec::new()),
+        "latlab_trace" => Some(vec!["trace".to_string()]),
+        _ => None,
+    }
 }
 
 /// Every `.rs` file under `dir`, sorted.
@@ -30,10 +67,15 @@ pub fn rust_files(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// A module's path from its file (`measure::cyclic` for src/measure/cyclic/mod.rs; "" for
-/// lib.rs and main.rs, the roots).
+/// A module's path from its file (`measure::cyclic` for crates/lab/src/measure/cyclic/mod.rs,
+/// `trace::flight` for crates/trace/src/flight.rs; "" for the roots, lib.rs and main.rs, but
+/// `trace` for the tracer's lib.rs).
 fn module_of(file: &Path) -> String {
-    let rel = file.strip_prefix(src()).unwrap().with_extension("");
+    let (root, prefix) = roots()
+        .into_iter()
+        .find(|(d, _)| file.starts_with(d))
+        .expect("a file of the workspace");
+    let rel = file.strip_prefix(&root).unwrap().with_extension("");
     let mut segs: Vec<String> = rel
         .components()
         .map(|c| c.as_os_str().to_string_lossy().into_owned())
@@ -41,12 +83,27 @@ fn module_of(file: &Path) -> String {
     if segs.last().is_some_and(|s| s == "mod") {
         segs.pop();
     }
-    let m = segs.join("::");
-    if m == "lib" || m == "main" {
-        String::new()
-    } else {
-        m
+    if segs.len() == 1 && (segs[0] == "lib" || segs[0] == "main") {
+        segs.clear();
     }
+    if !prefix.is_empty() {
+        segs.insert(0, prefix.to_string());
+    }
+    segs.join("::")
+}
+
+/// The module `crate::` stands for in `file` (`trace` in the tracer's crate).
+fn crate_root_of(file: &Path) -> Vec<String> {
+    roots()
+        .into_iter()
+        .find(|(d, _)| file.starts_with(d))
+        .map(|(_, p)| {
+            p.split("::")
+                .filter(|s| !s.is_empty())
+                .map(String::from)
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// What the crate's files say about its shape.
@@ -64,7 +121,7 @@ pub struct Crate {
 
 /// Reads and resolves the whole crate.
 pub fn read() -> Crate {
-    let files = rust_files(&src());
+    let files = all_rust_files();
     let modules: BTreeMap<String, PathBuf> = files
         .iter()
         .map(|p| (module_of(p), p.clone()))
@@ -86,7 +143,7 @@ pub fn read() -> Crate {
         krate
             .unsafe_uses
             .extend(u.0.into_iter().map(|what| (file.clone(), what)));
-        for path in references(&me, &ast, file == &src().join("main.rs")) {
+        for path in references_in(&me, &ast, crate_root_of(file)) {
             let top = !me.is_empty() && !me.starts_with("cli");
             if top && path.first().is_some_and(|s| s == "cli") {
                 krate
@@ -137,8 +194,13 @@ impl Crate {
 /// The paths file `ast` of module `module` refers to, absolute (from the crate root, without
 /// `crate`); paths into other crates are left out. `main` says it is the binary's root, which
 /// reaches the library as `latlab::`.
-pub fn references(module: &str, ast: &syn::File, main: bool) -> Vec<Vec<String>> {
-    let mut r = Refs::new(module, main);
+pub fn references(module: &str, ast: &syn::File) -> Vec<Vec<String>> {
+    references_in(module, ast, Vec::new())
+}
+
+/// [`references`] of a file whose `crate::` stands for module `root` (the tracer's crate).
+fn references_in(module: &str, ast: &syn::File, root: Vec<String>) -> Vec<Vec<String>> {
+    let mut r = Refs::new(module, root);
     r.visit_file(ast);
     r.resolved()
 }
@@ -194,27 +256,24 @@ struct Refs {
     aliases: BTreeMap<(Vec<String>, String), Vec<String>>,
     /// Child modules declared (`mod x;` or inline) in each scope.
     children: BTreeSet<(Vec<String>, String)>,
+    /// The module `crate::` stands for.
+    root: Vec<String>,
 }
 
 impl Refs {
-    fn new(module: &str, is_main: bool) -> Refs {
+    fn new(module: &str, root: Vec<String>) -> Refs {
         let scope = module
             .split("::")
             .filter(|s| !s.is_empty())
             .map(String::from)
             .collect();
-        let mut r = Refs {
+        Refs {
             scope,
             paths: Vec::new(),
             aliases: BTreeMap::new(),
             children: BTreeSet::new(),
-        };
-        if is_main {
-            // The binary reaches the library as `latlab::`.
-            r.aliases
-                .insert((Vec::new(), "latlab".into()), vec!["crate".into()]);
+            root,
         }
-        r
     }
 
     /// Records a path written in the current scope.
@@ -281,7 +340,9 @@ impl Refs {
         let first = segs.first()?;
         let rest = &segs[1..];
         let mut base: Vec<String> = match first.as_str() {
-            "crate" => Vec::new(),
+            "crate" => self.root.clone(),
+            // Another crate of latlab's: its place in the one tree.
+            c if crate_module(c).is_some() => crate_module(c).unwrap(),
             "self" => scope.to_vec(),
             "super" => {
                 let mut s = scope.to_vec();
@@ -299,7 +360,7 @@ impl Refs {
                 // that only a glob import brought in are not known here.)
                 let key = (scope.to_vec(), first.clone());
                 if let Some(full) = self.aliases.get(&key) {
-                    if full.len() == 1 && full[0] == *first {
+                    if full.len() == 1 && full[0] == *first && crate_module(first).is_none() {
                         return None; // `use x;` of another crate
                     }
                     let whole = [full.clone(), rest.to_vec()].concat();

@@ -162,7 +162,7 @@ pub fn expect_exit(cmd: &[&str], args: &[&str], code: i32, want: &str) {
 
 /// Whether `program` is on the PATH.
 pub fn have(program: &str) -> bool {
-    latlab::sys::process::command_exists(program)
+    latlab_core::sys::process::command_exists(program)
 }
 
 /// The PostgreSQL store the tests may use (`LATLAB_TEST_PG`, which

@@ -1,0 +1,240 @@
+//! The largest samples of a raw sample log (`--samples`, docs/samples-format.md) in one
+//! streaming pass: a log of 10⁸ samples is 800 MB, too much to hold (as `SampleLog::read`
+//! does) just to keep its top few thousand. Each sample costs one comparison; the few that
+//! beat the current cut-off go through a bounded min-heap.
+
+use latlab_core::error::{Error, Result};
+use latlab_core::stats::evt::Exceedance;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::io::Read;
+use std::path::Path;
+
+/// What a pass over a sample log found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scan {
+    /// Series names in header order.
+    pub names: Vec<String>,
+    /// Samples read per series.
+    pub counts: Vec<u64>,
+    /// Lost samples per series from the trailer (None: no trailer, the log was cut short).
+    pub lost: Option<Vec<u64>>,
+    /// The largest `keep` samples of the selected series (series = header index, pos = index
+    /// within its series); every sample above the smallest of them is among them.
+    pub top: Vec<Exceedance>,
+}
+
+const TRAILER: u32 = 0xFFFF_FFFF;
+
+/// Reads `path`, keeping the `keep` largest samples of the series `want` accepts.
+pub fn scan(path: &Path, keep: usize, want: &dyn Fn(&str) -> bool) -> Result<Scan> {
+    let name = path.display().to_string();
+    let f = std::fs::File::open(path).map_err(|e| Error::Usage(format!("{name}: {e}")))?;
+    let mut r = std::io::BufReader::with_capacity(1 << 20, f);
+    scan_reader(&mut r, keep, want).map_err(|e| Error::Usage(format!("{name}: {e}")))
+}
+
+/// `scan` over any reader; the error says what is wrong at which byte.
+pub fn scan_reader(
+    r: &mut impl Read,
+    keep: usize,
+    want: &dyn Fn(&str) -> bool,
+) -> std::result::Result<Scan, String> {
+    let mut pos = 0u64;
+    let exact = |r: &mut dyn Read, buf: &mut [u8], pos: &mut u64| {
+        r.read_exact(buf)
+            .map_err(|_| format!("truncated at byte {pos}"))?;
+        *pos += buf.len() as u64;
+        Ok::<(), String>(())
+    };
+    let mut head = [0u8; 16];
+    exact(r, &mut head, &mut pos).map_err(|_| "not a latlab sample log (too short)")?;
+    if &head[..8] != latlab_core::samples::MAGIC {
+        return Err("not a latlab sample log (bad magic)".into());
+    }
+    let version = u32::from_le_bytes(head[8..12].try_into().expect("4 bytes"));
+    if version != latlab_core::samples::VERSION {
+        return Err(format!(
+            "sample log version {version} is not supported (this latlab reads {})",
+            latlab_core::samples::VERSION
+        ));
+    }
+    let s = u32::from_le_bytes(head[12..16].try_into().expect("4 bytes")) as usize;
+    if s > 1 << 20 {
+        return Err(format!("implausible series count {s}"));
+    }
+    let mut names = Vec::with_capacity(s);
+    for _ in 0..s {
+        let mut l = [0u8; 2];
+        exact(r, &mut l, &mut pos)?;
+        let mut b = vec![0u8; u16::from_le_bytes(l) as usize];
+        exact(r, &mut b, &mut pos)?;
+        let at = pos;
+        names.push(
+            String::from_utf8(b)
+                .map_err(|_| format!("series name before byte {at} is not UTF-8"))?,
+        );
+        let mut cpu = [0u8; 4];
+        exact(r, &mut cpu, &mut pos)?;
+    }
+    let selected: Vec<bool> = names.iter().map(|n| want(n)).collect();
+    let mut counts = vec![0u64; s];
+    let mut heap: BinaryHeap<Reverse<(u64, u32, u64)>> = BinaryHeap::with_capacity(keep + 1);
+    let mut cut = 0u64;
+    let mut buf: Vec<u8> = Vec::new();
+    loop {
+        let at = pos;
+        let mut bh = [0u8; 8];
+        // A clean end between blocks: a log cut short (no trailer).
+        match r.read(&mut bh[..1]) {
+            Ok(0) => {
+                return Ok(finish(names, counts, None, heap));
+            }
+            Ok(_) => {}
+            Err(e) => return Err(format!("read failed at byte {at}: {e}")),
+        }
+        pos += 1;
+        if exact(r, &mut bh[1..], &mut pos).is_err() {
+            // A block header cut in the middle: everything before it stands.
+            return Ok(finish(names, counts, None, heap));
+        }
+        let idx = u32::from_le_bytes(bh[..4].try_into().expect("4 bytes"));
+        let n = u32::from_le_bytes(bh[4..].try_into().expect("4 bytes")) as usize;
+        if idx == TRAILER {
+            if n != s {
+                return Err(format!("trailer at byte {at} names {n} series, header {s}"));
+            }
+            let mut lost = Vec::with_capacity(s);
+            for _ in 0..s {
+                let mut b = [0u8; 8];
+                exact(r, &mut b, &mut pos)?;
+                lost.push(u64::from_le_bytes(b));
+            }
+            let mut extra = [0u8; 1];
+            if matches!(r.read(&mut extra), Ok(n) if n > 0) {
+                return Err(format!(
+                    "unexpected data after the trailer (which ends at byte {pos})"
+                ));
+            }
+            return Ok(finish(names, counts, Some(lost), heap));
+        }
+        let i = idx as usize;
+        if i >= s {
+            return Err(format!("block at byte {at} names series {idx} of {s}"));
+        }
+        if n > 65536 {
+            return Err(format!("block at byte {at} claims {n} samples"));
+        }
+        buf.resize(n * 8, 0);
+        if exact(r, &mut buf, &mut pos).is_err() {
+            // The last block cut short by a kill: the complete blocks stand.
+            return Ok(finish(names, counts, None, heap));
+        }
+        let base = counts[i];
+        counts[i] += n as u64;
+        if !selected[i] || keep == 0 {
+            continue;
+        }
+        for (j, c) in buf.chunks_exact(8).enumerate() {
+            let v = u64::from_le_bytes(c.try_into().expect("8 bytes"));
+            if v > cut || heap.len() < keep {
+                heap.push(Reverse((v, idx, base + j as u64)));
+                if heap.len() > keep {
+                    heap.pop();
+                }
+                if heap.len() == keep {
+                    cut = heap.peek().map_or(0, |x| x.0 .0);
+                }
+            }
+        }
+    }
+}
+
+fn finish(
+    names: Vec<String>,
+    counts: Vec<u64>,
+    lost: Option<Vec<u64>>,
+    heap: BinaryHeap<Reverse<(u64, u32, u64)>>,
+) -> Scan {
+    let top = heap
+        .into_iter()
+        .map(|Reverse((v, series, pos))| Exceedance {
+            value: v as f64,
+            series,
+            pos,
+        })
+        .collect();
+    Scan {
+        names,
+        counts,
+        lost,
+        top,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn log(series: &[&str], blocks: &[(u32, Vec<u64>)], trailer: bool) -> Vec<u8> {
+        let mut b = b"LATLABSM".to_vec();
+        b.extend(1u32.to_le_bytes());
+        b.extend((series.len() as u32).to_le_bytes());
+        for s in series {
+            b.extend((s.len() as u16).to_le_bytes());
+            b.extend(s.as_bytes());
+            b.extend((-1i32).to_le_bytes());
+        }
+        for (i, v) in blocks {
+            b.extend(i.to_le_bytes());
+            b.extend((v.len() as u32).to_le_bytes());
+            for x in v {
+                b.extend(x.to_le_bytes());
+            }
+        }
+        if trailer {
+            b.extend(TRAILER.to_le_bytes());
+            b.extend((series.len() as u32).to_le_bytes());
+            for _ in series {
+                b.extend(0u64.to_le_bytes());
+            }
+        }
+        b
+    }
+
+    #[test]
+    fn keeps_the_largest_with_their_positions() {
+        let b = log(
+            &["T0", "T1"],
+            &[(0, vec![5, 90, 3]), (1, vec![70, 1]), (0, vec![80, 2, 100])],
+            true,
+        );
+        let s = scan_reader(&mut b.as_slice(), 3, &|_| true).unwrap();
+        assert_eq!(s.counts, vec![6, 2]);
+        assert_eq!(s.lost, Some(vec![0, 0]));
+        let mut top: Vec<_> = s.top.iter().map(|e| (e.value, e.series, e.pos)).collect();
+        top.sort_by(|a, b| b.0.total_cmp(&a.0));
+        assert_eq!(top, vec![(100.0, 0, 5), (90.0, 0, 1), (80.0, 0, 3)]);
+        // One series only.
+        let s = scan_reader(&mut b.as_slice(), 10, &|n| n == "T1").unwrap();
+        assert_eq!(s.top.len(), 2);
+        // The same numbers as the reader that holds everything.
+        let whole = latlab_core::samples::SampleLog::from_reader(b.as_slice()).unwrap();
+        assert_eq!(whole.samples[0].len() as u64, 6);
+    }
+
+    #[test]
+    fn a_cut_log_keeps_its_complete_blocks_and_garbage_is_named() {
+        let mut b = log(&["T0"], &[(0, vec![1, 2, 3]), (0, vec![4, 5])], false);
+        b.truncate(b.len() - 4);
+        let s = scan_reader(&mut b.as_slice(), 10, &|_| true).unwrap();
+        assert_eq!((s.counts[0], s.lost.clone()), (3, None));
+        let e = scan_reader(&mut &b"LATLABSX\x01\0\0\0\0\0\0\0"[..], 1, &|_| true).unwrap_err();
+        assert!(e.contains("bad magic"), "{e}");
+        let e = scan_reader(&mut &b"LAT"[..], 1, &|_| true).unwrap_err();
+        assert!(e.contains("too short"), "{e}");
+        let bad = log(&["T0"], &[(3, vec![1])], true);
+        let e = scan_reader(&mut bad.as_slice(), 1, &|_| true).unwrap_err();
+        assert!(e.contains("series 3 of 1"), "{e}");
+    }
+}

@@ -1,0 +1,116 @@
+//! Lowers `latlab noise`'s raw arguments (cli) into its validated config: every flag checked, each
+//! failure an exit-2 message naming the flag and the value.
+
+use super::args::NoiseArgs;
+use latlab_core::config::{CpuSet, Policy};
+use latlab_core::error::{Error, Result};
+use crate::measure::noise::config::{NoiseClock, NoiseConfig, MAX_REPEAT};
+
+impl NoiseConfig {
+    /// Validates raw arguments against the online CPUs.
+    pub fn from_args(a: &NoiseArgs, online: &CpuSet, tsc_ok: bool) -> Result<NoiseConfig> {
+        let main_cpu = a
+            .main_cpu
+            .unwrap_or_else(|| online.iter().next().unwrap_or(0));
+        if !online.contains(main_cpu) {
+            return Err(Error::flag(
+                "--main-cpu",
+                main_cpu,
+                format!("CPU is not online (online: {online})"),
+            ));
+        }
+        let cpus: Vec<usize> = match a.affinity.online(online)? {
+            Some(set) => set.iter().collect(),
+            None if online.len() > 1 => online.iter().filter(|&c| c != main_cpu).collect(),
+            None => online.iter().collect(),
+        };
+        use Policy::*;
+        let policy = a.rt.policy.or(Fifo, &[Fifo, Rr, Other, Batch, Idle])?;
+        let prio = a.rt.priority.for_policy(policy, 50)?;
+        let duration_ns = a.duration.unwrap_or(5_000_000_000);
+        let threshold_ns = a.threshold.as_ref().map_or(1_000, |t| t.ns);
+        let repeat = u32::try_from(*a.repeat)
+            .ok()
+            .filter(|&r| r <= MAX_REPEAT)
+            .ok_or_else(|| Error::flag("--repeat", *a.repeat, format!("use 1 to {MAX_REPEAT}")))?;
+        latlab_core::config::bounds::work("--repeat", repeat, u128::from(repeat), duration_ns)?;
+
+        let clock = match a.clock {
+            Some(NoiseClock::Tsc) if !tsc_ok => {
+                return Err(Error::Env(
+                    "--clock tsc: this CPU has no constant, nonstop TSC (or is not x86_64); use --clock monotonic".into(),
+                ))
+            }
+            Some(c) => c,
+            None if tsc_ok => NoiseClock::Tsc,
+            None => NoiseClock::Monotonic,
+        };
+        let disturb_cpu = a.disturb_cpu.unwrap_or(main_cpu);
+        if !online.contains(disturb_cpu) {
+            return Err(Error::flag(
+                "--disturb-cpu",
+                disturb_cpu,
+                format!("CPU is not online (online: {online})"),
+            ));
+        }
+        if let Some(cmd) = &a.disturb {
+            let first = cmd.split_whitespace().next().unwrap_or("");
+            if first.is_empty() {
+                return Err(Error::flag("--disturb", "''", "empty command"));
+            }
+            let plain = !cmd.contains(['|', ';', '&', '$', '`', '(', '<', '>', '=']);
+            if plain && !latlab_core::sys::process::command_exists(first) {
+                return Err(Error::flag(
+                    "--disturb",
+                    cmd,
+                    format!("command '{first}' not found on PATH"),
+                ));
+            }
+        }
+        if a.trace.trace_stacks {
+            return Err(Error::flag(
+                "--trace-stacks",
+                "",
+                "cyclic only: noise's spinners are never woken",
+            ));
+        }
+        if a.engine != super::config::NoiseEngine::Spin {
+            let refuse = |flag: &str, given: bool| -> Result<()> {
+                if given {
+                    return Err(Error::flag(
+                        flag,
+                        "",
+                        "a spinner's option: the osnoise/hwnoise engines run the kernel's threads",
+                    ));
+                }
+                Ok(())
+            };
+            refuse("--repeat", repeat > 1)?;
+            refuse("--disturb", a.disturb.is_some())?;
+            refuse("--clock", a.clock.is_some())?;
+            refuse("--trace", a.trace.threshold_ns()?.is_some())?;
+        }
+        Ok(NoiseConfig {
+            engine: a.engine,
+            cpus,
+            main_cpu,
+            policy,
+            prio,
+            duration_ns,
+            threshold_ns,
+            clock,
+            repeat,
+            disturb: a.disturb.clone(),
+            disturb_cpu,
+            force: a.force,
+            strict: a.common.strict(),
+            quiet: a.common.quiet(),
+            unit: *a.unit,
+            json: a.common.output.json.clone(),
+            trace_threshold_ns: a.trace.threshold_ns()?,
+            trace_save: a.trace.trace_save.clone(),
+            trace_actions: a.trace.actions()?,
+            trace_limits: a.trace.limits()?,
+        })
+    }
+}
