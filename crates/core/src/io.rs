@@ -8,7 +8,7 @@ use std::fs::{File, FileType, OpenOptions};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-pub use crate::output::kind_of;
+pub(crate) use crate::output::kind_of;
 
 fn refuse(t: &FileType, want: &str) -> std::io::Error {
     std::io::Error::new(

@@ -8,7 +8,7 @@ use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 /// What a file type is, in words, for messages ("a FIFO", "a directory" ...).
-pub fn kind_of(t: &std::fs::FileType) -> &'static str {
+pub(crate) fn kind_of(t: &std::fs::FileType) -> &'static str {
     if t.is_file() {
         "a regular file"
     } else if t.is_dir() {
@@ -72,7 +72,7 @@ pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// Longest error message printed whole (bytes).
-pub const MAX_MESSAGE: usize = 4096;
+pub(crate) const MAX_MESSAGE: usize = 4096;
 
 /// `text` cut to [`MAX_MESSAGE`] bytes (at a character boundary) with how much was left out:
 /// a parser's message quotes the input it refused, which can be a 20 MB string.
@@ -348,7 +348,7 @@ pub fn write_atomic_until(
 /// The file is opened non-blocking: a FIFO without a reader fails within a second (ENXIO)
 /// instead of holding latlab at `open`, and writes into a FIFO whose reader stalls return `WouldBlock`
 /// (see [`write_patiently`]). A directory or a socket is refused.
-pub fn create_nofollow(path: &Path) -> std::io::Result<File> {
+pub(crate) fn create_nofollow(path: &Path) -> std::io::Result<File> {
     if let Ok(m) = std::fs::symlink_metadata(path) {
         let t = m.file_type();
         if t.is_dir() || t.is_socket() {
@@ -394,7 +394,7 @@ pub fn create_nofollow(path: &Path) -> std::io::Result<File> {
 /// Writes all of `bytes` to a non-blocking `out`, waiting while it would block (a FIFO whose
 /// reader is slow) but giving up with `TimedOut` once `give_up()` says so: a reader that
 /// stopped reading cannot hold latlab past its end.
-pub fn write_patiently(
+pub(crate) fn write_patiently(
     out: &mut impl Write,
     mut bytes: &[u8],
     give_up: &dyn Fn() -> bool,

@@ -27,7 +27,7 @@ const MAX_BLOCK: usize = 4096;
 /// How long the end of a run waits for a log's reader (a FIFO) that stopped reading.
 const READER_GRACE: Duration = Duration::from_millis(500);
 /// Largest sample log `latlab samples` and `compare` read (it is read whole: 8 bytes a sample).
-pub const MAX_LOG_BYTES: u64 = 4 << 30;
+pub(crate) const MAX_LOG_BYTES: u64 = 4 << 30;
 
 /// A series as named in the log header.
 #[derive(Debug, Clone, PartialEq)]

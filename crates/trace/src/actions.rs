@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 /// What a rule does.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub enum Action {
+pub(crate) enum Action {
     /// Save the spike's trace window as a trace.dat.
     Trace,
     /// Run `sh -c CMD`.
@@ -36,24 +36,24 @@ pub enum Action {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Rule {
     /// The flag's text, for the record.
-    pub spec: String,
+    pub(crate) spec: String,
     /// Fires for a spike at or above this (ns).
-    pub threshold_ns: u64,
+    pub(crate) threshold_ns: u64,
     /// What it does.
-    pub action: Action,
+    pub(crate) action: Action,
 }
 
 /// Default `--on-threshold-max`: firings per rule in a run.
-pub const DEFAULT_MAX: u32 = 10;
+pub(crate) const DEFAULT_MAX: u32 = 10;
 /// Default `--trace-budget`: bytes `--trace-save` and `trace` actions may write in a run.
 /// 64 MiB: twenty-odd windows of a busy 2-CPU machine, more than anyone reads of one run (a
 /// 1 s run with 150 `trace` firings wrote 481 MB under the old 1 GiB).
-pub const DEFAULT_BUDGET: u64 = 64 << 20;
+pub(crate) const DEFAULT_BUDGET: u64 = 64 << 20;
 /// `shell:` commands running at once; a firing beyond is suppressed and counted.
-pub const MAX_SHELLS: usize = 4;
+pub(crate) const MAX_SHELLS: usize = 4;
 /// The variables a `shell:` command inherits from latlab's environment (besides the
 /// `LATLAB_*` ones describing the spike and what `--on-threshold-env` passes).
-pub const KEPT_ENV: &[&str] = &[
+pub(crate) const KEPT_ENV: &[&str] = &[
     "PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ", "TERM",
 ];
 /// How long the end of a run waits for `shell:` commands still running before it kills them.
@@ -64,12 +64,12 @@ const SHELL_GRACE: Duration = Duration::from_millis(100);
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Limits {
     /// `--on-threshold-max`: firings per rule.
-    pub max: u32,
+    pub(crate) max: u32,
     /// `--trace-budget`: bytes of trace files a run may write.
-    pub budget: u64,
+    pub(crate) budget: u64,
     /// `--on-threshold-env`: variables passed to `shell:` commands.
     #[serde(serialize_with = "names_only")]
-    pub env: Vec<(String, String)>,
+    pub(crate) env: Vec<(String, String)>,
 }
 
 fn names_only<S: serde::Serializer>(
@@ -90,7 +90,7 @@ impl Default for Limits {
 }
 
 /// `--on-threshold-env NAME` (latlab's own value) or `NAME=VALUE`; exit 2 naming the flag.
-pub fn parse_env(spec: &str) -> Result<(String, String)> {
+pub(crate) fn parse_env(spec: &str) -> Result<(String, String)> {
     let (name, value) = match spec.split_once('=') {
         Some((n, v)) => (n, Some(v.to_string())),
         None => (spec, None),
@@ -142,7 +142,7 @@ fn signal_number(s: &str) -> Option<i32> {
 
 /// Parses `US:ACTION`; `threshold` reads the time (µs when bare). Bad input is exit 2
 /// naming the flag.
-pub fn parse(spec: &str, threshold: impl Fn(&str) -> Result<u64>) -> Result<Rule> {
+pub(crate) fn parse(spec: &str, threshold: impl Fn(&str) -> Result<u64>) -> Result<Rule> {
     let bad = |why: &str| Error::flag(FLAG, spec, why);
     let (t, act) = spec
         .split_once(':')
@@ -200,7 +200,7 @@ pub fn parse(spec: &str, threshold: impl Fn(&str) -> Result<u64>) -> Result<Rule
 
 /// Checks, at start, that every `signal:` target exists and may be signalled: a missing one is
 /// exit 2 naming it, one latlab may not signal exit 3.
-pub fn check_targets(rules: &[Rule]) -> Result<()> {
+pub(crate) fn check_targets(rules: &[Rule]) -> Result<()> {
     for r in rules {
         if let Action::Signal(pid, _) = r.action {
             match latlab_core::sys::process::signal_checked(pid, 0) {
@@ -226,20 +226,20 @@ pub fn check_targets(rules: &[Rule]) -> Result<()> {
 
 /// What a spike looks like to an action.
 #[derive(Debug, Clone)]
-pub struct Spike<'a> {
+pub(crate) struct Spike<'a> {
     /// Series name.
-    pub series: &'a str,
+    pub(crate) series: &'a str,
     /// CPU.
-    pub cpu: usize,
+    pub(crate) cpu: usize,
     /// Loop or interruption number.
-    pub seq: u64,
+    pub(crate) seq: u64,
     /// Latency (ns).
-    pub latency_ns: u64,
+    pub(crate) latency_ns: u64,
 }
 
 /// The rules of a run and what they did.
 #[derive(Debug, Default)]
-pub struct Actions {
+pub(crate) struct Actions {
     rules: Vec<Rule>,
     limits: Limits,
     fired: Vec<u32>,
@@ -247,16 +247,16 @@ pub struct Actions {
     /// Running `shell:` supervisors (each leads its process group).
     children: Vec<Child>,
     /// Firings not done because their rule had reached its maximum.
-    pub suppressed: u64,
+    pub(crate) suppressed: u64,
     /// `shell:` firings not done because [`MAX_SHELLS`] were still running.
-    pub busy: u64,
+    pub(crate) busy: u64,
     /// `shell:` commands still running at the end of the run, killed then.
-    pub killed: u64,
+    pub(crate) killed: u64,
 }
 
 impl Actions {
     /// `rules` within `limits`; `stop` ends the run.
-    pub fn new(rules: Vec<Rule>, limits: Limits, stop: Arc<AtomicBool>) -> Actions {
+    pub(crate) fn new(rules: Vec<Rule>, limits: Limits, stop: Arc<AtomicBool>) -> Actions {
         Actions {
             fired: vec![0; rules.len()],
             rules,
@@ -270,14 +270,14 @@ impl Actions {
     }
 
     /// True when a rule saves trace windows (the recorder must keep raw pages).
-    pub fn saves_windows(&self) -> bool {
+    pub(crate) fn saves_windows(&self) -> bool {
         self.rules.iter().any(|r| r.action == Action::Trace)
     }
 
     /// Fires every rule `s` reaches (within its maximum). `trace` rules are returned as
     /// (rule text) for the caller to save once the recorder has read the spike; the others
     /// are done now and recorded.
-    pub fn fire(&mut self, s: &Spike, record: &mut Vec<Firing>) -> Vec<String> {
+    pub(crate) fn fire(&mut self, s: &Spike, record: &mut Vec<Firing>) -> Vec<String> {
         let mut windows = Vec::new();
         self.children
             .retain_mut(|c| matches!(c.try_wait(), Ok(None)));
@@ -334,7 +334,7 @@ impl Actions {
 
     /// Ends the `shell:` commands: those still running after a moment are killed with their
     /// whole process group (the run never waits on them).
-    pub fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         let t0 = Instant::now();
         for c in &mut self.children {
             loop {

@@ -9,7 +9,7 @@ use super::event::{softirq_name, Event, Kind, Name};
 use latlab_core::result::trace::{Attribution, Component, TaskRef, IRQS_OFF_OR_HOST};
 
 /// A task as a person reads it: `comm:pid RT 99`, `comm:pid` for a normal one.
-pub fn task_label(comm: &Name, pid: i32, prio: i32) -> String {
+pub(crate) fn task_label(comm: &Name, pid: i32, prio: i32) -> String {
     use std::fmt::Write;
     let mut s = String::with_capacity(32);
     s.push_str(&comm.as_str());
@@ -42,12 +42,12 @@ fn irq_label(irq: i32, name: &Name) -> String {
 
 /// How to name time nothing visible explains.
 #[derive(Debug, Clone, Default)]
-pub struct Note {
+pub(crate) struct Note {
     /// What it means here (e.g. "hypervisor/SMI/NMI (this is a VM)").
-    pub text: String,
+    pub(crate) text: String,
     /// The measured thread spins (noise): its own time inside a gap is not its own doing,
     /// so it is `unattributed` rather than `self`.
-    pub spinner: bool,
+    pub(crate) spinner: bool,
 }
 
 /// Where the replay stands with the measured thread's wake-up.
@@ -128,7 +128,8 @@ const NO_SWITCH: &str = "the switch into the measured thread is missing from the
 /// 60 of a thread's switch-ins); each event's `common_pid` then corrects the running task, and
 /// the stretch after the last event, when the measured thread was evidently not shown running,
 /// is charged to the task seen last (the likeliest) with a note saying so.
-pub fn attribute(
+#[cfg(test)]
+pub(crate) fn attribute(
     events: &[Event],
     expected: u64,
     actual: u64,
@@ -141,11 +142,11 @@ pub fn attribute(
 /// A CPU's events, oldest first, in up to two runs (the halves of the flight recorder's ring):
 /// attributed where they are kept, not copied out.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Window<'a>(pub &'a [Event], pub &'a [Event]);
+pub(crate) struct Window<'a>(pub(crate) &'a [Event], pub(crate) &'a [Event]);
 
 impl<'a> Window<'a> {
     /// The events in order.
-    pub fn iter(
+    pub(crate) fn iter(
         &self,
     ) -> std::iter::Chain<std::slice::Iter<'a, Event>, std::slice::Iter<'a, Event>> {
         self.0.iter().chain(self.1.iter())
@@ -153,7 +154,7 @@ impl<'a> Window<'a> {
 }
 
 /// [`attribute`] of the events of `w`.
-pub fn attribute_window(
+pub(crate) fn attribute_window(
     w: Window<'_>,
     expected: u64,
     actual: u64,
@@ -581,7 +582,7 @@ fn attribute_in<'a>(
 /// Threads named one by one in an attribution; the others are summed per command name
 /// (a loaded CPU's long delay holds hundreds of threads, each a fraction of a percent:
 /// naming them all made a `sched --all` result hundreds of megabytes, and most of its CPU).
-pub const NAMED_THREADS: usize = 16;
+pub(crate) const NAMED_THREADS: usize = 16;
 /// Commands folded in one spike beyond which they are found through a map.
 const MANY_FOLDS: usize = 16;
 

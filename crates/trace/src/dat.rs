@@ -8,25 +8,25 @@ use std::path::Path;
 
 /// What a `trace.dat` file holds besides the pages.
 #[derive(Debug, Default)]
-pub struct Meta {
+pub(crate) struct Meta {
     /// `events/header_page`.
-    pub header_page: Vec<u8>,
+    pub(crate) header_page: Vec<u8>,
     /// `events/header_event`.
-    pub header_event: Vec<u8>,
+    pub(crate) header_event: Vec<u8>,
     /// Per event system: its name and its events' `format` files.
-    pub systems: Vec<(String, Vec<Vec<u8>>)>,
+    pub(crate) systems: Vec<(String, Vec<Vec<u8>>)>,
     /// /proc/kallsyms.
-    pub kallsyms: Vec<u8>,
+    pub(crate) kallsyms: Vec<u8>,
     /// `printk_formats`.
-    pub printk: Vec<u8>,
+    pub(crate) printk: Vec<u8>,
     /// `saved_cmdlines` (`pid comm` lines).
-    pub cmdlines: Vec<u8>,
+    pub(crate) cmdlines: Vec<u8>,
     /// Ring-buffer page size.
-    pub page_size: usize,
+    pub(crate) page_size: usize,
 }
 
 /// Reads what [`Meta`] needs from tracefs `root` for `events` (`system/event` names).
-pub fn meta(root: &Path, events: &[String], page_size: usize) -> std::io::Result<Meta> {
+pub(crate) fn meta(root: &Path, events: &[String], page_size: usize) -> std::io::Result<Meta> {
     let rd = |p: &Path| -> std::io::Result<Vec<u8>> {
         super::tracefs::read(p)
             .map(String::into_bytes)
@@ -63,7 +63,7 @@ fn u32le(out: &mut Vec<u8>, v: usize) -> std::io::Result<()> {
 
 /// The file's bytes: `cpus[i]` holds CPU i's pages (empty for a CPU not traced), each page
 /// `page_size` long (shorter ones are zero-padded; the commit word says how much is data).
-pub fn encode(m: &Meta, cpus: &[Vec<Vec<u8>>]) -> std::io::Result<Vec<u8>> {
+pub(crate) fn encode(m: &Meta, cpus: &[Vec<Vec<u8>>]) -> std::io::Result<Vec<u8>> {
     let mut o = Vec::new();
     o.extend_from_slice(&[0x17, 0x08, 0x44]);
     o.extend_from_slice(b"tracing6\0");
@@ -117,11 +117,6 @@ pub fn encode(m: &Meta, cpus: &[Vec<Vec<u8>>]) -> std::io::Result<Vec<u8>> {
         }
     }
     Ok(o)
-}
-
-/// Writes the file (temporary file and rename).
-pub fn write(path: &Path, m: &Meta, cpus: &[Vec<Vec<u8>>]) -> std::io::Result<()> {
-    latlab_core::output::write_atomic(path, &encode(m, cpus)?)
 }
 
 /// True when `--trace-save` names a trace.dat file (`.dat`), not a readable timeline.

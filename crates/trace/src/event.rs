@@ -157,13 +157,13 @@ pub enum Kind {
 }
 
 /// Frames of a kernel stack kept.
-pub const STACK_DEPTH: usize = 24;
+pub(crate) const STACK_DEPTH: usize = 24;
 
 /// The kernel's task name length (TASK_COMM_LEN - 1).
 const COMM_LEN: usize = 15;
 
 /// The command name exec gives a task running `path`: its base name, cut to 15 bytes.
-pub fn comm_of_path(path: &[u8]) -> Name {
+pub(crate) fn comm_of_path(path: &[u8]) -> Name {
     let path = path.split(|&c| c == 0).next().unwrap_or(&[]);
     let base = path.rsplit(|&c| c == b'/').next().unwrap_or(path);
     Name::new(&base[..base.len().min(COMM_LEN)])

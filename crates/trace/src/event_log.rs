@@ -51,7 +51,13 @@ fn line(e: &Event) -> String {
 
 /// The timeline of one spike: a header with its attribution, then every event from
 /// [`LEAD_NS`] before the expected wake-up to the actual one.
-pub fn render(series: &str, cpu: usize, s: &RawSpike, why: &Attribution, ev: &[Event]) -> String {
+pub(crate) fn render(
+    series: &str,
+    cpu: usize,
+    s: &RawSpike,
+    why: &Attribution,
+    ev: &[Event],
+) -> String {
     let us = |ns: i128| format!("{:+.3} us", ns as f64 / 1000.0);
     let mut out = format!(
         "== {series} CPU {cpu} #{}: expected {} ns, late {}\n",

@@ -15,7 +15,7 @@ use std::sync::Arc;
 #[derive(Debug, Clone)]
 pub struct Reach {
     /// The instance's path as mounted when it was made.
-    pub dir: PathBuf,
+    pub(crate) dir: PathBuf,
     /// The same directory through the descriptor (or `dir` itself).
     via: PathBuf,
     /// The descriptor `via` goes through, open while any clone lives.
@@ -24,7 +24,7 @@ pub struct Reach {
 
 impl Reach {
     /// Reaches `dir` through a descriptor of its parent, opened now.
-    pub fn new(dir: PathBuf) -> Reach {
+    pub(crate) fn new(dir: PathBuf) -> Reach {
         let anchor = dir.parent().and_then(|p| {
             std::fs::OpenOptions::new()
                 .read(true)
@@ -57,12 +57,12 @@ impl Reach {
     }
 
     /// The instance directory itself, reached through the descriptor.
-    pub fn via(&self) -> &Path {
+    pub(crate) fn via(&self) -> &Path {
         &self.via
     }
 
     /// The path a message names for `p`, one of [`Reach::at`]'s: under `dir`, as mounted.
-    pub fn shown(&self, p: &Path) -> PathBuf {
+    pub(crate) fn shown(&self, p: &Path) -> PathBuf {
         p.strip_prefix(&self.via)
             .map(|r| {
                 if r.as_os_str().is_empty() {

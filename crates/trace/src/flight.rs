@@ -19,34 +19,34 @@ use std::time::Duration;
 
 /// One CPU's recent events.
 #[derive(Debug, Default)]
-pub struct CpuLog {
+pub(crate) struct CpuLog {
     /// Events, oldest first.
-    pub events: VecDeque<Event>,
+    pub(crate) events: VecDeque<Event>,
     /// Everything recorded before this trace-clock time has been read (the pipe was empty).
-    pub complete_to: u64,
+    pub(crate) complete_to: u64,
     /// Events the kernel lost (ring full before the reader came).
-    pub lost: u64,
+    pub(crate) lost: u64,
     /// Events decoded.
-    pub read: u64,
+    pub(crate) read: u64,
     /// Pages that could not be walked to the end.
-    pub bad_pages: u64,
+    pub(crate) bad_pages: u64,
     /// Where the kernel lost events: (time stamp of the page that reported it, count), the
     /// first [`MAX_LOSSES`] kept.
-    pub losses: Vec<(u64, u64)>,
+    pub(crate) losses: Vec<(u64, u64)>,
 }
 
 /// How far back (in units of the kept history) a hold keeps events at most: a session that
 /// never explains its spikes cannot keep every event.
-pub const HOLD_FACTOR: u64 = 4;
+pub(crate) const HOLD_FACTOR: u64 = 4;
 
 /// Losses kept with their time per CPU (beyond, only counted).
-pub const MAX_LOSSES: usize = 4096;
+pub(crate) const MAX_LOSSES: usize = 4096;
 
 impl CpuLog {
     /// Adds an event and drops those older than `keep_ns` before it, but none after `hold`
     /// (the oldest time spikes still to be explained need; `u64::MAX`: none) while that is
     /// less than [`HOLD_FACTOR`] times `keep_ns` back.
-    pub fn push(&mut self, e: Event, keep_ns: u64, hold: u64) {
+    pub(crate) fn push(&mut self, e: Event, keep_ns: u64, hold: u64) {
         let mut horizon = e.ts.saturating_sub(keep_ns);
         if hold < horizon && e.ts.saturating_sub(hold) <= keep_ns.saturating_mul(HOLD_FACTOR) {
             horizon = hold;
@@ -59,7 +59,7 @@ impl CpuLog {
     }
 
     /// The events after `after` up to `upto`, in order.
-    pub fn between(&self, after: u64, upto: u64) -> Vec<Event> {
+    pub(crate) fn between(&self, after: u64, upto: u64) -> Vec<Event> {
         let from = self.events.partition_point(|e| e.ts <= after);
         let to = self.events.partition_point(|e| e.ts <= upto);
         self.events.range(from..to.max(from)).cloned().collect()
@@ -67,12 +67,13 @@ impl CpuLog {
 
     /// The events up to `to`, starting at the last context switch at or before `from` (so a
     /// replay knows which task ran at `from`), or at the oldest kept event.
-    pub fn window(&self, from: u64, to: u64) -> Vec<Event> {
+    #[cfg(test)]
+    pub(crate) fn window(&self, from: u64, to: u64) -> Vec<Event> {
         self.window_in_place(from, to).iter().cloned().collect()
     }
 
     /// [`CpuLog::window`] where the events are kept (the two halves of the ring).
-    pub fn window_in_place(&self, from: u64, to: u64) -> super::attribute::Window<'_> {
+    pub(crate) fn window_in_place(&self, from: u64, to: u64) -> super::attribute::Window<'_> {
         let end = self.events.partition_point(|e| e.ts <= to);
         let at = self.events.partition_point(|e| e.ts <= from);
         let start = (0..at)
@@ -219,7 +220,7 @@ fn drain(
 impl FlightRecorder {
     /// Starts reading `cpus` of `instance` (and every CPU of `procs`), keeping `keep_ns` per
     /// CPU.
-    pub fn start(
+    pub(crate) fn start(
         instance: Instance,
         procs: Option<Instance>,
         cpus: &[usize],
@@ -311,7 +312,7 @@ impl FlightRecorder {
     /// `f` of the events on `cpu` from the last switch before `from` up to `to`, where they
     /// are kept (under the CPU's lock: the reader waits until `f` returns), once the reader
     /// has read past `to` (waiting at most `patience`). None for a CPU not traced.
-    pub fn with_window<R>(
+    pub(crate) fn with_window<R>(
         &self,
         cpu: usize,
         from: u64,
@@ -371,7 +372,7 @@ impl FlightRecorder {
     }
 
     /// True when the reader has read everything on `cpu` up to `to` (or has stopped).
-    pub fn has_read(&self, cpu: usize, to: u64) -> bool {
+    pub(crate) fn has_read(&self, cpu: usize, to: u64) -> bool {
         let Some(i) = self.shared.cpus.iter().position(|&c| c == cpu) else {
             return true;
         };
@@ -385,7 +386,7 @@ impl FlightRecorder {
 
     /// Stops tracing, reads what is left, and stops the reader (the instance stays until
     /// drop, so windows can still be taken).
-    pub fn stop(&mut self) {
+    pub(crate) fn stop(&mut self) {
         for i in self.instance.iter().chain(self.procs.iter()) {
             i.stop();
         }
@@ -396,7 +397,7 @@ impl FlightRecorder {
     }
 
     /// The command `pid` belongs to, when the trace saw it born or exec.
-    pub fn identity(&self, pid: i32) -> Option<Identity> {
+    pub(crate) fn identity(&self, pid: i32) -> Option<Identity> {
         self.shared
             .procs
             .lock()
@@ -405,7 +406,7 @@ impl FlightRecorder {
     }
 
     /// Times the trace saw `pid` born (a pid reused is born again).
-    pub fn births(&self, pid: i32) -> u32 {
+    pub(crate) fn births(&self, pid: i32) -> u32 {
         self.shared
             .procs
             .lock()
@@ -414,7 +415,7 @@ impl FlightRecorder {
     }
 
     /// The creators of `pid` the trace saw born, back to the first older than the trace.
-    pub fn lineage(&self, pid: i32) -> super::procs::Lineage {
+    pub(crate) fn lineage(&self, pid: i32) -> super::procs::Lineage {
         self.shared
             .procs
             .lock()
@@ -425,17 +426,17 @@ impl FlightRecorder {
     /// Keeps every event from `ts` (trace clock: CLOCK_MONOTONIC ns) on, however long it takes
     /// to explain the spikes after it (within [`HOLD_FACTOR`] times the kept history);
     /// `u64::MAX` lets go.
-    pub fn hold_from(&self, ts: u64) {
+    pub(crate) fn hold_from(&self, ts: u64) {
         self.shared.hold.store(ts, Ordering::Release);
     }
 
     /// Keeps up to `bytes` of raw pages per CPU from now on (for a trace.dat).
-    pub fn keep_pages(&self, bytes: usize) {
+    pub(crate) fn keep_pages(&self, bytes: usize) {
         self.shared.pages_cap.store(bytes, Ordering::Relaxed);
     }
 
     /// The raw pages kept, per traced CPU, oldest first.
-    pub fn take_pages(&self) -> Vec<(usize, Vec<Box<[u8]>>)> {
+    pub(crate) fn take_pages(&self) -> Vec<(usize, Vec<Box<[u8]>>)> {
         self.shared
             .cpus
             .iter()
@@ -449,7 +450,7 @@ impl FlightRecorder {
 
     /// Copies of the raw pages kept, per traced CPU, from the last page starting at or before
     /// `from` to the last starting at or before `to`.
-    pub fn pages_between(&self, from: u64, to: u64) -> Vec<(usize, Vec<Vec<u8>>)> {
+    pub(crate) fn pages_between(&self, from: u64, to: u64) -> Vec<(usize, Vec<Vec<u8>>)> {
         let o = self.shared.ts_offset;
         let ts = |p: &[u8]| {
             p.get(o..o + 8)
@@ -470,12 +471,12 @@ impl FlightRecorder {
     }
 
     /// True when process events are traced.
-    pub fn names_commands(&self) -> bool {
+    pub(crate) fn names_commands(&self) -> bool {
         self.procs.is_some()
     }
 
     /// Per traced CPU: (cpu, events read, events lost, unreadable pages).
-    pub fn counts(&self) -> Vec<(usize, u64, u64, u64)> {
+    pub(crate) fn counts(&self) -> Vec<(usize, u64, u64, u64)> {
         self.shared
             .cpus
             .iter()

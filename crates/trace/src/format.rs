@@ -6,13 +6,13 @@
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Field {
     /// Field name (`prev_pid`, `name`, ...).
-    pub name: String,
+    pub(crate) name: String,
     /// Byte offset in the record.
-    pub offset: usize,
+    pub(crate) offset: usize,
     /// Size in bytes.
-    pub size: usize,
+    pub(crate) size: usize,
     /// A `__data_loc` field: a u32 holding (length << 16 | offset) of the real data.
-    pub data_loc: bool,
+    pub(crate) data_loc: bool,
 }
 
 /// An event's layout: its name, type id and fields.
@@ -23,7 +23,7 @@ pub struct Format {
     /// Type id (the record's `common_type`).
     pub id: u16,
     /// Every field, common ones included.
-    pub fields: Vec<Field>,
+    pub(crate) fields: Vec<Field>,
 }
 
 impl Format {
@@ -37,13 +37,13 @@ impl Format {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PageHeader {
     /// Offset of the u64 time stamp of the page's first event.
-    pub ts_offset: usize,
+    pub(crate) ts_offset: usize,
     /// Offset of the commit word (data length and missed-event flags).
-    pub commit_offset: usize,
+    pub(crate) commit_offset: usize,
     /// Size of the commit word (4 or 8).
-    pub commit_size: usize,
+    pub(crate) commit_size: usize,
     /// Offset of the first event.
-    pub data_offset: usize,
+    pub(crate) data_offset: usize,
     /// Bytes in one page as `trace_pipe_raw` hands it out (header and data).
     pub page_size: usize,
 }

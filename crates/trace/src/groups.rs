@@ -14,7 +14,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 /// The group of latlab's own threads (trace reader, watch, display, control).
-pub const SELF: &str = "latlab (self)";
+pub(crate) const SELF: &str = "latlab (self)";
 
 /// Tasks and processes remembered at most; beyond, new ones are named without /proc.
 const MAX_FACTS: usize = 200_000;
@@ -29,9 +29,9 @@ const MAX_COMMAND: usize = 64;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Root {
     /// Its process id.
-    pub pid: i32,
+    pub(crate) pid: i32,
     /// The group's name, as shown.
-    pub group: String,
+    pub(crate) group: String,
 }
 
 impl Root {
@@ -73,7 +73,7 @@ struct Proc {
 
 /// Names the culprit group of every task a spike charges.
 #[derive(Debug, Clone)]
-pub struct Namer {
+pub(crate) struct Namer {
     proc: PathBuf,
     self_pid: i32,
     /// latlab's own binary (device, inode), to tell another latlab however it is named.
@@ -101,7 +101,7 @@ fn file_id(p: &Path) -> Option<(u64, u64)> {
 impl Namer {
     /// A namer reading /proc under `proc`, for latlab process `self_pid` and the processes it
     /// started (`roots`).
-    pub fn new(proc: PathBuf, self_pid: i32, roots: Vec<Root>) -> Namer {
+    pub(crate) fn new(proc: PathBuf, self_pid: i32, roots: Vec<Root>) -> Namer {
         let self_exe = file_id(&proc.join(format!("{self_pid}/exe")));
         Namer {
             proc,
@@ -117,12 +117,12 @@ impl Namer {
     }
 
     /// latlab itself, with the processes it started.
-    pub fn system(roots: Vec<Root>) -> Namer {
+    pub(crate) fn system(roots: Vec<Root>) -> Namer {
         Namer::new("/proc".into(), std::process::id() as i32, roots)
     }
 
     /// One more process whose tree is one group (a command started after the trace).
-    pub fn add_root(&mut self, r: Root) {
+    pub(crate) fn add_root(&mut self, r: Root) {
         self.roots.retain(|x| x.pid != r.pid);
         self.roots.push(r);
         self.scan_roots();
@@ -131,7 +131,7 @@ impl Namer {
     /// Reads every task of the roots' trees now (once the trace runs): a load's tasks that
     /// were started before the trace may be gone by the time a spike they caused is
     /// attributed, and the trace never saw them born.
-    pub fn scan_roots(&mut self) {
+    pub(crate) fn scan_roots(&mut self) {
         // latlab's own threads too (a helper may end before its spikes are attributed).
         self.read(self.self_pid);
         let me = self.self_pid;
@@ -200,7 +200,7 @@ impl Namer {
 
     /// Reads what /proc says of `pid` (and its process) now, unless already known or its
     /// lineage already leads to a root.
-    pub fn observe(&mut self, pid: i32, lin: &Lineage) {
+    pub(crate) fn observe(&mut self, pid: i32, lin: &Lineage) {
         let mut walked = lin.born.clone();
         walked.extend(lin.older);
         if self.root_of(&walked).is_some() {
@@ -219,7 +219,7 @@ impl Namer {
 
     /// True when [`Namer::observe`] has nothing more to read of `pid`, born `births` times in
     /// the trace: read already, or found gone since its last birth.
-    pub fn settled(&self, pid: i32, births: u32) -> bool {
+    pub(crate) fn settled(&self, pid: i32, births: u32) -> bool {
         self.tgid.contains_key(&pid) || self.gone.get(&pid) == Some(&births)
     }
 
@@ -348,7 +348,7 @@ impl Namer {
 
     /// The group of task `pid` (named `comm` at switch-in) from its lineage in the trace, the
     /// exec chain the trace saw (`exec_id`) and what /proc said while it lived.
-    pub fn identity(
+    pub(crate) fn identity(
         &self,
         pid: i32,
         comm: &str,
@@ -405,7 +405,7 @@ impl Namer {
     }
 
     /// Forgets what it read of tasks other than `keep` (a session that never ends).
-    pub fn retain(&mut self, keep: &HashSet<i32>) {
+    pub(crate) fn retain(&mut self, keep: &HashSet<i32>) {
         self.tgid.retain(|pid, _| keep.contains(pid));
         let procs: HashSet<i32> = self.tgid.values().copied().collect();
         self.procs.retain(|p, _| procs.contains(p));
@@ -445,7 +445,7 @@ const KERNEL_WORK: &[(&str, &str)] = &[
 /// threaded interrupt's IRQ (`irq/24-virtio0` -> `irq 24 virtio0 (thread)`: its handler's full
 /// name from `irqs`, /proc/irq, where the thread's 15-character name cut it), the kind of
 /// kernel work of [`KERNEL_WORK`]; None for any other name.
-pub fn kernel_group(name: &str, irqs: &Path) -> Option<String> {
+pub(crate) fn kernel_group(name: &str, irqs: &Path) -> Option<String> {
     if let Some(g) = workqueue_group(name) {
         return Some(g);
     }
@@ -493,7 +493,7 @@ fn irq_thread_group(name: &str, irqs: &Path) -> Option<String> {
 /// A kernel worker's group: its workqueue, the worker number dropped
 /// (`kworker/u8:2-ext4-rsv-conversion` -> `kworker/u8:*-ext4-rsv-conversion`; a worker
 /// running its work shows `+` instead of `-`); None for any other name.
-pub fn workqueue_group(name: &str) -> Option<String> {
+pub(crate) fn workqueue_group(name: &str) -> Option<String> {
     let rest = name.strip_prefix("kworker/")?;
     // A rescuer is named by its workqueue already.
     if rest.starts_with("R-") {

@@ -14,17 +14,17 @@ use std::sync::Mutex;
 const KEEP_SAMPLES: usize = 6_000;
 /// A spike's steal is not judged from readings further apart than this (the reader fell
 /// behind, or the spike predates the samples kept).
-pub const MAX_SPAN_NS: u64 = 200_000_000;
+pub(crate) const MAX_SPAN_NS: u64 = 200_000_000;
 
 /// What this machine is: bare metal or a guest, and how that was found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Host {
+pub(crate) struct Host {
     /// A virtual machine.
-    pub vm: bool,
+    pub(crate) vm: bool,
     /// The hypervisor, when named (`KVM`, `Hyper-V`, `Xen`, ...).
-    pub hypervisor: Option<String>,
+    pub(crate) hypervisor: Option<String>,
     /// What said so (`CPUID 0x40000000: KVMKVMKVM`, `/proc/cpuinfo flag hypervisor`, ...).
-    pub evidence: Vec<String>,
+    pub(crate) evidence: Vec<String>,
 }
 
 /// The hypervisor a CPUID vendor signature (leaf 0x40000000) names.
@@ -72,7 +72,7 @@ fn dmi_name(vendor: &str, product: &str) -> Option<String> {
 }
 
 /// CPUID's hypervisor vendor signature, when the CPU says it runs under a hypervisor.
-pub fn cpuid_vendor() -> Option<String> {
+pub(crate) fn cpuid_vendor() -> Option<String> {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::__cpuid;
@@ -99,7 +99,7 @@ pub fn cpuid_vendor() -> Option<String> {
 /// Whether this is a guest, from `cpuid` (the vendor signature, if the CPU reported one), the
 /// `hypervisor` flag of /proc/cpuinfo, DMI (/sys/class/dmi/id/{sys_vendor,product_name}) and
 /// /sys/hypervisor/type under `roots`.
-pub fn detect(roots: &Roots, cpuid: Option<&str>) -> Host {
+pub(crate) fn detect(roots: &Roots, cpuid: Option<&str>) -> Host {
     let mut h = Host::default();
     let mut names = Vec::new();
     if let Some(sig) = cpuid.filter(|s| !s.trim_matches('\0').trim().is_empty()) {
@@ -140,12 +140,12 @@ pub fn detect(roots: &Roots, cpuid: Option<&str>) -> Host {
 
 impl Host {
     /// This machine (CPUID and the real /proc and /sys).
-    pub fn here() -> Host {
+    pub(crate) fn here() -> Host {
         detect(&Roots::host(), cpuid_vendor().as_deref())
     }
 
     /// What an idle CPU's unexplained delay means here.
-    pub fn idle_note(&self) -> String {
+    pub(crate) fn idle_note(&self) -> String {
         match (&self.hypervisor, self.vm) {
             (Some(n), _) => format!("nothing visible ran: host/SMI/NMI (this is a VM: {n})"),
             (None, true) => "nothing visible ran: host/SMI/NMI (this is a VM)".into(),
@@ -155,7 +155,7 @@ impl Host {
 }
 
 /// Steal's unit in /proc/stat: one USER_HZ tick (ns).
-pub fn steal_tick_ns() -> u64 {
+pub(crate) fn steal_tick_ns() -> u64 {
     latlab_core::sys::clock::user_hz_tick_ns()
 }
 
@@ -170,7 +170,7 @@ fn steal_of(stat: &str, cpu: usize) -> Option<u64> {
 
 /// Steal readings of the traced CPUs over time, taken by the trace reader.
 #[derive(Debug)]
-pub struct StealLog {
+pub(crate) struct StealLog {
     roots: Roots,
     cpus: Vec<usize>,
     /// (CLOCK_MONOTONIC ns, steal ticks per CPU of `cpus`), oldest first.
@@ -202,7 +202,7 @@ fn read_from_start(f: &std::fs::File, buf: &mut Vec<u8>) -> Option<usize> {
 
 impl StealLog {
     /// An empty log of `cpus`' steal, read from /proc/stat under `roots`.
-    pub fn new(roots: Roots, cpus: &[usize]) -> StealLog {
+    pub(crate) fn new(roots: Roots, cpus: &[usize]) -> StealLog {
         StealLog {
             roots,
             cpus: cpus.to_vec(),
@@ -212,7 +212,7 @@ impl StealLog {
     }
 
     /// Reads /proc/stat once, stamped `now_ns`.
-    pub fn sample(&self, now_ns: u64) {
+    pub(crate) fn sample(&self, now_ns: u64) {
         let v = {
             let mut g = self.stat.lock().unwrap_or_else(|p| p.into_inner());
             let (file, buf) = &mut *g;
@@ -240,7 +240,7 @@ impl StealLog {
     /// The steal counted on `cpu` between the last reading at or before `from` and the first
     /// at or after `to` (reading now, stamped `now_ns`, when none is after `to` yet); Err says
     /// why it cannot be told.
-    pub fn around(
+    pub(crate) fn around(
         &self,
         cpu: usize,
         from: u64,
@@ -278,11 +278,11 @@ impl StealLog {
 }
 
 /// How often the sampler reads steal: /proc/stat's resolution, so no reading is wasted.
-pub const SAMPLE_EVERY: std::time::Duration = std::time::Duration::from_millis(10);
+pub(crate) const SAMPLE_EVERY: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// The thread that reads steal every [`SAMPLE_EVERY`] into a [`StealLog`]; stopped and
 /// joined when dropped.
-pub struct Sampler {
+pub(crate) struct Sampler {
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -293,7 +293,10 @@ impl Sampler {
     /// waking every 10 ms must not preempt a measured SCHED_OTHER thread. A reading the
     /// sampler missed is taken when a spike is checked. None if no thread could be started
     /// (steal is then read when a spike is checked).
-    pub fn start(log: std::sync::Arc<StealLog>, cpus: Option<Vec<usize>>) -> Option<Sampler> {
+    pub(crate) fn start(
+        log: std::sync::Arc<StealLog>,
+        cpus: Option<Vec<usize>>,
+    ) -> Option<Sampler> {
         use std::sync::atomic::{AtomicBool, Ordering};
         let stop = std::sync::Arc::new(AtomicBool::new(false));
         let st = stop.clone();
@@ -331,7 +334,7 @@ impl StealLog {
     /// the steal counted around it (kept in `why.steal`), its late timer renamed the host's
     /// where that steal covers it ([`classify`]); returns the reading for the residual. None
     /// for a spike with neither.
-    pub fn judge(
+    pub(crate) fn judge(
         &self,
         why: &mut Attribution,
         cpu: usize,
@@ -384,7 +387,7 @@ fn steal_behind_tasks(why: &mut Attribution, steal: &StealAround, tick_ns: u64) 
 /// counted around the spike covers it: `steal.ticks` ticks of `tick_ns` (at least one) add up
 /// to at least the late-timer time, over readings at most [`MAX_SPAN_NS`] apart. Otherwise it
 /// stays `timer`, "interrupts off or host". Returns whether it was renamed.
-pub fn classify(why: &mut Attribution, steal: &StealAround, tick_ns: u64) -> bool {
+pub(crate) fn classify(why: &mut Attribution, steal: &StealAround, tick_ns: u64) -> bool {
     let late: u64 = why
         .components
         .iter()

@@ -31,11 +31,11 @@ impl Default for Snap {
 
 /// Counter roots (the real ones, or fakes in tests).
 #[derive(Debug, Clone)]
-pub struct Roots {
+pub(crate) struct Roots {
     /// /proc.
-    pub proc: PathBuf,
+    pub(crate) proc: PathBuf,
     /// /dev/cpu.
-    pub dev_cpu: PathBuf,
+    pub(crate) dev_cpu: PathBuf,
 }
 
 impl Default for Roots {
@@ -71,7 +71,7 @@ fn steal(proc: &Path, cpu: usize) -> Option<u64> {
 
 /// `MSR_SMI_COUNT` of `cpu` (the kernel reads it on that CPU: an IPI, so latlab reads it only
 /// at the start and end of a run and when a spike has time nothing visible explains).
-pub fn smi(dev_cpu: &Path, cpu: usize) -> Result<u64, String> {
+pub(crate) fn smi(dev_cpu: &Path, cpu: usize) -> Result<u64, String> {
     use std::os::unix::fs::FileExt;
     let p = dev_cpu.join(format!("{cpu}/msr"));
     let f = std::fs::File::open(&p).map_err(|e| format!("{}: {e}", p.display()))?;
@@ -83,7 +83,7 @@ pub fn smi(dev_cpu: &Path, cpu: usize) -> Result<u64, String> {
 
 /// Counters of `cpus` now.
 #[derive(Debug, Clone, Default)]
-pub struct Counters {
+pub(crate) struct Counters {
     snaps: Vec<(usize, Snap)>,
 }
 
@@ -91,7 +91,7 @@ pub struct Counters {
 /// read so far, so each spike's unexplained time can be checked against the counters read just
 /// before and after it. (Steal is read by the trace reader: `host::StealLog`.)
 #[derive(Debug, Clone, Default)]
-pub struct Watch {
+pub(crate) struct Watch {
     roots: Roots,
     cpus: Vec<usize>,
     /// (CLOCK_MONOTONIC ns, readings), oldest first.
@@ -108,11 +108,17 @@ const READINGS: usize = 600;
 const READ_EVERY_NS: u64 = 50_000_000;
 
 /// `steal` in the residual's words: what was counted, or why it was not.
-pub type StealReading = (Result<StealAround, String>, u64);
+pub(crate) type StealReading = (Result<StealAround, String>, u64);
 
 impl Watch {
     /// Starts watching `cpus` at `now_ns` from `start` (the run's first full reading).
-    pub fn new(roots: Roots, cpus: &[usize], start: &Counters, now_ns: u64, nmis: bool) -> Watch {
+    pub(crate) fn new(
+        roots: Roots,
+        cpus: &[usize],
+        start: &Counters,
+        now_ns: u64,
+        nmis: bool,
+    ) -> Watch {
         let smi = cpus
             .iter()
             .map(|&c| {
@@ -136,7 +142,7 @@ impl Watch {
     }
 
     /// Takes a cheap reading at `now_ns` (unless one was taken in the last 50 ms).
-    pub fn tick(&mut self, now_ns: u64) {
+    pub(crate) fn tick(&mut self, now_ns: u64) {
         if self
             .readings
             .back()
@@ -181,7 +187,7 @@ impl Watch {
     /// visible explains; `nmis` the spike's traced NMIs (count, ns), when traced; `steal` the
     /// steal counted around it with its tick (ns), on a VM. `now_ns`: the time an SMI reading
     /// is taken (the MSR is read again now, if it can be).
-    pub fn residual(
+    pub(crate) fn residual(
         &mut self,
         cpu: usize,
         span: (u64, u64),
@@ -300,7 +306,7 @@ fn cpu_list(cpus: &[usize]) -> String {
 
 impl Counters {
     /// Reads every counter of `cpus` under `r`; the SMI MSR only where `smis` (bare metal).
-    pub fn read(r: &Roots, cpus: &[usize], smis: bool) -> Counters {
+    pub(crate) fn read(r: &Roots, cpus: &[usize], smis: bool) -> Counters {
         let n = nmis(&r.proc);
         Counters {
             snaps: cpus
@@ -325,7 +331,7 @@ impl Counters {
 
     /// The counts from `self` to `later` (steal in ticks of `tick_ns`, on a VM), and a warning
     /// per condition that kept something from being measured (every CPU it applies to in one).
-    pub fn delta(
+    pub(crate) fn delta(
         &self,
         later: &Counters,
         tick_ns: u64,
@@ -408,7 +414,11 @@ impl Counters {
 /// The spikes' time nothing visible explains, in one warning for the run: how much on which
 /// CPUs, what it was checked against, the counts that were measured around it, and what could
 /// not be measured that no other warning of the run says (`said`: the run's other warnings).
-pub fn residual_warnings(spikes: &[SpikeRecord], said: &[String], tick_ns: u64) -> Vec<String> {
+pub(crate) fn residual_warnings(
+    spikes: &[SpikeRecord],
+    said: &[String],
+    tick_ns: u64,
+) -> Vec<String> {
     let rs: Vec<(usize, &Residual)> = spikes
         .iter()
         .filter_map(|s| s.why.residual.as_ref().map(|r| (s.cpu, r)))

@@ -6,36 +6,34 @@
 
 pub mod actions;
 pub mod args;
-pub mod attribute;
+pub(crate) mod attribute;
 pub mod culprits;
 pub mod dat;
 pub mod event;
-pub mod event_log;
+pub(crate) mod event_log;
 pub mod files;
-pub mod flight;
+pub(crate) mod flight;
 pub mod format;
 pub mod groups;
-pub mod host;
-pub mod hw;
+pub(crate) mod host;
+pub(crate) mod hw;
 pub mod lifecycle;
 pub mod orphans;
 pub mod page;
-pub mod procs;
-pub mod raw;
-pub mod saving;
+pub(crate) mod procs;
+pub(crate) mod raw;
+pub(crate) mod saving;
 pub mod session;
 pub mod stacks;
-pub mod tamper;
+pub(crate) mod tamper;
 pub mod tracefs;
-
-pub use lifecycle::cleanup_on_exit;
 
 /// What the tracing is asked by, for messages: `--trace`, or `latlab sched` (which traces
 /// without that flag).
 static WHO: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
 
 /// What the tracing's messages begin with (`--trace` unless [`set_who`] said otherwise).
-pub fn who() -> &'static str {
+pub(crate) fn who() -> &'static str {
     WHO.get().copied().unwrap_or("--trace")
 }
 
@@ -47,6 +45,3 @@ pub fn set_who(who: &'static str) {
 /// A hash map with a fast, fixed hasher, for the tables the replay and attribution look up
 /// per event (keys are kernel pids and names, not chosen by an adversary).
 pub type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::FixedState>;
-
-/// A hash set with [`FastMap`]'s hasher.
-pub type FastSet<K> = std::collections::HashSet<K, foldhash::fast::FixedState>;

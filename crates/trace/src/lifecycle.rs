@@ -20,13 +20,13 @@ use std::time::{Duration, Instant};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Fs {
     /// The filesystem type (`tracefs`, `debugfs`).
-    pub kind: &'static str,
+    pub(crate) kind: &'static str,
     /// The option that made latlab mount it.
-    pub flag: &'static str,
+    pub(crate) flag: &'static str,
 }
 
 /// tracefs, for `--trace`.
-pub const TRACEFS: Fs = Fs {
+pub(crate) const TRACEFS: Fs = Fs {
     kind: "tracefs",
     flag: "--trace",
 };
@@ -78,7 +78,7 @@ pub fn isolate_mounts(args: impl Iterator<Item = std::ffi::OsString>) {
 }
 
 /// Where tracefs is mounted now, per /proc/mounts.
-pub fn mounted_tracefs() -> Option<PathBuf> {
+pub(crate) fn mounted_tracefs() -> Option<PathBuf> {
     mounted("tracefs")
 }
 
@@ -92,7 +92,7 @@ pub fn mounted(kind: &str) -> Option<PathBuf> {
 }
 
 /// Finds tracefs, or mounts it at `default` (as root): [`acquire_fs`] for [`TRACEFS`].
-pub fn acquire(
+pub(crate) fn acquire(
     dir: &Path,
     default: &Path,
     mount: impl FnOnce(&Path) -> std::io::Result<()>,
@@ -159,7 +159,7 @@ fn live() -> std::sync::MutexGuard<'static, Vec<Owned>> {
 }
 
 /// Registers a created instance; returns its id for [`end`].
-pub fn register(reach: super::files::Reach, journal: Option<PathBuf>) -> u64 {
+pub(crate) fn register(reach: super::files::Reach, journal: Option<PathBuf>) -> u64 {
     // The second-Ctrl-C exit path (driver::signals) runs this before it exits.
     latlab_core::rt::at_exit(cleanup_on_exit);
     let id = NEXT.fetch_add(1, Ordering::Relaxed);
@@ -174,14 +174,14 @@ pub fn register(reach: super::files::Reach, journal: Option<PathBuf>) -> u64 {
 
 /// Tells teardown how to make instance `id`'s reader close its pipes: set `stop`, then wait
 /// for `closed`.
-pub fn attach_reader(id: u64, stop: Arc<AtomicBool>, closed: Arc<AtomicBool>) {
+pub(crate) fn attach_reader(id: u64, stop: Arc<AtomicBool>, closed: Arc<AtomicBool>) {
     if let Some(o) = live().iter_mut().find(|o| o.id == id) {
         o.reader = Some((stop, closed));
     }
 }
 
 /// Removes instance `id` (its reader must be stopped) and its journal entry. A failure is noted and the journal kept, so `latlab restore` finishes it.
-pub fn end(id: u64) {
+pub(crate) fn end(id: u64) {
     let mut l = live();
     if let Some(i) = l.iter().position(|o| o.id == id) {
         let o = l.remove(i);
@@ -192,7 +192,7 @@ pub fn end(id: u64) {
 /// Removes every tracefs instance this process still holds: the exit path
 /// of a second Ctrl-C calls it before `exit`, which runs no destructors. Safe to call from
 /// any thread, any number of times.
-pub fn cleanup_on_exit() {
+pub(crate) fn cleanup_on_exit() {
     let mut l = live();
     // Newest first.
     for o in l.drain(..).rev().collect::<Vec<_>>() {

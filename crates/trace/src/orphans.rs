@@ -43,7 +43,7 @@ fn owner(p: &Path) -> Option<u32> {
 
 /// Removes every latlab instance in `instances` whose process is not `alive` (never this
 /// process's own). One line per instance removed or that could not be.
-pub fn sweep(instances: &Path, alive: impl Fn(u32) -> bool) -> Vec<String> {
+pub(crate) fn sweep(instances: &Path, alive: impl Fn(u32) -> bool) -> Vec<String> {
     let Ok(rd) = std::fs::read_dir(instances) else {
         return Vec::new();
     };

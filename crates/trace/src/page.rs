@@ -24,7 +24,7 @@ pub struct PageInfo {
     /// Events lost before this page (the kernel's count, or 1 when it only flagged a loss).
     pub missed: u64,
     /// Records handed to the callback.
-    pub records: u64,
+    pub(crate) records: u64,
 }
 
 fn u32_at(b: &[u8], at: usize) -> Option<u32> {

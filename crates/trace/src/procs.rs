@@ -37,21 +37,21 @@ struct Task {
 
 /// The command a task belongs to.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Identity {
+pub(crate) struct Identity {
     /// The group: the command name after the last exec.
-    pub group: String,
+    pub(crate) group: String,
     /// Names the task ran under, newest first (the group first).
-    pub chain: Vec<String>,
+    pub(crate) chain: Vec<String>,
 }
 
 /// Every task born or exec'd while tracing.
 #[derive(Debug, Default)]
-pub struct ProcTable {
+pub(crate) struct ProcTable {
     tasks: super::FastMap<i32, Task>,
     /// Tasks not remembered (the table was full).
-    pub left_out: u64,
+    pub(crate) left_out: u64,
     /// Exited tasks forgotten (see [`FORGET_ABOVE`]).
-    pub forgotten: u64,
+    pub(crate) forgotten: u64,
     /// Exits of known tasks, in the order read: (time, pid).
     exits: std::collections::VecDeque<(u64, i32)>,
     /// The latest event time seen.
@@ -92,7 +92,7 @@ impl ProcTable {
 
     /// Takes a fork or exec event (others are ignored). Events may come in any order across
     /// CPUs; execs are kept in time order.
-    pub fn event(&mut self, e: &Event) {
+    pub(crate) fn event(&mut self, e: &Event) {
         self.latest = self.latest.max(e.ts);
         match e.kind {
             Kind::Fork {
@@ -126,12 +126,12 @@ impl ProcTable {
     }
 
     /// Times the trace saw `pid` born.
-    pub fn births(&self, pid: i32) -> u32 {
+    pub(crate) fn births(&self, pid: i32) -> u32 {
         self.tasks.get(&pid).map_or(0, |t| t.births)
     }
 
     /// The identity of `pid`, when the trace saw it born or exec.
-    pub fn identity(&self, pid: i32) -> Option<Identity> {
+    pub(crate) fn identity(&self, pid: i32) -> Option<Identity> {
         let mut p = pid;
         for _ in 0..MAX_DEPTH {
             let t = self.tasks.get(&p)?;
@@ -170,21 +170,21 @@ impl ProcTable {
 /// trace (the task first), the first creator older than the trace (or a task that exec'd
 /// without a recorded birth), and whether any of them exec'd.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Lineage {
+pub(crate) struct Lineage {
     /// The task and the creators born while tracing, the task first.
-    pub born: Vec<i32>,
+    pub(crate) born: Vec<i32>,
     /// The first creator the trace did not see born (None: the walk was cut short).
-    pub older: Option<i32>,
+    pub(crate) older: Option<i32>,
     /// Whether the task or one of `born` ran a program (exec) during the trace.
-    pub exec: bool,
+    pub(crate) exec: bool,
     /// Times the trace saw the task's pid born: what /proc said of the pid (or that it was
     /// gone) holds until it is born again.
-    pub births: u32,
+    pub(crate) births: u32,
 }
 
 impl ProcTable {
     /// The lineage of `pid` (a task never seen is its own `older`).
-    pub fn lineage(&self, pid: i32) -> Lineage {
+    pub(crate) fn lineage(&self, pid: i32) -> Lineage {
         let mut out = Lineage {
             births: self.births(pid),
             ..Lineage::default()

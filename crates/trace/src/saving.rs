@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 /// Where a session's trace files go and what they may cost.
-pub struct Saver {
+pub(crate) struct Saver {
     /// The tracefs root, the events traced and the page size (for trace.dat files).
     root: PathBuf,
     events: Vec<String>,
@@ -31,16 +31,16 @@ pub struct Saver {
     /// The run's planned end (`-D`).
     deadline: Option<Instant>,
     /// Windows not written because the budget would have been passed.
-    pub over_budget: u64,
+    pub(crate) over_budget: u64,
     /// Windows not written (or cut) because the run had ended.
-    pub after_end: u64,
+    pub(crate) after_end: u64,
     /// What went wrong, for the run's warnings.
-    pub warnings: Vec<String>,
+    pub(crate) warnings: Vec<String>,
 }
 
 impl Saver {
     /// A saver for traces of `events` read from tracefs `root`.
-    pub fn new(root: PathBuf, events: Vec<String>, page_size: usize) -> Saver {
+    pub(crate) fn new(root: PathBuf, events: Vec<String>, page_size: usize) -> Saver {
         Saver {
             root,
             events,
@@ -59,24 +59,24 @@ impl Saver {
     }
 
     /// Sets the budget (bytes).
-    pub fn budget(&mut self, bytes: u64) {
+    pub(crate) fn budget(&mut self, bytes: u64) {
         self.budget = bytes;
     }
 
     /// Bytes written so far.
-    pub fn spent(&self) -> u64 {
+    pub(crate) fn spent(&self) -> u64 {
         self.spent
     }
 
     /// Tells the saver when the run ends: a signal (`interrupted`) or the planned end.
-    pub fn ends(&mut self, interrupted: Arc<AtomicBool>, deadline: Option<Instant>) {
+    pub(crate) fn ends(&mut self, interrupted: Arc<AtomicBool>, deadline: Option<Instant>) {
         self.interrupted = Some(interrupted);
         self.deadline = deadline;
     }
 
     /// True once the run has ended by a signal or its deadline (a run that a `stop` action,
     /// `-b` or its loop count ended may still save the window that ended it).
-    pub fn past_end(&self) -> bool {
+    pub(crate) fn past_end(&self) -> bool {
         self.interrupted
             .as_ref()
             .is_some_and(|i| i.load(Ordering::Relaxed))
@@ -124,7 +124,7 @@ impl Saver {
 
     /// Writes one spike's window (`pages` per CPU) as `<base>-spike-<n>.dat`; the outcome to
     /// record (`saved FILE`, or why not).
-    pub fn window(&mut self, base: &Path, pages: Vec<(usize, Vec<Vec<u8>>)>) -> String {
+    pub(crate) fn window(&mut self, base: &Path, pages: Vec<(usize, Vec<Vec<u8>>)>) -> String {
         if self.past_end() {
             self.after_end += 1;
             return "not saved: the run had ended".into();
@@ -185,7 +185,7 @@ impl Saver {
 
     /// Writes the run's kept raw pages as the `--trace-save` trace.dat, keeping only the
     /// newest pages of each CPU when the whole would pass the budget.
-    pub fn dat(&mut self, path: &Path, pages: Vec<(usize, Vec<Box<[u8]>>)>) {
+    pub(crate) fn dat(&mut self, path: &Path, pages: Vec<(usize, Vec<Box<[u8]>>)>) {
         let n = pages.iter().map(|p| p.0 + 1).max().unwrap_or(0);
         let mut cpus: Vec<Vec<Vec<u8>>> = vec![Vec::new(); n];
         for (c, ps) in pages {
@@ -229,7 +229,7 @@ impl Saver {
     }
 
     /// Writes the `--trace-save` timeline, cut at a line to what the budget leaves.
-    pub fn timeline(&mut self, path: &Path, text: &str) {
+    pub(crate) fn timeline(&mut self, path: &Path, text: &str) {
         let room = self.budget.saturating_sub(self.spent) as usize;
         let text = if text.len() > room {
             let cut = text[..room].rfind('\n').map_or(0, |i| i + 1);

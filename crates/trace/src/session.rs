@@ -181,7 +181,7 @@ impl Tracer {
 
     /// The instance and flight recorder of [`Tracer::begin`] on a chosen tracefs (tests); no
     /// saving, actions or stacks' symbols.
-    pub fn begin_in(
+    pub(crate) fn begin_in(
         fs: &TraceFs,
         journal: Option<std::path::PathBuf>,
         r: &Request,
@@ -311,7 +311,7 @@ impl Tracer {
 
     /// `--on-threshold`: `rules` within `limits` (firings per rule, disk budget, the
     /// environment of `shell:` commands); `stop` ends the run.
-    pub fn acting(
+    pub(crate) fn acting(
         mut self,
         rules: Vec<super::actions::Rule>,
         limits: super::actions::Limits,

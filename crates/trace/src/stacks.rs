@@ -17,7 +17,7 @@ impl Kallsyms {
     }
 
     /// Parses kallsyms text: `address type name [module]`, text symbols only.
-    pub fn parse(text: &str) -> Option<Kallsyms> {
+    pub(crate) fn parse(text: &str) -> Option<Kallsyms> {
         let mut syms: Vec<(u64, String)> = text
             .lines()
             .filter_map(|l| {

@@ -11,12 +11,13 @@ use std::path::PathBuf;
 const CHECK_EVERY_NS: u64 = 250_000_000;
 
 /// What a spike's attribution says when tracing was off around it.
-pub const UNTRACED: &str = "not traced: tracing in latlab's instance was turned off by another \
+pub(crate) const UNTRACED: &str =
+    "not traced: tracing in latlab's instance was turned off by another \
                             process (trace-cmd reset?) before this wake-up";
 
 /// The instance's switches and when they were last seen on.
 #[derive(Debug)]
-pub struct Guard {
+pub(crate) struct Guard {
     /// The instance, reached through its descriptor (a detached mount is not tampering).
     reach: Reach,
     /// `tracing_on` and each enabled event's `enable`, through the descriptor.
@@ -35,7 +36,7 @@ pub struct Guard {
 
 impl Guard {
     /// Watches `instance` with `events` (`sched/sched_switch`, ...) enabled, on from `now_ns`.
-    pub fn new(instance: &Reach, events: &[String], now_ns: u64) -> Guard {
+    pub(crate) fn new(instance: &Reach, events: &[String], now_ns: u64) -> Guard {
         let mut files = vec![instance.at("tracing_on")];
         files.extend(
             events
@@ -55,7 +56,7 @@ impl Guard {
 
     /// Reads the switches at `now_ns` unless they were read in the last quarter second (or
     /// were already found off: once off, the rest of the run is untraced).
-    pub fn tick(&mut self, now_ns: u64) {
+    pub(crate) fn tick(&mut self, now_ns: u64) {
         if now_ns < self.checked_ns.saturating_add(CHECK_EVERY_NS) {
             return;
         }
@@ -63,7 +64,7 @@ impl Guard {
     }
 
     /// Reads the switches now (before latlab turns tracing off itself).
-    pub fn check(&mut self, now_ns: u64) {
+    pub(crate) fn check(&mut self, now_ns: u64) {
         if self.off.is_some() {
             return;
         }
@@ -85,20 +86,20 @@ impl Guard {
 
     /// From when (CLOCK_MONOTONIC ns) events may be missing: the last check that found every
     /// switch on, once one was found off.
-    pub fn untraced_after(&self) -> Option<u64> {
+    pub(crate) fn untraced_after(&self) -> Option<u64> {
         self.off.as_ref().map(|_| self.last_on_ns)
     }
 
     /// Seconds from the start of the watch after which events may be missing, once a switch
     /// was found off.
-    pub fn untraced_after_s(&self) -> Option<f64> {
+    pub(crate) fn untraced_after_s(&self) -> Option<f64> {
         self.untraced_after()
             .map(|t| t.saturating_sub(self.start_ns) as f64 / 1e9)
     }
 
     /// The warning, once, the first time it is asked for after a switch was found off (a
     /// session that never ends says it in the interval it happened).
-    pub fn news(&mut self) -> Option<String> {
+    pub(crate) fn news(&mut self) -> Option<String> {
         if self.said {
             return None;
         }
@@ -108,7 +109,7 @@ impl Guard {
     }
 
     /// The warning for the run's report, with times from the start of the watch.
-    pub fn warning(&self) -> Option<String> {
+    pub(crate) fn warning(&self) -> Option<String> {
         let (seen, which) = self.off.as_ref()?;
         let s = |t: u64| t.saturating_sub(self.start_ns) as f64 / 1e9;
         Some(format!(

@@ -16,7 +16,7 @@ fn at(p: &Path, e: impl std::fmt::Display) -> Error {
 }
 
 /// Events attribution needs; each must exist (exit 3 naming the one missing).
-pub const REQUIRED: &[(&str, &str)] = &[
+pub(crate) const REQUIRED: &[(&str, &str)] = &[
     ("sched", "sched_switch"),
     ("sched", "sched_waking"),
     ("irq", "irq_handler_entry"),
@@ -29,14 +29,14 @@ pub const REQUIRED: &[(&str, &str)] = &[
 
 /// Events that name the culprits' commands, traced on every CPU in a second instance
 /// (`latlab-<pid>-procs`) when the kernel has them (exits: to forget tasks long gone).
-pub const PROC_EVENTS: &[&str] = &[
+pub(crate) const PROC_EVENTS: &[&str] = &[
     "sched_process_fork",
     "sched_process_exec",
     "sched_process_exit",
 ];
 
 /// Suffix of the process-events instance.
-pub const PROCS_SUFFIX: &str = "-procs";
+pub(crate) const PROCS_SUFFIX: &str = "-procs";
 
 /// Suffix of `latlab timerlat`'s instance (the kernel's timerlat tracer runs in it).
 pub const TIMERLAT_SUFFIX: &str = "-timerlat";
@@ -53,7 +53,7 @@ pub(super) fn without_suffix(name: &str) -> &str {
 }
 
 /// Where tracefs is mounted in the real system when latlab mounts it.
-pub const DEFAULT_MOUNT: &str = "/sys/kernel/tracing";
+pub(crate) const DEFAULT_MOUNT: &str = "/sys/kernel/tracing";
 
 /// A tracefs tree (the real one, or a fake one in tests).
 #[derive(Debug, Clone)]
@@ -91,7 +91,7 @@ fn write(p: &Path, v: &str) -> Result<()> {
 }
 
 /// The hex `tracing_cpumask` text for `cpus` (32-bit groups, comma-separated, highest first).
-pub fn cpumask(cpus: &[usize]) -> String {
+pub(crate) fn cpumask(cpus: &[usize]) -> String {
     let words = cpus.iter().max().map_or(1, |m| m / 32 + 1);
     let mut w = vec![0u32; words];
     for &c in cpus {
@@ -120,7 +120,7 @@ impl TraceFs {
 
     /// The page layout and a decoder for every event latlab enables; a missing required
     /// event is exit 3 naming it. Returns the `system/event` names found.
-    pub fn layouts(&self) -> Result<(PageHeader, Decoder, Vec<String>)> {
+    pub(crate) fn layouts(&self) -> Result<(PageHeader, Decoder, Vec<String>)> {
         let ev = self.root.join("events");
         let hp = ev.join("header_page");
         let header = parse_header_page(&read(&hp)?).map_err(|e| at(&hp, e))?;
@@ -167,13 +167,13 @@ impl TraceFs {
 
     /// Learns the process events ([`PROC_EVENTS`]) into `dec`
     /// where the kernel has them; returns the ones found, for [`TraceFs::create_instance`].
-    pub fn proc_events(&self, dec: &mut Decoder) -> Result<Vec<String>> {
+    pub(crate) fn proc_events(&self, dec: &mut Decoder) -> Result<Vec<String>> {
         self.optional_events(dec, "sched", PROC_EVENTS)
     }
 
     /// Learns the events `system/names` into `dec` where the kernel has them (a missing one
     /// is skipped); returns the `system/name`s found.
-    pub fn optional_events(
+    pub(crate) fn optional_events(
         &self,
         dec: &mut Decoder,
         system: &str,
@@ -198,7 +198,7 @@ impl TraceFs {
     }
 
     /// Learns `ftrace/kernel_stack` (what a `stacktrace` trigger records) into `dec`.
-    pub fn stack_event(&self, dec: &mut Decoder) -> Result<()> {
+    pub(crate) fn stack_event(&self, dec: &mut Decoder) -> Result<()> {
         let p = self.root.join("events/ftrace/kernel_stack/format");
         let f = parse_format(&read(&p)?)
             .map_err(|e| Error::Env(format!("--trace-stacks: {}: {e}", p.display())))?;
@@ -207,7 +207,7 @@ impl TraceFs {
     }
 
     /// Makes `inst` record a kernel stack whenever a task named one of `comms` is woken.
-    pub fn stack_trigger(&self, inst: &Instance, comms: &[String]) -> Result<()> {
+    pub(crate) fn stack_trigger(&self, inst: &Instance, comms: &[String]) -> Result<()> {
         let filter: Vec<String> = comms.iter().map(|c| format!("comm == \"{c}\"")).collect();
         let t = inst.dir.join("events/sched/sched_waking/trigger");
         write(&t, &format!("stacktrace if {}", filter.join(" || "))).map_err(|e| {
@@ -269,7 +269,7 @@ pub struct Instance {
     /// The instance directory.
     pub dir: PathBuf,
     /// Its entry in [`lifecycle`]'s registry.
-    pub id: u64,
+    pub(crate) id: u64,
     /// The directory reached through a descriptor, for what is done after it starts.
     pub reach: super::files::Reach,
 }
@@ -284,7 +284,7 @@ impl Instance {
     }
 
     /// `trace_pipe_raw` of every CPU this instance has.
-    pub fn all_pipes(&self) -> Vec<PathBuf> {
+    pub(crate) fn all_pipes(&self) -> Vec<PathBuf> {
         let mut v: Vec<(usize, PathBuf)> = std::fs::read_dir(self.dir.join("per_cpu"))
             .into_iter()
             .flatten()
@@ -380,7 +380,7 @@ pub const RESTORER: latlab_core::io::Restorer = latlab_core::io::Restorer {
 
 /// `latlab restore`'s part for tracing: removes the instances (and mounts) that dead latlab
 /// processes journaled in `dir`; entries of live processes are left alone. One line each.
-pub fn restore_in(dir: &Path) -> Vec<String> {
+pub(crate) fn restore_in(dir: &Path) -> Vec<String> {
     restore_with(
         dir,
         |d| TraceFs::system(d).ok().map(|fs| fs.root),

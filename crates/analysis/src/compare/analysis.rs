@@ -36,35 +36,35 @@ pub struct Settings {
 
 /// Summary of one set.
 #[derive(Debug, Clone, Serialize)]
-pub struct SetSummary {
+pub(crate) struct SetSummary {
     /// Label.
-    pub label: String,
+    pub(crate) label: String,
     /// Samples.
-    pub n: u64,
+    pub(crate) n: u64,
     /// Minimum.
-    pub min: f64,
+    pub(crate) min: f64,
     /// Median.
-    pub p50: f64,
+    pub(crate) p50: f64,
     /// 90th percentile.
-    pub p90: f64,
+    pub(crate) p90: f64,
     /// 99th percentile.
-    pub p99: f64,
+    pub(crate) p99: f64,
     /// 99.9th percentile.
-    pub p99_9: f64,
+    pub(crate) p99_9: f64,
     /// Maximum.
-    pub max: f64,
+    pub(crate) max: f64,
     /// Mean.
-    pub mean: f64,
+    pub(crate) mean: f64,
     /// Sample standard deviation.
-    pub stddev: f64,
+    pub(crate) stddev: f64,
     /// Runs the set holds (0 when its values are replicates themselves).
-    pub runs: usize,
+    pub(crate) runs: usize,
 }
 
 /// better / worse / no difference proven / not estimable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// Significantly better.
     Better,
     /// Significantly worse.
@@ -79,7 +79,7 @@ pub enum Verdict {
 
 impl Verdict {
     /// Human text.
-    pub fn text(self) -> &'static str {
+    pub(crate) fn text(self) -> &'static str {
         match self {
             Verdict::Better => "better",
             Verdict::Worse => "worse",
@@ -92,75 +92,75 @@ impl Verdict {
 
 /// One metric of one set against the baseline.
 #[derive(Debug, Clone, Serialize)]
-pub struct MetricCmp {
+pub(crate) struct MetricCmp {
     /// `p50`, `p99`, `p99.9`, `mean` or `distribution`.
-    pub metric: String,
+    pub(crate) metric: String,
     /// Baseline value.
-    pub base: f64,
+    pub(crate) base: f64,
     /// This set's value.
-    pub value: f64,
+    pub(crate) value: f64,
     /// value − base.
-    pub diff: f64,
+    pub(crate) diff: f64,
     /// Interval of the difference (None for the distribution test).
-    pub ci: Option<(f64, f64)>,
+    pub(crate) ci: Option<(f64, f64)>,
     /// Relative change, per cent of the baseline.
-    pub change_pct: f64,
+    pub(crate) change_pct: f64,
     /// Interval of the relative change in per cent, from an interval of the ratio value /
     /// baseline (never below −100 %); None where no ratio is defined (a figure ≤ 0).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub change_ci: Option<(f64, f64)>,
+    pub(crate) change_ci: Option<(f64, f64)>,
     /// Holm-adjusted p-value, for tests.
-    pub p_adjusted: Option<f64>,
+    pub(crate) p_adjusted: Option<f64>,
     /// Confidence of this row's interval (the Holm step that decided it; see `per_run`).
-    pub ci_level: Option<f64>,
+    pub(crate) ci_level: Option<f64>,
     /// Why the metric was not compared, when it was not (`runs of 3000 samples, need 10000`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
+    pub(crate) note: Option<String>,
     /// What would decide a metric left undecided (more runs, longer runs).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub to_decide: Option<String>,
+    pub(crate) to_decide: Option<String>,
     /// How the figure was obtained.
-    pub method: String,
+    pub(crate) method: String,
     /// The verdict.
-    pub verdict: Verdict,
+    pub(crate) verdict: Verdict,
 }
 
 /// One set against the baseline.
 #[derive(Debug, Clone, Serialize)]
-pub struct Comparison {
+pub(crate) struct Comparison {
     /// This set.
-    pub label: String,
+    pub(crate) label: String,
     /// The baseline.
-    pub baseline: String,
+    pub(crate) baseline: String,
     /// Per metric.
-    pub metrics: Vec<MetricCmp>,
+    pub(crate) metrics: Vec<MetricCmp>,
     /// Runs on each side (baseline, this set), when the run is the unit.
-    pub runs: (usize, usize),
+    pub(crate) runs: (usize, usize),
 }
 
 /// The whole analysis.
 #[derive(Debug, Clone, Serialize)]
 pub struct Analysis {
     /// Settings used.
-    pub settings: Settings,
+    pub(crate) settings: Settings,
     /// Confidence of each interval after the Bonferroni split over comparisons.
-    pub interval_confidence: f64,
+    pub(crate) interval_confidence: f64,
     /// Per set.
-    pub sets: Vec<SetSummary>,
+    pub(crate) sets: Vec<SetSummary>,
     /// Each non-baseline set against the baseline.
-    pub comparisons: Vec<Comparison>,
+    pub(crate) comparisons: Vec<Comparison>,
     /// What one replicate is, and what was tested on it.
-    pub replication: String,
+    pub(crate) replication: String,
     /// Warnings (small N and the like), one per condition, naming what it applies to.
     pub warnings: Vec<String>,
     /// The metric a verdict sentence leads with (`p99`).
     pub headline: String,
     /// The typical length of one run in seconds (the median), when known.
-    pub run_secs: Option<f64>,
+    pub(crate) run_secs: Option<f64>,
     /// The conditions the runs were measured under (measurement and its settings, runs x
     /// duration, load, kernel), which the verdict sentence starts with; None for value files.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub conditions: Option<String>,
+    pub(crate) conditions: Option<String>,
 }
 
 fn summary(s: &Source) -> SetSummary {
@@ -203,7 +203,7 @@ fn verdict(lo: f64, hi: f64, higher_is_better: bool) -> Verdict {
 /// Compares every set with the first sample by sample (`crate::compare::analyse` chooses this
 /// path unless every set has repeated runs): one run on a side proves nothing unless samples are
 /// assumed independent.
-pub fn analyse_pooled(sources: &[Source], st: &Settings) -> Analysis {
+pub(crate) fn analyse_pooled(sources: &[Source], st: &Settings) -> Analysis {
     let runs: Vec<usize> = sources.iter().map(|s| s.runs.len()).collect();
     let repeated = runs.iter().all(|&r| r >= 2);
     let single = runs.contains(&1);
@@ -481,7 +481,7 @@ pub(super) fn pct(diff: f64, base: f64) -> f64 {
 /// p-value and the confidence its interval must have to agree with the decision (the level of
 /// the step that rejected it, or of the step where the procedure stopped). NaN p-values are
 /// never rejected.
-pub fn holm_steps(p: &[f64], alpha: f64) -> Vec<(f64, f64)> {
+pub(crate) fn holm_steps(p: &[f64], alpha: f64) -> Vec<(f64, f64)> {
     let m = p.len();
     let mut idx: Vec<usize> = (0..m).collect();
     idx.sort_by(|&x, &y| {

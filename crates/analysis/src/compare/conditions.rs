@@ -23,7 +23,7 @@ const NOT_SETTINGS: &[(&str, bool)] = &[
 ];
 
 /// A run's measurement and its key settings from its command line (`cyclic -t 1 -a 1 -i 1ms`).
-pub fn settings(run: &Run) -> String {
+pub(crate) fn settings(run: &Run) -> String {
     let words = run.command_line.iter().skip(1);
     let mut out: Vec<&str> = Vec::new();
     let mut skip = false;
@@ -82,7 +82,7 @@ fn per_level(levels: &[(String, Vec<&Run>)], f: impl Fn(&Run) -> String) -> Opti
 }
 
 /// The conditions of levels of runs (label, runs), the baseline first: None without runs.
-pub fn conditions(levels: &[(String, Vec<&Run>)]) -> Option<String> {
+pub(crate) fn conditions(levels: &[(String, Vec<&Run>)]) -> Option<String> {
     if levels.iter().all(|(_, r)| r.is_empty()) {
         return None;
     }

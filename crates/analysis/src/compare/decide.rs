@@ -17,7 +17,7 @@ pub const OVERRUN_RESERVE: f64 = 0.05;
 /// normal approximation promised 2 runs where 2 had just failed), and always more runs than
 /// the comparison had (it was called because they did not decide). None when the runs show
 /// no change or no spread.
-pub fn runs_for(b: &[f64], v: &[f64], log: bool, level: f64) -> Option<String> {
+pub(crate) fn runs_for(b: &[f64], v: &[f64], log: bool, level: f64) -> Option<String> {
     let tr = |x: &[f64]| -> Dist {
         Dist::from_values(x.iter().map(|&y| if log { y.ln() } else { y }).collect())
     };
@@ -73,7 +73,7 @@ pub fn runs_for(b: &[f64], v: &[f64], log: bool, level: f64) -> Option<String> {
 /// How long each run must be for `need` samples: from the slowest sample rate of the sets'
 /// runs (samples over measured seconds), with `OVERRUN_RESERVE` kept in reserve, in whole
 /// seconds. None when no run's length is known.
-pub fn duration_for(need: u64, sets: [&Source; 2]) -> Option<String> {
+pub(crate) fn duration_for(need: u64, sets: [&Source; 2]) -> Option<String> {
     let rate = sets
         .iter()
         .flat_map(|s| {

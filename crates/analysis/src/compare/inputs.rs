@@ -77,9 +77,9 @@ pub struct RunInfo {
     /// Its kind (`cyclic`, or the tool an imported run came from).
     pub kind: String,
     /// Measured wall time, seconds.
-    pub secs: f64,
+    pub(crate) secs: f64,
     /// Its exact mean (from the series summaries), in the display unit.
-    pub mean: f64,
+    pub(crate) mean: f64,
 }
 
 pub use latlab_core::result::MAX_JSON_BYTES;
@@ -153,15 +153,6 @@ pub fn load(spec: &OsStr, o: &ReadOpts) -> Result<Source> {
         }
     }
     load_items(label, &items, o)
-}
-
-/// A set labelled `label` from whole files (latlab JSON results or value files).
-pub fn load_paths(label: &str, paths: &[PathBuf], o: &ReadOpts) -> Result<Source> {
-    let items: Vec<Item> = paths.iter().map(|p| Item::File(p.clone())).collect();
-    if items.is_empty() {
-        return Err(Error::Usage(format!("set '{label}': no file named")));
-    }
-    load_items(label.to_string(), &items, o)
 }
 
 /// A set labelled `label` from results already in memory (a plan's runs), each with the name
@@ -316,7 +307,7 @@ fn refuse_histogram_text(f: &mut std::fs::File, name: &str) -> Result<()> {
 /// One run's latency distribution, every series merged and scaled by `scale` (1e-3: µs), as
 /// the comparison of runs reads it (top buckets pulled down to the exact maximum); `name`
 /// names the run in messages. Exit 2 when it holds no samples.
-pub fn run_latency(run: &Run, name: &str, scale: f64) -> Result<Dist> {
+pub(crate) fn run_latency(run: &Run, name: &str, scale: f64) -> Result<Dist> {
     let o = ReadOpts {
         column: 1,
         delim: Vec::new(),

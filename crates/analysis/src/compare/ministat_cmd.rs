@@ -13,11 +13,11 @@ const USAGE: &str = "Usage: ministat [-C column] [-c confidence] [-d delimiter(s
 
 /// The end of a ministat invocation: what goes to stderr, and the exit code.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     /// Standard error.
-    pub stderr: String,
+    pub(crate) stderr: String,
     /// Exit code.
-    pub code: i32,
+    pub(crate) code: i32,
 }
 
 fn usage(whine: &str, pre: String) -> Outcome {
@@ -177,13 +177,13 @@ fn parse<A: AsRef<OsStr>>(args: &[A], tty_width: Option<usize>) -> Result<Parsed
 
 mod read {
     /// `strtod` over the whole string (ministat's -c check).
-    pub fn strtod(s: &str) -> Option<f64> {
+    pub(crate) fn strtod(s: &str) -> Option<f64> {
         latlab_core::stats::ministat::read::strtod_whole(s.as_bytes())
     }
 }
 
 /// The plot width a terminal implies, as ministat works it out (COLUMNS, else columns − 2).
-pub fn terminal_width() -> Option<usize> {
+pub(crate) fn terminal_width() -> Option<usize> {
     if !std::io::stdout().is_terminal() {
         return None;
     }
@@ -197,7 +197,11 @@ pub fn terminal_width() -> Option<usize> {
 }
 
 /// Runs ministat over `args` (everything after the command name), writing its report to `out`.
-pub fn run<A: AsRef<OsStr>>(args: &[A], tty_width: Option<usize>, out: &mut dyn Write) -> Outcome {
+pub(crate) fn run<A: AsRef<OsStr>>(
+    args: &[A],
+    tty_width: Option<usize>,
+    out: &mut dyn Write,
+) -> Outcome {
     let p = match parse(args, tty_width) {
         Ok(p) => p,
         Err(o) => return o,

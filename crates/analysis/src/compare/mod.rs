@@ -2,9 +2,9 @@
 //! comparison of latency distributions (`inputs` → `analysis` → `render`).
 
 pub mod analysis;
-pub mod conditions;
+pub(crate) mod conditions;
 pub mod decide;
-pub mod grouping;
+pub(crate) mod grouping;
 pub mod inputs;
 pub mod levels;
 pub mod ministat_cmd;

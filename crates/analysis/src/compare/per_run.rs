@@ -150,7 +150,7 @@ fn run_name(s: &Source, i: usize) -> String {
 type Excluded = Vec<(&'static str, u64, Vec<(String, u64)>)>;
 
 /// Compares every set with the first through per-run figures (every set has ≥ 2 runs).
-pub fn analyse(sources: &[Source], st: &Settings) -> Analysis {
+pub(crate) fn analyse(sources: &[Source], st: &Settings) -> Analysis {
     let alpha = 1.0 - st.confidence;
     let base = &sources[0];
     // Each set's per-run figures, per metric, with the runs too short for it left out.

@@ -42,11 +42,11 @@ pub struct Item {
     /// What it names.
     pub sel: Selector,
     /// A bare word taken for a stored id (no `run:` before it or before the item ahead).
-    pub bare: bool,
+    pub(crate) bare: bool,
 }
 
 /// The grammar, for messages.
-pub const GRAMMAR: &str =
+pub(crate) const GRAMMAR: &str =
     "run:ID, exp:ID, exp:ID/K=V, tag:K=V[,K=V] or a FILE.json, separated by commas or spaces \
      (an argument that names an existing file is that file, whatever it contains; a value \
      holding either goes in double quotes, and \\\" is a double quote in it: tag:K=\"V W\")";
@@ -208,7 +208,7 @@ pub struct Resolved {
     /// `run:ID` or the file name.
     pub name: String,
     /// Its tags in the store (empty for files).
-    pub tags: BTreeMap<String, String>,
+    pub(crate) tags: BTreeMap<String, String>,
 }
 
 /// Reads selectors against one store, opened the first time it is needed.
@@ -232,7 +232,7 @@ impl Resolver {
 
     /// Keeps a qualification's final result whole (`report` draws its own page) instead of
     /// the checkpoint intervals it is made of.
-    pub fn keep_whole(mut self, yes: bool) -> Self {
+    pub(crate) fn keep_whole(mut self, yes: bool) -> Self {
         self.keep_whole = yes;
         self
     }
@@ -278,7 +278,7 @@ impl Resolver {
     }
 
     /// The store, opened on first use.
-    pub fn store(&mut self) -> Result<&dyn Store> {
+    pub(crate) fn store(&mut self) -> Result<&dyn Store> {
         if self.store.is_none() {
             self.store = Some(latlab_core::store::open_for_reading(self.spec.as_deref())?);
         }
@@ -346,7 +346,7 @@ impl Resolver {
 
     /// One stored run by id; one that does not read back (stored by an older latlab) is exit
     /// 2 naming it and `latlab runs check`.
-    pub fn get(&mut self, id: &str) -> Result<Resolved> {
+    pub(crate) fn get(&mut self, id: &str) -> Result<Resolved> {
         let e = self.store()?.get(id)?;
         let run = Run::from_stored(&e.run.to_string()).map_err(|err| {
             Error::Usage(format!(
@@ -361,7 +361,7 @@ impl Resolver {
     }
 
     /// The runs `item` names: stored runs, or a latlab JSON result file.
-    pub fn runs(&mut self, item: &Item) -> Result<Vec<Resolved>> {
+    pub(crate) fn runs(&mut self, item: &Item) -> Result<Vec<Resolved>> {
         match &item.sel {
             Selector::File(p) => {
                 let r = Resolved {
@@ -514,7 +514,7 @@ pub fn experiment_levels(
 }
 
 /// Reads a latlab JSON result file.
-pub fn read_run(p: &Path) -> Result<Run> {
+pub(crate) fn read_run(p: &Path) -> Result<Run> {
     let name = p.display().to_string();
     let text = latlab_core::io::read_text_limited(
         p,
@@ -525,7 +525,7 @@ pub fn read_run(p: &Path) -> Result<Run> {
 }
 
 /// The label a set gets from its selectors when none is given: a level's tags, else the text.
-pub fn default_label(items: &[Item], text: &str) -> String {
+pub(crate) fn default_label(items: &[Item], text: &str) -> String {
     match items {
         [Item {
             sel: Selector::Level(_, t),

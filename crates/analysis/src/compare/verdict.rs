@@ -9,12 +9,12 @@ use super::analysis::{Analysis, Comparison, MetricCmp, Verdict};
 
 /// The rounding unit for figures whose interval is `width` wide: two significant digits of
 /// the width (None when the width is not a positive finite number).
-pub fn unit_for(width: f64) -> Option<i32> {
+pub(crate) fn unit_for(width: f64) -> Option<i32> {
     (width.is_finite() && width > 0.0).then(|| width.log10().floor() as i32 - 1)
 }
 
 /// `x` rounded to 10^`e`, written with just the decimals that unit has.
-pub fn at(x: f64, e: i32) -> String {
+pub(crate) fn at(x: f64, e: i32) -> String {
     if !x.is_finite() {
         return "-".into();
     }
@@ -77,7 +77,7 @@ fn signed(s: String) -> String {
 }
 
 /// A p-value in a sentence: `p = 0.29`, `p > 0.99`, `p < 1e-6`.
-pub fn p_text(p: f64) -> String {
+pub(crate) fn p_text(p: f64) -> String {
     let v = p_value(p);
     if v.starts_with('<') || v.starts_with('>') {
         format!("p {v}")
@@ -88,7 +88,7 @@ pub fn p_text(p: f64) -> String {
 
 /// A p-value alone, as people write them: two significant digits (`0.29`, `0.047`,
 /// `0.0012`, `3.4e-5`), `> 0.99` for the ones that round to 1 and `< 1e-6` below that.
-pub fn p_value(p: f64) -> String {
+pub(crate) fn p_value(p: f64) -> String {
     if p.is_nan() {
         "-".into()
     } else if p > 0.99 {
@@ -107,7 +107,7 @@ pub fn p_value(p: f64) -> String {
 /// two significant digits of the interval's width, and never fewer than three significant
 /// digits of the smaller figure (so a change of a few per cent shows in the columns that make
 /// it), at most seven significant digits in all.
-pub fn row_unit(base: f64, value: f64, ci: Option<(f64, f64)>) -> i32 {
+pub(crate) fn row_unit(base: f64, value: f64, ci: Option<(f64, f64)>) -> i32 {
     let mag = |x: f64| x.abs().log10().floor() as i32;
     let mut e = i32::MAX;
     if let Some(u) = ci.and_then(|(lo, hi)| unit_for(hi - lo)) {
@@ -130,7 +130,7 @@ pub fn row_unit(base: f64, value: f64, ci: Option<(f64, f64)>) -> i32 {
 
 /// A row's baseline, value, difference and interval as shown: one rounding unit for all, the
 /// difference being the shown value less the shown baseline, so they add up exactly.
-pub fn columns(m: &MetricCmp) -> [String; 4] {
+pub(crate) fn columns(m: &MetricCmp) -> [String; 4] {
     let e = row_unit(m.base, m.value, m.ci);
     let k = 10f64.powi(e);
     let (b, v) = ((m.base / k).round(), (m.value / k).round());
@@ -150,12 +150,12 @@ pub fn columns(m: &MetricCmp) -> [String; 4] {
 }
 
 /// An upper end of a change's interval past which it reads "unbounded" (+10 000 %).
-pub const UNBOUNDED_PCT: f64 = 1e4;
+pub(crate) const UNBOUNDED_PCT: f64 = 1e4;
 
 /// The row's change in per cent of the baseline with the interval of the ratio (never below
 /// −100 %), rounded to two significant digits of the interval's width: `+14 % [-12 %, +32 %]`;
 /// without a ratio interval, the change alone (or the difference, when the baseline is 0).
-pub fn change_text(m: &MetricCmp) -> String {
+pub(crate) fn change_text(m: &MetricCmp) -> String {
     if m.base == 0.0 || !m.base.is_finite() || !m.change_pct.is_finite() {
         return signed(sig(m.diff));
     }
@@ -335,19 +335,19 @@ fn stated<'a>(c: &'a Comparison, headline: &str) -> Vec<&'a MetricCmp> {
 /// a head (the conditions, then which level against which), one line per metric (the headline
 /// first) and, after them, what would decide the metrics left open.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Said {
+pub(crate) struct Said {
     /// `cyclic -t 1, 5 × 3 s runs per level, no load, kernel 6.1; kvm-clock vs tsc`
-    pub head: String,
+    pub(crate) head: String,
     /// One per metric: `p99 36.3 → 30.7 µs (-15 % [-42 %, +24 %]), no difference proven (5+5
     /// runs of 3 s; Holm-adjusted p = 0.58)`.
-    pub metrics: Vec<String>,
+    pub(crate) metrics: Vec<String>,
     /// What would decide the open ones (more runs at the spread seen, longer runs).
-    pub notes: Vec<String>,
+    pub(crate) notes: Vec<String>,
 }
 
 impl Said {
     /// As text: `verdict: HEAD:`, then each metric and each note indented on a line of its own.
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         let mut s = format!("verdict: {}:\n", self.head);
         for l in self.metrics.iter().chain(&self.notes) {
             s.push_str(&format!("  {l}\n"));
@@ -356,7 +356,7 @@ impl Said {
     }
 
     /// As Markdown: the head in bold, the metrics as a list, then the notes as a list.
-    pub fn markdown(&self) -> String {
+    pub(crate) fn markdown(&self) -> String {
         let mut s = format!("**verdict**: {}:\n\n", self.head);
         for l in &self.metrics {
             s.push_str(&format!("- {l}\n"));
@@ -372,7 +372,7 @@ impl Said {
 }
 
 /// The verdict of every set compared with the baseline.
-pub fn verdicts(a: &Analysis) -> Vec<Said> {
+pub(crate) fn verdicts(a: &Analysis) -> Vec<Said> {
     a.comparisons
         .iter()
         .map(|c| {

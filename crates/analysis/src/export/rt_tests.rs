@@ -39,7 +39,7 @@ fn rt_time(rfc3339: &str) -> String {
 
 /// The run as cyclictest's `--json` writes it: one `thread` entry per series, histograms in
 /// whole microseconds (cyclictest truncates), min/max/avg in µs.
-pub fn cyclictest_json(run: &Run) -> Value {
+pub(crate) fn cyclictest_json(run: &Run) -> Value {
     let env = &run.environment;
     let mut threads = Map::new();
     for (i, s) in run.series.iter().enumerate() {

@@ -36,18 +36,6 @@ pub fn why_for(run: &Run, unit: DisplayUnit, always_traced: bool) -> String {
     why_titled(t, unit, &title, &unsaid)
 }
 
-/// The "why" summary of a trace with all its warnings (a trace outside a run).
-pub fn why(r: &TraceReport, unit: DisplayUnit) -> String {
-    let title = format!(
-        "why (--trace, spikes >= {} {unit}; {} events read, {} lost)",
-        unit.fmt_ns(r.threshold_ns as f64),
-        r.events,
-        r.lost_events
-    );
-    let all: Vec<&String> = r.warnings.iter().collect();
-    why_titled(r, unit, &title, &all)
-}
-
 fn why_titled(r: &TraceReport, unit: DisplayUnit, title: &str, warnings: &[&String]) -> String {
     let mut s = format!("{title}:\n");
     // A run stored before per-CPU causes were recorded: summed now.

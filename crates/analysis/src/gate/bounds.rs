@@ -6,7 +6,7 @@
 use statrs::function::gamma::ln_gamma;
 
 /// I_x(a, b), the regularised incomplete beta function (a, b > 0; x in [0, 1]).
-pub fn beta_reg(a: f64, b: f64, x: f64) -> f64 {
+pub(crate) fn beta_reg(a: f64, b: f64, x: f64) -> f64 {
     if x <= 0.0 {
         return 0.0;
     }
@@ -58,7 +58,7 @@ fn cont_frac(a: f64, b: f64, x: f64) -> f64 {
 }
 
 /// P(Binomial(n, p) ≤ k).
-pub fn binom_cdf(k: u64, n: u64, p: f64) -> f64 {
+pub(crate) fn binom_cdf(k: u64, n: u64, p: f64) -> f64 {
     if k >= n {
         return 1.0;
     }
@@ -82,7 +82,7 @@ fn solve_decreasing(f: impl Fn(f64) -> f64, target: f64) -> f64 {
 
 /// One-sided Clopper–Pearson upper bound of a rate at `conf` from `m` events in `n` trials
 /// (for m = 0 it is 1 − (1 − conf)^(1/n), about 3/n at 95 %: the rule of three).
-pub fn rate_upper(m: u64, n: u64, conf: f64) -> f64 {
+pub(crate) fn rate_upper(m: u64, n: u64, conf: f64) -> f64 {
     if n == 0 || m >= n {
         return 1.0;
     }
@@ -93,7 +93,7 @@ pub fn rate_upper(m: u64, n: u64, conf: f64) -> f64 {
 }
 
 /// One-sided Clopper–Pearson lower bound of a rate at `conf` from `m` events in `n` trials.
-pub fn rate_lower(m: u64, n: u64, conf: f64) -> f64 {
+pub(crate) fn rate_lower(m: u64, n: u64, conf: f64) -> f64 {
     if n == 0 || m == 0 {
         return 0.0;
     }
@@ -106,7 +106,7 @@ pub fn rate_lower(m: u64, n: u64, conf: f64) -> f64 {
 }
 
 /// The smallest k with P(Binomial(n, p) ≤ k) ≥ level (the binomial quantile), by bisection.
-pub fn binom_quantile(level: f64, n: u64, p: f64) -> u64 {
+pub(crate) fn binom_quantile(level: f64, n: u64, p: f64) -> u64 {
     let (mut lo, mut hi) = (0u64, n);
     while lo < hi {
         let mid = lo + (hi - lo) / 2;

@@ -14,9 +14,9 @@ pub struct RunCount {
     /// Samples.
     pub n: u64,
     /// Samples certainly counted as events (their whole histogram bucket is past the threshold).
-    pub m_lo: u64,
+    pub(crate) m_lo: u64,
     /// Samples possibly events (their bucket reaches past the threshold).
-    pub m_hi: u64,
+    pub(crate) m_hi: u64,
     /// Seconds the run measured.
     pub duration_s: f64,
     /// Its exact maximum, ns.

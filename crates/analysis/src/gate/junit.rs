@@ -21,7 +21,7 @@ pub struct Case {
 }
 
 /// Escapes text for an XML attribute or element; characters XML 1.0 cannot hold are dropped.
-pub fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

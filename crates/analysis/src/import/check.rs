@@ -12,15 +12,15 @@ use serde_json::Value;
 /// A JSON file being imported: its text and name, for messages that point into it.
 pub(crate) struct Source<'a> {
     /// The file's text.
-    pub text: &'a str,
+    pub(crate) text: &'a str,
     /// Its name.
-    pub file: &'a str,
+    pub(crate) file: &'a str,
 }
 
 impl Source<'_> {
     /// Bad input at the JSON field `path` (`["thread", "0", "avg"]`): names the file, the
     /// field's line and the field.
-    pub fn at(&self, path: &[&str], why: impl std::fmt::Display) -> Error {
+    pub(crate) fn at(&self, path: &[&str], why: impl std::fmt::Display) -> Error {
         let field = path.join(".");
         // A missing field is pointed at by the object that should hold it.
         let line = (0..=path.len())
@@ -34,7 +34,7 @@ impl Source<'_> {
 
     /// A count at `path`: None when absent or null; an error unless a whole number that fits
     /// in 64 bits.
-    pub fn count(&self, v: &Value, path: &[&str]) -> Result<Option<u64>> {
+    pub(crate) fn count(&self, v: &Value, path: &[&str]) -> Result<Option<u64>> {
         match v {
             Value::Null => Ok(None),
             Value::Number(n) => n.as_u64().map(Some).ok_or_else(|| {
@@ -49,12 +49,12 @@ impl Source<'_> {
 
     /// A latency at `path` given in units of `scale` ns (1000: µs): None when absent or
     /// null; an error unless it is a finite number from 0 to one hour.
-    pub fn latency(&self, v: &Value, path: &[&str], scale: f64) -> Result<Option<u64>> {
+    pub(crate) fn latency(&self, v: &Value, path: &[&str], scale: f64) -> Result<Option<u64>> {
         Ok(self.time(v, path, scale)?.map(|x| x.round() as u64))
     }
 
     /// As [`Source::latency`], kept as a fraction of a ns (an average).
-    pub fn time(&self, v: &Value, path: &[&str], scale: f64) -> Result<Option<f64>> {
+    pub(crate) fn time(&self, v: &Value, path: &[&str], scale: f64) -> Result<Option<f64>> {
         match v {
             Value::Null => Ok(None),
             Value::Number(n) => match n.as_f64().map(|x| x * scale) {
@@ -73,7 +73,7 @@ impl Source<'_> {
     }
 
     /// Requires `v` (at `path`) present.
-    pub fn required<T>(&self, v: Option<T>, path: &[&str]) -> Result<T> {
+    pub(crate) fn required<T>(&self, v: Option<T>, path: &[&str]) -> Result<T> {
         v.ok_or_else(|| self.at(path, "missing (the tool always writes it)"))
     }
 
@@ -82,7 +82,7 @@ impl Source<'_> {
     /// avg 5 % below its min): an avg outside min..max by at most [`AVG_LEEWAY`] of the bound
     /// is kept as the tool wrote it, with the warning returned; further out, or min above max,
     /// is no tool's output and refused.
-    pub fn ordered(
+    pub(crate) fn ordered(
         &self,
         base: &[&str],
         min: Option<u64>,
@@ -125,7 +125,7 @@ impl Source<'_> {
 
 /// How far outside its own min..max a tool's avg may lie (a fraction of the bound) and still be
 /// imported, with a warning.
-pub const AVG_LEEWAY: f64 = 0.2;
+pub(crate) const AVG_LEEWAY: f64 = 0.2;
 
 /// One level of the JSON being scanned.
 enum Frame {

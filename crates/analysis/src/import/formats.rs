@@ -9,7 +9,7 @@ use serde_json::Value;
 
 /// Parses `text` (the contents of `file`) as `tool`'s output, making at most `max_runs` runs
 /// (more is exit 2 naming the file and `--max-runs`).
-pub fn parse(tool: Tool, text: &str, file: &str, max_runs: u64) -> Result<Vec<Run>> {
+pub(crate) fn parse(tool: Tool, text: &str, file: &str, max_runs: u64) -> Result<Vec<Run>> {
     if max_runs == 0 {
         return Err(bad(file, "no run left under --max-runs"));
     }

@@ -16,10 +16,10 @@ use latlab_core::stats::summary::{Percentiles, Summary};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-pub use formats::parse;
+pub(crate) use formats::parse;
 
 /// Largest file imported.
-pub const MAX_IMPORT_BYTES: u64 = 64 << 20;
+pub(crate) const MAX_IMPORT_BYTES: u64 = 64 << 20;
 
 /// The tools whose output is understood.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -83,14 +83,14 @@ impl Tool {
 
 /// A series built from (value in ns, count) pairs and the tool's own exact figures.
 pub(crate) struct Built {
-    pub name: String,
-    pub cpu: Option<usize>,
-    pub unit: String,
-    pub pairs: Vec<(u64, u64)>,
-    pub min: Option<u64>,
-    pub max: Option<u64>,
-    pub mean: Option<f64>,
-    pub interval_ns: Option<u64>,
+    pub(crate) name: String,
+    pub(crate) cpu: Option<usize>,
+    pub(crate) unit: String,
+    pub(crate) pairs: Vec<(u64, u64)>,
+    pub(crate) min: Option<u64>,
+    pub(crate) max: Option<u64>,
+    pub(crate) mean: Option<f64>,
+    pub(crate) interval_ns: Option<u64>,
 }
 
 impl Built {

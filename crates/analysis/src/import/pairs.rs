@@ -20,7 +20,7 @@ fn method(tool: Tool) -> &'static str {
 }
 
 /// Parses one file.
-pub fn parse(tool: Tool, text: &str, file: &str) -> Result<Run> {
+pub(crate) fn parse(tool: Tool, text: &str, file: &str) -> Result<Run> {
     let v: Value = serde_json::from_str(text).map_err(|e| {
         bad(
             file,

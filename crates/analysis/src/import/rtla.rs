@@ -21,7 +21,7 @@ struct Column {
 
 /// Parses `rtla timerlat hist` / `rtla osnoise hist` output (with or without `--with-zeros`,
 /// `-b`, `--nano`, `--no-header`, `--no-summary`; the index column is required).
-pub fn parse(text: &str, file: &str) -> Result<Run> {
+pub(crate) fn parse(text: &str, file: &str) -> Result<Run> {
     let Table {
         scale,
         tracer,

@@ -48,7 +48,7 @@ fn looks_like_duration(t: &str) -> bool {
 }
 
 /// Parses `rtla timerlat top` / `rtla osnoise top` output.
-pub fn parse(text: &str, file: &str) -> Result<Run> {
+pub(crate) fn parse(text: &str, file: &str) -> Result<Run> {
     let lines: Vec<String> = text.lines().map(plain).collect();
     let at = |i: usize, why: String| bad(file, format!("line {}: {why}", i + 1));
     let timerlat = lines.iter().any(|l| l.trim() == "Timer Latency");

@@ -12,7 +12,7 @@ pub const MAX_LINES: usize = 8;
 /// Worst series shown beside the aggregate.
 const WORST: usize = 3;
 /// Display scale and unit name for a series unit: ns are shown in µs.
-pub fn display_unit(unit: &str) -> (f64, String) {
+pub(crate) fn display_unit(unit: &str) -> (f64, String) {
     if unit == "ns" {
         (1e-3, "µs".into())
     } else {
@@ -153,7 +153,7 @@ fn pick(run: &Run) -> (Vec<(String, Buckets)>, Option<String>) {
 
 /// Distributions as OSADL draws them: linear x in 1 µs bins (wider, and said so, when the
 /// range would need more than 2000), log y counts, so every single late sample shows.
-pub fn histogram_linear(title: &str, dists: &[(String, Buckets)], unit: &str) -> String {
+pub(crate) fn histogram_linear(title: &str, dists: &[(String, Buckets)], unit: &str) -> String {
     let (scale, uname) = display_unit(unit);
     let hi = dists
         .iter()
@@ -213,7 +213,7 @@ pub fn histogram_linear_of_run(run: &Run) -> Option<String> {
 /// Exceedance: the fraction of samples at or above each latency (1 − CDF), log y down to 1/N,
 /// so the tail that a linear CDF flattens into 100 % is read off directly (the last point of a
 /// curve is its maximum, at 1/N).
-pub fn exceedance(title: &str, dists: &[(String, Buckets)], unit: &str) -> String {
+pub(crate) fn exceedance(title: &str, dists: &[(String, Buckets)], unit: &str) -> String {
     let (scale, uname) = display_unit(unit);
     let mut lines = Vec::new();
     let mut floor = 1.0f64;
@@ -265,7 +265,7 @@ pub fn exceedance_of_run(run: &Run) -> Option<String> {
 }
 
 /// Distributions as log-y histograms, one curve each (OSADL style); latencies on a log x axis.
-pub fn histogram_of(title: &str, dists: &[(String, Buckets)], unit: &str) -> String {
+pub(crate) fn histogram_of(title: &str, dists: &[(String, Buckets)], unit: &str) -> String {
     let (scale, uname) = display_unit(unit);
     let refs: Vec<&Buckets> = dists.iter().map(|d| &d.1).collect();
     // Latencies always on a log x axis (20 bins a decade): a linear one squashes an 8-60 µs
@@ -349,7 +349,7 @@ fn unbounded_to_the_edge(rows: &mut [ForestRow]) {
 }
 
 /// The quantile and mean differences against the baseline with their intervals.
-pub fn forest(a: &Analysis) -> Option<String> {
+pub(crate) fn forest(a: &Analysis) -> Option<String> {
     // In per cent of the baseline: p50 and max differ by orders of magnitude in µs, but their
     // changes share one axis. A row per metric and level.
     let mut rows: Vec<ForestRow> = a

@@ -5,7 +5,7 @@ use super::svg::esc;
 use std::fmt::Write;
 
 /// The page style, shared with the fleet page.
-pub const CSS: &str = "body{font-family:sans-serif;max-width:1000px;margin:1em auto;padding:0 1em;color:#111}\
+pub(crate) const CSS: &str = "body{font-family:sans-serif;max-width:1000px;margin:1em auto;padding:0 1em;color:#111}\
 h1{font-size:1.5em}h2{font-size:1.25em;border-bottom:2px solid #0072B2;padding-bottom:2px;margin-top:1.6em}\
 h3{font-size:1.05em}table{border-collapse:collapse;margin:.5em 0;font-size:.9em}\
 td,th{border:1px solid #bbb;padding:2px 6px;text-align:right}th{background:#eee}\
@@ -18,7 +18,7 @@ code{font-size:.85em;word-break:break-all}.meta{color:#555;font-size:.9em}\
 td.diff{background:#fff4d6;font-weight:bold}td.mixed{background:#fde0dc;font-weight:bold}";
 
 /// A table row of escaped cells (`th` when `head`), the first cell left-aligned.
-pub fn row(cells: &[String], head: bool) -> String {
+pub(crate) fn row(cells: &[String], head: bool) -> String {
     let tag = if head { "th" } else { "td" };
     let mut s = String::from("<tr>");
     for (i, c) in cells.iter().enumerate() {
@@ -30,7 +30,7 @@ pub fn row(cells: &[String], head: bool) -> String {
 }
 
 /// A chart in a `<figure>` with an optional caption.
-pub fn figure(svg: &str, caption: Option<&str>) -> String {
+pub(crate) fn figure(svg: &str, caption: Option<&str>) -> String {
     let cap = caption.map_or(String::new(), |c| {
         format!("<figcaption>{}</figcaption>", esc(c))
     });

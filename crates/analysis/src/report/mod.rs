@@ -7,12 +7,12 @@
 pub mod charts;
 pub mod fleet;
 pub mod html;
-pub mod markup;
+pub(crate) mod markup;
 pub mod png;
 pub mod qualify;
-pub mod spikes;
-pub mod svg;
-pub mod tail;
+pub(crate) mod spikes;
+pub(crate) mod svg;
+pub(crate) mod tail;
 pub mod timecharts;
 
 use crate::compare::analysis::{Analysis, Settings};
@@ -53,9 +53,9 @@ pub struct Loaded {
     /// The result.
     pub run: Run,
     /// `run:ID` or the file name.
-    pub name: String,
+    pub(crate) name: String,
     /// Its tags in the store.
-    pub tags: BTreeMap<String, String>,
+    pub(crate) tags: BTreeMap<String, String>,
     /// What its kind is (the defaults until [`know_kinds`] is told).
     pub facts: latlab_core::result::kind::Facts,
 }
@@ -71,9 +71,9 @@ pub fn know_kinds(loaded: &mut [Loaded], kinds: latlab_core::result::kind::Kinds
 #[derive(Debug, Clone)]
 pub struct Group {
     /// Label: the tags that tell it apart, or the run's name.
-    pub label: String,
+    pub(crate) label: String,
     /// Indices into the loaded runs.
-    pub runs: Vec<usize>,
+    pub(crate) runs: Vec<usize>,
 }
 
 /// Reads one input: `run:ID`, a result file, or a stored run id (`latlab plot`).
@@ -102,7 +102,7 @@ fn loaded(r: select::Resolved) -> Loaded {
 }
 
 /// Every run stored under experiment `exp`, oldest first.
-pub fn load_experiment(
+pub(crate) fn load_experiment(
     exp: &str,
     store: Option<&str>,
     include_disturbed: bool,
@@ -183,7 +183,7 @@ pub fn load_groups(
 
 /// Groups of an experiment: its level combinations (`crate::compare::levels`, the baseline
 /// first). Otherwise every run is a group of its own.
-pub fn groups(loaded: &[Loaded], experiment: bool) -> Vec<Group> {
+pub(crate) fn groups(loaded: &[Loaded], experiment: bool) -> Vec<Group> {
     if experiment {
         let tags: Vec<_> = loaded.iter().map(|l| &l.tags).collect();
         return crate::compare::levels::group(&tags)

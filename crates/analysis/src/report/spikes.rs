@@ -137,7 +137,7 @@ fn per_cpu(t: &latlab_core::result::trace::TraceReport) -> Vec<CpuCauses> {
 /// An experiment's (or several groups') cause shares side by side: per level, the share of
 /// late time by cause kind over its traced runs (every CPU), as stacked bars and a table with
 /// the level's largest culprit group. Nothing when no run was traced.
-pub fn levels(loaded: &[Loaded], groups: &[Group]) -> String {
+pub(crate) fn levels(loaded: &[Loaded], groups: &[Group]) -> String {
     struct Level {
         label: String,
         runs: usize,
@@ -306,7 +306,7 @@ fn worst_row(sp: &SpikeRecord) -> String {
 }
 
 /// The section, or nothing for a run that was not traced.
-pub fn section(r: &Run) -> String {
+pub(crate) fn section(r: &Run) -> String {
     let Some(t) = &r.trace else {
         return String::new();
     };

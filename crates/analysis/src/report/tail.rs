@@ -14,15 +14,15 @@ const AT: [f64; 3] = [1e-6, 1e-9, 1e-12];
 
 /// What the report shows of a run's tail.
 #[derive(Debug, Clone, Default)]
-pub struct Section {
+pub(crate) struct Section {
     /// Why there is no extrapolation: (reason, what would help).
-    pub refusal: Option<(String, String)>,
+    pub(crate) refusal: Option<(String, String)>,
     /// The log-log chart (SVG).
-    pub chart: Option<String>,
+    pub(crate) chart: Option<String>,
     /// Rows: P, latency (µs), interval (µs).
-    pub rows: Vec<[String; 3]>,
+    pub(crate) rows: Vec<[String; 3]>,
     /// One line on the fit.
-    pub meta: Option<String>,
+    pub(crate) meta: Option<String>,
 }
 
 /// The tail of one run (None when it holds no latencies).
@@ -81,7 +81,7 @@ pub fn section(run: &latlab_core::result::Run, name: &str) -> Option<Section> {
 
 /// The log-log exceedance chart of a report (latency in µs): the data's tail, and where the
 /// tail was fitted the curve, its band and the threshold.
-pub fn chart(r: &Report) -> Option<String> {
+pub(crate) fn chart(r: &Report) -> Option<String> {
     let n = r.samples as f64;
     if r.top.is_empty() || n <= 0.0 {
         return None;

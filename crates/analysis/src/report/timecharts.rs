@@ -126,7 +126,7 @@ fn extra_f64(s: &Series, path: &[&str]) -> Option<f64> {
 
 /// `noise`: per-CPU interruptions and CPU available as bars; the maximum per repeat with the
 /// outlying repeats ringed.
-pub fn noise(run: &Run) -> Vec<String> {
+pub(crate) fn noise(run: &Run) -> Vec<String> {
     let cats: Vec<String> = run.series.iter().map(|s| s.name.clone()).collect();
     let mut out = Vec::new();
     let count: Vec<f64> = run
@@ -222,7 +222,7 @@ pub fn noise(run: &Run) -> Vec<String> {
 }
 
 /// Other measurements: a bar per series (mean) with whiskers from the median to p99.
-pub fn series_bars(run: &Run) -> Option<String> {
+pub(crate) fn series_bars(run: &Run) -> Option<String> {
     let unit = run.series.first()?.unit.clone();
     let (scale, uname) = display_unit(&unit);
     let ss: Vec<&Series> = run.series.iter().filter(|s| s.unit == unit).collect();

@@ -18,7 +18,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// Largest samples kept per input: the lowest candidate threshold needs at most 5000 above it.
-pub const KEEP: usize = 5001;
+pub(crate) const KEEP: usize = 5001;
 
 /// How inputs are read.
 #[derive(Debug, Clone, Default)]
@@ -41,16 +41,16 @@ pub struct ReadOpts {
 #[derive(Debug, Clone)]
 pub struct Loaded {
     /// Its upper part.
-    pub sample: Sample,
+    pub(crate) sample: Sample,
     /// True when the values are latencies in ns (runs, sample logs); false for value files,
     /// which keep their own unit.
-    pub ns: bool,
+    pub(crate) ns: bool,
     /// Measured time in seconds, when every input is a run.
-    pub seconds: Option<f64>,
+    pub(crate) seconds: Option<f64>,
     /// The inputs' names.
-    pub names: Vec<String>,
+    pub(crate) names: Vec<String>,
     /// How each input was read (sample order or histograms) and anything worth knowing.
-    pub notes: Vec<String>,
+    pub(crate) notes: Vec<String>,
 }
 
 /// One input's contribution.

@@ -8,7 +8,7 @@
 
 pub mod inputs;
 pub mod render;
-pub mod samplelog;
+pub(crate) mod samplelog;
 
 #[cfg(test)]
 mod holdout;
@@ -21,9 +21,9 @@ use latlab_core::stats::evt::{self, Candidate, Method, Model, Refusal};
 #[derive(Debug, Clone, PartialEq)]
 pub struct Per {
     /// As written (`1d`).
-    pub text: String,
+    pub(crate) text: String,
     /// Its length in seconds.
-    pub seconds: f64,
+    pub(crate) seconds: f64,
 }
 
 impl Per {
@@ -92,7 +92,7 @@ pub fn check_probabilities(flag: &str, ps: &[f64]) -> Result<()> {
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Quantile {
     /// The probability asked for (per sample, or per unit of time with `per`).
-    pub p: f64,
+    pub(crate) p: f64,
     /// The latency exceeded with that probability (None: not answerable, see `method`).
     pub value: Option<f64>,
     /// Lower bound of its interval.
@@ -101,7 +101,7 @@ pub struct Quantile {
     pub high: Option<f64>,
     /// `gpd` (beyond the threshold, from the fit), `empirical` (inside the data) or `body`
     /// (below the part of the data the tail keeps: not answered here).
-    pub method: Method,
+    pub(crate) method: Method,
 }
 
 /// The fitted tail, as the JSON shows it.
@@ -112,19 +112,19 @@ pub struct FitSummary {
     /// GPD shape.
     pub xi: f64,
     /// GPD scale.
-    pub sigma: f64,
+    pub(crate) sigma: f64,
     /// Samples above the threshold.
-    pub exceedances: usize,
+    pub(crate) exceedances: usize,
     /// Independent clusters above it (= exceedances without sample order).
     pub clusters: usize,
     /// Extremal index (None: no sample order).
-    pub extremal_index: Option<f64>,
+    pub(crate) extremal_index: Option<f64>,
     /// Runs declustering's run length in samples (None: none applied).
-    pub run_length: Option<u64>,
+    pub(crate) run_length: Option<u64>,
     /// Anderson-Darling p-value of the fit.
     pub gof_p: f64,
     /// Gap test p-value for a second regime.
-    pub gap_p: f64,
+    pub(crate) gap_p: f64,
 }
 
 /// A refusal as the JSON shows it.
@@ -144,17 +144,17 @@ pub struct Report {
     /// `ns` for runs and sample logs; empty for value files (their own unit).
     pub unit: String,
     /// The inputs.
-    pub inputs: Vec<String>,
+    pub(crate) inputs: Vec<String>,
     /// Samples in all.
-    pub samples: u64,
+    pub(crate) samples: u64,
     /// Whether the sample order was used (bursts declustered).
-    pub ordered: bool,
+    pub(crate) ordered: bool,
     /// Samples per second (runs' samples over their measured time, or `--rate`).
-    pub rate_hz: Option<f64>,
+    pub(crate) rate_hz: Option<f64>,
     /// `--per` as given.
-    pub per: Option<String>,
+    pub(crate) per: Option<String>,
     /// Confidence of the intervals.
-    pub confidence: f64,
+    pub(crate) confidence: f64,
     /// One entry per probability asked for (empty when refused).
     pub quantiles: Vec<Quantile>,
     /// The fit (None when refused).
@@ -162,15 +162,15 @@ pub struct Report {
     /// Why the tail cannot be modelled (None when it can).
     pub refusal: Option<RefusalSummary>,
     /// Every threshold tried, lowest first.
-    pub candidates: Vec<Candidate>,
+    pub(crate) candidates: Vec<Candidate>,
     /// How the inputs were read.
     pub notes: Vec<String>,
     /// The fitted model, for charts and further questions.
     #[serde(skip)]
-    pub model: Option<Model>,
+    pub(crate) model: Option<Model>,
     /// The data's largest values, descending (for charts, refused or not).
     #[serde(skip)]
-    pub top: Vec<f64>,
+    pub(crate) top: Vec<f64>,
 }
 
 impl Report {

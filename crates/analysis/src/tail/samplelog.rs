@@ -12,22 +12,22 @@ use std::path::Path;
 
 /// What a pass over a sample log found.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Scan {
+pub(crate) struct Scan {
     /// Series names in header order.
-    pub names: Vec<String>,
+    pub(crate) names: Vec<String>,
     /// Samples read per series.
-    pub counts: Vec<u64>,
+    pub(crate) counts: Vec<u64>,
     /// Lost samples per series from the trailer (None: no trailer, the log was cut short).
-    pub lost: Option<Vec<u64>>,
+    pub(crate) lost: Option<Vec<u64>>,
     /// The largest `keep` samples of the selected series (series = header index, pos = index
     /// within its series); every sample above the smallest of them is among them.
-    pub top: Vec<Exceedance>,
+    pub(crate) top: Vec<Exceedance>,
 }
 
 const TRAILER: u32 = 0xFFFF_FFFF;
 
 /// Reads `path`, keeping the `keep` largest samples of the series `want` accepts.
-pub fn scan(path: &Path, keep: usize, want: &dyn Fn(&str) -> bool) -> Result<Scan> {
+pub(crate) fn scan(path: &Path, keep: usize, want: &dyn Fn(&str) -> bool) -> Result<Scan> {
     let name = path.display().to_string();
     let f = std::fs::File::open(path).map_err(|e| Error::Usage(format!("{name}: {e}")))?;
     let mut r = std::io::BufReader::with_capacity(1 << 20, f);
@@ -35,7 +35,7 @@ pub fn scan(path: &Path, keep: usize, want: &dyn Fn(&str) -> bool) -> Result<Sca
 }
 
 /// `scan` over any reader; the error says what is wrong at which byte.
-pub fn scan_reader(
+pub(crate) fn scan_reader(
     r: &mut impl Read,
     keep: usize,
     want: &dyn Fn(&str) -> bool,

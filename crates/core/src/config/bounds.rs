@@ -5,10 +5,10 @@ use crate::error::{Error, Result};
 
 /// The longest a single measurement may be planned to run: 30 days. Longer watches are what
 /// `latlab monitor` (no `-D`) is for; a soak test longer than a month is run in pieces.
-pub const MAX_PLANNED_NS: u64 = 30 * 86_400 * 1_000_000_000;
+pub(crate) const MAX_PLANNED_NS: u64 = 30 * 86_400 * 1_000_000_000;
 
 /// The bound in words, for messages.
-pub const MAX_PLANNED_TEXT: &str = "30 days";
+pub(crate) const MAX_PLANNED_TEXT: &str = "30 days";
 
 /// Checks a planned duration (ns) given by `flag` as `text`.
 pub fn duration(flag: &str, text: impl std::fmt::Display, ns: u64) -> Result<u64> {

@@ -5,7 +5,7 @@ use std::fmt;
 use std::path::Path;
 
 /// The largest CPU number latlab accepts (matches the kernel's CONFIG_NR_CPUS ceiling).
-pub const MAX_CPU: usize = 8191;
+pub(crate) const MAX_CPU: usize = 8191;
 
 /// An ordered set of CPU numbers.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -54,7 +54,7 @@ impl CpuSet {
     }
 
     /// The CPUs that are online, read from `<sys_root>/devices/system/cpu/online`.
-    pub fn online(sys_root: &Path) -> Result<CpuSet, String> {
+    pub(crate) fn online(sys_root: &Path) -> Result<CpuSet, String> {
         let path = sys_root.join("devices/system/cpu/online");
         let text =
             std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -67,7 +67,7 @@ impl CpuSet {
     }
 
     /// The CPUs online under `roots` (falls back to 0..available_parallelism).
-    pub fn online_in(roots: &crate::sys::roots::Roots) -> CpuSet {
+    pub(crate) fn online_in(roots: &crate::sys::roots::Roots) -> CpuSet {
         CpuSet::online(&roots.sys_root).unwrap_or_else(|_| {
             let n = std::thread::available_parallelism().map_or(1, |n| n.get());
             CpuSet::from_cpus(0..n)

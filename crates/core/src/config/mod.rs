@@ -1,7 +1,7 @@
 //! Validated values built from raw command-line arguments: CPU sets, policies, times, run plans.
 
 pub mod bounds;
-pub mod cpuset;
+pub(crate) mod cpuset;
 pub mod units;
 pub mod values;
 

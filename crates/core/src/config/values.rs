@@ -103,7 +103,7 @@ pub struct CpuList {
     /// The value as given.
     pub text: String,
     /// The CPUs.
-    pub set: CpuSet,
+    pub(crate) set: CpuSet,
 }
 
 impl CpuList {

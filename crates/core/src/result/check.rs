@@ -275,7 +275,7 @@ impl Run {
     /// Figures that do not contradict each other outright but that latlab's own results never
     /// have, as warnings for whoever reads the file: a mean outside the series' minimum and
     /// maximum (a tool's own average may be: imports keep it as written, and say so).
-    pub fn doubts(&self) -> Vec<String> {
+    pub(crate) fn doubts(&self) -> Vec<String> {
         if self.parameters.get("imported_from").is_some() {
             return Vec::new();
         }

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::sys::roots::Roots;
+pub(crate) use crate::sys::roots::Roots;
 
 /// The machine and kernel a result was measured on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -21,7 +21,7 @@ pub struct Environment {
     /// Current clocksource.
     pub clocksource: String,
     /// Available clocksources.
-    pub available_clocksources: Vec<String>,
+    pub(crate) available_clocksources: Vec<String>,
     /// CPU model name.
     pub cpu_model: String,
     /// Number of CPUs online.
@@ -89,7 +89,7 @@ impl Environment {
     }
 
     /// Snapshot read from the given procfs/sysfs roots.
-    pub fn capture_from(r: &Roots) -> Environment {
+    pub(crate) fn capture_from(r: &Roots) -> Environment {
         let version = r.proc("version").unwrap_or_default();
         let preempt_debug = r.sys("kernel/debug/sched/preempt");
         let online = r.sys("devices/system/cpu/online").unwrap_or_default();

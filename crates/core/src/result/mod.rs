@@ -16,7 +16,7 @@ use crate::stats::{HistogramData, Recorder, Summary};
 use serde::{Deserialize, Serialize};
 
 /// The schema identifier written into every result.
-pub const SCHEMA: &str = "latlab.run/1";
+pub(crate) const SCHEMA: &str = "latlab.run/1";
 
 /// One measurement run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -300,7 +300,8 @@ pub fn rfc3339(t: std::time::SystemTime) -> String {
 }
 
 /// The last instant RFC 3339 can write: 9999-12-31T23:59:59.999999Z.
-pub const LAST_DATE: std::time::Duration = std::time::Duration::new(253_402_300_799, 999_999_000);
+pub(crate) const LAST_DATE: std::time::Duration =
+    std::time::Duration::new(253_402_300_799, 999_999_000);
 
 /// `t`, or [`LAST_DATE`] when it is later (formatting a later time panics in humantime).
 fn representable(t: std::time::SystemTime) -> std::time::SystemTime {

@@ -17,14 +17,14 @@ const MAX_CONFIG_BYTES: u64 = 8 << 20;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IrqFact {
     /// The IRQ number (`/proc/irq/N`).
-    pub irq: String,
+    pub(crate) irq: String,
     /// Its name(s) from /proc/interrupts (the device or handler), if listed.
-    pub name: String,
+    pub(crate) name: String,
     /// `smp_affinity_list`.
-    pub affinity: String,
+    pub(crate) affinity: String,
     /// `effective_affinity_list`, where the kernel has it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub effective: Option<String>,
+    pub(crate) effective: Option<String>,
 }
 
 /// The facts of the machine a qualification ran on.
@@ -96,7 +96,7 @@ pub struct SystemFacts {
 
 /// The value of `key=` on a kernel command line (the last one given wins, as the kernel reads
 /// it); empty when absent.
-pub fn cmdline_value(cmdline: &str, key: &str) -> String {
+pub(crate) fn cmdline_value(cmdline: &str, key: &str) -> String {
     cmdline
         .split_whitespace()
         .filter_map(|w| w.strip_prefix(key).and_then(|r| r.strip_prefix('=')))
@@ -217,7 +217,7 @@ impl SystemFacts {
     }
 
     /// The facts read from the given roots and boot directory.
-    pub fn capture_from(r: &Roots, boot: &Path, measured: &[usize]) -> SystemFacts {
+    pub(crate) fn capture_from(r: &Roots, boot: &Path, measured: &[usize]) -> SystemFacts {
         let dmi = |f: &str| r.sys(&format!("class/dmi/id/{f}")).unwrap_or_default();
         let cpuinfo = r.proc("cpuinfo").unwrap_or_default();
         let field = |k: &str| {

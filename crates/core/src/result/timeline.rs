@@ -6,11 +6,11 @@
 use serde::{Deserialize, Serialize};
 
 /// Intervals kept before neighbours are merged pairwise (a 24 h run ends at 64 s intervals).
-pub const CAPACITY: usize = 2048;
+pub(crate) const CAPACITY: usize = 2048;
 /// Default interval width, ns.
 pub const DEFAULT_WIDTH_NS: u64 = 1_000_000_000;
 /// The percentile kept per interval.
-pub const PERCENTILE: f64 = 99.0;
+pub(crate) const PERCENTILE: f64 = 99.0;
 /// Log-linear buckets used to estimate the percentile of one interval (8 per octave).
 const BUCKETS: usize = 496;
 

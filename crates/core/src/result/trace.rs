@@ -94,7 +94,7 @@ pub const HOST_STEAL: &str = "host (steal)";
 
 /// Every cause kind (a component's or a cause's `kind`, the monitor's `cause` label) with the
 /// name the text, the report and the metrics' help give it.
-pub const CAUSE_NAMES: &[(&str, &str)] = &[
+pub(crate) const CAUSE_NAMES: &[(&str, &str)] = &[
     ("thread", "another thread"),
     ("irq", "IRQ"),
     ("softirq", "softirq"),

@@ -197,7 +197,7 @@ impl Held {
     }
 
     /// What moved from `self` to `now`, said of thread `name`; None when nothing did.
-    pub fn drift(&self, now: &Held, name: &str) -> Option<String> {
+    pub(crate) fn drift(&self, now: &Held, name: &str) -> Option<String> {
         self.drift_said(now, name, "while it measured")
     }
 
@@ -246,7 +246,7 @@ pub struct Stray {
     /// Checks made on another CPU than the pinned one.
     pub count: u64,
     /// The first other CPU seen.
-    pub first: Option<usize>,
+    pub(crate) first: Option<usize>,
 }
 
 impl Stray {
@@ -288,7 +288,7 @@ impl Stray {
 
 /// The CPU the calling thread is confined to (its affinity holds one CPU), else the one it is
 /// on now.
-pub fn read_back_cpu() -> Option<usize> {
+pub(crate) fn read_back_cpu() -> Option<usize> {
     match sys::sched::affinity() {
         Ok(v) if v.len() == 1 => Some(v[0]),
         _ => sys::sched::current_cpu(),
@@ -340,7 +340,7 @@ impl PlacementLog {
 }
 
 /// Stack size given to measuring threads, prefaulted before the barrier.
-pub const WORKER_STACK: usize = 256 * 1024;
+pub(crate) const WORKER_STACK: usize = 256 * 1024;
 /// How much of it is prefaulted.
 pub const PREFAULT: usize = 128 * 1024;
 
@@ -551,16 +551,13 @@ pub struct Needs {
     pub strict: bool,
 }
 
-/// `Needs::strict` for a measurement that cannot work at all without real-time scheduling.
-pub const RT_REQUIRED: bool = true;
-
 /// What `prepare` arranged.
 #[derive(Debug)]
 pub struct Prepared {
     /// False when real-time scheduling was refused: threads must run SCHED_OTHER.
     pub rt_granted: bool,
     /// The PM QoS request, held until dropped.
-    pub dma: Option<sys::dma::DmaLatency>,
+    _dma: Option<sys::dma::DmaLatency>,
 }
 
 /// A refusal latlab can run on without: a warning, or exit 3 (`--strict: WHY`) under `--strict`.
@@ -604,7 +601,10 @@ pub fn prepare(n: &Needs, warnings: &mut Vec<String>) -> crate::Result<Prepared>
             }
         },
     };
-    Ok(Prepared { rt_granted, dma })
+    Ok(Prepared {
+        rt_granted,
+        _dma: dma,
+    })
 }
 
 #[cfg(test)]

@@ -27,7 +27,7 @@ pub struct PolicyWatch {
 
 /// Watches the calling thread, `name`, which measures at `policy` (policy, priority) from now
 /// on.
-pub fn watch(name: &str, policy: (libc::c_int, i32)) -> PolicyWatch {
+pub(crate) fn watch(name: &str, policy: (libc::c_int, i32)) -> PolicyWatch {
     let mut w = WATCHED.lock().unwrap_or_else(|p| p.into_inner());
     w.0 += 1;
     let key = w.0;
@@ -44,7 +44,7 @@ pub fn watch(name: &str, policy: (libc::c_int, i32)) -> PolicyWatch {
 
 impl PolicyWatch {
     /// Stops watching; the first policy other than the thread's own seen while it measured.
-    pub fn end(self) -> Option<(libc::c_int, i32)> {
+    pub(crate) fn end(self) -> Option<(libc::c_int, i32)> {
         let mut w = WATCHED.lock().unwrap_or_else(|p| p.into_inner());
         let i = w.1.iter().position(|x| x.key == self.key)?;
         w.1.swap_remove(i).seen
@@ -63,7 +63,7 @@ pub fn poll() {
 }
 
 /// A policy and priority, as the kernel gives them.
-pub type PolicyPrio = (libc::c_int, i32);
+pub(crate) type PolicyPrio = (libc::c_int, i32);
 
 /// The changes seen since the last call, once each, as (thread name, its policy, the one
 /// seen): a session that never ends (`monitor`) says them in the interval they happened.

@@ -12,11 +12,12 @@ use rand_distr::{Beta, Distribution};
 
 /// Percentile-bootstrap interval of quantile_q(b) − quantile_q(a).
 #[derive(Debug, Clone, PartialEq)]
-pub struct QuantileDiff {
+#[cfg(test)]
+pub(crate) struct QuantileDiff {
     /// The point estimate quantile_q(b) − quantile_q(a).
-    pub diff: f64,
+    pub(crate) diff: f64,
     /// Lower and upper confidence bounds.
-    pub ci: (f64, f64),
+    pub(crate) ci: (f64, f64),
 }
 
 /// Draws the q-quantile of one bootstrap resample of `d`.
@@ -51,7 +52,8 @@ pub fn percentile_interval(mut reps: Vec<f64>, confidence: f64) -> (f64, f64) {
 
 /// Bootstrap CI (percentile method) at `confidence` of the q-quantile difference b − a, with
 /// `reps` replicates per set drawn from `rng`.
-pub fn quantile_diff(
+#[cfg(test)]
+pub(crate) fn quantile_diff(
     a: &Dist,
     b: &Dist,
     q: f64,

@@ -32,7 +32,7 @@ pub fn g(x: f64, prec: usize) -> String {
 }
 
 /// Formats like C's `%{width}.{prec}g`: right-aligned in `width`.
-pub fn g_width(x: f64, width: usize, prec: usize) -> String {
+pub(crate) fn g_width(x: f64, width: usize, prec: usize) -> String {
     format!("{:>width$}", g(x, prec))
 }
 

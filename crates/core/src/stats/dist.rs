@@ -7,9 +7,9 @@ use super::histogram::HistogramData;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Dist {
     /// Distinct values, ascending.
-    pub values: Vec<f64>,
+    pub(crate) values: Vec<f64>,
     /// `cum[i]` = number of samples ≤ `values[i]`.
-    pub cum: Vec<u64>,
+    pub(crate) cum: Vec<u64>,
 }
 
 impl Dist {
@@ -58,7 +58,7 @@ impl Dist {
     }
 
     /// The same counts with every value multiplied by `k` (> 0).
-    pub fn scaled(&self, k: f64) -> Dist {
+    pub(crate) fn scaled(&self, k: f64) -> Dist {
         Dist {
             values: self.values.iter().map(|v| v * k).collect(),
             cum: self.cum.clone(),
@@ -126,7 +126,7 @@ impl Dist {
 
     /// A value of the set to measure from (its median): subtracting it cancels a common offset
     /// exactly.
-    pub fn shift(&self) -> f64 {
+    pub(crate) fn shift(&self) -> f64 {
         if self.values.is_empty() {
             0.0
         } else {
@@ -139,7 +139,7 @@ impl Dist {
     /// (Chan, Golub & LeVeque's corrected two-pass algorithm). `shift` should lie inside the
     /// data (two sets measured from one shift give a difference of means without cancelling
     /// their offset).
-    pub fn moments(&self, shift: f64) -> (f64, f64) {
+    pub(crate) fn moments(&self, shift: f64) -> (f64, f64) {
         let (m, v, k) = self.scaled_moments(shift);
         (m, v * k * k)
     }
@@ -190,14 +190,14 @@ impl Dist {
 /// A compensated (Kahan–Babuška–Neumaier) running sum: the rounding error of each addition is
 /// kept and added back at the end, so a million terms sum to within an ulp or two.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct Neumaier {
+pub(crate) struct Neumaier {
     sum: f64,
     comp: f64,
 }
 
 impl Neumaier {
     /// Adds `x`.
-    pub fn add(&mut self, x: f64) {
+    pub(crate) fn add(&mut self, x: f64) {
         let t = self.sum + x;
         if self.sum.abs() >= x.abs() {
             self.comp += (self.sum - t) + x;
@@ -208,13 +208,13 @@ impl Neumaier {
     }
 
     /// The sum.
-    pub fn total(&self) -> f64 {
+    pub(crate) fn total(&self) -> f64 {
         self.sum + self.comp
     }
 }
 
 /// Rank ⌈q·n⌉ clamped to 1..=n.
-pub fn quantile_rank(q: f64, n: u64) -> u64 {
+pub(crate) fn quantile_rank(q: f64, n: u64) -> u64 {
     ((q * n as f64).ceil() as u64).clamp(1, n.max(1))
 }
 

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 /// Highest value the histogram resolves: one hour in nanoseconds.
 pub const HIGHEST_NS: u64 = 3_600_000_000_000;
 /// Significant decimal digits kept (relative error at most 0.1%).
-pub const SIGFIG: u8 = 3;
+pub(crate) const SIGFIG: u8 = 3;
 
 /// An HDR histogram of nanosecond values, preallocated: `record` never allocates.
 #[derive(Clone)]
@@ -52,12 +52,13 @@ impl LatHistogram {
     }
 
     /// Number of values recorded.
-    pub fn len(&self) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> u64 {
         self.h.len()
     }
 
     /// True when nothing was recorded.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.h.is_empty()
     }
 
@@ -68,7 +69,7 @@ impl LatHistogram {
     }
 
     /// [`LatHistogram::quantile`] of each of `qs` (ascending), in one pass over the buckets.
-    pub fn quantiles<const N: usize>(&self, qs: [f64; N]) -> [u64; N] {
+    pub(crate) fn quantiles<const N: usize>(&self, qs: [f64; N]) -> [u64; N] {
         let mut out = [0; N];
         for (o, v) in out.iter_mut().zip(self.h.value_at_quantiles(qs)) {
             *o = v;
@@ -76,13 +77,8 @@ impl LatHistogram {
         out
     }
 
-    /// Number of recorded values in `[lo, hi]` (bucket-resolution).
-    pub fn count_between(&self, lo: u64, hi: u64) -> u64 {
-        self.h.count_between(lo, hi)
-    }
-
     /// Empties the histogram, keeping its memory.
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         self.h.reset();
     }
 
@@ -103,12 +99,12 @@ impl LatHistogram {
 
     /// The value a bucket of [`LatHistogram::to_data`] stands for when it holds `ns`: the
     /// highest value equivalent to it (values beyond one hour: the top bucket's).
-    pub fn bucket_of(&self, ns: u64) -> u64 {
+    pub(crate) fn bucket_of(&self, ns: u64) -> u64 {
         self.h.highest_equivalent(ns.min(HIGHEST_NS))
     }
 
     /// Rebuilds a histogram from its serialisable form.
-    pub fn from_data(d: &HistogramData) -> Self {
+    pub(crate) fn from_data(d: &HistogramData) -> Self {
         let mut h = LatHistogram::new();
         for [v, c] in &d.buckets {
             h.record_n(*v, *c);
@@ -119,7 +115,7 @@ impl LatHistogram {
 
 impl HistogramData {
     /// latlab's histogram parameters with these buckets (ascending, non-empty).
-    pub fn of_buckets(buckets: Vec<[u64; 2]>) -> HistogramData {
+    pub(crate) fn of_buckets(buckets: Vec<[u64; 2]>) -> HistogramData {
         HistogramData {
             format: "hdr-buckets/1".into(),
             lowest_ns: 1,
@@ -135,7 +131,7 @@ impl HistogramData {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HistogramData {
     /// Always `hdr-buckets/1`.
-    pub format: String,
+    pub(crate) format: String,
     /// Lowest discernible value (ns).
     pub lowest_ns: u64,
     /// Highest trackable value (ns).

@@ -12,11 +12,11 @@ use super::dist::Dist;
 use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
 
 /// Largest n1·n2 for which the exact distribution is used (no ties).
-pub const EXACT_LIMIT: u64 = 2500;
+pub(crate) const EXACT_LIMIT: u64 = 2500;
 
 /// Largest sample on either side for which tied samples get the exact permutation
 /// distribution (C(40, 20) arrangements at most, counted by a small dynamic programme).
-pub const EXACT_TIES_LIMIT: u64 = 20;
+pub(crate) const EXACT_TIES_LIMIT: u64 = 20;
 
 /// Result of a Mann-Whitney U test of `b` against `a`.
 #[derive(Debug, Clone, PartialEq)]
@@ -113,7 +113,7 @@ pub fn mann_whitney(a: &Dist, b: &Dist) -> MannWhitney {
 
 /// Two-sided exact p-value of U = u for sample sizes m, n without ties:
 /// 2·P(U ≥ max(u, mn − u)), from the count of arrangements by U (symmetric in m and n).
-pub fn exact_p(m: usize, n: usize, u: usize) -> f64 {
+pub(crate) fn exact_p(m: usize, n: usize, u: usize) -> f64 {
     let max_u = m * n;
     // f[k][u] for the current n: number of sequences of k a's among (k + n_cur) with U = u.
     // Build with the recurrence f(m, n, u) = f(m − 1, n, u − n) + f(m, n − 1, u).
@@ -147,7 +147,7 @@ pub fn exact_p(m: usize, n: usize, u: usize) -> f64 {
 /// counted over them per tie group (`groups`: a's and b's count of each distinct value, in
 /// order), and p = 2·min(P(R ≤ r), P(R ≥ r)), at most 1 (SciPy's permutation test and
 /// coin's exact test agree on it).
-pub fn exact_ties_p(groups: &[(u64, u64)], n2: u64, u_b: f64) -> f64 {
+pub(crate) fn exact_ties_p(groups: &[(u64, u64)], n2: u64, u_b: f64) -> f64 {
     let n2 = n2 as usize;
     let total: u64 = groups.iter().map(|g| g.0 + g.1).sum();
     // Twice a mid-rank is an integer: 2·(ranks before) + size + 1.
@@ -282,7 +282,7 @@ fn welch_unscaled(a: &Dist, b: &Dist, confidence: f64) -> Welch {
 /// Fieller's interval for mean_b / mean_a from (mean, squared standard error) of each,
 /// independent, with quantile `q`: the ρ where (mean_b − ρ·mean_a)² ≤ q²·(se_b² + ρ²·se_a²).
 /// None when mean_a is within q standard errors of 0 (the set is then unbounded).
-pub fn fieller(a: (f64, f64), b: (f64, f64), q: f64) -> Option<(f64, f64)> {
+pub(crate) fn fieller(a: (f64, f64), b: (f64, f64), q: f64) -> Option<(f64, f64)> {
     let ((ma, sa2), (mb, sb2)) = (a, b);
     let q2 = q * q;
     let aa = ma * ma - q2 * sa2;

@@ -9,12 +9,12 @@
 pub const LEVELS: [f64; 6] = [80.0, 90.0, 95.0, 98.0, 99.0, 99.5];
 
 /// The largest degrees of freedom with a row of its own; beyond it the ∞ row is used.
-pub const MAX_DF: usize = 100;
+pub(crate) const MAX_DF: usize = 100;
 
 /// `TABLE[df][level]`; `TABLE[0]` is df = ∞.
 #[rustfmt::skip]
 #[allow(clippy::approx_constant)] // table data, not an approximation of e
-pub const TABLE: [[f64; 6]; MAX_DF + 1] = [
+pub(crate) const TABLE: [[f64; 6]; MAX_DF + 1] = [
     [1.282, 1.645, 1.960, 2.326, 2.576, 3.090], // inf
     [3.078, 6.314, 12.706, 31.821, 63.657, 318.313], // 1
     [1.886, 2.920, 4.303, 6.965, 9.925, 22.327], // 2
@@ -119,7 +119,7 @@ pub const TABLE: [[f64; 6]; MAX_DF + 1] = [
 ];
 
 /// The t value ministat uses for `df` degrees of freedom at level index `ci`.
-pub fn t_value(df: usize, ci: usize) -> f64 {
+pub(crate) fn t_value(df: usize, ci: usize) -> f64 {
     if df > MAX_DF {
         TABLE[0][ci]
     } else {

@@ -10,13 +10,13 @@ pub struct Recorder {
     /// Number of samples.
     pub count: u64,
     /// Smallest sample (u64::MAX when empty).
-    pub min: u64,
+    pub(crate) min: u64,
     /// Largest sample, exact (not bucketed).
     pub max: u64,
     /// Sum of samples.
     pub sum: u128,
     /// Sum of squared samples.
-    pub sum_sq: u128,
+    pub(crate) sum_sq: u128,
     /// Full-range histogram.
     pub hist: LatHistogram,
 }
@@ -99,12 +99,12 @@ impl Recorder {
     }
 
     /// Mean in ns (0 when empty).
-    pub fn mean(&self) -> f64 {
+    pub(crate) fn mean(&self) -> f64 {
         mean_of(self.count, self.sum)
     }
 
     /// Sample standard deviation in ns (n−1 denominator; 0 below two samples).
-    pub fn stddev(&self) -> f64 {
+    pub(crate) fn stddev(&self) -> f64 {
         stddev_of(self.count, self.sum, self.sum_sq)
     }
 
@@ -274,7 +274,7 @@ impl Percentiles {
     /// The percentiles [`Percentiles::from_hist`] reads off a histogram, read off its
     /// non-empty buckets (ascending `[value, count]`, as [`LatHistogram::to_data`] lists them):
     /// for each quantile q the first bucket where the running count reaches ⌈q·n⌉ (at least 1).
-    pub fn from_buckets(buckets: &[[u64; 2]]) -> Self {
+    pub(crate) fn from_buckets(buckets: &[[u64; 2]]) -> Self {
         let total: u64 = buckets.iter().map(|b| b[1]).sum();
         let mut out = [0u64; 5];
         let (mut seen, mut i) = (0u64, 0usize);

@@ -7,9 +7,9 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// How long one statement waits for a lock before the store reports itself busy.
-pub const WAIT: Duration = Duration::from_secs(30);
+pub(crate) const WAIT: Duration = Duration::from_secs(30);
 /// A wait longer than this is said on stderr (once per process).
-pub const SAY_AFTER: Duration = Duration::from_secs(2);
+pub(crate) const SAY_AFTER: Duration = Duration::from_secs(2);
 
 /// Set by a caller that says its own waits (the measurement driver watches the store from
 /// another thread and words them for a run in hand); the handler then waits silently.
@@ -28,7 +28,7 @@ pub fn say_waits_elsewhere() {
 }
 
 /// Installs the handler on `conn`, naming the store `name` in the message.
-pub fn install(conn: &mut rusqlite::Connection, name: &str) -> rusqlite::Result<()> {
+pub(crate) fn install(conn: &mut rusqlite::Connection, name: &str) -> rusqlite::Result<()> {
     if let Ok(mut n) = NAME.lock() {
         *n = name.to_string();
     }

@@ -5,8 +5,8 @@
 //! beside it; bundles move runs between machines.
 
 pub mod busy;
-pub mod pg_deadline;
-pub mod postgres;
+pub(crate) mod pg_deadline;
+pub(crate) mod postgres;
 pub mod sqlite;
 
 use crate::error::{Error, Result};
@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// Version of the store schema this latlab writes and reads.
-pub const SCHEMA_VERSION: i64 = 1;
+pub(crate) const SCHEMA_VERSION: i64 = 1;
 /// Format name of an export bundle.
 pub const BUNDLE_FORMAT: &str = "latlab.bundle/1";
 
@@ -139,28 +139,28 @@ pub trait Store {
 
 /// The indexed columns of a stored run, taken from its JSON (which is kept whole beside them).
 #[derive(Debug, Clone)]
-pub struct RunKeys {
+pub(crate) struct RunKeys {
     /// Run id.
-    pub id: String,
+    pub(crate) id: String,
     /// Measurement kind.
-    pub kind: String,
+    pub(crate) kind: String,
     /// Start time.
-    pub started: String,
+    pub(crate) started: String,
     /// End time.
-    pub ended: String,
+    pub(crate) ended: String,
     /// Host name.
-    pub host: String,
+    pub(crate) host: String,
     /// Interrupted flag.
-    pub interrupted: bool,
+    pub(crate) interrupted: bool,
     /// Raw sample log, if any.
-    pub samples_path: Option<String>,
+    pub(crate) samples_path: Option<String>,
     /// The JSON text stored.
-    pub body: String,
+    pub(crate) body: String,
 }
 
 impl RunKeys {
     /// Extracts the keys; exit 2 when the JSON is not a latlab run.
-    pub fn of(body: &serde_json::Value) -> Result<RunKeys> {
+    pub(crate) fn of(body: &serde_json::Value) -> Result<RunKeys> {
         let s = |k: &str| {
             body.get(k)
                 .and_then(|v| v.as_str())
@@ -229,7 +229,7 @@ fn redacted(body: &serde_json::Value) -> std::borrow::Cow<'_, serde_json::Value>
 }
 
 /// Why `k` cannot be a tag key (a selector could not name it), if it cannot.
-pub fn bad_tag_key(k: &str) -> Option<&'static str> {
+pub(crate) fn bad_tag_key(k: &str) -> Option<&'static str> {
     let ok = !k.is_empty()
         && k.chars()
             .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c));
@@ -238,7 +238,7 @@ pub fn bad_tag_key(k: &str) -> Option<&'static str> {
 
 /// Why `v` cannot be a tag value, if it cannot: empty (no selector can name it), or holding a
 /// control character (it would break the line of every table and message that shows it).
-pub fn bad_tag_value(v: &str) -> Option<&'static str> {
+pub(crate) fn bad_tag_value(v: &str) -> Option<&'static str> {
     if v.is_empty() {
         Some("values are not empty")
     } else if v.chars().any(char::is_control) {
@@ -265,27 +265,13 @@ pub fn parse_tags(v: &[String]) -> Result<BTreeMap<String, String>> {
 }
 
 /// The default store location: `$XDG_DATA_HOME/latlab/results.db` (or `~/.local/share/...`).
-pub fn default_path() -> PathBuf {
+pub(crate) fn default_path() -> PathBuf {
     let base = std::env::var_os("XDG_DATA_HOME")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
         .unwrap_or_else(|| PathBuf::from("."));
     base.join("latlab/results.db")
-}
-
-/// Keeps a run its store refused (locked past the wait, full, gone) as a one-run bundle, so
-/// nothing measured is lost: `unstored/ID.json` beside the default store, else in a directory
-/// of this user's own under the temporary directory. `latlab runs import FILE` stores it
-/// later. `first` (the store's [`Store::rescue_dir`]) is tried before those. Returns the
-/// file, or why no place took it.
-pub fn rescue(
-    run: &Run,
-    tags: &BTreeMap<String, String>,
-    first: Option<PathBuf>,
-) -> std::result::Result<PathBuf, String> {
-    let v = serde_json::to_value(run).map_err(|e| e.to_string())?;
-    rescue_value(&run.id, &v, tags, first)
 }
 
 /// [`rescue`] of a run already made JSON (`run`, whose id is `id`).
@@ -360,7 +346,7 @@ fn private_dir(dir: &std::path::Path, uid: u32) -> std::io::Result<()> {
 
 /// A store named on the command line or in `$LATLAB_STORE`, by form.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Spec {
+pub(crate) enum Spec {
     /// A SQLite file (`sqlite:PATH` or a plain path).
     Sqlite(PathBuf),
     /// A PostgreSQL URL (`postgres://`, `postgresql://`) or libpq `key=value` string.
@@ -394,7 +380,7 @@ fn is_libpq(s: &str) -> bool {
 
 /// Classifies a store spec; anything that is not one of the known forms is bad input naming
 /// the value (with any password hidden). `from` names where it came from (`--store`).
-pub fn parse_spec(spec: &str, from: &str) -> Result<Spec> {
+pub(crate) fn parse_spec(spec: &str, from: &str) -> Result<Spec> {
     let shown = redact(spec);
     let bad = |why: &str| Error::flag(from, &shown, why);
     if spec.starts_with("postgres://") || spec.starts_with("postgresql://") || is_libpq(spec) {
@@ -547,7 +533,7 @@ fn redact_libpq(s: &str) -> String {
 /// A store spec with any password hidden: URL userinfo (also one holding `@` or `/`), query
 /// parameters named like `password`, and libpq `password=` values. Never shows more than it
 /// must, but errs on hiding.
-pub fn redact(spec: &str) -> String {
+pub(crate) fn redact(spec: &str) -> String {
     let Some(i) = spec.find("://") else {
         return if is_libpq(spec) || spec.contains("password") {
             redact_libpq(spec)

@@ -9,11 +9,11 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 /// The limit when `$LATLAB_STORE_TIMEOUT` does not set one.
-pub const DEFAULT: Duration = Duration::from_secs(60);
+pub(crate) const DEFAULT: Duration = Duration::from_secs(60);
 
 /// The limit: `$LATLAB_STORE_TIMEOUT` (a time, `90`, `90s`, `2m`; a bare number is seconds)
 /// when set, else [`DEFAULT`]; between 0.1 s and a day.
-pub fn limit() -> Result<Duration> {
+pub(crate) fn limit() -> Result<Duration> {
     let bad = |v: &str, why: &str| {
         Error::Usage(format!(
             "LATLAB_STORE_TIMEOUT {v:?}: {why} (a time from 0.1 s to 1 day: 90, 90s, 2m)"
@@ -41,7 +41,7 @@ pub fn limit() -> Result<Duration> {
 /// Connects on a helper thread and waits at most `limit` for the server to take the
 /// connection (it may accept it and never answer). Returns the client and its socket, when
 /// it can be told from the process's other sockets (then its round trips can be bounded).
-pub fn connect(
+pub(crate) fn connect(
     cfg: &postgres::Config,
     limit: Duration,
 ) -> std::result::Result<(postgres::Client, Option<RawFd>), String> {
@@ -75,7 +75,7 @@ pub fn connect(
 /// A driver error with the server's own words: the driver says only "db error" for what the
 /// server refused (a database that does not exist, a role refused) and "error connecting to
 /// server" for what the socket said.
-pub fn described(e: &postgres::Error) -> String {
+pub(crate) fn described(e: &postgres::Error) -> String {
     if let Some(db) = e.as_db_error() {
         return format!("{} ({})", db.message(), db.code().code());
     }
@@ -86,7 +86,7 @@ pub fn described(e: &postgres::Error) -> String {
 }
 
 /// "60 s", "2.5 s".
-pub fn shown(d: Duration) -> String {
+pub(crate) fn shown(d: Duration) -> String {
     format!("{} s", (d.as_secs_f64() * 10.0).round() / 10.0)
 }
 
@@ -113,7 +113,7 @@ struct State {
 type Shared = Arc<(Mutex<State>, Condvar)>;
 
 /// Watches one connection's round trips (see [`Watch::guard`]).
-pub struct Watch {
+pub(crate) struct Watch {
     shared: Shared,
     limit: Duration,
 }
@@ -121,7 +121,7 @@ pub struct Watch {
 impl Watch {
     /// Watches the socket `fd` (None: nothing can be bounded; guards then only mark time).
     /// The thread sleeps until a round trip starts and wakes only for its end or its limit.
-    pub fn start(fd: Option<RawFd>, limit: Duration) -> Watch {
+    pub(crate) fn start(fd: Option<RawFd>, limit: Duration) -> Watch {
         let shared: Shared = Arc::default();
         if let Some(fd) = fd {
             let s = shared.clone();
@@ -135,7 +135,7 @@ impl Watch {
 
     /// Marks a round trip: until the guard is dropped, the connection is shut down if the
     /// limit passes.
-    pub fn guard(&self) -> Guard {
+    pub(crate) fn guard(&self) -> Guard {
         if let Ok(mut st) = self.shared.0.lock() {
             st.due = Some(Instant::now() + self.limit);
         }
@@ -144,12 +144,12 @@ impl Watch {
     }
 
     /// Whether a round trip outlived the limit (the connection is then closed).
-    pub fn fired(&self) -> bool {
+    pub(crate) fn fired(&self) -> bool {
         self.shared.0.lock().map(|s| s.fired).unwrap_or(false)
     }
 
     /// What an error of a connection the limit closed says instead of the driver's words.
-    pub fn why(&self) -> String {
+    pub(crate) fn why(&self) -> String {
         format!(
             "PostgreSQL did not answer in {} (LATLAB_STORE_TIMEOUT sets the limit); the connection was closed",
             shown(self.limit)
@@ -167,7 +167,7 @@ impl Drop for Watch {
 }
 
 /// A round trip under way (see [`Watch::guard`]).
-pub struct Guard(Shared);
+pub(crate) struct Guard(Shared);
 
 impl Drop for Guard {
     fn drop(&mut self) {

@@ -34,7 +34,7 @@ const MIGRATIONS: &[&str] = &["
 "];
 
 /// A PostgreSQL database of runs.
-pub struct PostgresStore {
+pub(crate) struct PostgresStore {
     /// Declared before the client: the watch (and its thread) ends before the socket closes.
     watch: Watch,
     client: Client,
@@ -46,7 +46,7 @@ pub struct PostgresStore {
 
 impl PostgresStore {
     /// Connects (5 s timeout) and brings the schema up to date; a newer schema is refused.
-    pub fn connect(url: &str, shown: &str) -> Result<PostgresStore> {
+    pub(crate) fn connect(url: &str, shown: &str) -> Result<PostgresStore> {
         let mut cfg: postgres::Config = encode_userinfo_at(url)
             .parse()
             .map_err(|e| Error::flag("--store", shown, format!("not a PostgreSQL URL: {e}")))?;
@@ -267,7 +267,7 @@ fn standard_password(cfg: &postgres::Config) -> Option<Vec<u8>> {
 }
 
 /// The password of the first line of a pgpass file matching `want` (host, port, db, user).
-pub fn pgpass_lookup(file: &std::path::Path, want: &[&str; 4]) -> Option<Vec<u8>> {
+pub(crate) fn pgpass_lookup(file: &std::path::Path, want: &[&str; 4]) -> Option<Vec<u8>> {
     use std::io::Read;
     use std::os::unix::fs::PermissionsExt;
     let f = std::fs::File::open(file).ok()?;
@@ -310,7 +310,7 @@ pub fn pgpass_lookup(file: &std::path::Path, want: &[&str; 4]) -> Option<Vec<u8>
 }
 
 /// `Store` takes `&self` for reads; the client needs `&mut`, so reads go through a cell.
-pub struct SharedPostgres(pub std::cell::RefCell<PostgresStore>);
+pub(crate) struct SharedPostgres(pub(crate) std::cell::RefCell<PostgresStore>);
 
 impl Store for SharedPostgres {
     fn save(&mut self, run: &Run, tags: &BTreeMap<String, String>) -> Result<bool> {

@@ -289,7 +289,7 @@ impl SqliteStore {
     /// write-ahead log is not open (no `-shm` beside it), or one in a directory latlab may not
     /// write, is read as it is on disk (`immutable`): taking part in its locking would leave
     /// `-wal`/`-shm` files owned by this user that its owner could then not write, or fail.
-    pub fn open_reading(path: &Path) -> Result<SqliteStore> {
+    pub(crate) fn open_reading(path: &Path) -> Result<SqliteStore> {
         use std::os::unix::fs::MetadataExt;
         let shm = PathBuf::from(format!("{}-shm", path.display()));
         // (Only a regular file: `open` refuses the rest without reading them.)
@@ -330,7 +330,7 @@ impl SqliteStore {
 
     /// An empty store in memory standing for `path`, which does not exist: what a reading
     /// command sees there, without creating the file.
-    pub fn open_empty(path: &Path) -> Result<SqliteStore> {
+    pub(crate) fn open_empty(path: &Path) -> Result<SqliteStore> {
         let conn = Connection::open_in_memory().map_err(|e| env_err(path, brief(&e)))?;
         let mut store = SqliteStore {
             conn,
@@ -424,7 +424,8 @@ impl SqliteStore {
     }
 
     /// `PRAGMA integrity_check`: "ok" when the file is sound.
-    pub fn integrity(&self) -> Result<String> {
+    #[cfg(test)]
+    pub(crate) fn integrity(&self) -> Result<String> {
         self.conn
             .query_row("PRAGMA integrity_check", [], |r| r.get(0))
             .map_err(|e| env_err(&self.path, e))

@@ -16,11 +16,3 @@ pub fn available(sys_root: &Path) -> Result<Vec<String>> {
         std::fs::read_to_string(&p).map_err(|e| Error::Env(format!("{}: {e}", p.display())))?;
     Ok(text.split_whitespace().map(String::from).collect())
 }
-
-/// The clocksource in use.
-pub fn current(sys_root: &Path) -> Result<String> {
-    let p = dir(sys_root).join("current_clocksource");
-    let text =
-        std::fs::read_to_string(&p).map_err(|e| Error::Env(format!("{}: {e}", p.display())))?;
-    Ok(text.trim().to_string())
-}

@@ -29,17 +29,18 @@ impl DlParams {
 
 /// What `sched_getattr` says of the calling thread.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Attr {
+#[cfg(test)]
+pub(crate) struct Attr {
     /// `SCHED_*` policy.
-    pub policy: u32,
+    pub(crate) policy: u32,
     /// `SCHED_FLAG_*` flags.
-    pub flags: u64,
+    pub(crate) flags: u64,
     /// Runtime (ns; deadline tasks).
-    pub runtime_ns: u64,
+    pub(crate) runtime_ns: u64,
     /// Relative deadline (ns; deadline tasks).
-    pub deadline_ns: u64,
+    pub(crate) deadline_ns: u64,
     /// Period (ns; deadline tasks).
-    pub period_ns: u64,
+    pub(crate) period_ns: u64,
 }
 
 fn attr_for(p: &DlParams, flags: u64) -> libc::sched_attr {
@@ -85,7 +86,8 @@ pub fn set_deadline(p: &DlParams, overrun_signal: bool) -> std::io::Result<()> {
 }
 
 /// Reads the calling thread's scheduling attributes.
-pub fn get_attr() -> std::io::Result<Attr> {
+#[cfg(test)]
+pub(crate) fn get_attr() -> std::io::Result<Attr> {
     let a = super::sched::sched_attr_of(0)?;
     Ok(Attr {
         policy: a.sched_policy,
@@ -97,16 +99,12 @@ pub fn get_attr() -> std::io::Result<Attr> {
 }
 
 /// True when `a` is a deadline task with exactly `p`.
-pub fn holds(a: &Attr, p: &DlParams) -> bool {
+#[cfg(test)]
+pub(crate) fn holds(a: &Attr, p: &DlParams) -> bool {
     a.policy == libc::SCHED_DEADLINE as u32
         && a.runtime_ns == p.runtime_ns
         && a.deadline_ns == p.deadline_ns
         && a.period_ns == p.period_ns
-}
-
-/// Whether `a` carries `SCHED_FLAG_DL_OVERRUN`.
-pub fn has_overrun_flag(a: &Attr) -> bool {
-    a.flags & libc::SCHED_FLAG_DL_OVERRUN as u64 != 0
 }
 
 /// Ends the current job of a deadline task: the kernel throttles it until its next period.

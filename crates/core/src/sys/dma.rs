@@ -6,19 +6,17 @@ use std::io::Write;
 /// While alive, asks the kernel to keep CPU wake-up latency at or below the value written.
 /// The request ends when the file is closed (on drop).
 #[derive(Debug)]
-pub struct DmaLatency {
+pub(crate) struct DmaLatency {
     _file: File,
-    /// The value held, in microseconds.
-    pub value_us: i32,
 }
 
 impl DmaLatency {
     /// Opens `/dev/cpu_dma_latency` and writes `value_us` as a binary i32.
-    pub fn hold(value_us: i32) -> Result<DmaLatency, std::io::Error> {
+    pub(crate) fn hold(value_us: i32) -> Result<DmaLatency, std::io::Error> {
         let mut f = std::fs::OpenOptions::new()
             .write(true)
             .open("/dev/cpu_dma_latency")?;
         f.write_all(&value_us.to_ne_bytes())?;
-        Ok(DmaLatency { _file: f, value_us })
+        Ok(DmaLatency { _file: f })
     }
 }

@@ -9,18 +9,18 @@ use std::time::{Duration, Instant};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Proc {
     /// Process id.
-    pub pid: i32,
+    pub(crate) pid: i32,
     /// Parent's process id.
-    pub ppid: i32,
+    pub(crate) ppid: i32,
     /// Process group.
-    pub pgrp: i32,
+    pub(crate) pgrp: i32,
     /// Session.
-    pub sid: i32,
+    pub(crate) sid: i32,
 }
 
 /// Parses one `/proc/PID/stat` line (`pid (comm) state ppid pgrp session ...`; the comm may
 /// hold spaces and parentheses).
-pub fn parse_stat(stat: &str) -> Option<Proc> {
+pub(crate) fn parse_stat(stat: &str) -> Option<Proc> {
     let (head, rest) = stat.rsplit_once(')')?;
     let pid = head.split_once(' ')?.0.trim().parse().ok()?;
     let mut f = rest
@@ -36,7 +36,7 @@ pub fn parse_stat(stat: &str) -> Option<Proc> {
 }
 
 /// The one-letter state of a `/proc/PID/stat` line (R, S, D, T, t, Z...).
-pub fn state_of(stat: &str) -> Option<char> {
+pub(crate) fn state_of(stat: &str) -> Option<char> {
     stat.rsplit_once(')')?
         .1
         .split_whitespace()
@@ -171,7 +171,7 @@ pub fn gone(pid: i32) -> bool {
 }
 
 /// Whether this process has a child left (ended or not); reaps none.
-pub fn has_children() -> bool {
+pub(crate) fn has_children() -> bool {
     // SAFETY: siginfo_t is plain data (all-zero is valid); waitid with WNOWAIT|WNOHANG only
     // inspects, and ECHILD (-1) says there is no child.
     unsafe {

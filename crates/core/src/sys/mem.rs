@@ -7,7 +7,7 @@
 pub const HELPER_STACK: usize = 256 * 1024;
 
 /// Stack size for a thread that makes one system call and ends (the privilege probe).
-pub const PROBE_STACK: usize = 64 * 1024;
+pub(crate) const PROBE_STACK: usize = 64 * 1024;
 
 /// Makes every thread allocate from the one main malloc arena. glibc gives each new thread
 /// that allocates an arena of its own (a heap of at least 132 KiB); under `mlockall` every
@@ -47,7 +47,7 @@ pub fn prefault_stack(bytes: usize) {
 /// Asks the kernel to back the (not yet touched) capacity of `v` with transparent huge pages,
 /// so that filling a large array takes a few faults instead of one per 4 KiB page. Only a hint:
 /// where THP is off or the call fails, nothing changes.
-pub fn advise_huge_pages<T>(v: &mut Vec<T>) {
+pub(crate) fn advise_huge_pages<T>(v: &mut Vec<T>) {
     const PAGE: usize = 4096;
     let start = v.as_mut_ptr() as usize;
     let end = start + v.capacity() * std::mem::size_of::<T>();

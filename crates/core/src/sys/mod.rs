@@ -7,7 +7,7 @@
 pub mod clock;
 pub mod clocksource;
 pub mod deadline;
-pub mod dma;
+pub(crate) mod dma;
 pub mod family;
 pub mod ioperm;
 pub mod ipcprim;
@@ -23,7 +23,7 @@ pub mod procs;
 pub mod roots;
 pub mod sched;
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-pub mod simd;
+pub(crate) mod simd;
 pub mod sysvsem;
 pub mod taskpair;
 pub mod term;

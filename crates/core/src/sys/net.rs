@@ -20,17 +20,8 @@ pub fn set_int(fd: i32, level: libc::c_int, opt: libc::c_int, v: i32) -> std::io
     }
 }
 
-/// Reads an integer socket option.
-pub fn get_int(fd: i32, level: libc::c_int, opt: libc::c_int) -> Option<i32> {
-    let mut v = 0i32;
-    let mut len = std::mem::size_of::<i32>() as libc::socklen_t;
-    // SAFETY: valid out-pointers of the right size.
-    let r = unsafe { libc::getsockopt(fd, level, opt, (&mut v as *mut i32).cast(), &mut len) };
-    (r == 0).then_some(v)
-}
-
 /// Whether `fd` is a socket with a peer (a connected one).
-pub fn is_connected_socket(fd: i32) -> bool {
+pub(crate) fn is_connected_socket(fd: i32) -> bool {
     // SAFETY: fstat and getpeername only fill the buffers given; a descriptor closed since it
     // was named makes them fail, which reads as "not a connected socket".
     unsafe {
@@ -50,7 +41,7 @@ pub fn is_connected_socket(fd: i32) -> bool {
 
 /// Shuts a socket down both ways: a call blocked reading it returns, the descriptor stays open.
 /// The caller must own `fd` (a descriptor reused by another file would be shut instead).
-pub fn shutdown(fd: i32) {
+pub(crate) fn shutdown(fd: i32) {
     // SAFETY: shutdown changes no memory; on a descriptor that is not a socket it fails.
     unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
 }

@@ -30,7 +30,7 @@ impl Policy {
     }
 
     /// The inclusive priority range the kernel accepts for this policy.
-    pub fn prio_range(self) -> (i32, i32) {
+    pub(crate) fn prio_range(self) -> (i32, i32) {
         if self.is_rt() {
             (1, 99)
         } else {

@@ -10,7 +10,7 @@ use std::process::{Child, Command, Stdio};
 ///
 /// # Safety
 /// Call only in a child between fork and exec (or in a forked child's body).
-pub unsafe fn die_with_parent(parent: libc::pid_t) {
+pub(crate) unsafe fn die_with_parent(parent: libc::pid_t) {
     libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
     if libc::getppid() != parent {
         libc::_exit(0);
@@ -234,7 +234,7 @@ pub fn reap_group(pgid: i32, limit: std::time::Duration) {
 }
 
 /// Whether any process is left in process group `pgid` (positive; its leader may be gone).
-pub fn group_alive(pgid: i32) -> bool {
+pub(crate) fn group_alive(pgid: i32) -> bool {
     // SAFETY: signal 0 to a (positive) group only checks that it has members.
     pgid > 0 && unsafe { libc::kill(-pgid, 0) } == 0
 }
@@ -458,7 +458,7 @@ pub fn blocking_signals<T>(sigs: &[libc::c_int], f: impl FnOnce() -> T) -> T {
 }
 
 /// Sends `sig` to the thread behind `handle` (to interrupt a sleep with EINTR).
-pub fn interrupt_thread<T>(handle: &std::thread::JoinHandle<T>, sig: libc::c_int) {
+pub(crate) fn interrupt_thread<T>(handle: &std::thread::JoinHandle<T>, sig: libc::c_int) {
     use std::os::unix::thread::JoinHandleExt;
     // SAFETY: the handle is not yet joined, so its pthread_t names a live or zombie thread
     // whose id is still valid.

@@ -54,7 +54,7 @@ fn stat_fields(text: &str) -> Option<Vec<&str>> {
 
 /// Seconds since the epoch at which process `pid` started, from its start (field 22, clock
 /// ticks since boot) and the boot time (`btime` of /proc/stat).
-pub fn started_unix_s(proc_root: &Path, pid: i32) -> Option<u64> {
+pub(crate) fn started_unix_s(proc_root: &Path, pid: i32) -> Option<u64> {
     let stat = std::fs::read_to_string(proc_root.join(format!("{pid}/stat"))).ok()?;
     let ticks: u64 = stat_fields(&stat)?.get(19)?.parse().ok()?;
     Some(boot_unix_s(proc_root)? + ticks / 100)
@@ -72,7 +72,7 @@ pub fn boot_unix_s(proc_root: &Path) -> Option<u64> {
 }
 
 /// The real uid of process `pid`.
-pub fn uid(proc_root: &Path, pid: i32) -> Option<u32> {
+pub(crate) fn uid(proc_root: &Path, pid: i32) -> Option<u32> {
     std::fs::read_to_string(proc_root.join(format!("{pid}/status")))
         .ok()?
         .lines()

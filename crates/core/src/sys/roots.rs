@@ -13,7 +13,7 @@ pub struct Roots {
     /// sysfs mount point, normally `/sys`.
     pub sys_root: PathBuf,
     /// tracefs mount point, normally `/sys/kernel/tracing`.
-    pub trace_root: PathBuf,
+    pub(crate) trace_root: PathBuf,
 }
 
 impl Default for Roots {

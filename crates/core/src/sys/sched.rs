@@ -75,7 +75,7 @@ pub fn set_thread_policy(tid: i32, policy: libc::c_int, prio: i32) -> Result<(),
 
 /// The calling thread's scheduling policy (`SCHED_*`, without `SCHED_RESET_ON_FORK`) and
 /// priority; None when the kernel does not say.
-pub fn policy_now() -> Option<(libc::c_int, i32)> {
+pub(crate) fn policy_now() -> Option<(libc::c_int, i32)> {
     // SAFETY: pid 0 is the calling thread; sched_param is plain data the kernel fills.
     unsafe {
         let policy = libc::sched_getscheduler(0);
@@ -89,7 +89,7 @@ pub fn policy_now() -> Option<(libc::c_int, i32)> {
 
 /// What `sched_getattr` says of thread `tid` (0: the calling thread); there is no glibc
 /// wrapper, so the raw system call.
-pub fn sched_attr_of(tid: libc::pid_t) -> std::io::Result<libc::sched_attr> {
+pub(crate) fn sched_attr_of(tid: libc::pid_t) -> std::io::Result<libc::sched_attr> {
     // SAFETY: sched_attr is plain data; all zeroes is a valid value.
     let mut a: libc::sched_attr = unsafe { std::mem::zeroed() };
     let size = std::mem::size_of::<libc::sched_attr>() as libc::c_uint;
@@ -138,7 +138,7 @@ pub fn current_cpu() -> Option<usize> {
 }
 
 /// The soft RLIMIT_RTPRIO of the process.
-pub fn rlimit_rtprio() -> u64 {
+pub(crate) fn rlimit_rtprio() -> u64 {
     let mut rl = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -155,11 +155,11 @@ pub fn euid() -> u32 {
 }
 
 /// The most CPUs a `cpu_set_t` holds; higher CPU numbers are refused, never a panic.
-pub const MAX_CPUS: usize = 8 * std::mem::size_of::<libc::cpu_set_t>();
+pub(crate) const MAX_CPUS: usize = 8 * std::mem::size_of::<libc::cpu_set_t>();
 
 /// A `cpu_set_t` holding `cpus`, or None when one is beyond [`MAX_CPUS`]. Built before a fork
 /// so the child only passes it to the kernel.
-pub fn cpu_set(cpus: impl IntoIterator<Item = usize>) -> Option<libc::cpu_set_t> {
+pub(crate) fn cpu_set(cpus: impl IntoIterator<Item = usize>) -> Option<libc::cpu_set_t> {
     // SAFETY: cpu_set_t is plain data; all-zero is the empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     for cpu in cpus {

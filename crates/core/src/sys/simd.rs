@@ -6,7 +6,7 @@ use std::arch::x86_64::*;
 
 /// Sixteen bytes in an SSE2 register.
 #[derive(Clone, Copy)]
-pub struct V16(__m128i);
+pub(crate) struct V16(__m128i);
 
 // Every `unsafe` below calls an SSE2 intrinsic. SAFETY (for all of them): the module is only
 // compiled with `target_feature = "sse2"` (see sys/mod.rs), so the CPU has SSE2; the arguments
@@ -14,62 +14,62 @@ pub struct V16(__m128i);
 impl V16 {
     /// The 16 bytes of `s`.
     #[inline(always)]
-    pub fn load(s: &[u8; 16]) -> V16 {
+    pub(crate) fn load(s: &[u8; 16]) -> V16 {
         // SAFETY: `s` is 16 readable bytes; `loadu` needs no alignment.
         V16(unsafe { _mm_loadu_si128(s.as_ptr().cast()) })
     }
 
     /// Every byte `b`.
     #[inline(always)]
-    pub fn splat(b: u8) -> V16 {
+    pub(crate) fn splat(b: u8) -> V16 {
         V16(unsafe { _mm_set1_epi8(b as i8) })
     }
 
     /// All ones in the bytes equal in `self` and `o`, zero elsewhere.
     #[inline(always)]
-    pub fn eq(self, o: V16) -> V16 {
+    pub(crate) fn eq(self, o: V16) -> V16 {
         V16(unsafe { _mm_cmpeq_epi8(self.0, o.0) })
     }
 
     /// Bytewise `self - o`, wrapping.
     #[inline(always)]
-    pub fn wrapping_sub(self, o: V16) -> V16 {
+    pub(crate) fn wrapping_sub(self, o: V16) -> V16 {
         V16(unsafe { _mm_sub_epi8(self.0, o.0) })
     }
 
     /// Bytewise unsigned minimum.
     #[inline(always)]
-    pub fn min(self, o: V16) -> V16 {
+    pub(crate) fn min(self, o: V16) -> V16 {
         V16(unsafe { _mm_min_epu8(self.0, o.0) })
     }
 
     /// `self & o`.
     #[inline(always)]
-    pub fn and(self, o: V16) -> V16 {
+    pub(crate) fn and(self, o: V16) -> V16 {
         V16(unsafe { _mm_and_si128(self.0, o.0) })
     }
 
     /// `!self & o`.
     #[inline(always)]
-    pub fn and_not(self, o: V16) -> V16 {
+    pub(crate) fn and_not(self, o: V16) -> V16 {
         V16(unsafe { _mm_andnot_si128(self.0, o.0) })
     }
 
     /// `self | o`.
     #[inline(always)]
-    pub fn or(self, o: V16) -> V16 {
+    pub(crate) fn or(self, o: V16) -> V16 {
         V16(unsafe { _mm_or_si128(self.0, o.0) })
     }
 
     /// Byte i moved to byte i + 1 (byte 0 zero, byte 15 dropped).
     #[inline(always)]
-    pub fn shift_up(self) -> V16 {
+    pub(crate) fn shift_up(self) -> V16 {
         V16(unsafe { _mm_slli_si128::<1>(self.0) })
     }
 
     /// Bit i set when the top bit of byte i is.
     #[inline(always)]
-    pub fn mask(self) -> u32 {
+    pub(crate) fn mask(self) -> u32 {
         unsafe { _mm_movemask_epi8(self.0) as u32 }
     }
 
@@ -77,7 +77,7 @@ impl V16 {
     /// significant), as its high and low eight digits: pairs, then quads, then eights are
     /// combined by multiply-adds.
     #[inline(always)]
-    pub fn decimal_halves(self) -> (u32, u32) {
+    pub(crate) fn decimal_halves(self) -> (u32, u32) {
         unsafe {
             let zero = _mm_setzero_si128();
             let w10 = _mm_setr_epi16(10, 1, 10, 1, 10, 1, 10, 1);

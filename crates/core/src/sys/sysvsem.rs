@@ -176,7 +176,7 @@ pub const RESTORER: crate::io::Restorer = crate::io::Restorer {
 /// id and start time, and none left that operated on the set), if the set still carries that
 /// latlab's key; returns what was done, in words. Only plain files count as records; a record
 /// goes once its set is gone, and stays when the set could not be removed.
-pub fn sweep_orphan_sets(registry: &Path) -> Vec<String> {
+pub(crate) fn sweep_orphan_sets(registry: &Path) -> Vec<String> {
     let mut said = Vec::new();
     let Ok(dir) = std::fs::read_dir(registry) else {
         return said;

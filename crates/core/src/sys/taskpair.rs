@@ -311,7 +311,7 @@ pub fn wait_task(pid: libc::pid_t) {
 
 /// Reaps a forked task that is ending by itself: `Some(code)` when it exited, None when a
 /// signal ended it (or it could not be reaped).
-pub fn wait_task_status(pid: libc::pid_t) -> Option<i32> {
+pub(crate) fn wait_task_status(pid: libc::pid_t) -> Option<i32> {
     let mut status = 0;
     loop {
         // SAFETY: reaping our own child into a valid int.

@@ -43,7 +43,7 @@ impl Ticks {
 
 /// Reads the TSC (not serialising). 0 on other architectures.
 #[inline(always)]
-pub fn rdtsc() -> u64 {
+pub(crate) fn rdtsc() -> u64 {
     #[cfg(target_arch = "x86_64")]
     {
         // SAFETY: rdtsc has no preconditions on x86_64.
@@ -57,7 +57,7 @@ pub fn rdtsc() -> u64 {
 
 /// Reads the TSC with rdtscp (waits for earlier instructions). 0 on other architectures.
 #[inline(always)]
-pub fn rdtscp() -> u64 {
+pub(crate) fn rdtscp() -> u64 {
     #[cfg(target_arch = "x86_64")]
     {
         let mut aux = 0u32;
@@ -79,7 +79,7 @@ pub fn available() -> bool {
 }
 
 /// True when the CPU has rdtscp.
-pub fn has_rdtscp() -> bool {
+pub(crate) fn has_rdtscp() -> bool {
     cfg!(target_arch = "x86_64") && cpu_flags().is_some_and(|f| f.contains(&"rdtscp".to_string()))
 }
 
@@ -88,7 +88,7 @@ fn cpu_flags() -> Option<Vec<String>> {
 }
 
 /// The CPU flags of the first processor in `<proc_root>/cpuinfo`.
-pub fn cpu_flags_in(roots: &super::roots::Roots) -> Option<Vec<String>> {
+pub(crate) fn cpu_flags_in(roots: &super::roots::Roots) -> Option<Vec<String>> {
     let text = roots.cpuinfo_first()?;
     let line = text.lines().find(|l| l.starts_with("flags"))?;
     Some(

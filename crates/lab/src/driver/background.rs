@@ -8,7 +8,7 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::Arc;
 
 /// What became of each result handed over: `Ok` stored, `Err` why not (and where it was kept).
-pub type Report = Box<dyn Fn(std::result::Result<(), String>) + Send + Sync>;
+pub(crate) type Report = Box<dyn Fn(std::result::Result<(), String>) + Send + Sync>;
 
 /// Results waiting for the keeping thread before the next is kept in a file at once instead
 /// (a store behind by this many intervals is not going to catch up soon).
@@ -18,7 +18,7 @@ const QUEUE: usize = 4;
 type Job = (String, Arc<serde_json::Value>);
 
 /// The keeping thread (see the module doc).
-pub struct Background {
+pub(crate) struct Background {
     tx: Option<SyncSender<Job>>,
     handle: Option<std::thread::JoinHandle<()>>,
     tags: BTreeMap<String, String>,
@@ -53,7 +53,7 @@ impl Background {
 
     /// Hands `run` over without waiting; when the thread is too far behind, it is kept in a
     /// file at once instead (and reported so).
-    pub fn keep(&self, run: &latlab_core::result::Run) {
+    pub(crate) fn keep(&self, run: &latlab_core::result::Run) {
         let value = match serde_json::to_value(run) {
             Ok(v) => Arc::new(v),
             Err(e) => return (self.report)(Err(format!("run {}: {e}", run.id))),
@@ -78,7 +78,7 @@ impl Background {
     /// [`Background::finish`] while `last` (the result the measurement is about to return,
     /// kept by the driver after this) is noted as not kept yet: a second Ctrl-C during the
     /// wait keeps it in a file with the snapshots still queued, instead of losing it.
-    pub fn finish_with(self, last: &latlab_core::result::Run) {
+    pub(crate) fn finish_with(self, last: &latlab_core::result::Run) {
         let noted = serde_json::to_value(last).ok().map(|v| {
             super::pend((last.id.clone(), Arc::new(v), self.tags.clone(), None));
             last.id.clone()
@@ -90,7 +90,7 @@ impl Background {
     }
 
     /// Waits for what was handed over to be kept (each wait bounded by the store's own limits).
-    pub fn finish(mut self) {
+    pub(crate) fn finish(mut self) {
         self.tx.take();
         if let Some(h) = self.handle.take() {
             let _ = h.join();

@@ -94,7 +94,7 @@ impl<'a> Ctx<'a> {
     /// What each `--load` has achieved so far, as it last reported (about once a second), in
     /// `--load` order: a measurement that stores results mid-run (a qualification's
     /// checkpoints) records its loads' statistics with them.
-    pub fn load_progress(&self) -> Vec<Option<latlab_core::result::LoadReport>> {
+    pub(crate) fn load_progress(&self) -> Vec<Option<latlab_core::result::LoadReport>> {
         self.loads.now()
     }
 
@@ -103,7 +103,7 @@ impl<'a> Ctx<'a> {
     /// latlab has it), journaled before each change, and put back by the driver when the
     /// measurement returns, whatever the way (a second Ctrl-C replays the journal; after
     /// SIGKILL, `latlab restore`).
-    pub fn settings(&mut self) -> Result<&mut crate::settings::Knobs> {
+    pub(crate) fn settings(&mut self) -> Result<&mut crate::settings::Knobs> {
         let held = match self.settings.take() {
             Some(k) => k,
             None => {
@@ -116,7 +116,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// The files of the settings the run holds now or held and put back (real paths).
-    pub fn held_files(&self) -> Vec<std::path::PathBuf> {
+    pub(crate) fn held_files(&self) -> Vec<std::path::PathBuf> {
         let mut v = self
             .settings
             .as_ref()
@@ -128,7 +128,7 @@ impl<'a> Ctx<'a> {
 
     /// Puts every setting the run changed back now and gives the lock up; returns what could
     /// not be put back (the journal is then kept for `latlab restore`).
-    pub fn restore_settings(&mut self) -> Vec<String> {
+    pub(crate) fn restore_settings(&mut self) -> Vec<String> {
         let Some(k) = self.settings.take() else {
             return Vec::new();
         };
@@ -152,44 +152,44 @@ impl<'a> Ctx<'a> {
 
     /// The stop and interrupt flags: a measurement ends within a second of either and returns
     /// what it collected.
-    pub fn control(&self) -> &Control {
+    pub(crate) fn control(&self) -> &Control {
         &self.control
     }
 
     /// The environment captured before the run.
-    pub fn environment(&self) -> &Environment {
+    pub(crate) fn environment(&self) -> &Environment {
         &self.environment
     }
 
     /// `--strict`: refuse (exit 3) instead of degrading with a warning.
-    pub fn strict(&self) -> bool {
+    pub(crate) fn strict(&self) -> bool {
         self.strict
     }
 
     /// Whether the real-time scheduling the footprint asked for was granted (false: threads
     /// must run SCHED_OTHER; the warning is already recorded).
-    pub fn rt_granted(&self) -> bool {
+    pub(crate) fn rt_granted(&self) -> bool {
         self.prepared.rt_granted
     }
 
     /// Records a warning for the result.
-    pub fn warn(&mut self, w: impl Into<String>) {
+    pub(crate) fn warn(&mut self, w: impl Into<String>) {
         self.warnings.push(w.into());
     }
 
     /// The warnings recorded so far, for code that collects into a list.
-    pub fn warnings(&mut self) -> &mut Vec<String> {
+    pub(crate) fn warnings(&mut self) -> &mut Vec<String> {
         &mut self.warnings
     }
 
     /// The run's result, with its id, kind, start, command line, parameters, environment and
     /// the warnings recorded so far (taken: later ones go to the next run built).
-    pub fn run(&mut self, parameters: serde_json::Value) -> Run {
+    pub(crate) fn run(&mut self, parameters: serde_json::Value) -> Run {
         self.run_at(self.started, parameters)
     }
 
     /// `run`, for a measurement that knows when it really started (after its barrier).
-    pub fn run_at(&mut self, started: SystemTime, parameters: serde_json::Value) -> Run {
+    pub(crate) fn run_at(&mut self, started: SystemTime, parameters: serde_json::Value) -> Run {
         Run {
             warnings: std::mem::take(&mut self.warnings),
             ..Run::new(
@@ -204,7 +204,7 @@ impl<'a> Ctx<'a> {
 
     /// Another result of the same run (a monitor's periodic snapshot): its own start and
     /// warnings, the run's kind, command line and environment.
-    pub fn run_with(
+    pub(crate) fn run_with(
         &self,
         started: SystemTime,
         parameters: serde_json::Value,
@@ -231,13 +231,13 @@ impl<'a> Ctx<'a> {
     /// Says that the result the measurement returns covers only what followed the last run
     /// it stored (a monitor's last interval), not the whole run: it then carries only the
     /// ground's changes of that stretch.
-    pub fn result_is_last_interval(&mut self) {
+    pub(crate) fn result_is_last_interval(&mut self) {
         self.last_interval = true;
     }
 
     /// An interval ended without a result stored for it (a monitor under `--no-store`): the
     /// next one stored, or the returned one, carries only the ground's later changes.
-    pub fn interval_ended(&mut self) {
+    pub(crate) fn interval_ended(&mut self) {
         if let Some(g) = &self.ground {
             self.ground_kept_to = g.seconds();
         }
@@ -277,7 +277,7 @@ impl<'a> Ctx<'a> {
     /// Keeps a run in the driver's store now (a monitor's periodic snapshot), with the
     /// ground's changes since the last one; does nothing under `--no-store`. The run the
     /// measurement returns is stored by the driver.
-    pub fn keep(&mut self, run: &Run) -> Result<()> {
+    pub(crate) fn keep(&mut self, run: &Run) -> Result<()> {
         let run = self.with_interval_ground(run);
         self.keeper.keep(&run)
     }
@@ -285,7 +285,7 @@ impl<'a> Ctx<'a> {
     /// Starts keeping results from a thread of their own (see [`super::background`]): a
     /// monitor's snapshots, whose store must not stall its loop. `report` hears what became
     /// of each. None where results must be kept in place ([`Ctx::keep`]).
-    pub fn keep_in_background(
+    pub(crate) fn keep_in_background(
         &mut self,
         report: super::background::Report,
     ) -> Option<super::background::Background> {
@@ -294,7 +294,7 @@ impl<'a> Ctx<'a> {
 
     /// [`Ctx::keep`] through `bg`, without waiting for the store: the run carries the ground's
     /// changes since the last one kept, as there.
-    pub fn hand_over(&mut self, bg: &super::background::Background, run: &Run) {
+    pub(crate) fn hand_over(&mut self, bg: &super::background::Background, run: &Run) {
         let run = self.with_interval_ground(run);
         bg.keep(&run);
     }
@@ -302,20 +302,20 @@ impl<'a> Ctx<'a> {
     /// [`Ctx::keep`] with tags of this run's own beside the common ones (a qualification's
     /// checkpoint interval carries its experiment id; its final result does not), without a
     /// word on stderr: the measurement says what it keeps.
-    pub fn keep_tagged(&mut self, run: &Run, extra: &[(&str, &str)]) -> Result<()> {
+    pub(crate) fn keep_tagged(&mut self, run: &Run, extra: &[(&str, &str)]) -> Result<()> {
         let run = self.with_interval_ground(run);
         self.keeper.keep_tagged(&run, extra)
     }
 
     /// Tags the result this measurement returns, when the driver stores it (a qualification's
     /// final result says whether it finished).
-    pub fn tag_result(&mut self, key: &str, value: &str) {
+    pub(crate) fn tag_result(&mut self, key: &str, value: &str) {
         self.keeper.tag_result(key, value);
     }
 
     /// Spawns one pinned worker per placement behind a common barrier (see
     /// `rt::spawn_workers`).
-    pub fn spawn_workers<S, T, R>(
+    pub(crate) fn spawn_workers<S, T, R>(
         &self,
         placements: &[rt::Placement],
         barrier: std::sync::Arc<std::sync::Barrier>,

@@ -44,7 +44,11 @@ impl std::fmt::Debug for Entry {
 }
 
 /// The row of the measurement whose arguments are `A`.
-pub const fn entry<A: Lowering>(name: &'static str, about: &'static str, plannable: bool) -> Entry {
+pub(crate) const fn entry<A: Lowering>(
+    name: &'static str,
+    about: &'static str,
+    plannable: bool,
+) -> Entry {
     Entry {
         name,
         about,
@@ -67,9 +71,9 @@ fn lowered<A: Lowering>(m: &clap::ArgMatches, online: &CpuSet) -> Result<String>
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Planned {
     /// Its expected length (ns), when it has a deadline.
-    pub ns: Option<u64>,
+    pub(crate) ns: Option<u64>,
     /// Samples per second, all series together, when the measurement knows it.
-    pub rate: Option<f64>,
+    pub(crate) rate: Option<f64>,
 }
 
 fn parsed<A: Lowering>(m: &clap::ArgMatches) -> Result<A> {

@@ -18,12 +18,12 @@ const POLL: Duration = Duration::from_millis(200);
 /// The environment variable a plan sets for its runs: the settings it put in force, one per
 /// line (its path, then a tab and what it read once the plan set it), watched like the
 /// clocksource.
-pub const WATCH_ENV: &str = "LATLAB_WATCH";
+pub(crate) const WATCH_ENV: &str = "LATLAB_WATCH";
 
 use latlab_core::result::{NOT_THE_LEVEL, STOPPED};
 
 /// A [`WATCH_ENV`] line for the setting at `path`, as it reads now.
-pub fn watch_line(path: &Path) -> String {
+pub(crate) fn watch_line(path: &Path) -> String {
     match read(path) {
         // (A value of several lines or with a tab is watched, not compared.)
         Some(v) if !v.contains(['\n', '\t']) => format!("{}\t{v}", path.display()),
@@ -179,7 +179,7 @@ fn plan_settings() -> Vec<(PathBuf, Option<String>)> {
 }
 
 /// Real-time tasks as text keyed by thread id (what [`Watch`] compares at the end).
-pub type Keyed = Vec<(i32, String)>;
+pub(crate) type Keyed = Vec<(i32, String)>;
 
 /// The real-time tasks of other processes allowed on `cpus`, as text keyed by task; another
 /// latlab's helper threads are not company (as at the start, [`company_at_start`]).
@@ -269,21 +269,21 @@ fn ancestors(proc: &Path) -> Vec<i32> {
 }
 
 /// What [`company_at_start`] found.
-pub struct StartCompany {
+pub(crate) struct StartCompany {
     /// A warning per real-time task of another process on the measured CPUs.
-    pub warnings: Vec<String>,
+    pub(crate) warnings: Vec<String>,
     /// Whether one of them is another latlab's measuring thread.
-    pub twin: bool,
+    pub(crate) twin: bool,
     /// Every real-time task the scan saw (helpers and ancestors included), keyed as
     /// [`Watch`] keeps them: a watch started on the same CPUs right after can take it
     /// instead of scanning every task again ([`Watch::start`]).
-    pub seen: Keyed,
+    pub(crate) seen: Keyed,
 }
 
 /// Real-time company found on the measured CPUs at the start: a warning each, and whether any
 /// of it is another latlab's measuring thread (two measurements on the same CPUs). latlab's
 /// helper threads and this process's ancestors (a plan's runner) are not company.
-pub fn company_at_start(cpus: &[usize]) -> StartCompany {
+pub(crate) fn company_at_start(cpus: &[usize]) -> StartCompany {
     let proc = Path::new("/proc");
     let family = ancestors(proc);
     let all = latlab_core::sys::procs::rt_tasks_on(proc, cpus, latlab_core::sys::process::getpid());
@@ -324,7 +324,7 @@ pub fn company_at_start(cpus: &[usize]) -> StartCompany {
 /// What the polling has seen so far, for results stored while the run goes on (a monitor's
 /// snapshot, a qualification's checkpoint): each carries the changes of its own interval.
 #[derive(Clone)]
-pub struct GroundLog {
+pub(crate) struct GroundLog {
     seen: Arc<std::sync::Mutex<Vec<GroundChange>>>,
     items: Arc<Vec<Item>>,
     t0: Instant,
@@ -332,13 +332,13 @@ pub struct GroundLog {
 
 impl GroundLog {
     /// Seconds since the watch started (the clock of [`GroundChange::at_s`]).
-    pub fn seconds(&self) -> f64 {
+    pub(crate) fn seconds(&self) -> f64 {
         self.t0.elapsed().as_secs_f64()
     }
 
     /// The changes polling saw from `from` (inclusive) to `to` seconds, but those of the
     /// files in `held` (the settings the run changed itself).
-    pub fn between(&self, from: f64, to: f64, held: &[PathBuf]) -> Vec<GroundChange> {
+    pub(crate) fn between(&self, from: f64, to: f64, held: &[PathBuf]) -> Vec<GroundChange> {
         let seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
         seen.iter()
             .filter(|c| c.at_s.is_some_and(|t| t >= from && t < to))
@@ -349,7 +349,7 @@ impl GroundLog {
 }
 
 /// A running watch; [`Watch::finish`] ends it and returns what changed.
-pub struct Watch {
+pub(crate) struct Watch {
     log: GroundLog,
     stop: Arc<AtomicBool>,
     /// SIGCONT's handler (the flag it sets is the poller's).
@@ -368,7 +368,7 @@ impl Watch {
     /// Reads everything for a run on `cpus` and starts polling the cheap settings on
     /// `housekeeping` CPUs (where there are any). `company`: the real-time tasks on `cpus`
     /// when a scan just found them ([`StartCompany::seen`]); None scans now.
-    pub fn start(
+    pub(crate) fn start(
         cpus: &[usize],
         housekeeping: Option<Vec<usize>>,
         company: Option<Keyed>,
@@ -385,7 +385,8 @@ impl Watch {
     }
 
     /// [`Watch::start`] under chosen roots (tests), without the kernel log.
-    pub fn start_in(
+    #[cfg(test)]
+    pub(crate) fn start_in(
         sys: &Path,
         proc: &Path,
         cpus: &[usize],
@@ -469,13 +470,13 @@ impl Watch {
     }
 
     /// What polling has seen so far, as it goes on.
-    pub fn log(&self) -> GroundLog {
+    pub(crate) fn log(&self) -> GroundLog {
         self.log.clone()
     }
 
     /// Stops polling and reads everything again: every change, in the order seen, but those
     /// of the files in `held` (the settings the run changed itself).
-    pub fn finish(mut self, held: &[PathBuf]) -> Vec<GroundChange> {
+    pub(crate) fn finish(mut self, held: &[PathBuf]) -> Vec<GroundChange> {
         self.stop.store(true, Ordering::Release);
         if let Some(t) = &self.thread {
             t.thread().unpark();
@@ -649,7 +650,7 @@ fn stopped(at_s: f64, gap_s: f64) -> GroundChange {
 }
 
 /// A change as a warning: `clocksource changed from tsc to kvm-clock 3.2 s into the run`.
-pub fn warning(c: &GroundChange) -> String {
+pub(crate) fn warning(c: &GroundChange) -> String {
     if let Some(path) = c.what.strip_suffix(NOT_THE_LEVEL) {
         return format!(
             "the plan set {path} to {}, but it read {} when the run started (a pre command or \

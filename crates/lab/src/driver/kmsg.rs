@@ -16,7 +16,7 @@ const BOOTING: &str = "smpboot: Booting Node ";
 
 /// A change the kernel logged.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Logged {
+pub(crate) enum Logged {
     /// The clocksource switched to this one.
     Clocksource(String),
     /// This CPU went offline.
@@ -26,13 +26,13 @@ pub enum Logged {
 }
 
 /// `/dev/kmsg`, read from where the log ended when it was opened.
-pub struct Kmsg {
+pub(crate) struct Kmsg {
     f: std::fs::File,
 }
 
 impl Kmsg {
     /// The log from now on; None where it cannot be read (no privilege, `dmesg_restrict`).
-    pub fn open() -> Option<Kmsg> {
+    pub(crate) fn open() -> Option<Kmsg> {
         use std::os::unix::fs::OpenOptionsExt;
         let mut f = std::fs::OpenOptions::new()
             .read(true)
@@ -45,7 +45,7 @@ impl Kmsg {
 
     /// The changes logged since the last call, in order: (seconds since boot by the log's
     /// clock, what changed).
-    pub fn changes(&mut self) -> Vec<(f64, Logged)> {
+    pub(crate) fn changes(&mut self) -> Vec<(f64, Logged)> {
         let mut out = Vec::new();
         // One record per read; records overwritten before they were read (EPIPE) are gone.
         let mut buf = [0u8; 8192];

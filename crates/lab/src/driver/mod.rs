@@ -8,19 +8,19 @@
 //! (`src/table.rs`); this file never needs to change for it.
 
 pub mod args;
-pub mod background;
+pub(crate) mod background;
 mod ctx;
 pub mod entry;
-pub mod ground;
+pub(crate) mod ground;
 mod kmsg;
 pub mod signals;
 #[cfg(test)]
 mod tests;
 mod watchdog;
 
-pub use ctx::Ctx;
+pub(crate) use ctx::Ctx;
 
-pub use args::{Lowering, MeasureArgs, StoreArgs};
+pub(crate) use args::{Lowering, MeasureArgs, StoreArgs};
 
 use crate::loadgen::{LoadSet, LoadSpec};
 use latlab_analysis::export::json::JsonSink;
@@ -34,12 +34,12 @@ use std::time::Duration;
 #[derive(Debug, Default)]
 pub struct Text {
     /// The human report (stdout, or stderr when `figures` or the JSON take stdout).
-    pub report: String,
+    pub(crate) report: String,
     /// Bare figures for stdout (`tcp --repeat` feeds ministat this way); the report then goes
     /// to stderr.
-    pub figures: Option<String>,
+    pub(crate) figures: Option<String>,
     /// The report already shows the run's loads (`latlab load`): no load lines are added.
-    pub loads_shown: bool,
+    pub(crate) loads_shown: bool,
 }
 
 impl From<String> for Text {
@@ -57,15 +57,15 @@ impl From<String> for Text {
 #[derive(Debug, Clone, Default)]
 pub struct Footprint {
     /// The lowest real-time priority its measuring threads ask for (None: not real-time).
-    pub min_rt_prio: Option<i32>,
+    pub(crate) min_rt_prio: Option<i32>,
     /// The highest real-time (policy, priority) any of its threads will use, if any.
     pub rt: Option<(latlab_core::config::Policy, i32)>,
     /// Lock memory (mlockall) before it starts.
-    pub mlock: bool,
+    pub(crate) mlock: bool,
     /// Hold /dev/cpu_dma_latency at this many µs while it runs.
-    pub dma_latency_us: Option<i32>,
+    pub(crate) dma_latency_us: Option<i32>,
     /// It cannot work at all without real-time scheduling (refused, not degraded).
-    pub rt_required: bool,
+    pub(crate) rt_required: bool,
 }
 
 /// One experiment: a validated config that can run and render itself. Everything else (loads,
@@ -144,21 +144,21 @@ pub trait Measurement {
 
 /// Options every measurement shares, validated.
 #[derive(Debug, Clone, Default)]
-pub struct Common {
+pub(crate) struct Common {
     /// `--json FILE|-`.
-    pub json: Option<PathBuf>,
+    pub(crate) json: Option<PathBuf>,
     /// `--store` (None: the default store).
-    pub store: Option<String>,
+    pub(crate) store: Option<String>,
     /// `--no-store`.
-    pub no_store: bool,
+    pub(crate) no_store: bool,
     /// `--tag KEY=VALUE`.
-    pub tags: Vec<String>,
+    pub(crate) tags: Vec<String>,
     /// `--load` specs, parsed.
-    pub loads: Vec<LoadSpec>,
+    pub(crate) loads: Vec<LoadSpec>,
     /// `--strict`: refuse instead of degrading.
-    pub strict: bool,
+    pub(crate) strict: bool,
     /// Warnings about the command line itself (an old spelling), recorded with the result.
-    pub warnings: Vec<String>,
+    pub(crate) warnings: Vec<String>,
 }
 
 /// The store a result goes to, opened before measuring so a bad store fails before any time
@@ -523,7 +523,11 @@ fn unplaceable(
 
 /// Runs `m` through the whole lifecycle and returns its exit status as a `Result`
 /// (`Err(CheckFailed)` when a requested check tripped).
-pub fn execute<M: Measurement>(m: M, common: &Common, command_line: Vec<String>) -> Result<()> {
+pub(crate) fn execute<M: Measurement>(
+    m: M,
+    common: &Common,
+    command_line: Vec<String>,
+) -> Result<()> {
     // A hang-up (a closed terminal or ssh session) ends a measurement as SIGTERM does: saved,
     // restored, reaped. The monitor keeps SIGHUP for its status.
     if !M::KEEPS_HANGUP {
@@ -582,21 +586,21 @@ pub fn execute<M: Measurement>(m: M, common: &Common, command_line: Vec<String>)
 
 /// Where [`execute_with`] takes its flags and sends its text: the process's own in
 /// [`execute`], a test's in the driver's tests.
-pub struct Io<'w> {
+pub(crate) struct Io<'w> {
     /// The stop and interrupt flags.
     pub control: latlab_core::rt::Control,
     /// Where the report (or figures, or `--json -`) goes.
-    pub stdout: &'w mut dyn std::io::Write,
+    pub(crate) stdout: &'w mut dyn std::io::Write,
     /// A store to use instead of opening `Common::store` (ignored under `--no-store`).
-    pub store: Option<Box<dyn latlab_core::store::Store>>,
+    pub(crate) store: Option<Box<dyn latlab_core::store::Store>>,
     /// The process exits after this: the result, once written and shown, is left to the
     /// exit instead of being freed piece by piece (a `sched --all` run's is millions of
     /// allocations).
-    pub exiting: bool,
+    pub(crate) exiting: bool,
 }
 
 /// [`execute`] with its flags, stdout and store given.
-pub fn execute_with<M: Measurement>(
+pub(crate) fn execute_with<M: Measurement>(
     mut m: M,
     common: &Common,
     command_line: Vec<String>,

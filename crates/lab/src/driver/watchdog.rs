@@ -12,14 +12,14 @@ const GRACE: Duration = Duration::from_millis(200);
 
 /// A running watchdog; `finish` ends it before the loads are reaped (so it never signals a
 /// reused pid).
-pub struct Watchdog {
+pub(crate) struct Watchdog {
     done: Option<mpsc::Sender<()>>,
     thread: Option<std::thread::JoinHandle<Vec<i32>>>,
 }
 
 impl Watchdog {
     /// Starts watching `pids` (load process groups); does nothing when there are none.
-    pub fn start(pids: Vec<i32>, planned: Option<Duration>, control: Control) -> Watchdog {
+    pub(crate) fn start(pids: Vec<i32>, planned: Option<Duration>, control: Control) -> Watchdog {
         if pids.is_empty() {
             return Watchdog {
                 done: None,
@@ -58,7 +58,7 @@ impl Watchdog {
 
     /// Ends the watchdog and waits for it; the loads it had asked to stop while they ran (one
     /// of them that ended since did so because latlab asked).
-    pub fn finish(mut self) -> Vec<i32> {
+    pub(crate) fn finish(mut self) -> Vec<i32> {
         drop(self.done.take());
         self.thread
             .take()

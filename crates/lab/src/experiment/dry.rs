@@ -95,7 +95,7 @@ pub(super) fn needs() -> Vec<(&'static str, u64)> {
 /// Before measuring: the samples each combination's runs will have (rate × duration, less
 /// the reserve for overruns) and, per compared figure, whether that is enough, and if not the
 /// run length that is (`--set duration=...`). One line per distinct plan of the runs.
-pub fn estimability(plan: &Plan) -> String {
+pub(crate) fn estimability(plan: &Plan) -> String {
     use latlab_analysis::compare::analysis::thousands;
     use latlab_analysis::compare::decide::{seconds_for, OVERRUN_RESERVE};
     let combos = plan.combinations();

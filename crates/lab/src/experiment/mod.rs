@@ -4,4 +4,4 @@
 pub mod dry;
 pub mod plan;
 pub mod runner;
-pub mod summary;
+pub(crate) mod summary;

@@ -154,7 +154,7 @@ pub enum OnDisturbed {
 }
 
 /// How often one run of a plan is made again because its ground moved.
-pub const MAX_RERUNS: u32 = 2;
+pub(crate) const MAX_RERUNS: u32 = 2;
 
 /// One measurement child's end.
 enum Child {

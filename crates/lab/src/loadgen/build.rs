@@ -47,7 +47,7 @@ fn remove_stale(base: &Path) {
 }
 
 /// Writes the tree: the Makefile, the template, `units` units and a main.
-pub fn write_tree(dir: &Path, units: u64) -> std::io::Result<()> {
+pub(crate) fn write_tree(dir: &Path, units: u64) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     std::fs::write(dir.join("Makefile"), MAKEFILE)?;
     std::fs::write(dir.join("template.h"), TEMPLATE)?;
@@ -97,7 +97,7 @@ fn default_jobs() -> u64 {
 
 /// Builds over and over until `stop`; `progress` counts the builds done. Returns the builds
 /// done and a note saying how (for the load's report).
-pub fn run(
+pub(crate) fn run(
     spec: &LoadSpec,
     stop: &Arc<AtomicBool>,
     progress: &Arc<AtomicU64>,

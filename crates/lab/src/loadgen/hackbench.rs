@@ -7,25 +7,25 @@ use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 /// Largest message size (task buffers live on the stack).
-pub const MAX_DATASIZE: usize = 16 * 1024;
+pub(crate) const MAX_DATASIZE: usize = 16 * 1024;
 /// Largest number of senders per group.
-pub const MAX_FDS: usize = 256;
+pub(crate) const MAX_FDS: usize = 256;
 
 /// One hackbench configuration.
 #[derive(Debug, Clone)]
-pub struct Hackbench {
+pub(crate) struct Hackbench {
     /// Groups.
-    pub groups: usize,
+    pub(crate) groups: usize,
     /// Senders (and receivers) per group.
-    pub fds: usize,
+    pub(crate) fds: usize,
     /// Messages each sender sends to each receiver.
-    pub loops: usize,
+    pub(crate) loops: usize,
     /// Bytes per message.
-    pub datasize: usize,
+    pub(crate) datasize: usize,
     /// Threads instead of processes.
-    pub threads: bool,
+    pub(crate) threads: bool,
     /// Pipes instead of socketpairs.
-    pub pipes: bool,
+    pub(crate) pipes: bool,
 }
 
 fn channel(pipes: bool) -> std::io::Result<Pipe> {
@@ -56,13 +56,13 @@ enum Task {
 
 impl Hackbench {
     /// Messages one run moves.
-    pub fn messages(&self) -> u64 {
+    pub(crate) fn messages(&self) -> u64 {
         (self.groups * self.fds * self.fds * self.loops) as u64
     }
 
     /// One run: creates every task, opens the gate, waits for all; returns the time from the
     /// gate opening to the last task finishing.
-    pub fn run_once(&self) -> std::io::Result<Duration> {
+    pub(crate) fn run_once(&self) -> std::io::Result<Duration> {
         let Pipe {
             r: gate_rd,
             w: gate_wr,
@@ -148,7 +148,7 @@ impl Hackbench {
     /// One run on a helper thread, abandoned when `stop` is set first: `Ok(None)` then. The
     /// abandoned run's forked tasks die with the process (parent-death signal); its threads
     /// with the process too, so the caller must be about to exit or keep running anyway.
-    pub fn run_once_unless(
+    pub(crate) fn run_once_unless(
         &self,
         stop: &std::sync::atomic::AtomicBool,
     ) -> std::io::Result<Option<Duration>> {

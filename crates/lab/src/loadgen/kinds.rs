@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-pub use latlab_core::result::LoadReport;
+pub(crate) use latlab_core::result::LoadReport;
 
 pub(super) fn report(
     spec: &LoadSpec,
@@ -35,7 +35,7 @@ pub(super) fn report(
 }
 
 /// What a kind's reports count.
-pub fn unit_of(kind: LoadKind) -> &'static str {
+pub(crate) fn unit_of(kind: LoadKind) -> &'static str {
     match kind {
         LoadKind::Hackbench => "messages",
         LoadKind::Cpu | LoadKind::Exec => "loops",
@@ -45,7 +45,7 @@ pub fn unit_of(kind: LoadKind) -> &'static str {
 }
 
 /// The hackbench configuration a spec describes.
-pub fn hackbench_of(spec: &LoadSpec) -> Hackbench {
+pub(crate) fn hackbench_of(spec: &LoadSpec) -> Hackbench {
     Hackbench {
         groups: spec.num("groups", 10).unwrap_or(10) as usize,
         fds: spec.num("fds", 20).unwrap_or(20) as usize,
@@ -58,7 +58,7 @@ pub fn hackbench_of(spec: &LoadSpec) -> Hackbench {
 
 /// Runs `spec` until `stop` is set, keeping `progress` at the count done so far (what its
 /// report will count), for the reports a worker prints while it runs.
-pub fn run(
+pub(crate) fn run(
     spec: &LoadSpec,
     stop: &Arc<AtomicBool>,
     progress: &Arc<AtomicU64>,

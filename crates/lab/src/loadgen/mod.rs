@@ -4,13 +4,13 @@
 //! warms them up before a measurement and stops, reaps and reports them after it — and kills
 //! them on every other way out.
 
-pub mod build;
-pub mod hackbench;
-pub mod kinds;
-pub mod spec;
+pub(crate) mod build;
+pub(crate) mod hackbench;
+pub(crate) mod kinds;
+pub(crate) mod spec;
 
-pub use kinds::LoadReport;
-pub use spec::{LoadKind, LoadSpec};
+pub(crate) use kinds::LoadReport;
+pub(crate) use spec::{LoadKind, LoadSpec};
 
 use latlab_core::error::{Error, Result};
 use std::io::Read;
@@ -21,9 +21,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// How long loads run before the measurement starts.
-pub const WARM_UP: Duration = Duration::from_millis(500);
+pub(crate) const WARM_UP: Duration = Duration::from_millis(500);
 /// How long a load may take to stop and report before it is killed.
-pub const STOP_GRACE: Duration = Duration::from_secs(10);
+pub(crate) const STOP_GRACE: Duration = Duration::from_secs(10);
 
 /// The environment variable that tells a load worker which process it must die with.
 const PARENT_ENV: &str = "LATLAB_LOAD_PARENT";
@@ -32,7 +32,7 @@ const NAME_ENV: &str = "LATLAB_LOAD_NAME";
 
 /// The name each load's tasks carry (`comm`, 15 bytes) and its culprit group is named by: its
 /// kind (`hackbench`), numbered from the second load of a kind on (`cpu#2`).
-pub fn names(specs: &[LoadSpec]) -> Vec<String> {
+pub(crate) fn names(specs: &[LoadSpec]) -> Vec<String> {
     let mut seen: std::collections::BTreeMap<String, usize> = Default::default();
     specs
         .iter()
@@ -50,16 +50,16 @@ pub fn names(specs: &[LoadSpec]) -> Vec<String> {
 }
 
 /// How often a load worker reports its progress (one JSON line on its stdout).
-pub const PROGRESS_EVERY: Duration = Duration::from_secs(1);
+pub(crate) const PROGRESS_EVERY: Duration = Duration::from_secs(1);
 
 /// What each running load reported last (its progress so far; after the stop, its final
 /// report), shared with the measurement (`driver::Ctx::load_progress`).
 #[derive(Debug, Clone, Default)]
-pub struct LoadProgress(Arc<std::sync::Mutex<Vec<Option<LoadReport>>>>);
+pub(crate) struct LoadProgress(Arc<std::sync::Mutex<Vec<Option<LoadReport>>>>);
 
 impl LoadProgress {
     /// The latest report of each load, in `--load` order (None: none yet).
-    pub fn now(&self) -> Vec<Option<LoadReport>> {
+    pub(crate) fn now(&self) -> Vec<Option<LoadReport>> {
         self.0.lock().map(|v| v.clone()).unwrap_or_default()
     }
 
@@ -74,7 +74,7 @@ impl LoadProgress {
 }
 
 /// Running loads.
-pub struct LoadSet {
+pub(crate) struct LoadSet {
     running: Vec<(LoadSpec, Child, Option<std::thread::JoinHandle<()>>)>,
     progress: LoadProgress,
     /// Each load's name (see [`names`]).
@@ -85,7 +85,7 @@ pub struct LoadSet {
 /// (not root, RLIMIT_RTPRIO, a cgroup without an RT budget), asked of the kernel before the
 /// loads start: its threads then run at SCHED_OTHER, which the run must say (or refuse under
 /// `--strict`), not only the load worker's stderr.
-pub fn policy_refusals(specs: &[LoadSpec]) -> Vec<String> {
+pub(crate) fn policy_refusals(specs: &[LoadSpec]) -> Vec<String> {
     specs
         .iter()
         .filter_map(|s| {
@@ -169,12 +169,12 @@ impl LoadSet {
     }
 
     /// The pids of the load workers (each leads its own process group).
-    pub fn pids(&self) -> Vec<i32> {
+    pub(crate) fn pids(&self) -> Vec<i32> {
         self.running.iter().map(|(_, c, _)| c.id() as i32).collect()
     }
 
     /// The loads' progress as they report it, for the measurement.
-    pub fn progress(&self) -> LoadProgress {
+    pub(crate) fn progress(&self) -> LoadProgress {
         self.progress.clone()
     }
 
@@ -187,17 +187,12 @@ impl LoadSet {
             .collect()
     }
 
-    /// True when no load runs.
-    pub fn is_empty(&self) -> bool {
-        self.running.is_empty()
-    }
-
     /// Stops every load (SIGTERM, then SIGKILL after the grace time), reaps the whole process
     /// group and collects the reports, with a warning and a ground change (the run is then
     /// disturbed) for each load that ended early or was stopped for a while. `asked`: the
     /// workers latlab had already asked to stop while they ran (its watchdog, at a Ctrl-C or
     /// the deadline): one of them that has ended since did not end early.
-    pub fn stop(mut self, asked: &[i32]) -> Stopped {
+    pub(crate) fn stop(mut self, asked: &[i32]) -> Stopped {
         let mut reports = Vec::new();
         let mut warnings = Vec::new();
         let mut ground = Vec::new();
@@ -284,13 +279,13 @@ impl LoadSet {
 }
 
 /// What stopping the loads gave.
-pub struct Stopped {
+pub(crate) struct Stopped {
     /// Each load's final report (or its last progress report, marked).
-    pub reports: Vec<LoadReport>,
+    pub(crate) reports: Vec<LoadReport>,
     /// What the run must say about its loads.
-    pub warnings: Vec<String>,
+    pub(crate) warnings: Vec<String>,
     /// A load that ended early or was stopped for a while: the run's conditions changed.
-    pub ground: Vec<latlab_core::result::GroundChange>,
+    pub(crate) ground: Vec<latlab_core::result::GroundChange>,
 }
 
 /// A load's change, as the run's ground records it (`--load cpu`: running → `to`).

@@ -5,14 +5,14 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 /// Units a build load writes when `units=` is not given.
-pub const DEFAULT_UNITS: u64 = 32;
+pub(crate) const DEFAULT_UNITS: u64 = 32;
 /// The most units a build load may have.
-pub const MAX_UNITS: u64 = 4096;
+pub(crate) const MAX_UNITS: u64 = 4096;
 
 /// The kinds of load latlab can drive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum LoadKind {
+pub(crate) enum LoadKind {
     /// Groups of senders and receivers over socketpairs or pipes (hackbench).
     Hackbench,
     /// Spinning threads.
@@ -58,7 +58,7 @@ impl LoadKind {
     }
 
     /// Keys this kind accepts.
-    pub fn keys(self) -> &'static [&'static str] {
+    pub(crate) fn keys(self) -> &'static [&'static str] {
         KEYS.iter()
             .find(|(k, _)| *k == self)
             .map(|(_, v)| *v)
@@ -82,11 +82,11 @@ impl fmt::Display for LoadKind {
 
 /// Most threads one `cpu` or `memory` load may start (each is a task of the machine: more
 /// would only push latlab toward the PID limit).
-pub const MAX_LOAD_THREADS: u64 = 1024;
+pub(crate) const MAX_LOAD_THREADS: u64 = 1024;
 /// Largest `block=` of an `io` load, and largest `size=` of a `net` load's writes.
-pub const MAX_BLOCK: u64 = 64 << 20;
+pub(crate) const MAX_BLOCK: u64 = 64 << 20;
 /// Largest scratch file an `io` load without `path=` writes.
-pub const MAX_SCRATCH: u64 = 1 << 30;
+pub(crate) const MAX_SCRATCH: u64 = 1 << 30;
 
 /// The machine's memory (bytes), from /proc/meminfo, if readable.
 fn mem_total() -> Option<u64> {
@@ -104,18 +104,18 @@ fn mem_total() -> Option<u64> {
 
 /// A parsed, validated load.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct LoadSpec {
+pub(crate) struct LoadSpec {
     /// Kind.
-    pub kind: LoadKind,
+    pub(crate) kind: LoadKind,
     /// Options as given.
-    pub opts: BTreeMap<String, String>,
+    pub(crate) opts: BTreeMap<String, String>,
     /// The text it was parsed from.
-    pub text: String,
+    pub(crate) text: String,
 }
 
 impl LoadSpec {
     /// The real-time priority the load's threads run at, if it asks for SCHED_FIFO/RR.
-    pub fn rt_prio(&self) -> Option<i32> {
+    pub(crate) fn rt_prio(&self) -> Option<i32> {
         let policy: latlab_core::config::Policy = self.opts.get("policy")?.parse().ok()?;
         policy.is_rt().then(|| {
             self.opts
@@ -126,7 +126,7 @@ impl LoadSpec {
     }
 
     /// Parses `KIND[:key=value,...]`; `exec:CMD` and `exec:cmd=CMD` both work.
-    pub fn parse(text: &str) -> Result<LoadSpec> {
+    pub(crate) fn parse(text: &str) -> Result<LoadSpec> {
         let bad = |why: String| Error::Usage(format!("--load '{text}': {why}"));
         let (kind_s, rest) = text.split_once(':').unwrap_or((text, ""));
         let kind = LoadKind::parse(kind_s.trim()).ok_or_else(|| {
@@ -210,7 +210,7 @@ impl LoadSpec {
     }
 
     /// A positive whole-number option with a default.
-    pub fn num(&self, key: &str, default: u64) -> std::result::Result<u64, String> {
+    pub(crate) fn num(&self, key: &str, default: u64) -> std::result::Result<u64, String> {
         match self.opts.get(key) {
             None => Ok(default),
             Some(v) => parse_size(v).filter(|&n| n > 0).ok_or_else(|| {
@@ -220,7 +220,7 @@ impl LoadSpec {
     }
 
     /// A string option with a default.
-    pub fn str(&self, key: &str, default: &str) -> String {
+    pub(crate) fn str(&self, key: &str, default: &str) -> String {
         self.opts
             .get(key)
             .cloned()
@@ -333,7 +333,7 @@ impl LoadSpec {
 }
 
 /// Parses `123`, `4k`, `64M`, `1G` (powers of 1024).
-pub fn parse_size(v: &str) -> Option<u64> {
+pub(crate) fn parse_size(v: &str) -> Option<u64> {
     latlab_core::config::parse_bytes(v)
 }
 

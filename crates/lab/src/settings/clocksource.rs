@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 /// The clocksource setting under `sys_root`, checked writable before anything is journaled
 /// (exit 3 when it is not: switching needs root).
-pub fn writable(sys_root: &Path) -> Result<PathBuf> {
+pub(crate) fn writable(sys_root: &Path) -> Result<PathBuf> {
     let path = dir(sys_root).join("current_clocksource");
     // Opening for writing changes nothing (sysfs acts on a write), but tells whether one
     // would be allowed, before a journal entry exists that only root could clear.
@@ -25,7 +25,7 @@ pub fn writable(sys_root: &Path) -> Result<PathBuf> {
 
 /// Switches the clocksource at `path` to `name` through `held` (exit 3 with the path when
 /// the kernel refuses, or keeps another).
-pub fn switch(held: &mut Knobs, path: &Path, name: &str) -> Result<()> {
+pub(crate) fn switch(held: &mut Knobs, path: &Path, name: &str) -> Result<()> {
     held.set(path, name).map_err(|e| {
         Error::Env(format!(
             "cannot switch the clocksource to {name}: {}: {e} (needs root)",

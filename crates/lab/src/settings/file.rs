@@ -47,7 +47,7 @@ pub(super) fn open_knob_as(
 /// Checks that `file` (already resolved) exists and can be written, without changing it. A file
 /// with no write permission bit at all is refused even for root (sysfs and procfs files mark
 /// their writability that way; root could otherwise open them).
-pub fn check_writable(file: &Path) -> std::result::Result<(), String> {
+pub(crate) fn check_writable(file: &Path) -> std::result::Result<(), String> {
     check_writable_in(file, &default_roots())
 }
 
@@ -79,7 +79,7 @@ const TRIGGERS: &[&str] = &[
 /// Refuses a knob whose value could not be put back: write-only (a trigger such as
 /// `vm.drop_caches`), unreadable, or a known trigger (`/sys/power/state` would suspend the
 /// machine and reads back as its menu).
-pub fn check_restorable(file: &Path) -> std::result::Result<(), String> {
+pub(crate) fn check_restorable(file: &Path) -> std::result::Result<(), String> {
     use std::os::unix::fs::PermissionsExt;
     let shown = file.display();
     let real = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
@@ -143,7 +143,7 @@ pub(super) fn write_knob(real: &Path, value: &[u8], roots: &[PathBuf]) -> std::i
 
 /// What has to be written back for a file read as `orig`: the bytes as they were, except a
 /// one-line bracketed choice list (`always [madvise] never`), whose chosen entry is written.
-pub fn restore_value(orig: &[u8]) -> Vec<u8> {
+pub(crate) fn restore_value(orig: &[u8]) -> Vec<u8> {
     if let Ok(s) = std::str::from_utf8(orig) {
         let line = s.strip_suffix('\n').unwrap_or(s);
         if !line.contains('\n') {

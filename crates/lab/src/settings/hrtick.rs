@@ -19,18 +19,18 @@ use latlab_trace::lifecycle::{self, DEBUGFS};
 use std::path::{Path, PathBuf};
 
 /// Where debugfs is mounted when latlab mounts it.
-pub const DEFAULT_MOUNT: &str = "/sys/kernel/debug";
+pub(crate) const DEFAULT_MOUNT: &str = "/sys/kernel/debug";
 
 /// HRTICK turned on for a run, through the run's held settings (which put it back when the
 /// driver releases them, on every way out).
 #[derive(Debug)]
-pub struct Hrtick {
+pub(crate) struct Hrtick {
     /// The feature turned on (`HRTICK_DL` or `HRTICK`).
-    pub feature: String,
+    pub(crate) feature: String,
     /// The features file.
-    pub file: PathBuf,
+    pub(crate) file: PathBuf,
     /// False when the feature was on already (then nothing was changed or journaled).
-    pub changed: bool,
+    pub(crate) changed: bool,
 }
 
 impl Hrtick {
@@ -38,7 +38,7 @@ impl Hrtick {
     /// settings, taken from the driver). Exit 3 when debugfs cannot be mounted, the kernel has
     /// no features file or no HRTICK feature, or refuses access to it (this VM: Operation not
     /// permitted).
-    pub fn enable(held: &mut Knobs) -> Result<Hrtick> {
+    pub(crate) fn enable(held: &mut Knobs) -> Result<Hrtick> {
         let root = match super::debugfs_root_override() {
             Some(r) => r,
             None => lifecycle::acquire_fs(
@@ -69,7 +69,7 @@ impl Hrtick {
     }
 
     /// The warning the run records: what was turned on and why.
-    pub fn warning(&self) -> String {
+    pub(crate) fn warning(&self) -> String {
         if self.changed {
             format!(
                 "--hrtick: {} turned on in {} for the run and off again after it: without \

@@ -16,14 +16,14 @@ pub(super) const MAX_JOURNAL_BYTES: u64 = 16 << 20;
 /// How long a start waits for a lock held for a moment (e.g. by another process's check).
 pub(super) const LOCK_PATIENCE: Duration = Duration::from_millis(500);
 /// The lock file that guards a journal: beside it, `.lock` instead of its extension.
-pub fn lock_path(journal: &Path) -> PathBuf {
+pub(crate) fn lock_path(journal: &Path) -> PathBuf {
     journal.with_extension("lock")
 }
 
 /// One journaled original: the exact bytes to write back (hex), and for people a text form.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(untagged)]
-pub enum Saved {
+pub(crate) enum Saved {
     /// Current form: the bytes in hex.
     Bytes {
         /// The bytes to write back, hex-encoded.
@@ -45,7 +45,7 @@ impl Saved {
     }
 
     /// The bytes to write back (None: a damaged hex string).
-    pub fn bytes(&self) -> Option<Vec<u8>> {
+    pub(crate) fn bytes(&self) -> Option<Vec<u8>> {
         match self {
             Saved::Bytes { hex, .. } => unhex(hex),
             Saved::Text(t) => Some(t.as_bytes().to_vec()),
@@ -55,15 +55,15 @@ impl Saved {
 
 /// The journal: original contents of every file latlab changed, by real path.
 #[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
-pub struct Journal {
+pub(crate) struct Journal {
     /// Process that wrote it.
-    pub pid: u32,
+    pub(crate) pid: u32,
     /// Original of each changed file.
-    pub originals: BTreeMap<String, Saved>,
+    pub(crate) originals: BTreeMap<String, Saved>,
     /// What latlab last set each file to (absent in older journals): `latlab restore` says
     /// when a file no longer holds it (someone changed it since the run was killed).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub set: BTreeMap<String, Saved>,
+    pub(crate) set: BTreeMap<String, Saved>,
 }
 
 /// The exclusive right to change settings: an `flock` on the journal's lock file and, for the
@@ -76,6 +76,7 @@ pub(super) struct Lock {
 }
 
 /// The journal's lock alone (a chosen tree of files, as tests use).
+#[cfg(test)]
 pub(super) fn take_lock(journal: &Path) -> Result<Lock> {
     take_lock_waiting(journal, None, false)
 }

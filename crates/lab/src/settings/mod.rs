@@ -12,22 +12,19 @@
 //!   file beside it, so a second plan started at the same moment is refused and cannot touch
 //!   the first one's journal; `latlab restore` replays the journal after a crash or SIGKILL.
 
-pub mod clocksource;
+pub(crate) mod clocksource;
 mod file;
-pub mod hrtick;
+pub(crate) mod hrtick;
 mod journal;
 mod path;
 
-pub use file::{check_restorable, check_writable, restore_value};
-pub use journal::{lock_path, Journal, Saved};
-pub use latlab_core::io::journal_path;
-pub use path::{
-    debugfs_root_override, resolve, resolve_in, sysctl_path, KnobError, DEBUGFS_ROOT_ENV,
-    KNOB_ROOTS,
-};
+pub(crate) use file::{check_restorable, check_writable, restore_value};
+pub(crate) use journal::{Journal, Saved};
+pub(crate) use latlab_core::io::journal_path;
+pub(crate) use path::{debugfs_root_override, resolve, resolve_in, sysctl_path, KnobError};
 
 use file::{read_knob, write_knob};
-use journal::{lock_is_held, read_journal, take_lock, Lock};
+use journal::{lock_is_held, read_journal, Lock};
 use latlab_core::error::{Error, Result};
 use path::default_roots;
 use std::collections::BTreeMap;
@@ -37,7 +34,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 /// Changes files and remembers how they were, on disk, while holding the journal's lock.
-pub struct Knobs {
+pub(crate) struct Knobs {
     path: PathBuf,
     journal: Journal,
     roots: Vec<PathBuf>,
@@ -47,7 +44,7 @@ pub struct Knobs {
 impl Knobs {
     /// Takes the lock and starts a journal at [`journal_path`]; refuses while another latlab
     /// holds the lock, or when an unrestored journal exists.
-    pub fn new() -> Result<Knobs> {
+    pub(crate) fn new() -> Result<Knobs> {
         let journal = journal_path();
         let lock = journal::take_lock_waiting(&journal, None, true)?;
         Knobs::locked(journal, default_roots(), lock)
@@ -55,15 +52,16 @@ impl Knobs {
 
     /// As [`Knobs::new`], waiting for another latlab's lock for as long as `keep_waiting`
     /// answers true (`latlab run --wait`).
-    pub fn new_waiting(keep_waiting: &dyn Fn() -> bool) -> Result<Knobs> {
+    pub(crate) fn new_waiting(keep_waiting: &dyn Fn() -> bool) -> Result<Knobs> {
         let journal = journal_path();
         let lock = journal::take_lock_waiting(&journal, Some(keep_waiting), true)?;
         Knobs::locked(journal, default_roots(), lock)
     }
 
     /// As [`Knobs::new`], with a chosen journal and roots (tests use a temporary tree).
-    pub fn open(journal: PathBuf, roots: Vec<PathBuf>) -> Result<Knobs> {
-        let lock = take_lock(&journal)?;
+    #[cfg(test)]
+    pub(crate) fn open(journal: PathBuf, roots: Vec<PathBuf>) -> Result<Knobs> {
+        let lock = journal::take_lock(&journal)?;
         Knobs::locked(journal, roots, lock)
     }
 
@@ -89,7 +87,7 @@ impl Knobs {
     }
 
     /// The files changed so far (real paths).
-    pub fn files(&self) -> Vec<PathBuf> {
+    pub(crate) fn files(&self) -> Vec<PathBuf> {
         self.journal.originals.keys().map(PathBuf::from).collect()
     }
 
@@ -116,7 +114,7 @@ impl Knobs {
     }
 
     /// Journals the original of `file` (once) without changing it; returns its real path.
-    pub fn remember(&mut self, file: &Path) -> Result<PathBuf> {
+    pub(crate) fn remember(&mut self, file: &Path) -> Result<PathBuf> {
         let real = resolve_in(file, &self.roots).map_err(|e| e.into_error(""))?;
         let key = real.to_str().unwrap_or_default().to_string();
         if !self.journal.originals.contains_key(&key) {
@@ -133,7 +131,7 @@ impl Knobs {
     /// The value is read back: a write the kernel accepted but did not apply (an unknown
     /// clocksource leaves the old one) is an error (exit 3) naming the file, the value and what
     /// the kernel kept, so a plan never records a level that was not in force.
-    pub fn set(&mut self, file: &Path, value: &str) -> Result<()> {
+    pub(crate) fn set(&mut self, file: &Path, value: &str) -> Result<()> {
         let real = self.remember(file)?;
         write_knob(&real, value.as_bytes(), &self.roots)
             .map_err(|e| Error::Env(format!("cannot set {} to '{value}': {e}", real.display())))?;
@@ -158,7 +156,7 @@ impl Knobs {
     /// gives the kernel back the list it had. The list is read back: `name` must be on.
     /// Returns false, changing and journaling nothing, when it was on already; an error when
     /// the file has no such feature or the kernel did not take it.
-    pub fn enable_feature(&mut self, file: &Path, name: &str) -> Result<bool> {
+    pub(crate) fn enable_feature(&mut self, file: &Path, name: &str) -> Result<bool> {
         let real = resolve_in(file, &self.roots).map_err(|e| e.into_error(""))?;
         let orig = read_knob(&real, &self.roots)?;
         let has = |text: &str, word: &str| text.split_whitespace().any(|w| w == word);
@@ -194,7 +192,7 @@ impl Knobs {
 
     /// Writes every original back and removes the journal; returns what failed (the journal
     /// is then kept for `latlab restore`).
-    pub fn restore(self) -> Vec<String> {
+    pub(crate) fn restore(self) -> Vec<String> {
         let failed = restore_all(&self.journal, &self.roots);
         if failed.is_empty() {
             let _ = std::fs::remove_file(&self.path);
@@ -208,7 +206,7 @@ impl Knobs {
 /// governor in `scaling_available_governors`, a number in the range the kernel accepts where it
 /// has a known one (`sched_rt_runtime_us` from -1 to the period, `sched_rt_period_us` from 1),
 /// and any setting that reads as a number must get a number. The reason when it does not.
-pub fn check_level(file: &Path, level: &str) -> std::result::Result<(), LevelRefused> {
+pub(crate) fn check_level(file: &Path, level: &str) -> std::result::Result<(), LevelRefused> {
     let sibling = |name: &str| {
         let p = file.with_file_name(name);
         std::fs::read_to_string(&p).ok().map(|t| (p, t))
@@ -285,7 +283,7 @@ pub fn check_level(file: &Path, level: &str) -> std::result::Result<(), LevelRef
 
 /// Why [`check_level`] refused a level.
 #[derive(Debug, Clone, PartialEq)]
-pub enum LevelRefused {
+pub(crate) enum LevelRefused {
     /// A choice this machine does not offer (a clocksource or governor it lacks): its
     /// environment cannot do it.
     NotOffered(String),
@@ -296,7 +294,7 @@ pub enum LevelRefused {
 
 impl LevelRefused {
     /// The reason, in words.
-    pub fn text(&self) -> &str {
+    pub(crate) fn text(&self) -> &str {
         match self {
             LevelRefused::NotOffered(t) | LevelRefused::Invalid(t) => t,
         }
@@ -311,7 +309,7 @@ impl std::fmt::Display for LevelRefused {
 
 /// Whether a knob reading `now` holds the `value` written: the same text (blanks aside), the
 /// same number, or the bracketed choice of a sysfs menu (`always [madvise] never`).
-pub fn holds(value: &str, now: &str) -> bool {
+pub(crate) fn holds(value: &str, now: &str) -> bool {
     let (w, r) = (value.trim(), now.trim());
     if w == r {
         return true;
@@ -353,7 +351,7 @@ fn restore_all(j: &Journal, roots: &[PathBuf]) -> Vec<String> {
 
 /// The exit hook of a second Ctrl-C (which runs no destructors): replays this process's own
 /// journal, if it has one, and removes it once every original is back.
-pub fn restore_own_on_exit() {
+pub(crate) fn restore_own_on_exit() {
     let path = journal_path();
     let Ok(Some(j)) = read_journal(&path) else {
         return;
@@ -414,13 +412,8 @@ fn forget_if_stale(path: &Path) -> Option<String> {
     ))
 }
 
-/// `latlab restore`: replays a journal left by an interrupted run.
-pub fn restore_from_journal() -> Result<String> {
-    restore_journal_in(&journal_path(), &default_roots(), true)
-}
-
 /// [`restore_from_journal`] for a chosen journal and roots (tests).
-pub fn restore_journal_at(path: &Path, roots: &[PathBuf]) -> Result<String> {
+pub(crate) fn restore_journal_at(path: &Path, roots: &[PathBuf]) -> Result<String> {
     restore_journal_in(path, roots, false)
 }
 

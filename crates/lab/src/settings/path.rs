@@ -5,15 +5,15 @@ use latlab_core::error::Error;
 use std::path::{Component, Path, PathBuf};
 
 /// The only trees a knob may live in.
-pub const KNOB_ROOTS: &[&str] = &["/sys", "/proc/sys"];
+pub(crate) const KNOB_ROOTS: &[&str] = &["/sys", "/proc/sys"];
 
 /// For tests: a directory standing in for debugfs (`cyclic --hrtick` then changes
 /// `$LATLAB_DEBUGFS_ROOT/sched/features`, and that `sched/` directory joins the knob roots so a
 /// run and `latlab restore` may write it). Never set it outside tests.
-pub const DEBUGFS_ROOT_ENV: &str = "LATLAB_DEBUGFS_ROOT";
+pub(crate) const DEBUGFS_ROOT_ENV: &str = "LATLAB_DEBUGFS_ROOT";
 
 /// The injected debugfs root, resolved (None: unset, empty or missing).
-pub fn debugfs_root_override() -> Option<PathBuf> {
+pub(crate) fn debugfs_root_override() -> Option<PathBuf> {
     let v = std::env::var_os(DEBUGFS_ROOT_ENV).filter(|v| !v.is_empty())?;
     std::fs::canonicalize(v).ok()
 }
@@ -28,7 +28,7 @@ pub(super) fn default_roots() -> Vec<PathBuf> {
 
 /// The sysctl file for a dotted (`kernel.sched_rt_runtime_us`) or slashed name, always under
 /// `/proc/sys`: an absolute name, an empty segment or `..` is refused.
-pub fn sysctl_path(name: &str) -> std::result::Result<PathBuf, String> {
+pub(crate) fn sysctl_path(name: &str) -> std::result::Result<PathBuf, String> {
     let bad = |why: &str| Err(format!("sysctl '{name}': {why}"));
     if name.is_empty() {
         return bad("empty name");
@@ -52,13 +52,13 @@ pub fn sysctl_path(name: &str) -> std::result::Result<PathBuf, String> {
 /// Resolves a knob path: absolute, without `..`, and (every symlink followed) under `/sys` or
 /// `/proc/sys`. Returns the real path. An error is bad input (a path outside) or the
 /// environment's (a knob this machine lacks): see [`KnobError`].
-pub fn resolve(raw: &Path) -> std::result::Result<PathBuf, KnobError> {
+pub(crate) fn resolve(raw: &Path) -> std::result::Result<PathBuf, KnobError> {
     resolve_in(raw, &default_roots())
 }
 
 /// Why a knob path was refused.
 #[derive(Debug, Clone, PartialEq)]
-pub enum KnobError {
+pub(crate) enum KnobError {
     /// Not a path latlab may write: outside the roots, `..`, relative (exit 2).
     Outside(String),
     /// Allowed, but missing or unusable on this machine (exit 3).
@@ -75,7 +75,7 @@ impl std::fmt::Display for KnobError {
 
 impl KnobError {
     /// As latlab's error, with `context` in front.
-    pub fn into_error(self, context: &str) -> Error {
+    pub(crate) fn into_error(self, context: &str) -> Error {
         match self {
             KnobError::Outside(s) => Error::Usage(format!("{context}{s}")),
             KnobError::Unusable(s) => Error::Env(format!("{context}{s}")),
@@ -96,7 +96,7 @@ pub(super) fn under(p: &Path, roots: &[PathBuf]) -> bool {
 }
 
 /// [`resolve`] against chosen roots (tests use a temporary tree).
-pub fn resolve_in(raw: &Path, roots: &[PathBuf]) -> std::result::Result<PathBuf, KnobError> {
+pub(crate) fn resolve_in(raw: &Path, roots: &[PathBuf]) -> std::result::Result<PathBuf, KnobError> {
     let shown = raw.display();
     let outside = |why: String| KnobError::Outside(format!("knob '{shown}': {why}"));
     if !raw.is_absolute() {

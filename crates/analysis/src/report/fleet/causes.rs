@@ -8,32 +8,32 @@ use latlab_core::result::Run;
 use std::collections::BTreeMap;
 
 /// Culprit groups the page names per member (the rest are summed as "others").
-pub const TOP_GROUPS: usize = 5;
+pub(crate) const TOP_GROUPS: usize = 5;
 
 /// One member's causes over the snapshots read.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct MemberCauses {
+pub(crate) struct MemberCauses {
     /// Snapshots that carried a trace.
-    pub traced: usize,
+    pub(crate) traced: usize,
     /// Late time (ns) by cause kind, from each CPU's counters (`late_ns_by_cause`): every
     /// wake-up at or above the threshold, as the endpoint counts them.
-    pub late_ns: BTreeMap<String, u64>,
+    pub(crate) late_ns: BTreeMap<String, u64>,
     /// Late time (ns) per culprit group (thread causes), from the spikes each snapshot kept.
-    pub groups: BTreeMap<String, u64>,
+    pub(crate) groups: BTreeMap<String, u64>,
     /// The kept spikes' summed latency (ns): the groups' denominator.
-    pub spikes_ns: u64,
+    pub(crate) spikes_ns: u64,
 }
 
 impl MemberCauses {
     /// Adds one snapshot (a run without a trace counts for nothing).
-    pub fn add(&mut self, run: &Run) {
+    pub(crate) fn add(&mut self, run: &Run) {
         if let Some(t) = &run.trace {
             self.add_traced(run.series.iter().filter_map(|s| s.extra.as_ref()), t);
         }
     }
 
     /// Adds one traced snapshot: its series' `extra` figures and its trace.
-    pub fn add_traced<'a>(
+    pub(crate) fn add_traced<'a>(
         &mut self,
         extras: impl IntoIterator<Item = &'a serde_json::Value>,
         t: &TraceReport,
@@ -56,7 +56,7 @@ impl MemberCauses {
     }
 
     /// Each cause kind's share of the late time, largest first (kinds with none left out).
-    pub fn shares(&self) -> Vec<(String, f64)> {
+    pub(crate) fn shares(&self) -> Vec<(String, f64)> {
         let total: u64 = self.late_ns.values().sum();
         let mut v: Vec<(String, f64)> = self
             .late_ns
@@ -70,7 +70,7 @@ impl MemberCauses {
 
     /// The `n` groups that held most late time, with their share of the kept spikes' late
     /// time, most first (ties by name).
-    pub fn top_groups(&self, n: usize) -> Vec<(String, f64)> {
+    pub(crate) fn top_groups(&self, n: usize) -> Vec<(String, f64)> {
         let mut v: Vec<(&String, &u64)> = self.groups.iter().filter(|(_, &ns)| ns > 0).collect();
         v.sort_by(|a, b| b.1.cmp(a.1).then_with(|| a.0.cmp(b.0)));
         v.into_iter()

@@ -7,7 +7,7 @@
 //! replication (`crate::compare::levels::compare_levels`, the run-as-unit comparison).
 //! Reading and deciding are here; the page is drawn in `page`.
 
-pub mod causes;
+pub(crate) mod causes;
 pub mod page;
 
 use crate::compare::analysis::{MetricCmp, Settings, Verdict};
@@ -18,30 +18,28 @@ use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
 /// One day: the "last day" each member's newest snapshots are taken from.
-pub const DAY: Duration = Duration::from_secs(86_400);
+pub(crate) const DAY: Duration = Duration::from_secs(86_400);
 /// The week before the last day, which the last day is compared with.
-pub const WEEK: Duration = Duration::from_secs(7 * 86_400);
+pub(crate) const WEEK: Duration = Duration::from_secs(7 * 86_400);
 /// How far back `--fleet` reads by default: the last day and the week before it.
 pub const DEFAULT_SINCE: Duration = Duration::from_secs(8 * 86_400);
 /// Snapshots each side needs before the last day is compared with the week (fewer: "cannot
 /// decide"). Five, as a plan's repeats: two would run Welch's t but find only huge changes.
-pub const MIN_SNAPSHOTS: usize = 5;
+pub(crate) const MIN_SNAPSHOTS: usize = 5;
 /// The chance, over the whole fleet, of calling any member's unchanged day different.
-pub const ALPHA: f64 = 0.05;
+pub(crate) const ALPHA: f64 = 0.05;
 
 /// One snapshot, reduced to what the page shows.
 #[derive(Debug, Clone)]
-pub struct Snapshot {
+pub(crate) struct Snapshot {
     /// Run id (for `latlab runs show ID`).
-    pub id: String,
+    pub(crate) id: String,
     /// When its interval started.
-    pub at: SystemTime,
+    pub(crate) at: SystemTime,
     /// Its largest latency over every CPU, µs (exact).
-    pub max_us: f64,
+    pub(crate) max_us: f64,
     /// The p99 of its samples, every CPU merged, µs (as `compare` reads a run).
-    pub p99_us: f64,
-    /// Samples it holds.
-    pub samples: u64,
+    pub(crate) p99_us: f64,
 }
 
 /// What the last day of a member says against its previous week.
@@ -66,7 +64,7 @@ impl Outcome {
     }
 
     /// Short text for tables.
-    pub fn text(self) -> &'static str {
+    pub(crate) fn text(self) -> &'static str {
         match self {
             Outcome::CannotDecide => "cannot decide",
             Outcome::NoDifference => "no difference proven",
@@ -81,15 +79,15 @@ impl Outcome {
 #[derive(Debug, Clone)]
 pub struct Decision {
     /// Snapshots in the last day.
-    pub day: usize,
+    pub(crate) day: usize,
     /// Snapshots in the week before it.
-    pub week: usize,
+    pub(crate) week: usize,
     /// The outcome.
     pub outcome: Outcome,
     /// Each per-snapshot figure compared (p50, p99, p99.9, max, mean), the week as baseline.
-    pub metrics: Vec<MetricCmp>,
+    pub(crate) metrics: Vec<MetricCmp>,
     /// Why it cannot decide, or what was not compared.
-    pub notes: Vec<String>,
+    pub(crate) notes: Vec<String>,
 }
 
 impl Decision {
@@ -107,32 +105,30 @@ impl Decision {
 /// One member of the fleet: a host's monitor and its snapshots, oldest first.
 #[derive(Debug, Clone)]
 pub struct Member {
-    /// The host (its `host` tag).
-    pub host: String,
     /// The monitor id (its `monitor` tag).
-    pub monitor: String,
+    pub(crate) monitor: String,
     /// How the page names it: the host, or `host/monitor` when the host runs several.
-    pub label: String,
+    pub(crate) label: String,
     /// Its snapshots that hold samples, oldest first.
-    pub snaps: Vec<Snapshot>,
+    pub(crate) snaps: Vec<Snapshot>,
     /// Kernel release and preemption model of its newest snapshot.
-    pub kernel: String,
+    pub(crate) kernel: String,
     /// The last day against the week before it.
     pub decision: Decision,
     /// What made it late over the snapshots read (`monitor --trace`).
-    pub causes: causes::MemberCauses,
+    pub(crate) causes: causes::MemberCauses,
 }
 
 impl Member {
     /// The snapshot with the largest max (the member's worst window).
-    pub fn worst(&self) -> Option<&Snapshot> {
+    pub(crate) fn worst(&self) -> Option<&Snapshot> {
         self.snaps
             .iter()
             .max_by(|a, b| a.max_us.total_cmp(&b.max_us))
     }
 
     /// The median of its snapshots' p99.
-    pub fn median_p99(&self) -> f64 {
+    pub(crate) fn median_p99(&self) -> f64 {
         let mut v: Vec<f64> = self.snaps.iter().map(|s| s.p99_us).collect();
         v.sort_by(f64::total_cmp);
         match v.len() {
@@ -162,15 +158,15 @@ pub struct Fleet {
     /// Members, ranked (worst first, see [`rank`]).
     pub members: Vec<Member>,
     /// The store, as messages show it (no password).
-    pub location: String,
+    pub(crate) location: String,
     /// The query.
-    pub query: Query,
+    pub(crate) query: Query,
     /// Confidence of each member's comparison (Bonferroni over the members compared).
-    pub confidence: f64,
+    pub(crate) confidence: f64,
     /// Members with enough snapshots on both sides to be compared (the Bonferroni count).
-    pub compared: usize,
+    pub(crate) compared: usize,
     /// What was left out, and why.
-    pub notes: Vec<String>,
+    pub(crate) notes: Vec<String>,
 }
 
 fn at_of(r: &RunRow) -> Option<SystemTime> {
@@ -179,7 +175,7 @@ fn at_of(r: &RunRow) -> Option<SystemTime> {
 
 /// Splits snapshot start times into the last day (relative to the newest) and the week before
 /// it: (indices of the day, indices of the week). Older ones are in neither.
-pub fn split(times: &[SystemTime]) -> (Vec<usize>, Vec<usize>) {
+pub(crate) fn split(times: &[SystemTime]) -> (Vec<usize>, Vec<usize>) {
     let Some(&newest) = times.iter().max() else {
         return (Vec::new(), Vec::new());
     };
@@ -200,7 +196,11 @@ pub fn split(times: &[SystemTime]) -> (Vec<usize>, Vec<usize>) {
 /// every snapshot's p50, p99, p99.9, max and mean, Welch's t across snapshots, Holm over the
 /// five (`compare_levels`, as `compare` does with runs) at `confidence`. Fewer than
 /// [`MIN_SNAPSHOTS`] on a side: cannot decide.
-pub fn decide(day: Vec<(Run, String)>, week: Vec<(Run, String)>, confidence: f64) -> Decision {
+pub(crate) fn decide(
+    day: Vec<(Run, String)>,
+    week: Vec<(Run, String)>,
+    confidence: f64,
+) -> Decision {
     let (nd, nw) = (day.len(), week.len());
     if nd < MIN_SNAPSHOTS || nw < MIN_SNAPSHOTS {
         return Decision::cannot(
@@ -259,7 +259,7 @@ pub fn decide(day: Vec<(Run, String)>, week: Vec<(Run, String)>, confidence: f64
 }
 
 /// Ranks members worst first: by their worst snapshot's max, then their median p99, then name.
-pub fn rank(members: &mut [Member]) {
+pub(crate) fn rank(members: &mut [Member]) {
     let key = |m: &Member| m.worst().map_or(f64::NEG_INFINITY, |s| s.max_us);
     members.sort_by(|a, b| {
         key(b)
@@ -341,7 +341,6 @@ pub fn load(q: &Query) -> Result<Fleet> {
                 at: *t,
                 max_us: d.max(),
                 p99_us: d.quantile(0.99),
-                samples: d.n(),
             });
             if *t > keep_from {
                 runs.push((*t, run, name));
@@ -373,7 +372,6 @@ pub fn load(q: &Query) -> Result<Fleet> {
             host.clone()
         };
         members.push(Member {
-            host: host.clone(),
             monitor: monitor.clone(),
             label,
             snaps,
@@ -510,7 +508,6 @@ mod tests {
 
     fn member(label: &str, maxes: &[f64], p99: f64) -> Member {
         Member {
-            host: label.into(),
             monitor: label.into(),
             label: label.into(),
             snaps: maxes
@@ -521,7 +518,6 @@ mod tests {
                     at: SystemTime::UNIX_EPOCH + Duration::from_secs(i as u64 * 300),
                     max_us: m,
                     p99_us: p99,
-                    samples: 1000,
                 })
                 .collect(),
             kernel: String::new(),

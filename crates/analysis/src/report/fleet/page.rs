@@ -15,9 +15,9 @@ const FLEET_CSS: &str =
     "table.ranking td:nth-child(2),table.changes td:first-child{white-space:nowrap}";
 
 /// Members drawn together in the overview chart (the palette's distinct styles).
-pub const OVERVIEW_LINES: usize = 8;
+pub(crate) const OVERVIEW_LINES: usize = 8;
 /// Members given a chart of their own, the highest ranked first (the rest are in the tables).
-pub const MAX_MEMBER_CHARTS: usize = 20;
+pub(crate) const MAX_MEMBER_CHARTS: usize = 20;
 
 fn when(t: SystemTime) -> String {
     humantime::format_rfc3339_seconds(t).to_string()
@@ -427,7 +427,6 @@ mod tests {
     fn member(label: &str, maxes: &[f64], outcome: Outcome) -> Member {
         let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
         Member {
-            host: label.into(),
             monitor: format!("mon-{label}"),
             label: label.into(),
             snaps: maxes
@@ -439,7 +438,6 @@ mod tests {
                     at: t0 + Duration::from_secs(i as u64 * 300 + if i >= 3 { 3600 } else { 0 }),
                     max_us: m,
                     p99_us: m / 4.0,
-                    samples: 300_000,
                 })
                 .collect(),
             kernel: "6.1 (full)".into(),

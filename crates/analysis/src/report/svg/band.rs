@@ -6,21 +6,21 @@ use std::fmt::Write;
 
 /// What the tail chart shows, in data coordinates (x latency, y probability per sample).
 #[derive(Debug, Clone, Default)]
-pub struct TailPlot {
+pub(crate) struct TailPlot {
     /// Empirical exceedance points (x, fraction of samples at or above x).
-    pub empirical: Vec<(f64, f64)>,
+    pub(crate) empirical: Vec<(f64, f64)>,
     /// The fitted curve (x, probability).
-    pub fitted: Vec<(f64, f64)>,
+    pub(crate) fitted: Vec<(f64, f64)>,
     /// The band: at probability y, latencies from x_low to x_high.
-    pub band: Vec<(f64, f64, f64)>,
+    pub(crate) band: Vec<(f64, f64, f64)>,
     /// The threshold (x), marked (None: no fit).
-    pub threshold: Option<f64>,
+    pub(crate) threshold: Option<f64>,
     /// Legend texts: empirical, fitted, band.
-    pub labels: [String; 3],
+    pub(crate) labels: [String; 3],
 }
 
 /// Draws `p` (both axes logarithmic; `kind` = `tail`).
-pub fn tail_chart(title: &str, x: Axis, y: Axis, p: &TailPlot) -> String {
+pub(crate) fn tail_chart(title: &str, x: Axis, y: Axis, p: &TailPlot) -> String {
     let mut f = Frame::new(title, x, y, "tail", true);
     let clip = |f: &Frame, a: f64, b: f64| (f.px(a), f.py(b));
     // The band: the upper edge out, the lower edge back.

@@ -5,17 +5,17 @@ use std::fmt::Write;
 
 /// One group of bars (one colour), with optional whiskers `(low, high)` per category.
 #[derive(Debug, Clone)]
-pub struct Bars {
+pub(crate) struct Bars {
     /// Legend text.
-    pub label: String,
+    pub(crate) label: String,
     /// One value per category.
-    pub values: Vec<f64>,
+    pub(crate) values: Vec<f64>,
     /// Whiskers per category.
-    pub whiskers: Option<Vec<(f64, f64)>>,
+    pub(crate) whiskers: Option<Vec<(f64, f64)>>,
 }
 
 /// Grouped vertical bars over named categories; bars carry hatching per group for greyscale.
-pub fn bar_chart(title: &str, categories: &[String], y: Axis, groups: &[Bars]) -> String {
+pub(crate) fn bar_chart(title: &str, categories: &[String], y: Axis, groups: &[Bars]) -> String {
     let n = categories.len().max(1) as f64;
     let x = Axis {
         lo: 0.0,

@@ -5,19 +5,19 @@ use std::fmt::Write;
 
 /// One row of a forest plot: an estimate with its interval and a verdict.
 #[derive(Debug, Clone)]
-pub struct ForestRow {
+pub(crate) struct ForestRow {
     /// Row label, e.g. `B vs A: p99`.
-    pub label: String,
+    pub(crate) label: String,
     /// The estimate (a difference).
-    pub estimate: f64,
+    pub(crate) estimate: f64,
     /// Its interval.
-    pub ci: (f64, f64),
+    pub(crate) ci: (f64, f64),
     /// Verdict text, printed at the right.
-    pub verdict: String,
+    pub(crate) verdict: String,
 }
 
 /// A forest plot: one row per estimate, a point and its interval, a line at zero.
-pub fn forest(title: &str, x_label: &str, rows: &[ForestRow]) -> String {
+pub(crate) fn forest(title: &str, x_label: &str, rows: &[ForestRow]) -> String {
     let h = TOP + BOTTOM + 22.0 * rows.len().max(1) as f64;
     let vals = rows
         .iter()

@@ -4,13 +4,13 @@ use super::{esc, marker, Axis, Frame, Line, DASHES, PALETTE};
 use std::fmt::Write;
 
 /// A line chart: one `<path class="series">` per line, markers spaced along it, a legend.
-pub fn line_chart(title: &str, x: Axis, y: Axis, lines: &[Line]) -> String {
+pub(crate) fn line_chart(title: &str, x: Axis, y: Axis, lines: &[Line]) -> String {
     line_chart_kind(title, x, y, lines, "line")
 }
 
 /// A line chart marked `data-kind="{kind}"` (`exceedance`, `hist-linear`), so a page or a test
 /// can tell its charts apart.
-pub fn line_chart_kind(
+pub(crate) fn line_chart_kind(
     title: &str,
     x: Axis,
     y: Axis,

@@ -10,19 +10,19 @@ mod bars;
 mod forest;
 mod line;
 
-pub use band::{tail_chart, TailPlot};
-pub use bars::{bar_chart, Bars};
-pub use forest::{forest, ForestRow};
-pub use line::{line_chart, line_chart_kind};
+pub(crate) use band::{tail_chart, TailPlot};
+pub(crate) use bars::{bar_chart, Bars};
+pub(crate) use forest::{forest, ForestRow};
+pub(crate) use line::{line_chart, line_chart_kind};
 
 use std::fmt::Write;
 
 /// Okabe-Ito colours, in the order series get them.
-pub const PALETTE: [&str; 8] = [
+pub(crate) const PALETTE: [&str; 8] = [
     "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#999933",
 ];
 /// Dash patterns, in the same order.
-pub const DASHES: [&str; 8] = ["", "7 3", "2 2", "9 3 2 3", "1 3", "12 4", "5 2 1 2", "3 5"];
+pub(crate) const DASHES: [&str; 8] = ["", "7 3", "2 2", "9 3 2 3", "1 3", "12 4", "5 2 1 2", "3 5"];
 /// Marker shapes, in the same order.
 const MARKERS: [Marker; 4] = [
     Marker::Circle,
@@ -47,7 +47,7 @@ enum Marker {
 }
 
 /// Text made safe for SVG/HTML.
-pub fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -69,7 +69,7 @@ pub fn esc(s: &str) -> String {
 }
 
 /// A number in a short form for ticks and labels (3 significant digits).
-pub fn num(v: f64) -> String {
+pub(crate) fn num(v: f64) -> String {
     if !v.is_finite() {
         return "–".into();
     }
@@ -100,20 +100,20 @@ pub fn num(v: f64) -> String {
 
 /// One axis: its range, whether it is logarithmic, and its label (with the unit).
 #[derive(Debug, Clone)]
-pub struct Axis {
+pub(crate) struct Axis {
     /// Smallest value shown.
-    pub lo: f64,
+    pub(crate) lo: f64,
     /// Largest value shown.
-    pub hi: f64,
+    pub(crate) hi: f64,
     /// Base-10 logarithmic scale (`lo` must be > 0).
-    pub log: bool,
+    pub(crate) log: bool,
     /// Label, e.g. `latency (µs)`.
-    pub label: String,
+    pub(crate) label: String,
 }
 
 impl Axis {
     /// An axis spanning `values` (padded a little; log axes to whole decades).
-    pub fn fit(values: impl IntoIterator<Item = f64>, log: bool, label: &str) -> Axis {
+    pub(crate) fn fit(values: impl IntoIterator<Item = f64>, log: bool, label: &str) -> Axis {
         let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
         for v in values
             .into_iter()
@@ -162,7 +162,7 @@ impl Axis {
     }
 
     /// Tick positions: decades on a log axis, 1/2/5 steps on a linear one.
-    pub fn ticks(&self) -> Vec<f64> {
+    pub(crate) fn ticks(&self) -> Vec<f64> {
         if self.log {
             let (a, b) = (
                 self.lo.log10().round() as i32,
@@ -194,20 +194,20 @@ impl Axis {
 
 /// One line (or point set) of a line chart.
 #[derive(Debug, Clone)]
-pub struct Line {
+pub(crate) struct Line {
     /// Legend text.
-    pub label: String,
+    pub(crate) label: String,
     /// Points in data coordinates.
-    pub points: Vec<(f64, f64)>,
+    pub(crate) points: Vec<(f64, f64)>,
     /// Draw markers only (a scatter), no connecting line.
-    pub markers_only: bool,
+    pub(crate) markers_only: bool,
     /// Indices of points to ring as outliers.
-    pub outliers: Vec<usize>,
+    pub(crate) outliers: Vec<usize>,
 }
 
 impl Line {
     /// A connected line.
-    pub fn new(label: impl Into<String>, points: Vec<(f64, f64)>) -> Line {
+    pub(crate) fn new(label: impl Into<String>, points: Vec<(f64, f64)>) -> Line {
         Line {
             label: label.into(),
             points,

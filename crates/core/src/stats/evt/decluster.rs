@@ -20,19 +20,19 @@ pub struct Exceedance {
 
 /// Clusters of exceedances and what was estimated on the way.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Declustered {
+pub(crate) struct Declustered {
     /// Each cluster's largest value.
-    pub peaks: Vec<f64>,
+    pub(crate) peaks: Vec<f64>,
     /// The intervals estimate of the extremal index (None: no order, or too few gaps).
-    pub theta: Option<f64>,
+    pub(crate) theta: Option<f64>,
     /// Runs declustering's run length: gaps longer than this separate clusters (None: every
     /// exceedance is its own cluster).
-    pub run_length: Option<u64>,
+    pub(crate) run_length: Option<u64>,
 }
 
 /// Ferro & Segers' intervals estimator of the extremal index from the gaps between successive
 /// exceedances (in samples, each ≥ 1), capped at 1; None without a gap.
-pub fn extremal_index(gaps: &[u64]) -> Option<f64> {
+pub(crate) fn extremal_index(gaps: &[u64]) -> Option<f64> {
     if gaps.is_empty() {
         return None;
     }
@@ -55,7 +55,7 @@ pub fn extremal_index(gaps: &[u64]) -> Option<f64> {
 
 /// Declusters `exc`, which must be sorted by (series, pos). With `ordered` false every
 /// exceedance is its own cluster.
-pub fn decluster(exc: &[Exceedance], ordered: bool) -> Declustered {
+pub(crate) fn decluster(exc: &[Exceedance], ordered: bool) -> Declustered {
     if !ordered || exc.len() < 2 {
         return Declustered {
             peaks: exc.iter().map(|e| e.value).collect(),

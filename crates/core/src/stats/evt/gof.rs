@@ -16,7 +16,7 @@ use super::gpd;
 /// The Anderson-Darling statistic A² of `z` (sorted ascending, all > 0) against
 /// GPD(sigma, xi): −N − (1/N)·Σ (2i−1)·(ln F(z_i) + ln(1 − F(z_{N+1−i}))). Infinite when a point
 /// sits where the fitted distribution gives it no room (at 0, or at or past the endpoint).
-pub fn anderson_darling(z: &[f64], sigma: f64, xi: f64) -> f64 {
+pub(crate) fn anderson_darling(z: &[f64], sigma: f64, xi: f64) -> f64 {
     let n = z.len();
     if n == 0 {
         return f64::NAN;
@@ -39,13 +39,14 @@ pub fn anderson_darling(z: &[f64], sigma: f64, xi: f64) -> f64 {
 
 /// Upper-tail levels of the table's columns (the statistic is exceeded with probability
 /// 1 − level).
-pub const LEVELS: [f64; 22] = [
+pub(crate) const LEVELS: [f64; 22] = [
     0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.925,
     0.95, 0.975, 0.99, 0.995, 0.999,
 ];
 
 /// Shapes of the table's rows: −0.5 to 1.0 by 0.1.
-pub fn row_shape(i: usize) -> f64 {
+#[cfg(test)]
+pub(crate) fn row_shape(i: usize) -> f64 {
     -0.5 + 0.1 * i as f64
 }
 
@@ -53,10 +54,10 @@ pub fn row_shape(i: usize) -> f64 {
 /// column per level (`LEVELS`).
 // Simulated figures; one happens to lie near 2/π.
 #[allow(clippy::approx_constant)]
-pub const TABLE: [[f64; 22]; 16] = include!("ad_table.in");
+pub(crate) const TABLE: [[f64; 22]; 16] = include!("ad_table.in");
 
 /// p-value of A² = `a2` for a fit whose shape is `xi` (clamped to the table's −0.5 … 1.0).
-pub fn ad_pvalue(a2: f64, xi: f64) -> f64 {
+pub(crate) fn ad_pvalue(a2: f64, xi: f64) -> f64 {
     if a2.is_nan() {
         return 0.0;
     }

@@ -15,11 +15,11 @@ pub struct Fit {
     /// Shape: > 0 heavy tail, 0 exponential, < 0 a finite endpoint at `-sigma/xi`.
     pub xi: f64,
     /// The log-likelihood at (sigma, xi).
-    pub loglik: f64,
+    pub(crate) loglik: f64,
 }
 
 /// `ln(1 + xi·a)/xi`, continuous through `xi = 0` (where it is `a`); +inf outside the support.
-pub fn q(xi: f64, a: f64) -> f64 {
+pub(crate) fn q(xi: f64, a: f64) -> f64 {
     let u = xi * a;
     if u <= -1.0 {
         return f64::INFINITY;
@@ -73,7 +73,7 @@ fn phi2(u: f64) -> f64 {
 
 /// `q` and its derivatives in (s = ln sigma, xi) for `a = z/sigma`: (q, q_s, q_xi, q_ss,
 /// q_sxi, q_xixi). `None` outside the support.
-pub fn q_derivs(xi: f64, a: f64) -> Option<[f64; 6]> {
+pub(crate) fn q_derivs(xi: f64, a: f64) -> Option<[f64; 6]> {
     let w = 1.0 + xi * a;
     if w <= 0.0 {
         return None;
@@ -88,7 +88,7 @@ pub fn q_derivs(xi: f64, a: f64) -> Option<[f64; 6]> {
 }
 
 /// Survival function: P(Z > z).
-pub fn sf(z: f64, sigma: f64, xi: f64) -> f64 {
+pub(crate) fn sf(z: f64, sigma: f64, xi: f64) -> f64 {
     if z <= 0.0 {
         return 1.0;
     }
@@ -96,7 +96,7 @@ pub fn sf(z: f64, sigma: f64, xi: f64) -> f64 {
 }
 
 /// `ln P(Z > z)`.
-pub fn log_sf(z: f64, sigma: f64, xi: f64) -> f64 {
+pub(crate) fn log_sf(z: f64, sigma: f64, xi: f64) -> f64 {
     if z <= 0.0 {
         return 0.0;
     }
@@ -104,7 +104,7 @@ pub fn log_sf(z: f64, sigma: f64, xi: f64) -> f64 {
 }
 
 /// The z exceeded with probability `r` (0 < r ≤ 1): `sigma·((r^-xi) - 1)/xi`.
-pub fn isf(r: f64, sigma: f64, xi: f64) -> f64 {
+pub(crate) fn isf(r: f64, sigma: f64, xi: f64) -> f64 {
     let l = -r.ln();
     if xi == 0.0 || (xi * l).abs() < 1e-12 {
         sigma * l * (1.0 + xi * l / 2.0)
@@ -114,7 +114,7 @@ pub fn isf(r: f64, sigma: f64, xi: f64) -> f64 {
 }
 
 /// Log-likelihood of `z` (all ≥ 0) at (sigma, xi); -inf outside the support.
-pub fn loglik(z: &[f64], sigma: f64, xi: f64) -> f64 {
+pub(crate) fn loglik(z: &[f64], sigma: f64, xi: f64) -> f64 {
     if sigma.is_nan() || sigma <= 0.0 || !xi.is_finite() {
         return f64::NEG_INFINITY;
     }
@@ -133,7 +133,7 @@ pub fn loglik(z: &[f64], sigma: f64, xi: f64) -> f64 {
 
 /// Log-likelihood with its gradient and Hessian in (s = ln sigma, xi): (l, [l_s, l_xi],
 /// [l_ss, l_sxi, l_xixi]); None outside the support.
-pub fn loglik_derivs(z: &[f64], sigma: f64, xi: f64) -> Option<(f64, [f64; 2], [f64; 3])> {
+pub(crate) fn loglik_derivs(z: &[f64], sigma: f64, xi: f64) -> Option<(f64, [f64; 2], [f64; 3])> {
     let n = z.len() as f64;
     let (mut l, mut gs, mut gx, mut hss, mut hsx, mut hxx) = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
     for &x in z {
@@ -184,7 +184,7 @@ fn profile(z: &[f64], theta: f64) -> (f64, f64) {
 /// SciPy's `genpareto.fit(z, floc=0)` defines it, with the shape kept at or above -1 (below it
 /// the likelihood is unbounded at the endpoint). None with fewer than 2 points, a point that is
 /// negative or not finite, or no spread.
-pub fn fit(z: &[f64]) -> Option<Fit> {
+pub(crate) fn fit(z: &[f64]) -> Option<Fit> {
     if z.len() < 2 || z.iter().any(|x| !(x.is_finite() && *x >= 0.0)) {
         return None;
     }
@@ -245,7 +245,7 @@ pub fn fit(z: &[f64]) -> Option<Fit> {
 }
 
 /// The maximum-likelihood scale of `z` for a fixed shape `xi` ≥ 0.
-pub fn fit_scale(z: &[f64], xi: f64) -> f64 {
+pub(crate) fn fit_scale(z: &[f64], xi: f64) -> f64 {
     let mean = z.iter().sum::<f64>() / z.len().max(1) as f64;
     let c = mean.max(f64::MIN_POSITIVE).ln();
     golden_max(|s| loglik(z, s.exp(), xi), c - 6.0, c + 6.0).exp()
@@ -253,7 +253,7 @@ pub fn fit_scale(z: &[f64], xi: f64) -> f64 {
 
 /// A root of `f` in [lo, hi] where f(lo) > 0 > f(hi) (bisection to the last bit, sped up by
 /// regula falsi steps).
-pub fn root(f: impl Fn(f64) -> f64, mut lo: f64, mut hi: f64) -> f64 {
+pub(crate) fn root(f: impl Fn(f64) -> f64, mut lo: f64, mut hi: f64) -> f64 {
     let (mut flo, mut fhi) = (f(lo), f(hi));
     let mut side = 0i32;
     for _ in 0..200 {
@@ -289,7 +289,7 @@ pub fn root(f: impl Fn(f64) -> f64, mut lo: f64, mut hi: f64) -> f64 {
 }
 
 /// The maximum of `f` on [lo, hi] by golden-section search.
-pub fn golden_max(f: impl Fn(f64) -> f64, mut lo: f64, mut hi: f64) -> f64 {
+pub(crate) fn golden_max(f: impl Fn(f64) -> f64, mut lo: f64, mut hi: f64) -> f64 {
     let r = (5f64.sqrt() - 1.0) / 2.0;
     let mut a = hi - r * (hi - lo);
     let mut b = lo + r * (hi - lo);

@@ -24,19 +24,19 @@
 //! drift that is not there, and a level "per unit of time" counts each sample of a burst as an
 //! episode (higher) — which does not make up for the rest.
 
-pub mod decluster;
-pub mod gof;
-pub mod gpd;
+pub(crate) mod decluster;
+pub(crate) mod gof;
+pub(crate) mod gpd;
 pub mod holdout;
-pub mod profile;
-pub mod regime;
-pub mod threshold;
+pub(crate) mod profile;
+pub(crate) mod regime;
+pub(crate) mod threshold;
 
 #[cfg(test)]
 mod coverage;
 
 pub use decluster::Exceedance;
-pub use gpd::Fit;
+pub(crate) use gpd::Fit;
 
 /// The upper part of a data set.
 #[derive(Debug, Clone, Default)]
@@ -88,21 +88,21 @@ impl Default for Config {
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Candidate {
     /// The threshold.
-    pub threshold: f64,
+    pub(crate) threshold: f64,
     /// Samples above it.
-    pub exceedances: usize,
+    pub(crate) exceedances: usize,
     /// Clusters above it.
-    pub clusters: usize,
+    pub(crate) clusters: usize,
     /// Extremal index estimate (None: no order).
-    pub extremal_index: Option<f64>,
+    pub(crate) extremal_index: Option<f64>,
     /// Fitted shape.
-    pub xi: f64,
+    pub(crate) xi: f64,
     /// Fitted scale.
-    pub sigma: f64,
+    pub(crate) sigma: f64,
     /// Anderson-Darling p-value.
-    pub gof_p: f64,
+    pub(crate) gof_p: f64,
     /// Shape-stability p-value (`threshold::shape_pvalues`).
-    pub shape_p: f64,
+    pub(crate) shape_p: f64,
 }
 
 /// Why the tail cannot be modelled.
@@ -136,7 +136,7 @@ pub struct Refusal {
 #[derive(Debug, Clone)]
 pub struct Model {
     /// Samples in the data set.
-    pub n: u64,
+    pub(crate) n: u64,
     /// The chosen threshold.
     pub threshold: f64,
     /// Samples above it.
@@ -149,22 +149,18 @@ pub struct Model {
     pub run_length: Option<u64>,
     /// The GPD fit of the cluster peaks above the threshold.
     pub fit: Fit,
-    /// Anderson-Darling statistic and p-value of the fit.
-    pub a2: f64,
-    /// p-value of `a2`.
+    /// The Anderson-Darling p-value of the fit.
     pub gof_p: f64,
     /// Gap test for a second regime.
     pub gap: regime::Gap,
     /// All thresholds tried, lowest first.
     pub candidates: Vec<Candidate>,
     /// Interval confidence.
-    pub confidence: f64,
+    pub(crate) confidence: f64,
     /// Peaks above the threshold (value − threshold), ascending.
-    pub peaks: Vec<f64>,
+    pub(crate) peaks: Vec<f64>,
     /// The data's top values, descending (for empirical levels and plots).
-    pub top: Vec<f64>,
-    /// Whether the data had an order.
-    pub ordered: bool,
+    pub(crate) top: Vec<f64>,
 }
 
 /// A level with its interval.
@@ -193,7 +189,7 @@ pub enum Method {
 }
 
 /// The χ²₁ quantile for a two-sided interval at `confidence`.
-pub fn chi2_1(confidence: f64) -> f64 {
+pub(crate) fn chi2_1(confidence: f64) -> f64 {
     use statrs::distribution::{ContinuousCDF, Normal};
     let z = Normal::standard().inverse_cdf(0.5 + confidence / 2.0);
     z * z
@@ -325,7 +321,7 @@ pub fn estimate(s: &Sample, cfg: &Config) -> Result<Model, Refusal> {
             candidates: cands,
         });
     };
-    let (z, f, a2, d, n_exc) = fits.swap_remove(i);
+    let (z, f, _, d, n_exc) = fits.swap_remove(i);
     let c = &cands[i];
     if f.xi < -0.5 || f.xi > 1.0 {
         return Err(Refusal {
@@ -364,14 +360,12 @@ pub fn estimate(s: &Sample, cfg: &Config) -> Result<Model, Refusal> {
         extremal_index: d.theta,
         run_length: d.run_length,
         fit: f,
-        a2,
         gof_p: c.gof_p,
         gap,
         candidates: cands,
         confidence: cfg.confidence,
         peaks: z,
         top: vals,
-        ordered: s.ordered,
     })
 }
 
@@ -406,14 +400,8 @@ impl Model {
     }
 
     /// Mean cluster size above the threshold (1 without order).
-    pub fn cluster_size(&self) -> f64 {
+    pub(crate) fn cluster_size(&self) -> f64 {
         self.exceedances as f64 / self.clusters as f64
-    }
-
-    /// The fitted probability that one sample exceeds `x` (≥ the threshold).
-    pub fn survival(&self, x: f64) -> f64 {
-        let rate = self.exceedances as f64 / self.n as f64;
-        rate * gpd::sf(x - self.threshold, self.fit.sigma, self.fit.xi)
     }
 
     /// The latency exceeded with probability `p` per sample.

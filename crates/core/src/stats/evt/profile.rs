@@ -15,13 +15,13 @@ use super::gpd::{self, Fit};
 
 /// The data a profile is computed from.
 #[derive(Debug, Clone)]
-pub struct Model<'a> {
+pub(crate) struct Model<'a> {
     /// Peaks above the threshold (each > 0).
-    pub z: &'a [f64],
+    pub(crate) z: &'a [f64],
     /// Number of clusters (= z.len()).
     pub clusters: f64,
     /// Number of samples.
-    pub n: f64,
+    pub(crate) n: f64,
     /// The maximum-likelihood fit of `z`.
     pub fit: Fit,
 }
@@ -31,7 +31,7 @@ type Point = (f64, f64);
 
 impl<'a> Model<'a> {
     /// λ̂ = C/n.
-    pub fn rate(&self) -> f64 {
+    pub(crate) fn rate(&self) -> f64 {
         self.clusters / self.n
     }
 
@@ -44,7 +44,7 @@ impl<'a> Model<'a> {
     }
 
     /// The maximised joint log-likelihood.
-    pub fn max_loglik(&self) -> f64 {
+    pub(crate) fn max_loglik(&self) -> f64 {
         self.fit.loglik + self.binom(self.rate())
     }
 
@@ -88,7 +88,7 @@ impl<'a> Model<'a> {
 
     /// The tie's maximum over (ln σ, ξ) from `start`: (value, where). None when no feasible
     /// point is found.
-    pub fn constrained_max(&self, y: f64, ln_t: f64, start: Point) -> Option<(f64, Point)> {
+    pub(crate) fn constrained_max(&self, y: f64, ln_t: f64, start: Point) -> Option<(f64, Point)> {
         let mut p = start;
         // A start outside the support (or with λ ≥ 1): a larger σ brings every point in.
         let mut tries = 0;
@@ -142,7 +142,7 @@ impl<'a> Model<'a> {
     }
 
     /// The level above the threshold exceeded by t (rate of clusters per sample): the MLE.
-    pub fn level(&self, t: f64) -> f64 {
+    pub(crate) fn level(&self, t: f64) -> f64 {
         gpd::isf(t / self.rate(), self.fit.sigma, self.fit.xi)
     }
 
@@ -161,7 +161,7 @@ impl<'a> Model<'a> {
     /// t, at deviance `crit` (χ²₁ quantile): (low, high). `high` is +inf when the data do not
     /// bound it within a factor 10⁹ of the estimate; `low` is 0 when the level could lie at
     /// the threshold.
-    pub fn level_interval(&self, t: f64, crit: f64) -> (f64, f64) {
+    pub(crate) fn level_interval(&self, t: f64, crit: f64) -> (f64, f64) {
         let y_hat = self.level(t);
         let ln_t = t.ln();
         let s0 = (self.fit.sigma.ln(), self.fit.xi);
@@ -177,7 +177,7 @@ impl<'a> Model<'a> {
     /// The profile-likelihood interval of the rate t (clusters per sample) at which the level
     /// y above the threshold is exceeded: (t̂, low, high); `low` 0 when the data cannot tell
     /// the level from unreachable.
-    pub fn rate_interval(&self, y: f64, crit: f64) -> (f64, f64, f64) {
+    pub(crate) fn rate_interval(&self, y: f64, crit: f64) -> (f64, f64, f64) {
         let t_hat = self.rate() * gpd::sf(y, self.fit.sigma, self.fit.xi);
         let s0 = (self.fit.sigma.ln(), self.fit.xi);
         if t_hat.is_nan() || t_hat <= 0.0 {

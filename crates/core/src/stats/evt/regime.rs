@@ -23,11 +23,11 @@ pub struct Gap {
     /// Bonferroni-adjusted p-value (1 when nothing was tested).
     pub p: f64,
     /// How many top values the smallest p_m set apart.
-    pub m: usize,
+    pub(crate) m: usize,
 }
 
 /// The gap test on peaks `z` sorted descending (all > 0).
-pub fn gap_test(z_desc: &[f64]) -> Gap {
+pub(crate) fn gap_test(z_desc: &[f64]) -> Gap {
     let n = z_desc.len();
     let big_m = (n / 10).min(5);
     let mut best = Gap { p: 1.0, m: 0 };

@@ -17,7 +17,7 @@
 
 /// Candidate exceedance counts, largest first: geometric from `max` down to `min`, at most
 /// `count` of them, distinct.
-pub fn counts(max: usize, min: usize, count: usize) -> Vec<usize> {
+pub(crate) fn counts(max: usize, min: usize, count: usize) -> Vec<usize> {
     if max < min || max == 0 {
         return Vec::new();
     }
@@ -40,7 +40,7 @@ pub fn counts(max: usize, min: usize, count: usize) -> Vec<usize> {
 /// keeps about a quarter of its clusters (the highest one when none is that far); two-sided
 /// normal p-value, 1 where no candidate lies far enough above (fewer than half the
 /// clusters).
-pub fn shape_pvalues(c: &[(f64, f64)]) -> Vec<f64> {
+pub(crate) fn shape_pvalues(c: &[(f64, f64)]) -> Vec<f64> {
     use statrs::distribution::{ContinuousCDF, Normal};
     let norm = Normal::standard();
     (0..c.len())
@@ -61,7 +61,7 @@ pub fn shape_pvalues(c: &[(f64, f64)]) -> Vec<f64> {
 
 /// ForwardStop: how many of the ordered hypotheses (p-values from the lowest threshold up)
 /// are rejected at false discovery rate `alpha`.
-pub fn forward_stop(p: &[f64], alpha: f64) -> usize {
+pub(crate) fn forward_stop(p: &[f64], alpha: f64) -> usize {
     let mut sum = 0.0;
     let mut k_hat = 0;
     for (i, &pi) in p.iter().enumerate() {
@@ -75,7 +75,7 @@ pub fn forward_stop(p: &[f64], alpha: f64) -> usize {
 
 /// The index chosen among candidates with p-values `p` (lowest threshold first): the lowest
 /// that ForwardStop does not reject; None when it rejects them all.
-pub fn choose(p: &[f64], alpha: f64) -> Option<usize> {
+pub(crate) fn choose(p: &[f64], alpha: f64) -> Option<usize> {
     let k = forward_stop(p, alpha);
     (k < p.len()).then_some(k)
 }

@@ -3,7 +3,7 @@
 
 /// The value of the hex float whose text after `0x` is `s` (`[digits][.digits][p[+-]digits]`),
 /// or None when it is not one.
-pub fn parse(s: &str) -> Option<f64> {
+pub(crate) fn parse(s: &str) -> Option<f64> {
     let (mant, exp) = match s.find(['p', 'P']) {
         Some(i) => (&s[..i], Some(&s[i + 1..])),
         None => (s, None),

@@ -7,13 +7,13 @@
 #[derive(Default)]
 pub(super) struct Values {
     /// The values, in input order.
-    pub points: Vec<f64>,
+    pub(crate) points: Vec<f64>,
     /// The signed zeros in input order (they compare equal but print differently).
-    pub zeros: Vec<f64>,
+    pub(crate) zeros: Vec<f64>,
     /// Sum of the values in input order (ministat's `sy`).
-    pub sy: f64,
+    pub(crate) sy: f64,
     /// Sum of their squares in input order (ministat's `syy`).
-    pub syy: f64,
+    pub(crate) syy: f64,
 }
 
 impl Values {

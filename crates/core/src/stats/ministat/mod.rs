@@ -5,7 +5,7 @@
 
 mod hexfloat;
 mod lines;
-pub mod plot;
+pub(crate) mod plot;
 pub mod read;
 
 use super::cfmt::{g, g_width};
@@ -40,23 +40,23 @@ impl Default for Options {
 }
 
 /// Mean from the running sum.
-pub fn avg(ds: &DataSet) -> f64 {
+pub(crate) fn avg(ds: &DataSet) -> f64 {
     ds.sy / ds.points.len() as f64
 }
 
 /// ministat's median: the element at index n/2 of the sorted set (no averaging).
-pub fn median(ds: &DataSet) -> f64 {
+pub(crate) fn median(ds: &DataSet) -> f64 {
     ds.median
 }
 
 /// Variance from the running sums, as ministat computes it.
-pub fn var(ds: &DataSet) -> f64 {
+pub(crate) fn var(ds: &DataSet) -> f64 {
     let n = ds.points.len() as f64;
     (ds.syy - ds.sy * ds.sy / n) / (n - 1.0)
 }
 
 /// Standard deviation (NaN when rounding makes the variance negative, as in ministat).
-pub fn stddev(ds: &DataSet) -> f64 {
+pub(crate) fn stddev(ds: &DataSet) -> f64 {
     var(ds).sqrt()
 }
 
@@ -74,19 +74,19 @@ fn vitals(ds: &DataSet, sym: u8) -> String {
 }
 
 /// The pooled-variance Student's t comparison of `ds` against the reference `rs`.
-pub struct Relative {
+pub(crate) struct Relative {
     /// Difference of means (ds − rs).
-    pub diff: f64,
+    pub(crate) diff: f64,
     /// Half-width of the confidence interval.
-    pub err: f64,
+    pub(crate) err: f64,
     /// Pooled standard deviation.
-    pub pooled: f64,
+    pub(crate) pooled: f64,
     /// Mean of the reference.
-    pub ref_avg: f64,
+    pub(crate) ref_avg: f64,
 }
 
 /// Computes ministat's `Relative` figures.
-pub fn relative(ds: &DataSet, rs: &DataSet, ci: usize) -> Relative {
+pub(crate) fn relative(ds: &DataSet, rs: &DataSet, ci: usize) -> Relative {
     let (dn, rn) = (ds.points.len() as f64, rs.points.len() as f64);
     let t = student::t_value(ds.points.len() + rs.points.len() - 2, ci);
     let mut spool = (dn - 1.0) * var(ds) + (rn - 1.0) * var(rs);

@@ -5,7 +5,7 @@ use super::read::DataSet;
 use super::{avg, median, stddev};
 
 /// Symbols by set number; index = bitwise OR of the set numbers (1-based) in a cell.
-pub const SYMBOL: [u8; 8] = [b' ', b'x', b'+', b'*', b'%', b'#', b'@', b'O'];
+pub(crate) const SYMBOL: [u8; 8] = [b' ', b'x', b'+', b'*', b'%', b'#', b'@', b'O'];
 
 /// One set's column counts in the plot.
 struct Stack {
@@ -15,7 +15,7 @@ struct Stack {
 }
 
 /// The plot, built up set by set exactly as ministat's `SetupPlot/DimPlot/PlotSet`.
-pub struct Plot {
+pub(crate) struct Plot {
     width: usize,
     min: f64,
     max: f64,
@@ -32,7 +32,7 @@ pub struct Plot {
 
 impl Plot {
     /// Sizes the plot to cover every set's min, max and mean ± stddev.
-    pub fn new(width: usize, separate: bool, sets: &[DataSet]) -> Plot {
+    pub(crate) fn new(width: usize, separate: bool, sets: &[DataSet]) -> Plot {
         let mut p = Plot {
             width,
             min: 999e99,
@@ -162,7 +162,7 @@ impl Plot {
     }
 
     /// Writes the plot as ministat prints it.
-    pub fn render(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    pub(crate) fn render(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
         if self.span == 0.0 {
             return out.write_all(b"[no plot, span is zero width]\n");
         }

@@ -7,7 +7,7 @@ use super::lines::{self, Values};
 use std::io::Read;
 
 /// ministat's line buffer (`BUFSIZ`): longer lines are split by `fgets`.
-pub const LINE_MAX: usize = 8191;
+pub(crate) const LINE_MAX: usize = 8191;
 /// Largest value file `compare` and `ministat` read (1 GiB: about 10^8 values); stdin is not
 /// limited.
 pub const MAX_VALUES_BYTES: u64 = 1 << 30;
@@ -20,11 +20,11 @@ pub struct DataSet {
     /// The values, in no particular order.
     pub points: Vec<f64>,
     /// Smallest value (the first of ministat's sorted array).
-    pub min: f64,
+    pub(crate) min: f64,
     /// Largest value (the last of ministat's sorted array).
-    pub max: f64,
+    pub(crate) max: f64,
     /// Element n/2 of ministat's sorted array.
-    pub median: f64,
+    pub(crate) median: f64,
     /// Sum of values in input order (ministat's `sy`).
     pub sy: f64,
     /// Sum of squares in input order (ministat's `syy`).

@@ -2,39 +2,38 @@
 //! [`Lowering`], the contract between a measurement's raw arguments and the driver: the table
 //! of measurements (`crate::table`) needs nothing else to parse, check, plan and run one.
 
-pub mod groups;
+pub(crate) mod groups;
 
-pub use groups::{more_help, Loads, Output, StoreArgs, Strict};
+pub(crate) use groups::{Loads, Output, StoreArgs, Strict};
 
 use super::{execute, Common, Measurement};
 use clap::Args;
 use latlab_core::config::CpuSet;
 use latlab_core::error::Result;
-use std::path::Path;
 
 /// Options every measurement takes: its output (`-q`, `--json`), loads to run during it, where
 /// its result is kept, and whether a refused real-time setting degrades (with a warning) or
 /// fails.
 #[derive(Debug, Args, Clone, Default)]
 #[command(next_help_heading = "Common options")]
-pub struct MeasureArgs {
+pub(crate) struct MeasureArgs {
     /// `-q/--quiet`, `--json`.
     #[command(flatten)]
-    pub output: Output,
+    pub(crate) output: Output,
     /// Where results are kept.
     #[command(flatten)]
-    pub store: StoreArgs,
+    pub(crate) store: StoreArgs,
     /// `--load`, `--housekeeping`.
     #[command(flatten)]
-    pub loads: Loads,
+    pub(crate) loads: Loads,
     /// `--strict`.
     #[command(flatten)]
-    pub rt: Strict,
+    pub(crate) rt: Strict,
 }
 
 impl MeasureArgs {
     /// The shared options, validated (a bad `--load` spec is exit 2 naming it).
-    pub fn to_common(&self) -> Result<Common> {
+    pub(crate) fn to_common(&self) -> Result<Common> {
         Ok(Common {
             json: self.output.json.clone(),
             store: self.store.store.clone(),
@@ -61,30 +60,25 @@ impl MeasureArgs {
     }
 
     /// `-q/--quiet`.
-    pub fn quiet(&self) -> bool {
+    pub(crate) fn quiet(&self) -> bool {
         self.output.quiet
     }
 
     /// `--strict`.
-    pub fn strict(&self) -> bool {
+    pub(crate) fn strict(&self) -> bool {
         self.rt.strict
     }
 }
 
 /// A measurement's raw arguments: how they lower into its validated config, and how the
 /// config runs. The table of measurements holds one of these per measurement.
-pub trait Lowering: clap::Args + clap::FromArgMatches + Sized {
+pub(crate) trait Lowering: clap::Args + clap::FromArgMatches + Sized {
     /// The validated config, which runs through the driver (its `Debug` text is what
     /// `tests/it/grammar.rs` compares: a default stated in the help lowers as the code's).
     type Config: Measurement + std::fmt::Debug;
 
     /// The options every measurement shares.
     fn common(&self) -> &MeasureArgs;
-
-    /// `--json FILE|-`, if given.
-    fn json(&self) -> Option<&Path> {
-        self.common().output.json.as_deref()
-    }
 
     /// Old spellings given that still work for one release: one warning each, printed to
     /// stderr when the run starts and recorded in the run's warnings.
@@ -131,7 +125,8 @@ pub trait Lowering: clap::Args + clap::FromArgMatches + Sized {
 
 /// Parses one measurement's arguments as `latlab NAME ARGS...` would (`argv` starts with the
 /// program and NAME): the table's dispatch and tests share it.
-pub fn parse_args<A: clap::Args + clap::FromArgMatches, I, T>(
+#[cfg(test)]
+pub(crate) fn parse_args<A: clap::Args + clap::FromArgMatches, I, T>(
     name: &'static str,
     argv: I,
 ) -> std::result::Result<A, clap::Error>
@@ -155,7 +150,7 @@ where
 /// '-5'". Options whose value is optional (`-t [N]`, `-a [CPUSET]`) keep clap's rule, so
 /// `-t -a` still reads as two flags, but take a negative number as their value (latlab has no
 /// digit flags), so `-t -1` names `-t/--threads` too.
-pub fn getopt_values(a: clap::Arg) -> clap::Arg {
+pub(crate) fn getopt_values(a: clap::Arg) -> clap::Arg {
     let takes = a.get_action().takes_values() && !a.is_positional();
     let optional = a.get_num_args().is_some_and(|r| r.min_values() == 0);
     if takes && !optional {

@@ -15,26 +15,25 @@ pub use checker::{
     measurements, set_checker, set_measurements, Checker, Planned, RUNNER_FLAGS, RUNNER_TAGS,
 };
 use set::apply_set;
-pub use set::SET_KEYS;
-pub use shell::{shell_join, shell_quote};
+pub(crate) use shell::{shell_join, shell_quote};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// The measurement of a plan.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Measure {
+pub(crate) struct Measure {
     /// A latlab measurement a plan may run (the table of measurements says which).
-    pub command: String,
+    pub(crate) command: String,
     /// Its options, as on the command line.
     #[serde(default)]
-    pub args: Vec<String>,
+    pub(crate) args: Vec<String>,
 }
 
 /// Order of the runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Order {
+pub(crate) enum Order {
     /// Every repeat visits the level combinations in a fresh random order (seed printed).
     Random,
     /// Every repeat visits the combinations in plan order.
@@ -46,15 +45,15 @@ pub enum Order {
 /// Repeats and order.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Design {
+pub(crate) struct Design {
     /// Runs per level combination.
     #[serde(default = "one")]
-    pub repeats: u32,
+    pub(crate) repeats: u32,
     /// Order of runs.
     #[serde(default = "random")]
-    pub order: Order,
+    pub(crate) order: Order,
     /// Seed of the random order (default: from the clock, printed).
-    pub seed: Option<u64>,
+    pub(crate) seed: Option<u64>,
 }
 
 fn one() -> u32 {
@@ -77,75 +76,76 @@ impl Default for Design {
 /// What is compared at the end.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Analysis {
+pub(crate) struct Analysis {
     /// latency (whole distributions; tcp: the throughput figures), min, max, mean, p50, p99,
     /// p99.9 (one figure per run). Default: p99, or latency for tcp.
-    pub metric: Option<String>,
+    pub(crate) metric: Option<String>,
     /// Larger is better (default: true for tcp, else false).
-    pub higher_is_better: Option<bool>,
+    pub(crate) higher_is_better: Option<bool>,
 }
 
 /// A factor: what varies, and its levels (the first is the baseline).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Factor {
+pub(crate) struct Factor {
     /// Name (used in tags and tables).
-    pub name: String,
+    pub(crate) name: String,
     /// Level names; for knob factors, also the value written.
-    pub levels: Vec<String>,
+    pub(crate) levels: Vec<String>,
     /// A sysfs/procfs file the level is written to.
-    pub knob: Option<String>,
+    pub(crate) knob: Option<String>,
     /// A sysctl (dotted name) the level is written to.
-    pub sysctl: Option<String>,
+    pub(crate) sysctl: Option<String>,
     /// When true, the level is written to every CPU's cpufreq scaling_governor.
     #[serde(default)]
-    pub governor: bool,
+    pub(crate) governor: bool,
     /// latlab options added per level.
     #[serde(default)]
-    pub options: BTreeMap<String, Vec<String>>,
+    pub(crate) options: BTreeMap<String, Vec<String>>,
     /// Shell command run before each run at a level.
     #[serde(default)]
-    pub pre: BTreeMap<String, String>,
+    pub(crate) pre: BTreeMap<String, String>,
     /// Shell command run after each run at a level.
     #[serde(default)]
-    pub post: BTreeMap<String, String>,
+    pub(crate) post: BTreeMap<String, String>,
     /// Why a factor of the original experiment cannot be varied here (informational).
-    pub note: Option<String>,
+    pub(crate) note: Option<String>,
 }
 
 /// A whole plan.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Plan {
-    /// What the plan is about.
-    pub description: Option<String>,
+    /// What the plan is about (for its reader: accepted, never used).
+    #[allow(dead_code)]
+    pub(crate) description: Option<String>,
     /// The measurement.
-    pub measure: Measure,
+    pub(crate) measure: Measure,
     /// Repeats and order.
     #[serde(default)]
-    pub design: Design,
+    pub(crate) design: Design,
     /// What is compared.
     #[serde(default)]
-    pub analysis: Analysis,
+    pub(crate) analysis: Analysis,
     /// Factors.
     #[serde(default, rename = "factor")]
-    pub factors: Vec<Factor>,
+    pub(crate) factors: Vec<Factor>,
     /// The resolved files each factor writes (filled by validation).
     #[serde(skip)]
-    pub knob_files: Vec<Vec<PathBuf>>,
+    pub(crate) knob_files: Vec<Vec<PathBuf>>,
     /// Expected length of the whole plan (filled by validation).
     #[serde(skip)]
-    pub estimate: Estimate,
+    pub(crate) estimate: Estimate,
     /// What each level combination's runs are planned to be, in `combinations()` order
     /// (filled by validation).
     #[serde(skip)]
-    pub planned: Vec<Planned>,
+    pub(crate) planned: Vec<Planned>,
 }
 
 impl Factor {
     /// The files this factor writes (empty for option-only factors), each resolved and checked
     /// to be a knob latlab may write (under /sys or /proc/sys, no `..`, no symlink out).
-    pub fn files(&self) -> std::result::Result<Vec<PathBuf>, knobs::KnobError> {
+    pub(crate) fn files(&self) -> std::result::Result<Vec<PathBuf>, knobs::KnobError> {
         let mut v = Vec::new();
         if let Some(k) = &self.knob {
             v.push(knobs::resolve(Path::new(k))?);
@@ -184,28 +184,29 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
 }
 
 /// Largest plan file read.
-pub const MAX_PLAN_BYTES: u64 = 1 << 20;
+pub(crate) const MAX_PLAN_BYTES: u64 = 1 << 20;
 /// Most runs a plan may make (level combinations x repeats).
-pub const MAX_RUNS: u64 = 10_000;
+pub(crate) const MAX_RUNS: u64 = 10_000;
 /// Most factors in a plan.
-pub const MAX_FACTORS: usize = 64;
+pub(crate) const MAX_FACTORS: usize = 64;
 /// Longest factor name (it becomes a tag on every run and a column of every comparison).
-pub const MAX_NAME: usize = 64;
+pub(crate) const MAX_NAME: usize = 64;
 /// Longest level (a tag, a command-line argument of each run, a setting's text).
-pub const MAX_LEVEL: usize = 4096;
+pub(crate) const MAX_LEVEL: usize = 4096;
 
 /// What a plan's runs are expected to take, from the measurement options.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Estimate {
+pub(crate) struct Estimate {
     /// Sum of the runs whose length is known (ns).
-    pub known_ns: u64,
+    pub(crate) known_ns: u64,
     /// Runs whose length depends on their work (loops, iterations).
-    pub unknown_runs: u64,
+    pub(crate) unknown_runs: u64,
 }
 
 impl Plan {
     /// Reads and validates a plan file.
-    pub fn load(path: &Path) -> Result<Plan> {
+    #[cfg(test)]
+    pub(crate) fn load(path: &Path) -> Result<Plan> {
         Plan::load_with(path, &[])
     }
 
@@ -439,7 +440,7 @@ impl Plan {
     }
 
     /// Every level combination, as level indices per factor; the first is the baseline.
-    pub fn combinations(&self) -> Vec<Vec<usize>> {
+    pub(crate) fn combinations(&self) -> Vec<Vec<usize>> {
         let mut out = vec![Vec::new()];
         for f in &self.factors {
             out = out
@@ -451,7 +452,7 @@ impl Plan {
     }
 
     /// The measurement's arguments for a combination (plan args plus level options).
-    pub fn args_for(&self, combo: &[usize]) -> Vec<String> {
+    pub(crate) fn args_for(&self, combo: &[usize]) -> Vec<String> {
         let mut a = self.measure.args.clone();
         for (f, &l) in self.factors.iter().zip(combo) {
             if let Some(o) = f.options.get(&f.levels[l]) {
@@ -462,7 +463,7 @@ impl Plan {
     }
 
     /// `factor=level,...` label of a combination, levels as written in the plan.
-    pub fn label(&self, combo: &[usize]) -> String {
+    pub(crate) fn label(&self, combo: &[usize]) -> String {
         if self.factors.is_empty() {
             return "all".into();
         }

@@ -2,7 +2,7 @@
 //! read, and the `duration` shortcut that rewrites the measurement's `-D`.
 
 /// Keys `--set` accepts besides dotted plan paths.
-pub const SET_KEYS: &str =
+pub(crate) const SET_KEYS: &str =
     "repeats, order, seed, metric, higher_is_better, duration, description, \
     or a dotted plan key (design.repeats, analysis.metric, measure.args, ...)";
 

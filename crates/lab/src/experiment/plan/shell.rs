@@ -3,7 +3,7 @@
 pub use latlab_core::output::shell_quote;
 
 /// Words joined into one line a shell reads back as the same words.
-pub fn shell_join(words: &[String]) -> String {
+pub(crate) fn shell_join(words: &[String]) -> String {
     words
         .iter()
         .map(|w| shell_quote(w))

@@ -13,33 +13,33 @@ use clap::Args;
     "Unit for resolution and granularity (costs per call are always in ns; the JSON always \
      in ns). Sub-microsecond values keep three significant digits in us."
 )))]
-pub struct ClocksArgs {
+pub(crate) struct ClocksArgs {
     /// Sources to measure, comma-separated: realtime, monotonic, monotonic_raw, boottime, tai,
     /// realtime_coarse, monotonic_coarse, process_cputime, thread_cputime, gettimeofday, time,
     /// rdtsc, rdtscp, or all. Default: all.
     #[arg(long, value_name = "LIST")]
-    pub clocks: Option<String>,
+    pub(crate) clocks: Option<String>,
     /// Measure under each of these clocksources (e.g. tsc,kvm-clock, or all); the original is
     /// restored afterwards, also on Ctrl-C and errors.
     #[arg(long, value_name = "LIST")]
-    pub clocksource: Option<String>,
+    pub(crate) clocksource: Option<String>,
     /// Also check monotonicity across CPUs for this long (monotonic, monotonic_raw, rdtsc): a
     /// bare number is seconds. A backward step fails the check (exit 1).
     #[arg(long, value_name = "TIME", value_parser = values::run_length)]
-    pub check_monotonic: Option<u64>,
+    pub(crate) check_monotonic: Option<u64>,
     /// Batches timed per source.
     #[arg(long, value_name = "N", default_value = "2000", value_parser = values::count)]
-    pub batches: u64,
+    pub(crate) batches: u64,
     /// Calls per batch.
     #[arg(long, value_name = "N", default_value = "100", value_parser = values::count)]
-    pub batch: u64,
+    pub(crate) batch: u64,
     /// `--unit`.
     #[command(flatten)]
-    pub unit: UnitArg,
+    pub(crate) unit: UnitArg,
 
     /// Output, loads and where the result is kept.
     #[command(flatten)]
-    pub common: MeasureArgs,
+    pub(crate) common: MeasureArgs,
 }
 
 impl crate::driver::Lowering for ClocksArgs {

@@ -8,7 +8,7 @@ use latlab_core::sys::clocksource;
 
 impl ClocksConfig {
     /// Validates raw arguments.
-    pub fn from_args(a: &ClocksArgs) -> Result<ClocksConfig> {
+    pub(crate) fn from_args(a: &ClocksArgs) -> Result<ClocksConfig> {
         let probes: Vec<String> = match &a.clocks {
             None => probes::ALL.iter().map(|p| p.name().to_string()).collect(),
             Some(list) => {

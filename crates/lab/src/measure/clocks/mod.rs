@@ -2,7 +2,7 @@
 //! time and the raw TSC: cost per call, resolution and observed granularity, vDSO or kernel
 //! entry; under each chosen clocksource (always restored); and a cross-CPU monotonicity check.
 
-pub mod args;
+pub(crate) mod args;
 mod lower;
 
 pub use latlab_core::sys::timesrc as probes;
@@ -22,40 +22,40 @@ use std::time::{Duration, Instant, SystemTime};
 
 /// Validated `clocks` settings.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct ClocksConfig {
+pub(crate) struct ClocksConfig {
     /// Sources to measure, by name.
-    pub probes: Vec<String>,
+    pub(crate) probes: Vec<String>,
     /// Clocksources to measure under (empty: the current one only).
-    pub clocksources: Vec<String>,
+    pub(crate) clocksources: Vec<String>,
     /// Seconds of cross-CPU monotonicity checking per checked clock (0: none).
-    pub check_monotonic_ns: u64,
+    pub(crate) check_monotonic_ns: u64,
     /// Batches per source.
-    pub batches: usize,
+    pub(crate) batches: usize,
     /// Calls per batch.
-    pub batch: usize,
+    pub(crate) batch: usize,
     /// Unit on screen.
-    pub unit: DisplayUnit,
+    pub(crate) unit: DisplayUnit,
 }
 
 /// What one source measured.
 #[derive(Debug, Clone)]
-pub struct ProbeResult {
+pub(crate) struct ProbeResult {
     /// Source name.
-    pub name: String,
+    pub(crate) name: String,
     /// Clocksource in force.
-    pub clocksource: String,
+    pub(crate) clocksource: String,
     /// Why it was skipped, if it was.
-    pub unavailable: Option<String>,
+    pub(crate) unavailable: Option<String>,
     /// Per-call cost of each batch, ns.
-    pub cost_ns: Vec<f64>,
+    pub(crate) cost_ns: Vec<f64>,
     /// Per-call cost of the direct system call, median ns (None: not a system call).
-    pub syscall_ns: Option<f64>,
+    pub(crate) syscall_ns: Option<f64>,
     /// "vdso", "syscall" or "instruction".
-    pub path: &'static str,
+    pub(crate) path: &'static str,
     /// clock_getres, ns.
-    pub resolution_ns: Option<u64>,
+    pub(crate) resolution_ns: Option<u64>,
     /// Smallest non-zero step seen between two reads, ns.
-    pub granularity_ns: Option<f64>,
+    pub(crate) granularity_ns: Option<f64>,
 }
 
 fn median(v: &mut [f64]) -> f64 {
@@ -163,33 +163,33 @@ fn measure(
 
 /// A backward step seen by the monotonicity check.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct Backward {
+pub(crate) struct Backward {
     /// How far back, in the source's units (ns; ticks for rdtsc).
-    pub size: u64,
+    pub(crate) size: u64,
     /// CPU that published the later value.
-    pub from_cpu: usize,
+    pub(crate) from_cpu: usize,
     /// CPU that then read an earlier one.
-    pub to_cpu: usize,
+    pub(crate) to_cpu: usize,
 }
 
 /// Result of the cross-CPU check of one source.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct MonoCheck {
+pub(crate) struct MonoCheck {
     /// Source name.
-    pub name: String,
+    pub(crate) name: String,
     /// Comparisons made.
-    pub comparisons: u64,
+    pub(crate) comparisons: u64,
     /// Backward steps seen.
-    pub backward_steps: u64,
+    pub(crate) backward_steps: u64,
     /// The first backward steps (at most 100 per CPU).
-    pub examples: Vec<Backward>,
+    pub(crate) examples: Vec<Backward>,
 }
 
 /// Threads on every CPU read `p` back to back; each first loads the latest published value,
 /// then reads its clock (after that load has completed): reading less than a value another CPU
 /// published earlier is a step back in time. Value and CPU are published together as
 /// `value << 8 | cpu` (CPU numbers above 255 are reported modulo 256).
-pub fn check_monotonic(
+pub(crate) fn check_monotonic(
     p: Probe,
     cpus: &[usize],
     dur: Duration,
@@ -252,17 +252,17 @@ pub fn check_monotonic(
 }
 
 /// A finished `clocks` run.
-pub struct ClocksOutcome {
+pub(crate) struct ClocksOutcome {
     /// The result model.
-    pub run: Run,
+    pub(crate) run: Run,
     /// Per clocksource and source.
-    pub results: Vec<ProbeResult>,
+    pub(crate) results: Vec<ProbeResult>,
     /// Monotonicity checks.
-    pub checks: Vec<MonoCheck>,
+    pub(crate) checks: Vec<MonoCheck>,
 }
 
 /// Runs the measurement.
-pub fn run(cfg: ClocksConfig, ctx: &mut Ctx<'_>) -> Result<ClocksOutcome> {
+pub(crate) fn run(cfg: ClocksConfig, ctx: &mut Ctx<'_>) -> Result<ClocksOutcome> {
     let mut warnings = Vec::new();
     let control = ctx.control().clone();
     let ticks = Ticks::best();
@@ -414,7 +414,7 @@ fn series_of(r: &ProbeResult, cfg: &ClocksConfig, tpn: f64) -> Series {
 }
 
 /// The report: a table per clocksource, then the monotonicity checks.
-pub fn render(o: &ClocksOutcome, cfg: &ClocksConfig) -> String {
+pub(crate) fn render(o: &ClocksOutcome, cfg: &ClocksConfig) -> String {
     let mut s = format!(
         "latlab clocks  run {}{}\n",
         o.run.id,

@@ -15,29 +15,29 @@ use clap::Args;
 #[command(mut_arg("iterations", |a| more_help(a, "Per thread (default: run for --duration).")))]
 #[command(mut_arg("duration", |a| more_help(a, "When no iteration count is given.")
     .default_value("2s")))]
-pub struct ContendArgs {
+pub(crate) struct ContendArgs {
     /// `-a/--affinity` (`--cpus`).
     #[command(flatten)]
-    pub affinity: Affinity,
+    pub(crate) affinity: Affinity,
     /// Synchronisation of the shared structure.
     #[arg(long, value_enum, default_value_t = crate::measure::contend::Sync::Mutex)]
-    pub sync: crate::measure::contend::Sync,
+    pub(crate) sync: crate::measure::contend::Sync,
     /// `-p/--priority`.
     #[command(flatten)]
-    pub priority: PriorityArg,
+    pub(crate) priority: PriorityArg,
     /// `-n/--iterations`.
     #[command(flatten)]
-    pub iterations: IterationsArg,
+    pub(crate) iterations: IterationsArg,
     /// `-D/--duration`.
     #[command(flatten)]
-    pub duration: DurationArg,
+    pub(crate) duration: DurationArg,
     /// Priority level every thread enqueues at.
     #[arg(long, value_name = "N", default_value = "50", value_parser = values::amount)]
-    pub level: u64,
+    pub(crate) level: u64,
 
     /// Output, loads and where the result is kept.
     #[command(flatten)]
-    pub common: MeasureArgs,
+    pub(crate) common: MeasureArgs,
 }
 
 impl crate::driver::Lowering for ContendArgs {

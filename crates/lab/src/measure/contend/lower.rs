@@ -8,7 +8,7 @@ use crate::measure::contend::{ContendConfig, LEVELS};
 
 impl ContendConfig {
     /// Validates raw arguments.
-    pub fn from_args(a: &ContendArgs, online: &CpuSet) -> Result<ContendConfig> {
+    pub(crate) fn from_args(a: &ContendArgs, online: &CpuSet) -> Result<ContendConfig> {
         let cpus: Vec<usize> = match a.affinity.online(online)? {
             None => online.iter().collect(),
             Some(set) => set.iter().collect(),

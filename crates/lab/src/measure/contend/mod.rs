@@ -4,7 +4,7 @@
 //! atomic|percpu`. The `vec` (update) and `loop` (scan) sections are timed per CPU with the
 //! public `probe` API and printed in the seed's table.
 
-pub mod args;
+pub(crate) mod args;
 mod lower;
 
 use latlab_core::config::Policy;
@@ -18,12 +18,12 @@ use std::sync::{Barrier, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 /// Priority levels in the shared structure (as the kernel's RT priorities).
-pub const LEVELS: usize = 100;
+pub(crate) const LEVELS: usize = 100;
 
 /// How the shared structure is synchronised.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Sync {
+pub(crate) enum Sync {
     /// One mutex per level (the vec->lock before the patch).
     Mutex,
     /// One spinlock per level.
@@ -36,21 +36,21 @@ pub enum Sync {
 
 /// Validated `contend` settings.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct ContendConfig {
+pub(crate) struct ContendConfig {
     /// CPUs, one thread each.
-    pub cpus: Vec<usize>,
+    pub(crate) cpus: Vec<usize>,
     /// Synchronisation.
-    pub sync: Sync,
+    pub(crate) sync: Sync,
     /// Priority of every thread (they share it, as in the seed).
-    pub prio: i32,
+    pub(crate) prio: i32,
     /// Policy.
-    pub policy: Policy,
+    pub(crate) policy: Policy,
     /// Iterations per thread (None: run for `duration_ns`).
-    pub iterations: Option<u64>,
+    pub(crate) iterations: Option<u64>,
     /// Run length when no iteration count is given.
-    pub duration_ns: u64,
+    pub(crate) duration_ns: u64,
     /// Priority level every thread enqueues at (1..=99).
-    pub level: usize,
+    pub(crate) level: usize,
 }
 
 /// The shared per-priority structure.
@@ -139,17 +139,15 @@ impl Shared {
 }
 
 /// A finished `contend` run.
-pub struct ContendOutcome {
+pub(crate) struct ContendOutcome {
     /// The result model.
-    pub run: Run,
+    pub(crate) run: Run,
     /// The seed's table.
-    pub table: String,
-    /// Iterations each thread made, by CPU.
-    pub iterations: Vec<(usize, u64)>,
+    pub(crate) table: String,
 }
 
 /// Runs the measurement.
-pub fn run(cfg: ContendConfig, ctx: &mut Ctx<'_>) -> Result<ContendOutcome> {
+pub(crate) fn run(cfg: ContendConfig, ctx: &mut Ctx<'_>) -> Result<ContendOutcome> {
     let mut warnings = Vec::new();
     let rt_granted = ctx.rt_granted();
     let policy = if rt_granted {
@@ -170,7 +168,6 @@ pub fn run(cfg: ContendConfig, ctx: &mut Ctx<'_>) -> Result<ContendOutcome> {
     let barrier = Barrier::new(cfg.cpus.len() + 1);
     let started = SystemTime::now();
     let t0 = Instant::now();
-    let mut iterations = Vec::new();
     let log = ctx.placement().clone();
     // Where each CPU's thread really ran (read back), by the CPU it was meant for.
     let mut ran = std::collections::BTreeMap::new();
@@ -231,8 +228,7 @@ pub fn run(cfg: ContendConfig, ctx: &mut Ctx<'_>) -> Result<ContendOutcome> {
         }
         stop.store(true, Ordering::Relaxed);
         for h in hs {
-            if let Ok((cpu, n, ran_on)) = h.join() {
-                iterations.push((cpu, n));
+            if let Ok((cpu, _, ran_on)) = h.join() {
                 ran.insert(cpu, ran_on);
             }
         }
@@ -259,12 +255,11 @@ pub fn run(cfg: ContendConfig, ctx: &mut Ctx<'_>) -> Result<ContendOutcome> {
     Ok(ContendOutcome {
         run,
         table: probe.table(),
-        iterations,
     })
 }
 
 /// The report: header, the seed's table, warnings.
-pub fn render(o: &ContendOutcome, cfg: &ContendConfig) -> String {
+pub(crate) fn render(o: &ContendOutcome, cfg: &ContendConfig) -> String {
     let sync = serde_json::to_value(cfg.sync)
         .ok()
         .and_then(|v| v.as_str().map(String::from))

@@ -20,48 +20,48 @@ use clap::Args;
     Default fifo.")))]
 #[command(mut_arg("priority", |a| more_help(a, "Of every task. Default 50.")))]
 #[command(mut_arg("ring", |a| a.default_value("2")))]
-pub struct CtxswArgs {
+pub(crate) struct CtxswArgs {
     /// Methods, comma-separated: yield, pipe, futex (default: all three).
     #[arg(long, value_enum, value_delimiter = ',')]
-    pub method: Vec<crate::measure::ctxsw::Method>,
+    pub(crate) method: Vec<crate::measure::ctxsw::Method>,
     /// `--tasks`.
     #[command(flatten)]
-    pub tasks: TasksArg,
+    pub(crate) tasks: TasksArg,
     /// `-a/--affinity` (`--cpus`).
     #[command(flatten)]
-    pub affinity: Affinity,
+    pub(crate) affinity: Affinity,
     /// `-n/--iterations`.
     #[command(flatten)]
-    pub iterations: IterationsArg,
+    pub(crate) iterations: IterationsArg,
     /// Untimed iterations first (the seed skips 10).
     #[arg(long, value_name = "N", default_value = "100", value_parser = values::amount)]
-    pub warmup: u64,
+    pub(crate) warmup: u64,
     /// `--ring`.
     #[command(flatten)]
-    pub ring: RingArg,
+    pub(crate) ring: RingArg,
     /// KiB of its own memory each pipe task touches per hop (lmbench's size).
     #[arg(long, value_name = "KB", default_value = "0", value_parser = values::amount)]
-    pub touch: u64,
+    pub(crate) touch: u64,
     /// `-p/--priority`, `--policy`.
     #[command(flatten)]
-    pub rt: RealTime,
+    pub(crate) rt: RealTime,
     /// x86 port access phases for the yield method: none, all (none, 0x80, 0xffff as in the
     /// seed) or ports, comma-separated.
     #[arg(long, value_name = "PHASES")]
-    pub ioperm: Option<String>,
+    pub(crate) ioperm: Option<String>,
     /// Enable the ports in the partner task too, not only the measuring one.
     #[arg(long)]
-    pub ioperm_in_both: bool,
+    pub(crate) ioperm_in_both: bool,
     /// Also print the seed's lines ("default no ioperm: scheduling latency: N cycles").
     #[arg(long)]
-    pub seed_output: bool,
+    pub(crate) seed_output: bool,
     /// `--unit`.
     #[command(flatten)]
-    pub unit: UnitArg,
+    pub(crate) unit: UnitArg,
 
     /// Output, loads and where the result is kept.
     #[command(flatten)]
-    pub common: MeasureArgs,
+    pub(crate) common: MeasureArgs,
 }
 
 const CTXSW_AFTER_HELP: &str = "\

@@ -8,7 +8,7 @@ use crate::measure::ctxsw::{parse_ioperm, CtxswConfig, Method};
 
 impl CtxswConfig {
     /// Validates raw arguments against the online CPUs.
-    pub fn from_args(a: &CtxswArgs, online: &CpuSet) -> Result<CtxswConfig> {
+    pub(crate) fn from_args(a: &CtxswArgs, online: &CpuSet) -> Result<CtxswConfig> {
         let cpus: Vec<usize> = match a.affinity.online(online)? {
             None => vec![online.iter().next().unwrap_or(0)],
             Some(set) => set.iter().collect(),

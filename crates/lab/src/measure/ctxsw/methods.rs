@@ -13,23 +13,23 @@ pub use latlab_core::config::TaskKind;
 
 /// Where and how the tasks run.
 #[derive(Debug, Clone)]
-pub struct Setup {
+pub(crate) struct Setup {
     /// Threads or processes.
-    pub kind: TaskKind,
+    pub(crate) kind: TaskKind,
     /// CPU of each task, by task index (cycled).
-    pub cpus: Vec<usize>,
+    pub(crate) cpus: Vec<usize>,
     /// Policy (`SCHED_*`) and priority of every task.
-    pub policy: libc::c_int,
+    pub(crate) policy: libc::c_int,
     /// Priority.
-    pub prio: i32,
+    pub(crate) prio: i32,
     /// Timed iterations.
-    pub iterations: usize,
+    pub(crate) iterations: usize,
     /// Untimed iterations first.
-    pub warmup: usize,
+    pub(crate) warmup: usize,
     /// Tick source.
-    pub ticks: Ticks,
+    pub(crate) ticks: Ticks,
     /// Set on Ctrl-C/SIGTERM: the measuring loops end and keep what they timed.
-    pub stop: Arc<std::sync::atomic::AtomicBool>,
+    pub(crate) stop: Arc<std::sync::atomic::AtomicBool>,
     /// The run's placement log (a forked task's refusals stay in its own copy).
     pub log: latlab_core::rt::PlacementLog,
 }
@@ -42,16 +42,16 @@ impl Setup {
 
 /// What one method measured (all figures in ticks).
 #[derive(Debug, Clone)]
-pub struct Raw {
+pub(crate) struct Raw {
     /// One sample per timed iteration: a round trip.
-    pub samples: Vec<u64>,
+    pub(crate) samples: Vec<u64>,
     /// Context switches in one sample.
-    pub switches_per_sample: f64,
+    pub(crate) switches_per_sample: f64,
     /// Ticks of non-switch work in one sample, subtracted before dividing (pipe method).
-    pub overhead_per_sample: u64,
+    pub(crate) overhead_per_sample: u64,
     /// Bytes another process wrote into the pipe ring (through /proc/PID/fd): dropped, never
     /// passed on as a second token.
-    pub foreign: u64,
+    pub(crate) foreign: u64,
 }
 
 /// A partner task: a thread or a forked process.
@@ -125,10 +125,10 @@ fn on_measuring_thread<T: Send + 'static>(
 }
 
 /// `ioperm` hook: called on the measuring task (and partners when asked) before timing.
-pub type Prep = Arc<dyn Fn() + Send + Sync>;
+pub(crate) type Prep = Arc<dyn Fn() + Send + Sync>;
 
 /// Two tasks on one CPU yielding to each other; a sample is t(after yield) − t(before).
-pub fn yield_pair(s: &Setup, measuring_prep: Prep, partner_prep: Prep) -> std::io::Result<Raw> {
+pub(crate) fn yield_pair(s: &Setup, measuring_prep: Prep, partner_prep: Prep) -> std::io::Result<Raw> {
     let page = Arc::new(SharedPage::new()?);
     let stop = page.clone();
     let partner = start_partner(s, 1, move || {
@@ -181,7 +181,7 @@ fn touch(buf: &mut [u8]) {
 /// which comes next: a byte another process writes into a pipe of the ring (same user, through
 /// /proc/PID/fd) is dropped and counted, not passed on as a second token that would make
 /// every later round short.
-pub fn pipe_ring(s: &Setup, n: usize, touch_kb: usize) -> std::io::Result<Raw> {
+pub(crate) fn pipe_ring(s: &Setup, n: usize, touch_kb: usize) -> std::io::Result<Raw> {
     let pipes: Vec<Pipe> = (0..n).map(|_| Pipe::new()).collect::<Result<_, _>>()?;
     // Shared with forked partners: the count of stray bytes dropped.
     let stray = Arc::new(SharedPage::new()?);
@@ -275,7 +275,7 @@ pub fn pipe_ring(s: &Setup, n: usize, touch_kb: usize) -> std::io::Result<Raw> {
 }
 
 /// Median ticks of one hop without a context switch: write and read one's own pipe, touch.
-pub fn hop_overhead(ticks: Ticks, touch_kb: usize, reps: usize) -> u64 {
+pub(crate) fn hop_overhead(ticks: Ticks, touch_kb: usize, reps: usize) -> u64 {
     let Ok(p) = Pipe::new() else { return 0 };
     let (r, w) = (p.rfd(), p.wfd());
     let mut buf = vec![0u8; touch_kb * 1024];
@@ -293,7 +293,7 @@ pub fn hop_overhead(ticks: Ticks, touch_kb: usize, reps: usize) -> u64 {
 }
 
 /// Two tasks waking each other through a futex word; a sample is one round trip.
-pub fn futex_pair(s: &Setup) -> std::io::Result<Raw> {
+pub(crate) fn futex_pair(s: &Setup) -> std::io::Result<Raw> {
     let page = Arc::new(SharedPage::new()?);
     let pp = page.clone();
     // word 0: 0 = partner's turn to wait, 1 = partner must answer, 2 = stop.
@@ -346,7 +346,7 @@ pub fn futex_pair(s: &Setup) -> std::io::Result<Raw> {
 }
 
 /// Per-switch cost of one sample: (sample − overhead) / switches, never below zero.
-pub fn per_switch(sample: u64, overhead: u64, switches: f64) -> f64 {
+pub(crate) fn per_switch(sample: u64, overhead: u64, switches: f64) -> f64 {
     sample.saturating_sub(overhead) as f64 / switches
 }
 

@@ -1,10 +1,10 @@
 //! `latlab ctxsw`: the cost of a context switch (seed 000), by `yield`, `pipe` and `futex`,
 //! between threads or processes, on one CPU or several; with the seed's `ioperm` phases.
 
-pub mod args;
+pub(crate) mod args;
 mod lower;
 
-pub mod methods;
+pub(crate) mod methods;
 
 use latlab_core::config::{CpuSet, DisplayUnit, Policy};
 use crate::driver::Ctx;
@@ -21,7 +21,7 @@ use std::time::{Instant, SystemTime};
 /// A way of forcing switches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Method {
+pub(crate) enum Method {
     /// Two SCHED_FIFO tasks on one CPU yielding to each other (the seed's method).
     Yield,
     /// A token passed round a ring of tasks through pipes (lmbench lat_ctx).
@@ -32,57 +32,57 @@ pub enum Method {
 
 /// Validated `ctxsw` settings.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct CtxswConfig {
+pub(crate) struct CtxswConfig {
     /// Methods to run, in order.
-    pub methods: Vec<Method>,
+    pub(crate) methods: Vec<Method>,
     /// Threads or processes.
-    pub tasks: TaskKind,
+    pub(crate) tasks: TaskKind,
     /// CPUs the tasks are spread over.
-    pub cpus: Vec<usize>,
+    pub(crate) cpus: Vec<usize>,
     /// Timed iterations per method.
-    pub iterations: usize,
+    pub(crate) iterations: usize,
     /// Untimed iterations first.
-    pub warmup: usize,
+    pub(crate) warmup: usize,
     /// Tasks in the pipe ring.
-    pub ring: usize,
+    pub(crate) ring: usize,
     /// KiB each pipe task touches per hop.
-    pub touch_kb: usize,
+    pub(crate) touch_kb: usize,
     /// Policy.
-    pub policy: Policy,
+    pub(crate) policy: Policy,
     /// Priority.
-    pub prio: i32,
+    pub(crate) prio: i32,
     /// ioperm phases (None = no port access; Some(p) = port p enabled).
-    pub ioperm: Vec<Option<u32>>,
+    pub(crate) ioperm: Vec<Option<u32>>,
     /// Enable ports in the partner task too.
-    pub ioperm_both: bool,
+    pub(crate) ioperm_both: bool,
     /// Print the seed's lines.
-    pub seed_output: bool,
+    pub(crate) seed_output: bool,
     /// Unit on screen.
-    pub unit: DisplayUnit,
+    pub(crate) unit: DisplayUnit,
     /// Fail instead of falling back.
-    pub strict: bool,
+    pub(crate) strict: bool,
 }
 
 /// One measured method (or ioperm phase).
-pub struct MethodResult {
+pub(crate) struct MethodResult {
     /// Series name: `yield`, `pipe`, `futex`, `yield+ioperm0x80` ...
-    pub name: String,
+    pub(crate) name: String,
     /// The raw ticks.
-    pub raw: Raw,
+    pub(crate) raw: Raw,
 }
 
 /// A finished `ctxsw` run.
-pub struct CtxswOutcome {
+pub(crate) struct CtxswOutcome {
     /// The result model.
-    pub run: Run,
+    pub(crate) run: Run,
     /// Raw results per method.
-    pub results: Vec<MethodResult>,
+    pub(crate) results: Vec<MethodResult>,
     /// Ticks per ns.
-    pub ticks_per_ns: f64,
+    pub(crate) ticks_per_ns: f64,
 }
 
 /// Parses `--ioperm`: `none`, `all` (none, 0x80, 0xffff as in the seed) or a list of ports.
-pub fn parse_ioperm(v: &str) -> Result<Vec<Option<u32>>> {
+pub(crate) fn parse_ioperm(v: &str) -> Result<Vec<Option<u32>>> {
     let mut out = Vec::new();
     for part in v.split(',').map(str::trim) {
         match part {
@@ -127,7 +127,7 @@ fn prep_for(port: Option<u32>) -> Prep {
 }
 
 /// Runs the methods.
-pub fn run(mut cfg: CtxswConfig, ctx: &mut Ctx<'_>) -> Result<CtxswOutcome> {
+pub(crate) fn run(mut cfg: CtxswConfig, ctx: &mut Ctx<'_>) -> Result<CtxswOutcome> {
     let mut warnings = Vec::new();
     if cfg.ioperm.iter().any(Option::is_some) {
         probe_ioperm(&cfg.ioperm)?;
@@ -291,7 +291,7 @@ fn series_of(r: &MethodResult, cfg: &CtxswConfig, tpn: f64) -> Series {
 }
 
 /// The report: per method, per-switch cost in ns and cycles; the seed's lines on request.
-pub fn render(o: &CtxswOutcome, cfg: &CtxswConfig) -> String {
+pub(crate) fn render(o: &CtxswOutcome, cfg: &CtxswConfig) -> String {
     let u = cfg.unit;
     let mut s = format!(
         "latlab ctxsw  {} on CPU(s) {}  {} {}  {} iterations (+{} warm-up)  run {}\n",

@@ -27,49 +27,49 @@ use std::path::PathBuf;
     Default: run until --duration or Ctrl-C.")))]
 #[command(mut_arg("duration", |a| more_help(a, "Default: until --loops or Ctrl-C.")))]
 #[command(mut_arg("affinity", |a| more_help(a, "The threads are pinned round-robin to them.")))]
-pub struct CyclicArgs {
+pub(crate) struct CyclicArgs {
     /// `-t/--threads [N]`.
     #[command(flatten)]
-    pub threads: ThreadsArg,
+    pub(crate) threads: ThreadsArg,
 
     /// `-p/--priority`, `--policy`.
     #[command(flatten)]
-    pub rt: RealTime,
+    pub(crate) rt: RealTime,
 
     /// SCHED_DEADLINE runtime: CPU time each thread is given per period (with --policy
     /// deadline); a bare number is µs. Without it, 60 % of the deadline, as cyclicdeadline.
     #[arg(long, value_name = "TIME", value_parser = values::short_time)]
-    pub runtime: Option<Time>,
+    pub(crate) runtime: Option<Time>,
 
     /// SCHED_DEADLINE relative deadline: each job must be done this long after its period
     /// starts (with --policy deadline); a bare number is µs. Default: the period.
     #[arg(long, value_name = "TIME", value_parser = values::short_time)]
-    pub deadline: Option<Time>,
+    pub(crate) deadline: Option<Time>,
 
     /// SCHED_DEADLINE period (with --policy deadline; the same as -i, give one of them); a bare
     /// number is µs. Default 1000.
     #[arg(long, value_name = "TIME", value_parser = values::short_time)]
-    pub period: Option<Time>,
+    pub(crate) period: Option<Time>,
 
     /// With --policy deadline: CPU time each job spins after recording its wake-up; a bare
     /// number is µs. Default 0. More than --runtime overloads the thread on purpose: its jobs
     /// are throttled and miss.
     #[arg(long, value_name = "TIME", value_parser = values::short_time_or_zero)]
-    pub work: Option<Time>,
+    pub(crate) work: Option<Time>,
 
     /// With --policy deadline: turn the scheduler's high-resolution tick on for the run
     /// (HRTICK_DL, or HRTICK on kernels with one flag) through debugfs sched/features,
     /// journaled and put back like a plan's knob. Short runtimes need it.
     #[arg(long)]
-    pub hrtick: bool,
+    pub(crate) hrtick: bool,
 
     /// Give each further thread one priority less than the one before (80, 79, 78 ...).
     #[arg(long)]
-    pub priospread: bool,
+    pub(crate) priospread: bool,
 
     /// `-D/--duration`, `-i/--interval`, `-l/--loops`.
     #[command(flatten)]
-    pub timing: Timing,
+    pub(crate) timing: Timing,
 
     /// Added to the period of each further thread (cyclictest's distance); a bare number is µs.
     /// Default 500.
@@ -79,74 +79,74 @@ pub struct CyclicArgs {
         value_name = "TIME",
         value_parser = values::short_time_or_zero
     )]
-    pub distance: Option<Time>,
+    pub(crate) distance: Option<Time>,
 
     /// `-a/--affinity`.
     #[command(flatten)]
-    pub affinity: Affinity,
+    pub(crate) affinity: Affinity,
 
     /// Lock memory with mlockall (the default; kept for cyclictest users).
     #[arg(short = 'm', long = "mlock", conflicts_with = "no_mlock")]
-    pub mlock: bool,
+    pub(crate) mlock: bool,
 
     /// `--no-mlock`.
     #[command(flatten)]
-    pub no_mlock: NoMlock,
+    pub(crate) no_mlock: NoMlock,
 
     /// Print a cyclictest-style histogram with 1 µs buckets up to this many µs.
     #[arg(short = 'h', long = "histogram", value_name = "US", value_parser = values::count)]
-    pub histogram: Option<u64>,
+    pub(crate) histogram: Option<u64>,
 
     /// Stop the run when a latency exceeds this (a bare number is µs); reports thread, CPU,
     /// value and loop, and exits 1.
     #[arg(short = 'b', long = "break-on", value_name = "TIME", value_parser = values::short_time)]
-    pub break_on: Option<Time>,
+    pub(crate) break_on: Option<Time>,
 
     /// Clock to sleep on and read.
     #[arg(long, value_enum, default_value_t = Clock::Monotonic)]
-    pub clock: Clock,
+    pub(crate) clock: Clock,
 
     /// Relative sleeps (expected wake-up = time before the sleep + period) instead of absolute.
     #[arg(long)]
-    pub relative: bool,
+    pub(crate) relative: bool,
 
     /// A group of threads: policy=fifo,threads=16,prio=80,priospread,interval=1000us,offset=50us,
     /// affinity=0-1 (deadline groups: runtime=, deadline=, period=, work=; bare times are µs).
     /// Repeatable; keys left out take the values of the plain flags.
     #[arg(long = "group", value_name = "SPEC")]
-    pub group: Vec<String>,
+    pub(crate) group: Vec<String>,
 
     /// `--unit`.
     #[command(flatten)]
-    pub unit: UnitArg,
+    pub(crate) unit: UnitArg,
 
     /// Layout of the --json file: latlab's, or cyclictest's (rt-tests) for existing parsers.
     #[arg(long, value_enum, default_value = "latlab", value_name = "FORMAT")]
-    pub json_format: JsonFormat,
+    pub(crate) json_format: JsonFormat,
 
     /// Write every latency of every thread to FILE (binary, docs/samples-format.md).
     #[arg(long, value_name = "FILE")]
-    pub samples: Option<PathBuf>,
+    pub(crate) samples: Option<PathBuf>,
 
     /// Hold /dev/cpu_dma_latency at this many µs during the run.
     #[arg(long = "dma-latency", value_name = "US", default_value = "0", value_parser = values::amount)]
-    pub dma_latency: u64,
+    pub(crate) dma_latency: u64,
 
     /// Do not touch /dev/cpu_dma_latency.
     #[arg(long = "no-dma-latency")]
-    pub no_dma_latency: bool,
+    pub(crate) no_dma_latency: bool,
 
     /// Print help (-h is the histogram, as in cyclictest).
     #[arg(long, action = clap::ArgAction::Help)]
-    pub help: Option<bool>,
+    pub(crate) help: Option<bool>,
 
     /// Kernel tracing options (`--trace`).
     #[command(flatten)]
-    pub trace: TraceArgs,
+    pub(crate) trace: TraceArgs,
 
     /// Output, loads and where the result is kept.
     #[command(flatten)]
-    pub common: MeasureArgs,
+    pub(crate) common: MeasureArgs,
 }
 
 const CYCLIC_AFTER_HELP: &str = "\
@@ -179,7 +179,7 @@ Seed 004 (16 FIFO + 16 OTHER tasks) as one command:
 
 /// Layouts of `cyclic --json`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum JsonFormat {
+pub(crate) enum JsonFormat {
     /// latlab.run/1 (docs/json-schema.md).
     Latlab,
     /// cyclictest's --json layout (rt-tests).

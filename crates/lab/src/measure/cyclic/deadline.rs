@@ -10,29 +10,29 @@ use latlab_core::sys::roots::Roots;
 
 /// The runtime under which the kernel's tick-granular enforcement matters (cyclicdeadline's
 /// threshold for demanding HRTICK).
-pub const HRTICK_BELOW_NS: u64 = 2_000_000;
+pub(crate) const HRTICK_BELOW_NS: u64 = 2_000_000;
 
 /// How runtime overruns are counted, for the result and the help.
-pub const OVERRUN_METHOD: &str = "clock: a job whose CPU time (CLOCK_THREAD_CPUTIME_ID, from one wake-up to the next) exceeded the runtime";
+pub(crate) const OVERRUN_METHOD: &str = "clock: a job whose CPU time (CLOCK_THREAD_CPUTIME_ID, from one wake-up to the next) exceeded the runtime";
 
 /// The kernel's SCHED_DEADLINE limits, read from procfs.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Limits {
+pub(crate) struct Limits {
     /// `sched_rt_runtime_us` (-1: admission control off).
-    pub rt_runtime_us: Option<i64>,
+    pub(crate) rt_runtime_us: Option<i64>,
     /// `sched_rt_period_us`.
-    pub rt_period_us: Option<i64>,
+    pub(crate) rt_period_us: Option<i64>,
     /// `sched_deadline_period_min_us`.
-    pub period_min_us: Option<u64>,
+    pub(crate) period_min_us: Option<u64>,
     /// `sched_deadline_period_max_us`.
-    pub period_max_us: Option<u64>,
+    pub(crate) period_max_us: Option<u64>,
     /// CPUs online (the root domain, unless exclusive cpusets split it).
-    pub cpus: usize,
+    pub(crate) cpus: usize,
 }
 
 impl Limits {
     /// Reads the limits under `roots`.
-    pub fn read(roots: &Roots, cpus: usize) -> Limits {
+    pub(crate) fn read(roots: &Roots, cpus: usize) -> Limits {
         let num = |rel: &str| roots.proc(rel).and_then(|v| v.parse::<i64>().ok());
         Limits {
             rt_runtime_us: num("sys/kernel/sched_rt_runtime_us"),
@@ -44,7 +44,7 @@ impl Limits {
     }
 
     /// The deadline bandwidth the kernel admits per CPU (None: no limit, or unknown).
-    pub fn per_cpu(&self) -> Option<f64> {
+    pub(crate) fn per_cpu(&self) -> Option<f64> {
         match (self.rt_runtime_us, self.rt_period_us) {
             (Some(r), Some(p)) if r >= 0 && p > 0 => Some(r as f64 / p as f64),
             _ => None,
@@ -53,7 +53,7 @@ impl Limits {
 }
 
 /// The deadline threads of a plan with their reservations.
-pub fn threads(cfg: &CyclicConfig) -> Vec<(&ThreadPlan, DlParams)> {
+pub(crate) fn threads(cfg: &CyclicConfig) -> Vec<(&ThreadPlan, DlParams)> {
     cfg.threads
         .iter()
         .filter_map(|t| t.deadline.map(|d| (t, d.params)))
@@ -62,7 +62,7 @@ pub fn threads(cfg: &CyclicConfig) -> Vec<(&ThreadPlan, DlParams)> {
 
 /// Refuses (exit 2) a period the kernel would refuse: outside
 /// `sched_deadline_period_{min,max}_us`.
-pub fn check_periods(cfg: &CyclicConfig, lim: &Limits) -> Result<()> {
+pub(crate) fn check_periods(cfg: &CyclicConfig, lim: &Limits) -> Result<()> {
     for (t, p) in threads(cfg) {
         let us = p.period_ns as f64 / 1000.0;
         if let Some(min) = lim.period_min_us.filter(|&m| p.period_ns < m * 1000) {
@@ -84,7 +84,7 @@ pub fn check_periods(cfg: &CyclicConfig, lim: &Limits) -> Result<()> {
 /// Makes the calling thread a deadline task with `p`, asking for the overrun signal when
 /// `signal` (and again without it when the kernel does not know the flag). Returns whether the
 /// signal is on.
-pub fn switch(p: &DlParams, signal: bool) -> std::io::Result<bool> {
+pub(crate) fn switch(p: &DlParams, signal: bool) -> std::io::Result<bool> {
     if signal {
         match dl::set_deadline(p, true) {
             Ok(()) => return Ok(true),
@@ -102,7 +102,7 @@ fn us(ns: u64) -> String {
 
 /// The bandwidth the plan's deadline threads ask for, in CPUs, and how it adds up
 /// (`2 × 200 µs / 1000 µs = 0.400`).
-pub fn asked(reservations: &[DlParams]) -> (f64, String) {
+pub(crate) fn asked(reservations: &[DlParams]) -> (f64, String) {
     let mut groups: Vec<(DlParams, usize)> = Vec::new();
     for p in reservations {
         match groups.iter_mut().find(|(q, _)| q == p) {
@@ -125,7 +125,7 @@ pub fn asked(reservations: &[DlParams]) -> (f64, String) {
 }
 
 /// Why the kernel refused to make thread `name` a deadline task, with what to do: exit 3.
-pub fn refusal(name: &str, e: &std::io::Error, reservations: &[DlParams], lim: &Limits) -> Error {
+pub(crate) fn refusal(name: &str, e: &std::io::Error, reservations: &[DlParams], lim: &Limits) -> Error {
     let (total, sum) = asked(reservations);
     let why = match e.raw_os_error() {
         Some(libc::EBUSY) => {
@@ -173,7 +173,7 @@ pub fn refusal(name: &str, e: &std::io::Error, reservations: &[DlParams], lim: &
 }
 
 /// Warnings a deadline run records before it starts: short runtimes without `--hrtick`.
-pub fn hrtick_advice(cfg: &CyclicConfig) -> Option<String> {
+pub(crate) fn hrtick_advice(cfg: &CyclicConfig) -> Option<String> {
     if cfg.hrtick {
         return None;
     }
@@ -198,7 +198,7 @@ pub fn hrtick_advice(cfg: &CyclicConfig) -> Option<String> {
 /// counted jobs over runtime and no signal came (the tolerance: nothing is claimed either way);
 /// `disagrees`, with a warning, when the kernel signalled an exhausted runtime and the clock
 /// saw none. `not available` where the kernel sends no overrun signal.
-pub fn kernel_check(over: u64, signal: bool, sigxcpu: u64) -> (&'static str, Option<String>) {
+pub(crate) fn kernel_check(over: u64, signal: bool, sigxcpu: u64) -> (&'static str, Option<String>) {
     if !signal {
         return ("not available", None);
     }

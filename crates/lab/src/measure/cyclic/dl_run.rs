@@ -12,21 +12,21 @@ use std::sync::{Arc, Mutex};
 
 /// Set by each deadline thread before the barrier: whether it got its reservation (and the
 /// overrun signal), or the kernel's refusal.
-pub type Outcome = Arc<Mutex<Option<std::io::Result<bool>>>>;
+pub(crate) type Outcome = Arc<Mutex<Option<std::io::Result<bool>>>>;
 
 /// What a run with SCHED_DEADLINE threads prepared before they start.
-pub struct Setup {
+pub(crate) struct Setup {
     limits: deadline::Limits,
     /// Every deadline thread's reservation (for a refusal's numbers).
     reservations: Vec<latlab_core::sys::deadline::DlParams>,
     /// SIGXCPU is counted, so threads may ask for SCHED_FLAG_DL_OVERRUN.
-    pub signal: bool,
+    pub(crate) signal: bool,
 }
 
 impl Setup {
     /// Checks the kernel's limits, turns HRTICK on (`--hrtick`) and counts SIGXCPU, for a
     /// plan with deadline threads (None without any); the warnings to record go to `warnings`.
-    pub fn prepare(
+    pub(crate) fn prepare(
         cfg: &CyclicConfig,
         ctx: &mut Ctx<'_>,
         warnings: &mut Vec<String>,
@@ -58,7 +58,7 @@ impl Setup {
 
     /// After the barrier: the first thread the kernel refused (its name and the error), if
     /// any; a thread that got its reservation without the overrun signal is a warning.
-    pub fn refused(
+    pub(crate) fn refused(
         &self,
         threads: &[ThreadPlan],
         outcomes: &[Outcome],
@@ -85,7 +85,7 @@ impl Setup {
 
     /// For a refused thread, the refusal (exit 3 with the bandwidth asked and the limit) is
     /// the run's end (the driver puts HRTICK back on that way out too).
-    pub fn finish(&self, refused: Option<(String, std::io::Error)>) -> Result<()> {
+    pub(crate) fn finish(&self, refused: Option<(String, std::io::Error)>) -> Result<()> {
         match refused {
             Some((name, e)) => Err(deadline::refusal(
                 &name,
@@ -100,7 +100,7 @@ impl Setup {
     /// The clock's count of jobs over their runtime against the kernel's SIGXCPU signals
     /// ([`deadline::kernel_check`]): the verdict for `parameters`, and a warning where they
     /// disagree.
-    pub fn kernel_check(
+    pub(crate) fn kernel_check(
         &self,
         series: &[latlab_core::result::Series],
         sigxcpu: u64,
@@ -114,7 +114,7 @@ impl Setup {
 
     /// The run's `parameters.deadline`: how overruns were counted, the signals and limits,
     /// and whether the kernel's signals agree with the clock's count.
-    pub fn parameters(&self, sigxcpu: u64, kernel: &str) -> serde_json::Value {
+    pub(crate) fn parameters(&self, sigxcpu: u64, kernel: &str) -> serde_json::Value {
         serde_json::json!({
             "runtime_overruns_from": deadline::OVERRUN_METHOD,
             "dl_overrun_signal": self.signal,
@@ -127,7 +127,7 @@ impl Setup {
 }
 
 /// A deadline thread's `series[].extra`: its reservation and job counts.
-pub fn series_extra(out: Option<DeadlineOut>, plan: &ThreadPlan) -> Option<serde_json::Value> {
+pub(crate) fn series_extra(out: Option<DeadlineOut>, plan: &ThreadPlan) -> Option<serde_json::Value> {
     let (d, p) = (out?, plan.deadline?);
     Some(serde_json::json!({
         "runtime_ns": p.params.runtime_ns,

@@ -45,7 +45,7 @@ struct DlSpec {
 }
 
 /// The runtime a deadline thread gets by default: 60 % of its deadline (cyclicdeadline's).
-pub const DEFAULT_RUNTIME_PERCENT: u64 = 60;
+pub(crate) const DEFAULT_RUNTIME_PERCENT: u64 = 60;
 
 /// Checks one deadline thread's reservation: each time at least the kernel's 1024 ns,
 /// runtime ≤ deadline ≤ period, work ≤ period. An error names the flag at fault.
@@ -101,7 +101,7 @@ fn check_deadline(
 
 impl CyclicConfig {
     /// Validates raw arguments against the online CPUs.
-    pub fn from_args(a: &CyclicArgs, online: &CpuSet) -> Result<CyclicConfig> {
+    pub(crate) fn from_args(a: &CyclicArgs, online: &CpuSet) -> Result<CyclicConfig> {
         let policy = match *a.rt.policy {
             Some(p) => p,
             None if *a.rt.priority == Some(0) => Policy::Other,

@@ -2,14 +2,14 @@
 //! This file sets the run up, starts the workers behind a barrier, watches the clock and the
 //! signals, and builds the result; the loop itself is in `worker.rs`.
 
-pub mod args;
-pub mod config;
-pub mod deadline;
+pub(crate) mod args;
+pub(crate) mod config;
+pub(crate) mod deadline;
 mod dl_run;
 mod lower;
 
-pub mod report;
-pub mod worker;
+pub(crate) mod report;
+pub(crate) mod worker;
 
 use latlab_core::config::Policy;
 use crate::driver::Ctx;
@@ -25,11 +25,11 @@ use std::time::{Duration, Instant, SystemTime};
 use worker::{DeadlineJob, Worker, WorkerOut};
 
 /// A finished `cyclic` run: the result plus what only the text report needs.
-pub struct CyclicOutcome {
+pub(crate) struct CyclicOutcome {
     /// The result model.
-    pub run: Run,
+    pub(crate) run: Run,
     /// Per-thread linear µs histograms (`-h`), with their overflow counts.
-    pub linear: Vec<(Vec<u64>, u64)>,
+    pub(crate) linear: Vec<(Vec<u64>, u64)>,
 }
 
 /// Threads run SCHED_OTHER where real-time scheduling was refused (the driver recorded why).
@@ -45,7 +45,7 @@ fn adapt(cfg: &mut CyclicConfig, ctx: &Ctx<'_>) {
 /// Ring capacity: two seconds of samples at the thread's rate, at least 64 Ki entries.
 /// `LATLAB_TEST_RING_CAPACITY` (at least 1024) overrides it, so a test can make the writer
 /// fall behind on purpose and check that every lost sample is counted.
-pub fn ring_capacity(interval_ns: u64) -> usize {
+pub(crate) fn ring_capacity(interval_ns: u64) -> usize {
     if let Some(n) = std::env::var("LATLAB_TEST_RING_CAPACITY")
         .ok()
         .and_then(|v| v.parse::<usize>().ok())
@@ -271,7 +271,7 @@ fn watch(
 }
 
 /// Runs the measurement described by `cfg`.
-pub fn run(mut cfg: CyclicConfig, ctx: &mut Ctx<'_>) -> Result<CyclicOutcome> {
+pub(crate) fn run(mut cfg: CyclicConfig, ctx: &mut Ctx<'_>) -> Result<CyclicOutcome> {
     let mut warnings = Vec::new();
     adapt(&mut cfg, ctx);
     let n = cfg.threads.len();

@@ -12,12 +12,12 @@ use std::sync::Arc;
 pub use latlab_core::live::stdout_is_terminal;
 
 /// True when the JSON result goes to stdout (then the table goes to stderr).
-pub fn json_to_stdout(cfg: &CyclicConfig) -> bool {
+pub(crate) fn json_to_stdout(cfg: &CyclicConfig) -> bool {
     cfg.json.as_deref().is_some_and(|p| p.as_os_str() == "-")
 }
 
 /// The live view: per-thread figures, cyclictest-style.
-pub fn live_view(
+pub(crate) fn live_view(
     cfg: &CyclicConfig,
     live: Vec<Arc<Live>>,
     stop: Arc<AtomicBool>,
@@ -66,7 +66,7 @@ pub fn live_view(
 
 /// The final report: a header, the per-thread table (task, loops, min, max, average, sigma,
 /// prio as in seed 004, then policy, cpu, percentiles and overruns), warnings.
-pub fn render(o: &CyclicOutcome, unit: DisplayUnit) -> String {
+pub(crate) fn render(o: &CyclicOutcome, unit: DisplayUnit) -> String {
     let run = &o.run;
     let e = &run.environment;
     let mut s = String::new();
@@ -193,7 +193,7 @@ pub fn render(o: &CyclicOutcome, unit: DisplayUnit) -> String {
 
 /// The cyclictest-style histogram: one line per µs bucket with a column per thread, then
 /// totals, min/avg/max and overflow counts.
-pub fn render_histogram(o: &CyclicOutcome) -> String {
+pub(crate) fn render_histogram(o: &CyclicOutcome) -> String {
     let len = o.linear.first().map_or(0, |(h, _)| h.len());
     let mut s = String::new();
     s.push_str("# Histogram\n");

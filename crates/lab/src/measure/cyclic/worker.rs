@@ -12,56 +12,56 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// Everything one worker needs, allocated before the start barrier.
-pub struct Worker {
+pub(crate) struct Worker {
     /// Clock id slept on and read.
-    pub clock: libc::clockid_t,
+    pub(crate) clock: libc::clockid_t,
     /// Period (ns).
-    pub interval_ns: u64,
+    pub(crate) interval_ns: u64,
     /// Relative sleeps.
-    pub relative: bool,
+    pub(crate) relative: bool,
     /// Wake-ups to do (u64::MAX: unbounded).
-    pub loops: u64,
+    pub(crate) loops: u64,
     /// Break threshold (u64::MAX: none).
-    pub break_on_ns: u64,
+    pub(crate) break_on_ns: u64,
     /// Exact stats and HDR histogram.
-    pub rec: Recorder,
+    pub(crate) rec: Recorder,
     /// Linear 1 µs histogram for `-h` (empty when not asked for).
-    pub linear: Vec<u64>,
+    pub(crate) linear: Vec<u64>,
     /// Count, max and p99 per interval (preallocated).
-    pub timeline: TimelineRecorder,
+    pub(crate) timeline: TimelineRecorder,
     /// Raw sample ring, when a sample log is written.
-    pub ring: Option<Producer<u64>>,
+    pub(crate) ring: Option<Producer<u64>>,
     /// Live figures for the display.
-    pub live: Arc<Live>,
+    pub(crate) live: Arc<Live>,
     /// Run-wide stop flag.
-    pub stop: Arc<AtomicBool>,
+    pub(crate) stop: Arc<AtomicBool>,
     /// Set by the first worker whose latency passes the break threshold.
-    pub tripped: Arc<AtomicBool>,
+    pub(crate) tripped: Arc<AtomicBool>,
     /// Incremented when this worker ends.
-    pub done: Arc<AtomicUsize>,
+    pub(crate) done: Arc<AtomicUsize>,
     /// Rung when this worker ends.
     pub bell: Arc<latlab_core::rt::Doorbell>,
     /// Buckets and counters for `latlab monitor`'s endpoint (None for `cyclic`).
     pub tally: Option<Arc<dyn latlab_core::rt::Tap>>,
     /// `--trace`: wake-ups at or above the threshold go here (preallocated, lock-free).
-    pub spikes: Option<SpikeOut>,
+    pub(crate) spikes: Option<SpikeOut>,
     /// The thread's name and the run's placement log: a placement that moved while the loop
     /// ran (see [`latlab_core::rt::Held`]) is recorded there.
     pub held: Option<(String, latlab_core::rt::PlacementLog)>,
 }
 
 /// Where a traced worker reports its spikes.
-pub struct SpikeOut {
+pub(crate) struct SpikeOut {
     /// Latency threshold (ns).
-    pub threshold_ns: u64,
+    pub(crate) threshold_ns: u64,
     /// Index of this thread's series.
-    pub series: u32,
+    pub(crate) series: u32,
     /// CPU it is pinned to (None: asked of the kernel at each spike).
-    pub cpu: Option<u32>,
+    pub(crate) cpu: Option<u32>,
     /// The thread's id (set by the worker before its loop).
-    pub tid: i32,
+    pub(crate) tid: i32,
     /// The ring the control thread drains.
-    pub ring: Producer<RawSpike>,
+    pub(crate) ring: Producer<RawSpike>,
 }
 
 impl SpikeOut {
@@ -85,41 +85,41 @@ impl SpikeOut {
 
 /// What a worker hands back when it ends.
 #[derive(Debug)]
-pub struct WorkerOut {
+pub(crate) struct WorkerOut {
     /// Exact stats and histogram.
-    pub rec: Recorder,
+    pub(crate) rec: Recorder,
     /// Missed periods.
-    pub overruns: u64,
+    pub(crate) overruns: u64,
     /// Samples the ring could not take.
-    pub lost: u64,
+    pub(crate) lost: u64,
     /// Linear histogram (`-h`).
-    pub linear: Vec<u64>,
+    pub(crate) linear: Vec<u64>,
     /// Samples beyond the linear histogram.
-    pub linear_overflow: u64,
+    pub(crate) linear_overflow: u64,
     /// (latency ns, loop number from 1) if this worker tripped `--break-on`.
-    pub tripped_at: Option<(u64, u64)>,
+    pub(crate) tripped_at: Option<(u64, u64)>,
     /// `--trace`: the spike that tripped `--break-on`.
-    pub tripped_spike: Option<RawSpike>,
+    pub(crate) tripped_spike: Option<RawSpike>,
     /// CPU the thread ended on.
-    pub cpu: Option<usize>,
+    pub(crate) cpu: Option<usize>,
     /// Count, max and p99 per interval.
-    pub timeline: Timeline,
+    pub(crate) timeline: Timeline,
     /// Spikes the trace ring could not take.
-    pub spikes_lost: u64,
+    pub(crate) spikes_lost: u64,
     /// A deadline thread's per-job counts (None for the other policies).
-    pub deadline: Option<DeadlineOut>,
+    pub(crate) deadline: Option<DeadlineOut>,
 }
 
 /// What a SCHED_DEADLINE thread counted, from the clocks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct DeadlineOut {
+pub(crate) struct DeadlineOut {
     /// Jobs run (one per wake-up recorded).
-    pub jobs: u64,
+    pub(crate) jobs: u64,
     /// Jobs that ended after their absolute deadline (period start + deadline).
-    pub misses: u64,
+    pub(crate) misses: u64,
     /// Jobs whose CPU time by the thread's CPU clock exceeded the runtime (interrupt time
     /// charged to the thread included: not the kernel's own throttling count).
-    pub runtime_overruns: u64,
+    pub(crate) runtime_overruns: u64,
 }
 
 /// The running figures of one worker's loop (locals, kept together so both loops share
@@ -158,13 +158,13 @@ impl Tally {
 /// A SCHED_DEADLINE thread's job, for [`Worker::run_deadline`] (the thread is already a
 /// deadline task when it starts).
 #[derive(Debug, Clone, Copy)]
-pub struct DeadlineJob {
+pub(crate) struct DeadlineJob {
     /// Relative deadline (ns).
-    pub deadline_ns: u64,
+    pub(crate) deadline_ns: u64,
     /// Runtime (ns): a job that used more CPU than this by its CPU clock ran over it.
-    pub runtime_ns: u64,
+    pub(crate) runtime_ns: u64,
     /// CPU time to spin after recording the wake-up (ns).
-    pub work_ns: u64,
+    pub(crate) work_ns: u64,
 }
 
 impl Worker {
@@ -254,12 +254,12 @@ impl Worker {
     }
 
     /// Ends without measuring (a thread whose set-up the kernel refused).
-    pub fn skip(self) -> WorkerOut {
+    pub(crate) fn skip(self) -> WorkerOut {
         self.finish(Tally::new(), None)
     }
 
     /// Runs the measuring loop until `loops` wake-ups, the stop flag, or the break threshold.
-    pub fn run(mut self) -> WorkerOut {
+    pub(crate) fn run(mut self) -> WorkerOut {
         let clk = self.clock;
         let interval = self.interval_ns;
         let mut t = Tally::new();
@@ -346,7 +346,7 @@ impl Worker {
     /// re-anchor a task's periods), so the count is re-anchored there, as cyclicdeadline
     /// does. Per job, from the clocks: a miss when it ended after `period start + deadline`;
     /// a runtime overrun when its CPU clock counted more than its runtime.
-    pub fn run_deadline(mut self, job: DeadlineJob) -> WorkerOut {
+    pub(crate) fn run_deadline(mut self, job: DeadlineJob) -> WorkerOut {
         let clk = self.clock;
         let mut t = Tally::new();
         let (mut misses, mut runtime_overruns) = (0u64, 0u64);

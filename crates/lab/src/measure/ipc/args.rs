@@ -34,44 +34,44 @@ use clap::Args;
 #[command(mut_arg("loops", |a| more_help(a, "Messages per method. Default: until --duration or \
     Ctrl-C.")))]
 #[command(mut_arg("duration", |a| more_help(a, "Per method. Default: until --loops or Ctrl-C.")))]
-pub struct IpcArgs {
+pub(crate) struct IpcArgs {
     /// Methods, comma-separated: pmq, posix-sem, sysv-sem, sigwait, signal, futex, eventfd,
     /// pipe, or all (the default), run one after the other, one series each.
     #[arg(long, value_name = "METHODS", default_value = "all")]
-    pub method: String,
+    pub(crate) method: String,
     /// `-a/--affinity`.
     #[command(flatten)]
-    pub affinity: Affinity,
+    pub(crate) affinity: Affinity,
     /// `--sender-cpu`, `--receiver-cpu`.
     #[command(flatten)]
-    pub cpus: PeerCpus,
+    pub(crate) cpus: PeerCpus,
     /// `-p/--priority`, `--policy`.
     #[command(flatten)]
-    pub rt: RealTime,
+    pub(crate) rt: RealTime,
     /// Priority of the sender (default: one below the receiver's; rt-tests' programs run both
     /// at the same priority, so the receiver waits for the sender to block on the answer).
     #[arg(long, value_name = "PRIO", value_parser = values::priority)]
-    pub sender_priority: Option<i32>,
+    pub(crate) sender_priority: Option<i32>,
     /// `--tasks`.
     #[command(flatten)]
-    pub tasks: TasksArg,
+    pub(crate) tasks: TasksArg,
     /// `--ring`.
     #[command(flatten)]
-    pub ring: RingArg,
+    pub(crate) ring: RingArg,
     /// With --ring: round trips back to back per interval (signaltest: 16), at most 100000.
     /// Default 16.
     #[arg(long, value_name = "K", value_parser = values::count)]
-    pub burst: Option<u64>,
+    pub(crate) burst: Option<u64>,
     /// `-D/--duration`, `-i/--interval`, `-l/--loops`.
     #[command(flatten)]
-    pub timing: Timing,
+    pub(crate) timing: Timing,
     /// `--unit`.
     #[command(flatten)]
-    pub unit: UnitArg,
+    pub(crate) unit: UnitArg,
 
     /// Output, loads and where the result is kept.
     #[command(flatten)]
-    pub common: MeasureArgs,
+    pub(crate) common: MeasureArgs,
 }
 
 const IPC_AFTER_HELP: &str = "\
@@ -109,7 +109,7 @@ fn parse_methods(v: &str) -> Result<Vec<Method>> {
 
 impl IpcArgs {
     /// Validates the arguments against the online CPUs.
-    pub fn to_config(&self, online: &CpuSet) -> Result<IpcConfig> {
+    pub(crate) fn to_config(&self, online: &CpuSet) -> Result<IpcConfig> {
         let methods = parse_methods(&self.method)?;
         let cpus = self.cpus(online)?;
         use Policy::*;

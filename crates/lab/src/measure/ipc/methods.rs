@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicI32, Ordering};
 /// A wake-up mechanism.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Method {
+pub(crate) enum Method {
     /// A POSIX message queue (pmqtest).
     Pmq,
     /// An unnamed POSIX semaphore (ptsematest's wake-up).
@@ -32,7 +32,7 @@ pub enum Method {
 
 impl Method {
     /// Every method, in `--method all`'s order.
-    pub const ALL: [Method; 8] = [
+    pub(crate) const ALL: [Method; 8] = [
         Method::Pmq,
         Method::PosixSem,
         Method::SysvSem,
@@ -44,7 +44,7 @@ impl Method {
     ];
 
     /// Its name on the command line and as a series name.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Method::Pmq => "pmq",
             Method::PosixSem => "posix-sem",
@@ -58,7 +58,7 @@ impl Method {
     }
 
     /// The method named `s`.
-    pub fn parse(s: &str) -> Option<Method> {
+    pub(crate) fn parse(s: &str) -> Option<Method> {
         Method::ALL.into_iter().find(|m| m.name() == s)
     }
 }
@@ -77,12 +77,12 @@ fn retry(f: impl Fn() -> bool) -> bool {
 }
 
 /// The two sides of a channel.
-pub const SENDER: usize = 0;
+pub(crate) const SENDER: usize = 0;
 /// The receiving side.
-pub const RECEIVER: usize = 1;
+pub(crate) const RECEIVER: usize = 1;
 
 /// A two-way channel: `send(to)` wakes side `to`, `recv(me)` waits for a wake-up on side `me`.
-pub enum Chan {
+pub(crate) enum Chan {
     /// One queue per side.
     Pmq([MsgQueue; 2]),
     /// One semaphore per side.
@@ -118,7 +118,7 @@ pub enum Chan {
 }
 
 /// Per-thread state a side prepares before the start (signal sets and masks).
-pub struct Side {
+pub(crate) struct Side {
     me: usize,
     set: libc::sigset_t,
     suspend_mask: libc::sigset_t,
@@ -129,7 +129,7 @@ impl Chan {
     /// A new channel for `m`; `processes`: its sides will be in different processes (the
     /// channel itself must then live in shared memory, `SharedBox`); `registry`: where a SysV
     /// set is recorded so a killed latlab's can be removed later.
-    pub fn new(
+    pub(crate) fn new(
         m: Method,
         processes: bool,
         registry: Option<&std::path::Path>,
@@ -163,7 +163,7 @@ impl Chan {
 
     /// Prepares the calling thread as side `me` (records its process and thread id, blocks its
     /// signal); call on that side's thread (in a forked child: in the child) before the start.
-    pub fn side(&self, me: usize) -> std::io::Result<Side> {
+    pub(crate) fn side(&self, me: usize) -> std::io::Result<Side> {
         let mut s = Side {
             me,
             set: ipcprim::set_of(0),
@@ -188,7 +188,7 @@ impl Chan {
 
     /// Wakes side `to`; false on error.
     #[inline]
-    pub fn send(&self, to: usize, stamp: u64) -> bool {
+    pub(crate) fn send(&self, to: usize, stamp: u64) -> bool {
         match self {
             Chan::Pmq(q) => q[to].send(stamp),
             Chan::PosixSem(s) => s[to].post(),
@@ -213,7 +213,7 @@ impl Chan {
 
     /// Wakes side `to` without ever blocking (a full message queue means `to` has a wake-up
     /// waiting already): for ending a pair whose other side may be gone.
-    pub fn nudge(&self, to: usize) {
+    pub(crate) fn nudge(&self, to: usize) {
         match self {
             Chan::Pmq(q) => {
                 q[to].try_send(0);
@@ -227,7 +227,7 @@ impl Chan {
     /// Waits for a wake-up on `side`; `Some(t)` when it came, `t` being the moment the side
     /// ran (the handler's stamp for `signal`, else the clock read right after waking).
     #[inline]
-    pub fn recv(&self, side: &Side) -> Option<u64> {
+    pub(crate) fn recv(&self, side: &Side) -> Option<u64> {
         let me = side.me;
         let ok = match self {
             Chan::Pmq(q) => q[me].recv().is_some(),

@@ -5,11 +5,11 @@
 //! the same mechanism, so every message is counted: one latency series per method, like
 //! `cyclic`'s, with overruns when the answer came after the next send was due.
 
-pub mod args;
-pub mod methods;
+pub(crate) mod args;
+pub(crate) mod methods;
 mod pair;
-pub mod report;
-pub mod ring;
+pub(crate) mod report;
+pub(crate) mod ring;
 
 use latlab_core::config::{DisplayUnit, Policy, TaskKind};
 use crate::driver::Ctx;
@@ -26,37 +26,37 @@ use std::time::{Duration, SystemTime};
 
 /// Validated `ipc` settings.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct IpcConfig {
+pub(crate) struct IpcConfig {
     /// Methods, run one after the other.
-    pub methods: Vec<Method>,
+    pub(crate) methods: Vec<Method>,
     /// CPU of the sender and of the receiver (None: not pinned).
-    pub cpus: [Option<usize>; 2],
+    pub(crate) cpus: [Option<usize>; 2],
     /// Policy of both tasks.
-    pub policy: Policy,
+    pub(crate) policy: Policy,
     /// Priority of the receiver.
-    pub prio: i32,
+    pub(crate) prio: i32,
     /// Priority of the sender (None: one below the receiver's).
-    pub sender_prio: Option<i32>,
+    pub(crate) sender_prio: Option<i32>,
     /// The sender is a thread of latlab or a forked process.
-    pub tasks: TaskKind,
+    pub(crate) tasks: TaskKind,
     /// Time between sends (ns).
-    pub interval_ns: u64,
+    pub(crate) interval_ns: u64,
     /// Messages per method (None: until the duration or Ctrl-C).
-    pub loops: Option<u64>,
+    pub(crate) loops: Option<u64>,
     /// Time per method (ns).
-    pub duration_ns: Option<u64>,
+    pub(crate) duration_ns: Option<u64>,
     /// signaltest's ring of this many threads (`--method sigwait` only), None: a pair.
-    pub ring: Option<usize>,
+    pub(crate) ring: Option<usize>,
     /// Round trips per interval in a ring (back to back, as signaltest's 16).
-    pub burst: u64,
+    pub(crate) burst: u64,
     /// Unit on screen.
-    pub unit: DisplayUnit,
+    pub(crate) unit: DisplayUnit,
 }
 
 impl IpcConfig {
     /// The sender's priority: as asked, else one below the receiver's (not below 1 for
     /// real-time policies).
-    pub fn sender_prio(&self) -> i32 {
+    pub(crate) fn sender_prio(&self) -> i32 {
         if let Some(p) = self.sender_prio {
             p
         } else if self.policy.is_rt() {
@@ -69,28 +69,28 @@ impl IpcConfig {
 
 /// What one method measured.
 #[derive(Debug)]
-pub struct MethodOut {
+pub(crate) struct MethodOut {
     /// The method.
-    pub method: Method,
+    pub(crate) method: Method,
     /// Messages sent (each one timed by the receiver unless the run broke).
-    pub sent: u64,
+    pub(crate) sent: u64,
     /// Latencies (ns) seen by the receiver.
-    pub rec: Recorder,
+    pub(crate) rec: Recorder,
     /// Sends that were due while the previous answer had not come: whole intervals missed.
-    pub overruns: u64,
+    pub(crate) overruns: u64,
     /// Wake-ups of the receiver that did not answer its "ready" (another process posted to
     /// or wrote into the channel): not timed.
-    pub foreign: u64,
+    pub(crate) foreign: u64,
     /// What the sender and the receiver got (policy and priority in force).
-    pub applied: [Applied; 2],
+    pub(crate) applied: [Applied; 2],
 }
 
 /// A finished `ipc` run.
-pub struct IpcOutcome {
+pub(crate) struct IpcOutcome {
     /// The result model.
-    pub run: Run,
+    pub(crate) run: Run,
     /// Per method.
-    pub methods: Vec<MethodOut>,
+    pub(crate) methods: Vec<MethodOut>,
 }
 
 /// Runs one method; with the reason when the pair broke before the end (what it timed is kept).

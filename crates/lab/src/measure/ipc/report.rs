@@ -4,7 +4,7 @@ use super::{cpus_text, IpcConfig, IpcOutcome};
 use latlab_analysis::export::columns;
 
 /// The report.
-pub fn render(o: &IpcOutcome, cfg: &IpcConfig) -> String {
+pub(crate) fn render(o: &IpcOutcome, cfg: &IpcConfig) -> String {
     let u = cfg.unit;
     // What the tasks got (a fallback without privileges), else what was asked.
     let (policy, prio, sender_prio) =

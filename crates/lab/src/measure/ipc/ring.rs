@@ -113,7 +113,7 @@ fn pass(ring: &Ring, me: usize, set: &libc::sigset_t) {
 }
 
 /// Runs the ring of `n` threads; the outcome as one method (`sigwait`) with the round trips.
-pub fn measure(ctx: &Ctx<'_>, cfg: &IpcConfig, n: usize) -> Result<(MethodOut, Option<String>)> {
+pub(crate) fn measure(ctx: &Ctx<'_>, cfg: &IpcConfig, n: usize) -> Result<(MethodOut, Option<String>)> {
     let ring = Arc::new(Ring {
         sig: ipcprim::rt_signal(2),
         tids: (0..n).map(|_| AtomicI32::new(0)).collect(),

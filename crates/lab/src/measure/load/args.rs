@@ -10,19 +10,19 @@ use clap::Args;
 #[derive(Debug, Args)]
 #[command(mut_arg("duration", |a| more_help(a, "Default: hackbench does one run; others run \
     until Ctrl-C.")))]
-pub struct LoadArgs {
+pub(crate) struct LoadArgs {
     /// KIND[:key=value,...]: hackbench (groups, fds, loops, datasize, mode=process|thread,
     /// ipc=socket|pipe), cpu (threads, policy, prio), memory (threads, size), io (path, direct,
     /// block, size), net (size), exec:CMD.
-    pub spec: String,
+    pub(crate) spec: String,
     /// `-D/--duration`.
     #[command(flatten)]
-    pub duration: DurationArg,
+    pub(crate) duration: DurationArg,
 
     /// Output (kind load: the achieved rate), where the result is kept (and other loads to
     /// run beside this one).
     #[command(flatten)]
-    pub common: MeasureArgs,
+    pub(crate) common: MeasureArgs,
 }
 
 impl crate::driver::Lowering for LoadArgs {

@@ -4,7 +4,7 @@
 //! also has a `time` series (ns) like an imported hackbench run, so `compare` and `gate` read
 //! both alike.
 
-pub mod args;
+pub(crate) mod args;
 
 use crate::driver::{Ctx, Footprint, Measurement, Text};
 use latlab_core::error::{Error, Result};
@@ -15,20 +15,20 @@ use std::time::{Duration, Instant};
 
 /// A load run in the foreground.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct Foreground {
+pub(crate) struct Foreground {
     /// What to run.
     #[serde(skip)]
-    pub spec: LoadSpec,
+    pub(crate) spec: LoadSpec,
     /// The spec as given (recorded in the run's parameters).
-    pub load: String,
+    pub(crate) load: String,
     /// How long (ns; None: hackbench does one run, others run until Ctrl-C).
-    pub duration_ns: Option<u64>,
+    pub(crate) duration_ns: Option<u64>,
 }
 
 /// The finished load: its run and the lines it prints.
-pub struct ForegroundOutcome {
+pub(crate) struct ForegroundOutcome {
     /// The result (its `loads` hold the achieved rate).
-    pub run: Run,
+    pub(crate) run: Run,
     text: String,
 }
 

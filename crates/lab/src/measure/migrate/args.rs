@@ -14,10 +14,10 @@ use clap::Args;
 #[command(mut_arg("priority", |a| more_help(a, "Of the lowest thread; thread i runs at \
     PRIO + i. (--prio is kept as another name.)").alias("prio").default_value("2")))]
 #[command(mut_arg("loops", |a| more_help(a, "Iterations, 1 to 100000.").default_value("20")))]
-pub struct MigrateArgs {
+pub(crate) struct MigrateArgs {
     /// `-t/--threads N`.
     #[command(flatten)]
-    pub threads: ThreadsArg,
+    pub(crate) threads: ThreadsArg,
     /// The old spelling of -t/--threads N (deprecated: elsewhere --tasks is threads or
     /// processes).
     #[arg(
@@ -27,29 +27,29 @@ pub struct MigrateArgs {
         conflicts_with = "threads",
         value_parser = values::count
     )]
-    pub tasks: Option<u64>,
+    pub(crate) tasks: Option<u64>,
     /// `-p/--priority`.
     #[command(flatten)]
-    pub priority: PriorityArg,
+    pub(crate) priority: PriorityArg,
     /// `-l/--loops`.
     #[command(flatten)]
-    pub loops: LoopsArg,
+    pub(crate) loops: LoopsArg,
     /// Busy time of each thread per iteration: a bare number is µs.
     #[arg(short = 'r', long, value_name = "TIME", default_value = "20ms", value_parser = values::short_time)]
-    pub run_time: Time,
+    pub(crate) run_time: Time,
     /// Pause between iterations: a bare number is µs.
     #[arg(short = 's', long, value_name = "TIME", default_value = "50ms", value_parser = values::short_time)]
-    pub sleep_time: Time,
+    pub(crate) sleep_time: Time,
     /// Tolerance of the priority-order check: a bare number is µs.
     #[arg(long, value_name = "TIME", default_value = "1000us", value_parser = values::short_time)]
-    pub max_err: Time,
+    pub(crate) max_err: Time,
     /// Test hook: lower the highest task below the lowest half-way through.
     #[arg(long, hide = true)]
-    pub inject_inversion: bool,
+    pub(crate) inject_inversion: bool,
 
     /// Output, loads and where the result is kept.
     #[command(flatten)]
-    pub common: MeasureArgs,
+    pub(crate) common: MeasureArgs,
 }
 
 impl crate::driver::Lowering for MigrateArgs {

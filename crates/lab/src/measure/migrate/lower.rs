@@ -8,7 +8,7 @@ use crate::measure::migrate::MigrateConfig;
 
 impl MigrateConfig {
     /// Validates raw arguments.
-    pub fn from_args(a: &MigrateArgs, online: &CpuSet) -> Result<MigrateConfig> {
+    pub(crate) fn from_args(a: &MigrateArgs, online: &CpuSet) -> Result<MigrateConfig> {
         let (flag, given) = match (*a.threads, a.tasks) {
             (_, Some(n)) => ("--tasks", Some(n)),
             (Some(None), None) => {

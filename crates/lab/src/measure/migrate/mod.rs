@@ -4,7 +4,7 @@
 //! migrations. With one task more than CPUs, the lowest must wait: any higher-priority task that
 //! started (or finished) after a lower one by more than `--max-err` fails the check.
 
-pub mod args;
+pub(crate) mod args;
 mod lower;
 
 use latlab_core::config::{CpuSet, DisplayUnit, Policy};
@@ -19,29 +19,29 @@ use std::time::{Duration, Instant, SystemTime};
 
 /// Validated `migrate` settings.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct MigrateConfig {
+pub(crate) struct MigrateConfig {
     /// Tasks (default CPUs + 1).
-    pub tasks: usize,
+    pub(crate) tasks: usize,
     /// Priority of the lowest task; task i runs at base + i.
-    pub base_prio: i32,
+    pub(crate) base_prio: i32,
     /// Iterations.
-    pub loops: usize,
+    pub(crate) loops: usize,
     /// Busy time of every task per iteration, ns.
-    pub run_ns: u64,
+    pub(crate) run_ns: u64,
     /// Pause between iterations, ns.
-    pub sleep_ns: u64,
+    pub(crate) sleep_ns: u64,
     /// Tolerance of the order check, ns.
-    pub max_err_ns: u64,
+    pub(crate) max_err_ns: u64,
     /// Test hook: the highest task drops below the lowest half-way through.
-    pub inject_inversion: bool,
+    pub(crate) inject_inversion: bool,
 }
 
 /// A finished `migrate` run.
-pub struct MigrateOutcome {
+pub(crate) struct MigrateOutcome {
     /// The result model (check_failure set when Failed).
-    pub run: Run,
+    pub(crate) run: Run,
     /// Order violations found.
-    pub violations: Vec<String>,
+    pub(crate) violations: Vec<String>,
 }
 
 /// The priority-order check over the iterations done: a higher-priority task that never
@@ -91,7 +91,7 @@ fn check_order(
 }
 
 /// Runs the stress and the check.
-pub fn run(cfg: MigrateConfig, ctx: &mut Ctx<'_>) -> Result<MigrateOutcome> {
+pub(crate) fn run(cfg: MigrateConfig, ctx: &mut Ctx<'_>) -> Result<MigrateOutcome> {
     let warnings: Vec<String> = Vec::new();
     let top = cfg.base_prio + cfg.tasks as i32;
     let control = ctx.control().clone();
@@ -212,7 +212,7 @@ pub fn run(cfg: MigrateConfig, ctx: &mut Ctx<'_>) -> Result<MigrateOutcome> {
 }
 
 /// The report: per-task start delays after each release, then Passed or Failed.
-pub fn render(o: &MigrateOutcome, cfg: &MigrateConfig) -> String {
+pub(crate) fn render(o: &MigrateOutcome, cfg: &MigrateConfig) -> String {
     let u = DisplayUnit::Us;
     let mut s = format!(
         "latlab migrate  {} tasks  {} loops  run {:.1} ms  sleep {:.1} ms  max-err {} us  run {}\n",

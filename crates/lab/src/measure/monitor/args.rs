@@ -23,50 +23,50 @@ use std::path::PathBuf;
 #[command(mut_arg("quiet", |a| more_help(a, "The monitor does not say where it serves (it \
     still does when --listen asks for port 0).")))]
 #[command(mut_arg("json", |a| more_help(a, "Here: the last snapshot.")))]
-pub struct MonitorArgs {
+pub(crate) struct MonitorArgs {
     /// `-a/--affinity`.
     #[command(flatten)]
-    pub affinity: Affinity,
+    pub(crate) affinity: Affinity,
     /// `-i/--interval`.
     #[command(flatten)]
-    pub interval: IntervalArg,
+    pub(crate) interval: IntervalArg,
     /// `-p/--priority`.
     #[command(flatten)]
-    pub priority: PriorityArg,
+    pub(crate) priority: PriorityArg,
     /// The probe: cyclic (latlab's threads, one per CPU) or timerlat (the kernel's timerlat
     /// tracer, as rteval 3.10 measures; needs root and CONFIG_TIMERLAT_TRACER; its thread
     /// latency is what is counted).
     #[arg(long, value_enum, default_value_t = crate::measure::timerlat::probe::Engine::Cyclic)]
-    pub engine: crate::measure::timerlat::probe::Engine,
+    pub(crate) engine: crate::measure::timerlat::probe::Engine,
     /// Address of the /metrics and /status endpoint. Default 127.0.0.1:9477 (loopback only);
     /// listening wider must be asked for, e.g. 0.0.0.0:9477. Port 0 picks a free port (printed).
     #[arg(long, value_name = "ADDR:PORT")]
-    pub listen: Option<String>,
+    pub(crate) listen: Option<String>,
     /// Store a snapshot run (kind monitor) this often: a bare number is seconds, at least 1s.
     #[arg(long = "snapshot-every", value_name = "TIME", default_value = "5m", value_parser = values::run_length)]
-    pub snapshot_every: u64,
+    pub(crate) snapshot_every: u64,
     /// `--threshold`.
     #[command(flatten)]
-    pub threshold: ThresholdArg,
+    pub(crate) threshold: ThresholdArg,
     /// TLS and basic authentication for the endpoint: a YAML file in the Prometheus
     /// exporter-toolkit format (tls_server_config: cert_file, key_file; basic_auth_users: bcrypt
     /// hashes), as node_exporter reads it.
     #[arg(long = "web-config", value_name = "FILE")]
-    pub web_config: Option<PathBuf>,
+    pub(crate) web_config: Option<PathBuf>,
     /// Length of the fixed windows the window maxima and counts are kept over, aligned to the
     /// wall clock (every scraper reads the same value for the same window): a bare number is
     /// seconds, 1s to 1h.
     #[arg(long, value_name = "TIME", default_value = "10s", value_parser = values::run_length)]
-    pub window: u64,
+    pub(crate) window: u64,
     /// Name of this monitor, stored as tag monitor=ID; without it, the host name.
     #[arg(long = "monitor-id", value_name = "ID")]
-    pub monitor_id: Option<String>,
+    pub(crate) monitor_id: Option<String>,
     /// `-D/--duration`.
     #[command(flatten)]
-    pub duration: DurationArg,
+    pub(crate) duration: DurationArg,
     /// `--no-mlock`.
     #[command(flatten)]
-    pub no_mlock: NoMlock,
+    pub(crate) no_mlock: NoMlock,
 
     /// Kernel tracing (`--trace`): late wake-ups by cause and culprit group on the endpoint
     /// and in every snapshot.
@@ -81,12 +81,12 @@ pub struct MonitorArgs {
         requires = "trace",
         value_parser = values::count
     )]
-    pub trace_culprits: Option<u64>,
+    pub(crate) trace_culprits: Option<u64>,
 
     /// Output (the last snapshot), where snapshots are kept, extra tags (host= and monitor=
     /// are always added), loads.
     #[command(flatten)]
-    pub common: MeasureArgs,
+    pub(crate) common: MeasureArgs,
 }
 
 impl crate::driver::Lowering for MonitorArgs {

@@ -14,20 +14,20 @@ use std::sync::Mutex;
 /// in: `idle` (nothing visible ran), `unknown` (before the trace saw the CPU) and `self` (the
 /// measured thread's own time after its switch-in) are `unattributed`: time no other context
 /// visible to the trace held.
-pub const CAUSES: [&str; N] = ["irq", "softirq", "thread", "timer", "host", "unattributed"];
+pub(crate) const CAUSES: [&str; N] = ["irq", "softirq", "thread", "timer", "host", "unattributed"];
 /// How many causes are exported.
-pub const N: usize = 6;
+pub(crate) const N: usize = 6;
 /// The index of `unattributed` in [`CAUSES`].
 const UNATTRIBUTED: usize = N - 1;
 
 /// Culprit groups with a series of their own per CPU, unless `--trace-culprits` says.
-pub const DEFAULT_TOP: usize = 10;
+pub(crate) const DEFAULT_TOP: usize = 10;
 
 /// The group label summing every group beyond the bound.
-pub const OTHER: &str = "other";
+pub(crate) const OTHER: &str = "other";
 
 /// The index in [`CAUSES`] of an attribution component's kind.
-pub fn cause_of(kind: &str) -> usize {
+pub(crate) fn cause_of(kind: &str) -> usize {
     match kind {
         "irq" => 0,
         "softirq" => 1,
@@ -40,23 +40,23 @@ pub fn cause_of(kind: &str) -> usize {
 
 /// One CPU's totals since the monitor started.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct CpuTotals {
+pub(crate) struct CpuTotals {
     /// Late time (ns) by cause kind ([`CAUSES`] order).
-    pub late_ns: [u64; N],
+    pub(crate) late_ns: [u64; N],
     /// Late wake-ups by their dominant cause kind.
-    pub wakeups: [u64; N],
+    pub(crate) wakeups: [u64; N],
     /// Groups with a series of their own, in the order they got it, with their late time (ns)
     /// since then.
-    pub groups: Vec<(String, u64)>,
+    pub(crate) groups: Vec<(String, u64)>,
     /// Thread time of every other group (ns).
-    pub other_ns: u64,
+    pub(crate) other_ns: u64,
     /// Trace events the kernel lost on this CPU (attribution near them may be incomplete).
-    pub lost_events: u64,
+    pub(crate) lost_events: u64,
 }
 
 impl CpuTotals {
     /// The totals since `base` (an earlier reading of the same CPU).
-    pub fn since(&self, base: &CpuTotals) -> CpuTotals {
+    pub(crate) fn since(&self, base: &CpuTotals) -> CpuTotals {
         let d = |a: &[u64; N], b: &[u64; N]| std::array::from_fn(|i| a[i].saturating_sub(b[i]));
         CpuTotals {
             late_ns: d(&self.late_ns, &base.late_ns),
@@ -75,7 +75,7 @@ impl CpuTotals {
     }
 
     /// Late time and wake-ups by cause as JSON (`{"irq": ns, ...}` twice).
-    pub fn to_json(&self) -> serde_json::Value {
+    pub(crate) fn to_json(&self) -> serde_json::Value {
         let map = |v: &[u64; N]| {
             CAUSES
                 .iter()
@@ -94,14 +94,14 @@ impl CpuTotals {
 #[derive(Debug)]
 pub struct Causes {
     /// Groups with a series of their own, per CPU.
-    pub top: usize,
+    pub(crate) top: usize,
     cpus: Vec<usize>,
     totals: Mutex<Vec<CpuTotals>>,
 }
 
 impl Causes {
     /// Empty totals for `cpus`, at most `top` named groups each.
-    pub fn new(cpus: &[usize], top: usize) -> Causes {
+    pub(crate) fn new(cpus: &[usize], top: usize) -> Causes {
         Causes {
             top,
             cpus: cpus.to_vec(),
@@ -111,7 +111,7 @@ impl Causes {
 
     /// Folds a batch of attributed spikes in. Within the batch, groups new to a CPU with room
     /// left get their series in order of their time (the largest first).
-    pub fn add(&self, spikes: &[SpikeRecord]) {
+    pub(crate) fn add(&self, spikes: &[SpikeRecord]) {
         let mut all = self.totals.lock().unwrap_or_else(|p| p.into_inner());
         let mut fresh: Vec<Vec<(String, u64)>> = vec![Vec::new(); self.cpus.len()];
         for s in spikes {
@@ -158,7 +158,7 @@ impl Causes {
     }
 
     /// Publishes the trace's lost-event counts: (cpu, events read, lost, unreadable pages).
-    pub fn set_counts(&self, counts: &[(usize, u64, u64, u64)]) {
+    pub(crate) fn set_counts(&self, counts: &[(usize, u64, u64, u64)]) {
         let mut all = self.totals.lock().unwrap_or_else(|p| p.into_inner());
         for &(cpu, _, lost, _) in counts {
             if let Some(i) = self.cpus.iter().position(|&c| c == cpu) {
@@ -168,7 +168,7 @@ impl Causes {
     }
 
     /// (CPU, totals) now.
-    pub fn read(&self) -> Vec<(usize, CpuTotals)> {
+    pub(crate) fn read(&self) -> Vec<(usize, CpuTotals)> {
         let all = self.totals.lock().unwrap_or_else(|p| p.into_inner());
         self.cpus.iter().copied().zip(all.iter().cloned()).collect()
     }

@@ -27,7 +27,7 @@ impl RunLog {
 
     /// The run holding wake-up `seq` of the CPU at index `cpu` (None: older than any kept,
     /// or nothing stored).
-    pub fn run_of(&self, cpu: usize, seq: u64) -> Option<&str> {
+    pub(crate) fn run_of(&self, cpu: usize, seq: u64) -> Option<&str> {
         self.entries
             .iter()
             .rev()
@@ -40,19 +40,19 @@ impl RunLog {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Spike {
     /// The CPU label.
-    pub cpu: String,
+    pub(crate) cpu: String,
     /// The wake-up's number on that CPU (from 1).
-    pub seq: u64,
+    pub(crate) seq: u64,
     /// Its latency (ns).
-    pub ns: u64,
+    pub(crate) ns: u64,
     /// The snapshot run that stores it (None: `--no-store`, or older than the runs kept).
-    pub run: Option<String>,
+    pub(crate) run: Option<String>,
 }
 
 impl Spike {
     /// The exemplar's labels: `run` (when stored), `cpu` and `seq`, within OpenMetrics's
     /// 128 characters.
-    pub fn labels(&self) -> Vec<(String, String)> {
+    pub(crate) fn labels(&self) -> Vec<(String, String)> {
         let mut l = Vec::with_capacity(3);
         if let Some(r) = &self.run {
             l.push(("run".to_string(), r.clone()));
@@ -63,7 +63,7 @@ impl Spike {
     }
 
     /// The labels and value as OpenMetrics text writes them after a sample: ` # {..} value`.
-    pub fn openmetrics(&self) -> String {
+    pub(crate) fn openmetrics(&self) -> String {
         let labels: Vec<String> = self
             .labels()
             .iter()
@@ -75,7 +75,7 @@ impl Spike {
 
 /// `--trace`: makes the interval's worst explained spike per CPU that CPU's exemplar (named
 /// with the interval's run when `stored`).
-pub fn publish(
+pub(crate) fn publish(
     explained: &std::sync::Mutex<std::collections::BTreeMap<usize, Spike>>,
     interval: &super::snapshot::Interval,
     stored: bool,
@@ -98,7 +98,7 @@ pub fn publish(
 }
 
 /// Each CPU's latest spike, in the order of `cpus` (None: none yet).
-pub fn latest(cpus: &[(String, std::sync::Arc<Tally>)], runs: &RunLog) -> Vec<Option<Spike>> {
+pub(crate) fn latest(cpus: &[(String, std::sync::Arc<Tally>)], runs: &RunLog) -> Vec<Option<Spike>> {
     cpus.iter()
         .enumerate()
         .map(|(i, (cpu, t))| {
@@ -114,7 +114,7 @@ pub fn latest(cpus: &[(String, std::sync::Arc<Tally>)], runs: &RunLog) -> Vec<Op
 
 /// Adds the exemplars to an OpenMetrics page: each CPU's spike after its latency bucket (the
 /// first whose bound holds it) and after its `latlab_threshold_exceeded_total` sample.
-pub fn into_openmetrics(page: &str, spikes: &[Option<Spike>]) -> String {
+pub(crate) fn into_openmetrics(page: &str, spikes: &[Option<Spike>]) -> String {
     let mut out = String::with_capacity(page.len() + spikes.len() * 160);
     let mut done_bucket = vec![false; spikes.len()];
     let by_cpu: std::collections::HashMap<&str, usize> = spikes

@@ -27,34 +27,34 @@ use super::webconfig::WebConfig;
 use latlab_core::sys::poll::{self as sp, POLLERR, POLLHUP, POLLIN, POLLNVAL, POLLOUT};
 
 /// Largest request head accepted (bytes); larger requests get 431.
-pub const MAX_REQUEST: usize = 8 * 1024;
+pub(crate) const MAX_REQUEST: usize = 8 * 1024;
 /// Connections still handshaking or sending their request head, at once.
-pub const MAX_PENDING: usize = 256;
+pub(crate) const MAX_PENDING: usize = 256;
 /// Of those, from one peer address.
-pub const MAX_PENDING_PER_PEER: usize = 64;
+pub(crate) const MAX_PENDING_PER_PEER: usize = 64;
 /// Longest time from accept to a complete request head (the TLS handshake included).
-pub const REQUEST_DEADLINE: Duration = Duration::from_secs(5);
+pub(crate) const REQUEST_DEADLINE: Duration = Duration::from_secs(5);
 /// Longest time to write one answer.
-pub const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Threads answering complete requests (credentials checked there, not on the accept path).
-pub const WORKERS: usize = 4;
+pub(crate) const WORKERS: usize = 4;
 /// Complete requests waiting for a worker; more are answered 503 at once.
-pub const QUEUE: usize = 32;
+pub(crate) const QUEUE: usize = 32;
 
 /// An answer.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Response {
+pub(crate) struct Response {
     /// Status code.
-    pub status: u16,
+    pub(crate) status: u16,
     /// Content type.
-    pub content_type: &'static str,
+    pub(crate) content_type: &'static str,
     /// Body (text, or the protobuf exposition's bytes).
-    pub body: Vec<u8>,
+    pub(crate) body: Vec<u8>,
 }
 
 impl Response {
     /// A plain-text answer.
-    pub fn text(status: u16, body: impl Into<String>) -> Response {
+    pub(crate) fn text(status: u16, body: impl Into<String>) -> Response {
         Response {
             status,
             content_type: "text/plain; charset=utf-8",
@@ -64,12 +64,12 @@ impl Response {
 }
 
 /// Answers a GET of a path (the query string removed), given the request's `Accept` header.
-pub type Handler = dyn Fn(&str, &str) -> Response + Send + Sync;
+pub(crate) type Handler = dyn Fn(&str, &str) -> Response + Send + Sync;
 
 /// A running server; stopped (and its accept thread joined) by [`Server::stop`].
-pub struct Server {
+pub(crate) struct Server {
     /// The bound address (the port is real even when 0 was asked).
-    pub addr: SocketAddr,
+    pub(crate) addr: SocketAddr,
     stop: Arc<AtomicBool>,
     wake: UnixStream,
     accept: Option<std::thread::JoinHandle<()>>,
@@ -77,7 +77,7 @@ pub struct Server {
 
 impl Server {
     /// Binds `addr` and serves `handler` from housekeeping threads.
-    pub fn start(
+    pub(crate) fn start(
         addr: SocketAddr,
         handler: Arc<Handler>,
         web: Option<Arc<WebConfig>>,
@@ -122,7 +122,7 @@ impl Server {
 
     /// Stops accepting (at once: the accept thread is woken); answers being written end by
     /// their own time limit, and no request is verified on the way out.
-    pub fn stop(mut self) {
+    pub(crate) fn stop(mut self) {
         self.stop.store(true, Ordering::Relaxed);
         let _ = (&self.wake).write(&[1]);
         if let Some(h) = self.accept.take() {

@@ -17,7 +17,7 @@ fn valid_id(s: &str) -> bool {
 
 impl MonitorConfig {
     /// Validates the arguments (exit 2 naming the flag).
-    pub fn from_args(a: &MonitorArgs, online: &CpuSet, host: &str) -> Result<MonitorConfig> {
+    pub(crate) fn from_args(a: &MonitorArgs, online: &CpuSet, host: &str) -> Result<MonitorConfig> {
         let cpus = a.affinity.online(online)?.unwrap_or_else(|| online.clone());
         let interval_ns = a.interval.as_ref().map_or(1_000_000, |t| t.ns);
         if interval_ns < 10_000 {

@@ -19,13 +19,13 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
 /// The content type of the OpenMetrics page (what Prometheus asks for first).
-pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+pub(crate) const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 /// The content type of the classic text format (for clients that do not ask for OpenMetrics,
 /// such as curl and `promtool check metrics`).
-pub const CLASSIC_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+pub(crate) const CLASSIC_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 /// The content type of the protobuf exposition (length-delimited `io.prometheus.client`
 /// `MetricFamily` messages): the one format that carries native histograms to Prometheus 2.x.
-pub const PROTOBUF_CONTENT_TYPE: &str =
+pub(crate) const PROTOBUF_CONTENT_TYPE: &str =
     "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited";
 
 /// Everything the endpoint and the snapshot thread share.
@@ -338,7 +338,7 @@ pub fn registry(shared: Arc<Shared>) -> Registry {
 }
 
 /// The page as text (reading it changes nothing).
-pub fn render(r: &Registry) -> String {
+pub(crate) fn render(r: &Registry) -> String {
     let mut out = String::with_capacity(16 * 1024);
     if prometheus_client::encoding::text::encode(&mut out, r).is_err() {
         out.clear();
@@ -361,7 +361,7 @@ pub enum Format {
 /// The format an `Accept` header prefers among those offered: the highest `q` (1 unless
 /// given), the first listed on a tie; the protobuf one only as `io.prometheus.client` delimited
 /// messages. Nothing acceptable (or no header): the classic text.
-pub fn negotiate(accept: &str) -> Format {
+pub(crate) fn negotiate(accept: &str) -> Format {
     let mut best: Option<(f64, Format)> = None;
     for part in accept.split(',') {
         let mut fields = part.split(';').map(str::trim);
@@ -477,7 +477,7 @@ fn cpu_of(m: &pb::Metric) -> Option<&str> {
 /// the change from the one before) from its bucket counts ([`NATIVE_FIRST`] first): runs of
 /// non-empty buckets, a gap of up to two empty ones kept inside a span (cheaper than a new
 /// span), as client_golang does.
-pub fn native_spans(counts: &[u64; NATIVE_BUCKETS]) -> (Vec<(i32, u32)>, Vec<i64>) {
+pub(crate) fn native_spans(counts: &[u64; NATIVE_BUCKETS]) -> (Vec<(i32, u32)>, Vec<i64>) {
     let mut spans: Vec<(i32, u32)> = Vec::new();
     let mut deltas = Vec::new();
     let mut prev_count = 0i64;
@@ -510,7 +510,7 @@ pub fn native_spans(counts: &[u64; NATIVE_BUCKETS]) -> (Vec<(i32, u32)>, Vec<i64
 
 /// The classic text format (0.0.4) of an OpenMetrics page: counter families take their samples'
 /// `_total` name in HELP and TYPE, and the `# EOF` and `# UNIT` lines go.
-pub fn to_classic(om: &str) -> String {
+pub(crate) fn to_classic(om: &str) -> String {
     let counters: std::collections::HashSet<&str> = om
         .lines()
         .filter_map(|l| l.strip_prefix("# TYPE "))

@@ -4,17 +4,17 @@
 //! `http`) and store a snapshot run of each interval (`snapshot`). SIGTERM/SIGINT end it with a
 //! last snapshot (stored by the driver); SIGHUP prints the status, as `/status` shows it.
 
-pub mod args;
+pub(crate) mod args;
 mod lower;
 
-pub mod causes;
-pub mod exemplar;
-pub mod http;
+pub(crate) mod causes;
+pub(crate) mod exemplar;
+pub(crate) mod http;
 pub mod metrics;
 pub mod snapshot;
 mod state;
 pub mod tally;
-pub mod webconfig;
+pub(crate) mod webconfig;
 pub mod window;
 
 use latlab_core::config::{CpuSet, Policy};
@@ -28,7 +28,7 @@ use latlab_core::stats::Recorder;
 use metrics::Shared;
 use serde::Serialize;
 use state::shared_state;
-pub use state::status;
+pub(crate) use state::status;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
@@ -36,78 +36,79 @@ use std::time::{Duration, Instant};
 use tally::Tally;
 
 /// Where the endpoint listens unless `--listen` says otherwise (loopback only).
-pub const DEFAULT_LISTEN: &str = "127.0.0.1:9477";
+pub(crate) const DEFAULT_LISTEN: &str = "127.0.0.1:9477";
 
 /// A validated `latlab monitor`.
 #[derive(Debug, Clone, Serialize)]
 pub struct MonitorConfig {
     /// Measured CPUs, one thread each.
-    pub cpus: Vec<usize>,
+    pub(crate) cpus: Vec<usize>,
     /// The probe (`--engine`).
-    pub engine: crate::measure::timerlat::probe::Engine,
+    pub(crate) engine: crate::measure::timerlat::probe::Engine,
     /// Period (ns).
-    pub interval_ns: u64,
+    pub(crate) interval_ns: u64,
     /// Policy of the measuring threads.
-    pub policy: Policy,
+    pub(crate) policy: Policy,
     /// Their priority.
-    pub prio: i32,
+    pub(crate) prio: i32,
     /// Endpoint address.
-    pub listen: SocketAddr,
+    pub(crate) listen: SocketAddr,
     /// Time between stored snapshots (ns).
-    pub snapshot_every_ns: u64,
+    pub(crate) snapshot_every_ns: u64,
     /// Exceedance threshold (ns).
-    pub threshold_ns: Option<u64>,
+    pub(crate) threshold_ns: Option<u64>,
     /// Length of the aligned windows (ns).
-    pub window_ns: u64,
+    pub(crate) window_ns: u64,
     /// TLS and basic authentication of the endpoint (`--web-config`).
     #[serde(skip)]
-    pub web: Option<Arc<webconfig::WebConfig>>,
+    pub(crate) web: Option<Arc<webconfig::WebConfig>>,
     /// Name of this monitor (tag `monitor=`).
-    pub monitor_id: String,
+    pub(crate) monitor_id: String,
     /// Stop after this long (ns); None: until SIGTERM/SIGINT.
-    pub duration_ns: Option<u64>,
+    pub(crate) duration_ns: Option<u64>,
     /// Lock memory.
-    pub mlock: bool,
+    pub(crate) mlock: bool,
     /// Refuse instead of degrading.
-    pub strict: bool,
+    pub(crate) strict: bool,
     /// The store snapshots go to (never serialised: it may name a server).
     #[serde(skip)]
-    pub store: Option<String>,
+    #[allow(dead_code)] // shown in its Debug text, which the grammar test compares
+    pub(crate) store: Option<String>,
     /// Snapshots are not stored.
-    pub no_store: bool,
+    pub(crate) no_store: bool,
     /// Tags every snapshot carries (host, monitor, `--tag`).
     #[serde(skip)]
-    pub tags: Vec<String>,
+    pub(crate) tags: Vec<String>,
     /// `--trace`: explain wake-ups at or above this latency (ns).
-    pub trace_threshold_ns: Option<u64>,
+    pub(crate) trace_threshold_ns: Option<u64>,
     /// `--trace-stacks`.
-    pub trace_stacks: bool,
+    pub(crate) trace_stacks: bool,
     /// `--trace-save FILE.dat`: the run's last raw trace pages.
-    pub trace_save: Option<std::path::PathBuf>,
+    pub(crate) trace_save: Option<std::path::PathBuf>,
     /// `--on-threshold` rules.
     pub trace_actions: Vec<latlab_trace::actions::Rule>,
     /// `--on-threshold-max`, `--trace-budget`, `--on-threshold-env`.
     pub trace_limits: latlab_trace::actions::Limits,
     /// `--trace-culprits`: culprit groups with a series of their own, per CPU.
-    pub trace_culprits: usize,
+    pub(crate) trace_culprits: usize,
     /// `-q/--quiet`: no "serving" note (unless the port was picked by the kernel).
     #[serde(skip)]
-    pub quiet: bool,
+    pub(crate) quiet: bool,
 }
 
 /// A finished monitor: the last interval's snapshot (stored by the driver) and whole-session
 /// figures for the text report.
 pub struct MonitorOutcome {
     /// The last snapshot.
-    pub run: Run,
+    pub(crate) run: Run,
     /// (CPU, whole-session recorder, overruns, lost) per thread.
-    pub session: Vec<(usize, Recorder, u64, u64)>,
+    pub(crate) session: Vec<(usize, Recorder, u64, u64)>,
     /// Snapshots stored during the run (the last one not counted).
-    pub snapshots: u64,
+    pub(crate) snapshots: u64,
     /// Where the endpoint listened.
-    pub listen: SocketAddr,
+    pub(crate) listen: SocketAddr,
     /// `--trace`: the session's cause totals per CPU (empty without).
-    pub causes: Vec<(usize, causes::CpuTotals)>,
+    pub(crate) causes: Vec<(usize, causes::CpuTotals)>,
 }
 
 /// Spikes one thread can hand over between two visits of the control thread.
@@ -138,7 +139,7 @@ pub(crate) fn trace_step(
 }
 
 /// Trace events read and lost so far, all CPUs.
-pub(crate) fn event_counts(t: &latlab_trace::session::Tracer) -> (u64, u64) {
+pub fn event_counts(t: &latlab_trace::session::Tracer) -> (u64, u64) {
     t.counts()
         .iter()
         .fold((0, 0), |(r, l), c| (r + c.1, l + c.2))
@@ -146,7 +147,7 @@ pub(crate) fn event_counts(t: &latlab_trace::session::Tracer) -> (u64, u64) {
 
 /// Pins the calling (control) thread, and so every housekeeping thread it starts, to the online
 /// CPUs not measured; returns a warning when none is left.
-pub(crate) fn pin_housekeeping(cpus: &[usize], log: &rt::PlacementLog) -> Option<String> {
+pub fn pin_housekeeping(cpus: &[usize], log: &rt::PlacementLog) -> Option<String> {
     let online = CpuSet::online_here();
     let measured = CpuSet::from_cpus(cpus.iter().copied());
     let hk = online.difference(&measured);
@@ -161,7 +162,7 @@ pub(crate) fn pin_housekeeping(cpus: &[usize], log: &rt::PlacementLog) -> Option
 }
 
 /// Runs the monitor until the deadline or a signal.
-pub fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> {
+pub(crate) fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOutcome> {
     // The returned run is the last interval's snapshot: it carries that interval's ground.
     driver.result_is_last_interval();
     let env = driver.environment().clone();
@@ -404,18 +405,18 @@ pub(crate) type Rings = (
 /// The measuring threads of a long-running cyclic measurement (a monitor, a qualification).
 pub(crate) struct Probe<'a> {
     /// One thread per CPU.
-    pub cpus: &'a [usize],
+    pub(crate) cpus: &'a [usize],
     /// Their period (ns).
-    pub interval_ns: u64,
+    pub(crate) interval_ns: u64,
     /// `--trace`: wake-ups at or above this go to the spike rings.
-    pub trace_threshold_ns: Option<u64>,
+    pub(crate) trace_threshold_ns: Option<u64>,
     /// Cyclic threads, or the kernel's timerlat tracer.
-    pub engine: crate::measure::timerlat::probe::Engine,
+    pub(crate) engine: crate::measure::timerlat::probe::Engine,
 }
 
 impl Probe<'_> {
     /// The threads that wait at the start barrier (one per CPU, or the tracer's reader).
-    pub fn parties(&self) -> usize {
+    pub(crate) fn parties(&self) -> usize {
         match self.engine {
             crate::measure::timerlat::probe::Engine::Cyclic => self.cpus.len(),
             crate::measure::timerlat::probe::Engine::Timerlat => 1,

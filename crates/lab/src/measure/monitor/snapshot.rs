@@ -15,17 +15,17 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 /// What every snapshot of a run shares (a monitor's, a qualification's checkpoints).
-pub struct Context<'a> {
+pub(crate) struct Context<'a> {
     /// The measured CPUs, one series each.
-    pub cpus: &'a [usize],
+    pub(crate) cpus: &'a [usize],
     /// The measuring threads' period (ns).
-    pub interval_ns: u64,
+    pub(crate) interval_ns: u64,
     /// Policy in force.
-    pub policy: Policy,
+    pub(crate) policy: Policy,
     /// Priority in force.
-    pub prio: i32,
+    pub(crate) prio: i32,
     /// The run's parameters (the validated config); each snapshot adds its number.
-    pub parameters: serde_json::Value,
+    pub(crate) parameters: serde_json::Value,
 }
 
 /// Counters at the start of an interval, to take differences from.
@@ -67,14 +67,14 @@ fn worst_only(spikes: &mut Vec<SpikeRecord>, n: usize) -> u64 {
 }
 
 /// What `--trace` adds to a snapshot when it is taken.
-pub struct TraceNow<'a> {
+pub(crate) struct TraceNow<'a> {
     /// The session's cause totals.
-    pub causes: &'a Causes,
+    pub(crate) causes: &'a Causes,
     /// The trace report's fixed part (and at the end, the finished report: counted hardware
     /// events, warnings), its spikes taken out.
-    pub header: TraceReport,
+    pub(crate) header: TraceReport,
     /// Trace events read and lost so far (all CPUs).
-    pub events: (u64, u64),
+    pub(crate) events: (u64, u64),
 }
 
 /// The traced part of an interval.
@@ -98,7 +98,7 @@ struct Traced {
 }
 
 /// The interval being collected.
-pub struct Interval {
+pub(crate) struct Interval {
     started: SystemTime,
     /// The id its snapshot run will have (chosen as it opens, for exemplars).
     id: String,
@@ -109,7 +109,7 @@ pub struct Interval {
 
 impl Interval {
     /// A new interval starting now.
-    pub fn new(tallies: &[Arc<Tally>]) -> Interval {
+    pub(crate) fn new(tallies: &[Arc<Tally>]) -> Interval {
         let started = SystemTime::now();
         Interval {
             started,
@@ -124,29 +124,29 @@ impl Interval {
     }
 
     /// When the interval began.
-    pub fn started(&self) -> SystemTime {
+    pub(crate) fn started(&self) -> SystemTime {
         self.started
     }
 
     /// The id its snapshot run will have.
-    pub fn id(&self) -> &str {
+    pub(crate) fn id(&self) -> &str {
         &self.id
     }
 
     /// The number of the last wake-up before it, per CPU: its own are numbered above (as its
     /// snapshot's `wakeups` say).
-    pub fn opened_after(&self) -> Vec<u64> {
+    pub(crate) fn opened_after(&self) -> Vec<u64> {
         self.base.iter().map(|c| c.seen).collect()
     }
 
     /// Its worst attributed spike per CPU so far: (number, latency ns).
-    pub fn worst(&self) -> &std::collections::BTreeMap<usize, (u64, u64)> {
+    pub(crate) fn worst(&self) -> &std::collections::BTreeMap<usize, (u64, u64)> {
         &self.traced.worst
     }
 
     /// Keeps attributed spikes (and `--on-threshold` firings) for the interval's snapshot: its
     /// worst [`MAX_INTERVAL_SPIKES`] (cut to them each time twice as many gather).
-    pub fn keep(&mut self, spikes: Vec<SpikeRecord>, actions: Vec<latlab_core::result::trace::Firing>) {
+    pub(crate) fn keep(&mut self, spikes: Vec<SpikeRecord>, actions: Vec<latlab_core::result::trace::Firing>) {
         let t = &mut self.traced;
         for s in spikes {
             let w = t.worst.entry(s.cpu).or_insert((s.seq, s.latency_ns));
@@ -205,7 +205,7 @@ impl Interval {
     }
 
     /// Records everything waiting in the rings.
-    pub fn drain(&mut self, rings: &mut [Consumer<u64>]) {
+    pub(crate) fn drain(&mut self, rings: &mut [Consumer<u64>]) {
         for (ring, rec) in rings.iter_mut().zip(&mut self.recs) {
             let n = ring.slots();
             if n == 0 {
@@ -220,7 +220,7 @@ impl Interval {
     }
 
     /// Ends the interval as run number `seq` and starts the next one.
-    pub fn take(
+    pub(crate) fn take(
         &mut self,
         ctx: &Context,
         driver: &crate::driver::Ctx<'_>,
@@ -284,7 +284,7 @@ impl Interval {
 }
 
 /// The text report: the whole session per CPU, and where the snapshots went.
-pub fn render(cfg: &MonitorConfig, o: &MonitorOutcome) -> String {
+pub(crate) fn render(cfg: &MonitorConfig, o: &MonitorOutcome) -> String {
     let rows: Vec<Vec<String>> = o
         .session
         .iter()

@@ -26,7 +26,7 @@ pub(super) fn info_labels(env: &Environment, cfg: &MonitorConfig) -> Vec<(String
 }
 
 /// The status text of `/status` and SIGHUP.
-pub fn status(s: &Shared, id: &str) -> String {
+pub(crate) fn status(s: &Shared, id: &str) -> String {
     let up = SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64())

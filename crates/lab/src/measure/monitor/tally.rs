@@ -20,7 +20,7 @@ const DECADES: usize = 5;
 /// 100 ms; a last bucket takes everything above. A bucket's upper bound is at most 10 % above
 /// its lower, so `histogram_quantile` (which interpolates inside one bucket) is within 10 % of
 /// the exact quantile from 1 µs to 100 ms.
-pub const BOUNDS_NS: [u64; 35 * DECADES + 1] = bounds();
+pub(crate) const BOUNDS_NS: [u64; 35 * DECADES + 1] = bounds();
 
 const fn bounds() -> [u64; 35 * DECADES + 1] {
     let mut out = [0u64; 35 * DECADES + 1];
@@ -40,23 +40,23 @@ const fn bounds() -> [u64; 35 * DECADES + 1] {
 }
 
 /// Number of buckets: one per bound plus +Inf.
-pub const BUCKETS: usize = BOUNDS_NS.len() + 1;
+pub(crate) const BUCKETS: usize = BOUNDS_NS.len() + 1;
 
 /// Schema of the native (sparse exponential) histogram: 2^3 = 8 buckets per power of two, each
 /// bound 2^(1/8) = 1.09 times the one below, about the resolution of the fixed buckets (at most
 /// 1.10) and of `histogram_quantile` over them.
-pub const NATIVE_SCHEMA: i32 = 3;
+pub(crate) const NATIVE_SCHEMA: i32 = 3;
 /// Native index of the first bucket above the zero bucket: bucket `i` holds (2^((i-1)/8),
 /// 2^(i/8)] seconds, so the zero bucket takes [0, 2^-24 s] (up to 59.6 ns, less than any
 /// timer wake-up) and the first bucket starts there.
-pub const NATIVE_FIRST: i32 = -24 * 8 + 1;
+pub(crate) const NATIVE_FIRST: i32 = -24 * 8 + 1;
 /// Native index of the last bucket, (2^(55/8), 2^7] = up to 128 s; a larger latency is counted
 /// in it (the exact maximum is its own gauge).
-pub const NATIVE_LAST: i32 = 7 * 8;
+pub(crate) const NATIVE_LAST: i32 = 7 * 8;
 /// Native buckets kept per CPU.
-pub const NATIVE_BUCKETS: usize = (NATIVE_LAST - NATIVE_FIRST + 1) as usize;
+pub(crate) const NATIVE_BUCKETS: usize = (NATIVE_LAST - NATIVE_FIRST + 1) as usize;
 /// Upper bound of the zero bucket (s).
-pub const NATIVE_ZERO_THRESHOLD: f64 = 1.0 / (1u64 << 24) as f64;
+pub(crate) const NATIVE_ZERO_THRESHOLD: f64 = 1.0 / (1u64 << 24) as f64;
 
 /// Upper bounds (ns, rounded down: a latency in whole ns is at most the bound exactly when it
 /// is at most its floor) of the native buckets, first to last, and of the zero bucket first.
@@ -73,36 +73,36 @@ static NATIVE_BOUNDS_NS: std::sync::LazyLock<[u64; NATIVE_BUCKETS + 1]> =
 #[derive(Debug)]
 pub struct Tally {
     /// Latencies above this count as exceedances (u64::MAX: no threshold).
-    pub threshold_ns: u64,
+    pub(crate) threshold_ns: u64,
     /// Samples per bucket (not cumulative); the last is +Inf.
-    pub buckets: [AtomicU64; BUCKETS],
+    pub(crate) buckets: [AtomicU64; BUCKETS],
     /// Samples per native bucket ([`NATIVE_FIRST`] first; the zero bucket is
     /// `native_zero`).
-    pub native: [AtomicU64; NATIVE_BUCKETS],
+    pub(crate) native: [AtomicU64; NATIVE_BUCKETS],
     /// Samples in the native zero bucket (at most [`NATIVE_ZERO_THRESHOLD`]).
-    pub native_zero: AtomicU64,
+    pub(crate) native_zero: AtomicU64,
     /// The latest sample above the threshold: its number (the measuring loop's, from 1; 0:
     /// none yet), written after `spike_ns` so a reader that sees the same number before and
     /// after reading `spike_ns` read that sample's latency.
-    pub spike_seq: AtomicU64,
+    pub(crate) spike_seq: AtomicU64,
     /// That sample's latency (ns).
-    pub spike_ns: AtomicU64,
+    pub(crate) spike_ns: AtomicU64,
     /// Sum of samples (ns), wrapping.
-    pub sum_ns: AtomicU64,
+    pub(crate) sum_ns: AtomicU64,
     /// Largest sample since the start (ns).
-    pub max_ns: AtomicU64,
+    pub(crate) max_ns: AtomicU64,
     /// Largest sample in the open window (ns); the window clock swaps in 0 when it closes one.
-    pub window_max_ns: AtomicU64,
+    pub(crate) window_max_ns: AtomicU64,
     /// Missed periods.
-    pub overruns: AtomicU64,
+    pub(crate) overruns: AtomicU64,
     /// Samples the snapshot ring could not take (the snapshot thread fell behind).
-    pub lost: AtomicU64,
+    pub(crate) lost: AtomicU64,
     /// Samples above `threshold_ns`.
-    pub exceeded: AtomicU64,
+    pub(crate) exceeded: AtomicU64,
     /// Wake-ups made on another CPU than the pinned one (another process moved the thread).
-    pub strayed: AtomicU64,
+    pub(crate) strayed: AtomicU64,
     /// The last such other CPU.
-    pub strayed_cpu: AtomicU64,
+    pub(crate) strayed_cpu: AtomicU64,
 }
 
 impl Tally {
@@ -128,14 +128,14 @@ impl Tally {
 
     /// The bucket a latency falls in.
     #[inline(always)]
-    pub fn bucket_of(ns: u64) -> usize {
+    pub(crate) fn bucket_of(ns: u64) -> usize {
         BOUNDS_NS.partition_point(|&b| b < ns)
     }
 
     /// The native bucket a latency falls in: `None` for the zero bucket, else its offset from
     /// [`NATIVE_FIRST`].
     #[inline(always)]
-    pub fn native_of(ns: u64) -> Option<usize> {
+    pub(crate) fn native_of(ns: u64) -> Option<usize> {
         let b = &*NATIVE_BOUNDS_NS;
         match b.partition_point(|&x| x < ns) {
             0 => None,
@@ -174,7 +174,7 @@ impl Tally {
 
     /// The latest sample above the threshold, (number, ns), if any (None while the owning
     /// thread is writing it: the next read has it).
-    pub fn last_spike(&self) -> Option<(u64, u64)> {
+    pub(crate) fn last_spike(&self) -> Option<(u64, u64)> {
         use std::sync::atomic::Ordering::Acquire;
         let seq = self.spike_seq.load(Acquire);
         let ns = self.spike_ns.load(Acquire);
@@ -183,7 +183,7 @@ impl Tally {
 
     /// The native buckets now: zero bucket count, and per bucket from [`NATIVE_FIRST`] (not
     /// cumulative).
-    pub fn read_native(&self) -> (u64, [u64; NATIVE_BUCKETS]) {
+    pub(crate) fn read_native(&self) -> (u64, [u64; NATIVE_BUCKETS]) {
         (
             self.native_zero.load(Relaxed),
             std::array::from_fn(|i| self.native[i].load(Relaxed)),
@@ -192,25 +192,25 @@ impl Tally {
 
     /// Publishes the owning thread's overrun count.
     #[inline(always)]
-    pub fn set_overruns(&self, n: u64) {
+    pub(crate) fn set_overruns(&self, n: u64) {
         self.overruns.store(n, Relaxed);
     }
 
     /// Publishes the owning thread's lost-sample count.
     #[inline(always)]
-    pub fn set_lost(&self, n: u64) {
+    pub(crate) fn set_lost(&self, n: u64) {
         self.lost.store(n, Relaxed);
     }
 
     /// Publishes the owning thread's count of wake-ups on another CPU, and that CPU.
     #[inline(always)]
-    pub fn set_strayed(&self, n: u64, cpu: usize) {
+    pub(crate) fn set_strayed(&self, n: u64, cpu: usize) {
         self.strayed_cpu.store(cpu as u64, Relaxed);
         self.strayed.store(n, Relaxed);
     }
 
     /// The bucket counts now (not cumulative) and their total.
-    pub fn read_buckets(&self) -> ([u64; BUCKETS], u64) {
+    pub(crate) fn read_buckets(&self) -> ([u64; BUCKETS], u64) {
         let b: [u64; BUCKETS] = std::array::from_fn(|i| self.buckets[i].load(Relaxed));
         let n = b.iter().sum();
         (b, n)
@@ -218,7 +218,7 @@ impl Tally {
 
     /// Takes the maximum since the previous call, starting a new window (only the window clock
     /// calls this; a scrape never does).
-    pub fn take_window_max(&self) -> u64 {
+    pub(crate) fn take_window_max(&self) -> u64 {
         self.window_max_ns.swap(0, Relaxed)
     }
 }
@@ -247,7 +247,7 @@ impl latlab_core::rt::Tap for Tally {
 
 /// What each thread (measuring `cpus[i]`, publishing in `tallies[i]`) did on another CPU since
 /// the counts in `seen`, which are brought up to date: a warning per thread that did.
-pub fn strayed_since(tallies: &[std::sync::Arc<Tally>], cpus: &[usize], seen: &mut [u64]) -> Vec<String> {
+pub(crate) fn strayed_since(tallies: &[std::sync::Arc<Tally>], cpus: &[usize], seen: &mut [u64]) -> Vec<String> {
     let mut said = Vec::new();
     for ((t, &cpu), seen) in tallies.iter().zip(cpus).zip(seen.iter_mut()) {
         let n = t.strayed.load(Relaxed);

@@ -16,13 +16,13 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 /// Largest web configuration file read.
-pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+pub(crate) const MAX_CONFIG_BYTES: u64 = 1 << 20;
 /// Largest certificate or key file read (a chain of PEM certificates is a few KiB).
-pub const MAX_PEM_BYTES: u64 = 1 << 20;
+pub(crate) const MAX_PEM_BYTES: u64 = 1 << 20;
 /// Highest bcrypt cost accepted. exporter-toolkit's docs make hashes with `htpasswd -nBC 10`
 /// and say a cost of 10 takes about 70 ms; every step doubles it, so 12 is about 0.3 s per
 /// verification (a scraper's first request) and 31 would be days.
-pub const MAX_BCRYPT_COST: u32 = 12;
+pub(crate) const MAX_BCRYPT_COST: u32 = 12;
 /// Verified (user, password) pairs remembered: a scraper's later requests skip bcrypt.
 const AUTH_CACHE: usize = 64;
 
@@ -45,9 +45,9 @@ struct TlsFile {
 
 /// A checked web configuration.
 #[derive(Debug)]
-pub struct WebConfig {
+pub(crate) struct WebConfig {
     /// The TLS server configuration, when `tls_server_config` is given.
-    pub tls: Option<Arc<rustls::ServerConfig>>,
+    pub(crate) tls: Option<Arc<rustls::ServerConfig>>,
     /// User name → bcrypt hash; empty: no authentication.
     users: BTreeMap<String, String>,
     /// Credentials verified so far (user → password), at most [`AUTH_CACHE`].
@@ -82,7 +82,7 @@ fn same(a: &[u8], b: &[u8]) -> bool {
 
 impl WebConfig {
     /// Reads and checks FILE (exit 2 naming the key on any fault).
-    pub fn load(path: &Path) -> Result<WebConfig> {
+    pub(crate) fn load(path: &Path) -> Result<WebConfig> {
         let bad = |key: &str, why: String| {
             Error::flag("--web-config", path.display(), format!("{key}: {why}"))
         };
@@ -190,12 +190,12 @@ impl WebConfig {
     }
 
     /// True when requests must authenticate.
-    pub fn needs_auth(&self) -> bool {
+    pub(crate) fn needs_auth(&self) -> bool {
         !self.users.is_empty()
     }
 
     /// Whether a request with this `Authorization` header value may pass.
-    pub fn authorized(&self, authorization: Option<&str>) -> bool {
+    pub(crate) fn authorized(&self, authorization: Option<&str>) -> bool {
         if self.users.is_empty() {
             return true;
         }

@@ -10,24 +10,21 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-/// The default window length (ns): see docs/monitoring.md for why 10 s.
-pub const DEFAULT_WINDOW_NS: u64 = 10_000_000_000;
-
 /// The figures of the last closed window.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Closed {
+pub(crate) struct Closed {
     /// Unix time the window ended (ns); 0 while none has closed yet.
-    pub end_unix_ns: u64,
+    pub(crate) end_unix_ns: u64,
     /// Per CPU (in the order of the monitor's CPUs): largest latency (ns) and wake-ups over the
     /// threshold in the window.
-    pub per_cpu: Vec<(u64, u64)>,
+    pub(crate) per_cpu: Vec<(u64, u64)>,
 }
 
 /// The window clock: what the control thread closes and the endpoint reads.
 #[derive(Debug)]
 pub struct Windows {
     /// Window length (ns).
-    pub len_ns: u64,
+    pub(crate) len_ns: u64,
     /// End of the open window (Unix ns).
     open_end_ns: Mutex<u64>,
     /// Each CPU's cumulative count over threshold when the open window began.
@@ -37,7 +34,7 @@ pub struct Windows {
 }
 
 /// Unix time now (ns).
-pub fn unix_now_ns() -> u64 {
+pub(crate) fn unix_now_ns() -> u64 {
     SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64)
@@ -62,7 +59,7 @@ impl Windows {
     /// Closes the open window when `now_unix_ns` has passed its end (the control thread calls
     /// this often); windows the caller slept through merge into the one it closes. Returns
     /// whether a window closed.
-    pub fn tick(&self, tallies: &[Arc<Tally>], now_unix_ns: u64) -> bool {
+    pub(crate) fn tick(&self, tallies: &[Arc<Tally>], now_unix_ns: u64) -> bool {
         let Ok(mut end) = self.open_end_ns.lock() else {
             return false;
         };
@@ -94,13 +91,13 @@ impl Windows {
     }
 
     /// How long until the open window ends (at least 1 ms, so a caller never spins).
-    pub fn until_close(&self, now_unix_ns: u64) -> Duration {
+    pub(crate) fn until_close(&self, now_unix_ns: u64) -> Duration {
         let end = self.open_end_ns.lock().map_or(now_unix_ns, |e| *e);
         Duration::from_nanos(end.saturating_sub(now_unix_ns).max(1_000_000))
     }
 
     /// The last closed window.
-    pub fn closed(&self) -> Closed {
+    pub(crate) fn closed(&self) -> Closed {
         self.closed.lock().map(|c| c.clone()).unwrap_or_default()
     }
 }

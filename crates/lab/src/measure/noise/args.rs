@@ -24,54 +24,54 @@ use clap::Args;
 #[command(mut_arg("repeat", |a| more_help(a, "Measurements, aggregated per CPU (outliers \
     flagged, never dropped).")))]
 #[command(mut_arg("quiet", |a| more_help(a, "No per-repeat lines either.")))]
-pub struct NoiseArgs {
+pub(crate) struct NoiseArgs {
     /// `-a/--affinity` (`--cpus`).
     #[command(flatten)]
-    pub affinity: Affinity,
+    pub(crate) affinity: Affinity,
     /// CPU of the control thread. Default: the first online CPU (0, as in the seed).
     #[arg(long, value_name = "CPU", value_parser = values::cpu)]
-    pub main_cpu: Option<usize>,
+    pub(crate) main_cpu: Option<usize>,
     /// `-D/--duration`.
     #[command(flatten)]
-    pub duration: DurationArg,
+    pub(crate) duration: DurationArg,
     /// `--threshold`.
     #[command(flatten)]
-    pub threshold: ThresholdArg,
+    pub(crate) threshold: ThresholdArg,
     /// `-p/--priority`, `--policy`.
     #[command(flatten)]
-    pub rt: RealTime,
+    pub(crate) rt: RealTime,
     /// Timestamp: tsc (calibrated; the default on x86 with constant TSC) or monotonic.
     #[arg(long, value_enum)]
-    pub clock: Option<crate::measure::noise::config::NoiseClock>,
+    pub(crate) clock: Option<crate::measure::noise::config::NoiseClock>,
     /// What measures: spin (latlab's spinners, the default: any kernel), osnoise (the
     /// kernel's osnoise tracer, as rtla osnoise: the kernel's classes and counts; needs root
     /// and CONFIG_OSNOISE_TRACER) or hwnoise (the same with interrupts off, as rtla hwnoise;
     /// Linux 6.2+).
     #[arg(long, value_enum, default_value_t = crate::measure::noise::config::NoiseEngine::Spin)]
-    pub engine: crate::measure::noise::config::NoiseEngine,
+    pub(crate) engine: crate::measure::noise::config::NoiseEngine,
     /// Run a shell command on --disturb-cpu a third of the way into each measurement.
     #[arg(long, value_name = "CMD")]
-    pub disturb: Option<String>,
+    pub(crate) disturb: Option<String>,
     /// CPU for the disturbing command (default: the main CPU).
     #[arg(long, value_name = "CPU", value_parser = values::cpu)]
-    pub disturb_cpu: Option<usize>,
+    pub(crate) disturb_cpu: Option<usize>,
     /// `--repeat`.
     #[command(flatten)]
-    pub repeat: RepeatArg,
+    pub(crate) repeat: RepeatArg,
     /// Spin at RT priority on every CPU even with RT throttling off (the machine may hang).
     #[arg(long)]
-    pub force: bool,
+    pub(crate) force: bool,
     /// `--unit`.
     #[command(flatten)]
-    pub unit: UnitArg,
+    pub(crate) unit: UnitArg,
 
     /// Kernel tracing options (`--trace`): explain interruptions at or above the threshold.
     #[command(flatten)]
-    pub trace: TraceArgs,
+    pub(crate) trace: TraceArgs,
 
     /// Output, loads and where the result is kept.
     #[command(flatten)]
-    pub common: MeasureArgs,
+    pub(crate) common: MeasureArgs,
 }
 
 const NOISE_AFTER_HELP: &str = "\

@@ -5,12 +5,12 @@ use serde::Serialize;
 use std::path::PathBuf;
 
 /// The most repeats one run accepts.
-pub const MAX_REPEAT: u32 = 100_000;
+pub(crate) const MAX_REPEAT: u32 = 100_000;
 
 /// Timestamp the spinners read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum NoiseClock {
+pub(crate) enum NoiseClock {
     /// The calibrated TSC (x86 with constant, nonstop TSC); the default where available.
     Tsc,
     /// clock_gettime(CLOCK_MONOTONIC), through the vDSO.
@@ -20,7 +20,7 @@ pub enum NoiseClock {
 /// What measures the noise.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum NoiseEngine {
+pub(crate) enum NoiseEngine {
     /// latlab's spinners in user space (oslat's measurement); the default, on any kernel.
     #[default]
     Spin,
@@ -32,43 +32,43 @@ pub enum NoiseEngine {
 
 /// Everything a `noise` run needs, validated.
 #[derive(Debug, Clone, Serialize)]
-pub struct NoiseConfig {
+pub(crate) struct NoiseConfig {
     /// Measured CPUs.
-    pub cpus: Vec<usize>,
+    pub(crate) cpus: Vec<usize>,
     /// CPU of the control thread.
-    pub main_cpu: usize,
+    pub(crate) main_cpu: usize,
     /// Spinner policy.
-    pub policy: Policy,
+    pub(crate) policy: Policy,
     /// Spinner priority.
-    pub prio: i32,
+    pub(crate) prio: i32,
     /// Length of one measurement, ns.
-    pub duration_ns: u64,
+    pub(crate) duration_ns: u64,
     /// Interruption threshold, ns.
-    pub threshold_ns: u64,
+    pub(crate) threshold_ns: u64,
     /// Timestamp source.
-    pub clock: NoiseClock,
+    pub(crate) clock: NoiseClock,
     /// What measures (`--engine`).
-    pub engine: NoiseEngine,
+    pub(crate) engine: NoiseEngine,
     /// Measurements to run.
-    pub repeat: u32,
+    pub(crate) repeat: u32,
     /// Disturbing command, run a third of the way into each measurement.
-    pub disturb: Option<String>,
+    pub(crate) disturb: Option<String>,
     /// CPU the disturbing command is pinned to.
-    pub disturb_cpu: usize,
+    pub(crate) disturb_cpu: usize,
     /// Allow RT spinning on every CPU with RT throttling off.
-    pub force: bool,
+    pub(crate) force: bool,
     /// Fail instead of falling back.
-    pub strict: bool,
+    pub(crate) strict: bool,
     /// No live view, no per-repeat lines.
-    pub quiet: bool,
+    pub(crate) quiet: bool,
     /// Unit on screen.
-    pub unit: DisplayUnit,
+    pub(crate) unit: DisplayUnit,
     /// JSON output.
-    pub json: Option<PathBuf>,
+    pub(crate) json: Option<PathBuf>,
     /// `--trace`: explain interruptions at or above this length (ns).
-    pub trace_threshold_ns: Option<u64>,
+    pub(crate) trace_threshold_ns: Option<u64>,
     /// `--trace-save`: the timeline file.
-    pub trace_save: Option<PathBuf>,
+    pub(crate) trace_save: Option<PathBuf>,
     /// `--on-threshold` rules.
     pub trace_actions: Vec<latlab_trace::actions::Rule>,
     /// `--on-threshold-max`, `--trace-budget`, `--on-threshold-env`.

@@ -8,7 +8,7 @@ use crate::measure::noise::config::{NoiseClock, NoiseConfig, MAX_REPEAT};
 
 impl NoiseConfig {
     /// Validates raw arguments against the online CPUs.
-    pub fn from_args(a: &NoiseArgs, online: &CpuSet, tsc_ok: bool) -> Result<NoiseConfig> {
+    pub(crate) fn from_args(a: &NoiseArgs, online: &CpuSet, tsc_ok: bool) -> Result<NoiseConfig> {
         let main_cpu = a
             .main_cpu
             .unwrap_or_else(|| online.iter().next().unwrap_or(0));

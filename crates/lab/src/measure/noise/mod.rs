@@ -2,13 +2,13 @@
 //! file runs the repeats, the control thread and the disturbing command; the loop is in
 //! `worker.rs`, the tables in `report.rs`.
 
-pub mod args;
-pub mod config;
+pub(crate) mod args;
+pub(crate) mod config;
 mod lower;
-pub mod osnoise;
+pub(crate) mod osnoise;
 
-pub mod report;
-pub mod worker;
+pub(crate) mod report;
+pub(crate) mod worker;
 
 use latlab_core::config::Policy;
 use crate::driver::Ctx;
@@ -26,25 +26,25 @@ use worker::{Source, SpinOut, Spinner};
 
 /// A repeat's disturbing command: when it ran (CLOCK_MONOTONIC ns) and how it ended.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct Disturbance {
+pub(crate) struct Disturbance {
     /// Start.
-    pub start_ns: u64,
+    pub(crate) start_ns: u64,
     /// End (0 if it was still running when the run was interrupted and killed).
-    pub end_ns: u64,
+    pub(crate) end_ns: u64,
     /// Exit status, if it exited.
-    pub exit_code: Option<i32>,
+    pub(crate) exit_code: Option<i32>,
 }
 
 /// A finished `noise` run.
-pub struct NoiseOutcome {
+pub(crate) struct NoiseOutcome {
     /// The result model (series aggregated over repeats).
-    pub run: Run,
+    pub(crate) run: Run,
     /// Per repeat, per measured CPU.
-    pub repeats: Vec<Vec<SpinOut>>,
+    pub(crate) repeats: Vec<Vec<SpinOut>>,
     /// Per repeat, the disturbance if one ran.
-    pub disturbances: Vec<Option<Disturbance>>,
+    pub(crate) disturbances: Vec<Option<Disturbance>>,
     /// TSC ticks per ns (1.0 with the monotonic clock).
-    pub ticks_per_ns: f64,
+    pub(crate) ticks_per_ns: f64,
 }
 
 /// Refuses or warns about RT spinning that could starve the machine.
@@ -88,7 +88,7 @@ fn safety(cfg: &NoiseConfig, env: &Environment, warnings: &mut Vec<String>) -> R
 }
 
 /// Runs the measurement described by `cfg`.
-pub fn run(mut cfg: NoiseConfig, ctx: &mut Ctx<'_>) -> Result<NoiseOutcome> {
+pub(crate) fn run(mut cfg: NoiseConfig, ctx: &mut Ctx<'_>) -> Result<NoiseOutcome> {
     if cfg.engine != crate::measure::noise::config::NoiseEngine::Spin {
         return osnoise::run(&cfg, ctx);
     }

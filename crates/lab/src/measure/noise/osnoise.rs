@@ -95,7 +95,7 @@ fn tracer_name(e: NoiseEngine) -> &'static str {
 }
 
 /// Runs `cfg` on the osnoise tracer.
-pub fn run(cfg: &NoiseConfig, ctx: &mut Ctx<'_>) -> Result<NoiseOutcome> {
+pub(crate) fn run(cfg: &NoiseConfig, ctx: &mut Ctx<'_>) -> Result<NoiseOutcome> {
     latlab_trace::set_who("noise --engine osnoise");
     let what = tracer_name(cfg.engine);
     if latlab_core::sys::sched::euid() != 0 {
@@ -259,7 +259,7 @@ fn series(cfg: &NoiseConfig, c: usize, d: &Cpu) -> Series {
 }
 
 /// The table, as rtla osnoise top prints it, with the largest classes under it.
-pub fn render(run: &Run, unit: latlab_core::config::DisplayUnit) -> String {
+pub(crate) fn render(run: &Run, unit: latlab_core::config::DisplayUnit) -> String {
     use std::fmt::Write;
     let tracer = run
         .series

@@ -9,10 +9,10 @@ use latlab_analysis::export::columns;
 use crate::measure::noise::config::NoiseConfig;
 
 /// A repeat whose max exceeds this many times the median of all repeats is an outlier.
-pub const OUTLIER_FACTOR: u64 = 10;
+pub(crate) const OUTLIER_FACTOR: u64 = 10;
 
 /// Indices of outlier repeats: max gap above 10× the median max (needs 3 or more repeats).
-pub fn outliers(maxes: &[u64]) -> Vec<usize> {
+pub(crate) fn outliers(maxes: &[u64]) -> Vec<usize> {
     if maxes.len() < 3 {
         return Vec::new();
     }
@@ -28,7 +28,7 @@ pub fn outliers(maxes: &[u64]) -> Vec<usize> {
 }
 
 /// Interruptions during the disturbing command and outside it, over all repeats.
-pub fn disturbance_split(per: &[&SpinOut], dists: &[Option<Disturbance>]) -> serde_json::Value {
+pub(crate) fn disturbance_split(per: &[&SpinOut], dists: &[Option<Disturbance>]) -> serde_json::Value {
     if dists.iter().all(Option::is_none) {
         return serde_json::Value::Null;
     }
@@ -47,7 +47,7 @@ pub fn disturbance_split(per: &[&SpinOut], dists: &[Option<Disturbance>]) -> ser
 }
 
 /// One line per finished repeat: the max gap on each CPU.
-pub fn repeat_line(
+pub(crate) fn repeat_line(
     r: u32,
     of: u32,
     cfg: &NoiseConfig,
@@ -77,7 +77,7 @@ fn stats(v: &[u64]) -> (f64, f64, u64) {
 
 /// The full report: the header, the seed's max gap per CPU, sysjitter's table, the
 /// disturbance and the warnings.
-pub fn render(o: &NoiseOutcome, cfg: &NoiseConfig) -> String {
+pub(crate) fn render(o: &NoiseOutcome, cfg: &NoiseConfig) -> String {
     let mut s = header(o, cfg);
     s.push_str(&max_gaps(o, cfg));
     s.push_str(&own_gaps(o, cfg));
@@ -357,7 +357,7 @@ fn disturbance(o: &NoiseOutcome, cfg: &NoiseConfig) -> String {
 }
 
 /// The live view on a terminal: per CPU, loops, interruptions so far, the last and the largest.
-pub fn live_view(
+pub(crate) fn live_view(
     cfg: &NoiseConfig,
     live: Vec<std::sync::Arc<latlab_core::rt::Live>>,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
@@ -451,7 +451,6 @@ mod tests {
             ],
             events_dropped: 0,
             split: Default::default(),
-            span_ns: (0, 5_000_000_000),
             timeline: None,
             stray: Default::default(),
         };

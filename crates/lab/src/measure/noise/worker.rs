@@ -16,11 +16,11 @@ use std::sync::Arc;
 /// by the control thread and read by the spinners at each interruption, so every interruption
 /// is told during or outside it however many there are.
 #[derive(Debug, Default)]
-pub struct Window {
+pub(crate) struct Window {
     /// When the command was started (0 until then).
-    pub start_ns: AtomicU64,
+    pub(crate) start_ns: AtomicU64,
     /// When it ended (0 while it runs).
-    pub end_ns: AtomicU64,
+    pub(crate) end_ns: AtomicU64,
 }
 
 impl Window {
@@ -39,11 +39,11 @@ impl Window {
 
 /// Interruptions during the disturbing command and outside it: (count, largest ns) each.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Split {
+pub(crate) struct Split {
     /// During the command.
-    pub during: (u64, u64),
+    pub(crate) during: (u64, u64),
     /// Outside it (all of them when there was none).
-    pub outside: (u64, u64),
+    pub(crate) outside: (u64, u64),
 }
 
 impl Split {
@@ -60,70 +60,68 @@ impl Split {
 }
 
 /// Gaps below this many ticks are counted exactly in an array.
-pub const SMALL: usize = 1024;
+pub(crate) const SMALL: usize = 1024;
 /// Interruptions kept with their time stamps (the largest ones, for the tracer and the
 /// RT-throttling check).
-pub const EVENTS: usize = 1 << 16;
+pub(crate) const EVENTS: usize = 1 << 16;
 
 /// What the loop reads.
 pub use latlab_core::sys::tsc::Ticks as Source;
 
 /// One spinner, set up before the start barrier.
-pub struct Spinner {
+pub(crate) struct Spinner {
     /// Timestamp source.
-    pub source: Source,
+    pub(crate) source: Source,
     /// Ticks per ns (TSC frequency in GHz; 1.0 for the clock).
-    pub ticks_per_ns: f64,
+    pub(crate) ticks_per_ns: f64,
     /// Interruption threshold in ticks.
-    pub threshold_ticks: u64,
+    pub(crate) threshold_ticks: u64,
     /// Run-wide stop flag.
-    pub stop: Arc<AtomicBool>,
+    pub(crate) stop: Arc<AtomicBool>,
     /// The process's stop flag (set by SIGINT/SIGTERM in whichever thread takes the signal),
     /// so the spinner ends even when the control thread cannot run on its CPU.
-    pub interrupt: Arc<AtomicBool>,
+    pub(crate) interrupt: Arc<AtomicBool>,
     /// How long to spin, in ticks: the spinner ends by itself then, whatever its priority
     /// does to the control thread.
-    pub spin_ticks: u64,
+    pub(crate) spin_ticks: u64,
     /// Live figures for the display.
-    pub live: Arc<Live>,
+    pub(crate) live: Arc<Live>,
     /// When the disturbing command ran.
-    pub window: Arc<Window>,
+    pub(crate) window: Arc<Window>,
 }
 
 /// An interruption: when it started (CLOCK_MONOTONIC ns) and how long it was (ns).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Event {
+pub(crate) struct Event {
     /// Start, CLOCK_MONOTONIC ns.
-    pub start_ns: u64,
+    pub(crate) start_ns: u64,
     /// Duration, ns.
-    pub dur_ns: u64,
+    pub(crate) dur_ns: u64,
 }
 
 /// What one spinner measured.
 #[derive(Debug, Clone)]
-pub struct SpinOut {
+pub(crate) struct SpinOut {
     /// Loop iterations (= gaps).
-    pub iterations: u64,
+    pub(crate) iterations: u64,
     /// The CPU the spinner ran on, read back when it was placed (set by the control thread).
-    pub ran_on: Option<usize>,
+    pub(crate) ran_on: Option<usize>,
     /// Time spun, ns.
-    pub runtime_ns: u64,
+    pub(crate) runtime_ns: u64,
     /// Every gap, ns (HDR).
-    pub gaps: LatHistogram,
+    pub(crate) gaps: LatHistogram,
     /// Largest gap, ns (exact).
-    pub max_gap_ns: u64,
+    pub(crate) max_gap_ns: u64,
     /// Gaps at or above the threshold.
-    pub interruptions: Recorder,
+    pub(crate) interruptions: Recorder,
     /// The largest EVENTS interruptions with their time stamps, in time order.
-    pub events: Vec<Event>,
+    pub(crate) events: Vec<Event>,
     /// Interruptions not kept in `events` (smaller than every one kept).
-    pub events_dropped: u64,
+    pub(crate) events_dropped: u64,
     /// Every interruption, during the disturbing command or outside it.
-    pub split: Split,
-    /// CLOCK_MONOTONIC ns at the start and end of spinning.
-    pub span_ns: (u64, u64),
+    pub(crate) split: Split,
     /// Interruptions per interval (count, max, p99), from the spinner's start.
-    pub timeline: Option<Timeline>,
+    pub(crate) timeline: Option<Timeline>,
     /// Checks (one per 256 spins) made on another CPU than the one it was pinned to.
     pub stray: latlab_core::rt::Stray,
 }
@@ -201,7 +199,6 @@ impl Spinner {
             }
         }
         let end_ticks = prev;
-        let mono1 = clock::now_ns(libc::CLOCK_MONOTONIC);
         if let Some(t) = small.iter().rposition(|&c| c > 0) {
             max_ticks = max_ticks.max(t as u64);
         }
@@ -227,7 +224,6 @@ impl Spinner {
             events,
             events_dropped: dropped,
             split,
-            span_ns: (mono0, mono1),
             timeline: Some(timeline.finish(to_ns(end_ticks.wrapping_sub(tick0)))),
             stray,
         }

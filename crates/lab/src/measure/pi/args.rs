@@ -22,38 +22,38 @@ use clap::Args;
     critical section plus the spin.").default_value("20ms")))]
 #[command(mut_arg("loops", |a| more_help(a, "Cycles to run. Default: until --duration.")))]
 #[command(mut_arg("duration", |a| more_help(a, "Default 5s when -l is not given.")))]
-pub struct PiArgs {
+pub(crate) struct PiArgs {
     /// The mutex's priority protocol: inherit (PTHREAD_PRIO_INHERIT), none, or protect
     /// (PTHREAD_PRIO_PROTECT, ceiling = the high task's priority).
     #[arg(long, value_enum, default_value_t = Protocol::Inherit)]
-    pub protocol: Protocol,
+    pub(crate) protocol: Protocol,
     /// The CPU all three tasks share (default: the last online CPU).
     #[arg(long = "cpu", value_name = "CPU", value_parser = values::cpu, conflicts_with = "affinity")]
-    pub cpu: Option<usize>,
+    pub(crate) cpu: Option<usize>,
     /// `-a/--affinity`: the same, as a set of one CPU.
     #[command(flatten)]
-    pub affinity: Affinity,
+    pub(crate) affinity: Affinity,
     /// `-p/--priority`.
     #[command(flatten)]
-    pub priority: PriorityArg,
+    pub(crate) priority: PriorityArg,
     /// The low task's critical section: how long it spins holding the mutex, at most 100ms; a
     /// bare number is µs.
     #[arg(long = "cs", value_name = "TIME", default_value = "100us", value_parser = values::short_time)]
-    pub critical_section: Time,
+    pub(crate) critical_section: Time,
     /// How long the medium task spins each cycle, at most 100ms (under the RT throttle); a bare
     /// number is µs.
     #[arg(long, value_name = "TIME", default_value = "2ms", value_parser = values::short_time)]
-    pub spin: Time,
+    pub(crate) spin: Time,
     /// `-D/--duration`, `-i/--interval`, `-l/--loops`.
     #[command(flatten)]
-    pub timing: Timing,
+    pub(crate) timing: Timing,
     /// `--unit`.
     #[command(flatten)]
-    pub unit: UnitArg,
+    pub(crate) unit: UnitArg,
 
     /// Output, loads and where the result is kept.
     #[command(flatten)]
-    pub common: MeasureArgs,
+    pub(crate) common: MeasureArgs,
 }
 
 const PI_AFTER_HELP: &str = "\
@@ -64,7 +64,7 @@ fails. With inherit or protect, high waits about one critical section.";
 
 impl PiArgs {
     /// Validates the arguments against the online CPUs.
-    pub fn to_config(&self, online: &CpuSet) -> Result<PiConfig> {
+    pub(crate) fn to_config(&self, online: &CpuSet) -> Result<PiConfig> {
         let cpu = match (self.cpu, self.affinity.online(online)?) {
             (Some(c), _) if !online.contains(c) => {
                 return Err(Error::flag(

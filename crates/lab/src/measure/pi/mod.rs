@@ -6,8 +6,8 @@
 //! when medium started running while high was waiting (a fact of scheduling order, not a
 //! threshold on time), and any inversion fails the run (exit 1).
 
-pub mod args;
-pub mod report;
+pub(crate) mod args;
+pub(crate) mod report;
 
 use latlab_core::config::{DisplayUnit, Policy};
 use crate::driver::Ctx;
@@ -24,37 +24,37 @@ use std::time::{Duration, SystemTime};
 
 /// Validated `pi` settings.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct PiConfig {
+pub(crate) struct PiConfig {
     /// The mutex's protocol.
-    pub protocol: Protocol,
+    pub(crate) protocol: Protocol,
     /// The one CPU all three tasks share.
-    pub cpu: usize,
+    pub(crate) cpu: usize,
     /// SCHED_FIFO priority of the high task (medium one below, low two below).
-    pub prio: i32,
+    pub(crate) prio: i32,
     /// Low's critical section (ns of spinning while it holds the mutex).
-    pub cs_ns: u64,
+    pub(crate) cs_ns: u64,
     /// Medium's spin per cycle (ns).
-    pub spin_ns: u64,
+    pub(crate) spin_ns: u64,
     /// Time between cycles (ns).
-    pub interval_ns: u64,
+    pub(crate) interval_ns: u64,
     /// Cycles to run (None: until the duration or Ctrl-C).
-    pub loops: Option<u64>,
+    pub(crate) loops: Option<u64>,
     /// How long to run (ns; None: until the loops or Ctrl-C).
-    pub duration_ns: Option<u64>,
+    pub(crate) duration_ns: Option<u64>,
     /// Unit on screen.
-    pub unit: DisplayUnit,
+    pub(crate) unit: DisplayUnit,
 }
 
 /// A finished `pi` run.
-pub struct PiOutcome {
+pub(crate) struct PiOutcome {
     /// The result model.
-    pub run: Run,
+    pub(crate) run: Run,
     /// Cycles low completed.
-    pub cycles: u64,
+    pub(crate) cycles: u64,
     /// Cycles in which medium ran while high waited.
-    pub inversions: u64,
+    pub(crate) inversions: u64,
     /// Times medium spun.
-    pub medium_runs: u64,
+    pub(crate) medium_runs: u64,
 }
 
 struct Shared {
@@ -72,7 +72,7 @@ enum Ended {
 }
 
 /// The protocol's name on the command line.
-pub fn protocol_name(p: Protocol) -> &'static str {
+pub(crate) fn protocol_name(p: Protocol) -> &'static str {
     match p {
         Protocol::None => "none",
         Protocol::Inherit => "inherit",

@@ -4,7 +4,7 @@ use super::{PiConfig, PiOutcome};
 use latlab_analysis::export::columns;
 
 /// The report.
-pub fn render(o: &PiOutcome, cfg: &PiConfig) -> String {
+pub(crate) fn render(o: &PiOutcome, cfg: &PiConfig) -> String {
     let u = cfg.unit;
     let mut s = format!(
         "latlab pi  protocol {}  CPU {}  fifo low {} / medium {} / high {}  critical section \

@@ -12,14 +12,14 @@ use std::path::PathBuf;
 /// µs for the interval and seconds for durations.
 #[derive(Debug, Args)]
 #[command(after_help = QUALIFY_AFTER_HELP)]
-pub struct QualifyArgs {
+pub(crate) struct QualifyArgs {
     /// CPUs to measure, one cyclic thread each. Default: the online CPUs not in
     /// --housekeeping (all of them without it).
     #[arg(short = 'a', long = "affinity", value_name = "CPUSET")]
-    pub affinity: Option<String>,
+    pub(crate) affinity: Option<String>,
     /// Period of the measuring threads. Default 1000 µs.
     #[arg(short = 'i', long = "interval", value_name = "TIME")]
-    pub interval: Option<String>,
+    pub(crate) interval: Option<String>,
     /// SCHED_FIFO priority of the measuring threads (0: SCHED_OTHER). Default 95 (rteval's).
     #[arg(
         short = 'p',
@@ -27,56 +27,56 @@ pub struct QualifyArgs {
         value_name = "PRIO",
         allow_negative_numbers = true
     )]
-    pub priority: Option<i32>,
+    pub(crate) priority: Option<i32>,
     /// The probe: cyclic (latlab's threads, one per CPU) or timerlat (the kernel's timerlat
     /// tracer, as rteval 3.10 measures; needs root and CONFIG_TIMERLAT_TRACER; its thread
     /// latency is what is counted).
     #[arg(long, value_enum, default_value_t = crate::measure::timerlat::probe::Engine::Cyclic)]
-    pub engine: crate::measure::timerlat::probe::Engine,
+    pub(crate) engine: crate::measure::timerlat::probe::Engine,
     /// How long to measure in all (segments added up): 30m, 12h, 24h, 3d. Needed for a new
     /// qualification.
     #[arg(short = 'D', long = "duration", value_name = "TIME")]
-    pub duration: Option<String>,
+    pub(crate) duration: Option<String>,
     /// Store a checkpoint (the interval's histograms, exact max, counts, explained spikes and
     /// load statistics) this often: a kill loses at most this much. Default 10m, at least 1s.
     #[arg(long = "checkpoint-every", value_name = "TIME")]
-    pub checkpoint_every: Option<String>,
+    pub(crate) checkpoint_every: Option<String>,
     /// A requirement in gate's language, judged at the end on the checkpoint intervals as
     /// replicates: p99.99<100us, max<200us, rate(>50us)<1e-6. Repeatable.
     #[arg(long = "require", value_name = "REQ")]
-    pub require: Vec<String>,
+    pub(crate) require: Vec<String>,
     /// Confidence of the verdicts. Default 0.95.
     #[arg(long, value_name = "LEVEL")]
-    pub confidence: Option<f64>,
+    pub(crate) confidence: Option<f64>,
     /// Write the verdicts as JUnit XML (one testcase per requirement).
     #[arg(long, value_name = "FILE")]
-    pub junit: Option<PathBuf>,
+    pub(crate) junit: Option<PathBuf>,
     /// Write the qualification report (self-contained HTML) to FILE.
     #[arg(long, value_name = "FILE")]
-    pub report: Option<PathBuf>,
+    pub(crate) report: Option<PathBuf>,
     /// Continue a qualification that was killed or interrupted (ID: its id, or any of its
     /// runs; without ID the newest unfinished one of this host) with its own settings, loads
     /// and id, for the rest of its duration.
     #[arg(long, value_name = "ID", num_args = 0..=1, default_missing_value = "")]
-    pub resume: Option<String>,
+    pub(crate) resume: Option<String>,
     /// Resume the newest unfinished qualification of this host if there is one, else start a
     /// new one with these settings (for a service that is started again after a reboot).
     #[arg(long = "resume-or-start", conflicts_with = "resume")]
-    pub resume_or_start: bool,
+    pub(crate) resume_or_start: bool,
     /// Run no load (by default, without --load: hackbench and the build load, as rteval).
     #[arg(long = "no-loads")]
-    pub no_loads: bool,
+    pub(crate) no_loads: bool,
     /// Do not lock memory.
     #[arg(long = "no-mlock")]
-    pub no_mlock: bool,
+    pub(crate) no_mlock: bool,
 
     /// Kernel tracing (`--trace`): spikes explained in every checkpoint.
     #[command(flatten)]
-    pub trace: TraceArgs,
+    pub(crate) trace: TraceArgs,
 
     /// Loads, housekeeping CPUs, the store and tags.
     #[command(flatten)]
-    pub common: MeasureArgs,
+    pub(crate) common: MeasureArgs,
 }
 
 const QUALIFY_AFTER_HELP: &str = "\

@@ -10,9 +10,9 @@ use latlab_core::error::{Error, Result};
 use std::path::{Path, PathBuf};
 
 /// The loads of a qualification that names none (rteval's pair: hackbench and a build).
-pub const DEFAULT_LOADS: [&str; 2] = ["hackbench", "build"];
+pub(crate) const DEFAULT_LOADS: [&str; 2] = ["hackbench", "build"];
 /// The checkpoint interval when none is given.
-pub const DEFAULT_CHECKPOINT_NS: u64 = 600_000_000_000;
+pub(crate) const DEFAULT_CHECKPOINT_NS: u64 = 600_000_000_000;
 
 pub(super) fn absolute(flag: &str, p: &Path) -> Result<PathBuf> {
     if p.as_os_str() == "-" {
@@ -23,7 +23,7 @@ pub(super) fn absolute(flag: &str, p: &Path) -> Result<PathBuf> {
 
 impl QualifyConfig {
     /// Validates the arguments of a new qualification (exit 2 naming the flag).
-    pub fn from_args(a: &QualifyArgs, online: &CpuSet) -> Result<QualifyConfig> {
+    pub(crate) fn from_args(a: &QualifyArgs, online: &CpuSet) -> Result<QualifyConfig> {
         let time = |flag: &str, v: &Option<String>, bare: BareUnit| {
             v.as_deref()
                 .map(|t| parse_time_ns(t, bare).map_err(|e| Error::flag(flag, t, e)))
@@ -181,7 +181,7 @@ impl QualifyConfig {
 
     /// Parses what the config keeps as text (requirements, `--on-threshold` rules): after
     /// lowering, and after reading a stored config back.
-    pub fn derive(&mut self) -> Result<()> {
+    pub(crate) fn derive(&mut self) -> Result<()> {
         self.derived.requirements = self
             .requirements
             .iter()

@@ -7,11 +7,11 @@
 //! records the gaps, and judges each `--require` on the intervals (`summary.rs`), written as
 //! text, JUnit and an HTML report (`render.rs`, `latlab_analysis::report::qualify`).
 
-pub mod args;
+pub(crate) mod args;
 mod lower;
 mod progress;
 mod render;
-pub mod resume;
+pub(crate) mod resume;
 mod run;
 mod summary;
 
@@ -27,71 +27,71 @@ use std::time::Duration;
 /// A validated `latlab qualify`: what a resumed segment reads back from the store (its
 /// checkpoints' parameters), so every segment runs with the same settings.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct QualifyConfig {
+pub(crate) struct QualifyConfig {
     /// The qualification's id (its intervals' experiment id).
-    pub id: String,
+    pub(crate) id: String,
     /// Measured CPUs, one thread each.
-    pub cpus: Vec<usize>,
+    pub(crate) cpus: Vec<usize>,
     /// The probe (`--engine`; cyclic in qualifications begun before it existed).
     #[serde(default)]
-    pub engine: crate::measure::timerlat::probe::Engine,
+    pub(crate) engine: crate::measure::timerlat::probe::Engine,
     /// Period (ns).
-    pub interval_ns: u64,
+    pub(crate) interval_ns: u64,
     /// SCHED_FIFO priority (0: SCHED_OTHER).
-    pub prio: i32,
+    pub(crate) prio: i32,
     /// Length of the whole qualification (ns), segments added up.
-    pub duration_ns: u64,
+    pub(crate) duration_ns: u64,
     /// Time between checkpoints (ns).
-    pub checkpoint_ns: u64,
+    pub(crate) checkpoint_ns: u64,
     /// `--require`, as written.
-    pub requirements: Vec<String>,
+    pub(crate) requirements: Vec<String>,
     /// Confidence of the verdicts.
-    pub confidence: f64,
+    pub(crate) confidence: f64,
     /// `--load` specs (the defaults when none was given).
-    pub loads: Vec<String>,
+    pub(crate) loads: Vec<String>,
     /// `--housekeeping`.
-    pub housekeeping: Option<String>,
+    pub(crate) housekeeping: Option<String>,
     /// `--trace`: explain wake-ups at or above this (ns).
-    pub trace_threshold_ns: Option<u64>,
+    pub(crate) trace_threshold_ns: Option<u64>,
     /// `--trace-stacks`.
-    pub trace_stacks: bool,
+    pub(crate) trace_stacks: bool,
     /// `--trace-save FILE.dat`.
-    pub trace_save: Option<PathBuf>,
+    pub(crate) trace_save: Option<PathBuf>,
     /// `--on-threshold` rules, as written.
-    pub on_threshold: Vec<String>,
+    pub(crate) on_threshold: Vec<String>,
     /// `--on-threshold-max`.
-    pub on_threshold_max: Option<u64>,
+    pub(crate) on_threshold_max: Option<u64>,
     /// `--trace-budget`, as written.
     #[serde(default)]
-    pub trace_budget: Option<String>,
+    pub(crate) trace_budget: Option<String>,
     /// `--on-threshold-env`: the variables' names only (a value is never stored; a resumed
     /// segment passes latlab's own value of each name it has).
     #[serde(default)]
-    pub on_threshold_env: Vec<String>,
+    pub(crate) on_threshold_env: Vec<String>,
     /// `--junit` (absolute).
-    pub junit: Option<PathBuf>,
+    pub(crate) junit: Option<PathBuf>,
     /// `--report` (absolute).
-    pub report: Option<PathBuf>,
+    pub(crate) report: Option<PathBuf>,
     /// `--json` (absolute, or `-`).
-    pub json: Option<PathBuf>,
+    pub(crate) json: Option<PathBuf>,
     /// `--tag`.
-    pub tags: Vec<String>,
+    pub(crate) tags: Vec<String>,
     /// Lock memory.
-    pub mlock: bool,
+    pub(crate) mlock: bool,
     /// `--strict`.
-    pub strict: bool,
+    pub(crate) strict: bool,
     /// `-q/--quiet`: no progress bar and no line per checkpoint (this command line's, never
     /// stored: a resumed qualification takes the resuming command's).
     #[serde(skip)]
-    pub quiet: bool,
+    pub(crate) quiet: bool,
     /// What is parsed from the text above, and what a resumed segment brings along.
     #[serde(skip)]
-    pub derived: Derived,
+    pub(crate) derived: Derived,
 }
 
 /// The parts of a config that are not stored as they are.
 #[derive(Debug, Clone, Default)]
-pub struct Derived {
+pub(crate) struct Derived {
     /// The requirements, parsed.
     pub requirements: Vec<latlab_analysis::gate::requirement::Requirement>,
     /// The `--on-threshold` rules, parsed.
@@ -99,14 +99,14 @@ pub struct Derived {
     /// The actions' bounds: `--on-threshold-max`, `--trace-budget`, `--on-threshold-env`.
     pub limits: latlab_trace::actions::Limits,
     /// The segments before this one (a resumed qualification).
-    pub before: Option<Arc<resume::Before>>,
+    pub(crate) before: Option<Arc<resume::Before>>,
     /// The qualification's lock, held while a segment measures.
-    pub lock: Option<Arc<resume::Lock>>,
+    pub(crate) lock: Option<Arc<resume::Lock>>,
 }
 
 impl QualifyConfig {
     /// The policy of the measuring threads.
-    pub fn policy(&self) -> Policy {
+    pub(crate) fn policy(&self) -> Policy {
         if self.prio == 0 {
             Policy::Other
         } else {
@@ -136,13 +136,13 @@ fn start(
 }
 
 /// A finished segment: the final result and what its text needs.
-pub struct QualifyOutcome {
+pub(crate) struct QualifyOutcome {
     /// The final result (spanning every segment).
-    pub run: Run,
+    pub(crate) run: Run,
     /// The verdicts' exit: None met (or no requirement), Some(4) undecided.
-    pub undecided: bool,
+    pub(crate) undecided: bool,
     /// Files written (report, JUnit), for the text.
-    pub written: Vec<String>,
+    pub(crate) written: Vec<String>,
 }
 
 impl crate::driver::Measurement for QualifyConfig {

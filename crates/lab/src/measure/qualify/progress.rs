@@ -7,22 +7,22 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 
 /// The progress of one segment.
-pub struct Progress {
+pub(crate) struct Progress {
     bar: Option<ProgressBar>,
     planned_s: f64,
     quiet: bool,
 }
 
 /// The figures shown.
-pub struct Now<'a> {
+pub(crate) struct Now<'a> {
     /// Seconds measured in all (earlier segments included).
-    pub measured_s: f64,
+    pub(crate) measured_s: f64,
     /// The maximum so far per CPU (ns).
-    pub max: &'a [(usize, u64)],
+    pub(crate) max: &'a [(usize, u64)],
     /// Spikes over the trace threshold so far (None without `--trace`).
-    pub spikes: Option<u64>,
+    pub(crate) spikes: Option<u64>,
     /// Checkpoints stored.
-    pub checkpoints: u64,
+    pub(crate) checkpoints: u64,
 }
 
 fn us(ns: u64) -> String {
@@ -44,7 +44,7 @@ fn hms(s: f64) -> String {
 impl Progress {
     /// A bar when stderr is a terminal (and `LATLAB_NO_PROGRESS` is unset), plain lines
     /// otherwise; nothing at all when `quiet`.
-    pub fn new(planned_s: f64, done_s: f64, quiet: bool) -> Progress {
+    pub(crate) fn new(planned_s: f64, done_s: f64, quiet: bool) -> Progress {
         let terminal = !quiet
             && std::io::stderr().is_terminal()
             && std::env::var_os("LATLAB_NO_PROGRESS").is_none();
@@ -71,7 +71,7 @@ impl Progress {
     }
 
     /// Redraws the bar (nothing in a pipe).
-    pub fn tick(&self, now: &Now) {
+    pub(crate) fn tick(&self, now: &Now) {
         if let Some(b) = &self.bar {
             b.set_position(now.measured_s.min(self.planned_s) as u64);
             let spikes = now
@@ -87,7 +87,7 @@ impl Progress {
     }
 
     /// One line for a stored checkpoint: printed above the bar, or alone in a pipe.
-    pub fn checkpoint(&self, line: &str, now: &Now) {
+    pub(crate) fn checkpoint(&self, line: &str, now: &Now) {
         let left = (self.planned_s - now.measured_s).max(0.0);
         let text = format!(
             "latlab qualify: {line}; {} of {} measured, {} left; max so far {}{}",
@@ -107,7 +107,7 @@ impl Progress {
     }
 
     /// Takes the bar off the screen.
-    pub fn finish(&self) {
+    pub(crate) fn finish(&self) {
         if let Some(b) = &self.bar {
             b.finish_and_clear();
         }

@@ -8,7 +8,7 @@ use latlab_core::result::Run;
 pub use latlab_analysis::report::qualify::span;
 
 /// The final result as text; `written` names the files written beside it.
-pub fn text(run: &Run, written: &[String]) -> String {
+pub(crate) fn text(run: &Run, written: &[String]) -> String {
     let Some(q) = run.qualification.as_deref() else {
         return String::new();
     };

@@ -7,7 +7,7 @@
 //! directory, which a dead process lets go of by dying.
 
 use super::args::QualifyArgs;
-pub use super::summary::{Before, SegmentSpan};
+pub(crate) use super::summary::Before;
 use super::QualifyConfig;
 use latlab_core::config::CpuSet;
 use latlab_core::error::{Error, Result};
@@ -19,13 +19,13 @@ use std::io::{Read, Seek, Write};
 use std::sync::Arc;
 
 /// Tag every run of a qualification carries (`qualification=ID`).
-pub const TAG_QUALIFICATION: &str = "qualification";
+pub(crate) const TAG_QUALIFICATION: &str = "qualification";
 /// Tag of a run's role: `interval`, or the final result's state (`finished`, `interrupted`).
-pub const TAG_ROLE: &str = "qualify";
+pub(crate) const TAG_ROLE: &str = "qualify";
 
 /// The qualification's lock, held by the process measuring it.
 #[derive(Debug)]
-pub struct Lock {
+pub(crate) struct Lock {
     _file: std::fs::File,
     path: std::path::PathBuf,
 }
@@ -33,7 +33,7 @@ pub struct Lock {
 impl Lock {
     /// Takes the lock of qualification `id` (exit 3 naming the holder when another process
     /// measures it now).
-    pub fn take(id: &str) -> Result<Lock> {
+    pub(crate) fn take(id: &str) -> Result<Lock> {
         let dir = latlab_core::io::state_dir();
         std::fs::create_dir_all(&dir).map_err(|e| Error::io(dir.display().to_string(), e))?;
         let path = dir.join(format!("qualify-{id}.lock"));
@@ -88,7 +88,7 @@ impl Lock {
 
     /// Removes its file while it is still held (the qualification is finished); the lock
     /// itself goes with the process or the value.
-    pub fn release(&self) {
+    pub(crate) fn release(&self) {
         let _ = std::fs::remove_file(&self.path);
     }
 }
@@ -103,7 +103,7 @@ impl Drop for Lock {
 }
 
 /// `latlab qualify`: lowers or reads back the settings, takes the lock and runs the segment.
-pub fn start(a: QualifyArgs, online: &CpuSet, command_line: Vec<String>) -> Result<()> {
+pub(crate) fn start(a: QualifyArgs, online: &CpuSet, command_line: Vec<String>) -> Result<()> {
     if a.common.store.no_store {
         return Err(Error::flag(
             "--no-store",
@@ -375,7 +375,7 @@ fn read_back(st: &dyn Store, qid: &str) -> Result<QualifyConfig> {
 }
 
 /// The state a stored final result gives its qualification, from its tag.
-pub fn role(state: State) -> &'static str {
+pub(crate) fn role(state: State) -> &'static str {
     match state {
         State::Finished => "finished",
         State::Interrupted => "interrupted",

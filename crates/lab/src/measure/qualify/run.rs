@@ -242,7 +242,7 @@ fn spikes(cfg: &QualifyConfig, tallies: &[Arc<Tally>]) -> Option<u64> {
 }
 
 /// Runs one segment until its share of the duration is measured or a signal stops it.
-pub fn run(cfg: &QualifyConfig, ctx: &mut Ctx<'_>) -> Result<QualifyOutcome> {
+pub(crate) fn run(cfg: &QualifyConfig, ctx: &mut Ctx<'_>) -> Result<QualifyOutcome> {
     let mut warnings = std::mem::take(ctx.warnings());
     let (policy, prio) = if ctx.rt_granted() {
         (cfg.policy(), cfg.prio)

@@ -16,50 +16,50 @@ use latlab_core::stats::Recorder;
 
 /// What earlier segments of a qualification left in the store.
 #[derive(Debug, Default)]
-pub struct Before {
+pub(crate) struct Before {
     /// Segments so far.
-    pub segments: u32,
+    pub(crate) segments: u32,
     /// Seconds measured.
-    pub measured_s: f64,
+    pub(crate) measured_s: f64,
     /// The first start, RFC 3339.
-    pub first_started: String,
+    pub(crate) first_started: String,
     /// Every stored interval, oldest first.
-    pub intervals: Vec<IntervalFigures>,
+    pub(crate) intervals: Vec<IntervalFigures>,
     /// Per requirement (in the config's order), each interval counted.
-    pub counts: Vec<Vec<RunCount>>,
+    pub(crate) counts: Vec<Vec<RunCount>>,
     /// Per measured CPU: everything its intervals recorded, merged; overruns; lost samples.
-    pub merged: Vec<(usize, Recorder, u64, u64)>,
+    pub(crate) merged: Vec<(usize, Recorder, u64, u64)>,
     /// Per segment with a stored interval: its number, first interval's start, last
     /// checkpoint's end and boot id.
-    pub ends: Vec<SegmentSpan>,
+    pub(crate) ends: Vec<SegmentSpan>,
     /// Per segment: its system facts.
-    pub facts: Vec<SystemFacts>,
+    pub(crate) facts: Vec<SystemFacts>,
     /// Per load (in `--load` order): what every earlier segment's checkpoints counted.
-    pub loads: Vec<LoadReport>,
+    pub(crate) loads: Vec<LoadReport>,
     /// Every explained spike the intervals kept.
-    pub spikes: Vec<latlab_core::result::trace::SpikeRecord>,
+    pub(crate) spikes: Vec<latlab_core::result::trace::SpikeRecord>,
     /// Every `--on-threshold` firing of the intervals, in order.
-    pub actions: Vec<latlab_core::result::trace::Firing>,
+    pub(crate) actions: Vec<latlab_core::result::trace::Firing>,
 }
 
 /// Where an earlier segment's stored intervals begin and end.
 #[derive(Debug, Clone)]
-pub struct SegmentSpan {
+pub(crate) struct SegmentSpan {
     /// Its number.
-    pub number: u32,
+    pub(crate) number: u32,
     /// Its first interval's start, RFC 3339.
-    pub started: String,
+    pub(crate) started: String,
     /// Its last checkpoint's end.
-    pub ended: String,
+    pub(crate) ended: String,
     /// The boot it ran in.
-    pub boot_id: String,
+    pub(crate) boot_id: String,
 }
 
 /// Spikes the final result keeps as records: the worst of the whole qualification.
 const KEPT_SPIKES: usize = 50;
 
 /// An interval run's figures for the final result's list.
-pub fn figures(run: &Run) -> Option<IntervalFigures> {
+pub(crate) fn figures(run: &Run) -> Option<IntervalFigures> {
     let q = run.qualification.as_ref()?;
     Some(IntervalFigures {
         seq: q.interval?,
@@ -88,7 +88,7 @@ pub fn figures(run: &Run) -> Option<IntervalFigures> {
 
 /// One interval counted against each requirement (an interval without samples counts for
 /// none).
-pub fn counts(cfg: &QualifyConfig, run: &Run, seq: u64) -> Vec<Option<RunCount>> {
+pub(crate) fn counts(cfg: &QualifyConfig, run: &Run, seq: u64) -> Vec<Option<RunCount>> {
     cfg.derived
         .requirements
         .iter()
@@ -101,7 +101,7 @@ pub fn counts(cfg: &QualifyConfig, run: &Run, seq: u64) -> Vec<Option<RunCount>>
 }
 
 /// Adds an interval's loads to the running totals per load.
-pub fn add_loads(totals: &mut Vec<LoadReport>, loads: &[LoadReport]) {
+pub(crate) fn add_loads(totals: &mut Vec<LoadReport>, loads: &[LoadReport]) {
     for l in loads {
         match totals.iter_mut().find(|t| t.spec == l.spec) {
             Some(t) => {
@@ -119,7 +119,7 @@ pub fn add_loads(totals: &mut Vec<LoadReport>, loads: &[LoadReport]) {
 }
 
 /// What earlier segments' stored intervals (oldest first) give the final result.
-pub fn before(cfg: &QualifyConfig, runs: &[Run]) -> Before {
+pub(crate) fn before(cfg: &QualifyConfig, runs: &[Run]) -> Before {
     let mut b = Before {
         counts: vec![Vec::new(); cfg.derived.requirements.len()],
         ..Before::default()
@@ -173,33 +173,33 @@ pub fn before(cfg: &QualifyConfig, runs: &[Run]) -> Before {
 }
 
 /// This segment, as measured.
-pub struct Segment {
+pub(crate) struct Segment {
     /// Its number, from 1.
-    pub number: u32,
+    pub(crate) number: u32,
     /// When it started, RFC 3339.
-    pub started: String,
+    pub(crate) started: String,
     /// The boot it ran in.
-    pub boot_id: String,
+    pub(crate) boot_id: String,
     /// The machine's facts at its start.
-    pub facts: SystemFacts,
+    pub(crate) facts: SystemFacts,
     /// Its intervals.
-    pub intervals: Vec<IntervalFigures>,
+    pub(crate) intervals: Vec<IntervalFigures>,
     /// Per requirement, its intervals counted.
-    pub counts: Vec<Vec<RunCount>>,
+    pub(crate) counts: Vec<Vec<RunCount>>,
     /// Per CPU: everything its thread recorded, overruns, lost samples.
-    pub recs: Vec<(usize, Recorder, u64, u64)>,
+    pub(crate) recs: Vec<(usize, Recorder, u64, u64)>,
     /// Seconds it measured.
-    pub measured_s: f64,
+    pub(crate) measured_s: f64,
     /// Its explained spikes.
-    pub spikes: Vec<SpikeRecord>,
+    pub(crate) spikes: Vec<SpikeRecord>,
     /// Its intervals' `--on-threshold` firings, in order.
-    pub actions: Vec<latlab_core::result::trace::Firing>,
+    pub(crate) actions: Vec<latlab_core::result::trace::Firing>,
     /// The finished trace report (`--trace`), its spikes taken out.
-    pub trace: Option<TraceReport>,
+    pub(crate) trace: Option<TraceReport>,
     /// Stopped by a signal.
-    pub interrupted: bool,
+    pub(crate) interrupted: bool,
     /// Per load: what its checkpoints counted.
-    pub loads: Vec<LoadReport>,
+    pub(crate) loads: Vec<LoadReport>,
 }
 
 /// The verdict of each requirement on every interval, with the JUnit cases and whether any
@@ -340,7 +340,7 @@ fn gaps(b: Option<&Before>, seg: &Segment) -> Vec<Gap> {
 }
 
 /// The final result: `base` (the run the context built) filled with everything.
-pub fn finish(
+pub(crate) fn finish(
     cfg: &QualifyConfig,
     mut base: Run,
     seg: Segment,

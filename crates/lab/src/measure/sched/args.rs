@@ -21,43 +21,43 @@ use std::path::{Path, PathBuf};
     process) exits, or Ctrl-C.")))]
 #[command(mut_arg("threshold", |a| more_help(a, "Delays at or over this are explained (who ran \
     instead). Default 100.")))]
-pub struct SchedArgs {
+pub(crate) struct SchedArgs {
     /// Every thread of these processes (and threads they start later).
     #[arg(long, value_name = "PID[,PID]")]
-    pub pid: Option<String>,
+    pub(crate) pid: Option<String>,
     /// These threads.
     #[arg(long, value_name = "TID[,TID]")]
-    pub tid: Option<String>,
+    pub(crate) tid: Option<String>,
     /// Tasks with this name (15 bytes, as `ps -L -o comm` shows), including ones that start
     /// later.
     #[arg(long, value_name = "NAME")]
-    pub comm: Option<String>,
+    pub(crate) comm: Option<String>,
     /// Tasks in this cgroup (v2) or below it: /sys/fs/cgroup/PATH or PATH.
     #[arg(long, value_name = "PATH")]
-    pub cgroup: Option<String>,
+    pub(crate) cgroup: Option<String>,
     /// Every task (latlab's own excepted); the event rate is printed.
     #[arg(long)]
-    pub all: bool,
+    pub(crate) all: bool,
     /// `-a/--affinity`.
     #[command(flatten)]
-    pub affinity: Affinity,
+    pub(crate) affinity: Affinity,
     /// `-D/--duration`.
     #[command(flatten)]
-    pub duration: DurationArg,
+    pub(crate) duration: DurationArg,
     /// `--threshold`.
     #[command(flatten)]
-    pub threshold: ThresholdArg,
+    pub(crate) threshold: ThresholdArg,
     /// `--unit`.
     #[command(flatten)]
-    pub unit: UnitArg,
+    pub(crate) unit: UnitArg,
     /// The command to run and measure (after `--`), with every thread and child it makes;
     /// latlab ends when it exits and exits with its status.
     #[arg(last = true, value_name = "CMD")]
-    pub command: Vec<String>,
+    pub(crate) command: Vec<String>,
 
     /// Loads and where the result is kept.
     #[command(flatten)]
-    pub common: MeasureArgs,
+    pub(crate) common: MeasureArgs,
 }
 
 const SCHED_AFTER_HELP: &str = "\
@@ -83,16 +83,16 @@ fn cgroup2_mount() -> Option<PathBuf> {
 }
 
 /// Where `--pid`, `--tid` and `--cgroup` are looked up (tests point these at a fake tree).
-pub struct Roots<'a> {
+pub(crate) struct Roots<'a> {
     /// /proc.
-    pub proc: &'a Path,
+    pub(crate) proc: &'a Path,
     /// The cgroup2 mount.
-    pub cgroup: &'a Path,
+    pub(crate) cgroup: &'a Path,
 }
 
 impl SchedArgs {
     /// Validates the arguments against the online CPUs and the system's /proc.
-    pub fn to_config(&self, online: &CpuSet) -> Result<SchedConfig> {
+    pub(crate) fn to_config(&self, online: &CpuSet) -> Result<SchedConfig> {
         let cgroup =
             match (&self.cgroup, cgroup2_mount()) {
                 (Some(_), None) => return Err(Error::Env(
@@ -112,7 +112,7 @@ impl SchedArgs {
     }
 
     /// As [`SchedArgs::to_config`], looking tasks up under `roots`.
-    pub fn to_config_in(&self, online: &CpuSet, roots: &Roots<'_>) -> Result<SchedConfig> {
+    pub(crate) fn to_config_in(&self, online: &CpuSet, roots: &Roots<'_>) -> Result<SchedConfig> {
         let given = [
             self.pid.is_some(),
             self.tid.is_some(),

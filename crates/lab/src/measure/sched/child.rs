@@ -8,7 +8,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::time::{Duration, Instant};
 
 /// A running command.
-pub struct Child {
+pub(crate) struct Child {
     c: std::process::Child,
 }
 
@@ -36,7 +36,7 @@ fn code(s: std::process::ExitStatus) -> i32 {
 
 impl Child {
     /// Runs `argv` (exit 2 naming it when it cannot be executed).
-    pub fn spawn(argv: &[String]) -> Result<Child> {
+    pub(crate) fn spawn(argv: &[String]) -> Result<Child> {
         let (cmd, args) = argv
             .split_first()
             .ok_or_else(|| Error::Usage("--: no command after it".into()))?;
@@ -50,18 +50,18 @@ impl Child {
     }
 
     /// Its process id.
-    pub fn pid(&self) -> i32 {
+    pub(crate) fn pid(&self) -> i32 {
         self.c.id() as i32
     }
 
     /// Its status once it has exited (reaped), else None.
-    pub fn try_status(&mut self) -> Option<i32> {
+    pub(crate) fn try_status(&mut self) -> Option<i32> {
         self.c.try_wait().ok().flatten().map(code)
     }
 
     /// Ends it and everything it started: SIGTERM to each, then SIGKILL to what is left after
     /// a grace period; reaps it and returns its status.
-    pub fn stop(&mut self) -> i32 {
+    pub(crate) fn stop(&mut self) -> i32 {
         let root = self.pid();
         let mut family = descendants(root);
         if let Some(s) = self.try_status() {
@@ -92,17 +92,17 @@ impl Child {
 
 /// What the command left running when it exited by itself.
 #[derive(Debug, Default)]
-pub struct Leftovers {
+pub(crate) struct Leftovers {
     /// How many processes were ended.
-    pub ended: usize,
+    pub(crate) ended: usize,
     /// Those that could not be, even by SIGKILL (uninterruptible, frozen).
-    pub left: Vec<i32>,
+    pub(crate) left: Vec<i32>,
 }
 
 impl Child {
     /// After the command exited by itself: ends what it left running (SIGTERM, SIGKILL after
     /// the grace period) and says what that was.
-    pub fn end_leftovers(&mut self) -> Leftovers {
+    pub(crate) fn end_leftovers(&mut self) -> Leftovers {
         let left = descendants(self.pid());
         if left.is_empty() {
             return Leftovers::default();

@@ -5,12 +5,12 @@
 //! replay is `track` (a task's latencies kept in `samples`), the text is `report`, a command
 //! run under it is `child`.
 
-pub mod args;
+pub(crate) mod args;
 mod child;
-pub mod report;
-pub mod samples;
-pub mod target;
-pub mod track;
+pub(crate) mod report;
+pub(crate) mod samples;
+pub(crate) mod target;
+pub(crate) mod track;
 
 use latlab_core::config::DisplayUnit;
 use crate::driver::Ctx;
@@ -24,28 +24,28 @@ use track::Tracker;
 
 /// A validated `latlab sched`.
 #[derive(Debug, Clone, Serialize)]
-pub struct SchedConfig {
+pub(crate) struct SchedConfig {
     /// What to measure.
-    pub target: Target,
+    pub(crate) target: Target,
     /// Delays count on these CPUs only (None: every CPU).
-    pub cpus: Option<Vec<usize>>,
+    pub(crate) cpus: Option<Vec<usize>>,
     /// How long (None: until the command or the processes exit, or Ctrl-C).
-    pub duration_ns: Option<u64>,
+    pub(crate) duration_ns: Option<u64>,
     /// Delays at or over this are attributed.
-    pub threshold_ns: u64,
+    pub(crate) threshold_ns: u64,
     /// Display unit.
-    pub unit: DisplayUnit,
+    pub(crate) unit: DisplayUnit,
     /// What lowering had to change in the request, recorded as warnings of the run.
-    pub notes: Vec<String>,
+    pub(crate) notes: Vec<String>,
 }
 
 /// A finished `latlab sched`.
 #[derive(Debug)]
-pub struct SchedOutcome {
+pub(crate) struct SchedOutcome {
     /// The result.
-    pub run: Run,
+    pub(crate) run: Run,
     /// The command's exit status (`-- CMD`), 128 + N for a death by signal N.
-    pub status: Option<i32>,
+    pub(crate) status: Option<i32>,
 }
 
 /// `sched` events read besides attribution's: migrations, exits, new tasks' first wake-ups,

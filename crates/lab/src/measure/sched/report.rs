@@ -11,15 +11,15 @@ use latlab_core::stats::Recorder;
 use std::collections::BTreeMap;
 
 /// Series built from the tasks, and each task's series name (by task index).
-pub struct Assembled {
+pub(crate) struct Assembled {
     /// One series per thread.
-    pub series: Vec<Series>,
+    pub(crate) series: Vec<Series>,
     /// Per process with two or more measured threads, its threads merged: kept beside the
     /// series (not as one), so `compare` and `gate`, which pool a run's series, count each
     /// wake-up once.
-    pub processes: Vec<serde_json::Value>,
+    pub(crate) processes: Vec<serde_json::Value>,
     /// The name of task i's series ("" for a task with no delay measured).
-    pub thread_names: Vec<String>,
+    pub(crate) thread_names: Vec<String>,
 }
 
 fn policy_of(kprio: i32) -> (String, i32) {
@@ -81,7 +81,7 @@ fn extra(t: &Task, lost: bool) -> serde_json::Value {
 
 impl Assembled {
     /// The series of `tasks`, flagging those followed while the kernel lost events.
-    pub fn new(tasks: &[Task], losses: &[(usize, Vec<(u64, u64)>)]) -> Assembled {
+    pub(crate) fn new(tasks: &[Task], losses: &[(usize, Vec<(u64, u64)>)]) -> Assembled {
         let mut used = BTreeMap::new();
         let mut series = Vec::new();
         let mut thread_names = Vec::new();
@@ -149,7 +149,7 @@ const ROWS: usize = 30;
 
 /// The text report of a `sched` run; `why` adds the per-CPU summary of the delays' causes
 /// (`runs show` adds it itself for any traced run).
-pub fn render(run: &Run, u: DisplayUnit, why: bool) -> String {
+pub(crate) fn render(run: &Run, u: DisplayUnit, why: bool) -> String {
     let p = &run.parameters;
     let target = p.get("target_text").and_then(|v| v.as_str()).unwrap_or("?");
     let events = p.get("events").and_then(|v| v.as_u64()).unwrap_or(0);

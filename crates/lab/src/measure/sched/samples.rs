@@ -5,7 +5,7 @@ use latlab_core::stats::Recorder;
 
 /// Samples kept one by one while few (most tasks), in a full HDR recorder once many.
 #[derive(Debug, Clone)]
-pub enum Samples {
+pub(crate) enum Samples {
     /// Up to [`FEW`] values.
     Few(Vec<u64>),
     /// Beyond.
@@ -13,7 +13,7 @@ pub enum Samples {
 }
 
 /// Values kept as a list before a task gets a histogram (a histogram is ~350 KiB).
-pub const FEW: usize = 4096;
+pub(crate) const FEW: usize = 4096;
 
 impl Default for Samples {
     fn default() -> Self {
@@ -23,7 +23,7 @@ impl Default for Samples {
 
 impl Samples {
     /// Adds one value.
-    pub fn record(&mut self, ns: u64) {
+    pub(crate) fn record(&mut self, ns: u64) {
         match self {
             Samples::Few(v) if v.len() < FEW => v.push(ns),
             Samples::Few(v) => {
@@ -39,7 +39,7 @@ impl Samples {
     }
 
     /// Values recorded.
-    pub fn count(&self) -> u64 {
+    pub(crate) fn count(&self) -> u64 {
         match self {
             Samples::Few(v) => v.len() as u64,
             Samples::Many(r) => r.count,
@@ -47,7 +47,7 @@ impl Samples {
     }
 
     /// Largest value (0 when empty).
-    pub fn max(&self) -> u64 {
+    pub(crate) fn max(&self) -> u64 {
         match self {
             Samples::Few(v) => v.iter().copied().max().unwrap_or(0),
             Samples::Many(r) => r.max,
@@ -55,7 +55,7 @@ impl Samples {
     }
 
     /// Sum of the values.
-    pub fn sum(&self) -> u128 {
+    pub(crate) fn sum(&self) -> u128 {
         match self {
             Samples::Few(v) => v.iter().map(|&x| x as u128).sum(),
             Samples::Many(r) => r.sum,
@@ -63,7 +63,7 @@ impl Samples {
     }
 
     /// Adds every value to `r`.
-    pub fn add_to(&self, r: &mut Recorder) {
+    pub(crate) fn add_to(&self, r: &mut Recorder) {
         match self {
             Samples::Few(v) => v.iter().for_each(|&x| r.record(x)),
             Samples::Many(m) => r.merge(m),
@@ -74,7 +74,7 @@ impl Samples {
     /// worked out from the values themselves (`shape`: any latlab histogram, for its bucket
     /// layout), so the many tasks of a busy system that ran a few times do not each get a
     /// ~350 KiB histogram made, zeroed and scanned.
-    pub fn summarise(
+    pub(crate) fn summarise(
         &self,
         shape: &latlab_core::stats::LatHistogram,
     ) -> (latlab_core::stats::Summary, latlab_core::stats::HistogramData) {
@@ -85,7 +85,8 @@ impl Samples {
     }
 
     /// As a recorder.
-    pub fn recorder(&self) -> Recorder {
+    #[cfg(test)]
+    pub(crate) fn recorder(&self) -> Recorder {
         let mut r = Recorder::new();
         self.add_to(&mut r);
         r

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 /// What to measure.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", content = "value", rename_all = "lowercase")]
-pub enum Target {
+pub(crate) enum Target {
     /// Every thread of these processes.
     Pid(Vec<i32>),
     /// These threads.
@@ -29,7 +29,7 @@ pub enum Target {
 
 impl Target {
     /// As a person would write it on the command line.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let list = |v: &[i32]| {
             v.iter()
                 .map(|p| p.to_string())
@@ -48,7 +48,7 @@ impl Target {
 }
 
 /// Parses `flag`'s list of ids and checks each exists under `proc` (exit 2 naming it).
-pub fn ids(flag: &str, v: &str, proc: &Path) -> Result<Vec<i32>> {
+pub(crate) fn ids(flag: &str, v: &str, proc: &Path) -> Result<Vec<i32>> {
     let mut out = Vec::new();
     for part in v.split(',').map(str::trim) {
         let id: i32 = part
@@ -68,7 +68,7 @@ pub fn ids(flag: &str, v: &str, proc: &Path) -> Result<Vec<i32>> {
 
 /// The cgroup v2 path `v` names (`/sys/fs/cgroup/x/y`, `/x/y` or `x/y`), checked to exist
 /// under `root` (the cgroup2 mount).
-pub fn cgroup(v: &str, root: &Path) -> Result<String> {
+pub(crate) fn cgroup(v: &str, root: &Path) -> Result<String> {
     let rel = v
         .strip_prefix(root.to_str().unwrap_or("/sys/fs/cgroup"))
         .unwrap_or(v)
@@ -96,7 +96,7 @@ pub fn cgroup(v: &str, root: &Path) -> Result<String> {
 }
 
 /// The [`Chooser`] for a [`Target`], looking tasks up in /proc.
-pub struct Matcher {
+pub(crate) struct Matcher {
     target: Target,
     proc: PathBuf,
     /// latlab's own process: never measured.
@@ -111,7 +111,7 @@ pub struct Matcher {
 
 impl Matcher {
     /// A matcher for `target`, reading tasks under `proc`.
-    pub fn new(target: Target, proc: &Path) -> Matcher {
+    pub(crate) fn new(target: Target, proc: &Path) -> Matcher {
         Matcher {
             target,
             proc: proc.to_path_buf(),
@@ -123,7 +123,7 @@ impl Matcher {
     }
 
     /// The command's first task (its pid).
-    pub fn adopt(&mut self, pid: i32) {
+    pub(crate) fn adopt(&mut self, pid: i32) {
         self.family.insert(pid);
         self.tgids.insert(pid, pid);
     }
@@ -199,10 +199,10 @@ impl Chooser for Matcher {
 }
 
 /// How many bytes of a task's name the kernel keeps (TASK_COMM_LEN less the NUL).
-pub const COMM_LEN: usize = 15;
+pub(crate) const COMM_LEN: usize = 15;
 
 /// The name a task gets from `--comm NAME`: the kernel keeps 15 bytes.
-pub fn comm_name(v: &str) -> Result<String> {
+pub(crate) fn comm_name(v: &str) -> Result<String> {
     if v.is_empty() {
         return Err(Error::flag("--comm", "''", "give a task name"));
     }

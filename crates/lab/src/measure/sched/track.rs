@@ -12,11 +12,11 @@
 
 use latlab_trace::event::{softirq_name, Event, Kind, Name};
 use latlab_trace::FastMap;
-pub use super::samples::{Samples, FEW};
+pub(crate) use super::samples::Samples;
 use std::collections::VecDeque;
 
 /// Decides which tasks are measured.
-pub trait Chooser {
+pub(crate) trait Chooser {
     /// Whether task `tid`, now named `comm`, is measured (and in which process).
     fn wants(&mut self, tid: i32, comm: &Name) -> Option<Choice>;
     /// `parent` made `child` (a thread or a process).
@@ -25,9 +25,9 @@ pub trait Chooser {
 
 /// A task the chooser wants, with its process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Choice {
+pub(crate) struct Choice {
     /// Its process (thread group) id.
-    pub tgid: i32,
+    pub(crate) tgid: i32,
 }
 
 /// Distinct wakers kept per task; the rest are counted as `other`.
@@ -35,43 +35,43 @@ const MAX_WAKERS: usize = 16;
 
 /// One measured task (a thread), from when it was first seen to its exit or the run's end.
 #[derive(Debug, Clone, Default)]
-pub struct Task {
+pub(crate) struct Task {
     /// Thread id.
     pub tid: i32,
     /// Process id.
-    pub tgid: i32,
+    pub(crate) tgid: i32,
     /// Its latest name.
     pub comm: Name,
     /// Its latest kernel priority (0..99 real-time, 100..139 normal, negative deadline).
     pub prio: i32,
     /// Wake-up latencies (ns).
-    pub wake: Samples,
+    pub(crate) wake: Samples,
     /// Preemption delays (ns).
-    pub preempt: Samples,
+    pub(crate) preempt: Samples,
     /// Time on a CPU (ns).
-    pub run_ns: u64,
+    pub(crate) run_ns: u64,
     /// Stretches on a CPU.
-    pub runs: u64,
+    pub(crate) runs: u64,
     /// Migrations (`sched_migrate_task`).
-    pub migrations: u64,
+    pub(crate) migrations: u64,
     /// Who woke it, most first once sorted: (`task NAME`, `irq NAME`, `softirq NAME`,
     /// `hrtimer`, `idle`, `other`), count.
-    pub wakers: Vec<(String, u64)>,
+    pub(crate) wakers: Vec<(String, u64)>,
     /// First and last event that concerned it (trace clock, ns).
-    pub first_ns: u64,
+    pub(crate) first_ns: u64,
     /// See `first_ns`.
-    pub last_ns: u64,
+    pub(crate) last_ns: u64,
     /// It exited during the run.
-    pub exited: bool,
+    pub(crate) exited: bool,
     /// CPUs it was switched in on.
-    pub cpus: Vec<usize>,
+    pub(crate) cpus: Vec<usize>,
     /// Wake-ups whose switch-in was not recorded (the task was seen running without one, or
     /// woken again): not counted as latencies.
-    pub unmatched: u64,
+    pub(crate) unmatched: u64,
     /// Wake-ups (and preemptions) whose switch-in was dated from `sched_stat_runtime`.
-    pub inferred: u64,
+    pub(crate) inferred: u64,
     /// Wake-ups still waiting for a CPU when the run ended.
-    pub pending_at_end: bool,
+    pub(crate) pending_at_end: bool,
     on_cpu: Option<(usize, u64)>,
     woken: Option<u64>,
     preempted: Option<u64>,
@@ -82,19 +82,19 @@ pub struct Task {
 
 /// A delay over the threshold, for attribution.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Delay {
+pub(crate) struct Delay {
     /// Index of the task in [`Tracker::tasks`].
-    pub task: usize,
+    pub(crate) task: usize,
     /// CPU it was switched in on.
-    pub cpu: usize,
+    pub(crate) cpu: usize,
     /// When it was woken (or preempted).
-    pub from: u64,
+    pub(crate) from: u64,
     /// When it was switched in.
-    pub to: u64,
+    pub(crate) to: u64,
     /// Its number among the task's delays, from 1.
-    pub seq: u64,
+    pub(crate) seq: u64,
     /// True for a wake-up, false for a preemption.
-    pub wake: bool,
+    pub(crate) wake: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -110,7 +110,7 @@ struct CpuState {
 }
 
 /// Tasks the tracker keeps at most; beyond, new tasks are only counted.
-pub const MAX_TASKS: usize = 20_000;
+pub(crate) const MAX_TASKS: usize = 20_000;
 
 /// How long (trace time) an exited task's tid is remembered as dead: its exit is followed at
 /// once by its last switch-out, after which no record names it until it is reused (with a
@@ -119,10 +119,10 @@ pub const MAX_TASKS: usize = 20_000;
 const DEAD_NS: u64 = 1_000_000_000;
 
 /// The replay.
-pub struct Tracker<C: Chooser> {
+pub(crate) struct Tracker<C: Chooser> {
     chooser: C,
     /// Every task measured, in the order first seen.
-    pub tasks: Vec<Task>,
+    pub(crate) tasks: Vec<Task>,
     live: FastMap<i32, usize>,
     /// Tids the chooser refused, with the name it refused.
     refused: FastMap<i32, Name>,
@@ -135,13 +135,13 @@ pub struct Tracker<C: Chooser> {
     measured: Option<Vec<usize>>,
     threshold_ns: u64,
     /// Delays at or over the threshold, for the caller to take.
-    pub delays: Vec<Delay>,
+    pub(crate) delays: Vec<Delay>,
     /// The latest name of every task seen switching (for naming wakers).
     names: FastMap<i32, Name>,
     /// Tasks not kept because [`MAX_TASKS`] were.
-    pub overflow: u64,
+    pub(crate) overflow: u64,
     /// Events replayed.
-    pub events: u64,
+    pub(crate) events: u64,
 }
 
 fn runnable(prev_state: i64) -> bool {
@@ -152,7 +152,7 @@ fn runnable(prev_state: i64) -> bool {
 impl<C: Chooser> Tracker<C> {
     /// A tracker asking `chooser`, recording delays on `measured` CPUs (None: all), handing
     /// over those at or over `threshold_ns`.
-    pub fn new(chooser: C, measured: Option<Vec<usize>>, threshold_ns: u64) -> Tracker<C> {
+    pub(crate) fn new(chooser: C, measured: Option<Vec<usize>>, threshold_ns: u64) -> Tracker<C> {
         Tracker {
             chooser,
             tasks: Vec::new(),
@@ -168,11 +168,6 @@ impl<C: Chooser> Tracker<C> {
             overflow: 0,
             events: 0,
         }
-    }
-
-    /// The chooser.
-    pub fn chooser(&mut self) -> &mut C {
-        &mut self.chooser
     }
 
     fn cpu(&mut self, cpu: usize) -> &mut CpuState {
@@ -349,12 +344,13 @@ impl<C: Chooser> Tracker<C> {
 
     /// Entries the tracker keeps beside the tasks' figures (tests: they follow the tasks
     /// alive, not every task that exited).
-    pub fn state_len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn state_len(&self) -> usize {
         self.live.len() + self.refused.len() + self.dead.len() + self.deaths.len() + self.names.len()
     }
 
     /// Replays one event recorded on `cpu`. Events must come in time order across CPUs.
-    pub fn event(&mut self, cpu: usize, e: &Event) {
+    pub(crate) fn event(&mut self, cpu: usize, e: &Event) {
         self.events += 1;
         // Any record names the task running on its CPU (`common_pid`): a measured task seen
         // running where no switch put it had its switch-in go unrecorded.
@@ -513,7 +509,7 @@ impl<C: Chooser> Tracker<C> {
     /// The kernel lost events before `ts` (on some CPU): a wake-up or preemption still
     /// waiting for its switch-in may have had it among them, so none is timed; each is counted
     /// as `unmatched` instead of growing into a delay that never was.
-    pub fn lost(&mut self, ts: u64) {
+    pub(crate) fn lost(&mut self, ts: u64) {
         for t in &mut self.tasks {
             let pending = t.woken.is_some_and(|w| w <= ts) || t.preempted.is_some_and(|p| p <= ts);
             if pending {
@@ -527,7 +523,7 @@ impl<C: Chooser> Tracker<C> {
 
     /// Ends the replay: tasks still waiting for a CPU are marked, on-CPU time is closed at
     /// `end`, and wakers are sorted, most first.
-    pub fn finish(&mut self, end: u64) {
+    pub(crate) fn finish(&mut self, end: u64) {
         for t in &mut self.tasks {
             t.undated = false;
             if t.woken.take().is_some() || t.preempted.take().is_some() {
@@ -546,6 +542,7 @@ impl<C: Chooser> Tracker<C> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::measure::sched::samples::FEW;
 
     /// Wants every task whose name starts with `w`; its process is itself.
     struct W;

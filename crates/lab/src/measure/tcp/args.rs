@@ -15,54 +15,54 @@ use clap::Args;
 #[command(mut_arg("repeat", |a| more_help(a, "With more than one, stdout gets one figure \
     per line (for latlab compare or ministat) and the table goes to stderr.")))]
 #[command(mut_arg("unit", |a| more_help(a, "Here: of round trips.")))]
-pub struct TcpArgs {
+pub(crate) struct TcpArgs {
     /// stream (throughput) or rr (request/response).
     #[arg(long, value_enum, default_value_t = crate::measure::tcp::Mode::Stream)]
-    pub mode: crate::measure::tcp::Mode,
+    pub(crate) mode: crate::measure::tcp::Mode,
     /// `-D/--duration`.
     #[command(flatten)]
-    pub duration: DurationArg,
+    pub(crate) duration: DurationArg,
     /// Bytes per send (stream), as iperf3's TCP default so the two compare at equal sends; a
     /// bare number is bytes, or 64k, 1M.
     #[arg(short = 'm', long, value_name = "SIZE", default_value = "128k", value_parser = size)]
-    pub send_size: usize,
+    pub(crate) send_size: usize,
     /// Request size (rr); a bare number is bytes.
     #[arg(short = 'r', long, value_name = "SIZE", default_value = "1", value_parser = size)]
-    pub request_size: usize,
+    pub(crate) request_size: usize,
     /// Response size (rr); a bare number is bytes.
     #[arg(long, value_name = "SIZE", default_value = "1", value_parser = size)]
-    pub response_size: usize,
+    pub(crate) response_size: usize,
     /// Sender socket buffer (SO_SNDBUF); a bare number is bytes.
     #[arg(short = 's', long, value_name = "SIZE", value_parser = size)]
-    pub send_buffer: Option<usize>,
+    pub(crate) send_buffer: Option<usize>,
     /// Receiver socket buffer (SO_RCVBUF); a bare number is bytes.
     #[arg(short = 'S', long, value_name = "SIZE", value_parser = size)]
-    pub recv_buffer: Option<usize>,
+    pub(crate) recv_buffer: Option<usize>,
     /// Set TCP_NODELAY on the sender.
     #[arg(long)]
-    pub nodelay: bool,
+    pub(crate) nodelay: bool,
     /// `--sender-cpu`, `--receiver-cpu`.
     #[command(flatten)]
-    pub cpus: PeerCpus,
+    pub(crate) cpus: PeerCpus,
     /// `--tasks`.
     #[command(flatten)]
-    pub tasks: TasksArg,
+    pub(crate) tasks: TasksArg,
     /// `--repeat`.
     #[command(flatten)]
-    pub repeat: RepeatArg,
+    pub(crate) repeat: RepeatArg,
     /// Loopback address to listen on.
     #[arg(long, default_value = "127.0.0.1")]
-    pub address: String,
+    pub(crate) address: String,
     /// Port (0: any free one).
     #[arg(long, default_value_t = 0)]
-    pub port: u16,
+    pub(crate) port: u16,
     /// `--unit`.
     #[command(flatten)]
-    pub unit: UnitArg,
+    pub(crate) unit: UnitArg,
 
     /// Output, loads and where the result is kept.
     #[command(flatten)]
-    pub common: MeasureArgs,
+    pub(crate) common: MeasureArgs,
 }
 
 /// A size in bytes: `64k`, `1M`, `1G`, or a bare number of bytes; from 1 byte to 1 GiB.

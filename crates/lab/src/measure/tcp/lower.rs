@@ -9,7 +9,7 @@ use std::net::IpAddr;
 
 impl TcpConfig {
     /// Validates raw arguments.
-    pub fn from_args(a: &TcpArgs, online: &CpuSet) -> Result<TcpConfig> {
+    pub(crate) fn from_args(a: &TcpArgs, online: &CpuSet) -> Result<TcpConfig> {
         let address: IpAddr = a
             .address
             .parse()

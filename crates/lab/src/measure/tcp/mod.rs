@@ -2,7 +2,7 @@
 //! (TCP_RR) between a sender and a receiver, threads or processes, pinnable; `--repeat` prints
 //! one figure per line for `latlab compare` / ministat. Listens on loopback addresses only.
 
-pub mod args;
+pub(crate) mod args;
 mod lower;
 
 use latlab_core::config::DisplayUnit;
@@ -21,7 +21,7 @@ use std::time::{Duration, Instant, SystemTime};
 /// Stream or request/response.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Mode {
+pub(crate) enum Mode {
     /// Bulk transfer; throughput in 10^6 bit/s.
     Stream,
     /// Transactions of a request and a response; transactions/s and round trips.
@@ -30,50 +30,50 @@ pub enum Mode {
 
 /// Validated `tcp` settings.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct TcpConfig {
+pub(crate) struct TcpConfig {
     /// Mode.
-    pub mode: Mode,
+    pub(crate) mode: Mode,
     /// Loopback address.
-    pub address: IpAddr,
+    pub(crate) address: IpAddr,
     /// Port (0: ephemeral).
-    pub port: u16,
+    pub(crate) port: u16,
     /// Length of each run.
-    pub duration_ns: u64,
+    pub(crate) duration_ns: u64,
     /// Bytes per send (stream).
-    pub send_size: usize,
+    pub(crate) send_size: usize,
     /// Request and response sizes (rr).
-    pub request_size: usize,
+    pub(crate) request_size: usize,
     /// Response size.
-    pub response_size: usize,
+    pub(crate) response_size: usize,
     /// SO_SNDBUF of the sender (None: kernel default).
-    pub send_buffer: Option<usize>,
+    pub(crate) send_buffer: Option<usize>,
     /// SO_RCVBUF of the receiver.
-    pub recv_buffer: Option<usize>,
+    pub(crate) recv_buffer: Option<usize>,
     /// TCP_NODELAY.
-    pub nodelay: bool,
+    pub(crate) nodelay: bool,
     /// CPU of the sender (client).
-    pub sender_cpu: Option<usize>,
+    pub(crate) sender_cpu: Option<usize>,
     /// CPU of the receiver (server).
-    pub receiver_cpu: Option<usize>,
+    pub(crate) receiver_cpu: Option<usize>,
     /// The receiver runs in a forked process.
-    pub processes: bool,
+    pub(crate) processes: bool,
     /// Runs.
-    pub repeat: u32,
+    pub(crate) repeat: u32,
     /// Unit of round-trip times on screen.
-    pub unit: DisplayUnit,
+    pub(crate) unit: DisplayUnit,
 }
 
 /// One run's figures.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct RunFigures {
+pub(crate) struct RunFigures {
     /// Bytes the sender wrote (stream) or transactions completed (rr).
-    pub sent: u64,
+    pub(crate) sent: u64,
     /// Bytes the receiver read (stream) or transactions the server answered (rr).
-    pub received: u64,
+    pub(crate) received: u64,
     /// Seconds from the first send to the receiver's end of stream (stream) or of the run.
-    pub seconds: f64,
+    pub(crate) seconds: f64,
     /// Mbit/s (stream) or transactions/s (rr).
-    pub figure: f64,
+    pub(crate) figure: f64,
 }
 
 fn bind(cfg: &TcpConfig) -> Result<TcpListener> {
@@ -379,15 +379,15 @@ fn one_run(
 }
 
 /// A finished `tcp` run.
-pub struct TcpOutcome {
+pub(crate) struct TcpOutcome {
     /// The result model.
-    pub run: Run,
+    pub(crate) run: Run,
     /// Per run.
-    pub runs: Vec<RunFigures>,
+    pub(crate) runs: Vec<RunFigures>,
 }
 
 /// Runs the measurement.
-pub fn run(cfg: TcpConfig, ctx: &mut Ctx<'_>) -> Result<TcpOutcome> {
+pub(crate) fn run(cfg: TcpConfig, ctx: &mut Ctx<'_>) -> Result<TcpOutcome> {
     let control = ctx.control().clone();
     let started = SystemTime::now();
     let t0 = Instant::now();
@@ -447,7 +447,7 @@ pub fn run(cfg: TcpConfig, ctx: &mut Ctx<'_>) -> Result<TcpOutcome> {
 }
 
 /// One figure per line (for `latlab compare` / ministat).
-pub fn figures(o: &TcpOutcome) -> String {
+pub(crate) fn figures(o: &TcpOutcome) -> String {
     o.runs
         .iter()
         .map(|r| format!("{:.2}\n", r.figure))
@@ -455,7 +455,7 @@ pub fn figures(o: &TcpOutcome) -> String {
 }
 
 /// The human report.
-pub fn render(o: &TcpOutcome, cfg: &TcpConfig, unit: DisplayUnit) -> String {
+pub(crate) fn render(o: &TcpOutcome, cfg: &TcpConfig, unit: DisplayUnit) -> String {
     let what = match cfg.mode {
         Mode::Stream => "10^6 bit/s",
         Mode::Rr => "transactions/s",

@@ -19,27 +19,27 @@ use clap::Args;
     with the kernel's split (IRQ latency, thread delay, the blocking thread, the interrupts \
     and threads that ran, the stack at the IRQ): traces sched_switch and the osnoise noise \
     events in latlab's instance and sets osnoise/print_stack. Default: no explanations.")))]
-pub struct TimerlatArgs {
+pub(crate) struct TimerlatArgs {
     /// `-a/--affinity` (`--cpus`).
     #[command(flatten)]
-    pub affinity: Affinity,
+    pub(crate) affinity: Affinity,
     /// `-D/--duration`, `-i/--interval`, `-l/--loops`.
     #[command(flatten)]
-    pub timing: Timing,
+    pub(crate) timing: Timing,
     /// SCHED_FIFO priority of the kernel's timerlat threads, 1-99 (rtla's -P f:PRIO).
     /// Default: the kernel's own (FIFO 95).
     #[arg(short = 'p', long = "priority", value_name = "PRIO",
         value_parser = clap::value_parser!(i32).range(1..=99))]
-    pub priority: Option<i32>,
+    pub(crate) priority: Option<i32>,
     /// `--threshold`.
     #[command(flatten)]
-    pub threshold: ThresholdArg,
+    pub(crate) threshold: ThresholdArg,
     /// `--unit`.
     #[command(flatten)]
-    pub unit: UnitArg,
+    pub(crate) unit: UnitArg,
     /// Output, loads and where the result is kept.
     #[command(flatten)]
-    pub common: MeasureArgs,
+    pub(crate) common: MeasureArgs,
 }
 
 const TIMERLAT_AFTER_HELP: &str = "\

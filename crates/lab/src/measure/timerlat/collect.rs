@@ -13,48 +13,48 @@ use std::collections::VecDeque;
 use std::path::PathBuf;
 
 /// Explained spikes kept per CPU (the worst, when there are more).
-pub const SPIKES_PER_CPU: usize = 256;
+pub(crate) const SPIKES_PER_CPU: usize = 256;
 /// Events kept per CPU for explanations (the newest), and how far back in time.
 const RING_EVENTS: usize = 16_384;
 const RING_NS: u64 = 2_000_000_000;
 
 /// The first and last sequence number seen.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Span {
+pub(crate) struct Span {
     /// Smallest (0: none yet).
-    pub first: u64,
+    pub(crate) first: u64,
     /// Largest.
-    pub last: u64,
+    pub(crate) last: u64,
 }
 
 /// One CPU's samples and what explains them.
 #[derive(Debug)]
-pub struct CpuLog {
+pub(crate) struct CpuLog {
     /// The CPU.
-    pub cpu: usize,
+    pub(crate) cpu: usize,
     /// Per context (irq, thread, user): the samples counted.
-    pub rec: [Recorder; 3],
+    pub(crate) rec: [Recorder; 3],
     /// Per context: the sequence numbers seen.
-    pub seq: [Span; 3],
+    pub(crate) seq: [Span; 3],
     /// Samples past `--loops`, read and not counted.
-    pub beyond_loops: u64,
+    pub(crate) beyond_loops: u64,
     /// Per context: the last sequence number counted.
     counted_last: [u64; 3],
     /// Per context: samples produced in the kernel's earlier numberings (its sequence
     /// restarted: another tool restarted the tracer, or the CPU went offline and back).
     produced_before: [u64; 3],
     /// Times the kernel's numbering restarted on this CPU.
-    pub restarts: u64,
+    pub(crate) restarts: u64,
     /// Events the kernel said it lost before a page (its ring buffer overwrote them).
-    pub missed: u64,
+    pub(crate) missed: u64,
     /// Records read.
-    pub records: u64,
+    pub(crate) records: u64,
     /// Pages that did not parse (their records up to the fault are kept).
-    pub bad_pages: u64,
+    pub(crate) bad_pages: u64,
     /// Explained spikes, at most [`SPIKES_PER_CPU`] (the worst).
-    pub spikes: Vec<SpikeRecord>,
+    pub(crate) spikes: Vec<SpikeRecord>,
     /// Spikes explained but not kept (over the cap).
-    pub spikes_dropped: u64,
+    pub(crate) spikes_dropped: u64,
     last_irq: Option<(u64, u64, u64)>,
     ring: VecDeque<(u64, Rec)>,
     /// The task running when the ring's oldest event happened: (pid, comm, prio).
@@ -94,7 +94,7 @@ impl CpuLog {
 
     /// Samples the kernel produced in context `i` from the first latlab read to the last it
     /// counted (its sequence numbers, over every numbering it restarted with).
-    pub fn produced(&self, i: usize) -> u64 {
+    pub(crate) fn produced(&self, i: usize) -> u64 {
         let s = self.seq[i];
         let now = if self.counted_last[i] == 0 {
             0
@@ -225,11 +225,11 @@ impl CpuLog {
 
 /// What counting and explaining need of the config.
 #[derive(Debug, Clone, Copy)]
-pub struct Limits {
+pub(crate) struct Limits {
     /// `--loops`.
-    pub loops: Option<u64>,
+    pub(crate) loops: Option<u64>,
     /// `--threshold`.
-    pub threshold_ns: Option<u64>,
+    pub(crate) threshold_ns: Option<u64>,
 }
 
 /// The kernel's symbols, read once, when the first stack needs them.
@@ -253,17 +253,17 @@ impl Symbols {
 }
 
 /// The readers of every measured CPU's raw buffer.
-pub struct Collector {
+pub(crate) struct Collector {
     pipes: Pipes,
     limits: Limits,
     syms: Symbols,
     /// Per measured CPU.
-    pub logs: Vec<CpuLog>,
+    pub(crate) logs: Vec<CpuLog>,
 }
 
 impl Collector {
     /// Opens `pipes` ((CPU, `trace_pipe_raw`) of latlab's instance), non-blocking.
-    pub fn open(
+    pub(crate) fn open(
         pipes: &[(usize, PathBuf)],
         layouts: Layouts,
         limits: Limits,
@@ -278,13 +278,13 @@ impl Collector {
     }
 
     /// Reads every page each buffer holds now; the number of pages read.
-    pub fn drain(&mut self) -> u64 {
+    pub(crate) fn drain(&mut self) -> u64 {
         self.drain_with(&mut |_, _, _, _| {})
     }
 
     /// As [`Collector::drain`], handing each sample counted to `sink`: (the CPU's index in
     /// the pipes given, context, sequence number, ns).
-    pub fn drain_with(&mut self, sink: &mut dyn FnMut(usize, Context, u64, u64)) -> u64 {
+    pub(crate) fn drain_with(&mut self, sink: &mut dyn FnMut(usize, Context, u64, u64)) -> u64 {
         let (logs, limits, syms) = (&mut self.logs, &self.limits, &mut self.syms);
         let pages = self.pipes.drain(&mut |i, ts, r| {
             logs[i].take(ts, r, limits, syms, &mut |c, q, ns| sink(i, c, q, ns));
@@ -297,7 +297,7 @@ impl Collector {
     }
 
     /// True once every CPU counted `--loops` IRQ and thread samples.
-    pub fn done(&self) -> bool {
+    pub(crate) fn done(&self) -> bool {
         self.limits.loops.is_some_and(|l| {
             self.logs
                 .iter()
@@ -306,7 +306,7 @@ impl Collector {
     }
 
     /// Ends the reading: the last pending explanations are kept.
-    pub fn finish(mut self) -> Vec<CpuLog> {
+    pub(crate) fn finish(mut self) -> Vec<CpuLog> {
         for l in &mut self.logs {
             l.settle();
         }

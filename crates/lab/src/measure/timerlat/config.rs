@@ -5,29 +5,29 @@ use serde::Serialize;
 use std::path::PathBuf;
 
 /// The shortest period the kernel's timerlat tracer takes (`timerlat_period_us` 100).
-pub const MIN_PERIOD_NS: u64 = 100_000;
+pub(crate) const MIN_PERIOD_NS: u64 = 100_000;
 /// The longest (1 s).
-pub const MAX_PERIOD_NS: u64 = 1_000_000_000;
+pub(crate) const MAX_PERIOD_NS: u64 = 1_000_000_000;
 
 /// Everything a `timerlat` run needs, validated.
 #[derive(Debug, Clone, Serialize)]
-pub struct TimerlatConfig {
+pub(crate) struct TimerlatConfig {
     /// Measured CPUs (one kernel timerlat thread each).
-    pub cpus: Vec<usize>,
+    pub(crate) cpus: Vec<usize>,
     /// The tracer's period, ns (a whole number of µs).
-    pub period_ns: u64,
+    pub(crate) period_ns: u64,
     /// How long to run, ns (None: until --loops or Ctrl-C).
-    pub duration_ns: Option<u64>,
+    pub(crate) duration_ns: Option<u64>,
     /// Periods counted per CPU (None: no limit).
-    pub loops: Option<u64>,
+    pub(crate) loops: Option<u64>,
     /// SCHED_FIFO priority given to the kernel's timerlat threads (None: the kernel's).
-    pub prio: Option<i32>,
+    pub(crate) prio: Option<i32>,
     /// Samples at or above this are explained (ns); None: no explanations.
-    pub threshold_ns: Option<u64>,
+    pub(crate) threshold_ns: Option<u64>,
     /// Display unit.
-    pub unit: DisplayUnit,
+    pub(crate) unit: DisplayUnit,
     /// `-q`.
-    pub quiet: bool,
+    pub(crate) quiet: bool,
     /// `--json`.
-    pub json: Option<PathBuf>,
+    pub(crate) json: Option<PathBuf>,
 }

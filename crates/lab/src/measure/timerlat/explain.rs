@@ -9,10 +9,10 @@ use latlab_trace::event::{Event, Kind};
 use std::collections::{BTreeMap, VecDeque};
 
 /// A task that held the CPU: (pid, comm, kernel priority).
-pub type Task = (i32, String, i32);
+pub(crate) type Task = (i32, String, i32);
 
 /// The task a context switch puts on the CPU.
-pub fn next_task(k: &Kind) -> Option<Task> {
+pub(crate) fn next_task(k: &Kind) -> Option<Task> {
     match k {
         Kind::Switch {
             next_pid,
@@ -26,19 +26,19 @@ pub fn next_task(k: &Kind) -> Option<Task> {
 
 /// The sample to explain.
 #[derive(Debug, Clone, Copy)]
-pub struct Window {
+pub(crate) struct Window {
     /// Its CPU.
-    pub cpu: usize,
+    pub(crate) cpu: usize,
     /// Its sequence number.
-    pub seq: u64,
+    pub(crate) seq: u64,
     /// When the thread sample was taken (CLOCK_MONOTONIC ns).
-    pub sample_ts: u64,
+    pub(crate) sample_ts: u64,
     /// Its latency (ns): the sample was due at `sample_ts - latency_ns`.
-    pub latency_ns: u64,
+    pub(crate) latency_ns: u64,
     /// The IRQ sample of the same period: (time, latency).
-    pub irq: Option<(u64, u64)>,
+    pub(crate) irq: Option<(u64, u64)>,
     /// A user-space thread's sample.
-    pub user: bool,
+    pub(crate) user: bool,
 }
 
 fn label(t: &Task) -> String {
@@ -57,7 +57,7 @@ fn overlap(a: (u64, u64), b: (u64, u64)) -> u64 {
 
 /// Explains window `w` from the CPU's recent events (`ring`, oldest first) and the task that
 /// ran before the oldest of them.
-pub fn explain(w: &Window, ring: &VecDeque<(u64, Rec)>, before: Option<&Task>) -> SpikeRecord {
+pub(crate) fn explain(w: &Window, ring: &VecDeque<(u64, Rec)>, before: Option<&Task>) -> SpikeRecord {
     let due = w.sample_ts.saturating_sub(w.latency_ns);
     let span = (due, w.sample_ts);
     // Who ran when the timer expired, and each task's share of the window.

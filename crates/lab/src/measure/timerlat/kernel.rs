@@ -11,11 +11,11 @@ use latlab_trace::tracefs::{Instance, TraceFs, TIMERLAT_SUFFIX};
 use std::path::{Path, PathBuf};
 
 /// The tracers that share the `osnoise/` settings and per-CPU threads: one user at a time.
-pub const FAMILY: &[&str] = &["timerlat", "osnoise", "hwlat"];
+pub(crate) const FAMILY: &[&str] = &["timerlat", "osnoise", "hwlat"];
 
 /// Events traced beside the samples when spikes are explained: who ran, and the kernel's own
 /// accounting of each interrupt, softirq and NMI (its `osnoise:` events).
-pub const EXPLAIN_EVENTS: &[&str] = &[
+pub(crate) const EXPLAIN_EVENTS: &[&str] = &[
     "sched/sched_switch",
     "osnoise/irq_noise",
     "osnoise/softirq_noise",
@@ -23,7 +23,7 @@ pub const EXPLAIN_EVENTS: &[&str] = &[
 ];
 
 /// What to do where the kernel has no timerlat tracer (`instead`: the user-space command).
-pub fn missing(tracers: &str, instead: &str) -> Error {
+pub(crate) fn missing(tracers: &str, instead: &str) -> Error {
     Error::Env(format!(
         "timerlat: this kernel has no timerlat tracer (it needs CONFIG_TIMERLAT_TRACER=y, \
          which Debian's linux-image-rt-amd64 has; available_tracers lists: {}). \
@@ -34,7 +34,7 @@ pub fn missing(tracers: &str, instead: &str) -> Error {
 
 /// Exit 3 unless the kernel at `root` has the timerlat tracer (`instead`: what measures from
 /// user space, for the message).
-pub fn check_support(root: &Path, instead: &str) -> Result<()> {
+pub(crate) fn check_support(root: &Path, instead: &str) -> Result<()> {
     let p = root.join("available_tracers");
     let text = std::fs::read_to_string(&p)
         .map_err(|e| Error::Env(format!("timerlat: {}: {e}", p.display())))?;
@@ -47,7 +47,7 @@ pub fn check_support(root: &Path, instead: &str) -> Result<()> {
 
 /// Every holder of a tracer of [`FAMILY`] under `root`: `instance NAME (timerlat)` or `the
 /// top-level buffer (osnoise)`, with the processes that have files of it open.
-pub fn holders(root: &Path) -> Vec<String> {
+pub(crate) fn holders(root: &Path) -> Vec<String> {
     let mut dirs = vec![(None, root.to_path_buf())];
     if let Ok(rd) = std::fs::read_dir(root.join("instances")) {
         let mut v: Vec<PathBuf> = rd.filter_map(|e| e.ok()).map(|e| e.path()).collect();
@@ -118,7 +118,7 @@ fn openers(dir: &Path, top: bool) -> Vec<String> {
 }
 
 /// The refusal while `holders` hold the tracer.
-pub fn busy(holders: &[String]) -> Error {
+pub(crate) fn busy(holders: &[String]) -> Error {
     Error::Env(format!(
         "timerlat: the kernel's timerlat/osnoise tracer is in use by {}; it is machine-wide \
          (one set of osnoise/ settings and threads), so latlab does not take it over: run \
@@ -129,18 +129,18 @@ pub fn busy(holders: &[String]) -> Error {
 
 /// The tracer running in latlab's instance.
 #[derive(Debug)]
-pub struct Running {
+pub(crate) struct Running {
     /// The instance (removed when dropped).
-    pub inst: Instance,
+    pub(crate) inst: Instance,
     /// The kernel's timerlat threads: (CPU, tid).
-    pub threads: Vec<(usize, i32)>,
+    pub(crate) threads: Vec<(usize, i32)>,
     /// Warnings for the result.
-    pub warnings: Vec<String>,
+    pub(crate) warnings: Vec<String>,
 }
 
 impl Running {
     /// Stops the tracer (its threads end; the buffers stay readable until the instance goes).
-    pub fn stop(&self) {
+    pub(crate) fn stop(&self) {
         let _ = latlab_trace::files::poke(&self.inst.reach.at("current_tracer"), "nop");
         self.inst.stop();
     }
@@ -148,7 +148,7 @@ impl Running {
 
 /// Sets the `osnoise/` settings for `cfg` through `knobs` (journaled, put back by the driver),
 /// creates latlab's instance and starts the timerlat tracer in it.
-pub fn start(fs: &TraceFs, knobs: &mut Knobs, cfg: &TimerlatConfig) -> Result<Running> {
+pub(crate) fn start(fs: &TraceFs, knobs: &mut Knobs, cfg: &TimerlatConfig) -> Result<Running> {
     let root = &fs.root;
     let o = root.join("osnoise");
     let list = latlab_core::config::CpuSet::from_cpus(cfg.cpus.iter().copied()).to_string();
@@ -258,7 +258,7 @@ pub fn keep_off(cpus: &[usize], log: &latlab_core::rt::PlacementLog) -> Option<S
 
 /// The `osnoise/` settings latlab set for `cfg` that read otherwise now (another tool
 /// started its tracer meanwhile: the samples after that are its settings').
-pub fn changed_settings(
+pub(crate) fn changed_settings(
     root: &Path,
     cfg: &TimerlatConfig,
     t0: std::time::Instant,

@@ -8,7 +8,7 @@ use latlab_core::error::{Error, Result};
 
 impl TimerlatConfig {
     /// Validates raw arguments against the online CPUs.
-    pub fn from_args(a: &TimerlatArgs, online: &CpuSet) -> Result<TimerlatConfig> {
+    pub(crate) fn from_args(a: &TimerlatArgs, online: &CpuSet) -> Result<TimerlatConfig> {
         let cpus: Vec<usize> = match a.affinity.online(online)? {
             Some(set) => set.iter().collect(),
             None => online.iter().collect(),

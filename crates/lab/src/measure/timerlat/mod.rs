@@ -4,15 +4,15 @@
 //! file runs the tracer and builds the result; the tracer's setup is in `kernel.rs`, the
 //! reading in `collect.rs`, the explanations in `explain.rs`, the text in `report.rs`.
 
-pub mod args;
-pub mod collect;
-pub mod config;
-pub mod explain;
-pub mod kernel;
+pub(crate) mod args;
+pub(crate) mod collect;
+pub(crate) mod config;
+pub(crate) mod explain;
+pub(crate) mod kernel;
 mod lower;
-pub mod probe;
-pub mod records;
-pub mod report;
+pub(crate) mod probe;
+pub(crate) mod records;
+pub(crate) mod report;
 
 use crate::driver::Ctx;
 use latlab_core::error::{Error, Result};
@@ -22,18 +22,16 @@ use config::TimerlatConfig;
 use std::time::{Duration, Instant, SystemTime};
 
 /// The series' contexts, in the order `CpuLog` keeps them.
-pub const CONTEXTS: [&str; 3] = ["irq", "thread", "user"];
+pub(crate) const CONTEXTS: [&str; 3] = ["irq", "thread", "user"];
 
 /// A finished `timerlat` run.
-pub struct TimerlatOutcome {
+pub(crate) struct TimerlatOutcome {
     /// The result model.
-    pub run: Run,
-    /// Per CPU: the kernel's timerlat thread (tid).
-    pub threads: Vec<(usize, i32)>,
+    pub(crate) run: Run,
 }
 
 /// Runs the measurement described by `cfg`.
-pub fn run(cfg: &TimerlatConfig, ctx: &mut Ctx<'_>) -> Result<TimerlatOutcome> {
+pub(crate) fn run(cfg: &TimerlatConfig, ctx: &mut Ctx<'_>) -> Result<TimerlatOutcome> {
     latlab_trace::set_who("latlab timerlat");
     if latlab_core::sys::sched::euid() != 0 {
         return Err(Error::Env(
@@ -118,7 +116,7 @@ pub fn run(cfg: &TimerlatConfig, ctx: &mut Ctx<'_>) -> Result<TimerlatOutcome> {
         ));
     }
     run.ground.extend(ground);
-    Ok(TimerlatOutcome { run, threads })
+    Ok(TimerlatOutcome { run })
 }
 
 /// Per CPU, a series per context the kernel sampled (`irq-N`, `thread-N`, `user-N`), each

@@ -19,7 +19,7 @@ use std::time::Duration;
     Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, serde::Serialize, serde::Deserialize,
 )]
 #[serde(rename_all = "lowercase")]
-pub enum Engine {
+pub(crate) enum Engine {
     /// latlab's own cyclic threads, one per CPU (cyclictest's measurement).
     #[default]
     Cyclic,
@@ -29,7 +29,7 @@ pub enum Engine {
 
 /// The policy the probe's measuring threads run at: as asked for cyclic's; for the kernel's
 /// timerlat threads SCHED_FIFO at a real-time priority asked for, else the kernel's 95.
-pub fn thread_policy(
+pub(crate) fn thread_policy(
     engine: Engine,
     (policy, prio): (latlab_core::config::Policy, i32),
 ) -> (latlab_core::config::Policy, i32) {
@@ -41,14 +41,14 @@ pub fn thread_policy(
 }
 
 /// The tracer started for a probe, not yet read.
-pub struct Started {
+pub(crate) struct Started {
     running: super::kernel::Running,
     collector: Collector,
     cpus: Vec<usize>,
 }
 
 /// Checks the period is one the tracer takes (`flag` names it in the refusal).
-pub fn check_period(flag: &str, text: &str, period_ns: u64) -> Result<()> {
+pub(crate) fn check_period(flag: &str, text: &str, period_ns: u64) -> Result<()> {
     if (super::config::MIN_PERIOD_NS..=super::config::MAX_PERIOD_NS).contains(&period_ns)
         && period_ns.is_multiple_of(1000)
     {
@@ -65,7 +65,7 @@ pub fn check_period(flag: &str, text: &str, period_ns: u64) -> Result<()> {
 /// Starts the tracer on `cpus` at `period_ns` (its threads SCHED_FIFO `prio`), as
 /// `latlab timerlat` does: root, the kernel's support and the holders checked, the settings
 /// journaled in the run's held settings.
-pub fn start(ctx: &mut Ctx<'_>, cpus: &[usize], period_ns: u64, prio: Option<i32>) -> Result<Started> {
+pub(crate) fn start(ctx: &mut Ctx<'_>, cpus: &[usize], period_ns: u64, prio: Option<i32>) -> Result<Started> {
     if latlab_core::sys::sched::euid() != 0 {
         return Err(Error::Env(
             "--engine timerlat needs root: it runs the kernel's timerlat tracer through tracefs; \
@@ -113,7 +113,7 @@ impl Started {
     /// goes to its CPU's ring (counted lost when full) and tally, until `stop`. It returns,
     /// per CPU, what a cyclic worker would: the exact thread latency, and the samples the ring
     /// or the kernel's buffer lost.
-    pub fn spawn(
+    pub(crate) fn spawn(
         self,
         barrier: Arc<Barrier>,
         mut rings: Vec<Option<rtrb::Producer<u64>>>,
@@ -208,7 +208,7 @@ impl Started {
 
 /// The measuring threads of a long-running measurement: cyclic's workers, or the tracer's
 /// reader.
-pub enum Threads {
+pub(crate) enum Threads {
     /// One cyclic worker per CPU.
     Workers(Vec<std::thread::JoinHandle<(rt::Applied, WorkerOut)>>),
     /// The timerlat reader, for every CPU.
@@ -217,7 +217,7 @@ pub enum Threads {
 
 impl Threads {
     /// Wakes any asleep (they then see the stop flag).
-    pub fn wake(&self) {
+    pub(crate) fn wake(&self) {
         match self {
             Threads::Workers(v) => v.iter().for_each(rt::wake),
             Threads::Tracer(h) => rt::wake(h),

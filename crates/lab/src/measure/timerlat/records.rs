@@ -5,14 +5,14 @@
 //! (`osnoise:*_noise`).
 
 use latlab_core::error::{Error, Result};
-use latlab_trace::event::{bytes, int, Decoder, Event, Kind, Name};
+use latlab_trace::event::{bytes, int, Decoder, Event, Name};
 use latlab_trace::format::{parse_format, parse_header_page, Field, PageHeader};
 use std::collections::HashMap;
 use std::path::Path;
 
 /// Where a sample was taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Context {
+pub(crate) enum Context {
     /// The timer interrupt's handler.
     Irq,
     /// The kernel's timerlat thread, once it ran.
@@ -23,7 +23,7 @@ pub enum Context {
 
 /// What the kernel accounted as noise.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Noise {
+pub(crate) enum Noise {
     /// A hardware interrupt or vector.
     Irq,
     /// A softirq.
@@ -36,7 +36,7 @@ pub enum Noise {
 
 /// One decoded record.
 #[derive(Debug, Clone)]
-pub enum Rec {
+pub(crate) enum Rec {
     /// A timerlat sample.
     Sample {
         /// The period's number on its CPU (1 for the first).
@@ -88,9 +88,9 @@ enum Layout {
 
 /// The layouts of every record latlab enabled.
 #[derive(Debug, Clone)]
-pub struct Layouts {
+pub(crate) struct Layouts {
     /// The ring buffer's page layout.
-    pub header: PageHeader,
+    pub(crate) header: PageHeader,
     own: HashMap<u16, Layout>,
     dec: Decoder,
 }
@@ -102,13 +102,13 @@ fn at(p: &Path, e: impl std::fmt::Display) -> Error {
 impl Layouts {
     /// Learns the layouts under tracefs `root`: the sample's always (exit 3 naming it when the
     /// kernel lacks it), `explain`'s events when they exist.
-    pub fn learn(root: &Path, explain: &[String]) -> Result<Layouts> {
+    pub(crate) fn learn(root: &Path, explain: &[String]) -> Result<Layouts> {
         Layouts::learn_for(root, "ftrace/timerlat", explain)
     }
 
     /// As [`Layouts::learn`] for the tracer whose entry is `entry` (`ftrace/timerlat` or
     /// `ftrace/osnoise`, required), with `explain`'s events where they exist.
-    pub fn learn_for(root: &Path, entry: &str, explain: &[String]) -> Result<Layouts> {
+    pub(crate) fn learn_for(root: &Path, entry: &str, explain: &[String]) -> Result<Layouts> {
         let ev = root.join("events");
         let hp = ev.join("header_page");
         let header =
@@ -192,7 +192,7 @@ impl Layouts {
     }
 
     /// Decodes one record (None: a type not learned, or a record too short).
-    pub fn decode(&self, ts: u64, b: &[u8]) -> Option<Rec> {
+    pub(crate) fn decode(&self, ts: u64, b: &[u8]) -> Option<Rec> {
         let id = u16::from_le_bytes(b.get(0..2)?.try_into().ok()?);
         match self.own.get(&id) {
             Some(Layout::Sample(f)) => Some(Rec::Sample {
@@ -255,26 +255,21 @@ impl Layouts {
     }
 }
 
-/// True for a context switch record.
-pub fn is_switch(r: &Rec) -> bool {
-    matches!(r, Rec::Other(Event { kind: Kind::Switch { .. }, .. }))
-}
-
 /// The per-CPU raw buffers of one instance, read without blocking and decoded by `layouts`.
-pub struct Pipes {
+pub(crate) struct Pipes {
     files: Vec<std::fs::File>,
     buf: Vec<u8>,
     /// The layouts records are decoded by.
-    pub layouts: Layouts,
+    pub(crate) layouts: Layouts,
     /// Per pipe: events the kernel said it lost before a page.
-    pub missed: Vec<u64>,
+    pub(crate) missed: Vec<u64>,
     /// Per pipe: pages that did not parse (their records up to the fault are kept).
-    pub bad_pages: Vec<u64>,
+    pub(crate) bad_pages: Vec<u64>,
 }
 
 impl Pipes {
     /// Opens `paths` (`per_cpu/cpuN/trace_pipe_raw`), non-blocking.
-    pub fn open(paths: &[std::path::PathBuf], layouts: Layouts) -> Result<Pipes> {
+    pub(crate) fn open(paths: &[std::path::PathBuf], layouts: Layouts) -> Result<Pipes> {
         use std::os::unix::fs::OpenOptionsExt;
         let mut files = Vec::new();
         for p in paths {
@@ -297,7 +292,7 @@ impl Pipes {
     /// Reads every page each buffer holds now (at most a buffer's worth per pipe, so one busy
     /// CPU cannot hold the others), handing each record to `each` with its pipe's index;
     /// returns the number of pages read.
-    pub fn drain(&mut self, each: &mut dyn FnMut(usize, u64, Rec)) -> u64 {
+    pub(crate) fn drain(&mut self, each: &mut dyn FnMut(usize, u64, Rec)) -> u64 {
         use std::io::Read;
         let mut pages = 0;
         let mut recs: Vec<(u64, Rec)> = Vec::new();

@@ -22,7 +22,7 @@ fn cell(s: Option<&Series>, unit: DisplayUnit) -> String {
 }
 
 /// The run's table, as `latlab timerlat` printed it.
-pub fn render(run: &Run, unit: DisplayUnit) -> String {
+pub(crate) fn render(run: &Run, unit: DisplayUnit) -> String {
     let u = match unit {
         DisplayUnit::Us => "us",
         DisplayUnit::Ns => "ns",
