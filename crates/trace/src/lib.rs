@@ -7,7 +7,6 @@
 pub mod actions;
 pub mod args;
 pub(crate) mod attribute;
-pub mod culprits;
 pub mod dat;
 pub mod event;
 pub(crate) mod event_log;

@@ -572,7 +572,8 @@ impl Tracer {
         self.report.untraced_after_s = self.tamper.untraced_after_s();
         self.report.counted = counted;
         self.report.warnings.extend(warn);
-        self.report.per_cpu = super::culprits::summarise(&self.report.spikes, &self.report.cpus);
+        self.report.per_cpu =
+            latlab_core::result::culprits::summarise(&self.report.spikes, &self.report.cpus);
         if let Some(path) = self.dat.take() {
             let pages = self.rec.take_pages();
             self.saver.dat(&path, pages);

@@ -22,13 +22,15 @@ pub fn krate(name: &str) -> PathBuf {
 }
 
 /// Every source tree with the module its root stands for in the one tree ("" for the crates
-/// whose modules sit at the top; `trace` for the tracer, whose crate root is the module).
+/// whose modules sit at the top; `trace` for the tracer and `http` for the monitor's server,
+/// whose crate roots are the modules).
 pub fn roots() -> Vec<(PathBuf, &'static str)> {
     vec![
         (src(), ""),
         (krate("core"), ""),
         (krate("trace"), "trace"),
         (krate("analysis"), ""),
+        (krate("http"), "http"),
         (krate("lab"), ""),
     ]
 }
@@ -45,6 +47,7 @@ fn crate_module(name: &str) -> Option<Vec<String>> {
     match name {
         "latlab" | "latlab_core" | "latlab_analysis" | "latlab_lab" => Some(Vec::new()),
         "latlab_trace" => Some(vec!["trace".to_string()]),
+        "latlab_http" => Some(vec!["http".to_string()]),
         _ => None,
     }
 }

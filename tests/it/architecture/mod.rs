@@ -163,7 +163,7 @@ fn the_reader_sees_whole_files_groups_aliases_and_inline_paths() {
         k.modules.len() + 5,
         graph::all_rust_files().len(),
         "main.rs and the lib.rs of the binary, core, analysis and lab are roots; every other \
-         file is a module (the tracer's lib.rs is `trace`)"
+         file is a module (the lib.rs of the tracer and of http are `trace` and `http`)"
     );
 }
 

@@ -4,9 +4,9 @@
 //! run prints itself are not repeated here.
 
 use latlab_core::config::DisplayUnit;
+use latlab_core::result::culprits;
 use latlab_core::result::trace::{steal_text, TraceReport};
 use latlab_core::result::Run;
-use latlab_trace::culprits;
 
 /// The summary of `run`'s trace (nothing for a run that was not traced): titled for its kind
 /// (a kind whose runs are `always_traced`, `latlab sched`, does not call it `--trace`'s), the

@@ -4,10 +4,10 @@
 
 use super::svg::esc;
 use super::{Group, Loaded};
+use latlab_core::result::culprits::summarise;
 use latlab_core::result::trace::SpikeRecord;
 use latlab_core::result::trace::{Cause, CpuCauses};
 use latlab_core::result::Run;
-use latlab_trace::culprits::summarise;
 use std::fmt::Write;
 
 /// Cause kinds in bar order, with their colours.
@@ -257,7 +257,7 @@ fn worst_row(sp: &SpikeRecord) -> String {
             format!(
                 "{:.0} % {}",
                 c.share * 100.0,
-                latlab_trace::culprits::component_phrase(&c.kind, &c.name)
+                latlab_core::result::culprits::component_phrase(&c.kind, &c.name)
             )
         })
         .collect();

@@ -2,6 +2,7 @@
 //! JSON schema v1 (docs/json-schema.md).
 
 pub mod check;
+pub mod culprits;
 pub mod env;
 pub mod kind;
 pub mod qualification;

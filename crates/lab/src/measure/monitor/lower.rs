@@ -62,7 +62,7 @@ impl MonitorConfig {
         let web = a
             .web_config
             .as_deref()
-            .map(super::webconfig::WebConfig::load)
+            .map(latlab_http::webconfig::WebConfig::load)
             .transpose()?
             .map(std::sync::Arc::new);
         let monitor_id = a.monitor_id.clone().unwrap_or_else(|| host.to_string());

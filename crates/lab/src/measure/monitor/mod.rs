@@ -9,15 +9,15 @@ mod lower;
 
 pub(crate) mod causes;
 pub(crate) mod exemplar;
-pub(crate) mod http;
 pub mod metrics;
 pub mod snapshot;
 mod state;
 pub mod tally;
-pub(crate) mod webconfig;
 pub mod window;
 
 use latlab_core::config::{CpuSet, Policy};
+use latlab_http::server as http;
+use latlab_http::webconfig;
 use crate::driver::Ctx;
 use latlab_core::error::{Error, Result};
 use crate::measure::timerlat::probe::Threads;
@@ -61,7 +61,7 @@ pub struct MonitorConfig {
     pub(crate) window_ns: u64,
     /// TLS and basic authentication of the endpoint (`--web-config`).
     #[serde(skip)]
-    pub(crate) web: Option<Arc<webconfig::WebConfig>>,
+    pub web: Option<Arc<webconfig::WebConfig>>,
     /// Name of this monitor (tag `monitor=`).
     pub(crate) monitor_id: String,
     /// Stop after this long (ns); None: until SIGTERM/SIGINT.

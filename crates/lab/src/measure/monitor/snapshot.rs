@@ -178,7 +178,7 @@ impl Interval {
         let mut report = now.header.clone();
         let mut worst = t.spikes;
         let over = t.over + worst_only(&mut worst, MAX_INTERVAL_SPIKES);
-        report.per_cpu = latlab_trace::culprits::summarise(&worst, cpus);
+        report.per_cpu = latlab_core::result::culprits::summarise(&worst, cpus);
         worst.sort_by_key(|s| std::cmp::Reverse(s.latency_ns));
         // The worst overall, and each CPU's worst (what its exemplar names) beside them.
         let mut seen = std::collections::BTreeSet::new();

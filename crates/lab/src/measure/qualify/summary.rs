@@ -393,7 +393,7 @@ pub(crate) fn finish(
     if let Some(mut t) = seg.trace.clone() {
         let mut spikes: Vec<SpikeRecord> = b.map(|b| b.spikes.clone()).unwrap_or_default();
         spikes.extend(seg.spikes.iter().cloned());
-        t.per_cpu = latlab_trace::culprits::summarise(&spikes, &cfg.cpus);
+        t.per_cpu = latlab_core::result::culprits::summarise(&spikes, &cfg.cpus);
         spikes.sort_by_key(|s| std::cmp::Reverse(s.latency_ns));
         t.spikes_not_kept = spikes.len().saturating_sub(KEPT_SPIKES) as u64;
         spikes.truncate(KEPT_SPIKES);

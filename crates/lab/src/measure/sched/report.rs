@@ -324,7 +324,7 @@ fn worst(t: &latlab_core::result::trace::TraceReport, u: DisplayUnit) -> String 
                         task.comm,
                         latlab_core::result::trace::policy_label(task.prio)
                     ),
-                    _ => latlab_trace::culprits::component_phrase(&c.kind, &c.name),
+                    _ => latlab_core::result::culprits::component_phrase(&c.kind, &c.name),
                 };
                 match (&c.group, &c.task) {
                     (Some(_), Some(_)) => format!("{:.0} % {} {who}", 100.0 * c.share, c.kind),

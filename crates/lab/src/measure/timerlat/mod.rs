@@ -204,7 +204,7 @@ fn build_series(
 fn trace_report(cfg: &TimerlatConfig, th: u64, logs: &[CpuLog]) -> latlab_core::result::trace::TraceReport {
     let mut spikes: Vec<_> = logs.iter().flat_map(|l| l.spikes.iter().cloned()).collect();
     spikes.sort_by_key(|s| (s.cpu, s.seq));
-    let per_cpu = latlab_trace::culprits::summarise(&spikes, &cfg.cpus);
+    let per_cpu = latlab_core::result::culprits::summarise(&spikes, &cfg.cpus);
     latlab_core::result::trace::TraceReport {
         threshold_ns: th,
         cpus: cfg.cpus.clone(),

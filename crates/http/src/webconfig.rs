@@ -6,8 +6,8 @@
 //! [`MAX_BCRYPT_COST`] is refused (a hash is checked by its form, never by hashing, so no cost
 //! is paid at start). Verified credentials are remembered, so a scraper pays bcrypt once.
 
-use latlab_core::error::{Error, Result};
 use base64::Engine;
+use latlab_core::error::{Error, Result};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use serde::Deserialize;
@@ -45,9 +45,9 @@ struct TlsFile {
 
 /// A checked web configuration.
 #[derive(Debug)]
-pub(crate) struct WebConfig {
+pub struct WebConfig {
     /// The TLS server configuration, when `tls_server_config` is given.
-    pub(crate) tls: Option<Arc<rustls::ServerConfig>>,
+    pub tls: Option<Arc<rustls::ServerConfig>>,
     /// User name → bcrypt hash; empty: no authentication.
     users: BTreeMap<String, String>,
     /// Credentials verified so far (user → password), at most [`AUTH_CACHE`].
@@ -58,7 +58,8 @@ pub(crate) struct WebConfig {
 /// at once), at most [`MAX_PEM_BYTES`].
 fn read_pem(path: &Path) -> std::result::Result<Vec<u8>, String> {
     use std::io::Read;
-    let f = latlab_core::io::open_typed(path, Some(MAX_PEM_BYTES), false).map_err(|e| e.to_string())?;
+    let f =
+        latlab_core::io::open_typed(path, Some(MAX_PEM_BYTES), false).map_err(|e| e.to_string())?;
     let mut bytes = Vec::new();
     f.take(MAX_PEM_BYTES + 1)
         .read_to_end(&mut bytes)
@@ -82,7 +83,7 @@ fn same(a: &[u8], b: &[u8]) -> bool {
 
 impl WebConfig {
     /// Reads and checks FILE (exit 2 naming the key on any fault).
-    pub(crate) fn load(path: &Path) -> Result<WebConfig> {
+    pub fn load(path: &Path) -> Result<WebConfig> {
         let bad = |key: &str, why: String| {
             Error::flag("--web-config", path.display(), format!("{key}: {why}"))
         };
@@ -190,7 +191,7 @@ impl WebConfig {
     }
 
     /// True when requests must authenticate.
-    pub(crate) fn needs_auth(&self) -> bool {
+    pub fn needs_auth(&self) -> bool {
         !self.users.is_empty()
     }
 
@@ -262,7 +263,7 @@ mod tests {
 
     #[test]
     fn contribs_example_users_part_is_valid() {
-        let text = include_str!("../../../../../contrib/web-config.yml");
+        let text = include_str!("../../../contrib/web-config.yml");
         let users = &text[text.find("basic_auth_users:").unwrap()..];
         let d = tempfile::tempdir().unwrap();
         let w = WebConfig::load(&write(d.path(), "w.yml", users)).unwrap();

@@ -3,9 +3,8 @@
 //! exec chain and the policy/priority that held the CPU most; IRQs, softirqs and the rest by
 //! name. The tasks of a group are kept under it.
 
-use super::FastMap;
-use latlab_core::result::trace::policy_label;
-use latlab_core::result::trace::{Cause, CpuCauses, Member, SpikeRecord};
+use crate::result::trace::policy_label;
+use crate::result::trace::{Cause, CpuCauses, Member, SpikeRecord};
 use std::collections::BTreeMap;
 
 /// The key with the most time (of equal times, the smallest key), of any map's entries.
@@ -24,7 +23,7 @@ fn top<K: Clone + Ord>(m: &BTreeMap<K, u64>) -> Option<K> {
 #[derive(Default)]
 struct Acc<'a> {
     ns: u64,
-    chains: FastMap<&'a [String], u64>,
+    chains: BTreeMap<&'a [String], u64>,
     prios: BTreeMap<i32, u64>,
     members: BTreeMap<i32, (&'a str, BTreeMap<i32, u64>, u64)>,
 }
@@ -36,7 +35,7 @@ pub fn summarise(spikes: &[SpikeRecord], cpus: &[usize]) -> Vec<CpuCauses> {
         let on: Vec<&SpikeRecord> = spikes.iter().filter(|s| s.cpu == cpu).collect();
         let late: u64 = on.iter().map(|s| s.latency_ns).sum();
         // By kind, then name (the group for a thread).
-        let mut acc: FastMap<(&str, &str), Acc> = FastMap::default();
+        let mut acc: BTreeMap<(&str, &str), Acc> = BTreeMap::new();
         for comp in on.iter().flat_map(|s| &s.why.components) {
             let name = comp.group.as_deref().unwrap_or(&comp.name);
             let a = acc.entry((comp.kind.as_str(), name)).or_default();
@@ -142,7 +141,7 @@ pub fn component_phrase(kind: &str, name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use latlab_core::result::trace::{Attribution, Component, TaskRef};
+    use crate::result::trace::{Attribution, Component, TaskRef};
 
     fn thread(pid: i32, comm: &str, prio: i32, group: &str, ns: u64) -> Component {
         Component {

@@ -23,7 +23,7 @@ use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::webconfig::WebConfig;
+use crate::webconfig::WebConfig;
 use latlab_core::sys::poll::{self as sp, POLLERR, POLLHUP, POLLIN, POLLNVAL, POLLOUT};
 
 /// Largest request head accepted (bytes); larger requests get 431.
@@ -43,18 +43,18 @@ pub(crate) const QUEUE: usize = 32;
 
 /// An answer.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Response {
+pub struct Response {
     /// Status code.
-    pub(crate) status: u16,
+    pub status: u16,
     /// Content type.
-    pub(crate) content_type: &'static str,
+    pub content_type: &'static str,
     /// Body (text, or the protobuf exposition's bytes).
-    pub(crate) body: Vec<u8>,
+    pub body: Vec<u8>,
 }
 
 impl Response {
     /// A plain-text answer.
-    pub(crate) fn text(status: u16, body: impl Into<String>) -> Response {
+    pub fn text(status: u16, body: impl Into<String>) -> Response {
         Response {
             status,
             content_type: "text/plain; charset=utf-8",
@@ -64,12 +64,12 @@ impl Response {
 }
 
 /// Answers a GET of a path (the query string removed), given the request's `Accept` header.
-pub(crate) type Handler = dyn Fn(&str, &str) -> Response + Send + Sync;
+pub type Handler = dyn Fn(&str, &str) -> Response + Send + Sync;
 
 /// A running server; stopped (and its accept thread joined) by [`Server::stop`].
-pub(crate) struct Server {
+pub struct Server {
     /// The bound address (the port is real even when 0 was asked).
-    pub(crate) addr: SocketAddr,
+    pub addr: SocketAddr,
     stop: Arc<AtomicBool>,
     wake: UnixStream,
     accept: Option<std::thread::JoinHandle<()>>,
@@ -77,7 +77,7 @@ pub(crate) struct Server {
 
 impl Server {
     /// Binds `addr` and serves `handler` from housekeeping threads.
-    pub(crate) fn start(
+    pub fn start(
         addr: SocketAddr,
         handler: Arc<Handler>,
         web: Option<Arc<WebConfig>>,
@@ -122,7 +122,7 @@ impl Server {
 
     /// Stops accepting (at once: the accept thread is woken); answers being written end by
     /// their own time limit, and no request is verified on the way out.
-    pub(crate) fn stop(mut self) {
+    pub fn stop(mut self) {
         self.stop.store(true, Ordering::Relaxed);
         let _ = (&self.wake).write(&[1]);
         if let Some(h) = self.accept.take() {
