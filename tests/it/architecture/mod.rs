@@ -8,6 +8,7 @@
 
 mod generated;
 mod graph;
+mod limits;
 
 use graph::{read, rust_files};
 use std::collections::{BTreeMap, BTreeSet};
