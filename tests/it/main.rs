@@ -39,6 +39,7 @@ mod monitor_store;
 mod monitor_tls;
 mod monitor_trace;
 mod noise;
+mod pages;
 mod pi;
 mod placement;
 mod plan;

@@ -1,11 +1,12 @@
-//! The README's walkthrough, run as written: every command block marked
+//! The walkthrough of docs/commands/run.md, run as written: every command block marked
 //! `<!-- readme-test: commands -->` runs in order (as root, in a scratch store and journal,
 //! `EXP` standing for the experiment id the walkthrough's plan printed), and the output block
 //! marked `<!-- readme-test: output -->` after it must be what those commands print, up to the
 //! figures a measurement cannot repeat. `LATLAB_README_UPDATE=1` writes the generated output
-//! into README.md instead, so the README shows exactly what this test made; without it the
-//! output goes to target/tmp/readme-walkthrough.md for comparison. Its measuring time is the
-//! walkthrough's: 10 runs of 3 s.
+//! into the page instead, so it shows exactly what this test made; without it the output goes
+//! to target/tmp/readme-walkthrough.md for comparison. Its measuring time is the
+//! walkthrough's: 10 runs of 3 s. The README's excerpt of it (marked
+//! `<!-- readme-test: excerpt of docs/commands/run.md -->`) must be lines the page shows.
 
 use crate::util::{exclusive, scratch, skip, test_store};
 use std::path::{Path, PathBuf};
@@ -15,7 +16,7 @@ const MARK_COMMANDS: &str = "<!-- readme-test: commands -->";
 const MARK_OUTPUT: &str = "<!-- readme-test: output -->";
 
 /// One marked command block: its commands and the line range of its output block (the fence
-/// lines excluded) in the README.
+/// lines excluded) in the page.
 struct Block {
     commands: Vec<String>,
     output: Option<(usize, usize)>,
@@ -80,6 +81,9 @@ fn shape(text: &str) -> String {
         .join("\n")
 }
 
+/// The page whose walkthrough this test runs.
+const WALKTHROUGH: &str = "docs/commands/run.md";
+
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -102,7 +106,7 @@ fn the_clocksource_walkthrough_runs_as_written() {
         );
     }
     let _x = exclusive();
-    let readme_path = root().join("README.md");
+    let readme_path = root().join(WALKTHROUGH);
     let readme = std::fs::read_to_string(&readme_path).unwrap();
     let bl = blocks(&readme);
     assert!(bl.len() >= 3, "the walkthrough's marked blocks are missing");
@@ -219,7 +223,7 @@ fn the_clocksource_walkthrough_runs_as_written() {
     let dump = Path::new(env!("CARGO_TARGET_TMPDIR")).join("readme-walkthrough.md");
     let all: String = generated.iter().map(|g| g.1.clone()).collect();
     std::fs::write(&dump, &all).unwrap();
-    // The README shows what the commands print: the same lines, up to the figures.
+    // The page shows what the commands print: the same lines, up to the figures.
     let lines: Vec<&str> = readme.lines().collect();
     for ((range, text), b) in generated.iter().zip(&bl) {
         let Some((a, z)) = range else { continue };
@@ -233,8 +237,8 @@ fn the_clocksource_walkthrough_runs_as_written() {
             assert_eq!(
                 have,
                 want,
-                "README.md's walkthrough is stale (generated output in {}; \
-                 LATLAB_README_UPDATE=1 rewrites the README)",
+                "{WALKTHROUGH}'s walkthrough is stale (generated output in {}; \
+                 LATLAB_README_UPDATE=1 rewrites the page)",
                 dump.display()
             );
         }
@@ -242,10 +246,33 @@ fn the_clocksource_walkthrough_runs_as_written() {
         for l in w.iter().filter(|l| l.starts_with("$ ")) {
             assert!(
                 h.contains(l),
-                "README.md's walkthrough is stale: it lacks the line\n{l}\n(generated output in \
-                 {}; LATLAB_README_UPDATE=1 rewrites the README)",
+                "{WALKTHROUGH}'s walkthrough is stale: it lacks the line\n{l}\n(generated output in \
+                 {}; LATLAB_README_UPDATE=1 rewrites the page)",
                 dump.display()
             );
         }
+    }
+}
+
+/// The README's excerpt of the walkthrough is what the page shows, line for line (the page is
+/// checked against what the commands print above).
+#[test]
+fn the_readme_excerpt_is_the_walkthroughs() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let page = std::fs::read_to_string(root().join(WALKTHROUGH)).unwrap();
+    let mark = format!("<!-- readme-test: excerpt of {WALKTHROUGH} -->");
+    let lines: Vec<&str> = readme.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| *l == mark)
+        .unwrap_or_else(|| panic!("README.md has no {mark}"));
+    let (a, z) = fenced(&lines, at).expect("a fenced block after the excerpt's mark");
+    assert!(z > a, "the excerpt is empty");
+    let shown: std::collections::BTreeSet<&str> = page.lines().collect();
+    for l in &lines[a..z] {
+        assert!(
+            shown.contains(l),
+            "README.md's excerpt shows a line {WALKTHROUGH} does not:\n{l}"
+        );
     }
 }

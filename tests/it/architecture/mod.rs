@@ -226,7 +226,11 @@ const ROOTS: [&str; 9] = [
 /// trimmed of punctuation; templates (`NAME`, `*`, `<x>`) are left out.
 fn file_mentions(text: &str) -> Vec<String> {
     text.split(|c: char| c.is_whitespace() || "`()[],;'\"|".contains(c))
-        .map(|w| w.trim_end_matches(['.', ':']).to_string())
+        .map(|w| {
+            // A link's `#section` names a place in the file, not another file.
+            let w = w.split('#').next().unwrap_or_default();
+            w.trim_end_matches(['.', ':']).to_string()
+        })
         .filter(|w| {
             let dir = ROOTS.iter().any(|d| w.starts_with(d));
             (dir || w.ends_with(".rs"))
@@ -288,6 +292,19 @@ fn present(page: &str) -> String {
     out
 }
 
+/// The pages under docs/ and docs/commands/.
+fn doc_pages() -> Vec<std::path::PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut out: Vec<_> = ["docs", "docs/commands"]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(root.join(d)).unwrap().flatten())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .collect();
+    out.sort();
+    out
+}
+
 #[test]
 fn doc_comments_and_docs_name_real_modules() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -311,11 +328,9 @@ fn doc_comments_and_docs_name_real_modules() {
             (p.display().to_string(), doc)
         })
         .collect();
-    for page in std::fs::read_dir(root.join("docs")).unwrap().flatten() {
-        if page.path().extension().is_some_and(|x| x == "md") {
-            let text = std::fs::read_to_string(page.path()).unwrap();
-            texts.push((page.path().display().to_string(), present(&text)));
-        }
+    for page in doc_pages() {
+        let text = std::fs::read_to_string(&page).unwrap();
+        texts.push((page.display().to_string(), present(&text)));
     }
     texts.push((
         "README.md".into(),
@@ -360,12 +375,7 @@ fn doc_comments_and_docs_name_real_files() {
             }
         }
     }
-    let mut pages: Vec<_> = std::fs::read_dir(root.join("docs"))
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "md"))
-        .collect();
+    let mut pages = doc_pages();
     pages.push(root.join("README.md"));
     for page in pages {
         let text = std::fs::read_to_string(&page).unwrap();
