@@ -2,9 +2,7 @@
 //! the rest declared here) parsed into raw arguments, then dispatched (`commands`). Only this
 //! layer reads raw arguments of the commands that are not measurements.
 
-pub use analysis::{
-    CompareArgs, GateArgs, MinistatArgs, PlotArgs, ReportArgs, SamplesArgs, TailArgs,
-};
+pub use analysis::{CompareArgs, GateArgs, MinistatArgs, PlotArgs, ReportArgs, SamplesArgs};
 pub use store::{RunArgs, RunsCmd};
 
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
@@ -19,8 +17,9 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// latlab's subcommands other than measurements (those come from the table of measurements,
-/// `crate::table`, and are added to the parser by [`command`]).
+/// latlab's subcommands other than measurements and the analysis commands of
+/// `latlab_analysis::COMMANDS` (those come from their tables, `crate::table` and that one, and
+/// are added to the parser by [`command`]).
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Compare data sets: quantiles with bootstrap intervals, Mann-Whitney U, Welch's t,
@@ -56,9 +55,6 @@ pub enum Command {
     /// Judge a latency requirement on runs for CI: met (exit 0), violated (exit 1) or
     /// undecided (exit 4), with exact binomial bounds; --plan-for says how long to measure.
     Gate(GateArgs),
-    /// The latency exceeded with probability P per sample or per unit of time, beyond the
-    /// largest one seen: a generalized Pareto tail with intervals, or a refusal saying why not.
-    Tail(TailArgs),
     /// Print a shell completion script: `latlab completions bash > /etc/bash_completion.d/latlab`.
     Completions {
         /// The shell.
@@ -77,12 +73,15 @@ pub enum Command {
 pub enum Parsed {
     /// A measurement and its arguments, still to be lowered.
     Measure(&'static crate::table::Entry, clap::ArgMatches),
+    /// An analysis command of `latlab_analysis::COMMANDS` and its arguments.
+    Analysis(&'static latlab_analysis::command::Entry, clap::ArgMatches),
     /// Any other command.
     Other(Command),
 }
 
 /// latlab's whole command line: the measurements from the table first, then the other
-/// commands. Help, completions and man pages are drawn from it.
+/// commands, the analysis commands of `latlab_analysis::COMMANDS` among them just before
+/// `completions` and `man`. Help, completions and man pages are drawn from it.
 pub fn command() -> clap::Command {
     let base = Cli::command();
     let others: Vec<clap::Command> = base.get_subcommands().cloned().collect();
@@ -91,9 +90,22 @@ pub fn command() -> clap::Command {
         cmd = cmd.subcommand(e.deferred().display_order(i));
     }
     let n = crate::table::TABLE.len();
+    let tools = others
+        .iter()
+        .position(|o| o.get_name() == "completions")
+        .unwrap_or(others.len());
+    let analyses = latlab_analysis::COMMANDS;
+    for (i, e) in analyses.iter().enumerate() {
+        cmd = cmd.subcommand(e.command().display_order(n + tools + i));
+    }
     for (i, o) in others.iter().enumerate() {
         let name = o.get_name().to_string();
-        cmd = cmd.mut_subcommand(&name, |c| c.display_order(n + i));
+        let at = if i < tools {
+            n + i
+        } else {
+            n + i + analyses.len()
+        };
+        cmd = cmd.mut_subcommand(&name, |c| c.display_order(at));
     }
     cmd
 }
@@ -118,6 +130,9 @@ where
     if let Some((name, sub)) = m.subcommand() {
         if let Some(e) = crate::table::find(name) {
             return Ok(Parsed::Measure(e, sub.clone()));
+        }
+        if let Some(e) = latlab_analysis::command::find(name) {
+            return Ok(Parsed::Analysis(e, sub.clone()));
         }
     }
     Ok(Parsed::Other(Cli::from_arg_matches(&m)?.command))

@@ -9,7 +9,6 @@ mod runs;
 mod show;
 mod since;
 mod spike;
-mod tail;
 
 use crate::cli::{Command, Parsed, SamplesArgs};
 use latlab_analysis::export::columns;
@@ -26,6 +25,11 @@ pub fn run(parsed: Parsed, argv: Vec<String>) -> Result<()> {
         Parsed::Measure(entry, matches) => {
             pending_notice();
             return entry.run(&matches, argv);
+        }
+        Parsed::Analysis(entry, matches) => {
+            pending_notice();
+            latlab_lab::driver::signals::exit_on_first_signal();
+            return entry.run(&matches);
         }
         Parsed::Other(cmd) => cmd,
     };
@@ -46,14 +50,12 @@ pub fn run(parsed: Parsed, argv: Vec<String>) -> Result<()> {
             | Command::Ministat(_)
             | Command::Report(_)
             | Command::Plot(_)
-            | Command::Tail(_)
     ) {
         latlab_lab::driver::signals::exit_on_first_signal();
     }
     match cmd {
         Command::Samples(a) => samples_cmd(&a),
         Command::Gate(a) => gate::run(&a),
-        Command::Tail(a) => tail::run(&a),
         Command::Completions { shell } => {
             let s = crate::cli::docs::completions(shell);
             latlab_core::output::stdout(&String::from_utf8_lossy(&s))

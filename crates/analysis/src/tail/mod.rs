@@ -6,6 +6,8 @@
 //! [`estimate`] is the library entry point other commands use (report, compare, gate, and a
 //! qualification's report): data in, a [`Report`] out, refusals included.
 
+pub mod args;
+mod command;
 pub mod inputs;
 pub mod render;
 pub(crate) mod samplelog;

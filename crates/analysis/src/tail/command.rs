@@ -1,13 +1,19 @@
-//! The `latlab tail` command: flags checked, inputs read and estimated by `latlab_analysis::tail`,
+//! The `latlab tail` command: flags checked, inputs read and estimated by [`super::estimate`],
 //! printed; a refusal is exit 4 after its reason is printed.
 
-use crate::cli::TailArgs;
-use latlab_analysis::tail::{self, Per, ReadOpts, Request};
+use super::args::TailArgs;
+use super::{Per, ReadOpts, Request};
 use latlab_core::error::{Error, Result};
 
+impl crate::command::Command for TailArgs {
+    fn run(self) -> Result<()> {
+        run(&self)
+    }
+}
+
 /// Runs `latlab tail`; the answer (or the refusal) goes to stdout first.
-pub fn run(a: &TailArgs) -> Result<()> {
-    tail::check_probabilities("--at", &a.at)?;
+fn run(a: &TailArgs) -> Result<()> {
+    super::check_probabilities("--at", &a.at)?;
     if !(a.confidence > 0.5 && a.confidence < 1.0) {
         return Err(Error::flag(
             "--confidence",
@@ -39,7 +45,7 @@ pub fn run(a: &TailArgs) -> Result<()> {
         no_decluster: a.no_decluster,
         include_disturbed: a.include_disturbed,
     };
-    let data = tail::inputs::load(&a.inputs, &opts)?;
+    let data = super::inputs::load(&a.inputs, &opts)?;
     let req = Request {
         at: a.at.clone(),
         per,
@@ -49,11 +55,11 @@ pub fn run(a: &TailArgs) -> Result<()> {
             ..Default::default()
         },
     };
-    let r = tail::estimate(&data, &req)?;
+    let r = super::estimate(&data, &req)?;
     let out = if a.json {
-        tail::render::json(&r)
+        super::render::json(&r)
     } else {
-        tail::render::text(&r, a.unit)
+        super::render::text(&r, a.unit)
     };
     latlab_core::output::stdout(&out).map_err(|e| Error::io("stdout", e))?;
     match &r.refusal {

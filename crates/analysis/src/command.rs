@@ -1,0 +1,77 @@
+//! The shape of an analysis command — one that reads stored runs and never measures — so the
+//! command line can parse, document and run it from one row of [`crate::COMMANDS`], as it
+//! does a measurement from the table of measurements. A command is its folder (its arguments,
+//! implementing [`Command`]) plus that row; dispatch, `latlab help`, completions and man pages
+//! read the row.
+
+use latlab_core::error::{Error, Result};
+
+/// The arguments of an analysis command, which know how to run it.
+pub trait Command: clap::Args + clap::FromArgMatches {
+    /// Runs the command. Its exit code comes from the error: `Error::Usage` is 2,
+    /// `Error::Undecided` 4 (as every command's).
+    fn run(self) -> Result<()>;
+}
+
+/// One analysis command: a row of [`crate::COMMANDS`].
+pub struct Entry {
+    /// The subcommand (`latlab NAME`).
+    pub name: &'static str,
+    /// One line of help (`latlab help`).
+    pub about: &'static str,
+    /// Adds its arguments to a clap command.
+    args: fn(clap::Command) -> clap::Command,
+    /// Parses its arguments from the matches and runs it.
+    run: fn(&clap::ArgMatches) -> Result<()>,
+}
+
+impl std::fmt::Debug for Entry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Entry").field("name", &self.name).finish()
+    }
+}
+
+/// The row of the analysis command whose arguments are `A`.
+pub(crate) const fn entry<A: Command>(name: &'static str, about: &'static str) -> Entry {
+    Entry {
+        name,
+        about,
+        args: arguments::<A>,
+        run: run::<A>,
+    }
+}
+
+/// Adds the arguments of `A`, keeping the help line the row gave (the arguments' own doc
+/// comment would replace it).
+fn arguments<A: Command>(c: clap::Command) -> clap::Command {
+    let about = c.get_about().cloned();
+    let c = A::augment_args(c);
+    match about {
+        Some(a) => c.about(a),
+        None => c,
+    }
+    .long_about(None)
+}
+
+fn run<A: Command>(m: &clap::ArgMatches) -> Result<()> {
+    A::from_arg_matches(m)
+        .map_err(|e| Error::Usage(e.to_string()))?
+        .run()
+}
+
+impl Entry {
+    /// Its clap subcommand: name, help and arguments.
+    pub fn command(&self) -> clap::Command {
+        (self.args)(clap::Command::new(self.name).about(self.about))
+    }
+
+    /// Parses its arguments from `m` (its subcommand's matches) and runs it.
+    pub fn run(&self, m: &clap::ArgMatches) -> Result<()> {
+        (self.run)(m)
+    }
+}
+
+/// The row named `name`, if an analysis command has it.
+pub fn find(name: &str) -> Option<&'static Entry> {
+    crate::COMMANDS.iter().find(|e| e.name == name)
+}
