@@ -143,6 +143,88 @@ pub struct Plan {
 }
 
 impl Factor {
+    /// The factor's own checks: its name (it becomes a tag), its levels (each one line of
+    /// text, a tag's value, distinct), one kind of setting, options only for its levels.
+    fn check(&self) -> std::result::Result<(), String> {
+        let f = self;
+        if f.name.is_empty()
+            || !f
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+        {
+            return Err(format!(
+                "factor name '{}': use letters, digits, '_', '-' and '.' (it becomes a tag)",
+                f.name
+            ));
+        }
+        if f.name.len() > MAX_NAME {
+            return Err(format!(
+                "factor name '{}…' is {} characters long; at most {MAX_NAME} (it becomes a tag)",
+                &f.name[..32],
+                f.name.len()
+            ));
+        }
+        if RUNNER_TAGS.contains(&f.name.as_str()) {
+            return Err(format!(
+                "factor name '{}' is a tag latlab sets itself",
+                f.name
+            ));
+        }
+        if f.levels.is_empty() {
+            return Err(format!("factor '{}' has no levels", f.name));
+        }
+        let mut lv = std::collections::HashSet::new();
+        for l in &f.levels {
+            if l.len() > MAX_LEVEL {
+                return Err(format!(
+                    "factor '{}': a level is {} bytes long; at most {MAX_LEVEL}",
+                    f.name,
+                    l.len()
+                ));
+            }
+            // One line of plain text: a level is a label in progress lines, tables and
+            // tags, and a value written to a setting (a newline there would start a new
+            // line on the terminal and a second value in the file).
+            if l.chars().any(char::is_control) {
+                return Err(format!(
+                    "factor '{}': level {l:?} holds a control character (a newline, a tab, \
+                     an escape); a level is one line of text",
+                    f.name
+                ));
+            }
+            // It becomes the tag NAME=LEVEL of every run, which is never empty.
+            if l.is_empty() {
+                return Err(format!(
+                    "factor '{}': a level is empty (it is the tag {}=LEVEL of its runs)",
+                    f.name, f.name
+                ));
+            }
+            if !lv.insert(l) {
+                return Err(format!("factor '{}': level '{l}' appears twice", f.name));
+            }
+        }
+        let kinds = [f.knob.is_some(), f.sysctl.is_some(), f.governor]
+            .iter()
+            .filter(|x| **x)
+            .count();
+        if kinds > 1 {
+            return Err(format!(
+                "factor '{}': use one of knob, sysctl or governor",
+                f.name
+            ));
+        }
+        for key in f.options.keys().chain(f.pre.keys()).chain(f.post.keys()) {
+            if !f.levels.contains(key) {
+                return Err(format!(
+                    "factor '{}': '{key}' is not one of its levels {:?}",
+                    f.name, f.levels
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// The files this factor writes (empty for option-only factors), each resolved and checked
     /// to be a knob latlab may write (under /sys or /proc/sys, no `..`, no symlink out).
     pub(crate) fn files(&self) -> std::result::Result<Vec<PathBuf>, knobs::KnobError> {
@@ -240,125 +322,13 @@ impl Plan {
 
     fn validate(&mut self, name: &str) -> Result<()> {
         let bad = |why: String| Error::Usage(format!("{name}: {why}"));
-        let known = measurements();
-        if !known.contains(&self.measure.command.as_str()) {
-            return Err(bad(format!(
-                "measure.command '{}' is not a measurement (use {})",
-                self.measure.command,
-                known.join(", ")
-            )));
-        }
-        if self.design.repeats == 0 || u64::from(self.design.repeats) > MAX_RUNS {
-            return Err(bad(format!(
-                "design.repeats {} is not 1 to {MAX_RUNS}",
-                self.design.repeats
-            )));
-        }
-        if self.factors.len() > MAX_FACTORS {
-            return Err(bad(format!(
-                "{} factors; a plan has at most {MAX_FACTORS}",
-                self.factors.len()
-            )));
-        }
-        // The size of the design, before anything is allocated for it.
-        let mut runs = u64::from(self.design.repeats);
-        for f in &self.factors {
-            runs = runs.saturating_mul(f.levels.len() as u64);
-        }
-        if runs > MAX_RUNS {
-            return Err(bad(format!(
-                "{} level combination(s) x {} repeat(s) is more than {MAX_RUNS} runs; split the plan",
-                self.factors
-                    .iter()
-                    .map(|f| f.levels.len().to_string())
-                    .collect::<Vec<_>>()
-                    .join(" x "),
-                self.design.repeats
-            )));
-        }
+        self.check_size().map_err(bad)?;
         let mut seen = std::collections::HashSet::new();
         for f in &self.factors {
             if !seen.insert(&f.name) {
                 return Err(bad(format!("factor '{}' appears twice", f.name)));
             }
-            if f.name.is_empty()
-                || !f
-                    .name
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
-            {
-                return Err(bad(format!(
-                    "factor name '{}': use letters, digits, '_', '-' and '.' (it becomes a tag)",
-                    f.name
-                )));
-            }
-            if f.name.len() > MAX_NAME {
-                return Err(bad(format!(
-                    "factor name '{}…' is {} characters long; at most {MAX_NAME} (it becomes a tag)",
-                    &f.name[..32],
-                    f.name.len()
-                )));
-            }
-            if RUNNER_TAGS.contains(&f.name.as_str()) {
-                return Err(bad(format!(
-                    "factor name '{}' is a tag latlab sets itself",
-                    f.name
-                )));
-            }
-            if f.levels.is_empty() {
-                return Err(bad(format!("factor '{}' has no levels", f.name)));
-            }
-            let mut lv = std::collections::HashSet::new();
-            for l in &f.levels {
-                if l.len() > MAX_LEVEL {
-                    return Err(bad(format!(
-                        "factor '{}': a level is {} bytes long; at most {MAX_LEVEL}",
-                        f.name,
-                        l.len()
-                    )));
-                }
-                // One line of plain text: a level is a label in progress lines, tables and
-                // tags, and a value written to a setting (a newline there would start a new
-                // line on the terminal and a second value in the file).
-                if l.chars().any(char::is_control) {
-                    return Err(bad(format!(
-                        "factor '{}': level {l:?} holds a control character (a newline, a tab, \
-                         an escape); a level is one line of text",
-                        f.name
-                    )));
-                }
-                // It becomes the tag NAME=LEVEL of every run, which is never empty.
-                if l.is_empty() {
-                    return Err(bad(format!(
-                        "factor '{}': a level is empty (it is the tag {}=LEVEL of its runs)",
-                        f.name, f.name
-                    )));
-                }
-                if !lv.insert(l) {
-                    return Err(bad(format!(
-                        "factor '{}': level '{l}' appears twice",
-                        f.name
-                    )));
-                }
-            }
-            let kinds = [f.knob.is_some(), f.sysctl.is_some(), f.governor]
-                .iter()
-                .filter(|x| **x)
-                .count();
-            if kinds > 1 {
-                return Err(bad(format!(
-                    "factor '{}': use one of knob, sysctl or governor",
-                    f.name
-                )));
-            }
-            for key in f.options.keys().chain(f.pre.keys()).chain(f.post.keys()) {
-                if !f.levels.contains(key) {
-                    return Err(bad(format!(
-                        "factor '{}': '{key}' is not one of its levels {:?}",
-                        f.name, f.levels
-                    )));
-                }
-            }
+            f.check().map_err(bad)?;
         }
         if let Some(m) = &self.analysis.metric {
             if !["latency", "min", "max", "mean", "p50", "p99", "p99.9"].contains(&m.as_str()) {
@@ -367,8 +337,54 @@ impl Plan {
                 )));
             }
         }
-        // Every combination's command line must be one the measurement accepts, as the run
-        // would check it, before any knob is looked at.
+        self.check_combinations(name)?;
+        self.check_knobs(name)
+    }
+
+    /// The measurement is one, and the design's size is bounded before anything is allocated
+    /// for it.
+    fn check_size(&self) -> std::result::Result<(), String> {
+        let known = measurements();
+        if !known.contains(&self.measure.command.as_str()) {
+            return Err(format!(
+                "measure.command '{}' is not a measurement (use {})",
+                self.measure.command,
+                known.join(", ")
+            ));
+        }
+        if self.design.repeats == 0 || u64::from(self.design.repeats) > MAX_RUNS {
+            return Err(format!(
+                "design.repeats {} is not 1 to {MAX_RUNS}",
+                self.design.repeats
+            ));
+        }
+        if self.factors.len() > MAX_FACTORS {
+            return Err(format!(
+                "{} factors; a plan has at most {MAX_FACTORS}",
+                self.factors.len()
+            ));
+        }
+        let mut runs = u64::from(self.design.repeats);
+        for f in &self.factors {
+            runs = runs.saturating_mul(f.levels.len() as u64);
+        }
+        if runs > MAX_RUNS {
+            return Err(format!(
+                "{} level combination(s) x {} repeat(s) is more than {MAX_RUNS} runs; split the plan",
+                self.factors
+                    .iter()
+                    .map(|f| f.levels.len().to_string())
+                    .collect::<Vec<_>>()
+                    .join(" x "),
+                self.design.repeats
+            ));
+        }
+        Ok(())
+    }
+
+    /// Every combination's command line is one the measurement accepts, as the run would
+    /// check it, before any knob is looked at; the runs' expected length is summed.
+    fn check_combinations(&mut self, name: &str) -> Result<()> {
         let check = *CHECKER
             .get()
             .ok_or_else(|| Error::Env("internal: no measurement checker registered".into()))?;
@@ -395,7 +411,13 @@ impl Plan {
             }
         }
         self.estimate = estimate;
-        // Knobs: only files latlab may write, present and writable here.
+        Ok(())
+    }
+
+    /// Knobs: only files latlab may write, present and writable here, every level one the
+    /// kernel takes, and no file set by two factors.
+    fn check_knobs(&mut self, name: &str) -> Result<()> {
+        let bad = |why: String| Error::Usage(format!("{name}: {why}"));
         let mut files = Vec::with_capacity(self.factors.len());
         for f in &self.factors {
             let ctx = format!("{name}: factor '{}': ", f.name);
