@@ -8,23 +8,7 @@ use latlab_core::error::{Error, Result};
 
 /// Runs `latlab compare` (tail-aware mode).
 pub fn run(a: &CompareArgs) -> Result<String> {
-    let single_exp = match a.sets.as_slice() {
-        [one] => match latlab_analysis::compare::select::parse(&[one])?.as_slice() {
-            [latlab_analysis::compare::select::Item {
-                sel: latlab_analysis::compare::select::Selector::Exp(e),
-                ..
-            }] => Some(e.clone()),
-            _ => None,
-        },
-        _ => None,
-    };
-    if let Some(exp) = a.experiment.clone().or(single_exp) {
-        if a.experiment.is_some() && !a.sets.is_empty() {
-            return Err(Error::Usage(
-                "compare --experiment takes no other sets: it compares the experiment's levels"
-                    .into(),
-            ));
-        }
+    if let Some(exp) = experiment_named(a)? {
         return experiment(a, &exp);
     }
     if a.sets.len() < 2 {
@@ -98,8 +82,57 @@ pub fn run(a: &CompareArgs) -> Result<String> {
             *s = latlab_analysis::compare::per_run::figures_of(s, a.metric)?;
         }
     }
+    check_sets(&sources)?;
+    let unit = if sources.iter().any(|s| s.from_json) {
+        a.unit.to_string()
+    } else {
+        String::new()
+    };
+    let settings = analysis::Settings {
+        confidence: a.confidence / 100.0,
+        replicates: a.bootstrap,
+        seed: a.seed,
+        higher_is_better: a.higher_is_better,
+        unit,
+        assume_independent: a.assume_independent_samples,
+    };
+    let mut an = latlab_analysis::compare::analyse(&sources, &settings);
+    if let Some(h) = headline.filter(|_| per_metric) {
+        an.headline = h.to_string();
+    }
+    let Some(p) = a.tail_at else {
+        return Ok(render::render(&an, a.format));
+    };
+    let sets = tail_sets(a, &sources);
+    with_tail(&an, a, p, sets)
+}
+
+/// The experiment `compare` compares the levels of: `--experiment`, or one set that is
+/// `exp:ID` alone.
+fn experiment_named(a: &CompareArgs) -> Result<Option<String>> {
+    let single_exp = match a.sets.as_slice() {
+        [one] => match latlab_analysis::compare::select::parse(&[one])?.as_slice() {
+            [latlab_analysis::compare::select::Item {
+                sel: latlab_analysis::compare::select::Selector::Exp(e),
+                ..
+            }] => Some(e.clone()),
+            _ => None,
+        },
+        _ => None,
+    };
+    if a.experiment.is_some() && !a.sets.is_empty() {
+        return Err(Error::Usage(
+            "compare --experiment takes no other sets: it compares the experiment's levels".into(),
+        ));
+    }
+    Ok(a.experiment.clone().or(single_exp))
+}
+
+/// Refuses two sets with one label, and says when the sets hold different measurements or
+/// share runs.
+fn check_sets(sources: &[latlab_analysis::compare::inputs::Source]) -> Result<()> {
     let mut labels = std::collections::HashSet::new();
-    for s in &sources {
+    for s in sources {
         if !labels.insert(s.label.as_str()) {
             return Err(Error::Usage(format!(
                 "two sets are labelled '{}': name them with LABEL=PATH",
@@ -152,26 +185,14 @@ pub fn run(a: &CompareArgs) -> Result<String> {
             }
         }
     }
-    let unit = if sources.iter().any(|s| s.from_json) {
-        a.unit.to_string()
-    } else {
-        String::new()
-    };
-    let settings = analysis::Settings {
-        confidence: a.confidence / 100.0,
-        replicates: a.bootstrap,
-        seed: a.seed,
-        higher_is_better: a.higher_is_better,
-        unit,
-        assume_independent: a.assume_independent_samples,
-    };
-    let mut an = latlab_analysis::compare::analyse(&sources, &settings);
-    if let Some(h) = headline.filter(|_| per_metric) {
-        an.headline = h.to_string();
-    }
-    let Some(p) = a.tail_at else {
-        return Ok(render::render(&an, a.format));
-    };
+    Ok(())
+}
+
+/// Each set read again as `tail` reads data, labelled as the comparison labelled it.
+fn tail_sets(
+    a: &CompareArgs,
+    sources: &[latlab_analysis::compare::inputs::Source],
+) -> Vec<(String, Result<latlab_analysis::tail::Loaded>)> {
     let topts = latlab_analysis::tail::ReadOpts {
         series: a.series.clone(),
         column: a.column,
@@ -180,10 +201,9 @@ pub fn run(a: &CompareArgs) -> Result<String> {
         no_decluster: false,
         include_disturbed: a.include_disturbed,
     };
-    let sets: Vec<(String, Result<latlab_analysis::tail::Loaded>)> = a
-        .sets
+    a.sets
         .iter()
-        .zip(&sources)
+        .zip(sources)
         .map(|(spec, src)| {
             let (_, rest) = latlab_analysis::compare::inputs::split_label(spec);
             (
@@ -191,8 +211,7 @@ pub fn run(a: &CompareArgs) -> Result<String> {
                 latlab_analysis::tail::inputs::load(&[rest.to_os_string()], &topts),
             )
         })
-        .collect();
-    with_tail(&an, a, p, sets)
+        .collect()
 }
 
 /// The comparison with each set's tail estimate at `p` (`--tail-at`) after it: a table in
