@@ -1,7 +1,8 @@
 //! Units of one sitting: no source file over 600 lines outside its unit tests, no function
 //! over 150 lines, at most 10 over 100. What exceeded them when the check came is listed in
 //! `limits.txt` beside this file; the list may only shrink — a new excess fails, and so does a
-//! listed one that no longer exceeds (take it off the list).
+//! listed one that no longer exceeds (take it off the list, or, for a function brought from
+//! over 150 lines to between 100 and 150, list it as `long` instead of `fn`).
 
 use super::graph::all_rust_files;
 use std::collections::BTreeSet;

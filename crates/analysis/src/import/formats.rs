@@ -111,6 +111,142 @@ fn asks_for_histogram(cmdline: &str) -> bool {
     })
 }
 
+/// A thread's histogram in ns: its (value, count) pairs, the samples it holds, and the
+/// highest bucket that holds any.
+type Read = (Vec<(u64, u64)>, u64, u64);
+
+/// [`Read`] of thread `id`'s `histogram` object.
+fn histogram(src: &Source, id: &str, t: &Value, scale: f64) -> Result<Read> {
+    let file = src.file;
+    let field = |f: &str| format!("thread {id}: {f}");
+    let mut pairs = Vec::new();
+    let mut in_hist = 0u64;
+    let mut top = 0u64;
+    if let Some(h) = t["histogram"].as_object() {
+        for (k, c) in h {
+            let at: f64 = k
+                .parse()
+                .ok()
+                .filter(|x: &f64| {
+                    x.is_finite()
+                        && (0.0..=latlab_core::stats::histogram::HIGHEST_NS as f64)
+                            .contains(&(x * scale))
+                })
+                .ok_or_else(|| {
+                    src.at(
+                        &["thread", id, "histogram", k.as_str()],
+                        format!("bucket '{k}' is not a latency up to one hour"),
+                    )
+                })?;
+            let c = c.as_u64().ok_or_else(|| {
+                bad(
+                    file,
+                    format!("{}: count of {k} is not a count", field("histogram")),
+                )
+            })?;
+            let ns = (at * scale) as u64;
+            // Only a bucket that holds samples bounds the max (a histogram may be padded
+            // with empty ones).
+            if c > 0 {
+                top = top.max(ns);
+            }
+            in_hist = in_hist
+                .checked_add(c)
+                .ok_or_else(|| bad(file, format!("{}: counts overflow", field("histogram"))))?;
+            pairs.push((ns, c));
+        }
+    }
+    Ok((pairs, in_hist, top))
+}
+
+/// One thread of an rt-tests file as read so far, for what its histogram leaves out.
+struct Thread<'a> {
+    id: &'a str,
+    json: &'a Value,
+    cycles: Option<u64>,
+    min: Option<u64>,
+    max: Option<u64>,
+    in_hist: u64,
+    top: u64,
+    pairs: Vec<(u64, u64)>,
+}
+
+impl Thread<'_> {
+    /// The samples past the histogram, as (count, the value they are known to exceed, ns),
+    /// with a warning for each way a histogram falls short; `pairs` gains the exact max.
+    fn beyond(
+        &mut self,
+        tool: Tool,
+        histogram_asked: Option<bool>,
+        src: &Source,
+        warnings: &mut Vec<String>,
+    ) -> Result<Option<(u64, u64)>> {
+        let (id, t, cycles, min, max) = (self.id, self.json, self.cycles, self.min, self.max);
+        let (in_hist, top) = (self.in_hist, self.top);
+        let pairs = &mut self.pairs;
+        let path = |f: &'static str| ["thread", id, f];
+        let mut beyond: Option<(u64, u64)> = None;
+        if pairs.is_empty() {
+            // Only cyclictest can be asked for one (-h N); the others keep none or always do.
+            // Its file holds an empty histogram with or without -h: its command line tells.
+            let asked = t["histogram"].is_object() && histogram_asked != Some(false);
+            let hint = if tool == Tool::Cyclictest && asked && histogram_asked.is_none() {
+                format!(
+                    " (its histogram is empty: cyclictest ran without -h, or all {} samples \
+                         lie beyond its -h range)",
+                    cycles.unwrap_or(0)
+                )
+            } else if tool == Tool::Cyclictest && asked && cycles.unwrap_or(0) > 0 {
+                // -h was given, but every sample lay beyond its range.
+                format!(
+                    " left: its -h histogram is empty, all {} samples lie beyond it (the \
+                         smallest is {} us; run cyclictest with a larger -h)",
+                    cycles.unwrap_or(0),
+                    min.map_or(0.0, |m| m as f64 / 1e3)
+                )
+            } else if tool == Tool::Cyclictest {
+                format!(" (run {} with -h/--histogram to keep one)", tool.name())
+            } else {
+                format!(" ({} keeps none)", tool.name())
+            };
+            warnings.push(format!("thread {id}: no histogram{hint}: only min/avg/max"));
+        } else if let (Some(n), Some(mx)) = (cycles, max) {
+            // cyclictest leaves samples beyond its histogram out of it; it never holds more.
+            if n < in_hist && tool != Tool::Oslat {
+                return Err(src.at(
+                    &path("cycles"),
+                    format!("{n} is below the {in_hist} samples its histogram holds"),
+                ));
+            }
+            if n > in_hist {
+                beyond = Some((n - in_hist, top));
+                let who = format!("thread {id}");
+                let w = keep_beyond(pairs, &who, n - in_hist, top, mx);
+                warnings.push(w);
+            }
+        } else if let Some(mx) = max.filter(|&m| m > top && tool == Tool::Oslat) {
+            // oslat's last bucket holds everything from its value up.
+            if let Some(last) = pairs.iter_mut().find(|p| p.0 == top) {
+                warnings.push(format!(
+                        "thread {id}: the top bucket (>= {} us) holds {} samples: kept at its value, one at the exact max {} us",
+                        top as f64 / 1e3,
+                        last.1,
+                        mx as f64 / 1e3
+                    ));
+                // Only the top bucket's floor is known of these, and that one reached the max.
+                beyond = Some((1, top));
+                if last.1 > 1 {
+                    last.1 -= 1;
+                    pairs.push((mx, 1));
+                } else {
+                    last.0 = mx;
+                }
+            }
+        }
+        Ok(beyond)
+    }
+}
+
 fn rt_tests(tool: Tool, text: &str, file: &str) -> Result<Run> {
     let v = json(text, file, tool.name())?;
     if let Some(k) = super::check::repeated_thread(text) {
@@ -175,46 +311,8 @@ fn rt_tests(tool: Tool, text: &str, file: &str) -> Result<Run> {
     let mut ids: Vec<(&String, &Value)> = threads.iter().collect();
     ids.sort_by_key(|(k, _)| k.parse::<u64>().unwrap_or(u64::MAX));
     for (id, t) in ids {
-        let field = |f: &str| format!("thread {id}: {f}");
         let path = |f: &'static str| ["thread", id.as_str(), f];
-        let mut pairs = Vec::new();
-        let mut in_hist = 0u64;
-        let mut top = 0u64;
-        if let Some(h) = t["histogram"].as_object() {
-            for (k, c) in h {
-                let at: f64 = k
-                    .parse()
-                    .ok()
-                    .filter(|x: &f64| {
-                        x.is_finite()
-                            && (0.0..=latlab_core::stats::histogram::HIGHEST_NS as f64)
-                                .contains(&(x * scale))
-                    })
-                    .ok_or_else(|| {
-                        src.at(
-                            &["thread", id.as_str(), "histogram", k.as_str()],
-                            format!("bucket '{k}' is not a latency up to one hour"),
-                        )
-                    })?;
-                let c = c.as_u64().ok_or_else(|| {
-                    bad(
-                        file,
-                        format!("{}: count of {k} is not a count", field("histogram")),
-                    )
-                })?;
-                let ns = (at * scale) as u64;
-                // Only a bucket that holds samples bounds the max (a histogram may be padded
-                // with empty ones).
-                if c > 0 {
-                    top = top.max(ns);
-                }
-                in_hist = in_hist
-                    .checked_add(c)
-                    .ok_or_else(|| bad(file, format!("{}: counts overflow", field("histogram"))))?;
-                pairs.push((ns, c));
-            }
-        }
-        let _ = field;
+        let (pairs, in_hist, top) = histogram(&src, id, t, scale)?;
         let cycles = match &t["cycles"] {
             Value::Null => None,
             c => Some(c.as_u64().filter(|&n| n <= MAX_CYCLES).ok_or_else(|| {
@@ -253,66 +351,18 @@ fn rt_tests(tool: Tool, text: &str, file: &str) -> Result<Run> {
                 format!("{mx} ns is below the histogram's bucket at {top} ns that holds samples"),
             ));
         }
-        // Samples past the histogram: (count, the value they are known to exceed, ns).
-        let mut beyond: Option<(u64, u64)> = None;
-        if pairs.is_empty() {
-            // Only cyclictest can be asked for one (-h N); the others keep none or always do.
-            // Its file holds an empty histogram with or without -h: its command line tells.
-            let asked = t["histogram"].is_object() && histogram_asked != Some(false);
-            let hint = if tool == Tool::Cyclictest && asked && histogram_asked.is_none() {
-                format!(
-                    " (its histogram is empty: cyclictest ran without -h, or all {} samples \
-                     lie beyond its -h range)",
-                    cycles.unwrap_or(0)
-                )
-            } else if tool == Tool::Cyclictest && asked && cycles.unwrap_or(0) > 0 {
-                // -h was given, but every sample lay beyond its range.
-                format!(
-                    " left: its -h histogram is empty, all {} samples lie beyond it (the \
-                     smallest is {} us; run cyclictest with a larger -h)",
-                    cycles.unwrap_or(0),
-                    min.map_or(0.0, |m| m as f64 / 1e3)
-                )
-            } else if tool == Tool::Cyclictest {
-                format!(" (run {} with -h/--histogram to keep one)", tool.name())
-            } else {
-                format!(" ({} keeps none)", tool.name())
-            };
-            run.warnings
-                .push(format!("thread {id}: no histogram{hint}: only min/avg/max"));
-        } else if let (Some(n), Some(mx)) = (cycles, max) {
-            // cyclictest leaves samples beyond its histogram out of it; it never holds more.
-            if n < in_hist && tool != Tool::Oslat {
-                return Err(src.at(
-                    &path("cycles"),
-                    format!("{n} is below the {in_hist} samples its histogram holds"),
-                ));
-            }
-            if n > in_hist {
-                beyond = Some((n - in_hist, top));
-                let who = format!("thread {id}");
-                let w = keep_beyond(&mut pairs, &who, n - in_hist, top, mx);
-                run.warnings.push(w);
-            }
-        } else if let Some(mx) = max.filter(|&m| m > top && tool == Tool::Oslat) {
-            // oslat's last bucket holds everything from its value up.
-            if let Some(last) = pairs.iter_mut().find(|p| p.0 == top) {
-                run.warnings.push(format!(
-                    "thread {id}: the top bucket (>= {} us) holds {} samples: kept at its value, one at the exact max {} us",
-                    top as f64 / 1e3,
-                    last.1,
-                    mx as f64 / 1e3
-                ));
-                // Only the top bucket's floor is known of these, and that one reached the max.
-                beyond = Some((1, top));
-                if last.1 > 1 {
-                    last.1 -= 1;
-                    pairs.push((mx, 1));
-                } else {
-                    last.0 = mx;
-                }
-            }
-        }
+        let mut th = Thread {
+            id,
+            json: t,
+            cycles,
+            min,
+            max,
+            in_hist,
+            top,
+            pairs,
+        };
+        let beyond = th.beyond(tool, histogram_asked, &src, &mut run.warnings)?;
+        let pairs = th.pairs;
         let built = Built {
             name: format!("T{id}"),
             cpu: super::check::thread_cpu(&src, &path("cpu"), &t["cpu"])?,
