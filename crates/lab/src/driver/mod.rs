@@ -714,6 +714,55 @@ pub(crate) fn execute_with<M: Measurement>(
     let mut outcome = measured?;
 
     let run = M::result(&mut outcome);
+    let placement = placement_log.failures();
+    assemble(
+        run,
+        warnings,
+        stopped_loads,
+        moved,
+        &unrestored,
+        &placement,
+        &control,
+    );
+
+    let (written, stored) = keep(run, &json, &mut keeper, common, &placement)?;
+
+    show(&m, &mut outcome, &json, out)?;
+    let run = M::result(&mut outcome);
+    written?;
+    stored?;
+    if let Some(t) = run.trace.as_ref().and_then(|t| t.untraced_after_s) {
+        if common.strict {
+            return Err(Error::Env(format!(
+                "--strict: another process turned tracing off in latlab's instance {t:.2} s \
+                 into the trace; the result was kept with what was traced before"
+            )));
+        }
+    }
+    let failed = run.check_failure.clone();
+    let end = match (failed, M::exit_status(&outcome)) {
+        (Some(c), _) => Err(Error::CheckFailed(c)),
+        (None, Some(code)) if code != 0 => Err(Error::Passed(code)),
+        _ => Ok(()),
+    };
+    if exiting {
+        std::mem::forget(outcome);
+    }
+    end
+}
+
+/// The run's own record of what happened around the measurement: its loads' reports, the
+/// warnings of every layer, the ground that moved, settings not restored, threads not placed,
+/// and whether a signal ended it.
+fn assemble(
+    run: &mut Run,
+    mut warnings: Vec<String>,
+    stopped_loads: crate::loadgen::Stopped,
+    moved: Vec<latlab_core::result::GroundChange>,
+    unrestored: &[String],
+    placement: &[String],
+    control: &latlab_core::rt::Control,
+) {
     run.loads.extend(stopped_loads.reports);
     warnings.extend(stopped_loads.warnings);
     warnings.extend(moved.iter().map(ground::warning));
@@ -724,16 +773,24 @@ pub(crate) fn execute_with<M: Measurement>(
             .iter()
             .map(|f| format!("could not restore {f}; run 'latlab restore'")),
     );
-    let placement = placement_log.failures();
     warnings.extend(placement.iter().cloned());
     run.warnings.extend(warnings);
     if control.was_interrupted() {
         run.interrupted = true;
     }
+}
 
-    // Outputs before text: a file atomically, then the store. A failure of either is reported
-    // after the text, so what was measured is still shown and kept where it could be.
-    let written = match &json {
+/// Keeps the run before any text: `--json FILE` atomically, then the store. Their failures
+/// come back to be reported after the text (what was measured is still shown and kept where it
+/// could be); under `--strict`, threads not placed as asked end it here, with no figures shown.
+fn keep(
+    run: &mut Run,
+    json: &Option<JsonSink>,
+    keeper: &mut Keeper,
+    common: &Common,
+    placement: &[String],
+) -> Result<(Result<()>, Result<()>)> {
+    let written = match json {
         Some(j @ JsonSink::File(_)) => j.write(run),
         _ => Ok(()),
     };
@@ -757,9 +814,19 @@ pub(crate) fn execute_with<M: Measurement>(
             placement.join("; ")
         )));
     }
+    Ok((written, stored))
+}
 
-    let mut text = m.render(&outcome);
-    let run = M::result(&mut outcome);
+/// Prints the measurement's report (to stderr when stdout carries figures or JSON), its
+/// figures and `--json -`.
+fn show<M: Measurement>(
+    m: &M,
+    outcome: &mut M::Outcome,
+    json: &Option<JsonSink>,
+    out: &mut dyn std::io::Write,
+) -> Result<()> {
+    let mut text = m.render(outcome);
+    let run = M::result(outcome);
     if !text.loads_shown {
         text.report.push_str(&load_lines(run));
     }
@@ -781,26 +848,7 @@ pub(crate) fn execute_with<M: Measurement>(
     if let Some(JsonSink::Stdout) = &json {
         latlab_core::output::to(out, &JsonSink::text(run)?).map_err(|e| Error::io("stdout", e))?;
     }
-    written?;
-    stored?;
-    if let Some(t) = run.trace.as_ref().and_then(|t| t.untraced_after_s) {
-        if common.strict {
-            return Err(Error::Env(format!(
-                "--strict: another process turned tracing off in latlab's instance {t:.2} s \
-                 into the trace; the result was kept with what was traced before"
-            )));
-        }
-    }
-    let failed = run.check_failure.clone();
-    let end = match (failed, M::exit_status(&outcome)) {
-        (Some(c), _) => Err(Error::CheckFailed(c)),
-        (None, Some(code)) if code != 0 => Err(Error::Passed(code)),
-        _ => Ok(()),
-    };
-    if exiting {
-        std::mem::forget(outcome);
-    }
-    end
+    Ok(())
 }
 
 /// One line per load for the text report, with rates in readable units.
