@@ -50,7 +50,6 @@ fn looks_like_duration(t: &str) -> bool {
 /// Parses `rtla timerlat top` / `rtla osnoise top` output.
 pub(crate) fn parse(text: &str, file: &str) -> Result<Run> {
     let lines: Vec<String> = text.lines().map(plain).collect();
-    let at = |i: usize, why: String| bad(file, format!("line {}: {why}", i + 1));
     let timerlat = lines.iter().any(|l| l.trim() == "Timer Latency");
     let osnoise = lines.iter().any(|l| l.trim() == "Operating System Noise");
     if !timerlat && !osnoise {
@@ -61,6 +60,45 @@ pub(crate) fn parse(text: &str, file: &str) -> Result<Run> {
     }
     let mut run = run_of(Tool::RtlaTop, file, None, None);
     run.parameters["tracer"] = if timerlat { "timerlat" } else { "osnoise" }.into();
+    let screen = last_screen(&lines, file, &mut run)?;
+    if screen.rows.is_empty() {
+        return Err(bad(file, "no CPU rows (`CPU #COUNT | ...`)"));
+    }
+    let groups = if timerlat {
+        2 + usize::from(screen.user)
+    } else {
+        0
+    };
+    let mut seen = std::collections::BTreeSet::new();
+    for (i, toks) in screen.rows {
+        let row = Row::new(i, toks, screen.scale, file)?;
+        if !seen.insert(row.cpu) {
+            return Err(row.at(format!("CPU {} appears twice in the last screen", row.cpu)));
+        }
+        if timerlat {
+            row.timerlat(&mut run, groups)?;
+        } else {
+            row.osnoise(&mut run)?;
+        }
+    }
+    run.warnings.push(format!(
+        "rtla {} top keeps no histogram: each series holds its exact count, min, mean and max only",
+        run.parameters["tracer"].as_str().unwrap_or("")
+    ));
+    Ok(run)
+}
+
+/// The CPU rows of the last screen (a live run prints one after another), with the unit and
+/// whether user-space threads were measured; the elapsed time goes into `run`.
+struct Screen {
+    rows: Vec<(usize, Vec<String>)>,
+    scale: f64,
+    user: bool,
+}
+
+/// Reads [`Screen`] from the output's lines.
+fn last_screen(lines: &[String], file: &str, run: &mut Run) -> Result<Screen> {
+    let at = |i: usize, why: String| bad(file, format!("line {}: {why}", i + 1));
     let mut scale = 1000.0;
     // The rows of the last screen: a live run prints one after another.
     let mut rows: Vec<(usize, Vec<String>)> = Vec::new();
@@ -105,123 +143,147 @@ pub(crate) fn parse(text: &str, file: &str) -> Result<Run> {
             rows.push((i, toks));
         }
     }
-    if rows.is_empty() {
-        return Err(bad(file, "no CPU rows (`CPU #COUNT | ...`)"));
-    }
-    let groups = if timerlat { 2 + usize::from(user) } else { 0 };
-    let mut seen = std::collections::BTreeSet::new();
-    for (i, toks) in rows {
-        let cpu: usize = toks[0]
+    Ok(Screen { rows, scale, user })
+}
+
+/// One CPU's row of the last screen: its line, its words, its CPU and sample count.
+struct Row<'a> {
+    i: usize,
+    toks: Vec<String>,
+    cpu: usize,
+    count: u64,
+    scale: f64,
+    file: &'a str,
+}
+
+impl<'a> Row<'a> {
+    /// The row of line `i`, its CPU and count read.
+    fn new(i: usize, toks: Vec<String>, scale: f64, file: &'a str) -> Result<Row<'a>> {
+        let mut row = Row {
+            i,
+            toks,
+            cpu: 0,
+            count: 0,
+            scale,
+            file,
+        };
+        row.cpu = row.toks[0]
             .parse()
             .ok()
             .filter(|&c| c < MAX_CPUS)
             .ok_or_else(|| {
-                at(
-                    i,
-                    format!("CPU '{}' is not a CPU number below {MAX_CPUS}", toks[0]),
-                )
+                row.at(format!(
+                    "CPU '{}' is not a CPU number below {MAX_CPUS}",
+                    row.toks[0]
+                ))
             })?;
-        if !seen.insert(cpu) {
-            return Err(at(i, format!("CPU {cpu} appears twice in the last screen")));
-        }
-        let count: u64 = toks[1][1..]
+        row.count = row.toks[1][1..]
             .parse()
-            .map_err(|_| at(i, format!("'{}' is not a sample count", toks[1])))?;
-        let time = |v: &str| -> Result<u64> {
-            match v.parse::<f64>() {
-                Ok(x) if x.is_finite() && x >= 0.0 && x * scale <= HIGHEST_NS as f64 => {
-                    Ok((x * scale).round() as u64)
-                }
-                _ => Err(at(i, format!("'{v}' is not a time latlab can hold"))),
+            .map_err(|_| row.at(format!("'{}' is not a sample count", row.toks[1])))?;
+        Ok(row)
+    }
+
+    /// An error naming the row's line.
+    fn at(&self, why: String) -> latlab_core::error::Error {
+        bad(self.file, format!("line {}: {why}", self.i + 1))
+    }
+
+    /// A time of the row in ns, bounded.
+    fn time(&self, v: &str) -> Result<u64> {
+        match v.parse::<f64>() {
+            Ok(x) if x.is_finite() && x >= 0.0 && x * self.scale <= HIGHEST_NS as f64 => {
+                Ok((x * self.scale).round() as u64)
             }
-        };
-        if timerlat {
-            // cur min avg max per group.
-            if toks.len() != 2 + 4 * groups {
-                return Err(at(
-                    i,
-                    format!(
-                        "{} values where timerlat top prints {}",
-                        toks.len() - 2,
-                        4 * groups
-                    ),
-                ));
-            }
-            for (g, name) in ["IRQ", "Thr", "Usr"].iter().take(groups).enumerate() {
-                let v = &toks[2 + 4 * g..6 + 4 * g];
-                let (min, avg, max) = (time(&v[1])?, time(&v[2])?, time(&v[3])?);
-                if min > max || avg > max || avg < min {
-                    return Err(at(
-                        i,
-                        format!("{name}-{cpu:03}: min {min} avg {avg} max {max} ns do not order"),
-                    ));
-                }
-                push(
-                    &mut run,
-                    format!("{name}-{cpu:03}"),
-                    cpu,
-                    count,
-                    min,
-                    avg as f64,
-                    max,
-                    None,
-                );
-            }
-        } else {
-            // Period Runtime Noise %CPU-Aval MaxNoise MaxSingle HW NMI IRQ Softirq Thread.
-            if toks.len() != 12 {
-                return Err(at(
-                    i,
-                    format!("{} values where osnoise top prints 11", toks.len() - 1),
-                ));
-            }
-            let n = |k: usize| -> Result<u64> {
-                toks[k]
-                    .parse()
-                    .map_err(|_| at(i, format!("'{}' is not a count", toks[k])))
-            };
-            let (runtime, noise) = (time(&toks[2])?, time(&toks[3])?);
-            let (max_noise, max_single) = (time(&toks[5])?, time(&toks[6])?);
-            let avail = toks[4]
-                .parse::<f64>()
-                .ok()
-                .filter(|p| (0.0..=100.0).contains(p))
-                .ok_or_else(|| {
-                    at(
-                        i,
-                        format!("'{}' is not a percentage of CPU available", toks[4]),
-                    )
-                })?;
-            if noise > runtime || max_single > max_noise || max_noise > noise {
-                return Err(at(
-                    i,
-                    format!("CPU {cpu}: noise {noise} ns, runtime {runtime} ns, max noise {max_noise} ns and max single {max_single} ns do not order"),
-                ));
-            }
-            let extra = serde_json::json!({
-                "runtime_ns": runtime,
-                "max_single_ns": max_single,
-                "cpu_available_percent": avail,
-                "hw": n(7)?, "nmi": n(8)?, "irq": n(9)?, "softirq": n(10)?, "thread": n(11)?,
-            });
-            let mean = noise as f64 / count.max(1) as f64;
-            push(
-                &mut run,
-                format!("CPU-{cpu:03}"),
-                cpu,
-                count,
-                0,
-                mean,
-                max_noise,
-                Some(extra),
-            );
+            _ => Err(self.at(format!("'{v}' is not a time latlab can hold"))),
         }
     }
-    run.warnings.push(format!(
-        "rtla {} top keeps no histogram: each series holds its exact count, min, mean and max only",
-        run.parameters["tracer"].as_str().unwrap_or("")
-    ));
-    Ok(run)
+
+    /// The count in word `k`.
+    fn count_at(&self, k: usize) -> Result<u64> {
+        self.toks[k]
+            .parse()
+            .map_err(|_| self.at(format!("'{}' is not a count", self.toks[k])))
+    }
+
+    /// A timerlat row: cur min avg max per group (IRQ, thread, user thread), a series each.
+    fn timerlat(&self, run: &mut Run, groups: usize) -> Result<()> {
+        let cpu = self.cpu;
+        // cur min avg max per group.
+        if self.toks.len() != 2 + 4 * groups {
+            return Err(self.at(format!(
+                "{} values where timerlat top prints {}",
+                self.toks.len() - 2,
+                4 * groups
+            )));
+        }
+        for (g, name) in ["IRQ", "Thr", "Usr"].iter().take(groups).enumerate() {
+            let v = &self.toks[2 + 4 * g..6 + 4 * g];
+            let (min, avg, max) = (self.time(&v[1])?, self.time(&v[2])?, self.time(&v[3])?);
+            if min > max || avg > max || avg < min {
+                return Err(self.at(format!(
+                    "{name}-{cpu:03}: min {min} avg {avg} max {max} ns do not order"
+                )));
+            }
+            push(
+                run,
+                format!("{name}-{cpu:03}"),
+                cpu,
+                self.count,
+                min,
+                avg as f64,
+                max,
+                None,
+            );
+        }
+        Ok(())
+    }
+
+    /// An osnoise row: Period Runtime Noise %CPU-Aval MaxNoise MaxSingle HW NMI IRQ Softirq
+    /// Thread, one series with the rest kept beside it.
+    fn osnoise(&self, run: &mut Run) -> Result<()> {
+        let cpu = self.cpu;
+        // Period Runtime Noise %CPU-Aval MaxNoise MaxSingle HW NMI IRQ Softirq Thread.
+        if self.toks.len() != 12 {
+            return Err(self.at(format!(
+                "{} values where osnoise top prints 11",
+                self.toks.len() - 1
+            )));
+        }
+        let (runtime, noise) = (self.time(&self.toks[2])?, self.time(&self.toks[3])?);
+        let (max_noise, max_single) = (self.time(&self.toks[5])?, self.time(&self.toks[6])?);
+        let avail = self.toks[4]
+            .parse::<f64>()
+            .ok()
+            .filter(|p| (0.0..=100.0).contains(p))
+            .ok_or_else(|| {
+                self.at(format!(
+                    "'{}' is not a percentage of CPU available",
+                    self.toks[4]
+                ))
+            })?;
+        if noise > runtime || max_single > max_noise || max_noise > noise {
+            return Err(self.at(format!("CPU {cpu}: noise {noise} ns, runtime {runtime} ns, max noise {max_noise} ns and max single {max_single} ns do not order"),
+            ));
+        }
+        let extra = serde_json::json!({
+            "runtime_ns": runtime,
+            "max_single_ns": max_single,
+            "cpu_available_percent": avail,
+            "hw": self.count_at(7)?, "nmi": self.count_at(8)?, "irq": self.count_at(9)?, "softirq": self.count_at(10)?, "thread": self.count_at(11)?,
+        });
+        let mean = noise as f64 / self.count.max(1) as f64;
+        push(
+            run,
+            format!("CPU-{cpu:03}"),
+            cpu,
+            self.count,
+            0,
+            mean,
+            max_noise,
+            Some(extra),
+        );
+        Ok(())
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
