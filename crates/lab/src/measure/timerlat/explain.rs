@@ -55,12 +55,54 @@ fn overlap(a: (u64, u64), b: (u64, u64)) -> u64 {
     a.1.min(b.1).saturating_sub(a.0.max(b.0))
 }
 
+/// The tasks that ran in a window (task, from, to) and the kernel's noise records that overlap
+/// it (class, name, from, to).
+type Replayed = (Vec<(Task, u64, u64)>, Vec<(Noise, String, u64, u64)>, Option<Task>);
+
 /// Explains window `w` from the CPU's recent events (`ring`, oldest first) and the task that
 /// ran before the oldest of them.
 pub(crate) fn explain(w: &Window, ring: &VecDeque<(u64, Rec)>, before: Option<&Task>) -> SpikeRecord {
     let due = w.sample_ts.saturating_sub(w.latency_ns);
+    let (runs, noise, blocking_task) = replay(w, ring, before);
+    let mut split = KernelSplit {
+        irq_latency_ns: w.irq.map(|i| i.1),
+        thread_latency_ns: w.latency_ns,
+        thread_delay_ns: w.irq.map(|i| w.latency_ns.saturating_sub(i.1)),
+        blocking: blocking_task.as_ref().map(label),
+        ..KernelSplit::default()
+    };
+    let (mut components, nmis, nmi_ns) = components(w, &runs, &noise, &mut split);
+    components.sort_by(|a, b| b.ns.cmp(&a.ns).then_with(|| a.name.cmp(&b.name)));
+    let mut notes = vec![split.phrase()];
+    if w.irq.is_none() {
+        notes.push("the IRQ sample of this period was not read: no IRQ/thread split".into());
+    }
+    SpikeRecord {
+        series: format!("{}-{}", if w.user { "user" } else { "thread" }, w.cpu),
+        cpu: w.cpu,
+        seq: w.seq,
+        expected_ns: due,
+        latency_ns: w.latency_ns,
+        why: Attribution {
+            components,
+            blocking: split.blocking.clone(),
+            timer_delay_ns: split.irq_latency_ns,
+            switch_in_ns: Some(w.latency_ns),
+            nmis: Some(nmis),
+            nmi_ns: Some(nmi_ns),
+            notes,
+            kernel_split: Some(split),
+            ..Attribution::default()
+        },
+    }
+}
+
+
+/// Replays the window: who ran when the timer expired and after, and the noise inside it; the
+/// first task seen is the one that blocked the timerlat thread.
+fn replay(w: &Window, ring: &VecDeque<(u64, Rec)>, before: Option<&Task>) -> Replayed {
+    let due = w.sample_ts.saturating_sub(w.latency_ns);
     let span = (due, w.sample_ts);
-    // Who ran when the timer expired, and each task's share of the window.
     // Only the window is read: the events from the last switch before it was due (found
     // walking back a bounded way) to the sample. The ring is in time order.
     let start = ring.partition_point(|(t, _)| *t < due);
@@ -114,18 +156,23 @@ pub(crate) fn explain(w: &Window, ring: &VecDeque<(u64, Rec)>, before: Option<&T
     if let Some(c) = cur {
         runs.push((c, from, w.sample_ts));
     }
-    let mut split = KernelSplit {
-        irq_latency_ns: w.irq.map(|i| i.1),
-        thread_latency_ns: w.latency_ns,
-        thread_delay_ns: w.irq.map(|i| w.latency_ns.saturating_sub(i.1)),
-        blocking: blocking_task.as_ref().map(label),
-        ..KernelSplit::default()
-    };
-    // Components: the kernel's accounting of interrupts, softirqs and NMIs, then each task's
-    // time less the interrupts inside it.
+    (runs, noise, blocking_task)
+}
+
+/// The window's components: the kernel's accounting of interrupts, softirqs and NMIs, then
+/// each task's time less the interrupts inside it, and what no event covers; with the NMIs'
+/// count and time. `split` gains the sums by class.
+fn components(
+    w: &Window,
+    runs: &[(Task, u64, u64)],
+    noise: &[(Noise, String, u64, u64)],
+    split: &mut KernelSplit,
+) -> (Vec<Component>, u32, u64) {
+    let due = w.sample_ts.saturating_sub(w.latency_ns);
+    let span = (due, w.sample_ts);
     let mut parts: BTreeMap<(String, String), (u64, Option<TaskRef>)> = BTreeMap::new();
     let (mut nmis, mut nmi_ns) = (0u32, 0u64);
-    for (class, name, a, b) in &noise {
+    for (class, name, a, b) in noise {
         let ns = overlap((*a, *b), span);
         let kind = match class {
             Noise::Irq => {
@@ -149,7 +196,7 @@ pub(crate) fn explain(w: &Window, ring: &VecDeque<(u64, Rec)>, before: Option<&T
         };
         parts.entry((kind.into(), name.clone())).or_default().0 += ns;
     }
-    for (task, a, b) in &runs {
+    for (task, a, b) in runs {
         let inside: u64 = noise.iter().map(|n| overlap((n.2, n.3), (*a, *b))).sum();
         let ns = overlap((*a, *b), span).saturating_sub(inside);
         if ns == 0 {
@@ -201,29 +248,7 @@ pub(crate) fn explain(w: &Window, ring: &VecDeque<(u64, Rec)>, before: Option<&T
             folded: 0,
         });
     }
-    components.sort_by(|a, b| b.ns.cmp(&a.ns).then_with(|| a.name.cmp(&b.name)));
-    let mut notes = vec![split.phrase()];
-    if w.irq.is_none() {
-        notes.push("the IRQ sample of this period was not read: no IRQ/thread split".into());
-    }
-    SpikeRecord {
-        series: format!("{}-{}", if w.user { "user" } else { "thread" }, w.cpu),
-        cpu: w.cpu,
-        seq: w.seq,
-        expected_ns: due,
-        latency_ns: w.latency_ns,
-        why: Attribution {
-            components,
-            blocking: split.blocking.clone(),
-            timer_delay_ns: split.irq_latency_ns,
-            switch_in_ns: Some(w.latency_ns),
-            nmis: Some(nmis),
-            nmi_ns: Some(nmi_ns),
-            notes,
-            kernel_split: Some(split),
-            ..Attribution::default()
-        },
-    }
+    (components, nmis, nmi_ns)
 }
 
 #[cfg(test)]
