@@ -123,8 +123,8 @@ pub struct RunArgs {
     /// refusing (exit 3 naming the holder). Ctrl-C ends the wait.
     #[arg(long)]
     pub wait: bool,
-    /// A run whose ground moved (the clocksource, a plan's setting, RT throttling or another
-    /// process's real-time task changed while it measured; see README "A shared machine"):
+    /// A run whose ground moved (the clocksource, a plan's setting or RT throttling changed, a
+    /// load ended early, or latlab was stopped while it measured; see docs/promises.md):
     /// rerun it (left out of the analysis, made again up to twice), keep it (marked disturbed)
     /// or stop the plan.
     #[arg(long, value_enum, default_value = "rerun", value_name = "WHAT")]

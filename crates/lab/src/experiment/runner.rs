@@ -144,7 +144,7 @@ pub struct Options<'a> {
 /// What a plan does with a run whose ground moved (`--on-disturbed`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum OnDisturbed {
-    /// Keep it out of the analysis and make the run again (at most [`MAX_RERUNS`] times).
+    /// Keep it out of the analysis and make the run again (at most twice: `MAX_RERUNS`).
     #[default]
     Rerun,
     /// Keep it (marked disturbed in the store) and go on.
