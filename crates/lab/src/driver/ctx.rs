@@ -50,20 +50,45 @@ pub struct Ctx<'a> {
     loads: crate::loadgen::LoadProgress,
 }
 
+/// What the driver has made ready when a measurement starts, handed to [`Ctx::new`] by name.
+pub(crate) struct Start<'a> {
+    /// The stop and interrupt flags.
+    pub(crate) control: Control,
+    /// The machine as captured before measuring.
+    pub(crate) environment: Environment,
+    /// The measurement's kind (`Measurement::KIND`).
+    pub(crate) kind: &'static str,
+    /// The command line, as recorded in the result (passwords redacted).
+    pub(crate) command_line: Vec<String>,
+    /// `--strict`: refuse instead of degrading.
+    pub(crate) strict: bool,
+    /// What the real-time preparation arranged.
+    pub(crate) prepared: rt::Prepared,
+    /// The preparation's warnings.
+    pub(crate) warnings: Vec<String>,
+    /// Where results go (the store, opened before measuring).
+    pub(crate) keeper: &'a mut dyn Keep,
+    /// The run's placement log.
+    pub(crate) placement: rt::PlacementLog,
+    /// The tracer its trace request started, if any.
+    pub(crate) tracer: Option<latlab_trace::session::Tracer>,
+}
+
 impl<'a> Ctx<'a> {
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn new(
-        control: Control,
-        environment: Environment,
-        kind: &'static str,
-        command_line: Vec<String>,
-        strict: bool,
-        prepared: rt::Prepared,
-        warnings: Vec<String>,
-        keeper: &'a mut dyn Keep,
-        placement: rt::PlacementLog,
-        tracer: Option<latlab_trace::session::Tracer>,
-    ) -> Ctx<'a> {
+    /// The context of a measurement about to start.
+    pub(crate) fn new(s: Start<'a>) -> Ctx<'a> {
+        let Start {
+            control,
+            environment,
+            kind,
+            command_line,
+            strict,
+            prepared,
+            warnings,
+            keeper,
+            placement,
+            tracer,
+        } = s;
         Ctx {
             control,
             environment,

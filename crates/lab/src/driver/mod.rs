@@ -675,18 +675,18 @@ pub(crate) fn execute_with<M: Measurement>(
     let seen = company_seen.filter(|_| common.loads.is_empty());
     let watch = ground::Watch::start(&watched, housekeeping(m.pinned_cpus().as_ref()), seen);
     let (measured, unrestored, held, ground_from) = {
-        let mut ctx = Ctx::new(
-            control.clone(),
+        let mut ctx = Ctx::new(ctx::Start {
+            control: control.clone(),
             environment,
-            M::KIND,
+            kind: M::KIND,
             command_line,
-            common.strict,
+            strict: common.strict,
             prepared,
-            prep_warnings,
-            &mut keeper,
-            placement_log.clone(),
+            warnings: prep_warnings,
+            keeper: &mut keeper,
+            placement: placement_log.clone(),
             tracer,
-        )
+        })
         .with_loads(loads.progress())
         .with_ground(watch.log());
         let measured = m.measure(&mut ctx);
