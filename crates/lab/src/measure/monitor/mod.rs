@@ -146,14 +146,15 @@ pub fn event_counts(t: &latlab_trace::session::Tracer) -> (u64, u64) {
 }
 
 /// Pins the calling (control) thread, and so every housekeeping thread it starts, to the online
-/// CPUs not measured; returns a warning when none is left.
-pub fn pin_housekeeping(cpus: &[usize], log: &rt::PlacementLog) -> Option<String> {
+/// CPUs not measured; returns a warning naming those threads (`threads`, as a sentence says
+/// them) when none is left.
+pub fn pin_housekeeping(cpus: &[usize], threads: &str, log: &rt::PlacementLog) -> Option<String> {
     let online = CpuSet::online_here();
     let measured = CpuSet::from_cpus(cpus.iter().copied());
     let hk = online.difference(&measured);
     if hk.is_empty() {
         return Some(format!(
-            "no housekeeping CPU is left (all of {online} are measured): the endpoint and snapshot threads share CPUs with the measuring threads"
+            "no housekeeping CPU is left (all of {online} are measured): {threads} share CPUs with the measuring threads"
         ));
     }
     let what = format!("monitor housekeeping threads: could not pin to CPUs {hk}");
@@ -175,7 +176,11 @@ pub(crate) fn run(cfg: &MonitorConfig, driver: &mut Ctx<'_>) -> Result<MonitorOu
     // The kernel's timerlat threads are SCHED_FIFO: at -p's priority, else the kernel's 95.
     (policy, prio) = crate::measure::timerlat::probe::thread_policy(cfg.engine, (policy, prio));
     let mut saved_state = latlab_core::sys::sched::ThreadState::save();
-    warnings.extend(pin_housekeeping(&cfg.cpus, driver.placement()));
+    warnings.extend(pin_housekeeping(
+        &cfg.cpus,
+        "the endpoint and snapshot threads",
+        driver.placement(),
+    ));
     // What the start could not get (real-time priority, locked memory, idle states): said now,
     // as the measurements say it, not only in the snapshots.
     for w in &warnings {

@@ -253,7 +253,11 @@ pub(crate) fn run(cfg: &QualifyConfig, ctx: &mut Ctx<'_>) -> Result<QualifyOutco
     let (policy, prio) =
         crate::measure::timerlat::probe::thread_policy(cfg.engine, (policy, prio));
     let mut saved_state = latlab_core::sys::sched::ThreadState::save();
-    warnings.extend(monitor::pin_housekeeping(&cfg.cpus, ctx.placement()));
+    warnings.extend(monitor::pin_housekeeping(
+        &cfg.cpus,
+        "the control thread's checkpoints and progress reports",
+        ctx.placement(),
+    ));
     let n = cfg.cpus.len();
     let control = ctx.control().clone();
     let mut tracer = ctx.take_tracer();
