@@ -41,11 +41,20 @@ pub(crate) const fn entry<A: Command>(name: &'static str, about: &'static str) -
     }
 }
 
-/// Adds the arguments of `A`, keeping the help line the row gave (the arguments' own doc
-/// comment would replace it).
+/// Adds the arguments of `A`, keeping the help line the row gave.
 fn arguments<A: Command>(c: clap::Command) -> clap::Command {
+    keeping_about(c, A::augment_args)
+}
+
+/// `c` with arguments added by `add`, keeping the help line `c` was given (the arguments'
+/// own doc comment would replace it) and no long one: what a table's row gives a command,
+/// here and in the table of measurements.
+pub fn keeping_about(
+    c: clap::Command,
+    add: impl FnOnce(clap::Command) -> clap::Command,
+) -> clap::Command {
     let about = c.get_about().cloned();
-    let c = A::augment_args(c);
+    let c = add(c);
     match about {
         Some(a) => c.about(a),
         None => c,

@@ -107,13 +107,9 @@ fn run<A: Lowering>(
 /// Adds the arguments of `A` to a measurement's command, keeping the help line it was given
 /// (the arguments' own doc comment would replace it).
 fn arguments<A: Lowering>(c: clap::Command) -> clap::Command {
-    let about = c.get_about().cloned();
-    let c = A::augment_args(c).mut_args(crate::driver::args::getopt_values);
-    match about {
-        Some(a) => c.about(a),
-        None => c,
-    }
-    .long_about(None)
+    latlab_analysis::command::keeping_about(c, |c| {
+        A::augment_args(c).mut_args(crate::driver::args::getopt_values)
+    })
 }
 
 impl Entry {
