@@ -42,7 +42,7 @@ fn main() {
         .map(|n| n.to_string_lossy().into_owned());
     if invoked_as.as_deref() == Some("ministat") {
         latlab_lab::driver::signals::exit_on_first_signal();
-        std::process::exit(latlab_analysis::compare::ministat_cmd::main(&argv_os[1..]));
+        std::process::exit(latlab_analysis::ministat::main(&argv_os[1..]));
     }
     // `latlab compare --ministat ARGS` is `latlab ministat ARGS`.
     if argv.get(1).map(String::as_str) == Some("compare")
@@ -54,7 +54,7 @@ fn main() {
             .cloned()
             .collect();
         latlab_lab::driver::signals::exit_on_first_signal();
-        std::process::exit(latlab_analysis::compare::ministat_cmd::main(&rest));
+        std::process::exit(latlab_analysis::ministat::main(&rest));
     }
     let parsed = match latlab::cli::parse(&argv_os) {
         Ok(c) => c,

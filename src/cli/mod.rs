@@ -1,8 +1,7 @@
 //! The command line: latlab's subcommands (the measurements from the table of measurements,
-//! the rest declared here) parsed into raw arguments, then dispatched (`commands`). Only this
-//! layer reads raw arguments of the commands that are not measurements.
+//! the analysis commands from `latlab_analysis::COMMANDS`, the rest declared here) parsed into
+//! raw arguments, then dispatched (`commands`).
 
-pub use analysis::{CompareArgs, GateArgs, MinistatArgs, PlotArgs, ReportArgs, SamplesArgs};
 pub use store::{RunArgs, RunsCmd};
 
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
@@ -22,13 +21,6 @@ pub struct Cli {
 /// are added to the parser by [`command`]).
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Compare data sets: quantiles with bootstrap intervals, Mann-Whitney U, Welch's t,
-    /// Holm–Bonferroni; or ministat's output with --ministat.
-    Compare(CompareArgs),
-    /// FreeBSD's ministat, byte for byte: `latlab ministat [-C column] [-c confidence]
-    /// [-d delimiter(s)] [-Ans] [-w width] [file ...]`. Also `latlab compare --ministat ...`.
-    #[command(disable_help_flag = true)]
-    Ministat(MinistatArgs),
     /// Runs one --load in a worker process (internal).
     #[command(hide = true)]
     LoadWorker(LoadWorkerArgs),
@@ -44,17 +36,6 @@ pub enum Command {
     /// The results store: list, show, export, import, delete runs.
     #[command(subcommand)]
     Runs(RunsCmd),
-    /// Read a raw sample log written by `--samples`: summary per series, or CSV.
-    Samples(SamplesArgs),
-    /// One self-contained HTML page (inline SVG, no script) of runs, an experiment or a
-    /// comparison: environment, histograms, maximum over time, percentiles, verdicts.
-    Report(ReportArgs),
-    /// One chart of a run as SVG or PNG: histogram, maximum over time, or cumulative
-    /// distribution.
-    Plot(PlotArgs),
-    /// Judge a latency requirement on runs for CI: met (exit 0), violated (exit 1) or
-    /// undecided (exit 4), with exact binomial bounds; --plan-for says how long to measure.
-    Gate(GateArgs),
     /// Print a shell completion script: `latlab completions bash > /etc/bash_completion.d/latlab`.
     Completions {
         /// The shell.
@@ -79,33 +60,52 @@ pub enum Parsed {
     Other(Command),
 }
 
+/// The order `latlab help` lists the commands that are not measurements in (they follow the
+/// measurements): `*` stands for the analysis commands not named, in their table's order, so a
+/// new one needs no line here.
+const LISTING: &[&str] = &[
+    "compare",
+    "ministat",
+    "run",
+    "restore",
+    "runs",
+    "samples",
+    "report",
+    "plot",
+    "gate",
+    "*",
+    "completions",
+    "man",
+];
+
 /// latlab's whole command line: the measurements from the table first, then the other
-/// commands, the analysis commands of `latlab_analysis::COMMANDS` among them just before
-/// `completions` and `man`. Help, completions and man pages are drawn from it.
+/// commands and the analysis commands of `latlab_analysis::COMMANDS` in [`LISTING`]'s order.
+/// Help, completions and man pages are drawn from it.
 pub fn command() -> clap::Command {
-    let base = Cli::command();
-    let others: Vec<clap::Command> = base.get_subcommands().cloned().collect();
-    let mut cmd = base;
+    let mut cmd = Cli::command();
     for (i, e) in crate::table::TABLE.iter().enumerate() {
         cmd = cmd.subcommand(e.deferred().display_order(i));
     }
-    let n = crate::table::TABLE.len();
-    let tools = others
-        .iter()
-        .position(|o| o.get_name() == "completions")
-        .unwrap_or(others.len());
-    let analyses = latlab_analysis::COMMANDS;
-    for (i, e) in analyses.iter().enumerate() {
-        cmd = cmd.subcommand(e.command().display_order(n + tools + i));
+    for e in latlab_analysis::COMMANDS {
+        cmd = cmd.subcommand(e.command());
     }
-    for (i, o) in others.iter().enumerate() {
-        let name = o.get_name().to_string();
-        let at = if i < tools {
-            n + i
-        } else {
-            n + i + analyses.len()
-        };
-        cmd = cmd.mut_subcommand(&name, |c| c.display_order(at));
+    let n = crate::table::TABLE.len();
+    let rest = LISTING
+        .iter()
+        .position(|&l| l == "*")
+        .unwrap_or(LISTING.len());
+    let unnamed = latlab_analysis::COMMANDS
+        .iter()
+        .filter(|e| !LISTING.contains(&e.name))
+        .map(|e| e.name);
+    let order: Vec<&str> = LISTING[..rest]
+        .iter()
+        .copied()
+        .chain(unnamed)
+        .chain(LISTING[rest..].iter().copied().filter(|&l| l != "*"))
+        .collect();
+    for (i, name) in order.iter().enumerate() {
+        cmd = cmd.mut_subcommand(name, |c| c.display_order(n + i));
     }
     cmd
 }
@@ -233,7 +233,6 @@ pub struct LoadWorkerArgs {
     pub spec: String,
 }
 
-pub mod analysis;
 pub mod check;
 pub mod commands;
 pub mod docs;

@@ -5,12 +5,38 @@
 //! read the row.
 
 use latlab_core::error::{Error, Result};
+use latlab_core::result::kind::Kinds;
 
 /// The arguments of an analysis command, which know how to run it.
 pub trait Command: clap::Args + clap::FromArgMatches {
     /// Runs the command. Its exit code comes from the error: `Error::Usage` is 2,
     /// `Error::Undecided` 4 (as every command's).
-    fn run(self) -> Result<()>;
+    fn run(self, lab: &Lab) -> Result<()>;
+}
+
+/// What the table of measurements knows of stored kinds, handed down by the binary: the
+/// analysis half stands on the core alone and never sees the measurements.
+#[derive(Debug, Clone, Copy)]
+pub struct Lab {
+    /// The facts of a stored kind (latency facts for one no measurement stores).
+    pub facts: Kinds,
+    /// The kinds latlab's own measurements store, in the table's order.
+    pub kinds: fn() -> Vec<&'static str>,
+}
+
+impl Lab {
+    /// The kind whose runs are a monitor's snapshots (`report --fleet` reads them).
+    pub fn snapshots(&self) -> &'static str {
+        (self.kinds)()
+            .into_iter()
+            .find(|k| (self.facts)(k).snapshots)
+            .unwrap_or("monitor")
+    }
+
+    /// Whether a measurement of latlab's own stores runs of `kind` (not an imported peer's).
+    pub fn is_native(&self, kind: &str) -> bool {
+        (self.kinds)().contains(&kind)
+    }
 }
 
 /// One analysis command: a row of [`crate::COMMANDS`].
@@ -22,7 +48,7 @@ pub struct Entry {
     /// Adds its arguments to a clap command.
     args: fn(clap::Command) -> clap::Command,
     /// Parses its arguments from the matches and runs it.
-    run: fn(&clap::ArgMatches) -> Result<()>,
+    run: fn(&clap::ArgMatches, &Lab) -> Result<()>,
 }
 
 impl std::fmt::Debug for Entry {
@@ -62,10 +88,10 @@ pub fn keeping_about(
     .long_about(None)
 }
 
-fn run<A: Command>(m: &clap::ArgMatches) -> Result<()> {
+fn run<A: Command>(m: &clap::ArgMatches, lab: &Lab) -> Result<()> {
     A::from_arg_matches(m)
         .map_err(|e| Error::Usage(e.to_string()))?
-        .run()
+        .run(lab)
 }
 
 impl Entry {
@@ -75,8 +101,8 @@ impl Entry {
     }
 
     /// Parses its arguments from `m` (its subcommand's matches) and runs it.
-    pub fn run(&self, m: &clap::ArgMatches) -> Result<()> {
-        (self.run)(m)
+    pub fn run(&self, m: &clap::ArgMatches, lab: &Lab) -> Result<()> {
+        (self.run)(m, lab)
     }
 }
 

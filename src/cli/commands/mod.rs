@@ -1,21 +1,12 @@
 //! Dispatch: a measurement goes to its table entry (which lowers its arguments and hands it to
 //! the driver, owner of its lifecycle); the other commands run directly.
 
-mod compare;
-mod extrapolate;
-mod gate;
-mod report;
 mod runs;
 mod show;
-mod since;
 mod spike;
 
-use crate::cli::{Command, Parsed, SamplesArgs};
-use latlab_analysis::export::columns;
+use crate::cli::{Command, Parsed};
 use latlab_core::error::{Error, Result};
-use latlab_core::samples::SampleLog;
-use latlab_core::stats::Recorder;
-use std::io::Write;
 
 /// Runs one parsed command line.
 pub fn run(parsed: Parsed, argv: Vec<String>) -> Result<()> {
@@ -29,7 +20,11 @@ pub fn run(parsed: Parsed, argv: Vec<String>) -> Result<()> {
         Parsed::Analysis(entry, matches) => {
             pending_notice();
             latlab_lab::driver::signals::exit_on_first_signal();
-            return entry.run(&matches);
+            let lab = latlab_analysis::command::Lab {
+                facts: crate::table::facts,
+                kinds: crate::table::kinds,
+            };
+            return entry.run(&matches, &lab);
         }
         Parsed::Other(cmd) => cmd,
     };
@@ -41,21 +36,11 @@ pub fn run(parsed: Parsed, argv: Vec<String>) -> Result<()> {
     }
     if matches!(
         cmd,
-        Command::Samples(_)
-            | Command::Gate(_)
-            | Command::Completions { .. }
-            | Command::Man { .. }
-            | Command::Runs(_)
-            | Command::Compare(_)
-            | Command::Ministat(_)
-            | Command::Report(_)
-            | Command::Plot(_)
+        Command::Completions { .. } | Command::Man { .. } | Command::Runs(_)
     ) {
         latlab_lab::driver::signals::exit_on_first_signal();
     }
     match cmd {
-        Command::Samples(a) => samples_cmd(&a),
-        Command::Gate(a) => gate::run(&a),
         Command::Completions { shell } => {
             let s = crate::cli::docs::completions(shell);
             latlab_core::output::stdout(&String::from_utf8_lossy(&s))
@@ -101,15 +86,6 @@ pub fn run(parsed: Parsed, argv: Vec<String>) -> Result<()> {
             latlab_core::output::stdout(&text).map_err(|e| Error::io("stdout", e))
         }
         Command::Restore => restore(),
-        Command::Compare(a) => {
-            let text = compare::run(&a)?;
-            latlab_core::output::stdout(&text).map_err(|e| Error::io("stdout", e))
-        }
-        Command::Ministat(a) => {
-            std::process::exit(latlab_analysis::compare::ministat_cmd::main(&a.args))
-        }
-        Command::Report(a) => report::report_cmd(&a),
-        Command::Plot(a) => report::plot_cmd(&a),
     }
 }
 
@@ -177,77 +153,4 @@ fn pending_notice() {
     if let Some(n) = latlab_lab::settings::pending_notice() {
         latlab_core::note!("{n}");
     }
-}
-
-fn samples_cmd(a: &SamplesArgs) -> Result<()> {
-    let log = SampleLog::read(&a.file)?;
-    let out = std::io::stdout();
-    let mut o = std::io::BufWriter::new(out.lock());
-    let io = |e| Error::io("stdout", e);
-    if a.csv {
-        if let Some(at) = log.cut_at {
-            latlab_core::note!(
-                "latlab: warning: {}: cut at byte {at}, inside a block: the complete blocks before it were read",
-                a.file.display()
-            );
-        }
-        writeln!(o, "series,cpu,loop,latency_ns").map_err(io)?;
-        for (s, v) in log.series.iter().zip(&log.samples) {
-            let cpu = s.cpu.map_or(String::new(), |c| c.to_string());
-            for (i, x) in v.iter().enumerate() {
-                writeln!(o, "{},{cpu},{},{x}", s.name, i + 1).map_err(io)?;
-            }
-        }
-    } else {
-        let f = |v: f64| a.unit.fmt_ns(v);
-        let rows: Vec<Vec<String>> = log
-            .series
-            .iter()
-            .zip(&log.samples)
-            .enumerate()
-            .map(|(i, (s, v))| {
-                let mut r = Recorder::new();
-                v.iter().for_each(|&x| r.record(x));
-                let m = r.summary();
-                let lost = log.lost.as_ref().map_or("?".into(), |l| l[i].to_string());
-                vec![
-                    s.name.clone(),
-                    s.cpu.map_or("-".into(), |c| c.to_string()),
-                    m.count.to_string(),
-                    f(m.min_ns as f64),
-                    f(m.max_ns as f64),
-                    f(m.mean_ns),
-                    f(m.stddev_ns),
-                    m.percentiles.supported(m.count)[2].map_or("-".to_string(), |p| f(p as f64)),
-                    lost,
-                ]
-            })
-            .collect();
-        writeln!(o, "latencies in {}", a.unit).map_err(io)?;
-        write!(
-            o,
-            "{}",
-            columns::render(
-                &["series", "cpu", "count", "min", "max", "average", "sigma", "p99", "lost"],
-                &rows
-            )
-        )
-        .map_err(io)?;
-        if let Some(at) = log.cut_at {
-            writeln!(
-                o,
-                "warning: {}: cut at byte {at}, inside a block: the complete blocks before it were read, that block's samples were not",
-                a.file.display()
-            )
-            .map_err(io)?;
-        } else if log.lost.is_none() {
-            writeln!(
-                o,
-                "warning: {}: no trailer; the log was cut short (all complete blocks were read)",
-                a.file.display()
-            )
-            .map_err(io)?;
-        }
-    }
-    o.flush().map_err(io)
 }

@@ -1,8 +1,8 @@
 //! `latlab runs ...`: list, show, export, import and delete stored runs.
 
-use super::since::parse_since;
 use crate::cli::RunsCmd;
 use latlab_analysis::export::columns;
+use latlab_analysis::since::parse_since;
 use latlab_core::error::{Error, Result};
 use latlab_core::store::{
     export, import, open, open_for_reading, parse_tags, Bundle, Filter, BUNDLE_FORMAT,
@@ -164,8 +164,8 @@ fn export_runs(ids: &[String], all: bool, store: Option<&str>) -> Result<()> {
     }
     let ids: Vec<String> = {
         // Any run list: run:ID, exp:ID, exp:ID/K=V, tag:K=V (or bare ids).
-        let items = latlab_analysis::compare::select::parse(ids)?;
-        let mut res = latlab_analysis::compare::select::Resolver::new(store);
+        let items = latlab_analysis::dataset::select::parse(ids)?;
+        let mut res = latlab_analysis::dataset::select::Resolver::new(store);
         let mut all = Vec::new();
         for item in &items {
             for id in res.ids(item)? {

@@ -1,7 +1,7 @@
 //! Turning `latlab compare` arguments into data sets: value files (ministat's reading rules),
 //! and latlab JSON results (a run's latency histogram, or one metric per run).
 
-use super::select::Selector;
+use crate::dataset::select::Selector;
 use latlab_core::error::{Error, Result};
 use latlab_core::result::Run;
 use latlab_core::stats::dist::Dist;
@@ -118,7 +118,7 @@ pub fn split_label(spec: &OsStr) -> (Option<String>, &OsStr) {
     }
 }
 
-/// Parses `[LABEL=]LIST`, LIST being run selectors (`crate::compare::select`) or value files,
+/// Parses `[LABEL=]LIST`, LIST being run selectors (`crate::dataset::select`) or value files,
 /// separated by commas or spaces; paths need not be UTF-8.
 pub fn load(spec: &OsStr, o: &ReadOpts) -> Result<Source> {
     // A whole argument that names an existing file is that file (`my run.json`, `a=b.json`),
@@ -129,14 +129,14 @@ pub fn load(spec: &OsStr, o: &ReadOpts) -> Result<Source> {
     }
     let (label, rest) = split_label(spec);
     let rest = rest.as_bytes();
-    let sels = super::select::parse(&[OsStr::from_bytes(rest)])?;
+    let sels = crate::dataset::select::parse(&[OsStr::from_bytes(rest)])?;
     let text = String::from_utf8_lossy(rest).into_owned();
-    let label = label.unwrap_or_else(|| super::select::default_label(&sels, &text));
+    let label = label.unwrap_or_else(|| crate::dataset::select::default_label(&sels, &text));
     if sels.is_empty() {
         return Err(Error::Usage(format!("set '{label}': no file named")));
     }
     let mut resolver =
-        super::select::Resolver::new(o.store.as_deref()).include_disturbed(o.include_disturbed);
+        crate::dataset::select::Resolver::new(o.store.as_deref()).include_disturbed(o.include_disturbed);
     let mut items = Vec::new();
     for s in &sels {
         match &s.sel {

@@ -60,7 +60,7 @@ pub fn compare_levels(
     (Some(a), notes)
 }
 
-pub use super::grouping::{group, label, Level, BOOKKEEPING};
+pub use crate::dataset::grouping::{group, label, Level, BOOKKEEPING};
 
 #[cfg(test)]
 mod tests {

@@ -1,16 +1,15 @@
-//! Comparing data sets: ministat's exact output (`ministat_cmd`), and latlab's tail-aware
-//! comparison of latency distributions (`inputs` → `analysis` → `render`).
+//! Comparing data sets: latlab's tail-aware comparison of latency distributions (`inputs` →
+//! `analysis` → `render`); ministat's exact output is [`crate::ministat`].
 
 pub mod analysis;
+pub mod args;
+mod command;
 pub(crate) mod conditions;
 pub mod decide;
-pub(crate) mod grouping;
 pub mod inputs;
 pub mod levels;
-pub mod ministat_cmd;
 pub mod per_run;
 pub mod render;
-pub mod select;
 pub mod verdict;
 
 use analysis::{Analysis, Settings};

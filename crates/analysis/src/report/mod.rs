@@ -4,7 +4,9 @@
 //! `html`, the charts in `charts`, the SVG drawing in `svg`. `fleet` reads and draws the page
 //! over many monitors' snapshots (`report --fleet`).
 
+pub mod args;
 pub mod charts;
+pub(crate) mod command;
 pub mod fleet;
 pub mod html;
 pub(crate) mod markup;
@@ -16,7 +18,7 @@ pub(crate) mod tail;
 pub mod timecharts;
 
 use crate::compare::analysis::{Analysis, Settings};
-use crate::compare::select;
+use crate::dataset::select;
 use latlab_core::error::{Error, Result};
 use latlab_core::result::Run;
 use std::collections::BTreeMap;

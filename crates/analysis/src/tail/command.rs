@@ -6,7 +6,7 @@ use super::{Per, ReadOpts, Request};
 use latlab_core::error::{Error, Result};
 
 impl crate::command::Command for TailArgs {
-    fn run(self) -> Result<()> {
+    fn run(self, _: &crate::command::Lab) -> Result<()> {
         run(&self)
     }
 }

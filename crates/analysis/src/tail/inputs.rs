@@ -1,5 +1,5 @@
 //! What `latlab tail` reads, turned into the upper part of one data set (`evt::Sample`):
-//! run selectors and files as `latlab compare` takes them (`crate::compare::select`), value
+//! run selectors and files as `latlab compare` takes them (`crate::dataset::select`), value
 //! files in their line order (`latlab_core::stats::ministat`'s reader), and raw sample logs.
 //!
 //! A run's samples come in order when its raw sample log (`--samples`) is still where the run
@@ -9,7 +9,7 @@
 //! an order (see `latlab_core::stats::evt` for what that costs).
 
 use super::samplelog;
-use crate::compare::select::{self, Selector};
+use crate::dataset::select::{self, Selector};
 use latlab_core::error::{Error, Result};
 use latlab_core::result::Run;
 use latlab_core::stats::evt::{Exceedance, Sample};

@@ -9,6 +9,23 @@ use std::ffi::{OsStr, OsString};
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 
+/// Arguments of `latlab ministat`: passed through unparsed to ministat's own option rules.
+#[derive(Debug, clap::Args)]
+#[command(disable_help_flag = true)]
+pub struct MinistatArgs {
+    /// ministat's flags and files (file names need not be UTF-8).
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+    pub args: Vec<std::ffi::OsString>,
+}
+
+impl crate::command::Command for MinistatArgs {
+    /// Runs ministat and exits with its code (ministat's, not latlab's: 1 for a file it cannot
+    /// read, 2 for bad usage).
+    fn run(self, _: &crate::command::Lab) -> latlab_core::error::Result<()> {
+        std::process::exit(main(&self.args))
+    }
+}
+
 const USAGE: &str = "Usage: ministat [-C column] [-c confidence] [-d delimiter(s)] [-Ans] [-w width] [file [file ...]]\n\tconfidence = {80%, 90%, 95%, 98%, 99%, 99.5%}\n\t-A : print statistics only. suppress the graph.\n\t-C : column number to extract (starts and defaults to 1)\n\t-d : delimiter(s) string, default to \" \\t\"\n\t-n : print summary statistics only, no graph/test\n\t-s : print avg/median/stddev bars on separate lines\n\t-w : width of graph/test output (default 74 or terminal width)\n";
 
 /// The end of a ministat invocation: what goes to stderr, and the exit code.

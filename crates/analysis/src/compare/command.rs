@@ -1,13 +1,21 @@
 //! `latlab compare` (tail-aware mode) from its arguments: flags checked, data sets loaded,
-//! analysed and rendered by `latlab_analysis::compare`.
+//! analysed and rendered by [`crate::compare`].
 
-use crate::cli::CompareArgs;
-use latlab_analysis::compare::inputs::{load, ReadOpts};
-use latlab_analysis::compare::{analysis, render};
+use super::args::CompareArgs;
+use super::inputs::{load, ReadOpts};
+use super::{analysis, render};
+use crate::command::Lab;
 use latlab_core::error::{Error, Result};
 
-/// Runs `latlab compare` (tail-aware mode).
-pub fn run(a: &CompareArgs) -> Result<String> {
+impl crate::command::Command for CompareArgs {
+    fn run(self, lab: &Lab) -> Result<()> {
+        let text = run(&self, lab)?;
+        latlab_core::output::stdout(&text).map_err(|e| Error::io("stdout", e))
+    }
+}
+
+/// Runs `latlab compare` (tail-aware mode): the text to print.
+fn run(a: &CompareArgs, lab: &Lab) -> Result<String> {
     if let Some(exp) = experiment_named(a)? {
         return experiment(a, &exp);
     }
@@ -18,7 +26,7 @@ pub fn run(a: &CompareArgs) -> Result<String> {
     }
     check(a)?;
     if let Some(p) = a.tail_at {
-        latlab_analysis::tail::check_probabilities("--tail-at", &[p])?;
+        crate::tail::check_probabilities("--tail-at", &[p])?;
     }
     let opts = ReadOpts {
         column: a.column,
@@ -35,7 +43,7 @@ pub fn run(a: &CompareArgs) -> Result<String> {
     // A per-run figure of latlab runs: the runs are kept whole, so sets of repeated runs are
     // compared per metric over the runs (`--metric` leads the verdict sentence), never as a
     // percentile of the runs' percentiles.
-    use latlab_analysis::compare::inputs::Metric;
+    use super::inputs::Metric;
     let headline = match a.metric {
         Metric::P50 => Some("p50"),
         Metric::P99 => Some("p99"),
@@ -59,7 +67,7 @@ pub fn run(a: &CompareArgs) -> Result<String> {
         Err(e)
             if matches!(a.metric, Metric::Max | Metric::Mean | Metric::Min)
                 && e.to_string()
-                    .contains(latlab_analysis::compare::inputs::NO_HISTOGRAM) =>
+                    .contains(super::inputs::NO_HISTOGRAM) =>
         {
             let mut o = opts.clone();
             o.metric = a.metric;
@@ -68,7 +76,7 @@ pub fn run(a: &CompareArgs) -> Result<String> {
                 .iter()
                 .map(|s| load(s.as_os_str(), &o))
                 .collect::<Result<Vec<_>>>()?;
-            let an = latlab_analysis::compare::analyse(&s, &settings_of(a, &a.unit.to_string()));
+            let an = super::analyse(&s, &settings_of(a, &a.unit.to_string()));
             return Ok(render::render(&an, a.format));
         }
         r => r?,
@@ -79,10 +87,10 @@ pub fn run(a: &CompareArgs) -> Result<String> {
     if headline.is_some() && !per_metric {
         // One figure per run, as ministat would see them.
         for s in sources.iter_mut().filter(|s| s.from_json) {
-            *s = latlab_analysis::compare::per_run::figures_of(s, a.metric)?;
+            *s = super::per_run::figures_of(s, a.metric)?;
         }
     }
-    check_sets(&sources)?;
+    check_sets(&sources, lab)?;
     let unit = if sources.iter().any(|s| s.from_json) {
         a.unit.to_string()
     } else {
@@ -96,7 +104,7 @@ pub fn run(a: &CompareArgs) -> Result<String> {
         unit,
         assume_independent: a.assume_independent_samples,
     };
-    let mut an = latlab_analysis::compare::analyse(&sources, &settings);
+    let mut an = super::analyse(&sources, &settings);
     if let Some(h) = headline.filter(|_| per_metric) {
         an.headline = h.to_string();
     }
@@ -111,9 +119,9 @@ pub fn run(a: &CompareArgs) -> Result<String> {
 /// `exp:ID` alone.
 fn experiment_named(a: &CompareArgs) -> Result<Option<String>> {
     let single_exp = match a.sets.as_slice() {
-        [one] => match latlab_analysis::compare::select::parse(&[one])?.as_slice() {
-            [latlab_analysis::compare::select::Item {
-                sel: latlab_analysis::compare::select::Selector::Exp(e),
+        [one] => match crate::dataset::select::parse(&[one])?.as_slice() {
+            [crate::dataset::select::Item {
+                sel: crate::dataset::select::Selector::Exp(e),
                 ..
             }] => Some(e.clone()),
             _ => None,
@@ -130,7 +138,7 @@ fn experiment_named(a: &CompareArgs) -> Result<Option<String>> {
 
 /// Refuses two sets with one label, and says when the sets hold different measurements or
 /// share runs.
-fn check_sets(sources: &[latlab_analysis::compare::inputs::Source]) -> Result<()> {
+fn check_sets(sources: &[super::inputs::Source], lab: &Lab) -> Result<()> {
     let mut labels = std::collections::HashSet::new();
     for s in sources {
         if !labels.insert(s.label.as_str()) {
@@ -144,7 +152,6 @@ fn check_sets(sources: &[latlab_analysis::compare::inputs::Source]) -> Result<()
     // a clock's cost) compare as numbers, but they measure different things: said. A cyclic
     // run against a monitor's or a qualification's (the same threads), or against an imported
     // peer's (cyclictest: the point of comparing), is not.
-    let native = crate::table::kinds();
     let family = |k: &str| match k {
         "monitor" | "qualify" => "cyclic".to_string(),
         k => k.to_string(),
@@ -152,7 +159,7 @@ fn check_sets(sources: &[latlab_analysis::compare::inputs::Source]) -> Result<()
     let mut kinds: Vec<String> = sources
         .iter()
         .flat_map(|s| s.info.iter().map(|r| r.kind.as_str()))
-        .filter(|k| native.contains(k))
+        .filter(|k| lab.is_native(k))
         .map(family)
         .collect();
     kinds.sort();
@@ -191,9 +198,9 @@ fn check_sets(sources: &[latlab_analysis::compare::inputs::Source]) -> Result<()
 /// Each set read again as `tail` reads data, labelled as the comparison labelled it.
 fn tail_sets(
     a: &CompareArgs,
-    sources: &[latlab_analysis::compare::inputs::Source],
-) -> Vec<(String, Result<latlab_analysis::tail::Loaded>)> {
-    let topts = latlab_analysis::tail::ReadOpts {
+    sources: &[super::inputs::Source],
+) -> Vec<(String, Result<crate::tail::Loaded>)> {
+    let topts = crate::tail::ReadOpts {
         series: a.series.clone(),
         column: a.column,
         delim: a.delimiter.as_bytes().to_vec(),
@@ -205,10 +212,10 @@ fn tail_sets(
         .iter()
         .zip(sources)
         .map(|(spec, src)| {
-            let (_, rest) = latlab_analysis::compare::inputs::split_label(spec);
+            let (_, rest) = super::inputs::split_label(spec);
             (
                 src.label.clone(),
-                latlab_analysis::tail::inputs::load(&[rest.to_os_string()], &topts),
+                crate::tail::inputs::load(&[rest.to_os_string()], &topts),
             )
         })
         .collect()
@@ -220,12 +227,12 @@ fn with_tail(
     an: &analysis::Analysis,
     a: &CompareArgs,
     p: f64,
-    sets: Vec<(String, Result<latlab_analysis::tail::Loaded>)>,
+    sets: Vec<(String, Result<crate::tail::Loaded>)>,
 ) -> Result<String> {
-    let req = latlab_analysis::tail::Request::per_sample(&[p]);
+    let req = crate::tail::Request::per_sample(&[p]);
     let mut rows = Vec::new();
     for (label, data) in sets {
-        let r = latlab_analysis::tail::estimate(&data?, &req)?;
+        let r = crate::tail::estimate(&data?, &req)?;
         rows.push((label, r));
     }
     if a.format == render::Format::Json {
@@ -244,9 +251,9 @@ fn with_tail(
         return Ok(serde_json::to_string_pretty(&v).unwrap_or_default() + "\n");
     }
     let mut out = render::render(an, a.format);
-    let f = |r: &latlab_analysis::tail::Report, v: Option<f64>, none: &str| {
+    let f = |r: &crate::tail::Report, v: Option<f64>, none: &str| {
         v.map_or(none.to_string(), |x| {
-            latlab_analysis::tail::render::value(r, a.unit, x)
+            crate::tail::render::value(r, a.unit, x)
         })
     };
     let table: Vec<Vec<String>> = rows
@@ -274,7 +281,7 @@ fn with_tail(
     if a.format == render::Format::Markdown {
         out.push_str(&render::markdown_table(&head, &table));
     } else {
-        out.push_str(&latlab_analysis::export::columns::render_left(
+        out.push_str(&crate::export::columns::render_left(
             &head, &table,
         ));
     }
@@ -284,7 +291,7 @@ fn with_tail(
 /// `compare --experiment EXP`: every level against the baseline, per metric over the runs.
 fn experiment(a: &CompareArgs, exp: &str) -> Result<String> {
     check(a)?;
-    let levels = latlab_analysis::compare::select::experiment_levels(
+    let levels = crate::dataset::select::experiment_levels(
         exp,
         a.store.as_deref(),
         "--experiment",
@@ -306,7 +313,7 @@ fn experiment(a: &CompareArgs, exp: &str) -> Result<String> {
         latlab_core::config::DisplayUnit::Ns => 1.0,
         latlab_core::config::DisplayUnit::Us => 1e-3,
     };
-    use latlab_analysis::compare::inputs::Metric;
+    use super::inputs::Metric;
     let headline = match a.metric {
         Metric::Latency | Metric::P99 | Metric::Min => "p99",
         Metric::P50 => "p50",
@@ -315,7 +322,7 @@ fn experiment(a: &CompareArgs, exp: &str) -> Result<String> {
         Metric::Mean => "mean",
     };
     let (an, notes) =
-        latlab_analysis::compare::levels::compare_levels(&levels, &settings, scale, headline);
+        super::levels::compare_levels(&levels, &settings, scale, headline);
     let Some(mut an) = an else {
         return Err(Error::Usage(format!(
             "experiment {exp}: {}",
@@ -324,7 +331,7 @@ fn experiment(a: &CompareArgs, exp: &str) -> Result<String> {
     };
     an.warnings.extend(notes);
     an.warnings
-        .extend(latlab_analysis::compare::verdict::group_warnings(
+        .extend(super::verdict::group_warnings(
             levels.iter().flat_map(|(_, runs)| {
                 runs.iter()
                     .map(|(r, n)| (n.as_str(), r.warnings.as_slice()))
@@ -333,7 +340,7 @@ fn experiment(a: &CompareArgs, exp: &str) -> Result<String> {
     let Some(p) = a.tail_at else {
         return Ok(render::render(&an, a.format));
     };
-    latlab_analysis::tail::check_probabilities("--tail-at", &[p])?;
+    crate::tail::check_probabilities("--tail-at", &[p])?;
     let sets = levels
         .iter()
         .map(|(l, runs)| {
@@ -341,9 +348,9 @@ fn experiment(a: &CompareArgs, exp: &str) -> Result<String> {
                 runs.iter().map(|(r, n)| (r, n.as_str())).collect();
             (
                 l.clone(),
-                latlab_analysis::tail::inputs::from_runs(
+                crate::tail::inputs::from_runs(
                     &refs,
-                    &latlab_analysis::tail::ReadOpts {
+                    &crate::tail::ReadOpts {
                         series: a.series.clone(),
                         ..Default::default()
                     },

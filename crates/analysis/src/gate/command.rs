@@ -2,21 +2,27 @@
 //! run's events from its HDR histograms (bounded by the exact maximum), judges, prints, and
 //! returns the exit code's error: violated is exit 1, undecided exit 4.
 
+use super::args::GateArgs;
+use super::bounds::quantile_ranks;
+use super::count::count;
 use super::extrapolate::{extrapolate, Extrapolation};
-use crate::cli::GateArgs;
-use latlab_analysis::gate::bounds::quantile_ranks;
-use latlab_analysis::gate::count::count;
-use latlab_analysis::gate::judge::{judge, samples_to_decide, text, Judgement, Outcome, RunCount};
-use latlab_analysis::gate::junit;
-use latlab_analysis::gate::requirement::{Event, Requirement};
+use super::judge::{judge, samples_to_decide, text, Judgement, Outcome, RunCount};
+use super::junit;
+use super::requirement::{Event, Requirement};
 use latlab_core::error::{Error, Result};
 use latlab_core::stats::cfmt::g;
 use latlab_core::stats::dist::Dist;
 
+impl crate::command::Command for GateArgs {
+    fn run(self, _: &crate::command::Lab) -> Result<()> {
+        run(&self)
+    }
+}
+
 /// Runs `latlab gate`; the report goes to stdout whatever the outcome. With `--bisect` the
 /// exit code is `git bisect run`'s: 0 met, 1 violated, 125 undecided or an environment that
 /// cannot measure, 128 (abort) for bad usage; the message is printed first.
-pub fn run(a: &GateArgs) -> Result<()> {
+fn run(a: &GateArgs) -> Result<()> {
     let r = judge_all(a);
     if !a.bisect {
         return r;
@@ -58,7 +64,7 @@ fn judge_all(a: &GateArgs) -> Result<()> {
                 .into(),
         ));
     };
-    let reqs = latlab_analysis::gate::requirement::parse_list(req_text)
+    let reqs = super::requirement::parse_list(req_text)
         .map_err(|e| Error::flag("REQUIREMENT", req_text, e))?;
     if a.inputs.is_empty() {
         return Err(Error::Usage(
@@ -69,9 +75,9 @@ fn judge_all(a: &GateArgs) -> Result<()> {
         latlab_core::output::check_writable(j)
             .map_err(|e| Error::flag("--junit", j.display(), format!("cannot be written: {e}")))?;
     }
-    let items = latlab_analysis::compare::select::parse(&a.inputs)?;
+    let items = crate::dataset::select::parse(&a.inputs)?;
     // The run is the unit of replication: the same run given twice is refused.
-    let runs = latlab_analysis::compare::select::Resolver::new(a.store.as_deref())
+    let runs = crate::dataset::select::Resolver::new(a.store.as_deref())
         .include_disturbed(a.include_disturbed)
         .all(&items)?;
     let mut results = Vec::new();
@@ -191,7 +197,7 @@ fn verdict_line(text: &str) -> String {
 /// `max<T`'s report: each run's exact maximum against T.
 fn render_max(req: &Requirement, runs: &[RunCount], j: &Judgement) -> String {
     let t = req.threshold_ns();
-    let us = |ns: u64| latlab_analysis::compare::verdict::sig(ns as f64 / 1e3);
+    let us = |ns: u64| crate::compare::verdict::sig(ns as f64 / 1e3);
     let mut s = format!(
         "requirement: {} (every run's exact maximum below {} us)\n",
         req.text,
@@ -292,14 +298,14 @@ fn render(
         );
         // Rounded to what the bounds support (two significant digits of their width).
         let ci = lo_v.zip(up_v);
-        let shown = |v: f64| latlab_analysis::compare::verdict::fig(v.min(max_us), ci);
+        let shown = |v: f64| crate::compare::verdict::fig(v.min(max_us), ci);
         s.push_str(&format!(
             "p{}: {} us observed; bounds (order statistics) [{}, {}] us; exact max {} us\n",
             g(q * 100.0, 8),
             shown(d.quantile(q)),
             lo_v.map_or("-".into(), shown),
             up_v.map_or("none: too few samples".into(), shown),
-            latlab_analysis::compare::verdict::sig(max_us)
+            crate::compare::verdict::sig(max_us)
         ));
     }
     s.push_str(&format!("verdict: {}", text(j.verdict()).to_uppercase()));

@@ -1,10 +1,10 @@
 //! `gate --extrapolate`: a rate requirement the counts cannot decide (too few samples to see
-//! the rate at all) decided from the fitted tail (`latlab_analysis::tail`), when the fit passes its
+//! the rate at all) decided from the fitted tail (`crate::tail`), when the fit passes its
 //! checks; when the tail refuses, the requirement stays undecided and the refusal says why.
 
-use latlab_analysis::gate::judge::Outcome;
-use latlab_analysis::gate::requirement::Requirement;
-use latlab_analysis::tail::{FitSummary, ReadOpts, RefusalSummary, Request};
+use super::judge::Outcome;
+use super::requirement::Requirement;
+use crate::tail::{FitSummary, ReadOpts, RefusalSummary, Request};
 use latlab_core::error::Result;
 use latlab_core::result::Run;
 
@@ -33,7 +33,7 @@ pub fn extrapolate(
     confidence: f64,
     series: Option<&str>,
 ) -> Result<Extrapolation> {
-    let data = latlab_analysis::tail::inputs::from_runs(
+    let data = crate::tail::inputs::from_runs(
         runs,
         &ReadOpts {
             series: series.map(str::to_string),
@@ -43,7 +43,7 @@ pub fn extrapolate(
     let mut r = Request::per_sample(&[]);
     // One-sided bounds at `confidence` each are the ends of a two-sided 2c − 1 interval.
     r.config.confidence = 2.0 * confidence - 1.0;
-    let t = latlab_analysis::tail::estimate(&data, &r)?;
+    let t = crate::tail::estimate(&data, &r)?;
     let rate = t.exceedance(req.threshold_ns() as f64);
     let outcome = match rate {
         Some((_, _, hi)) if hi < req.limit => Outcome::Met,

@@ -1,0 +1,5 @@
+//! What the analysis commands read, in one place: the selectors that name runs (`select`) and
+//! the files and stored runs they resolve to, for `compare`, `tail`, `gate` and `report` alike.
+
+pub(crate) mod grouping;
+pub mod select;
