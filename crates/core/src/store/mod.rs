@@ -7,12 +7,19 @@
 pub mod busy;
 pub(crate) mod pg_deadline;
 pub(crate) mod postgres;
+mod rescue;
+mod secrets;
+mod spec;
 pub mod sqlite;
 
 use crate::error::{Error, Result};
 use crate::result::Run;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+
+pub use rescue::rescue_value;
+pub use secrets::{redact_argv, redact_env};
+pub use spec::{open, open_for_reading, open_send};
 
 /// Version of the store schema this latlab writes and reads.
 pub(crate) const SCHEMA_VERSION: i64 = 1;
@@ -194,7 +201,7 @@ impl RunKeys {
                 .and_then(|v| v.as_str())
                 .map(String::from),
             body: {
-                let text = serde_json::to_string(&redacted(body))
+                let text = serde_json::to_string(&secrets::redacted(body))
                     .map_err(|e| Error::Env(e.to_string()))?;
                 // A run is kept only if it reads back: a store never holds one it cannot show.
                 crate::result::Run::from_stored(&text).map_err(|e| {
@@ -207,25 +214,6 @@ impl RunKeys {
             id,
         })
     }
-}
-
-/// The run with any store password in its command line hidden (a store is shared: what is
-/// saved there is read by others).
-fn redacted(body: &serde_json::Value) -> std::borrow::Cow<'_, serde_json::Value> {
-    let Some(cl) = body.get("command_line").and_then(|v| v.as_array()) else {
-        return std::borrow::Cow::Borrowed(body);
-    };
-    let argv: Vec<String> = cl
-        .iter()
-        .map(|v| v.as_str().unwrap_or_default().to_string())
-        .collect();
-    let clean = redact_argv(&argv);
-    if clean == argv {
-        return std::borrow::Cow::Borrowed(body);
-    }
-    let mut b = body.clone();
-    b["command_line"] = serde_json::Value::from(clean);
-    std::borrow::Cow::Owned(b)
 }
 
 /// Why `k` cannot be a tag key (a selector could not name it), if it cannot.
@@ -262,353 +250,6 @@ pub fn parse_tags(v: &[String]) -> Result<BTreeMap<String, String>> {
         m.insert(k.to_string(), val.trim().to_string());
     }
     Ok(m)
-}
-
-/// The default store location: `$XDG_DATA_HOME/latlab/results.db` (or `~/.local/share/...`).
-pub(crate) fn default_path() -> PathBuf {
-    let base = std::env::var_os("XDG_DATA_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
-        .unwrap_or_else(|| PathBuf::from("."));
-    base.join("latlab/results.db")
-}
-
-/// [`rescue`] of a run already made JSON (`run`, whose id is `id`).
-pub fn rescue_value(
-    id: &str,
-    run: &serde_json::Value,
-    tags: &BTreeMap<String, String>,
-    first: Option<PathBuf>,
-) -> std::result::Result<PathBuf, String> {
-    let b = Bundle {
-        format: BUNDLE_FORMAT.into(),
-        runs: vec![BundleEntry {
-            run: run.clone(),
-            tags: tags.clone(),
-        }],
-    };
-    let text = serde_json::to_string_pretty(&b).map_err(|e| e.to_string())? + "\n";
-    let name: String = id
-        .chars()
-        .map(|c| match c {
-            'a'..='z' | 'A'..='Z' | '0'..='9' | '-' | '_' | '.' => c,
-            _ => '_',
-        })
-        .collect();
-    let name = format!("{}.json", name.trim_start_matches('.'));
-    let uid = crate::sys::sched::euid();
-    let own = |base: PathBuf| base.join(format!("latlab-unstored-{uid}"));
-    // The store's own place, beside the default store, then a directory of this user's own
-    // under the temporary directory, and under /tmp whatever TMPDIR says.
-    let mut places: Vec<(PathBuf, bool)> = first.map(|d| (d, false)).into_iter().collect();
-    places.push((default_path().with_file_name("unstored"), false));
-    places.push((own(std::env::temp_dir()), true));
-    places.push((own(PathBuf::from("/tmp")), true));
-    places.dedup();
-    let mut tried = Vec::new();
-    for (dir, private) in places {
-        // Only an absolute place: a relative one would be the current directory's.
-        if !dir.is_absolute() {
-            tried.push(format!("{}: not an absolute path", dir.display()));
-            continue;
-        }
-        let made = if private {
-            private_dir(&dir, uid)
-        } else {
-            std::fs::create_dir_all(&dir)
-        };
-        let path = dir.join(&name);
-        match made.and_then(|()| crate::output::write_atomic(&path, text.as_bytes())) {
-            Ok(()) => return Ok(path),
-            Err(e) => tried.push(format!("{}: {e}", dir.display())),
-        }
-    }
-    Err(tried.join("; "))
-}
-
-/// A directory only `uid` can write (created 0700; one already there must be a directory of
-/// its own, not a link another user planted in a shared directory).
-fn private_dir(dir: &std::path::Path, uid: u32) -> std::io::Result<()> {
-    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
-    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
-        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(e),
-        _ => {}
-    }
-    let m = std::fs::symlink_metadata(dir)?;
-    if !m.is_dir() || m.uid() != uid || m.mode() & 0o022 != 0 {
-        return Err(std::io::Error::other(
-            "not a directory of this user's own that only it can write",
-        ));
-    }
-    Ok(())
-}
-
-/// A store named on the command line or in `$LATLAB_STORE`, by form.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Spec {
-    /// A SQLite file (`sqlite:PATH` or a plain path).
-    Sqlite(PathBuf),
-    /// A PostgreSQL URL (`postgres://`, `postgresql://`) or libpq `key=value` string.
-    Postgres(String),
-}
-
-/// libpq connection keywords: a store given as `host=... dbname=...` is a PostgreSQL one.
-const LIBPQ_KEYS: &[&str] = &[
-    "host",
-    "hostaddr",
-    "port",
-    "dbname",
-    "user",
-    "password",
-    "passfile",
-    "service",
-    "sslmode",
-    "connect_timeout",
-    "application_name",
-    "options",
-    "target_session_attrs",
-];
-
-fn is_libpq(s: &str) -> bool {
-    let t = s.trim_start();
-    LIBPQ_KEYS.iter().any(|k| {
-        t.strip_prefix(k)
-            .is_some_and(|r| r.trim_start().starts_with('='))
-    })
-}
-
-/// Classifies a store spec; anything that is not one of the known forms is bad input naming
-/// the value (with any password hidden). `from` names where it came from (`--store`).
-pub(crate) fn parse_spec(spec: &str, from: &str) -> Result<Spec> {
-    let shown = redact(spec);
-    let bad = |why: &str| Error::flag(from, &shown, why);
-    if spec.starts_with("postgres://") || spec.starts_with("postgresql://") || is_libpq(spec) {
-        return Ok(Spec::Postgres(spec.to_string()));
-    }
-    let path = if let Some(p) = spec.strip_prefix("sqlite:") {
-        p
-    } else if let Some(i) = spec.find("://") {
-        let scheme = &spec[..i];
-        return Err(bad(&format!(
-            "unknown store '{scheme}://' (use sqlite:PATH, a path, or postgres://...)"
-        )));
-    } else {
-        spec
-    };
-    if path.is_empty() {
-        return Err(bad("no path (use sqlite:PATH, a path, or postgres://...)"));
-    }
-    if path.contains("://") {
-        return Err(bad("a sqlite: store names a file path, not a URL"));
-    }
-    Ok(Spec::Sqlite(PathBuf::from(path)))
-}
-
-/// `$LATLAB_STORE` when set and not empty; one that is not UTF-8 is refused naming it (it
-/// is not silently replaced by the default store).
-fn env_store() -> Result<Option<String>> {
-    match std::env::var("LATLAB_STORE") {
-        Ok(v) => Ok(Some(v).filter(|v| !v.is_empty())),
-        Err(std::env::VarError::NotPresent) => Ok(None),
-        Err(std::env::VarError::NotUnicode(v)) => Err(Error::Usage(format!(
-            "LATLAB_STORE {}: not valid UTF-8 (a store is named in text: sqlite:PATH or postgres://...)",
-            v.to_string_lossy()
-        ))),
-    }
-}
-
-/// Opens the store named by `spec` (`sqlite:PATH`, a plain path, or `postgres://...`), else
-/// `$LATLAB_STORE`, else the default SQLite file.
-pub fn open(spec: Option<&str>) -> Result<Box<dyn Store>> {
-    open_send(spec).map(|s| s as Box<dyn Store>)
-}
-
-/// [`open`], as a store that may be opened on another thread (the driver opens it there, so
-/// a signal is not kept waiting by a server that does not answer or a file someone locks).
-pub fn open_send(spec: Option<&str>) -> Result<Box<dyn Store + Send>> {
-    let (spec, from) = match spec {
-        Some(s) => (Some(s.to_string()), "--store"),
-        None => (env_store()?, "LATLAB_STORE"),
-    };
-    let Some(spec) = spec else {
-        return Ok(Box::new(sqlite::SqliteStore::open(&default_path())?));
-    };
-    match parse_spec(&spec, from)? {
-        Spec::Postgres(url) => {
-            let pg = postgres::PostgresStore::connect(&url, &redact(&url))?;
-            Ok(Box::new(postgres::SharedPostgres(std::cell::RefCell::new(
-                pg,
-            ))))
-        }
-        Spec::Sqlite(path) => Ok(Box::new(sqlite::SqliteStore::open(&path)?)),
-    }
-}
-
-/// As [`open`], for commands that only read (list, show, export, compare, gate, report): a
-/// SQLite store that does not exist yet is an empty one, and no file is created for it; one
-/// named with `--store` is said to be missing (a mistyped path must not read as "no runs"
-/// without a word).
-pub fn open_for_reading(spec: Option<&str>) -> Result<Box<dyn Store>> {
-    let (given, from) = match spec {
-        Some(s) => (Some(s.to_string()), "--store"),
-        None => (env_store()?, "LATLAB_STORE"),
-    };
-    let path = match given.as_deref().map(|s| parse_spec(s, from)).transpose()? {
-        None => default_path(),
-        Some(Spec::Sqlite(p)) => p,
-        Some(Spec::Postgres(_)) => return open(spec),
-    };
-    let shown = crate::output::printable(&path.display().to_string()).into_owned();
-    match std::fs::symlink_metadata(&path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            if spec.is_some() {
-                crate::note!(
-                    "latlab: --store: no store at {shown} yet: read as empty (a measurement creates it; check the path)"
-                );
-            }
-            return Ok(Box::new(sqlite::SqliteStore::open_empty(&path)?));
-        }
-        // Not "no store yet": a directory latlab may not enter, say.
-        Err(e) => return Err(Error::Env(format!("store {shown}: {e}"))),
-        Ok(_) => {}
-    }
-    // An empty file (or what a link leads to) is not a store yet, and a command that only
-    // reads does not make it one.
-    if std::fs::metadata(&path).is_ok_and(|m| m.is_file() && m.len() == 0) {
-        crate::note!(
-            "latlab: store {shown} is an empty file: read as an empty store, left as it is"
-        );
-        return Ok(Box::new(sqlite::SqliteStore::open_empty(&path)?));
-    }
-    Ok(Box::new(sqlite::SqliteStore::open_reading(&path)?))
-}
-
-const HIDDEN: &str = "***";
-
-/// Hides `password=VALUE` in a libpq string (VALUE bare or single-quoted with `\` escapes).
-fn redact_libpq(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = String::with_capacity(s.len());
-    let mut i = 0;
-    while i < b.len() {
-        // At a keyword start (beginning or after white space)?
-        let at_word = i == 0 || b[i - 1].is_ascii_whitespace();
-        let rest = &s[i..];
-        let key_len = rest
-            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-            .unwrap_or(rest.len());
-        let key = &rest[..key_len];
-        let after = rest[key_len..].trim_start();
-        if at_word && key.to_ascii_lowercase().contains("password") && after.starts_with('=') {
-            out.push_str(key);
-            out.push('=');
-            out.push_str(HIDDEN);
-            // Skip the value.
-            let mut j = i + key_len + (rest[key_len..].len() - after.len()) + 1;
-            while j < b.len() && b[j].is_ascii_whitespace() {
-                j += 1;
-            }
-            if j < b.len() && b[j] == b'\'' {
-                j += 1;
-                while j < b.len() && b[j] != b'\'' {
-                    j += if b[j] == b'\\' { 2 } else { 1 };
-                }
-                j += 1;
-            } else {
-                while j < b.len() && !b[j].is_ascii_whitespace() {
-                    j += if b[j] == b'\\' { 2 } else { 1 };
-                }
-            }
-            i = j.min(b.len());
-            continue;
-        }
-        let ch = rest.chars().next().unwrap_or(' ');
-        out.push(ch);
-        i += ch.len_utf8();
-    }
-    out
-}
-
-/// A store spec with any password hidden: URL userinfo (also one holding `@` or `/`), query
-/// parameters named like `password`, and libpq `password=` values. Never shows more than it
-/// must, but errs on hiding.
-pub(crate) fn redact(spec: &str) -> String {
-    let Some(i) = spec.find("://") else {
-        return if is_libpq(spec) || spec.contains("password") {
-            redact_libpq(spec)
-        } else {
-            spec.to_string()
-        };
-    };
-    let (scheme, rest) = (&spec[..i + 3], &spec[i + 3..]);
-    // Userinfo ends at the last '@': a password may hold '@', '/', '?' or ':' unencoded.
-    let rest = match rest.rfind('@') {
-        Some(at) => {
-            let (user, host) = (&rest[..at], &rest[at..]);
-            match user.split_once(':') {
-                Some((u, _)) => format!("{u}:{HIDDEN}{host}"),
-                None if user.contains(['/', '?', '&', '=']) => format!("{HIDDEN}{host}"),
-                None => rest.to_string(),
-            }
-        }
-        None => rest.to_string(),
-    };
-    // Query parameters.
-    let rest = match rest.split_once('?') {
-        Some((base, q)) => {
-            let q: Vec<String> = q
-                .split('&')
-                .map(|kv| match kv.split_once('=') {
-                    Some((k, _)) if k.to_ascii_lowercase().contains("password") => {
-                        format!("{k}={HIDDEN}")
-                    }
-                    _ => kv.to_string(),
-                })
-                .collect();
-            format!("{base}?{}", q.join("&"))
-        }
-        None => rest,
-    };
-    format!("{scheme}{rest}")
-}
-
-/// A command line with the secrets in it redacted, for results and messages: the password of
-/// every `--store` (and `--store=`), and the value of every `--on-threshold-env NAME=VALUE`
-/// (kept as `NAME=<redacted>`: the value is for the action, not for the record).
-pub fn redact_argv(argv: &[String]) -> Vec<String> {
-    let mut out = Vec::with_capacity(argv.len());
-    let mut next: Option<fn(&str) -> String> = None;
-    for a in argv {
-        if let Some(f) = next.take() {
-            out.push(f(a));
-        } else if a == "--store" {
-            out.push(a.clone());
-            next = Some(redact);
-        } else if a == ENV_FLAG {
-            out.push(a.clone());
-            next = Some(redact_env);
-        } else if let Some(v) = a.strip_prefix("--store=") {
-            out.push(format!("--store={}", redact(v)));
-        } else if let Some(v) = a.strip_prefix(ENV_FLAG).and_then(|v| v.strip_prefix('=')) {
-            out.push(format!("{ENV_FLAG}={}", redact_env(v)));
-        } else {
-            out.push(a.clone());
-        }
-    }
-    out
-}
-
-/// The flag whose value may carry a secret for a threshold action.
-const ENV_FLAG: &str = "--on-threshold-env";
-
-/// `NAME=VALUE` as `NAME=<redacted>`; a bare `NAME` (the value taken from latlab's own
-/// environment) as it is.
-pub fn redact_env(spec: &str) -> String {
-    match spec.split_once('=') {
-        Some((name, _)) => format!("{name}=<redacted>"),
-        None => spec.to_string(),
-    }
 }
 
 /// Checks an imported run: a latlab result whose numbers are in range (histogram counts that
@@ -753,75 +394,8 @@ mod tests {
         assert!(parse_tags(&["k=a\nb".into()]).is_err());
         assert!(parse_tags(&["k=a b, c".into()]).is_ok());
         assert_eq!(
-            redact("postgres://me:secret@db/x"),
+            secrets::redact("postgres://me:secret@db/x"),
             "postgres://me:***@db/x"
         );
-    }
-
-    #[test]
-    fn passwords_never_survive_redaction() {
-        for (spec, secret) in [
-            ("postgres://me:secret@db/x", "secret"),
-            ("postgresql://me:p@ss@w0rd@db:5432/x", "p@ss"),
-            ("postgres://me:pa/ss@db/x", "pa/ss"),
-            ("postgres://me:pa?ss@db/x", "pa?ss"),
-            (
-                "postgres://db/x?user=me&password=hunter2&sslmode=disable",
-                "hunter2",
-            ),
-            ("postgres://db/x?PassWord=hunter2", "hunter2"),
-            ("host=db user=me password=hunter2 dbname=x", "hunter2"),
-            ("host=db password = 'hun ter2' dbname=x", "hun ter2"),
-            ("host=db password='it\\'s' dbname=x", "it\\'s"),
-        ] {
-            let r = redact(spec);
-            assert!(!r.contains(secret), "{spec} -> {r}");
-            let argv: Vec<String> = ["latlab", "cyclic", "--store", spec]
-                .iter()
-                .map(|s| s.to_string())
-                .collect();
-            assert!(!redact_argv(&argv).join(" ").contains(secret));
-            let eq = format!("--store={spec}");
-            assert!(!redact_argv(&[eq]).join(" ").contains(secret));
-            let env = ["--on-threshold-env".to_string(), format!("TOKEN={secret}")];
-            assert_eq!(redact_argv(&env)[1], "TOKEN=<redacted>");
-            let env = [format!("--on-threshold-env=TOKEN={secret}")];
-            assert_eq!(redact_argv(&env)[0], "--on-threshold-env=TOKEN=<redacted>");
-        }
-        assert_eq!(
-            redact("host=db user=me password=x dbname=y"),
-            "host=db user=me password=*** dbname=y"
-        );
-        assert_eq!(redact("/tmp/plain.db"), "/tmp/plain.db");
-    }
-
-    #[test]
-    fn only_known_store_forms_are_accepted() {
-        for bad in [
-            "mysql://me@db/x",
-            "postgress://me@db/x",
-            "file:///tmp/x.db",
-            "http://example.com/x",
-            "sqlite:",
-            "sqlite:http://x",
-        ] {
-            let e = parse_spec(bad, "--store").unwrap_err();
-            assert_eq!(e.exit_code(), 2, "{bad}");
-            assert!(e.to_string().contains("--store"), "{e}");
-        }
-        assert_eq!(
-            parse_spec("sqlite:/tmp/a.db", "--store").unwrap(),
-            Spec::Sqlite("/tmp/a.db".into())
-        );
-        assert_eq!(
-            parse_spec("results.db", "--store").unwrap(),
-            Spec::Sqlite("results.db".into())
-        );
-        assert!(matches!(
-            parse_spec("host=db dbname=x", "--store").unwrap(),
-            Spec::Postgres(_)
-        ));
-        let e = parse_spec("mysql://me:secret@db/x", "--store").unwrap_err();
-        assert!(!e.to_string().contains("secret"), "{e}");
     }
 }
