@@ -14,16 +14,20 @@
 //! answer in one write on a TCP_NODELAY socket (no Nagle/delayed-ACK stall). Nothing here
 //! touches the measuring threads.
 
-use std::io::{ErrorKind, Read, Write};
+mod answer;
+mod read;
+
+use std::io::{ErrorKind, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
+use std::sync::mpsc::{SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::webconfig::WebConfig;
+use answer::{refuse_now, work};
 use latlab_core::sys::poll::{self as sp, POLLERR, POLLHUP, POLLIN, POLLNVAL, POLLOUT};
 
 /// Largest request head accepted (bytes); larger requests get 431.
@@ -214,7 +218,7 @@ impl Acceptor {
             while i > 0 {
                 i -= 1;
                 let step = if ready[i] {
-                    progress(&mut self.conns[i])
+                    read::progress(&mut self.conns[i])
                 } else {
                     Step::Wait
                 };
@@ -339,316 +343,5 @@ impl Acceptor {
                 refuse_now(c, &Response::text(503, "busy\n"));
             }
         }
-    }
-}
-
-/// Answers a pending connection at once, without waiting (best effort), and closes it.
-fn refuse_now(mut c: Conn, r: &Response) {
-    let bytes = encode(r, true);
-    match c.tls.as_mut() {
-        None => {
-            let _ = c.sock.write(&bytes);
-        }
-        Some(t) if !t.is_handshaking() => {
-            let _ = t.writer().write_all(&bytes);
-            t.send_close_notify();
-            let _ = t.write_tls(&mut c.sock);
-        }
-        Some(_) => {}
-    }
-    let _ = c.sock.shutdown(std::net::Shutdown::Both);
-}
-
-/// How a connection's input stands after reading what it had.
-#[derive(Debug, PartialEq)]
-enum Input {
-    /// Still open: more may come.
-    Open,
-    /// The client closed its side (what it sent before still counts).
-    Ended,
-    /// Broken (a reset, a TLS error): nothing more to do.
-    Broken,
-}
-
-/// Reads what the connection has for us (never waiting) and says whether its head is
-/// complete.
-fn progress(c: &mut Conn) -> Step {
-    let input = match c.tls.as_mut() {
-        None => read_plain(&mut c.sock, &mut c.head, &mut c.last),
-        Some(t) => pump_tls(t, &mut c.sock, &mut c.head, &mut c.last),
-    };
-    if input == Input::Broken {
-        return Step::Close;
-    }
-    match parse_head(&c.head) {
-        Some(h) => Step::Ready(h),
-        None if input == Input::Ended => Step::Close,
-        None => Step::Wait,
-    }
-}
-
-/// Reads plain bytes until the socket would block.
-fn read_plain(sock: &mut TcpStream, head: &mut Vec<u8>, last: &mut Instant) -> Input {
-    let mut buf = [0u8; 2048];
-    while head.len() < MAX_REQUEST {
-        let room = (MAX_REQUEST - head.len()).min(buf.len());
-        match sock.read(&mut buf[..room]) {
-            Ok(0) => return Input::Ended,
-            Ok(n) => {
-                head.extend_from_slice(&buf[..n]);
-                *last = Instant::now();
-            }
-            Err(e) if e.kind() == ErrorKind::WouldBlock => return Input::Open,
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(_) => return Input::Broken,
-        }
-    }
-    Input::Open
-}
-
-/// Moves a TLS connection on as far as it goes without waiting: records in, handshake
-/// messages out, plaintext into `head`.
-fn pump_tls(
-    t: &mut rustls::ServerConnection,
-    sock: &mut TcpStream,
-    head: &mut Vec<u8>,
-    last: &mut Instant,
-) -> Input {
-    let mut ended = false;
-    loop {
-        let mut more = false;
-        if t.wants_read() && !ended {
-            match t.read_tls(sock) {
-                Ok(0) => ended = true,
-                Ok(_) => {
-                    more = true;
-                    *last = Instant::now();
-                    if t.process_new_packets().is_err() {
-                        let _ = t.write_tls(sock);
-                        return Input::Broken;
-                    }
-                }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => {}
-                Err(e) if e.kind() == ErrorKind::Interrupted => more = true,
-                Err(_) => return Input::Broken,
-            }
-        }
-        let mut buf = [0u8; 2048];
-        while head.len() < MAX_REQUEST {
-            let room = (MAX_REQUEST - head.len()).min(buf.len());
-            match t.reader().read(&mut buf[..room]) {
-                Ok(0) => break,
-                Ok(n) => head.extend_from_slice(&buf[..n]),
-                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                // The peer closed without close_notify: what came before still counts.
-                Err(_) => {
-                    ended = true;
-                    break;
-                }
-            }
-        }
-        while t.wants_write() {
-            match t.write_tls(sock) {
-                Ok(_) => {}
-                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(_) => return Input::Broken,
-            }
-        }
-        if !more {
-            return if ended { Input::Ended } else { Input::Open };
-        }
-    }
-}
-
-/// A request head from the bytes received so far: None while incomplete.
-fn parse_head(buf: &[u8]) -> Option<Head> {
-    if buf.is_empty() {
-        return None;
-    }
-    let mut headers = [httparse::EMPTY_HEADER; 32];
-    let mut req = httparse::Request::new(&mut headers);
-    match req.parse(buf) {
-        Ok(httparse::Status::Partial) if buf.len() >= MAX_REQUEST => Some(Head::Refuse(
-            Response::text(431, "request head too large\n"),
-        )),
-        Ok(httparse::Status::Partial) => None,
-        Ok(httparse::Status::Complete(_)) => {
-            let method = req.method.unwrap_or("").to_string();
-            let path = req.path.unwrap_or("/");
-            let path = path.split('?').next().unwrap_or("/").to_string();
-            let header = |name: &str| {
-                req.headers
-                    .iter()
-                    .find(|h| h.name.eq_ignore_ascii_case(name))
-                    .map(|h| String::from_utf8_lossy(h.value).into_owned())
-            };
-            // Several Accept lines are one list (RFC 9110, 5.3).
-            let accept = req
-                .headers
-                .iter()
-                .filter(|h| h.name.eq_ignore_ascii_case("accept"))
-                .map(|h| String::from_utf8_lossy(h.value).into_owned())
-                .collect::<Vec<_>>()
-                .join(",");
-            let auth = header("authorization");
-            Some(Head::Request(method, path, accept, auth))
-        }
-        Err(httparse::Error::TooManyHeaders) => {
-            Some(Head::Refuse(Response::text(431, "too many headers\n")))
-        }
-        Err(_) => Some(Head::Refuse(Response::text(400, "bad request\n"))),
-    }
-}
-
-/// A worker: answers complete requests until the server stops.
-fn work(rx: &Mutex<Receiver<Job>>, handler: &Handler, web: Option<&WebConfig>) {
-    loop {
-        let job = match rx.lock() {
-            Ok(r) => match r.recv() {
-                Ok(j) => j,
-                Err(_) => return,
-            },
-            Err(_) => return,
-        };
-        answer(job, handler, web);
-    }
-}
-
-/// Answers one request (401 without valid credentials when the web configuration asks for
-/// them) in one write, then closes.
-fn answer(mut j: Job, handler: &Handler, web: Option<&WebConfig>) {
-    let (r, with_body) = match &j.head {
-        Head::Refuse(r) => (r.clone(), true),
-        Head::Request(m, path, accept, auth) => {
-            let r = if web.is_some_and(|w| !w.authorized(auth.as_deref())) {
-                Response::text(401, "authentication required\n")
-            } else if m == "GET" || m == "HEAD" {
-                handler(path, accept)
-            } else {
-                Response::text(405, "only GET and HEAD\n")
-            };
-            (r, m != "HEAD")
-        }
-    };
-    let bytes = encode(&r, with_body);
-    let deadline = Instant::now() + WRITE_TIMEOUT;
-    if j.sock.set_nonblocking(false).is_err() {
-        return;
-    }
-    match j.tls.as_mut() {
-        None => {
-            let _ = write_until(&mut j.sock, &bytes, deadline);
-        }
-        Some(t) => {
-            let _ = t.writer().write_all(&bytes);
-            t.send_close_notify();
-            let mut out = Vec::with_capacity(bytes.len() + 1024);
-            while t.wants_write() {
-                if t.write_tls(&mut out).is_err() {
-                    break;
-                }
-            }
-            let _ = write_until(&mut j.sock, &out, deadline);
-        }
-    }
-    let _ = j.sock.shutdown(std::net::Shutdown::Write);
-}
-
-/// Writes all of `bytes` (one write when the socket takes it), giving up at `deadline`.
-fn write_until(sock: &mut TcpStream, mut bytes: &[u8], deadline: Instant) -> std::io::Result<()> {
-    while !bytes.is_empty() {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(ErrorKind::TimedOut.into());
-        }
-        sock.set_write_timeout(Some(left))?;
-        match sock.write(bytes) {
-            Ok(0) => return Err(ErrorKind::WriteZero.into()),
-            Ok(n) => bytes = &bytes[n..],
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
-}
-
-fn reason(status: u16) -> &'static str {
-    match status {
-        200 => "OK",
-        400 => "Bad Request",
-        401 => "Unauthorized",
-        404 => "Not Found",
-        405 => "Method Not Allowed",
-        408 => "Request Timeout",
-        431 => "Request Header Fields Too Large",
-        503 => "Service Unavailable",
-        _ => "Error",
-    }
-}
-
-/// The whole response, head and body, as one buffer (written in one write).
-fn encode(r: &Response, with_body: bool) -> Vec<u8> {
-    let allow = match r.status {
-        405 => "Allow: GET, HEAD\r\n",
-        401 => "WWW-Authenticate: Basic realm=\"latlab\"\r\n",
-        _ => "",
-    };
-    let mut out = format!(
-        "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n{allow}Connection: close\r\n\r\n",
-        r.status,
-        reason(r.status),
-        r.content_type,
-        r.body.len()
-    )
-    .into_bytes();
-    if with_body {
-        out.extend_from_slice(&r.body);
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_method_and_path_without_query() {
-        assert_eq!(
-            parse_head(b"GET /metrics?x=1 HTTP/1.1\r\nHost: a\r\nACCEPT: text/plain\r\n\r\n"),
-            Some(Head::Request(
-                "GET".into(),
-                "/metrics".into(),
-                "text/plain".into(),
-                None
-            ))
-        );
-    }
-
-    #[test]
-    fn refuses_garbage_oversize_and_waits_for_the_rest() {
-        assert!(
-            matches!(parse_head(b"\x01\x02 nonsense\r\n\r\n"), Some(Head::Refuse(r)) if r.status == 400)
-        );
-        let mut big = b"GET /".to_vec();
-        big.extend(std::iter::repeat_n(b'a', MAX_REQUEST));
-        assert!(matches!(parse_head(&big), Some(Head::Refuse(r)) if r.status == 431));
-        assert_eq!(parse_head(b"GET /metrics HTTP/1.1\r\n"), None);
-        assert_eq!(parse_head(b""), None);
-    }
-
-    #[test]
-    fn a_response_is_one_buffer() {
-        let b = encode(&Response::text(200, "hi\n"), true);
-        let t = String::from_utf8(b).unwrap();
-        assert!(
-            t.starts_with("HTTP/1.1 200 OK\r\n") && t.ends_with("\r\n\r\nhi\n"),
-            "{t}"
-        );
-        let h = String::from_utf8(encode(&Response::text(200, "hi\n"), false)).unwrap();
-        assert!(
-            h.ends_with("\r\n\r\n") && h.contains("Content-Length: 3"),
-            "{h}"
-        );
     }
 }
