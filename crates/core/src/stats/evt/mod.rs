@@ -208,41 +208,76 @@ pub fn estimate(s: &Sample, cfg: &Config) -> Result<Model, Refusal> {
     let k_max = (vals.len().saturating_sub(1))
         .min((s.n as f64 * cfg.max_fraction) as usize)
         .min(cfg.max_exceedances);
-    let too_few = |clusters: usize, cands: Vec<Candidate>| {
-        let need = cfg.min_clusters;
-        let more = if clusters == 0 {
-            format!(
-                "at least {} samples",
-                (need as f64 / cfg.max_fraction).ceil()
-            )
-        } else {
-            format!(
-                "a run about {}x as long",
-                (need as f64 / clusters as f64).ceil().max(2.0)
-            )
-        };
-        Refusal {
-            kind: RefusalKind::TooFew,
-            reason: format!(
-                "too few exceedances: {clusters} independent cluster(s) over the lowest threshold \
-                 tried ({} samples in all; a fit needs {need})",
-                s.n
-            ),
-            help: format!("more data: {more}"),
-            candidates: cands,
-        }
-    };
     if k_max < cfg.min_clusters {
-        return Err(too_few(k_max, Vec::new()));
+        return Err(too_few(s, cfg, k_max, Vec::new()));
     }
     let counts = threshold::counts(k_max, cfg.min_clusters, cfg.candidates);
+    let (mut cands, mut trials) = try_thresholds(&top, &vals, &counts, s.ordered, cfg);
+    if cands.is_empty() {
+        let c = counts.first().copied().unwrap_or(0);
+        return Err(too_few(s, cfg, c.min(k_max), cands));
+    }
+    let Some(i) = forward_stop(&mut cands, cfg.alpha) else {
+        return Err(every_fit_rejected(&trials[trials.len() - 1], cands, cfg));
+    };
+    let t = trials.swap_remove(i);
+    if t.fit.xi < -0.5 || t.fit.xi > 1.0 {
+        return Err(shape_refused(&t.fit, i, cands));
+    }
+    let c = &cands[i];
+    let mut desc = t.peaks.clone();
+    desc.reverse();
+    let gap = regime::gap_test(&desc);
+    if gap.p < cfg.regime_alpha {
+        return Err(second_regime(c, &desc, gap, cands.clone()));
+    }
+    Ok(Model {
+        n: s.n,
+        threshold: c.threshold,
+        exceedances: t.exceedances,
+        clusters: t.declustered.peaks.len(),
+        extremal_index: t.declustered.theta,
+        run_length: t.declustered.run_length,
+        fit: t.fit,
+        gof_p: c.gof_p,
+        gap,
+        candidates: cands,
+        confidence: cfg.confidence,
+        peaks: t.peaks,
+        top: vals,
+    })
+}
+
+/// The fit at one threshold tried, kept beside its [`Candidate`] until one is chosen.
+struct Trial {
+    /// The cluster peaks above the threshold (value − threshold), ascending.
+    peaks: Vec<f64>,
+    /// The GPD fitted to them.
+    fit: Fit,
+    /// The declustering of the exceedances.
+    declustered: decluster::Declustered,
+    /// Samples above the threshold.
+    exceedances: usize,
+}
+
+/// Declusters, fits and tests the exceedances of each candidate threshold (the `counts`-th
+/// largest value of `top`, sorted descending, whose values are `vals`): a threshold with too
+/// few clusters, or whose fit does not converge, is left out. Candidates and trials match
+/// one for one, lowest threshold first.
+fn try_thresholds(
+    top: &[Exceedance],
+    vals: &[f64],
+    counts: &[usize],
+    ordered: bool,
+    cfg: &Config,
+) -> (Vec<Candidate>, Vec<Trial>) {
     let mut cands: Vec<Candidate> = Vec::new();
-    let mut fits: Vec<(Vec<f64>, Fit, f64, decluster::Declustered, usize)> = Vec::new();
-    for &k in &counts {
+    let mut trials: Vec<Trial> = Vec::new();
+    for &k in counts {
         let u = vals[k];
         let mut exc: Vec<Exceedance> = top.iter().take_while(|e| e.value > u).copied().collect();
         exc.sort_by_key(|e| (e.series, e.pos));
-        let d = decluster::decluster(&exc, s.ordered);
+        let d = decluster::decluster(&exc, ordered);
         if d.peaks.len() < cfg.min_clusters {
             continue;
         }
@@ -261,12 +296,19 @@ pub fn estimate(s: &Sample, cfg: &Config) -> Result<Model, Refusal> {
             gof_p: p,
             shape_p: 1.0,
         });
-        fits.push((z, f, a2, d, exc.len()));
+        trials.push(Trial {
+            peaks: z,
+            fit: f,
+            declustered: d,
+            exceedances: exc.len(),
+        });
     }
-    if cands.is_empty() {
-        let c = counts.first().copied().unwrap_or(0);
-        return Err(too_few(c.min(k_max), cands));
-    }
+    (cands, trials)
+}
+
+/// The threshold ForwardStop picks at false discovery rate `alpha`, None when it rejects
+/// them all; each candidate's shape-stability p-value is filled in on the way.
+fn forward_stop(cands: &mut [Candidate], alpha: f64) -> Option<usize> {
     // Each threshold is tested twice: the fit's Anderson-Darling p and the stability of its
     // shape against a higher threshold's; the smaller, Bonferroni-doubled, goes to ForwardStop.
     let shape = threshold::shape_pvalues(
@@ -282,91 +324,102 @@ pub fn estimate(s: &Sample, cfg: &Config) -> Result<Model, Refusal> {
         .iter()
         .map(|c| (2.0 * c.gof_p.min(c.shape_p)).min(1.0))
         .collect();
-    let Some(i) = threshold::choose(&ps, cfg.alpha) else {
-        // A far-out mode fails every fit: say so when the gap test sees it at the highest
-        // threshold (the fewest, most extreme peaks).
-        let last = fits.len() - 1;
-        let mut desc = fits[last].0.clone();
-        desc.reverse();
-        let gap = regime::gap_test(&desc);
-        if gap.p < cfg.regime_alpha {
-            return Err(second_regime(&cands[last], &desc, gap, cands.clone()));
-        }
-        let best = cands.iter().map(|c| c.gof_p).fold(0.0, f64::max);
-        let lo = cands.iter().map(|c| c.xi).fold(f64::INFINITY, f64::min);
-        let hi = cands.iter().map(|c| c.xi).fold(f64::NEG_INFINITY, f64::max);
-        let g = |x: f64, d: usize| crate::stats::cfmt::g(x, d);
-        return Err(Refusal {
-            kind: RefusalKind::FitRejected,
-            reason: format!(
-                "the generalized Pareto fit is rejected at every threshold tried ({} thresholds \
-                 from {} down to {} clusters; best Anderson-Darling p = {}; the fitted shape \
-                 ranges from {} to {} across them{})",
-                cands.len(),
-                cands[0].clusters,
-                cands[cands.len() - 1].clusters,
-                g(best, 2),
-                g(lo, 2),
-                g(hi, 2),
-                if hi - lo > 0.5 {
-                    ": the tail changes character, several regimes"
-                } else {
-                    ""
-                }
-            ),
-            help: "the tail is not one smooth shape at this size: a longer run lets the \
-                   threshold move higher; discrete or rounded values (ties) also fail the test; \
-                   look at the tail plot (latlab report) for a second regime"
-                .into(),
-            candidates: cands,
-        });
+    threshold::choose(&ps, alpha)
+}
+
+/// The refusal for too few exceedances: `clusters` over the lowest threshold tried.
+fn too_few(s: &Sample, cfg: &Config, clusters: usize, cands: Vec<Candidate>) -> Refusal {
+    let need = cfg.min_clusters;
+    let more = if clusters == 0 {
+        format!(
+            "at least {} samples",
+            (need as f64 / cfg.max_fraction).ceil()
+        )
+    } else {
+        format!(
+            "a run about {}x as long",
+            (need as f64 / clusters as f64).ceil().max(2.0)
+        )
     };
-    let (z, f, _, d, n_exc) = fits.swap_remove(i);
-    let c = &cands[i];
-    if f.xi < -0.5 || f.xi > 1.0 {
-        return Err(Refusal {
-            kind: RefusalKind::Shape,
-            reason: format!(
-                "the fitted shape xi = {} is outside -0.5 ... 1 at threshold {} ({} clusters)",
-                crate::stats::cfmt::g(f.xi, 3),
-                crate::stats::cfmt::g(c.threshold, 4),
-                c.clusters
-            ),
-            help: if f.xi < -0.5 {
-                "below -0.5 the fit claims an abrupt hard limit where maximum likelihood is not \
-                 regular and its intervals cannot be trusted: a longer run, or treat the \
-                 observed maximum as what it is"
-                    .into()
-            } else {
-                "above 1 the tail is so heavy its mean is infinite, usually a sign of a second \
-                 regime mixed into the tail: look at the tail plot (latlab report), trace the \
-                 largest spikes (--trace)"
-                    .into()
-            },
-            candidates: cands,
-        });
+    Refusal {
+        kind: RefusalKind::TooFew,
+        reason: format!(
+            "too few exceedances: {clusters} independent cluster(s) over the lowest threshold \
+             tried ({} samples in all; a fit needs {need})",
+            s.n
+        ),
+        help: format!("more data: {more}"),
+        candidates: cands,
     }
-    let mut desc = z.clone();
+}
+
+/// The refusal when ForwardStop rejects every threshold: a second regime when the gap test
+/// sees one at the `highest` threshold tried, else the fit rejected.
+fn every_fit_rejected(highest: &Trial, cands: Vec<Candidate>, cfg: &Config) -> Refusal {
+    // A far-out mode fails every fit: say so when the gap test sees it at the highest
+    // threshold (the fewest, most extreme peaks).
+    let last = cands.len() - 1;
+    let mut desc = highest.peaks.clone();
     desc.reverse();
     let gap = regime::gap_test(&desc);
     if gap.p < cfg.regime_alpha {
-        return Err(second_regime(c, &desc, gap, cands.clone()));
+        return second_regime(&cands[last], &desc, gap, cands.clone());
     }
-    Ok(Model {
-        n: s.n,
-        threshold: c.threshold,
-        exceedances: n_exc,
-        clusters: d.peaks.len(),
-        extremal_index: d.theta,
-        run_length: d.run_length,
-        fit: f,
-        gof_p: c.gof_p,
-        gap,
+    let best = cands.iter().map(|c| c.gof_p).fold(0.0, f64::max);
+    let lo = cands.iter().map(|c| c.xi).fold(f64::INFINITY, f64::min);
+    let hi = cands.iter().map(|c| c.xi).fold(f64::NEG_INFINITY, f64::max);
+    let g = |x: f64, d: usize| crate::stats::cfmt::g(x, d);
+    Refusal {
+        kind: RefusalKind::FitRejected,
+        reason: format!(
+            "the generalized Pareto fit is rejected at every threshold tried ({} thresholds \
+             from {} down to {} clusters; best Anderson-Darling p = {}; the fitted shape \
+             ranges from {} to {} across them{})",
+            cands.len(),
+            cands[0].clusters,
+            cands[cands.len() - 1].clusters,
+            g(best, 2),
+            g(lo, 2),
+            g(hi, 2),
+            if hi - lo > 0.5 {
+                ": the tail changes character, several regimes"
+            } else {
+                ""
+            }
+        ),
+        help: "the tail is not one smooth shape at this size: a longer run lets the \
+               threshold move higher; discrete or rounded values (ties) also fail the test; \
+               look at the tail plot (latlab report) for a second regime"
+            .into(),
         candidates: cands,
-        confidence: cfg.confidence,
-        peaks: z,
-        top: vals,
-    })
+    }
+}
+
+/// The refusal for a fitted shape `f.xi` outside −0.5 … 1 at the chosen candidate
+/// (`cands[chosen]`).
+fn shape_refused(f: &Fit, chosen: usize, cands: Vec<Candidate>) -> Refusal {
+    let c = &cands[chosen];
+    Refusal {
+        kind: RefusalKind::Shape,
+        reason: format!(
+            "the fitted shape xi = {} is outside -0.5 ... 1 at threshold {} ({} clusters)",
+            crate::stats::cfmt::g(f.xi, 3),
+            crate::stats::cfmt::g(c.threshold, 4),
+            c.clusters
+        ),
+        help: if f.xi < -0.5 {
+            "below -0.5 the fit claims an abrupt hard limit where maximum likelihood is not \
+             regular and its intervals cannot be trusted: a longer run, or treat the \
+             observed maximum as what it is"
+                .into()
+        } else {
+            "above 1 the tail is so heavy its mean is infinite, usually a sign of a second \
+             regime mixed into the tail: look at the tail plot (latlab report), trace the \
+             largest spikes (--trace)"
+                .into()
+        },
+        candidates: cands,
+    }
 }
 
 /// The refusal for a far-out mode found by the gap test at candidate `c` (peaks above it
