@@ -81,108 +81,128 @@ fn same(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
+/// A fault in the web configuration at `path`: exit 2 naming the flag, the file and the key.
+fn refused(path: &Path, key: &str, why: String) -> Error {
+    Error::flag("--web-config", path.display(), format!("{key}: {why}"))
+}
+
+/// The file as written (an empty one configures nothing).
+fn read_file(path: &Path) -> Result<File> {
+    // A file that cannot be read is named by its flag too: `--web-config x.yml: why`.
+    let text = latlab_core::io::read_text_limited(path, MAX_CONFIG_BYTES, "--web-config").map_err(
+        |e| match e {
+            Error::Usage(m) => Error::Usage(format!("--web-config {m}")),
+            e => e,
+        },
+    )?;
+    if text.trim().is_empty() {
+        return Ok(File {
+            tls_server_config: None,
+            basic_auth_users: None,
+        });
+    }
+    serde_norway::from_str(&text).map_err(|e| refused(path, "YAML", e.to_string()))
+}
+
+/// The TLS server configuration `t` (of the file at `path`) asks for: its certificate and key
+/// read and checked to go together.
+fn tls_config(path: &Path, t: TlsFile) -> Result<rustls::ServerConfig> {
+    let bad = |key: &str, why: String| refused(path, key, why);
+    // exporter-toolkit resolves relative paths against the file's directory.
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let resolve = |p: &str| -> PathBuf { dir.join(p) };
+    let cert = t
+        .cert_file
+        .ok_or_else(|| bad("tls_server_config.cert_file", "missing (required)".into()))?;
+    let key = t
+        .key_file
+        .ok_or_else(|| bad("tls_server_config.key_file", "missing (required)".into()))?;
+    let cert_pem = read_pem(&resolve(&cert))
+        .map_err(|e| bad("tls_server_config.cert_file", format!("{cert}: {e}")))?;
+    let key_pem = read_pem(&resolve(&key))
+        .map_err(|e| bad("tls_server_config.key_file", format!("{key}: {e}")))?;
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&cert_pem)
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(|e| bad("tls_server_config.cert_file", format!("{cert}: {e}")))?;
+    if certs.is_empty() {
+        return Err(bad(
+            "tls_server_config.cert_file",
+            format!("{cert}: no certificate in it"),
+        ));
+    }
+    let pk = PrivateKeyDer::from_pem_slice(&key_pem)
+        .map_err(|e| bad("tls_server_config.key_file", format!("{key}: {e}")))?;
+    let versions: &[&rustls::SupportedProtocolVersion] = match t.min_version.as_deref() {
+        None | Some("TLS12") => rustls::ALL_VERSIONS,
+        Some("TLS13") => &[&rustls::version::TLS13],
+        Some(v) => {
+            return Err(bad(
+                "tls_server_config.min_version",
+                format!("{v}: latlab serves TLS12 or TLS13"),
+            ))
+        }
+    };
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    rustls::ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(versions)
+        .map_err(|e| bad("tls_server_config", e.to_string()))?
+        .with_no_client_auth()
+        .with_single_cert(certs, pk)
+        .map_err(|e| {
+            bad(
+                "tls_server_config.key_file",
+                format!("{key} does not go with {cert}: {e}"),
+            )
+        })
+}
+
+/// Checks `basic_auth_users` (of the file at `path`): user names a Basic header can carry,
+/// and bcrypt hashes of a cost latlab verifies in bounded time.
+fn check_users(path: &Path, users: &BTreeMap<String, String>) -> Result<()> {
+    for (user, hash) in users {
+        if user.is_empty() || user.contains(':') {
+            return Err(refused(
+                path,
+                "basic_auth_users",
+                format!("{user:?}: a user name is not empty and has no ':'"),
+            ));
+        }
+        match bcrypt_cost(hash) {
+            None => {
+                return Err(refused(
+                    path,
+                    &format!("basic_auth_users.{user}"),
+                    "not a bcrypt hash (make one with `htpasswd -nBC 10 \"\" | tr -d ':\\n'`)"
+                        .into(),
+                ))
+            }
+            Some(cost) if cost > MAX_BCRYPT_COST => {
+                return Err(refused(
+                    path,
+                    &format!("basic_auth_users.{user}"),
+                    format!(
+                        "bcrypt cost {cost} is above {MAX_BCRYPT_COST}, the most latlab verifies \
+                         (each step doubles the time a scrape waits; exporter-toolkit's docs \
+                         use 10: `htpasswd -nBC 10 \"\" | tr -d ':\\n'`)"
+                    ),
+                ))
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
+}
+
 impl WebConfig {
     /// Reads and checks FILE (exit 2 naming the key on any fault).
     pub fn load(path: &Path) -> Result<WebConfig> {
-        let bad = |key: &str, why: String| {
-            Error::flag("--web-config", path.display(), format!("{key}: {why}"))
-        };
-        // A file that cannot be read is named by its flag too: `--web-config x.yml: why`.
-        let text = latlab_core::io::read_text_limited(path, MAX_CONFIG_BYTES, "--web-config")
-            .map_err(|e| match e {
-                Error::Usage(m) => Error::Usage(format!("--web-config {m}")),
-                e => e,
-            })?;
-        let file: File = if text.trim().is_empty() {
-            File {
-                tls_server_config: None,
-                basic_auth_users: None,
-            }
-        } else {
-            serde_norway::from_str(&text).map_err(|e| bad("YAML", e.to_string()))?
-        };
-        // exporter-toolkit resolves relative paths against the file's directory.
-        let dir = path.parent().unwrap_or(Path::new("."));
-        let resolve = |p: &str| -> PathBuf { dir.join(p) };
+        let file = read_file(path)?;
         let tls = match file.tls_server_config {
             None => None,
-            Some(t) => {
-                let cert = t.cert_file.ok_or_else(|| {
-                    bad("tls_server_config.cert_file", "missing (required)".into())
-                })?;
-                let key = t.key_file.ok_or_else(|| {
-                    bad("tls_server_config.key_file", "missing (required)".into())
-                })?;
-                let cert_pem = read_pem(&resolve(&cert))
-                    .map_err(|e| bad("tls_server_config.cert_file", format!("{cert}: {e}")))?;
-                let key_pem = read_pem(&resolve(&key))
-                    .map_err(|e| bad("tls_server_config.key_file", format!("{key}: {e}")))?;
-                let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&cert_pem)
-                    .collect::<std::result::Result<Vec<_>, _>>()
-                    .map_err(|e| bad("tls_server_config.cert_file", format!("{cert}: {e}")))?;
-                if certs.is_empty() {
-                    return Err(bad(
-                        "tls_server_config.cert_file",
-                        format!("{cert}: no certificate in it"),
-                    ));
-                }
-                let pk = PrivateKeyDer::from_pem_slice(&key_pem)
-                    .map_err(|e| bad("tls_server_config.key_file", format!("{key}: {e}")))?;
-                let versions: &[&rustls::SupportedProtocolVersion] = match t.min_version.as_deref()
-                {
-                    None | Some("TLS12") => rustls::ALL_VERSIONS,
-                    Some("TLS13") => &[&rustls::version::TLS13],
-                    Some(v) => {
-                        return Err(bad(
-                            "tls_server_config.min_version",
-                            format!("{v}: latlab serves TLS12 or TLS13"),
-                        ))
-                    }
-                };
-                let provider = Arc::new(rustls::crypto::ring::default_provider());
-                let cfg = rustls::ServerConfig::builder_with_provider(provider)
-                    .with_protocol_versions(versions)
-                    .map_err(|e| bad("tls_server_config", e.to_string()))?
-                    .with_no_client_auth()
-                    .with_single_cert(certs, pk)
-                    .map_err(|e| {
-                        bad(
-                            "tls_server_config.key_file",
-                            format!("{key} does not go with {cert}: {e}"),
-                        )
-                    })?;
-                Some(Arc::new(cfg))
-            }
+            Some(t) => Some(Arc::new(tls_config(path, t)?)),
         };
         let users = file.basic_auth_users.unwrap_or_default();
-        for (user, hash) in &users {
-            if user.is_empty() || user.contains(':') {
-                return Err(bad(
-                    "basic_auth_users",
-                    format!("{user:?}: a user name is not empty and has no ':'"),
-                ));
-            }
-            match bcrypt_cost(hash) {
-                None => {
-                    return Err(bad(
-                        &format!("basic_auth_users.{user}"),
-                        "not a bcrypt hash (make one with `htpasswd -nBC 10 \"\" | tr -d ':\\n'`)"
-                            .into(),
-                    ))
-                }
-                Some(cost) if cost > MAX_BCRYPT_COST => {
-                    return Err(bad(
-                        &format!("basic_auth_users.{user}"),
-                        format!(
-                        "bcrypt cost {cost} is above {MAX_BCRYPT_COST}, the most latlab verifies \
-                             (each step doubles the time a scrape waits; exporter-toolkit's docs \
-                             use 10: `htpasswd -nBC 10 \"\" | tr -d ':\\n'`)"
-                    ),
-                    ))
-                }
-                Some(_) => {}
-            }
-        }
+        check_users(path, &users)?;
         Ok(WebConfig {
             tls,
             users,
