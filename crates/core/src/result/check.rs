@@ -43,6 +43,20 @@ pub fn series_figures(
     s: &Series,
     hdr: Option<&hdrhistogram::Histogram<u64>>,
 ) -> Result<(), String> {
+    let p = &s.summary.percentiles;
+    let ps = [p.p50, p.p90, p.p99, p.p99_9, p.p99_99];
+    // The order of the checks is the order of precedence of their messages: the first
+    // contradiction found is the one said.
+    count_in_histogram(s)?;
+    nothing_in_an_empty_series(s, ps)?;
+    figures_in_order(s, ps)?;
+    figures_inside_histogram(s, ps, hdr)?;
+    within_planned(s, ps)
+}
+
+/// The histogram's format is one this latlab reads and its buckets add up to the count
+/// (no histogram at all is a tool that kept none).
+fn count_in_histogram(s: &Series) -> Result<(), String> {
     if !s.histogram.buckets.is_empty() {
         digits(&s.histogram)?;
     }
@@ -51,7 +65,6 @@ pub fn series_figures(
         .buckets
         .iter()
         .try_fold(0u64, |a, b| a.checked_add(b[1]));
-    // (No histogram at all is a tool that kept none.)
     if !s.histogram.buckets.is_empty() && sum != Some(s.summary.count) {
         return Err(format!(
             "its count ({}) contradicts its histogram ({})",
@@ -59,8 +72,11 @@ pub fn series_figures(
             sum.map_or("more than 2^64 samples".into(), |n| format!("{n} samples"))
         ));
     }
-    let p = &s.summary.percentiles;
-    let ps = [p.p50, p.p90, p.p99, p.p99_9, p.p99_99];
+    Ok(())
+}
+
+/// A series of no samples has no figures (`ps`: its percentiles) and a mean of 0.
+fn nothing_in_an_empty_series(s: &Series, ps: [u64; 5]) -> Result<(), String> {
     if s.summary.count == 0 {
         let figures = [s.summary.min_ns, s.summary.max_ns].into_iter().chain(ps);
         if let Some(f) = figures.into_iter().find(|&f| f > 0) {
@@ -75,6 +91,13 @@ pub fn series_figures(
             ));
         }
     }
+    Ok(())
+}
+
+/// Each figure agrees with its neighbours on its own: buckets ascending, the minimum not above
+/// the maximum, a latency's mean and any spread not negative, the percentiles (`ps`)
+/// ascending, the histogram's range not upside down.
+fn figures_in_order(s: &Series, ps: [u64; 5]) -> Result<(), String> {
     if let Some(w) = s.histogram.buckets.windows(2).find(|w| w[1][0] < w[0][0]) {
         return Err(format!(
             "its histogram's buckets are out of order ({} ns after {} ns)",
@@ -111,6 +134,17 @@ pub fn series_figures(
             s.histogram.lowest_ns, s.histogram.highest_ns
         ));
     }
+    Ok(())
+}
+
+/// The maximum and the percentiles (`ps`) lie where the histogram's samples are, and no
+/// bucket lies above the maximum or beyond what the histogram's layout (`hdr`, built here
+/// when not given) tracks.
+fn figures_inside_histogram(
+    s: &Series,
+    ps: [u64; 5],
+    hdr: Option<&hdrhistogram::Histogram<u64>>,
+) -> Result<(), String> {
     // A bucket's value is the highest of its range, so one may lie a little above the exact
     // maximum (or the histogram's highest value); only its range's lowest value may not. The
     // layout is only needed when some bucket lies above either.
@@ -169,8 +203,12 @@ pub fn series_figures(
             }
         }
     }
-    // No latency outlasts the longest measurement latlab plans (an exact max is kept beside
-    // the histogram's one-hour range, so this, not the histogram, bounds it).
+    Ok(())
+}
+
+/// No latency outlasts the longest measurement latlab plans (an exact max is kept beside
+/// the histogram's one-hour range, so this, not the histogram, bounds it).
+fn within_planned(s: &Series, ps: [u64; 5]) -> Result<(), String> {
     if s.unit == "ns" {
         use crate::config::bounds::{MAX_PLANNED_NS, MAX_PLANNED_TEXT};
         let figures = [("maximum", s.summary.max_ns), ("minimum", s.summary.min_ns)];
