@@ -298,29 +298,25 @@ impl SystemFacts {
 
     /// The facts as (name, value) rows, as the report and the text show them.
     pub fn rows(&self) -> Vec<(&'static str, String)> {
-        let or = |s: &str, none: &str| {
-            if s.is_empty() {
-                none.to_string()
-            } else {
-                s.to_string()
-            }
-        };
-        let opt = |b: Option<bool>| match b {
-            Some(true) => "yes".to_string(),
-            Some(false) => "no".to_string(),
-            None => "unknown (no kernel configuration found)".to_string(),
-        };
+        let mut rows = self.machine_rows();
+        rows.extend(self.kernel_rows());
+        rows.extend(self.running_rows());
+        rows
+    }
+
+    /// The machine's rows: DMI, CPUs, microcode, SMT, NUMA.
+    fn machine_rows(&self) -> Vec<(&'static str, String)> {
         vec![
             (
                 "system",
-                or(
+                or_said(
                     format!("{} {}", self.vendor, self.product).trim(),
                     "unknown (no DMI)",
                 ),
             ),
             (
                 "BIOS",
-                or(
+                or_said(
                     format!(
                         "{} {} {}",
                         self.bios_vendor, self.bios_version, self.bios_date
@@ -331,10 +327,14 @@ impl SystemFacts {
             ),
             (
                 "CPU",
-                format!("{} × {}", self.cpus_online, or(&self.cpu_model, "unknown")),
+                format!(
+                    "{} × {}",
+                    self.cpus_online,
+                    or_said(&self.cpu_model, "unknown")
+                ),
             ),
-            ("microcode", or(&self.microcode, "unknown")),
-            ("SMT", or(&self.smt, "unknown")),
+            ("microcode", or_said(&self.microcode, "unknown")),
+            ("SMT", or_said(&self.smt, "unknown")),
             (
                 "NUMA nodes",
                 if self.numa_nodes == 0 {
@@ -343,28 +343,42 @@ impl SystemFacts {
                     self.numa_nodes.to_string()
                 },
             ),
+        ]
+    }
+
+    /// The kernel's rows: its release, its real-time configuration and the isolation its
+    /// command line asks for.
+    fn kernel_rows(&self) -> Vec<(&'static str, String)> {
+        vec![
             ("kernel", self.kernel_release.clone()),
             ("kernel version", self.kernel_version.clone()),
             (
                 "kernel configuration",
-                or(
+                or_said(
                     &self.kernel_config,
                     "not found (/proc/config.gz, /boot/config-RELEASE)",
                 ),
             ),
-            ("PREEMPT_RT", opt(self.preempt_rt)),
+            ("PREEMPT_RT", config_option(self.preempt_rt)),
             (
                 "preemption (configured)",
-                or(&self.preempt_config, "unknown"),
+                or_said(&self.preempt_config, "unknown"),
             ),
             ("HZ", self.hz.map_or("unknown".into(), |h| h.to_string())),
-            ("NO_HZ_FULL", opt(self.no_hz_full)),
-            ("HIGH_RES_TIMERS", opt(self.high_res_timers)),
-            ("isolcpus", or(&self.isolcpus, "not set")),
-            ("nohz_full", or(&self.nohz_full, "not set")),
-            ("rcu_nocbs", or(&self.rcu_nocbs, "not set")),
-            ("irqaffinity", or(&self.irqaffinity, "not set")),
+            ("NO_HZ_FULL", config_option(self.no_hz_full)),
+            ("HIGH_RES_TIMERS", config_option(self.high_res_timers)),
+            ("isolcpus", or_said(&self.isolcpus, "not set")),
+            ("nohz_full", or_said(&self.nohz_full, "not set")),
+            ("rcu_nocbs", or_said(&self.rcu_nocbs, "not set")),
+            ("irqaffinity", or_said(&self.irqaffinity, "not set")),
             ("kernel command line", self.cmdline.clone()),
+        ]
+    }
+
+    /// The rows of what the measured CPUs ran with: clocksource, governors, the IRQs that may
+    /// come to them, memory.
+    fn running_rows(&self) -> Vec<(&'static str, String)> {
+        vec![
             (
                 "clocksource",
                 format!(
@@ -380,40 +394,61 @@ impl SystemFacts {
                     self.governors.join(", ")
                 },
             ),
-            (
-                "IRQs on the measured CPUs",
-                if self.irqs_on_measured.is_empty() {
-                    "none".into()
-                } else {
-                    self.irqs_on_measured
-                        .iter()
-                        .map(|i| {
-                            format!(
-                                "{} {} ({})",
-                                i.irq,
-                                i.name,
-                                i.effective.as_deref().unwrap_or(&i.affinity)
-                            )
-                        })
-                        .collect::<Vec<_>>()
-                        .join("; ")
-                },
-            ),
-            (
-                "memory",
-                match (self.mem_total_kb, self.mem_available_kb) {
-                    (Some(t), Some(a)) => {
-                        format!("{} MiB ({} MiB available at the start)", t / 1024, a / 1024)
-                    }
-                    (Some(t), None) => format!("{} MiB", t / 1024),
-                    _ => "unknown".into(),
-                },
-            ),
+            ("IRQs on the measured CPUs", self.irqs_said()),
+            ("memory", self.memory_said()),
             (
                 "huge pages",
                 self.hugepages.map_or("unknown".into(), |h| h.to_string()),
             ),
         ]
+    }
+
+    /// The IRQs that may come to the measured CPUs, each with the CPUs it goes to.
+    fn irqs_said(&self) -> String {
+        if self.irqs_on_measured.is_empty() {
+            return "none".into();
+        }
+        self.irqs_on_measured
+            .iter()
+            .map(|i| {
+                format!(
+                    "{} {} ({})",
+                    i.irq,
+                    i.name,
+                    i.effective.as_deref().unwrap_or(&i.affinity)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+
+    /// The memory, and what of it was available when the run started.
+    fn memory_said(&self) -> String {
+        match (self.mem_total_kb, self.mem_available_kb) {
+            (Some(t), Some(a)) => {
+                format!("{} MiB ({} MiB available at the start)", t / 1024, a / 1024)
+            }
+            (Some(t), None) => format!("{} MiB", t / 1024),
+            _ => "unknown".into(),
+        }
+    }
+}
+
+/// A fact as read, or `none` (what its absence means) when it is empty.
+fn or_said(s: &str, none: &str) -> String {
+    if s.is_empty() {
+        none.to_string()
+    } else {
+        s.to_string()
+    }
+}
+
+/// A kernel configuration option: set or not, unknown when no configuration was found.
+fn config_option(b: Option<bool>) -> String {
+    match b {
+        Some(true) => "yes".to_string(),
+        Some(false) => "no".to_string(),
+        None => "unknown (no kernel configuration found)".to_string(),
     }
 }
 
