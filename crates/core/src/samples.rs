@@ -211,113 +211,151 @@ impl SampleLog {
         Self::parse(&mut r)
     }
 
+    /// The header, then blocks until the trailer, the end of the file or a cut.
     fn parse<R: Read>(r: &mut Counting<R>) -> std::result::Result<SampleLog, String> {
-        let mut magic = [0u8; 8];
-        r.exact(&mut magic)
-            .map_err(|_| "not a latlab sample log (too short)".to_string())?;
-        if &magic != MAGIC {
-            return Err("not a latlab sample log (bad magic)".into());
-        }
-        let version = r.u32()?;
-        if version != VERSION {
-            return Err(format!(
-                "sample log version {version} is not supported (this latlab reads {VERSION})"
-            ));
-        }
-        let n = r.u32()? as usize;
-        if n > 1 << 20 {
-            return Err(format!("implausible series count {n}"));
-        }
-        let mut series = Vec::with_capacity(n);
-        for _ in 0..n {
-            let len = r.u16()? as usize;
-            let mut name = vec![0u8; len];
-            r.exact(&mut name)?;
-            let name = String::from_utf8(name)
-                .map_err(|_| format!("series name at byte {} is not UTF-8", r.pos))?;
-            let cpu = r.i32()?;
-            series.push(SeriesHeader {
-                name,
-                cpu: (cpu >= 0).then_some(cpu as usize),
-            });
-        }
-        let mut samples = vec![Vec::new(); n];
-        loop {
+        let series = read_header(r)?;
+        let mut samples = vec![Vec::new(); series.len()];
+        let (lost, cut_at) = loop {
             let at = r.pos;
-            let cut = |samples| SampleLog {
-                series: series.clone(),
-                samples,
-                lost: None,
-                cut_at: Some(at),
-            };
-            let idx = match r.u32_or_eof() {
-                Ok(None) => {
-                    return Ok(SampleLog {
-                        series,
-                        samples,
-                        lost: None,
-                        cut_at: None,
-                    })
-                }
-                Ok(Some(i)) => i,
-                // A block header cut in the middle: the complete blocks before it stand.
-                Err(e) if e.starts_with("truncated") => return Ok(cut(samples)),
-                Err(e) => return Err(e),
-            };
-            let count = match r.u32() {
-                Ok(c) => c as usize,
-                Err(e) if e.starts_with("truncated") => return Ok(cut(samples)),
-                Err(e) => return Err(e),
-            };
-            if idx == TRAILER {
-                if count != n {
-                    return Err(format!(
-                        "trailer at byte {at} names {count} series, header {n}"
-                    ));
-                }
-                let lost = match (0..n)
-                    .map(|_| r.u64())
-                    .collect::<std::result::Result<Vec<_>, _>>()
-                {
-                    Ok(l) => l,
-                    // Cut inside the trailer: every block stands, the lost counts are unknown.
-                    Err(e) if e.starts_with("truncated") => return Ok(cut(samples)),
-                    Err(e) => return Err(e),
-                };
-                // The trailer ends the file: anything after it is not latlab's.
-                let end = r.pos;
-                if !r.at_eof()? {
-                    return Err(format!(
-                        "unexpected data after the trailer (which ends at byte {end})"
-                    ));
-                }
-                return Ok(SampleLog {
-                    series,
-                    samples,
-                    lost: Some(lost),
-                    cut_at: None,
-                });
+            match read_block(r, &mut samples)? {
+                Block::Samples => {}
+                Block::End => break (None, None),
+                Block::Cut => break (None, Some(at)),
+                Block::Trailer(lost) => break (Some(lost), None),
             }
-            let s = samples
-                .get_mut(idx as usize)
-                .ok_or_else(|| format!("block at byte {at} names series {idx} of {n}"))?;
-            if count > MAX_BLOCK * 16 {
-                return Err(format!("block at byte {at} claims {count} samples"));
-            }
-            let before = s.len();
-            for _ in 0..count {
-                match r.u64() {
-                    Ok(v) => s.push(v),
-                    // The last block cut short: it is dropped whole (as `tail` reads it).
-                    Err(e) if e.starts_with("truncated") => {
-                        s.truncate(before);
-                        return Ok(cut(samples));
-                    }
-                    Err(e) => return Err(e),
-                }
+        };
+        Ok(SampleLog {
+            series,
+            samples,
+            lost,
+            cut_at,
+        })
+    }
+}
+
+/// What the next piece of a log after its header was.
+enum Block {
+    /// A block of samples, added to its series.
+    Samples,
+    /// The end of the file, without a trailer.
+    End,
+    /// The file was cut inside this block (or trailer): the blocks before it stand.
+    Cut,
+    /// The trailer, with each series' lost samples.
+    Trailer(Vec<u64>),
+}
+
+/// The header: magic, version and the series.
+fn read_header<R: Read>(r: &mut Counting<R>) -> std::result::Result<Vec<SeriesHeader>, String> {
+    let mut magic = [0u8; 8];
+    r.exact(&mut magic)
+        .map_err(|_| "not a latlab sample log (too short)".to_string())?;
+    if &magic != MAGIC {
+        return Err("not a latlab sample log (bad magic)".into());
+    }
+    let version = r.u32()?;
+    if version != VERSION {
+        return Err(format!(
+            "sample log version {version} is not supported (this latlab reads {VERSION})"
+        ));
+    }
+    let n = r.u32()? as usize;
+    if n > 1 << 20 {
+        return Err(format!("implausible series count {n}"));
+    }
+    let mut series = Vec::with_capacity(n);
+    for _ in 0..n {
+        let len = r.u16()? as usize;
+        let mut name = vec![0u8; len];
+        r.exact(&mut name)?;
+        let name = String::from_utf8(name)
+            .map_err(|_| format!("series name at byte {} is not UTF-8", r.pos))?;
+        let cpu = r.i32()?;
+        series.push(SeriesHeader {
+            name,
+            cpu: (cpu >= 0).then_some(cpu as usize),
+        });
+    }
+    Ok(series)
+}
+
+/// A read that ran into the end of a file cut short is None (what came before it stands);
+/// any other error stays one.
+fn unless_cut<T>(read: std::result::Result<T, String>) -> std::result::Result<Option<T>, String> {
+    match read {
+        Ok(v) => Ok(Some(v)),
+        Err(e) if e.starts_with("truncated") => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Reads the next block (or the trailer) into `samples`, one list per series of the header.
+fn read_block<R: Read>(
+    r: &mut Counting<R>,
+    samples: &mut [Vec<u64>],
+) -> std::result::Result<Block, String> {
+    let at = r.pos;
+    let n = samples.len();
+    // A block header cut in the middle: the complete blocks before it stand.
+    let idx = match unless_cut(r.u32_or_eof())? {
+        Some(Some(i)) => i,
+        Some(None) => return Ok(Block::End),
+        None => return Ok(Block::Cut),
+    };
+    let Some(count) = unless_cut(r.u32())?.map(|c| c as usize) else {
+        return Ok(Block::Cut);
+    };
+    if idx == TRAILER {
+        return read_trailer(r, at, count, n);
+    }
+    let s = samples
+        .get_mut(idx as usize)
+        .ok_or_else(|| format!("block at byte {at} names series {idx} of {n}"))?;
+    if count > MAX_BLOCK * 16 {
+        return Err(format!("block at byte {at} claims {count} samples"));
+    }
+    let before = s.len();
+    for _ in 0..count {
+        match unless_cut(r.u64())? {
+            Some(v) => s.push(v),
+            // The last block cut short: it is dropped whole (as `tail` reads it).
+            None => {
+                s.truncate(before);
+                return Ok(Block::Cut);
             }
         }
     }
+    Ok(Block::Samples)
+}
+
+/// The trailer starting at byte `at`, after its marker and its series count (`count`, which
+/// must be the header's `n`): the lost counts, then the end of the file.
+fn read_trailer<R: Read>(
+    r: &mut Counting<R>,
+    at: u64,
+    count: usize,
+    n: usize,
+) -> std::result::Result<Block, String> {
+    if count != n {
+        return Err(format!(
+            "trailer at byte {at} names {count} series, header {n}"
+        ));
+    }
+    let lost = (0..n)
+        .map(|_| r.u64())
+        .collect::<std::result::Result<Vec<_>, _>>();
+    // Cut inside the trailer: every block stands, the lost counts are unknown.
+    let Some(lost) = unless_cut(lost)? else {
+        return Ok(Block::Cut);
+    };
+    // The trailer ends the file: anything after it is not latlab's.
+    let end = r.pos;
+    if !r.at_eof()? {
+        return Err(format!(
+            "unexpected data after the trailer (which ends at byte {end})"
+        ));
+    }
+    Ok(Block::Trailer(lost))
 }
 
 struct Counting<R> {
