@@ -6,7 +6,16 @@
 //! trace could see. rtla's timerlat auto-analysis has the same shape, from timerlat events.
 
 use super::event::{softirq_name, Event, Kind, Name};
-use latlab_core::result::trace::{Attribution, Component, TaskRef, IRQS_OFF_OR_HOST};
+use components::components;
+#[cfg(test)]
+use components::NAMED_THREADS;
+use latlab_core::result::trace::{Attribution, IRQS_OFF_OR_HOST};
+use repair::{repaired, Merged};
+use slots::{Slots, SLOTS};
+
+mod components;
+mod repair;
+mod slots;
 
 /// A task as a person reads it: `comm:pid RT 99`, `comm:pid` for a normal one.
 pub(crate) fn task_label(comm: &Name, pid: i32, prio: i32) -> String {
@@ -179,171 +188,6 @@ pub(crate) fn attribute_window(
     attribute_in(all.iter(), expected, actual, me, idle_note)
 }
 
-/// Two runs of events in time order, read as one (ties: `a` first).
-#[derive(Clone)]
-struct Merged<'a, A: Iterator<Item = &'a Event>> {
-    a: std::iter::Peekable<A>,
-    b: std::iter::Peekable<std::slice::Iter<'a, Event>>,
-}
-
-impl<'a, A: Iterator<Item = &'a Event>> Iterator for Merged<'a, A> {
-    type Item = &'a Event;
-
-    fn next(&mut self) -> Option<&'a Event> {
-        match (self.a.peek(), self.b.peek()) {
-            (Some(x), Some(y)) if y.ts < x.ts => self.b.next(),
-            (Some(_), _) => self.a.next(),
-            (None, _) => self.b.next(),
-        }
-    }
-}
-
-/// The switch-ins the kernel did not trace, to put back into the window where a
-/// `sched_stat_runtime` dates them: a task accounted `runtime` ns at `ts` while the recorded
-/// switches say another task runs was picked at `ts - runtime` (its run time is accounted from
-/// the moment it was picked). On 6.18 the switch from the idle task is rarely traced, so
-/// without this a real-time hog that took an idle CPU reads as idle time. In time order when
-/// the window is.
-fn repaired<'a>(events: impl Iterator<Item = &'a Event>) -> Vec<Event> {
-    let mut curr = None;
-    let mut last_switch = 0;
-    // The latest record (pid, ts), and the latest one of another pid than it: a task cannot
-    // have been picked before a record made in another task's context.
-    let (mut last, mut other) = ((-1, 0u64), (-1, 0u64));
-    let mut added = Vec::new();
-    for e in events {
-        match e.kind {
-            Kind::Switch { next_pid, .. } => {
-                curr = Some(next_pid);
-                last_switch = e.ts;
-            }
-            Kind::Runtime { pid, runtime } if pid == e.pid && curr.is_some_and(|c| c != pid) => {
-                let foreign = if last.0 != pid { last.1 } else { other.1 };
-                let at = e.ts.saturating_sub(runtime).max(last_switch).max(foreign);
-                let prev = curr.unwrap_or(0);
-                added.push(Event {
-                    ts: at,
-                    pid: prev,
-                    kind: Kind::Switch {
-                        prev_comm: Name::new(b"?"),
-                        prev_pid: prev,
-                        prev_prio: 120,
-                        prev_state: 0,
-                        next_comm: Name::new(b"?"),
-                        next_pid: pid,
-                        next_prio: 120,
-                    },
-                });
-                curr = Some(pid);
-                last_switch = at;
-            }
-            _ => {}
-        }
-        if e.pid != last.0 {
-            other = last;
-        }
-        last = (e.pid, e.ts);
-    }
-    added
-}
-
-/// The tasks of one window, each in a slot of its own: the latest name and priority the
-/// window's switches give it (a switch put back by `repaired` names nobody), and the time
-/// charged to it. Stretches are charged by slot; names are settled after the replay.
-#[derive(Default)]
-struct Slots {
-    /// Each pid's slot: open addressing on the pid's low bits (pids come in runs), an entry
-    /// (generation, pid, slot) taken when stamped with this window's generation, so a new
-    /// window empties the table by counting one up.
-    table: Vec<(u32, i32, u32)>,
-    generation: u32,
-    /// (pid, name, priority, time as another thread, own time)
-    tasks: Vec<(i32, Name, i32, u64, u64)>,
-}
-
-thread_local! {
-    static SLOTS: std::cell::Cell<Slots> = std::cell::Cell::new(Slots::default());
-}
-
-impl Slots {
-    /// Empties the slots for a new window, keeping their memory.
-    fn clear(&mut self) {
-        self.tasks.clear();
-        self.generation = self.generation.wrapping_add(1);
-        if self.generation == 0 || self.table.is_empty() {
-            self.table = vec![(0, 0, 0); self.table.len().max(256)];
-            self.generation = 1;
-        }
-    }
-
-    fn slot(&mut self, pid: i32) -> u32 {
-        let mask = self.table.len() - 1;
-        let mut i = pid as u32 as usize & mask;
-        loop {
-            let e = self.table[i];
-            if e.0 != self.generation {
-                let n = self.tasks.len() as u32;
-                self.table[i] = (self.generation, pid, n);
-                self.tasks.push((pid, Name::new(b"?"), 120, 0, 0));
-                if self.tasks.len() * 2 > self.table.len() {
-                    self.grow();
-                }
-                return n;
-            }
-            if e.1 == pid {
-                return e.2;
-            }
-            i = (i + 1) & mask;
-        }
-    }
-
-    /// Twice the table, the slots of this window put back in it.
-    fn grow(&mut self) {
-        self.table = vec![(0, 0, 0); self.table.len() * 2];
-        let mask = self.table.len() - 1;
-        for (n, t) in self.tasks.iter().enumerate() {
-            let mut i = t.0 as u32 as usize & mask;
-            while self.table[i].0 == self.generation {
-                i = (i + 1) & mask;
-            }
-            self.table[i] = (self.generation, t.0, n as u32);
-        }
-    }
-
-    /// `pid` seen in a switch as `comm` at `prio` (the name kept unless `comm` is nobody's).
-    fn seen(&mut self, pid: i32, comm: Name, prio: i32, nobody: Name) -> u32 {
-        let i = self.slot(pid);
-        if comm != nobody {
-            let t = &mut self.tasks[i as usize];
-            (t.1, t.2) = (comm, prio);
-        }
-        i
-    }
-
-    /// The tasks a switch names (`kind`, if a switch), seen; the slot of the one switched in.
-    fn switch(&mut self, kind: &Kind, nobody: Name) -> Option<u32> {
-        let Kind::Switch {
-            prev_comm,
-            prev_pid,
-            prev_prio,
-            next_comm,
-            next_pid,
-            next_prio,
-            ..
-        } = *kind
-        else {
-            return None;
-        };
-        self.seen(prev_pid, prev_comm, prev_prio, nobody);
-        Some(self.seen(next_pid, next_comm, next_prio, nobody))
-    }
-
-    fn task(&self, i: u32) -> (Name, i32, i32) {
-        let t = &self.tasks[i as usize];
-        (t.1, t.0, t.2)
-    }
-}
-
 /// What a stretch of time is charged to during the replay: a task's slot, or a charge that
 /// names no task.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -386,6 +230,8 @@ fn stretch_of(
     })
 }
 
+/// [`attribute`] of `events`, read in the order given (the window's and the switches put back,
+/// already merged).
 fn attribute_in<'a>(
     events: impl Iterator<Item = &'a Event> + Clone,
     expected: u64,
@@ -393,13 +239,26 @@ fn attribute_in<'a>(
     me: Option<i32>,
     idle_note: &Note,
 ) -> Attribution {
-    let mut out = Attribution::default();
     let latency = actual.saturating_sub(expected);
     if latency == 0 {
-        return out;
+        return Attribution::default();
     }
-    // One pass before the replay: the measured thread (None: the last task switched in) and
-    // whether its wake-up is in the window.
+    let (me, seen_waking) = measured_thread(events.clone(), expected, me);
+    let first = events.clone().next();
+    let mut r = Replay::new(first, (expected, actual), me, seen_waking, idle_note);
+    for e in events {
+        r.step(e);
+    }
+    r.finish(latency)
+}
+
+/// One pass before the replay: the measured thread (`me`, or None: the last task switched
+/// in) and whether its wake-up at or after `expected` is in the window.
+fn measured_thread<'a>(
+    events: impl Iterator<Item = &'a Event> + Clone,
+    expected: u64,
+    me: Option<i32>,
+) -> (Option<i32>, bool) {
     let mut last_in = None;
     let mut seen_waking = false;
     for e in events.clone() {
@@ -414,115 +273,211 @@ fn attribute_in<'a>(
             |e| matches!(e.kind, Kind::Waking { pid, .. } if Some(pid) == last_in && e.ts >= expected),
         );
     }
-    let me = me.or(last_in);
-    let nobody = Name::new(b"?");
-    // The last window's tables, emptied: their memory is reused (a replay attributes
-    // thousands of windows, each with hundreds of tasks).
-    let mut slots = SLOTS.with(|c| c.take());
-    slots.clear();
-    let first = events.clone().next();
-    let mut task: Option<u32> = first.map(|e| slots.slot(e.pid));
-    let mut stack: Vec<Ctx> = Vec::new();
-    let mut others: Vec<(Charge, u64)> = Vec::new();
-    // Consecutive stretches are mostly charged to the same thing: no lookup then.
-    let mut last: Option<(Charge, usize)> = None;
-    let mut charge = |k: Stretch, ns: u64, slots: &mut Slots| {
+    (me.or(last_in), seen_waking)
+}
+
+/// The time charged to what names no task, in the order first charged.
+#[derive(Default)]
+struct Others {
+    charged: Vec<(Charge, u64)>,
+    /// Consecutive stretches are mostly charged to the same thing: no lookup then.
+    last: Option<(Charge, usize)>,
+}
+
+impl Others {
+    /// `ns` more charged to `k`.
+    #[inline]
+    fn add(&mut self, k: Charge, ns: u64) {
+        if let Some((_, i)) = self.last.filter(|(lk, _)| *lk == k) {
+            self.charged[i].1 += ns;
+            return;
+        }
+        let i = match self.charged.iter().position(|o| o.0 == k) {
+            Some(i) => i,
+            None => {
+                self.charged.push((k, 0));
+                self.charged.len() - 1
+            }
+        };
+        self.charged[i].1 += ns;
+        self.last = Some((k, i));
+    }
+}
+
+/// Where the replay of one window stands: what runs (the task, the interrupt contexts open
+/// inside it), how far the measured thread's wake-up has come, and the time charged so far
+/// up to `t`.
+struct Replay<'n> {
+    /// The expected wake-up (ns): where the latency begins.
+    expected: u64,
+    /// The actual wake-up (ns): where it ends.
+    actual: u64,
+    /// The measured thread's id.
+    me: Option<i32>,
+    note: &'n Note,
+    /// What a switch put back by `repaired` names its tasks.
+    nobody: Name,
+    /// The timer interrupt's vector (x86's `local_timer`).
+    local_timer: Name,
+    slots: Slots,
+    /// The running task's slot, as far as the events show.
+    task: Option<u32>,
+    /// The interrupt contexts open, innermost last.
+    stack: Vec<Ctx>,
+    others: Others,
+    woken: Wake,
+    /// The latest hrtimer callback's start.
+    last_timer: Option<u64>,
+    /// The timer interrupt's entry: the hrtimer's start where its own event is not traced
+    /// (attribution alone leaves it off when the vectors are traced).
+    last_timer_irq: Option<u64>,
+    /// What ran when the latency began (the context, the task's slot): what `blocking` names.
+    blocked: Option<(Option<Ctx>, Option<u32>)>,
+    /// Time up to here is charged.
+    t: u64,
+    out: Attribution,
+}
+
+impl<'n> Replay<'n> {
+    /// A replay of the window `(expected, actual)` whose events begin with `first`; the time
+    /// before that is charged as unseen.
+    fn new(
+        first: Option<&Event>,
+        (expected, actual): (u64, u64),
+        me: Option<i32>,
+        seen_waking: bool,
+        note: &'n Note,
+    ) -> Replay<'n> {
+        // The last window's tables, emptied: their memory is reused (a replay attributes
+        // thousands of windows, each with hundreds of tasks).
+        let mut slots = SLOTS.with(|c| c.take());
+        slots.clear();
+        let task = first.map(|e| slots.slot(e.pid));
+        let mut r = Replay {
+            expected,
+            actual,
+            me,
+            note,
+            nobody: Name::new(b"?"),
+            local_timer: Name::new(b"local_timer"),
+            slots,
+            task,
+            stack: Vec::new(),
+            others: Others::default(),
+            // Without a traced wake-up of the thread (no id, or the event was lost) every
+            // stretch counts as after it: no `timer` component then.
+            woken: if seen_waking {
+                Wake::Pending
+            } else {
+                Wake::Unknown
+            },
+            last_timer: None,
+            last_timer_irq: None,
+            blocked: None,
+            t: expected,
+            out: Attribution::default(),
+        };
+        // Time before the first event is not seen.
+        if let Some(f) = first {
+            if f.ts > expected {
+                r.charge(Stretch::Other(Charge::Unknown), f.ts.min(actual) - expected);
+                r.t = f.ts;
+            }
+        }
+        r
+    }
+
+    /// `ns` more charged to `k`.
+    #[inline]
+    fn charge(&mut self, k: Stretch, ns: u64) {
         if ns == 0 {
             return;
         }
         match k {
-            Stretch::Thread(i) => slots.tasks[i as usize].3 += ns,
-            Stretch::Own(i) => slots.tasks[i as usize].4 += ns,
-            Stretch::Other(k) => {
-                if let Some((_, i)) = last.filter(|(lk, _)| *lk == k) {
-                    others[i].1 += ns;
-                    return;
-                }
-                let i = match others.iter().position(|o| o.0 == k) {
-                    Some(i) => i,
-                    None => {
-                        others.push((k, 0));
-                        others.len() - 1
-                    }
-                };
-                others[i].1 += ns;
-                last = Some((k, i));
-            }
-        }
-    };
-    // Without a traced wake-up of the thread (no id, or the event was lost) every stretch
-    // counts as after it: no `timer` component then.
-    let local_timer = super::event::Name::new(b"local_timer");
-    let mut woken = if seen_waking {
-        Wake::Pending
-    } else {
-        Wake::Unknown
-    };
-    let (mut last_timer, mut blocked) = (None::<u64>, None::<(Option<Ctx>, Option<u32>)>);
-    // The timer interrupt's entry (x86's `local_timer` vector): the hrtimer's start where its
-    // own event is not traced (attribution alone leaves it off when the vectors are traced).
-    let mut last_timer_irq = None::<u64>;
-    // Time before the first event is not seen.
-    let mut t = expected;
-    if let Some(f) = first {
-        if f.ts > expected {
-            charge(
-                Stretch::Other(Charge::Unknown),
-                f.ts.min(actual) - expected,
-                &mut slots,
-            );
-            t = f.ts;
+            Stretch::Thread(i) => self.slots.tasks[i as usize].3 += ns,
+            Stretch::Own(i) => self.slots.tasks[i as usize].4 += ns,
+            Stretch::Other(k) => self.others.add(k, ns),
         }
     }
-    for e in events {
-        if e.ts > actual {
+
+    /// What the time from `t` on is charged to, as things stand.
+    #[inline]
+    fn stretch(&self) -> Stretch {
+        stretch_of(
+            &self.stack,
+            self.task,
+            &self.slots,
+            self.me,
+            self.woken,
+            self.note,
+        )
+    }
+
+    /// The next event: the time up to it charged, then what it changes.
+    #[inline]
+    fn step(&mut self, e: &Event) {
+        if e.ts > self.actual {
             // Past the wake-up: read for the names alone.
-            slots.switch(&e.kind, nobody);
-            continue;
+            self.slots.switch(&e.kind, self.nobody);
+            return;
         }
-        if blocked.is_none() && e.ts > expected {
-            blocked = Some((stack.last().copied(), task));
+        if self.blocked.is_none() && e.ts > self.expected {
+            self.blocked = Some((self.stack.last().copied(), self.task));
         }
-        if e.ts > t {
-            let k = stretch_of(&stack, task, &slots, me, woken, idle_note);
-            charge(k, e.ts - t, &mut slots);
-            t = e.ts;
+        if e.ts > self.t {
+            let k = self.stretch();
+            self.charge(k, e.ts - self.t);
+            self.t = e.ts;
         }
         // A task context other than the one the switches said: a switch went unrecorded.
         if !matches!(e.kind, Kind::Switch { .. })
-            && task.is_some_and(|i| slots.tasks[i as usize].0 != e.pid)
+            && self
+                .task
+                .is_some_and(|i| self.slots.tasks[i as usize].0 != e.pid)
         {
-            task = Some(slots.slot(e.pid));
+            self.task = Some(self.slots.slot(e.pid));
         }
+        self.apply(e);
+    }
+
+    /// What `e` changes: the task running, the contexts open, the timer's and the wake-up's
+    /// times.
+    #[inline]
+    fn apply(&mut self, e: &Event) {
+        let (expected, me) = (self.expected, self.me);
         match e.kind {
             Kind::Switch { next_pid, .. } => {
                 // Named with the latest name and priority the window shows for it (a
                 // `chrt` switched in at 120 that raised itself to FIFO 99 and exec'd `sh`
                 // is switched out as `sh` at 0): the policy in force while it held the CPU.
-                task = slots.switch(&e.kind, nobody);
-                stack.clear();
+                self.task = self.slots.switch(&e.kind, self.nobody);
+                self.stack.clear();
                 if Some(next_pid) == me && e.ts >= expected {
-                    out.switch_in_ns = Some(e.ts - expected);
+                    self.out.switch_in_ns = Some(e.ts - expected);
                 }
             }
             Kind::IrqEntry { irq, name } => {
-                if irq == -1 && name == local_timer {
-                    last_timer_irq = Some(e.ts);
+                if irq == -1 && name == self.local_timer {
+                    self.last_timer_irq = Some(e.ts);
                 }
-                stack.push(Ctx::Irq(irq, name))
+                self.stack.push(Ctx::Irq(irq, name))
             }
             Kind::IrqExit => {
-                if let Some(i) = stack.iter().rposition(|c| matches!(c, Ctx::Irq(..))) {
-                    stack.truncate(i);
+                if let Some(i) = self.stack.iter().rposition(|c| matches!(c, Ctx::Irq(..))) {
+                    self.stack.truncate(i);
                 }
             }
-            Kind::SoftirqEntry { vec } => stack.push(Ctx::Softirq(vec)),
+            Kind::SoftirqEntry { vec } => self.stack.push(Ctx::Softirq(vec)),
             Kind::SoftirqExit => {
-                if let Some(i) = stack.iter().rposition(|c| matches!(c, Ctx::Softirq(_))) {
-                    stack.truncate(i);
+                if let Some(i) = self
+                    .stack
+                    .iter()
+                    .rposition(|c| matches!(c, Ctx::Softirq(_)))
+                {
+                    self.stack.truncate(i);
                 }
             }
-            Kind::TimerEntry { .. } => last_timer = Some(e.ts),
+            Kind::TimerEntry { .. } => self.last_timer = Some(e.ts),
             Kind::TimerExit
             | Kind::Exec { .. }
             | Kind::Fork { .. }
@@ -532,157 +487,72 @@ fn attribute_in<'a>(
             | Kind::Exit { .. } => {}
             // The stack the `stacktrace` trigger took at the thread's wake-up.
             Kind::Stack { ref frames } => {
-                if woken == Wake::Done && out.stack_addrs.is_empty() {
-                    out.stack_addrs = frames.to_vec();
+                if self.woken == Wake::Done && self.out.stack_addrs.is_empty() {
+                    self.out.stack_addrs = frames.to_vec();
                 }
             }
             Kind::Waking { pid, .. } => {
-                if Some(pid) == me && e.ts >= expected && out.timer_delay_ns.is_none() {
-                    woken = Wake::Done;
-                    out.timer_delay_ns = last_timer
+                if Some(pid) == me && e.ts >= expected && self.out.timer_delay_ns.is_none() {
+                    self.woken = Wake::Done;
+                    self.out.timer_delay_ns = self
+                        .last_timer
                         .filter(|&x| x >= expected)
-                        .or(last_timer_irq.filter(|&x| x >= expected))
+                        .or(self.last_timer_irq.filter(|&x| x >= expected))
                         .map(|x| x - expected)
                         .or(Some(e.ts - expected));
                 }
             }
         }
     }
-    let (at, holder) = blocked.unwrap_or((stack.last().copied(), task));
-    out.blocking = Some(blocking(at, holder.map(|i| slots.task(i))));
-    if actual > t {
-        if task.is_some_and(|i| Some(slots.tasks[i as usize].0) != me)
-            && stack.is_empty()
-            && woken == Wake::Done
-        {
-            out.notes.push(NO_SWITCH.into());
-        }
-        let k = stretch_of(&stack, task, &slots, me, woken, idle_note);
-        charge(k, actual - t, &mut slots);
-    }
-    let mut charged: Vec<(Charge, u64, Task)> =
-        others.into_iter().map(|(k, ns)| (k, ns, None)).collect();
-    for &(pid, c, pr, thread, own) in &slots.tasks {
-        if thread > 0 {
-            charged.push((
-                Charge::Thread(c, pid, prio_class(pr)),
-                thread,
-                Some((c, pid, pr)),
-            ));
-        }
-        if own > 0 {
-            charged.push((Charge::Own(c, pid, prio_class(pr)), own, None));
-        }
-    }
-    out.components = components(charged, latency, idle_note);
-    SLOTS.with(|c| c.replace(slots));
-    out
-}
 
-/// Threads named one by one in an attribution; the others are summed per command name
-/// (a loaded CPU's long delay holds hundreds of threads, each a fraction of a percent:
-/// naming them all made a `sched --all` result hundreds of megabytes, and most of its CPU).
-pub(crate) const NAMED_THREADS: usize = 16;
-/// Commands folded in one spike beyond which they are found through a map.
-const MANY_FOLDS: usize = 16;
+    /// The attribution, once every event is read: what blocked, the time after the last event
+    /// charged, and the charges as components of the `latency`.
+    fn finish(mut self, latency: u64) -> Attribution {
+        let (at, holder) = self
+            .blocked
+            .unwrap_or((self.stack.last().copied(), self.task));
+        self.out.blocking = Some(blocking(at, holder.map(|i| self.slots.task(i))));
+        if self.actual > self.t {
+            if self
+                .task
+                .is_some_and(|i| Some(self.slots.tasks[i as usize].0) != self.me)
+                && self.stack.is_empty()
+                && self.woken == Wake::Done
+            {
+                self.out.notes.push(NO_SWITCH.into());
+            }
+            let k = self.stretch();
+            self.charge(k, self.actual - self.t);
+        }
+        let charged = self.charged();
+        self.out.components = components(charged, latency, self.note);
+        SLOTS.with(|c| c.replace(self.slots));
+        self.out
+    }
 
-/// The charged stretches as components, largest first, each with its share of the latency:
-/// the [`NAMED_THREADS`] largest threads one by one, the others summed per command name and
-/// priority class (a component with `folded` set, named after the largest of them).
-fn components(mut charged: Vec<(Charge, u64, Task)>, latency: u64, note: &Note) -> Vec<Component> {
-    let threads = charged
-        .iter()
-        .filter(|c| matches!(c.0, Charge::Thread(..)))
-        .count();
-    // (the largest's charge, time and task; time, threads) per command name and priority
-    // class.
-    let mut folds: Vec<((Charge, u64, Task), u64, u32)> = Vec::new();
-    if threads > NAMED_THREADS {
-        // Threads last, the largest first; of equal times the smaller pid (the same choice
-        // every run). Only which are named matters here.
-        let key = |c: &(Charge, u64, Task)| match c.0 {
-            Charge::Thread(_, pid, _) => (1, std::cmp::Reverse(c.1), pid),
-            _ => (0, std::cmp::Reverse(0), 0),
-        };
-        let named = charged.len() - threads + NAMED_THREADS;
-        charged.select_nth_unstable_by_key(named, key);
-        // The others per command name and class: looked for among the folds so far (a few
-        // commands, mostly the one before), through a map once there are many.
-        let group = |c: &(Charge, u64, Task)| match c.0 {
-            Charge::Thread(comm, _, prio) => (comm, prio),
-            _ => (Name::default(), 0),
-        };
-        let mut at: super::FastMap<(Name, i32), usize> = Default::default();
-        for c in charged.drain(named..) {
-            let g = group(&c);
-            let found = if folds.len() <= MANY_FOLDS {
-                folds.iter().rposition(|f| group(&f.0) == g)
-            } else {
-                at.get(&g).copied()
-            };
-            match found {
-                Some(i) => {
-                    let f = &mut folds[i];
-                    if key(&c) < key(&f.0) {
-                        f.0 = c;
-                    }
-                    f.1 += c.1;
-                    f.2 += 1;
-                }
-                None => {
-                    folds.push((c, c.1, 1));
-                    if folds.len() == MANY_FOLDS + 1 {
-                        at = folds
-                            .iter()
-                            .enumerate()
-                            .map(|(i, f)| (group(&f.0), i))
-                            .collect();
-                    } else if folds.len() > MANY_FOLDS {
-                        at.insert(g, folds.len() - 1);
-                    }
-                }
+    /// Every charge with its time, and for another thread the task to name.
+    fn charged(&mut self) -> Vec<(Charge, u64, Task)> {
+        let mut charged: Vec<(Charge, u64, Task)> = std::mem::take(&mut self.others.charged)
+            .into_iter()
+            .map(|(k, ns)| (k, ns, None))
+            .collect();
+        for &(pid, c, pr, thread, own) in &self.slots.tasks {
+            if thread > 0 {
+                charged.push((
+                    Charge::Thread(c, pid, prio_class(pr)),
+                    thread,
+                    Some((c, pid, pr)),
+                ));
+            }
+            if own > 0 {
+                charged.push((Charge::Own(c, pid, prio_class(pr)), own, None));
             }
         }
+        charged
     }
-    let mut charged: Vec<(String, String, u64, Task, u32)> = charged
-        .into_iter()
-        .map(|(k, ns, who)| {
-            let (kind, name) = k.words(note);
-            (kind, name, ns, who, 0)
-        })
-        .chain(folds.into_iter().map(|((k, _, who), ns, n)| {
-            let (kind, name) = k.words(note);
-            match (n, k) {
-                (1, _) => (kind, name, ns, who, 0),
-                (_, Charge::Thread(comm, ..)) => {
-                    let more = if n == 2 { "thread" } else { "threads" };
-                    let name = format!("{name} and {} more {} {more}", n - 1, comm.as_str());
-                    (kind, name, ns, who, n)
-                }
-                _ => (kind, name, ns, who, n),
-            }
-        }))
-        .collect();
-    charged.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.1.cmp(&b.1)));
-    charged
-        .into_iter()
-        .map(|(kind, name, ns, who, folded)| Component {
-            kind,
-            name,
-            ns,
-            share: ns as f64 / latency as f64,
-            task: who.map(|(c, pid, prio)| TaskRef {
-                pid,
-                comm: c.as_str().into_owned(),
-                prio,
-            }),
-            group: None,
-            chain: Default::default(),
-            folded,
-        })
-        .collect()
 }
 
+/// What held the CPU when the latency began, in words (the spike's `blocking`).
 fn blocking(at: Option<Ctx>, task: Task) -> String {
     match (at.as_ref(), &task) {
         (Some(Ctx::Irq(irq, n)), _) => format!("irq {}", irq_label(*irq, n)),
