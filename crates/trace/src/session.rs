@@ -13,6 +13,7 @@ use latlab_core::error::Result;
 use latlab_core::result::trace::{SpikeRecord, TraceReport};
 use std::time::Duration;
 
+mod finish;
 mod spikes;
 
 /// Default `--trace-threshold`: 100 µs (well above this VM's typical wake-up, well below its
@@ -507,111 +508,6 @@ impl Tracer {
     /// it ends: `noise`, whose spinners starve the reader while they run).
     pub fn hold_from(&self, ns: u64) {
         self.rec.hold_from(ns);
-    }
-
-    /// Stops tracing (after the measuring threads ended), attributes what is left, removes
-    /// the instance and returns the report.
-    pub fn finish(mut self) -> TraceReport {
-        // Tests widen the window in which a second Ctrl-C finds the instance alive.
-        if let Some(ms) = std::env::var("LATLAB_TEST_TRACE_FINISH_DELAY_MS")
-            .ok()
-            .and_then(|v| v.parse::<u64>().ok())
-        {
-            std::thread::sleep(Duration::from_millis(ms));
-        }
-        // Read before latlab turns tracing off itself.
-        self.tamper.check(mono_now());
-        self.rec.stop();
-        // The last steal reading is taken when the last spikes are checked.
-        drop(self.sampler.take());
-        for s in std::mem::take(&mut self.pending) {
-            self.attribute(s, Duration::ZERO);
-        }
-        // The worst MAX_RECORDS (they may have been up to twice as many).
-        self.cut();
-        if let Some(a) = self.actions.as_mut() {
-            a.finish();
-            self.report.actions_suppressed = a.suppressed;
-            self.report.actions_busy = a.busy;
-            self.report.shells_killed = a.killed;
-        }
-        for (_, read, lost, _) in self.rec.counts() {
-            self.report.events += read;
-            self.report.lost_events += lost;
-        }
-        self.report.spikes.sort_by_key(|s| (s.expected_ns, s.cpu));
-        // Groups once every fork and exec has been read.
-        let mut spikes = std::mem::take(&mut self.report.spikes);
-        self.name_groups(&mut spikes);
-        self.report.spikes = spikes;
-        self.report.exec_chains = self.rec.names_commands();
-        let now = super::hw::Counters::read(
-            &super::hw::Roots::default(),
-            &self.report.cpus,
-            !self.host.vm,
-        );
-        let (counted, mut warn) = self.counters.delta(&now, self.tick_ns, &self.host);
-        if !self.report.nmi_traced {
-            warn.push(format!(
-                "{}: the kernel has no nmi:nmi_handler event: NMIs are counted over the run \
-                 (/proc/interrupts), not per spike",
-                crate::who()
-            ));
-        }
-        let unexplained = super::hw::residual_warnings(&self.report.spikes, &warn, self.tick_ns);
-        warn.extend(unexplained);
-        warn.extend(self.tamper.warning());
-        if self.report.spikes_unread > 0 {
-            warn.push(format!(
-                "{}: {} spikes were explained before the trace reader had read that far on their \
-                 CPU (it was still behind after the wait for it): their explanations may lack events",
-                crate::who(),
-                self.report.spikes_unread
-            ));
-        }
-        self.report.untraced_after_s = self.tamper.untraced_after_s();
-        self.report.counted = counted;
-        self.report.warnings.extend(warn);
-        self.report.per_cpu =
-            latlab_core::result::culprits::summarise(&self.report.spikes, &self.report.cpus);
-        if let Some(path) = self.dat.take() {
-            let pages = self.rec.take_pages();
-            self.saver.dat(&path, pages);
-        }
-        if let Some((path, parts)) = self.save.take() {
-            self.saver.timeline(&path, &spikes::Part::joined(&parts));
-        }
-        self.report.actions_over_budget = self.saver.over_budget;
-        self.report.actions_after_end = self.saver.after_end;
-        self.report.bytes_saved = self.saver.spent();
-        if self.saver.over_budget > 0 {
-            self.saver.warnings.push(format!(
-                "--trace-budget: {} trace windows not saved (the run's trace files would have passed the budget)",
-                self.saver.over_budget
-            ));
-        }
-        if self.saver.after_end > 0 {
-            self.saver.warnings.push(format!(
-                "{} trace windows not saved or cut: the run had ended",
-                self.saver.after_end
-            ));
-        }
-        if self.report.actions_busy > 0 {
-            self.saver.warnings.push(format!(
-                "--on-threshold: {} shell: firings not started ({} were still running)",
-                self.report.actions_busy,
-                super::actions::MAX_SHELLS
-            ));
-        }
-        if self.report.shells_killed > 0 {
-            self.saver.warnings.push(format!(
-                "--on-threshold: {} shell: commands still running at the end were killed",
-                self.report.shells_killed
-            ));
-        }
-        let w = std::mem::take(&mut self.saver.warnings);
-        self.report.warnings.extend(w);
-        self.report
     }
 }
 
