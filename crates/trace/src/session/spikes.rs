@@ -2,6 +2,8 @@
 //! window saved when asked), and its culprits' groups named.
 
 use super::*;
+use crate::event::{Event, Kind};
+use latlab_core::result::trace::Attribution;
 
 impl Tracer {
     /// Whether a spike of `latency_ns` is kept as a record: every spike whose window a rule
@@ -113,7 +115,27 @@ impl Tracer {
         self.cut();
     }
 
+    /// Attributes spike `s` from its CPU's window (waiting up to `patience` for the reader),
+    /// checks what its trace could not see, and keeps it as a record.
     pub(super) fn attribute(&mut self, s: RawSpike, patience: Duration) {
+        // Copied out only for `--trace-save`'s text; the buffer is reused from spike to spike.
+        let mut events = std::mem::take(&mut self.scratch);
+        events.clear();
+        let mut why = self.explain(&s, patience, &mut events);
+        self.check_unseen(&s, &mut why);
+        // What /proc says of each task, read now, while it may still exist.
+        for t in why.components.iter().filter_map(|c| c.task.as_ref()) {
+            if !self.namer.settled(t.pid, self.rec.births(t.pid)) {
+                self.namer.observe(t.pid, &self.rec.lineage(t.pid));
+            }
+        }
+        self.record(&s, why, &events);
+        self.scratch = events;
+    }
+
+    /// The attribution of `s` from the events of its window, with the NMIs traced in it;
+    /// the window's events are copied into `events` when the timeline is saved.
+    fn explain(&self, s: &RawSpike, patience: Duration, events: &mut Vec<Event>) -> Attribution {
         let cpu = s.cpu as usize;
         let tid = (s.tid > 0).then_some(s.tid);
         let note = Note {
@@ -122,24 +144,13 @@ impl Tracer {
         };
         // Attributed where the events are kept, under the CPU's lock (the reader waits for
         // one attribution at most; the kernel's per-CPU buffer holds far more than that).
-        // Copied out only for `--trace-save`'s text.
-        let mut events = std::mem::take(&mut self.scratch);
-        events.clear();
         let (saving, nmi_traced) = (self.save.is_some(), self.report.nmi_traced);
         let (from, to) = (s.expected, s.actual);
-        let mut why = self
-            .rec
+        self.rec
             .with_window(cpu, from, to, patience, |w| {
                 let mut why = attribute_window(w, from, to, tid, &note);
                 if nmi_traced {
-                    let (n, ns) = w
-                        .iter()
-                        .filter(|e| e.ts >= from && e.ts <= to)
-                        .filter_map(|e| match e.kind {
-                            crate::event::Kind::Nmi { delta_ns } => Some(delta_ns),
-                            _ => None,
-                        })
-                        .fold((0u32, 0u64), |(n, t), d| (n + 1, t + d));
+                    let (n, ns) = traced_nmis(w, from, to);
                     why.nmis = Some(n);
                     why.nmi_ns = Some(ns);
                 }
@@ -155,25 +166,27 @@ impl Tracer {
                     why.nmi_ns = Some(0);
                 }
                 why
-            });
+            })
+    }
+
+    /// What the trace of `s` could not see, in `why`: its stack's symbols, tracing turned
+    /// off by another process, a guest's steal, and the time nothing visible explains
+    /// checked against the counters read around it.
+    fn check_unseen(&mut self, s: &RawSpike, why: &mut Attribution) {
+        let cpu = s.cpu as usize;
         if let Some(k) = &self.kallsyms {
             why.stack = why.stack_addrs.iter().map(|&a| k.name(a)).collect();
         }
         // Tracing turned off by another process: what the window lacks is no explanation.
         let untraced = self.tamper.untraced_after().is_some_and(|t| s.actual > t);
         if untraced {
-            why = untraced_attribution(latency(&s));
+            *why = untraced_attribution(latency(s));
         }
         // On a guest: a late timer the steal around it covers is the host's.
-        let steal = self.steal.as_ref().filter(|_| !untraced).and_then(|log| {
-            log.judge(
-                &mut why,
-                cpu,
-                (s.expected, s.actual),
-                self.tick_ns,
-                mono_now(),
-            )
-        });
+        let steal =
+            self.steal.as_ref().filter(|_| !untraced).and_then(|log| {
+                log.judge(why, cpu, (s.expected, s.actual), self.tick_ns, mono_now())
+            });
         // Time nothing visible explains: checked against the counters read around it.
         let residual: u64 = why
             .components
@@ -191,12 +204,12 @@ impl Tracer {
                 mono_now(),
             ));
         }
-        // What /proc says of each task, read now, while it may still exist.
-        for t in why.components.iter().filter_map(|c| c.task.as_ref()) {
-            if !self.namer.settled(t.pid, self.rec.births(t.pid)) {
-                self.namer.observe(t.pid, &self.rec.lineage(t.pid));
-            }
-        }
+    }
+
+    /// Keeps `s`, explained by `why`, as a record: its part of the `--trace-save` timeline
+    /// (from the window's `events`), and the windows rules asked of it saved.
+    fn record(&mut self, s: &RawSpike, why: Attribution, events: &[Event]) {
+        let cpu = s.cpu as usize;
         let series = self
             .names
             .get(s.series as usize)
@@ -204,10 +217,10 @@ impl Tracer {
             .unwrap_or_default();
         if let Some((_, parts)) = self.save.as_mut() {
             parts.push(Part {
-                latency: latency(&s),
+                latency: latency(s),
                 series: series.clone(),
                 seq: s.seq,
-                text: crate::event_log::render(&series, cpu, &s, &why, &events),
+                text: crate::event_log::render(&series, cpu, s, &why, events),
             });
         }
         let due: Vec<String> = self
@@ -218,17 +231,16 @@ impl Tracer {
             .collect();
         if !due.is_empty() {
             self.windows.retain(|w| !(w.0 == s.series && w.1 == s.seq));
-            self.save_for(&s, &series, due);
+            self.save_for(s, &series, due);
         }
         self.report.spikes.push(SpikeRecord {
             series,
             cpu,
             seq: s.seq,
             expected_ns: s.expected,
-            latency_ns: latency(&s),
+            latency_ns: latency(s),
             why,
         });
-        self.scratch = events;
     }
 
     /// Saves the window of the recorded spike `s` (of `series`) for `rules`: one firing each,
@@ -295,6 +307,17 @@ impl Tracer {
             c.chain = chain;
         }
     }
+}
+
+/// The NMIs traced on the window `w` from `from` to `to`: how many, and their time (ns).
+fn traced_nmis(w: Window<'_>, from: u64, to: u64) -> (u32, u64) {
+    w.iter()
+        .filter(|e| e.ts >= from && e.ts <= to)
+        .filter_map(|e| match e.kind {
+            Kind::Nmi { delta_ns } => Some(delta_ns),
+            _ => None,
+        })
+        .fold((0u32, 0u64), |(n, t), d| (n + 1, t + d))
 }
 
 /// A spike's latency (ns).
