@@ -196,49 +196,16 @@ impl Watch {
         steal: Option<StealReading>,
         now_ns: u64,
     ) -> Residual {
-        let (from, to) = span;
         let mut r = Residual {
             ns,
             ..Residual::default()
         };
-        let ms = |d: u64| format!("{:.0} ms", d as f64 / 1e6);
         match nmis {
             Some((n, t)) => r.measured.push(format!(
                 "NMIs: {n} in the spike ({:.1} us, nmi_handler events)",
                 t as f64 / 1e3
             )),
-            None => {
-                if !self.readings.iter().any(|x| x.0 >= to) {
-                    self.read_now(now_ns.max(to));
-                }
-                let before = self.readings.iter().rev().find(|x| x.0 <= from);
-                let after = self.readings.iter().find(|x| x.0 >= to);
-                let at = |x: Option<&(u64, Counters)>| {
-                    x.and_then(|(t, c)| {
-                        c.snaps
-                            .iter()
-                            .find(|s| s.0 == cpu)
-                            .and_then(|s| s.1.nmi.map(|n| (*t, n)))
-                    })
-                };
-                match (at(before), at(after)) {
-                    (Some((ta, a)), Some((tb, b))) => {
-                        let d = b.saturating_sub(a);
-                        r.nmis_around = Some(d);
-                        r.around_ns = Some(tb - ta);
-                        r.measured.push(format!(
-                            "NMIs: {d} in the {} around it (/proc/interrupts)",
-                            ms(tb - ta)
-                        ));
-                    }
-                    _ if before.is_none() || after.is_none() => r
-                        .unmeasured
-                        .push("NMIs: no counter reading before and after the spike".into()),
-                    _ => r
-                        .unmeasured
-                        .push("NMIs: /proc/interrupts has no NMI row".into()),
-                }
-            }
+            None => self.nmis_around(&mut r, cpu, span, now_ns),
         }
         match steal {
             None => {}
@@ -249,11 +216,55 @@ impl Watch {
                 r.measured.push(format!(
                     "steal: {} in the {} around it (/proc/stat)",
                     steal_text(st.ticks, tick),
-                    ms(st.span_ns)
+                    millis(st.span_ns)
                 ));
             }
             Some((Err(e), _)) => r.unmeasured.push(e),
         }
+        self.smis_around(&mut r, cpu, span, now_ns);
+        r
+    }
+
+    /// The NMIs /proc/interrupts counted on `cpu` between the readings around `span`, into
+    /// `r` (a reading is taken now, stamped `now_ns`, if none is after it yet).
+    fn nmis_around(&mut self, r: &mut Residual, cpu: usize, span: (u64, u64), now_ns: u64) {
+        let (from, to) = span;
+        if !self.readings.iter().any(|x| x.0 >= to) {
+            self.read_now(now_ns.max(to));
+        }
+        let before = self.readings.iter().rev().find(|x| x.0 <= from);
+        let after = self.readings.iter().find(|x| x.0 >= to);
+        let at = |x: Option<&(u64, Counters)>| {
+            x.and_then(|(t, c)| {
+                c.snaps
+                    .iter()
+                    .find(|s| s.0 == cpu)
+                    .and_then(|s| s.1.nmi.map(|n| (*t, n)))
+            })
+        };
+        match (at(before), at(after)) {
+            (Some((ta, a)), Some((tb, b))) => {
+                let d = b.saturating_sub(a);
+                r.nmis_around = Some(d);
+                r.around_ns = Some(tb - ta);
+                r.measured.push(format!(
+                    "NMIs: {d} in the {} around it (/proc/interrupts)",
+                    millis(tb - ta)
+                ));
+            }
+            _ if before.is_none() || after.is_none() => r
+                .unmeasured
+                .push("NMIs: no counter reading before and after the spike".into()),
+            _ => r
+                .unmeasured
+                .push("NMIs: /proc/interrupts has no NMI row".into()),
+        }
+    }
+
+    /// The SMIs MSR 0x34 counted on `cpu` between the readings around `span`, into `r`; the
+    /// MSR is read again (stamped `now_ns`) only when no reading after the spike exists yet.
+    fn smis_around(&mut self, r: &mut Residual, cpu: usize, span: (u64, u64), now_ns: u64) {
+        let (from, to) = span;
         let dev = self.roots.dev_cpu.clone();
         match self
             .cpus
@@ -262,7 +273,6 @@ impl Watch {
             .map(|i| &mut self.smi[i])
         {
             Some(Ok(hist)) => {
-                // The MSR is read again only when no reading after the spike exists yet.
                 if !hist.iter().any(|x| x.0 >= to) {
                     match smi(&dev, cpu) {
                         Ok(n) => {
@@ -282,7 +292,7 @@ impl Watch {
                     r.smi_around_ns = Some(tb - ta);
                     r.measured.push(format!(
                         "SMIs: {d} in the {} around it (MSR 0x34)",
-                        ms(tb - ta)
+                        millis(tb - ta)
                     ));
                 } else if !r.unmeasured.iter().any(|u| u.starts_with("SMIs")) {
                     r.unmeasured
@@ -292,8 +302,12 @@ impl Watch {
             Some(Err(e)) => r.unmeasured.push(format!("SMIs: {e}")),
             None => r.unmeasured.push(format!("SMIs: CPU {cpu} not traced")),
         }
-        r
     }
+}
+
+/// A span in whole milliseconds, as the residual's lines say it: `12 ms`.
+fn millis(d: u64) -> String {
+    format!("{:.0} ms", d as f64 / 1e6)
 }
 
 /// CPUs as a list: `0, 1`.
