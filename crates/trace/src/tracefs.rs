@@ -410,109 +410,118 @@ fn restore_with(
         return out;
     };
     for f in rd.filter_map(|e| e.ok()).map(|e| e.path()) {
-        let name = f.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        if !(name.starts_with("trace-") && name.ends_with(".json")) {
-            continue;
-        }
-        let Ok(text) = std::fs::read_to_string(&f) else {
-            continue;
-        };
-        let Ok(e) = serde_json::from_str::<Entry>(&text) else {
-            out.push(format!(
-                "skipped {}: not a latlab trace journal",
-                f.display()
-            ));
-            continue;
-        };
-        if Path::new(&format!("/proc/{}", e.pid)).exists() && e.pid != std::process::id() {
-            continue; // its owner is alive and removes it itself
-        }
-        if !is_latlab_instance(&e.instance) {
-            out.push(format!(
-                "skipped {}: {} is not a latlab instance",
-                f.display(),
-                e.instance.display()
-            ));
-            continue;
-        }
-        // An entry names its own process's instance only: never a live run's (which would
-        // have its tracing turned off).
-        if named_pid(&e.instance) != Some(e.pid) {
-            out.push(format!(
-                "skipped {}: {} is not the instance of process {}",
-                f.display(),
-                e.instance.display(),
-                e.pid
-            ));
-            continue;
-        }
-        // The instance lives under a tracefs mount: mounted (in latlab's own namespace) if it
-        // is not, and looked for under whichever tracefs is mounted (every mount shows the
-        // same instances: one under /sys/kernel/debug/tracing only will do). One that is gone
-        // (a reboot since) leaves only its journal entry.
-        let mut e = e;
-        if !e.instance.exists() {
-            if let (Some(root), Some(name)) = (tracefs(dir), e.instance.file_name()) {
-                e.instance = root.join("instances").join(name);
-            }
-        }
-        if !e.instance.exists() {
-            // Gone only if its `instances` directory can be read: a user who cannot see
-            // tracefs (not root) cannot tell, and the entry stays for root's restore.
-            let visible = e
-                .instance
-                .parent()
-                .is_some_and(|p| std::fs::read_dir(p).is_ok());
-            out.push(if !visible {
-                format!(
-                    "skipped {}: tracefs instance {} cannot be seen from here (as root: `sudo latlab restore`)",
-                    f.display(),
-                    e.instance.display()
-                )
-            } else {
-                match std::fs::remove_file(&f) {
-                    Ok(()) => format!(
-                        "forgot {}: tracefs instance {} no longer exists",
-                        f.display(),
-                        e.instance.display()
-                    ),
-                    Err(err) => format!(
-                        "could not forget {}: {err} (tracefs instance {} no longer exists)",
-                        f.display(),
-                        e.instance.display()
-                    ),
-                }
-            });
-            continue;
-        }
-        // A directory on tracefs itself, not a link to one elsewhere nor any other file system.
-        let real_dir = e
-            .instance
-            .symlink_metadata()
-            .is_ok_and(|m| m.file_type().is_dir());
-        if !real_dir || !is_tracefs(&e.instance) {
-            out.push(format!(
-                "skipped {}: {} is not a directory on tracefs",
-                f.display(),
-                e.instance.display()
-            ));
-            continue;
-        }
-        let _ = poke(&e.instance.join("tracing_on"), "0");
-        match remove_instance(&e.instance) {
-            Ok(()) => out.push(format!("removed tracefs instance {}", e.instance.display())),
-            Err(err) => {
-                out.push(format!("could not remove {}: {err}", e.instance.display()));
-                continue;
-            }
-        }
-        let _ = std::fs::remove_file(&f);
+        out.extend(restore_entry(&f, dir, &tracefs, &is_tracefs));
     }
     // What an older latlab kept to share its mounts: mounts now stay, so it goes.
     for f in ["tracefs-mount.json", "debugfs-mount.json"] {
         let _ = std::fs::remove_file(dir.join(f));
     }
     out
+}
+
+/// What `latlab restore` does with file `f` of the journal directory `dir`: the instance a
+/// dead process journaled in it removed (then the entry), or forgotten if it is gone, or left
+/// with the reason; the line saying so. None: not a journal entry, or its owner is alive.
+fn restore_entry(
+    f: &Path,
+    dir: &Path,
+    tracefs: &impl Fn(&Path) -> Option<PathBuf>,
+    is_tracefs: &impl Fn(&Path) -> bool,
+) -> Option<String> {
+    let name = f.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    if !(name.starts_with("trace-") && name.ends_with(".json")) {
+        return None;
+    }
+    let text = std::fs::read_to_string(f).ok()?;
+    let Ok(e) = serde_json::from_str::<Entry>(&text) else {
+        return Some(format!(
+            "skipped {}: not a latlab trace journal",
+            f.display()
+        ));
+    };
+    if Path::new(&format!("/proc/{}", e.pid)).exists() && e.pid != std::process::id() {
+        return None; // its owner is alive and removes it itself
+    }
+    if let Some(why) = not_its_own(&e) {
+        return Some(format!("skipped {}: {why}", f.display()));
+    }
+    // The instance lives under a tracefs mount: mounted (in latlab's own namespace) if it
+    // is not, and looked for under whichever tracefs is mounted (every mount shows the
+    // same instances: one under /sys/kernel/debug/tracing only will do). One that is gone
+    // (a reboot since) leaves only its journal entry.
+    let mut instance = e.instance;
+    if !instance.exists() {
+        if let (Some(root), Some(name)) = (tracefs(dir), instance.file_name()) {
+            instance = root.join("instances").join(name);
+        }
+    }
+    if !instance.exists() {
+        return Some(forget_gone(f, &instance));
+    }
+    // A directory on tracefs itself, not a link to one elsewhere nor any other file system.
+    let real_dir = instance
+        .symlink_metadata()
+        .is_ok_and(|m| m.file_type().is_dir());
+    if !real_dir || !is_tracefs(&instance) {
+        return Some(format!(
+            "skipped {}: {} is not a directory on tracefs",
+            f.display(),
+            instance.display()
+        ));
+    }
+    let _ = poke(&instance.join("tracing_on"), "0");
+    Some(match remove_instance(&instance) {
+        Ok(()) => {
+            let _ = std::fs::remove_file(f);
+            format!("removed tracefs instance {}", instance.display())
+        }
+        Err(err) => format!("could not remove {}: {err}", instance.display()),
+    })
+}
+
+/// Why the journal entry `e` may not have its instance removed: it names no latlab instance,
+/// or not its own process's. An entry names its own process's instance only: never a live
+/// run's (which would have its tracing turned off).
+fn not_its_own(e: &Entry) -> Option<String> {
+    if !is_latlab_instance(&e.instance) {
+        return Some(format!("{} is not a latlab instance", e.instance.display()));
+    }
+    if named_pid(&e.instance) != Some(e.pid) {
+        return Some(format!(
+            "{} is not the instance of process {}",
+            e.instance.display(),
+            e.pid
+        ));
+    }
+    None
+}
+
+/// Forgets the journal entry `f` of an instance that no longer exists, once that can be
+/// told: only if its `instances` directory can be read (a user who cannot see tracefs, not
+/// root, cannot tell, and the entry stays for root's restore). The line saying what was done.
+fn forget_gone(f: &Path, instance: &Path) -> String {
+    let visible = instance
+        .parent()
+        .is_some_and(|p| std::fs::read_dir(p).is_ok());
+    if !visible {
+        return format!(
+            "skipped {}: tracefs instance {} cannot be seen from here (as root: `sudo latlab restore`)",
+            f.display(),
+            instance.display()
+        );
+    }
+    match std::fs::remove_file(f) {
+        Ok(()) => format!(
+            "forgot {}: tracefs instance {} no longer exists",
+            f.display(),
+            instance.display()
+        ),
+        Err(err) => format!(
+            "could not forget {}: {err} (tracefs instance {} no longer exists)",
+            f.display(),
+            instance.display()
+        ),
+    }
 }
 
 #[cfg(test)]
