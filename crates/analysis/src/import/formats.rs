@@ -4,7 +4,7 @@
 use super::check::Source;
 use super::{bad, keep_beyond, mark_beyond, run_of, Built, Tool};
 use latlab_core::error::Result;
-use latlab_core::result::Run;
+use latlab_core::result::{Run, Series};
 use serde_json::Value;
 
 /// Parses `text` (the contents of `file`) as `tool`'s output, making at most `max_runs` runs
@@ -247,6 +247,138 @@ impl Thread<'_> {
     }
 }
 
+/// What every thread of one rt-tests file is read with: the file, its tool, the unit of its
+/// values and whether cyclictest was asked for a histogram.
+struct RtFile<'a> {
+    tool: Tool,
+    src: Source<'a>,
+    /// ns per value: 1000 where the file is in µs, 1 where in ns.
+    scale: f64,
+    /// What its command line says of a histogram; `None` where it has none.
+    histogram_asked: Option<bool>,
+}
+
+/// ns per value of an rt-tests file: cyclictest --nsecs reports ns (resolution_in_ns = 1);
+/// otherwise (0, or no such field) values are µs. Anything else is no unit.
+fn rt_scale(v: &Value, src: &Source) -> Result<f64> {
+    match &v["resolution_in_ns"] {
+        Value::Null => Ok(1000.0),
+        r if r.as_u64() == Some(0) => Ok(1000.0),
+        r if r.as_u64() == Some(1) => Ok(1.0),
+        r => Err(src.at(
+            &["resolution_in_ns"],
+            format!("{r} is neither 0 (values in us) nor 1 (in ns)"),
+        )),
+    }
+}
+
+/// Refuses a file whose command line ran another rt-tests tool than --from names: its
+/// figures would be stored as the wrong kind.
+fn rt_same_tool(tool: Tool, v: &Value, src: &Source) -> Result<()> {
+    match Tool::named_in(v).filter(|&t| t != tool) {
+        Some(other) => Err(src.at(
+            &["cmdline:"],
+            format!(
+                "this file is {0}'s output, not {1}'s: import it with --from {0}",
+                other.name(),
+                tool.name()
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
+impl RtFile<'_> {
+    /// Thread `id`'s series, with a warning for each way its figures fall short, and the
+    /// thread's own `duration` where it has one.
+    fn thread(
+        &self,
+        id: &str,
+        t: &Value,
+        warnings: &mut Vec<String>,
+    ) -> Result<(Series, Option<f64>)> {
+        let src = &self.src;
+        let path = |f: &'static str| ["thread", id, f];
+        let (pairs, in_hist, top) = histogram(src, id, t, self.scale)?;
+        let cycles = match &t["cycles"] {
+            Value::Null => None,
+            c => Some(c.as_u64().filter(|&n| n <= MAX_CYCLES).ok_or_else(|| {
+                src.at(
+                    &path("cycles"),
+                    format!("{c} is not a count of wake-ups (0 to 2^53)"),
+                )
+            })?),
+        };
+        let (min, max, mean) = self.figures(id, t, cycles, pairs.is_empty(), warnings)?;
+        let duration = num(&t["duration"], src.file, &format!("thread {id}: duration"))?;
+        if cycles.unwrap_or(0) > 0 || !pairs.is_empty() {
+            // The tools always write these for a thread that measured anything.
+            src.required(min, &path("min"))?;
+            src.required(max, &path("max"))?;
+            src.required(mean, &path("avg"))?;
+        }
+        warnings.extend(src.ordered(&["thread", id], min, mean, max)?);
+        if let Some(mx) = max.filter(|&m| m < top && !pairs.is_empty()) {
+            return Err(src.at(
+                &path("max"),
+                format!("{mx} ns is below the histogram's bucket at {top} ns that holds samples"),
+            ));
+        }
+        let mut th = Thread {
+            id,
+            json: t,
+            cycles,
+            min,
+            max,
+            in_hist,
+            top,
+            pairs,
+        };
+        let beyond = th.beyond(self.tool, self.histogram_asked, src, warnings)?;
+        let built = Built {
+            name: format!("T{id}"),
+            cpu: super::check::thread_cpu(src, &path("cpu"), &t["cpu"])?,
+            unit: "ns".into(),
+            pairs: th.pairs,
+            min,
+            max,
+            mean,
+            interval_ns: None,
+        };
+        let mut s = built.series();
+        if s.summary.count == 0 {
+            s.summary.count = cycles.unwrap_or(0);
+        }
+        mark_beyond(&mut s, beyond);
+        Ok((s, duration))
+    }
+
+    /// Thread `id`'s min, max and avg in ns; none of them for a thread that measured nothing
+    /// (0 cycles, an empty histogram), whose figures are the tool's starting values.
+    fn figures(
+        &self,
+        id: &str,
+        t: &Value,
+        cycles: Option<u64>,
+        no_histogram: bool,
+        warnings: &mut Vec<String>,
+    ) -> Result<(Option<u64>, Option<u64>, Option<f64>)> {
+        let path = |f: &'static str| ["thread", id, f];
+        let min = self.src.latency(&t["min"], &path("min"), self.scale)?;
+        let max = self.src.latency(&t["max"], &path("max"), self.scale)?;
+        let mean = self.src.time(&t["avg"], &path("avg"), self.scale)?;
+        if cycles == Some(0) && no_histogram {
+            if min.is_some() || max.is_some() || mean.is_some() {
+                warnings.push(format!(
+                    "thread {id}: 0 cycles: it measured nothing (its min, avg and max are not figures)"
+                ));
+            }
+            return Ok((None, None, None));
+        }
+        Ok((min, max, mean))
+    }
+}
+
 fn rt_tests(tool: Tool, text: &str, file: &str) -> Result<Run> {
     let v = json(text, file, tool.name())?;
     if let Some(k) = super::check::repeated_thread(text) {
@@ -270,19 +402,7 @@ fn rt_tests(tool: Tool, text: &str, file: &str) -> Result<Run> {
         sys["nodename"].as_str().map(String::from),
     );
     super::rt_sysinfo(&mut run, sys);
-    // cyclictest --nsecs reports ns (resolution_in_ns = 1); otherwise (0, or no such field)
-    // values are µs. Anything else is no unit.
-    let scale = match &v["resolution_in_ns"] {
-        Value::Null => 1000.0,
-        r if r.as_u64() == Some(0) => 1000.0,
-        r if r.as_u64() == Some(1) => 1.0,
-        r => {
-            return Err(src.at(
-                &["resolution_in_ns"],
-                format!("{r} is neither 0 (values in us) nor 1 (in ns)"),
-            ))
-        }
-    };
+    let scale = rt_scale(&v, &src)?;
     // The tool's own exit status, when it wrote one: a failed run's figures are kept, said.
     if let Some(rc) = v["return_code"].as_i64().filter(|&rc| rc != 0) {
         run.warnings.push(format!(
@@ -291,93 +411,25 @@ fn rt_tests(tool: Tool, text: &str, file: &str) -> Result<Run> {
         ));
     }
     let mut dur = rt_duration(&v, &mut run.warnings).unwrap_or(0.0);
-    // The program its command line ran, when it is another rt-tests tool than --from names:
-    // its figures would be stored as the wrong kind.
-    if let Some(other) = Tool::named_in(&v).filter(|&t| t != tool) {
-        return Err(src.at(
-            &["cmdline:"],
-            format!(
-                "this file is {0}'s output, not {1}'s: import it with --from {0}",
-                other.name(),
-                tool.name()
-            ),
-        ));
-    }
+    rt_same_tool(tool, &v, &src)?;
     // Whether cyclictest was asked for a histogram: its file holds an empty one either way.
     let histogram_asked = v["cmdline:"]
         .as_str()
         .or(v["cmdline"].as_str())
         .map(asks_for_histogram);
+    let rt = RtFile {
+        tool,
+        src,
+        scale,
+        histogram_asked,
+    };
     let mut ids: Vec<(&String, &Value)> = threads.iter().collect();
     ids.sort_by_key(|(k, _)| k.parse::<u64>().unwrap_or(u64::MAX));
     for (id, t) in ids {
-        let path = |f: &'static str| ["thread", id.as_str(), f];
-        let (pairs, in_hist, top) = histogram(&src, id, t, scale)?;
-        let cycles = match &t["cycles"] {
-            Value::Null => None,
-            c => Some(c.as_u64().filter(|&n| n <= MAX_CYCLES).ok_or_else(|| {
-                src.at(
-                    &path("cycles"),
-                    format!("{c} is not a count of wake-ups (0 to 2^53)"),
-                )
-            })?),
-        };
-        let mut min = src.latency(&t["min"], &path("min"), scale)?;
-        let mut max = src.latency(&t["max"], &path("max"), scale)?;
-        let mut mean = src.time(&t["avg"], &path("avg"), scale)?;
-        if cycles == Some(0) && pairs.is_empty() {
-            // A thread that measured nothing: its min/avg/max are the tool's starting values.
-            if min.is_some() || max.is_some() || mean.is_some() {
-                run.warnings.push(format!(
-                    "thread {id}: 0 cycles: it measured nothing (its min, avg and max are not figures)"
-                ));
-            }
-            (min, max, mean) = (None, None, None);
-        }
-        if let Some(d) = num(&t["duration"], file, &format!("thread {id}: duration"))? {
+        let (s, duration) = rt.thread(id, t, &mut run.warnings)?;
+        if let Some(d) = duration {
             dur = d;
         }
-        if cycles.unwrap_or(0) > 0 || !pairs.is_empty() {
-            // The tools always write these for a thread that measured anything.
-            src.required(min, &path("min"))?;
-            src.required(max, &path("max"))?;
-            src.required(mean, &path("avg"))?;
-        }
-        run.warnings
-            .extend(src.ordered(&["thread", id.as_str()], min, mean, max)?);
-        if let Some(mx) = max.filter(|&m| m < top && !pairs.is_empty()) {
-            return Err(src.at(
-                &path("max"),
-                format!("{mx} ns is below the histogram's bucket at {top} ns that holds samples"),
-            ));
-        }
-        let mut th = Thread {
-            id,
-            json: t,
-            cycles,
-            min,
-            max,
-            in_hist,
-            top,
-            pairs,
-        };
-        let beyond = th.beyond(tool, histogram_asked, &src, &mut run.warnings)?;
-        let pairs = th.pairs;
-        let built = Built {
-            name: format!("T{id}"),
-            cpu: super::check::thread_cpu(&src, &path("cpu"), &t["cpu"])?,
-            unit: "ns".into(),
-            pairs,
-            min,
-            max,
-            mean,
-            interval_ns: None,
-        };
-        let mut s = built.series();
-        if s.summary.count == 0 {
-            s.summary.count = cycles.unwrap_or(0);
-        }
-        mark_beyond(&mut s, beyond);
         run.series.push(s);
     }
     if run.series.is_empty() {
