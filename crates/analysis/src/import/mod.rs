@@ -315,38 +315,10 @@ pub fn run(
     let mut kept: Vec<String> = Vec::new();
     for file in files {
         let name = file.display().to_string();
-        let parsed = latlab_core::io::read_text_limited(file, MAX_IMPORT_BYTES, tool.name())
-            .and_then(|text| {
-                let mut runs = parse(tool, &text, &name, max_runs.saturating_sub(made))?;
-                date_by_file(&mut runs, file);
-                content_ids(&mut runs, tool, &text);
-                Ok(runs)
-            })
-            .and_then(|runs| {
-                // Every run of the file reads back as stored before any is kept.
-                for r in &runs {
-                    r.check_figures()
-                        .and_then(|_| latlab_core::result::check_round_trip(r))
-                        .map_err(|e| bad(&name, e))?;
-                }
-                Ok(runs)
-            });
-        let runs = match parsed {
+        let runs = match read_runs(tool, file, &name, max_runs.saturating_sub(made)) {
             Ok(r) => r,
             Err(e) if done == 0 => return Err(e),
-            Err(e) => {
-                // The runs kept are named here too: stderr alone tells what is in the store.
-                let mut named: Vec<&str> = kept.iter().take(10).map(String::as_str).collect();
-                if kept.len() > 10 {
-                    named.push("...");
-                }
-                return Err(Error::Usage(format!(
-                    "{e}\nthe {done} file(s) before it were imported ({made} run(s): {}) and are \
-                     kept; {} file(s) from this one on were not",
-                    named.join(", "),
-                    files.len() - done
-                )));
-            }
+            Err(e) => return Err(stopped_at(e, done, made, &kept, files.len() - done)),
         };
         if st.is_none() {
             st = Some(latlab_core::store::open(store)?);
@@ -354,40 +326,7 @@ pub fn run(
         let Some(st) = st.as_mut() else {
             return Err(Error::Env("the store could not be opened".into()));
         };
-        let mut out = String::new();
-        for r in &runs {
-            let value = serde_json::to_value(r).map_err(|e| Error::Env(e.to_string()))?;
-            let new = st.save_json(&value, &t)?;
-            let n: u64 = r.series.iter().map(|s| s.summary.count).sum();
-            out.push_str(&format!(
-                "{} run {} ({}, {} series, {n} samples) from {name} {} {}\n",
-                if new { "imported" } else { "already present:" },
-                r.id,
-                tool.name(),
-                r.series.len(),
-                if new { "into" } else { "in" },
-                st.location()
-            ));
-            for w in &r.warnings {
-                out.push_str(&format!("  warning: {w}\n"));
-            }
-            if !new {
-                // A stored run is never changed: tags given now that it lacks are said, not
-                // silently dropped.
-                let stored = st.get(&r.id).map(|e| e.tags).unwrap_or_default();
-                let missing: Vec<String> = t
-                    .iter()
-                    .filter(|(k, v)| stored.get(*k) != Some(*v))
-                    .map(|(k, v)| format!("{k}={v}"))
-                    .collect();
-                if !missing.is_empty() {
-                    out.push_str(&format!(
-                        "  note: its stored tags are kept as they are; {} not added (a stored run is never changed)\n",
-                        missing.join(", ")
-                    ));
-                }
-            }
-        }
+        let out = save(st.as_mut(), &runs, &t, tool, &name)?;
         made += runs.len() as u64;
         kept.extend(runs.iter().map(|r| r.id.clone()));
         done += 1;
@@ -400,6 +339,90 @@ pub fn run(
         ))?;
     }
     Ok(())
+}
+
+/// The runs of one file, at most `max_runs`, dated and named by its contents, each checked to
+/// read back as stored before any is kept.
+fn read_runs(tool: Tool, file: &Path, name: &str, max_runs: u64) -> Result<Vec<Run>> {
+    let text = latlab_core::io::read_text_limited(file, MAX_IMPORT_BYTES, tool.name())?;
+    let mut runs = parse(tool, &text, name, max_runs)?;
+    date_by_file(&mut runs, file);
+    content_ids(&mut runs, tool, &text);
+    for r in &runs {
+        r.check_figures()
+            .and_then(|_| latlab_core::result::check_round_trip(r))
+            .map_err(|e| bad(name, e))?;
+    }
+    Ok(runs)
+}
+
+/// The error of a file that stops an import after `done` files were imported: it names the
+/// runs kept (up to ten), since stderr alone then tells what is in the store.
+fn stopped_at(e: Error, done: usize, made: u64, kept: &[String], left: usize) -> Error {
+    let mut named: Vec<&str> = kept.iter().take(10).map(String::as_str).collect();
+    if kept.len() > 10 {
+        named.push("...");
+    }
+    Error::Usage(format!(
+        "{e}\nthe {done} file(s) before it were imported ({made} run(s): {}) and are \
+         kept; {left} file(s) from this one on were not",
+        named.join(", "),
+    ))
+}
+
+/// Saves the runs of file `name` with `tags` into `st`, returning what to print of them: one
+/// line per run, its warnings, and a note where a run already stored lacks some of `tags`.
+fn save(
+    st: &mut dyn latlab_core::store::Store,
+    runs: &[Run],
+    tags: &BTreeMap<String, String>,
+    tool: Tool,
+    name: &str,
+) -> Result<String> {
+    let mut out = String::new();
+    for r in runs {
+        let value = serde_json::to_value(r).map_err(|e| Error::Env(e.to_string()))?;
+        let new = st.save_json(&value, tags)?;
+        let n: u64 = r.series.iter().map(|s| s.summary.count).sum();
+        out.push_str(&format!(
+            "{} run {} ({}, {} series, {n} samples) from {name} {} {}\n",
+            if new { "imported" } else { "already present:" },
+            r.id,
+            tool.name(),
+            r.series.len(),
+            if new { "into" } else { "in" },
+            st.location()
+        ));
+        for w in &r.warnings {
+            out.push_str(&format!("  warning: {w}\n"));
+        }
+        if !new {
+            out.push_str(&tags_not_added(&*st, &r.id, tags));
+        }
+    }
+    Ok(out)
+}
+
+/// The note for a run found already stored that lacks some of `tags` (empty where it has them
+/// all): a stored run is never changed, so tags given now are said, not silently dropped.
+fn tags_not_added(
+    st: &dyn latlab_core::store::Store,
+    id: &str,
+    tags: &BTreeMap<String, String>,
+) -> String {
+    let stored = st.get(id).map(|e| e.tags).unwrap_or_default();
+    let missing: Vec<String> = tags
+        .iter()
+        .filter(|(k, v)| stored.get(*k) != Some(*v))
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    if missing.is_empty() {
+        return String::new();
+    }
+    format!(
+        "  note: its stored tags are kept as they are; {} not added (a stored run is never changed)\n",
+        missing.join(", ")
+    )
 }
 
 /// Dates the runs whose file gives no start time of its own (hackbench's and rtla's text, an
