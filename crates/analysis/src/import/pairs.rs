@@ -6,7 +6,7 @@
 use super::check::Source;
 use super::{bad, run_of, Built, Tool};
 use latlab_core::error::Result;
-use latlab_core::result::Run;
+use latlab_core::result::{Run, Series};
 use serde_json::Value;
 
 /// latlab ipc's method for the tool.
@@ -51,62 +51,7 @@ pub(crate) fn parse(tool: Tool, text: &str, file: &str) -> Result<Run> {
     let mut ids: Vec<(&String, &Value)> = threads.iter().collect();
     ids.sort_by_key(|(k, _)| k.parse::<u64>().unwrap_or(u64::MAX));
     for (i, (id, t)) in ids.into_iter().enumerate() {
-        let (s, r) = (&t["sender"], &t["receiver"]);
-        if !s.is_object() || !r.is_object() {
-            return Err(bad(
-                file,
-                format!(
-                    "thread {id}: no sender/receiver pair: not {} output",
-                    tool.name()
-                ),
-            ));
-        }
-        let at = |side: &'static str, f: &'static str| ["thread", id.as_str(), side, f];
-        let samples = src.required(
-            src.count(&s["samples"], &at("sender", "samples"))?,
-            &at("sender", "samples"),
-        )?;
-        let min = src.latency(&r["min"], &at("receiver", "min"), 1000.0)?;
-        let max = src.latency(&r["max"], &at("receiver", "max"), 1000.0)?;
-        let mean = src.time(&r["avg"], &at("receiver", "avg"), 1000.0)?;
-        if samples > 0 {
-            src.required(min, &at("receiver", "min"))?;
-            src.required(max, &at("receiver", "max"))?;
-            src.required(mean, &at("receiver", "avg"))?;
-        }
-        run.warnings
-            .extend(src.ordered(&["thread", id.as_str(), "receiver"], min, mean, max)?);
-        let interval_ns = match s["interval"].as_u64() {
-            None => None,
-            Some(i) => Some(i.checked_mul(1000).ok_or_else(|| {
-                src.at(
-                    &at("sender", "interval"),
-                    format!("{i} us does not fit in 64 bits of ns"),
-                )
-            })?),
-        };
-        let built = Built {
-            name: if i == 0 {
-                method(tool).to_string()
-            } else {
-                format!("{}-{i}", method(tool))
-            },
-            cpu: super::check::thread_cpu(&src, &at("receiver", "cpu"), &r["cpu"])?,
-            unit: "ns".into(),
-            pairs: Vec::new(),
-            min,
-            max,
-            mean,
-            interval_ns,
-        };
-        let mut series = built.series();
-        series.summary.count = samples;
-        series.prio = r["priority"].as_i64().unwrap_or(0) as i32;
-        series.extra = Some(serde_json::json!({
-            "sender_cpu": s["cpu"],
-            "sender_prio": s["priority"],
-            "timeouts": r["timeoutcount"],
-        }));
+        let series = pair(tool, &src, i, id, t, &mut run.warnings)?;
         run.series.push(series);
     }
     if run.series.is_empty() {
@@ -124,6 +69,75 @@ pub(crate) fn parse(tool: Tool, text: &str, file: &str) -> Result<Run> {
         super::set_start(&mut run, t);
     }
     Ok(run)
+}
+
+/// The `i`-th pair's series (thread `id` of the file): the receiver's min/avg/max, the
+/// sender's samples as its count and its interval, both sides' CPU and priority.
+fn pair(
+    tool: Tool,
+    src: &Source,
+    i: usize,
+    id: &str,
+    t: &Value,
+    warnings: &mut Vec<String>,
+) -> Result<Series> {
+    let file = src.file;
+    let (s, r) = (&t["sender"], &t["receiver"]);
+    if !s.is_object() || !r.is_object() {
+        return Err(bad(
+            file,
+            format!(
+                "thread {id}: no sender/receiver pair: not {} output",
+                tool.name()
+            ),
+        ));
+    }
+    let at = |side: &'static str, f: &'static str| ["thread", id, side, f];
+    let samples = src.required(
+        src.count(&s["samples"], &at("sender", "samples"))?,
+        &at("sender", "samples"),
+    )?;
+    let min = src.latency(&r["min"], &at("receiver", "min"), 1000.0)?;
+    let max = src.latency(&r["max"], &at("receiver", "max"), 1000.0)?;
+    let mean = src.time(&r["avg"], &at("receiver", "avg"), 1000.0)?;
+    if samples > 0 {
+        src.required(min, &at("receiver", "min"))?;
+        src.required(max, &at("receiver", "max"))?;
+        src.required(mean, &at("receiver", "avg"))?;
+    }
+    warnings.extend(src.ordered(&["thread", id, "receiver"], min, mean, max)?);
+    let interval_ns = match s["interval"].as_u64() {
+        None => None,
+        Some(i) => Some(i.checked_mul(1000).ok_or_else(|| {
+            src.at(
+                &at("sender", "interval"),
+                format!("{i} us does not fit in 64 bits of ns"),
+            )
+        })?),
+    };
+    let built = Built {
+        name: if i == 0 {
+            method(tool).to_string()
+        } else {
+            format!("{}-{i}", method(tool))
+        },
+        cpu: super::check::thread_cpu(src, &at("receiver", "cpu"), &r["cpu"])?,
+        unit: "ns".into(),
+        pairs: Vec::new(),
+        min,
+        max,
+        mean,
+        interval_ns,
+    };
+    let mut series = built.series();
+    series.summary.count = samples;
+    series.prio = r["priority"].as_i64().unwrap_or(0) as i32;
+    series.extra = Some(serde_json::json!({
+        "sender_cpu": s["cpu"],
+        "sender_prio": s["priority"],
+        "timeouts": r["timeoutcount"],
+    }));
+    Ok(series)
 }
 
 #[cfg(test)]
