@@ -2,7 +2,7 @@
 //! or CPU), then `over:`, `count:`, `min:`, `avg:`, `max:` rows. One run, one series per column.
 
 use super::{bad, keep_beyond, mark_beyond, run_of, Built, Tool};
-use latlab_core::error::Result;
+use latlab_core::error::{Error, Result};
 use latlab_core::result::Run;
 use latlab_core::stats::histogram::HIGHEST_NS;
 
@@ -50,155 +50,198 @@ struct Table {
     cols: Vec<Column>,
 }
 
+/// One line of the table, for reading its values and for the messages that name it.
+struct Line<'a> {
+    file: &'a str,
+    /// Its place in the text, from 0.
+    i: usize,
+    /// Its first word: a row's name (`over:`) or its index.
+    first: &'a str,
+}
+
+impl Line<'_> {
+    /// Bad input at this line.
+    fn bad(&self, why: impl std::fmt::Display) -> Error {
+        bad(self.file, format!("line {}: {why}", self.i + 1))
+    }
+
+    /// `v`, a value of this row, as a count.
+    fn count(&self, v: &str) -> Result<u64> {
+        v.parse::<u64>()
+            .map_err(|_| self.bad(format!("'{v}' in row '{}' is not a count", self.first)))
+    }
+
+    /// `v`, a value of this row, as a time in ns (`scale` ns a unit); `None` for rtla's mark
+    /// of a column without samples.
+    fn amount(&self, v: &str, scale: f64) -> Result<Option<f64>> {
+        if v == "-" {
+            return Ok(None);
+        }
+        match v.parse::<f64>() {
+            Ok(x) if x.is_finite() && x >= 0.0 && x * scale <= HIGHEST_NS as f64 => {
+                Ok(Some(x * scale))
+            }
+            Ok(x) if x.is_finite() && x >= 0.0 => Err(self.bad(beyond(self.first, v))),
+            _ => Err(self.bad(format!("'{v}' in row '{}' is not a time", self.first))),
+        }
+    }
+}
+
 /// Reads the header, the column names and every row of the table (the all-CPU summary and
 /// anything after the table are left).
 fn read(text: &str, file: &str) -> Result<Table> {
-    let at = |i: usize, why: String| bad(file, format!("line {}: {why}", i + 1));
-    let mut scale = 1000.0; // µs unless the header says ns
-    let mut tracer = None;
-    let mut duration = None;
-    let mut cols: Vec<Column> = Vec::new();
+    let mut table = Table {
+        scale: 1000.0, // µs unless the header says ns
+        tracer: None,
+        duration: None,
+        cols: Vec::new(),
+    };
     let mut seen_summary = false;
-    for (i, line) in text.lines().enumerate() {
-        let t = line.trim();
+    for (i, text_line) in text.lines().enumerate() {
+        let t = text_line.trim();
         let mut tok = t.split_whitespace();
         let Some(first) = tok.next() else { continue };
-        if cols.is_empty() {
-            // Before the column header: rtla's `#` header (or anything pasted above it).
-            if let Some(h) = t.strip_prefix('#') {
-                let h = h.trim();
-                if h.starts_with("Time unit is nanoseconds") {
-                    scale = 1.0;
-                } else if let Some(r) = h.strip_prefix("RTLA ") {
-                    tracer = r.split_whitespace().next().map(String::from);
-                } else if let Some(d) = h.strip_prefix("Duration:") {
-                    duration = Some(parse_duration(d).ok_or_else(|| {
-                        at(i, format!("Duration '{}' is not D HH:MM:SS", d.trim()))
-                    })?);
-                }
-            } else if first == "Index" {
-                cols = tok
-                    .map(|n| Column {
-                        name: n.to_string(),
-                        pairs: Vec::new(),
-                        over: 0,
-                        total: 0,
-                        count: None,
-                        min: None,
-                        avg: None,
-                        max: None,
-                    })
-                    .collect();
-                if cols.is_empty() {
-                    return Err(at(i, "the Index header names no columns".into()));
-                }
-                // Two columns of one name would be two series that cannot be told apart.
-                let mut seen = std::collections::BTreeSet::new();
-                if let Some(c) = cols.iter().find(|c| !seen.insert(c.name.as_str())) {
-                    return Err(at(
-                        i,
-                        format!("the Index header names column '{}' twice", c.name),
-                    ));
-                }
-            } else if first.ends_with(':') || first.parse::<u64>().is_ok() {
-                return Err(at(
-                    i,
-                    "a histogram row before the 'Index' header: output of --no-index (or of \
-                     another tool) cannot be imported; run rtla without --no-index"
-                        .into(),
-                ));
-            }
+        let line = Line { file, i, first };
+        if table.cols.is_empty() {
+            table.before_columns(&line, t, tok)?;
             continue;
         }
         if first == "ALL:" {
             break; // the all-CPU summary that follows: aggregates of the columns already read
         }
         let values: Vec<&str> = tok.collect();
-        if values.len() != cols.len() {
+        if values.len() != table.cols.len() {
             if seen_summary {
                 break; // past the table (auto-analysis text, tool messages)
             }
-            return Err(at(
-                i,
-                format!(
-                    "{} values for {} columns ({})",
-                    values.len(),
-                    cols.len(),
-                    cols.iter()
-                        .map(|c| c.name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                ),
-            ));
+            return Err(line.bad(format!(
+                "{} values for {} columns ({})",
+                values.len(),
+                table.cols.len(),
+                table
+                    .cols
+                    .iter()
+                    .map(|c| c.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            )));
         }
-        let count = |v: &str| {
-            v.parse::<u64>()
-                .map_err(|_| at(i, format!("'{v}' in row '{first}' is not a count")))
-        };
-        let amount = |v: &str| -> Result<Option<f64>> {
-            if v == "-" {
-                return Ok(None); // rtla's mark for a column without samples
-            }
-            match v.parse::<f64>() {
-                Ok(x) if x.is_finite() && x >= 0.0 && x * scale <= HIGHEST_NS as f64 => {
-                    Ok(Some(x * scale))
-                }
-                Ok(x) if x.is_finite() && x >= 0.0 => Err(at(i, beyond(first, v))),
-                _ => Err(at(i, format!("'{v}' in row '{first}' is not a time"))),
-            }
-        };
         match first {
             "over:" | "count:" | "min:" | "avg:" | "max:" => {
                 seen_summary = true;
-                for (c, v) in cols.iter_mut().zip(&values) {
-                    match first {
-                        "over:" => {
-                            c.over = count(v)?;
-                            c.total = c.total.checked_add(c.over).ok_or_else(|| {
-                                at(i, format!("{}: sample counts overflow", c.name))
-                            })?;
-                        }
-                        "count:" => c.count = Some(count(v)?),
-                        "min:" => c.min = amount(v)?,
-                        "avg:" => c.avg = amount(v)?,
-                        _ => c.max = amount(v)?,
-                    }
-                }
+                table.summary_row(&line, &values)?;
             }
             _ if seen_summary => break,
-            idx => {
-                let idx: u64 = idx
-                    .parse()
-                    .map_err(|_| at(i, format!("'{idx}' is not a histogram index")))?;
-                if idx as f64 * scale > HIGHEST_NS as f64 {
-                    return Err(at(i, beyond("Index", &idx.to_string())));
-                }
-                let ns = (idx as f64 * scale) as u64;
-                for (c, v) in cols.iter_mut().zip(&values) {
-                    let n = count(v)?;
-                    if n > 0 {
-                        c.total = c
-                            .total
-                            .checked_add(n)
-                            .ok_or_else(|| at(i, format!("{}: sample counts overflow", c.name)))?;
-                        c.pairs.push((ns, n));
-                    }
-                }
-            }
+            _ => table.histogram_row(&line, &values)?,
         }
     }
-    if cols.is_empty() {
+    if table.cols.is_empty() {
         return Err(bad(
             file,
             "no 'Index' header: not rtla timerlat/osnoise hist output",
         ));
     }
-    Ok(Table {
-        scale,
-        tracer,
-        duration,
-        cols,
-    })
+    Ok(table)
+}
+
+impl Table {
+    /// A line before the column header: rtla's `#` header (or anything pasted above it), or
+    /// the `Index` header that names the columns. `names` are the words after its first.
+    fn before_columns<'a>(
+        &mut self,
+        line: &Line,
+        t: &str,
+        names: impl Iterator<Item = &'a str>,
+    ) -> Result<()> {
+        if let Some(h) = t.strip_prefix('#') {
+            let h = h.trim();
+            if h.starts_with("Time unit is nanoseconds") {
+                self.scale = 1.0;
+            } else if let Some(r) = h.strip_prefix("RTLA ") {
+                self.tracer = r.split_whitespace().next().map(String::from);
+            } else if let Some(d) = h.strip_prefix("Duration:") {
+                self.duration = Some(parse_duration(d).ok_or_else(|| {
+                    line.bad(format!("Duration '{}' is not D HH:MM:SS", d.trim()))
+                })?);
+            }
+        } else if line.first == "Index" {
+            self.cols = columns(line, names)?;
+        } else if line.first.ends_with(':') || line.first.parse::<u64>().is_ok() {
+            return Err(line.bad(
+                "a histogram row before the 'Index' header: output of --no-index (or of \
+                 another tool) cannot be imported; run rtla without --no-index",
+            ));
+        }
+        Ok(())
+    }
+
+    /// A summary row (`over:`, `count:`, `min:`, `avg:`, `max:`): one figure per column.
+    fn summary_row(&mut self, line: &Line, values: &[&str]) -> Result<()> {
+        for (c, v) in self.cols.iter_mut().zip(values) {
+            match line.first {
+                "over:" => {
+                    c.over = line.count(v)?;
+                    c.total = c
+                        .total
+                        .checked_add(c.over)
+                        .ok_or_else(|| line.bad(format!("{}: sample counts overflow", c.name)))?;
+                }
+                "count:" => c.count = Some(line.count(v)?),
+                "min:" => c.min = line.amount(v, self.scale)?,
+                "avg:" => c.avg = line.amount(v, self.scale)?,
+                _ => c.max = line.amount(v, self.scale)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// A histogram row: its index, then each column's count in that bucket.
+    fn histogram_row(&mut self, line: &Line, values: &[&str]) -> Result<()> {
+        let idx: u64 = line
+            .first
+            .parse()
+            .map_err(|_| line.bad(format!("'{}' is not a histogram index", line.first)))?;
+        if idx as f64 * self.scale > HIGHEST_NS as f64 {
+            return Err(line.bad(beyond("Index", &idx.to_string())));
+        }
+        let ns = (idx as f64 * self.scale) as u64;
+        for (c, v) in self.cols.iter_mut().zip(values) {
+            let n = line.count(v)?;
+            if n > 0 {
+                c.total = c
+                    .total
+                    .checked_add(n)
+                    .ok_or_else(|| line.bad(format!("{}: sample counts overflow", c.name)))?;
+                c.pairs.push((ns, n));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The columns the `Index` header names, each once.
+fn columns<'a>(line: &Line, names: impl Iterator<Item = &'a str>) -> Result<Vec<Column>> {
+    let cols: Vec<Column> = names
+        .map(|n| Column {
+            name: n.to_string(),
+            pairs: Vec::new(),
+            over: 0,
+            total: 0,
+            count: None,
+            min: None,
+            avg: None,
+            max: None,
+        })
+        .collect();
+    if cols.is_empty() {
+        return Err(line.bad("the Index header names no columns"));
+    }
+    // Two columns of one name would be two series that cannot be told apart.
+    let mut seen = std::collections::BTreeSet::new();
+    if let Some(c) = cols.iter().find(|c| !seen.insert(c.name.as_str())) {
+        return Err(line.bad(format!("the Index header names column '{}' twice", c.name)));
+    }
+    Ok(cols)
 }
 
 /// One column checked against its own summary (a contradiction is not rtla output) and added
