@@ -5,7 +5,7 @@
 
 use latlab_core::config::DisplayUnit;
 use latlab_core::result::culprits;
-use latlab_core::result::trace::{steal_text, TraceReport};
+use latlab_core::result::trace::{steal_text, CpuCounts, TraceReport};
 use latlab_core::result::Run;
 
 /// The summary of `run`'s trace (nothing for a run that was not traced): titled for its kind
@@ -38,6 +38,31 @@ pub fn why_for(run: &Run, unit: DisplayUnit, always_traced: bool) -> String {
 
 fn why_titled(r: &TraceReport, unit: DisplayUnit, title: &str, warnings: &[&String]) -> String {
     let mut s = format!("{title}:\n");
+    s.push_str(&per_cpu(r, unit));
+    s.push_str(&worst_spikes(r, unit));
+    let counted: Vec<String> = r.counted.iter().map(|c| counted_on(r, c)).collect();
+    if !counted.is_empty() {
+        s.push_str(&format!("  counted: {}\n", counted.join("; ")));
+    }
+    for w in warnings {
+        s.push_str(&format!("  {w}\n"));
+    }
+    if r.spikes_dropped > 0 {
+        s.push_str(&format!(
+            "  {} spikes not kept (a full hand-over ring, or not among the worst the run keeps: \
+             10 000 for --trace, 256 per CPU for timerlat)\n",
+            r.spikes_dropped
+        ));
+    }
+    if r.lost_events > 0 {
+        s.push_str("  the kernel lost trace events: spikes near them may be misattributed\n");
+    }
+    s
+}
+
+/// A line per CPU: its spikes, their max and the three largest causes of their late time.
+fn per_cpu(r: &TraceReport, unit: DisplayUnit) -> String {
+    let mut s = String::new();
     // A run stored before per-CPU causes were recorded: summed now.
     let per = if r.per_cpu.is_empty() {
         culprits::summarise(&r.spikes, &r.cpus)
@@ -63,6 +88,13 @@ fn why_titled(r: &TraceReport, unit: DisplayUnit, title: &str, warnings: &[&Stri
             causes.join(", ")
         ));
     }
+    s
+}
+
+/// The worst spike's kernel stack and the worst spike's unexplained time, where the trace
+/// holds them.
+fn worst_spikes(r: &TraceReport, unit: DisplayUnit) -> String {
+    let mut s = String::new();
     if let Some(w) = r
         .spikes
         .iter()
@@ -93,50 +125,33 @@ fn why_titled(r: &TraceReport, unit: DisplayUnit, title: &str, warnings: &[&Stri
             ));
         }
     }
-    let hidden: Vec<String> = r
-        .counted
-        .iter()
-        .map(|c| {
-            let nmi_spikes: u32 = r
-                .spikes
-                .iter()
-                .filter(|s| s.cpu == c.cpu)
-                .filter_map(|s| s.why.nmis)
-                .sum();
-            let mut parts = Vec::new();
-            if r.nmi_traced {
-                parts.push(format!("{nmi_spikes} NMIs in spikes"));
-            } else if let Some(n) = c.nmis {
-                parts.push(format!("{n} NMIs in the run"));
-            }
-            if let Some(n) = c.smis {
-                parts.push(format!("{n} SMIs"));
-            }
-            // Steal at /proc/stat's resolution (whole ticks), never to a fraction.
-            let tick = r.steal_tick_ns.unwrap_or(10_000_000);
-            match (c.steal_ticks, c.steal_ns) {
-                (Some(t), _) => parts.push(format!("steal {}", steal_text(t, tick))),
-                (None, Some(n)) => parts.push(format!("steal {}", steal_text(n / tick, tick))),
-                _ => {}
-            }
-            format!("CPU {}: {}", c.cpu, parts.join(", "))
-        })
-        .collect();
-    if !hidden.is_empty() {
-        s.push_str(&format!("  counted: {}\n", hidden.join("; ")));
-    }
-    for w in warnings {
-        s.push_str(&format!("  {w}\n"));
-    }
-    if r.spikes_dropped > 0 {
-        s.push_str(&format!(
-            "  {} spikes not kept (a full hand-over ring, or not among the worst the run keeps: \
-             10 000 for --trace, 256 per CPU for timerlat)\n",
-            r.spikes_dropped
-        ));
-    }
-    if r.lost_events > 0 {
-        s.push_str("  the kernel lost trace events: spikes near them may be misattributed\n");
-    }
     s
+}
+
+/// What was counted on CPU `c` beside the trace: its NMIs (those in spikes where NMIs were
+/// traced), SMIs and steal.
+fn counted_on(r: &TraceReport, c: &CpuCounts) -> String {
+    let nmi_spikes: u32 = r
+        .spikes
+        .iter()
+        .filter(|s| s.cpu == c.cpu)
+        .filter_map(|s| s.why.nmis)
+        .sum();
+    let mut parts = Vec::new();
+    if r.nmi_traced {
+        parts.push(format!("{nmi_spikes} NMIs in spikes"));
+    } else if let Some(n) = c.nmis {
+        parts.push(format!("{n} NMIs in the run"));
+    }
+    if let Some(n) = c.smis {
+        parts.push(format!("{n} SMIs"));
+    }
+    // Steal at /proc/stat's resolution (whole ticks), never to a fraction.
+    let tick = r.steal_tick_ns.unwrap_or(10_000_000);
+    match (c.steal_ticks, c.steal_ns) {
+        (Some(t), _) => parts.push(format!("steal {}", steal_text(t, tick))),
+        (None, Some(n)) => parts.push(format!("steal {}", steal_text(n / tick, tick))),
+        _ => {}
+    }
+    format!("CPU {}: {}", c.cpu, parts.join(", "))
 }
