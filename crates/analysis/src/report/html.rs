@@ -321,6 +321,8 @@ fn run_section(l: &Loaded, linear: bool) -> String {
     s
 }
 
+/// The section comparing the groups: their distributions overlaid, the notes, the spikes
+/// per level and, for an experiment, the analysis.
 fn comparison(
     linear: bool,
     loaded: &[Loaded],
@@ -329,6 +331,22 @@ fn comparison(
     notes: &[String],
 ) -> String {
     let mut s = String::from("<section id=\"comparison\"><h2>Comparison</h2>");
+    s.push_str(&overlaid(linear, loaded, groups));
+    for n in notes {
+        let _ = write!(s, "<p class=\"meta\">{}</p>", esc(n));
+    }
+    s.push_str(&super::spikes::levels(loaded, groups));
+    if let Some(a) = a {
+        s.push_str(&verdicts(a));
+    }
+    s.push_str("</section>");
+    s
+}
+
+/// The groups' distributions overlaid (every series of a group's runs merged, the first
+/// [`charts::MAX_LINES`] groups drawn), where the runs' kind draws distributions.
+fn overlaid(linear: bool, loaded: &[Loaded], groups: &[Group]) -> String {
+    let mut s = String::new();
     let first = &loaded[groups[0].runs[0]].run;
     let unit = first
         .series
@@ -380,91 +398,96 @@ fn comparison(
             ));
         }
     }
-    for n in notes {
-        let _ = write!(s, "<p class=\"meta\">{}</p>", esc(n));
+    s
+}
+
+/// The analysis: its forest plot, a verdict table of a row per set and metric, its unit,
+/// baseline and replication, its warnings and the verdicts in words.
+fn verdicts(a: &Analysis) -> String {
+    let mut s = String::new();
+    if let Some(f) = charts::forest(a) {
+        s.push_str(&figure(&f, Some("a row per metric and level; point: the change from the baseline; bar: its interval (at the level of the Holm step that decided it); a dashed line marks no difference")));
     }
-    s.push_str(&super::spikes::levels(loaded, groups));
-    if let Some(a) = a {
-        if let Some(f) = charts::forest(a) {
-            s.push_str(&figure(&f, Some("a row per metric and level; point: the change from the baseline; bar: its interval (at the level of the Holm step that decided it); a dashed line marks no difference")));
+    s.push_str("<h3>Verdicts</h3><table class=\"verdicts\">");
+    s.push_str(&row(
+        &[
+            "set",
+            "metric",
+            "baseline",
+            "value",
+            "difference",
+            "interval",
+            "change",
+            "p (Holm)",
+            "verdict",
+        ]
+        .map(String::from),
+        true,
+    ));
+    for c in &a.comparisons {
+        for m in &c.metrics {
+            s.push_str(&verdict_row(&c.label, m));
         }
-        s.push_str("<h3>Verdicts</h3><table class=\"verdicts\">");
-        s.push_str(&row(
-            &[
-                "set",
-                "metric",
-                "baseline",
-                "value",
-                "difference",
-                "interval",
-                "change",
-                "p (Holm)",
-                "verdict",
-            ]
-            .map(String::from),
-            true,
-        ));
-        for c in &a.comparisons {
-            for m in &c.metrics {
-                use crate::compare::analysis::Verdict;
-                use crate::compare::verdict::{change_text, columns};
-                let [b, v, d, ci] = columns(m);
-                let tested = !matches!(
-                    m.verdict,
-                    Verdict::NotEstimable | Verdict::RunVariationUnknown
-                );
-                s.push_str(&row(
-                    &[
-                        c.label.clone(),
-                        m.metric.clone(),
-                        b,
-                        v,
-                        d,
-                        ci,
-                        if m.change_pct.is_finite() {
-                            change_text(m)
-                        } else {
-                            "-".into()
-                        },
-                        m.p_adjusted
-                            .filter(|_| tested)
-                            .map_or("-".into(), crate::compare::verdict::p_value),
-                        match (&m.verdict, &m.note) {
-                            (Verdict::NotEstimable, Some(n)) => format!("not estimable: {n}"),
-                            (v, _) => v.text().to_string(),
-                        },
-                    ],
-                    false,
-                ));
-            }
-        }
+    }
+    let _ = write!(
+        s,
+        "</table><p class=\"meta\">values in {}; baseline {}; unit of replication: {}</p>",
+        esc(&a.settings.unit),
+        esc(&a
+            .comparisons
+            .first()
+            .map_or(String::new(), |c| c.baseline.clone())),
+        esc(&a.replication)
+    );
+    for w in &a.warnings {
+        let _ = write!(s, "<p class=\"warn\">{}</p>", esc(w));
+    }
+    for v in crate::compare::verdict::verdicts(a) {
         let _ = write!(
             s,
-            "</table><p class=\"meta\">values in {}; baseline {}; unit of replication: {}</p>",
-            esc(&a.settings.unit),
-            esc(&a
-                .comparisons
-                .first()
-                .map_or(String::new(), |c| c.baseline.clone())),
-            esc(&a.replication)
+            "<div class=\"verdict\"><p>verdict: {}:</p><ul>",
+            esc(&v.head)
         );
-        for w in &a.warnings {
-            let _ = write!(s, "<p class=\"warn\">{}</p>", esc(w));
+        for l in v.metrics.iter().chain(&v.notes) {
+            let _ = write!(s, "<li>{}</li>", esc(l));
         }
-        for v in crate::compare::verdict::verdicts(a) {
-            let _ = write!(
-                s,
-                "<div class=\"verdict\"><p>verdict: {}:</p><ul>",
-                esc(&v.head)
-            );
-            for l in v.metrics.iter().chain(&v.notes) {
-                let _ = write!(s, "<li>{}</li>", esc(l));
-            }
-            s.push_str("</ul></div>");
-        }
+        s.push_str("</ul></div>");
     }
-    s.push_str("</section>");
     s
+}
+
+/// The verdict table's row of metric `m` of the set `label`.
+fn verdict_row(label: &str, m: &crate::compare::analysis::MetricCmp) -> String {
+    use crate::compare::analysis::Verdict;
+    use crate::compare::verdict::{change_text, columns};
+    let [b, v, d, ci] = columns(m);
+    let tested = !matches!(
+        m.verdict,
+        Verdict::NotEstimable | Verdict::RunVariationUnknown
+    );
+    row(
+        &[
+            label.to_string(),
+            m.metric.clone(),
+            b,
+            v,
+            d,
+            ci,
+            if m.change_pct.is_finite() {
+                change_text(m)
+            } else {
+                "-".into()
+            },
+            m.p_adjusted
+                .filter(|_| tested)
+                .map_or("-".into(), crate::compare::verdict::p_value),
+            match (&m.verdict, &m.note) {
+                (Verdict::NotEstimable, Some(n)) => format!("not estimable: {n}"),
+                (v, _) => v.text().to_string(),
+            },
+        ],
+        false,
+    )
 }
 
 fn run_list(loaded: &[Loaded]) -> String {
