@@ -134,27 +134,28 @@ fn per_cpu(t: &latlab_core::result::trace::TraceReport) -> Vec<CpuCauses> {
     }
 }
 
-/// An experiment's (or several groups') cause shares side by side: per level, the share of
-/// late time by cause kind over its traced runs (every CPU), as stacked bars and a table with
-/// the level's largest culprit group. Nothing when no run was traced.
-pub(crate) fn levels(loaded: &[Loaded], groups: &[Group]) -> String {
-    struct Level {
-        label: String,
-        runs: usize,
-        spikes: u64,
-        late_ns: u64,
-        by_kind: Vec<(&'static str, u64)>,
-        culprit: Option<(String, u64, Option<String>)>,
-    }
-    let mut rows = Vec::new();
-    for g in groups {
+/// One level's (group's) traced runs summed for [`levels`].
+struct Level {
+    label: String,
+    /// Its traced runs.
+    runs: usize,
+    spikes: u64,
+    late_ns: u64,
+    /// Late time per cause kind, in [`KINDS`]' order.
+    by_kind: Vec<(&'static str, u64)>,
+    /// Its largest culprit group: name, late time and scheduling policy.
+    culprit: Option<(String, u64, Option<String>)>,
+}
+
+impl Level {
+    /// The sums of group `g`'s traced runs (every CPU).
+    fn of(g: &Group, loaded: &[Loaded]) -> Level {
         let traced: Vec<&latlab_core::result::trace::TraceReport> = g
             .runs
             .iter()
             .filter_map(|&i| loaded.get(i).and_then(|l| l.run.trace.as_ref()))
             .collect();
         let per: Vec<CpuCauses> = traced.iter().flat_map(|t| per_cpu(t)).collect();
-        let late_ns: u64 = per.iter().map(|c| c.late_ns).sum();
         let by_kind = KINDS
             .iter()
             .map(|(k, _)| {
@@ -167,32 +168,75 @@ pub(crate) fn levels(loaded: &[Loaded], groups: &[Group]) -> String {
                 (*k, ns)
             })
             .collect();
-        let mut groups_ns: std::collections::BTreeMap<String, (u64, Option<String>)> =
-            Default::default();
-        for c in per
-            .iter()
-            .flat_map(|c| &c.causes)
-            .filter(|c| c.kind == "thread")
-        {
-            let e = groups_ns.entry(c.name.clone()).or_default();
-            e.0 += c.ns;
-            if e.1.is_none() {
-                e.1.clone_from(&c.policy);
-            }
-        }
-        let culprit = groups_ns
-            .into_iter()
-            .max_by(|a, b| a.1 .0.cmp(&b.1 .0).then_with(|| b.0.cmp(&a.0)))
-            .map(|(name, (ns, policy))| (name, ns, policy));
-        rows.push(Level {
+        Level {
             label: g.label.clone(),
             runs: traced.len(),
             spikes: per.iter().map(|c| c.spikes).sum(),
-            late_ns,
+            late_ns: per.iter().map(|c| c.late_ns).sum(),
             by_kind,
-            culprit,
-        });
+            culprit: largest_culprit(&per),
+        }
     }
+
+    /// Its row of the level table.
+    fn row(&self) -> String {
+        let mut s = format!(
+            "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{:.2}</td>",
+            esc(&self.label),
+            self.runs,
+            self.spikes,
+            self.late_ns as f64 / 1e6
+        );
+        for (_, ns) in &self.by_kind {
+            if self.late_ns == 0 {
+                s.push_str("<td>-</td>");
+            } else {
+                let _ = write!(
+                    s,
+                    "<td>{:.0}</td>",
+                    100.0 * *ns as f64 / self.late_ns as f64
+                );
+            }
+        }
+        let culprit = self.culprit.as_ref().map_or("-".to_string(), |(g, ns, p)| {
+            format!(
+                "{g}{} ({:.0} % of late time)",
+                p.as_deref().map(|p| format!(" {p}")).unwrap_or_default(),
+                100.0 * *ns as f64 / self.late_ns.max(1) as f64
+            )
+        });
+        let _ = write!(s, "<td class=\"l\">{}</td></tr>", esc(&culprit));
+        s
+    }
+}
+
+/// The thread group holding the most late time in `per` (on a tie, the first by name), with
+/// that time and the first scheduling policy seen of it.
+fn largest_culprit(per: &[CpuCauses]) -> Option<(String, u64, Option<String>)> {
+    let mut groups_ns: std::collections::BTreeMap<String, (u64, Option<String>)> =
+        Default::default();
+    for c in per
+        .iter()
+        .flat_map(|c| &c.causes)
+        .filter(|c| c.kind == "thread")
+    {
+        let e = groups_ns.entry(c.name.clone()).or_default();
+        e.0 += c.ns;
+        if e.1.is_none() {
+            e.1.clone_from(&c.policy);
+        }
+    }
+    groups_ns
+        .into_iter()
+        .max_by(|a, b| a.1 .0.cmp(&b.1 .0).then_with(|| b.0.cmp(&a.0)))
+        .map(|(name, (ns, policy))| (name, ns, policy))
+}
+
+/// An experiment's (or several groups') cause shares side by side: per level, the share of
+/// late time by cause kind over its traced runs (every CPU), as stacked bars and a table with
+/// the level's largest culprit group. Nothing when no run was traced.
+pub(crate) fn levels(loaded: &[Loaded], groups: &[Group]) -> String {
+    let rows: Vec<Level> = groups.iter().map(|g| Level::of(g, loaded)).collect();
     if rows.iter().all(|r| r.runs == 0) {
         return String::new();
     }
@@ -219,29 +263,7 @@ pub(crate) fn levels(loaded: &[Loaded], groups: &[Group]) -> String {
     }
     s.push_str("<th class=\"l\">largest culprit group</th></tr>");
     for r in &rows {
-        let _ = write!(
-            s,
-            "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{:.2}</td>",
-            esc(&r.label),
-            r.runs,
-            r.spikes,
-            r.late_ns as f64 / 1e6
-        );
-        for (_, ns) in &r.by_kind {
-            if r.late_ns == 0 {
-                s.push_str("<td>-</td>");
-            } else {
-                let _ = write!(s, "<td>{:.0}</td>", 100.0 * *ns as f64 / r.late_ns as f64);
-            }
-        }
-        let culprit = r.culprit.as_ref().map_or("-".to_string(), |(g, ns, p)| {
-            format!(
-                "{g}{} ({:.0} % of late time)",
-                p.as_deref().map(|p| format!(" {p}")).unwrap_or_default(),
-                100.0 * *ns as f64 / r.late_ns.max(1) as f64
-            )
-        });
-        let _ = write!(s, "<td class=\"l\">{}</td></tr>", esc(&culprit));
+        s.push_str(&r.row());
     }
     s.push_str("</table></section>");
     s
