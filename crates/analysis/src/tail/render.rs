@@ -1,6 +1,6 @@
 //! `latlab tail`'s text and JSON output.
 
-use super::Report;
+use super::{FitSummary, Report};
 use latlab_core::config::DisplayUnit;
 use latlab_core::stats::cfmt::g;
 use latlab_core::stats::evt::Method;
@@ -25,9 +25,21 @@ fn unit_name(r: &Report, unit: DisplayUnit) -> String {
 
 /// The text report.
 pub fn text(r: &Report, unit: DisplayUnit) -> String {
+    let mut s = header(r);
+    if let Some(f) = &r.refusal {
+        let _ = writeln!(s, "\ncannot model the tail: {}", f.reason);
+        let _ = writeln!(s, "what would help: {}", f.help);
+        return s;
+    }
+    let Some(f) = &r.fit else { return s };
+    s.push_str(&fit(r, f, unit));
+    s.push_str(&quantiles(r, unit));
+    s
+}
+
+/// What the tail was read from: the samples, whether in order, their rate, and the notes.
+fn header(r: &Report) -> String {
     let mut s = String::new();
-    let u = unit_name(r, unit);
-    let sp = if u.is_empty() { "" } else { " " };
     let _ = write!(
         s,
         "tail of {} samples ({}",
@@ -45,12 +57,15 @@ pub fn text(r: &Report, unit: DisplayUnit) -> String {
     for n in &r.notes {
         let _ = writeln!(s, "  {n}");
     }
-    if let Some(f) = &r.refusal {
-        let _ = writeln!(s, "\ncannot model the tail: {}", f.reason);
-        let _ = writeln!(s, "what would help: {}", f.help);
-        return s;
-    }
-    let Some(f) = &r.fit else { return s };
+    s
+}
+
+/// The fit: its threshold, exceedances and clusters, and the generalized Pareto's
+/// parameters with their goodness of fit.
+fn fit(r: &Report, f: &FitSummary, unit: DisplayUnit) -> String {
+    let mut s = String::new();
+    let u = unit_name(r, unit);
+    let sp = if u.is_empty() { "" } else { " " };
     let _ = writeln!(
         s,
         "\nthreshold {}{sp}{u}: {} samples above it in {} clusters{}",
@@ -79,6 +94,14 @@ pub fn text(r: &Report, unit: DisplayUnit) -> String {
         g(f.gof_p, 2),
         g(f.gap_p, 2)
     );
+    s
+}
+
+/// The table of latencies exceeded with each probability asked for, with their intervals
+/// and where each comes from, and the notes its rows call for.
+fn quantiles(r: &Report, unit: DisplayUnit) -> String {
+    let mut s = String::new();
+    let u = unit_name(r, unit);
     let head = match &r.per {
         Some(p) => format!("P per {p}"),
         None => "P per sample".to_string(),
