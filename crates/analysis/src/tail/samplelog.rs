@@ -40,15 +40,73 @@ pub(crate) fn scan_reader(
     keep: usize,
     want: &dyn Fn(&str) -> bool,
 ) -> std::result::Result<Scan, String> {
-    let mut pos = 0u64;
-    let exact = |r: &mut dyn Read, buf: &mut [u8], pos: &mut u64| {
-        r.read_exact(buf)
-            .map_err(|_| format!("truncated at byte {pos}"))?;
-        *pos += buf.len() as u64;
-        Ok::<(), String>(())
+    let mut src = Counted { r, pos: 0 };
+    let names = header(&mut src)?;
+    let s = names.len();
+    let selected: Vec<bool> = names.iter().map(|n| want(n)).collect();
+    let mut counts = vec![0u64; s];
+    let mut top = Top {
+        heap: BinaryHeap::with_capacity(keep + 1),
+        keep,
+        cut: 0,
     };
+    let mut buf: Vec<u8> = Vec::new();
+    loop {
+        let at = src.pos;
+        let Some((idx, n)) = block_header(&mut src)? else {
+            return Ok(finish(names, counts, None, top));
+        };
+        if idx == TRAILER {
+            let lost = trailer(&mut src, at, n, s)?;
+            return Ok(finish(names, counts, Some(lost), top));
+        }
+        let i = idx as usize;
+        if i >= s {
+            return Err(format!("block at byte {at} names series {idx} of {s}"));
+        }
+        if n > 65536 {
+            return Err(format!("block at byte {at} claims {n} samples"));
+        }
+        buf.resize(n * 8, 0);
+        if src.exact(&mut buf).is_err() {
+            // The last block cut short by a kill: the complete blocks stand.
+            return Ok(finish(names, counts, None, top));
+        }
+        let base = counts[i];
+        counts[i] += n as u64;
+        if !selected[i] || keep == 0 {
+            continue;
+        }
+        for (j, c) in buf.chunks_exact(8).enumerate() {
+            let v = u64::from_le_bytes(c.try_into().expect("8 bytes"));
+            top.offer(v, idx, base + j as u64);
+        }
+    }
+}
+
+/// A reader that counts the bytes read from it, for messages that say where.
+struct Counted<'r, R> {
+    r: &'r mut R,
+    /// Bytes read so far.
+    pos: u64,
+}
+
+impl<R: Read> Counted<'_, R> {
+    /// Fills `buf`, or says where the log ends short.
+    fn exact(&mut self, buf: &mut [u8]) -> std::result::Result<(), String> {
+        self.r
+            .read_exact(buf)
+            .map_err(|_| format!("truncated at byte {}", self.pos))?;
+        self.pos += buf.len() as u64;
+        Ok(())
+    }
+}
+
+/// The series names of the log's header, its magic and version checked.
+fn header<R: Read>(src: &mut Counted<R>) -> std::result::Result<Vec<String>, String> {
     let mut head = [0u8; 16];
-    exact(r, &mut head, &mut pos).map_err(|_| "not a latlab sample log (too short)")?;
+    src.exact(&mut head)
+        .map_err(|_| "not a latlab sample log (too short)")?;
     if &head[..8] != latlab_core::samples::MAGIC {
         return Err("not a latlab sample log (bad magic)".into());
     }
@@ -66,97 +124,98 @@ pub(crate) fn scan_reader(
     let mut names = Vec::with_capacity(s);
     for _ in 0..s {
         let mut l = [0u8; 2];
-        exact(r, &mut l, &mut pos)?;
+        src.exact(&mut l)?;
         let mut b = vec![0u8; u16::from_le_bytes(l) as usize];
-        exact(r, &mut b, &mut pos)?;
-        let at = pos;
+        src.exact(&mut b)?;
+        let at = src.pos;
         names.push(
             String::from_utf8(b)
                 .map_err(|_| format!("series name before byte {at} is not UTF-8"))?,
         );
         let mut cpu = [0u8; 4];
-        exact(r, &mut cpu, &mut pos)?;
+        src.exact(&mut cpu)?;
     }
-    let selected: Vec<bool> = names.iter().map(|n| want(n)).collect();
-    let mut counts = vec![0u64; s];
-    let mut heap: BinaryHeap<Reverse<(u64, u32, u64)>> = BinaryHeap::with_capacity(keep + 1);
-    let mut cut = 0u64;
-    let mut buf: Vec<u8> = Vec::new();
-    loop {
-        let at = pos;
-        let mut bh = [0u8; 8];
-        // A clean end between blocks: a log cut short (no trailer).
-        match r.read(&mut bh[..1]) {
-            Ok(0) => {
-                return Ok(finish(names, counts, None, heap));
+    Ok(names)
+}
+
+/// The next block's header: its series index (or [`TRAILER`]) and its sample count; `None`
+/// where the log ends before one, cleanly between blocks or cut inside the header (a log
+/// cut short: everything before it stands).
+fn block_header<R: Read>(
+    src: &mut Counted<R>,
+) -> std::result::Result<Option<(u32, usize)>, String> {
+    let at = src.pos;
+    let mut bh = [0u8; 8];
+    match src.r.read(&mut bh[..1]) {
+        Ok(0) => return Ok(None),
+        Ok(_) => {}
+        Err(e) => return Err(format!("read failed at byte {at}: {e}")),
+    }
+    src.pos += 1;
+    if src.exact(&mut bh[1..]).is_err() {
+        return Ok(None);
+    }
+    let idx = u32::from_le_bytes(bh[..4].try_into().expect("4 bytes"));
+    let n = u32::from_le_bytes(bh[4..].try_into().expect("4 bytes")) as usize;
+    Ok(Some((idx, n)))
+}
+
+/// The trailer (its header at byte `at` naming `n` series): the lost samples of each of the
+/// header's `s` series, and nothing after them.
+fn trailer<R: Read>(
+    src: &mut Counted<R>,
+    at: u64,
+    n: usize,
+    s: usize,
+) -> std::result::Result<Vec<u64>, String> {
+    if n != s {
+        return Err(format!("trailer at byte {at} names {n} series, header {s}"));
+    }
+    let mut lost = Vec::with_capacity(s);
+    for _ in 0..s {
+        let mut b = [0u8; 8];
+        src.exact(&mut b)?;
+        lost.push(u64::from_le_bytes(b));
+    }
+    let mut extra = [0u8; 1];
+    if matches!(src.r.read(&mut extra), Ok(n) if n > 0) {
+        return Err(format!(
+            "unexpected data after the trailer (which ends at byte {})",
+            src.pos
+        ));
+    }
+    Ok(lost)
+}
+
+/// The `keep` largest samples seen so far, as (value, series, position) in a min-heap.
+struct Top {
+    heap: BinaryHeap<Reverse<(u64, u32, u64)>>,
+    keep: usize,
+    /// The smallest value kept once `keep` are: only a larger one gets in.
+    cut: u64,
+}
+
+impl Top {
+    /// Keeps sample `pos` of `series`, `v`, if it is among the largest. Runs once per sample:
+    /// one comparison for most, the heap only for the few above the cut.
+    #[inline]
+    fn offer(&mut self, v: u64, series: u32, pos: u64) {
+        if v > self.cut || self.heap.len() < self.keep {
+            self.heap.push(Reverse((v, series, pos)));
+            if self.heap.len() > self.keep {
+                self.heap.pop();
             }
-            Ok(_) => {}
-            Err(e) => return Err(format!("read failed at byte {at}: {e}")),
-        }
-        pos += 1;
-        if exact(r, &mut bh[1..], &mut pos).is_err() {
-            // A block header cut in the middle: everything before it stands.
-            return Ok(finish(names, counts, None, heap));
-        }
-        let idx = u32::from_le_bytes(bh[..4].try_into().expect("4 bytes"));
-        let n = u32::from_le_bytes(bh[4..].try_into().expect("4 bytes")) as usize;
-        if idx == TRAILER {
-            if n != s {
-                return Err(format!("trailer at byte {at} names {n} series, header {s}"));
-            }
-            let mut lost = Vec::with_capacity(s);
-            for _ in 0..s {
-                let mut b = [0u8; 8];
-                exact(r, &mut b, &mut pos)?;
-                lost.push(u64::from_le_bytes(b));
-            }
-            let mut extra = [0u8; 1];
-            if matches!(r.read(&mut extra), Ok(n) if n > 0) {
-                return Err(format!(
-                    "unexpected data after the trailer (which ends at byte {pos})"
-                ));
-            }
-            return Ok(finish(names, counts, Some(lost), heap));
-        }
-        let i = idx as usize;
-        if i >= s {
-            return Err(format!("block at byte {at} names series {idx} of {s}"));
-        }
-        if n > 65536 {
-            return Err(format!("block at byte {at} claims {n} samples"));
-        }
-        buf.resize(n * 8, 0);
-        if exact(r, &mut buf, &mut pos).is_err() {
-            // The last block cut short by a kill: the complete blocks stand.
-            return Ok(finish(names, counts, None, heap));
-        }
-        let base = counts[i];
-        counts[i] += n as u64;
-        if !selected[i] || keep == 0 {
-            continue;
-        }
-        for (j, c) in buf.chunks_exact(8).enumerate() {
-            let v = u64::from_le_bytes(c.try_into().expect("8 bytes"));
-            if v > cut || heap.len() < keep {
-                heap.push(Reverse((v, idx, base + j as u64)));
-                if heap.len() > keep {
-                    heap.pop();
-                }
-                if heap.len() == keep {
-                    cut = heap.peek().map_or(0, |x| x.0 .0);
-                }
+            if self.heap.len() == self.keep {
+                self.cut = self.heap.peek().map_or(0, |x| x.0 .0);
             }
         }
     }
 }
 
-fn finish(
-    names: Vec<String>,
-    counts: Vec<u64>,
-    lost: Option<Vec<u64>>,
-    heap: BinaryHeap<Reverse<(u64, u32, u64)>>,
-) -> Scan {
-    let top = heap
+/// What the pass found once the log ends (`lost`: its trailer's, if it has one).
+fn finish(names: Vec<String>, counts: Vec<u64>, lost: Option<Vec<u64>>, top: Top) -> Scan {
+    let top = top
+        .heap
         .into_iter()
         .map(|Reverse((v, series, pos))| Exceedance {
             value: v as f64,
