@@ -2,9 +2,11 @@
 //! with a mock executor): no real-time threads, no signals, no binary.
 
 use super::*;
+use latlab_core::error::Error;
 use latlab_core::rt::Control;
 use latlab_core::store::{BundleEntry, Filter, RunRow, Store};
 use std::cell::Cell;
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
