@@ -6,14 +6,18 @@
 //! while it runs, from a thread off the measured CPUs, so a change says when it happened. Each
 //! change becomes a [`GroundChange`] in the result: what, from, to, and when.
 
+mod company;
+mod poll;
+
+pub(crate) use company::{company_at_start, Keyed};
+
+use company::company;
 use latlab_core::result::GroundChange;
+use poll::poll;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-/// How often the cheap settings are read during a run.
-const POLL: Duration = Duration::from_millis(200);
+use std::time::Instant;
 
 /// The environment variable a plan sets for its runs: the settings it put in force, one per
 /// line (its path, then a tab and what it read once the plan set it), watched like the
@@ -55,54 +59,6 @@ fn read(path: &Path) -> Option<String> {
     let mut s = String::new();
     f.take(4096).read_to_string(&mut s).ok()?;
     Some(s.trim().to_string())
-}
-
-/// A polled setting's file, kept open and read again from its start each poll (sysfs and
-/// procfs make a fresh value at offset 0): a poll costs a read, not a path walk, an open, a
-/// read and a close, and allocates only when the value changed. The watch's thread runs all
-/// through a measurement, so its CPU is part of what latlab costs beside cyclictest.
-struct Polled {
-    path: PathBuf,
-    file: Option<std::fs::File>,
-}
-
-impl Polled {
-    fn new(path: &Path) -> Polled {
-        Polled {
-            path: path.to_path_buf(),
-            file: None,
-        }
-    }
-
-    /// The value now (its first `buf.len()` bytes, read into `buf`), trimmed, as [`read`]
-    /// gives it; a file that fails is opened again on the next poll (one that went away and
-    /// came back is read).
-    fn read<'b>(&mut self, buf: &'b mut [u8]) -> Option<&'b str> {
-        use std::os::unix::fs::FileExt;
-        if self.file.is_none() {
-            self.file = std::fs::File::open(&self.path).ok();
-        }
-        let f = self.file.as_ref()?;
-        let mut n = 0;
-        while n < buf.len() {
-            match f.read_at(&mut buf[n..], n as u64) {
-                Ok(0) => break,
-                // A value comes whole from one read (sysfs's show, a sysctl's handler, a
-                // regular file short of its end): a second read would only say "end".
-                Ok(k) if n + k < buf.len() => {
-                    n += k;
-                    break;
-                }
-                Ok(k) => n += k,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(_) => {
-                    self.file = None;
-                    return None;
-                }
-            }
-        }
-        std::str::from_utf8(&buf[..n]).ok().map(str::trim)
-    }
 }
 
 /// What is watched for a run on `cpus` under roots `sys` and `proc`.
@@ -178,149 +134,6 @@ fn plan_settings() -> Vec<(PathBuf, Option<String>)> {
         .collect()
 }
 
-/// Real-time tasks as text keyed by thread id (what [`Watch`] compares at the end).
-pub(crate) type Keyed = Vec<(i32, String)>;
-
-/// The real-time tasks of other processes allowed on `cpus`, as text keyed by task; another
-/// latlab's helper threads are not company (as at the start, [`company_at_start`]).
-fn company(proc: &Path, cpus: &[usize]) -> Keyed {
-    let tasks =
-        latlab_core::sys::procs::rt_tasks_on(proc, cpus, latlab_core::sys::process::getpid());
-    let others: Vec<_> = tasks
-        .into_iter()
-        .filter(|t| !HELPERS.contains(&t.comm.as_str()))
-        .collect();
-    keyed(&others)
-}
-
-/// Tasks as text keyed by thread.
-fn keyed(tasks: &[latlab_core::sys::procs::Task]) -> Keyed {
-    tasks
-        .iter()
-        .map(|t| {
-            (
-                t.tid,
-                format!(
-                    "{} {} {} (pid {}, thread {} '{}', CPUs {})",
-                    t.policy,
-                    t.prio,
-                    t.command,
-                    t.pid,
-                    t.tid,
-                    t.comm,
-                    list(&t.allowed)
-                ),
-            )
-        })
-        .collect()
-}
-
-fn list(cpus: &[usize]) -> String {
-    cpus.iter()
-        .map(usize::to_string)
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
-/// latlab's own threads that do not measure (some run at a real-time priority to stay in
-/// control: the signal thread at FIFO 99), by name.
-const HELPERS: &[&str] = &[
-    "latlab-signals",
-    "latlab-trace",
-    "latlab-ground",
-    "latlab-live",
-    "latlab-watchdog",
-    "latlab-samples",
-    "latlab-http",
-    "latlab-http-conn",
-    "latlab-probe",
-    "latlab-saving",
-];
-
-/// Whether thread name `comm` is a latlab measuring thread (`latlab-<series>`).
-fn measuring(comm: &str) -> bool {
-    comm.starts_with("latlab-") && !HELPERS.contains(&comm)
-}
-
-/// This process's ancestors (a plan runs its measurements as children: its threads are not
-/// company).
-fn ancestors(proc: &Path) -> Vec<i32> {
-    let mut out = Vec::new();
-    let mut pid = latlab_core::sys::process::getpid();
-    for _ in 0..64 {
-        let ppid = std::fs::read_to_string(proc.join(format!("{pid}/stat")))
-            .ok()
-            .and_then(|s| {
-                s.get(s.rfind(')')? + 1..)?
-                    .split_whitespace()
-                    .nth(1)?
-                    .parse::<i32>()
-                    .ok()
-            });
-        match ppid {
-            Some(p) if p > 1 => {
-                out.push(p);
-                pid = p;
-            }
-            _ => break,
-        }
-    }
-    out
-}
-
-/// What [`company_at_start`] found.
-pub(crate) struct StartCompany {
-    /// A warning per real-time task of another process on the measured CPUs.
-    pub(crate) warnings: Vec<String>,
-    /// Whether one of them is another latlab's measuring thread.
-    pub(crate) twin: bool,
-    /// Every real-time task the scan saw (helpers and ancestors included), keyed as
-    /// [`Watch`] keeps them: a watch started on the same CPUs right after can take it
-    /// instead of scanning every task again ([`Watch::start`]).
-    pub(crate) seen: Keyed,
-}
-
-/// Real-time company found on the measured CPUs at the start: a warning each, and whether any
-/// of it is another latlab's measuring thread (two measurements on the same CPUs). latlab's
-/// helper threads and this process's ancestors (a plan's runner) are not company.
-pub(crate) fn company_at_start(cpus: &[usize]) -> StartCompany {
-    let proc = Path::new("/proc");
-    let family = ancestors(proc);
-    let all = latlab_core::sys::procs::rt_tasks_on(proc, cpus, latlab_core::sys::process::getpid());
-    let seen = keyed(&all);
-    let tasks: Vec<_> = all
-        .into_iter()
-        .filter(|t| !family.contains(&t.pid) && !HELPERS.contains(&t.comm.as_str()))
-        .collect();
-    let latlab = tasks.iter().any(|t| measuring(&t.comm));
-    let warnings = tasks
-        .iter()
-        .map(|t| {
-            format!(
-                "another process's real-time task may run on the measured CPUs: pid {} ({}), \
-                 thread {} '{}', {} priority {}, allowed on CPUs {}{}",
-                t.pid,
-                t.command,
-                t.tid,
-                t.comm,
-                t.policy,
-                t.prio,
-                list(&t.allowed),
-                if measuring(&t.comm) {
-                    ": another latlab measurement on the same CPUs, each disturbs the other"
-                } else {
-                    ""
-                }
-            )
-        })
-        .collect();
-    StartCompany {
-        warnings,
-        twin: latlab,
-        seen,
-    }
-}
-
 /// What the polling has seen so far, for results stored while the run goes on (a monitor's
 /// snapshot, a qualification's checkpoint): each carries the changes of its own interval.
 #[derive(Clone)]
@@ -367,7 +180,7 @@ pub(crate) struct Watch {
 impl Watch {
     /// Reads everything for a run on `cpus` and starts polling the cheap settings on
     /// `housekeeping` CPUs (where there are any). `company`: the real-time tasks on `cpus`
-    /// when a scan just found them ([`StartCompany::seen`]); None scans now.
+    /// when a scan just found them ([`company::StartCompany::seen`]); None scans now.
     pub(crate) fn start(
         cpus: &[usize],
         housekeeping: Option<Vec<usize>>,
@@ -524,131 +337,6 @@ impl Watch {
     }
 }
 
-/// Polls `items` until `stop`: a change each time a value differs from the one before (also
-/// added to `seen` as it is found). `kmsg`, when readable, adds the clocksource switches the
-/// kernel logged, at the log's time (`boot_s`: the start on its clock), so one undone within a
-/// poll is still seen.
-fn poll(
-    mut items: Vec<(Item, Option<String>)>,
-    (stop, continued): (&AtomicBool, &AtomicBool),
-    (t0, boot_s): (Instant, f64),
-    seen: &std::sync::Mutex<Vec<GroundChange>>,
-    mut kmsg: Option<super::kmsg::Kmsg>,
-) -> Vec<GroundChange> {
-    let mut changes = Vec::new();
-    let note = |c: GroundChange, changes: &mut Vec<GroundChange>| {
-        seen.lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(c.clone());
-        changes.push(c);
-    };
-    let mut logged = |items: &mut Vec<(Item, Option<String>)>, changes: &mut Vec<GroundChange>| {
-        let Some(k) = kmsg.as_mut() else { return };
-        for (at, what) in k.changes() {
-            use super::kmsg::Logged;
-            let item = match what {
-                Logged::Clocksource(_) => "clocksource",
-                Logged::Offline(_) | Logged::Online(_) => "online CPUs",
-            };
-            let Some((i, last)) = items.iter_mut().find(|(i, _)| i.what == item) else {
-                continue;
-            };
-            let to = match what {
-                Logged::Clocksource(to) => to,
-                // A CPU taken offline and back within one poll: the online set in between.
-                Logged::Offline(c) | Logged::Online(c) => {
-                    let Some(set) = last
-                        .as_deref()
-                        .and_then(|l| latlab_core::config::CpuSet::parse(l).ok())
-                    else {
-                        continue;
-                    };
-                    let on = matches!(what, Logged::Online(_));
-                    let mut v: Vec<usize> = set.iter().filter(|&x| x != c).collect();
-                    if on {
-                        v.push(c);
-                    }
-                    v.sort_unstable();
-                    latlab_core::config::CpuSet::from_cpus(v).to_string()
-                }
-            };
-            if last.as_deref() != Some(to.as_str()) {
-                let elapsed = t0.elapsed().as_secs_f64();
-                note(
-                    GroundChange {
-                        what: i.what.clone(),
-                        from: last.clone().unwrap_or_else(|| "(unreadable)".into()),
-                        to: to.clone(),
-                        at_s: Some((at - boot_s).clamp(0.0, elapsed)),
-                    },
-                    changes,
-                );
-                *last = Some(to);
-            }
-        }
-    };
-    let mut files: Vec<Polled> = items.iter().map(|(i, _)| Polled::new(&i.path)).collect();
-    // On the thread's stack: a heap buffer here grew the thread's malloc arena, which
-    // mlockall's MCL_FUTURE makes present at once (~45 more page faults a run).
-    let mut buf = [0u8; 4096];
-    let mut last = Instant::now();
-    loop {
-        // Woken early by `finish` (an unpark), so the end of a run never waits for a poll.
-        let due = Instant::now() + POLL;
-        while !stop.load(Ordering::Acquire) && Instant::now() < due {
-            std::thread::park_timeout(due.saturating_duration_since(Instant::now()));
-        }
-        logged(&mut items, &mut changes);
-        // A SIGCONT after a poll that came late: the process was stopped meanwhile. (A
-        // SIGCONT alone is no stop: `timeout` sends one after its SIGTERM.)
-        let gap = last.elapsed();
-        last = Instant::now();
-        if continued.swap(false, Ordering::AcqRel) && gap > POLL + STOP_SEEN {
-            note(
-                stopped(t0.elapsed().as_secs_f64(), gap.as_secs_f64()),
-                &mut changes,
-            );
-        }
-        if stop.load(Ordering::Acquire) {
-            break;
-        }
-        // The measuring threads' policies, from outside them.
-        latlab_core::rt::policy::poll();
-        for ((i, last), file) in items.iter_mut().zip(files.iter_mut()) {
-            let now = file.read(&mut buf);
-            if now != last.as_deref() {
-                let now = now.map(str::to_string);
-                let c = GroundChange {
-                    what: i.what.clone(),
-                    from: last.clone().unwrap_or_else(|| "(unreadable)".into()),
-                    to: now.clone().unwrap_or_else(|| "(unreadable)".into()),
-                    at_s: Some(t0.elapsed().as_secs_f64()),
-                };
-                note(c, &mut changes);
-                *last = now;
-            }
-        }
-    }
-    changes
-}
-
-/// How much later than due a poll must come, with a SIGCONT, to be a stop.
-const STOP_SEEN: Duration = Duration::from_millis(100);
-
-/// The change a SIGCONT says: the process was stopped (for up to `gap_s`) and continued,
-/// `at_s` into the run.
-fn stopped(at_s: f64, gap_s: f64) -> GroundChange {
-    // The stop began after the last poll and before the next was due (the due time passed
-    // while stopped), and ended just before this poll: it lasted from `gap - POLL` to `gap`.
-    let least = (gap_s - POLL.as_secs_f64()).max(0.0);
-    GroundChange {
-        what: STOPPED.into(),
-        from: "running".into(),
-        to: format!("stopped for {least:.1} to {gap_s:.1} s, then continued (SIGCONT)"),
-        at_s: Some(at_s),
-    }
-}
-
 /// A change as a warning: `clocksource changed from tsc to kvm-clock 3.2 s into the run`.
 pub(crate) fn warning(c: &GroundChange) -> String {
     if let Some(path) = c.what.strip_suffix(NOT_THE_LEVEL) {
@@ -684,6 +372,7 @@ pub(crate) fn warning(c: &GroundChange) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::poll::{stopped, Polled, POLL};
     use super::*;
 
     #[test]
