@@ -2,8 +2,11 @@
 //! measurement stored under one experiment id; knobs journaled and always restored; at the end
 //! each combination against the baseline, ministat-style and tail-aware.
 
+mod hooks;
+
 use super::plan::{Order, Plan};
 use crate::settings::Knobs;
+use hooks::{posts, pres};
 use latlab_core::error::{Error, Result};
 use latlab_core::result::Run;
 use latlab_core::rt::Control;
@@ -171,6 +174,9 @@ fn plan_name(path: &Path) -> String {
     })
 }
 
+/// Makes the plan's runs in `order`, each between its levels' `pre` and `post` hooks, until
+/// the end or an interrupt; the runs kept for the comparison go to `files`, those stored but
+/// left out are counted in `left_out`.
 #[allow(clippy::too_many_arguments)]
 fn execute(
     plan_file: &str,
@@ -186,87 +192,105 @@ fn execute(
 ) -> Result<()> {
     let exe = std::env::current_exe()
         .map_err(|e| Error::Env(format!("cannot find latlab's own binary: {e}")))?;
-    let mut warned: Vec<&'static str> = Vec::new();
+    let mut runs = Runs {
+        exe: &exe,
+        plan_file,
+        plan,
+        exp,
+        store,
+        knobs,
+        control,
+        files,
+        left_out,
+        on_disturbed,
+        warned: Vec::new(),
+    };
     for (i, &(ci, r)) in order.iter().enumerate() {
         if control.was_interrupted() {
             break;
         }
         let combo = &combos[ci];
-        let mut watch = set_levels(plan, combo, knobs)?;
+        let watch = set_levels(plan, combo, runs.knobs)?;
         let progress = format!(
             "[{}/{}] {} repeat {r}",
             i + 1,
             order.len(),
             plan.label(combo)
         );
-        for (f, &l) in plan.factors.iter().zip(combo) {
-            if let Some(cmd) = f.pre.get(&f.levels[l]) {
-                let what = format!("factor {} level {} pre", f.name, f.levels[l]);
-                if !shell(cmd, &what, control, Hook::Pre)? {
-                    latlab_core::note!("{progress}: interrupted in its {what} command");
-                    // What the pre hooks began, the post hooks undo.
-                    posts(plan, combo, control, &progress)?;
-                    return Ok(());
-                }
-            }
+        // What the pre hooks began, the post hooks undo, even when the run was interrupted.
+        if !pres(plan, combo, control, &progress)?
+            || !runs.make(i + 1, (ci, r), combo, &progress, watch)?
+        {
+            posts(plan, combo, control, &progress)?;
+            return Ok(());
         }
+        if !posts(plan, combo, control, &progress)? {
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+/// What the runs of one plan share as they are made one after the other.
+struct Runs<'a> {
+    /// latlab's own binary, which makes each run.
+    exe: &'a Path,
+    plan_file: &'a str,
+    plan: &'a Plan,
+    /// The experiment id every run is tagged with.
+    exp: &'a str,
+    store: Option<&'a str>,
+    knobs: &'a mut Knobs,
+    control: &'a Control,
+    /// The runs kept for the comparison, per combination.
+    files: &'a mut [Vec<(Run, String)>],
+    /// Runs stored but left out of the comparison.
+    left_out: &'a mut usize,
+    on_disturbed: OnDisturbed,
+    /// The figures a short run was already noted for ([`short_run_note`]).
+    warned: Vec<&'static str>,
+}
+
+impl Runs<'_> {
+    /// Makes the `r`th run of combination `ci` (`combo`; the plan's `n`th run) with the
+    /// settings to `watch`, again while its ground moved and `--on-disturbed rerun` allows;
+    /// false when it was interrupted before it saved a result (said).
+    fn make(
+        &mut self,
+        n: usize,
+        (ci, r): (usize, u32),
+        combo: &[usize],
+        progress: &str,
+        mut watch: Vec<String>,
+    ) -> Result<bool> {
         let mut attempt = 0;
         loop {
             let c = command(
-                &exe,
-                plan,
+                self.exe,
+                self.plan,
                 combo,
-                (exp, plan_file),
-                store,
+                (self.exp, self.plan_file),
+                self.store,
                 (ci, r),
                 &watch.join("\n"),
             );
-            match run_child(c, control, i + 1, &plan.label(combo))? {
+            match run_child(c, self.control, n, &self.plan.label(combo))? {
                 Child::Nothing => {
                     latlab_core::note!("{progress}: interrupted before it saved a result");
-                    posts(plan, combo, control, &progress)?;
-                    return Ok(());
+                    return Ok(false);
                 }
                 Child::Saved(run, name) if run.disturbed() => {
-                    let why: Vec<String> = run
-                        .ground
-                        .iter()
-                        .filter(|g| g.what != latlab_core::result::COMPANY)
-                        .map(latlab_core::result::GroundChange::short)
-                        .collect();
-                    let again = on_disturbed == OnDisturbed::Rerun
-                        && attempt < MAX_RERUNS
-                        && !control.was_interrupted();
-                    latlab_core::note!(
-                        "{progress}: run {} disturbed ({}){}",
-                        name.trim_start_matches("run:"),
-                        why.join(", "),
-                        if again {
-                            "; left out and made again"
-                        } else {
-                            ""
-                        }
-                    );
-                    if again {
-                        *left_out += 1;
+                    if self.again(run, name, ci, attempt, progress)? {
                         attempt += 1;
                         // Made again at the level (another process may have changed it).
-                        watch = set_levels(plan, combo, knobs)?;
+                        watch = set_levels(self.plan, combo, self.knobs)?;
                         continue;
-                    }
-                    let stop = on_disturbed == OnDisturbed::Stop;
-                    files[ci].push((*run, name));
-                    if stop {
-                        return Err(Error::Env(format!(
-                            "{progress}: the ground moved under the run (--on-disturbed stop): {}",
-                            why.join(", ")
-                        )));
                     }
                 }
                 // Cut short by the plan's interruption: kept in the store, but a partial run
                 // beside whole ones would bias the comparison (its max and tail low).
                 Child::Saved(run, name) if run.interrupted => {
-                    *left_out += 1;
+                    *self.left_out += 1;
                     latlab_core::note!(
                         "{progress}: run {} interrupted after {:.1} s: stored, left out of the \
                          comparison",
@@ -280,41 +304,57 @@ fn execute(
                         name.trim_start_matches("run:"),
                         run_warnings(&run)
                     );
-                    short_run_note(&run, &mut warned);
-                    files[ci].push((*run, name));
+                    short_run_note(&run, &mut self.warned);
+                    self.files[ci].push((*run, name));
                 }
             }
-            break;
-        }
-        if !posts(plan, combo, control, &progress)? {
-            return Ok(());
+            return Ok(true);
         }
     }
-    Ok(())
-}
 
-/// Runs the `post` hooks of a run's levels (also after an interrupted run: they undo what the
-/// `pre` hooks did). False when one was cut short (the plan ends as interrupted).
-fn posts(plan: &Plan, combo: &[usize], control: &Control, progress: &str) -> Result<bool> {
-    for (f, &l) in plan.factors.iter().zip(combo) {
-        if let Some(cmd) = f.post.get(&f.levels[l]) {
-            let what = format!("factor {} level {} post", f.name, f.levels[l]);
-            if !shell(cmd, &what, control, Hook::Post)? {
-                if latlab_core::rt::second_signal_received() {
-                    latlab_core::note!(
-                        "{progress}: its {what} command was stopped by a second interrupt"
-                    );
-                } else {
-                    latlab_core::note!(
-                        "{progress}: its {what} command was stopped {}s after the interrupt",
-                        POST_AFTER_INTERRUPT.as_secs()
-                    );
-                }
-                return Ok(false);
+    /// A run whose ground moved: true when it is left out to be made again (`--on-disturbed
+    /// rerun`, at most [`MAX_RERUNS`] times, not after an interrupt); else it is kept, and
+    /// under `--on-disturbed stop` the plan ends with an error.
+    fn again(
+        &mut self,
+        run: Box<Run>,
+        name: String,
+        ci: usize,
+        attempt: u32,
+        progress: &str,
+    ) -> Result<bool> {
+        let why: Vec<String> = run
+            .ground
+            .iter()
+            .filter(|g| g.what != latlab_core::result::COMPANY)
+            .map(latlab_core::result::GroundChange::short)
+            .collect();
+        let again = self.on_disturbed == OnDisturbed::Rerun
+            && attempt < MAX_RERUNS
+            && !self.control.was_interrupted();
+        latlab_core::note!(
+            "{progress}: run {} disturbed ({}){}",
+            name.trim_start_matches("run:"),
+            why.join(", "),
+            if again {
+                "; left out and made again"
+            } else {
+                ""
             }
+        );
+        if again {
+            *self.left_out += 1;
+            return Ok(true);
         }
+        self.files[ci].push((*run, name));
+        if self.on_disturbed == OnDisturbed::Stop {
+            return Err(Error::Env(format!(
+                "{progress}: the ground moved under the run (--on-disturbed stop): {}",
+                why.join(", ")
+            )));
+        }
+        Ok(false)
     }
-    Ok(true)
 }
 
 /// Puts the settings of `combo`'s levels in force; returns what its runs watch
@@ -479,64 +519,4 @@ fn run_warnings(run: &Run) -> String {
         .iter()
         .map(|x| format!("\n    warning: {x}"))
         .collect()
-}
-
-/// How long a `post` hook may still run once the plan was interrupted: it undoes what its
-/// `pre` did (a service stopped for the run is started again), so it is not cut at once.
-const POST_AFTER_INTERRUPT: Duration = Duration::from_secs(10);
-
-/// Which hook: a `pre` hook is stopped as soon as the plan is interrupted; a `post` one runs
-/// on for up to [`POST_AFTER_INTERRUPT`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Hook {
-    Pre,
-    Post,
-}
-
-/// Runs a factor's `pre`/`post` command (`sh -c`) to its end under latlab's supervisor
-/// (`latlab action-worker`): in a process group of its own that dies with the plan, even a
-/// SIGKILLed one. Interrupted (Ctrl-C, SIGTERM), a `pre` hook is stopped at once and a `post`
-/// one after [`POST_AFTER_INTERRUPT`] (its group gets SIGTERM, SIGKILL a second later); false
-/// then, and the plan ends as interrupted. What the command left running in its group is
-/// stopped when it ends; the plan reaps all of it (it is their subreaper).
-fn shell(cmd: &str, what: &str, control: &Control, hook: Hook) -> Result<bool> {
-    let err = |e: std::io::Error| Error::Env(format!("{what} '{cmd}': {e}"));
-    latlab_core::sys::process::become_subreaper();
-    let mut child = latlab_trace::actions::supervised(cmd)
-        .and_then(|mut c| c.spawn())
-        .map_err(err)?;
-    let mut interrupted_at = None;
-    let status = loop {
-        if let Some(s) = child.try_wait().map_err(err)? {
-            break Some(s);
-        }
-        if control.was_interrupted() {
-            let at = *interrupted_at.get_or_insert_with(std::time::Instant::now);
-            // A second Ctrl-C cuts a `post` hook too: the plan then puts its settings back
-            // and ends.
-            if hook == Hook::Pre
-                || at.elapsed() >= POST_AFTER_INTERRUPT
-                || latlab_core::rt::second_signal_received()
-            {
-                break None;
-            }
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    latlab_core::sys::process::stop_group(&mut child, Duration::from_secs(1));
-    match status {
-        None => Ok(false),
-        Some(s) if s.success() => Ok(true),
-        Some(s) => {
-            let s = s
-                .code()
-                .map_or_else(|| s.to_string(), |c| format!("exit status: {c}"));
-            if control.was_interrupted() {
-                // The plan ends as interrupted; that the hook failed is still said.
-                latlab_core::note!("latlab: {what} '{cmd}' failed ({s}) after the interrupt");
-                return Ok(false);
-            }
-            Err(Error::Env(format!("{what} '{cmd}' failed ({s})")))
-        }
-    }
 }
