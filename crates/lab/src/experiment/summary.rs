@@ -10,6 +10,8 @@ use latlab_core::error::Result;
 use latlab_core::result::Run;
 use latlab_core::stats::ministat;
 
+/// The plan's closing text: ministat's view of its metric per combination (when it has one
+/// figure per run to show), then each level against the baseline, per metric over its runs.
 pub(super) fn analysis(
     plan: &Plan,
     facts: &latlab_core::result::kind::Facts,
@@ -18,30 +20,13 @@ pub(super) fn analysis(
 ) -> Result<String> {
     // One figure per repeat (a throughput), not a distribution of latencies.
     let figures = !facts.distributions;
-    let metric = match plan
-        .analysis
-        .metric
-        .as_deref()
-        .unwrap_or(facts.default_metric)
-    {
-        "latency" => Metric::Latency,
-        "min" => Metric::Min,
-        "max" => Metric::Max,
-        "mean" => Metric::Mean,
-        "p50" => Metric::P50,
-        "p99.9" => Metric::P999,
-        _ => Metric::P99,
-    };
-    let unit = match files
-        .iter()
-        .flatten()
-        .find_map(|(r, _)| r.series.first())
-        .map_or("ns", |s| s.unit.as_str())
-    {
-        "kbit/s" => "10^6 bit/s".to_string(),
-        "ns" => "us".to_string(),
-        u => u.to_string(),
-    };
+    let metric = metric_of(
+        plan.analysis
+            .metric
+            .as_deref()
+            .unwrap_or(facts.default_metric),
+    );
+    let unit = unit_of(files);
     let levels: Vec<(String, Vec<(Run, String)>)> = combos
         .iter()
         .zip(files)
@@ -52,36 +37,7 @@ pub(super) fn analysis(
     // ministat's view of the plan's metric, one figure per run (never a percentile of
     // percentiles: ministat shows the figures themselves).
     if (metric != Metric::Latency || figures) && levels.len() >= 2 && levels.len() <= 7 {
-        let opts = ReadOpts {
-            column: 1,
-            delim: b" \t".to_vec(),
-            metric,
-            series: None,
-            scale: 1e-3,
-            store: None,
-            include_disturbed: false,
-        };
-        let sets: Vec<ministat::DataSet> = levels
-            .iter()
-            .filter_map(|(label, runs)| {
-                let src = load_runs(label, runs, &opts).ok()?;
-                let text: String = src
-                    .dist
-                    .pairs()
-                    .flat_map(|(v, c)| std::iter::repeat_n(format!("{v}\n"), c as usize))
-                    .collect();
-                ministat::read_set(text.as_bytes(), label, 1, b" \t").ok()
-            })
-            .collect();
-        if sets.len() == levels.len() {
-            s.push_str(&format!(
-                "\nper combination: {} ({unit}); baseline {}\n\n",
-                metric_name(metric, figures),
-                levels[0].0
-            ));
-            s.push_str(&ministat::report(&sets, &ministat::Options::default()));
-            s.push('\n');
-        }
+        s.push_str(&per_combination(&levels, metric, figures, &unit));
     }
     let settings = Settings {
         confidence: 0.95,
@@ -94,6 +50,84 @@ pub(super) fn analysis(
         unit,
         assume_independent: false,
     };
+    s.push_str(&against_baseline(&levels, &settings, metric));
+    Ok(s)
+}
+
+/// The metric a plan compares by, by its name in the plan (p99 unless named otherwise).
+fn metric_of(name: &str) -> Metric {
+    match name {
+        "latency" => Metric::Latency,
+        "min" => Metric::Min,
+        "max" => Metric::Max,
+        "mean" => Metric::Mean,
+        "p50" => Metric::P50,
+        "p99.9" => Metric::P999,
+        _ => Metric::P99,
+    }
+}
+
+/// The unit the figures are shown in, from the first series of the runs (latencies in µs).
+fn unit_of(files: &[Vec<(Run, String)>]) -> String {
+    match files
+        .iter()
+        .flatten()
+        .find_map(|(r, _)| r.series.first())
+        .map_or("ns", |s| s.unit.as_str())
+    {
+        "kbit/s" => "10^6 bit/s".to_string(),
+        "ns" => "us".to_string(),
+        u => u.to_string(),
+    }
+}
+
+/// ministat's report of `metric`, one figure per run, each level a data set; nothing when a
+/// level's runs cannot be read as one.
+fn per_combination(
+    levels: &[(String, Vec<(Run, String)>)],
+    metric: Metric,
+    figures: bool,
+    unit: &str,
+) -> String {
+    let opts = ReadOpts {
+        column: 1,
+        delim: b" \t".to_vec(),
+        metric,
+        series: None,
+        scale: 1e-3,
+        store: None,
+        include_disturbed: false,
+    };
+    let sets: Vec<ministat::DataSet> = levels
+        .iter()
+        .filter_map(|(label, runs)| {
+            let src = load_runs(label, runs, &opts).ok()?;
+            let text: String = src
+                .dist
+                .pairs()
+                .flat_map(|(v, c)| std::iter::repeat_n(format!("{v}\n"), c as usize))
+                .collect();
+            ministat::read_set(text.as_bytes(), label, 1, b" \t").ok()
+        })
+        .collect();
+    if sets.len() != levels.len() {
+        return String::new();
+    }
+    format!(
+        "\nper combination: {} ({unit}); baseline {}\n\n{}\n",
+        metric_name(metric, figures),
+        levels[0].0,
+        ministat::report(&sets, &ministat::Options::default())
+    )
+}
+
+/// Each level against the first (the baseline), per metric over the runs, with the runs' own
+/// warnings grouped by condition; only the notes when there is nothing to compare.
+fn against_baseline(
+    levels: &[(String, Vec<(Run, String)>)],
+    settings: &Settings,
+    metric: Metric,
+) -> String {
     let headline = match metric {
         Metric::P50 => "p50",
         Metric::P999 => "p99.9",
@@ -101,31 +135,24 @@ pub(super) fn analysis(
         Metric::Mean => "mean",
         _ => "p99",
     };
-    let (an, notes) = compare_levels(&levels, &settings, 1e-3, headline);
-    match an {
-        Some(mut an) => {
-            an.warnings.extend(notes);
-            // The runs' own warnings, one line per condition with the runs it applies to.
-            an.warnings
-                .extend(latlab_analysis::compare::verdict::group_warnings(
-                    levels.iter().flat_map(|(_, runs)| {
-                        runs.iter()
-                            .map(|(r, n)| (n.as_str(), r.warnings.as_slice()))
-                    }),
-                ));
-            s.push_str(&format!(
-                "\neach level against {}, per metric over the runs:\n",
-                levels[0].0
-            ));
-            s.push_str(&render(&an, Format::Table));
-        }
-        None => {
-            for n in notes {
-                s.push_str(&format!("{n}\n"));
-            }
-        }
-    }
-    Ok(s)
+    let (an, notes) = compare_levels(levels, settings, 1e-3, headline);
+    let Some(mut an) = an else {
+        return notes.iter().map(|n| format!("{n}\n")).collect();
+    };
+    an.warnings.extend(notes);
+    // The runs' own warnings, one line per condition with the runs it applies to.
+    an.warnings
+        .extend(latlab_analysis::compare::verdict::group_warnings(
+            levels.iter().flat_map(|(_, runs)| {
+                runs.iter()
+                    .map(|(r, n)| (n.as_str(), r.warnings.as_slice()))
+            }),
+        ));
+    format!(
+        "\neach level against {}, per metric over the runs:\n{}",
+        levels[0].0,
+        render(&an, Format::Table)
+    )
 }
 
 fn metric_name(m: Metric, figures: bool) -> &'static str {
