@@ -65,131 +65,147 @@ pub(crate) fn run(
 ) -> std::io::Result<LoadReport> {
     let t0 = Instant::now();
     match spec.kind {
-        LoadKind::Hackbench => {
-            let h = hackbench_of(spec);
-            let mut runs = 0u64;
-            // A run in flight when the stop comes is abandoned (its tasks die with this
-            // process), so a long run never holds the measurement past its end.
-            while !stop.load(Ordering::Relaxed) {
-                if h.run_once_unless(stop)?.is_some() {
-                    runs += 1;
-                    progress.store(runs * h.messages(), Ordering::Relaxed);
-                }
-            }
-            let mut r = report(spec, runs * h.messages(), "messages", t0, None);
-            r.note = Some(format!("{runs} hackbench runs"));
-            Ok(r)
-        }
-        LoadKind::Cpu => {
-            let n = spec.num("threads", 1).unwrap_or(1) as usize;
-            let total = progress.clone();
-            let policy: latlab_core::config::Policy = spec
-                .str("policy", "other")
-                .parse()
-                .unwrap_or(latlab_core::config::Policy::Other);
-            let prio = spec
-                .opts
-                .get("prio")
-                .and_then(|p| p.parse().ok())
-                .unwrap_or(if policy.is_rt() { 1 } else { 0 });
-            let hs: Vec<_> = (0..n)
-                .map(|_| {
-                    let (stop, total) = (stop.clone(), total.clone());
-                    std::thread::spawn(move || {
-                        // The worker is its own process: a refusal is said on its stderr.
-                        if let Err(e) = latlab_core::sys::sched::set_policy(policy, prio) {
-                            latlab_core::note!(
-                                "latlab: cpu load thread: {policy} {prio} refused: {e}"
-                            );
-                        }
-                        let mut x = 0u64;
-                        while !stop.load(Ordering::Relaxed) {
-                            for _ in 0..1024 {
-                                x = std::hint::black_box(
-                                    x.wrapping_mul(6364136223846793005).wrapping_add(1),
-                                );
-                            }
-                            total.fetch_add(1024, Ordering::Relaxed);
-                        }
-                    })
-                })
-                .collect();
-            for h in hs {
-                let _ = h.join();
-            }
-            Ok(report(
-                spec,
-                total.load(Ordering::Relaxed),
-                "loops",
-                t0,
-                None,
-            ))
-        }
-        LoadKind::Memory => {
-            let n = spec.num("threads", 1).unwrap_or(1) as usize;
-            let size = spec.num("size", 256 << 20).unwrap_or(256 << 20) as usize;
-            let total = progress.clone();
-            let hs: Vec<_> = (0..n)
-                .map(|_| {
-                    let (stop, total) = (stop.clone(), total.clone());
-                    std::thread::spawn(move || {
-                        let mut buf = vec![1u8; size];
-                        let half = size / 2;
-                        while !stop.load(Ordering::Relaxed) {
-                            let (a, b) = buf.split_at_mut(half);
-                            b[..half].copy_from_slice(&a[..half]);
-                            std::hint::black_box(&buf);
-                            total.fetch_add(2 * half as u64, Ordering::Relaxed);
-                        }
-                    })
-                })
-                .collect();
-            for h in hs {
-                let _ = h.join();
-            }
-            Ok(report(
-                spec,
-                total.load(Ordering::Relaxed),
-                "bytes",
-                t0,
-                None,
-            ))
-        }
+        LoadKind::Hackbench => hackbench_load(spec, stop, progress, t0),
+        LoadKind::Cpu => Ok(cpu_load(spec, stop, progress, t0)),
+        LoadKind::Memory => Ok(memory_load(spec, stop, progress, t0)),
         LoadKind::Io => io_load(spec, stop, progress, t0),
         LoadKind::Net => net_load(spec, stop, progress, t0),
         LoadKind::Build => super::build::run(spec, stop, progress)
             .map(|(builds, note)| report(spec, builds, "builds", t0, Some(note))),
-        LoadKind::Exec => {
-            let cmd = spec.str("cmd", "true");
-            let mut loops = 0u64;
-            while !stop.load(Ordering::Relaxed) {
-                let mut c = latlab_core::sys::process::spawn_command(&cmd)?;
-                let group = c.id() as i32;
-                latlab_core::sys::process::track_group(group);
-                // Poll, so a stop does not wait for a long command to end by itself.
-                loop {
-                    if let Ok(Some(_)) = c.try_wait() {
-                        loops += 1;
-                        progress.store(loops, Ordering::Relaxed);
-                        // Whatever the command left running goes with it: in its group, or
-                        // adopted by this worker (a subreaper) from a session of its own.
-                        latlab_core::sys::process::signal_group(group, libc::SIGKILL);
-                        end_strays();
-                        break;
-                    }
-                    if stop.load(Ordering::Relaxed) {
-                        latlab_core::sys::process::signal_group(group, libc::SIGKILL);
-                        let _ = c.wait();
-                        end_strays();
-                        break;
-                    }
-                    std::thread::sleep(std::time::Duration::from_millis(5));
-                }
-            }
-            latlab_core::sys::process::track_group(0);
-            Ok(report(spec, loops, "loops", t0, None))
+        LoadKind::Exec => exec_load(spec, stop, progress, t0),
+    }
+}
+
+/// Hackbench runs one after the other, counted in messages.
+fn hackbench_load(
+    spec: &LoadSpec,
+    stop: &Arc<AtomicBool>,
+    progress: &AtomicU64,
+    t0: Instant,
+) -> std::io::Result<LoadReport> {
+    let h = hackbench_of(spec);
+    let mut runs = 0u64;
+    // A run in flight when the stop comes is abandoned (its tasks die with this
+    // process), so a long run never holds the measurement past its end.
+    while !stop.load(Ordering::Relaxed) {
+        if h.run_once_unless(stop)?.is_some() {
+            runs += 1;
+            progress.store(runs * h.messages(), Ordering::Relaxed);
         }
     }
+    let mut r = report(spec, runs * h.messages(), "messages", t0, None);
+    r.note = Some(format!("{runs} hackbench runs"));
+    Ok(r)
+}
+
+/// `threads=` spinning threads at `policy=`/`prio=`, counted in loops of 1024 steps.
+fn cpu_load(
+    spec: &LoadSpec,
+    stop: &Arc<AtomicBool>,
+    progress: &Arc<AtomicU64>,
+    t0: Instant,
+) -> LoadReport {
+    let policy: latlab_core::config::Policy = spec
+        .str("policy", "other")
+        .parse()
+        .unwrap_or(latlab_core::config::Policy::Other);
+    let prio = spec
+        .opts
+        .get("prio")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(if policy.is_rt() { 1 } else { 0 });
+    on_threads(spec, stop, progress, move |stop, total| {
+        // The worker is its own process: a refusal is said on its stderr.
+        if let Err(e) = latlab_core::sys::sched::set_policy(policy, prio) {
+            latlab_core::note!("latlab: cpu load thread: {policy} {prio} refused: {e}");
+        }
+        let mut x = 0u64;
+        while !stop.load(Ordering::Relaxed) {
+            for _ in 0..1024 {
+                x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+            }
+            total.fetch_add(1024, Ordering::Relaxed);
+        }
+    });
+    report(spec, progress.load(Ordering::Relaxed), "loops", t0, None)
+}
+
+/// `threads=` threads each copying half of a `size=` buffer onto the other, counted in bytes.
+fn memory_load(
+    spec: &LoadSpec,
+    stop: &Arc<AtomicBool>,
+    progress: &Arc<AtomicU64>,
+    t0: Instant,
+) -> LoadReport {
+    let size = spec.num("size", 256 << 20).unwrap_or(256 << 20) as usize;
+    on_threads(spec, stop, progress, move |stop, total| {
+        let mut buf = vec![1u8; size];
+        let half = size / 2;
+        while !stop.load(Ordering::Relaxed) {
+            let (a, b) = buf.split_at_mut(half);
+            b[..half].copy_from_slice(&a[..half]);
+            std::hint::black_box(&buf);
+            total.fetch_add(2 * half as u64, Ordering::Relaxed);
+        }
+    });
+    report(spec, progress.load(Ordering::Relaxed), "bytes", t0, None)
+}
+
+/// Runs `body` on `threads=` threads (1 unless said) until they all end, each with the stop
+/// flag and the count they add to.
+fn on_threads(
+    spec: &LoadSpec,
+    stop: &Arc<AtomicBool>,
+    progress: &Arc<AtomicU64>,
+    body: impl Fn(Arc<AtomicBool>, Arc<AtomicU64>) + Clone + Send + 'static,
+) {
+    let n = spec.num("threads", 1).unwrap_or(1) as usize;
+    let hs: Vec<_> = (0..n)
+        .map(|_| {
+            let (stop, total, body) = (stop.clone(), progress.clone(), body.clone());
+            std::thread::spawn(move || body(stop, total))
+        })
+        .collect();
+    for h in hs {
+        let _ = h.join();
+    }
+}
+
+/// `cmd=` run again and again, each to its end (or the stop), counted in loops.
+fn exec_load(
+    spec: &LoadSpec,
+    stop: &Arc<AtomicBool>,
+    progress: &AtomicU64,
+    t0: Instant,
+) -> std::io::Result<LoadReport> {
+    let cmd = spec.str("cmd", "true");
+    let mut loops = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        let mut c = latlab_core::sys::process::spawn_command(&cmd)?;
+        let group = c.id() as i32;
+        latlab_core::sys::process::track_group(group);
+        // Poll, so a stop does not wait for a long command to end by itself.
+        loop {
+            if let Ok(Some(_)) = c.try_wait() {
+                loops += 1;
+                progress.store(loops, Ordering::Relaxed);
+                // Whatever the command left running goes with it: in its group, or
+                // adopted by this worker (a subreaper) from a session of its own.
+                latlab_core::sys::process::signal_group(group, libc::SIGKILL);
+                end_strays();
+                break;
+            }
+            if stop.load(Ordering::Relaxed) {
+                latlab_core::sys::process::signal_group(group, libc::SIGKILL);
+                let _ = c.wait();
+                end_strays();
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+    latlab_core::sys::process::track_group(0);
+    Ok(report(spec, loops, "loops", t0, None))
 }
 
 fn io_load(
