@@ -15,13 +15,13 @@ use crate::measure::cyclic::worker::WorkerOut;
 use crate::measure::monitor::causes::{Causes, DEFAULT_TOP};
 use crate::measure::monitor::snapshot::{self, Interval, TraceNow};
 use crate::measure::monitor::tally::Tally;
-use crate::measure::monitor::{self, Probe};
+use crate::measure::monitor::{self, probe, traced, Probe};
 use latlab_core::result::qualification::{Qualification, State};
 use latlab_core::result::sysfacts::SystemFacts;
 use latlab_core::result::LoadReport;
 use latlab_core::rt;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Barrier};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 /// Spikes one thread can hand over between two visits of the control thread.
@@ -244,14 +244,7 @@ fn spikes(cfg: &QualifyConfig, tallies: &[Arc<Tally>]) -> Option<u64> {
 /// Runs one segment until its share of the duration is measured or a signal stops it.
 pub(crate) fn run(cfg: &QualifyConfig, ctx: &mut Ctx<'_>) -> Result<QualifyOutcome> {
     let mut warnings = std::mem::take(ctx.warnings());
-    let (policy, prio) = if ctx.rt_granted() {
-        (cfg.policy(), cfg.prio)
-    } else {
-        (Policy::Other, 0)
-    };
-    // The kernel's timerlat threads are SCHED_FIFO: at -p's priority, else the kernel's 95.
-    let (policy, prio) =
-        crate::measure::timerlat::probe::thread_policy(cfg.engine, (policy, prio));
+    let policy = probe::policy(cfg.engine, (cfg.policy(), cfg.prio), ctx.rt_granted());
     let mut saved_state = latlab_core::sys::sched::ThreadState::save();
     warnings.extend(monitor::pin_housekeeping(
         &cfg.cpus,
@@ -264,47 +257,23 @@ pub(crate) fn run(cfg: &QualifyConfig, ctx: &mut Ctx<'_>) -> Result<QualifyOutco
     let causes = tracer
         .as_ref()
         .map(|_| Arc::new(Causes::new(&cfg.cpus, DEFAULT_TOP)));
-    let (spike_prods, mut spike_cons): (Vec<_>, Vec<_>) = if tracer.is_some() {
-        (0..n)
-            .map(|_| rtrb::RingBuffer::new(SPIKE_RING))
-            .map(|(p, c)| (Some(p), c))
-            .unzip()
-    } else {
-        (Vec::new(), Vec::new())
-    };
-    let tallies: Vec<Arc<Tally>> = (0..n)
-        .map(|_| Arc::new(Tally::new(cfg.trace_threshold_ns.unwrap_or(u64::MAX))))
-        .collect();
-    let (producers, mut consumers) =
-        latlab_core::samples::rings(n, crate::measure::cyclic::ring_capacity(cfg.interval_ns));
-    let producers: Vec<_> = producers.into_iter().map(Some).collect();
+    let (spike_prods, mut spike_cons) = traced::spike_rings(tracer.is_some(), n, SPIKE_RING);
+    let tallies = probe::tallies(n, cfg.trace_threshold_ns);
     let facts = SystemFacts::capture(&cfg.cpus);
     let progress = Progress::new(
         cfg.duration_ns as f64 / 1e9,
         cfg.measured_before_s(),
         cfg.quiet,
     );
-    rt::install_wake_handler();
-    let done = Arc::new(AtomicUsize::new(0));
-    let bell = Arc::new(rt::Doorbell::default());
     let probe = Probe {
         cpus: &cfg.cpus,
         interval_ns: cfg.interval_ns,
         trace_threshold_ns: cfg.trace_threshold_ns,
         engine: cfg.engine,
     };
-    let barrier = Arc::new(Barrier::new(probe.parties() + 1));
-    let handles = monitor::spawn(
-        &probe,
-        (policy, prio),
-        ctx,
-        &barrier,
-        (producers, spike_prods),
-        (&tallies, &done, &bell),
-    )?;
-    barrier.wait();
+    let (running, mut consumers) = probe.start(policy, ctx, &tallies, spike_prods)?;
     let started = SystemTime::now();
-    let mut cp = Checkpoints::new(cfg, (policy, prio), &tallies, started, facts);
+    let mut cp = Checkpoints::new(cfg, policy, &tallies, started, facts);
     let t0 = Instant::now();
     let deadline = t0 + cfg.remaining();
     let every = Duration::from_nanos(cfg.checkpoint_ns);
@@ -313,64 +282,37 @@ pub(crate) fn run(cfg: &QualifyConfig, ctx: &mut Ctx<'_>) -> Result<QualifyOutco
     loop {
         cp.interval.drain(&mut consumers);
         if let (Some(t), Some(c)) = (tracer.as_mut(), &causes) {
-            monitor::trace_step(t, &mut spike_cons, c, &mut cp.interval);
+            traced::trace_step(t, &mut spike_cons, c, &mut cp.interval);
         }
         if control.was_interrupted() || Instant::now() >= deadline {
             control.stop.store(true, Ordering::Release);
         }
-        if control.stop.load(Ordering::Acquire) || done.load(Ordering::Acquire) == n {
+        if control.stop.load(Ordering::Acquire) || running.all_done() {
             break;
         }
-        let now_figures = |cp: &Checkpoints| Now {
-            measured_s: cp.measured_s() + cp.interval_age(),
-            max: &[],
-            spikes: None,
-            checkpoints: cp.seq,
-        };
         if Instant::now() >= next_checkpoint {
-            let trace = match (&tracer, &causes) {
-                (Some(t), Some(c)) => Some(TraceNow {
-                    causes: c,
-                    header: t.header(),
-                    events: monitor::event_counts(t),
-                }),
-                _ => None,
-            };
+            let trace = traced::now(tracer.as_ref(), causes.as_deref());
             if let Some(line) = cp.take(ctx, &tallies, &warnings, trace) {
                 let max = maxima(cfg, &tallies);
-                let now = Now {
-                    max: &max,
-                    spikes: spikes(cfg, &tallies),
-                    ..now_figures(&cp)
-                };
-                progress.checkpoint(&line, &now);
+                progress.checkpoint(&line, &cp.now(&max, &tallies));
             }
-            next_checkpoint += every;
-            while next_checkpoint <= Instant::now() {
-                next_checkpoint += every;
-            }
+            next_checkpoint = monitor::next_ahead(next_checkpoint, every);
         }
         if Instant::now() >= next_tick {
             let max = maxima(cfg, &tallies);
-            progress.tick(&Now {
-                max: &max,
-                spikes: spikes(cfg, &tallies),
-                ..now_figures(&cp)
-            });
+            progress.tick(&cp.now(&max, &tallies));
             next_tick += Duration::from_secs(1);
         }
         let left = deadline.saturating_duration_since(Instant::now());
-        bell.wait(left.min(Duration::from_millis(100)));
+        running.bell.wait(left.min(Duration::from_millis(100)));
     }
     progress.finish();
-    control.stop.store(true, Ordering::Release);
-    handles.wake();
-    let outs: Vec<(rt::Applied, WorkerOut)> = handles.join()?;
+    let outs = running.stop(&control)?;
     saved_state.restore();
     cp.interval.drain(&mut consumers);
     let spikes_lost = outs.iter().map(|(_, o)| o.spikes_lost).sum();
     let trace = match (tracer.take(), &causes) {
-        (Some(t), Some(c)) => Some(monitor::finish_trace(
+        (Some(t), Some(c)) => Some(traced::finish_trace(
             t,
             &mut spike_cons,
             spikes_lost,
@@ -382,17 +324,28 @@ pub(crate) fn run(cfg: &QualifyConfig, ctx: &mut Ctx<'_>) -> Result<QualifyOutco
     };
     cp.seg.trace = trace.as_ref().map(|t| t.header.clone());
     if let Some(line) = cp.take(ctx, &tallies, &warnings, trace) {
-        progress.checkpoint(&line, &Now {
+        let max = maxima(cfg, &tallies);
+        let now = Now {
+            // The interval just taken ended the measuring: no open one to add.
             measured_s: cp.measured_s(),
-            max: &maxima(cfg, &tallies),
-            spikes: spikes(cfg, &tallies),
-            checkpoints: cp.seq,
-        });
+            ..cp.now(&max, &tallies)
+        };
+        progress.checkpoint(&line, &now);
     }
-    finish(cfg, ctx, cp, outs, warnings, (policy, prio))
+    finish(cfg, ctx, cp, outs, warnings, policy)
 }
 
 impl Checkpoints<'_> {
+    /// The progress figures now, with the maxima `max`.
+    fn now<'m>(&self, max: &'m [(usize, u64)], tallies: &[Arc<Tally>]) -> Now<'m> {
+        Now {
+            measured_s: self.measured_s() + self.interval_age(),
+            max,
+            spikes: spikes(self.cfg, tallies),
+            checkpoints: self.seq,
+        }
+    }
+
     /// Seconds the open interval has run.
     fn interval_age(&self) -> f64 {
         self.interval
@@ -425,11 +378,7 @@ fn finish(
             cp.failures
         ));
     }
-    cp.seg.recs = outs
-        .into_iter()
-        .zip(&cfg.cpus)
-        .map(|((_, o), &c)| (c, o.rec, o.overruns, o.lost))
-        .collect();
+    cp.seg.recs = probe::per_cpu(outs, &cfg.cpus);
     cp.seg.interrupted = control.was_interrupted();
     let started = humantime::parse_rfc3339(&cp.seg.started).unwrap_or_else(|_| SystemTime::now());
     let parameters = serde_json::to_value(cfg).unwrap_or(serde_json::Value::Null);
