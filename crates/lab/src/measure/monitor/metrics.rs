@@ -90,57 +90,93 @@ where
 
 impl Collector for Shared {
     fn encode(&self, mut enc: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        self.encode_latency(&mut enc)?;
+        self.encode_windows(&mut enc)?;
+        self.encode_counters(&mut enc)?;
+        if let Some(c) = &self.causes {
+            encode_causes(&mut enc, c)?;
+        }
+        self.encode_settings(&mut enc)?;
+        self.encode_snapshots(&mut enc)?;
+        // An info metric as a gauge of 1 (the Prometheus convention), so the classic text
+        // parsers (promtool) read it too.
+        let mut m = enc.encode_descriptor(
+            "latlab_monitor_info",
+            "The monitored machine and latlab: kernel, preemption model, clocksource, isolated CPUs, version.",
+            None,
+            MetricType::Gauge,
+        )?;
+        m.encode_family(&self.info)?.encode_gauge(&1i64)
+    }
+}
+
+impl Shared {
+    /// Each CPU's latency histogram (fixed buckets and the native one) and maximum.
+    fn encode_latency(&self, enc: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let bounds: Vec<f64> = BOUNDS_NS
             .iter()
             .map(|&b| secs(b))
             .chain([f64::INFINITY])
             .collect();
         per_cpu(
-            &mut enc,
+            enc,
             self,
             "latlab_latency_seconds",
             "Timer wake-up latency of the measuring thread on this CPU (now - expected).",
             MetricType::Histogram,
-            |t, e| {
-                // The native buckets first: the count read after them is at least their sum.
-                let (zero, native) = t.read_native();
-                let (spans, deltas) = native_spans(&native);
-                let (b, n) = t.read_buckets();
-                let pairs: Vec<(f64, u64)> = (0..BUCKETS).map(|i| (bounds[i], b[i])).collect();
-                let native = NativeHistogram {
-                    schema: NATIVE_SCHEMA,
-                    zero_threshold: NATIVE_ZERO_THRESHOLD,
-                    zero_count: zero,
-                    negative: NativeHistogramBuckets {
-                        spans: &[],
-                        deltas: &[],
-                    },
-                    positive: NativeHistogramBuckets {
-                        spans: &spans,
-                        deltas: &deltas,
-                    },
-                    created: Some(
-                        std::time::UNIX_EPOCH
-                            + std::time::Duration::from_secs_f64(self.started_unix_s.max(0.0)),
-                    ),
-                };
-                e.encode_histogram_with_native::<NoLabelSet>(
-                    secs(t.sum_ns.load(Relaxed)),
-                    n,
-                    &pairs,
-                    None,
-                    native,
-                )
-            },
+            |t, e| self.encode_histogram(t, &bounds, e),
         )?;
         per_cpu(
-            &mut enc,
+            enc,
             self,
             "latlab_latency_max_seconds",
             "Largest latency on this CPU since the monitor started.",
             MetricType::Gauge,
             |t, e| e.encode_gauge(&secs(t.max_ns.load(Relaxed))),
-        )?;
+        )
+    }
+
+    /// One CPU's histogram, `bounds` the upper bounds of its fixed buckets (s).
+    fn encode_histogram(
+        &self,
+        t: &Tally,
+        bounds: &[f64],
+        e: &mut MetricEncoder,
+    ) -> Result<(), std::fmt::Error> {
+        // The native buckets first: the count read after them is at least their sum.
+        let (zero, native) = t.read_native();
+        let (spans, deltas) = native_spans(&native);
+        let (b, n) = t.read_buckets();
+        let pairs: Vec<(f64, u64)> = (0..BUCKETS).map(|i| (bounds[i], b[i])).collect();
+        let native = NativeHistogram {
+            schema: NATIVE_SCHEMA,
+            zero_threshold: NATIVE_ZERO_THRESHOLD,
+            zero_count: zero,
+            negative: NativeHistogramBuckets {
+                spans: &[],
+                deltas: &[],
+            },
+            positive: NativeHistogramBuckets {
+                spans: &spans,
+                deltas: &deltas,
+            },
+            created: Some(
+                std::time::UNIX_EPOCH
+                    + std::time::Duration::from_secs_f64(self.started_unix_s.max(0.0)),
+            ),
+        };
+        e.encode_histogram_with_native::<NoLabelSet>(
+            secs(t.sum_ns.load(Relaxed)),
+            n,
+            &pairs,
+            None,
+            native,
+        )
+    }
+
+    /// The last closed aligned window's figures per CPU, when it ended and how long windows
+    /// are: every scraper reads the same values for the same window.
+    fn encode_windows(&self, enc: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let closed = self.windows.closed();
         let window_gauge = |enc: &mut DescriptorEncoder,
                             name: &str,
@@ -156,29 +192,33 @@ impl Collector for Shared {
             Ok(())
         };
         window_gauge(
-            &mut enc,
+            enc,
             "latlab_latency_window_max_seconds",
             "Largest latency on this CPU in the last closed fixed window (--window, aligned to the wall clock; 0 until the first closes). Every scraper reads the same value for the same window.",
             |(max, _)| secs(max),
         )?;
         window_gauge(
-            &mut enc,
+            enc,
             "latlab_window_threshold_exceeded",
             "Wake-ups later than --threshold on this CPU in the last closed fixed window.",
             |(_, n)| n as f64,
         )?;
         gauge(
-            &mut enc,
+            enc,
             "latlab_window_end_timestamp_seconds",
             "Unix time the last closed window ended (0 until the first closes): the window the window figures belong to.",
             closed.end_unix_ns as f64 / 1e9,
         )?;
         gauge(
-            &mut enc,
+            enc,
             "latlab_window_seconds",
             "Length of the fixed windows (--window).",
             secs(self.windows.len_ns),
-        )?;
+        )
+    }
+
+    /// Each CPU's counters: wake-ups, overruns, samples lost, exceedances.
+    fn encode_counters(&self, enc: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let counters: [(&str, &str, CounterOf); 4] = [
             ("latlab_samples", "Wake-ups measured on this CPU.", |t| {
                 t.read_buckets().1
@@ -200,33 +240,39 @@ impl Collector for Shared {
             ),
         ];
         for (name, help, get) in counters {
-            per_cpu(&mut enc, self, name, help, MetricType::Counter, |t, e| {
+            per_cpu(enc, self, name, help, MetricType::Counter, |t, e| {
                 e.encode_counter::<NoLabelSet, _, u64>(&get(t), None)
             })?;
         }
-        if let Some(c) = &self.causes {
-            encode_causes(&mut enc, c)?;
-        }
+        Ok(())
+    }
+
+    /// What the monitor was started with: the period, the threshold, the start time.
+    fn encode_settings(&self, enc: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
         gauge(
-            &mut enc,
+            enc,
             "latlab_interval_seconds",
             "Period of the measuring threads.",
             secs(self.interval_ns),
         )?;
         if let Some(th) = self.threshold_ns {
             gauge(
-                &mut enc,
+                enc,
                 "latlab_threshold_seconds",
                 "The --threshold exceedances are counted against.",
                 secs(th),
             )?;
         }
         gauge(
-            &mut enc,
+            enc,
             "latlab_start_time_seconds",
             "Unix time the monitor started.",
             self.started_unix_s,
-        )?;
+        )
+    }
+
+    /// The snapshots stored and those that could not be.
+    fn encode_snapshots(&self, enc: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let mut m = enc.encode_descriptor(
             "latlab_snapshots_stored",
             "Snapshots written to the results store.",
@@ -240,16 +286,7 @@ impl Collector for Shared {
             None,
             MetricType::Counter,
         )?;
-        m.encode_counter::<NoLabelSet, _, u64>(&self.snapshot_failures.load(Relaxed), None)?;
-        // An info metric as a gauge of 1 (the Prometheus convention), so the classic text
-        // parsers (promtool) read it too.
-        let mut m = enc.encode_descriptor(
-            "latlab_monitor_info",
-            "The monitored machine and latlab: kernel, preemption model, clocksource, isolated CPUs, version.",
-            None,
-            MetricType::Gauge,
-        )?;
-        m.encode_family(&self.info)?.encode_gauge(&1i64)
+        m.encode_counter::<NoLabelSet, _, u64>(&self.snapshot_failures.load(Relaxed), None)
     }
 }
 
