@@ -24,65 +24,10 @@ pub(super) fn absolute(flag: &str, p: &Path) -> Result<PathBuf> {
 impl QualifyConfig {
     /// Validates the arguments of a new qualification (exit 2 naming the flag).
     pub(crate) fn from_args(a: &QualifyArgs, online: &CpuSet) -> Result<QualifyConfig> {
-        let time = |flag: &str, v: &Option<String>, bare: BareUnit| {
-            v.as_deref()
-                .map(|t| parse_time_ns(t, bare).map_err(|e| Error::flag(flag, t, e)))
-                .transpose()
-        };
-        let housekeeping = a
-            .common
-            .loads
-            .housekeeping
-            .as_ref()
-            .map(|h| h.online("--housekeeping", online))
-            .transpose()?;
-        let cpus = match (&a.affinity, &housekeeping) {
-            (Some(v), _) => CpuSet::parse_online("-a/--affinity", v, online)?,
-            (None, Some(h)) => online.difference(h),
-            (None, None) => online.clone(),
-        };
-        if cpus.is_empty() {
-            return Err(Error::flag(
-                "--housekeeping",
-                a.common
-                    .loads
-                    .housekeeping
-                    .as_ref()
-                    .map_or("", |h| h.text.as_str()),
-                "leaves no CPU to measure; name the measured CPUs with -a",
-            ));
-        }
-        let interval_ns =
-            time("-i/--interval", &a.interval, BareUnit::Micros)?.unwrap_or(1_000_000);
-        if !(10_000..=1_000_000_000).contains(&interval_ns) {
-            return Err(Error::flag(
-                "-i/--interval",
-                a.interval.as_deref().unwrap_or(""),
-                "between 10 µs and 1 s",
-            ));
-        }
-        let Some(d) = a.duration.as_deref() else {
-            return Err(Error::Usage(
-                "-D/--duration: a qualification needs its length (-D 24h), or --resume to \
-                 continue one"
-                    .into(),
-            ));
-        };
-        let duration_ns = parse_time_ns(d, BareUnit::Seconds)
-            .map_err(|e| Error::flag("-D/--duration", d, e))?;
-        latlab_core::config::bounds::duration("-D/--duration", d, duration_ns)?;
-        if duration_ns < 1_000_000_000 {
-            return Err(Error::flag("-D/--duration", d, "at least 1 s"));
-        }
-        let checkpoint_ns = time("--checkpoint-every", &a.checkpoint_every, BareUnit::Seconds)?
-            .unwrap_or(DEFAULT_CHECKPOINT_NS);
-        if !(1_000_000_000..=86_400_000_000_000).contains(&checkpoint_ns) {
-            return Err(Error::flag(
-                "--checkpoint-every",
-                a.checkpoint_every.as_deref().unwrap_or(""),
-                "between 1 s and 1 day",
-            ));
-        }
+        let (cpus, housekeeping) = measured_cpus(a, online)?;
+        let interval_ns = interval_of(a)?;
+        let duration_ns = duration_of(a)?;
+        let checkpoint_ns = checkpoint_of(a)?;
         let prio = a.priority.unwrap_or(95);
         if !(0..=99).contains(&prio) {
             return Err(Error::flag(
@@ -99,26 +44,9 @@ impl QualifyConfig {
                 "must be between 0.5 and 1 (exclusive), e.g. 0.95",
             ));
         }
-        let mut requirements = Vec::new();
-        for r in &a.require {
-            let list = latlab_analysis::gate::requirement::parse_list(r)
-                .map_err(|e| Error::flag("--require", r, e))?;
-            requirements.extend(list.into_iter().map(|q| q.text));
-        }
+        let requirements = requirements_of(a)?;
         let loads = loads_of(a)?;
-        for l in &loads {
-            crate::loadgen::LoadSpec::parse(l)?;
-        }
-        if a.engine == crate::measure::timerlat::probe::Engine::Timerlat {
-            crate::measure::timerlat::probe::check_period("-i/--interval", a.interval.as_deref().unwrap_or(""), interval_ns)?;
-            if a.trace.threshold_ns()?.is_some() {
-                return Err(Error::flag(
-                    "--trace",
-                    "",
-                    "--engine timerlat: the kernel's tracer has no --trace here yet; `latlab timerlat --threshold` explains its samples",
-                ));
-            }
-        }
+        check_engine(a, interval_ns)?;
         let mut cfg = QualifyConfig {
             id: latlab_core::result::new_run_id(std::time::SystemTime::now()),
             cpus: cpus.iter().collect(),
@@ -164,13 +92,7 @@ impl QualifyConfig {
             derived: Default::default(),
         };
         if let Some(p) = &cfg.trace_save {
-            if !latlab_trace::dat::wanted(p) {
-                return Err(Error::flag(
-                    "--trace-save",
-                    p.display(),
-                    "a qualification keeps only a trace.dat (FILE.dat: the last 64 MiB per CPU); a timeline of every spike of a day-long run would grow without bound",
-                ));
-            }
+            check_trace_save(p)?;
         }
         latlab_core::store::parse_tags(&cfg.tags)?;
         cfg.derive()?;
@@ -210,9 +132,133 @@ impl QualifyConfig {
     }
 }
 
-/// The loads: `--load`s given, none with `--no-loads`, rteval's pair otherwise.
+/// A time flag's value (ns), None when not given; `bare` is the unit of a bare number.
+fn time_of(flag: &str, v: &Option<String>, bare: BareUnit) -> Result<Option<u64>> {
+    v.as_deref()
+        .map(|t| parse_time_ns(t, bare).map_err(|e| Error::flag(flag, t, e)))
+        .transpose()
+}
+
+/// The measured CPUs (`-a`, else the online ones `--housekeeping` leaves) and the
+/// housekeeping ones.
+fn measured_cpus(a: &QualifyArgs, online: &CpuSet) -> Result<(CpuSet, Option<CpuSet>)> {
+    let housekeeping = a
+        .common
+        .loads
+        .housekeeping
+        .as_ref()
+        .map(|h| h.online("--housekeeping", online))
+        .transpose()?;
+    let cpus = match (&a.affinity, &housekeeping) {
+        (Some(v), _) => CpuSet::parse_online("-a/--affinity", v, online)?,
+        (None, Some(h)) => online.difference(h),
+        (None, None) => online.clone(),
+    };
+    if cpus.is_empty() {
+        return Err(Error::flag(
+            "--housekeeping",
+            a.common
+                .loads
+                .housekeeping
+                .as_ref()
+                .map_or("", |h| h.text.as_str()),
+            "leaves no CPU to measure; name the measured CPUs with -a",
+        ));
+    }
+    Ok((cpus, housekeeping))
+}
+
+/// The measuring threads' period (`-i`, 1 ms unless given).
+fn interval_of(a: &QualifyArgs) -> Result<u64> {
+    let interval_ns = time_of("-i/--interval", &a.interval, BareUnit::Micros)?.unwrap_or(1_000_000);
+    if !(10_000..=1_000_000_000).contains(&interval_ns) {
+        return Err(Error::flag(
+            "-i/--interval",
+            a.interval.as_deref().unwrap_or(""),
+            "between 10 µs and 1 s",
+        ));
+    }
+    Ok(interval_ns)
+}
+
+/// The qualification's length (`-D`, required: a new one has no other).
+fn duration_of(a: &QualifyArgs) -> Result<u64> {
+    let Some(d) = a.duration.as_deref() else {
+        return Err(Error::Usage(
+            "-D/--duration: a qualification needs its length (-D 24h), or --resume to \
+             continue one"
+                .into(),
+        ));
+    };
+    let duration_ns =
+        parse_time_ns(d, BareUnit::Seconds).map_err(|e| Error::flag("-D/--duration", d, e))?;
+    latlab_core::config::bounds::duration("-D/--duration", d, duration_ns)?;
+    if duration_ns < 1_000_000_000 {
+        return Err(Error::flag("-D/--duration", d, "at least 1 s"));
+    }
+    Ok(duration_ns)
+}
+
+/// The time between checkpoints (`--checkpoint-every`).
+fn checkpoint_of(a: &QualifyArgs) -> Result<u64> {
+    let checkpoint_ns = time_of("--checkpoint-every", &a.checkpoint_every, BareUnit::Seconds)?
+        .unwrap_or(DEFAULT_CHECKPOINT_NS);
+    if !(1_000_000_000..=86_400_000_000_000).contains(&checkpoint_ns) {
+        return Err(Error::flag(
+            "--checkpoint-every",
+            a.checkpoint_every.as_deref().unwrap_or(""),
+            "between 1 s and 1 day",
+        ));
+    }
+    Ok(checkpoint_ns)
+}
+
+/// The `--require`s, one requirement each (a flag may list several).
+fn requirements_of(a: &QualifyArgs) -> Result<Vec<String>> {
+    let mut requirements = Vec::new();
+    for r in &a.require {
+        let list = latlab_analysis::gate::requirement::parse_list(r)
+            .map_err(|e| Error::flag("--require", r, e))?;
+        requirements.extend(list.into_iter().map(|q| q.text));
+    }
+    Ok(requirements)
+}
+
+/// What `--engine timerlat` cannot do: a period the kernel's tracer refuses, `--trace`.
+fn check_engine(a: &QualifyArgs, interval_ns: u64) -> Result<()> {
+    if a.engine != crate::measure::timerlat::probe::Engine::Timerlat {
+        return Ok(());
+    }
+    crate::measure::timerlat::probe::check_period(
+        "-i/--interval",
+        a.interval.as_deref().unwrap_or(""),
+        interval_ns,
+    )?;
+    if a.trace.threshold_ns()?.is_some() {
+        return Err(Error::flag(
+            "--trace",
+            "",
+            "--engine timerlat: the kernel's tracer has no --trace here yet; `latlab timerlat --threshold` explains its samples",
+        ));
+    }
+    Ok(())
+}
+
+/// A qualification's `--trace-save` keeps only a trace.dat.
+fn check_trace_save(p: &Path) -> Result<()> {
+    if !latlab_trace::dat::wanted(p) {
+        return Err(Error::flag(
+            "--trace-save",
+            p.display(),
+            "a qualification keeps only a trace.dat (FILE.dat: the last 64 MiB per CPU); a timeline of every spike of a day-long run would grow without bound",
+        ));
+    }
+    Ok(())
+}
+
+/// The loads: `--load`s given, none with `--no-loads`, rteval's pair otherwise; each parsed.
 fn loads_of(a: &QualifyArgs) -> Result<Vec<String>> {
-    Ok(match (a.common.loads.load.is_empty(), a.no_loads) {
+    let loads = match (a.common.loads.load.is_empty(), a.no_loads) {
         (false, true) => {
             return Err(Error::Usage(
                 "--no-loads and --load: give one of them".into(),
@@ -221,7 +267,11 @@ fn loads_of(a: &QualifyArgs) -> Result<Vec<String>> {
         (false, false) => a.common.loads.load.clone(),
         (true, false) => DEFAULT_LOADS.iter().map(|s| s.to_string()).collect(),
         (true, true) => Vec::new(),
-    })
+    };
+    for l in &loads {
+        crate::loadgen::LoadSpec::parse(l)?;
+    }
+    Ok(loads)
 }
 
 #[cfg(test)]
