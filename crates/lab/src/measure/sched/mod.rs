@@ -7,6 +7,7 @@
 
 pub(crate) mod args;
 mod child;
+mod follow;
 pub(crate) mod report;
 pub(crate) mod samples;
 pub(crate) mod target;
@@ -16,7 +17,8 @@ use latlab_core::config::DisplayUnit;
 use crate::driver::Ctx;
 use latlab_core::error::Result;
 use latlab_core::result::Run;
-use latlab_trace::session::{RawSpike, Tracer};
+use follow::Follower;
+use latlab_trace::session::Tracer;
 use serde::Serialize;
 use std::time::{Duration, Instant, SystemTime};
 use target::{Matcher, Target};
@@ -62,8 +64,6 @@ const EXTRA: &[&str] = &[
 
 /// How often the events read are replayed and the end conditions checked.
 const TICK: Duration = Duration::from_millis(50);
-/// How long the end waits for the reader to catch up.
-const CATCH_UP: Duration = Duration::from_secs(2);
 
 fn now_mono() -> u64 {
     latlab_core::sys::clock::now_ns(libc::CLOCK_MONOTONIC)
@@ -97,61 +97,22 @@ impl Confined {
     }
 }
 
+impl Confined {
+    /// Runs `f` on the calling thread's own CPUs (a command started there gets them, not the
+    /// housekeeping ones), then confines it to `cpus` again.
+    fn lifted<T>(&mut self, cpus: &[usize], f: impl FnOnce() -> T) -> T {
+        // The old value, dropped here, puts the CPUs back.
+        *self = Confined { before: None };
+        let out = f();
+        *self = Confined::to(cpus);
+        out
+    }
+}
+
 impl Drop for Confined {
     fn drop(&mut self) {
         if let Some(b) = self.before.take() {
             let _ = latlab_core::sys::sched::pin_to_cpus(b);
-        }
-    }
-}
-
-/// Hands the tracker's new delays to the tracer for attribution.
-fn offer(tracker: &mut Tracker<Matcher>, tracer: &mut Tracer, names: &mut Vec<u32>) {
-    for d in std::mem::take(&mut tracker.delays) {
-        while names.len() <= d.task {
-            let i = names.len();
-            names.push(tracer.add_series(format!("task-{i}")));
-        }
-        tracer.offer(RawSpike {
-            series: names[d.task],
-            cpu: d.cpu as u32,
-            expected: d.from,
-            actual: d.to,
-            seq: d.seq,
-            tid: tracker.tasks[d.task].tid,
-        });
-    }
-}
-
-/// Replays every event read after `after` up to `upto`, in time order across CPUs, with the
-/// places where the kernel lost events among them. The events are sorted by reference (time,
-/// CPU, then the order read), not moved about.
-fn replay(tracer: &Tracer, tracker: &mut Tracker<Matcher>, after: u64, upto: u64) {
-    if upto <= after {
-        return;
-    }
-    let rec = tracer.recorder();
-    let mut events: Vec<latlab_trace::event::Event> = Vec::new();
-    // (time, CPU, index in `events`; usize::MAX: a loss)
-    let mut order: Vec<(u64, usize, usize)> = Vec::new();
-    for &c in rec.cpus() {
-        for e in rec.between(c, after, upto).unwrap_or_default() {
-            order.push((e.ts, c, events.len()));
-            events.push(e);
-        }
-    }
-    for (c, l) in rec.losses() {
-        for (ts, _) in l {
-            if ts > after && ts <= upto {
-                order.push((ts, c, usize::MAX));
-            }
-        }
-    }
-    order.sort_by_key(|x| (x.0, x.1));
-    for &(ts, c, i) in &order {
-        match events.get(i) {
-            Some(e) => tracker.event(c, e),
-            None => tracker.lost(ts),
         }
     }
 }
@@ -186,106 +147,31 @@ fn run(cfg: &SchedConfig, ctx: &mut Ctx<'_>) -> Result<SchedOutcome> {
     let start_ns = now_mono();
     let mut matcher = Matcher::new(cfg.target.clone(), std::path::Path::new("/proc"));
     let mut kid = match &cfg.target {
-        Target::Command(argv) => {
-            // The command gets latlab's own CPUs, not the housekeeping ones.
-            drop(confined);
-            let k = child::Child::spawn(argv)?;
-            confined = Confined::to(&home);
-            matcher.adopt(k.pid());
-            // Everything the command starts is one culprit group.
-            tracer.add_root(latlab_trace::groups::Root::command(
-                k.pid(),
-                argv.first().map_or("", String::as_str),
-            ));
-            Some(k)
-        }
+        Target::Command(argv) => Some(start_command(
+            argv,
+            (&mut confined, &home),
+            &mut matcher,
+            &mut tracer,
+        )?),
         _ => None,
     };
-    let mut tracker = Tracker::new(matcher, cfg.cpus.clone(), cfg.threshold_ns);
-    let mut names: Vec<u32> = Vec::new();
+    let tracker = Tracker::new(matcher, cfg.cpus.clone(), cfg.threshold_ns);
+    let mut follower = Follower::new(tracer, tracker, start_ns);
     let deadline = cfg.duration_ns.map(|d| t0 + Duration::from_nanos(d));
     let pids = match &cfg.target {
         Target::Pid(p) => p.clone(),
         _ => Vec::new(),
     };
-    let mut done = start_ns;
-    let mut status = None;
-    let mut ended_by = None;
-    let mut last_alive_check = Instant::now();
-    loop {
-        let control = ctx.control();
-        control.sleep(TICK);
-        let wm = tracer.recorder().watermark();
-        replay(&tracer, &mut tracker, done, wm);
-        done = done.max(wm);
-        offer(&mut tracker, &mut tracer, &mut names);
-        tracer.poll();
-        if control.should_stop() {
-            break;
-        }
-        if deadline.is_some_and(|d| Instant::now() >= d) {
-            break;
-        }
-        if let Some(k) = kid.as_mut() {
-            if let Some(s) = k.try_status() {
-                status = Some(s);
-                ended_by = Some(format!("the command exited (status {s})"));
-                break;
-            }
-        }
-        if !pids.is_empty() && last_alive_check.elapsed() >= Duration::from_millis(500) {
-            last_alive_check = Instant::now();
-            if !any_alive(&pids) {
-                ended_by = Some("every --pid process exited".into());
-                break;
-            }
-        }
-    }
-    // A command still running (the duration ended, or latlab alone was signalled) is stopped
-    // with everything it started; its status then is latlab's doing and is not passed on.
-    let mut stopped = None;
-    // One that exited by itself has what it left running ended (a daemon it started).
-    if let Some(mut k) = kid.take() {
-        if status.is_none() {
-            stopped = Some(k.stop());
-        } else {
-            let l = k.end_leftovers();
-            if l.ended > 0 {
-                ctx.warn(format!(
-                    "the command exited leaving {} process(es) it started running (a daemon, \
-                     a double fork or setsid); latlab ended them",
-                    l.ended
-                ));
-            }
-            if !l.left.is_empty() {
-                ctx.warn(format!(
-                    "the command left {} process(es) that could not be ended, even by SIGKILL \
-                     (uninterruptible or frozen): pids {:?}",
-                    l.left.len(),
-                    l.left
-                ));
-            }
-        }
-    }
+    let (status, ended_by) = watch(&mut follower, ctx, kid.as_mut(), &pids, deadline);
+    let stopped = end_command(ctx, kid, status);
     let end_ns = now_mono();
     let duration_s = t0.elapsed().as_secs_f64();
     // Read what is left: wait (a little) for the reader to pass the end.
-    let t_catch = Instant::now();
-    while tracer.recorder().watermark() < end_ns && t_catch.elapsed() < CATCH_UP {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let wm = tracer.recorder().watermark().min(end_ns);
-    replay(&tracer, &mut tracker, done, wm);
-    if wm < end_ns {
-        ctx.warn(format!(
-            "the trace reader did not catch up with the end of the run ({} ms of events not \
-             replayed)",
-            (end_ns - wm) / 1_000_000
-        ));
-    }
-    tracker.finish(wm.max(done));
-    offer(&mut tracker, &mut tracer, &mut names);
+    follower.finish(ctx, end_ns);
     drop(confined);
+    let Follower {
+        tracer, tracker, ..
+    } = follower;
     let losses = tracer.recorder().losses();
     let mut trace = tracer.finish();
     // What the trace could not measure is the run's to say (once, among its warnings).
@@ -294,18 +180,7 @@ fn run(cfg: &SchedConfig, ctx: &mut Ctx<'_>) -> Result<SchedOutcome> {
     }
     let events_per_s = rate(trace.events, duration_s);
     let out = report::Assembled::new(&tracker.tasks, &losses);
-    // Spikes were named by task index; now by series name.
-    for s in &mut trace.spikes {
-        if let Some(i) = s
-            .series
-            .strip_prefix("task-")
-            .and_then(|i| i.parse::<usize>().ok())
-        {
-            if let Some(n) = out.thread_names.get(i) {
-                s.series = n.clone();
-            }
-        }
-    }
+    name_spikes(&mut trace, &out.thread_names);
     warn_after(ctx, cfg, &tracker, &losses, trace.events, duration_s);
     let params = parameters(
         cfg,
@@ -321,6 +196,101 @@ fn run(cfg: &SchedConfig, ctx: &mut Ctx<'_>) -> Result<SchedOutcome> {
         ..ctx.run_at(started, params)
     };
     Ok(SchedOutcome { run, status })
+}
+
+/// Starts the command measured (`-- CMD`) on latlab's own CPUs, the calling thread
+/// `confined` to `home` again after; the matcher and the tracer learn its pid.
+fn start_command(
+    argv: &[String],
+    (confined, home): (&mut Confined, &[usize]),
+    matcher: &mut Matcher,
+    tracer: &mut Tracer,
+) -> Result<child::Child> {
+    let k = confined.lifted(home, || child::Child::spawn(argv))?;
+    matcher.adopt(k.pid());
+    // Everything the command starts is one culprit group.
+    tracer.add_root(latlab_trace::groups::Root::command(
+        k.pid(),
+        argv.first().map_or("", String::as_str),
+    ));
+    Ok(k)
+}
+
+/// Follows the trace every [`TICK`] until a stop (Ctrl-C), the deadline, the command's exit
+/// or the last `--pid` process's: the command's status, and how the run ended when it ended
+/// by itself.
+fn watch(
+    follower: &mut Follower,
+    ctx: &Ctx<'_>,
+    mut kid: Option<&mut child::Child>,
+    pids: &[i32],
+    deadline: Option<Instant>,
+) -> (Option<i32>, Option<String>) {
+    let mut last_alive_check = Instant::now();
+    loop {
+        let control = ctx.control();
+        control.sleep(TICK);
+        follower.step();
+        if control.should_stop() || deadline.is_some_and(|d| Instant::now() >= d) {
+            return (None, None);
+        }
+        if let Some(s) = kid.as_mut().and_then(|k| k.try_status()) {
+            return (Some(s), Some(format!("the command exited (status {s})")));
+        }
+        if !pids.is_empty() && last_alive_check.elapsed() >= Duration::from_millis(500) {
+            last_alive_check = Instant::now();
+            if !any_alive(pids) {
+                return (None, Some("every --pid process exited".into()));
+            }
+        }
+    }
+}
+
+/// Ends the command, if any. A command still running (the duration ended, or latlab alone
+/// was signalled) is stopped with everything it started; its status then is latlab's doing
+/// and is returned, not passed on. One that exited by itself (`status`) has what it left
+/// running ended (a daemon it started).
+fn end_command(
+    ctx: &mut Ctx<'_>,
+    kid: Option<child::Child>,
+    status: Option<i32>,
+) -> Option<i32> {
+    let mut k = kid?;
+    if status.is_none() {
+        return Some(k.stop());
+    }
+    let l = k.end_leftovers();
+    if l.ended > 0 {
+        ctx.warn(format!(
+            "the command exited leaving {} process(es) it started running (a daemon, \
+             a double fork or setsid); latlab ended them",
+            l.ended
+        ));
+    }
+    if !l.left.is_empty() {
+        ctx.warn(format!(
+            "the command left {} process(es) that could not be ended, even by SIGKILL \
+             (uninterruptible or frozen): pids {:?}",
+            l.left.len(),
+            l.left
+        ));
+    }
+    None
+}
+
+/// Spikes were named by task index (`task-N`); now by the task's series name.
+fn name_spikes(trace: &mut latlab_core::result::trace::TraceReport, thread_names: &[String]) {
+    for s in &mut trace.spikes {
+        if let Some(i) = s
+            .series
+            .strip_prefix("task-")
+            .and_then(|i| i.parse::<usize>().ok())
+        {
+            if let Some(n) = thread_names.get(i) {
+                s.series = n.clone();
+            }
+        }
+    }
 }
 
 /// What the run leaves to be said: no task matched, tasks beyond the cap, lost events, the
