@@ -109,6 +109,25 @@ struct CpuState {
     exiting: i32,
 }
 
+impl CpuState {
+    /// Closes the innermost interrupt context whose label starts with `kind` (and any
+    /// opened inside it whose exit went unrecorded).
+    #[inline]
+    fn leave(&mut self, kind: &str) {
+        if let Some(i) = self.stack.iter().rposition(|x| x.starts_with(kind)) {
+            self.stack.truncate(i);
+        }
+    }
+}
+
+/// One side of a switch: the task's name, tid and kernel priority.
+#[derive(Debug, Clone, Copy)]
+struct Side {
+    comm: Name,
+    pid: i32,
+    prio: i32,
+}
+
 /// Tasks the tracker keeps at most; beyond, new tasks are only counted.
 pub(crate) const MAX_TASKS: usize = 20_000;
 
@@ -352,21 +371,8 @@ impl<C: Chooser> Tracker<C> {
     /// Replays one event recorded on `cpu`. Events must come in time order across CPUs.
     pub(crate) fn event(&mut self, cpu: usize, e: &Event) {
         self.events += 1;
-        // Any record names the task running on its CPU (`common_pid`): a measured task seen
-        // running where no switch put it had its switch-in go unrecorded.
         if !matches!(e.kind, Kind::Switch { .. }) {
-            let c = self.cpu(cpu);
-            if c.curr.0 != e.pid {
-                c.curr = (e.pid, Name::default());
-            }
-        }
-        if e.pid > 0 && !matches!(e.kind, Kind::Switch { .. }) {
-            if let Some(i) = self.live(e.pid) {
-                self.tasks[i].last_ns = e.ts;
-                if self.tasks[i].on_cpu.map(|x| x.0) != Some(cpu) {
-                    self.switched_in(i, cpu, e.ts, false);
-                }
-            }
+            self.seen_running(cpu, e.pid, e.ts);
         }
         match e.kind {
             Kind::Switch {
@@ -378,132 +384,176 @@ impl<C: Chooser> Tracker<C> {
                 next_pid,
                 next_prio,
             } => {
-                let last_out = {
-                    let c = self.cpu(cpu);
-                    c.stack.clear();
-                    c.timer = false;
-                    c.curr = (next_pid, next_comm);
-                    let gone = prev_pid > 0 && c.exiting == prev_pid;
-                    if gone {
-                        c.exiting = 0;
-                    }
-                    gone
+                let prev = Side {
+                    comm: prev_comm,
+                    pid: prev_pid,
+                    prio: prev_prio,
                 };
-                // A task that exited is not named again (it wakes nobody any more).
-                if self.names.len() < MAX_TASKS * 4 {
-                    if !last_out {
-                        self.names.insert(prev_pid, prev_comm);
-                    }
-                    self.names.insert(next_pid, next_comm);
-                }
-                if let Some(i) = self.live(prev_pid) {
-                    self.tasks[i].last_ns = e.ts;
-                    self.tasks[i].comm = prev_comm;
-                    self.switched_out(i, e.ts, prev_state, prev_prio);
-                }
-                if let Some(i) = self.task(next_pid, &next_comm, e.ts) {
-                    let t = &mut self.tasks[i];
-                    t.last_ns = e.ts;
-                    t.prio = next_prio;
-                    t.comm = next_comm;
-                    self.switched_in(i, cpu, e.ts, true);
-                }
-            }
-            Kind::Waking { comm, pid } => {
-                let Some(i) = self.task(pid, &comm, e.ts) else {
-                    return;
+                let next = Side {
+                    comm: next_comm,
+                    pid: next_pid,
+                    prio: next_prio,
                 };
-                let label = self.waker(cpu, e.pid);
-                // Woken while still on a CPU (it had not yet switched out to sleep): no
-                // wake-up to time. Unless that CPU has been seen running another task since:
-                // then it left without a recorded switch-out.
-                if let Some((c, _)) = self.tasks[i].on_cpu {
-                    if self.cpus.get(c).is_none_or(|x| x.curr.0 == pid) {
-                        self.tasks[i].last_ns = e.ts;
-                        return;
-                    }
-                    self.tasks[i].on_cpu = None;
-                    self.tasks[i].undated = false;
-                }
-                let t = &mut self.tasks[i];
-                t.last_ns = e.ts;
-                if t.woken.is_some() {
-                    t.unmatched += 1;
-                }
-                t.preempted = None;
-                t.woken = Some(e.ts);
-                self.count_waker(i, label);
+                self.switch(cpu, e.ts, prev, prev_state, next);
             }
-            Kind::Runtime { pid, runtime } => {
-                if let Some(i) = self.live(pid) {
-                    let t = &self.tasks[i];
-                    if t.undated && t.on_cpu.map(|x| x.0) == Some(cpu) {
-                        self.tasks[i].inferred += 1;
-                        self.switched_in(i, cpu, e.ts.saturating_sub(runtime), true);
-                    }
-                }
-            }
+            Kind::Waking { comm, pid } => self.waking(cpu, e.ts, e.pid, (pid, &comm)),
+            Kind::Runtime { pid, runtime } => self.runtime(cpu, e.ts, pid, runtime),
             Kind::Migrate { pid, .. } => {
                 if let Some(i) = self.live(pid) {
                     self.tasks[i].migrations += 1;
                 }
             }
-            Kind::Exit { pid } => {
-                self.names.remove(&pid);
-                // Not asked again: a tid reused is forked first (which asks again anyway).
-                self.refused.remove(&pid);
-                self.cpu(cpu).exiting = pid;
-                if let Some(i) = self.live(pid) {
-                    self.tasks[i].exiting = true;
-                    self.tasks[i].last_ns = e.ts;
-                }
-            }
+            Kind::Exit { pid } => self.exit(cpu, e.ts, pid),
             Kind::Fork {
                 parent_pid,
                 child_pid,
                 ..
-            } => {
-                // A new task: a tid seen before (exited, or its exit not recorded) is reused.
-                self.dead.remove(&child_pid);
-                self.refused.remove(&child_pid);
-                if let Some(i) = self.live.remove(&child_pid) {
-                    self.tasks[i].exited = true;
-                }
-                self.chooser.forked(parent_pid, child_pid);
-            }
-            Kind::Exec { pid, comm, .. } => {
-                if self.names.contains_key(&pid) {
-                    self.names.insert(pid, comm);
-                }
-                if let Some(i) = self.live(pid) {
-                    self.tasks[i].comm = comm;
-                }
-                self.refused.remove(&pid);
-            }
+            } => self.fork(parent_pid, child_pid),
+            Kind::Exec { pid, comm, .. } => self.exec(pid, comm),
             Kind::IrqEntry { name, .. } => {
                 let label = format!("irq {}", name.as_str());
                 self.cpu(cpu).stack.push(label);
             }
-            Kind::IrqExit => {
-                let c = self.cpu(cpu);
-                if let Some(i) = c.stack.iter().rposition(|x| x.starts_with("irq ")) {
-                    c.stack.truncate(i);
-                }
-            }
+            Kind::IrqExit => self.cpu(cpu).leave("irq "),
             Kind::SoftirqEntry { vec } => {
                 let label = format!("softirq {}", softirq_name(vec));
                 self.cpu(cpu).stack.push(label);
             }
-            Kind::SoftirqExit => {
-                let c = self.cpu(cpu);
-                if let Some(i) = c.stack.iter().rposition(|x| x.starts_with("softirq ")) {
-                    c.stack.truncate(i);
-                }
-            }
+            Kind::SoftirqExit => self.cpu(cpu).leave("softirq "),
             Kind::TimerEntry { .. } => self.cpu(cpu).timer = true,
             Kind::TimerExit => self.cpu(cpu).timer = false,
             Kind::Nmi { .. } | Kind::Stack { .. } => {}
         }
+    }
+
+    /// Any record but a switch names the task running on its CPU (`common_pid`): a measured
+    /// task seen running where no switch put it had its switch-in go unrecorded.
+    #[inline]
+    fn seen_running(&mut self, cpu: usize, pid: i32, ts: u64) {
+        let c = self.cpu(cpu);
+        if c.curr.0 != pid {
+            c.curr = (pid, Name::default());
+        }
+        if pid <= 0 {
+            return;
+        }
+        if let Some(i) = self.live(pid) {
+            self.tasks[i].last_ns = ts;
+            if self.tasks[i].on_cpu.map(|x| x.0) != Some(cpu) {
+                self.switched_in(i, cpu, ts, false);
+            }
+        }
+    }
+
+    /// `prev` (left in `prev_state`) switched out for `next` on `cpu` at `ts`.
+    #[inline]
+    fn switch(&mut self, cpu: usize, ts: u64, prev: Side, prev_state: i64, next: Side) {
+        let last_out = {
+            let c = self.cpu(cpu);
+            c.stack.clear();
+            c.timer = false;
+            c.curr = (next.pid, next.comm);
+            let gone = prev.pid > 0 && c.exiting == prev.pid;
+            if gone {
+                c.exiting = 0;
+            }
+            gone
+        };
+        // A task that exited is not named again (it wakes nobody any more).
+        if self.names.len() < MAX_TASKS * 4 {
+            if !last_out {
+                self.names.insert(prev.pid, prev.comm);
+            }
+            self.names.insert(next.pid, next.comm);
+        }
+        if let Some(i) = self.live(prev.pid) {
+            self.tasks[i].last_ns = ts;
+            self.tasks[i].comm = prev.comm;
+            self.switched_out(i, ts, prev_state, prev.prio);
+        }
+        if let Some(i) = self.task(next.pid, &next.comm, ts) {
+            let t = &mut self.tasks[i];
+            t.last_ns = ts;
+            t.prio = next.prio;
+            t.comm = next.comm;
+            self.switched_in(i, cpu, ts, true);
+        }
+    }
+
+    /// The task running on `cpu` (`waker_pid`) wakes `pid`, named `comm`, at `ts`.
+    #[inline]
+    fn waking(&mut self, cpu: usize, ts: u64, waker_pid: i32, (pid, comm): (i32, &Name)) {
+        let Some(i) = self.task(pid, comm, ts) else {
+            return;
+        };
+        let label = self.waker(cpu, waker_pid);
+        // Woken while still on a CPU (it had not yet switched out to sleep): no wake-up to
+        // time. Unless that CPU has been seen running another task since: then it left
+        // without a recorded switch-out.
+        if let Some((c, _)) = self.tasks[i].on_cpu {
+            if self.cpus.get(c).is_none_or(|x| x.curr.0 == pid) {
+                self.tasks[i].last_ns = ts;
+                return;
+            }
+            self.tasks[i].on_cpu = None;
+            self.tasks[i].undated = false;
+        }
+        let t = &mut self.tasks[i];
+        t.last_ns = ts;
+        if t.woken.is_some() {
+            t.unmatched += 1;
+        }
+        t.preempted = None;
+        t.woken = Some(ts);
+        self.count_waker(i, label);
+    }
+
+    /// `pid` has run `runtime` ns by `ts` on `cpu`: dates its switch-in if it went untraced.
+    #[inline]
+    fn runtime(&mut self, cpu: usize, ts: u64, pid: i32, runtime: u64) {
+        if let Some(i) = self.live(pid) {
+            let t = &self.tasks[i];
+            if t.undated && t.on_cpu.map(|x| x.0) == Some(cpu) {
+                self.tasks[i].inferred += 1;
+                self.switched_in(i, cpu, ts.saturating_sub(runtime), true);
+            }
+        }
+    }
+
+    /// `pid` exits on `cpu`: its next switch-out there is its last.
+    #[inline]
+    fn exit(&mut self, cpu: usize, ts: u64, pid: i32) {
+        self.names.remove(&pid);
+        // Not asked again: a tid reused is forked first (which asks again anyway).
+        self.refused.remove(&pid);
+        self.cpu(cpu).exiting = pid;
+        if let Some(i) = self.live(pid) {
+            self.tasks[i].exiting = true;
+            self.tasks[i].last_ns = ts;
+        }
+    }
+
+    /// `parent` made `child`: a tid seen before (exited, or its exit not recorded) is reused.
+    #[inline]
+    fn fork(&mut self, parent: i32, child: i32) {
+        self.dead.remove(&child);
+        self.refused.remove(&child);
+        if let Some(i) = self.live.remove(&child) {
+            self.tasks[i].exited = true;
+        }
+        self.chooser.forked(parent, child);
+    }
+
+    /// `pid` exec'd `comm`: its new name, and the chooser may want it now.
+    #[inline]
+    fn exec(&mut self, pid: i32, comm: Name) {
+        if self.names.contains_key(&pid) {
+            self.names.insert(pid, comm);
+        }
+        if let Some(i) = self.live(pid) {
+            self.tasks[i].comm = comm;
+        }
+        self.refused.remove(&pid);
     }
 
     /// The kernel lost events before `ts` (on some CPU): a wake-up or preemption still
