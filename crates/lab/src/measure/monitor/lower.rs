@@ -19,108 +19,30 @@ impl MonitorConfig {
     /// Validates the arguments (exit 2 naming the flag).
     pub(crate) fn from_args(a: &MonitorArgs, online: &CpuSet, host: &str) -> Result<MonitorConfig> {
         let cpus = a.affinity.online(online)?.unwrap_or_else(|| online.clone());
-        let interval_ns = a.interval.as_ref().map_or(1_000_000, |t| t.ns);
-        if interval_ns < 10_000 {
-            return Err(Error::flag(
-                "-i/--interval",
-                a.interval.as_ref().map_or("", |t| &t.text),
-                "at least 10 µs",
-            ));
-        }
-        let snapshot_every_ns = a.snapshot_every;
-        if snapshot_every_ns < 1_000_000_000 {
-            return Err(Error::flag(
-                "--snapshot-every",
-                format!("{} s", snapshot_every_ns as f64 / 1e9),
-                "at least 1 s",
-            ));
-        }
-        let window_ns = a.window;
-        if !(1_000_000_000..=3_600_000_000_000).contains(&window_ns) {
-            return Err(Error::flag(
-                "--window",
-                format!("{} s", window_ns as f64 / 1e9),
-                "between 1 s and 1 h",
-            ));
-        }
-        let threshold_ns = a.threshold.as_ref().map(|t| t.ns);
-        let duration_ns = *a.duration;
+        let interval_ns = interval_of(a)?;
+        check_snapshot_every(a.snapshot_every)?;
+        check_window(a.window)?;
         let prio = a.priority.unwrap_or(80);
         let policy = if prio == 0 {
             Policy::Other
         } else {
             Policy::Fifo
         };
-        let listen_text = a.listen.as_deref().unwrap_or(DEFAULT_LISTEN);
-        let listen: SocketAddr = listen_text.parse().map_err(|e| {
-            Error::flag(
-                "--listen",
-                listen_text,
-                format!("{e} (expected ADDRESS:PORT, e.g. 127.0.0.1:9477)"),
-            )
-        })?;
+        let listen = listen_of(a)?;
         let web = a
             .web_config
             .as_deref()
             .map(latlab_http::webconfig::WebConfig::load)
             .transpose()?
             .map(std::sync::Arc::new);
-        let monitor_id = a.monitor_id.clone().unwrap_or_else(|| host.to_string());
-        let monitor_id = if a.monitor_id.is_none() && !valid_id(&monitor_id) {
-            "default".to_string()
-        } else {
-            monitor_id
-        };
-        if !valid_id(&monitor_id) {
-            return Err(Error::flag(
-                "--monitor-id",
-                &monitor_id,
-                "use 1-64 letters, digits, '_', '-' or '.'",
-            ));
-        }
+        let monitor_id = monitor_id_of(a, host)?;
         let trace_threshold_ns = a.trace.threshold_ns()?;
         if let Some(p) = &a.trace.trace_save {
-            if !latlab_trace::dat::wanted(p) {
-                return Err(Error::flag(
-                    "--trace-save",
-                    p.display(),
-                    "a monitor keeps only a trace.dat (FILE.dat: the last 64 MiB per CPU); a timeline of every spike of an endless run would grow without bound",
-                ));
-            }
+            check_trace_save(p)?;
         }
-        let trace_culprits = match a.trace_culprits {
-            Some(n) if n > 1000 => {
-                return Err(Error::flag(
-                    "--trace-culprits",
-                    n,
-                    "at most 1000 (each is a series per CPU)",
-                ))
-            }
-            Some(n) => n as usize,
-            None => super::causes::DEFAULT_TOP,
-        };
-        // The host and monitor tags, unless the user gave their own (a container's hostname
-        // says little; `--tag host=rack3-node7` names it for `report --fleet`).
-        let mut tags = a.common.store.tag.clone();
-        for (k, v) in [("host", host), ("monitor", monitor_id.as_str())] {
-            if !tags
-                .iter()
-                .any(|t| t.split_once('=').is_some_and(|(tk, _)| tk.trim() == k))
-            {
-                tags.push(format!("{k}={v}"));
-            }
-        }
-        latlab_core::store::parse_tags(&tags)?;
-        if a.engine == crate::measure::timerlat::probe::Engine::Timerlat {
-            crate::measure::timerlat::probe::check_period("-i/--interval", a.interval.as_ref().map_or("", |t| &t.text), interval_ns)?;
-            if a.trace.threshold_ns()?.is_some() {
-                return Err(Error::flag(
-                    "--trace",
-                    "",
-                    "--engine timerlat: the kernel's tracer has no --trace here yet; `latlab timerlat --threshold` explains its samples",
-                ));
-            }
-        }
+        let trace_culprits = culprits_of(a)?;
+        let tags = tags_of(a, host, &monitor_id)?;
+        check_engine(a, interval_ns)?;
         Ok(MonitorConfig {
             cpus: cpus.iter().collect(),
             engine: a.engine,
@@ -128,12 +50,12 @@ impl MonitorConfig {
             policy,
             prio,
             listen,
-            snapshot_every_ns,
-            threshold_ns,
-            window_ns,
+            snapshot_every_ns: a.snapshot_every,
+            threshold_ns: a.threshold.as_ref().map(|t| t.ns),
+            window_ns: a.window,
             web,
             monitor_id,
-            duration_ns,
+            duration_ns: *a.duration,
             mlock: !a.no_mlock.no_mlock,
             strict: a.common.strict(),
             store: a.common.store.store.clone(),
@@ -148,6 +70,138 @@ impl MonitorConfig {
             quiet: a.common.quiet(),
         })
     }
+}
+
+/// The measuring threads' period (`-i`, 1 ms unless given).
+fn interval_of(a: &MonitorArgs) -> Result<u64> {
+    let interval_ns = a.interval.as_ref().map_or(1_000_000, |t| t.ns);
+    if interval_ns < 10_000 {
+        return Err(Error::flag(
+            "-i/--interval",
+            a.interval.as_ref().map_or("", |t| &t.text),
+            "at least 10 µs",
+        ));
+    }
+    Ok(interval_ns)
+}
+
+/// `--snapshot-every`: at least a second between stored snapshots.
+fn check_snapshot_every(snapshot_every_ns: u64) -> Result<()> {
+    if snapshot_every_ns < 1_000_000_000 {
+        return Err(Error::flag(
+            "--snapshot-every",
+            format!("{} s", snapshot_every_ns as f64 / 1e9),
+            "at least 1 s",
+        ));
+    }
+    Ok(())
+}
+
+/// `--window`: aligned windows of a second to an hour.
+fn check_window(window_ns: u64) -> Result<()> {
+    if !(1_000_000_000..=3_600_000_000_000).contains(&window_ns) {
+        return Err(Error::flag(
+            "--window",
+            format!("{} s", window_ns as f64 / 1e9),
+            "between 1 s and 1 h",
+        ));
+    }
+    Ok(())
+}
+
+/// The endpoint's address (`--listen`, loopback unless given).
+fn listen_of(a: &MonitorArgs) -> Result<SocketAddr> {
+    let listen_text = a.listen.as_deref().unwrap_or(DEFAULT_LISTEN);
+    listen_text.parse().map_err(|e| {
+        Error::flag(
+            "--listen",
+            listen_text,
+            format!("{e} (expected ADDRESS:PORT, e.g. 127.0.0.1:9477)"),
+        )
+    })
+}
+
+/// The monitor's name: `--monitor-id`, else the host name, else (a host name that is no
+/// valid id) "default".
+fn monitor_id_of(a: &MonitorArgs, host: &str) -> Result<String> {
+    let monitor_id = a.monitor_id.clone().unwrap_or_else(|| host.to_string());
+    let monitor_id = if a.monitor_id.is_none() && !valid_id(&monitor_id) {
+        "default".to_string()
+    } else {
+        monitor_id
+    };
+    if !valid_id(&monitor_id) {
+        return Err(Error::flag(
+            "--monitor-id",
+            &monitor_id,
+            "use 1-64 letters, digits, '_', '-' or '.'",
+        ));
+    }
+    Ok(monitor_id)
+}
+
+/// A monitor's `--trace-save` keeps only a trace.dat.
+fn check_trace_save(p: &std::path::Path) -> Result<()> {
+    if !latlab_trace::dat::wanted(p) {
+        return Err(Error::flag(
+            "--trace-save",
+            p.display(),
+            "a monitor keeps only a trace.dat (FILE.dat: the last 64 MiB per CPU); a timeline of every spike of an endless run would grow without bound",
+        ));
+    }
+    Ok(())
+}
+
+/// `--trace-culprits`: the culprit groups with a series of their own, per CPU.
+fn culprits_of(a: &MonitorArgs) -> Result<usize> {
+    Ok(match a.trace_culprits {
+        Some(n) if n > 1000 => {
+            return Err(Error::flag(
+                "--trace-culprits",
+                n,
+                "at most 1000 (each is a series per CPU)",
+            ))
+        }
+        Some(n) => n as usize,
+        None => super::causes::DEFAULT_TOP,
+    })
+}
+
+/// The tags every snapshot carries: `--tag`s, and the host and monitor tags unless the user
+/// gave their own (a container's hostname says little; `--tag host=rack3-node7` names it
+/// for `report --fleet`).
+fn tags_of(a: &MonitorArgs, host: &str, monitor_id: &str) -> Result<Vec<String>> {
+    let mut tags = a.common.store.tag.clone();
+    for (k, v) in [("host", host), ("monitor", monitor_id)] {
+        if !tags
+            .iter()
+            .any(|t| t.split_once('=').is_some_and(|(tk, _)| tk.trim() == k))
+        {
+            tags.push(format!("{k}={v}"));
+        }
+    }
+    latlab_core::store::parse_tags(&tags)?;
+    Ok(tags)
+}
+
+/// What `--engine timerlat` cannot do: a period the kernel's tracer refuses, `--trace`.
+fn check_engine(a: &MonitorArgs, interval_ns: u64) -> Result<()> {
+    if a.engine != crate::measure::timerlat::probe::Engine::Timerlat {
+        return Ok(());
+    }
+    crate::measure::timerlat::probe::check_period(
+        "-i/--interval",
+        a.interval.as_ref().map_or("", |t| &t.text),
+        interval_ns,
+    )?;
+    if a.trace.threshold_ns()?.is_some() {
+        return Err(Error::flag(
+            "--trace",
+            "",
+            "--engine timerlat: the kernel's tracer has no --trace here yet; `latlab timerlat --threshold` explains its samples",
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
