@@ -339,25 +339,24 @@ fn gaps(b: Option<&Before>, seg: &Segment) -> Vec<Gap> {
         .collect()
 }
 
-/// The final result: `base` (the run the context built) filled with everything.
-pub(crate) fn finish(
-    cfg: &QualifyConfig,
-    mut base: Run,
-    seg: Segment,
-    policy: latlab_core::config::Policy,
-    prio: i32,
-) -> (Run, Vec<junit::Case>) {
-    let b = cfg.derived.before.as_deref();
-    let measured_s = b.map_or(0.0, |b| b.measured_s) + seg.measured_s;
-    let mut intervals: Vec<IntervalFigures> = b.map(|b| b.intervals.clone()).unwrap_or_default();
-    intervals.extend(seg.intervals.iter().cloned());
+/// Per requirement, every interval counted: earlier segments' and this one's.
+fn all_counts(cfg: &QualifyConfig, b: Option<&Before>, seg: &Segment) -> Vec<Vec<RunCount>> {
     let mut counts: Vec<Vec<RunCount>> = b.map(|b| b.counts.clone()).unwrap_or_default();
     counts.resize(cfg.derived.requirements.len(), Vec::new());
     for (all, mine) in counts.iter_mut().zip(&seg.counts) {
         all.extend(mine.iter().cloned());
     }
-    let (verdicts, cases) = verdicts(cfg, &counts, measured_s);
-    // Series: every earlier interval merged, plus this segment's threads.
+    counts
+}
+
+/// The final series, one per CPU: every earlier interval merged, plus this segment's
+/// threads.
+fn series(
+    cfg: &QualifyConfig,
+    b: Option<&Before>,
+    seg: &Segment,
+    (policy, prio): (latlab_core::config::Policy, i32),
+) -> Vec<Series> {
     let mut merged: Vec<(usize, Recorder, u64, u64)> = b
         .map(|b| {
             b.merged
@@ -377,7 +376,7 @@ pub(crate) fn finish(
         }
     }
     merged.sort_by_key(|m| m.0);
-    base.series = merged
+    merged
         .iter()
         .map(|(cpu, rec, o, l)| {
             let mut s = Series::from_recorder(format!("cpu{cpu}"), rec);
@@ -389,35 +388,63 @@ pub(crate) fn finish(
             s.lost_samples = *l;
             s
         })
-        .collect();
-    if let Some(mut t) = seg.trace.clone() {
-        let mut spikes: Vec<SpikeRecord> = b.map(|b| b.spikes.clone()).unwrap_or_default();
-        spikes.extend(seg.spikes.iter().cloned());
-        t.per_cpu = latlab_core::result::culprits::summarise(&spikes, &cfg.cpus);
-        spikes.sort_by_key(|s| std::cmp::Reverse(s.latency_ns));
-        t.spikes_not_kept = spikes.len().saturating_sub(KEPT_SPIKES) as u64;
-        spikes.truncate(KEPT_SPIKES);
-        t.spikes = spikes;
-        // Each interval took its own firings; the final result lists them all.
-        let mut actions = b.map(|b| b.actions.clone()).unwrap_or_default();
-        actions.extend(seg.actions.iter().cloned());
-        actions.extend(std::mem::take(&mut t.actions));
-        t.actions = actions;
-        base.trace = Some(t);
-    }
-    // After a resume, every segment's loads as their checkpoints counted them (the driver adds
-    // this segment's final reports; a single segment has those alone).
+        .collect()
+}
+
+/// The final trace report (`--trace`): this segment's finished report with every
+/// segment's spikes (the worst [`KEPT_SPIKES`] kept) and firings.
+fn trace(cfg: &QualifyConfig, b: Option<&Before>, seg: &Segment) -> Option<TraceReport> {
+    let mut t = seg.trace.clone()?;
+    let mut spikes: Vec<SpikeRecord> = b.map(|b| b.spikes.clone()).unwrap_or_default();
+    spikes.extend(seg.spikes.iter().cloned());
+    t.per_cpu = latlab_core::result::culprits::summarise(&spikes, &cfg.cpus);
+    spikes.sort_by_key(|s| std::cmp::Reverse(s.latency_ns));
+    t.spikes_not_kept = spikes.len().saturating_sub(KEPT_SPIKES) as u64;
+    spikes.truncate(KEPT_SPIKES);
+    t.spikes = spikes;
+    // Each interval took its own firings; the final result lists them all.
+    let mut actions = b.map(|b| b.actions.clone()).unwrap_or_default();
+    actions.extend(seg.actions.iter().cloned());
+    actions.extend(std::mem::take(&mut t.actions));
+    t.actions = actions;
+    Some(t)
+}
+
+/// After a resume, every segment's loads as their checkpoints counted them (the driver adds
+/// this segment's final reports; a single segment has those alone).
+fn loads(b: Option<&Before>, seg: &Segment) -> Vec<LoadReport> {
     let mut loads: Vec<LoadReport> = b.map(|b| b.loads.clone()).unwrap_or_default();
     if b.is_some() {
         add_loads(&mut loads, &seg.loads);
     }
-    for mut l in loads {
+    for l in &mut loads {
         l.note = Some(format!(
             "all {} segment(s), from their checkpoints",
             seg.number
         ));
-        base.loads.push(l);
     }
+    loads
+}
+
+
+/// The final result: `base` (the run the context built) filled with everything.
+pub(crate) fn finish(
+    cfg: &QualifyConfig,
+    mut base: Run,
+    seg: Segment,
+    policy: latlab_core::config::Policy,
+    prio: i32,
+) -> (Run, Vec<junit::Case>) {
+    let b = cfg.derived.before.as_deref();
+    let measured_s = b.map_or(0.0, |b| b.measured_s) + seg.measured_s;
+    let mut intervals: Vec<IntervalFigures> = b.map(|b| b.intervals.clone()).unwrap_or_default();
+    intervals.extend(seg.intervals.iter().cloned());
+    let (verdicts, cases) = verdicts(cfg, &all_counts(cfg, b, &seg), measured_s);
+    base.series = series(cfg, b, &seg, (policy, prio));
+    if let Some(t) = trace(cfg, b, &seg) {
+        base.trace = Some(t);
+    }
+    base.loads.extend(loads(b, &seg));
     let mut facts: Vec<SystemFacts> = b.map(|b| b.facts.clone()).unwrap_or_default();
     facts.push(seg.facts.clone());
     let gaps = gaps(b, &seg);
