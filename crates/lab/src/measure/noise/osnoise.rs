@@ -10,8 +10,11 @@ use latlab_core::error::{Error, Result};
 use crate::measure::timerlat::records::{Layouts, Noise, Pipes, Rec};
 use latlab_core::result::{Run, Series};
 use latlab_core::stats::Recorder;
-use latlab_trace::tracefs::{TraceFs, OSNOISE_SUFFIX};
+use crate::settings::Knobs;
+use latlab_core::rt::Control;
+use latlab_trace::tracefs::{Instance, TraceFs, OSNOISE_SUFFIX};
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 
 /// Events traced: every noise at or above the threshold, and the kernel's accounting of each
@@ -106,6 +109,63 @@ pub(crate) fn run(cfg: &NoiseConfig, ctx: &mut Ctx<'_>) -> Result<NoiseOutcome> 
     }
     let fs = TraceFs::system(&latlab_core::io::state_dir())?;
     let root = fs.root.clone();
+    check_tracer(cfg, &root, what)?;
+    let knobs = ctx.settings()?;
+    let holders = crate::measure::timerlat::kernel::holders(&root);
+    if !holders.is_empty() {
+        return Err(crate::measure::timerlat::kernel::busy(&holders));
+    }
+    let period_us = configure(cfg, knobs, &root)?;
+    let events: Vec<String> = EVENTS
+        .iter()
+        .filter(|e| root.join("events").join(e).is_dir())
+        .map(|e| e.to_string())
+        .collect();
+    let journal = Some(latlab_trace::tracefs::journal_file(OSNOISE_SUFFIX));
+    let inst = fs.create_instance(OSNOISE_SUFFIX, &cfg.cpus, &events, 2048, journal)?;
+    let cur = inst.dir.join("current_tracer");
+    std::fs::write(&cur, "osnoise")
+        .map_err(|e| Error::Env(format!("noise --engine {what}: {}: {e}", cur.display())))?;
+    let mut saved = latlab_core::sys::sched::ThreadState::save();
+    let off = crate::measure::timerlat::kernel::keep_off(&cfg.cpus, ctx.placement());
+    let started = SystemTime::now();
+    let t0 = Instant::now();
+    let control = ctx.control().clone();
+    let read = collect(cfg, &root, inst, &events, &control, t0)?;
+    saved.restore();
+    let mut warnings: Vec<String> = off.into_iter().collect();
+    if read.missed > 0 {
+        warnings.push(format!("the kernel's ring buffer lost {} events", read.missed));
+    }
+    if read.bad > 0 {
+        warnings.push(format!("{} buffer pages did not parse", read.bad));
+    }
+    let series = cfg
+        .cpus
+        .iter()
+        .zip(&read.cpus)
+        .map(|(&c, d)| series(cfg, c, d))
+        .collect();
+    let mut params = serde_json::to_value(cfg).unwrap_or(serde_json::Value::Null);
+    params["engine_tracer"] = format!("kernel {what} tracer").into();
+    params["period_us"] = period_us.into();
+    ctx.warnings().extend(warnings);
+    let run = Run {
+        interrupted: control.was_interrupted(),
+        series,
+        duration_s: t0.elapsed().as_secs_f64(),
+        ..ctx.run_at(started, params)
+    };
+    Ok(NoiseOutcome {
+        run,
+        repeats: Vec::new(),
+        disturbances: Vec::new(),
+        ticks_per_ns: 1.0,
+    })
+}
+
+/// Refuses a kernel without the osnoise tracer, or, for hwnoise, without its options.
+fn check_tracer(cfg: &NoiseConfig, root: &Path, what: &str) -> Result<()> {
     let tracers = std::fs::read_to_string(root.join("available_tracers")).unwrap_or_default();
     if !tracers.split_whitespace().any(|t| t == "osnoise") {
         return Err(Error::Env(format!(
@@ -124,11 +184,13 @@ pub(crate) fn run(cfg: &NoiseConfig, ctx: &mut Ctx<'_>) -> Result<NoiseOutcome> 
             o.join("options").display()
         )));
     }
-    let knobs = ctx.settings()?;
-    let holders = crate::measure::timerlat::kernel::holders(&root);
-    if !holders.is_empty() {
-        return Err(crate::measure::timerlat::kernel::busy(&holders));
-    }
+    Ok(())
+}
+
+/// Sets the tracer's machine-wide knobs for `cfg` (journaled, put back after the run) and
+/// returns the period it runs, µs.
+fn configure(cfg: &NoiseConfig, knobs: &mut Knobs, root: &Path) -> Result<u64> {
+    let o = root.join("osnoise");
     // Ten periods a run at least (rtla's 1 s at most), so a short run still has the kernel's
     // per-period counts.
     let period_us = (cfg.duration_ns / 10_000).clamp(1_000, 1_000_000);
@@ -159,26 +221,31 @@ pub(crate) fn run(cfg: &NoiseConfig, ctx: &mut Ctx<'_>) -> Result<NoiseOutcome> 
     if cfg.engine == NoiseEngine::Hwnoise {
         knobs.enable_feature(&o.join("options"), "OSNOISE_IRQ_DISABLE")?;
     }
-    let events: Vec<String> = EVENTS
-        .iter()
-        .filter(|e| root.join("events").join(e).is_dir())
-        .map(|e| e.to_string())
-        .collect();
-    let journal = Some(latlab_trace::tracefs::journal_file(OSNOISE_SUFFIX));
-    let inst = fs.create_instance(OSNOISE_SUFFIX, &cfg.cpus, &events, 2048, journal)?;
-    let cur = inst.dir.join("current_tracer");
-    std::fs::write(&cur, "osnoise")
-        .map_err(|e| Error::Env(format!("noise --engine {what}: {}: {e}", cur.display())))?;
-    let mut saved = latlab_core::sys::sched::ThreadState::save();
-    let off = crate::measure::timerlat::kernel::keep_off(&cfg.cpus, ctx.placement());
-    let started = SystemTime::now();
-    let t0 = Instant::now();
-    let layouts = Layouts::learn_for(&root, "ftrace/osnoise", &events)?;
+    Ok(period_us)
+}
+
+/// What the tracer's pipes gave: each CPU's noise, and the events lost or unparsed.
+struct Collected {
+    cpus: Vec<Cpu>,
+    missed: u64,
+    bad: u64,
+}
+
+/// Reads the instance's pipes until the run's end or a signal, then stops the tracer, reads
+/// what is left and removes the instance.
+fn collect(
+    cfg: &NoiseConfig,
+    root: &Path,
+    inst: Instance,
+    events: &[String],
+    control: &Control,
+    t0: Instant,
+) -> Result<Collected> {
+    let layouts = Layouts::learn_for(root, "ftrace/osnoise", events)?;
     let paths: Vec<_> = cfg.cpus.iter().map(|&c| inst.pipe(c)).collect();
     let mut pipes = Pipes::open(&paths, layouts)?;
     let mut cpus: Vec<Cpu> = cfg.cpus.iter().map(|_| Cpu::default()).collect();
     let mut drain = |cpus: &mut [Cpu]| pipes.drain(&mut |i, _, r| cpus[i].take(r));
-    let control = ctx.control().clone();
     let deadline = t0 + Duration::from_nanos(cfg.duration_ns);
     while !control.stop.load(std::sync::atomic::Ordering::Relaxed) && Instant::now() < deadline {
         drain(&mut cpus);
@@ -191,36 +258,7 @@ pub(crate) fn run(cfg: &NoiseConfig, ctx: &mut Ctx<'_>) -> Result<NoiseOutcome> 
     let (missed, bad): (u64, u64) = (pipes.missed.iter().sum(), pipes.bad_pages.iter().sum());
     drop(pipes);
     drop(inst);
-    saved.restore();
-    let mut warnings: Vec<String> = off.into_iter().collect();
-    if missed > 0 {
-        warnings.push(format!("the kernel's ring buffer lost {missed} events"));
-    }
-    if bad > 0 {
-        warnings.push(format!("{bad} buffer pages did not parse"));
-    }
-    let series = cfg
-        .cpus
-        .iter()
-        .zip(&cpus)
-        .map(|(&c, d)| series(cfg, c, d))
-        .collect();
-    let mut params = serde_json::to_value(cfg).unwrap_or(serde_json::Value::Null);
-    params["engine_tracer"] = format!("kernel {what} tracer").into();
-    params["period_us"] = period_us.into();
-    ctx.warnings().extend(warnings);
-    let run = Run {
-        interrupted: control.was_interrupted(),
-        series,
-        duration_s: t0.elapsed().as_secs_f64(),
-        ..ctx.run_at(started, params)
-    };
-    Ok(NoiseOutcome {
-        run,
-        repeats: Vec::new(),
-        disturbances: Vec::new(),
-        ticks_per_ns: 1.0,
-    })
+    Ok(Collected { cpus, missed, bad })
 }
 
 /// CPU `c`'s series: the noises at or above the threshold (count, exact max, histogram),
