@@ -102,112 +102,9 @@ fn check_deadline(
 impl CyclicConfig {
     /// Validates raw arguments against the online CPUs.
     pub(crate) fn from_args(a: &CyclicArgs, online: &CpuSet) -> Result<CyclicConfig> {
-        let policy = match *a.rt.policy {
-            Some(p) => p,
-            None if *a.rt.priority == Some(0) => Policy::Other,
-            None => Policy::Fifo,
-        };
-        let prio = a.rt.priority.unwrap_or(if policy.is_rt() { 80 } else { 0 });
-        let interval = a.timing.interval.as_ref();
-        if let (Some(_), Some(p)) = (interval, &a.period) {
-            return Err(Error::flag(
-                "--period",
-                p,
-                "-i/--interval sets the period too; give one of them",
-            ));
-        }
-        let (period_flag, period_text) = match (interval, &a.period) {
-            (_, Some(p)) => ("--period", p.text.clone()),
-            (Some(i), None) => ("-i/--interval", i.text.clone()),
-            (None, None) => ("-i/--interval", "1000".to_string()),
-        };
-        let interval_ns = a.period.as_ref().or(interval).map_or(1_000_000, |t| t.ns);
-        if let Some(why) = bad_period(interval_ns) {
-            return Err(Error::flag(period_flag, &period_text, why));
-        }
-        let given = |flag: &str, v: &Option<Time>| -> Option<Given> {
-            v.as_ref().map(|t| Given {
-                ns: t.ns,
-                flag: flag.to_string(),
-                text: t.text.clone(),
-            })
-        };
-        let dl = DlSpec {
-            runtime: given("--runtime", &a.runtime),
-            deadline: given("--deadline", &a.deadline),
-            // No work is a valid amount of work.
-            work: given("--work", &a.work),
-            period_flag: period_flag.to_string(),
-            period_text,
-        };
-        let distance_ns = a.distance.as_ref().map_or(500_000, |t| t.ns);
-        let affinity = a.affinity.online(online)?;
-        let (threads, per_cpu) = match *a.threads {
-            None => (1, false),
-            Some(None) => (affinity.as_ref().unwrap_or(online).len(), true),
-            Some(Some(n)) => (usize::try_from(n).unwrap_or(usize::MAX), false),
-        };
-        if threads > MAX_THREADS {
-            return Err(Error::flag(
-                "-t/--threads",
-                threads,
-                format!("latlab runs at most {MAX_THREADS} measuring threads"),
-            ));
-        }
-        let base = GroupSpec {
-            policy,
-            prio,
-            threads,
-            priospread: a.priospread,
-            interval_ns,
-            offset_ns: distance_ns,
-            // `-t` without N pins one thread to each CPU.
-            affinity: if per_cpu && affinity.is_none() {
-                Some(online.clone())
-            } else {
-                affinity
-            },
-            dl,
-        };
-
-        let groups: Vec<GroupSpec> = if a.group.is_empty() {
-            vec![base]
-        } else {
-            let mut g = Vec::new();
-            for spec in &a.group {
-                g.push(parse_group(spec, &base, online)?);
-            }
-            g
-        };
-
-        let asked = groups
-            .iter()
-            .fold(0usize, |n, g| n.saturating_add(g.threads));
-        if asked > MAX_THREADS {
-            return Err(Error::Usage(format!(
-                "{asked} threads requested: latlab runs at most {MAX_THREADS} measuring threads"
-            )));
-        }
-        let mut threads = Vec::new();
-        let mut notes = Vec::new();
-        for g in &groups {
-            let flag = if a.group.is_empty() {
-                "-p/--priority"
-            } else {
-                "--group"
-            };
-            expand_group(g, flag, &mut threads)?;
-            if g.policy == Policy::Deadline && g.affinity.is_some() && notes.is_empty() {
-                notes.push(
-                    "SCHED_DEADLINE threads cannot be pinned to CPUs narrower than their root \
-                     domain (sched_setattr refuses a pinned thread with EPERM, and \
-                     sched_setaffinity a deadline thread with EBUSY): they ran unpinned, so \
-                     -a/-t/affinity= were not applied to them"
-                        .to_string(),
-                );
-            }
-        }
-
+        let base = base_group(a, online)?;
+        let groups = groups(a, base, online)?;
+        let (threads, notes) = plan_threads(a, &groups)?;
         let loops = *a.timing.loops;
         let duration_ns = *a.timing.duration;
         let break_on_ns = a.break_on.as_ref().map(|t| t.ns);
@@ -251,6 +148,133 @@ impl CyclicConfig {
             notes,
         })
     }
+}
+
+/// The group the plain flags describe (`-p`, `-i`/`--period`, `-d`, `-a`, `-t`, the deadline
+/// times); each `--group` starts from it.
+fn base_group(a: &CyclicArgs, online: &CpuSet) -> Result<GroupSpec> {
+    let policy = match *a.rt.policy {
+        Some(p) => p,
+        None if *a.rt.priority == Some(0) => Policy::Other,
+        None => Policy::Fifo,
+    };
+    let prio = a.rt.priority.unwrap_or(if policy.is_rt() { 80 } else { 0 });
+    let (interval_ns, dl) = period_and_deadline(a)?;
+    let distance_ns = a.distance.as_ref().map_or(500_000, |t| t.ns);
+    let affinity = a.affinity.online(online)?;
+    let (threads, per_cpu) = match *a.threads {
+        None => (1, false),
+        Some(None) => (affinity.as_ref().unwrap_or(online).len(), true),
+        Some(Some(n)) => (usize::try_from(n).unwrap_or(usize::MAX), false),
+    };
+    if threads > MAX_THREADS {
+        return Err(Error::flag(
+            "-t/--threads",
+            threads,
+            format!("latlab runs at most {MAX_THREADS} measuring threads"),
+        ));
+    }
+    Ok(GroupSpec {
+        policy,
+        prio,
+        threads,
+        priospread: a.priospread,
+        interval_ns,
+        offset_ns: distance_ns,
+        // `-t` without N pins one thread to each CPU.
+        affinity: if per_cpu && affinity.is_none() {
+            Some(online.clone())
+        } else {
+            affinity
+        },
+        dl,
+    })
+}
+
+/// The period (`-i/--interval` or `--period`, not both) and the deadline times, each with
+/// the flag that gave it.
+fn period_and_deadline(a: &CyclicArgs) -> Result<(u64, DlSpec)> {
+    let interval = a.timing.interval.as_ref();
+    if let (Some(_), Some(p)) = (interval, &a.period) {
+        return Err(Error::flag(
+            "--period",
+            p,
+            "-i/--interval sets the period too; give one of them",
+        ));
+    }
+    let (period_flag, period_text) = match (interval, &a.period) {
+        (_, Some(p)) => ("--period", p.text.clone()),
+        (Some(i), None) => ("-i/--interval", i.text.clone()),
+        (None, None) => ("-i/--interval", "1000".to_string()),
+    };
+    let interval_ns = a.period.as_ref().or(interval).map_or(1_000_000, |t| t.ns);
+    if let Some(why) = bad_period(interval_ns) {
+        return Err(Error::flag(period_flag, &period_text, why));
+    }
+    let given = |flag: &str, v: &Option<Time>| -> Option<Given> {
+        v.as_ref().map(|t| Given {
+            ns: t.ns,
+            flag: flag.to_string(),
+            text: t.text.clone(),
+        })
+    };
+    let dl = DlSpec {
+        runtime: given("--runtime", &a.runtime),
+        deadline: given("--deadline", &a.deadline),
+        // No work is a valid amount of work.
+        work: given("--work", &a.work),
+        period_flag: period_flag.to_string(),
+        period_text,
+    };
+    Ok((interval_ns, dl))
+}
+
+/// The groups measured: the `--group` specs, or the plain flags' group alone; together at
+/// most [`MAX_THREADS`] threads.
+fn groups(a: &CyclicArgs, base: GroupSpec, online: &CpuSet) -> Result<Vec<GroupSpec>> {
+    let groups: Vec<GroupSpec> = if a.group.is_empty() {
+        vec![base]
+    } else {
+        let mut g = Vec::new();
+        for spec in &a.group {
+            g.push(parse_group(spec, &base, online)?);
+        }
+        g
+    };
+    let asked = groups
+        .iter()
+        .fold(0usize, |n, g| n.saturating_add(g.threads));
+    if asked > MAX_THREADS {
+        return Err(Error::Usage(format!(
+            "{asked} threads requested: latlab runs at most {MAX_THREADS} measuring threads"
+        )));
+    }
+    Ok(groups)
+}
+
+/// Every group's threads, numbered across groups, and the notes the run will print about
+/// them.
+fn plan_threads(a: &CyclicArgs, groups: &[GroupSpec]) -> Result<(Vec<ThreadPlan>, Vec<String>)> {
+    let mut threads = Vec::new();
+    let mut notes = Vec::new();
+    for g in groups {
+        let flag = if a.group.is_empty() {
+            "-p/--priority"
+        } else {
+            "--group"
+        };
+        expand_group(g, flag, &mut threads)?;
+        if g.policy == Policy::Deadline && g.affinity.is_some() && notes.is_empty() {
+            notes.push(
+                "SCHED_DEADLINE threads cannot be pinned to CPUs narrower than their root \
+                 domain (sched_setattr refuses a pinned thread with EPERM, and \
+                 sched_setaffinity a deadline thread with EBUSY): they ran unpinned, so \
+                 -a/-t/affinity= were not applied to them"
+                    .to_string(),
+            );
+        }
+    }
+    Ok((threads, notes))
 }
 
 /// Deadline-only flags without a deadline thread, and `--relative` with one, are refused.
@@ -369,122 +393,176 @@ fn deadline_plan(dl: &DlSpec, period_ns: u64) -> Result<DeadlinePlan> {
 /// Parses `key=value,...` group specs; keys: policy, threads, prio, priospread, interval
 /// (alias period), offset, affinity (alias cpus), and for deadline groups runtime, deadline,
 /// work.
-fn parse_group<'a>(spec: &'a str, base: &GroupSpec, online: &CpuSet) -> Result<GroupSpec> {
-    let mut g = GroupSpec {
-        threads: 1,
-        priospread: false,
-        offset_ns: 0,
-        ..base.clone()
+fn parse_group(spec: &str, base: &GroupSpec, online: &CpuSet) -> Result<GroupSpec> {
+    let mut r = GroupReader {
+        spec,
+        online,
+        g: GroupSpec {
+            threads: 1,
+            priospread: false,
+            offset_ns: 0,
+            ..base.clone()
+        },
+        prio_given: false,
+        dl_keys: Vec::new(),
     };
-    let mut prio_given = false;
-    let mut dl_keys: Vec<&str> = Vec::new();
-    let bad = |why: String| Error::Usage(format!("--group '{spec}': {why}"));
-    let key_flag = |k: &str| format!("--group '{spec}': {k}=");
     for item in spec.split(',').map(str::trim) {
         if item.is_empty() {
-            return Err(bad("empty item (stray comma?)".into()));
+            return Err(r.bad("empty item (stray comma?)".into()));
         }
         let (k, v) = match item.split_once('=') {
             Some((k, v)) => (k.trim(), Some(v.trim())),
             None => (item, None),
         };
-        let need = |v: Option<&'a str>| -> Result<&'a str> {
-            v.ok_or_else(|| bad(format!("'{k}' needs a value ({k}=...)")))
-        };
+        r.item(k, v)?;
+    }
+    r.finish(base)
+}
+
+/// One `--group` spec being read: the group so far and what its keys said.
+struct GroupReader<'s> {
+    spec: &'s str,
+    online: &'s CpuSet,
+    g: GroupSpec,
+    /// Whether `prio=` was given (else a policy change picks its default).
+    prio_given: bool,
+    /// The deadline-only keys given, refused unless the policy is deadline.
+    dl_keys: Vec<&'s str>,
+}
+
+impl<'s> GroupReader<'s> {
+    /// A refusal naming the spec.
+    fn bad(&self, why: String) -> Error {
+        Error::Usage(format!("--group '{}': {why}", self.spec))
+    }
+
+    /// How a refusal of a deadline time names key `k`.
+    fn key_flag(&self, k: &str) -> String {
+        format!("--group '{}': {k}=", self.spec)
+    }
+
+    /// The value of key `k`, which needs one.
+    fn need(&self, k: &str, v: Option<&'s str>) -> Result<&'s str> {
+        v.ok_or_else(|| self.bad(format!("'{k}' needs a value ({k}=...)")))
+    }
+
+    /// Takes one `k[=v]` item.
+    fn item(&mut self, k: &'s str, v: Option<&'s str>) -> Result<()> {
         match k {
-            "policy" => g.policy = Policy::parse_any(need(v)?).map_err(bad)?,
-            "threads" | "t" => {
-                let v = need(v)?;
-                if v == "all" {
-                    g.threads = g.affinity.as_ref().unwrap_or(online).len();
-                } else {
-                    g.threads = v
-                        .parse()
-                        .ok()
-                        .filter(|&n: &usize| n > 0)
-                        .ok_or_else(|| bad(format!("threads={v}: expected a whole number > 0")))?;
-                }
+            "policy" => {
+                let v = self.need(k, v)?;
+                self.g.policy = Policy::parse_any(v).map_err(|e| self.bad(e))?;
             }
+            "threads" | "t" => self.threads(self.need(k, v)?)?,
             "prio" | "priority" | "p" => {
-                let v = need(v)?;
-                g.prio = v
+                let v = self.need(k, v)?;
+                self.g.prio = v
                     .parse()
-                    .map_err(|_| bad(format!("prio={v}: not a whole number")))?;
-                prio_given = true;
+                    .map_err(|_| self.bad(format!("prio={v}: not a whole number")))?;
+                self.prio_given = true;
             }
             "priospread" => {
-                g.priospread = match v {
+                self.g.priospread = match v {
                     None | Some("true") | Some("1") | Some("yes") => true,
                     Some("false") | Some("0") | Some("no") => false,
-                    Some(x) => return Err(bad(format!("priospread={x}: use true or false"))),
+                    Some(x) => return Err(self.bad(format!("priospread={x}: use true or false"))),
                 }
             }
-            "interval" | "i" | "period" => {
-                let v = need(v)?;
-                g.interval_ns = parse_time_ns(v, BareUnit::Micros)
-                    .map_err(|e| bad(format!("{k}={v}: {e}")))?;
-                if let Some(why) = bad_period(g.interval_ns) {
-                    return Err(bad(format!("{k}={v}: {why}")));
-                }
-                g.dl.period_flag = key_flag(k);
-                g.dl.period_text = v.to_string();
-                if k == "period" {
-                    dl_keys.push("period");
-                }
-            }
-            "runtime" | "deadline" | "work" => {
-                let v = need(v)?;
-                let ns = if k == "work" {
-                    parse_offset_ns(v, BareUnit::Micros)
-                } else {
-                    parse_time_ns(v, BareUnit::Micros)
-                }
-                .map_err(|e| bad(format!("{k}={v}: {e}")))?;
-                let given = Some(Given {
-                    ns,
-                    flag: key_flag(k),
-                    text: v.to_string(),
-                });
-                match k {
-                    "runtime" => g.dl.runtime = given,
-                    "deadline" => g.dl.deadline = given,
-                    _ => g.dl.work = given,
-                }
-                dl_keys.push(k);
-            }
+            "interval" | "i" | "period" => self.period(k, self.need(k, v)?)?,
+            "runtime" | "deadline" | "work" => self.deadline_time(k, self.need(k, v)?)?,
             "offset" | "distance" | "d" => {
-                let v = need(v)?;
-                g.offset_ns = parse_offset_ns(v, BareUnit::Micros)
-                    .map_err(|e| bad(format!("offset={v}: {e}")))?;
+                let v = self.need(k, v)?;
+                self.g.offset_ns = parse_offset_ns(v, BareUnit::Micros)
+                    .map_err(|e| self.bad(format!("offset={v}: {e}")))?;
             }
-            "affinity" | "cpus" | "a" => {
-                let v = need(v)?;
-                let set = CpuSet::parse(v).map_err(|e| bad(format!("affinity={v}: {e}")))?;
-                let off = set.difference(online);
-                if !off.is_empty() {
-                    return Err(bad(format!("affinity={v}: CPU(s) {off} are not online (online: {online})")));
-                }
-                g.affinity = Some(set);
-            }
+            "affinity" | "cpus" | "a" => self.affinity(self.need(k, v)?)?,
             other => {
-                return Err(bad(format!(
+                return Err(self.bad(format!(
                     "unknown key '{other}' (use policy, threads, prio, priospread, interval, offset, affinity; deadline groups also runtime, deadline, period, work)"
                 )))
             }
         }
+        Ok(())
     }
-    if let Some(k) = dl_keys.first().filter(|_| g.policy != Policy::Deadline) {
-        return Err(bad(format!(
-            "{k}= is a SCHED_DEADLINE setting: it needs policy=deadline"
-        )));
+
+    /// `threads=N`, or `all`: one per CPU of the group's affinity.
+    fn threads(&mut self, v: &str) -> Result<()> {
+        self.g.threads = if v == "all" {
+            self.g.affinity.as_ref().unwrap_or(self.online).len()
+        } else {
+            v.parse()
+                .ok()
+                .filter(|&n: &usize| n > 0)
+                .ok_or_else(|| self.bad(format!("threads={v}: expected a whole number > 0")))?
+        };
+        Ok(())
     }
-    if !prio_given && base.policy.is_rt() != g.policy.is_rt() {
-        g.prio = if g.policy.is_rt() { 80 } else { 0 };
+
+    /// `interval=`/`period=`: the group's period, which a deadline refusal names.
+    fn period(&mut self, k: &'s str, v: &str) -> Result<()> {
+        self.g.interval_ns =
+            parse_time_ns(v, BareUnit::Micros).map_err(|e| self.bad(format!("{k}={v}: {e}")))?;
+        if let Some(why) = bad_period(self.g.interval_ns) {
+            return Err(self.bad(format!("{k}={v}: {why}")));
+        }
+        self.g.dl.period_flag = self.key_flag(k);
+        self.g.dl.period_text = v.to_string();
+        if k == "period" {
+            self.dl_keys.push("period");
+        }
+        Ok(())
     }
-    Ok(g)
+
+    /// `runtime=`, `deadline=` or `work=`: a deadline thread's time.
+    fn deadline_time(&mut self, k: &'s str, v: &str) -> Result<()> {
+        let ns = if k == "work" {
+            parse_offset_ns(v, BareUnit::Micros)
+        } else {
+            parse_time_ns(v, BareUnit::Micros)
+        }
+        .map_err(|e| self.bad(format!("{k}={v}: {e}")))?;
+        let given = Some(Given {
+            ns,
+            flag: self.key_flag(k),
+            text: v.to_string(),
+        });
+        match k {
+            "runtime" => self.g.dl.runtime = given,
+            "deadline" => self.g.dl.deadline = given,
+            _ => self.g.dl.work = given,
+        }
+        self.dl_keys.push(k);
+        Ok(())
+    }
+
+    /// `affinity=CPUS`, every one online.
+    fn affinity(&mut self, v: &str) -> Result<()> {
+        let set = CpuSet::parse(v).map_err(|e| self.bad(format!("affinity={v}: {e}")))?;
+        let off = set.difference(self.online);
+        if !off.is_empty() {
+            return Err(self.bad(format!(
+                "affinity={v}: CPU(s) {off} are not online (online: {})",
+                self.online
+            )));
+        }
+        self.g.affinity = Some(set);
+        Ok(())
+    }
+
+    /// The group read, once its keys agree with its policy.
+    fn finish(mut self, base: &GroupSpec) -> Result<GroupSpec> {
+        if let Some(k) = self.dl_keys.first().filter(|_| self.g.policy != Policy::Deadline) {
+            return Err(self.bad(format!(
+                "{k}= is a SCHED_DEADLINE setting: it needs policy=deadline"
+            )));
+        }
+        if !self.prio_given && base.policy.is_rt() != self.g.policy.is_rt() {
+            self.g.prio = if self.g.policy.is_rt() { 80 } else { 0 };
+        }
+        Ok(self.g)
+    }
 }
 
-/// A config from `latlab cyclic ARGS` on two online CPUs (tests of the modules beside).
 /// Why a measuring task's period cannot be `ns`, if it cannot: under a microsecond (the
 /// smallest cyclictest can ask for) every wake-up is an overrun, and over an hour a run
 /// never reports.
@@ -498,6 +576,7 @@ fn bad_period(ns: u64) -> Option<&'static str> {
     }
 }
 
+/// A config from `latlab cyclic ARGS` on two online CPUs (tests of the modules beside).
 #[cfg(test)]
 pub(crate) fn test_config(args: &[&str]) -> CyclicConfig {
     let mut v = vec!["latlab", "cyclic"];
