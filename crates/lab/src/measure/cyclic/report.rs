@@ -5,6 +5,7 @@ use super::CyclicOutcome;
 use latlab_core::config::DisplayUnit;
 use latlab_analysis::export::columns;
 use crate::measure::cyclic::config::CyclicConfig;
+use latlab_core::result::{Run, Series};
 use latlab_core::rt::Live;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -68,6 +69,46 @@ pub(crate) fn live_view(
 /// prio as in seed 004, then policy, cpu, percentiles and overruns), warnings.
 pub(crate) fn render(o: &CyclicOutcome, unit: DisplayUnit) -> String {
     let run = &o.run;
+    let deadline = run
+        .series
+        .iter()
+        .any(|x| dl_count(x, "deadline_misses").is_some());
+    let mut s = header(run, deadline, unit);
+    let rows: Vec<Vec<String>> = run
+        .series
+        .iter()
+        .map(|x| row(x, deadline, unit))
+        .collect();
+    let mut head = vec![
+        "task", "loops", "min", "max", "average", "sigma", "prio", "policy", "cpu", "interval",
+        "p50", "p90", "p99", "p99.9", "p99.99", "overruns",
+    ];
+    if deadline {
+        head.extend(["misses", "over runtime"]);
+    }
+    s.push_str(&columns::render(&head, &rows));
+    if deadline {
+        s.push_str(&deadline_legend(&run.parameters["deadline"]));
+    }
+    for w in &run.warnings {
+        s.push_str(&format!("warning: {w}\n"));
+    }
+    if let Some(c) = &run.check_failure {
+        s.push_str(&format!("FAILED {c}\n"));
+    }
+    s
+}
+
+/// A deadline thread's count `key` from its series' extra (None for other threads).
+fn dl_count(x: &Series, key: &str) -> Option<u64> {
+    x.extra
+        .as_ref()
+        .and_then(|e| e.get(key))
+        .and_then(serde_json::Value::as_u64)
+}
+
+/// The report's first lines: what ran, on which kernel, and the unit.
+fn header(run: &Run, deadline: bool, unit: DisplayUnit) -> String {
     let e = &run.environment;
     let mut s = String::new();
     let state = if run.interrupted {
@@ -75,16 +116,6 @@ pub(crate) fn render(o: &CyclicOutcome, unit: DisplayUnit) -> String {
     } else {
         ""
     };
-    let dl = |x: &latlab_core::result::Series, key: &str| {
-        x.extra
-            .as_ref()
-            .and_then(|e| e.get(key))
-            .and_then(serde_json::Value::as_u64)
-    };
-    let deadline = run
-        .series
-        .iter()
-        .any(|x| dl(x, "deadline_misses").is_some());
     s.push_str(&format!(
         "latlab cyclic  {} threads  clock {}  {}  {:.2} s  run {}{state}\n",
         run.series.len(),
@@ -109,86 +140,72 @@ pub(crate) fn render(o: &CyclicOutcome, unit: DisplayUnit) -> String {
         e.kernel_release, e.preemption, e.clocksource, e.cpus_said()
     ));
     s.push_str(&format!("latencies in {unit}\n"));
+    s
+}
+
+/// One thread's row of the table; the deadline columns when any thread had them.
+fn row(x: &Series, deadline: bool, unit: DisplayUnit) -> Vec<String> {
     let f = |v: f64| unit.fmt_ns(v);
-    let g = |x: &latlab_core::result::Series, v: f64| {
+    // A thread that measured nothing has no figures.
+    let g = |v: f64| {
         if x.summary.count == 0 {
             "-".to_string()
         } else {
             f(v)
         }
     };
-    let rows: Vec<Vec<String>> = run
-        .series
-        .iter()
-        .map(|x| {
-            // A percentile only where the thread's count supports it (p99.9: 10 000 samples).
-            let [p50, p90, p99, p999, p9999] = x
-                .summary
-                .percentiles
-                .supported(x.summary.count)
-                .map(|v| v.map_or("-".to_string(), |v| f(v as f64)));
-            let mut row = vec![
-                x.name.trim_start_matches('T').to_string(),
-                x.summary.count.to_string(),
-                // A thread that measured nothing has no figures.
-                g(x, x.summary.min_ns as f64),
-                g(x, x.summary.max_ns as f64),
-                g(x, x.summary.mean_ns),
-                g(x, x.summary.stddev_ns),
-                x.prio.to_string(),
-                x.policy.clone(),
-                x.cpu.map_or("-".into(), |c| c.to_string()),
-                f(x.interval_ns.unwrap_or(0) as f64),
-                p50,
-                p90,
-                p99,
-                p999,
-                p9999,
-                x.overruns.to_string(),
-            ];
-            if deadline {
-                let n = |k: &str| dl(x, k).map_or("-".into(), |v| v.to_string());
-                row.push(n("deadline_misses"));
-                row.push(n("runtime_overruns"));
-            }
-            row
-        })
-        .collect();
-    let mut head = vec![
-        "task", "loops", "min", "max", "average", "sigma", "prio", "policy", "cpu", "interval",
-        "p50", "p90", "p99", "p99.9", "p99.99", "overruns",
+    // A percentile only where the thread's count supports it (p99.9: 10 000 samples).
+    let [p50, p90, p99, p999, p9999] = x
+        .summary
+        .percentiles
+        .supported(x.summary.count)
+        .map(|v| v.map_or("-".to_string(), |v| f(v as f64)));
+    let mut row = vec![
+        x.name.trim_start_matches('T').to_string(),
+        x.summary.count.to_string(),
+        g(x.summary.min_ns as f64),
+        g(x.summary.max_ns as f64),
+        g(x.summary.mean_ns),
+        g(x.summary.stddev_ns),
+        x.prio.to_string(),
+        x.policy.clone(),
+        x.cpu.map_or("-".into(), |c| c.to_string()),
+        f(x.interval_ns.unwrap_or(0) as f64),
+        p50,
+        p90,
+        p99,
+        p999,
+        p9999,
+        x.overruns.to_string(),
     ];
     if deadline {
-        head.extend(["misses", "over runtime"]);
+        let n = |k: &str| dl_count(x, k).map_or("-".into(), |v| v.to_string());
+        row.push(n("deadline_misses"));
+        row.push(n("runtime_overruns"));
     }
-    s.push_str(&columns::render(&head, &rows));
-    if deadline {
-        let d = &run.parameters["deadline"];
-        s.push_str(&format!(
-            "misses: jobs that ended after period start + deadline; over runtime: jobs whose \
-             CPU time by the thread's CPU clock (from one wake-up to the next, interrupt time \
-             charged to the thread included) exceeded their runtime; the kernel's own word, \
-             SIGXCPU (SCHED_FLAG_DL_OVERRUN, whole process, at most one per tick): {}\n",
-            if d["dl_overrun_signal"].as_bool() == Some(true) {
-                format!(
-                    "{} ({})",
-                    d["sigxcpu"].as_u64().unwrap_or(0),
-                    d["runtime_overruns_kernel_check"]
-                        .as_str()
-                        .unwrap_or("not checked")
-                )
-            } else {
-                "not available".to_string()
-            }
-        ));
-    }
-    for w in &run.warnings {
-        s.push_str(&format!("warning: {w}\n"));
-    }
-    if let Some(c) = &run.check_failure {
-        s.push_str(&format!("FAILED {c}\n"));
-    }
-    s
+    row
+}
+
+/// What the deadline columns count, and the kernel's own count of overruns (`d`: the run's
+/// deadline parameters).
+fn deadline_legend(d: &serde_json::Value) -> String {
+    format!(
+        "misses: jobs that ended after period start + deadline; over runtime: jobs whose \
+         CPU time by the thread's CPU clock (from one wake-up to the next, interrupt time \
+         charged to the thread included) exceeded their runtime; the kernel's own word, \
+         SIGXCPU (SCHED_FLAG_DL_OVERRUN, whole process, at most one per tick): {}\n",
+        if d["dl_overrun_signal"].as_bool() == Some(true) {
+            format!(
+                "{} ({})",
+                d["sigxcpu"].as_u64().unwrap_or(0),
+                d["runtime_overruns_kernel_check"]
+                    .as_str()
+                    .unwrap_or("not checked")
+            )
+        } else {
+            "not available".to_string()
+        }
+    )
 }
 
 /// The cyclictest-style histogram: one line per µs bucket with a column per thread, then
