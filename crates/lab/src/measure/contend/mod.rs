@@ -13,6 +13,7 @@ use latlab_core::error::Result;
 use latlab_core::probe::Probe;
 use latlab_core::result::{Run, Series};
 use latlab_core::rt;
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Barrier, Mutex};
 use std::time::{Duration, Instant, SystemTime};
@@ -170,7 +171,7 @@ pub(crate) fn run(cfg: ContendConfig, ctx: &mut Ctx<'_>) -> Result<ContendOutcom
     let t0 = Instant::now();
     let log = ctx.placement().clone();
     // Where each CPU's thread really ran (read back), by the CPU it was meant for.
-    let mut ran = std::collections::BTreeMap::new();
+    let mut ran = BTreeMap::new();
     std::thread::scope(|s| {
         let hs: Vec<_> = cfg
             .cpus
@@ -211,21 +212,11 @@ pub(crate) fn run(cfg: ContendConfig, ctx: &mut Ctx<'_>) -> Result<ContendOutcom
             })
             .collect();
         barrier.wait();
-        // Until the deadline (or, with -n, until every thread is done), a signal, whichever
-        // comes first.
         let deadline = cfg
             .iterations
             .is_none()
             .then(|| t0 + Duration::from_nanos(cfg.duration_ns));
-        loop {
-            if control.was_interrupted() || deadline.is_some_and(|d| Instant::now() >= d) {
-                break;
-            }
-            if hs.iter().all(|h| h.is_finished()) {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        wait_for_end(&hs, &control, deadline);
         stop.store(true, Ordering::Relaxed);
         for h in hs {
             if let Ok((cpu, _, ran_on)) = h.join() {
@@ -234,17 +225,7 @@ pub(crate) fn run(cfg: ContendConfig, ctx: &mut Ctx<'_>) -> Result<ContendOutcom
         }
     });
     // With iterations given, a signal still ends the threads at their next check.
-    let mut series = Vec::new();
-    for (cpu, secs) in probe.stats() {
-        for (name, r) in probe.names().iter().zip(secs) {
-            let mut sr = Series::from_recorder(format!("cpu{cpu}/{name}"), &r);
-            sr.cpu = ran.get(&cpu).copied().flatten().or(Some(cpu));
-            sr.policy = policy.to_string();
-            sr.prio = prio;
-            sr.extra = Some(serde_json::json!({ "total_ns": r.sum as u64, "sync": cfg.sync }));
-            series.push(sr);
-        }
-    }
+    let series = series(&probe, &ran, (policy, prio), cfg.sync);
     ctx.warnings().extend(warnings);
     let run = Run {
         interrupted: control.was_interrupted(),
@@ -256,6 +237,46 @@ pub(crate) fn run(cfg: ContendConfig, ctx: &mut Ctx<'_>) -> Result<ContendOutcom
         run,
         table: probe.table(),
     })
+}
+
+/// Waits until the deadline (or, without one, until every thread is done) or a signal,
+/// whichever comes first.
+fn wait_for_end<T>(
+    hs: &[std::thread::ScopedJoinHandle<'_, T>],
+    control: &rt::Control,
+    deadline: Option<Instant>,
+) {
+    loop {
+        if control.was_interrupted() || deadline.is_some_and(|d| Instant::now() >= d) {
+            break;
+        }
+        if hs.iter().all(|h| h.is_finished()) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// One series per CPU and section, on the CPU its thread really ran on (`ran`, by the CPU
+/// it was meant for).
+fn series(
+    probe: &Probe,
+    ran: &BTreeMap<usize, Option<usize>>,
+    (policy, prio): (Policy, i32),
+    sync: Sync,
+) -> Vec<Series> {
+    let mut series = Vec::new();
+    for (cpu, secs) in probe.stats() {
+        for (name, r) in probe.names().iter().zip(secs) {
+            let mut sr = Series::from_recorder(format!("cpu{cpu}/{name}"), &r);
+            sr.cpu = ran.get(&cpu).copied().flatten().or(Some(cpu));
+            sr.policy = policy.to_string();
+            sr.prio = prio;
+            sr.extra = Some(serde_json::json!({ "total_ns": r.sum as u64, "sync": sync }));
+            series.push(sr);
+        }
+    }
+    series
 }
 
 /// The report: header, the seed's table, warnings.
