@@ -161,58 +161,9 @@ pub(crate) fn run(mut cfg: CtxswConfig, ctx: &mut Ctx<'_>) -> Result<CtxswOutcom
     };
     let started = SystemTime::now();
     let t0 = Instant::now();
-    let io = |e: std::io::Error| latlab_core::rt::start_error("cannot set up the tasks", e);
-    let mut results = Vec::new();
-    // A method not begun when the run is stopped is not begun at all: each one allocates and
-    // locks room for all its samples first (800 MB for 10^8 iterations), seconds of work
-    // after Ctrl-C for a method that would then time nothing.
-    let stopped = || setup.stop.load(std::sync::atomic::Ordering::Relaxed);
-    for &m in &cfg.methods {
-        if stopped() {
-            break;
-        }
-        match m {
-            Method::Yield => {
-                let phases: Vec<Option<u32>> = if cfg.ioperm.is_empty() {
-                    vec![None]
-                } else {
-                    cfg.ioperm.clone()
-                };
-                for port in phases {
-                    if stopped() {
-                        break;
-                    }
-                    let partner = if cfg.ioperm_both {
-                        prep_for(port)
-                    } else {
-                        prep_for(None)
-                    };
-                    let raw = methods::yield_pair(&setup, prep_for(port), partner).map_err(io)?;
-                    let name = match port {
-                        None if cfg.ioperm.is_empty() => "yield".to_string(),
-                        None => "yield+no-ioperm".to_string(),
-                        Some(p) => format!("yield+ioperm{p:#x}"),
-                    };
-                    results.push(MethodResult { name, raw });
-                }
-            }
-            Method::Pipe => {
-                let raw = methods::pipe_ring(&setup, cfg.ring, cfg.touch_kb).map_err(io)?;
-                results.push(MethodResult {
-                    name: "pipe".into(),
-                    raw,
-                });
-            }
-            Method::Futex => {
-                let raw = methods::futex_pair(&setup).map_err(io)?;
-                results.push(MethodResult {
-                    name: "futex".into(),
-                    raw,
-                });
-            }
-        }
-    }
+    let results = run_methods(&cfg, &setup);
     saved.restore();
+    let results = results?;
     for r in results.iter().filter(|r| r.raw.foreign > 0) {
         warnings.push(format!(
             "--method {}: {} byte{} another process wrote into the ring's pipes {} dropped, not \
@@ -242,6 +193,78 @@ pub(crate) fn run(mut cfg: CtxswConfig, ctx: &mut Ctx<'_>) -> Result<CtxswOutcom
         results,
         ticks_per_ns: tpn,
     })
+}
+
+/// Times each method of `cfg` in turn, until a signal.
+fn run_methods(cfg: &CtxswConfig, setup: &Setup) -> Result<Vec<MethodResult>> {
+    let mut results = Vec::new();
+    // A method not begun when the run is stopped is not begun at all: each one allocates and
+    // locks room for all its samples first (800 MB for 10^8 iterations), seconds of work
+    // after Ctrl-C for a method that would then time nothing.
+    for &m in &cfg.methods {
+        if stopped(setup) {
+            break;
+        }
+        match m {
+            Method::Yield => yield_phases(cfg, setup, &mut results)?,
+            Method::Pipe => {
+                let raw = methods::pipe_ring(setup, cfg.ring, cfg.touch_kb).map_err(io)?;
+                results.push(MethodResult {
+                    name: "pipe".into(),
+                    raw,
+                });
+            }
+            Method::Futex => {
+                let raw = methods::futex_pair(setup).map_err(io)?;
+                results.push(MethodResult {
+                    name: "futex".into(),
+                    raw,
+                });
+            }
+        }
+    }
+    Ok(results)
+}
+
+/// Whether the run was stopped.
+fn stopped(setup: &Setup) -> bool {
+    setup.stop.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// A task set that could not be set up.
+fn io(e: std::io::Error) -> latlab_core::error::Error {
+    latlab_core::rt::start_error("cannot set up the tasks", e)
+}
+
+/// The yield method, once per `--ioperm` phase (once without `--ioperm`).
+fn yield_phases(
+    cfg: &CtxswConfig,
+    setup: &Setup,
+    results: &mut Vec<MethodResult>,
+) -> Result<()> {
+    let phases: Vec<Option<u32>> = if cfg.ioperm.is_empty() {
+        vec![None]
+    } else {
+        cfg.ioperm.clone()
+    };
+    for port in phases {
+        if stopped(setup) {
+            break;
+        }
+        let partner = if cfg.ioperm_both {
+            prep_for(port)
+        } else {
+            prep_for(None)
+        };
+        let raw = methods::yield_pair(setup, prep_for(port), partner).map_err(io)?;
+        let name = match port {
+            None if cfg.ioperm.is_empty() => "yield".to_string(),
+            None => "yield+no-ioperm".to_string(),
+            Some(p) => format!("yield+ioperm{p:#x}"),
+        };
+        results.push(MethodResult { name, raw });
+    }
+    Ok(())
 }
 
 fn tick_stats(v: &[u64]) -> serde_json::Value {
