@@ -306,56 +306,19 @@ pub(crate) fn run(cfg: ClocksConfig, ctx: &mut Ctx<'_>) -> Result<ClocksOutcome>
     for f in ctx.restore_settings() {
         ctx.warn(format!("could not restore {f}; run 'latlab restore'"));
     }
-    let mut checks = Vec::new();
-    if cfg.check_monotonic_ns > 0 && !control.was_interrupted() {
-        let cpus: Vec<usize> = CpuSet::online_here().iter().collect();
-        let dur = Duration::from_nanos(cfg.check_monotonic_ns);
-        for name in ["monotonic", "monotonic_raw", "rdtsc"] {
-            let Some(p) = probes::by_name(name).filter(|p| p.unavailable().is_none()) else {
-                continue;
-            };
-            if !cfg.probes.iter().any(|n| n == name) {
-                continue;
-            }
-            checks.push(check_monotonic(p, &cpus, dur, &control, ctx.placement()));
-        }
-    }
-    let mut check_failure = None;
-    for c in &checks {
-        if c.backward_steps > 0 {
-            let worst = c.examples.iter().max_by_key(|b| b.size);
-            let msg = format!(
-                "--check-monotonic: {} went backwards {} time(s) in {} comparisons{}",
-                c.name,
-                c.backward_steps,
-                c.comparisons,
-                worst
-                    .map(|b| format!(
-                        "; largest step {} (CPU {} then CPU {})",
-                        b.size, b.from_cpu, b.to_cpu
-                    ))
-                    .unwrap_or_default()
-            );
-            warnings.push(msg.clone());
-            check_failure.get_or_insert(msg);
-        }
-    }
+    let checks = if cfg.check_monotonic_ns > 0 && !control.was_interrupted() {
+        monotonic_checks(&cfg, &control, ctx.placement())
+    } else {
+        Vec::new()
+    };
+    let check_failure = backward_steps(&checks, &mut warnings);
     let interrupted = control.was_interrupted();
     let mut series: Vec<Series> = results
         .iter()
         .filter(|r| r.unavailable.is_none())
         .map(|r| series_of(r, &cfg, tpn))
         .collect();
-    for c in &checks {
-        let mut rec = Recorder::new();
-        for b in &c.examples {
-            rec.record(b.size);
-        }
-        let mut s = Series::from_recorder(format!("monotonic-check/{}", c.name), &rec);
-        s.summary.count = c.comparisons;
-        s.extra = Some(serde_json::to_value(c).unwrap_or_default());
-        series.push(s);
-    }
+    series.extend(checks.iter().map(check_series));
     let unavailable: Vec<serde_json::Value> = results
         .iter()
         .filter_map(|r| {
@@ -380,6 +343,65 @@ pub(crate) fn run(cfg: ClocksConfig, ctx: &mut Ctx<'_>) -> Result<ClocksOutcome>
         results,
         checks,
     })
+}
+
+/// `--check-monotonic`: each asked-for clock that can be read, checked across the online
+/// CPUs.
+fn monotonic_checks(
+    cfg: &ClocksConfig,
+    control: &latlab_core::rt::Control,
+    log: &latlab_core::rt::PlacementLog,
+) -> Vec<MonoCheck> {
+    let mut checks = Vec::new();
+    let cpus: Vec<usize> = CpuSet::online_here().iter().collect();
+    let dur = Duration::from_nanos(cfg.check_monotonic_ns);
+    for name in ["monotonic", "monotonic_raw", "rdtsc"] {
+        let Some(p) = probes::by_name(name).filter(|p| p.unavailable().is_none()) else {
+            continue;
+        };
+        if !cfg.probes.iter().any(|n| n == name) {
+            continue;
+        }
+        checks.push(check_monotonic(p, &cpus, dur, control, log));
+    }
+    checks
+}
+
+/// A warning for each clock that went backwards; the first one fails the run.
+fn backward_steps(checks: &[MonoCheck], warnings: &mut Vec<String>) -> Option<String> {
+    let mut check_failure = None;
+    for c in checks {
+        if c.backward_steps > 0 {
+            let worst = c.examples.iter().max_by_key(|b| b.size);
+            let msg = format!(
+                "--check-monotonic: {} went backwards {} time(s) in {} comparisons{}",
+                c.name,
+                c.backward_steps,
+                c.comparisons,
+                worst
+                    .map(|b| format!(
+                        "; largest step {} (CPU {} then CPU {})",
+                        b.size, b.from_cpu, b.to_cpu
+                    ))
+                    .unwrap_or_default()
+            );
+            warnings.push(msg.clone());
+            check_failure.get_or_insert(msg);
+        }
+    }
+    check_failure
+}
+
+/// A monotonicity check as a series: its backward steps, counted over its comparisons.
+fn check_series(c: &MonoCheck) -> Series {
+    let mut rec = Recorder::new();
+    for b in &c.examples {
+        rec.record(b.size);
+    }
+    let mut s = Series::from_recorder(format!("monotonic-check/{}", c.name), &rec);
+    s.summary.count = c.comparisons;
+    s.extra = Some(serde_json::to_value(c).unwrap_or_default());
+    s
 }
 
 fn series_of(r: &ProbeResult, cfg: &ClocksConfig, tpn: f64) -> Series {
