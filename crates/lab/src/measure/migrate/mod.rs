@@ -93,7 +93,6 @@ fn check_order(
 /// Runs the stress and the check.
 pub(crate) fn run(cfg: MigrateConfig, ctx: &mut Ctx<'_>) -> Result<MigrateOutcome> {
     let warnings: Vec<String> = Vec::new();
-    let top = cfg.base_prio + cfg.tasks as i32;
     let control = ctx.control().clone();
     let ncpu = CpuSet::online_here().len().max(1);
     let gen = AtomicU32::new(0);
@@ -149,50 +148,10 @@ pub(crate) fn run(cfg: MigrateConfig, ctx: &mut Ctx<'_>) -> Result<MigrateOutcom
                 }
             });
         }
-        // The controller sits above every task so each release is one instant.
-        log.check(sys::sched::set_policy(Policy::Fifo, top + 1), || {
-            format!("migrate control thread: FIFO {} refused", top + 1)
-        });
-        for (it, rel) in release.iter().enumerate() {
-            std::thread::sleep(Duration::from_nanos(
-                cfg.sleep_ns
-                    + if it == 0 {
-                        0
-                    } else {
-                        cfg.run_ns * cfg.tasks as u64
-                    },
-            ));
-            if control.was_interrupted() {
-                break;
-            }
-            rel.store(mono(), Ordering::Relaxed);
-            gen.store(it as u32 + 1, Ordering::Release);
-            taskpair::futex_wake(&gen, i32::MAX);
-            done_loops = it + 1;
-        }
-        std::thread::sleep(Duration::from_nanos(cfg.run_ns * (cfg.tasks as u64 + 1)));
-        gen.store(u32::MAX, Ordering::Release);
-        taskpair::futex_wake(&gen, i32::MAX);
-        log.check(sys::sched::set_policy(Policy::Other, 0), || {
-            "migrate control thread: return to SCHED_OTHER refused".into()
-        });
+        done_loops = release_tasks(&cfg, &gen, &release, &control, &log);
     });
-    let load = |v: &Vec<AtomicU64>, it: usize| v[it].load(Ordering::Relaxed);
     let violations = check_order(&cfg, &starts, &ends, done_loops);
-    let mut series = Vec::new();
-    for (i, task_starts) in starts.iter().enumerate() {
-        let mut r = Recorder::new();
-        for (it, rel) in release.iter().enumerate().take(done_loops) {
-            let (st, rel) = (load(task_starts, it), rel.load(Ordering::Relaxed));
-            if st > 0 {
-                r.record(st.saturating_sub(rel));
-            }
-        }
-        let mut s = Series::from_recorder(format!("task{i}"), &r);
-        s.policy = "fifo".into();
-        s.prio = cfg.base_prio + i as i32;
-        series.push(s);
-    }
+    let series = start_delays(&cfg, &starts, &release, done_loops);
     let check_failure = (!violations.is_empty()).then(|| {
         format!(
             "migrate: Failed: {} priority-order violation(s); first: {}",
@@ -209,6 +168,74 @@ pub(crate) fn run(cfg: MigrateConfig, ctx: &mut Ctx<'_>) -> Result<MigrateOutcom
         ..ctx.run_at(started, serde_json::to_value(&cfg).unwrap_or_default())
     };
     Ok(MigrateOutcome { run, violations })
+}
+
+/// The controller's side: above every task, it releases them `cfg.loops` times (or until
+/// a signal), lets the last round finish, ends the tasks and goes back to SCHED_OTHER.
+/// Returns the rounds released.
+fn release_tasks(
+    cfg: &MigrateConfig,
+    gen: &AtomicU32,
+    release: &[AtomicU64],
+    control: &latlab_core::rt::Control,
+    log: &latlab_core::rt::PlacementLog,
+) -> usize {
+    let top = cfg.base_prio + cfg.tasks as i32;
+    let mono = || sys::clock::now_ns(libc::CLOCK_MONOTONIC);
+    let mut done_loops = 0usize;
+    // The controller sits above every task so each release is one instant.
+    log.check(sys::sched::set_policy(Policy::Fifo, top + 1), || {
+        format!("migrate control thread: FIFO {} refused", top + 1)
+    });
+    for (it, rel) in release.iter().enumerate() {
+        std::thread::sleep(Duration::from_nanos(
+            cfg.sleep_ns
+                + if it == 0 {
+                    0
+                } else {
+                    cfg.run_ns * cfg.tasks as u64
+                },
+        ));
+        if control.was_interrupted() {
+            break;
+        }
+        rel.store(mono(), Ordering::Relaxed);
+        gen.store(it as u32 + 1, Ordering::Release);
+        taskpair::futex_wake(gen, i32::MAX);
+        done_loops = it + 1;
+    }
+    std::thread::sleep(Duration::from_nanos(cfg.run_ns * (cfg.tasks as u64 + 1)));
+    gen.store(u32::MAX, Ordering::Release);
+    taskpair::futex_wake(gen, i32::MAX);
+    log.check(sys::sched::set_policy(Policy::Other, 0), || {
+        "migrate control thread: return to SCHED_OTHER refused".into()
+    });
+    done_loops
+}
+
+/// Each task's series: how long after each release it started.
+fn start_delays(
+    cfg: &MigrateConfig,
+    starts: &[Vec<AtomicU64>],
+    release: &[AtomicU64],
+    done_loops: usize,
+) -> Vec<Series> {
+    let load = |v: &Vec<AtomicU64>, it: usize| v[it].load(Ordering::Relaxed);
+    let mut series = Vec::new();
+    for (i, task_starts) in starts.iter().enumerate() {
+        let mut r = Recorder::new();
+        for (it, rel) in release.iter().enumerate().take(done_loops) {
+            let (st, rel) = (load(task_starts, it), rel.load(Ordering::Relaxed));
+            if st > 0 {
+                r.record(st.saturating_sub(rel));
+            }
+        }
+        let mut s = Series::from_recorder(format!("task{i}"), &r);
+        s.policy = "fifo".into();
+        s.prio = cfg.base_prio + i as i32;
+        series.push(s);
+    }
+    series
 }
 
 /// The report: per-task start delays after each release, then Passed or Failed.
