@@ -99,26 +99,7 @@ fn measure_one(
     cfg: &IpcConfig,
     method: Method,
 ) -> Result<(MethodOut, Option<String>, Option<String>)> {
-    let refused = |e: std::io::Error| {
-        let hint = match (method, e.raw_os_error()) {
-            (Method::SysvSem, Some(libc::ENOSPC)) => {
-                " (the system's SysV semaphore sets are used up: see kernel.sem, its 4th \
-                 field, semmni, in /proc/sys/kernel/sem)"
-            }
-            (Method::Pmq, Some(libc::ENOSPC)) => {
-                " (the system's message queues are used up: raise \
-                 /proc/sys/fs/mqueue/queues_max)"
-            }
-            (Method::Pmq, Some(libc::EMFILE)) => {
-                " (this user's message queue memory, RLIMIT_MSGQUEUE, is used up)"
-            }
-            _ => "",
-        };
-        Error::Env(format!(
-            "--method {}: the kernel refused to create it: {e}{hint}",
-            method.name()
-        ))
-    };
+    let refused = |e: std::io::Error| create_refused(method, e);
     let state = latlab_core::io::state_dir();
     let chan =
         Chan::new(method, cfg.tasks == TaskKind::Processes, Some(&state)).map_err(refused)?;
@@ -189,7 +170,51 @@ fn measure_one(
         return Err(Error::Env(format!("--method {}: {why}", method.name())));
     }
     out.sent = shared.sent.load(Ordering::SeqCst);
-    let broken = shared.broken.load(Ordering::SeqCst).then(|| {
+    let broken = broken_message(cfg, method, &shared, &out);
+    // A stall the sender came back from (a run with no planned end waits for it) is said too.
+    let stalled = shared.stalled.load(Ordering::SeqCst);
+    let recovered = (broken.is_none() && stalled != 0).then(|| {
+        format!(
+            "--method {}: {}; it answered again",
+            method.name(),
+            pair::stalled_text(stalled, threads)
+        )
+    });
+    Ok((out, broken, recovered))
+}
+
+/// The kernel's refusal to create the channel of `method`, with a hint where a system limit
+/// is the cause.
+fn create_refused(method: Method, e: std::io::Error) -> Error {
+    let hint = match (method, e.raw_os_error()) {
+        (Method::SysvSem, Some(libc::ENOSPC)) => {
+            " (the system's SysV semaphore sets are used up: see kernel.sem, its 4th \
+             field, semmni, in /proc/sys/kernel/sem)"
+        }
+        (Method::Pmq, Some(libc::ENOSPC)) => {
+            " (the system's message queues are used up: raise \
+             /proc/sys/fs/mqueue/queues_max)"
+        }
+        (Method::Pmq, Some(libc::EMFILE)) => {
+            " (this user's message queue memory, RLIMIT_MSGQUEUE, is used up)"
+        }
+        _ => "",
+    };
+    Error::Env(format!(
+        "--method {}: the kernel refused to create it: {e}{hint}",
+        method.name()
+    ))
+}
+
+/// What broke the pair, if it broke: a send or receive failed, after how many messages, and
+/// why as far as the sides could tell.
+fn broken_message(
+    cfg: &IpcConfig,
+    method: Method,
+    shared: &Shared,
+    out: &MethodOut,
+) -> Option<String> {
+    shared.broken.load(Ordering::SeqCst).then(|| {
         format!(
             "--method {}{}: a send or receive failed after {} message{}{}",
             method.name(),
@@ -217,17 +242,7 @@ fn measure_one(
                 ""
             }
         )
-    });
-    // A stall the sender came back from (a run with no planned end waits for it) is said too.
-    let stalled = shared.stalled.load(Ordering::SeqCst);
-    let recovered = (broken.is_none() && stalled != 0).then(|| {
-        format!(
-            "--method {}: {}; it answered again",
-            method.name(),
-            pair::stalled_text(stalled, threads)
-        )
-    });
-    Ok((out, broken, recovered))
+    })
 }
 
 /// Waits until every worker has finished. Ctrl-C/SIGTERM land on another thread: on a stop
