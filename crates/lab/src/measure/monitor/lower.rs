@@ -42,7 +42,12 @@ impl MonitorConfig {
         }
         let trace_culprits = culprits_of(a)?;
         let tags = tags_of(a, host, &monitor_id)?;
-        check_engine(a, interval_ns)?;
+        crate::measure::timerlat::probe::check_engine(
+            a.engine,
+            a.interval.as_ref().map_or("", |t| &t.text),
+            interval_ns,
+            &a.trace,
+        )?;
         Ok(MonitorConfig {
             cpus: cpus.iter().collect(),
             engine: a.engine,
@@ -182,26 +187,6 @@ fn tags_of(a: &MonitorArgs, host: &str, monitor_id: &str) -> Result<Vec<String>>
     }
     latlab_core::store::parse_tags(&tags)?;
     Ok(tags)
-}
-
-/// What `--engine timerlat` cannot do: a period the kernel's tracer refuses, `--trace`.
-fn check_engine(a: &MonitorArgs, interval_ns: u64) -> Result<()> {
-    if a.engine != crate::measure::timerlat::probe::Engine::Timerlat {
-        return Ok(());
-    }
-    crate::measure::timerlat::probe::check_period(
-        "-i/--interval",
-        a.interval.as_ref().map_or("", |t| &t.text),
-        interval_ns,
-    )?;
-    if a.trace.threshold_ns()?.is_some() {
-        return Err(Error::flag(
-            "--trace",
-            "",
-            "--engine timerlat: the kernel's tracer has no --trace here yet; `latlab timerlat --threshold` explains its samples",
-        ));
-    }
-    Ok(())
 }
 
 #[cfg(test)]

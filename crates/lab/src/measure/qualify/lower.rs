@@ -46,7 +46,12 @@ impl QualifyConfig {
         }
         let requirements = requirements_of(a)?;
         let loads = loads_of(a)?;
-        check_engine(a, interval_ns)?;
+        crate::measure::timerlat::probe::check_engine(
+            a.engine,
+            a.interval.as_deref().unwrap_or(""),
+            interval_ns,
+            &a.trace,
+        )?;
         let mut cfg = QualifyConfig {
             id: latlab_core::result::new_run_id(std::time::SystemTime::now()),
             cpus: cpus.iter().collect(),
@@ -222,26 +227,6 @@ fn requirements_of(a: &QualifyArgs) -> Result<Vec<String>> {
         requirements.extend(list.into_iter().map(|q| q.text));
     }
     Ok(requirements)
-}
-
-/// What `--engine timerlat` cannot do: a period the kernel's tracer refuses, `--trace`.
-fn check_engine(a: &QualifyArgs, interval_ns: u64) -> Result<()> {
-    if a.engine != crate::measure::timerlat::probe::Engine::Timerlat {
-        return Ok(());
-    }
-    crate::measure::timerlat::probe::check_period(
-        "-i/--interval",
-        a.interval.as_deref().unwrap_or(""),
-        interval_ns,
-    )?;
-    if a.trace.threshold_ns()?.is_some() {
-        return Err(Error::flag(
-            "--trace",
-            "",
-            "--engine timerlat: the kernel's tracer has no --trace here yet; `latlab timerlat --threshold` explains its samples",
-        ));
-    }
-    Ok(())
 }
 
 /// A qualification's `--trace-save` keeps only a trace.dat.

@@ -62,6 +62,28 @@ pub(crate) fn check_period(flag: &str, text: &str, period_ns: u64) -> Result<()>
     }
 }
 
+/// What a command that probes with `--engine ENGINE` cannot do with the kernel's tracer (monitor
+/// and qualify alike): a period it refuses (`text` as the user wrote `-i/--interval`), `--trace`.
+pub(crate) fn check_engine(
+    engine: Engine,
+    text: &str,
+    period_ns: u64,
+    trace: &latlab_trace::args::TraceArgs,
+) -> Result<()> {
+    if engine != Engine::Timerlat {
+        return Ok(());
+    }
+    check_period("-i/--interval", text, period_ns)?;
+    if trace.threshold_ns()?.is_some() {
+        return Err(Error::flag(
+            "--trace",
+            "",
+            "--engine timerlat: the kernel's tracer has no --trace here yet; `latlab timerlat --threshold` explains its samples",
+        ));
+    }
+    Ok(())
+}
+
 /// Starts the tracer on `cpus` at `period_ns` (its threads SCHED_FIFO `prio`), as
 /// `latlab timerlat` does: root, the kernel's support and the holders checked, the settings
 /// journaled in the run's held settings.
