@@ -40,13 +40,19 @@ macro_rules! deref_to {
     };
 }
 
+/// The short name of the run length flag, defined here once (a plan's `--set duration=`
+/// rewrites it in a measurement's arguments).
+pub(crate) const DURATION_SHORT: char = 'D';
+/// The long name of the run length flag.
+pub(crate) const DURATION_LONG: &str = "duration";
+
 /// `-D/--duration`: how long to run.
 #[derive(Debug, Args, Clone, Default)]
 pub(crate) struct DurationArg {
     /// How long to run: a bare number is seconds (10 = 10 s), or 500ms, 5m, 1h.
     #[arg(
-        short = 'D',
-        long = "duration",
+        short = DURATION_SHORT,
+        long = DURATION_LONG,
         value_name = "TIME",
         value_parser = values::run_length
     )]

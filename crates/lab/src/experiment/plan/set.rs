@@ -17,24 +17,29 @@ fn parse_set_value(v: &str) -> toml::Value {
     }
 }
 
-/// Replaces `-D`/`--duration` in `args` by `value` (appended when absent).
+/// Replaces `-D`/`--duration` (the measurements' one definition of it) in `args` by `value`
+/// (appended when absent).
 fn set_duration(args: &mut Vec<String>, value: &str) {
+    use crate::driver::args::groups::{DURATION_LONG, DURATION_SHORT};
+    let short = format!("-{DURATION_SHORT}");
+    let long = format!("--{DURATION_LONG}");
+    let long_eq = format!("{long}=");
     let mut out = Vec::with_capacity(args.len() + 2);
     let mut i = 0;
     while i < args.len() {
         let a = &args[i];
-        if a == "-D" || a == "--duration" {
+        if *a == short || *a == long {
             i += 2;
             continue;
         }
-        if a.starts_with("--duration=") || (a.starts_with("-D") && a.len() > 2) {
+        if a.starts_with(&long_eq) || (a.starts_with(&short) && a.len() > short.len()) {
             i += 1;
             continue;
         }
         out.push(a.clone());
         i += 1;
     }
-    out.push("-D".into());
+    out.push(short);
     out.push(value.into());
     *args = out;
 }
@@ -91,4 +96,24 @@ pub(super) fn apply_set(table: &mut toml::Table, set: &str) -> std::result::Resu
     }
     t.insert(path[path.len() - 1].to_string(), parse_set_value(value));
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_spelling_of_the_duration_is_replaced_once() {
+        for given in [
+            &["-D", "1s", "-x"][..],
+            &["-D1s", "-x"],
+            &["--duration", "1s", "-x"],
+            &["--duration=1s", "-x"],
+            &["-x"],
+        ] {
+            let mut args: Vec<String> = given.iter().map(|s| s.to_string()).collect();
+            set_duration(&mut args, "5s");
+            assert_eq!(args, ["-x", "-D", "5s"], "{given:?}");
+        }
+    }
 }
