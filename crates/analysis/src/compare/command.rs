@@ -29,16 +29,12 @@ fn run(a: &CompareArgs, lab: &Lab) -> Result<String> {
         crate::tail::check_probabilities("--tail-at", &[p])?;
     }
     let opts = ReadOpts {
-        column: a.column,
-        delim: a.delimiter.as_bytes().to_vec(),
+        read: read_opts(a),
         metric: a.metric,
-        series: a.series.clone(),
         scale: match a.unit {
             latlab_core::config::DisplayUnit::Ns => 1.0,
             latlab_core::config::DisplayUnit::Us => 1e-3,
         },
-        store: a.store.clone(),
-        include_disturbed: a.include_disturbed,
     };
     // A per-run figure of latlab runs: the runs are kept whole, so sets of repeated runs are
     // compared per metric over the runs (`--metric` leads the verdict sentence), never as a
@@ -195,18 +191,25 @@ fn check_sets(sources: &[super::inputs::Source], lab: &Lab) -> Result<()> {
     Ok(())
 }
 
+/// How the sets' files and runs are read, as every analysis command reads them.
+fn read_opts(a: &CompareArgs) -> crate::dataset::ReadOpts {
+    crate::dataset::ReadOpts {
+        column: a.column,
+        delim: a.delimiter.as_bytes().to_vec(),
+        series: a.series.clone(),
+        store: a.store.clone(),
+        include_disturbed: a.include_disturbed,
+    }
+}
+
 /// Each set read again as `tail` reads data, labelled as the comparison labelled it.
 fn tail_sets(
     a: &CompareArgs,
     sources: &[super::inputs::Source],
 ) -> Vec<(String, Result<crate::tail::Loaded>)> {
     let topts = crate::tail::ReadOpts {
-        series: a.series.clone(),
-        column: a.column,
-        delim: a.delimiter.as_bytes().to_vec(),
-        store: a.store.clone(),
+        read: read_opts(a),
         no_decluster: false,
-        include_disturbed: a.include_disturbed,
     };
     a.sets
         .iter()
@@ -351,8 +354,11 @@ fn experiment(a: &CompareArgs, exp: &str) -> Result<String> {
                 crate::tail::inputs::from_runs(
                     &refs,
                     &crate::tail::ReadOpts {
-                        series: a.series.clone(),
-                        ..Default::default()
+                        read: crate::dataset::ReadOpts {
+                            series: a.series.clone(),
+                            ..Default::default()
+                        },
+                        no_decluster: false,
                     },
                 ),
             )

@@ -1,13 +1,11 @@
 //! Turning `latlab compare` arguments into data sets: value files (ministat's reading rules),
 //! and latlab JSON results (a run's latency histogram, or one metric per run).
 
-use crate::dataset::select::Selector;
+use crate::dataset::input::{self, Input, Reader};
 use latlab_core::error::{Error, Result};
 use latlab_core::result::Run;
 use latlab_core::stats::dist::Dist;
-use latlab_core::stats::ministat::{read_set, read_set_sized};
 use std::ffi::OsStr;
-use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -35,20 +33,12 @@ pub enum Metric {
 /// How sources are read.
 #[derive(Debug, Clone)]
 pub struct ReadOpts {
-    /// Column of value files (1-based).
-    pub column: usize,
-    /// Delimiter bytes of value files.
-    pub delim: Vec<u8>,
+    /// What every analysis command reads alike (columns, series, store).
+    pub read: crate::dataset::ReadOpts,
     /// Metric for JSON results.
     pub metric: Metric,
-    /// Series of JSON results to use (None: all, merged).
-    pub series: Option<String>,
     /// Scale applied to JSON nanoseconds (1e-3 for µs).
     pub scale: f64,
-    /// Store `run:ID` sets are read from.
-    pub store: Option<String>,
-    /// Keep runs whose ground moved while they measured (`--include-disturbed`).
-    pub include_disturbed: bool,
 }
 
 /// A labelled data set.
@@ -88,14 +78,6 @@ pub use latlab_core::result::MAX_JSON_BYTES;
 /// distribution is needed; `compare --metric max|mean|min` then reads its exact figures.
 pub const NO_HISTOGRAM: &str = "but no histogram";
 
-/// One item of a set: a stored run, a file, or standard input.
-#[derive(Debug, Clone)]
-enum Item {
-    File(PathBuf),
-    Stdin,
-    Loaded(Box<Run>, String),
-}
-
 /// Splits `[LABEL=]LIST` into its label (when one is given) and the list. A whole argument
 /// that names an existing file has no label (`a=b.json`).
 pub fn split_label(spec: &OsStr) -> (Option<String>, &OsStr) {
@@ -121,11 +103,14 @@ pub fn split_label(spec: &OsStr) -> (Option<String>, &OsStr) {
 /// Parses `[LABEL=]LIST`, LIST being run selectors (`crate::dataset::select`) or value files,
 /// separated by commas or spaces; paths need not be UTF-8.
 pub fn load(spec: &OsStr, o: &ReadOpts) -> Result<Source> {
+    let mut reader = Reader::new(&o.read);
     // A whole argument that names an existing file is that file (`my run.json`, `a=b.json`),
     // labelled with its name.
     if !spec.is_empty() && Path::new(spec).exists() {
         let p = PathBuf::from(spec);
-        return load_items(p.display().to_string(), &[Item::File(p)], o);
+        let label = p.display().to_string();
+        let inputs = reader.inputs(&file_item(p)).map_err(|e| in_set(&label, e))?;
+        return load_items(label, inputs, o);
     }
     let (label, rest) = split_label(spec);
     let rest = rest.as_bytes();
@@ -135,126 +120,123 @@ pub fn load(spec: &OsStr, o: &ReadOpts) -> Result<Source> {
     if sels.is_empty() {
         return Err(Error::Usage(format!("set '{label}': no file named")));
     }
-    let mut resolver =
-        crate::dataset::select::Resolver::new(o.store.as_deref()).include_disturbed(o.include_disturbed);
-    let mut items = Vec::new();
+    let mut inputs = Vec::new();
     for s in &sels {
-        match &s.sel {
-            Selector::File(p) => items.push(Item::File(p.clone())),
-            // compare names stored runs `run:ID`; a bare word is a (missing) value file.
-            Selector::Run(_) if s.bare => items.push(Item::File(PathBuf::from(&s.text))),
-            Selector::Stdin => items.push(Item::Stdin),
-            _ => items.extend(
-                resolver
-                    .runs(s)?
-                    .into_iter()
-                    .map(|r| Item::Loaded(Box::new(r.run), r.name)),
-            ),
-        }
+        inputs.extend(reader.inputs(s).map_err(|e| in_set(&label, e))?);
     }
-    load_items(label, &items, o)
+    load_items(label, inputs, o)
+}
+
+fn file_item(p: PathBuf) -> crate::dataset::select::Item {
+    crate::dataset::select::Item {
+        text: p.display().to_string(),
+        sel: crate::dataset::select::Selector::File(p),
+        bare: false,
+    }
+}
+
+/// A run counted twice is said with the set it was found in.
+fn in_set(label: &str, e: Error) -> Error {
+    match e {
+        Error::Usage(m) if m.ends_with("a run counts once") => {
+            Error::Usage(format!("set '{label}': {m}"))
+        }
+        e => e,
+    }
 }
 
 /// A set labelled `label` from results already in memory (a plan's runs), each with the name
 /// messages use for it.
 pub fn load_runs(label: &str, runs: &[(Run, String)], o: &ReadOpts) -> Result<Source> {
-    let items: Vec<Item> = runs
-        .iter()
-        .map(|(r, n)| Item::Loaded(Box::new(r.clone()), n.clone()))
-        .collect();
-    if items.is_empty() {
+    if runs.is_empty() {
         return Err(Error::Usage(format!("set '{label}': no run")));
     }
-    load_items(label.to_string(), &items, o)
+    let mut reader = Reader::new(&o.read);
+    let mut inputs = Vec::new();
+    for (r, n) in runs {
+        reader.once(r, n).map_err(|e| in_set(label, e))?;
+        inputs.push(Input::Run {
+            run: Box::new(r.clone()),
+            name: n.clone(),
+            dir: None,
+        });
+    }
+    load_items(label.to_string(), inputs, o)
 }
 
-fn load_items(label: String, items: &[Item], o: &ReadOpts) -> Result<Source> {
+fn load_items(label: String, inputs: Vec<Input>, o: &ReadOpts) -> Result<Source> {
+    let n_inputs = inputs.len();
     let mut values: Vec<f64> = Vec::new();
     let mut dists: Vec<Dist> = Vec::new();
     let mut json = 0usize;
     let mut total = 0u64;
-    let mut seen: std::collections::BTreeMap<String, String> = Default::default();
     let mut info = Vec::new();
-    for item in items {
-        let json_run = match item {
-            Item::Loaded(r, n) => Some(((**r).clone(), n.clone())),
-            Item::File(p) if looks_like_json(p)? => Some((read_run(p)?, p.display().to_string())),
-            _ => None,
-        };
-        if let Some((run, name)) = json_run {
-            // Each run is one replicate: the same run twice in a set would count twice.
-            if let Some(first) = seen.insert(run.id.clone(), name.clone()) {
+    for input in inputs {
+        let (run, name) = match input {
+            Input::Run { run, name, .. } => (run, name),
+            Input::Stdin => {
+                values.extend(input::read_stdin(&o.read)?);
+                continue;
+            }
+            Input::Values { name, reader, size } => {
+                values.extend(input::read_values(reader, size, &name, &o.read)?);
+                continue;
+            }
+            Input::Log { name, .. } => {
                 return Err(Error::Usage(format!(
-                    "set '{label}': {name} and {first} are the same run ({}); a run counts once",
-                    run.id
-                )));
-            }
-            json += 1;
-            let (d, series) = match run_dist(&run, &name, o) {
-                Ok(x) => x,
-                // A run with only exact figures (an imported pmqtest run) gives them.
-                Err(e)
-                    if matches!(o.metric, Metric::Min | Metric::Max | Metric::Mean)
-                        && e.to_string().contains(NO_HISTOGRAM) =>
-                {
-                    let all: Vec<_> = run.series.iter().collect();
-                    let chosen: Vec<_> = all
-                        .into_iter()
-                        .filter(|s| o.series.as_ref().is_none_or(|n| *n == s.name))
-                        .collect();
-                    let empty = Dist::from_values(vec![0.0]);
-                    values.push(scalar(&empty, &chosen, o.metric, o.scale));
-                    continue;
-                }
-                Err(e) => return Err(e),
-            };
-            total = total.checked_add(d.n()).ok_or_else(|| {
-                Error::Usage(format!("set '{label}': {name}: sample counts overflow"))
-            })?;
-            info.push(RunInfo {
-                name: name.clone(),
-                id: run.id.clone(),
-                kind: run.kind.clone(),
-                secs: run.duration_s,
-                mean: scalar(&d, &series, Metric::Mean, o.scale),
-            });
-            match o.metric {
-                Metric::Latency => dists.push(d),
-                m => values.push(scalar(&d, &series, m, o.scale)),
-            }
-            continue;
-        }
-        let r = match item {
-            Item::Stdin => read_set(std::io::stdin().lock(), "<stdin>", o.column, &o.delim),
-            Item::File(p) => {
-                let name = p.display().to_string();
-                let mut f = latlab_core::io::open_input(
-                    p,
-                    Some(latlab_core::stats::ministat::read::MAX_VALUES_BYTES),
-                )?;
-                refuse_histogram_text(&mut f, &name)?;
-                let size = f.metadata().ok().map(|m| m.len());
-                read_set_sized(f, size, &name, o.column, &o.delim)
-            }
-            Item::Loaded(..) => {
-                return Err(Error::Env("internal: a result was read as values".into()))
+                    "{name}: a raw sample log (--samples): compare reads its run (run:ID or its \
+                     JSON result), which finds the log"
+                )))
             }
         };
-        let set = r.map_err(|e| {
-            Error::Usage(
-                e.message()
-                    .trim_start_matches("ministat: ")
-                    .trim_start_matches("latlab: ")
-                    .to_string(),
-            )
+        json += 1;
+        let (d, series) = match run_dist(&run, &name, o) {
+            Ok(x) => x,
+            // A run with only exact figures (an imported pmqtest run) gives them.
+            Err(e)
+                if matches!(o.metric, Metric::Min | Metric::Max | Metric::Mean)
+                    && e.to_string().contains(NO_HISTOGRAM) =>
+            {
+                let chosen = input::chosen_series(&run, o.read.series.as_deref(), &name)?;
+                let empty = Dist::from_values(vec![0.0]);
+                values.push(scalar(&empty, &chosen, o.metric, o.scale));
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        total = total.checked_add(d.n()).ok_or_else(|| {
+            Error::Usage(format!("set '{label}': {name}: sample counts overflow"))
         })?;
-        values.extend(set.points);
+        info.push(RunInfo {
+            name: name.clone(),
+            id: run.id.clone(),
+            kind: run.kind.clone(),
+            secs: run.duration_s,
+            mean: scalar(&d, &series, Metric::Mean, o.scale),
+        });
+        match o.metric {
+            Metric::Latency => dists.push(d),
+            m => values.push(scalar(&d, &series, m, o.scale)),
+        }
     }
-    if json > 0 && json < items.len() {
+    if json > 0 && json < n_inputs {
         return Err(Error::Usage(format!(
             "set '{label}': mixes latlab JSON results and value files"
         )));
     }
+    finish(label, values, dists, json, info, o)
+}
+
+/// The set from what its inputs gave: values and distributions merged, runs kept apart when
+/// they are latency samples of latlab runs.
+fn finish(
+    label: String,
+    values: Vec<f64>,
+    mut dists: Vec<Dist>,
+    json: usize,
+    info: Vec<RunInfo>,
+    o: &ReadOpts,
+) -> Result<Source> {
     if let Some(bad) = values.iter().find(|v| !v.is_finite()) {
         return Err(Error::Usage(format!(
             "set '{label}': value {bad} is not a finite number"
@@ -284,56 +266,16 @@ fn load_items(label: String, items: &[Item], o: &ReadOpts) -> Result<Source> {
     })
 }
 
-/// Refuses cyclictest's `-h` text output given as a file of values: read as values, its
-/// first column is the buckets' numbers (0, 1, 2 ... whatever was measured), so two such files
-/// would always compare the same. Looks at the file's first 4 KiB and rewinds it.
-fn refuse_histogram_text(f: &mut std::fs::File, name: &str) -> Result<()> {
-    use std::io::{Read, Seek};
-    let mut head = Vec::with_capacity(4096);
-    let _ = f.by_ref().take(4096).read_to_end(&mut head);
-    f.rewind()
-        .map_err(|e| Error::Env(format!("{name}: cannot read it again: {e}")))?;
-    let text = String::from_utf8_lossy(&head);
-    if text.lines().any(|l| l.trim_end() == "# Histogram") {
-        return Err(Error::Usage(format!(
-            "{name}: this is cyclictest's histogram output (-h), not one value per line (its first \
-             column would be read as the buckets' numbers): run cyclictest with --json=FILE, \
-             `latlab runs import --from cyclictest FILE`, and compare the stored runs"
-        )));
-    }
-    Ok(())
-}
-
 /// One run's latency distribution, every series merged and scaled by `scale` (1e-3: µs), as
 /// the comparison of runs reads it (top buckets pulled down to the exact maximum); `name`
 /// names the run in messages. Exit 2 when it holds no samples.
 pub(crate) fn run_latency(run: &Run, name: &str, scale: f64) -> Result<Dist> {
     let o = ReadOpts {
-        column: 1,
-        delim: Vec::new(),
+        read: Default::default(),
         metric: Metric::Latency,
-        series: None,
         scale,
-        store: None,
-        include_disturbed: false,
     };
     Ok(run_dist(run, name, &o)?.0)
-}
-
-fn looks_like_json(p: &Path) -> Result<bool> {
-    let name = p.display();
-    let mut f = latlab_core::io::open_input(p, None)?;
-    let mut head = [0u8; 64];
-    let n = f
-        .read(&mut head)
-        .map_err(|e| Error::Usage(format!("{name}: {e}")))?;
-    Ok(head[..n].iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{'))
-}
-
-fn read_run(p: &Path) -> Result<Run> {
-    let name = p.display().to_string();
-    let text = latlab_core::io::read_text_limited(p, MAX_JSON_BYTES, "latlab result")?;
-    Run::parse(&text, &name)
 }
 
 fn run_dist<'r>(
@@ -341,18 +283,7 @@ fn run_dist<'r>(
     p: &str,
     o: &ReadOpts,
 ) -> Result<(Dist, Vec<&'r latlab_core::result::Series>)> {
-    let series: Vec<_> = match &o.series {
-        None => run.series.iter().collect(),
-        Some(name) => run.series.iter().filter(|s| &s.name == name).collect(),
-    };
-    if series.is_empty() {
-        let names: Vec<&str> = run.series.iter().map(|s| s.name.as_str()).collect();
-        return Err(Error::Usage(format!(
-            "{p}: no series {} (it has: {})",
-            o.series.as_deref().unwrap_or("at all"),
-            names.join(", ")
-        )));
-    }
+    let series = input::chosen_series(run, o.read.series.as_deref(), p)?;
     // Counts past u64 cannot be ranked: refuse them rather than saturate into nonsense.
     series
         .iter()

@@ -19,13 +19,13 @@ pub fn compare_levels(
 ) -> (Option<Analysis>, Vec<String>) {
     let mut notes = Vec::new();
     let opts = ReadOpts {
-        column: 1,
-        delim: b" \t".to_vec(),
+        read: crate::dataset::ReadOpts {
+            column: 1,
+            delim: b" \t".to_vec(),
+            ..Default::default()
+        },
         metric: Metric::Latency,
-        series: None,
         scale,
-        store: None,
-        include_disturbed: false,
     };
     let mut sources = Vec::new();
     for (label, runs) in levels {

@@ -365,7 +365,7 @@ impl Resolver {
         match &item.sel {
             Selector::File(p) => {
                 let r = Resolved {
-                    run: read_run(p)?,
+                    run: super::file::read_run(p)?,
                     name: p.display().to_string(),
                     tags: BTreeMap::new(),
                 };
@@ -511,17 +511,6 @@ pub fn experiment_levels(
             (l.label, rs)
         })
         .collect())
-}
-
-/// Reads a latlab JSON result file.
-pub(crate) fn read_run(p: &Path) -> Result<Run> {
-    let name = p.display().to_string();
-    let text = latlab_core::io::read_text_limited(
-        p,
-        latlab_core::result::MAX_JSON_BYTES,
-        "latlab result",
-    )?;
-    latlab_core::result::Run::parse(&text, &name)
 }
 
 /// The label a set gets from its selectors when none is given: a level's tags, else the text.

@@ -36,8 +36,11 @@ pub fn extrapolate(
     let data = crate::tail::inputs::from_runs(
         runs,
         &ReadOpts {
-            series: series.map(str::to_string),
-            ..Default::default()
+            read: crate::dataset::ReadOpts {
+                series: series.map(str::to_string),
+                ..Default::default()
+            },
+            no_decluster: false,
         },
     )?;
     let mut r = Request::per_sample(&[]);

@@ -38,12 +38,14 @@ fn run(a: &TailArgs) -> Result<()> {
     }
     let per = a.per.as_deref().map(Per::parse).transpose()?;
     let opts = ReadOpts {
-        series: a.series.clone(),
-        column: a.column,
-        delim: a.delimiter.as_bytes().to_vec(),
-        store: a.store.clone(),
+        read: crate::dataset::ReadOpts {
+            column: a.column,
+            delim: a.delimiter.as_bytes().to_vec(),
+            series: a.series.clone(),
+            store: a.store.clone(),
+            include_disturbed: a.include_disturbed,
+        },
         no_decluster: a.no_decluster,
-        include_disturbed: a.include_disturbed,
     };
     let data = super::inputs::load(&a.inputs, &opts)?;
     let req = Request {

@@ -3,7 +3,8 @@
 //! rest shows. Run by `bench/tail.py holdout` (an ignored test: it reads the logs named in
 //! `LATLAB_HOLDOUT_LOGS`, colon-separated), which prints the table docs/benchmarks.md records.
 
-use super::inputs::{spread_ties, KEEP};
+use super::part::KEEP;
+use super::values::spread_ties;
 use latlab_core::stats::evt::{estimate, Config, Exceedance, Sample};
 
 #[test]

@@ -8,6 +8,9 @@
 
 pub mod args;
 mod command;
+mod from_run;
+mod part;
+mod values;
 pub mod inputs;
 pub mod render;
 pub(crate) mod samplelog;

@@ -90,13 +90,13 @@ fn per_combination(
     unit: &str,
 ) -> String {
     let opts = ReadOpts {
-        column: 1,
-        delim: b" \t".to_vec(),
+        read: latlab_analysis::dataset::ReadOpts {
+            column: 1,
+            delim: b" \t".to_vec(),
+            ..Default::default()
+        },
         metric,
-        series: None,
         scale: 1e-3,
-        store: None,
-        include_disturbed: false,
     };
     let sets: Vec<ministat::DataSet> = levels
         .iter()
