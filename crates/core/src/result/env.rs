@@ -16,6 +16,15 @@ pub struct Environment {
     pub kernel_version: String,
     /// `/proc/cmdline`.
     pub kernel_cmdline: String,
+    /// This boot's id (`/proc/sys/kernel/random/boot_id`): runs with one id ran in one boot,
+    /// which is what kernel comparisons replicate. Empty when unknown (imported, older runs).
+    #[serde(default)]
+    pub boot_id: String,
+    /// SHA-256 of the kernel's build configuration (`/proc/config.gz`, else
+    /// `/boot/config-RELEASE`), first 16 hex digits: two kernels of one release built
+    /// differently tell apart. Empty when the kernel's configuration cannot be read.
+    #[serde(default)]
+    pub kernel_config: String,
     /// none / voluntary / full / rt / dynamic(...) as far as it can be told.
     pub preemption: String,
     /// Current clocksource.
@@ -42,6 +51,41 @@ pub struct Environment {
     pub tool_version: String,
 }
 
+/// Largest kernel configuration read (Debian's is about 300 KiB).
+const MAX_CONFIG_BYTES: u64 = 16 << 20;
+
+/// The first 16 hex digits of the SHA-256 of the running kernel's configuration, from
+/// `/proc/config.gz` (decompressed) or `/boot/config-RELEASE`; empty when neither reads.
+fn kernel_config(r: &Roots, release: &str) -> String {
+    use sha2::Digest;
+    use std::io::Read;
+    let from_proc = || -> Option<Vec<u8>> {
+        let f = std::fs::File::open(r.proc_path("config.gz")).ok()?;
+        let mut text = Vec::new();
+        flate2::read::GzDecoder::new(f)
+            .take(MAX_CONFIG_BYTES)
+            .read_to_end(&mut text)
+            .ok()?;
+        Some(text)
+    };
+    let from_boot = || -> Option<Vec<u8>> {
+        if release.is_empty() || release.contains('/') {
+            return None;
+        }
+        let f = std::fs::File::open(r.boot_path(&format!("config-{release}"))).ok()?;
+        let mut text = Vec::new();
+        f.take(MAX_CONFIG_BYTES).read_to_end(&mut text).ok()?;
+        Some(text)
+    };
+    match from_proc().or_else(from_boot).filter(|t| !t.is_empty()) {
+        Some(text) => sha2::Sha256::digest(&text)[..8]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect(),
+        None => String::new(),
+    }
+}
+
 impl Environment {
     /// Snapshot of the running machine.
     pub fn capture() -> Environment {
@@ -57,6 +101,8 @@ impl Environment {
             kernel_release: u(),
             kernel_version: String::new(),
             kernel_cmdline: String::new(),
+            boot_id: String::new(),
+            kernel_config: String::new(),
             preemption: u(),
             clocksource: u(),
             available_clocksources: Vec::new(),
@@ -91,6 +137,7 @@ impl Environment {
     /// Snapshot read from the given procfs/sysfs roots.
     pub(crate) fn capture_from(r: &Roots) -> Environment {
         let version = r.proc("version").unwrap_or_default();
+        let release = r.proc("sys/kernel/osrelease").unwrap_or_default();
         let preempt_debug = r.sys("kernel/debug/sched/preempt");
         let online = r.sys("devices/system/cpu/online").unwrap_or_default();
         let cpus_online = crate::config::CpuSet::parse(&online)
@@ -100,10 +147,12 @@ impl Environment {
             hostname: r
                 .proc("sys/kernel/hostname")
                 .unwrap_or_else(|| "unknown".into()),
-            kernel_release: r.proc("sys/kernel/osrelease").unwrap_or_default(),
+            kernel_config: kernel_config(r, &release),
+            kernel_release: release,
             preemption: preemption_model(&version, preempt_debug.as_deref()),
             kernel_version: version,
             kernel_cmdline: r.proc("cmdline").unwrap_or_default(),
+            boot_id: r.proc("sys/kernel/random/boot_id").unwrap_or_default(),
             clocksource: r
                 .sys("devices/system/clocksource/clocksource0/current_clocksource")
                 .unwrap_or_default(),
@@ -209,6 +258,11 @@ mod tests {
             "Linux version 6.1.0 #1 SMP PREEMPT_DYNAMIC\n",
         );
         w(&p.join("sys/kernel/osrelease"), "6.1.0\n");
+        w(&p.join("sys/kernel/random/boot_id"), "b00t\n");
+        w(
+            &dir.path().join("boot/config-6.1.0"),
+            "CONFIG_PREEMPT_RT=y\n",
+        );
         w(&p.join("sys/kernel/sched_rt_runtime_us"), "950000\n");
         w(&p.join("sys/kernel/sched_rt_period_us"), "1000000\n");
         w(
@@ -231,6 +285,20 @@ mod tests {
             trace_root: dir.path().join("tracing"),
         });
         assert_eq!(env.kernel_release, "6.1.0");
+        assert_eq!(env.boot_id, "b00t");
+        // sha256("CONFIG_PREEMPT_RT=y\n"), its first 8 bytes.
+        assert_eq!(env.kernel_config, "6d856f247f601b09");
+        let other = {
+            w(
+                &dir.path().join("boot/config-6.1.0"),
+                "CONFIG_PREEMPT_RT=n\n",
+            );
+            Environment::capture_from(&Roots::under(dir.path())).kernel_config
+        };
+        assert_ne!(
+            env.kernel_config, other,
+            "a config's change changes its hash"
+        );
         assert_eq!(env.cpus_online, 4);
         assert_eq!(env.cpu_model, "Fake CPU @ 1GHz");
         assert_eq!(env.preemption, "dynamic(full)");

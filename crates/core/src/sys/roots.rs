@@ -51,6 +51,16 @@ impl Roots {
         self.proc_root.join(rel)
     }
 
+    /// `rel` under `/boot` beside procfs (`dir/boot` of a fake tree under `dir`), where
+    /// distributions keep each kernel's `config-RELEASE`.
+    pub fn boot_path(&self, rel: &str) -> PathBuf {
+        self.proc_root
+            .parent()
+            .unwrap_or(Path::new("/"))
+            .join("boot")
+            .join(rel)
+    }
+
     fn read(base: &Path, rel: &str) -> Option<String> {
         std::fs::read_to_string(base.join(rel))
             .ok()
