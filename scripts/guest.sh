@@ -217,6 +217,8 @@ boot() {
       for e in ${envs[@]+"${envs[@]}"}; do printf '%s\n' "$e"; done)
     quote "$envline"; echo
     echo "GUEST_MODULES=$( [ -n "$moddir" ] && echo 1 || echo 0)"
+    # The kernel's own /boot (its config-RELEASE), where latlab reads the config it hashes.
+    echo "GUEST_BOOT=$(quote "${kdir:+$kdir/boot}")"
   } >"$d/extra/guest.conf"
   (cd "$d/extra" && echo guest.conf | cpio -o -H newc --quiet | gzip -1) >"$d/run.cpio.gz"
   cat "$base" "$d/run.cpio.gz" >"$d/initrd"
@@ -255,15 +257,32 @@ boot() {
   qpid=$!
   local t1="" t2=""
   if [ "${GUEST_STREAM:-1}" = 1 ]; then
-    tail -q -n +1 -f --pid="$qpid" "$d/out" &
+    follow "$d/out" "$d/.done" &
     t1=$!
-    tail -q -n +1 -f --pid="$qpid" "$d/err" >&2 &
+    follow "$d/err" "$d/.done" >&2 &
     t2=$!
   fi
   wait "$qpid" 2>/dev/null; local qrc=$?
   qpid=""
+  : >"$d/.done"
   [ -n "$t1" ] && wait "$t1" "$t2"
   return $qrc
+}
+
+# follow FILE DONE: copies FILE to stdout as it grows, and once DONE exists, the rest: every
+# byte once (tail -f --pid could end before its last read and lose a result's end).
+follow() {
+  local f=$1 done=$2 off=0 size last=0
+  while :; do
+    [ -e "$done" ] && last=1
+    size=$(stat -c %s "$f" 2>/dev/null || echo "$off")
+    if [ "$size" -gt "$off" ]; then
+      tail -c +$((off + 1)) "$f" | head -c $((size - off))
+      off=$size
+    fi
+    [ "$last" = 1 ] && return 0
+    sleep 0.2
+  done
 }
 
 probe_kvm() {
@@ -342,6 +361,7 @@ if [ "$GUEST_MODULES" = 1 ] && [ -d $R/lib/modules ]; then
     { mount -t tmpfs -o mode=0755 mods $R/lib/modules && mkdir -p $R/lib/modules/$(uname -r) &&
       mount -t 9p -o trans=virtio,version=9p2000.L,ro modules $R/lib/modules/$(uname -r); }
 fi
+[ -n "$GUEST_BOOT" ] && [ -d "$R$GUEST_BOOT" ] && [ -d $R/boot ] && mount -o bind "$R$GUEST_BOOT" $R/boot
 mkdir -p "$R$GUEST_DIR" 2>/dev/null
 mount -t 9p -o trans=virtio,version=9p2000.L,rw,msize=524288,cache=mmap hostcwd "$R$GUEST_DIR" || fail "cannot mount the working directory"
 mkdir -p $R/run/home/data $R/run/home/state $R/run/home/cache
