@@ -8,6 +8,8 @@
 //! which would disturb the other tests): scripts/test.sh runs them alone afterwards with
 //! `--ignored guest::`.
 
+mod kernels;
+
 use crate::util::{latlab, skip, LATLAB};
 use serde_json::Value;
 use std::path::{Path, PathBuf};

@@ -85,12 +85,21 @@ fn example_plans_are_valid() {
         "seed001-tcp-clocksource.toml",
         "seed003-noise-disturb.toml",
         "seed004-cyclic-load.toml",
+        "kernel-ab.toml",
     ] {
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("examples")
             .join(f);
         let out = latlab().words("run --dry-run").arg(&path).assert_ok();
         assert!(out.stdout.contains("valid;"), "{out}");
+        if f == "kernel-ab.toml" {
+            // Validated without fetching or booting anything; each run is said to be a boot.
+            assert!(
+                out.stdout
+                    .contains("in a fresh boot of generic booted preempt=full for each run"),
+                "{out}"
+            );
+        }
     }
 }
 

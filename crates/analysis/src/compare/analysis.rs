@@ -161,6 +161,10 @@ pub struct Analysis {
     /// duration, load, kernel), which the verdict sentence starts with; None for value files.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) conditions: Option<String>,
+    /// True when the replicates are boots (levels ran different kernels): the verdict counts
+    /// boots, not runs.
+    #[serde(skip)]
+    pub(crate) boots: bool,
 }
 
 fn summary(s: &Source) -> SetSummary {
@@ -307,6 +311,7 @@ fn analyse_samples(sources: &[Source], st: &Settings) -> Analysis {
         headline: "p99".into(),
         run_secs: None,
         conditions: None,
+        boots: false,
     }
 }
 

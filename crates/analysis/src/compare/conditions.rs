@@ -55,13 +55,32 @@ fn load(run: &Run) -> String {
     }
 }
 
-fn kernel(run: &Run) -> String {
+/// The kernel of a run, with what it was booted with beyond the words `common` to every run.
+fn kernel(run: &Run, common: &[&str]) -> String {
     let e = &run.environment;
-    if e.preemption.is_empty() {
+    let mut k = if e.preemption.is_empty() {
         format!("kernel {}", e.kernel_release)
     } else {
         format!("kernel {} (preemption {})", e.kernel_release, e.preemption)
+    };
+    let own = super::boots::own_cmdline(run, common);
+    if !own.is_empty() {
+        k.push_str(&format!(" booted '{own}'"));
     }
+    k
+}
+
+/// How many boots a level's runs came from (a run whose boot is unknown is one of its own).
+fn boots(runs: &[&Run]) -> usize {
+    let mut ids: Vec<&str> = runs
+        .iter()
+        .map(|r| r.environment.boot_id.as_str())
+        .filter(|b| !b.is_empty())
+        .collect();
+    let unknown = runs.len() - ids.len();
+    ids.sort_unstable();
+    ids.dedup();
+    ids.len() + unknown
 }
 
 /// One fact per level: the same for all (said once), or `baseline's vs other's` values.
@@ -105,7 +124,18 @@ pub(crate) fn conditions(levels: &[(String, Vec<&Run>)]) -> Option<String> {
         (false, None) => format!("{} runs", c.join(" vs ")),
     });
     parts.push(per_level(levels, load)?);
-    parts.push(per_level(levels, kernel)?);
+    let all: Vec<Vec<&Run>> = levels.iter().map(|(_, r)| r.clone()).collect();
+    let common = super::boots::shared_cmdline(&all);
+    parts.push(per_level(levels, |r| kernel(r, &common))?);
+    if super::boots::kernels_differ(&all) {
+        let b: Vec<usize> = all.iter().map(|r| boots(r)).collect();
+        parts.push(if b.iter().all(|x| *x == b[0]) {
+            format!("{} boots per level", b[0])
+        } else {
+            let b: Vec<String> = b.iter().map(usize::to_string).collect();
+            format!("{} boots", b.join(" vs "))
+        });
+    }
     Some(parts.join(", "))
 }
 

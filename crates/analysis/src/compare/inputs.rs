@@ -70,6 +70,8 @@ pub struct RunInfo {
     pub(crate) secs: f64,
     /// Its exact mean (from the series summaries), in the display unit.
     pub(crate) mean: f64,
+    /// The boot it ran in (`environment.boot_id`; empty when unknown).
+    pub(crate) boot: String,
 }
 
 pub use latlab_core::result::MAX_JSON_BYTES;
@@ -213,6 +215,7 @@ fn load_items(label: String, inputs: Vec<Input>, o: &ReadOpts) -> Result<Source>
             kind: run.kind.clone(),
             secs: run.duration_s,
             mean: scalar(&d, &series, Metric::Mean, o.scale),
+            boot: run.environment.boot_id.clone(),
         });
         match o.metric {
             Metric::Latency => dists.push(d),

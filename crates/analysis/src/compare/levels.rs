@@ -34,12 +34,37 @@ pub fn compare_levels(
             Err(e) => notes.push(format!("{label}: not compared: {e}")),
         }
     }
+    let kernels: Vec<Vec<&Run>> = levels
+        .iter()
+        .map(|(_, rs)| rs.iter().map(|r| &r.0).collect())
+        .collect();
+    // Levels of different kernels: the boot is the replicate (its runs pooled first).
+    let booted = super::boots::kernels_differ(&kernels);
+    let mut spread = None;
+    if booted {
+        let (pooled, sizes): (Vec<_>, Vec<_>) = sources
+            .iter()
+            .cloned()
+            .map(super::boots::by_boot)
+            .unzip();
+        spread = Some(super::boots::spread(&sources, &sizes));
+        sources = pooled;
+    }
     let few: Vec<String> = sources
         .iter()
         .filter(|s| s.runs.len() < 2)
-        .map(|s| format!("{} ({} run)", s.label, s.runs.len()))
+        .map(|s| {
+            let unit = if booted { "boot" } else { "run" };
+            format!("{} ({} {unit})", s.label, s.runs.len())
+        })
         .collect();
-    if !few.is_empty() {
+    if !few.is_empty() && booted {
+        notes.push(format!(
+            "the levels ran different kernels, so the boot is the unit: a verdict needs runs \
+             from at least 2 boots of every level (5 for a useful one); too few: {}",
+            few.join(", ")
+        ));
+    } else if !few.is_empty() {
         notes.push(format!(
             "a verdict needs at least 2 runs of every level, 5 for a useful one (repeats = 5 in \
              the plan's [design]); too few: {}",
@@ -57,6 +82,14 @@ pub fn compare_levels(
         .map(|(l, rs)| (l.clone(), rs.iter().map(|r| &r.0).collect()))
         .collect();
     a.conditions = super::conditions::conditions(&runs);
+    if let Some(spread) = spread {
+        a.boots = true;
+        a.replication = format!(
+            "the boot (the levels ran different kernels): the runs of one boot pooled into one \
+             replicate, then {}; {spread}",
+            a.replication
+        );
+    }
     (Some(a), notes)
 }
 

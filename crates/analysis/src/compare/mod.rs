@@ -3,6 +3,7 @@
 
 pub mod analysis;
 pub mod args;
+pub(crate) mod boots;
 mod command;
 pub(crate) mod conditions;
 pub mod decide;

@@ -278,6 +278,7 @@ pub(crate) fn analyse(sources: &[Source], st: &Settings) -> Analysis {
         headline: "p99".into(),
         run_secs: secs.get(secs.len() / 2).copied(),
         conditions: None,
+        boots: false,
     };
     if a.comparisons
         .iter()

@@ -381,7 +381,8 @@ pub(crate) fn verdicts(a: &Analysis) -> Vec<Said> {
                 let len = a.run_secs.map_or(String::new(), |s| {
                     format!(" of {} s", latlab_core::stats::cfmt::g(s, 2))
                 });
-                format!("{}+{} runs{len}", c.runs.0, c.runs.1)
+                let unit = if a.boots { "boots" } else { "runs" };
+                format!("{}+{} {unit}{len}", c.runs.0, c.runs.1)
             } else {
                 String::new()
             };
@@ -628,6 +629,7 @@ mod tests {
             headline: "p99".into(),
             run_secs: Some(3.0),
             conditions: Some("cyclic -t 1 -a 1 -i 1ms, 5 x 3 s runs per level".into()),
+            boots: false,
         };
         let said = verdicts(&a);
         assert_eq!(said.len(), 1);

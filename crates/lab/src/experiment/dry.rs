@@ -33,6 +33,22 @@ pub fn dry_run(path: &Path, sets: &[String]) -> Result<String> {
         let mut words = vec!["latlab".to_string(), plan.measure.command.clone()];
         words.extend(plan.args_for(c));
         s.push_str(&format!("  {}: {}\n", plan.label(c), shell_join(&words)));
+        if let Some(b) = plan.boot_for(c) {
+            let g = &plan.guest;
+            s.push_str(&format!(
+                "      in a fresh boot of {}{} for each run ({} vCPUs, {}, accel {}, at most {} s)\n",
+                b.kernel,
+                if b.cmdline.is_empty() {
+                    String::new()
+                } else {
+                    format!(" booted {}", shell_quote(&b.cmdline))
+                },
+                g.cpus,
+                g.memory,
+                g.accel,
+                g.timeout
+            ));
+        }
         for (f, &l) in plan.factors.iter().zip(c) {
             let level = &f.levels[l];
             if let Some(cmd) = f.pre.get(level) {

@@ -2,6 +2,7 @@
 //! measurement stored under one experiment id; knobs journaled and always restored; at the end
 //! each combination against the baseline, ministat-style and tail-aware.
 
+mod boot;
 mod hooks;
 
 use super::plan::{Order, Plan};
@@ -90,6 +91,7 @@ pub fn run(
     // Runs stored but left out of the comparison (cut short by the interrupt, or disturbed
     // and made again).
     let mut left_out = 0usize;
+    let mut boots_failed = 0usize;
     let outcome = execute(
         &plan_name(path),
         &plan,
@@ -99,7 +101,7 @@ pub fn run(
         store,
         &mut knobs,
         control,
-        (&mut files, &mut left_out),
+        (&mut files, &mut left_out, &mut boots_failed),
         opts.on_disturbed,
     );
     // Whatever happened, put every setting back.
@@ -113,10 +115,15 @@ pub fn run(
     outcome?;
     let compared = files.iter().map(Vec::len).sum::<usize>();
     let mut report = format!(
-        "experiment {exp}: {} run(s) stored{}{}\n",
+        "experiment {exp}: {} run(s) stored{}{}{}\n",
         compared + left_out,
         if left_out > 0 {
             format!(", {left_out} of them left out of the comparison")
+        } else {
+            String::new()
+        },
+        if boots_failed > 0 {
+            format!(", {boots_failed} repeat(s) failed to boot")
         } else {
             String::new()
         },
@@ -165,6 +172,9 @@ enum Child {
     Saved(Box<Run>, String),
     /// Interrupted before it could save anything.
     Nothing,
+    /// Its boot did not come back (the guest's time ran out, or it ended without running
+    /// the measurement): the repeat failed, the plan goes on.
+    BootFailed(String),
 }
 
 /// The plan's file name as a tag value (no commas: tag lists split on them).
@@ -187,7 +197,7 @@ fn execute(
     store: Option<&str>,
     knobs: &mut Knobs,
     control: &Control,
-    (files, left_out): (&mut [Vec<(Run, String)>], &mut usize),
+    (files, left_out, failed): (&mut [Vec<(Run, String)>], &mut usize, &mut usize),
     on_disturbed: OnDisturbed,
 ) -> Result<()> {
     let exe = std::env::current_exe()
@@ -202,8 +212,10 @@ fn execute(
         control,
         files,
         left_out,
+        failed,
         on_disturbed,
         warned: Vec::new(),
+        kept: None,
     };
     for (i, &(ci, r)) in order.iter().enumerate() {
         if control.was_interrupted() {
@@ -246,9 +258,13 @@ struct Runs<'a> {
     files: &'a mut [Vec<(Run, String)>],
     /// Runs stored but left out of the comparison.
     left_out: &'a mut usize,
+    /// Repeats whose boot failed (nothing stored).
+    failed: &'a mut usize,
     on_disturbed: OnDisturbed,
     /// The figures a short run was already noted for ([`short_run_note`]).
     warned: Vec<&'static str>,
+    /// The store boot runs are kept in (opened at the first one).
+    kept: Option<Box<dyn latlab_core::store::Store>>,
 }
 
 impl Runs<'_> {
@@ -264,20 +280,38 @@ impl Runs<'_> {
         mut watch: Vec<String>,
     ) -> Result<bool> {
         let mut attempt = 0;
+        let boot = self.plan.boot_for(combo);
         loop {
-            let c = command(
-                self.exe,
-                self.plan,
-                combo,
-                (self.exp, self.plan_file),
-                self.store,
-                (ci, r),
-                &watch.join("\n"),
-            );
-            match run_child(c, self.control, n, &self.plan.label(combo))? {
+            let tags = tags(self.plan, combo, (self.exp, self.plan_file), (ci, r));
+            let c = match &boot {
+                Some(b) => boot::command(self.exe, self.plan, b, &self.plan.args_for(combo))?,
+                None => command(
+                    self.exe,
+                    self.plan,
+                    combo,
+                    self.store,
+                    &tags,
+                    &watch.join("\n"),
+                ),
+            };
+            let label = self.plan.label(combo);
+            let child = run_child(c, self.control, n, &label, boot.is_some())?;
+            let child = match child {
+                Child::Saved(run, _) if boot.is_some() => self.keep(run, &tags, progress)?,
+                c => c,
+            };
+            match child {
                 Child::Nothing => {
                     latlab_core::note!("{progress}: interrupted before it saved a result");
                     return Ok(false);
+                }
+                Child::BootFailed(why) => {
+                    latlab_core::note!(
+                        "{progress}: the boot failed, this repeat is marked failed and the plan \
+                         goes on: {why}"
+                    );
+                    *self.failed += 1;
+                    return Ok(true);
                 }
                 Child::Saved(run, name) if run.disturbed() => {
                     if self.again(run, name, ci, attempt, progress)? {
@@ -310,6 +344,20 @@ impl Runs<'_> {
             }
             return Ok(true);
         }
+    }
+
+    /// Stores a run made in a guest (which could not store it) with the plan's `tags`, as the
+    /// measurement would have stored it here.
+    fn keep(&mut self, run: Box<Run>, tags: &[(String, String)], progress: &str) -> Result<Child> {
+        if self.kept.is_none() {
+            self.kept = Some(latlab_core::store::open(self.store)?);
+        }
+        let store = self.kept.as_mut().expect("opened above");
+        let t: std::collections::BTreeMap<String, String> = tags.iter().cloned().collect();
+        store.save(&run, &t)?;
+        latlab_core::note!("{progress}: {}", boot::said(&run));
+        let name = format!("run:{}", run.id);
+        Ok(Child::Saved(run, name))
     }
 
     /// A run whose ground moved: true when it is left out to be made again (`--on-disturbed
@@ -382,15 +430,35 @@ fn set_levels(plan: &Plan, combo: &[usize], knobs: &mut Knobs) -> Result<Vec<Str
         .collect())
 }
 
+/// The tags every run of the plan carries: its experiment, repeat, combination (0: the
+/// baseline, so a later compare or report puts it first whatever order the runs were made in),
+/// the plan file (for `runs list --experiments`) and each factor's level.
+fn tags(
+    plan: &Plan,
+    combo: &[usize],
+    (exp, plan_file): (&str, &str),
+    (ci, r): (usize, u32),
+) -> Vec<(String, String)> {
+    let mut t = vec![
+        ("experiment".to_string(), exp.to_string()),
+        ("repeat".to_string(), r.to_string()),
+        ("combination".to_string(), ci.to_string()),
+        ("plan".to_string(), plan_file.to_string()),
+    ];
+    for (f, &l) in plan.factors.iter().zip(combo) {
+        t.push((f.name.clone(), f.levels[l].clone()));
+    }
+    t
+}
+
 /// The command line of one run of the plan: the measurement with its level's arguments, its
 /// result on stdout, its tags, the store and the settings to watch through the environment.
 fn command(
     exe: &Path,
     plan: &Plan,
     combo: &[usize],
-    (exp, plan_file): (&str, &str),
     store: Option<&str>,
-    (ci, r): (usize, u32),
+    tags: &[(String, String)],
     watch: &str,
 ) -> Command {
     let mut c = Command::new(exe);
@@ -403,33 +471,27 @@ fn command(
         c.env("LATLAB_STORE", s);
     }
     c.env(crate::driver::ground::WATCH_ENV, watch);
-    c.args([
-        "--tag",
-        &format!("experiment={exp}"),
-        "--tag",
-        &format!("repeat={r}"),
-        // Which level combination (0: the baseline), so a later compare or report of the
-        // experiment puts the baseline first whatever order the runs were made in.
-        "--tag",
-        &format!("combination={ci}"),
-        // The plan file it came from, for `runs list --experiments`.
-        "--tag",
-        &format!("plan={plan_file}"),
-    ]);
-    for (f, &l) in plan.factors.iter().zip(combo) {
-        c.arg("--tag").arg(format!("{}={}", f.name, f.levels[l]));
+    for (k, v) in tags {
+        c.arg("--tag").arg(format!("{k}={v}"));
     }
-    c.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    // The measurement dies with the plan: a SIGKILLed runner leaves nothing running.
-    latlab_core::sys::process::die_with_us(&mut c);
     c
 }
 
 /// Runs one measurement child to its end, forwarding a Ctrl-C to it; its result comes back on
 /// its stdout. A child that failed is the plan's error (exit 3 with its message).
-fn run_child(mut c: Command, control: &Control, n: usize, label: &str) -> Result<Child> {
+fn run_child(
+    mut c: Command,
+    control: &Control,
+    n: usize,
+    label: &str,
+    booted: bool,
+) -> Result<Child> {
+    c.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // The measurement (or its guest) dies with the plan: a SIGKILLed runner leaves nothing
+    // running.
+    latlab_core::sys::process::die_with_us(&mut c);
     let mut child = c
         .spawn()
         .map_err(|e| latlab_core::rt::start_error("cannot start the measurement", e))?;
@@ -475,6 +537,21 @@ fn run_child(mut c: Command, control: &Control, n: usize, label: &str) -> Result
         // Interrupted before it could save anything (e.g. still starting): nothing to keep.
         // (A Ctrl-C to the whole group can reach it before the runner forwards one.)
         None if forwarded || control.was_interrupted() => Ok(Child::Nothing),
+        None if booted
+            && status
+                .code()
+                .is_some_and(|c| boot::BOOT_FAILED.contains(&c)) =>
+        {
+            let tail: Vec<&str> = err.lines().rev().take(3).collect();
+            Ok(Child::BootFailed(format!(
+                "{status}: {}",
+                tail.into_iter().rev().collect::<Vec<_>>().join(" / ")
+            )))
+        }
+        None if booted && status.code() == Some(boot::CANNOT_BOOT) => Err(Error::Env(format!(
+            "run {n} ({label}): the guest cannot be booted here: {}",
+            err.trim()
+        ))),
         None => Err(Error::Env(format!(
             "run {n} ({label}) failed ({status}): {}",
             err.trim()

@@ -6,6 +6,7 @@ use latlab_core::error::{Error, Result};
 use latlab_core::io::read_text_limited;
 use serde::Deserialize;
 
+pub(crate) mod boot;
 mod checker;
 mod set;
 mod shell;
@@ -110,6 +111,16 @@ pub(crate) struct Factor {
     pub(crate) post: BTreeMap<String, String>,
     /// Why a factor of the original experiment cannot be varied here (informational).
     pub(crate) note: Option<String>,
+    /// When true, each level is a kernel and each run of it a fresh boot (`boot`).
+    #[serde(default)]
+    pub(crate) boot: bool,
+    /// The kernel of a level whose name is not one (level -> `rt`, `generic`, a
+    /// `linux-image-*` package, an image's path or `running`).
+    #[serde(default)]
+    pub(crate) kernel: BTreeMap<String, String>,
+    /// The kernel command line of a level (`preempt=full`).
+    #[serde(default)]
+    pub(crate) cmdline: BTreeMap<String, String>,
 }
 
 /// A whole plan.
@@ -130,6 +141,9 @@ pub struct Plan {
     /// Factors.
     #[serde(default, rename = "factor")]
     pub(crate) factors: Vec<Factor>,
+    /// How a boot factor's kernels are booted.
+    #[serde(default)]
+    pub(crate) guest: boot::Guest,
     /// The resolved files each factor writes (filled by validation).
     #[serde(skip)]
     pub(crate) knob_files: Vec<Vec<PathBuf>>,
@@ -214,7 +228,8 @@ impl Factor {
                 f.name
             ));
         }
-        for key in f.options.keys().chain(f.pre.keys()).chain(f.post.keys()) {
+        let levels_keyed = f.options.keys().chain(f.pre.keys()).chain(f.post.keys());
+        for key in levels_keyed.chain(f.kernel.keys()).chain(f.cmdline.keys()) {
             if !f.levels.contains(key) {
                 return Err(format!(
                     "factor '{}': '{key}' is not one of its levels {:?}",
@@ -337,6 +352,7 @@ impl Plan {
                 )));
             }
         }
+        self.check_boots().map_err(bad)?;
         self.check_combinations(name)?;
         self.check_knobs(name)
     }
@@ -551,6 +567,62 @@ mod tests {
         assert_eq!(c[0], vec![0, 0]);
         assert_eq!(plan.label(&c[3]), "a=y,b=1");
         assert_eq!(plan.args_for(&c[3]), vec!["-D", "1s", "--nodelay"]);
+    }
+
+    #[test]
+    fn a_boot_factor_boots_each_level_with_its_cmdline() {
+        let head = "[measure]\ncommand = \"fake\"\n[[factor]]\nname = \"kernel\"\nboot = true\n";
+        let (_d, p) = write(&format!(
+            "{head}levels = [\"rt\", \"full\", \"here\"]\n\
+             kernel = {{ full = \"generic\", here = \"running\" }}\n\
+             cmdline = {{ full = \"preempt=full\" }}\n[guest]\ncpus = 4\n"
+        ));
+        let plan = Plan::load(&p).unwrap();
+        let c = plan.combinations();
+        let rt = plan.boot_for(&c[0]).unwrap();
+        assert_eq!((rt.kernel.as_str(), rt.cmdline.as_str()), ("rt", ""));
+        let full = plan.boot_for(&c[1]).unwrap();
+        assert_eq!(
+            (full.kernel.as_str(), full.cmdline.as_str()),
+            ("generic", "preempt=full")
+        );
+        assert_eq!(
+            plan.boot_for(&c[2]),
+            None,
+            "the running kernel is not booted"
+        );
+        assert_eq!(plan.guest.cpus, 4);
+        for (body, why) in [
+            ("levels = [\"nope\"]\n", "kernel 'nope' is not rt, generic"),
+            (
+                "levels = [\"running\"]\ncmdline = { running = \"quiet\" }\n",
+                "cannot be changed without a boot",
+            ),
+            (
+                "levels = [\"rt\"]\ncmdline = { other = \"x\" }\n",
+                "'other' is not one",
+            ),
+            (
+                "levels = [\"rt\"]\nknob = \"/proc/sys/kernel/sched_rt_runtime_us\"\n",
+                "levels are kernels",
+            ),
+            (
+                "levels = [\"rt\"]\n[guest]\nmemory = \"lots\"\n",
+                "guest.memory 'lots'",
+            ),
+        ] {
+            let (_d, p) = write(&format!("{head}{body}"));
+            let e = Plan::load(&p).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{e}");
+            assert!(e.to_string().contains(why), "{why}: {e}");
+        }
+        // A setting of this machine beside a boot factor would not be in the booted kernel.
+        let (_d, p) = write(&format!(
+            "{head}levels = [\"rt\"]\n[[factor]]\nname = \"s\"\n\
+             sysctl = \"kernel.sched_rt_runtime_us\"\nlevels = [\"950000\"]\n"
+        ));
+        let e = Plan::load(&p).unwrap_err().to_string();
+        assert!(e.contains("writes a setting of this machine"), "{e}");
     }
 
     #[test]

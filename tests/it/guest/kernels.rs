@@ -1,0 +1,84 @@
+//! Kernels as a plan's factor: each repeat of a level a fresh guest boot of its kernel, the
+//! runs stored in the host's store with the boot they ran in, and the comparison taking the
+//! boot as its replicate. Under TCG only the mechanism is judged (kernels, boots, counts).
+
+use crate::util::{latlab, skip, Dir};
+use serde_json::Value;
+use std::time::Duration;
+
+#[test]
+#[ignore = "boots guests: scripts/test.sh runs the guest group alone"]
+fn guest_a_kernel_plan_boots_every_repeat_and_compares_over_boots() {
+    let dir = Dir::new();
+    let plan = dir.write(
+        "kernels.toml",
+        "[measure]\ncommand = \"clocks\"\nargs = [\"--clocks\", \"monotonic\", \"--batches\", \"50\"]\n\
+         [design]\nrepeats = 2\norder = \"interleaved\"\n\
+         [guest]\ncpus = 1\nmemory = \"1G\"\ntimeout = 300\n\
+         [[factor]]\nname = \"kernel\"\nboot = true\nlevels = [\"rt\", \"generic\"]\n\
+         cmdline = { generic = \"preempt=full\" }\n",
+    );
+    let store = format!("sqlite:{}", dir.join("s.db").display());
+    let out = latlab()
+        .current_dir(dir.path())
+        .args(["run", plan.to_str().unwrap(), "--store", &store])
+        .limit(Duration::from_secs(900))
+        .output();
+    if out.status.code() == Some(3) && out.stderr.contains("cannot be booted here") {
+        skip(&crate::util::test_name(), &out.stderr);
+        return;
+    }
+    assert_eq!(out.status.code(), Some(0), "{}", out.stderr);
+    let exp = out
+        .stdout
+        .split_whitespace()
+        .find(|w| w.starts_with("exp-"))
+        .map(|w| w.trim_end_matches(':').to_string())
+        .unwrap_or_else(|| panic!("no experiment in:\n{}", out.stdout));
+    let shown = latlab()
+        .args(["runs", "export", &format!("exp:{exp}"), "--store", &store])
+        .assert_ok();
+    let bundle: Value = serde_json::from_str(&shown.stdout).unwrap();
+    let runs = bundle["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 4, "2 levels x 2 repeats");
+    let mut boots = Vec::new();
+    for r in runs {
+        let env = &r["run"]["environment"];
+        let level = r["tags"]["kernel"].as_str().unwrap();
+        let release = env["kernel_release"].as_str().unwrap();
+        // Each level ran its own kernel, booted with its own command line.
+        assert_eq!(
+            release.ends_with("-rt-amd64"),
+            level == "rt",
+            "{level}: {release}"
+        );
+        let cmdline = env["kernel_cmdline"].as_str().unwrap();
+        assert_eq!(
+            cmdline.contains("preempt=full"),
+            level == "generic",
+            "{cmdline}"
+        );
+        assert_eq!(r["tags"]["experiment"], exp.as_str());
+        boots.push(env["boot_id"].as_str().unwrap().to_string());
+    }
+    boots.sort();
+    boots.dedup();
+    assert_eq!(boots.len(), 4, "every run a boot of its own: {boots:?}");
+    assert!(boots.iter().all(|b| b.len() == 36), "{boots:?}");
+    let cmp = latlab()
+        .args(["compare", &format!("exp:{exp}"), "--store", &store])
+        .output();
+    assert!(cmp.status.code().is_some_and(|c| c <= 1), "{}", cmp.stderr);
+    assert!(cmp.stdout.contains("2 boots per level"), "{}", cmp.stdout);
+    assert!(cmp.stdout.contains("2+2 boots"), "{}", cmp.stdout);
+    assert!(
+        cmp.stdout.contains("booted 'preempt=full'"),
+        "{}",
+        cmp.stdout
+    );
+    assert!(
+        cmp.stdout.contains("unit of replication: the boot"),
+        "{}",
+        cmp.stdout
+    );
+}
