@@ -2,7 +2,7 @@
 //! the analysis commands from `latlab_analysis::COMMANDS`, the rest declared here) parsed into
 //! raw arguments, then dispatched (`commands`).
 
-pub use store::{RunArgs, RunsCmd};
+pub use store::{BisectArgs, RunArgs, RunsCmd};
 
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::path::PathBuf;
@@ -31,6 +31,9 @@ pub enum Command {
     /// Run an experiment plan (TOML): factors x levels x repeats, knobs restored, runs stored
     /// under one experiment id, each level compared with the baseline.
     Run(RunArgs),
+    /// Find the first kernel of an ordered list that made a plan's measurement worse, each
+    /// step decided over fresh boots against the good and bad ends.
+    Bisect(BisectArgs),
     /// Put back system settings a plan changed and could not restore (after a crash or kill).
     Restore,
     /// The results store: list, show, export, import, delete runs.
@@ -67,6 +70,7 @@ const LISTING: &[&str] = &[
     "compare",
     "ministat",
     "run",
+    "bisect",
     "restore",
     "runs",
     "samples",

@@ -102,6 +102,34 @@ pub enum RunsCmd {
     },
 }
 
+/// Arguments of `latlab bisect`.
+#[derive(Debug, Args)]
+pub struct BisectArgs {
+    /// A plan whose one factor is a boot factor (boot = true) listing the kernels in order:
+    /// the first known good, the last known bad.
+    pub plan: PathBuf,
+    /// The results store every boot's run goes to (one experiment).
+    #[arg(long)]
+    pub store: Option<String>,
+    /// Override a plan key without editing the file (repeatable), as `latlab run --set`.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// Boots of one kernel before its step is skipped as undecided (2 to 100).
+    #[arg(long, default_value_t = 6, value_name = "N")]
+    pub max_boots: u32,
+    /// Confidence of each decision, in percent.
+    #[arg(long, default_value_t = 95.0, value_name = "PCT")]
+    pub confidence: f64,
+    /// Decide this one kernel (an image's path, rt, generic or a linux-image-* package)
+    /// against the plan's first (good) and last (bad) kernels, with `git bisect run`'s exit
+    /// codes: 0 good, 1 bad, 125 undecided or cannot boot, 128 bad usage.
+    #[arg(long, value_name = "KERNEL")]
+    pub candidate: Option<String>,
+    /// The candidate's kernel command line.
+    #[arg(long, default_value = "", value_name = "ARGS", requires = "candidate")]
+    pub cmdline: String,
+}
+
 /// Arguments of `latlab run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {

@@ -1002,3 +1002,41 @@ fn a_level_the_kernel_refuses_when_set_is_said_of_its_factor() {
     assert!(out.stderr.contains("factor 'sw', level '-5'"), "{out}");
     assert_eq!(std::fs::read(SW).unwrap(), before);
 }
+
+#[test]
+fn bisect_refuses_what_it_cannot_walk_before_booting_anything() {
+    let dir = Dir::new();
+    let plain = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/clocksource-cyclic.toml");
+    latlab()
+        .arg("bisect")
+        .arg(&plain)
+        .assert_refused(2, "a bisection walks one boot factor");
+    let one = dir.write(
+        "one.toml",
+        "[measure]\ncommand = \"clocks\"\n[[factor]]\nname = \"k\"\nboot = true\nlevels = [\"rt\"]\n",
+    );
+    latlab()
+        .arg("bisect")
+        .arg(&one)
+        .assert_refused(2, "a bisection needs the good and the bad end");
+    let two = dir.write(
+        "two.toml",
+        "[measure]\ncommand = \"clocks\"\n[[factor]]\nname = \"k\"\nboot = true\nlevels = [\"rt\", \"generic\"]\n",
+    );
+    latlab()
+        .arg("bisect")
+        .arg(&two)
+        .args(["--max-boots", "1"])
+        .assert_refused(2, "--max-boots 1");
+    // With --candidate, git bisect run's codes: bad usage aborts the bisection (128).
+    let out = latlab()
+        .arg("bisect")
+        .arg(&two)
+        .args(["--candidate", "/nonexistent/bzImage"])
+        .output();
+    assert_eq!(out.status.code(), Some(128), "{out}");
+    assert!(
+        out.stderr.contains("--candidate /nonexistent/bzImage"),
+        "{out}"
+    );
+}

@@ -85,8 +85,56 @@ pub fn run(parsed: Parsed, argv: Vec<String>) -> Result<()> {
             };
             latlab_core::output::stdout(&text).map_err(|e| Error::io("stdout", e))
         }
+        Command::Bisect(a) => bisect(a),
         Command::Restore => restore(),
     }
+}
+
+/// `latlab bisect`: the report on stdout whatever the outcome, the exit code the outcome's
+/// (with `--candidate`, `git bisect run`'s: usage 128, a machine that cannot boot 125).
+fn bisect(a: crate::cli::BisectArgs) -> Result<()> {
+    let git = a.candidate.is_some();
+    if !(a.confidence > 50.0 && a.confidence < 100.0) {
+        let e = Error::flag(
+            "--confidence",
+            a.confidence.to_string(),
+            "above 50 and below 100",
+        );
+        return Err(if git { passed(e, 128) } else { e });
+    }
+    latlab_lab::driver::signals::survive_second_signal();
+    latlab_lab::driver::signals::stop_on_hangup();
+    let control = latlab_lab::driver::signals::control();
+    let opts = latlab_lab::experiment::bisect::Options {
+        store: a.store.as_deref(),
+        sets: &a.set,
+        max_boots: a.max_boots,
+        confidence: a.confidence / 100.0,
+        candidate: a.candidate.clone().map(|k| (k, a.cmdline.clone())),
+    };
+    let ended = match latlab_lab::experiment::bisect::run(&a.plan, &opts, &control) {
+        Ok(e) => e,
+        Err(e) if git => {
+            let code = if matches!(e, Error::Usage(_)) {
+                128
+            } else {
+                125
+            };
+            return Err(passed(e, code));
+        }
+        Err(e) => return Err(e),
+    };
+    latlab_core::output::stdout(&ended.report).map_err(|e| Error::io("stdout", e))?;
+    match ended.code {
+        0 => Ok(()),
+        c => Err(Error::Passed(c)),
+    }
+}
+
+/// Says `e` and ends with `code` (git bisect run's codes).
+fn passed(e: Error, code: i32) -> Error {
+    latlab_core::output::stderr(&format!("latlab: {e}\n"));
+    Error::Passed(code)
 }
 
 /// `latlab restore`: every feature's restorer in the table's order; what one could not do is

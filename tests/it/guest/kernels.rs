@@ -82,3 +82,87 @@ fn guest_a_kernel_plan_boots_every_repeat_and_compares_over_boots() {
         cmp.stdout
     );
 }
+
+/// Four successive "kernels" (one image, booted four ways) where one command-line change makes
+/// every later one slower: reading the clock through acpi_pm instead of the TSC costs the
+/// emulator about ten times more, a difference no emulation noise hides.
+const FOUR: &str = "[measure]\ncommand = \"clocks\"\nargs = [\"--clocks\", \"monotonic\", \"--batches\", \"50\"]\n\
+     [analysis]\nmetric = \"mean\"\n[guest]\ncpus = 1\nmemory = \"1G\"\ntimeout = 300\n\
+     [[factor]]\nname = \"kernel\"\nboot = true\nlevels = [\"k1\", \"k2\", \"k3\", \"k4\"]\n\
+     kernel = { k1 = \"generic\", k2 = \"generic\", k3 = \"generic\", k4 = \"generic\" }\n\
+     cmdline = { k3 = \"clocksource=acpi_pm\", k4 = \"clocksource=acpi_pm\" }\n";
+
+#[test]
+#[ignore = "boots guests: scripts/test.sh runs the guest group alone"]
+fn guest_bisect_finds_the_first_slower_kernel_and_stores_every_boot() {
+    let dir = Dir::new();
+    let plan = dir.write("four.toml", FOUR);
+    let store = format!("sqlite:{}", dir.join("s.db").display());
+    let out = latlab()
+        .current_dir(dir.path())
+        .args(["bisect", plan.to_str().unwrap(), "--store", &store])
+        .limit(Duration::from_secs(900))
+        .output();
+    if out.status.code() == Some(3) && out.stderr.contains("cannot be booted here") {
+        skip(&crate::util::test_name(), &out.stderr);
+        return;
+    }
+    assert_eq!(out.status.code(), Some(0), "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains(
+            "first bad: kernel=k3 (kernel generic booted 'clocksource=acpi_pm'), after kernel=k2"
+        ),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("wrong with probability at most"),
+        "{}",
+        out.stdout
+    );
+    // Every boot is a run of the one experiment, each a boot of its own.
+    let exp = out.stdout.split_whitespace().nth(1).unwrap().to_string();
+    let shown = latlab()
+        .args(["runs", "export", &format!("exp:{exp}"), "--store", &store])
+        .assert_ok();
+    let bundle: Value = serde_json::from_str(&shown.stdout).unwrap();
+    let runs = bundle["runs"].as_array().unwrap();
+    assert!(
+        runs.len() >= 8,
+        "2 boots of each of 4 kernels: {}",
+        runs.len()
+    );
+    let mut boots: Vec<&str> = runs
+        .iter()
+        .map(|r| r["run"]["environment"]["boot_id"].as_str().unwrap())
+        .collect();
+    boots.sort_unstable();
+    boots.dedup();
+    assert_eq!(boots.len(), runs.len(), "one run per boot");
+
+    // git bisect run's side: one kernel decided against the ends (the first and last).
+    let ends = dir.write(
+        "ends.toml",
+        FOUR.replace("\"k2\", \"k3\", ", "")
+            .replace("k2 = \"generic\", k3 = \"generic\", ", "")
+            .replace("k3 = \"clocksource=acpi_pm\", ", ""),
+    );
+    let out = latlab()
+        .current_dir(dir.path())
+        .args(["bisect", ends.to_str().unwrap(), "--store", &store])
+        .args(["--candidate", "generic", "--cmdline", "clocksource=acpi_pm"])
+        .limit(Duration::from_secs(900))
+        .output();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "bad: {}\n{}",
+        out.stdout,
+        out.stderr
+    );
+    assert!(
+        out.stdout.contains("kernel=candidate: bad"),
+        "{}",
+        out.stdout
+    );
+}

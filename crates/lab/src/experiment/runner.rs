@@ -3,10 +3,12 @@
 //! each combination against the baseline, ministat-style and tail-aware.
 
 mod boot;
+mod child;
 mod hooks;
 
 use super::plan::{Order, Plan};
 use crate::settings::Knobs;
+use child::{command, run_child, tags, Child};
 use hooks::{posts, pres};
 use latlab_core::error::{Error, Result};
 use latlab_core::result::Run;
@@ -14,8 +16,6 @@ use latlab_core::rt::Control;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::Duration;
 
 /// The order runs are made in: (combination index, repeat number from 1), and the seed.
 fn schedule(plan: &Plan, n_combos: usize, seed: u64) -> Vec<(usize, u32)> {
@@ -56,7 +56,10 @@ pub fn run(
     let plan = Plan::load_with(path, opts.sets)?;
     // One owner of system settings per machine: the lock is taken before anything else
     // happens (`--wait`: waited for, until a signal).
-    let mut knobs = if wait {
+    let mut knobs = if plan.boot_factor().is_some() {
+        // Booted kernels: nothing of this machine is set (the plan's checks refuse it).
+        Knobs::idle()
+    } else if wait {
         Knobs::new_waiting(&|| !control.was_interrupted())?
     } else {
         Knobs::new()?
@@ -166,19 +169,58 @@ pub enum OnDisturbed {
 /// How often one run of a plan is made again because its ground moved.
 pub(crate) const MAX_RERUNS: u32 = 2;
 
-/// One measurement child's end.
-enum Child {
-    /// It saved a result: the run and its store name.
-    Saved(Box<Run>, String),
-    /// Interrupted before it could save anything.
-    Nothing,
-    /// Its boot did not come back (the guest's time ran out, or it ended without running
-    /// the measurement): the repeat failed, the plan goes on.
-    BootFailed(String),
+/// Where a run made outside a whole plan (a bisection's step) belongs: its experiment, the
+/// plan file's name and the store.
+pub(crate) struct Place<'a> {
+    /// The experiment id the run is tagged with.
+    pub(crate) exp: &'a str,
+    /// The plan file's name (a tag value).
+    pub(crate) plan_file: &'a str,
+    /// The store.
+    pub(crate) store: Option<&'a str>,
+}
+
+/// Makes one run of combination `ci` (its `r`th), between its level's hooks, stored like a
+/// plan's run: the run, or None when it was interrupted or its boot failed (both said).
+pub(crate) fn one_run(
+    plan: &Plan,
+    at: &Place<'_>,
+    knobs: &mut Knobs,
+    control: &Control,
+    (ci, r): (usize, u32),
+    progress: &str,
+) -> Result<Option<Run>> {
+    let exe = std::env::current_exe()
+        .map_err(|e| Error::Env(format!("cannot find latlab's own binary: {e}")))?;
+    let combos = plan.combinations();
+    let combo = &combos[ci];
+    let mut files: Vec<Vec<(Run, String)>> = vec![Vec::new(); combos.len()];
+    let (mut left_out, mut failed) = (0usize, 0usize);
+    let watch = set_levels(plan, combo, knobs)?;
+    let mut runs = Runs {
+        exe: &exe,
+        plan_file: at.plan_file,
+        plan,
+        exp: at.exp,
+        store: at.store,
+        knobs,
+        control,
+        files: &mut files,
+        left_out: &mut left_out,
+        failed: &mut failed,
+        on_disturbed: OnDisturbed::Keep,
+        warned: Vec::new(),
+        kept: None,
+    };
+    let made =
+        pres(plan, combo, control, progress)? && runs.make(1, (ci, r), combo, progress, watch)?;
+    posts(plan, combo, control, progress)?;
+    let run = files[ci].pop().map(|(run, _)| run);
+    Ok(run.filter(|r| made && !r.interrupted))
 }
 
 /// The plan's file name as a tag value (no commas: tag lists split on them).
-fn plan_name(path: &Path) -> String {
+pub(crate) fn plan_name(path: &Path) -> String {
     path.file_name().map_or("plan".into(), |n| {
         n.to_string_lossy().replace([',', '\n'], "_")
     })
@@ -305,10 +347,16 @@ impl Runs<'_> {
                     latlab_core::note!("{progress}: interrupted before it saved a result");
                     return Ok(false);
                 }
+                // Booted again, as a disturbed run is made again; then marked failed.
+                Child::BootFailed(why) if attempt < MAX_RERUNS => {
+                    latlab_core::note!("{progress}: the boot failed ({why}); booted again");
+                    attempt += 1;
+                    continue;
+                }
                 Child::BootFailed(why) => {
                     latlab_core::note!(
-                        "{progress}: the boot failed, this repeat is marked failed and the plan \
-                         goes on: {why}"
+                        "{progress}: the boot failed again, this repeat is marked failed and the \
+                         plan goes on: {why}"
                     );
                     *self.failed += 1;
                     return Ok(true);
@@ -428,135 +476,6 @@ fn set_levels(plan: &Plan, combo: &[usize], knobs: &mut Knobs) -> Result<Vec<Str
         .flatten()
         .map(|p| crate::driver::ground::watch_line(p))
         .collect())
-}
-
-/// The tags every run of the plan carries: its experiment, repeat, combination (0: the
-/// baseline, so a later compare or report puts it first whatever order the runs were made in),
-/// the plan file (for `runs list --experiments`) and each factor's level.
-fn tags(
-    plan: &Plan,
-    combo: &[usize],
-    (exp, plan_file): (&str, &str),
-    (ci, r): (usize, u32),
-) -> Vec<(String, String)> {
-    let mut t = vec![
-        ("experiment".to_string(), exp.to_string()),
-        ("repeat".to_string(), r.to_string()),
-        ("combination".to_string(), ci.to_string()),
-        ("plan".to_string(), plan_file.to_string()),
-    ];
-    for (f, &l) in plan.factors.iter().zip(combo) {
-        t.push((f.name.clone(), f.levels[l].clone()));
-    }
-    t
-}
-
-/// The command line of one run of the plan: the measurement with its level's arguments, its
-/// result on stdout, its tags, the store and the settings to watch through the environment.
-fn command(
-    exe: &Path,
-    plan: &Plan,
-    combo: &[usize],
-    store: Option<&str>,
-    tags: &[(String, String)],
-    watch: &str,
-) -> Command {
-    let mut c = Command::new(exe);
-    c.arg(&plan.measure.command)
-        .args(plan.args_for(combo))
-        .arg("--json")
-        .arg("-");
-    // The store (it may carry a password) goes by environment: `ps` shows argv.
-    if let Some(s) = store {
-        c.env("LATLAB_STORE", s);
-    }
-    c.env(crate::driver::ground::WATCH_ENV, watch);
-    for (k, v) in tags {
-        c.arg("--tag").arg(format!("{k}={v}"));
-    }
-    c
-}
-
-/// Runs one measurement child to its end, forwarding a Ctrl-C to it; its result comes back on
-/// its stdout. A child that failed is the plan's error (exit 3 with its message).
-fn run_child(
-    mut c: Command,
-    control: &Control,
-    n: usize,
-    label: &str,
-    booted: bool,
-) -> Result<Child> {
-    c.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    // The measurement (or its guest) dies with the plan: a SIGKILLed runner leaves nothing
-    // running.
-    latlab_core::sys::process::die_with_us(&mut c);
-    let mut child = c
-        .spawn()
-        .map_err(|e| latlab_core::rt::start_error("cannot start the measurement", e))?;
-    // Both pipes are drained while the child runs, so a chatty child never blocks on a
-    // full pipe (and so never deadlocks the runner).
-    let drain = |p: Option<Box<dyn std::io::Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut text = String::new();
-            if let Some(mut p) = p {
-                let _ = std::io::Read::read_to_string(&mut p, &mut text);
-            }
-            text
-        })
-    };
-    let out_reader = drain(child.stdout.take().map(|p| Box::new(p) as _));
-    let err_reader = drain(child.stderr.take().map(|p| Box::new(p) as _));
-    let mut forwarded = false;
-    let status = loop {
-        if let Ok(Some(s)) = child.try_wait() {
-            break s;
-        }
-        if control.was_interrupted() && !forwarded {
-            // The child saves its result and ends.
-            latlab_core::sys::process::signal(child.id() as i32, libc::SIGINT);
-            forwarded = true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let out = out_reader.join().unwrap_or_default();
-    let err = err_reader.join().unwrap_or_default();
-    let result = (!out.trim().is_empty())
-        .then(|| latlab_core::result::Run::parse(&out, &format!("run {n}")).ok())
-        .flatten();
-    let id = err
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("latlab: run ")
-                .and_then(|r| r.split_whitespace().next())
-        })
-        .unwrap_or("-");
-    match result.filter(|_| status.code().is_some_and(|c| c <= 1)) {
-        Some(run) => Ok(Child::Saved(Box::new(run), format!("run:{id}"))),
-        // Interrupted before it could save anything (e.g. still starting): nothing to keep.
-        // (A Ctrl-C to the whole group can reach it before the runner forwards one.)
-        None if forwarded || control.was_interrupted() => Ok(Child::Nothing),
-        None if booted
-            && status
-                .code()
-                .is_some_and(|c| boot::BOOT_FAILED.contains(&c)) =>
-        {
-            let tail: Vec<&str> = err.lines().rev().take(3).collect();
-            Ok(Child::BootFailed(format!(
-                "{status}: {}",
-                tail.into_iter().rev().collect::<Vec<_>>().join(" / ")
-            )))
-        }
-        None if booted && status.code() == Some(boot::CANNOT_BOOT) => Err(Error::Env(format!(
-            "run {n} ({label}): the guest cannot be booted here: {}",
-            err.trim()
-        ))),
-        None => Err(Error::Env(format!(
-            "run {n} ({label}) failed ({status}): {}",
-            err.trim()
-        ))),
-    }
 }
 
 /// Says, once per figure, when a run came out too short for a figure the comparison uses

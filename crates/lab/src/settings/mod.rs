@@ -38,7 +38,8 @@ pub(crate) struct Knobs {
     path: PathBuf,
     journal: Journal,
     roots: Vec<PathBuf>,
-    _lock: Lock,
+    /// The journal's lock; None for a plan that writes no setting ([`Knobs::idle`]).
+    lock: Option<Lock>,
 }
 
 impl Knobs {
@@ -82,8 +83,20 @@ impl Knobs {
                 set: BTreeMap::new(),
             },
             roots,
-            _lock: lock,
+            lock: Some(lock),
         })
+    }
+
+    /// Settings for a plan that changes none (its levels are kernels, booted elsewhere): no
+    /// lock is taken and no journal written, so such plans do not keep other latlabs from
+    /// this machine's settings; setting anything through it is refused.
+    pub(crate) fn idle() -> Knobs {
+        Knobs {
+            path: PathBuf::new(),
+            journal: Journal::default(),
+            roots: Vec::new(),
+            lock: None,
+        }
     }
 
     /// The files changed so far (real paths).
@@ -132,6 +145,12 @@ impl Knobs {
     /// clocksource leaves the old one) is an error (exit 3) naming the file, the value and what
     /// the kernel kept, so a plan never records a level that was not in force.
     pub(crate) fn set(&mut self, file: &Path, value: &str) -> Result<()> {
+        if self.lock.is_none() {
+            return Err(Error::Env(format!(
+                "internal: {} set by a plan that holds no settings lock",
+                file.display()
+            )));
+        }
         let real = self.remember(file)?;
         write_knob(&real, value.as_bytes(), &self.roots)
             .map_err(|e| Error::Env(format!("cannot set {} to '{value}': {e}", real.display())))?;
@@ -193,6 +212,9 @@ impl Knobs {
     /// Writes every original back and removes the journal; returns what failed (the journal
     /// is then kept for `latlab restore`).
     pub(crate) fn restore(self) -> Vec<String> {
+        if self.lock.is_none() {
+            return Vec::new();
+        }
         let failed = restore_all(&self.journal, &self.roots);
         if failed.is_empty() {
             let _ = std::fs::remove_file(&self.path);
@@ -592,6 +614,19 @@ mod tests {
         ] {
             assert!(sysctl_path(bad).is_err(), "{bad} accepted");
         }
+    }
+
+    #[test]
+    fn idle_settings_take_no_lock_and_set_nothing() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("knob");
+        std::fs::write(&f, "1\n").unwrap();
+        let mut k = Knobs::idle();
+        let e = k.set(&f, "2").unwrap_err();
+        assert!(e.to_string().contains("holds no settings lock"), "{e}");
+        assert!(k.files().is_empty());
+        assert!(k.restore().is_empty());
+        assert_eq!(std::fs::read_to_string(&f).unwrap(), "1\n");
     }
 
     #[test]
