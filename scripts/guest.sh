@@ -177,9 +177,11 @@ for old in "$cache"/runs/*.*; do
   [[ "$p" =~ ^[0-9]+$ ]] && ! kill -0 "$p" 2>/dev/null && rm -rf "$old"
 done
 run_tmp=$(mktemp -d "$cache/runs/$$.XXXXXX") || die "no temporary directory under $cache" 3
-qpid=""
+qpid="" followers=""
 cleanup() {
   [ -n "$qpid" ] && kill -KILL "$qpid" 2>/dev/null && wait "$qpid" 2>/dev/null
+  # The output followers of an interrupted boot (they would wait for its end forever).
+  [ -n "$followers" ] && kill $followers 2>/dev/null
   # qemu itself (its parent's death kills it too): gone before the script is.
   local f q i
   for f in "$run_tmp"/*/qemu.pid; do
@@ -261,11 +263,13 @@ boot() {
     t1=$!
     follow "$d/err" "$d/.done" >&2 &
     t2=$!
+    followers="$t1 $t2"
   fi
   wait "$qpid" 2>/dev/null; local qrc=$?
   qpid=""
   : >"$d/.done"
   [ -n "$t1" ] && wait "$t1" "$t2"
+  followers=""
   return $qrc
 }
 
@@ -274,6 +278,8 @@ boot() {
 follow() {
   local f=$1 done=$2 off=0 size last=0
   while :; do
+    # Its boot's files gone (the script ended): nothing more will come.
+    [ -e "$f" ] || return 0
     [ -e "$done" ] && last=1
     size=$(stat -c %s "$f" 2>/dev/null || echo "$off")
     if [ "$size" -gt "$off" ]; then
