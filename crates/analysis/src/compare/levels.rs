@@ -84,6 +84,12 @@ pub fn compare_levels(
     a.conditions = super::conditions::conditions(&runs);
     if let Some(spread) = spread {
         a.boots = true;
+        // What would decide is counted in boots too: another run in the same boot adds none.
+        for m in a.comparisons.iter_mut().flat_map(|c| c.metrics.iter_mut()) {
+            if let Some(t) = m.to_decide.as_mut() {
+                *t = t.replace(" runs of each level", " boots of each level");
+            }
+        }
         a.replication = format!(
             "the boot (the levels ran different kernels): the runs of one boot pooled into one \
              replicate, then {}; {spread}",

@@ -85,8 +85,6 @@ pub(crate) fn spread_ties(mut top: Vec<Exceedance>, step: Option<f64>) -> Vec<Ex
     sorted_desc(top)
 }
 
-
-
 #[cfg(test)]
 mod tests {
     use super::*;
