@@ -5,7 +5,7 @@
 #
 #   scripts/guest.sh [--kernel rt|generic|linux-image-PKG|PATH] [--modules DIR] [--cpus N]
 #                    [--memory SIZE] [--cmdline ARGS] [--timeout S] [--accel auto|kvm|tcg]
-#                    [--env NAME=VALUE]... [--console] -- CMD [ARGS...]
+#                    [--env NAME=VALUE]... [--share DIR]... [--console] -- CMD [ARGS...]
 #
 # Why its own initramfs (busybox-static, the kernel's 9p and virtio modules, and a 60-line init)
 # rather than virtme-ng: nothing from PyPI at test time, one readable file, the command's stdout,
@@ -26,7 +26,7 @@ die() { echo "guest.sh: $1" >&2; exit "${2:-2}"; }
 usage() { sed -n '6,9p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 kernel=rt cpus=2 memory=2G cmdline="" timeout=600 accel=auto modules_dir="" console=0
-envs=()
+envs=() shares=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --kernel) kernel=${2:?--kernel needs a value}; shift 2 ;;
@@ -37,6 +37,7 @@ while [ $# -gt 0 ]; do
     --timeout) timeout=${2:?--timeout needs seconds}; shift 2 ;;
     --accel) accel=${2:?--accel needs auto, kvm or tcg}; shift 2 ;;
     --env) envs+=("${2:?--env needs NAME=VALUE}"); shift 2 ;;
+    --share) shares+=("${2:?--share needs a directory}"); shift 2 ;;
     --console) console=1; shift ;;
     --help|-h) usage ;;
     --) shift; break ;;
@@ -52,6 +53,13 @@ for e in ${envs[@]+"${envs[@]}"}; do
   [[ "$e" =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] || die "--env '$e': NAME=VALUE"
 done
 case "$cmdline" in *$'\n'*) die "--cmdline: one line" ;; esac
+# --share DIR: a host directory the guest would not see where it is (under /tmp, which the
+# guest mounts afresh), shared read-only at its own path.
+for sd in ${shares[@]+"${shares[@]}"}; do
+  [ -d "$sd" ] || die "--share '$sd': not a directory"
+  case "$sd" in /*) ;; *) die "--share '$sd': an absolute path" ;; esac
+  case "$sd" in *$'\n'*|*,*) die "--share '$sd': no newline or comma in the path" ;; esac
+done
 
 cache=${LATLAB_GUEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/latlab/guest}
 mkdir -p "$cache" || die "cannot create the cache $cache" 3
@@ -221,6 +229,10 @@ boot() {
     echo "GUEST_MODULES=$( [ -n "$moddir" ] && echo 1 || echo 0)"
     # The kernel's own /boot (its config-RELEASE), where latlab reads the config it hashes.
     echo "GUEST_BOOT=$(quote "${kdir:+$kdir/boot}")"
+    printf 'GUEST_SHARES='
+    local sd sharel=""
+    for sd in ${shares[@]+"${shares[@]}"}; do sharel="$sharel $(quote "$sd")"; done
+    quote "$sharel"; echo
   } >"$d/extra/guest.conf"
   (cd "$d/extra" && echo guest.conf | cpio -o -H newc --quiet | gzip -1) >"$d/run.cpio.gz"
   cat "$base" "$d/run.cpio.gz" >"$d/initrd"
@@ -248,6 +260,12 @@ boot() {
     -chardev "file,id=rc,path=$d/rc" -device virtserialport,bus=vser.0,chardev=rc,name=rc)
   # For debugging a guest that hangs: GUEST_MONITOR=SOCKET opens QEMU's monitor there.
   [ -n "${GUEST_MONITOR:-}" ] && q+=(-monitor "unix:$GUEST_MONITOR,server,nowait")
+  local si=0 sd
+  for sd in ${shares[@]+"${shares[@]}"}; do
+    q+=(-fsdev "local,id=share$si,path=$sd,security_model=none,readonly=on,multidevs=remap"
+      -device "virtio-9p-pci,fsdev=share$si,mount_tag=share$si")
+    si=$((si + 1))
+  done
   if [ -n "$moddir" ]; then
     q+=(-fsdev "local,id=mods,path=$moddir,security_model=none,readonly=on"
       -device virtio-9p-pci,fsdev=mods,mount_tag=modules)
@@ -359,6 +377,14 @@ mount -t tmpfs -o mode=1777 shm $R/dev/shm
 mount -t mqueue mqueue $R/dev/mqueue 2>/dev/null
 mount -t cgroup2 cgroup2 $R/sys/fs/cgroup 2>/dev/null
 for d in /tmp /var/tmp; do mount -t tmpfs -o mode=1777 tmp $R$d; done
+# The --share directories, at their own paths (over the fresh /tmp when they are under it).
+eval "set -- $GUEST_SHARES"
+i=0
+for s in "$@"; do
+  mkdir -p "$R$s" 2>/dev/null
+  mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=524288 "share$i" "$R$s" || echo "init: cannot share $s" >/dev/console
+  i=$((i + 1))
+done
 for d in /run /var/lib/latlab /var/log /var/cache; do [ -d $R$d ] && mount -t tmpfs -o mode=0755 tmp $R$d; done
 # The kernel's modules where modprobe looks (when the host has a /lib/modules to mount on).
 if [ "$GUEST_MODULES" = 1 ] && [ -d $R/lib/modules ]; then

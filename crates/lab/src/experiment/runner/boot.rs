@@ -69,8 +69,13 @@ pub(super) fn command(exe: &Path, plan: &Plan, boot: &Boot, args: &[String]) -> 
         .args(["--memory", &g.memory])
         .args(["--timeout", &g.timeout.to_string()])
         .args(["--accel", &g.accel])
-        .args(["--cmdline", &boot.cmdline])
-        .arg("--")
+        .args(["--cmdline", &boot.cmdline]);
+    // latlab's own directory, shared at its path: the guest mounts a fresh /tmp, which would
+    // hide a latlab built or unpacked under it.
+    if let Some(dir) = exe.parent() {
+        c.arg("--share").arg(dir);
+    }
+    c.arg("--")
         .arg(exe)
         .arg(&plan.measure.command)
         .args(args)
