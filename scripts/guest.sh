@@ -176,7 +176,7 @@ fi
 # An emulated CPU takes seconds to decompress a bzImage. Its payload, decompressed once into the
 # cache, boots through QEMU's PVH entry (an ELF with Xen's PHYS32_ENTRY note, which Debian's
 # kernels have) in about half the time; a kernel without the note, or not xz-compressed, boots
-# as it is.
+# as it is. The guest's /boot keeps the bzImage (a kexec inside the guest loads that).
 image=$vmlinuz
 unpacked="$cache/vmlinux/$(printf '%s\n' "$vmlinuz" "$(stat -c %Y:%s "$vmlinuz")" | sha1sum | cut -c1-16)"
 if [ ! -f "$unpacked" ] && command -v xz >/dev/null && command -v readelf >/dev/null; then
@@ -246,8 +246,6 @@ boot() {
       for e in ${envs[@]+"${envs[@]}"}; do printf '%s\n' "$e"; done)
     quote "$envline"; echo
     echo "GUEST_MODULES=$( [ -n "$moddir" ] && echo 1 || echo 0)"
-    # The kernel's own /boot (its config-RELEASE), where latlab reads the config it hashes.
-    echo "GUEST_BOOT=$(quote "${kdir:+$kdir/boot}")"
     printf 'GUEST_SHARES='
     local sd sharel=""
     for sd in ${shares[@]+"${shares[@]}"}; do sharel="$sharel $(quote "$sd")"; done
@@ -255,6 +253,14 @@ boot() {
   } >"$d/extra/guest.conf"
   (cd "$d/extra" && echo guest.conf | cpio -o -H newc --quiet | gzip -1) >"$d/run.cpio.gz"
   cat "$base" "$d/run.cpio.gz" >"$d/initrd"
+  # The guest's own /boot, as an installed kernel has it: its image, its initrd (so a kexec
+  # inside the guest boots it again, into the same command) and its config (which latlab
+  # hashes).
+  mkdir -p "$d/boot"
+  ln "$vmlinuz" "$d/boot/vmlinuz-$release" 2>/dev/null || cp "$vmlinuz" "$d/boot/vmlinuz-$release"
+  cp "$d/initrd" "$d/boot/initrd.img-$release"
+  local kconf="${kdir:-}/boot/config-$release"
+  [ -n "${kdir:-}" ] && [ -f "$kconf" ] && cp "$kconf" "$d/boot/"
   : >"$d/out"; : >"$d/err"; : >"$d/rc"; : >"$d/console"
   # Multi-threaded TCG only while each vCPU can have a host CPU: with more vCPUs than host
   # CPUs, vCPU threads that wait for each other (a text patch's IPIs, stop_machine) while
@@ -273,6 +279,8 @@ boot() {
     -device virtio-9p-pci,fsdev=root,mount_tag=hostroot
     -fsdev "local,id=cwd,path=$PWD,security_model=none,multidevs=remap"
     -device virtio-9p-pci,fsdev=cwd,mount_tag=hostcwd
+    -fsdev "local,id=boot,path=$d/boot,security_model=none,readonly=on"
+    -device virtio-9p-pci,fsdev=boot,mount_tag=boot
     -device virtio-serial-pci,id=vser
     -chardev "file,id=out,path=$d/out" -device virtserialport,bus=vser.0,chardev=out,name=out
     -chardev "file,id=err,path=$d/err" -device virtserialport,bus=vser.0,chardev=err,name=err
@@ -412,7 +420,7 @@ if [ "$GUEST_MODULES" = 1 ] && [ -d $R/lib/modules ]; then
     { mount -t tmpfs -o mode=0755 mods $R/lib/modules && mkdir -p $R/lib/modules/$(uname -r) &&
       mount -t 9p -o trans=virtio,version=9p2000.L,ro modules $R/lib/modules/$(uname -r); }
 fi
-[ -n "$GUEST_BOOT" ] && [ -d "$R$GUEST_BOOT" ] && [ -d $R/boot ] && mount -o bind "$R$GUEST_BOOT" $R/boot
+[ -d $R/boot ] && mount -t 9p -o trans=virtio,version=9p2000.L,ro boot $R/boot
 mkdir -p "$R$GUEST_DIR" 2>/dev/null
 mount -t 9p -o trans=virtio,version=9p2000.L,rw,msize=524288,cache=mmap hostcwd "$R$GUEST_DIR" || fail "cannot mount the working directory"
 mkdir -p $R/run/home/data $R/run/home/state $R/run/home/cache
