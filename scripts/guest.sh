@@ -390,7 +390,16 @@ mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
 for m in $(cat /modules.list); do insmod "/mods/$m" || echo "init: insmod $m failed" >/dev/console; done
 . /guest.conf
-port() { for p in /sys/class/virtio-ports/*; do [ "$(cat "$p/name")" = "$1" ] && echo "/dev/${p##*/}" && return; done; echo /dev/console; }
+# A port's device appears once its driver has probed it, which may be after init starts.
+port() {
+  for i in $(seq 100); do
+    for p in /sys/class/virtio-ports/*; do
+      [ -e "$p/name" ] && [ "$(cat "$p/name")" = "$1" ] && [ -e "/dev/${p##*/}" ] && echo "/dev/${p##*/}" && return
+    done
+    sleep 0.05
+  done
+  echo /dev/console
+}
 fail() { echo "init: $1" >/dev/console; poweroff -f; reboot -f; }
 out=$(port out); err=$(port err); rcport=$(port rc)
 R=/newroot

@@ -11,16 +11,18 @@ cd "$(dirname "$0")/.."
 # started by tests/it/monitor.rs scrapes it), linux-perf (`perf sched` beside `latlab sched`),
 # libxml2-utils (xmllint checks `gate --junit` against tests/fixtures/junit/junit.xsd), make
 # and gcc (the build load, which qualify uses by default), qemu-system-x86, busybox-static, kmod
-# and cpio (scripts/guest.sh boots the guest group's PREEMPT_RT kernel; it fetches the kernel).
+# and cpio (scripts/guest.sh boots the guest group's PREEMPT_RT kernel; it fetches the kernel),
+# kexec-tools (a kexec plan resumed inside a guest; told not to handle this machine's reboots).
 # Installed only when missing.
 PKGS=(ministat postgresql chromium rt-tests rtla iperf3 prometheus trace-cmd lintian linux-perf libxml2-utils make gcc
-  qemu-system-x86 busybox-static kmod cpio)
+  qemu-system-x86 busybox-static kmod cpio kexec-tools)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
+  echo "kexec-tools kexec-tools/load_kexec boolean false" | debconf-set-selections
   apt-get update -qq
   apt-get install -y -qq "${missing[@]}"
 fi

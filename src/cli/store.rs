@@ -157,6 +157,11 @@ pub struct RunArgs {
     /// or stop the plan.
     #[arg(long, value_enum, default_value = "rerun", value_name = "WHAT")]
     pub on_disturbed: latlab_lab::experiment::runner::OnDisturbed,
+    /// A plan that boots its kernels by kexec (`[kexec]`) is continued after each boot, from
+    /// its state on disk: continue the one under way, else start it (what
+    /// contrib/latlab-kexec.service runs at boot).
+    #[arg(long)]
+    pub resume_or_start: bool,
 }
 
 /// Every kind a stored run can have: the measurements' (from the table), then the tools runs

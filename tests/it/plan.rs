@@ -86,12 +86,21 @@ fn example_plans_are_valid() {
         "seed003-noise-disturb.toml",
         "seed004-cyclic-load.toml",
         "kernel-ab.toml",
+        "kexec-preempt.toml",
     ] {
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("examples")
             .join(f);
         let out = latlab().words("run --dry-run").arg(&path).assert_ok();
         assert!(out.stdout.contains("valid;"), "{out}");
+        if f == "kexec-preempt.toml" {
+            assert!(
+                out.stdout.contains(
+                    "in a fresh kexec boot of running booted preempt=full on this machine for each run"
+                ),
+                "{out}"
+            );
+        }
         if f == "kernel-ab.toml" {
             // Validated without fetching or booting anything; each run is said to be a boot.
             assert!(
@@ -1038,5 +1047,73 @@ fn bisect_refuses_what_it_cannot_walk_before_booting_anything() {
     assert!(
         out.stderr.contains("--candidate /nonexistent/bzImage"),
         "{out}"
+    );
+}
+
+#[test]
+fn a_kexec_plan_is_refused_before_it_boots_anything_where_it_cannot() {
+    let dir = Dir::new();
+    let kexec = "[kexec]\nstate = \"st\"\n";
+    let no_factor = dir.write(
+        "nf.toml",
+        format!("[measure]\ncommand = \"clocks\"\n{kexec}"),
+    );
+    latlab()
+        .arg("run")
+        .arg(&no_factor)
+        .assert_refused(2, "[kexec] boots the levels of a boot factor");
+    let fetched = dir.write(
+        "rt.toml",
+        format!(
+            "[measure]\ncommand = \"clocks\"\n{kexec}[[factor]]\nname = \"k\"\nboot = true\n\
+             levels = [\"rt\", \"running\"]\n"
+        ),
+    );
+    latlab().arg("run").arg(&fetched).assert_refused(
+        2,
+        "level 'rt': kernel 'rt' is a Debian package a guest fetches",
+    );
+    // Continuing across boots is a kexec plan's alone.
+    let plain = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/clocksource-cyclic.toml");
+    latlab()
+        .arg("run")
+        .arg(&plain)
+        .arg("--resume-or-start")
+        .assert_refused(2, "--resume-or-start:");
+    let two = dir.write(
+        "two.toml",
+        format!(
+            "[measure]\ncommand = \"clocks\"\n{kexec}[[factor]]\nname = \"k\"\nboot = true\n\
+             levels = [\"a\", \"b\"]\nkernel = {{ a = \"running\", b = \"running\" }}\n\
+             cmdline = {{ b = \"quiet\" }}\n"
+        ),
+    );
+    latlab()
+        .arg("bisect")
+        .arg(&two)
+        .assert_refused(2, "a bisection boots its kernels in guests");
+    // A state that is not one is refused naming its file, and left alone.
+    std::fs::create_dir_all(dir.join("st")).unwrap();
+    std::fs::write(dir.join("st/state.json"), "\0\0garbage").unwrap();
+    latlab()
+        .arg("run")
+        .arg(&two)
+        .arg("--resume-or-start")
+        .assert_refused(2, "state.json: not a latlab kexec plan's state");
+    assert!(dir.join("st/state.json").exists());
+    std::fs::remove_file(dir.join("st/state.json")).unwrap();
+    // Where this machine cannot be booted again (no image of its kernel in /boot, no root,
+    // no kexec), exit 3 before anything is booted. Never tried where it could: the test
+    // would reboot the machine it runs on.
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    if Path::new(&format!("/boot/vmlinuz-{}", release.trim())).exists() && is_root() {
+        eprintln!("this machine could be kexec'd: the exit-3 refusal is not tried");
+        return;
+    }
+    let out = latlab().arg("run").arg(&two).output();
+    out.assert_exit(3);
+    assert!(
+        !dir.join("st/state.json").exists(),
+        "nothing started: {out}"
     );
 }

@@ -69,13 +69,10 @@ pub fn run(parsed: Parsed, argv: Vec<String>) -> Result<()> {
                     sets: &a.set,
                     wait: a.wait,
                     on_disturbed: a.on_disturbed,
+                    resume_or_start: a.resume_or_start,
                 };
-                let text = latlab_lab::experiment::runner::run(
-                    &a.plan,
-                    &opts,
-                    &control,
-                    crate::table::facts,
-                )?;
+                let text =
+                    latlab_lab::experiment::run(&a.plan, &opts, &control, crate::table::facts)?;
                 // A second Ctrl-C: the settings are back; it ends as one does elsewhere.
                 if latlab_core::rt::second_signal_received() {
                     let _ = latlab_core::output::stdout(&text);

@@ -166,3 +166,101 @@ fn guest_bisect_finds_the_first_slower_kernel_and_stores_every_boot() {
         out.stdout
     );
 }
+
+/// A kexec plan inside one guest: its kernel booted again by kexec for every run (two levels
+/// of command line, one run each: the mechanism, not a verdict) and once more at the end. The guest runs the same command at every boot,
+/// as contrib/latlab-kexec.service would: the plan resumes from its state in the guest's
+/// working directory (a host directory, so it outlives each boot).
+#[test]
+#[ignore = "boots guests: scripts/test.sh runs the guest group alone"]
+fn guest_a_kexec_plan_resumes_after_every_boot_and_ends_in_its_own_kernel() {
+    let dir = Dir::new();
+    let plan = dir.write(
+        "kexec.toml",
+        "[measure]\ncommand = \"clocks\"\nargs = [\"--clocks\", \"monotonic\", \"--batches\", \"50\"]\n\
+         [design]\norder = \"interleaved\"\n[kexec]\nstate = \"state\"\ntimeout = 300\n\
+         [[factor]]\nname = \"clock\"\nboot = true\nlevels = [\"tsc\", \"acpi_pm\"]\n\
+         kernel = { tsc = \"running\", acpi_pm = \"running\" }\n\
+         cmdline = { acpi_pm = \"clocksource=acpi_pm\" }\n",
+    );
+    let store = format!("sqlite:{}", dir.join("s.db").display());
+    let exe = std::path::Path::new(crate::util::LATLAB);
+    let mut c = std::process::Command::new("bash");
+    c.current_dir(dir.path())
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/guest.sh"))
+        .args(["--kernel", "generic", "--cpus", "1", "--memory", "1G"])
+        .args(["--timeout", "600", "--share"])
+        .arg(exe.parent().unwrap())
+        .arg("--")
+        .arg(exe)
+        .args(["run", plan.to_str().unwrap(), "--resume-or-start"])
+        .args(["--store", &store]);
+    let out = crate::util::TestCommand::wrapping(c)
+        .limit(Duration::from_secs(900))
+        .output();
+    if out.status.code() == Some(3) {
+        skip(&crate::util::test_name(), &out.stderr);
+        return;
+    }
+    assert_eq!(out.status.code(), Some(0), "{}\n{}", out.stdout, out.stderr);
+    // Two runs, two boots, then the guest's own kernel again: the report is the last boot's.
+    assert!(
+        out.stdout
+            .contains("2 run(s) stored, each in a kexec boot of its own; this machine runs"),
+        "{}\n{}",
+        out.stdout,
+        out.stderr
+    );
+    assert_eq!(
+        out.stderr.matches(": kexec into ").count(),
+        3,
+        "a kexec per run and one back: {}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("back to this machine's own kernel"),
+        "{}",
+        out.stderr
+    );
+    let state = dir.join("state");
+    assert!(!state.join("state.json").exists(), "the plan is over");
+    let exp = out
+        .stdout
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .trim_end_matches(':');
+    assert!(state.join(format!("finished-{exp}.json")).is_file());
+    let shown = latlab()
+        .args(["runs", "export", &format!("exp:{exp}"), "--store", &store])
+        .assert_ok();
+    let bundle: Value = serde_json::from_str(&shown.stdout).unwrap();
+    let runs = bundle["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2, "2 levels x 1 repeat");
+    let mut boots = Vec::new();
+    for r in runs {
+        let env = &r["run"]["environment"];
+        let level = r["tags"]["clock"].as_str().unwrap();
+        let cmdline = env["kernel_cmdline"].as_str().unwrap();
+        assert_eq!(
+            cmdline.contains("clocksource=acpi_pm"),
+            level == "acpi_pm",
+            "{level}: {cmdline}"
+        );
+        boots.push(env["boot_id"].as_str().unwrap().to_string());
+    }
+    boots.sort();
+    boots.dedup();
+    assert_eq!(boots.len(), 2, "every run a boot of its own: {boots:?}");
+    // A second start while nothing is under way is a new plan; a plain run beside an
+    // unfinished state is refused (exit 2), naming how to go on.
+    std::fs::copy(
+        state.join(format!("finished-{exp}.json")),
+        state.join("state.json"),
+    )
+    .unwrap();
+    latlab()
+        .current_dir(dir.path())
+        .args(["run", plan.to_str().unwrap(), "--store", &store])
+        .assert_refused(2, "--resume-or-start continues it");
+}

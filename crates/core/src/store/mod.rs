@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 pub use rescue::rescue_value;
-pub use secrets::{redact_argv, redact_env};
+pub use secrets::{redact as redact_spec, redact_argv, redact_env};
 pub use spec::{open, open_for_reading, open_send};
 
 /// Version of the store schema this latlab writes and reads.

@@ -78,7 +78,7 @@ fn redact_libpq(s: &str) -> String {
 /// A store spec with any password hidden: URL userinfo (also one holding `@` or `/`), query
 /// parameters named like `password`, and libpq `password=` values. Never shows more than it
 /// must, but errs on hiding.
-pub(crate) fn redact(spec: &str) -> String {
+pub fn redact(spec: &str) -> String {
     let Some(i) = spec.find("://") else {
         return if is_libpq(spec) || spec.contains("password") {
             redact_libpq(spec)

@@ -71,3 +71,10 @@ pub fn private_mounts() -> std::io::Result<()> {
     }
     Ok(())
 }
+
+/// Commits every file system's dirty data to its disk (`sync(2)`): before a kexec, which
+/// would drop what the page cache still holds.
+pub fn sync_all() {
+    // SAFETY: sync takes no arguments and cannot fail.
+    unsafe { libc::sync() }
+}

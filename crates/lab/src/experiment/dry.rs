@@ -49,6 +49,20 @@ pub fn dry_run(path: &Path, sets: &[String]) -> Result<String> {
                 g.timeout
             ));
         }
+        if let (Some(k), Some(b)) = (&plan.kexec, plan.level_boot(c)) {
+            s.push_str(&format!(
+                "      in a fresh kexec boot of {}{} on this machine for each run (back within \
+                 {} s, else the repeat fails; the plan's state in {})\n",
+                b.kernel,
+                if b.cmdline.is_empty() {
+                    String::new()
+                } else {
+                    format!(" booted {}", shell_quote(&b.cmdline))
+                },
+                k.timeout,
+                k.state.display()
+            ));
+        }
         for (f, &l) in plan.factors.iter().zip(c) {
             let level = &f.levels[l];
             if let Some(cmd) = f.pre.get(level) {

@@ -18,7 +18,7 @@ use rand::SeedableRng;
 use std::path::Path;
 
 /// The order runs are made in: (combination index, repeat number from 1), and the seed.
-fn schedule(plan: &Plan, n_combos: usize, seed: u64) -> Vec<(usize, u32)> {
+pub(crate) fn schedule(plan: &Plan, n_combos: usize, seed: u64) -> Vec<(usize, u32)> {
     let mut order: Vec<(usize, u32)> = Vec::new();
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
     match plan.design.order {
@@ -40,20 +40,21 @@ fn schedule(plan: &Plan, n_combos: usize, seed: u64) -> Vec<(usize, u32)> {
     order
 }
 
-/// Runs the plan at `path` (with `--set` overrides); returns the final report. The store goes
+/// Runs the plan at `path` (loaded with its `--set` overrides) in one go; returns the final
+/// report. The store goes
 /// to each measurement through the environment (`LATLAB_STORE`), never on its command line.
 ///
 /// `control` carries the interrupt flags (the caller routes signals to them and keeps the
 /// process alive on a second one, so every setting is put back); `kinds` tells what the
 /// plan's measurement is (its default metric, whether higher is better).
-pub fn run(
+pub(crate) fn run(
     path: &Path,
+    plan: Plan,
     opts: &Options<'_>,
     control: &Control,
     kinds: latlab_core::result::kind::Kinds,
 ) -> Result<String> {
     let (store, wait) = (opts.store, opts.wait);
-    let plan = Plan::load_with(path, opts.sets)?;
     // One owner of system settings per machine: the lock is taken before anything else
     // happens (`--wait`: waited for, until a signal).
     let mut knobs = if plan.boot_factor().is_some() {
@@ -152,6 +153,8 @@ pub struct Options<'a> {
     pub wait: bool,
     /// `--on-disturbed`.
     pub on_disturbed: OnDisturbed,
+    /// `--resume-or-start`: continue the `[kexec]` plan under way, else start it.
+    pub resume_or_start: bool,
 }
 
 /// What a plan does with a run whose ground moved (`--on-disturbed`).

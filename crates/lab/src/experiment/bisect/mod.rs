@@ -235,6 +235,13 @@ fn said(v: &[f64]) -> String {
 fn load(path: &Path, o: &Options<'_>) -> Result<Plan> {
     let mut plan = Plan::load_with(path, o.sets)?;
     let name = path.display();
+    if plan.kexec.is_some() {
+        // Each step decided in this one process, which a kexec would end.
+        return Err(Error::Usage(format!(
+            "{name}: a bisection boots its kernels in guests; this plan boots them here by \
+             kexec ([kexec]): remove it, or compare the kernels with latlab run"
+        )));
+    }
     let f = match plan.factors.as_slice() {
         [f] if f.boot => f,
         _ => {

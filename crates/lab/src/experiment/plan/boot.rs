@@ -49,6 +49,25 @@ impl Default for Guest {
     }
 }
 
+/// Booting the levels' kernels on this machine by kexec (`[kexec]`): the plan's state kept
+/// across the boots, the plan resumed in each (`latlab run PLAN --resume-or-start`, by hand or
+/// by contrib/latlab-kexec.service), this machine's own kernel booted again at the end.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Kexec {
+    /// Seconds from the kexec to the plan resuming in the booted kernel: a boot that comes
+    /// back later (or in another kernel) marks its repeat failed.
+    #[serde(default = "ten_minutes")]
+    pub(crate) timeout: u64,
+    /// Where the plan's state lives across boots (relative: to the plan file's directory).
+    #[serde(default = "state_dir")]
+    pub(crate) state: std::path::PathBuf,
+}
+
+fn state_dir() -> std::path::PathBuf {
+    "/var/lib/latlab/kexec".into()
+}
+
 /// The level kernel that is this machine's own: its runs are made here, without a boot.
 pub(crate) const RUNNING: &str = "running";
 
@@ -69,7 +88,7 @@ impl Factor {
 
     /// A boot factor's own checks: kernels that can be had, one-line command lines, and no
     /// setting written on this machine (it would not be in force in the booted kernel).
-    fn check_boot(&self) -> std::result::Result<(), String> {
+    fn check_boot(&self, kexec: bool) -> std::result::Result<(), String> {
         let f = self;
         if !f.boot {
             if !f.kernel.is_empty() || !f.cmdline.is_empty() {
@@ -107,10 +126,11 @@ impl Factor {
                         f.name
                     ));
                 }
-                if k == RUNNING && !c.trim().is_empty() {
+                if k == RUNNING && !c.trim().is_empty() && !kexec {
                     return Err(format!(
                         "factor '{}', level '{l}': the running kernel's command line cannot be \
-                         changed without a boot; give the level a kernel to boot",
+                         changed without a boot; give the level a kernel to boot (or boot \
+                         it again by kexec: [kexec])",
                         f.name
                     ));
                 }
@@ -126,15 +146,23 @@ impl Plan {
         self.factors.iter().position(|f| f.boot)
     }
 
-    /// What a run of `combo` boots; None when the plan has no boot factor or the level is the
-    /// running kernel.
+    /// What a run of `combo` boots in a guest; None when the plan has no boot factor, boots
+    /// by kexec, or the level is the running kernel.
     pub(crate) fn boot_for(&self, combo: &[usize]) -> Option<Boot> {
+        if self.kexec.is_some() {
+            return None;
+        }
+        self.level_boot(combo).filter(|b| b.kernel != RUNNING)
+    }
+
+    /// The kernel and command line of `combo`'s boot level (`running` included: a kexec plan
+    /// boots it afresh too); None without a boot factor.
+    pub(crate) fn level_boot(&self, combo: &[usize]) -> Option<Boot> {
         let i = self.boot_factor()?;
         let f = &self.factors[i];
         let level = &f.levels[combo[i]];
-        let kernel = f.kernel_of(level);
-        (kernel != RUNNING).then(|| Boot {
-            kernel: kernel.to_string(),
+        Some(Boot {
+            kernel: f.kernel_of(level).to_string(),
             cmdline: f.cmdline.get(level).cloned().unwrap_or_default(),
         })
     }
@@ -143,7 +171,7 @@ impl Plan {
     /// setting of this machine beside it.
     pub(super) fn check_boots(&self) -> std::result::Result<(), String> {
         for f in &self.factors {
-            f.check_boot()?;
+            f.check_boot(self.kexec.is_some())?;
         }
         let boots: Vec<&str> = self
             .factors
@@ -158,7 +186,17 @@ impl Plan {
             ));
         }
         if boots.is_empty() {
+            if self.kexec.is_some() {
+                return Err(
+                    "[kexec] boots the levels of a boot factor; the plan has none \
+                            (a factor with boot = true)"
+                        .into(),
+                );
+            }
             return Ok(());
+        }
+        if let Some(k) = &self.kexec {
+            self.check_kexec(k)?;
         }
         if let Some(f) = self
             .factors
@@ -192,6 +230,31 @@ impl Plan {
         }
         if !["auto", "kvm", "tcg"].contains(&g.accel.as_str()) {
             return Err(format!("guest.accel '{}': auto, kvm or tcg", g.accel));
+        }
+        Ok(())
+    }
+
+    /// A kexec plan's kernels are this machine's: `running`, an installed `linux-image-*`
+    /// package or an image file (Debian's `rt` and `generic` are packages to fetch, which
+    /// only a guest boots).
+    fn check_kexec(&self, k: &Kexec) -> std::result::Result<(), String> {
+        if k.timeout == 0 || k.timeout > 24 * 3600 {
+            return Err(format!("kexec.timeout {}: seconds, 1 to 86400", k.timeout));
+        }
+        if k.state.as_os_str().is_empty() {
+            return Err("kexec.state: a directory".into());
+        }
+        let f = &self.factors[self.boot_factor().expect("checked by the caller")];
+        for l in &f.levels {
+            let kernel = f.kernel_of(l);
+            if matches!(kernel, "rt" | "generic") {
+                return Err(format!(
+                    "factor '{}', level '{l}': kernel '{kernel}' is a Debian package a guest \
+                     fetches; a [kexec] plan boots this machine's kernels: running, an \
+                     installed linux-image-RELEASE or an image file",
+                    f.name
+                ));
+            }
         }
         Ok(())
     }

@@ -141,9 +141,11 @@ pub struct Plan {
     /// Factors.
     #[serde(default, rename = "factor")]
     pub(crate) factors: Vec<Factor>,
-    /// How a boot factor's kernels are booted.
+    /// How a boot factor's kernels are booted: in guests, unless `[kexec]` boots them here.
     #[serde(default)]
     pub(crate) guest: boot::Guest,
+    /// Booting each run's kernel on this machine itself, by kexec (`[kexec]`).
+    pub(crate) kexec: Option<boot::Kexec>,
     /// The resolved files each factor writes (filled by validation).
     #[serde(skip)]
     pub(crate) knob_files: Vec<Vec<PathBuf>>,
