@@ -38,18 +38,6 @@ export LATLAB_FUZZ_CASES=${LATLAB_FUZZ_CASES:-3000}
 # Everything the tests need is installed and started above, so no test may skip here.
 export LATLAB_NO_SKIP=1
 cargo test --locked -- --test-threads=2
-# The guest tests alone afterwards (they would load both CPUs under the tests above), in two
-# lanes at once, each keeping one CPU busy: the group's one boot of Debian's PREEMPT_RT kernel
-# with 8 vCPUs (tests/it/guest.rs; more vCPUs than CPUs, so one TCG thread), and the kernel
-# plans' 1-vCPU boots one after the other (tests/it/guest/kernels.rs). Run one after the
-# other, the group's tests would hold both test threads while they wait for its boot.
-lane=$(mktemp)
-cargo test --locked --test it -- --ignored guest::kernels:: --test-threads=1 >"$lane" 2>&1 &
-kernels=$!
-trap 'kill "$kernels" 2>/dev/null; rm -f "$lane"; bash scripts/pg-test-server.sh stop "$LATLAB_TEST_PG_DIR"' EXIT
-rc=0
-cargo test --locked --test it -- --ignored guest:: --skip guest::kernels:: --test-threads=2 || rc=$?
-krc=0
-wait "$kernels" || krc=$?
-cat "$lane"
-[ "$rc" -eq 0 ] && [ "$krc" -eq 0 ]
+# The guest group alone afterwards: one boot of Debian's PREEMPT_RT kernel with 8 vCPUs
+# (tests/it/guest.rs), which would load both CPUs under the tests above.
+cargo test --locked --test it -- --ignored guest:: --test-threads=2
