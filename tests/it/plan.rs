@@ -1113,7 +1113,39 @@ fn a_kexec_plan_is_refused_before_it_boots_anything_where_it_cannot() {
     let out = latlab().arg("run").arg(&two).output();
     out.assert_exit(3);
     assert!(
-        !dir.join("st/state.json").exists(),
-        "nothing started: {out}"
+        !dir.join("st/state.json").exists() && !dir.join("st/.lock").exists(),
+        "nothing written: {out}"
+    );
+}
+
+#[test]
+fn a_boot_levels_image_and_a_kexec_state_are_found_beside_the_plan() {
+    let dir = Dir::new();
+    dir.write("bz", "an image");
+    let plan = dir.write(
+        "img.toml",
+        "[measure]\ncommand = \"clocks\"\n[kexec]\nstate = \"st\"\n[[factor]]\nname = \"k\"\n\
+         boot = true\nlevels = [\"a\", \"b\"]\nkernel = { a = \"running\", b = \"bz\" }\n",
+    );
+    // Read from elsewhere, the plan's relative paths still name what is beside it.
+    let out = latlab()
+        .current_dir("/")
+        .args(["run", "--dry-run"])
+        .arg(&plan)
+        .assert_ok();
+    let bz = dir.join("bz");
+    assert!(
+        out.stdout.contains(&format!(
+            "in a fresh kexec boot of {} on this machine",
+            bz.display()
+        )),
+        "{out}"
+    );
+    assert!(
+        out.stdout.contains(&format!(
+            "the plan's state in {})",
+            dir.join("st").display()
+        )),
+        "{out}"
     );
 }

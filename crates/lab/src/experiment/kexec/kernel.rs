@@ -17,6 +17,9 @@ pub(super) struct Target {
     pub(super) release: String,
 }
 
+/// x86's COMMAND_LINE_SIZE: the kernel keeps at most this many bytes, its NUL included.
+const MAX_CMDLINE: usize = 2048;
+
 /// What this boot is: its kernel's release and command line, and its boot id.
 #[derive(Debug, Clone)]
 pub(super) struct Now {
@@ -82,6 +85,15 @@ pub(super) fn for_level(b: &Boot, original: &Target) -> Result<Target> {
         .copied()
         .collect::<Vec<_>>()
         .join(" ");
+    if cmdline.len() >= MAX_CMDLINE {
+        return Err(Error::Usage(format!(
+            "kernel '{}': its command line would be {} bytes (this machine's own and the \
+             level's words); an x86 kernel takes at most {} and would cut the rest",
+            b.kernel,
+            cmdline.len(),
+            MAX_CMDLINE - 1
+        )));
+    }
     if b.kernel == RUNNING {
         return Ok(Target {
             cmdline,

@@ -29,12 +29,34 @@ pub(crate) fn run(
 ) -> Result<String> {
     let k = plan.kexec.as_ref().expect("a kexec plan");
     let plan_file =
-        std::path::absolute(path).map_err(|e| Error::io(path.display().to_string(), e))?;
-    let dir = if k.state.is_absolute() {
-        k.state.clone()
-    } else {
-        plan_file.parent().unwrap_or(Path::new("/")).join(&k.state)
-    };
+        std::fs::canonicalize(path).map_err(|e| Error::io(path.display().to_string(), e))?;
+    // Resolved against the plan's directory when the plan was read.
+    let dir = k.state.clone();
+    if dir.symlink_metadata().is_ok() && !dir.is_dir() {
+        return Err(Error::Usage(format!(
+            "{}: kexec.state {}: not a directory",
+            path.display(),
+            dir.display()
+        )));
+    }
+    let sha = plan_sha(&plan_file, opts.sets)?;
+    let store = named_store(opts.store);
+    let combos = plan.combinations().len();
+    // What can be refused without writing anything is refused first: the plan under way
+    // there (read, not yet locked), then what booting by kexec needs of this machine.
+    if let Some(st) = State::load(&dir, combos)? {
+        resumable(&st, &dir, (&plan_file, &sha), &store, opts.resume_or_start)?;
+    }
+    kernel::preflight()?;
+    let original = kernel::original(&kernel::now()?)?;
+    // Every level's kernel can be booted from here.
+    for c in &plan.combinations() {
+        let b = plan.level_boot(c).expect("a kexec plan has a boot factor");
+        kernel::for_level(&b, &original).map_err(|e| match e {
+            Error::Usage(m) => Error::Usage(format!("{}: {m}", path.display())),
+            e => e,
+        })?;
+    }
     std::fs::create_dir_all(&dir).map_err(|e| {
         Error::Env(format!(
             "{}: {e} (where the plan's state lives across boots; [kexec] state names another)",
@@ -42,9 +64,7 @@ pub(crate) fn run(
         ))
     })?;
     let _lock = state::lock(&dir)?;
-    let sha = plan_sha(&plan_file, opts.sets)?;
-    let store = named_store(opts.store);
-    let mut st = match State::load(&dir)? {
+    let mut st = match State::load(&dir, combos)? {
         Some(st) => {
             resumable(&st, &dir, (&plan_file, &sha), &store, opts.resume_or_start)?;
             latlab_core::note!(
@@ -56,7 +76,7 @@ pub(crate) fn run(
             );
             st
         }
-        None => start(path, plan, opts, (plan_file, sha), store, &dir)?,
+        None => start(path, plan, opts, (plan_file, sha), store, original)?,
     };
     drive(&mut st, &dir, path, plan, opts, control, kinds)
 }
@@ -68,18 +88,10 @@ fn start(
     opts: &Options<'_>,
     (plan_file, sha): (PathBuf, String),
     store: Option<String>,
-    dir: &Path,
+    original: kernel::Target,
 ) -> Result<State> {
-    kernel::preflight()?;
-    let original = kernel::original(&kernel::now()?)?;
+    let dir = &plan.kexec.as_ref().expect("a kexec plan").state;
     let combos = plan.combinations();
-    for c in &combos {
-        let b = plan.level_boot(c).expect("a kexec plan has a boot factor");
-        kernel::for_level(&b, &original).map_err(|e| match e {
-            Error::Usage(m) => Error::Usage(format!("{}: {m}", path.display())),
-            e => e,
-        })?;
-    }
     let started = std::time::SystemTime::now();
     let exp = format!("exp-{}", latlab_core::result::new_run_id(started));
     let seed = plan.design.seed.unwrap_or_else(|| {
@@ -292,6 +304,15 @@ fn arrived(cx: &Ctx<'_>, st: &mut State, p: &Pending) -> Result<Arrived> {
 /// run is made. Some(the end) when this process ends here (a kexec under way, or the plan
 /// over because its own kernel could not be booted again); None to go on (a step failed).
 fn next_boot(cx: &Ctx<'_>, st: &mut State) -> Result<Option<Result<String>>> {
+    // Ctrl-C between two boots: nothing more is booted (the state is as the last step left it).
+    if cx.control.was_interrupted() {
+        latlab_core::note!(
+            "latlab run: interrupted; no further kexec (latlab run {} --resume-or-start \
+             continues the plan)",
+            cx.path.display()
+        );
+        return Ok(Some(Ok(String::new())));
+    }
     let (step, want, words) = if st.next < st.order.len() {
         let i = st.next;
         st.next += 1;
@@ -347,10 +368,16 @@ fn next_boot(cx: &Ctx<'_>, st: &mut State) -> Result<Option<Result<String>>> {
                 );
                 return Ok(Some(finish(st, cx.dir, cx.plan, cx.kinds)));
             };
-            latlab_core::note!("{what}: this repeat failed, the plan goes on: {e}");
-            st.done.push(failed(i, e.to_string(), None));
+            // The machine could not kexec (not the level's boot failing): the plan stops with
+            // that step still to do, for a resume once the cause is put right.
+            st.next = i;
             st.save(cx.dir)?;
-            Ok(None)
+            Err(Error::Env(format!(
+                "{what}: {e}; the plan stops here, its state kept in {} (latlab run {} \
+                 --resume-or-start continues it)",
+                cx.dir.display(),
+                cx.path.display()
+            )))
         }
     }
 }

@@ -92,21 +92,22 @@ impl State {
         }
     }
 
-    /// The state in `dir`, if a plan is under way there.
-    pub(super) fn load(dir: &Path) -> Result<Option<State>> {
+    /// The state in `dir`, if a plan is under way there, checked against a plan of `combos`
+    /// level combinations.
+    pub(super) fn load(dir: &Path, combos: usize) -> Result<Option<State>> {
         let p = dir.join(FILE);
-        let text = match latlab_core::io::read_text_limited(&p, 16 << 20, "kexec state") {
-            Ok(t) => t,
-            Err(_) if !p.exists() => return Ok(None),
-            Err(e) => return Err(e),
-        };
+        // Absent only when there is nothing there at all (a dangling link is refused below).
+        if p.symlink_metadata().is_err() {
+            return Ok(None);
+        }
+        let text = latlab_core::io::read_text_limited(&p, 16 << 20, "kexec state")?;
         let st: State = serde_json::from_str(&text).map_err(|e| {
             Error::Usage(format!(
                 "{}: not a latlab kexec plan's state ({e}); remove it to abandon that plan",
                 p.display()
             ))
         })?;
-        if st.version != VERSION || st.next > st.order.len() {
+        if st.version != VERSION {
             return Err(Error::Usage(format!(
                 "{}: a state this latlab cannot continue (version {}); remove it to abandon \
                  that plan",
@@ -114,7 +115,48 @@ impl State {
                 st.version
             )));
         }
+        st.check(combos).map_err(|why| {
+            Error::Usage(format!(
+                "{}: {why}: not a state of this plan; remove it to abandon that plan",
+                p.display()
+            ))
+        })?;
         Ok(Some(st))
+    }
+
+    /// Whether the state can be a plan's of `combos` combinations: every step, combination
+    /// and experiment id in range (an id names files under the state directory).
+    fn check(&self, combos: usize) -> std::result::Result<(), String> {
+        let n = self.order.len();
+        if n == 0 {
+            return Err("no runs in its order".into());
+        }
+        if self.next > n {
+            return Err(format!(
+                "its next step {} is beyond its {n} runs",
+                self.next
+            ));
+        }
+        if let Some(&(c, r)) = self.order.iter().find(|(c, r)| *c >= combos || *r == 0) {
+            return Err(format!(
+                "its order holds run ({c}, {r}) of {combos} combinations"
+            ));
+        }
+        let steps = self.done.iter().map(|o| o.step);
+        if let Some(s) = steps
+            .chain(self.pending.iter().filter_map(|p| p.step))
+            .find(|&s| s >= n)
+        {
+            return Err(format!("it names step {s} of {n}"));
+        }
+        let id = self.exp.strip_prefix("exp-").unwrap_or_default();
+        if id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+            return Err(format!(
+                "experiment id {:?} is not one latlab makes",
+                self.exp
+            ));
+        }
+        Ok(())
     }
 
     /// Writes the state (atomically, then synced: a kexec may follow at once).
@@ -169,9 +211,16 @@ pub(super) fn lock(dir: &Path) -> Result<File> {
         .create(true)
         .truncate(false)
         .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(&p)
         .map_err(|e| Error::Env(format!("{}: {e}", p.display())))?;
+    // A FIFO or a device there would block, or be written to.
+    if !f.metadata().is_ok_and(|m| m.is_file()) {
+        return Err(Error::Env(format!(
+            "{}: not a regular file (the state directory's lock)",
+            p.display()
+        )));
+    }
     match f.try_lock() {
         Ok(()) => Ok(f),
         Err(std::fs::TryLockError::WouldBlock) => Err(Error::Env(format!(
@@ -201,7 +250,7 @@ mod tests {
     #[test]
     fn a_state_survives_its_file_and_ends_renamed() {
         let d = tempfile::tempdir().unwrap();
-        assert!(State::load(d.path()).unwrap().is_none());
+        assert!(State::load(d.path(), 2).unwrap().is_none());
         let mut st = State::new(
             "/p.toml".into(),
             "abc".into(),
@@ -214,13 +263,19 @@ mod tests {
         );
         st.next = 1;
         st.save(d.path()).unwrap();
-        let back = State::load(d.path()).unwrap().unwrap();
+        let back = State::load(d.path(), 2).unwrap().unwrap();
         assert_eq!(
             (back.next, back.order.clone(), back.seed),
             (1, st.order.clone(), 7)
         );
+        // Read as a state of a plan with fewer combinations, it is refused.
+        let e = State::load(d.path(), 1).unwrap_err().to_string();
+        assert!(
+            e.contains("its order holds run (1, 1) of 1 combinations"),
+            "{e}"
+        );
         st.finish(d.path(), "report\n").unwrap();
-        assert!(State::load(d.path()).unwrap().is_none());
+        assert!(State::load(d.path(), 2).unwrap().is_none());
         assert!(d.path().join("finished-exp-1.json").is_file());
         assert_eq!(
             std::fs::read_to_string(d.path().join("report-exp-1.txt")).unwrap(),
@@ -232,13 +287,42 @@ mod tests {
     fn a_damaged_state_is_refused_naming_its_file() {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join(FILE), "{ not json").unwrap();
-        let e = State::load(d.path()).unwrap_err();
+        let e = State::load(d.path(), 1).unwrap_err();
         assert_eq!(e.exit_code(), 2);
         assert!(
             e.to_string()
                 .contains("state.json: not a latlab kexec plan"),
             "{e}"
         );
+        // An experiment id is a file name under the state directory: never a path.
+        let mut st = State::new(
+            "/p.toml".into(),
+            "abc".into(),
+            &[],
+            None,
+            "exp-x/../../esc".into(),
+            1,
+            vec![(0, 1)],
+            target(),
+        );
+        std::fs::write(d.path().join(FILE), serde_json::to_vec(&st).unwrap()).unwrap();
+        let e = State::load(d.path(), 1).unwrap_err().to_string();
+        assert!(e.contains("is not one latlab makes"), "{e}");
+        st.exp = "exp-1".into();
+        st.pending = Some(Pending {
+            step: Some(7),
+            left_boot: "b".into(),
+            at_unix: 0,
+            want: target(),
+            words: String::new(),
+        });
+        std::fs::write(d.path().join(FILE), serde_json::to_vec(&st).unwrap()).unwrap();
+        let e = State::load(d.path(), 1).unwrap_err().to_string();
+        assert!(e.contains("it names step 7 of 1"), "{e}");
+        // A link that leads nowhere is not "no state".
+        std::fs::remove_file(d.path().join(FILE)).unwrap();
+        std::os::unix::fs::symlink("/nonexistent", d.path().join(FILE)).unwrap();
+        assert!(State::load(d.path(), 1).is_err());
     }
 
     #[test]
@@ -247,5 +331,16 @@ mod tests {
         let _held = lock(d.path()).unwrap();
         let e = lock(d.path()).unwrap_err().to_string();
         assert!(e.contains("another latlab drives the kexec plan"), "{e}");
+        // A FIFO in the lock's place is refused, not waited on.
+        let f = tempfile::tempdir().unwrap();
+        let fifo = f.path().join(".lock");
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        // (opening it without a reader fails at once: ENXIO)
+        let e = lock(f.path()).unwrap_err();
+        assert_eq!(e.exit_code(), 3, "{e}");
     }
 }

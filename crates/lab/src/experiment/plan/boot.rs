@@ -120,6 +120,14 @@ impl Factor {
                 ));
             }
             if let Some(c) = f.cmdline.get(l) {
+                if c.len() >= 2048 {
+                    return Err(format!(
+                        "factor '{}', level '{l}': its cmdline is {} bytes; a kernel takes at \
+                         most 2047",
+                        f.name,
+                        c.len()
+                    ));
+                }
                 if c.chars().any(char::is_control) {
                     return Err(format!(
                         "factor '{}', level '{l}': its cmdline is one line of text",
@@ -141,6 +149,27 @@ impl Factor {
 }
 
 impl Plan {
+    /// Makes the plan's paths (boot levels' kernel images, `kexec.state`) relative to `dir`,
+    /// the plan file's directory, as a plan is read from wherever it is run.
+    pub(super) fn resolve_paths(&mut self, dir: &std::path::Path) {
+        for f in self.factors.iter_mut().filter(|f| f.boot) {
+            for l in f.levels.clone() {
+                let k = f.kernel_of(&l);
+                let named =
+                    matches!(k, "rt" | "generic" | RUNNING) || k.starts_with("linux-image-");
+                if !named && !k.is_empty() && std::path::Path::new(k).is_relative() {
+                    let abs = dir.join(k).display().to_string();
+                    f.kernel.insert(l, abs);
+                }
+            }
+        }
+        if let Some(k) = &mut self.kexec {
+            if k.state.is_relative() {
+                k.state = dir.join(&k.state);
+            }
+        }
+    }
+
     /// The index of the plan's boot factor, if it has one.
     pub(crate) fn boot_factor(&self) -> Option<usize> {
         self.factors.iter().position(|f| f.boot)
@@ -241,8 +270,8 @@ impl Plan {
         if k.timeout == 0 || k.timeout > 24 * 3600 {
             return Err(format!("kexec.timeout {}: seconds, 1 to 86400", k.timeout));
         }
-        if k.state.as_os_str().is_empty() {
-            return Err("kexec.state: a directory".into());
+        if k.state.as_os_str().is_empty() || k.state.as_os_str().as_encoded_bytes().contains(&0) {
+            return Err("kexec.state: a directory's path".into());
         }
         let f = &self.factors[self.boot_factor().expect("checked by the caller")];
         for l in &f.levels {

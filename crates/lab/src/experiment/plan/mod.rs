@@ -333,6 +333,11 @@ impl Plan {
                 ))
             })?;
         }
+        let dir = std::path::absolute(path)
+            .ok()
+            .and_then(|p| p.parent().map(Path::to_path_buf))
+            .unwrap_or_default();
+        plan.resolve_paths(&dir);
         plan.validate(&name)?;
         Ok(plan)
     }
