@@ -426,11 +426,19 @@ mod tests {
         std::fs::write(&online, "0-1\n").unwrap();
         let w = Watch::start_in(&sys, &proc, &[1], None, None);
         std::thread::sleep(POLL * 2);
-        std::fs::write(cs.join("current_clocksource"), "kvm-clock\n").unwrap();
+        // The polled files change in one write each, as a sysfs value does (fs::write
+        // truncates first, and a poll between the two would read an empty value).
+        let overwrite = |p: &std::path::Path, v: &str| {
+            use std::os::unix::fs::FileExt;
+            let f = std::fs::OpenOptions::new().write(true).open(p).unwrap();
+            f.write_all_at(v.as_bytes(), 0).unwrap();
+        };
+        overwrite(&cs.join("current_clocksource"), "kvm-clock\n");
         std::thread::sleep(POLL * 3);
         std::fs::write(&gov, "powersave\n").unwrap();
         std::fs::write(proc.join("sys/kernel/sched_rt_runtime_us"), "-1\n").unwrap();
-        std::fs::write(&online, "0\n").unwrap();
+        // As long as "0-1\n", so nothing of it is left over.
+        overwrite(&online, "0  \n");
         std::thread::sleep(POLL * 3);
         let c = w.finish(&[]);
         assert_eq!(c.len(), 4, "{c:?}");
