@@ -119,18 +119,9 @@ pub(crate) fn run(
     outcome?;
     let compared = files.iter().map(Vec::len).sum::<usize>();
     let mut report = format!(
-        "experiment {exp}: {} run(s) stored{}{}{}\n",
+        "experiment {exp}: {} run(s) stored{}{}\n",
         compared + left_out,
-        if left_out > 0 {
-            format!(", {left_out} of them left out of the comparison")
-        } else {
-            String::new()
-        },
-        if boots_failed > 0 {
-            format!(", {boots_failed} repeat(s) failed to boot")
-        } else {
-            String::new()
-        },
+        super::summary::left_out_and_failed(left_out, boots_failed),
         if control.was_interrupted() {
             " (interrupted)"
         } else {

@@ -10,6 +10,19 @@ use latlab_core::error::Result;
 use latlab_core::result::Run;
 use latlab_core::stats::ministat;
 
+/// What a plan's report says of its runs after their count: how many were left out of the
+/// comparison and how many repeats failed to boot (nothing when none).
+pub(super) fn left_out_and_failed(left_out: usize, failed: usize) -> String {
+    let mut s = String::new();
+    if left_out > 0 {
+        s.push_str(&format!(", {left_out} of them left out of the comparison"));
+    }
+    if failed > 0 {
+        s.push_str(&format!(", {failed} repeat(s) failed to boot"));
+    }
+    s
+}
+
 /// The plan's closing text: ministat's view of its metric per combination (when it has one
 /// figure per run to show), then each level against the baseline, per metric over its runs.
 pub(super) fn analysis(

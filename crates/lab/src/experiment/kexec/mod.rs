@@ -78,7 +78,16 @@ pub(crate) fn run(
         }
         None => start(path, plan, opts, (plan_file, sha), store, original)?,
     };
-    drive(&mut st, &dir, path, plan, opts, control, kinds)
+    let cx = Ctx {
+        dir: &dir,
+        path,
+        plan,
+        opts,
+        control,
+        kinds,
+        combos: plan.combinations(),
+    };
+    drive(&cx, &mut st)
 }
 
 /// A new kexec plan's state, once every level's kernel is known to be here.
@@ -209,33 +218,16 @@ impl Ctx<'_> {
 
 /// The plan from where it stands: the boot it waited for judged (and its run made), then the
 /// next boot asked for, until a kexec is under way or the plan is over.
-fn drive(
-    st: &mut State,
-    dir: &Path,
-    path: &Path,
-    plan: &Plan,
-    opts: &Options<'_>,
-    control: &Control,
-    kinds: latlab_core::result::kind::Kinds,
-) -> Result<String> {
-    let cx = Ctx {
-        dir,
-        path,
-        plan,
-        opts,
-        control,
-        kinds,
-        combos: plan.combinations(),
-    };
+fn drive(cx: &Ctx<'_>, st: &mut State) -> Result<String> {
     loop {
         if let Some(p) = st.pending.take() {
-            match arrived(&cx, st, &p)? {
-                Arrived::Over => return finish(st, dir, plan, kinds),
+            match arrived(cx, st, &p)? {
+                Arrived::Over => return finish(st, cx.dir, cx.plan, cx.kinds),
                 Arrived::Stopped => return Ok(String::new()),
                 Arrived::Made => {}
             }
         }
-        if let Some(end) = next_boot(&cx, st)? {
+        if let Some(end) = next_boot(cx, st)? {
             return end;
         }
     }
@@ -447,20 +439,11 @@ fn finish(
     let count = |w: &str| st.done.iter().filter(|o| o.what == w).count();
     let (stored, failed, not_kept) = (count("stored"), count("failed"), count("not kept"));
     let mut report = format!(
-        "experiment {}: {} run(s) stored, each in a kexec boot of its own{}{}; this machine \
-         runs {} again\n",
+        "experiment {}: {} run(s) stored, each in a kexec boot of its own{}; this machine runs \
+         {} again\n",
         st.exp,
         stored + not_kept,
-        if not_kept > 0 {
-            format!(", {not_kept} of them left out of the comparison")
-        } else {
-            String::new()
-        },
-        if failed > 0 {
-            format!(", {failed} repeat(s) failed to boot")
-        } else {
-            String::new()
-        },
+        super::summary::left_out_and_failed(not_kept, failed),
         kernel::now().map_or_else(|_| st.original.release.clone(), |n| n.release)
     );
     let facts = kinds(&plan.measure.command);

@@ -4,6 +4,7 @@
 
 use super::{Factor, Plan};
 use serde::Deserialize;
+use std::path::Path;
 
 /// How a boot factor's kernels are booted (`[guest]`): QEMU with the host's root shared
 /// read-only (scripts/guest.sh, built into latlab).
@@ -112,10 +113,13 @@ impl Factor {
                     && k[12..]
                         .chars()
                         .all(|c| c.is_ascii_alphanumeric() || ".+-".contains(c)));
-            if !known && !std::path::Path::new(k).is_file() {
+            // An image is named by an absolute path, or one beside the plan (made absolute
+            // when the plan was read), never by one relative to wherever latlab runs.
+            let image = Path::new(k).is_absolute() && Path::new(k).is_file();
+            if !known && !image {
                 return Err(format!(
                     "factor '{}', level '{l}': kernel '{k}' is not rt, generic, a linux-image-* \
-                     package, running or a kernel image file",
+                     package, running or a kernel image file (a relative path: beside the plan)",
                     f.name
                 ));
             }
@@ -151,15 +155,15 @@ impl Factor {
 impl Plan {
     /// Makes the plan's paths (boot levels' kernel images, `kexec.state`) relative to `dir`,
     /// the plan file's directory, as a plan is read from wherever it is run.
-    pub(super) fn resolve_paths(&mut self, dir: &std::path::Path) {
+    pub(super) fn resolve_paths(&mut self, dir: &Path) {
         for f in self.factors.iter_mut().filter(|f| f.boot) {
             for l in f.levels.clone() {
                 let k = f.kernel_of(&l);
                 let named =
                     matches!(k, "rt" | "generic" | RUNNING) || k.starts_with("linux-image-");
-                if !named && !k.is_empty() && std::path::Path::new(k).is_relative() {
-                    let abs = dir.join(k).display().to_string();
-                    f.kernel.insert(l, abs);
+                let beside = dir.join(k);
+                if !named && !k.is_empty() && Path::new(k).is_relative() && beside.is_file() {
+                    f.kernel.insert(l, beside.display().to_string());
                 }
             }
         }
