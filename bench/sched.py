@@ -7,9 +7,13 @@ live, so its peer is record + timehist); then the highest event rate latlab's re
 before the kernel loses an event (hackbench groups raised until a loss; --no-sustained skips).
 
 usage: bench/sched.py [--rounds 5] [--groups 10] [--loops 200] [--no-sustained]
-                     [--latlab BIN [--latlab BIN2]]
+                     [--latlab BIN [--latlab BIN2] | --engines]
 Two --latlab binaries (before and after a change) run interleaved in every round, each against
-the same round's perf; the sustained rate is measured with the last one.
+the same round's perf; the sustained rate is measured with the last one. --engines runs one
+binary twice per round instead, LATLAB_TRACER=tracefs then =bpf (the in-kernel engine).
+The in-kernel engine's programs run in the traced tasks, not in latlab: its tracer CPU alone
+flatters it, so hackbench's own slowdown is printed beside it (perf's ring writes are charged
+the same way).
 """
 import argparse, json, os, re, signal, statistics, subprocess, sys, tempfile, time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -20,9 +24,10 @@ def hackbench(groups, loops):
                          check=True, capture_output=True, text=True).stdout
     return float(re.search(r"Time: ([\d.]+)", out).group(1))
 
-def traced(cmd, groups, loops, json_path=None):
+def traced(cmd, groups, loops, env=None):
     """Starts cmd, runs hackbench under it, stops cmd with SIGINT; returns (hackbench s, cmd cpu s)."""
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         env=None if env is None else {**os.environ, **env})
     time.sleep(1.5)  # tracing on
     h = hackbench(groups, loops)
     p.send_signal(signal.SIGINT)
@@ -37,13 +42,14 @@ def cpu_of(cmd):
         raise SystemExit(f"{' '.join(cmd)}: exit status {status}")
     return ru.ru_utime + ru.ru_stime
 
-def sustained(latlab, loops, tmp):
+def sustained(latlab, loops, tmp, env=None):
     """Raises hackbench's groups until latlab's reader loses events; returns [(groups, ev/s, lost)]."""
     rows = []
     for groups in (2, 5, 10, 20, 40):
         j = os.path.join(tmp, f"s{groups}.json")
         p = subprocess.Popen([latlab, "sched", "--all", "--no-store", "--json", j],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             env=None if env is None else {**os.environ, **env})
         time.sleep(1.5)
         hackbench(groups, loops)
         p.send_signal(signal.SIGINT)
@@ -63,8 +69,15 @@ def main():
     ap.add_argument("--latlab", action="append", default=None,
                     help="latlab binary (twice: before and after, interleaved)")
     ap.add_argument("--no-sustained", action="store_true")
+    ap.add_argument("--engines", action="store_true",
+                    help="one binary, LATLAB_TRACER=tracefs and =bpf interleaved")
     a = ap.parse_args()
     bins = a.latlab or ["target/release/latlab"]
+    envs = [None] * len(bins)
+    if a.engines:
+        bins = [bins[0], bins[0]]
+        envs = [{"LATLAB_TRACER": "tracefs"}, {"LATLAB_TRACER": "bpf"}]
+    label = lambda k: bins[k] + (f" ({envs[k]['LATLAB_TRACER']})" if envs[k] else "")
     tmp = scratch(prefix="latlab-bench-sched-")
     data = os.path.join(tmp, "perf.data")
     bare, ph, pc, tc = [], [], [], []
@@ -74,26 +87,29 @@ def main():
         # Each binary first in every other round.
         for k in (range(len(bins)) if i % 2 == 0 else reversed(range(len(bins)))):
             b = bins[k]
-            h, c = traced([b, "sched", "--all", "--no-store"], a.groups, a.loops)
+            h, c = traced([b, "sched", "--all", "--no-store"], a.groups, a.loops, envs[k])
             lhs[k].append(h); lcs[k].append(c)
         h, c = traced(["perf", "sched", "record", "-a", "-o", data], a.groups, a.loops)
         ph.append(h); pc.append(c)
         tc.append(cpu_of(["perf", "sched", "timehist", "-i", data]))
-        under = " | ".join(f"under {b} {lhs[k][-1]:.3f} s (cpu {lcs[k][-1]:.3f} s)"
-                           for k, b in enumerate(bins))
+        under = " | ".join(f"under {label(k)} {lhs[k][-1]:.3f} s (cpu {lcs[k][-1]:.3f} s)"
+                           for k in range(len(bins)))
         print(f"round {i+1}: hackbench bare {bare[-1]:.3f} s | {under} | under perf "
               f"{ph[-1]:.3f} s (perf record cpu {pc[-1]:.3f} s, timehist cpu {tc[-1]:.3f} s)",
               flush=True)
     m = statistics.median
     for k, b in enumerate(bins):
         if len(bins) > 1:
-            print(f"--- {b}")
+            print(f"--- {label(k)}")
         report(lhs[k], lcs[k], bare, ph, pc, tc)
     if len(bins) > 1:
         per = sorted(y / x for x, y in zip(lcs[0], lcs[-1]))
-        print(f"{bins[-1]} / {bins[0]} tracer CPU: ratio of medians {m(lcs[-1])/m(lcs[0]):.2f}, "
-              f"per-round {per[0]:.2f}-{per[-1]:.2f}")
-    rows = [] if a.no_sustained else sustained(bins[-1], a.loops, tmp)
+        print(f"{label(len(bins)-1)} / {label(0)} tracer CPU: ratio of medians "
+              f"{m(lcs[-1])/m(lcs[0]):.2f}, per-round {per[0]:.2f}-{per[-1]:.2f}")
+        hb = sorted(y / x for x, y in zip(lhs[0], lhs[-1]))
+        print(f"{label(len(bins)-1)} / {label(0)} hackbench time: ratio of medians "
+              f"{m(lhs[-1])/m(lhs[0]):.2f}, per-round {hb[0]:.2f}-{hb[-1]:.2f}")
+    rows = [] if a.no_sustained else sustained(bins[-1], a.loops, tmp, envs[-1])
     ok = [r for r in rows if r[2] == 0]
     if ok:
         print(f"highest rate read with 0 lost events: {max(r[1] for r in ok):.0f} events/s")

@@ -12,10 +12,11 @@ cd "$(dirname "$0")/.."
 # libxml2-utils (xmllint checks `gate --junit` against tests/fixtures/junit/junit.xsd), make
 # and gcc (the build load, which qualify uses by default), qemu-system-x86, busybox-static, kmod
 # and cpio (scripts/guest.sh boots the guest group's PREEMPT_RT kernel; it fetches the kernel),
-# kexec-tools (a kexec plan resumed inside a guest; told not to handle this machine's reboots).
+# kexec-tools (a kexec plan resumed inside a guest; told not to handle this machine's reboots),
+# clang and libbpf-dev (the committed BPF object of `latlab sched` rebuilt and compared).
 # Installed only when missing.
 PKGS=(ministat postgresql chromium rt-tests rtla iperf3 prometheus trace-cmd lintian linux-perf libxml2-utils make gcc
-  qemu-system-x86 busybox-static kmod cpio kexec-tools)
+  qemu-system-x86 busybox-static kmod cpio kexec-tools clang libbpf-dev)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

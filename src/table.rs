@@ -12,6 +12,7 @@ pub use latlab_lab::measure::TABLE;
 pub static RESTORERS: &[latlab_core::io::Restorer] = &[
     latlab_trace::tracefs::RESTORER,
     latlab_trace::orphans::RESTORER,
+    latlab_trace::bpf::RESTORER,
     latlab_core::sys::sysvsem::RESTORER,
     latlab_lab::settings::RESTORER,
 ];

@@ -122,6 +122,13 @@ fn guest_every_measurement_runs_on_rt_and_is_stored_as_rt() {
         assert!(ok, "{kind} exited {code} in the guest:\n{err}");
         let run = json(out, &format!("{kind}.json"));
         assert_eq!(run["kind"], *kind, "{kind}.json");
+        if *kind == "sched" {
+            // The in-kernel engine's programs pass 6.1's verifier and count there.
+            let p = &run["parameters"];
+            assert_eq!(p["engine"], "bpf", "{p}");
+            assert!(p["events"].as_u64().unwrap_or(0) > 0, "{p}");
+            assert!(!run["series"].as_array().unwrap().is_empty(), "{run}");
+        }
         assert_eq!(
             run["environment"]["preemption"], "rt",
             "{kind}: {}",

@@ -5,8 +5,8 @@
 //! the command's status on; targets that do not exist are refused; signals leave nothing.
 
 use crate::util::{
-    expect_exit, instance_of, latlab, mono_ns, read_json, scratch, skip, trace_test,
-    tracefs_mounts, Running, TestCommand,
+    bpf_programs_of, expect_exit, instance_of, latlab, mono_ns, read_json, scratch, skip,
+    trace_test, tracefs_mounts, Running, TestCommand,
 };
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -37,10 +37,13 @@ fn hog_link() -> (PathBuf, String) {
     (p, name)
 }
 
-/// Starts `cmd` and waits until it has its tracefs instance (tracing is on).
+/// Starts `cmd` and waits until it has its tracefs instance or its in-kernel engine's
+/// programs (tracing is on).
 fn start_tracing(cmd: &mut TestCommand, stdio: fn() -> Stdio) -> Running {
     let mut l = cmd.spawn_with(stdio(), stdio());
-    l.wait_until("tracing", |pid| !instance_of(pid).is_empty());
+    l.wait_until("tracing", |pid| {
+        !instance_of(pid).is_empty() || bpf_programs_of(pid) >= 10
+    });
     // The reader opens its pipes right after.
     std::thread::sleep(Duration::from_millis(200));
     l
@@ -98,8 +101,10 @@ fn hog_delayed(seen: &[(u64, u64)]) -> bool {
 
 /// Checks the run against what the workload saw: every wake-up by the peer counted and credited
 /// to it, and ≥ 90 % of the wake-ups the hog delayed found as spikes at the delay the workload
-/// measured (± 300 µs) with the hog's group (RT 99) as the main cause.
+/// measured (± 300 µs) with the hog (RT 99) as the main cause: its group on the tracefs
+/// engine, its thread on the in-kernel one (which has no groups).
 fn check_run(run: &serde_json::Value, seen: &[(u64, u64)], hog: &str) {
+    let in_kernel = run["parameters"]["engine"] == "bpf";
     let series = run["series"].as_array().unwrap();
     let waiter = series
         .iter()
@@ -140,7 +145,13 @@ fn check_run(run: &serde_json::Value, seen: &[(u64, u64)], hog: &str) {
         });
         if let Some(s) = hit {
             found += 1;
-            if s["components"][0]["group"] == hog && s["components"][0]["task"]["prio"] == 0 {
+            let first = &s["components"][0];
+            let by_hog = if in_kernel {
+                first["task"]["comm"] == hog
+            } else {
+                first["group"] == hog
+            };
+            if by_hog && first["task"]["prio"] == 0 {
                 named += 1;
             }
         }
@@ -160,7 +171,7 @@ fn check_run(run: &serde_json::Value, seen: &[(u64, u64)], hog: &str) {
 /// run on a common time base; with `under`, the pair runs as latlab's command. Returns the
 /// run, what the workload saw, the hog's name and latlab's stdout; None when the hog did not
 /// get CPU 1 in time (see `hog_delayed`).
-fn scenario(args: &[&str], under: bool) -> Option<Outcome> {
+fn scenario(args: &[&str], under: bool, engine: &str) -> Option<Outcome> {
     let json = scratch().join("sched-scenario.json");
     let _ = std::fs::remove_file(&json);
     let pair_args = |t0: u64| {
@@ -174,7 +185,8 @@ fn scenario(args: &[&str], under: bool) -> Option<Outcome> {
         v
     };
     let mut cmd = latlab();
-    cmd.arg("sched")
+    cmd.env("LATLAB_TRACER", engine)
+        .arg("sched")
         .args(args)
         .args(["--no-store", "--json"])
         .arg(&json);
@@ -215,10 +227,11 @@ fn scenario(args: &[&str], under: bool) -> Option<Outcome> {
 /// A scenario's run, what the workload saw, the hog's name and latlab's stdout.
 type Outcome = (serde_json::Value, Vec<(u64, u64)>, String, String);
 
-/// Runs `scenario` until the hog got its CPU (three tries).
-fn scenario_with_hog(args: &[&str], under: bool) -> Outcome {
+/// Runs `scenario` until the hog got its CPU (three tries); `engine` is LATLAB_TRACER's.
+fn scenario_with_hog(args: &[&str], under: bool, engine: &str) -> Outcome {
     for _ in 0..3 {
-        if let Some(r) = scenario(args, under) {
+        if let Some(r) = scenario(args, under, engine) {
+            assert_eq!(r.0["parameters"]["engine"], engine, "{}", r.0["parameters"]);
             return r;
         }
     }
@@ -228,7 +241,8 @@ fn scenario_with_hog(args: &[&str], under: bool) -> Outcome {
 #[test]
 fn a_delayed_wake_up_is_found_with_the_hog_that_ran_and_the_peer_that_woke_it() {
     let Some(_x) = trace_test() else { return };
-    let (run, seen, name, text) = scenario_with_hog(&["--comm", "waiter", "-D", "5"], false);
+    let (run, seen, name, text) =
+        scenario_with_hog(&["--comm", "waiter", "-D", "5"], false, "tracefs");
     assert_eq!(run["kind"], "sched");
     check_run(&run, &seen, &name);
     // The text shows the table, the waker and the hog among the worst delays.
@@ -239,10 +253,22 @@ fn a_delayed_wake_up_is_found_with_the_hog_that_ran_and_the_peer_that_woke_it() 
     assert!(text.contains(&name), "{text}");
 }
 
+/// The same on the in-kernel engine: every wake-up counted in kernel, the delayed ones sent
+/// with the hog that ran instead.
+#[test]
+fn the_in_kernel_engine_finds_the_delayed_wake_ups_and_the_hog_that_ran() {
+    let Some(_x) = trace_test() else { return };
+    let (run, seen, name, text) = scenario_with_hog(&["--comm", "waiter", "-D", "5"], false, "bpf");
+    check_run(&run, &seen, &name);
+    assert!(text.contains("task peer") && text.contains(&name), "{text}");
+    // Not one event read in user space: no tracefs instance was made.
+    assert_eq!(run["trace"]["lost_events"], 0);
+}
+
 #[test]
 fn a_command_run_under_sched_is_measured_with_its_threads_and_its_status_is_passed_on() {
     let Some(_x) = trace_test() else { return };
-    let (run, seen, name, _) = scenario_with_hog(&[], true);
+    let (run, seen, name, _) = scenario_with_hog(&[], true, "bpf");
     check_run(&run, &seen, &name);
     let names = crate::util::series_names(&run);
     assert!(names.contains(&"peer"), "{names:?}");
@@ -252,6 +278,14 @@ fn a_command_run_under_sched_is_measured_with_its_threads_and_its_status_is_pass
     latlab()
         .args(["sched", "--no-store", "--", "sh", "-c", "exit 7"])
         .assert_exit(7);
+}
+
+#[test]
+fn an_engine_that_does_not_exist_is_refused_naming_the_variable() {
+    latlab()
+        .env("LATLAB_TRACER", "ebpf")
+        .words("sched --all -D 1 --no-store")
+        .assert_refused(2, "LATLAB_TRACER");
 }
 
 #[test]
@@ -339,11 +373,33 @@ fn interrupted_and_killed_runs_leave_no_instance_and_keep_what_they_measured() {
     assert!(sleeping.stdout.is_empty(), "sleep 31 left running");
 
     // SIGKILL: the instance stays until `latlab restore`, which removes it.
-    let l = start_tracing(latlab().words("sched --all --no-store -D 30"), Stdio::null);
+    let l = start_tracing(
+        latlab()
+            .env("LATLAB_TRACER", "tracefs")
+            .words("sched --all --no-store -D 30"),
+        Stdio::null,
+    );
     let pid = l.id();
     l.kill();
     latlab().arg("restore").assert_ok();
     no_instance_left(pid, mounted);
+
+    // On the in-kernel engine nothing is left at all: the programs go with the process.
+    let l = start_tracing(
+        latlab()
+            .env("LATLAB_TRACER", "bpf")
+            .words("sched --all --no-store -D 30"),
+        Stdio::null,
+    );
+    let pid = l.id();
+    assert!(bpf_programs_of(pid) >= 10);
+    l.kill();
+    let out = latlab().arg("restore").output();
+    out.assert_ok();
+    assert!(
+        !out.stdout.contains(&format!("pid {pid}")) && !out.stdout.contains("could not"),
+        "{out}"
+    );
 }
 
 /// More delays than the records hold (every delay over 1 µs under hackbench): the worst
@@ -402,7 +458,8 @@ fn two_runs_at_once_and_a_name_that_appears_later_and_exits_early() {
             .words("sched --comm waiter -D 4 --no-store --json")
             .arg(dir.join(name))
             .spawn();
-        l.wait_until("tracing", |pid| !instance_of(pid).is_empty());
+        // Two in-kernel engines at once (each its own programs and maps).
+        l.wait_until("tracing", |pid| bpf_programs_of(pid) >= 10);
         l
     };
     let (a, b) = (start("sched-a.json"), start("sched-b.json"));
@@ -531,6 +588,8 @@ fn perf_sched_and_latlab_agree_on_the_same_events() {
     );
     out.assert_ok();
     let (waiter, _, seen) = wakes(&pair.stdout);
+    // perf's capture is whole beside the in-kernel engine (its programs pass every event on to
+    // the tracepoint's other perf events): the timehist below has the waiter.
     // `perf sched latency` (perf 6.1) ignores sched_waking, which `perf sched record` records
     // instead of sched_wakeup here, and counts one switch per task: timehist reads it.
     let th = Command::new(perf)
@@ -578,5 +637,28 @@ fn perf_sched_and_latlab_agree_on_the_same_events() {
     assert!(
         (our_avg - avg_ms).abs() <= 0.2 * avg_ms + 0.02,
         "avg: latlab {our_avg} ms, perf {avg_ms} ms"
+    );
+}
+
+/// The in-kernel engine's object is what its C source builds (the `bpf2go` convention): a
+/// change to bpf/sched.bpf.c without its rebuilt object, or an object edited by hand, fails.
+#[test]
+fn the_committed_bpf_object_is_what_its_source_builds() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let have = |p: &str| Path::new(p).exists();
+    if !have("/usr/bin/clang") || !have("/usr/include/bpf/bpf_helpers.h") {
+        return skip(
+            "bpf_object_rebuilt",
+            "clang or libbpf-dev is not installed (scripts/test.sh installs them)",
+        );
+    }
+    let out = Command::new(root.join("scripts/build-bpf.sh"))
+        .arg("--check")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
 }

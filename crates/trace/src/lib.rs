@@ -7,6 +7,7 @@
 pub mod actions;
 pub mod args;
 pub(crate) mod attribute;
+pub mod bpf;
 pub mod dat;
 pub mod event;
 pub(crate) mod event_log;

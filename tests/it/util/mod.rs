@@ -14,7 +14,7 @@ pub use command::{latlab, Output, Running, TestCommand, LATLAB};
 pub use dir::Dir;
 pub use proc::{blocks, handles, has_thread, none_left, processes_matching, tagged, wait_until};
 pub use stall::{exec_bursts, mono_ns, pin, stall, Injected};
-pub use tracefs::{instance_of, trace_test, tracefs_mounts, turn_tracing_off};
+pub use tracefs::{bpf_programs_of, instance_of, trace_test, tracefs_mounts, turn_tracing_off};
 
 use std::sync::{Mutex, MutexGuard};
 

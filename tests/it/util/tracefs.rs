@@ -89,3 +89,19 @@ pub fn turn_tracing_off(pid: u32) {
     });
     std::fs::write(&on, "0").unwrap();
 }
+
+/// How many BPF programs process `pid` holds (its descriptors whose fdinfo has a `prog_id`):
+/// latlab sched's in-kernel engine holds ten while it runs.
+pub fn bpf_programs_of(pid: u32) -> usize {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fdinfo")) else {
+        return 0;
+    };
+    fds.flatten()
+        .filter(|f| {
+            std::fs::read_to_string(f.path())
+                .unwrap_or_default()
+                .lines()
+                .any(|l| l.starts_with("prog_id:"))
+        })
+        .count()
+}

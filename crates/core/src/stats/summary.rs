@@ -55,6 +55,19 @@ impl Recorder {
         self.hist.record(ns);
     }
 
+    /// Records `n` samples of `ns` (a histogram's bucket, read back).
+    pub fn record_n(&mut self, ns: u64, n: u64) {
+        if n == 0 {
+            return;
+        }
+        self.count += n;
+        self.min = self.min.min(ns);
+        self.max = self.max.max(ns);
+        self.sum += ns as u128 * n as u128;
+        self.sum_sq += (ns as u128) * (ns as u128) * n as u128;
+        self.hist.record_n(ns, n);
+    }
+
     /// Empties the recorder, keeping its histogram's memory (no allocation).
     pub fn reset(&mut self) {
         self.count = 0;

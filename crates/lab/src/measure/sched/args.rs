@@ -67,6 +67,10 @@ Per task, from the sched tracepoints (root; tracefs is mounted if needed):
   run time, migrations, and who woke it (a task, an IRQ, a softirq, an hrtimer).
 Delays over --threshold are explained as --trace explains a spike: the IRQs, softirqs and
 threads (by command, with their real priority) that held the CPU instead.
+Engines: where the kernel takes BPF, programs on the tracepoints aggregate in kernel (counts
+and maxima exact, quantiles within an eighth of an octave; a delay's explanation names the
+tasks its CPU ran, not IRQs); else every event is read through tracefs and replayed.
+LATLAB_TRACER=tracefs or =bpf chooses; the run's parameters.engine says which ran.
 Examples:
   latlab sched --comm myloop -D 30s
   latlab sched -a 1 -- ./my-control-loop --rate 1000
@@ -184,6 +188,7 @@ impl SchedArgs {
                 })
                 .into_iter()
                 .collect(),
+            engine: super::engine::Engine::Tracefs,
         })
     }
 }
@@ -198,7 +203,11 @@ impl crate::driver::Lowering for SchedArgs {
     fn lower(&self, online: &CpuSet) -> Result<SchedConfig> {
         // Its tracing is not `--trace`'s: its messages name the command.
         latlab_trace::set_who("latlab sched");
-        self.to_config(online)
+        let mut c = self.to_config(online)?;
+        let (engine, note) = super::engine::choose()?;
+        c.engine = engine;
+        c.notes.extend(note);
+        Ok(c)
     }
 
     fn check_in_plan(&self, c: &SchedConfig) -> std::result::Result<(), String> {

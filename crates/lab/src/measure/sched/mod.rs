@@ -1,13 +1,16 @@
 //! `latlab sched`: the scheduling latency of any task, not latlab's own threads: from the
 //! `sched` tracepoints of every CPU (read by the `--trace` flight recorder), each measured
 //! task's wake-up latency, preemption delay, run time, migrations and wakers, with the worst
-//! delays explained by the same attribution as `--trace`. Targets are chosen in `target`, the
+//! delays explained by the same attribution as `--trace`; or, where the kernel takes BPF,
+//! aggregated in kernel (`kernel`, the engine chosen in `engine`). Targets are chosen in `target`, the
 //! replay is `track` (a task's latencies kept in `samples`), the text is `report`, a command
 //! run under it is `child`.
 
 pub(crate) mod args;
 mod child;
+pub(crate) mod engine;
 mod follow;
+mod kernel;
 pub(crate) mod report;
 pub(crate) mod samples;
 pub(crate) mod target;
@@ -39,6 +42,8 @@ pub(crate) struct SchedConfig {
     pub(crate) unit: DisplayUnit,
     /// What lowering had to change in the request, recorded as warnings of the run.
     pub(crate) notes: Vec<String>,
+    /// The engine that measures (in the parameters of every run).
+    pub(crate) engine: engine::Engine,
 }
 
 /// A finished `latlab sched`.
@@ -162,7 +167,13 @@ fn run(cfg: &SchedConfig, ctx: &mut Ctx<'_>) -> Result<SchedOutcome> {
         Target::Pid(p) => p.clone(),
         _ => Vec::new(),
     };
-    let (status, ended_by) = watch(&mut follower, ctx, kid.as_mut(), &pids, deadline);
+    let (status, ended_by) = watch(
+        &mut || follower.step(),
+        ctx,
+        kid.as_mut(),
+        &pids,
+        deadline,
+    );
     let stopped = end_command(ctx, kid, status);
     let end_ns = now_mono();
     let duration_s = t0.elapsed().as_secs_f64();
@@ -220,7 +231,7 @@ fn start_command(
 /// or the last `--pid` process's: the command's status, and how the run ended when it ended
 /// by itself.
 fn watch(
-    follower: &mut Follower,
+    step: &mut dyn FnMut(),
     ctx: &Ctx<'_>,
     mut kid: Option<&mut child::Child>,
     pids: &[i32],
@@ -230,7 +241,7 @@ fn watch(
     loop {
         let control = ctx.control();
         control.sleep(TICK);
-        follower.step();
+        step();
         if control.should_stop() || deadline.is_some_and(|d| Instant::now() >= d) {
             return (None, None);
         }
@@ -386,6 +397,9 @@ impl crate::driver::Measurement for SchedConfig {
     }
 
     fn trace_request(&self) -> Option<latlab_trace::session::Request> {
+        if self.engine == engine::Engine::Bpf {
+            return None;
+        }
         let all: Vec<usize> = latlab_core::config::CpuSet::online_here().iter().collect();
         let home = housekeeping(self, &all);
         Some(latlab_trace::session::Request {
@@ -413,7 +427,10 @@ impl crate::driver::Measurement for SchedConfig {
         for n in &self.notes {
             ctx.warn(n.clone());
         }
-        run(self, ctx)
+        match self.engine {
+            engine::Engine::Bpf => kernel::run(self, ctx),
+            engine::Engine::Tracefs => run(self, ctx),
+        }
     }
 
     fn result(o: &mut SchedOutcome) -> &mut Run {

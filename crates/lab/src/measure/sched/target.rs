@@ -128,6 +128,11 @@ impl Matcher {
         self.tgids.insert(pid, pid);
     }
 
+    /// `tid` is (or was) a thread of process `tgid`, as the kernel said.
+    pub(crate) fn know(&mut self, tid: i32, tgid: i32) {
+        self.tgids.insert(tid, tgid);
+    }
+
     /// The process `tid` belongs to: from /proc, else (gone already) its parent's when it was
     /// forked during the run (a short-lived thread, most likely), else itself.
     /// The process `tid` belongs to: from /proc while it lives, else up the parents the

@@ -1,0 +1,86 @@
+//! Which engine measures `latlab sched`: the in-kernel one (BPF programs aggregate, user space
+//! reads maps) where the kernel takes it, else the tracefs one (every event read and replayed
+//! here); `LATLAB_TRACER=tracefs` or `=bpf` decides instead.
+
+use latlab_core::error::{Error, Result};
+use serde::Serialize;
+
+/// The engine a run used (its parameters say which).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Engine {
+    /// BPF programs on the `sched` tracepoints aggregate in kernel.
+    Bpf,
+    /// The tracefs flight recorder's events, replayed by `track`.
+    #[default]
+    Tracefs,
+}
+
+/// The variable that forces an engine.
+const VAR: &str = "LATLAB_TRACER";
+
+/// The first line of `why`, short enough for a warning (a verifier's log is long).
+fn short(why: &str) -> String {
+    let line = why.lines().next().unwrap_or_default();
+    match line.char_indices().nth(300) {
+        Some((i, _)) => format!("{}...", &line[..i]),
+        None => line.to_string(),
+    }
+}
+
+/// The engine for this run, and what the result should say when the in-kernel one was
+/// wanted but could not run.
+pub(crate) fn choose() -> Result<(Engine, Option<String>)> {
+    choose_with(std::env::var(VAR).ok().as_deref(), latlab_trace::bpf::probe)
+}
+
+fn choose_with(
+    var: Option<&str>,
+    probe: impl FnOnce() -> std::result::Result<(), String>,
+) -> Result<(Engine, Option<String>)> {
+    match var.unwrap_or("") {
+        "tracefs" => Ok((Engine::Tracefs, None)),
+        "bpf" => match probe() {
+            Ok(()) => Ok((Engine::Bpf, None)),
+            Err(e) => Err(Error::Env(format!(
+                "{VAR}=bpf: the in-kernel engine cannot run here: {} (it needs root, BPF and \
+                 the sched tracepoints; {VAR}=tracefs runs the tracefs engine)",
+                short(&e)
+            ))),
+        },
+        "" => Ok(match probe() {
+            Ok(()) => (Engine::Bpf, None),
+            Err(e) => (
+                Engine::Tracefs,
+                Some(format!(
+                    "the in-kernel (BPF) engine could not run ({}): the tracefs engine ran",
+                    short(&e)
+                )),
+            ),
+        }),
+        v => Err(Error::Usage(format!(
+            "{VAR}={v:?}: give bpf (the in-kernel engine) or tracefs"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_variable_decides_and_a_refusal_is_said() {
+        let fails = || Err("loading: Operation not permitted\nverifier log".to_string());
+        assert_eq!(choose_with(Some("tracefs"), || unreachable!()).unwrap(), (Engine::Tracefs, None));
+        assert_eq!(choose_with(None, || Ok(())).unwrap(), (Engine::Bpf, None));
+        let (e, note) = choose_with(None, fails).unwrap();
+        assert_eq!(e, Engine::Tracefs);
+        let note = note.unwrap();
+        assert!(note.contains("Operation not permitted") && !note.contains("verifier"), "{note}");
+        let err = choose_with(Some("bpf"), fails).unwrap_err();
+        assert_eq!(err.exit_code(), 3, "{err}");
+        let err = choose_with(Some("ebpf"), || Ok(())).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        assert!(err.to_string().contains("LATLAB_TRACER"), "{err}");
+    }
+}

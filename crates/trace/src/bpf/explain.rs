@@ -1,0 +1,115 @@
+//! A delay the in-kernel engine sent, as the attribution `--trace` gives: what its CPU ran
+//! while the task waited, each with its share, from the kernel's last switches on that CPU.
+//! IRQs and softirqs are not seen here (their time is the running task's).
+
+use super::layout::Spike;
+use latlab_core::result::trace::{Attribution, Component, TaskRef};
+
+/// The explanation of `s`: one component per task (or idle) that ran, most time first.
+pub fn attribution(s: &Spike) -> Attribution {
+    let latency = s.to.saturating_sub(s.from).max(1);
+    // Summed per task: a CPU that switched back and forth charges each once.
+    let mut by: Vec<(i32, &super::Ran, u64)> = Vec::new();
+    for (r, ns) in &s.ran {
+        match by.iter_mut().find(|b| b.0 == r.pid) {
+            Some(b) => b.2 += ns,
+            None => by.push((r.pid, r, *ns)),
+        }
+    }
+    by.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
+    let components = by
+        .into_iter()
+        .filter(|b| b.2 > 0)
+        .map(|(pid, r, ns)| {
+            let (kind, name, task) = if pid == 0 {
+                ("idle", "CPU idle".to_string(), None)
+            } else {
+                (
+                    "thread",
+                    crate::attribute::task_label(&r.comm, pid, r.prio),
+                    Some(TaskRef {
+                        pid,
+                        comm: r.comm.as_str().into_owned(),
+                        prio: r.prio,
+                    }),
+                )
+            };
+            Component {
+                kind: kind.into(),
+                name,
+                ns,
+                share: ns as f64 / latency as f64,
+                task,
+                group: None,
+                chain: Default::default(),
+                folded: 0,
+            }
+        })
+        .collect();
+    let mut notes = vec![
+        "in-kernel engine: what the CPU ran while the task waited, from its last switches \
+         (IRQ and softirq time is charged to the task they interrupted)"
+            .to_string(),
+    ];
+    if s.ran.is_empty() {
+        notes.push(
+            "its explanation was lost: the kernel's ring of delays was full (the delay itself \
+             is exact)"
+                .to_string(),
+        );
+    } else if !s.complete {
+        notes.push(format!(
+            "the CPU switched more than {} times while the task waited: the earliest are not \
+             kept",
+            super::layout::RING
+        ));
+    }
+    Attribution {
+        components,
+        switch_in_ns: Some(s.to),
+        notes,
+        ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bpf::Ran;
+    use crate::event::Name;
+
+    fn ran(pid: i32, comm: &str) -> Ran {
+        Ran {
+            ts: 0,
+            pid,
+            prio: 0,
+            comm: Name::new(comm.as_bytes()),
+        }
+    }
+
+    #[test]
+    fn what_ran_is_charged_per_task_most_first() {
+        let s = Spike {
+            tid: 9,
+            cpu: 1,
+            wake: true,
+            from: 1000,
+            to: 2000,
+            ran: vec![
+                (ran(7, "hog"), 300),
+                (ran(0, "swapper/1"), 100),
+                (ran(7, "hog"), 600),
+            ],
+            complete: true,
+        };
+        let a = attribution(&s);
+        assert_eq!(a.components.len(), 2);
+        assert_eq!(a.components[0].kind, "thread");
+        assert_eq!(a.components[0].ns, 900);
+        assert_eq!(a.components[0].task.as_ref().map(|t| t.prio), Some(0));
+        assert!((a.components[0].share - 0.9).abs() < 1e-9);
+        assert_eq!(a.components[1].kind, "idle");
+        assert_eq!(a.switch_in_ns, Some(2000));
+        assert_eq!(a.notes.len(), 1);
+    }
+}
