@@ -69,6 +69,8 @@ def main():
     ap.add_argument("--latlab", action="append", default=None,
                     help="latlab binary (twice: before and after, interleaved)")
     ap.add_argument("--no-sustained", action="store_true")
+    ap.add_argument("--runqlat", action="store_true",
+                    help="also bcc's runqlat (bpfcc-tools) in every round")
     ap.add_argument("--engines", action="store_true",
                     help="one binary, LATLAB_TRACER=tracefs and =bpf interleaved")
     a = ap.parse_args()
@@ -80,7 +82,7 @@ def main():
     label = lambda k: bins[k] + (f" ({envs[k]['LATLAB_TRACER']})" if envs[k] else "")
     tmp = scratch(prefix="latlab-bench-sched-")
     data = os.path.join(tmp, "perf.data")
-    bare, ph, pc, tc = [], [], [], []
+    bare, ph, pc, tc, rh, rc = [], [], [], [], [], []
     lhs, lcs = [[] for _ in bins], [[] for _ in bins]
     for i in range(a.rounds):
         bare.append(hackbench(a.groups, a.loops))
@@ -92,6 +94,10 @@ def main():
         h, c = traced(["perf", "sched", "record", "-a", "-o", data], a.groups, a.loops)
         ph.append(h); pc.append(c)
         tc.append(cpu_of(["perf", "sched", "timehist", "-i", data]))
+        if a.runqlat:
+            # bcc compiles its program at start (clang in process): its CPU includes that.
+            h, c = traced(["runqlat-bpfcc"], a.groups, a.loops)
+            rh.append(h); rc.append(c)
         under = " | ".join(f"under {label(k)} {lhs[k][-1]:.3f} s (cpu {lcs[k][-1]:.3f} s)"
                            for k in range(len(bins)))
         print(f"round {i+1}: hackbench bare {bare[-1]:.3f} s | {under} | under perf "
@@ -109,6 +115,13 @@ def main():
         hb = sorted(y / x for x, y in zip(lhs[0], lhs[-1]))
         print(f"{label(len(bins)-1)} / {label(0)} hackbench time: ratio of medians "
               f"{m(lhs[-1])/m(lhs[0]):.2f}, per-round {hb[0]:.2f}-{hb[-1]:.2f}")
+    if rc:
+        for k in range(len(bins)):
+            per = sorted(l / r for l, r in zip(lcs[k], rc))
+            print(f"{label(k)} / runqlat tracer CPU: ratio of medians {m(lcs[k])/m(rc):.2f} "
+                  f"(runqlat {m(rc):.3f} s [{min(rc):.3f}-{max(rc):.3f}]), per-round "
+                  f"{per[0]:.2f}-{per[-1]:.2f}; hackbench under runqlat {m(rh):.3f} s "
+                  f"({m(rh)/m(bare):.2f}x bare)")
     rows = [] if a.no_sustained else sustained(bins[-1], a.loops, tmp, envs[-1])
     ok = [r for r in rows if r[2] == 0]
     if ok:

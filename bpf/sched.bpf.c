@@ -19,6 +19,11 @@
 #include <bpf/bpf_helpers.h>
 #include "sched.h"
 
+/* prev_state bits of a task's last switch-out (its exit_state, as the tracepoint reports it;
+ * a preemption reports TASK_REPORT_MAX instead, a block on the way out its sleep state). */
+#define EXIT_DEAD 0x10
+#define EXIT_ZOMBIE 0x20
+
 /* What every program returns: 1 lets the event go on to the tracepoint's other perf events
  * (perf record, another tool). 0 would drop it for all of them: the kernel submits a
  * tracepoint's event to perf only when its BPF programs return non-zero. */
@@ -47,8 +52,9 @@ struct in_irq {
 };
 
 /* Counters, per CPU: events, tasks not kept (table full), exits not sent (ring full),
- * spikes not sent, tids reused before their exit was collected. */
-enum { C_EVENTS, C_DROPPED, C_EXITS_LOST, C_SPIKES_LOST, C_REUSED, C_N };
+ * spikes not sent, tids reused before their exit was collected, events not filed (their
+ * task had no entry). */
+enum { C_EVENTS, C_DROPPED, C_EXITS_LOST, C_SPIKES_LOST, C_REUSED, C_UNFILED, C_N };
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -70,6 +76,15 @@ struct {
 	__type(key, __u32);
 	__type(value, struct ring);
 } recent SEC(".maps");
+
+/* The tids the table had no room for, each counted once (LRU: bounded, so a storm of more
+ * than its size is counted at least once per tid it still holds). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, __u8);
+} refused SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -152,7 +167,10 @@ static __always_inline struct task *entry(__u32 tid, __u64 now)
 	if (!z)
 		return NULL;
 	if (bpf_map_update_elem(&tasks, &tid, z, BPF_NOEXIST) && bpf_map_lookup_elem(&tasks, &tid) == NULL) {
-		count(C_DROPPED);
+		__u8 one = 1;
+		count(C_UNFILED);
+		if (bpf_map_update_elem(&refused, &tid, &one, BPF_NOEXIST) == 0)
+			count(C_DROPPED);
 		return NULL;
 	}
 	t = bpf_map_lookup_elem(&tasks, &tid);
@@ -365,6 +383,7 @@ static __always_inline void record(struct task *t, int wake, __u64 from, __u64 n
 	s->from = from;
 	s->to = now;
 	s->n = 0;
+	copy_comm(s->comm, t->comm);
 	if (r) {
 		for (int i = 0; i < RING; i++)
 			s->ran[i] = r->s[i];
@@ -396,8 +415,9 @@ int latlab_switch(struct ev_switch *ev)
 				p->unmatched += 1;
 				p->woken_at = 0;
 			}
-			if (p->flags & F_EXITED) {
-				/* Its last switch-out: off the table, to user space. */
+			if ((p->flags & F_EXITED) && (ev->prev_state & (EXIT_DEAD | EXIT_ZOMBIE))) {
+				/* Its last switch-out (dead, not preempted or blocked on its way out):
+				 * off the table, to user space. */
 				if (bpf_ringbuf_output(&exits, p, sizeof(*p), 0) == 0)
 					bpf_map_delete_elem(&tasks, &tid);
 				else

@@ -50,6 +50,7 @@ struct task {
 struct spike {
 	__u32 tid; __u32 cpu; __u32 wake; __u32 n;
 	__u64 from, to;
+	char comm[COMM]; /* the task's, so user space can drop other tasks' at once */
 	struct slot ran[RING];
 };
 

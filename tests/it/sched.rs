@@ -517,6 +517,17 @@ fn perf_delays(text: &str, tid: i64) -> Vec<f64> {
         .collect()
 }
 
+/// A child killed and reaped when dropped, a failed assertion's unwinding too (a busy loop
+/// left running would load a CPU for every test after).
+struct Reaped(std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// perf's path, when installed.
 fn perf() -> Option<&'static Path> {
     let p = Path::new("/usr/bin/perf");
@@ -537,10 +548,12 @@ fn perf_sched_and_latlab_agree_on_the_same_events() {
     let data = dir.join("perf-sched.data");
     // A plain busy task keeps CPU 1 from idling: the kernel does not trace a switch from the
     // idle task, and perf (unlike latlab) cannot date such a switch-in.
-    let mut busy = Command::new("taskset")
-        .args(["-c", "1", "sh", "-c", "while :; do :; done"])
-        .spawn()
-        .unwrap();
+    let busy = Reaped(
+        Command::new("taskset")
+            .args(["-c", "1", "sh", "-c", "while :; do :; done"])
+            .spawn()
+            .unwrap(),
+    );
     // The workload starts first and sleeps until t0: its threads' creation and pinning (a
     // migration, whose wake-up the two tools time differently) happen before either traces.
     // Five seconds for both tools to start, a wide margin on a busy machine (the workload
@@ -579,8 +592,7 @@ fn perf_sched_and_latlab_agree_on_the_same_events() {
     let pair = pair.wait_with_output().unwrap();
     let rec = rec.wait_with_output().unwrap();
     let out = l.finish();
-    let _ = busy.kill();
-    let _ = busy.wait();
+    drop(busy);
     assert!(
         rec.status.success(),
         "{}",

@@ -17,7 +17,8 @@ pub fn attribution(s: &Spike) -> Attribution {
         }
     }
     by.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
-    let components = by
+    let seen: u64 = by.iter().map(|b| b.2).sum();
+    let mut components: Vec<Component> = by
         .into_iter()
         .filter(|b| b.2 > 0)
         .map(|(pid, r, ns)| {
@@ -46,6 +47,29 @@ pub fn attribution(s: &Spike) -> Attribution {
             }
         })
         .collect();
+    // The components add up to the delay: what the kernel did not keep is said as such.
+    let rest = latency.saturating_sub(seen);
+    if rest > 0 && (s.ran.is_empty() || !s.complete) {
+        let name = if s.ran.is_empty() {
+            "not kept: the kernel's ring of delays was full".to_string()
+        } else {
+            format!(
+                "before the CPU's last {} switches (not kept in kernel)",
+                super::layout::RING
+            )
+        };
+        components.push(Component {
+            kind: "unknown".into(),
+            name,
+            ns: rest,
+            share: rest as f64 / latency as f64,
+            task: None,
+            group: None,
+            chain: Default::default(),
+            folded: 0,
+        });
+        components.sort_by_key(|c| std::cmp::Reverse(c.ns));
+    }
     let mut notes = vec![
         "in-kernel engine: what the CPU ran while the task waited, from its last switches \
          (IRQ and softirq time is charged to the task they interrupted)"
@@ -66,7 +90,8 @@ pub fn attribution(s: &Spike) -> Attribution {
     }
     Attribution {
         components,
-        switch_in_ns: Some(s.to),
+        // From the expected wake-up, as the tracefs engine gives it.
+        switch_in_ns: Some(s.to.saturating_sub(s.from)),
         notes,
         ..Default::default()
     }
@@ -91,6 +116,7 @@ mod tests {
     fn what_ran_is_charged_per_task_most_first() {
         let s = Spike {
             tid: 9,
+            comm: Name::new(b"waiter"),
             cpu: 1,
             wake: true,
             from: 1000,
@@ -109,7 +135,30 @@ mod tests {
         assert_eq!(a.components[0].task.as_ref().map(|t| t.prio), Some(0));
         assert!((a.components[0].share - 0.9).abs() < 1e-9);
         assert_eq!(a.components[1].kind, "idle");
-        assert_eq!(a.switch_in_ns, Some(2000));
+        assert_eq!(a.switch_in_ns, Some(1000));
         assert_eq!(a.notes.len(), 1);
+    }
+
+    #[test]
+    fn what_the_kernel_did_not_keep_is_said_and_the_shares_add_up() {
+        let mut s = Spike {
+            tid: 9,
+            comm: Name::new(b"waiter"),
+            cpu: 1,
+            wake: true,
+            from: 1000,
+            to: 11_000,
+            ran: vec![(ran(7, "hog"), 2_000)],
+            complete: false,
+        };
+        let total = |a: &Attribution| a.components.iter().map(|c| c.ns).sum::<u64>();
+        let a = attribution(&s);
+        assert_eq!(total(&a), 10_000);
+        assert_eq!(a.components[0].kind, "unknown");
+        assert_eq!(a.components[0].ns, 8_000);
+        s.ran.clear();
+        let a = attribution(&s);
+        assert_eq!(total(&a), 10_000);
+        assert!(a.components[0].name.contains("ring"), "{:?}", a.components);
     }
 }

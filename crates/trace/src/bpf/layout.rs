@@ -6,7 +6,7 @@ use crate::event::Name;
 /// Bytes of a task's record (`struct task`).
 pub(crate) const TASK: usize = 2592;
 /// Bytes of a spike's record (`struct spike`).
-pub(crate) const SPIKE: usize = 288;
+pub(crate) const SPIKE: usize = 304;
 /// Bytes of the settings (`struct config`).
 pub(crate) const CONFIG: usize = 40;
 /// Histogram buckets (`NB`).
@@ -190,6 +190,8 @@ pub struct Ran {
 pub struct Spike {
     /// The task delayed.
     pub tid: i32,
+    /// Its name.
+    pub comm: Name,
     /// The CPU it was switched in on.
     pub cpu: usize,
     /// A wake-up (false: a preemption).
@@ -217,7 +219,7 @@ impl Spike {
         let mut slots: Vec<Ran> = (0..RING.min(head))
             .map(|k| {
                 let i = (head + RING - RING.min(head) + k) % RING;
-                let o = 32 + 32 * i;
+                let o = 48 + 32 * i;
                 Ran {
                     ts: u64_at(b, o),
                     pid: u32_at(b, o + 8) as i32,
@@ -239,6 +241,7 @@ impl Spike {
         }
         Some(Spike {
             tid: u32_at(b, 0) as i32,
+            comm: name_at(b, 32),
             cpu: u32_at(b, 4) as usize,
             wake: u32_at(b, 8) != 0,
             from,
@@ -297,7 +300,7 @@ mod tests {
         b[24..32].copy_from_slice(&to.to_le_bytes());
         for (k, &(ts, pid)) in slots.iter().enumerate() {
             // Written in order: the k-th switch went to slot k % RING.
-            let o = 32 + 32 * (k % RING);
+            let o = 48 + 32 * (k % RING);
             b[o..o + 8].copy_from_slice(&ts.to_le_bytes());
             b[o + 8..o + 12].copy_from_slice(&pid.to_le_bytes());
             b[o + 16..o + 19].copy_from_slice(b"hog");

@@ -34,6 +34,9 @@ pub fn program_names() -> impl Iterator<Item = &'static str> {
     PROGRAMS.iter().map(|p| p.0)
 }
 
+/// Tasks the kernel's table holds at most (`MAX_TASKS` of bpf/sched.h).
+pub const MAX_TASKS: usize = 8192;
+
 /// The kernel's counters of what the engine could not keep.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Counters {
@@ -47,6 +50,8 @@ pub struct Counters {
     pub spikes_lost: u64,
     /// Tasks whose tid was reused before their exit was collected: lost.
     pub reused: u64,
+    /// Events not filed: their task had no entry (the table was full).
+    pub unfiled: u64,
 }
 
 /// The engine, loaded and attached; detached when dropped.
@@ -119,7 +124,8 @@ impl SchedProbe {
         Ok(SchedProbe { bpf, exits, spikes })
     }
 
-    /// Moves what the rings hold out: tasks that exited, and delays over the threshold.
+    /// Moves what the rings hold out: tasks that exited, and delays over the threshold (of
+    /// every task: the caller keeps those it measures).
     pub fn drain(&mut self, exited: &mut Vec<TaskStat>, spikes: &mut Vec<Spike>) {
         while let Some(item) = self.exits.next() {
             if let Some(t) = TaskStat::parse(&item) {
@@ -151,7 +157,7 @@ impl SchedProbe {
 
     /// The kernel's counters, summed over CPUs.
     pub fn counters(&self) -> Counters {
-        let mut c = [0u64; 5];
+        let mut c = [0u64; 6];
         if let Some(Ok(a)) = self
             .bpf
             .map("counters")
@@ -169,6 +175,7 @@ impl SchedProbe {
             exits_lost: c[2],
             spikes_lost: c[3],
             reused: c[4],
+            unfiled: c[5],
         }
     }
 }

@@ -31,7 +31,17 @@ fn short(why: &str) -> String {
 /// The engine for this run, and what the result should say when the in-kernel one was
 /// wanted but could not run.
 pub(crate) fn choose() -> Result<(Engine, Option<String>)> {
-    choose_with(std::env::var(VAR).ok().as_deref(), latlab_trace::bpf::probe)
+    let v = std::env::var_os(VAR);
+    let v = match v.as_deref().map(|v| v.to_str()) {
+        Some(None) => {
+            return Err(Error::Usage(format!(
+                "{VAR}: not UTF-8; give bpf (the in-kernel engine) or tracefs"
+            )))
+        }
+        Some(Some(s)) => Some(s),
+        None => None,
+    };
+    choose_with(v, latlab_trace::bpf::probe)
 }
 
 fn choose_with(

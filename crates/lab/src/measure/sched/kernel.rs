@@ -127,6 +127,7 @@ fn with_worst(all: &[TaskStat], sent: &mut Vec<Spike>, threshold_ns: u64) {
             if to.saturating_sub(from) >= threshold_ns && !have.contains(&(t.tid, from, to)) {
                 sent.push(Spike {
                     tid: t.tid,
+                    comm: t.comm,
                     cpu,
                     wake,
                     from,
@@ -139,13 +140,59 @@ fn with_worst(all: &[TaskStat], sent: &mut Vec<Spike>, threshold_ns: u64) {
     }
 }
 
+/// The delays over the threshold kept while the run goes on: only the measured tasks' where
+/// that can be told at once (a command's family is known only at the end), and never more
+/// than twice [`MAX_SPIKES`] (the worst kept): memory stays bounded however long the run and
+/// however busy the rest of the machine.
+struct Kept {
+    spikes: Vec<Spike>,
+    /// Whether each tid seen is measured (not for `-- CMD`).
+    wanted: HashMap<i32, bool>,
+    /// Delays let go: not among the worst.
+    let_go: u64,
+}
+
+impl Kept {
+    fn new() -> Kept {
+        Kept {
+            spikes: Vec::new(),
+            wanted: HashMap::new(),
+            let_go: 0,
+        }
+    }
+
+    fn take(&mut self, new: &mut Vec<Spike>, matcher: &mut Matcher, by_tid: bool) {
+        if self.wanted.len() > 100_000 {
+            self.wanted.clear();
+        }
+        for s in new.drain(..) {
+            let keep = !by_tid
+                || *self
+                    .wanted
+                    .entry(s.tid)
+                    .or_insert_with(|| matcher.wants(s.tid, &s.comm).is_some());
+            if keep {
+                self.spikes.push(s);
+            }
+        }
+        if self.spikes.len() > 2 * MAX_SPIKES {
+            self.spikes.sort_by_key(|s| std::cmp::Reverse(s.to - s.from));
+            self.let_go += (self.spikes.len() - MAX_SPIKES) as u64;
+            self.spikes.truncate(MAX_SPIKES);
+        }
+    }
+}
+
 /// What the kernel could not keep, in words.
 fn losses(c: &Counters) -> Vec<String> {
     let mut w = Vec::new();
     if c.dropped > 0 {
         w.push(format!(
-            "{} tasks were not measured: the in-kernel table was full",
-            c.dropped
+            "{} tasks were not measured ({} of their events): the in-kernel table of {} \
+             tasks was full",
+            c.dropped,
+            c.unfiled,
+            latlab_trace::bpf::MAX_TASKS
         ));
     }
     if c.reused > 0 {
@@ -191,9 +238,13 @@ pub(super) fn run(cfg: &SchedConfig, ctx: &mut Ctx<'_>) -> Result<SchedOutcome> 
         Target::Pid(p) => p.clone(),
         _ => Vec::new(),
     };
-    let (mut exited, mut sent) = (Vec::new(), Vec::new());
+    let (mut exited, mut fresh, mut kept) = (Vec::new(), Vec::new(), Kept::new());
+    let by_tid = !matches!(cfg.target, Target::Command(_));
     let (status, ended_by) = super::watch(
-        &mut || probe.drain(&mut exited, &mut sent),
+        &mut || {
+            probe.drain(&mut exited, &mut fresh);
+            kept.take(&mut fresh, &mut matcher, by_tid);
+        },
         ctx,
         kid.as_mut(),
         &pids,
@@ -201,7 +252,13 @@ pub(super) fn run(cfg: &SchedConfig, ctx: &mut Ctx<'_>) -> Result<SchedOutcome> 
     );
     let stopped = super::end_command(ctx, kid, status);
     let duration_s = t0.elapsed().as_secs_f64();
-    probe.drain(&mut exited, &mut sent);
+    probe.drain(&mut exited, &mut fresh);
+    kept.take(&mut fresh, &mut matcher, by_tid);
+    let Kept {
+        spikes: mut sent,
+        let_go,
+        ..
+    } = kept;
     let counters = probe.counters();
     exited.extend(probe.tasks());
     // Detached here: nothing of the engine outlives the measurement.
@@ -221,8 +278,9 @@ pub(super) fn run(cfg: &SchedConfig, ctx: &mut Ctx<'_>) -> Result<SchedOutcome> 
         threshold_ns: cfg.threshold_ns,
         cpus: cfg.cpus.clone().unwrap_or(all),
         events: counters.events,
+        lost_events: counters.unfiled,
         spikes: records,
-        spikes_dropped: counters.spikes_lost + not_kept,
+        spikes_dropped: counters.spikes_lost + not_kept + let_go,
         warnings: losses(&counters),
         ..Default::default()
     };
