@@ -67,7 +67,12 @@ fn err(what: &str, e: impl std::fmt::Display) -> String {
 
 /// Loads the object (the kernel verifies it): the programs, not yet attached.
 fn load(threshold_ns: u64, cpus: Option<&[usize]>) -> Result<aya::Ebpf, String> {
-    let mut bpf = aya::Ebpf::load(OBJECT).map_err(|e| err("loading the BPF object", e))?;
+    // No kernel BTF: the programs read tracepoint records, not kernel structures (no CO-RE),
+    // and parsing the kernel's (megabytes) would be most of the engine's own CPU.
+    let mut bpf = aya::EbpfLoader::new()
+        .btf(None)
+        .load(OBJECT)
+        .map_err(|e| err("loading the BPF object", e))?;
     {
         let map = bpf
             .map_mut("settings")
