@@ -29,19 +29,25 @@
  * tracepoint's event to perf only when its BPF programs return non-zero. */
 #define PASS 1
 
-/* Tracepoint records (the format files' layouts). */
+/* Tracepoint records (the format files' layouts). Their common header is 8 bytes, or 12 on
+ * PREEMPT_RT kernels (common_preempt_lazy_count, common_migrate_disable): built once for each
+ * (HDR, by scripts/build-bpf.sh), the loader picks the one the running kernel's format files
+ * match, field by field. */
+#ifndef HDR
+#define HDR 8
+#endif
 struct ev_switch {
-	__u16 type; __u8 flags; __u8 preempt_count; __s32 common_pid;
+	char common[HDR];
 	char prev_comm[COMM]; __s32 prev_pid; __s32 prev_prio; __s64 prev_state;
 	char next_comm[COMM]; __s32 next_pid; __s32 next_prio;
 };
 struct ev_task {
-	__u16 type; __u8 flags; __u8 preempt_count; __s32 common_pid;
+	char common[HDR];
 	char comm[COMM]; __s32 pid; __s32 prio;
 };
 
 struct ev_irq {
-	__u16 type; __u8 flags; __u8 preempt_count; __s32 common_pid;
+	char common[HDR];
 	__s32 irq; /* irq_handler_entry/exit's irq, softirq_entry/exit's vec */
 };
 
@@ -146,7 +152,11 @@ static __always_inline int measured(__u32 cpu)
 	struct config *c = bpf_map_lookup_elem(&settings, &k);
 	if (!c)
 		return 1;
-	return (c->cpus[(cpu >> 6) & (MASK_WORDS - 1)] >> (cpu & 63)) & 1;
+	__u32 w = cpu >> 6;
+	barrier_var(w);
+	if (w >= MASK_WORDS)
+		return 0;
+	return (c->cpus[w] >> (cpu & 63)) & 1;
 }
 
 static __always_inline __u64 threshold(void)
@@ -345,6 +355,7 @@ static __always_inline void record(struct task *t, int wake, __u64 from, __u64 n
 {
 	__u64 d = now - from;
 	__u32 b = bucket(d);
+	barrier_var(b);
 	if (wake) {
 		t->wake_n += 1;
 		t->wake_sum += d;
@@ -449,8 +460,12 @@ int latlab_switch(struct ev_switch *ev)
 			n->last_cpu = cpu + 1;
 			n->on_cpu = cpu + 1;
 			n->on_since = now;
-			if (cpu < MASK_WORDS * 64)
-				n->cpus[(cpu >> 6) & (MASK_WORDS - 1)] |= 1ULL << (cpu & 63);
+			/* The word's index bounded in the register that indexes: 6.1's verifier
+			 * loses a bound the compiler moved to another register. */
+			__u32 w = cpu >> 6;
+			barrier_var(w);
+			if (w < MASK_WORDS)
+				n->cpus[w] |= 1ULL << (cpu & 63);
 		}
 	}
 	/* This CPU now runs next (the idle task too: a CPU that idled while a task waited). */
@@ -458,7 +473,11 @@ int latlab_switch(struct ev_switch *ev)
 	struct ring *r = bpf_map_lookup_elem(&recent, &k);
 	if (r) {
 		__u32 h = r->head;
-		struct slot *s = &r->s[h & (RING - 1)];
+		__u32 i = h & (RING - 1);
+		barrier_var(i);
+		if (i >= RING)
+			return PASS;
+		struct slot *s = &r->s[i];
 		s->ts = now;
 		s->pid = ev->next_pid;
 		s->prio = ev->next_prio;

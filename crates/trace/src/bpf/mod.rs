@@ -1,5 +1,6 @@
-//! The in-kernel engine of `latlab sched`: loads `bpf/sched.bpf.c` (its object, built by
-//! scripts/build-bpf.sh, is embedded), attaches it to four `sched` tracepoints and reads what
+//! The in-kernel engine of `latlab sched`: loads `bpf/sched.bpf.c` (its objects, built by
+//! scripts/build-bpf.sh, are embedded; the one whose tracepoint layouts the kernel's format
+//! files match is loaded), attaches it to four `sched` tracepoints and reads what
 //! it aggregated: the table of live tasks, the ring of tasks that exited and the ring of delays
 //! over the threshold. No event crosses to user space; nothing is pinned, so the programs go
 //! with the process however it ends (a SIGKILL closes their descriptors).
@@ -10,9 +11,91 @@ pub mod layout;
 use aya::maps::{HashMap, MapData, PerCpuArray, RingBuf};
 pub use layout::{bucket_bounds, Delays, Ran, Spike, TaskStat};
 
-/// The object, as scripts/build-bpf.sh built it from bpf/sched.bpf.c.
-/// (aligned: the ELF reader reads its headers in place).
+/// The objects, as scripts/build-bpf.sh built them from bpf/sched.bpf.c (aligned: the ELF
+/// reader reads its headers in place): for tracepoint records with the common 8-byte header,
+/// and with PREEMPT_RT's 12 bytes.
 static OBJECT: &[u8] = aya::include_bytes_aligned!("sched.bpf.o");
+/// See [`OBJECT`].
+static OBJECT_RT: &[u8] = aya::include_bytes_aligned!("sched-rt.bpf.o");
+
+/// The fields the programs read and their offsets in records whose common header is `hdr`
+/// bytes (`struct ev_*` of bpf/sched.bpf.c).
+fn expected(hdr: usize) -> Vec<(&'static str, &'static str, usize)> {
+    // prev_state is a long: aligned to 8 after prev_comm, prev_pid, prev_prio.
+    let state = (hdr + 24).div_ceil(8) * 8;
+    let mut v = vec![
+        ("sched/sched_switch", "prev_comm", hdr),
+        ("sched/sched_switch", "prev_pid", hdr + 16),
+        ("sched/sched_switch", "prev_prio", hdr + 20),
+        ("sched/sched_switch", "prev_state", state),
+        ("sched/sched_switch", "next_comm", state + 8),
+        ("sched/sched_switch", "next_pid", state + 24),
+        ("sched/sched_switch", "next_prio", state + 28),
+        ("irq/irq_handler_entry", "irq", hdr),
+        ("irq/softirq_entry", "vec", hdr),
+    ];
+    for ev in [
+        "sched/sched_waking",
+        "sched/sched_wakeup_new",
+        "sched/sched_process_exit",
+    ] {
+        v.extend([
+            (ev, "comm", hdr),
+            (ev, "pid", hdr + 16),
+            (ev, "prio", hdr + 20),
+        ]);
+    }
+    v
+}
+
+/// The object whose record layouts this kernel's format files (under tracefs `root`) match,
+/// field by field; why none does.
+fn object_for(root: &std::path::Path) -> Result<&'static [u8], String> {
+    let mut formats = std::collections::HashMap::new();
+    let mut offset = |ev: &str, field: &str| -> Result<usize, String> {
+        if !formats.contains_key(ev) {
+            let p = root.join("events").join(ev).join("format");
+            let text = std::fs::read_to_string(&p).map_err(|e| err(&p.display().to_string(), e))?;
+            let f =
+                crate::format::parse_format(&text).map_err(|e| err(&p.display().to_string(), e))?;
+            formats.insert(ev.to_string(), f);
+        }
+        formats[ev]
+            .fields
+            .iter()
+            .find(|f| f.name == field)
+            .map(|f| f.offset)
+            .ok_or_else(|| format!("tracepoint {ev} has no field {field}"))
+    };
+    let hdr = offset("sched/sched_switch", "prev_comm")?;
+    let object = match hdr {
+        8 => OBJECT,
+        12 => OBJECT_RT,
+        n => {
+            return Err(format!(
+                "tracepoint records with a {n}-byte header: the engine reads 8 or 12"
+            ))
+        }
+    };
+    for (ev, field, want) in expected(hdr) {
+        let got = offset(ev, field)?;
+        if got != want {
+            return Err(format!(
+                "tracepoint {ev}: field {field} at offset {got}, where the engine reads it at {want}"
+            ));
+        }
+    }
+    Ok(object)
+}
+
+/// The system's tracefs (mounted if it is not: see `lifecycle`): the format files say which
+/// object fits, and attaching finds the tracepoints there.
+fn tracefs() -> Result<std::path::PathBuf, String> {
+    let journal = crate::tracefs::journal_file("");
+    crate::tracefs::TraceFs::system(journal.parent().unwrap_or(std::path::Path::new(".")))
+        .map(|fs| fs.root)
+        .map_err(|e| e.to_string())
+}
 
 /// The programs and the tracepoints they attach to (interrupt contexts first: a wake-up from
 /// one is credited to it from the first).
@@ -69,9 +152,10 @@ fn err(what: &str, e: impl std::fmt::Display) -> String {
 fn load(threshold_ns: u64, cpus: Option<&[usize]>) -> Result<aya::Ebpf, String> {
     // No kernel BTF: the programs read tracepoint records, not kernel structures (no CO-RE),
     // and parsing the kernel's (megabytes) would be most of the engine's own CPU.
+    let object = object_for(&tracefs()?)?;
     let mut bpf = aya::EbpfLoader::new()
         .btf(None)
-        .load(OBJECT)
+        .load(object)
         .map_err(|e| err("loading the BPF object", e))?;
     {
         let map = bpf
@@ -89,9 +173,21 @@ fn load(threshold_ns: u64, cpus: Option<&[usize]>) -> Result<aya::Ebpf, String> 
             .ok_or_else(|| format!("the BPF object has no program {name}"))?
             .try_into()
             .map_err(|e| err(name, e))?;
-        p.load().map_err(|e| err(&format!("loading {name}"), e))?;
+        p.load().map_err(|e| {
+            let why = err(&format!("loading {name}"), e);
+            keep_log(&why);
+            why
+        })?;
     }
     Ok(bpf)
+}
+
+/// Writes a refusal whole (a verifier's log runs to thousands of lines; messages carry its
+/// first and last) to the file `LATLAB_BPF_LOG` names, for whoever must see why.
+fn keep_log(why: &str) {
+    if let Some(path) = std::env::var_os("LATLAB_BPF_LOG").filter(|p| !p.is_empty()) {
+        let _ = std::fs::write(path, why);
+    }
 }
 
 /// Whether the engine can run here: the object loads and the kernel's verifier takes it.
@@ -111,10 +207,6 @@ impl SchedProbe {
                 .ok_or_else(|| format!("the BPF object has no map {name}"))?;
             RingBuf::try_from(m).map_err(|e| err(name, e))
         };
-        // Attaching finds the tracepoints in tracefs: mounted if it is not (see `lifecycle`).
-        let journal = crate::tracefs::journal_file("");
-        crate::tracefs::TraceFs::system(journal.parent().unwrap_or(std::path::Path::new(".")))
-            .map_err(|e| e.to_string())?;
         let exits = ring(&mut bpf, "exits")?;
         let spikes = ring(&mut bpf, "spikes")?;
         for (name, cat, tp) in PROGRAMS {
@@ -253,3 +345,55 @@ pub const RESTORER: latlab_core::io::Restorer =
                 .collect())
         },
     };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fake(root: &std::path::Path, hdr: usize, skew: Option<&str>) {
+        let common = if hdr == 12 {
+            "\tfield:unsigned char common_preempt_lazy_count;\toffset:8;\tsize:1;\tsigned:0;\n"
+        } else {
+            ""
+        };
+        let mut by: std::collections::BTreeMap<&str, Vec<(&str, usize)>> = Default::default();
+        for (ev, f, o) in expected(hdr) {
+            let o = if Some(f) == skew { o + 4 } else { o };
+            by.entry(ev).or_default().push((f, o));
+        }
+        for (ev, fields) in by {
+            let d = root.join("events").join(ev);
+            std::fs::create_dir_all(&d).unwrap();
+            let mut t = format!(
+                "name: {ev}\nID: 1\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n{common}"
+            );
+            for (f, o) in fields {
+                t.push_str(&format!(
+                    "\tfield:int {f};\toffset:{o};\tsize:4;\tsigned:1;\n"
+                ));
+            }
+            std::fs::write(d.join("format"), t).unwrap();
+        }
+    }
+
+    #[test]
+    fn the_object_is_the_one_whose_layouts_the_kernel_has() {
+        let d = tempfile::tempdir().unwrap();
+        fake(&d.path().join("a"), 8, None);
+        assert!(std::ptr::eq(
+            object_for(&d.path().join("a")).unwrap(),
+            OBJECT
+        ));
+        fake(&d.path().join("rt"), 12, None);
+        assert!(std::ptr::eq(
+            object_for(&d.path().join("rt")).unwrap(),
+            OBJECT_RT
+        ));
+        // PREEMPT_RT's sched_switch: prev_state aligned to 40, next_pid at 64.
+        assert!(expected(12).contains(&("sched/sched_switch", "next_pid", 64)));
+        fake(&d.path().join("moved"), 8, Some("pid"));
+        let e = object_for(&d.path().join("moved")).unwrap_err();
+        assert!(e.contains("field pid at offset 28"), "{e}");
+        assert!(object_for(&d.path().join("none")).is_err());
+    }
+}

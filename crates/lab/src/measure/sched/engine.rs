@@ -19,12 +19,22 @@ pub(crate) enum Engine {
 /// The variable that forces an engine.
 const VAR: &str = "LATLAB_TRACER";
 
-/// The first line of `why`, short enough for a warning (a verifier's log is long).
+/// `why` short enough for a warning: its first line, and where a verifier's log follows, the
+/// log's last line (the verifier says why it refused last; the rest is its trace).
 fn short(why: &str) -> String {
-    let line = why.lines().next().unwrap_or_default();
-    match line.char_indices().nth(300) {
-        Some((i, _)) => format!("{}...", &line[..i]),
-        None => line.to_string(),
+    let cut = |l: &str| match l.char_indices().nth(300) {
+        Some((i, _)) => format!("{}...", &l[..i]),
+        None => l.to_string(),
+    };
+    let mut lines = why.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = cut(lines.next().unwrap_or_default());
+    let last = lines
+        .rev()
+        .find(|l| !l.starts_with("verification time") && !l.starts_with("processed "))
+        .filter(|l| !l.starts_with("stack depth"));
+    match last {
+        Some(l) => format!("{first} ... {}", cut(l)),
+        None => first,
     }
 }
 
@@ -86,7 +96,13 @@ mod tests {
         let (e, note) = choose_with(None, fails).unwrap();
         assert_eq!(e, Engine::Tracefs);
         let note = note.unwrap();
-        assert!(note.contains("Operation not permitted") && !note.contains("verifier"), "{note}");
+        assert!(note.contains("Operation not permitted"), "{note}");
+        // A verifier's log: its first line and the reason, last, not the trace between.
+        let log = "loading x: failed. Verifier output: 0: R1=ctx()\n1: (85) call\n\
+                   invalid bpf_context access off=2\nverification time 47 usec\n";
+        let s = short(log);
+        assert!(s.contains("Verifier output") && s.contains("invalid bpf_context"), "{s}");
+        assert!(!s.contains("call") && !s.contains("verification time"), "{s}");
         let err = choose_with(Some("bpf"), fails).unwrap_err();
         assert_eq!(err.exit_code(), 3, "{err}");
         let err = choose_with(Some("ebpf"), || Ok(())).unwrap_err();
