@@ -11,13 +11,15 @@ out="$dest"
 [ "${1:-}" = --check ] && out=$(mktemp -d) && trap 'rm -rf "$out"' EXIT
 command -v clang >/dev/null || { echo "build-bpf.sh: clang not found (apt-get install clang libbpf-dev)" >&2; exit 3; }
 [ -e /usr/include/bpf/bpf_helpers.h ] || { echo "build-bpf.sh: bpf/bpf_helpers.h not found (apt-get install libbpf-dev)" >&2; exit 3; }
-# From the source's folder with a relative name, so the object holds no path of this machine;
-# DWARF stripped (the BTF the maps need stays).
+# From the source's folder with a relative name and the folder mapped to `.` (the BTF's line
+# information names the source by its full path otherwise), so the object holds no path of
+# this machine; DWARF stripped (the BTF the maps need stays).
 cd "$root/bpf"
 mode=${1:-}
 for v in "sched 8" "sched-rt 12"; do
     set -- $v "$mode"
     clang -O2 -g -target bpf -D__TARGET_ARCH_x86 -DHDR="$2" -I/usr/include/x86_64-linux-gnu \
+        -fdebug-prefix-map="$root/bpf=." \
         -c sched.bpf.c -o "$out/$1.bpf.o.tmp"
     llvm-strip -g "$out/$1.bpf.o.tmp"
     mv "$out/$1.bpf.o.tmp" "$out/$1.bpf.o"

@@ -1051,7 +1051,9 @@ fn a_forking_commands_tree_is_one_group() {
     let Some(_x) = trace_test() else { return };
     let dir = Dir::new();
     let json = dir.join("s.json");
+    // Culprit groups are the tracefs engine's attribution (the in-kernel one names threads).
     let out = latlab()
+        .env("LATLAB_TRACER", "tracefs")
         .words("sched --threshold 20us -q --no-store --json")
         .arg(&json)
         .args([
