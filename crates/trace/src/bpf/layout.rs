@@ -1,5 +1,5 @@
 //! The records `bpf/sched.h` defines, read by offset from the bytes a map or a ring hands
-//! over: no `unsafe` cast, and a record shorter than its layout is refused, not read past.
+//! over: no cast of raw memory, and a record shorter than its layout is refused, not read past.
 
 use crate::event::Name;
 

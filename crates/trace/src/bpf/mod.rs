@@ -168,18 +168,24 @@ fn load(threshold_ns: u64, cpus: Option<&[usize]>) -> Result<aya::Ebpf, String> 
             .map_err(|e| err("writing the settings", e))?;
     }
     for (name, _, _) in PROGRAMS {
-        let p: &mut aya::programs::TracePoint = bpf
-            .program_mut(name)
-            .ok_or_else(|| format!("the BPF object has no program {name}"))?
-            .try_into()
-            .map_err(|e| err(name, e))?;
-        p.load().map_err(|e| {
+        tracepoint(&mut bpf, name)?.load().map_err(|e| {
             let why = err(&format!("loading {name}"), e);
             keep_log(&why);
             why
         })?;
     }
     Ok(bpf)
+}
+
+/// The object's tracepoint program `name`.
+fn tracepoint<'a>(
+    bpf: &'a mut aya::Ebpf,
+    name: &str,
+) -> Result<&'a mut aya::programs::TracePoint, String> {
+    bpf.program_mut(name)
+        .ok_or_else(|| format!("the BPF object has no program {name}"))?
+        .try_into()
+        .map_err(|e| err(name, e))
 }
 
 /// Writes a refusal whole (a verifier's log runs to thousands of lines; messages carry its
@@ -210,12 +216,8 @@ impl SchedProbe {
         let exits = ring(&mut bpf, "exits")?;
         let spikes = ring(&mut bpf, "spikes")?;
         for (name, cat, tp) in PROGRAMS {
-            let p: &mut aya::programs::TracePoint = bpf
-                .program_mut(name)
-                .ok_or_else(|| format!("the BPF object has no program {name}"))?
-                .try_into()
-                .map_err(|e| err(name, e))?;
-            p.attach(cat, tp)
+            tracepoint(&mut bpf, name)?
+                .attach(cat, tp)
                 .map_err(|e| err(&format!("attaching {name} to {cat}:{tp}"), e))?;
         }
         Ok(SchedProbe { bpf, exits, spikes })

@@ -10,7 +10,6 @@ use super::{child, report, SchedConfig, SchedOutcome, Target};
 use crate::driver::Ctx;
 use latlab_core::error::{Error, Result};
 use latlab_core::result::trace::{SpikeRecord, TraceReport};
-use latlab_core::result::Run;
 use latlab_core::stats::Recorder;
 use latlab_trace::bpf::{bucket_bounds, Counters, Delays, SchedProbe, Spike, TaskStat};
 use std::collections::HashMap;
@@ -304,20 +303,15 @@ pub(super) fn run(cfg: &SchedConfig, ctx: &mut Ctx<'_>) -> Result<SchedOutcome> 
             ),
         });
     }
-    let params = super::parameters(
+    Ok(super::outcome(
+        ctx,
         cfg,
-        &trace,
+        (started, duration_s),
+        trace,
         events_per_s,
-        &out.processes,
+        out,
         (&ended_by, status, &stopped),
-    );
-    let run = Run {
-        series: out.series,
-        duration_s,
-        trace: Some(trace),
-        ..ctx.run_at(started, params)
-    };
-    Ok(SchedOutcome { run, status })
+    ))
 }
 
 #[cfg(test)]

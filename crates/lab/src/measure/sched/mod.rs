@@ -193,20 +193,38 @@ fn run(cfg: &SchedConfig, ctx: &mut Ctx<'_>) -> Result<SchedOutcome> {
     let out = report::Assembled::new(&tracker.tasks, &losses);
     name_spikes(&mut trace, &out.thread_names);
     warn_after(ctx, cfg, &tracker, &losses, trace.events, duration_s);
-    let params = parameters(
+    Ok(outcome(
+        ctx,
         cfg,
-        &trace,
+        (started, duration_s),
+        trace,
         events_per_s,
-        &out.processes,
+        out,
         (&ended_by, status, &stopped),
-    );
+    ))
+}
+
+/// The finished run, either engine's: its series, its trace, its parameters.
+fn outcome(
+    ctx: &mut Ctx<'_>,
+    cfg: &SchedConfig,
+    (started, duration_s): (SystemTime, f64),
+    trace: latlab_core::result::trace::TraceReport,
+    events_per_s: Option<f64>,
+    out: report::Assembled,
+    ended: (&Option<String>, Option<i32>, &Option<i32>),
+) -> SchedOutcome {
+    let params = parameters(cfg, &trace, events_per_s, &out.processes, ended);
     let run = Run {
         series: out.series,
         duration_s,
         trace: Some(trace),
         ..ctx.run_at(started, params)
     };
-    Ok(SchedOutcome { run, status })
+    SchedOutcome {
+        run,
+        status: ended.1,
+    }
 }
 
 /// Starts the command measured (`-- CMD`) on latlab's own CPUs, the calling thread
