@@ -76,6 +76,9 @@ python3 "$here/hog.py" 5 95 30 300 &
 hog=$!
 sleep 1
 step hog 180 "$L" cyclic -t -D 3s --trace --trace-threshold 10ms --json "$OUT/hog.json"
+# The same with the in-kernel flight recorder (6.1's verifier, PREEMPT_RT's records).
+step hog_bpf 180 env LATLAB_TRACER=bpf "$L" cyclic -t -D 3s --trace --trace-threshold 10ms \
+  --json "$OUT/hog_bpf.json"
 # The same hog seen by the kernel's own tracer, with its IRQ/thread split.
 step timerlat_hog 120 "$L" timerlat -a 4-6 -D 3s --threshold 10ms --json "$OUT/timerlat_hog.json"
 # And by the kernel's osnoise tracer, which names the thread that held its CPU; the settings it

@@ -201,27 +201,37 @@ fn guest_noise_covers_every_cpu_and_the_monitor_exports_every_cpu() {
 #[ignore = "boots a PREEMPT_RT guest: scripts/test.sh runs the guest group alone"]
 fn guest_trace_names_a_hidden_fifo_hog_on_its_cpu_and_no_other() {
     let Some(out) = group() else { return };
-    let (code, err) = rc(out, "hog");
-    assert_eq!(code, 0, "{err}");
-    let run = json(out, "hog.json");
-    let on = |cpu| {
-        causes(&run, cpu)
-            .into_iter()
-            .filter(|(k, n, _)| k == "thread" && n.contains("fifohog"))
-            .count()
-    };
-    assert!(
-        on(5) > 0,
-        "the hog is not among CPU 5's causes: {:?}",
-        causes(&run, 5)
-    );
-    for cpu in (0..CPUS as u64).filter(|&c| c != 5) {
+    // On both flight recorders: tracefs, and the in-kernel one (6.1's verifier takes it, and
+    // it reads PREEMPT_RT's records).
+    for (step, engine) in [("hog", "tracefs"), ("hog_bpf", "bpf")] {
+        let (code, err) = rc(out, step);
+        assert_eq!(code, 0, "{step}: {err}");
+        let run = json(out, &format!("{step}.json"));
         assert_eq!(
-            on(cpu),
-            0,
-            "the hog named on CPU {cpu}: {:?}",
-            causes(&run, cpu)
+            run["trace"]["engine"], engine,
+            "{}",
+            run["trace"]["warnings"]
         );
+        assert!(run["trace"]["events"].as_u64().unwrap() > 0, "{step}");
+        let on = |cpu| {
+            causes(&run, cpu)
+                .into_iter()
+                .filter(|(k, n, _)| k == "thread" && n.contains("fifohog"))
+                .count()
+        };
+        assert!(
+            on(5) > 0,
+            "{step}: the hog is not among CPU 5's causes: {:?}",
+            causes(&run, 5)
+        );
+        for cpu in (0..CPUS as u64).filter(|&c| c != 5) {
+            assert_eq!(
+                on(cpu),
+                0,
+                "{step}: the hog named on CPU {cpu}: {:?}",
+                causes(&run, cpu)
+            );
+        }
     }
 }
 

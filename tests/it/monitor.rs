@@ -27,7 +27,13 @@ impl Monitor {
 
     /// Starts `latlab monitor ARGS --listen 127.0.0.1:0` and waits for the address it prints.
     pub(crate) fn start(args: &[&str]) -> Monitor {
+        Monitor::start_with(args, &[])
+    }
+
+    /// [`Monitor::start`] with more variables in its environment.
+    pub(crate) fn start_with(args: &[&str], env: &[(&str, &str)]) -> Monitor {
         let mut child = latlab()
+            .envs(env.iter().copied())
             .arg("monitor")
             .args(args)
             .words("--listen 127.0.0.1:0")

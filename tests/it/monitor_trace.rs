@@ -122,9 +122,10 @@ fn tracing_turned_off_is_said_in_the_interval_it_happened() {
     let Some(_x) = trace_test() else { return };
     let dir = Dir::new();
     let store = format!("sqlite:{}", dir.join("m.db").display());
-    let mon = Monitor::start_words(&format!(
-        "-a 1 -i 1ms --trace --snapshot-every 1s -D 60s --store {store}"
-    ));
+    // The tracefs recorder: the in-kernel one has no switch another process can turn off.
+    let args = format!("-a 1 -i 1ms --trace --snapshot-every 1s -D 60s --store {store}");
+    let args: Vec<&str> = args.split_whitespace().collect();
+    let mon = Monitor::start_with(&args, &[("LATLAB_TRACER", "tracefs")]);
     turn_tracing_off(mon.child.id());
     // Three more snapshots (one a second) before the end.
     std::thread::sleep(Duration::from_millis(3500));

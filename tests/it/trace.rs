@@ -10,11 +10,12 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// A traced cyclic run on CPU 1 until interrupted, journaling in `journal`, once its tracefs
-/// instance is there.
+/// A traced cyclic run on CPU 1 until interrupted, journaling in `journal`, on the tracefs
+/// recorder (its instance is what the callers test), once its instance is there.
 fn traced_run(journal: &Path, extra_env: &[(&str, &str)]) -> Running {
     let mut child = latlab()
         .journal(journal)
+        .env("LATLAB_TRACER", "tracefs")
         .envs(extra_env.iter().copied())
         .words("cyclic -t 1 -a 1 -i 1ms -D 1h --trace -q --no-store")
         .spawn();
@@ -100,11 +101,22 @@ impl Drop for Flood {
 
 #[test]
 fn an_injected_thread_is_named_on_its_cpu_and_only_there() {
+    injected_thread_named("bpf");
+}
+
+#[test]
+fn an_injected_thread_is_named_on_its_cpu_and_only_there_by_tracefs() {
+    injected_thread_named("tracefs");
+}
+
+/// The hidden-culprit bar on one flight recorder (`LATLAB_TRACER=engine`).
+fn injected_thread_named(engine: &str) {
     let Some(_x) = trace_test() else { return };
     let dir = Dir::new();
     let json = dir.join("r.json");
     let mut cmd = latlab();
-    cmd.journal(dir.join("restore.json"))
+    cmd.env("LATLAB_TRACER", engine)
+        .journal(dir.join("restore.json"))
         .words("cyclic -t 2 -a 0,1 -p 80 -i 1ms -D 10s")
         .words("--trace --trace-threshold 500us -q --no-store --json")
         .arg(&json)
@@ -117,6 +129,8 @@ fn an_injected_thread_is_named_on_its_cpu_and_only_there() {
     assert!(instance_of(pid).is_empty(), "instance left behind");
 
     let run = read_json(&json);
+    assert_eq!(run["trace"]["engine"], engine);
+    assert!(run["trace"]["events"].as_u64().unwrap() > 0);
     check_culprit(&run, text, tid, &windows, 1_000_000, "thread");
     // NMIs, SMIs and steal: counted per CPU where readable, and what was not is a warning.
     let t = &run["trace"];
@@ -266,8 +280,10 @@ fn tracing_turned_off_by_another_process_is_said_and_its_spikes_blamed_on_no_one
     let Some(_x) = trace_test() else { return };
     let dir = Dir::new();
     let json = dir.join("r.json");
+    // The tracefs recorder: the in-kernel one has no switch another process can turn off.
     let child = latlab()
         .journal(dir.join("restore.json"))
+        .env("LATLAB_TRACER", "tracefs")
         .words("cyclic -t 1 -a 1 -p 80 -i 1ms -D 4s --trace --trace-threshold 1ms -q --no-store")
         .arg("--json")
         .arg(&json)
@@ -353,6 +369,44 @@ fn the_instance_is_removed_after_sigint_and_restore_removes_it_after_sigkill() {
     // mount state is as found, mounted or not. (This asserted "unmounted" when the host had
     // no tracefs, which held only after another test's trace-cmd had mounted it.)
     assert_eq!(tracefs_mounts(), mounts, "mount state changed: {text}");
+}
+
+/// The in-kernel recorder: one program per traced tracepoint, held by the run alone, gone
+/// with it on SIGKILL (restore finds none and names no pid); what it cannot do is refused
+/// when it is asked for by name.
+#[test]
+fn the_in_kernel_recorder_goes_with_its_process_and_refuses_what_it_cannot_do() {
+    let Some(_x) = trace_test() else { return };
+    let dir = Dir::new();
+    let journal = dir.join("restore.json");
+    let mut child = latlab()
+        .journal(&journal)
+        .env("LATLAB_TRACER", "bpf")
+        .words("cyclic -t 1 -a 1 -i 1ms -D 1h --trace -q --no-store")
+        .spawn();
+    child.wait_until("the recorder's programs", |pid| {
+        crate::util::bpf_programs_of(pid) >= 4
+    });
+    let pid = child.id();
+    child.kill();
+    let out = latlab().journal(&journal).arg("restore").assert_ok();
+    assert!(
+        !out.stdout.contains(&format!("pid {pid}")) && !out.stdout.contains("could not"),
+        "{out}"
+    );
+    assert!(
+        instance_of(pid).is_empty(),
+        "restore left the process-events instance"
+    );
+    let out = latlab()
+        .env("LATLAB_TRACER", "bpf")
+        .words("cyclic -t 1 -D 1s --trace --trace-stacks -q --no-store")
+        .output();
+    out.assert_exit(2);
+    assert!(
+        out.stderr.contains("--trace-stacks") && out.stderr.contains("needs the tracefs recorder"),
+        "{out}"
+    );
 }
 
 #[test]

@@ -1,7 +1,8 @@
 //! The flight recorder: one housekeeping thread reads every traced CPU's `trace_pipe_raw`
 //! (non-blocking, whole pages), decodes the records and keeps the last `keep_ns` of events per
 //! CPU in memory. Lost events are counted, never fatal. Attribution reads a window where it
-//! is kept.
+//! is kept. Where the in-kernel recorder runs (bpf/flight.bpf.c), the thread reads its rings
+//! instead of the pipes (`kernel`), into the same logs.
 
 use super::event::{Decoder, Event};
 use super::format::PageHeader;
@@ -16,6 +17,22 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
+
+mod kernel;
+
+/// What the measured CPUs' events come from.
+pub(crate) enum Main {
+    /// A tracefs instance's per-CPU pipes.
+    Instance(Instance),
+    /// The in-kernel recorder's rings, one per CPU in `cpus` order.
+    Kernel(crate::bpf::flight::Rings),
+}
+
+/// The reader's side of [`Main`].
+enum Source {
+    Pipes(Vec<std::fs::File>),
+    Rings(Box<crate::bpf::flight::Rings>),
+}
 
 /// One CPU's recent events.
 #[derive(Debug, Default)]
@@ -221,7 +238,7 @@ impl FlightRecorder {
     /// Starts reading `cpus` of `instance` (and every CPU of `procs`), keeping `keep_ns` per
     /// CPU.
     pub(crate) fn start(
-        instance: Instance,
+        main: Main,
         procs: Option<Instance>,
         cpus: &[usize],
         header: PageHeader,
@@ -236,10 +253,16 @@ impl FlightRecorder {
                 .open(p)
                 .map_err(|e| Error::Env(format!("{}: {}: {e}", crate::who(), p.display())))
         };
-        let mut files = Vec::new();
-        for &c in cpus {
-            files.push(open(&instance.pipe(c))?);
-        }
+        let (instance, mut source) = match main {
+            Main::Instance(instance) => {
+                let mut files = Vec::new();
+                for &c in cpus {
+                    files.push(open(&instance.pipe(c))?);
+                }
+                (Some(instance), Source::Pipes(files))
+            }
+            Main::Kernel(rings) => (None, Source::Rings(Box::new(rings))),
+        };
         let mut proc_files = Vec::new();
         for p in procs.iter().flat_map(Instance::all_pipes) {
             proc_files.push(open(&p)?);
@@ -274,9 +297,20 @@ impl FlightRecorder {
                     }
                     let cap = sh.pages_cap.load(Ordering::Relaxed);
                     let mut more = false;
-                    for ((f, log), raw) in files.iter_mut().zip(&sh.logs).zip(&sh.pages) {
-                        let hold = sh.hold.load(Ordering::Acquire);
-                        more |= drain(f, &mut buf, &header, &dec, log, (keep_ns, hold), (raw, cap));
+                    match &mut source {
+                        Source::Pipes(files) => {
+                            for ((f, log), raw) in files.iter_mut().zip(&sh.logs).zip(&sh.pages) {
+                                let hold = sh.hold.load(Ordering::Acquire);
+                                let keep = (keep_ns, hold);
+                                more |= drain(f, &mut buf, &header, &dec, log, keep, (raw, cap));
+                            }
+                        }
+                        Source::Rings(rings) => {
+                            for (i, log) in sh.logs.iter().enumerate() {
+                                let hold = sh.hold.load(Ordering::Acquire);
+                                more |= kernel::drain(rings, i, &dec, log, (keep_ns, hold));
+                            }
+                        }
                     }
                     // The last pass reads every pipe to its end.
                     if more {
@@ -287,8 +321,9 @@ impl FlightRecorder {
                     }
                     std::thread::sleep(Duration::from_millis(10));
                 }
-                // The instance can be removed once its pipes are closed.
-                drop(files);
+                // The instance can be removed once its pipes are closed; the in-kernel
+                // programs are detached with their rings.
+                drop(source);
                 drop(proc_files);
                 cl.store(true, Ordering::Release);
             })
@@ -298,13 +333,13 @@ impl FlightRecorder {
                     crate::who()
                 ))
             })?;
-        for i in std::iter::once(&instance).chain(procs.as_ref()) {
+        for i in instance.iter().chain(procs.as_ref()) {
             super::lifecycle::attach_reader(i.id, shared.stop.clone(), closed.clone());
         }
         Ok(FlightRecorder {
             shared,
             reader: Some(reader),
-            instance: Some(instance),
+            instance,
             procs,
         })
     }

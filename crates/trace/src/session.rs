@@ -4,7 +4,7 @@
 //! JSON (`trace`) and the "why" summary printed after the table.
 
 use super::attribute::{attribute_window, Note, Window};
-use super::flight::FlightRecorder;
+use super::flight::{FlightRecorder, Main};
 use super::groups::{Namer, Root};
 use super::procs::Identity;
 pub use super::raw::RawSpike;
@@ -14,6 +14,7 @@ use latlab_core::result::trace::{SpikeRecord, TraceReport};
 use std::time::Duration;
 
 mod finish;
+pub mod recorder;
 mod spikes;
 
 /// Default `--trace-threshold`: 100 µs (well above this VM's typical wake-up, well below its
@@ -153,9 +154,10 @@ impl Tracer {
         r: &Request,
         stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     ) -> Result<Tracer> {
+        let kernel = recorder::in_kernel(r, recorder::wanted()?)?;
         let j = journal_file("");
         let started = TraceFs::system(j.parent().unwrap_or(std::path::Path::new(".")))
-            .and_then(|fs| Tracer::begin_in(&fs, Some(j), r));
+            .and_then(|fs| Tracer::open(&fs, Some(j), r, kernel));
         let t = match started {
             Err(e) if latlab_core::sys::sched::euid() != 0 && !r.needs_root.is_empty() => {
                 return Err(latlab_core::error::Error::Env(format!(
@@ -180,12 +182,13 @@ impl Tracer {
         Ok(t)
     }
 
-    /// The instance and flight recorder of [`Tracer::begin`] on a chosen tracefs (tests); no
-    /// saving, actions or stacks' symbols.
-    pub(crate) fn begin_in(
+    /// The flight recorder of [`Tracer::begin`] on a chosen tracefs, in kernel where `kernel`
+    /// says so; no saving, actions or stacks' symbols.
+    fn open(
         fs: &TraceFs,
         journal: Option<std::path::PathBuf>,
         r: &Request,
+        kernel: bool,
     ) -> Result<Tracer> {
         let (header, mut dec, events) = fs.layouts()?;
         let mut events = enabled_events(events, r.extra);
@@ -194,19 +197,8 @@ impl Tracer {
         let procs_journal = journal
             .as_ref()
             .map(|j| j.with_file_name(format!("trace-{}{PROCS_SUFFIX}.json", std::process::id())));
-        if r.stacks {
-            fs.stack_event(&mut dec)?;
-        }
-        let inst = fs.create_instance("", &r.cpus, &events, BUFFER_KB, journal)?;
-        let tamper = super::tamper::Guard::new(&inst.reach, &events, mono_now());
-        if r.stacks {
-            let comms: Vec<String> = r
-                .names
-                .iter()
-                .map(|n| format!("latlab-{n}").chars().take(15).collect())
-                .collect();
-            fs.stack_trigger(&inst, &comms)?;
-        }
+        let (main, tamper, engine) =
+            Tracer::main_recorder(fs, r, &events, &mut dec, journal, kernel)?;
         let procs = if proc_events.is_empty() {
             None
         } else {
@@ -222,7 +214,7 @@ impl Tracer {
         let nmi_traced = events.iter().any(|e| e == "nmi/nmi_handler");
         let host = super::host::Host::here();
         let rec = FlightRecorder::start(
-            inst,
+            main,
             procs,
             &r.cpus,
             header,
@@ -275,10 +267,52 @@ impl Tracer {
                     .vm
                     .then(|| host.hypervisor.clone().unwrap_or_else(|| "VM".into())),
                 steal_tick_ns: host.vm.then(super::host::steal_tick_ns),
+                engine: Some(engine.into()),
                 ..TraceReport::default()
             },
             host,
         })
+    }
+
+    /// The measured CPUs' recorder: the in-kernel one where `kernel` asks for it (exit 3
+    /// where it cannot start), else a tracefs instance; with the guard of its switches and
+    /// the engine's name.
+    fn main_recorder(
+        fs: &TraceFs,
+        r: &Request,
+        events: &[String],
+        dec: &mut super::event::Decoder,
+        journal: Option<std::path::PathBuf>,
+        kernel: bool,
+    ) -> Result<(Main, super::tamper::Guard, &'static str)> {
+        if kernel {
+            let rings = crate::bpf::flight::Rings::start(
+                &fs.root,
+                events,
+                &r.cpus,
+                crate::bpf::flight::RING,
+            )
+            .map_err(|why| recorder::refused(&why))?;
+            return Ok((
+                Main::Kernel(rings),
+                super::tamper::Guard::idle(mono_now()),
+                "bpf",
+            ));
+        }
+        if r.stacks {
+            fs.stack_event(dec)?;
+        }
+        let inst = fs.create_instance("", &r.cpus, events, BUFFER_KB, journal)?;
+        let tamper = super::tamper::Guard::new(&inst.reach, events, mono_now());
+        if r.stacks {
+            let comms: Vec<String> = r
+                .names
+                .iter()
+                .map(|n| format!("latlab-{n}").chars().take(15).collect())
+                .collect();
+            fs.stack_trigger(&inst, &comms)?;
+        }
+        Ok((Main::Instance(inst), tamper, "tracefs"))
     }
 
     /// One more process whose whole tree is one culprit group (`latlab sched -- CMD`).
@@ -438,6 +472,7 @@ impl Tracer {
             idle_note: self.report.idle_note.clone(),
             nmi_traced: self.report.nmi_traced,
             exec_chains: self.rec.names_commands(),
+            engine: self.report.engine.clone(),
             hypervisor: self.report.hypervisor.clone(),
             steal_tick_ns: self.report.steal_tick_ns,
             untraced_after_s: self.tamper.untraced_after_s(),

@@ -54,6 +54,20 @@ impl Guard {
         }
     }
 
+    /// Watches nothing: the in-kernel recorder has no switch another process can turn off
+    /// (its programs are attached through latlab's own descriptors).
+    pub(crate) fn idle(now_ns: u64) -> Guard {
+        Guard {
+            reach: super::files::Reach::new(std::path::PathBuf::from("/")),
+            files: Vec::new(),
+            last_on_ns: now_ns,
+            checked_ns: now_ns,
+            off: None,
+            start_ns: now_ns,
+            said: false,
+        }
+    }
+
     /// Reads the switches at `now_ns` unless they were read in the last quarter second (or
     /// were already found off: once off, the rest of the run is untraced).
     pub(crate) fn tick(&mut self, now_ns: u64) {

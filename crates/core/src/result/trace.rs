@@ -11,6 +11,10 @@ pub struct TraceReport {
     pub threshold_ns: u64,
     /// CPUs traced.
     pub cpus: Vec<usize>,
+    /// Which flight recorder ran: `bpf` (the in-kernel one) or `tracefs` (absent in runs
+    /// made before there was a choice: tracefs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<String>,
     /// Events decoded.
     pub events: u64,
     /// Events the kernel lost (reader too slow); attribution near them may be incomplete.

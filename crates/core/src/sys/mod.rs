@@ -22,6 +22,7 @@ pub mod process;
 pub mod procs;
 pub mod roots;
 pub mod sched;
+pub mod shared;
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
 pub(crate) mod simd;
 pub mod sysvsem;

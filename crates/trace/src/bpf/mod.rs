@@ -6,6 +6,7 @@
 //! with the process however it ends (a SIGKILL closes their descriptors).
 
 pub mod explain;
+pub mod flight;
 pub mod layout;
 
 use aya::maps::{HashMap, MapData, PerCpuArray, RingBuf};
@@ -113,8 +114,11 @@ const PROGRAMS: [(&str, &str, &str); 10] = [
 ];
 
 /// The names latlab's programs carry in the kernel (`restore` looks for them).
-pub fn program_names() -> impl Iterator<Item = &'static str> {
-    PROGRAMS.iter().map(|p| p.0)
+pub fn program_names() -> impl Iterator<Item = String> {
+    PROGRAMS
+        .iter()
+        .map(|p| p.0.to_string())
+        .chain(flight::programs())
 }
 
 /// Tasks the kernel's table holds at most (`MAX_TASKS` of bpf/sched.h).
@@ -282,12 +286,12 @@ impl SchedProbe {
 /// latlab's programs loaded in the kernel now, by id and name (`restore` reports them: none
 /// outlives the process that loaded it). Empty where the kernel cannot be asked.
 pub fn loaded() -> Vec<(u32, String)> {
-    let names: Vec<&str> = program_names().collect();
+    let names: Vec<String> = program_names().collect();
     aya::programs::loaded_programs()
         .filter_map(|p| p.ok())
         .filter_map(|p| {
             let n = p.name_as_str()?.to_string();
-            names.iter().any(|x| n == *x).then(|| (p.id(), n))
+            names.contains(&n).then(|| (p.id(), n))
         })
         .collect()
 }
@@ -326,7 +330,7 @@ fn owners(ids: &[u32]) -> Vec<(u32, Vec<i32>)> {
 /// no process holds (which latlab never leaves) is said as not removable.
 pub const RESTORER: latlab_core::io::Restorer =
     latlab_core::io::Restorer {
-        name: "in-kernel sched programs",
+        name: "in-kernel programs (sched, the flight recorder)",
         run: |_| {
             let found = loaded();
             let ids: Vec<u32> = found.iter().map(|f| f.0).collect();

@@ -16,8 +16,7 @@ pub(crate) enum Engine {
     Tracefs,
 }
 
-/// The variable that forces an engine.
-const VAR: &str = "LATLAB_TRACER";
+use latlab_trace::session::recorder::{Wanted, VAR};
 
 /// `why` short enough for a warning: its first line, and where a verifier's log follows, the
 /// log's last line (the verifier says why it refused last; the rest is its trace).
@@ -41,26 +40,16 @@ fn short(why: &str) -> String {
 /// The engine for this run, and what the result should say when the in-kernel one was
 /// wanted but could not run.
 pub(crate) fn choose() -> Result<(Engine, Option<String>)> {
-    let v = std::env::var_os(VAR);
-    let v = match v.as_deref().map(|v| v.to_str()) {
-        Some(None) => {
-            return Err(Error::Usage(format!(
-                "{VAR}: not UTF-8; give bpf (the in-kernel engine) or tracefs"
-            )))
-        }
-        Some(Some(s)) => Some(s),
-        None => None,
-    };
-    choose_with(v, latlab_trace::bpf::probe)
+    choose_with(latlab_trace::session::recorder::wanted()?, latlab_trace::bpf::probe)
 }
 
 fn choose_with(
-    var: Option<&str>,
+    wanted: Wanted,
     probe: impl FnOnce() -> std::result::Result<(), String>,
 ) -> Result<(Engine, Option<String>)> {
-    match var.unwrap_or("") {
-        "tracefs" => Ok((Engine::Tracefs, None)),
-        "bpf" => match probe() {
+    match wanted {
+        Wanted::Tracefs => Ok((Engine::Tracefs, None)),
+        Wanted::Bpf => match probe() {
             Ok(()) => Ok((Engine::Bpf, None)),
             Err(e) => Err(Error::Env(format!(
                 "{VAR}=bpf: the in-kernel engine cannot run here: {} (it needs root, BPF and \
@@ -68,7 +57,7 @@ fn choose_with(
                 short(&e)
             ))),
         },
-        "" => Ok(match probe() {
+        Wanted::Either => Ok(match probe() {
             Ok(()) => (Engine::Bpf, None),
             Err(e) => (
                 Engine::Tracefs,
@@ -78,9 +67,6 @@ fn choose_with(
                 )),
             ),
         }),
-        v => Err(Error::Usage(format!(
-            "{VAR}={v:?}: give bpf (the in-kernel engine) or tracefs"
-        ))),
     }
 }
 
@@ -91,9 +77,9 @@ mod tests {
     #[test]
     fn the_variable_decides_and_a_refusal_is_said() {
         let fails = || Err("loading: Operation not permitted\nverifier log".to_string());
-        assert_eq!(choose_with(Some("tracefs"), || unreachable!()).unwrap(), (Engine::Tracefs, None));
-        assert_eq!(choose_with(None, || Ok(())).unwrap(), (Engine::Bpf, None));
-        let (e, note) = choose_with(None, fails).unwrap();
+        assert_eq!(choose_with(Wanted::Tracefs, || unreachable!()).unwrap(), (Engine::Tracefs, None));
+        assert_eq!(choose_with(Wanted::Either, || Ok(())).unwrap(), (Engine::Bpf, None));
+        let (e, note) = choose_with(Wanted::Either, fails).unwrap();
         assert_eq!(e, Engine::Tracefs);
         let note = note.unwrap();
         assert!(note.contains("Operation not permitted"), "{note}");
@@ -103,10 +89,7 @@ mod tests {
         let s = short(log);
         assert!(s.contains("Verifier output") && s.contains("invalid bpf_context"), "{s}");
         assert!(!s.contains("call") && !s.contains("verification time"), "{s}");
-        let err = choose_with(Some("bpf"), fails).unwrap_err();
+        let err = choose_with(Wanted::Bpf, fails).unwrap_err();
         assert_eq!(err.exit_code(), 3, "{err}");
-        let err = choose_with(Some("ebpf"), || Ok(())).unwrap_err();
-        assert_eq!(err.exit_code(), 2);
-        assert!(err.to_string().contains("LATLAB_TRACER"), "{err}");
     }
 }
