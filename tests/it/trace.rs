@@ -623,17 +623,30 @@ fn trace_flags_are_checked() {
 
 #[test]
 fn a_loopback_flood_on_the_cpu_shows_as_net_rx_softirq() {
+    loopback_flood_shows_as_net_rx("tracefs");
+}
+
+/// The in-kernel recorder under a flood it cannot keep up with: it skips ahead, counting what
+/// it passed over, and the spikes still have their windows.
+#[test]
+fn a_loopback_flood_shows_as_net_rx_softirq_in_kernel_too() {
+    loopback_flood_shows_as_net_rx("bpf");
+}
+
+fn loopback_flood_shows_as_net_rx(engine: &str) {
     let Some(_x) = trace_test() else { return };
     let dir = Dir::new();
     let json = dir.join("r.json");
     let flood = Flood::start();
     let out = traced_cyclic(&dir)
+        .env("LATLAB_TRACER", engine)
         .words("-D 3s --trace-threshold 20us --json")
         .arg(&json)
         .output();
     let sent = flood.stop();
     out.assert_ok();
     let run = read_json(&json);
+    assert_eq!(run["trace"]["engine"], engine);
     let spikes = run["trace"]["spikes"].as_array().unwrap();
     let net = spikes
         .iter()
