@@ -55,9 +55,6 @@ pub struct Pass {
     pub lost: u64,
     /// Whether it stopped with more to read.
     pub more: bool,
-    /// Whether it skipped ahead (the ring was filling faster than it is read): what it read
-    /// is the newest part, and what it passed over is in `lost`.
-    pub skipped: bool,
 }
 
 fn err(what: &str, e: impl std::fmt::Display) -> String {
@@ -226,7 +223,6 @@ impl Rings {
         if head.saturating_sub(*next) > ring / 2 {
             pass.lost += head - *next - ring / 4;
             *next = head - ring / 4;
-            pass.skipped = true;
         }
         // The slot's time stamp and record (not its padding).
         let mut slot = [0u8; 16 + DATA];
