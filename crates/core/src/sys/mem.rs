@@ -7,7 +7,7 @@
 pub const HELPER_STACK: usize = 256 * 1024;
 
 /// Stack size for a thread that makes one system call and ends (the privilege probe).
-pub(crate) const PROBE_STACK: usize = 64 * 1024;
+pub const PROBE_STACK: usize = 64 * 1024;
 
 /// Makes every thread allocate from the one main malloc arena. glibc gives each new thread
 /// that allocates an arena of its own (a heap of at least 132 KiB); under `mlockall` every

@@ -39,7 +39,9 @@ const PER_PASS: u64 = RING as u64 / 4;
 
 /// The program, attached, and the measured CPUs' rings.
 pub struct Rings {
-    /// Holds the programs and maps: dropping it detaches them.
+    /// The programs' attachments, detached together on drop.
+    links: Vec<aya::programs::trace_point::TracePointLink>,
+    /// Holds the programs and maps.
     _bpf: aya::Ebpf,
     slots: SharedView,
     heads: SharedView,
@@ -185,6 +187,7 @@ impl Rings {
         };
         let slots = view(&bpf, "slots", n as usize * ring as usize * SLOT)?;
         let heads = view(&bpf, "heads", n as usize * HEAD)?;
+        let mut links = Vec::with_capacity(formats.len());
         for ((e, _), name) in formats.iter().zip(programs()) {
             let prog: &mut aya::programs::TracePoint = bpf
                 .program_mut(&name)
@@ -197,10 +200,13 @@ impl Rings {
                 why
             })?;
             let (sys, tp) = e.split_once('/').unwrap_or((e, ""));
-            prog.attach(sys, tp)
+            let id = prog
+                .attach(sys, tp)
                 .map_err(|x| err(&format!("attaching {name} to {sys}:{tp}"), x))?;
+            links.push(prog.take_link(id).map_err(|x| err(&name, x))?);
         }
         Ok(Rings {
+            links,
             _bpf: bpf,
             slots,
             heads,
@@ -252,6 +258,12 @@ impl Rings {
         }
         pass.more = *next < head;
         pass
+    }
+}
+
+impl Drop for Rings {
+    fn drop(&mut self) {
+        super::detach(std::mem::take(&mut self.links));
     }
 }
 

@@ -141,8 +141,24 @@ pub struct Counters {
     pub unfiled: u64,
 }
 
+/// Detaches `links` off the caller's path, each on a thread of its own: closing a tracepoint's
+/// perf event waits for an RCU grace period in the kernel (about 0.9 s each on the project's
+/// VM), which one after another held a run's end for seconds, its result not yet written. The
+/// programs run on until then, into maps the kernel keeps for them; a process that exits first
+/// has the kernel close what is left. A thread that cannot be had detaches its link here.
+fn detach(links: Vec<aya::programs::trace_point::TracePointLink>) {
+    for link in links {
+        let _ = std::thread::Builder::new()
+            .name("latlab-detach".into())
+            .stack_size(latlab_core::sys::mem::PROBE_STACK)
+            .spawn(move || drop(link));
+    }
+}
+
 /// The engine, loaded and attached; detached when dropped.
 pub struct SchedProbe {
+    /// The programs' attachments, detached together on drop ([`detach`]).
+    links: Vec<aya::programs::trace_point::TracePointLink>,
     bpf: aya::Ebpf,
     exits: RingBuf<MapData>,
     spikes: RingBuf<MapData>,
@@ -219,12 +235,20 @@ impl SchedProbe {
         };
         let exits = ring(&mut bpf, "exits")?;
         let spikes = ring(&mut bpf, "spikes")?;
+        let mut links = Vec::with_capacity(PROGRAMS.len());
         for (name, cat, tp) in PROGRAMS {
-            tracepoint(&mut bpf, name)?
+            let prog = tracepoint(&mut bpf, name)?;
+            let id = prog
                 .attach(cat, tp)
                 .map_err(|e| err(&format!("attaching {name} to {cat}:{tp}"), e))?;
+            links.push(prog.take_link(id).map_err(|e| err(name, e))?);
         }
-        Ok(SchedProbe { bpf, exits, spikes })
+        Ok(SchedProbe {
+            links,
+            bpf,
+            exits,
+            spikes,
+        })
     }
 
     /// Moves what the rings hold out: tasks that exited, and delays over the threshold (of
@@ -280,6 +304,12 @@ impl SchedProbe {
             reused: c[4],
             unfiled: c[5],
         }
+    }
+}
+
+impl Drop for SchedProbe {
+    fn drop(&mut self) {
+        detach(std::mem::take(&mut self.links));
     }
 }
 
